@@ -1,0 +1,51 @@
+# tensio — top-level entry points. `make demo` and `make test` do everything:
+# install missing Debian packages, configure, build, run.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+PREFIX     ?= /usr/local
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+
+.PHONY: all deps configure build test test-main test-asan demo install clean help
+
+all: build
+
+help:
+	@echo "make demo      install deps, build, run the demo"
+	@echo "make test      install deps, build, run every test, then again under ASan+UBSan"
+	@echo "make build     build build/tensio, build/libtensio.so, build/libtensio.a"
+	@echo "make install   install (PREFIX=$(PREFIX), DESTDIR honoured)"
+	@echo "make clean     remove build trees"
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIO_WERROR=ON \
+	  -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+test: test-main test-asan
+
+test-main: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# The same suite built with clang under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+	  -DTIO_SANITIZE=ON -DTIO_WERROR=ON $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:check_initialization_order=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)/tensio
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

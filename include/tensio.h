@@ -1,0 +1,319 @@
+/*
+ * tensio — read, write, validate and convert binary tensor and model containers.
+ *
+ * This header is the whole public API. Every symbol is prefixed `tio_`.
+ *
+ * Conventions
+ * - Functions that can fail return an `int` status: TIO_OK (0) or one of the
+ *   stable TIO_E_* codes below. They take a `tio_error *err` last; it may be
+ *   NULL. On failure it is filled with the code, the format, the byte offset
+ *   and a message that says what was expected and what was found.
+ * - No function aborts, exits or asserts on bad input. There is no global
+ *   mutable state: distinct handles may be used from distinct threads.
+ * - Tensor data handed out by a container opened from a file are views into
+ *   the file's mapping; they stay valid until the container is freed.
+ * - All multi-byte numbers in tensor data are little-endian.
+ */
+#ifndef TENSIO_H
+#define TENSIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define TIO_API
+#elif defined(__GNUC__)
+#define TIO_API __attribute__((visibility("default")))
+#else
+#define TIO_API
+#endif
+
+/* ------------------------------------------------------------------ version */
+
+#define TIO_VERSION_MAJOR 0
+#define TIO_VERSION_MINOR 1
+#define TIO_VERSION_PATCH 0
+#define TIO_VERSION_STRING "0.1.0"
+/* MAJOR*10000 + MINOR*100 + PATCH */
+#define TIO_VERSION_NUMBER \
+    (TIO_VERSION_MAJOR * 10000 + TIO_VERSION_MINOR * 100 + TIO_VERSION_PATCH)
+
+/* The version of the library actually linked (may differ from the macros). */
+TIO_API unsigned tio_version_number(void);
+TIO_API const char *tio_version_string(void);
+
+/* ------------------------------------------------------------------- errors */
+
+/* Stable numeric codes. Values never change; new codes are only appended. */
+typedef enum tio_status {
+    TIO_OK = 0,
+    TIO_E_ARGUMENT = 1,     /* the caller passed something invalid */
+    TIO_E_NOMEM = 2,        /* an allocation failed */
+    TIO_E_IO = 3,           /* open/read/write/rename failed (errno in message) */
+    TIO_E_FORMAT = 4,       /* no format recognises the data / unknown format name */
+    TIO_E_TRUNCATED = 5,    /* the data end before a structure does */
+    TIO_E_MAGIC = 6,        /* a magic number or signature is wrong */
+    TIO_E_BOUNDS = 7,       /* an offset or length points outside the data */
+    TIO_E_LIMIT = 8,        /* a count, rank or size exceeds a tio_limits value */
+    TIO_E_OVERFLOW = 9,     /* size arithmetic would overflow */
+    TIO_E_DTYPE = 10,       /* unknown or unsupported element type */
+    TIO_E_CORRUPT = 11,     /* inconsistent structure (sizes disagree, bad index…) */
+    TIO_E_UNSUPPORTED = 12, /* valid, but not something this format/version can do */
+    TIO_E_LOSSY = 13,       /* writing would lose information; see tio_save_options */
+    TIO_E_NOT_FOUND = 14,   /* no such tensor / key */
+    TIO_E_INVALID = 15      /* readable, but violates the format (validation/strict) */
+} tio_status;
+
+#define TIO_ERROR_MESSAGE_MAX 384
+
+typedef struct tio_error {
+    int code;         /* tio_status */
+    char format[16];  /* "btf", "tenbin", … or "" when no format applies */
+    int64_t offset;   /* byte offset in the input, or -1 */
+    char message[TIO_ERROR_MESSAGE_MAX]; /* complete text, e.g.
+        "btf: offset 24: record 0: dtype code 10 is not a BTF dtype (expected 0..9)" */
+} tio_error;
+
+/* "TIO_OK", "TIO_E_TRUNCATED", … ; "TIO_E_UNKNOWN" for other values. */
+TIO_API const char *tio_status_name(int code);
+/* A short English description of a code. */
+TIO_API const char *tio_status_string(int code);
+/* Clears *err to TIO_OK, offset -1, empty strings. */
+TIO_API void tio_error_clear(tio_error *err);
+
+/* ------------------------------------------------------------------- dtypes */
+
+typedef enum tio_dtype {
+    TIO_DTYPE_INVALID = 0,
+    TIO_BOOL = 1,
+    TIO_INT8 = 2,
+    TIO_INT16 = 3,
+    TIO_INT32 = 4,
+    TIO_INT64 = 5,
+    TIO_UINT8 = 6,
+    TIO_UINT16 = 7,
+    TIO_UINT32 = 8,
+    TIO_UINT64 = 9,
+    TIO_FLOAT16 = 10,
+    TIO_BFLOAT16 = 11,
+    TIO_FLOAT32 = 12,
+    TIO_FLOAT64 = 13
+} tio_dtype;
+#define TIO_DTYPE_COUNT 14
+
+/* NumPy names ("float32", "bool"; "bfloat16" as ml_dtypes); NULL if invalid. */
+TIO_API const char *tio_dtype_name(tio_dtype dtype);
+/* Inverse of tio_dtype_name; TIO_DTYPE_INVALID if unknown. */
+TIO_API tio_dtype tio_dtype_from_name(const char *name);
+/* Element size in bytes; 0 if invalid. */
+TIO_API size_t tio_dtype_size(tio_dtype dtype);
+
+/* ------------------------------------------------------------------- limits */
+
+/* Bounds applied while decoding untrusted bytes. A zero field means "the
+ * default" (TIO_DEFAULT_*). Real files never come near the defaults. */
+typedef struct tio_limits {
+    uint64_t max_tensors;      /* tensors in one container */
+    uint32_t max_rank;         /* dims of one tensor */
+    uint64_t max_header_bytes; /* one header/record/label structure */
+    uint32_t max_name_bytes;   /* one tensor name or metadata string */
+} tio_limits;
+
+#define TIO_DEFAULT_MAX_TENSORS (1u << 24)
+#define TIO_DEFAULT_MAX_RANK 64u
+#define TIO_DEFAULT_MAX_HEADER_BYTES (64u << 20)
+#define TIO_DEFAULT_MAX_NAME_BYTES 65536u
+
+/* ------------------------------------------------------------------ tensors */
+
+typedef enum tio_layout {
+    TIO_LAYOUT_DENSE = 0, /* row-major (C order) */
+    TIO_LAYOUT_COO = 1    /* sparse coordinates: nnz × rank int64 indices + nnz values */
+} tio_layout;
+
+/* A tensor belongs to its container and lives as long as it. */
+typedef struct tio_tensor tio_tensor;
+
+TIO_API const char *tio_tensor_name(const tio_tensor *t); /* NULL when unnamed */
+TIO_API tio_dtype tio_tensor_dtype(const tio_tensor *t);
+TIO_API tio_layout tio_tensor_layout(const tio_tensor *t);
+TIO_API size_t tio_tensor_rank(const tio_tensor *t);
+/* rank dims; valid (and non-NULL) even when rank is 0. */
+TIO_API const int64_t *tio_tensor_shape(const tio_tensor *t);
+/* Product of the dims (1 for rank 0). Never overflows: containers refuse
+ * shapes whose element count or byte size does not fit in int64/size_t. */
+TIO_API uint64_t tio_tensor_numel(const tio_tensor *t);
+/* Bytes of the stored elements: numel×size for dense, nnz×size for COO. */
+TIO_API size_t tio_tensor_nbytes(const tio_tensor *t);
+/* Dense: the elements. COO: the nnz values. Little-endian, C order.
+ * A view into the source when possible. The pointer is aligned to the
+ * element size unless tio_tensor_is_aligned() says otherwise (legacy files
+ * with unaligned records); tio_tensor_materialize() fixes that. */
+TIO_API const void *tio_tensor_data(const tio_tensor *t);
+TIO_API int tio_tensor_is_aligned(const tio_tensor *t);
+/* COO only (0 / NULL for dense): the number of stored values, and the
+ * nnz × rank int64 little-endian coordinates, row i = coordinates of value i. */
+TIO_API uint64_t tio_tensor_nnz(const tio_tensor *t);
+TIO_API const void *tio_tensor_indices(const tio_tensor *t);
+/* Byte offset of the tensor's record in the source, or -1. */
+TIO_API int64_t tio_tensor_source_offset(const tio_tensor *t);
+
+/* Copies the tensor's data (and indices) into memory the tensor owns, aligned;
+ * afterwards its views no longer refer to the source. */
+TIO_API int tio_tensor_materialize(tio_tensor *t, tio_error *err);
+
+/* Writes the dense row-major bytes (COO: zeros with the values scattered in;
+ * a duplicated coordinate takes its last value) to dst, which must hold
+ * numel × dtype size bytes. */
+TIO_API int tio_tensor_densify(const tio_tensor *t, void *dst, size_t dst_size,
+                               tio_error *err);
+
+/* SHA-256 (32 bytes) of what `what` names, as C-contiguous little-endian bytes:
+ * TIO_HASH_DENSE: the dense tensor (COO: densified, streamed, O(nnz) memory);
+ * TIO_HASH_VALUES: the stored values; TIO_HASH_INDICES: the int64 indices. */
+enum { TIO_HASH_DENSE = 0, TIO_HASH_VALUES = 1, TIO_HASH_INDICES = 2 };
+TIO_API int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32],
+                              tio_error *err);
+
+/* Per-tensor metadata: ordered string key/value pairs. */
+TIO_API size_t tio_tensor_meta_count(const tio_tensor *t);
+TIO_API int tio_tensor_meta_at(const tio_tensor *t, size_t i, const char **key,
+                               const char **value);
+TIO_API const char *tio_tensor_meta_get(const tio_tensor *t, const char *key);
+TIO_API int tio_tensor_meta_set(tio_tensor *t, const char *key, const char *value,
+                                tio_error *err);
+
+/* --------------------------------------------------------------- containers */
+
+/* Ordered tensors, container metadata, the format it came from, the problems
+ * that validation found, and (later) an optional model graph. */
+typedef struct tio_container tio_container;
+
+TIO_API tio_container *tio_container_new(void); /* NULL only when out of memory */
+TIO_API void tio_container_free(tio_container *c); /* NULL is fine */
+
+TIO_API size_t tio_container_count(const tio_container *c);
+TIO_API tio_tensor *tio_container_tensor(const tio_container *c, size_t index);
+/* First tensor with that name, or NULL. */
+TIO_API tio_tensor *tio_container_find(const tio_container *c, const char *name);
+/* The format name the container was read from ("btf", …), or NULL if built. */
+TIO_API const char *tio_container_format(const tio_container *c);
+/* Size in bytes of the source it was read from (0 when built in memory). */
+TIO_API uint64_t tio_container_source_size(const tio_container *c);
+
+TIO_API size_t tio_container_meta_count(const tio_container *c);
+TIO_API int tio_container_meta_at(const tio_container *c, size_t i, const char **key,
+                                  const char **value);
+TIO_API const char *tio_container_meta_get(const tio_container *c, const char *key);
+TIO_API int tio_container_meta_set(tio_container *c, const char *key,
+                                   const char *value, tio_error *err);
+
+/* Readable-but-invalid findings (unaligned records, nonzero reserved or
+ * padding bytes, trailing bytes…), each with code TIO_E_INVALID, offset and
+ * message. Open with TIO_OPEN_STRICT to make the first one an error. */
+TIO_API size_t tio_container_warning_count(const tio_container *c);
+TIO_API const tio_error *tio_container_warning(const tio_container *c, size_t i);
+
+/* Describes a tensor to add. */
+typedef struct tio_tensor_desc {
+    const char *name;      /* NULL or "" = unnamed */
+    tio_dtype dtype;
+    size_t rank;
+    const int64_t *shape;  /* rank dims, each >= 0; may be NULL when rank is 0 */
+    tio_layout layout;
+    const void *data;      /* dense: numel×size bytes; COO: nnz×size values */
+    size_t nbytes;         /* must equal the size implied above */
+    uint64_t nnz;          /* COO only */
+    const int64_t *indices; /* COO only: nnz × rank, each 0 <= i < dim */
+} tio_tensor_desc;
+
+/* TIO_ADD_BORROW: keep pointers to the caller's data (which must outlive the
+ * container) instead of copying them. */
+#define TIO_ADD_BORROW 1u
+
+/* Checks the description (dtype, dims >= 0, sizes without overflow, nbytes,
+ * COO indices in range) and appends a tensor. On success *out (if not NULL)
+ * points to it. */
+TIO_API int tio_container_add(tio_container *c, const tio_tensor_desc *desc,
+                              unsigned flags, tio_tensor **out, tio_error *err);
+
+/* ------------------------------------------------------------------ formats */
+
+/* What a format can hold. */
+#define TIO_CAP_SPARSE 0x1u   /* COO tensors */
+#define TIO_CAP_NAMES 0x2u    /* tensor names */
+#define TIO_CAP_METADATA 0x4u /* container/tensor metadata */
+#define TIO_CAP_GRAPH 0x8u    /* a model graph */
+
+TIO_API size_t tio_format_count(void);
+/* Name of format i ("btf", "tenbin"), or NULL past the end. */
+TIO_API const char *tio_format_name(size_t i);
+TIO_API const char *tio_format_description(const char *format);
+/* Space-separated file extensions, e.g. ".ten" */
+TIO_API const char *tio_format_extensions(const char *format);
+TIO_API unsigned tio_format_caps(const char *format);
+/* Whether a format can store a dtype. */
+TIO_API int tio_format_supports_dtype(const char *format, tio_dtype dtype);
+/* The format whose extension the path has, or NULL. */
+TIO_API const char *tio_format_for_path(const char *path);
+/* The format the content looks like (probe), or NULL. */
+TIO_API const char *tio_format_probe(const void *data, size_t size);
+
+/* --------------------------------------------------------------------- open */
+
+#define TIO_OPEN_STRICT 0x1u  /* a validation finding is an error (TIO_E_INVALID) */
+#define TIO_OPEN_NO_MMAP 0x2u /* read the file into memory instead of mapping it */
+#define TIO_OPEN_COPY 0x4u    /* tio_open_memory: copy the buffer, do not borrow it */
+
+/* Zero-initialise for the defaults. */
+typedef struct tio_open_options {
+    const char *format;        /* force a format; NULL = probe, then extension */
+    unsigned flags;            /* TIO_OPEN_* */
+    const tio_limits *limits;  /* NULL = defaults */
+} tio_open_options;
+
+/* Opens a file. It is mapped; tensors are views into the mapping. */
+TIO_API int tio_open(const char *path, const tio_open_options *opts,
+                     tio_container **out, tio_error *err);
+/* Opens bytes in memory. They are borrowed (must outlive the container)
+ * unless TIO_OPEN_COPY is set. */
+TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_options *opts,
+                            tio_container **out, tio_error *err);
+
+/* --------------------------------------------------------------------- save */
+
+#define TIO_SAVE_DENSIFY 0x1u       /* write COO tensors densified to a dense-only format */
+#define TIO_SAVE_DROP_NAMES 0x2u    /* drop names the format cannot hold */
+#define TIO_SAVE_DROP_METADATA 0x4u /* drop metadata the format cannot hold */
+#define TIO_SAVE_WIDEN 0x8u         /* store a dtype the format lacks in one that holds
+                                       every value exactly: bool->uint8,
+                                       float16/bfloat16->float32 */
+
+typedef struct tio_save_options {
+    const char *format; /* NULL = from the path's extension (tio_save) */
+    unsigned flags;     /* TIO_SAVE_* ; without them, any loss is TIO_E_LOSSY */
+} tio_save_options;
+
+/* Checks that the container can be written without loss (or with only the
+ * losses the flags allow). TIO_OK or TIO_E_LOSSY / TIO_E_UNSUPPORTED naming
+ * the first tensor and what would be lost. Nothing is written. */
+TIO_API int tio_check_save(const tio_container *c, const tio_save_options *opts,
+                           tio_error *err);
+/* Atomic: writes a temporary file in the target's directory, syncs it and
+ * renames it over the target. On any failure the target is untouched and
+ * the temporary file is removed. */
+TIO_API int tio_save(const tio_container *c, const char *path,
+                     const tio_save_options *opts, tio_error *err);
+/* Writes to a new buffer (release it with tio_free). opts->format required. */
+TIO_API int tio_save_memory(const tio_container *c, const tio_save_options *opts,
+                            void **out, size_t *out_size, tio_error *err);
+TIO_API void tio_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TENSIO_H */

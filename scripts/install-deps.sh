@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tensio needs to build and test, if missing.
+# Runs as root, or through sudo when available. Does nothing when all are present.
+set -euo pipefail
+
+PACKAGES=(
+  gcc make cmake pkg-config    # toolchain
+  clang libclang-rt-dev        # second compiler, sanitizer runtimes, libFuzzer
+  libjansson-dev               # JSON with exact int64
+  libssl-dev                   # libcrypto: SHA-256
+  libcmocka-dev                # unit tests
+  python3                      # CLI tests
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  echo "install-deps: not a Debian system; make sure these are installed: ${PACKAGES[*]}" >&2
+  exit 0
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install-deps: missing packages (${missing[*]}) and not root; install them or run as root" >&2
+    exit 1
+  fi
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

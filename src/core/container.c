@@ -1,0 +1,250 @@
+/* Containers: ordered tensors, metadata, validation findings, the source. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* A sanity bound for tensors built through the API (decoders use tio_limits). */
+#define API_MAX_RANK 4096u
+
+tio_container *tio_container_new(void) {
+    tio_container *c = calloc(1, sizeof *c);
+    return c;
+}
+
+static void tensor_free(tio_tensor *t) {
+    if (!t) return;
+    free(t->name);
+    if (t->shape != t->shape0) free(t->shape);
+    free(t->owned_data);
+    free(t->owned_indices);
+    tio__kv_free(&t->meta);
+    free(t);
+}
+
+void tio_container_free(tio_container *c) {
+    if (!c) return;
+    for (size_t i = 0; i < c->count; i++) tensor_free(c->tensors[i]);
+    free(c->tensors);
+    tio__kv_free(&c->meta);
+    free(c->warnings);
+    if (c->map) munmap(c->map, c->map_size);
+    free(c->owned_buf);
+    free(c);
+}
+
+size_t tio_container_count(const tio_container *c) { return c ? c->count : 0; }
+
+tio_tensor *tio_container_tensor(const tio_container *c, size_t index) {
+    if (!c || index >= c->count) return NULL;
+    return c->tensors[index];
+}
+
+tio_tensor *tio_container_find(const tio_container *c, const char *name) {
+    if (!c || !name) return NULL;
+    for (size_t i = 0; i < c->count; i++)
+        if (c->tensors[i]->name && strcmp(c->tensors[i]->name, name) == 0)
+            return c->tensors[i];
+    return NULL;
+}
+
+const char *tio_container_format(const tio_container *c) { return c ? c->format : NULL; }
+uint64_t tio_container_source_size(const tio_container *c) { return c ? c->source_size : 0; }
+
+size_t tio_container_meta_count(const tio_container *c) { return c ? c->meta.count : 0; }
+
+int tio_container_meta_at(const tio_container *c, size_t i, const char **key,
+                          const char **value) {
+    if (!c || i >= c->meta.count) return TIO_E_NOT_FOUND;
+    if (key) *key = c->meta.keys[i];
+    if (value) *value = c->meta.values[i];
+    return TIO_OK;
+}
+
+const char *tio_container_meta_get(const tio_container *c, const char *key) {
+    return c ? tio__kv_get(&c->meta, key) : NULL;
+}
+
+int tio_container_meta_set(tio_container *c, const char *key, const char *value,
+                           tio_error *err) {
+    if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "container is NULL");
+    return tio__kv_set(&c->meta, key, value, err);
+}
+
+size_t tio_container_warning_count(const tio_container *c) {
+    return c ? c->warning_count : 0;
+}
+
+const tio_error *tio_container_warning(const tio_container *c, size_t i) {
+    if (!c || i >= c->warning_count) return NULL;
+    return &c->warnings[i];
+}
+
+int tio__warn(tio_read_ctx *ctx, const char *format, int64_t offset, tio_error *err,
+              const char *fmt, ...) {
+    tio_error w;
+    va_list ap;
+    va_start(ap, fmt);
+    tio__verr(&w, TIO_E_INVALID, format, offset, fmt, ap);
+    va_end(ap);
+    if (ctx->flags & TIO_OPEN_STRICT) {
+        if (err) *err = w;
+        return TIO_E_INVALID;
+    }
+    tio_container *c = ctx->c;
+    if (c->warning_count == c->warning_cap) {
+        /* Findings are bounded like tensors: never more than the input justifies. */
+        if (c->warning_cap >= 4096) return TIO_OK;
+        size_t ncap = c->warning_cap ? c->warning_cap * 2 : 4;
+        tio_error *nw = realloc(c->warnings, ncap * sizeof *nw);
+        if (!nw) return tio__nomem(err, format);
+        c->warnings = nw;
+        c->warning_cap = ncap;
+    }
+    c->warnings[c->warning_count++] = w;
+    return TIO_OK;
+}
+
+int tio__shape_size(const int64_t *shape, size_t rank, size_t elem_size, uint64_t *numel,
+                    size_t *nbytes, const char *format, int64_t offset, tio_error *err) {
+    uint64_t n = 1;
+    for (size_t i = 0; i < rank; i++) {
+        if (shape[i] < 0)
+            return tio__err(err, TIO_E_CORRUPT, format, offset,
+                            "dim %zu is %lld (expected a size >= 0)", i, (long long)shape[i]);
+        if (tio__mul64_ovf(n, (uint64_t)shape[i], &n) || n > (uint64_t)INT64_MAX)
+            return tio__err(err, TIO_E_OVERFLOW, format, offset,
+                            "the element count of the shape overflows int64 at dim %zu", i);
+    }
+    uint64_t b;
+    if (tio__mul64_ovf(n, elem_size, &b) || b > (uint64_t)INT64_MAX || b > SIZE_MAX)
+        return tio__err(err, TIO_E_OVERFLOW, format, offset,
+                        "the byte size of the shape (%llu elements of %zu bytes) overflows",
+                        (unsigned long long)n, elem_size);
+    if (numel) *numel = n;
+    if (nbytes) *nbytes = (size_t)b;
+    return TIO_OK;
+}
+
+static char *dup_name(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+/* Shared by tio_container_add (copy or borrow) and decoders (views). */
+static int add_tensor(tio_container *c, const tio_tensor_desc *d, int copy,
+                      int64_t source_offset, const char *format, tio_error *err) {
+    int64_t off = source_offset;
+    if (!c || !d) return tio__err(err, TIO_E_ARGUMENT, format, -1, "container or description is NULL");
+    size_t esize = tio_dtype_size(d->dtype);
+    if (esize == 0)
+        return tio__err(err, TIO_E_DTYPE, format, off, "dtype %d is not a tio_dtype", (int)d->dtype);
+    if (d->layout != TIO_LAYOUT_DENSE && d->layout != TIO_LAYOUT_COO)
+        return tio__err(err, TIO_E_ARGUMENT, format, off, "layout %d is not a tio_layout", (int)d->layout);
+    if (d->rank > API_MAX_RANK)
+        return tio__err(err, TIO_E_LIMIT, format, off, "rank %zu exceeds %u", d->rank, API_MAX_RANK);
+    if (d->rank > 0 && !d->shape)
+        return tio__err(err, TIO_E_ARGUMENT, format, off, "shape is NULL for rank %zu", d->rank);
+    uint64_t numel;
+    size_t dense_bytes;
+    int rc = tio__shape_size(d->shape, d->rank, esize, &numel, &dense_bytes, format, off, err);
+    if (rc) return rc;
+    size_t expect = dense_bytes, ibytes = 0;
+    if (d->layout == TIO_LAYOUT_COO) {
+        uint64_t vb, ib;
+        if (tio__mul64_ovf(d->nnz, esize, &vb) || vb > SIZE_MAX ||
+            tio__mul64_ovf(d->nnz, (uint64_t)d->rank, &ib) || tio__mul64_ovf(ib, 8, &ib) ||
+            ib > SIZE_MAX)
+            return tio__err(err, TIO_E_OVERFLOW, format, off, "nnz %llu overflows the sizes",
+                            (unsigned long long)d->nnz);
+        expect = (size_t)vb;
+        ibytes = (size_t)ib;
+        if (ibytes && !d->indices)
+            return tio__err(err, TIO_E_ARGUMENT, format, off, "COO indices are NULL");
+    } else if (d->nnz || d->indices) {
+        return tio__err(err, TIO_E_ARGUMENT, format, off, "nnz/indices given for a dense tensor");
+    }
+    if (d->nbytes != expect)
+        return tio__err(err, TIO_E_CORRUPT, format, off,
+                        "data has %zu bytes (expected %zu for this dtype and %s)", d->nbytes,
+                        expect, d->layout == TIO_LAYOUT_COO ? "nnz" : "shape");
+    if (expect && !d->data)
+        return tio__err(err, TIO_E_ARGUMENT, format, off, "data is NULL");
+    if (d->layout == TIO_LAYOUT_COO) {
+        const uint8_t *ip = (const uint8_t *)d->indices;
+        for (uint64_t i = 0; i < d->nnz; i++) {
+            for (size_t k = 0; k < d->rank; k++) {
+                int64_t v = (int64_t)tio__ld64(ip + (i * d->rank + k) * 8);
+                if (v < 0 || v >= d->shape[k])
+                    return tio__err(err, TIO_E_CORRUPT, format, off,
+                                    "COO index %llu, coordinate %zu is %lld (expected 0 <= "
+                                    "index < dim %lld)",
+                                    (unsigned long long)i, k, (long long)v,
+                                    (long long)d->shape[k]);
+            }
+        }
+    }
+    if (c->count == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 8;
+        tio_tensor **nt = realloc(c->tensors, ncap * sizeof *nt);
+        if (!nt) return tio__nomem(err, format);
+        c->tensors = nt;
+        c->cap = ncap;
+    }
+    tio_tensor *t = calloc(1, sizeof *t);
+    if (!t) return tio__nomem(err, format);
+    t->dtype = d->dtype;
+    t->layout = d->layout;
+    t->rank = d->rank;
+    t->numel = numel;
+    t->nbytes = d->nbytes;
+    t->nnz = d->layout == TIO_LAYOUT_COO ? d->nnz : 0;
+    t->source_offset = source_offset;
+    t->shape = t->shape0;
+    if (d->rank > 4) {
+        t->shape = malloc(d->rank * sizeof *t->shape);
+        if (!t->shape) goto nomem;
+    }
+    if (d->rank) memcpy(t->shape, d->shape, d->rank * sizeof *t->shape);
+    if (d->name && d->name[0]) {
+        t->name = dup_name(d->name);
+        if (!t->name) goto nomem;
+    }
+    if (copy) {
+        if (d->nbytes) {
+            t->owned_data = malloc(d->nbytes);
+            if (!t->owned_data) goto nomem;
+            memcpy(t->owned_data, d->data, d->nbytes);
+        }
+        if (ibytes) {
+            t->owned_indices = malloc(ibytes);
+            if (!t->owned_indices) goto nomem;
+            memcpy(t->owned_indices, d->indices, ibytes);
+        }
+        t->data = t->owned_data;
+        t->indices = t->owned_indices;
+    } else {
+        t->data = (const uint8_t *)d->data;
+        t->indices = (const uint8_t *)d->indices;
+    }
+    c->tensors[c->count++] = t;
+    return TIO_OK;
+nomem:
+    tensor_free(t);
+    return tio__nomem(err, format);
+}
+
+int tio_container_add(tio_container *c, const tio_tensor_desc *desc, unsigned flags,
+                      tio_tensor **out, tio_error *err) {
+    int rc = add_tensor(c, desc, !(flags & TIO_ADD_BORROW), -1, NULL, err);
+    if (rc == TIO_OK && out) *out = c->tensors[c->count - 1];
+    return rc;
+}
+
+int tio__container_add_view(tio_container *c, const tio_tensor_desc *d,
+                            int64_t source_offset, const char *format, tio_error *err) {
+    return add_tensor(c, d, 0, source_offset, format, err);
+}

@@ -1,0 +1,56 @@
+/* Element types. */
+#include "internal.h"
+
+#include <string.h>
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtype_table[TIO_DTYPE_COUNT] = {
+    [TIO_DTYPE_INVALID] = {NULL, 0}, [TIO_BOOL] = {"bool", 1},
+    [TIO_INT8] = {"int8", 1},        [TIO_INT16] = {"int16", 2},
+    [TIO_INT32] = {"int32", 4},      [TIO_INT64] = {"int64", 8},
+    [TIO_UINT8] = {"uint8", 1},      [TIO_UINT16] = {"uint16", 2},
+    [TIO_UINT32] = {"uint32", 4},    [TIO_UINT64] = {"uint64", 8},
+    [TIO_FLOAT16] = {"float16", 2},  [TIO_BFLOAT16] = {"bfloat16", 2},
+    [TIO_FLOAT32] = {"float32", 4},  [TIO_FLOAT64] = {"float64", 8},
+};
+
+const char *tio_dtype_name(tio_dtype d) {
+    if ((unsigned)d >= TIO_DTYPE_COUNT) return NULL;
+    return dtype_table[d].name;
+}
+
+size_t tio_dtype_size(tio_dtype d) {
+    if ((unsigned)d >= TIO_DTYPE_COUNT) return 0;
+    return dtype_table[d].size;
+}
+
+tio_dtype tio_dtype_from_name(const char *name) {
+    if (!name) return TIO_DTYPE_INVALID;
+    for (unsigned i = 1; i < TIO_DTYPE_COUNT; i++)
+        if (strcmp(dtype_table[i].name, name) == 0) return (tio_dtype)i;
+    return TIO_DTYPE_INVALID;
+}
+
+static float bits_to_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+float tio__half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t mant = h & 0x3ff;
+    if (exp == 0) {
+        if (mant == 0) return bits_to_float(sign);
+        /* subnormal: mant * 2^-24 */
+        float f = (float)mant * (1.0f / 16777216.0f);
+        return sign ? -f : f;
+    }
+    if (exp == 31) return bits_to_float(sign | 0x7f800000u | (mant << 13));
+    return bits_to_float(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+float tio__bf16_to_float(uint16_t h) { return bits_to_float((uint32_t)h << 16); }

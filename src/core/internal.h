@@ -1,0 +1,261 @@
+/*
+ * Internal interface between the core and the format modules.
+ * Not installed; nothing here is part of the public API.
+ */
+#ifndef TIO_INTERNAL_H
+#define TIO_INTERNAL_H
+
+#include "tensio.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define TIO_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define TIO_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define TIO_PRINTF(a, b)
+#define TIO_HIDDEN
+#endif
+
+/* ------------------------------------------------------------ errors */
+
+/* Fills *err (if not NULL) and returns code. The message is prefixed with
+ * "<format>: offset <n>: " (or "<format>: " when offset < 0). */
+int tio__err(tio_error *err, int code, const char *format, int64_t offset,
+             const char *fmt, ...) TIO_PRINTF(5, 6);
+int tio__verr(tio_error *err, int code, const char *format, int64_t offset,
+              const char *fmt, va_list ap);
+/* Shortcut for an allocation failure. */
+int tio__nomem(tio_error *err, const char *format);
+
+/* ------------------------------------------------- checked arithmetic */
+
+static inline bool tio__add_ovf(size_t a, size_t b, size_t *r) {
+    return __builtin_add_overflow(a, b, r);
+}
+static inline bool tio__mul_ovf(size_t a, size_t b, size_t *r) {
+    return __builtin_mul_overflow(a, b, r);
+}
+static inline bool tio__add64_ovf(uint64_t a, uint64_t b, uint64_t *r) {
+    return __builtin_add_overflow(a, b, r);
+}
+static inline bool tio__mul64_ovf(uint64_t a, uint64_t b, uint64_t *r) {
+    return __builtin_mul_overflow(a, b, r);
+}
+/* Round n up to a multiple of a power of two `align`; false on overflow. */
+static inline bool tio__align_up(uint64_t n, uint64_t align, uint64_t *r) {
+    uint64_t t;
+    if (__builtin_add_overflow(n, align - 1, &t)) return false;
+    *r = t & ~(align - 1);
+    return true;
+}
+
+/* Element count of a shape. Fails (TIO_E_OVERFLOW, TIO_E_CORRUPT for a
+ * negative dim) when the product, or product × elem_size, does not fit in
+ * int64 / size_t. *numel and *nbytes may be NULL. */
+int tio__shape_size(const int64_t *shape, size_t rank, size_t elem_size,
+                    uint64_t *numel, size_t *nbytes, const char *format,
+                    int64_t offset, tio_error *err);
+
+/* ---------------------------------------------- little-endian loads/stores */
+
+static inline uint16_t tio__ld16(const uint8_t *p) {
+    return (uint16_t)(p[0] | (uint16_t)(p[1] << 8));
+}
+static inline uint32_t tio__ld32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+static inline uint64_t tio__ld64(const uint8_t *p) {
+    return (uint64_t)tio__ld32(p) | ((uint64_t)tio__ld32(p + 4) << 32);
+}
+static inline void tio__st32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+static inline void tio__st64(uint8_t *p, uint64_t v) {
+    tio__st32(p, (uint32_t)v);
+    tio__st32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* ------------------------------------------------------------- cursor */
+
+/* A bounds-checked reader over untrusted bytes. Every decoder reads through
+ * one. Failed reads set *err with the cursor's format name and the absolute
+ * offset, naming `what` was being read, and leave the position unchanged. */
+typedef struct tio_cursor {
+    const uint8_t *base; /* start of the whole input */
+    size_t size;         /* bytes in the whole input */
+    size_t pos;          /* absolute position */
+    const char *format;  /* for messages */
+} tio_cursor;
+
+static inline void tio__cursor_init(tio_cursor *c, const void *base, size_t size,
+                                    const char *format) {
+    c->base = (const uint8_t *)base;
+    c->size = size;
+    c->pos = 0;
+    c->format = format;
+}
+static inline size_t tio__cursor_left(const tio_cursor *c) {
+    return c->pos <= c->size ? c->size - c->pos : 0;
+}
+/* Moves to an absolute offset (<= size). */
+int tio__cursor_seek(tio_cursor *c, uint64_t pos, const char *what, tio_error *err);
+/* Skips n bytes. */
+int tio__cursor_skip(tio_cursor *c, uint64_t n, const char *what, tio_error *err);
+/* Returns a pointer to the next n bytes and advances. */
+int tio__cursor_bytes(tio_cursor *c, uint64_t n, const uint8_t **out, const char *what,
+                      tio_error *err);
+int tio__cursor_u8(tio_cursor *c, uint8_t *v, const char *what, tio_error *err);
+int tio__cursor_u32(tio_cursor *c, uint32_t *v, const char *what, tio_error *err);
+int tio__cursor_u64(tio_cursor *c, uint64_t *v, const char *what, tio_error *err);
+int tio__cursor_i64(tio_cursor *c, int64_t *v, const char *what, tio_error *err);
+
+/* --------------------------------------------------------------- sink */
+
+/* Where writers put bytes: a growable memory buffer or a buffered file
+ * descriptor. Writes are sequential. */
+typedef struct tio_sink tio_sink;
+int tio__sink_write(tio_sink *s, const void *p, size_t n, tio_error *err);
+int tio__sink_zeros(tio_sink *s, size_t n, tio_error *err);
+uint64_t tio__sink_pos(const tio_sink *s);
+
+/* --------------------------------------------------------- metadata */
+
+typedef struct tio_kv {
+    char **keys;
+    char **values;
+    size_t count, cap;
+} tio_kv;
+void tio__kv_free(tio_kv *kv);
+int tio__kv_set(tio_kv *kv, const char *key, const char *value, tio_error *err);
+const char *tio__kv_get(const tio_kv *kv, const char *key);
+
+/* ---------------------------------------------------- tensors, containers */
+
+struct tio_tensor {
+    char *name; /* NULL when unnamed */
+    tio_dtype dtype;
+    tio_layout layout;
+    size_t rank;
+    int64_t *shape;         /* never NULL (points to shape0 for small ranks) */
+    int64_t shape0[4];
+    uint64_t numel;
+    const uint8_t *data;    /* dense elements or COO values */
+    size_t nbytes;
+    uint64_t nnz;           /* COO */
+    const uint8_t *indices; /* COO: nnz*rank int64 LE */
+    void *owned_data;       /* non-NULL when data is ours */
+    void *owned_indices;
+    int64_t source_offset;
+    tio_kv meta;
+};
+
+struct tio_container {
+    tio_tensor **tensors;
+    size_t count, cap;
+    tio_kv meta;
+    const char *format;     /* static string of the format read, or NULL */
+    uint64_t source_size;
+    tio_error *warnings;
+    size_t warning_count, warning_cap;
+    /* the source the views point into */
+    void *map;              /* mmap'ed region or NULL */
+    size_t map_size;
+    void *owned_buf;        /* malloc'ed copy of the input or NULL */
+};
+
+/* Appends a tensor whose data/indices point into the container's source (or
+ * other memory that outlives the container). Validates dtype, dims, sizes
+ * and, for COO, that each index is in [0, dim). `format`/`offset` name the
+ * place for error messages. */
+int tio__container_add_view(tio_container *c, const tio_tensor_desc *d,
+                            int64_t source_offset, const char *format,
+                            tio_error *err);
+
+/* ------------------------------------------------------------ reading */
+
+typedef struct tio_read_ctx {
+    const uint8_t *data;
+    size_t size;
+    tio_limits limits;  /* resolved: no zero fields */
+    unsigned flags;     /* TIO_OPEN_* */
+    tio_container *c;   /* where tensors and warnings go */
+} tio_read_ctx;
+
+/* Records a validation finding (TIO_E_INVALID) in the container. Returns
+ * TIO_OK, or TIO_E_INVALID (and fills *err) under TIO_OPEN_STRICT. */
+int tio__warn(tio_read_ctx *ctx, const char *format, int64_t offset, tio_error *err,
+              const char *fmt, ...) TIO_PRINTF(5, 6);
+
+/* ------------------------------------------------------------ writing */
+
+/* What a writer sees of tensor i after the save options were applied:
+ * names dropped, dtypes widened, COO densified. */
+typedef struct tio_wtensor {
+    const char *name; /* NULL when none (or dropped) */
+    tio_dtype dtype;
+    tio_layout layout;
+    size_t rank;
+    const int64_t *shape;
+    uint64_t numel;
+    size_t nbytes; /* of the data as it will be written */
+    uint64_t nnz;  /* COO */
+    const tio_tensor *src;
+} tio_wtensor;
+
+typedef struct tio_write_plan tio_write_plan;
+size_t tio__plan_count(const tio_write_plan *p);
+const tio_wtensor *tio__plan_tensor(const tio_write_plan *p, size_t i);
+/* The bytes to write for tensor i (converted if needed; valid until the
+ * next call). For COO also the indices (nnz*rank int64 LE). */
+int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
+                   const uint8_t **indices, tio_error *err);
+const tio_container *tio__plan_container(const tio_write_plan *p);
+unsigned tio__plan_flags(const tio_write_plan *p);
+
+/* ------------------------------------------------------- format modules */
+
+typedef struct tio_format_desc {
+    const char *name;        /* "btf" */
+    const char *description; /* one line */
+    const char *extensions;  /* ".btf" (space separated) */
+    unsigned caps;           /* TIO_CAP_* */
+    uint32_t dtypes;         /* bit (1u << dtype) per storable dtype */
+    /* 0 = not this format, otherwise a confidence 1..100. Must be cheap and
+     * safe on any bytes (size may be 0). */
+    int (*probe)(const uint8_t *data, size_t size);
+    /* Decodes ctx->data into ctx->c. */
+    int (*read)(tio_read_ctx *ctx, tio_error *err);
+    /* Optional: format-specific losses beyond caps/dtypes (name length…),
+     * called with the plan already built. */
+    int (*check)(const tio_write_plan *p, tio_error *err);
+    /* Encodes the plan. */
+    int (*write)(tio_write_plan *p, tio_sink *sink, tio_error *err);
+} tio_format_desc;
+
+#define TIO_DTYPE_BIT(d) (1u << (unsigned)(d))
+
+size_t tio__format_count(void);
+const tio_format_desc *tio__format_at(size_t i);
+const tio_format_desc *tio__format_find(const char *name);
+
+/* --------------------------------------------------------- dtype helpers */
+
+/* IEEE half / bfloat16 to float. */
+float tio__half_to_float(uint16_t h);
+float tio__bf16_to_float(uint16_t h);
+
+/* --------------------------------------------------------- sha256 helper */
+typedef struct tio_sha256 tio_sha256;
+tio_sha256 *tio__sha256_new(void);
+void tio__sha256_update(tio_sha256 *h, const void *p, size_t n);
+void tio__sha256_final(tio_sha256 *h, uint8_t out[32]); /* also frees */
+
+#endif /* TIO_INTERNAL_H */

@@ -1,0 +1,184 @@
+/* Opening containers: sources (mmap, buffers), format choice, decoding. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static tio_limits resolve_limits(const tio_limits *l) {
+    tio_limits r = {TIO_DEFAULT_MAX_TENSORS, TIO_DEFAULT_MAX_RANK,
+                    TIO_DEFAULT_MAX_HEADER_BYTES, TIO_DEFAULT_MAX_NAME_BYTES};
+    if (l) {
+        if (l->max_tensors) r.max_tensors = l->max_tensors;
+        if (l->max_rank) r.max_rank = l->max_rank;
+        if (l->max_header_bytes) r.max_header_bytes = l->max_header_bytes;
+        if (l->max_name_bytes) r.max_name_bytes = l->max_name_bytes;
+    }
+    return r;
+}
+
+/* Picks the format: forced, else content probe, else the path's extension. */
+static int choose_format(const tio_open_options *o, const uint8_t *data, size_t size,
+                         const char *path, const tio_format_desc **out, tio_error *err) {
+    if (o && o->format) {
+        *out = tio__format_find(o->format);
+        if (!*out) return tio__err(err, TIO_E_FORMAT, NULL, -1, "unknown format '%s'", o->format);
+        return TIO_OK;
+    }
+    const char *name = tio_format_probe(data, size);
+    if (!name && path) name = tio_format_for_path(path);
+    if (!name) {
+        char head[40] = "";
+        size_t n = size < 8 ? size : 8;
+        for (size_t i = 0; i < n; i++) snprintf(head + 2 * i, 3, "%02x", data[i]);
+        return tio__err(err, TIO_E_FORMAT, NULL, -1,
+                        "no format recognises the data (%zu bytes%s%s) and the name has no "
+                        "known extension",
+                        size, n ? ", starting " : "", head);
+    }
+    *out = tio__format_find(name);
+    return TIO_OK;
+}
+
+static int decode(tio_container *c, const tio_format_desc *f, const uint8_t *data,
+                  size_t size, const tio_open_options *o, tio_error *err) {
+    tio_read_ctx ctx;
+    ctx.data = data;
+    ctx.size = size;
+    ctx.limits = resolve_limits(o ? o->limits : NULL);
+    ctx.flags = o ? o->flags : 0;
+    ctx.c = c;
+    c->format = f->name;
+    c->source_size = size;
+    return f->read(&ctx, err);
+}
+
+int tio_open_memory(const void *data, size_t size, const tio_open_options *opts,
+                    tio_container **out, tio_error *err) {
+    if (!out || (!data && size))
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    *out = NULL;
+    static const uint8_t empty[1];
+    const uint8_t *p = size ? (const uint8_t *)data : empty;
+    const tio_format_desc *f;
+    int rc = choose_format(opts, p, size, NULL, &f, err);
+    if (rc) return rc;
+    tio_container *c = tio_container_new();
+    if (!c) return tio__nomem(err, NULL);
+    if (opts && (opts->flags & TIO_OPEN_COPY) && size) {
+        c->owned_buf = malloc(size);
+        if (!c->owned_buf) {
+            tio_container_free(c);
+            return tio__nomem(err, NULL);
+        }
+        memcpy(c->owned_buf, data, size);
+        p = c->owned_buf;
+    }
+    rc = decode(c, f, p, size, opts, err);
+    if (rc) {
+        tio_container_free(c);
+        return rc;
+    }
+    *out = c;
+    return TIO_OK;
+}
+
+/* Reads a non-regular file (pipe, character device) into memory. */
+static int slurp(int fd, const char *path, uint8_t **buf, size_t *len, tio_error *err) {
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *b = malloc(cap);
+    if (!b) return tio__nomem(err, NULL);
+    for (;;) {
+        if (n == cap) {
+            if (cap > SIZE_MAX / 2) {
+                free(b);
+                return tio__err(err, TIO_E_LIMIT, NULL, -1, "%s: input too large", path);
+            }
+            uint8_t *nb = realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                return tio__nomem(err, NULL);
+            }
+            b = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, b + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            free(b);
+            return tio__err(err, TIO_E_IO, NULL, -1, "%s: read failed: %s", path, strerror(e));
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    *buf = b;
+    *len = n;
+    return TIO_OK;
+}
+
+int tio_open(const char *path, const tio_open_options *opts, tio_container **out,
+             tio_error *err) {
+    if (!path || !out) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot open: %s", path, strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return tio__err(err, TIO_E_IO, NULL, -1, "%s: is a directory", path);
+    }
+    tio_container *c = tio_container_new();
+    if (!c) {
+        close(fd);
+        return tio__nomem(err, NULL);
+    }
+    static const uint8_t empty[1];
+    const uint8_t *data = empty;
+    size_t size = 0;
+    int rc = TIO_OK;
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > SIZE_MAX) {
+        rc = tio__err(err, TIO_E_LIMIT, NULL, -1, "%s: file too large to map", path);
+    } else if (S_ISREG(st.st_mode) && st.st_size == 0) {
+        /* nothing to map: an empty input */
+    } else if (S_ISREG(st.st_mode) && !(opts && (opts->flags & TIO_OPEN_NO_MMAP))) {
+        size = (size_t)st.st_size;
+        void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            int e = errno;
+            rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot map: %s", path, strerror(e));
+        } else {
+            c->map = m;
+            c->map_size = size;
+            data = m;
+        }
+    } else {
+        uint8_t *b = NULL;
+        rc = slurp(fd, path, &b, &size, err);
+        c->owned_buf = b;
+        data = b;
+    }
+    close(fd);
+    const tio_format_desc *f = NULL;
+    if (rc == TIO_OK) rc = choose_format(opts, data, size, path, &f, err);
+    if (rc == TIO_OK) rc = decode(c, f, data, size, opts, err);
+    if (rc) {
+        tio_container_free(c);
+        return rc;
+    }
+    *out = c;
+    return TIO_OK;
+}

@@ -1,0 +1,331 @@
+/* Saving: the write plan (what each tensor becomes under the save options),
+ * loss checks, memory output and atomic file output. */
+#include "sink.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct tio_write_plan {
+    const tio_container *c;
+    const tio_format_desc *fmt;
+    unsigned flags;
+    tio_wtensor *t;
+    size_t n;
+    uint8_t *scratch;     /* converted data of the current tensor */
+    uint8_t *scratch2;    /* densified source before widening */
+};
+
+size_t tio__plan_count(const tio_write_plan *p) { return p->n; }
+const tio_wtensor *tio__plan_tensor(const tio_write_plan *p, size_t i) {
+    return i < p->n ? &p->t[i] : NULL;
+}
+const tio_container *tio__plan_container(const tio_write_plan *p) { return p->c; }
+unsigned tio__plan_flags(const tio_write_plan *p) { return p->flags; }
+
+/* The dtype that holds every value of d exactly, for formats that lack d. */
+static tio_dtype widened(tio_dtype d) {
+    switch (d) {
+    case TIO_BOOL: return TIO_UINT8;
+    case TIO_FLOAT16:
+    case TIO_BFLOAT16: return TIO_FLOAT32;
+    default: return TIO_DTYPE_INVALID;
+    }
+}
+
+static void plan_free(tio_write_plan *p) {
+    free(p->t);
+    free(p->scratch);
+    free(p->scratch2);
+}
+
+static const char *tname(const tio_tensor *t) { return t->name ? t->name : ""; }
+
+static int plan_build(tio_write_plan *p, const tio_container *c, const tio_format_desc *f,
+                      unsigned flags, tio_error *err) {
+    memset(p, 0, sizeof *p);
+    p->c = c;
+    p->fmt = f;
+    p->flags = flags;
+    const char *fn = f->name;
+    if (!(f->caps & TIO_CAP_METADATA) && !(flags & TIO_SAVE_DROP_METADATA) &&
+        c->meta.count)
+        return tio__err(err, TIO_E_LOSSY, fn, -1,
+                        "the container has %zu metadata entries and %s cannot store "
+                        "metadata (TIO_SAVE_DROP_METADATA / --drop-metadata drops them)",
+                        c->meta.count, fn);
+    if (c->count) {
+        p->t = calloc(c->count, sizeof *p->t);
+        if (!p->t) return tio__nomem(err, fn);
+    }
+    p->n = c->count;
+    for (size_t i = 0; i < c->count; i++) {
+        const tio_tensor *s = c->tensors[i];
+        tio_wtensor *w = &p->t[i];
+        w->src = s;
+        w->name = s->name;
+        w->dtype = s->dtype;
+        w->layout = s->layout;
+        w->rank = s->rank;
+        w->shape = s->shape;
+        w->numel = s->numel;
+        w->nnz = s->nnz;
+        if (s->name && !(f->caps & TIO_CAP_NAMES)) {
+            if (!(flags & TIO_SAVE_DROP_NAMES))
+                return tio__err(err, TIO_E_LOSSY, fn, -1,
+                                "tensor %zu is named '%s' and %s cannot store tensor names "
+                                "(TIO_SAVE_DROP_NAMES / --drop-names drops them)",
+                                i, s->name, fn);
+            w->name = NULL;
+        }
+        if (s->meta.count && !(f->caps & TIO_CAP_METADATA) &&
+            !(flags & TIO_SAVE_DROP_METADATA))
+            return tio__err(err, TIO_E_LOSSY, fn, -1,
+                            "tensor %zu ('%s') has metadata and %s cannot store metadata "
+                            "(TIO_SAVE_DROP_METADATA / --drop-metadata drops it)",
+                            i, tname(s), fn);
+        if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype))) {
+            tio_dtype wd = widened(s->dtype);
+            int ok = wd != TIO_DTYPE_INVALID && (f->dtypes & TIO_DTYPE_BIT(wd));
+            if (!ok || !(flags & TIO_SAVE_WIDEN)) {
+                if (ok)
+                    return tio__err(err, TIO_E_LOSSY, fn, -1,
+                                    "tensor %zu ('%s') is %s, which %s cannot store "
+                                    "(TIO_SAVE_WIDEN / --widen stores it as %s)",
+                                    i, tname(s), tio_dtype_name(s->dtype), fn,
+                                    tio_dtype_name(wd));
+                return tio__err(err, TIO_E_LOSSY, fn, -1,
+                                "tensor %zu ('%s') is %s, which %s cannot store", i,
+                                tname(s), tio_dtype_name(s->dtype), fn);
+            }
+            w->dtype = wd;
+        }
+        if (s->layout == TIO_LAYOUT_COO && !(f->caps & TIO_CAP_SPARSE)) {
+            if (!(flags & TIO_SAVE_DENSIFY))
+                return tio__err(err, TIO_E_LOSSY, fn, -1,
+                                "tensor %zu ('%s') is sparse (COO) and %s stores only dense "
+                                "tensors (TIO_SAVE_DENSIFY / --densify writes it dense)",
+                                i, tname(s), fn);
+            w->layout = TIO_LAYOUT_DENSE;
+            w->nnz = 0;
+        }
+        uint64_t count = w->layout == TIO_LAYOUT_COO ? w->nnz : w->numel;
+        uint64_t nb;
+        if (tio__mul64_ovf(count, tio_dtype_size(w->dtype), &nb) || nb > SIZE_MAX)
+            return tio__err(err, TIO_E_OVERFLOW, fn, -1, "tensor %zu: size overflows", i);
+        w->nbytes = (size_t)nb;
+    }
+    if (f->check) return f->check(p, err);
+    return TIO_OK;
+}
+
+static void widen_elems(tio_dtype from, const uint8_t *src, uint8_t *dst, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) {
+        switch (from) {
+        case TIO_BOOL: dst[i] = src[i]; break;
+        case TIO_FLOAT16:
+        case TIO_BFLOAT16: {
+            uint16_t h = tio__ld16(src + i * 2);
+            float f = from == TIO_FLOAT16 ? tio__half_to_float(h) : tio__bf16_to_float(h);
+            uint32_t u;
+            memcpy(&u, &f, sizeof u);
+            tio__st32(dst + i * 4, u);
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
+int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
+                   const uint8_t **indices, tio_error *err) {
+    if (i >= p->n) return tio__err(err, TIO_E_ARGUMENT, p->fmt->name, -1, "no tensor %zu", i);
+    const tio_wtensor *w = &p->t[i];
+    const tio_tensor *s = w->src;
+    if (indices) *indices = w->layout == TIO_LAYOUT_COO ? s->indices : NULL;
+    int densify = s->layout == TIO_LAYOUT_COO && w->layout == TIO_LAYOUT_DENSE;
+    int widen = s->dtype != w->dtype;
+    if (!densify && !widen) {
+        *data = s->data;
+        return TIO_OK;
+    }
+    free(p->scratch);
+    free(p->scratch2);
+    p->scratch = p->scratch2 = NULL;
+    const uint8_t *src = s->data;
+    uint64_t count = s->layout == TIO_LAYOUT_COO && !densify ? s->nnz : s->numel;
+    if (densify) {
+        size_t dn = (size_t)s->numel * tio_dtype_size(s->dtype);
+        p->scratch2 = malloc(dn ? dn : 1);
+        if (!p->scratch2) return tio__nomem(err, p->fmt->name);
+        int rc = tio_tensor_densify(s, p->scratch2, dn, err);
+        if (rc) return rc;
+        src = p->scratch2;
+        if (!widen) {
+            *data = p->scratch2;
+            return TIO_OK;
+        }
+    }
+    p->scratch = malloc(w->nbytes ? w->nbytes : 1);
+    if (!p->scratch) return tio__nomem(err, p->fmt->name);
+    widen_elems(s->dtype, src, p->scratch, count);
+    *data = p->scratch;
+    return TIO_OK;
+}
+
+static int pick_format(const tio_save_options *o, const char *path,
+                       const tio_format_desc **out, tio_error *err) {
+    const char *name = o && o->format ? o->format : (path ? tio_format_for_path(path) : NULL);
+    if (!name)
+        return tio__err(err, TIO_E_FORMAT, NULL, -1,
+                        path ? "%s: the extension names no known format; choose one"
+                             : "no output format given%s",
+                        path ? path : "");
+    *out = tio__format_find(name);
+    if (!*out) return tio__err(err, TIO_E_FORMAT, NULL, -1, "unknown format '%s'", name);
+    if (!(*out)->write)
+        return tio__err(err, TIO_E_UNSUPPORTED, name, -1, "%s cannot be written", name);
+    return TIO_OK;
+}
+
+int tio_check_save(const tio_container *c, const tio_save_options *opts, tio_error *err) {
+    if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "container is NULL");
+    const tio_format_desc *f;
+    int rc = pick_format(opts, NULL, &f, err);
+    if (rc) return rc;
+    tio_write_plan p;
+    rc = plan_build(&p, c, f, opts ? opts->flags : 0, err);
+    plan_free(&p);
+    return rc;
+}
+
+int tio_save_memory(const tio_container *c, const tio_save_options *opts, void **out,
+                    size_t *out_size, tio_error *err) {
+    if (!c || !out || !out_size) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    *out = NULL;
+    *out_size = 0;
+    const tio_format_desc *f;
+    int rc = pick_format(opts, NULL, &f, err);
+    if (rc) return rc;
+    tio_write_plan p;
+    rc = plan_build(&p, c, f, opts ? opts->flags : 0, err);
+    tio_sink s;
+    tio__sink_init_mem(&s);
+    if (rc == TIO_OK) rc = f->write(&p, &s, err);
+    if (rc == TIO_OK && !s.buf) {
+        s.buf = malloc(1);
+        if (!s.buf) rc = tio__nomem(err, f->name);
+    }
+    plan_free(&p);
+    if (rc) {
+        tio__sink_dispose(&s);
+        return rc;
+    }
+    *out = s.buf;
+    *out_size = s.len;
+    return TIO_OK;
+}
+
+void tio_free(void *ptr) { free(ptr); }
+
+/* Creates "<dir>/.<base>.tio-<unique>" next to path, exclusive, mode 0666 &
+ * ~umask (the kernel applies the umask). */
+static int make_temp(const char *path, char *tmp, size_t tmpsz, int *fd, tio_error *err) {
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+    const char *base = slash ? slash + 1 : path;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned long long u = (unsigned long long)ts.tv_nsec ^
+                               ((unsigned long long)ts.tv_sec << 20) ^
+                               ((unsigned long long)(uintptr_t)&ts << 7) ^
+                               ((unsigned long long)getpid() << 32) ^ (unsigned long long)attempt * 0x9e3779b97f4a7c15ull;
+        int n = snprintf(tmp, tmpsz, "%.*s.%s.tio-%016llx", (int)dirlen, path, base, u);
+        if (n < 0 || (size_t)n >= tmpsz)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "%s: path too long", path);
+        *fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (*fd >= 0) return TIO_OK;
+        if (errno != EEXIST) {
+            int e = errno;
+            return tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot create a temporary file: %s",
+                            path, strerror(e));
+        }
+    }
+    return tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot create a unique temporary file", path);
+}
+
+static void sync_dir(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (!slash) {
+        dir[0] = '.';
+        dir[1] = 0;
+    } else {
+        size_t n = (size_t)(slash - path);
+        if (n == 0) n = 1;
+        if (n >= sizeof dir) return;
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
+    int fd = open(dir, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+int tio_save(const tio_container *c, const char *path, const tio_save_options *opts,
+             tio_error *err) {
+    if (!c || !path) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    const tio_format_desc *f;
+    int rc = pick_format(opts, path, &f, err);
+    if (rc) return rc;
+    tio_write_plan p;
+    rc = plan_build(&p, c, f, opts ? opts->flags : 0, err);
+    if (rc) {
+        plan_free(&p);
+        return rc;
+    }
+    /* If the target exists, keep its permissions. */
+    struct stat st;
+    int have_mode = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    char tmp[4096];
+    int fd = -1;
+    rc = make_temp(path, tmp, sizeof tmp, &fd, err);
+    if (rc) {
+        plan_free(&p);
+        return rc;
+    }
+    tio_sink s;
+    rc = tio__sink_init_fd(&s, fd, err);
+    if (rc == TIO_OK) rc = f->write(&p, &s, err);
+    if (rc == TIO_OK) rc = tio__sink_flush(&s, err);
+    tio__sink_dispose(&s);
+    plan_free(&p);
+    if (rc == TIO_OK && have_mode) fchmod(fd, st.st_mode & 07777);
+    if (rc == TIO_OK && fsync(fd) != 0) {
+        int e = errno;
+        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: fsync failed: %s", tmp, strerror(e));
+    }
+    if (close(fd) != 0 && rc == TIO_OK) {
+        int e = errno;
+        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: close failed: %s", tmp, strerror(e));
+    }
+    if (rc == TIO_OK && rename(tmp, path) != 0) {
+        int e = errno;
+        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot rename the temporary file into "
+                      "place: %s", path, strerror(e));
+    }
+    if (rc) {
+        unlink(tmp);
+        return rc;
+    }
+    sync_dir(path);
+    return TIO_OK;
+}

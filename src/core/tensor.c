@@ -1,0 +1,158 @@
+/* Tensor accessors, materialisation, densification and hashing. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *tio_tensor_name(const tio_tensor *t) { return t ? t->name : NULL; }
+tio_dtype tio_tensor_dtype(const tio_tensor *t) { return t ? t->dtype : TIO_DTYPE_INVALID; }
+tio_layout tio_tensor_layout(const tio_tensor *t) { return t ? t->layout : TIO_LAYOUT_DENSE; }
+size_t tio_tensor_rank(const tio_tensor *t) { return t ? t->rank : 0; }
+const int64_t *tio_tensor_shape(const tio_tensor *t) { return t ? t->shape : NULL; }
+uint64_t tio_tensor_numel(const tio_tensor *t) { return t ? t->numel : 0; }
+size_t tio_tensor_nbytes(const tio_tensor *t) { return t ? t->nbytes : 0; }
+const void *tio_tensor_data(const tio_tensor *t) { return t ? t->data : NULL; }
+uint64_t tio_tensor_nnz(const tio_tensor *t) { return t ? t->nnz : 0; }
+const void *tio_tensor_indices(const tio_tensor *t) { return t ? t->indices : NULL; }
+int64_t tio_tensor_source_offset(const tio_tensor *t) { return t ? t->source_offset : -1; }
+
+int tio_tensor_is_aligned(const tio_tensor *t) {
+    if (!t) return 0;
+    size_t a = tio_dtype_size(t->dtype);
+    if (a > 1 && ((uintptr_t)t->data % a) != 0) return 0;
+    if (t->indices && ((uintptr_t)t->indices % 8) != 0) return 0;
+    return 1;
+}
+
+int tio_tensor_materialize(tio_tensor *t, tio_error *err) {
+    if (!t) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "tensor is NULL");
+    if (t->data && !t->owned_data && t->nbytes) {
+        void *p = malloc(t->nbytes);
+        if (!p) return tio__nomem(err, NULL);
+        memcpy(p, t->data, t->nbytes);
+        t->owned_data = p;
+        t->data = p;
+    }
+    if (t->indices && !t->owned_indices) {
+        size_t n = (size_t)t->nnz * t->rank * 8; /* checked when the tensor was added */
+        if (n) {
+            void *p = malloc(n);
+            if (!p) return tio__nomem(err, NULL);
+            memcpy(p, t->indices, n);
+            t->owned_indices = p;
+            t->indices = p;
+        }
+    }
+    return TIO_OK;
+}
+
+/* Row-major linear position of COO entry i (indices were range-checked). */
+static uint64_t coo_linear(const tio_tensor *t, uint64_t i) {
+    uint64_t lin = 0;
+    const uint8_t *row = t->indices + (size_t)i * t->rank * 8;
+    for (size_t k = 0; k < t->rank; k++)
+        lin = lin * (uint64_t)t->shape[k] + tio__ld64(row + k * 8);
+    return lin;
+}
+
+int tio_tensor_densify(const tio_tensor *t, void *dst, size_t dst_size, tio_error *err) {
+    if (!t || (!dst && dst_size)) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    size_t es = tio_dtype_size(t->dtype);
+    size_t need = (size_t)t->numel * es; /* fits: checked when added */
+    if (dst_size < need)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "destination has %zu bytes (expected %zu)", dst_size, need);
+    if (t->layout == TIO_LAYOUT_DENSE) {
+        if (need) memcpy(dst, t->data, need);
+        return TIO_OK;
+    }
+    if (need) memset(dst, 0, need);
+    uint8_t *d = dst;
+    for (uint64_t i = 0; i < t->nnz; i++)
+        memcpy(d + coo_linear(t, i) * es, t->data + (size_t)i * es, es);
+    return TIO_OK;
+}
+
+typedef struct {
+    uint64_t lin, idx;
+} coo_pos;
+
+static int cmp_pos(const void *a, const void *b) {
+    const coo_pos *x = a, *y = b;
+    if (x->lin != y->lin) return x->lin < y->lin ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static const uint8_t zero_block[65536];
+
+static void hash_zeros(tio_sha256 *h, uint64_t n) {
+    while (n) {
+        size_t k = n > sizeof zero_block ? sizeof zero_block : (size_t)n;
+        tio__sha256_update(h, zero_block, k);
+        n -= k;
+    }
+}
+
+int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32], tio_error *err) {
+    if (!t || !out) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    tio_sha256 *h = tio__sha256_new();
+    if (!h) return tio__nomem(err, NULL);
+    size_t es = tio_dtype_size(t->dtype);
+    if (what == TIO_HASH_VALUES) {
+        tio__sha256_update(h, t->data, t->nbytes);
+    } else if (what == TIO_HASH_INDICES) {
+        if (t->indices) tio__sha256_update(h, t->indices, (size_t)t->nnz * t->rank * 8);
+    } else if (what != TIO_HASH_DENSE) {
+        uint8_t tmp[32];
+        tio__sha256_final(h, tmp);
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "unknown hash selector %d", what);
+    } else if (t->layout == TIO_LAYOUT_DENSE) {
+        tio__sha256_update(h, t->data, t->nbytes);
+    } else {
+        /* Stream the dense bytes: sort entries by position, hash zero runs
+         * between them. O(nnz) memory whatever the dense size. */
+        coo_pos *pos = NULL;
+        if (t->nnz) {
+            pos = malloc((size_t)t->nnz * sizeof *pos);
+            if (!pos) {
+                uint8_t tmp[32];
+                tio__sha256_final(h, tmp);
+                return tio__nomem(err, NULL);
+            }
+            for (uint64_t i = 0; i < t->nnz; i++) {
+                pos[i].lin = coo_linear(t, i);
+                pos[i].idx = i;
+            }
+            qsort(pos, (size_t)t->nnz, sizeof *pos, cmp_pos);
+        }
+        uint64_t next = 0;
+        for (uint64_t i = 0; i < t->nnz; i++) {
+            if (i + 1 < t->nnz && pos[i + 1].lin == pos[i].lin) continue; /* last wins */
+            hash_zeros(h, (pos[i].lin - next) * es);
+            tio__sha256_update(h, t->data + (size_t)pos[i].idx * es, es);
+            next = pos[i].lin + 1;
+        }
+        hash_zeros(h, (t->numel - next) * es);
+        free(pos);
+    }
+    tio__sha256_final(h, out);
+    return TIO_OK;
+}
+
+size_t tio_tensor_meta_count(const tio_tensor *t) { return t ? t->meta.count : 0; }
+
+int tio_tensor_meta_at(const tio_tensor *t, size_t i, const char **key, const char **value) {
+    if (!t || i >= t->meta.count) return TIO_E_NOT_FOUND;
+    if (key) *key = t->meta.keys[i];
+    if (value) *value = t->meta.values[i];
+    return TIO_OK;
+}
+
+const char *tio_tensor_meta_get(const tio_tensor *t, const char *key) {
+    return t ? tio__kv_get(&t->meta, key) : NULL;
+}
+
+int tio_tensor_meta_set(tio_tensor *t, const char *key, const char *value, tio_error *err) {
+    if (!t) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "tensor is NULL");
+    return tio__kv_set(&t->meta, key, value, err);
+}

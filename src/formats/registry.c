@@ -1,0 +1,25 @@
+/* The format registry: one line per format module. */
+#include "core/internal.h"
+
+#include <string.h>
+
+extern const tio_format_desc tio__format_btf;
+extern const tio_format_desc tio__format_tenbin;
+
+static const tio_format_desc *const registry[] = {
+    &tio__format_btf,
+    &tio__format_tenbin,
+};
+
+size_t tio__format_count(void) { return sizeof registry / sizeof registry[0]; }
+
+const tio_format_desc *tio__format_at(size_t i) {
+    return i < tio__format_count() ? registry[i] : NULL;
+}
+
+const tio_format_desc *tio__format_find(const char *name) {
+    if (!name) return NULL;
+    for (size_t i = 0; i < tio__format_count(); i++)
+        if (strcmp(registry[i]->name, name) == 0) return registry[i];
+    return NULL;
+}

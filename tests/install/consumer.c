@@ -1,0 +1,46 @@
+/* A program built against an installed tensio: builds a container, writes it
+ * in every format, reads it back. */
+#include <stdio.h>
+#include <string.h>
+#include <tensio.h>
+
+int main(void) {
+    if (tio_version_number() != TIO_VERSION_NUMBER) {
+        fprintf(stderr, "header %s, library %s\n", TIO_VERSION_STRING, tio_version_string());
+        return 1;
+    }
+    tio_container *c = tio_container_new();
+    float v[6] = {0, 1, 2, 3, 4, 5};
+    int64_t shape[2] = {2, 3};
+    tio_tensor_desc d = {0};
+    d.dtype = TIO_FLOAT32;
+    d.rank = 2;
+    d.shape = shape;
+    d.data = v;
+    d.nbytes = sizeof v;
+    tio_error err;
+    if (tio_container_add(c, &d, 0, NULL, &err) != TIO_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        return 1;
+    }
+    for (size_t i = 0; i < tio_format_count(); i++) {
+        tio_save_options so = {0};
+        so.format = tio_format_name(i);
+        void *buf;
+        size_t len;
+        tio_container *r = NULL;
+        if (tio_save_memory(c, &so, &buf, &len, &err) != TIO_OK ||
+            tio_open_memory(buf, len, NULL, &r, &err) != TIO_OK) {
+            fprintf(stderr, "%s\n", err.message);
+            return 1;
+        }
+        const tio_tensor *t = tio_container_tensor(r, 0);
+        if (memcmp(tio_tensor_data(t), v, sizeof v) != 0) return 1;
+        printf("%s ok (%zu bytes)\n", so.format, len);
+        tio_container_free(r);
+        tio_free(buf);
+    }
+    tio_container_free(c);
+    printf("tensio %s\n", tio_version_string());
+    return 0;
+}

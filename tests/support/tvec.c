@@ -1,0 +1,144 @@
+#define _POSIX_C_SOURCE 200809L
+#include "tvec.h"
+
+#include <dirent.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef TIO_TEST_VECTORS
+#error "TIO_TEST_VECTORS must be defined (tests/vectors)"
+#endif
+#ifndef TIO_SHARED_VECTORS
+#error "TIO_SHARED_VECTORS must be defined (../shared/vectors)"
+#endif
+
+static char *join(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    char *p = malloc(la + lb + 2);
+    if (!p) return NULL;
+    memcpy(p, a, la);
+    p[la] = '/';
+    memcpy(p + la + 1, b, lb + 1);
+    return p;
+}
+
+static int exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+int tvec_have_shared(void) { return exists(TIO_SHARED_VECTORS); }
+
+char *tvec_path(const char *rel) {
+    char *p = join(TIO_TEST_VECTORS, rel);
+    if (p && exists(p)) return p;
+    free(p);
+    p = join(TIO_SHARED_VECTORS, rel);
+    if (p && exists(p)) return p;
+    free(p);
+    return NULL;
+}
+
+char *tvec_path_or_skip(const char *rel) {
+    char *p = tvec_path(rel);
+    if (!p)
+        fprintf(stderr, "SKIPPED: %s (not in tests/vectors, and %s is absent)\n", rel,
+                TIO_SHARED_VECTORS);
+    return p;
+}
+
+json_t *tvec_manifest(const char *rel) {
+    char *p = tvec_path_or_skip(rel);
+    if (!p) return NULL;
+    json_error_t je;
+    json_t *j = json_load_file(p, 0, &je);
+    if (!j) fprintf(stderr, "bad manifest %s: %s\n", p, je.text);
+    free(p);
+    return j;
+}
+
+int tvec_read(const char *path, uint8_t **buf, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return -1; }
+    long n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); return -1; }
+    uint8_t *b = malloc((size_t)n + 1);
+    if (!b) { fclose(f); return -1; }
+    if (n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); fclose(f); return -1; }
+    fclose(f);
+    *buf = b;
+    *len = (size_t)n;
+    return 0;
+}
+
+int tvec_write(const char *path, const void *buf, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int rc = (len == 0 || fwrite(buf, 1, len, f) == len) ? 0 : -1;
+    if (fclose(f) != 0) rc = -1;
+    return rc;
+}
+
+void tvec_hex(const uint8_t *bytes, size_t n, char *out) {
+    static const char hx[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hx[bytes[i] >> 4];
+        out[2 * i + 1] = hx[bytes[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+void tvec_sha256_hex(const void *p, size_t n, char out[65]) {
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    EVP_Digest(p, n, md, &mdlen, EVP_sha256(), NULL);
+    tvec_hex(md, 32, out);
+}
+
+static int cmpstr(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void scan(const char *dir, const char *suffix, char ***names, size_t *n, size_t *cap) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    size_t ls = strlen(suffix);
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l < ls || strcmp(e->d_name + l - ls, suffix) != 0) continue;
+        if (*n == *cap) {
+            *cap = *cap ? *cap * 2 : 32;
+            *names = realloc(*names, *cap * sizeof **names);
+        }
+        (*names)[(*n)++] = strdup(e->d_name);
+    }
+    closedir(d);
+}
+
+char **tvec_list(const char *reldir, const char *suffix, size_t *count) {
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    char *a = join(TIO_TEST_VECTORS, reldir), *b = join(TIO_SHARED_VECTORS, reldir);
+    scan(a, suffix, &names, &n, &cap);
+    scan(b, suffix, &names, &n, &cap);
+    free(a);
+    free(b);
+    if (n) qsort(names, n, sizeof *names, cmpstr);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w && strcmp(names[w - 1], names[i]) == 0) { free(names[i]); continue; }
+        names[w++] = names[i];
+    }
+    *count = w;
+    return names;
+}
+
+void tvec_list_free(char **names, size_t count) {
+    for (size_t i = 0; i < count; i++) free(names[i]);
+    free(names);
+}

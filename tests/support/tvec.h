@@ -1,0 +1,42 @@
+/* Test support: locating golden vectors, reading manifests and files. */
+#ifndef TVEC_H
+#define TVEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Full path of a vector, relative to the vectors root ("btf/dense_int8.btf"):
+ * tests/vectors/<rel> when it was copied into the repository, otherwise
+ * ../shared/vectors/<rel> when that exists; NULL when neither has it.
+ * The result is malloc'ed. */
+char *tvec_path(const char *rel);
+
+/* Like tvec_path, but prints "SKIPPED: <rel> (...)" on stderr when missing. */
+char *tvec_path_or_skip(const char *rel);
+
+/* Whether ../shared/vectors is present. */
+int tvec_have_shared(void);
+
+/* Loads a JSON manifest by relative path; NULL (and a SKIPPED line) if missing. */
+json_t *tvec_manifest(const char *rel);
+
+/* Reads a whole file; 0 on success. *buf is malloc'ed (non-NULL even for 0 bytes). */
+int tvec_read(const char *path, uint8_t **buf, size_t *len);
+
+/* Writes a whole file; 0 on success. */
+int tvec_write(const char *path, const void *buf, size_t len);
+
+/* Lowercase hex of n bytes into out (2n+1 chars). */
+void tvec_hex(const uint8_t *bytes, size_t n, char *out);
+
+/* SHA-256 of a buffer as lowercase hex (65 chars). */
+void tvec_sha256_hex(const void *p, size_t n, char out[65]);
+
+/* Sorted, de-duplicated names (not paths) of the files in vectors dir `reldir`
+ * ("btf", "btf/malformed") ending with `suffix`, from the local copy and the
+ * shared directory together. Free with tvec_list_free. */
+char **tvec_list(const char *reldir, const char *suffix, size_t *count);
+void tvec_list_free(char **names, size_t count);
+
+#endif
