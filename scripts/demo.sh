@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# make demo: inspect, convert and validate a few tensor files with build/tensio.
+set -uo pipefail
+tensio=${1:-build/tensio}
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$(dirname "$tensio")
+vec="$here/tests/vectors"
+out="$build/demo"
+rm -rf "$out" && mkdir -p "$out"
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; local rc=$?; [ $rc -ne 0 ] && printf '(exit %d)\n' $rc; return 0; }
+
+step "tensio $("$tensio" --version | cut -d' ' -f2): formats"
+run "$tensio" formats
+
+step "Build a container with the C API and save it as tenbin (examples/api_example.c)"
+run "$build/examples/api_example" "$out/batch.ten"
+
+step "Inspect it"
+run "$tensio" ls "$out/batch.ten"
+run "$tensio" info "$out/batch.ten"
+run "$tensio" dump --limit 8 "$out/batch.ten" image
+
+step "Convert to BTF: BTF has no tensor names, so tensio refuses to drop them silently"
+run "$tensio" convert "$out/batch.ten" "$out/batch.btf"
+run "$tensio" convert --drop-names "$out/batch.ten" "$out/batch.btf"
+run "$tensio" ls "$out/batch.btf"
+
+step "Same bytes, same hashes in both formats (ls --json --hash)"
+run "$tensio" ls --json --hash "$out/batch.ten"
+run "$tensio" ls --json --hash "$out/batch.btf"
+
+step "A sparse COO tensor written by TFRT's layout; tenbin is dense-only"
+run "$tensio" dump "$vec/btf/coo_btf_info_test.btf" 0
+run "$tensio" convert "$vec/btf/coo_btf_info_test.btf" "$out/coo.ten"
+run "$tensio" convert --densify "$vec/btf/coo_btf_info_test.btf" "$out/coo.ten"
+run "$tensio" dump "$out/coo.ten" 0
+
+step "Validation: a clean file prints nothing; broken ones say where and what"
+run "$tensio" validate "$out/batch.ten" "$out/batch.btf"
+run "$tensio" validate "$vec/btf/malformed/num_tensors_huge.btf" \
+    "$vec/btf/malformed/reserved_nonzero.btf" "$vec/tenbin/malformed/data_length_long.ten" \
+    "$vec/tenbin/malformed/nonzero_padding.ten"
+
+printf '\nDemo files are in %s\n' "$out"
