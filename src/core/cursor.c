@@ -31,21 +31,21 @@ int tio__cursor_bytes(tio_cursor *c, uint64_t n, const uint8_t **out, const char
 }
 
 int tio__cursor_u8(tio_cursor *c, uint8_t *v, const char *what, tio_error *err) {
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     int rc = tio__cursor_bytes(c, 1, &p, what, err);
     if (rc == TIO_OK) *v = p[0];
     return rc;
 }
 
 int tio__cursor_u32(tio_cursor *c, uint32_t *v, const char *what, tio_error *err) {
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     int rc = tio__cursor_bytes(c, 4, &p, what, err);
     if (rc == TIO_OK) *v = tio__ld32(p);
     return rc;
 }
 
 int tio__cursor_u64(tio_cursor *c, uint64_t *v, const char *what, tio_error *err) {
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     int rc = tio__cursor_bytes(c, 8, &p, what, err);
     if (rc == TIO_OK) *v = tio__ld64(p);
     return rc;

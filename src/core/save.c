@@ -195,7 +195,7 @@ static int pick_format(const tio_save_options *o, const char *path,
 
 int tio_check_save(const tio_container *c, const tio_save_options *opts, tio_error *err) {
     if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "container is NULL");
-    const tio_format_desc *f;
+    const tio_format_desc *f = NULL;
     int rc = pick_format(opts, NULL, &f, err);
     if (rc) return rc;
     tio_write_plan p;
@@ -209,7 +209,7 @@ int tio_save_memory(const tio_container *c, const tio_save_options *opts, void *
     if (!c || !out || !out_size) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
     *out = NULL;
     *out_size = 0;
-    const tio_format_desc *f;
+    const tio_format_desc *f = NULL;
     int rc = pick_format(opts, NULL, &f, err);
     if (rc) return rc;
     tio_write_plan p;
@@ -283,7 +283,7 @@ static void sync_dir(const char *path) {
 int tio_save(const tio_container *c, const char *path, const tio_save_options *opts,
              tio_error *err) {
     if (!c || !path) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
-    const tio_format_desc *f;
+    const tio_format_desc *f = NULL;
     int rc = pick_format(opts, path, &f, err);
     if (rc) return rc;
     tio_write_plan p;

@@ -270,7 +270,7 @@ static void tb_header_free(tb_header *h) {
 static int tb_parse_dtype(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
                           const uint8_t f[8], tb_header *h, tio_error *err) {
     int64_t at = (int64_t)ch->payload;
-    char esc[40], extra[96];
+    char esc[40], extra[192];
     size_t s, e;
     tb_strip(f, &s, &e);
     for (size_t i = 0; i < 8; i++) {
