@@ -44,7 +44,12 @@ static void plan_free(tio_write_plan *p) {
     free(p->scratch2);
 }
 
-static const char *tname(const tio_tensor *t) { return t->name ? t->name : ""; }
+/* " ('name')" for a named tensor, "" otherwise, for messages. */
+static const char *tlabel(const tio_tensor *t, char *buf, size_t cap) {
+    buf[0] = 0;
+    if (t->name) snprintf(buf, cap, " ('%.64s%s')", t->name, strlen(t->name) > 64 ? "..." : "");
+    return buf;
+}
 
 static int plan_build(tio_write_plan *p, const tio_container *c, const tio_format_desc *f,
                       unsigned flags, tio_error *err) {
@@ -67,6 +72,7 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
     for (size_t i = 0; i < c->count; i++) {
         const tio_tensor *s = c->tensors[i];
         tio_wtensor *w = &p->t[i];
+        char lb[80];
         w->src = s;
         w->name = s->name;
         w->dtype = s->dtype;
@@ -86,31 +92,31 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
         if (s->meta.count && !(f->caps & TIO_CAP_METADATA) &&
             !(flags & TIO_SAVE_DROP_METADATA))
             return tio__err(err, TIO_E_LOSSY, fn, -1,
-                            "tensor %zu ('%s') has metadata and %s cannot store metadata "
+                            "tensor %zu%s has metadata and %s cannot store metadata "
                             "(TIO_SAVE_DROP_METADATA / --drop-metadata drops it)",
-                            i, tname(s), fn);
+                            i, tlabel(s, lb, sizeof lb), fn);
         if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype))) {
             tio_dtype wd = widened(s->dtype);
             int ok = wd != TIO_DTYPE_INVALID && (f->dtypes & TIO_DTYPE_BIT(wd));
             if (!ok || !(flags & TIO_SAVE_WIDEN)) {
                 if (ok)
                     return tio__err(err, TIO_E_LOSSY, fn, -1,
-                                    "tensor %zu ('%s') is %s, which %s cannot store "
+                                    "tensor %zu%s is %s, which %s cannot store "
                                     "(TIO_SAVE_WIDEN / --widen stores it as %s)",
-                                    i, tname(s), tio_dtype_name(s->dtype), fn,
+                                    i, tlabel(s, lb, sizeof lb), tio_dtype_name(s->dtype), fn,
                                     tio_dtype_name(wd));
                 return tio__err(err, TIO_E_LOSSY, fn, -1,
-                                "tensor %zu ('%s') is %s, which %s cannot store", i,
-                                tname(s), tio_dtype_name(s->dtype), fn);
+                                "tensor %zu%s is %s, which %s cannot store", i,
+                                tlabel(s, lb, sizeof lb), tio_dtype_name(s->dtype), fn);
             }
             w->dtype = wd;
         }
         if (s->layout == TIO_LAYOUT_COO && !(f->caps & TIO_CAP_SPARSE)) {
             if (!(flags & TIO_SAVE_DENSIFY))
                 return tio__err(err, TIO_E_LOSSY, fn, -1,
-                                "tensor %zu ('%s') is sparse (COO) and %s stores only dense "
+                                "tensor %zu%s is sparse (COO) and %s stores only dense "
                                 "tensors (TIO_SAVE_DENSIFY / --densify writes it dense)",
-                                i, tname(s), fn);
+                                i, tlabel(s, lb, sizeof lb), fn);
             w->layout = TIO_LAYOUT_DENSE;
             w->nnz = 0;
         }

@@ -1,0 +1,934 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the `tensio` command-line tool.
+
+Usage: python3 test_cli.py /path/to/tensio
+
+Golden vectors are found like the C tests do: $TIO_TEST_VECTORS/<rel>, else
+$TIO_SHARED_VECTORS/<rel> (defaults: tests/vectors and ../shared/vectors
+relative to the repository); a vector in neither prints "SKIPPED: <rel>" and
+is not counted. Python 3 standard library only. The last line printed is
+"N passed, M failed"; the exit status is non-zero on any failure.
+"""
+
+import json
+import math
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import traceback
+
+if len(sys.argv) != 2:
+    print("usage: test_cli.py /path/to/tensio", file=sys.stderr)
+    sys.exit(2)
+
+TENSIO = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+VECTOR_DIRS = [
+    os.environ.get("TIO_TEST_VECTORS") or os.path.join(REPO, "tests", "vectors"),
+    os.environ.get("TIO_SHARED_VECTORS") or os.path.join(REPO, "..", "shared", "vectors"),
+]
+COMMANDS = ["ls", "info", "dump", "convert", "validate", "formats"]
+
+PASSED = 0
+FAILED = 0
+SKIPPED = set()
+
+
+# ----------------------------------------------------------------- harness
+
+def case(name, fn, *args):
+    """Runs one test case; an AssertionError (or any exception) fails it."""
+    global PASSED, FAILED
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - report every failure the same way
+        FAILED += 1
+        msg = str(e) if isinstance(e, AssertionError) else traceback.format_exc()
+        print(f"FAIL: {name}: {msg}")
+    else:
+        PASSED += 1
+
+
+def skip(rel):
+    if rel not in SKIPPED:
+        SKIPPED.add(rel)
+        print(f"SKIPPED: {rel}")
+
+
+class Result:
+    def __init__(self, cp):
+        self.rc = cp.returncode
+        self.out = cp.stdout.decode("utf-8", "replace")
+        self.err = cp.stderr.decode("utf-8", "replace")
+
+    def __repr__(self):
+        return f"rc={self.rc} stdout={self.out[:600]!r} stderr={self.err[:600]!r}"
+
+
+def run(*args, cwd=None):
+    cp = subprocess.run([TENSIO, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        cwd=cwd, timeout=300)
+    return Result(cp)
+
+
+def expect(res, rc, stdout_empty=None, stderr_empty=None):
+    assert res.rc == rc, f"expected exit {rc}: {res!r}"
+    if stdout_empty is True:
+        assert res.out == "", f"expected no output: {res!r}"
+    if stderr_empty is True:
+        assert res.err == "", f"expected nothing on stderr: {res!r}"
+
+
+def run_json(*args):
+    res = run(*args)
+    expect(res, 0)
+    assert res.out.endswith("\n") and res.out.count("\n") == 1, \
+        f"JSON output must be one line: {res!r}"
+    return json.loads(res.out)
+
+
+# ----------------------------------------------------------------- vectors
+
+def vec(rel):
+    """Full path of a vector, or None (and a SKIPPED line)."""
+    for d in VECTOR_DIRS:
+        p = os.path.join(d, rel)
+        if os.path.exists(p):
+            return p
+    skip(rel)
+    return None
+
+
+def vec_list(reldir, suffix):
+    names = set()
+    for d in VECTOR_DIRS:
+        p = os.path.join(d, reldir)
+        if os.path.isdir(p):
+            names.update(n for n in os.listdir(p) if n.endswith(suffix))
+    return sorted(names)
+
+
+def manifest(rel):
+    p = vec(rel)
+    if p is None:
+        return None
+    with open(p, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def vector_manifests(fmt):
+    """(rel path of the data file, manifest) of every vector with a manifest in
+    <fmt>/ and <fmt>/upstream/ (not malformed/: those describe bad files)."""
+    out = []
+    for reldir in (fmt, fmt + "/upstream"):
+        for name in vec_list(reldir, ".json"):
+            if name in ("writer_rejections.json", "INDEX.json"):
+                continue
+            m = manifest(f"{reldir}/{name}")
+            if not isinstance(m, dict) or "file" not in m:
+                continue
+            out.append((f"{reldir}/{m['file']}", m))
+    return out
+
+
+DTYPE_SIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2,
+              "bfloat16": 2, "int32": 4, "uint32": 4, "float32": 4, "int64": 8,
+              "uint64": 8, "float64": 8}
+
+
+def manifest_tensors(m):
+    """Expected tensors of a manifest in one shape for both formats, each with
+    its "index". Large upstream manifests list only some of their tensors."""
+    if "arrays" in m:  # tenbin
+        return [{"index": a["index"], "name": a["info"] or None, "dtype": a["dtype"],
+                 "shape": a["shape"], "layout": "dense", "nbytes": a["nbytes"],
+                 "sha256": a["sha256"]}
+                for a in m["arrays"]]
+    out = []
+    for i, t in enumerate(m["tensors"]):
+        if "dtype" not in t:
+            continue  # {"...": "2288 more"} placeholder of a shortened list
+        coo = t["layout"] == 1
+        e = {"index": t.get("index", i), "name": t.get("info"), "dtype": t["dtype"],
+             "shape": t["shape"], "layout": "coo" if coo else "dense",
+             "nbytes": t["nnz"] * DTYPE_SIZE[t["dtype"]] if coo else t["nbytes"],
+             "sha256": t["sha256"]}
+        if coo:
+            e["nnz"] = t["nnz"]
+            e["indices_sha256"] = t["indices_sha256"]
+            e["values_sha256"] = t["values_sha256"]
+        out.append(e)
+    return out
+
+
+def manifest_count(m):
+    """How many tensors the file holds."""
+    if "arrays" in m:
+        return len(m["arrays"])
+    return m.get("num_tensors", len(m["tensors"]))
+
+
+def manifest_complete(m):
+    return len(manifest_tensors(m)) == manifest_count(m)
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+# ------------------------------------------------------ decoding raw values
+
+STRUCT = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
+          "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e",
+          "float32": "f", "float64": "d"}
+
+
+def decode(dtype, raw):
+    code = STRUCT[dtype]
+    n = len(raw) // struct.calcsize(code)
+    return list(struct.unpack(f"<{n}{code}", raw))
+
+
+def same_value(dtype, got, want):
+    """Compares a dump --json value with the decoded original, bit-exactly
+    for floats (NaN: any NaN; Inf: the strings)."""
+    if dtype in ("float16", "float32", "float64"):
+        if math.isnan(want):
+            return got == "nan"
+        if math.isinf(want):
+            return got == ("inf" if want > 0 else "-inf")
+        if isinstance(got, str) or isinstance(got, bool):
+            return False
+        code = STRUCT[dtype]
+        return struct.pack("<" + code, float(got)) == struct.pack("<" + code, want)
+    return not isinstance(got, bool) and got == want
+
+
+# ------------------------------------------------------------------ tests
+
+def t_version():
+    res = run("--version")
+    expect(res, 0, stderr_empty=True)
+    assert re.fullmatch(r"tensio \d+\.\d+\.\d+\n", res.out), res
+    assert run("-V").out == res.out
+
+
+def t_global_help():
+    res = run("--help")
+    expect(res, 0, stderr_empty=True)
+    assert res.out.startswith("Usage: tensio"), res
+    for c in COMMANDS:
+        assert re.search(rf"^\s+{c}\s", res.out, re.M), f"--help lacks {c}: {res!r}"
+    expect(run("-h"), 0)
+    expect(run("help"), 0)
+
+
+def t_command_help(cmd):
+    for args in ((cmd, "--help"), (cmd, "-h"), ("help", cmd)):
+        res = run(*args)
+        expect(res, 0, stderr_empty=True)
+        assert res.out.startswith(f"Usage: tensio {cmd}"), res
+
+
+def t_usage_errors():
+    cases = [
+        (),
+        ("frobnicate",),
+        ("--frobnicate",),
+        ("help", "frobnicate"),
+        ("ls",),
+        ("ls", "a", "b"),
+        ("ls", "--frobnicate", "x.btf"),
+        ("ls", "--format", "nosuch", "x.btf"),
+        ("ls", "--format"),
+        ("ls", "--json=yes", "x.btf"),
+        ("info",),
+        ("dump",),
+        ("dump", "--limit", "abc", "x.btf"),
+        ("dump", "--limit", "-1", "x.btf"),
+        ("dump", "a", "b", "c"),
+        ("convert",),
+        ("convert", "a.btf"),
+        ("convert", "a.btf", "b.ten", "c"),
+        ("convert", "--to", "nosuch", "a.btf", "b.ten"),
+        ("convert", "--from", "nosuch", "a.btf", "b.ten"),
+        ("validate",),
+        ("validate", "--format", "nosuch", "a.btf"),
+        ("formats", "extra"),
+    ]
+    for args in cases:
+        res = run(*args)
+        assert res.rc == 2, f"{args}: expected exit 2: {res!r}"
+        assert res.out == "", f"{args}: usage errors print nothing on stdout: {res!r}"
+        if args:
+            assert res.err.startswith("tensio: "), f"{args}: {res!r}"
+
+
+def t_unknown_format_lists_formats():
+    res = run("ls", "--format", "nosuch", "x.btf")
+    expect(res, 2)
+    assert "btf" in res.err and "tenbin" in res.err, res
+
+
+def t_formats():
+    res = run("formats")
+    expect(res, 0, stderr_empty=True)
+    lines = res.out.splitlines()
+    assert lines[0].split() == ["NAME", "EXTENSIONS", "CAPABILITIES", "DESCRIPTION"], res
+    names = [ln.split()[0] for ln in lines[1:]]
+    assert "btf" in names and "tenbin" in names, res
+    j = run_json("formats", "--json")
+    assert list(j) == ["formats"]
+    byname = {f["name"]: f for f in j["formats"]}
+    assert [f["name"] for f in j["formats"]] == names
+    for f in j["formats"]:
+        assert list(f) == ["name", "description", "extensions", "capabilities", "dtypes"], f
+    assert byname["btf"]["extensions"] == [".btf"], byname["btf"]
+    assert byname["tenbin"]["extensions"] == [".ten"], byname["tenbin"]
+    assert "sparse" in byname["btf"]["capabilities"]
+    assert "names" in byname["tenbin"]["capabilities"]
+    assert "names" not in byname["btf"]["capabilities"]
+
+
+def formats_info():
+    j = run_json("formats", "--json")
+    return {f["name"]: f for f in j["formats"]}
+
+
+def t_ls_json_manifest(rel, m, fmt):
+    path = vec(rel)
+    if path is None:
+        return
+    j = run_json("ls", "--json", "--hash", path)
+    assert list(j) == ["format", "tensors"], j.keys()
+    assert j["format"] == fmt, j["format"]
+    want = manifest_tensors(m)
+    got = j["tensors"]
+    assert len(got) == manifest_count(m), \
+        f"{len(got)} tensors, manifest says {manifest_count(m)}"
+    for i, g in enumerate(got):
+        assert g["index"] == i, g
+    for w in want:
+        i = w["index"]
+        g = got[i]
+        keys = ["index", "name", "dtype", "shape", "layout", "nbytes"]
+        if w["layout"] == "coo":
+            keys += ["nnz", "indices_sha256", "values_sha256"]
+        keys += ["sha256"]
+        assert list(g) == keys, f"tensor {i}: keys {list(g)}, expected {keys}"
+        for k in keys[1:]:
+            assert g[k] == w[k], f"tensor {i}: {k} = {g[k]!r}, manifest {w[k]!r}"
+    # Without --hash: no hashes, same order otherwise.
+    j2 = run_json("ls", "--json", path)
+    for g in j2["tensors"]:
+        assert not any(k.endswith("sha256") for k in g), g
+
+
+def t_ls_text():
+    path = vec("btf/coo_btf_info_test.btf")
+    if path is None:
+        return
+    res = run("ls", path)
+    expect(res, 0, stderr_empty=True)
+    assert res.out == (
+        "INDEX  NAME  DTYPE  SHAPE   LAYOUT  NBYTES  NNZ\n"
+        "    0  -     int8   [3, 5]  dense       15    -\n"
+        "    1  -     int64  [2, 4]  coo         48    6\n"), res
+    res = run("ls", "--hash", path)
+    expect(res, 0)
+    lines = res.out.splitlines()
+    assert lines[0].split()[-1] == "SHA256"
+    assert lines[1].split()[-1] == \
+        "7071fc3188fde7e7e500d4768f1784bede1a22e991648dcab9dc3219acff1d4c", res
+    assert lines[2].split()[-1] == \
+        "224b8ac5303517514fb8c44eb71bdcb37abb34bb2e5de6222e1ec65ba149f2fa", res
+
+
+def t_ls_text_names():
+    path = vec("tenbin/multi_infos.ten")
+    m = manifest("tenbin/multi_infos.json")
+    if path is None or m is None:
+        return
+    res = run("ls", path)
+    expect(res, 0, stderr_empty=True)
+    lines = res.out.splitlines()
+    assert len(lines) == 1 + len(m["arrays"]), res
+    for line, a in zip(lines[1:], m["arrays"]):
+        f = line.split()
+        assert f[0] == str(a["index"]) and f[1] == a["info"] and f[2] == a["dtype"], line
+        shape = "[" + ", ".join(str(d) for d in a["shape"]) + "]"
+        assert shape in line, (line, shape)
+        assert f[-3:] == ["dense", str(a["nbytes"]), "-"], line
+    # Columns are aligned: every row has the same length up to the last column.
+    starts = [ln.index("dense") for ln in lines[1:]]
+    assert len(set(starts)) == 1, res
+
+
+def t_ls_empty_container():
+    path = vec("btf/zero_tensors.btf")
+    if path is None:
+        return
+    res = run("ls", path)
+    expect(res, 0)
+    assert res.out.splitlines()[0].split()[0] == "INDEX" and len(res.out.splitlines()) == 1
+    assert run_json("ls", "--json", path) == {"format": "btf", "tensors": []}
+
+
+def t_ls_forced_format(tmp):
+    src = vec("btf/dense_int8.btf")
+    if src is None:
+        return
+    noext = os.path.join(tmp, "noext")
+    shutil.copyfile(src, noext)
+    assert run_json("ls", "--json", noext)["format"] == "btf"
+    assert run_json("ls", "--json", "--format", "btf", noext)["format"] == "btf"
+    res = run("ls", "--format", "tenbin", noext)
+    expect(res, 1, stdout_empty=True)
+    assert res.err.startswith("tensio: "), res
+
+
+def t_info():
+    path = vec("btf/coo_btf_info_test.btf")
+    m = manifest("btf/coo_btf_info_test.json")
+    if path is None or m is None:
+        return
+    res = run("info", path)
+    expect(res, 0, stderr_empty=True)
+    fields = dict(re.match(r"([a-z ]+):\s+(.*)", ln).groups() for ln in res.out.splitlines()
+                  if re.match(r"[a-z ]+:", ln))
+    assert fields["format"] == "btf", res
+    assert fields["file size"] == f"{m['file_size']} bytes", res
+    assert fields["tensors"] == "2 (1 dense, 1 coo)", res
+    assert fields["data bytes"] == str(sum(t["nbytes"] for t in manifest_tensors(m))), res
+    assert fields["dtypes"] == "int8: 1, int64: 1", res
+    assert fields["metadata"] == "0", res
+    assert fields["findings"] == "0", res
+
+    j = run_json("info", "--json", path)
+    assert list(j) == ["file", "format", "file_size", "tensor_count", "data_bytes",
+                       "dtypes", "layouts", "metadata", "finding_count", "findings"], j
+    assert j["file"] == path and j["format"] == "btf"
+    assert j["file_size"] == m["file_size"]
+    assert j["tensor_count"] == 2
+    assert j["data_bytes"] == 63
+    assert j["dtypes"] == {"int8": 1, "int64": 1}
+    assert j["layouts"] == {"dense": 1, "coo": 1}
+    assert j["metadata"] == {} and j["finding_count"] == 0 and j["findings"] == []
+
+
+def t_info_manifest(rel, m):
+    path = vec(rel)
+    if path is None:
+        return
+    j = run_json("info", "--json", path)
+    want = manifest_tensors(m)
+    assert j["file_size"] == m["file_size"] == os.path.getsize(path)
+    assert j["tensor_count"] == manifest_count(m)
+    assert j["finding_count"] == len(j["findings"])
+    if not manifest_complete(m):
+        return
+    assert j["data_bytes"] == sum(t["nbytes"] for t in want)
+    hist = {}
+    for t in want:
+        hist[t["dtype"]] = hist.get(t["dtype"], 0) + 1
+    assert j["dtypes"] == hist, (j["dtypes"], hist)
+
+
+def t_info_findings():
+    path = vec("btf/malformed/offset_unaligned.btf")
+    if path is None:
+        return
+    j = run_json("info", "--json", path)
+    assert j["finding_count"] >= 1 and len(j["findings"]) == j["finding_count"], j
+    for f in j["findings"]:
+        assert list(f) == ["code", "offset", "message"], f
+        assert f["code"] == "TIO_E_INVALID" and f["message"], f
+    res = run("info", path)
+    expect(res, 0)
+    assert re.search(rf"^findings:\s+{j['finding_count']}$", res.out, re.M), res
+
+
+def t_dump_text_coo():
+    path = vec("btf/coo_btf_info_test.btf")
+    m = manifest("btf/coo_btf_info_test.json")
+    if path is None or m is None:
+        return
+    res = run("dump", path)
+    expect(res, 0, stderr_empty=True)
+    # btf_info (TFRT) prints the same values; take them from its recorded output.
+    ref = m["readers"]["btf_info(tools/btf_info_tool/main.cc)"]["stdout"]
+    dense_vals = re.search(r"\[0\].*values = \[([^\]]*)\]", ref).group(1)
+    coo_vals = re.search(r"\[1\].*values = \[([^\]]*)\]", ref).group(1).split(", ")
+    idx = m["tensors"][1]["indices"]
+    coo_lines = "".join(f"  ({idx[2 * i]}, {idx[2 * i + 1]}) = {v}\n"
+                        for i, v in enumerate(coo_vals))
+    assert res.out == ("[0] - int8 [3, 5] dense\n"
+                       f"  [{dense_vals}]\n"
+                       "\n"
+                       "[1] - int64 [2, 4] coo nnz=6\n" + coo_lines), res
+    # One tensor, by index.
+    res = run("dump", path, "1")
+    expect(res, 0)
+    assert res.out == "[1] - int64 [2, 4] coo nnz=6\n" + coo_lines, res
+
+
+def t_dump_json_coo():
+    path = vec("btf/coo_btf_info_test.btf")
+    m = manifest("btf/coo_btf_info_test.json")
+    if path is None or m is None:
+        return
+    j = run_json("dump", "--json", path)
+    assert list(j) == ["tensors"]
+    t0, t1 = j["tensors"]
+    assert list(t0) == ["index", "name", "dtype", "shape", "layout", "values", "truncated"]
+    assert t0 == {"index": 0, "name": None, "dtype": "int8", "shape": [3, 5],
+                  "layout": "dense", "values": list(range(15)), "truncated": False}, t0
+    assert list(t1) == ["index", "name", "dtype", "shape", "layout", "nnz", "indices",
+                        "values", "truncated"]
+    idx = m["tensors"][1]["indices"]
+    assert t1["indices"] == [idx[i:i + 2] for i in range(0, len(idx), 2)], t1
+    assert t1["values"] == [1, 2, 3, 5, 6, 7], t1
+    assert t1["nnz"] == 6 and t1["truncated"] is False
+
+
+def btf_raw(path, t):
+    data = read_bytes(path)
+    end = t["record_end_before_padding"]
+    return data[end - t["nbytes"]:end]
+
+
+def tenbin_raw(path, a):
+    data = read_bytes(path)
+    off = a["data_chunk"]["payload_offset"]
+    return data[off:off + a["nbytes"]]
+
+
+def t_dump_values(rel, m):
+    """dump --json --limit 0 reproduces every element of every dense tensor
+    bit for bit (decoded here from the raw bytes at the manifest's offsets)."""
+    path = vec(rel)
+    if path is None:
+        return
+    j = run_json("dump", "--json", "--limit", "0", path)
+    if "arrays" in m:
+        raws = [(a["dtype"], tenbin_raw(path, a)) for a in m["arrays"]]
+    else:
+        raws = [(t["dtype"], btf_raw(path, t) if t["layout"] == 0 else None)
+                for t in m["tensors"]]
+    assert len(j["tensors"]) == len(raws)
+    for i, (t, (dtype, raw)) in enumerate(zip(j["tensors"], raws)):
+        if raw is None:
+            continue
+        want = decode(dtype, raw)
+        assert t["truncated"] is False
+        assert len(t["values"]) == len(want), f"tensor {i}: {len(t['values'])} values"
+        for k, (g, w) in enumerate(zip(t["values"], want)):
+            assert same_value(dtype, g, w), f"tensor {i} element {k}: {g!r} != {w!r}"
+
+
+def t_dump_limit_and_select():
+    path = vec("tenbin/multi_infos.ten")
+    if path is None:
+        return
+    # Default limit 100 is more than these tensors hold.
+    j = run_json("dump", "--json", path)
+    assert all(t["truncated"] is False for t in j["tensors"])
+    j = run_json("dump", "--json", "--limit", "3", path, "target")
+    assert len(j["tensors"]) == 1
+    t = j["tensors"][0]
+    assert t["index"] == 1 and t["name"] == "target" and t["dtype"] == "int64", t
+    assert t["values"] == [0, 1, 9223372036854775807] and t["truncated"] is True, t
+    res = run("dump", "--limit", "2", path, "0")
+    expect(res, 0)
+    assert res.out == "[0] input float32 [4, 4] dense\n  [0, -0, ...] (14 more)\n", res
+    res = run("dump", "-n", "2", path, "mask")
+    expect(res, 0)
+    assert res.out.startswith("[2] mask uint8 [2, 3, 3] dense\n  [0, 1, ...] (16 more)"), res
+    # Floats: special values as strings in JSON, bare in text.
+    j = run_json("dump", "--json", path, "input")
+    vals = j["tensors"][0]["values"]
+    assert "inf" in vals and "-inf" in vals and "nan" in vals, vals
+    res = run("dump", path, "input")
+    assert ", inf, -inf, nan, " in res.out, res
+    res = run("dump", path, "nosuch")
+    expect(res, 1, stdout_empty=True)
+    assert res.err.startswith("tensio: ") and "nosuch" in res.err, res
+    res = run("dump", path, "4")
+    expect(res, 1, stdout_empty=True)
+
+
+def t_dump_large_limit():
+    path = vec("btf/dense_large_float64_1MiB.btf")
+    if path is None:
+        return
+    j = run_json("dump", "--json", path)
+    t = j["tensors"][0]
+    assert len(t["values"]) == 100 and t["truncated"] is True
+
+
+def t_dump_half():
+    path = vec("tenbin/dtype_float16.ten")
+    m = manifest("tenbin/dtype_float16.json")
+    if path is None or m is None:
+        return
+    want = decode("float16", tenbin_raw(path, m["arrays"][0]))
+    res = run("dump", path)
+    expect(res, 0)
+    body = res.out.split("\n", 1)[1].replace("\n", " ")
+    got = [s.strip() for s in body.strip().strip("[]").split(",")]
+    assert len(got) == len(want), res
+    for g, w in zip(got, want):
+        if math.isnan(w) or math.isinf(w):
+            assert g == {"nan": "nan", "inf": "inf", "-inf": "-inf"}.get(g), (g, w)
+            assert same_value("float16", g, w), (g, w)
+        else:
+            assert same_value("float16", float(g), w), (g, w)
+
+
+def tenbin_file(arrays):
+    """A tenbin file (what webdataset's tenbin.save writes): per array a header
+    chunk (dtype code, info, ndim, dims as int64 words) and a data chunk; each
+    chunk is "~TenBin~", an int64 length and the payload zero-padded to 64."""
+    def chunk(payload):
+        pad = -len(payload) % 64
+        return b"~TenBin~" + struct.pack("<q", len(payload)) + payload + bytes(pad)
+    out = b""
+    for code, info, shape, data in arrays:
+        header = code.encode().ljust(8, b"\0") + info.encode().ljust(8, b"\0")
+        header += struct.pack(f"<{1 + len(shape)}q", len(shape), *shape)
+        out += chunk(header) + chunk(data)
+    return out
+
+
+def t_dump_half_all(tmp):
+    """Every float16 bit pattern prints as its exact value (or nan/inf)."""
+    raw = struct.pack("<65536H", *range(65536))
+    path = os.path.join(tmp, "halves.ten")
+    with open(path, "wb") as f:
+        f.write(tenbin_file([("f2", "h", [65536], raw)]))
+    j = run_json("dump", "--json", "--limit", "0", path)
+    vals = j["tensors"][0]["values"]
+    want = decode("float16", raw)
+    assert len(vals) == 65536
+    for k, (g, w) in enumerate(zip(vals, want)):
+        assert same_value("float16", g, w), f"0x{k:04x}: {g!r} != {w!r}"
+    # Subnormals and extremes, as text.
+    res = run("dump", "--limit", "3", path)
+    assert res.out.splitlines()[1] == "  [0, 5.96046448e-08, 1.1920929e-07, ...] (65533 more)", res
+
+
+def t_convert_roundtrip(rel, m, tmp, tenbin_dtypes):
+    """btf -> ten -> btf reproduces the original bytes (dense vectors)."""
+    path = vec(rel)
+    if path is None:
+        return
+    base = os.path.splitext(os.path.basename(rel))[0]
+    ten = os.path.join(tmp, base + ".ten")
+    back = os.path.join(tmp, base + ".back.btf")
+    res = run("convert", path, ten)
+    if any(t["dtype"] not in tenbin_dtypes for t in m["tensors"]):
+        expect(res, 1, stdout_empty=True)
+        assert not os.path.exists(ten)
+        return
+    expect(res, 0, stdout_empty=True, stderr_empty=True)
+    j = run_json("ls", "--json", "--hash", ten)
+    assert j["format"] == "tenbin"
+    want = manifest_tensors(m)
+    for g, w in zip(j["tensors"], want):
+        for k in ("dtype", "shape", "sha256", "nbytes"):
+            assert g[k] == w[k], (k, g, w)
+    res = run("convert", ten, back)
+    expect(res, 0, stdout_empty=True, stderr_empty=True)
+    assert read_bytes(back) == read_bytes(path), f"{back} differs from {path}"
+
+
+def t_convert_names(tmp):
+    src = vec("tenbin/dtype_float32.ten")
+    m = manifest("tenbin/dtype_float32.json")
+    if src is None or m is None:
+        return
+    out = os.path.join(tmp, "names.btf")
+    res = run("convert", src, out)
+    expect(res, 1, stdout_empty=True)
+    assert "name" in res.err and "--drop-names" in res.err, res
+    assert res.err.startswith("tensio: "), res
+    assert not os.path.exists(out)
+    res = run("convert", "--drop-names", src, out)
+    expect(res, 0, stdout_empty=True, stderr_empty=True)
+    j = run_json("ls", "--json", "--hash", out)
+    assert j["format"] == "btf"
+    t = j["tensors"][0]
+    a = m["arrays"][0]
+    assert t["name"] is None and t["dtype"] == a["dtype"] and t["shape"] == a["shape"]
+    assert t["sha256"] == a["sha256"]
+
+
+def t_convert_several_losses(tmp):
+    src = vec("tenbin/multi_infos.ten")
+    m = manifest("tenbin/multi_infos.json")
+    if src is None or m is None:
+        return
+    out = os.path.join(tmp, "multi.btf")
+    res = run("convert", src, out)
+    expect(res, 1)
+    assert "--drop-names" in res.err and "--widen" in res.err, res
+    res = run("convert", "--drop-names", src, out)
+    expect(res, 1)
+    assert "--widen" in res.err and "float16" in res.err, res
+    assert not os.path.exists(out)
+    res = run("convert", "--drop-names", "--widen", src, out)
+    expect(res, 0, stdout_empty=True, stderr_empty=True)
+    j = run_json("ls", "--json", "--hash", out)
+    got = [(t["dtype"], t["shape"]) for t in j["tensors"]]
+    want = [("float32" if a["dtype"] == "float16" else a["dtype"], a["shape"])
+            for a in m["arrays"]]
+    assert got == want, got
+    for t, a in zip(j["tensors"], m["arrays"]):
+        if a["dtype"] != "float16":
+            assert t["sha256"] == a["sha256"], (t, a)
+    # The widened values are the same numbers.
+    half = decode("float16", tenbin_raw(src, m["arrays"][3]))
+    vals = run_json("dump", "--json", out, "3")["tensors"][0]["values"]
+    for g, w in zip(vals, half):
+        assert same_value("float32", g, w), (g, w)
+
+
+def t_convert_coo(rel, m, tmp):
+    path = vec(rel)
+    if path is None:
+        return
+    base = os.path.splitext(os.path.basename(rel))[0]
+    out = os.path.join(tmp, base + ".dense.ten")
+    res = run("convert", path, out)
+    expect(res, 1, stdout_empty=True)
+    assert "--densify" in res.err, res
+    assert not os.path.exists(out)
+    res = run("convert", "--densify", path, out)
+    expect(res, 0, stdout_empty=True, stderr_empty=True)
+    j = run_json("ls", "--json", "--hash", out)
+    assert j["format"] == "tenbin"
+    assert len(j["tensors"]) == len(m["tensors"])
+    for g, w in zip(j["tensors"], m["tensors"]):
+        assert g["layout"] == "dense" and g["dtype"] == w["dtype"] and g["shape"] == w["shape"]
+        assert g["sha256"] == w["sha256"], (g, w)
+
+
+def t_convert_misc(tmp):
+    src = vec("btf/dense_int32.btf")
+    m = manifest("btf/dense_int32.json")
+    if src is None or m is None:
+        return
+    # Unknown output extension: usage error that lists the formats.
+    res = run("convert", src, os.path.join(tmp, "x.unknownext"))
+    expect(res, 2, stdout_empty=True)
+    assert "btf" in res.err and "tenbin" in res.err and "--to" in res.err, res
+    # --to overrides the extension; the result is probed as tenbin.
+    out = os.path.join(tmp, "forced.bin")
+    expect(run("convert", "--to", "tenbin", src, out), 0, stdout_empty=True)
+    assert run_json("ls", "--json", out)["format"] == "tenbin"
+    # --from forces the input format.
+    back = os.path.join(tmp, "forced.btf")
+    expect(run("convert", "--from", "tenbin", out, back), 0)
+    assert read_bytes(back) == read_bytes(src)
+    res = run("convert", "--from", "btf", out, os.path.join(tmp, "never.btf"))
+    expect(res, 1)
+    assert not os.path.exists(os.path.join(tmp, "never.btf"))
+    # An existing OUT needs --force.
+    before = read_bytes(back)
+    res = run("convert", "--to", "btf", out, back)
+    expect(res, 1, stdout_empty=True)
+    assert "--force" in res.err, res
+    expect(run("convert", "--force", out, back), 0, stdout_empty=True)
+    assert read_bytes(back) == before
+    # IN == OUT is refused, even with --force; the file is untouched.
+    copy = os.path.join(tmp, "self.btf")
+    shutil.copyfile(src, copy)
+    for args in (("convert", copy, copy), ("convert", "--force", copy, copy),
+                 ("convert", "--force", copy, os.path.join(tmp, ".", "self.btf"))):
+        res = run(*args)
+        expect(res, 1, stdout_empty=True)
+        assert res.err.startswith("tensio: "), res
+    assert read_bytes(copy) == read_bytes(src)
+    # -v prints one line.
+    res = run("convert", "-v", src, os.path.join(tmp, "verbose.ten"))
+    expect(res, 0, stderr_empty=True)
+    assert res.out.count("\n") == 1 and "tenbin" in res.out, res
+    # A missing input.
+    res = run("convert", os.path.join(tmp, "missing.btf"), os.path.join(tmp, "m.ten"))
+    expect(res, 1, stdout_empty=True)
+    assert "missing.btf" in res.err, res
+    # No temporary files are left behind.
+    leftovers = [n for n in os.listdir(tmp) if "tmp" in n.lower() or n.startswith(".")]
+    assert not leftovers, leftovers
+
+
+BTF_REJECT = ["empty_file", "short_header_4B", "num_tensors_exceeds_offsets",
+              "num_tensors_huge", "offset_past_eof", "truncated_dims", "truncated_data",
+              "dtype_code_10", "layout_255", "layout_2_doc_coo_value", "coo_index_ge_dim",
+              "coo_negative_index", "coo_nnz_mismatch", "coo_indices_cols_ne_rank",
+              "coo_inner_headers"]
+BTF_FINDING = ["offset_unaligned", "reserved_nonzero", "trailing_garbage"]
+BTF_VALID = ["offsets_reversed", "truncated_in_last_padding", "index_out_of_range_kernel",
+             "dtype_mismatch_kernel", "rank_mismatch_kernel"]
+TEN_REJECT = ["bad_magic", "bad_magic_data_chunk", "truncated_in_magic", "truncated_length",
+              "truncated_header_payload", "header_only", "truncated_data", "trailing_garbage",
+              "negative_length", "huge_length", "data_length_short", "data_length_long",
+              "header_len_not_mult8", "ndim_huge", "ndim_negative", "dim_negative",
+              "dtype_unknown", "dtype_lowercase_long", "info_nonascii"]
+TEN_FINDING = ["nonzero_padding", "truncated_in_padding", "ndim_10_handmade"]
+TEN_VALID = ["dtype_u4", "empty_file"]
+
+
+def t_validate_good(paths):
+    res = run("validate", *paths)
+    expect(res, 0, stdout_empty=True, stderr_empty=True)
+
+
+def t_validate_bad(path, readable):
+    res = run("validate", path)
+    expect(res, 1, stderr_empty=True)
+    lines = res.out.splitlines()
+    assert lines, res
+    for ln in lines:
+        assert ln.startswith(f"{path}: error: ") and len(ln) > len(path) + 9, ln
+    # A readable file still lists; a rejected one does not.
+    ls = run("ls", path)
+    if readable:
+        expect(ls, 0)
+    else:
+        expect(ls, 1, stdout_empty=True)
+        assert ls.err.startswith("tensio: "), ls
+
+
+def t_validate_mixed():
+    good = vec("btf/dense_int8.btf")
+    bad = vec("btf/malformed/truncated_data.btf")
+    finding = vec("tenbin/malformed/nonzero_padding.ten")
+    if not (good and bad and finding):
+        return
+    res = run("validate", good, bad, finding)
+    expect(res, 1)
+    files = [ln.split(": error: ")[0] for ln in res.out.splitlines()]
+    assert good not in files and bad in files and finding in files, res
+    res = run("validate", "-v", good)
+    expect(res, 0)
+    assert res.out.startswith(f"{good}: ok"), res
+
+
+def t_missing_file(tmp):
+    missing = os.path.join(tmp, "does-not-exist.btf")
+    for cmd in ("ls", "info", "dump"):
+        res = run(cmd, missing)
+        expect(res, 1, stdout_empty=True)
+        assert res.err.startswith("tensio: ") and "does-not-exist.btf" in res.err, res
+    res = run("validate", missing)
+    expect(res, 1)
+    assert res.out.startswith(f"{missing}: error: "), res
+
+
+def t_write_error():
+    if not os.path.exists("/dev/full"):
+        skip("/dev/full")
+        return
+    with open("/dev/full", "wb") as full:
+        cp = subprocess.run([TENSIO, "formats"], stdout=full, stderr=subprocess.PIPE,
+                            timeout=60)
+    assert cp.returncode == 1, cp
+    assert cp.stderr.decode().startswith("tensio: "), cp
+
+
+# -------------------------------------------------------------------- main
+
+def main():
+    if not os.access(TENSIO, os.X_OK):
+        print(f"not executable: {TENSIO}")
+        print("0 passed, 1 failed")
+        return 1
+    tmp = tempfile.mkdtemp(prefix="tensio-cli-")
+    try:
+        case("version", t_version)
+        case("global help", t_global_help)
+        for c in COMMANDS:
+            case(f"{c} --help", t_command_help, c)
+        case("usage errors", t_usage_errors)
+        case("unknown format lists formats", t_unknown_format_lists_formats)
+        case("formats", t_formats)
+
+        for fmt in ("btf", "tenbin"):
+            for rel, m in vector_manifests(fmt):
+                case(f"ls --json --hash {rel}", t_ls_json_manifest, rel, m, fmt)
+                case(f"info --json {rel}", t_info_manifest, rel, m)
+        case("ls text", t_ls_text)
+        case("ls text names", t_ls_text_names)
+        case("ls empty container", t_ls_empty_container)
+        case("ls --format", t_ls_forced_format, tmp)
+
+        case("info", t_info)
+        case("info findings", t_info_findings)
+
+        case("dump text coo", t_dump_text_coo)
+        case("dump json coo", t_dump_json_coo)
+        for rel, m in vector_manifests("btf") + vector_manifests("tenbin"):
+            if "/" in rel.split("/", 1)[1]:
+                continue  # upstream/: covered by ls
+            case(f"dump values {rel}", t_dump_values, rel, m)
+        case("dump limit and selection", t_dump_limit_and_select)
+        case("dump default limit", t_dump_large_limit)
+        case("dump float16 text", t_dump_half)
+        case("dump every float16", t_dump_half_all, tmp)
+
+        fi = {}
+        case("formats for convert", lambda: fi.update(formats_info()))
+        tenbin_dtypes = set(fi.get("tenbin", {}).get("dtypes", []))
+        conv = os.path.join(tmp, "convert")
+        os.mkdir(conv)
+        for rel, m in vector_manifests("btf"):
+            if "/upstream/" in rel:
+                continue
+            if all(t["layout"] == 0 for t in m["tensors"]):
+                case(f"convert round trip {rel}", t_convert_roundtrip, rel, m, conv,
+                     tenbin_dtypes)
+            else:
+                case(f"convert coo {rel}", t_convert_coo, rel, m, conv)
+        case("convert names", t_convert_names, conv)
+        case("convert several losses", t_convert_several_losses, conv)
+        misc = os.path.join(tmp, "misc")
+        os.mkdir(misc)
+        case("convert misc", t_convert_misc, misc)
+
+        good = [p for p in (vec(rel) for fmt in ("btf", "tenbin")
+                            for rel, _ in vector_manifests(fmt)
+                            if "/upstream/" not in rel) if p]
+        good += [p for p in (vec(f"btf/malformed/{n}.btf") for n in BTF_VALID) if p]
+        good += [p for p in (vec(f"tenbin/malformed/{n}.ten") for n in TEN_VALID) if p]
+        if good:
+            case("validate good files", t_validate_good, good)
+        for fmt, ext, names, readable in (("btf", "btf", BTF_REJECT, False),
+                                          ("btf", "btf", BTF_FINDING, True),
+                                          ("tenbin", "ten", TEN_REJECT, False),
+                                          ("tenbin", "ten", TEN_FINDING, True)):
+            for n in names:
+                p = vec(f"{fmt}/malformed/{n}.{ext}")
+                if p:
+                    case(f"validate {fmt}/malformed/{n}", t_validate_bad, p, readable)
+        p = vec("btf/upstream/test_tensor.pre_alignment_1bef0ea8.btf")
+        if p:
+            case("validate pre-alignment btf", t_validate_bad, p, True)
+        case("validate several files", t_validate_mixed)
+        case("missing file", t_missing_file, tmp)
+        case("write error", t_write_error)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print(f"{PASSED} passed, {FAILED} failed")
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

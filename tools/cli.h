@@ -1,0 +1,144 @@
+/*
+ * Shared pieces of the `tensio` command-line tool: option parsing, error
+ * reporting, text tables, JSON helpers and the command entry points.
+ * The tool uses only the public API (tensio.h) and jansson.
+ */
+#ifndef TENSIO_CLI_H
+#define TENSIO_CLI_H
+
+#include "tensio.h"
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLI_PRINTF(a, b)
+#endif
+
+/* Exit codes. */
+enum {
+    CLI_EXIT_OK = 0,    /* success */
+    CLI_EXIT_FAIL = 1,  /* invalid data or a failed operation */
+    CLI_EXIT_USAGE = 2  /* unknown command/option, missing argument */
+};
+
+/* ------------------------------------------------------------- commands */
+
+/* Each command gets argv[0] = its own name. Returns an exit code. */
+int cli_cmd_ls(int argc, char **argv);
+int cli_cmd_info(int argc, char **argv);
+int cli_cmd_dump(int argc, char **argv);
+int cli_cmd_convert(int argc, char **argv);
+int cli_cmd_validate(int argc, char **argv);
+int cli_cmd_formats(int argc, char **argv);
+
+/* -------------------------------------------------------- option parsing */
+
+typedef struct cli_option {
+    const char *long_name; /* without the leading "--" */
+    char short_name;       /* 0 when there is none */
+    int has_arg;           /* 1: takes a value (--name=V, --name V, -xV, -x V) */
+    int id;                /* > 0, returned by cli_parser_next */
+} cli_option;
+
+/* Parses GNU style: options and operands may be mixed, "--" ends options,
+ * a lone "-" is an operand. Operands are collected in `pos`. */
+typedef struct cli_parser {
+    const char *cmd;          /* command name for messages */
+    int argc;
+    char **argv;
+    int next;                 /* next argv index */
+    int only_operands;        /* after "--" */
+    const char *cluster;      /* rest of a "-abc" cluster, or NULL */
+    const cli_option *opts;
+    size_t nopts;
+    const char *value;        /* the value of the last option that takes one */
+    const char **pos;         /* operands */
+    size_t npos;
+} cli_parser;
+
+enum { CLI_PARSE_END = 0, CLI_PARSE_ERROR = -1 };
+
+/* Returns CLI_EXIT_OK, or CLI_EXIT_FAIL when out of memory (message printed). */
+int cli_parser_init(cli_parser *p, const char *cmd, int argc, char **argv,
+                    const cli_option *opts, size_t nopts);
+void cli_parser_free(cli_parser *p);
+/* The id of the next option, CLI_PARSE_END when all arguments are consumed,
+ * or CLI_PARSE_ERROR after printing a usage error. */
+int cli_parser_next(cli_parser *p);
+
+/* ----------------------------------------------------------- diagnostics */
+
+/* "tensio: <message>" on stderr; returns CLI_EXIT_FAIL. */
+int cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* "tensio: <cmd>: <message>" plus a pointer to --help on stderr; returns
+ * CLI_EXIT_USAGE. cmd may be NULL. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* The message of a library error (never empty). */
+const char *cli_errmsg(const tio_error *err);
+
+/* Checks a format name given with an option; prints a usage error listing
+ * the registered formats when unknown. Returns CLI_EXIT_OK or CLI_EXIT_USAGE. */
+int cli_check_format(const char *cmd, const char *option, const char *name);
+/* The registered format names as "btf, tenbin" into buf. */
+void cli_format_list(char *buf, size_t size);
+
+/* Opens a file (not strict); on failure prints "tensio: PATH: message" and
+ * returns CLI_EXIT_FAIL. format may be NULL (probe). */
+int cli_open(const char *path, const char *format, tio_container **out);
+
+/* Flushes stdout; CLI_EXIT_FAIL (with a message) if anything written to it
+ * failed, otherwise rc. */
+int cli_finish_output(int rc);
+
+/* ------------------------------------------------------------ formatting */
+
+/* "dense" / "coo". */
+const char *cli_layout_name(tio_layout layout);
+/* "[2, 3]" (rank 0: "[]"); malloc'ed, NULL when out of memory. */
+char *cli_shape_string(const tio_tensor *t);
+/* A copy of s with control characters written as \xNN; malloc'ed. */
+char *cli_text_escape(const char *s);
+/* Lowercase hex of a SHA-256 digest. */
+void cli_hex32(const uint8_t digest[32], char out[65]);
+/* printf into a new malloc'ed string; NULL when out of memory. */
+char *cli_strdup_printf(const char *fmt, ...) CLI_PRINTF(1, 2);
+
+/* ------------------------------------------------------------ text tables */
+
+typedef struct cli_table {
+    size_t ncols;
+    size_t ncells;
+    size_t cap;
+    char **cells;       /* row-major */
+    unsigned right;     /* bit i: right-align column i */
+    int nomem;          /* an allocation failed */
+} cli_table;
+
+void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask);
+/* Appends one cell (rows fill left to right). Records out-of-memory. */
+void cli_table_add(cli_table *t, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* Prints with columns padded to their widest cell, separated by two spaces.
+ * Returns CLI_EXIT_OK or CLI_EXIT_FAIL (out of memory, reported). */
+int cli_table_print(const cli_table *t, FILE *f);
+void cli_table_free(cli_table *t);
+
+/* ------------------------------------------------------------------ JSON */
+
+/* A JSON string for s (NULL → null). Invalid UTF-8 bytes become U+FFFD. */
+json_t *cli_json_str(const char *s);
+/* Sets key (sanitised like cli_json_str) to a new reference; returns 0 or -1. */
+int cli_json_set(json_t *obj, const char *key, json_t *value);
+/* Dumps one value on one line ("{"a": 1, "b": 2}") plus a newline to stdout.
+ * Takes the reference. Returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
+int cli_json_print(json_t *value);
+/* [d0, d1, ...] of a tensor's shape; NULL when out of memory. */
+json_t *cli_json_shape(const tio_tensor *t);
+/* Writes s as a JSON string (or null) to f. Returns 0 or -1. */
+int cli_json_write_string(FILE *f, const char *s);
+
+#endif /* TENSIO_CLI_H */

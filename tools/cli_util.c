@@ -1,0 +1,461 @@
+/* Option parsing, diagnostics, formatting helpers for the tensio tool. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* -------------------------------------------------------- option parsing */
+
+int cli_parser_init(cli_parser *p, const char *cmd, int argc, char **argv,
+                    const cli_option *opts, size_t nopts) {
+    memset(p, 0, sizeof *p);
+    p->cmd = cmd;
+    p->argc = argc;
+    p->argv = argv;
+    p->next = 1; /* argv[0] is the command name */
+    p->opts = opts;
+    p->nopts = nopts;
+    size_t n = argc > 0 ? (size_t)argc : 1;
+    p->pos = calloc(n, sizeof *p->pos);
+    if (!p->pos) return cli_error("out of memory");
+    return CLI_EXIT_OK;
+}
+
+void cli_parser_free(cli_parser *p) {
+    free(p->pos);
+    p->pos = NULL;
+    p->npos = 0;
+}
+
+static const cli_option *find_long(const cli_parser *p, const char *name, size_t len) {
+    for (size_t i = 0; i < p->nopts; i++) {
+        const char *ln = p->opts[i].long_name;
+        if (ln && strlen(ln) == len && strncmp(ln, name, len) == 0) return &p->opts[i];
+    }
+    return NULL;
+}
+
+static const cli_option *find_short(const cli_parser *p, char c) {
+    for (size_t i = 0; i < p->nopts; i++)
+        if (p->opts[i].short_name != 0 && p->opts[i].short_name == c) return &p->opts[i];
+    return NULL;
+}
+
+static int parse_short(cli_parser *p) {
+    char c = *p->cluster++;
+    const cli_option *o = find_short(p, c);
+    if (!o) {
+        p->cluster = NULL;
+        cli_usage_error(p->cmd, "unknown option '-%c'", c);
+        return CLI_PARSE_ERROR;
+    }
+    if (o->has_arg) {
+        if (*p->cluster != '\0') {
+            p->value = p->cluster;
+        } else if (p->next < p->argc) {
+            p->value = p->argv[p->next++];
+        } else {
+            p->cluster = NULL;
+            cli_usage_error(p->cmd, "option '-%c' requires an argument", c);
+            return CLI_PARSE_ERROR;
+        }
+        p->cluster = NULL;
+    } else if (*p->cluster == '\0') {
+        p->cluster = NULL;
+    }
+    return o->id;
+}
+
+int cli_parser_next(cli_parser *p) {
+    p->value = NULL;
+    if (p->cluster) return parse_short(p);
+    while (p->next < p->argc) {
+        const char *a = p->argv[p->next++];
+        if (p->only_operands || a[0] != '-' || a[1] == '\0') {
+            p->pos[p->npos++] = a;
+            continue;
+        }
+        if (a[1] == '-') {
+            if (a[2] == '\0') {
+                p->only_operands = 1;
+                continue;
+            }
+            const char *name = a + 2;
+            const char *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            const cli_option *o = find_long(p, name, len);
+            if (!o) {
+                cli_usage_error(p->cmd, "unknown option '--%.*s'",
+                                len > 200 ? 200 : (int)len, name);
+                return CLI_PARSE_ERROR;
+            }
+            if (o->has_arg) {
+                if (eq) {
+                    p->value = eq + 1;
+                } else if (p->next < p->argc) {
+                    p->value = p->argv[p->next++];
+                } else {
+                    cli_usage_error(p->cmd, "option '--%s' requires an argument",
+                                    o->long_name);
+                    return CLI_PARSE_ERROR;
+                }
+            } else if (eq) {
+                cli_usage_error(p->cmd, "option '--%s' does not take an argument",
+                                o->long_name);
+                return CLI_PARSE_ERROR;
+            }
+            return o->id;
+        }
+        p->cluster = a + 1;
+        return parse_short(p);
+    }
+    return CLI_PARSE_END;
+}
+
+/* ----------------------------------------------------------- diagnostics */
+
+int cli_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tensio: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return CLI_EXIT_FAIL;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tensio: ", stderr);
+    if (cmd) fprintf(stderr, "%s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    if (cmd)
+        fprintf(stderr, "Try 'tensio %s --help' for more information.\n", cmd);
+    else
+        fputs("Try 'tensio --help' for more information.\n", stderr);
+    return CLI_EXIT_USAGE;
+}
+
+const char *cli_errmsg(const tio_error *err) {
+    if (err->message[0] != '\0') return err->message;
+    const char *s = tio_status_string(err->code);
+    return s && *s ? s : "unknown error";
+}
+
+void cli_format_list(char *buf, size_t size) {
+    size_t used = 0;
+    if (size == 0) return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < tio_format_count(); i++) {
+        const char *name = tio_format_name(i);
+        if (!name) break;
+        int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", name);
+        if (n < 0 || (size_t)n >= size - used) break;
+        used += (size_t)n;
+    }
+    if (used == 0) snprintf(buf, size, "(none)");
+}
+
+int cli_check_format(const char *cmd, const char *option, const char *name) {
+    for (size_t i = 0; i < tio_format_count(); i++) {
+        const char *f = tio_format_name(i);
+        if (f && strcmp(f, name) == 0) return CLI_EXIT_OK;
+    }
+    char list[512];
+    cli_format_list(list, sizeof list);
+    return cli_usage_error(cmd, "%s: unknown format '%s' (formats: %s)", option, name,
+                           list);
+}
+
+int cli_open(const char *path, const char *format, tio_container **out) {
+    tio_open_options o;
+    tio_error err;
+    memset(&o, 0, sizeof o);
+    tio_error_clear(&err);
+    o.format = format;
+    *out = NULL;
+    int rc = tio_open(path, &o, out, &err);
+    if (rc != TIO_OK) {
+        *out = NULL;
+        const char *msg = cli_errmsg(&err);
+        /* I/O messages already name the file. */
+        if (strstr(msg, path)) return cli_error("%s", msg);
+        return cli_error("%s: %s", path, msg);
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_finish_output(int rc) {
+    int bad = fflush(stdout) != 0;
+    int e = errno;
+    if (bad || ferror(stdout)) {
+        if (bad)
+            cli_error("error writing to standard output: %s", strerror(e));
+        else
+            cli_error("error writing to standard output");
+        return rc != CLI_EXIT_OK ? rc : CLI_EXIT_FAIL;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------ formatting */
+
+const char *cli_layout_name(tio_layout layout) {
+    switch (layout) {
+    case TIO_LAYOUT_DENSE: return "dense";
+    case TIO_LAYOUT_COO: return "coo";
+    }
+    return "unknown";
+}
+
+char *cli_strdup_printf(const char *fmt, ...) {
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = NULL;
+    if (n >= 0) {
+        s = malloc((size_t)n + 1);
+        if (s) vsnprintf(s, (size_t)n + 1, fmt, ap2);
+    }
+    va_end(ap2);
+    return s;
+}
+
+char *cli_shape_string(const tio_tensor *t) {
+    size_t rank = tio_tensor_rank(t);
+    const int64_t *shape = tio_tensor_shape(t);
+    /* "-9223372036854775808" is 20 chars; ", " adds 2. */
+    size_t cap = 3 + rank * 22;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    size_t used = 0;
+    s[used++] = '[';
+    for (size_t i = 0; i < rank; i++) {
+        int n = snprintf(s + used, cap - used, "%s%lld", i ? ", " : "",
+                         (long long)shape[i]);
+        if (n < 0) n = 0;
+        used += (size_t)n;
+    }
+    s[used++] = ']';
+    s[used] = '\0';
+    return s;
+}
+
+char *cli_text_escape(const char *s) {
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        n += (*p < 0x20 || *p == 0x7f) ? 4 : 1;
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    char *o = out;
+    static const char hex[] = "0123456789abcdef";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            *o++ = '\\';
+            *o++ = 'x';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        } else {
+            *o++ = (char)*p;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+void cli_hex32(const uint8_t digest[32], char out[65]) {
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < 32; i++) {
+        out[2 * i] = hex[digest[i] >> 4];
+        out[2 * i + 1] = hex[digest[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+/* ------------------------------------------------------------ text tables */
+
+void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask) {
+    memset(t, 0, sizeof *t);
+    t->ncols = ncols;
+    t->right = right_align_mask;
+}
+
+void cli_table_add(cli_table *t, const char *fmt, ...) {
+    if (t->nomem) return;
+    if (t->ncells == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        char **cells = realloc(t->cells, cap * sizeof *cells);
+        if (!cells) {
+            t->nomem = 1;
+            return;
+        }
+        t->cells = cells;
+        t->cap = cap;
+    }
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = NULL;
+    if (n >= 0) {
+        s = malloc((size_t)n + 1);
+        if (s) vsnprintf(s, (size_t)n + 1, fmt, ap2);
+    }
+    va_end(ap2);
+    if (!s) {
+        t->nomem = 1;
+        return;
+    }
+    t->cells[t->ncells++] = s;
+}
+
+/* Display width: UTF-8 code points (continuation bytes do not count). */
+static size_t display_width(const char *s) {
+    size_t w = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if ((*p & 0xC0) != 0x80) w++;
+    return w;
+}
+
+int cli_table_print(const cli_table *t, FILE *f) {
+    if (t->nomem) return cli_error("out of memory");
+    if (t->ncols == 0) return CLI_EXIT_OK;
+    size_t *width = calloc(t->ncols, sizeof *width);
+    if (!width) return cli_error("out of memory");
+    for (size_t i = 0; i < t->ncells; i++) {
+        size_t w = display_width(t->cells[i]);
+        if (w > width[i % t->ncols]) width[i % t->ncols] = w;
+    }
+    for (size_t i = 0; i < t->ncells; i++) {
+        size_t col = i % t->ncols;
+        const char *cell = t->cells[i];
+        size_t pad = width[col] - display_width(cell);
+        int last = col + 1 == t->ncols || i + 1 == t->ncells;
+        if (col > 0) fputs("  ", f);
+        if (col < 32 && (t->right >> col) & 1u) {
+            for (size_t k = 0; k < pad; k++) fputc(' ', f);
+            fputs(cell, f);
+        } else {
+            fputs(cell, f);
+            if (!last)
+                for (size_t k = 0; k < pad; k++) fputc(' ', f);
+        }
+        if (last) fputc('\n', f);
+    }
+    free(width);
+    return CLI_EXIT_OK;
+}
+
+void cli_table_free(cli_table *t) {
+    for (size_t i = 0; i < t->ncells; i++) free(t->cells[i]);
+    free(t->cells);
+    memset(t, 0, sizeof *t);
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *p) {
+    unsigned c = p[0];
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        if (p[1] < lo || p[1] > hi) return 0;
+        return (p[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        if (p[1] < lo || p[1] > hi) return 0;
+        if ((p[2] & 0xC0) != 0x80) return 0;
+        return (p[3] & 0xC0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
+/* A malloc'ed copy of s with every invalid UTF-8 byte replaced by U+FFFD.
+ * The checks stop at the terminating NUL (a continuation test fails on it). */
+static char *utf8_sanitize(const char *s) {
+    size_t len = strlen(s);
+    char *out = malloc(len * 3 + 1);
+    if (!out) return NULL;
+    const unsigned char *p = (const unsigned char *)s;
+    char *o = out;
+    while (*p) {
+        size_t n = utf8_seq(p);
+        if (n == 0) {
+            *o++ = (char)0xEF;
+            *o++ = (char)0xBF;
+            *o++ = (char)0xBD;
+            p++;
+        } else {
+            memcpy(o, p, n);
+            o += n;
+            p += n;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+json_t *cli_json_str(const char *s) {
+    if (!s) return json_null();
+    json_t *j = json_string(s);
+    if (j) return j;
+    char *clean = utf8_sanitize(s);
+    if (!clean) return NULL;
+    j = json_string(clean);
+    free(clean);
+    return j;
+}
+
+int cli_json_set(json_t *obj, const char *key, json_t *value) {
+    if (!value) return -1;
+    char *clean = utf8_sanitize(key);
+    if (!clean) {
+        json_decref(value);
+        return -1;
+    }
+    int rc = json_object_set_new(obj, clean, value); /* releases value on failure */
+    free(clean);
+    return rc == 0 ? 0 : -1;
+}
+
+int cli_json_print(json_t *value) {
+    if (!value) return cli_error("out of memory");
+    int rc = json_dumpf(value, stdout, 0);
+    json_decref(value);
+    if (rc != 0) return cli_error("cannot write JSON output");
+    fputc('\n', stdout);
+    return CLI_EXIT_OK;
+}
+
+int cli_json_write_string(FILE *f, const char *s) {
+    json_t *j = cli_json_str(s);
+    if (!j) return -1;
+    int rc = json_dumpf(j, f, JSON_ENCODE_ANY);
+    json_decref(j);
+    return rc == 0 ? 0 : -1;
+}
+
+json_t *cli_json_shape(const tio_tensor *t) {
+    json_t *a = json_array();
+    if (!a) return NULL;
+    size_t rank = tio_tensor_rank(t);
+    const int64_t *shape = tio_tensor_shape(t);
+    for (size_t i = 0; i < rank; i++) {
+        if (json_array_append_new(a, json_integer((json_int_t)shape[i])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}

@@ -1,0 +1,225 @@
+/* tensio convert — rewrite a file in another format. */
+#include "cli.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char convert_help[] =
+    "Usage: tensio convert [OPTIONS] IN OUT\n"
+    "\n"
+    "Read IN and write its tensors to OUT. The output format comes from OUT's\n"
+    "extension, or from --to. Nothing that the output format cannot hold is\n"
+    "dropped or changed silently: the conversion fails (exit 1) and names the\n"
+    "option that allows the loss. OUT is replaced atomically; it is never left\n"
+    "half-written.\n"
+    "\n"
+    "Options:\n"
+    "  -t, --to FMT        write format FMT (default: from OUT's extension)\n"
+    "      --from FMT      read IN as format FMT instead of detecting it\n"
+    "      --densify       write sparse (COO) tensors as dense tensors\n"
+    "      --drop-names    drop tensor names the output format cannot hold\n"
+    "      --drop-metadata\n"
+    "                      drop metadata the output format cannot hold\n"
+    "      --widen         store dtypes the output format lacks in a wider dtype\n"
+    "                      that holds every value exactly (bool -> uint8,\n"
+    "                      float16/bfloat16 -> float32)\n"
+    "      --force         overwrite OUT if it exists\n"
+    "  -v, --verbose       print a one-line summary\n"
+    "  -h, --help          show this help and exit\n";
+
+enum {
+    OPT_HELP = 1,
+    OPT_TO,
+    OPT_FROM,
+    OPT_DENSIFY,
+    OPT_DROP_NAMES,
+    OPT_DROP_METADATA,
+    OPT_WIDEN,
+    OPT_FORCE,
+    OPT_VERBOSE
+};
+
+static const cli_option convert_opts[] = {
+    {"help", 'h', 0, OPT_HELP},
+    {"to", 't', 1, OPT_TO},
+    {"from", 0, 1, OPT_FROM},
+    {"densify", 0, 0, OPT_DENSIFY},
+    {"drop-names", 0, 0, OPT_DROP_NAMES},
+    {"drop-metadata", 0, 0, OPT_DROP_METADATA},
+    {"widen", 0, 0, OPT_WIDEN},
+    {"force", 0, 0, OPT_FORCE},
+    {"verbose", 'v', 0, OPT_VERBOSE},
+};
+
+/* The options that allow a loss, with what they do. */
+typedef struct loss_option {
+    unsigned flag;
+    const char *option;
+    const char *effect;
+} loss_option;
+
+static const loss_option loss_options[] = {
+    {TIO_SAVE_DENSIFY, "--densify", "write sparse (COO) tensors as dense tensors"},
+    {TIO_SAVE_DROP_NAMES, "--drop-names", "drop the tensor names"},
+    {TIO_SAVE_DROP_METADATA, "--drop-metadata", "drop the metadata"},
+    {TIO_SAVE_WIDEN, "--widen",
+     "store dtypes the format lacks in a wider dtype that holds every value"},
+};
+#define NLOSS (sizeof loss_options / sizeof loss_options[0])
+
+static int check_save(const tio_container *c, const char *format, unsigned flags,
+                      tio_error *err) {
+    tio_save_options o;
+    memset(&o, 0, sizeof o);
+    o.format = format;
+    o.flags = flags;
+    tio_error_clear(err);
+    return tio_check_save(c, &o, err);
+}
+
+/* The loss option that resolves the refusal `err` (seen with `flags`): the
+ * first one whose addition makes the check pass or fail differently.
+ * Returns its index, or -1 when no option helps. */
+static int responsible_option(const tio_container *c, const char *format, unsigned flags,
+                              const tio_error *err, tio_error *next_err, int *next_rc) {
+    for (size_t i = 0; i < NLOSS; i++) {
+        if (flags & loss_options[i].flag) continue;
+        int rc = check_save(c, format, flags | loss_options[i].flag, next_err);
+        if (rc == TIO_OK || rc != err->code ||
+            strcmp(next_err->message, err->message) != 0) {
+            *next_rc = rc;
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* Reports a TIO_E_LOSSY refusal with a hint naming the option(s) that allow it. */
+static int report_lossy(const tio_container *c, const char *format, unsigned flags,
+                        const tio_error *first) {
+    cli_error("%s", cli_errmsg(first));
+    tio_error err = *first, next;
+    unsigned needed = 0;
+    int rc = first->code, n = 0, unresolved = 0;
+    while (rc == TIO_E_LOSSY) {
+        int k = responsible_option(c, format, flags | needed, &err, &next, &rc);
+        if (k < 0) {
+            unresolved = 1;
+            break;
+        }
+        if (n == 0)
+            cli_error("hint: use %s to allow this (%s)", loss_options[k].option,
+                      loss_options[k].effect);
+        needed |= loss_options[k].flag;
+        n++;
+        err = next;
+    }
+    if (n > 1) {
+        char list[128] = "";
+        size_t used = 0;
+        for (size_t i = 0; i < NLOSS; i++) {
+            if (!(needed & loss_options[i].flag)) continue;
+            int w = snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "",
+                             loss_options[i].option);
+            if (w > 0 && (size_t)w < sizeof list - used) used += (size_t)w;
+        }
+        cli_error("hint: this conversion needs all of: %s", list);
+    }
+    if (unresolved && n > 0)
+        cli_error("note: then it would still fail: %s", cli_errmsg(&err));
+    else if (rc != TIO_OK && rc != TIO_E_LOSSY && n > 0)
+        cli_error("note: then it would still fail: %s", cli_errmsg(&next));
+    return CLI_EXIT_FAIL;
+}
+
+int cli_cmd_convert(int argc, char **argv) {
+    cli_parser p;
+    int rc = cli_parser_init(&p, "convert", argc, argv, convert_opts,
+                             sizeof convert_opts / sizeof convert_opts[0]);
+    if (rc != CLI_EXIT_OK) return rc;
+    const char *to = NULL, *from = NULL;
+    unsigned flags = 0;
+    int force = 0, verbose = 0, id;
+    while ((id = cli_parser_next(&p)) > 0) {
+        switch (id) {
+        case OPT_HELP:
+            fputs(convert_help, stdout);
+            cli_parser_free(&p);
+            return CLI_EXIT_OK;
+        case OPT_TO: to = p.value; break;
+        case OPT_FROM: from = p.value; break;
+        case OPT_DENSIFY: flags |= TIO_SAVE_DENSIFY; break;
+        case OPT_DROP_NAMES: flags |= TIO_SAVE_DROP_NAMES; break;
+        case OPT_DROP_METADATA: flags |= TIO_SAVE_DROP_METADATA; break;
+        case OPT_WIDEN: flags |= TIO_SAVE_WIDEN; break;
+        case OPT_FORCE: force = 1; break;
+        case OPT_VERBOSE: verbose = 1; break;
+        default: break;
+        }
+    }
+    if (id == CLI_PARSE_ERROR) {
+        rc = CLI_EXIT_USAGE;
+    } else if (p.npos < 2) {
+        rc = cli_usage_error("convert", p.npos ? "missing OUT" : "missing IN and OUT");
+    } else if (p.npos > 2) {
+        rc = cli_usage_error("convert", "too many arguments (expected IN OUT)");
+    } else if (from && cli_check_format("convert", "--from", from) != CLI_EXIT_OK) {
+        rc = CLI_EXIT_USAGE;
+    } else if (to && cli_check_format("convert", "--to", to) != CLI_EXIT_OK) {
+        rc = CLI_EXIT_USAGE;
+    }
+    const char *in = p.npos > 0 ? p.pos[0] : NULL;
+    const char *out = p.npos > 1 ? p.pos[1] : NULL;
+    cli_parser_free(&p);
+    if (rc != CLI_EXIT_OK) return rc;
+
+    const char *format = to ? to : tio_format_for_path(out);
+    if (!format) {
+        char list[512];
+        cli_format_list(list, sizeof list);
+        return cli_usage_error("convert",
+                               "cannot tell the output format from '%s'; use --to FORMAT "
+                               "(formats: %s)",
+                               out, list);
+    }
+
+    struct stat sin, sout;
+    if (stat(in, &sin) != 0) return cli_error("%s: %s", in, strerror(errno));
+    if (strcmp(in, out) == 0 ||
+        (stat(out, &sout) == 0 && sin.st_dev == sout.st_dev && sin.st_ino == sout.st_ino))
+        return cli_error("refusing to convert '%s' onto itself", in);
+    if (!force && stat(out, &sout) == 0)
+        return cli_error("%s: already exists (use --force to overwrite)", out);
+
+    tio_container *c = NULL;
+    rc = cli_open(in, from, &c);
+    if (rc != CLI_EXIT_OK) return rc;
+
+    tio_error err;
+    int st = check_save(c, format, flags, &err);
+    if (st == TIO_E_LOSSY) {
+        rc = report_lossy(c, format, flags, &err);
+    } else if (st != TIO_OK) {
+        rc = cli_error("%s", cli_errmsg(&err));
+    } else {
+        tio_save_options o;
+        memset(&o, 0, sizeof o);
+        o.format = format;
+        o.flags = flags;
+        tio_error_clear(&err);
+        if (tio_save(c, out, &o, &err) != TIO_OK) {
+            const char *msg = cli_errmsg(&err);
+            rc = strstr(msg, out) ? cli_error("%s", msg) : cli_error("%s: %s", out, msg);
+        } else if (verbose) {
+            const char *src = tio_container_format(c);
+            unsigned long long size = 0;
+            if (stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;
+            size_t n = tio_container_count(c);
+            printf("%s (%s) -> %s (%s): %zu tensor%s, %llu bytes\n", in, src ? src : "?",
+                   out, format, n, n == 1 ? "" : "s", size);
+        }
+    }
+    tio_container_free(c);
+    return rc;
+}

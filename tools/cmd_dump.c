@@ -1,0 +1,403 @@
+/* tensio dump — print tensor values. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char dump_help[] =
+    "Usage: tensio dump [OPTIONS] FILE [TENSOR]\n"
+    "\n"
+    "Print the values of the tensors of FILE, or only of TENSOR (an index, or a\n"
+    "name). Dense tensors print their elements in C (row-major) order; sparse\n"
+    "(COO) tensors print one '(i, j, ...) = value' line per stored value.\n"
+    "Floats print with 9 (float16, bfloat16, float32) or 17 (float64)\n"
+    "significant digits; bool as true/false.\n"
+    "\n"
+    "Options:\n"
+    "  -n, --limit N       print at most N elements per tensor (default 100;\n"
+    "                      0 = all); the rest is summarised as '... (N more)'\n"
+    "      --json          print one JSON object instead (see docs/cli.md)\n"
+    "  -f, --format FMT    read FILE as format FMT instead of detecting it\n"
+    "  -h, --help          show this help and exit\n";
+
+enum { OPT_HELP = 1, OPT_LIMIT, OPT_JSON, OPT_FORMAT };
+
+static const cli_option dump_opts[] = {
+    {"help", 'h', 0, OPT_HELP},
+    {"limit", 'n', 1, OPT_LIMIT},
+    {"json", 0, 0, OPT_JSON},
+    {"format", 'f', 1, OPT_FORMAT},
+};
+
+#define DEFAULT_LIMIT 100u
+#define TEXT_WIDTH 78u
+
+/* ----------------------------------------------------------- elements */
+
+/* Little-endian unsigned load of n (1..8) bytes; works at any alignment. */
+static uint64_t load_le(const uint8_t *p, size_t n) {
+    uint64_t v = 0;
+    for (size_t i = n; i-- > 0;) v = (v << 8) | p[i];
+    return v;
+}
+
+/* IEEE 754 binary16 bit pattern to float (exact). */
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31;
+    uint32_t exp = (uint32_t)(h >> 10) & 0x1Fu;
+    uint32_t mant = (uint32_t)h & 0x3FFu;
+    uint32_t bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign; /* ±0 */
+        } else {
+            /* subnormal: normalise the mantissa */
+            uint32_t e = 113;
+            while ((mant & 0x400u) == 0) {
+                mant <<= 1;
+                e--;
+            }
+            bits = sign | (e << 23) | ((mant & 0x3FFu) << 13);
+        }
+    } else if (exp == 0x1F) {
+        bits = sign | 0x7F800000u | (mant << 13); /* inf / NaN (payload kept) */
+    } else {
+        bits = sign | ((exp + 112) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* bfloat16 bit pattern to float (exact). */
+static float bf16_to_float(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* A float: "nan", "inf", "-inf" (quoted in JSON) or %.<digits>g; in JSON an
+ * integral value gets ".0" so that it reads back as a float ("-0.0"). */
+static void format_float(char *buf, size_t size, double v, int digits, int json) {
+    const char *q = json ? "\"" : "";
+    if (isnan(v))
+        snprintf(buf, size, "%snan%s", q, q);
+    else if (isinf(v))
+        snprintf(buf, size, "%s%sinf%s", q, v < 0 ? "-" : "", q);
+    else {
+        int n = snprintf(buf, size, "%.*g", digits, v);
+        /* JSON: keep floats floats ("-0" would read back as the integer 0). */
+        if (json && n > 0 && (size_t)n + 2 < size && !strpbrk(buf, ".e"))
+            memcpy(buf + n, ".0", 3);
+    }
+}
+
+/* Formats the element at p (element size bytes, any alignment). */
+static void format_value(char *buf, size_t size, tio_dtype dt, const uint8_t *p, int json) {
+    switch (dt) {
+    case TIO_BOOL: snprintf(buf, size, "%s", p[0] ? "true" : "false"); return;
+    case TIO_INT8: {
+        uint8_t u = p[0];
+        int8_t v;
+        memcpy(&v, &u, 1);
+        snprintf(buf, size, "%d", (int)v);
+        return;
+    }
+    case TIO_INT16: {
+        uint16_t u = (uint16_t)load_le(p, 2);
+        int16_t v;
+        memcpy(&v, &u, 2);
+        snprintf(buf, size, "%d", (int)v);
+        return;
+    }
+    case TIO_INT32: {
+        uint32_t u = (uint32_t)load_le(p, 4);
+        int32_t v;
+        memcpy(&v, &u, 4);
+        snprintf(buf, size, "%ld", (long)v);
+        return;
+    }
+    case TIO_INT64: {
+        uint64_t u = load_le(p, 8);
+        int64_t v;
+        memcpy(&v, &u, 8);
+        snprintf(buf, size, "%lld", (long long)v);
+        return;
+    }
+    case TIO_UINT8:
+    case TIO_UINT16:
+    case TIO_UINT32:
+    case TIO_UINT64:
+        snprintf(buf, size, "%llu", (unsigned long long)load_le(p, tio_dtype_size(dt)));
+        return;
+    case TIO_FLOAT16:
+        format_float(buf, size, (double)half_to_float((uint16_t)load_le(p, 2)), 9, json);
+        return;
+    case TIO_BFLOAT16:
+        format_float(buf, size, (double)bf16_to_float((uint16_t)load_le(p, 2)), 9, json);
+        return;
+    case TIO_FLOAT32: {
+        uint32_t u = (uint32_t)load_le(p, 4);
+        float f;
+        memcpy(&f, &u, 4);
+        format_float(buf, size, (double)f, 9, json);
+        return;
+    }
+    case TIO_FLOAT64: {
+        uint64_t u = load_le(p, 8);
+        double d;
+        memcpy(&d, &u, 8);
+        format_float(buf, size, d, 17, json);
+        return;
+    }
+    case TIO_DTYPE_INVALID: break;
+    }
+    snprintf(buf, size, json ? "null" : "?");
+}
+
+/* One COO coordinate row as "0, 1, 2" (text) — written straight to stdout. */
+static void print_coords(const uint8_t *row, size_t rank) {
+    for (size_t k = 0; k < rank; k++) {
+        uint64_t u = load_le(row + k * 8, 8);
+        int64_t v;
+        memcpy(&v, &u, 8);
+        printf("%s%lld", k ? ", " : "", (long long)v);
+    }
+}
+
+/* -------------------------------------------------------------- output */
+
+typedef struct dump_view {
+    tio_dtype dtype;
+    size_t esize;
+    int coo;
+    size_t rank;
+    uint64_t count;     /* elements (dense) or nnz (COO) */
+    uint64_t shown;     /* how many of them are printed */
+    const uint8_t *data;
+    const uint8_t *indices;
+} dump_view;
+
+/* Checks that the tensor's buffers hold what its shape says. */
+static int make_view(const char *path, size_t index, const tio_tensor *t, uint64_t limit,
+                     dump_view *v) {
+    memset(v, 0, sizeof *v);
+    v->dtype = tio_tensor_dtype(t);
+    v->esize = tio_dtype_size(v->dtype);
+    v->coo = tio_tensor_layout(t) == TIO_LAYOUT_COO;
+    v->rank = tio_tensor_rank(t);
+    v->count = v->coo ? tio_tensor_nnz(t) : tio_tensor_numel(t);
+    v->shown = limit && v->count > limit ? limit : v->count;
+    v->data = tio_tensor_data(t);
+    v->indices = v->coo ? tio_tensor_indices(t) : NULL;
+    if (v->esize == 0)
+        return cli_error("%s: tensor %zu: unsupported dtype", path, index);
+    size_t nbytes = tio_tensor_nbytes(t);
+    if (v->count > 0 && (!v->data || v->count > nbytes / v->esize))
+        return cli_error("%s: tensor %zu: data are smaller than the shape says", path,
+                         index);
+    if (v->coo && v->count > 0 && v->rank > 0 && !v->indices)
+        return cli_error("%s: tensor %zu: sparse tensor without indices", path, index);
+    return CLI_EXIT_OK;
+}
+
+static void dump_text_tensor(size_t index, const dump_view *v, const char *shape,
+                             const char *name) {
+    const char *dtype = tio_dtype_name(v->dtype);
+    printf("[%zu] %s %s %s %s", index, name ? name : "-", dtype ? dtype : "?", shape,
+           v->coo ? "coo" : "dense");
+    if (v->coo) printf(" nnz=%llu", (unsigned long long)v->count);
+    fputc('\n', stdout);
+
+    char buf[64];
+    if (v->coo) {
+        if (v->count == 0) fputs("  (no stored values)\n", stdout);
+        for (uint64_t i = 0; i < v->shown; i++) {
+            format_value(buf, sizeof buf, v->dtype, v->data + (size_t)i * v->esize, 0);
+            fputs("  (", stdout);
+            print_coords(v->indices ? v->indices + (size_t)i * v->rank * 8 : NULL, v->rank);
+            printf(") = %s\n", buf);
+        }
+        if (v->shown < v->count)
+            printf("  ... (%llu more)\n", (unsigned long long)(v->count - v->shown));
+        return;
+    }
+    fputs("  [", stdout);
+    size_t col = 3;
+    for (uint64_t i = 0; i < v->shown; i++) {
+        format_value(buf, sizeof buf, v->dtype, v->data + (size_t)i * v->esize, 0);
+        size_t len = strlen(buf);
+        if (i > 0) {
+            if (col + 2 + len > TEXT_WIDTH) {
+                fputs(",\n   ", stdout);
+                col = 3;
+            } else {
+                fputs(", ", stdout);
+                col += 2;
+            }
+        }
+        fputs(buf, stdout);
+        col += len;
+    }
+    if (v->shown < v->count)
+        printf("%s...] (%llu more)\n", v->shown ? ", " : "",
+               (unsigned long long)(v->count - v->shown));
+    else
+        fputs("]\n", stdout);
+}
+
+static void dump_json_tensor(size_t index, const tio_tensor *t, const dump_view *v) {
+    printf("{\"index\": %zu, \"name\": ", index);
+    cli_json_write_string(stdout, tio_tensor_name(t));
+    fputs(", \"dtype\": ", stdout);
+    cli_json_write_string(stdout, tio_dtype_name(v->dtype));
+    fputs(", \"shape\": [", stdout);
+    const int64_t *shape = tio_tensor_shape(t);
+    for (size_t k = 0; k < v->rank; k++)
+        printf("%s%lld", k ? ", " : "", (long long)shape[k]);
+    printf("], \"layout\": \"%s\"", v->coo ? "coo" : "dense");
+    if (v->coo) {
+        printf(", \"nnz\": %llu, \"indices\": [", (unsigned long long)v->count);
+        for (uint64_t i = 0; i < v->shown; i++) {
+            fputs(i ? ", [" : "[", stdout);
+            print_coords(v->indices ? v->indices + (size_t)i * v->rank * 8 : NULL, v->rank);
+            fputc(']', stdout);
+        }
+        fputc(']', stdout);
+    }
+    fputs(", \"values\": [", stdout);
+    char buf[64];
+    for (uint64_t i = 0; i < v->shown; i++) {
+        format_value(buf, sizeof buf, v->dtype, v->data + (size_t)i * v->esize, 1);
+        printf("%s%s", i ? ", " : "", buf);
+    }
+    printf("], \"truncated\": %s}", v->shown < v->count ? "true" : "false");
+}
+
+/* ------------------------------------------------------------- command */
+
+/* Parses a non-negative decimal count; -1 if malformed. */
+static int parse_count(const char *s, uint64_t *out) {
+    if (!s || *s < '0' || *s > '9') return -1;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || !end || *end != '\0') return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* Which tensor TENSOR names: a decimal index when in range, otherwise a name. */
+static int select_tensor(const char *path, const tio_container *c, const char *sel,
+                         size_t *index) {
+    size_t n = tio_container_count(c);
+    uint64_t k;
+    if (parse_count(sel, &k) == 0 && k < n) {
+        *index = (size_t)k;
+        return CLI_EXIT_OK;
+    }
+    const tio_tensor *want = tio_container_find(c, sel);
+    if (want) {
+        for (size_t i = 0; i < n; i++) {
+            if (tio_container_tensor(c, i) == want) {
+                *index = i;
+                return CLI_EXIT_OK;
+            }
+        }
+    }
+    char *e = cli_text_escape(sel);
+    cli_error("%s: no tensor '%s' (the file has %zu tensor%s)", path, e ? e : sel, n,
+              n == 1 ? "" : "s");
+    free(e);
+    return CLI_EXIT_FAIL;
+}
+
+int cli_cmd_dump(int argc, char **argv) {
+    cli_parser p;
+    int rc = cli_parser_init(&p, "dump", argc, argv, dump_opts,
+                             sizeof dump_opts / sizeof dump_opts[0]);
+    if (rc != CLI_EXIT_OK) return rc;
+    int json = 0, id;
+    uint64_t limit = DEFAULT_LIMIT;
+    const char *format = NULL;
+    while ((id = cli_parser_next(&p)) > 0) {
+        switch (id) {
+        case OPT_HELP:
+            fputs(dump_help, stdout);
+            cli_parser_free(&p);
+            return CLI_EXIT_OK;
+        case OPT_JSON: json = 1; break;
+        case OPT_FORMAT: format = p.value; break;
+        case OPT_LIMIT:
+            if (parse_count(p.value, &limit) != 0) {
+                rc = cli_usage_error("dump", "--limit: '%s' is not a non-negative integer",
+                                     p.value);
+                cli_parser_free(&p);
+                return rc;
+            }
+            break;
+        default: break;
+        }
+    }
+    if (id == CLI_PARSE_ERROR) {
+        rc = CLI_EXIT_USAGE;
+    } else if (p.npos == 0) {
+        rc = cli_usage_error("dump", "missing FILE");
+    } else if (p.npos > 2) {
+        rc = cli_usage_error("dump", "too many arguments (expected FILE [TENSOR])");
+    } else if (format) {
+        rc = cli_check_format("dump", "--format", format);
+    }
+    if (rc != CLI_EXIT_OK) {
+        cli_parser_free(&p);
+        return rc;
+    }
+    const char *path = p.pos[0];
+    const char *sel = p.npos > 1 ? p.pos[1] : NULL;
+    cli_parser_free(&p);
+
+    tio_container *c = NULL;
+    rc = cli_open(path, format, &c);
+    if (rc != CLI_EXIT_OK) return rc;
+
+    size_t first = 0, end = tio_container_count(c);
+    if (sel) {
+        rc = select_tensor(path, c, sel, &first);
+        end = first + 1;
+    }
+    /* Check every selected tensor first so that errors never cut the output. */
+    for (size_t i = first; i < end && rc == CLI_EXIT_OK; i++) {
+        dump_view v;
+        rc = make_view(path, i, tio_container_tensor(c, i), limit, &v);
+    }
+    if (rc == CLI_EXIT_OK && json) fputs("{\"tensors\": [", stdout);
+    for (size_t i = first; i < end && rc == CLI_EXIT_OK; i++) {
+        const tio_tensor *t = tio_container_tensor(c, i);
+        dump_view v;
+        rc = make_view(path, i, t, limit, &v);
+        if (rc != CLI_EXIT_OK) break;
+        if (json) {
+            if (i > first) fputs(", ", stdout);
+            dump_json_tensor(i, t, &v);
+        } else {
+            const char *name = tio_tensor_name(t);
+            char *ename = name ? cli_text_escape(name) : NULL;
+            char *shape = cli_shape_string(t);
+            if ((name && !ename) || !shape) {
+                rc = cli_error("out of memory");
+            } else {
+                if (i > first) fputc('\n', stdout);
+                dump_text_tensor(i, &v, shape, ename);
+            }
+            free(ename);
+            free(shape);
+        }
+        if (ferror(stdout)) break; /* reported by cli_finish_output */
+    }
+    if (rc == CLI_EXIT_OK && json) fputs("]}\n", stdout);
+    tio_container_free(c);
+    return rc;
+}

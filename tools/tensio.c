@@ -1,0 +1,81 @@
+/* tensio — command-line front end of the tensio library. */
+#include "cli.h"
+
+#include <string.h>
+
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} cli_command;
+
+static const cli_command commands[] = {
+    {"ls", cli_cmd_ls, "list the tensors of a file"},
+    {"info", cli_cmd_info, "summarise a file (format, sizes, dtypes, metadata, findings)"},
+    {"dump", cli_cmd_dump, "print tensor values"},
+    {"convert", cli_cmd_convert, "convert a file to another format"},
+    {"validate", cli_cmd_validate, "check files and report every problem"},
+    {"formats", cli_cmd_formats, "list the supported formats"},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void print_help(FILE *f) {
+    fputs("Usage: tensio [--help] [--version] COMMAND [OPTIONS] [ARGS]\n"
+          "\n"
+          "Read, write, validate and convert binary tensor containers.\n"
+          "\n"
+          "Commands:\n",
+          f);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fputs("\n"
+          "Options:\n"
+          "  -h, --help     show this help and exit\n"
+          "  -V, --version  show the version and exit\n"
+          "\n"
+          "Run 'tensio COMMAND --help' for the options of a command.\n"
+          "Exit status: 0 success, 1 invalid data or failed operation, 2 usage error.\n",
+          f);
+}
+
+static const cli_command *find_command(const char *name) {
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+static int run(int argc, char **argv) {
+    if (argc < 2) {
+        print_help(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *a = argv[1];
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        print_help(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+        printf("tensio %s\n", tio_version_string());
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(a, "help") == 0) {
+        if (argc == 2) {
+            print_help(stdout);
+            return CLI_EXIT_OK;
+        }
+        if (argc > 3) return cli_usage_error("help", "too many arguments");
+        const cli_command *c = find_command(argv[2]);
+        if (!c) return cli_usage_error(NULL, "unknown command '%s'", argv[2]);
+        char help_opt[] = "--help";
+        char *sub[3] = {argv[2], help_opt, NULL};
+        return c->run(2, sub);
+    }
+    if (a[0] == '-') return cli_usage_error(NULL, "unknown option '%s'", a);
+    const cli_command *c = find_command(a);
+    if (!c) return cli_usage_error(NULL, "unknown command '%s'", a);
+    return c->run(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv) {
+    return cli_finish_output(run(argc, argv));
+}
