@@ -32,10 +32,11 @@ run "$tensio" ls --json --hash "$out/batch.ten"
 run "$tensio" ls --json --hash "$out/batch.btf"
 
 step "A sparse COO tensor written by TFRT's layout; tenbin is dense-only"
-run "$tensio" dump "$vec/btf/coo_btf_info_test.btf" 0
+run "$tensio" ls "$vec/btf/coo_btf_info_test.btf"
+run "$tensio" dump "$vec/btf/coo_btf_info_test.btf" 1
 run "$tensio" convert "$vec/btf/coo_btf_info_test.btf" "$out/coo.ten"
 run "$tensio" convert --densify "$vec/btf/coo_btf_info_test.btf" "$out/coo.ten"
-run "$tensio" dump "$out/coo.ten" 0
+run "$tensio" dump "$out/coo.ten" 1
 
 step "Validation: a clean file prints nothing; broken ones say where and what"
 run "$tensio" validate "$out/batch.ten" "$out/batch.btf"
