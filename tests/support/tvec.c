@@ -126,6 +126,10 @@ char **tvec_list(const char *reldir, const char *suffix, size_t *count) {
     char *a = join(TIO_TEST_VECTORS, reldir), *b = join(TIO_SHARED_VECTORS, reldir);
     scan(a, suffix, &names, &n, &cap);
     scan(b, suffix, &names, &n, &cap);
+    struct stat st;
+    if (stat(a, &st) != 0 && stat(b, &st) != 0)
+        fprintf(stderr, "SKIPPED: %s/*%s (only in %s, which is absent)\n", reldir, suffix,
+                TIO_SHARED_VECTORS);
     free(a);
     free(b);
     if (n) qsort(names, n, sizeof *names, cmpstr);
