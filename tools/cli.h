@@ -9,6 +9,7 @@
 #include "tensio.h"
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -107,6 +108,13 @@ char *cli_text_escape(const char *s);
 void cli_hex32(const uint8_t digest[32], char out[65]);
 /* printf into a new malloc'ed string; NULL when out of memory. */
 char *cli_strdup_printf(const char *fmt, ...) CLI_PRINTF(1, 2);
+char *cli_vstrdup_printf(const char *fmt, va_list ap) CLI_PRINTF(1, 0);
+
+/* After a command's option loop: checks the parse result (last_id), that
+ * exactly one FILE was given and that `format` (if any) is known. Frees the
+ * parser; on success *path is the FILE (a string of argv). */
+int cli_one_file(cli_parser *p, int last_id, const char *cmd, const char *format,
+                 const char **path);
 
 /* ------------------------------------------------------------ text tables */
 

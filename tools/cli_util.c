@@ -213,18 +213,24 @@ const char *cli_layout_name(tio_layout layout) {
     return "unknown";
 }
 
-char *cli_strdup_printf(const char *fmt, ...) {
-    va_list ap, ap2;
-    va_start(ap, fmt);
+char *cli_vstrdup_printf(const char *fmt, va_list ap) {
+    va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
     char *s = NULL;
     if (n >= 0) {
         s = malloc((size_t)n + 1);
-        if (s) vsnprintf(s, (size_t)n + 1, fmt, ap2);
+        if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
     }
-    va_end(ap2);
+    return s;
+}
+
+char *cli_strdup_printf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = cli_vstrdup_printf(fmt, ap);
+    va_end(ap);
     return s;
 }
 
@@ -299,17 +305,10 @@ void cli_table_add(cli_table *t, const char *fmt, ...) {
         t->cells = cells;
         t->cap = cap;
     }
-    va_list ap, ap2;
+    va_list ap;
     va_start(ap, fmt);
-    va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *s = cli_vstrdup_printf(fmt, ap);
     va_end(ap);
-    char *s = NULL;
-    if (n >= 0) {
-        s = malloc((size_t)n + 1);
-        if (s) vsnprintf(s, (size_t)n + 1, fmt, ap2);
-    }
-    va_end(ap2);
     if (!s) {
         t->nomem = 1;
         return;
@@ -458,4 +457,20 @@ json_t *cli_json_shape(const tio_tensor *t) {
         }
     }
     return a;
+}
+
+int cli_one_file(cli_parser *p, int last_id, const char *cmd, const char *format,
+                 const char **path) {
+    int rc = CLI_EXIT_OK;
+    if (last_id == CLI_PARSE_ERROR)
+        rc = CLI_EXIT_USAGE;
+    else if (p->npos == 0)
+        rc = cli_usage_error(cmd, "missing FILE");
+    else if (p->npos > 1)
+        rc = cli_usage_error(cmd, "too many arguments (expected one FILE)");
+    else if (format)
+        rc = cli_check_format(cmd, "--format", format);
+    if (rc == CLI_EXIT_OK) *path = p->pos[0];
+    cli_parser_free(p);
+    return rc;
 }

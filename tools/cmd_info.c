@@ -174,21 +174,9 @@ int cli_cmd_info(int argc, char **argv) {
         default: break;
         }
     }
-    if (id == CLI_PARSE_ERROR) {
-        rc = CLI_EXIT_USAGE;
-    } else if (p.npos == 0) {
-        rc = cli_usage_error("info", "missing FILE");
-    } else if (p.npos > 1) {
-        rc = cli_usage_error("info", "too many arguments (expected one FILE)");
-    } else if (format) {
-        rc = cli_check_format("info", "--format", format);
-    }
-    if (rc != CLI_EXIT_OK) {
-        cli_parser_free(&p);
-        return rc;
-    }
-    const char *path = p.pos[0];
-    cli_parser_free(&p);
+    const char *path = NULL;
+    rc = cli_one_file(&p, id, "info", format, &path);
+    if (rc != CLI_EXIT_OK) return rc;
 
     tio_container *c = NULL;
     rc = cli_open(path, format, &c);
