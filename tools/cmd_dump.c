@@ -99,29 +99,14 @@ static void format_float(char *buf, size_t size, double v, int digits, int json)
 static void format_value(char *buf, size_t size, tio_dtype dt, const uint8_t *p, int json) {
     switch (dt) {
     case TIO_BOOL: snprintf(buf, size, "%s", p[0] ? "true" : "false"); return;
-    case TIO_INT8: {
-        uint8_t u = p[0];
-        int8_t v;
-        memcpy(&v, &u, 1);
-        snprintf(buf, size, "%d", (int)v);
-        return;
-    }
-    case TIO_INT16: {
-        uint16_t u = (uint16_t)load_le(p, 2);
-        int16_t v;
-        memcpy(&v, &u, 2);
-        snprintf(buf, size, "%d", (int)v);
-        return;
-    }
-    case TIO_INT32: {
-        uint32_t u = (uint32_t)load_le(p, 4);
-        int32_t v;
-        memcpy(&v, &u, 4);
-        snprintf(buf, size, "%ld", (long)v);
-        return;
-    }
+    case TIO_INT8:
+    case TIO_INT16:
+    case TIO_INT32:
     case TIO_INT64: {
-        uint64_t u = load_le(p, 8);
+        /* sign-extend the little-endian two's complement value */
+        size_t n = tio_dtype_size(dt);
+        uint64_t u = load_le(p, n);
+        if (n < 8 && (u >> (8 * n - 1)) & 1) u |= ~UINT64_C(0) << (8 * n);
         int64_t v;
         memcpy(&v, &u, 8);
         snprintf(buf, size, "%lld", (long long)v);
