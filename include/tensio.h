@@ -121,12 +121,17 @@ typedef struct tio_limits {
     uint32_t max_rank;         /* dims of one tensor */
     uint64_t max_header_bytes; /* one header/record/label structure */
     uint32_t max_name_bytes;   /* one tensor name or metadata string */
+    uint32_t max_depth;        /* nesting: FlatBuffers tables, subgraphs */
+    uint64_t max_objects;      /* graph nodes/values/attributes, FlatBuffers
+                                  tables visited while verifying */
 } tio_limits;
 
 #define TIO_DEFAULT_MAX_TENSORS (1u << 24)
 #define TIO_DEFAULT_MAX_RANK 64u
 #define TIO_DEFAULT_MAX_HEADER_BYTES (64u << 20)
 #define TIO_DEFAULT_MAX_NAME_BYTES 65536u
+#define TIO_DEFAULT_MAX_DEPTH 64u
+#define TIO_DEFAULT_MAX_OBJECTS (1u << 24)
 
 /* ------------------------------------------------------------------ tensors */
 
@@ -190,7 +195,7 @@ TIO_API int tio_tensor_meta_set(tio_tensor *t, const char *key, const char *valu
 /* --------------------------------------------------------------- containers */
 
 /* Ordered tensors, container metadata, the format it came from, the problems
- * that validation found, and (later) an optional model graph. */
+ * that validation found, and an optional model graph (see "graph" below). */
 typedef struct tio_container tio_container;
 
 TIO_API tio_container *tio_container_new(void); /* NULL only when out of memory */
@@ -218,6 +223,14 @@ TIO_API int tio_container_meta_set(tio_container *c, const char *key,
 TIO_API size_t tio_container_warning_count(const tio_container *c);
 TIO_API const tio_error *tio_container_warning(const tio_container *c, size_t i);
 
+/* Facts about how the source is laid out ("version" = "2",
+ * "model_data_offset" = "32", …): ordered string pairs set by the reader,
+ * shown by `tensio info`. Not written by any writer. */
+TIO_API size_t tio_container_prop_count(const tio_container *c);
+TIO_API int tio_container_prop_at(const tio_container *c, size_t i, const char **key,
+                                  const char **value);
+TIO_API const char *tio_container_prop_get(const tio_container *c, const char *key);
+
 /* Describes a tensor to add. */
 typedef struct tio_tensor_desc {
     const char *name;      /* NULL or "" = unnamed */
@@ -240,6 +253,134 @@ typedef struct tio_tensor_desc {
  * points to it. */
 TIO_API int tio_container_add(tio_container *c, const tio_tensor_desc *desc,
                               unsigned flags, tio_tensor **out, tio_error *err);
+
+/* -------------------------------------------------------------------- graph */
+
+/* A model graph: values (runtime values and constants), operator nodes in
+ * topological order, graph inputs/outputs/captures, model metadata, and
+ * subgraphs (If/Loop bodies) reachable through GRAPH attributes. A graph
+ * belongs to its container; constants are tensors of the container, so
+ * listing, hashing and converting a model's weights work as for any tensor
+ * file. Indices are stable: value i and node i never move.
+ *
+ * Strings and arrays handed out stay valid until the graph is modified or
+ * the container freed. */
+typedef struct tio_graph tio_graph;
+
+/* One dimension of a value's shape. */
+typedef struct tio_dim {
+    int64_t value;    /* the size (>= 0) when fixed; -1 when unknown */
+    const char *name; /* symbolic name ("batch"), or NULL for a fixed/unknown dim.
+                         A symbolic dim keeps the value the source stored (often 0). */
+} tio_dim;
+
+typedef struct tio_value_info {
+    const char *name;    /* NULL when unnamed */
+    tio_dtype dtype;     /* TIO_DTYPE_INVALID when unknown */
+    int64_t rank;        /* -1 when the shape is unknown */
+    const tio_dim *dims; /* rank entries (NULL when rank <= 0) */
+    int64_t tensor;      /* a constant: index of its container tensor (dtype and
+                            dims then come from the tensor); -1 for a runtime value */
+} tio_value_info;
+
+typedef struct tio_node_info {
+    const char *name;      /* NULL when unnamed */
+    const char *op;        /* operator type: the ONNX name where one exists ("Conv") */
+    const char *native_op; /* the name in the source format ("Convolution" in a
+                              tmfile), or NULL when it is `op` */
+    int64_t native_id;     /* the operator code in the source format, or -1 */
+    size_t input_count;
+    const int64_t *inputs;  /* value indices; -1 = an absent optional input */
+    size_t output_count;
+    const int64_t *outputs; /* value indices; -1 = an absent optional output */
+    size_t attr_count;      /* filled by tio_graph_node; ignored when adding */
+} tio_node_info;
+
+typedef enum tio_attr_type {
+    TIO_ATTR_INT = 1,     /* integers, booleans (0/1) and enum values */
+    TIO_ATTR_FLOAT = 2,
+    TIO_ATTR_STRING = 3,
+    TIO_ATTR_INTS = 4,
+    TIO_ATTR_FLOATS = 5,
+    TIO_ATTR_STRINGS = 6,
+    TIO_ATTR_TENSOR = 7,  /* a tensor of the container, by index */
+    TIO_ATTR_GRAPH = 8    /* a subgraph of the node's graph */
+} tio_attr_type;
+
+typedef struct tio_attr {
+    const char *name;
+    tio_attr_type type;
+    int64_t i;                  /* INT; TENSOR: the container tensor index */
+    double f;                   /* FLOAT */
+    const char *s;              /* STRING (NUL-terminated) */
+    size_t count;               /* INTS, FLOATS, STRINGS */
+    const int64_t *ints;
+    const double *floats;
+    const char *const *strings;
+    tio_graph *graph;           /* GRAPH */
+} tio_attr;
+
+/* The container's (root) graph, or NULL for a tensor-only container. */
+TIO_API tio_graph *tio_container_graph(const tio_container *c);
+/* Creates the container's root graph. TIO_E_ARGUMENT if it already has one. */
+TIO_API int tio_container_new_graph(tio_container *c, tio_graph **out, tio_error *err);
+
+/* The parent of a subgraph (NULL for the root graph). */
+TIO_API tio_graph *tio_graph_parent(const tio_graph *g);
+/* The format whose operator codes the graph's native ids are (NULL if built). */
+TIO_API const char *tio_graph_native_format(const tio_graph *g);
+
+TIO_API size_t tio_graph_value_count(const tio_graph *g);
+TIO_API int tio_graph_value(const tio_graph *g, size_t i, tio_value_info *out);
+/* Index of the first value with that name, or -1. */
+TIO_API int64_t tio_graph_find_value(const tio_graph *g, const char *name);
+
+TIO_API size_t tio_graph_node_count(const tio_graph *g);
+TIO_API int tio_graph_node(const tio_graph *g, size_t i, tio_node_info *out);
+TIO_API int tio_graph_attr(const tio_graph *g, size_t node, size_t j, tio_attr *out);
+/* The attribute of that name: TIO_OK, or TIO_E_NOT_FOUND. */
+TIO_API int tio_graph_find_attr(const tio_graph *g, size_t node, const char *name,
+                                tio_attr *out);
+
+TIO_API size_t tio_graph_input_count(const tio_graph *g);
+TIO_API const int64_t *tio_graph_inputs(const tio_graph *g);   /* value indices */
+TIO_API size_t tio_graph_output_count(const tio_graph *g);
+TIO_API const int64_t *tio_graph_outputs(const tio_graph *g);
+/* Values of a subgraph that stand for values of an enclosing graph. */
+TIO_API size_t tio_graph_capture_count(const tio_graph *g);
+TIO_API const int64_t *tio_graph_captures(const tio_graph *g);
+
+/* Model metadata (description, license, …; rten's Metadata fields). */
+TIO_API size_t tio_graph_meta_count(const tio_graph *g);
+TIO_API int tio_graph_meta_at(const tio_graph *g, size_t i, const char **key,
+                              const char **value);
+TIO_API const char *tio_graph_meta_get(const tio_graph *g, const char *key);
+TIO_API int tio_graph_meta_set(tio_graph *g, const char *key, const char *value,
+                               tio_error *err);
+
+/* Building. Everything passed in is copied. */
+/* Appends a value. With tensor >= 0 it is a constant: the tensor must exist
+ * in the container, and dtype/rank/dims are taken from it. */
+TIO_API int tio_graph_add_value(tio_graph *g, const tio_value_info *v, size_t *index,
+                                tio_error *err);
+/* Appends an operator node; inputs/outputs must be -1 or existing values. */
+TIO_API int tio_graph_add_node(tio_graph *g, const tio_node_info *n, size_t *index,
+                               tio_error *err);
+/* Appends an attribute to node `node`. A GRAPH attribute must name a subgraph
+ * created with tio_graph_new_subgraph(g) and not yet used by another
+ * attribute; a TENSOR attribute an existing container tensor. */
+TIO_API int tio_graph_add_attr(tio_graph *g, size_t node, const tio_attr *a,
+                               tio_error *err);
+/* Creates an empty subgraph owned by g (to be used by one GRAPH attribute). */
+TIO_API int tio_graph_new_subgraph(tio_graph *g, tio_graph **out, tio_error *err);
+TIO_API int tio_graph_set_inputs(tio_graph *g, const int64_t *values, size_t n,
+                                 tio_error *err);
+TIO_API int tio_graph_set_outputs(tio_graph *g, const int64_t *values, size_t n,
+                                  tio_error *err);
+TIO_API int tio_graph_set_captures(tio_graph *g, const int64_t *values, size_t n,
+                                   tio_error *err);
+TIO_API int tio_graph_set_native_format(tio_graph *g, const char *format,
+                                        tio_error *err);
 
 /* ------------------------------------------------------------------ formats */
 
@@ -296,7 +437,14 @@ TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_option
 typedef struct tio_save_options {
     const char *format; /* NULL = from the path's extension (tio_save) */
     unsigned flags;     /* TIO_SAVE_* ; without them, any loss is TIO_E_LOSSY */
+    unsigned version;   /* format version to write; 0 = the format's default
+                           (rten: 2; 1 = the V1 layout) */
 } tio_save_options;
+
+/* A container with a graph saved to a format without TIO_CAP_GRAPH writes its
+ * constants (the weights) only: the graph and the model metadata are not
+ * written, and that is not an error. A format with TIO_CAP_GRAPH refuses a
+ * container without a graph (TIO_E_UNSUPPORTED). */
 
 /* Checks that the container can be written without loss (or with only the
  * losses the flags allow). TIO_OK or TIO_E_LOSSY / TIO_E_UNSUPPORTED naming

@@ -2,6 +2,8 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -24,6 +26,9 @@ static const char convert_help[] =
     "      --widen         store dtypes the output format lacks in a wider dtype\n"
     "                      that holds every value exactly (bool -> uint8,\n"
     "                      float16/bfloat16 -> float32)\n"
+    "      --format-version N, --rten-version N\n"
+    "                      write version N of the output format (default: the\n"
+    "                      format's default; rten: 2, or 1 for the V1 layout)\n"
     "      --force         overwrite OUT if it exists\n"
     "  -v, --verbose       print a one-line summary\n"
     "  -h, --help          show this help and exit\n";
@@ -37,7 +42,8 @@ enum {
     OPT_DROP_METADATA,
     OPT_WIDEN,
     OPT_FORCE,
-    OPT_VERBOSE
+    OPT_VERBOSE,
+    OPT_VERSION
 };
 
 static const cli_option convert_opts[] = {
@@ -50,6 +56,8 @@ static const cli_option convert_opts[] = {
     {"widen", 0, 0, OPT_WIDEN},
     {"force", 0, 0, OPT_FORCE},
     {"verbose", 'v', 0, OPT_VERBOSE},
+    {"format-version", 0, 1, OPT_VERSION},
+    {"rten-version", 0, 1, OPT_VERSION},
 };
 
 /* The options that allow a loss, with what they do. */
@@ -68,12 +76,19 @@ static const loss_option loss_options[] = {
 };
 #define NLOSS (sizeof loss_options / sizeof loss_options[0])
 
-static int check_save(const tio_container *c, const char *format, unsigned flags,
+/* The output format and the version to write (0 = the format's default). */
+typedef struct target {
+    const char *format;
+    unsigned version;
+} target;
+
+static int check_save(const tio_container *c, const target *to, unsigned flags,
                       tio_error *err) {
     tio_save_options o;
     memset(&o, 0, sizeof o);
-    o.format = format;
+    o.format = to->format;
     o.flags = flags;
+    o.version = to->version;
     tio_error_clear(err);
     return tio_check_save(c, &o, err);
 }
@@ -81,11 +96,11 @@ static int check_save(const tio_container *c, const char *format, unsigned flags
 /* The loss option that resolves the refusal `err` (seen with `flags`): the
  * first one whose addition makes the check pass or fail differently.
  * Returns its index, or -1 when no option helps. */
-static int responsible_option(const tio_container *c, const char *format, unsigned flags,
+static int responsible_option(const tio_container *c, const target *to, unsigned flags,
                               const tio_error *err, tio_error *next_err, int *next_rc) {
     for (size_t i = 0; i < NLOSS; i++) {
         if (flags & loss_options[i].flag) continue;
-        int rc = check_save(c, format, flags | loss_options[i].flag, next_err);
+        int rc = check_save(c, to, flags | loss_options[i].flag, next_err);
         if (rc == TIO_OK || rc != err->code ||
             strcmp(next_err->message, err->message) != 0) {
             *next_rc = rc;
@@ -96,14 +111,14 @@ static int responsible_option(const tio_container *c, const char *format, unsign
 }
 
 /* Reports a TIO_E_LOSSY refusal with a hint naming the option(s) that allow it. */
-static int report_lossy(const tio_container *c, const char *format, unsigned flags,
+static int report_lossy(const tio_container *c, const target *to, unsigned flags,
                         const tio_error *first) {
     cli_error("%s", cli_errmsg(first));
     tio_error err = *first, next;
     unsigned needed = 0;
     int rc = first->code, n = 0, unresolved = 0;
     while (rc == TIO_E_LOSSY) {
-        int k = responsible_option(c, format, flags | needed, &err, &next, &rc);
+        int k = responsible_option(c, to, flags | needed, &err, &next, &rc);
         if (k < 0) {
             unresolved = 1;
             break;
@@ -133,13 +148,24 @@ static int report_lossy(const tio_container *c, const char *format, unsigned fla
     return CLI_EXIT_FAIL;
 }
 
+/* Parses a format version: a decimal number that fits in unsigned. */
+static int parse_version(const char *s, unsigned *out) {
+    if (!s || *s < '0' || *s > '9') return -1;
+    errno = 0;
+    char *end = NULL;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno != 0 || !end || *end != '\0' || v > UINT_MAX) return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
 int cli_cmd_convert(int argc, char **argv) {
     cli_parser p;
     int rc = cli_parser_init(&p, "convert", argc, argv, convert_opts,
                              sizeof convert_opts / sizeof convert_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
     const char *to = NULL, *from = NULL;
-    unsigned flags = 0;
+    unsigned flags = 0, version = 0;
     int force = 0, verbose = 0, id;
     while ((id = cli_parser_next(&p)) > 0) {
         switch (id) {
@@ -155,6 +181,16 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_WIDEN: flags |= TIO_SAVE_WIDEN; break;
         case OPT_FORCE: force = 1; break;
         case OPT_VERBOSE: verbose = 1; break;
+        case OPT_VERSION:
+            if (parse_version(p.value, &version) != 0) {
+                rc = cli_usage_error("convert",
+                                     "--format-version: '%s' is not a version number "
+                                     "(a non-negative integer)",
+                                     p.value);
+                cli_parser_free(&p);
+                return rc;
+            }
+            break;
         default: break;
         }
     }
@@ -197,9 +233,10 @@ int cli_cmd_convert(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
 
     tio_error err;
-    int st = check_save(c, format, flags, &err);
+    target tgt = {format, version};
+    int st = check_save(c, &tgt, flags, &err);
     if (st == TIO_E_LOSSY) {
-        rc = report_lossy(c, format, flags, &err);
+        rc = report_lossy(c, &tgt, flags, &err);
     } else if (st != TIO_OK) {
         rc = cli_error("%s", cli_errmsg(&err));
     } else {
@@ -207,6 +244,7 @@ int cli_cmd_convert(int argc, char **argv) {
         memset(&o, 0, sizeof o);
         o.format = format;
         o.flags = flags;
+        o.version = version;
         tio_error_clear(&err);
         if (tio_save(c, out, &o, &err) != TIO_OK) {
             const char *msg = cli_errmsg(&err);

@@ -1,6 +1,7 @@
 /* tensio info — summarise a file. */
 #include "cli.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,9 @@ static const char info_help[] =
     "Summarise FILE: format, file size, tensor count, total data bytes, tensors\n"
     "per dtype and per layout, container metadata and the validation findings\n"
     "(readable-but-invalid details; 'tensio validate' reports them as errors).\n"
+    "Then, when the format records them, details of the file's layout, and for\n"
+    "a model its graph: metadata, inputs, outputs and every operator with its\n"
+    "inputs, outputs and attributes (subgraphs indented below their operator).\n"
     "\n"
     "Options:\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
@@ -43,6 +47,464 @@ static void collect(const tio_container *c, info_stats *s) {
         else
             s->dense++;
     }
+}
+
+/* ------------------------------------------------------- format details */
+
+static int props_text(const tio_container *c) {
+    size_t np = tio_container_prop_count(c);
+    if (np == 0) return CLI_EXIT_OK;
+    printf("format details: %zu\n", np);
+    for (size_t i = 0; i < np; i++) {
+        const char *k = NULL, *v = NULL;
+        if (tio_container_prop_at(c, i, &k, &v) != TIO_OK || !k) continue;
+        char *ek = cli_text_escape(k);
+        char *ev = cli_text_escape(v ? v : "");
+        if (!ek || !ev) {
+            free(ek);
+            free(ev);
+            return cli_error("out of memory");
+        }
+        printf("  %s = %s\n", ek, ev);
+        free(ek);
+        free(ev);
+    }
+    return CLI_EXIT_OK;
+}
+
+/* ---------------------------------------------------------- graph, text */
+
+/* A growable string: one line of output. An allocation failure is recorded
+ * and makes every later append a no-op. */
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    int nomem;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+    if (b->nomem) return;
+    if (n >= SIZE_MAX / 2 - b->len) {
+        b->nomem = 1;
+        return;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 128;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np) {
+            b->nomem = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static void sb_printf(sbuf *b, const char *fmt, ...) CLI_PRINTF(2, 3);
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = cli_vstrdup_printf(fmt, ap);
+    va_end(ap);
+    if (!s) {
+        b->nomem = 1;
+        return;
+    }
+    sb_str(b, s);
+    free(s);
+}
+
+/* s with control characters as \xNN. */
+static void sb_esc(sbuf *b, const char *s) {
+    char *e = cli_text_escape(s);
+    if (!e) {
+        b->nomem = 1;
+        return;
+    }
+    sb_str(b, e);
+    free(e);
+}
+
+/* A value by name; "#index" when unnamed, "-" when absent (-1). */
+static void sb_value(sbuf *b, const tio_graph *g, int64_t v) {
+    tio_value_info vi;
+    if (v < 0)
+        sb_str(b, "-");
+    else if (tio_graph_value(g, (size_t)v, &vi) == TIO_OK && vi.name)
+        sb_esc(b, vi.name);
+    else
+        sb_printf(b, "#%lld", (long long)v);
+}
+
+static void sb_values(sbuf *b, const tio_graph *g, const int64_t *v, size_t n) {
+    sb_str(b, "(");
+    for (size_t k = 0; k < n; k++) {
+        if (k) sb_str(b, ", ");
+        sb_value(b, g, v[k]);
+    }
+    sb_str(b, ")");
+}
+
+/* "[batch, 3, ?]": symbolic dims by name, unknown dims as "?"; "?" when
+ * even the rank is unknown. */
+static void sb_shape(sbuf *b, const tio_value_info *vi) {
+    if (vi->rank < 0) {
+        sb_str(b, "?");
+        return;
+    }
+    sb_str(b, "[");
+    for (int64_t k = 0; k < vi->rank; k++) {
+        if (k) sb_str(b, ", ");
+        if (vi->dims[k].name)
+            sb_esc(b, vi->dims[k].name);
+        else if (vi->dims[k].value < 0)
+            sb_str(b, "?");
+        else
+            sb_printf(b, "%lld", (long long)vi->dims[k].value);
+    }
+    sb_str(b, "]");
+}
+
+static void sb_attr(sbuf *b, const tio_container *c, const tio_attr *a) {
+    switch (a->type) {
+    case TIO_ATTR_INT: sb_printf(b, "%lld", (long long)a->i); break;
+    case TIO_ATTR_FLOAT: sb_printf(b, "%.9g", a->f); break;
+    case TIO_ATTR_STRING:
+        sb_str(b, "\"");
+        sb_esc(b, a->s ? a->s : "");
+        sb_str(b, "\"");
+        break;
+    case TIO_ATTR_INTS:
+    case TIO_ATTR_FLOATS:
+    case TIO_ATTR_STRINGS:
+        sb_str(b, "[");
+        for (size_t k = 0; k < a->count; k++) {
+            if (k) sb_str(b, ", ");
+            if (a->type == TIO_ATTR_INTS) {
+                sb_printf(b, "%lld", (long long)a->ints[k]);
+            } else if (a->type == TIO_ATTR_FLOATS) {
+                sb_printf(b, "%.9g", a->floats[k]);
+            } else {
+                sb_str(b, "\"");
+                sb_esc(b, a->strings[k] ? a->strings[k] : "");
+                sb_str(b, "\"");
+            }
+        }
+        sb_str(b, "]");
+        break;
+    case TIO_ATTR_TENSOR: {
+        const tio_tensor *t =
+            a->i >= 0 ? tio_container_tensor(c, (size_t)a->i) : NULL;
+        if (t && tio_tensor_name(t))
+            sb_esc(b, tio_tensor_name(t));
+        else
+            sb_printf(b, "<tensor %lld>", (long long)a->i);
+        break;
+    }
+    case TIO_ATTR_GRAPH:
+        sb_printf(b, "<subgraph: %zu nodes>", tio_graph_node_count(a->graph));
+        break;
+    default: sb_str(b, "?"); break;
+    }
+}
+
+static size_t constant_count(const tio_graph *g) {
+    size_t n = 0, nv = tio_graph_value_count(g);
+    for (size_t i = 0; i < nv; i++) {
+        tio_value_info vi;
+        if (tio_graph_value(g, i, &vi) == TIO_OK && vi.tensor >= 0) n++;
+    }
+    return n;
+}
+
+/* Prints line b (indented) and empties it; CLI_EXIT_FAIL when out of memory. */
+static int sb_line(sbuf *b, int indent) {
+    if (b->nomem) return cli_error("out of memory");
+    printf("%*s%s\n", indent, "", b->p ? b->p : "");
+    b->len = 0;
+    if (b->p) b->p[0] = '\0';
+    return CLI_EXIT_OK;
+}
+
+/* "  name  dtype  shape" rows for graph inputs or outputs. */
+static int value_rows(const tio_graph *g, const int64_t *list, size_t n, int indent) {
+    cli_table t;
+    cli_table_init(&t, 3, 0);
+    sbuf b = {0};
+    for (size_t k = 0; k < n; k++) {
+        tio_value_info vi;
+        memset(&vi, 0, sizeof vi);
+        vi.rank = -1;
+        if (list[k] >= 0) tio_graph_value(g, (size_t)list[k], &vi);
+        sb_value(&b, g, list[k]);
+        cli_table_add(&t, "%*s%s", indent + 2, "", b.nomem ? "" : b.p);
+        b.len = 0;
+        const char *dn = tio_dtype_name(vi.dtype);
+        cli_table_add(&t, "%s", dn ? dn : "?");
+        sb_shape(&b, &vi);
+        cli_table_add(&t, "%s", b.nomem ? "" : b.p);
+        b.len = 0;
+    }
+    int rc = b.nomem ? cli_error("out of memory") : cli_table_print(&t, stdout);
+    free(b.p);
+    cli_table_free(&t);
+    return rc;
+}
+
+static int graph_text(const tio_container *c, const tio_graph *g, int ind, int root) {
+    size_t nm = tio_graph_meta_count(g);
+    if (root || nm) printf("%*s%s %zu\n", ind, "", root ? "model metadata:" : "metadata:", nm);
+    for (size_t i = 0; i < nm; i++) {
+        const char *k = NULL, *v = NULL;
+        if (tio_graph_meta_at(g, i, &k, &v) != TIO_OK || !k) continue;
+        sbuf b = {0};
+        sb_esc(&b, k);
+        sb_str(&b, " = ");
+        sb_esc(&b, v ? v : "");
+        int rc = sb_line(&b, ind + 2);
+        free(b.p);
+        if (rc != CLI_EXIT_OK) return rc;
+    }
+    size_t n = tio_graph_input_count(g);
+    printf("%*sinputs:      %zu\n", ind, "", n);
+    if (value_rows(g, tio_graph_inputs(g), n, ind) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
+    n = tio_graph_output_count(g);
+    printf("%*soutputs:     %zu\n", ind, "", n);
+    if (value_rows(g, tio_graph_outputs(g), n, ind) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
+    n = tio_graph_capture_count(g);
+    if (n) {
+        printf("%*scaptures:    %zu\n", ind, "", n);
+        if (value_rows(g, tio_graph_captures(g), n, ind) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
+    }
+    size_t nn = tio_graph_node_count(g);
+    printf("%*soperators:   %zu\n", ind, "", nn);
+    sbuf b = {0};
+    int rc = CLI_EXIT_OK;
+    for (size_t i = 0; i < nn && rc == CLI_EXIT_OK; i++) {
+        tio_node_info ni;
+        if (tio_graph_node(g, i, &ni) != TIO_OK) continue;
+        sb_printf(&b, "%zu  ", i);
+        sb_esc(&b, ni.name ? ni.name : "-");
+        sb_str(&b, "  ");
+        sb_esc(&b, ni.op ? ni.op : "?");
+        if (ni.native_op || ni.native_id >= 0) {
+            sb_str(&b, " [");
+            if (ni.native_op) sb_esc(&b, ni.native_op);
+            if (ni.native_op && ni.native_id >= 0) sb_str(&b, ", ");
+            if (ni.native_id >= 0) sb_printf(&b, "id %lld", (long long)ni.native_id);
+            sb_str(&b, "]");
+        }
+        sb_str(&b, "  ");
+        sb_values(&b, g, ni.inputs, ni.input_count);
+        sb_str(&b, " -> ");
+        sb_values(&b, g, ni.outputs, ni.output_count);
+        for (size_t j = 0; j < ni.attr_count; j++) {
+            tio_attr a;
+            if (tio_graph_attr(g, i, j, &a) != TIO_OK) continue;
+            sb_str(&b, j ? " " : "  ");
+            sb_esc(&b, a.name);
+            sb_str(&b, "=");
+            sb_attr(&b, c, &a);
+        }
+        rc = sb_line(&b, ind + 2);
+        /* Subgraphs below their operator. */
+        for (size_t j = 0; j < ni.attr_count && rc == CLI_EXIT_OK; j++) {
+            tio_attr a;
+            if (tio_graph_attr(g, i, j, &a) != TIO_OK || a.type != TIO_ATTR_GRAPH || !a.graph)
+                continue;
+            sb_esc(&b, a.name);
+            sb_printf(&b, ": subgraph, %zu values (%zu constants), %zu operators",
+                      tio_graph_value_count(a.graph), constant_count(a.graph),
+                      tio_graph_node_count(a.graph));
+            rc = sb_line(&b, ind + 4);
+            if (rc == CLI_EXIT_OK) rc = graph_text(c, a.graph, ind + 6, 0);
+        }
+    }
+    free(b.p);
+    return rc;
+}
+
+static int model_text(const tio_container *c) {
+    const tio_graph *g = tio_container_graph(c);
+    if (!g) return CLI_EXIT_OK;
+    printf("model:       %zu values (%zu constants), %zu operators\n",
+           tio_graph_value_count(g), constant_count(g), tio_graph_node_count(g));
+    return graph_text(c, g, 0, 1);
+}
+
+/* ---------------------------------------------------------- graph, JSON */
+
+/* A value reference: its name, its index when unnamed, null when absent. */
+static json_t *json_value_ref(const tio_graph *g, int64_t v) {
+    tio_value_info vi;
+    if (v < 0) return json_null();
+    if (tio_graph_value(g, (size_t)v, &vi) == TIO_OK && vi.name) return cli_json_str(vi.name);
+    return json_integer((json_int_t)v);
+}
+
+static json_t *json_value_refs(const tio_graph *g, const int64_t *v, size_t n) {
+    json_t *a = json_array();
+    for (size_t k = 0; k < n && a; k++) {
+        if (json_array_append_new(a, json_value_ref(g, v[k])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* Dims: integers, symbolic names as strings, unknown as null; null when the
+ * rank is unknown. */
+static json_t *json_vshape(const tio_value_info *vi) {
+    if (vi->rank < 0) return json_null();
+    json_t *a = json_array();
+    for (int64_t k = 0; k < vi->rank && a; k++) {
+        const tio_dim *d = &vi->dims[k];
+        json_t *e = d->name ? cli_json_str(d->name)
+                    : d->value < 0 ? json_null()
+                                   : json_integer((json_int_t)d->value);
+        if (json_array_append_new(a, e) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* [{"name", "dtype", "shape"}] for graph inputs or outputs. */
+static json_t *json_value_list(const tio_graph *g, const int64_t *list, size_t n) {
+    json_t *a = json_array();
+    for (size_t k = 0; k < n && a; k++) {
+        tio_value_info vi;
+        memset(&vi, 0, sizeof vi);
+        vi.rank = -1;
+        if (list[k] >= 0) tio_graph_value(g, (size_t)list[k], &vi);
+        json_t *o = json_object();
+        int bad = json_array_append_new(a, o) != 0;
+        if (!bad) {
+            bad |= cli_json_set(o, "name", json_value_ref(g, list[k]));
+            bad |= cli_json_set(o, "dtype", cli_json_str(tio_dtype_name(vi.dtype)));
+            bad |= cli_json_set(o, "shape", json_vshape(&vi));
+        }
+        if (bad) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static json_t *json_float(double f) {
+    if (isnan(f)) return json_string("nan");
+    if (isinf(f)) return json_string(f < 0 ? "-inf" : "inf");
+    return json_real(f);
+}
+
+static json_t *json_graph(const tio_container *c, const tio_graph *g);
+
+static json_t *json_attr(const tio_container *c, const tio_attr *a) {
+    json_t *v = NULL;
+    switch (a->type) {
+    case TIO_ATTR_INT: return json_integer((json_int_t)a->i);
+    case TIO_ATTR_FLOAT: return json_float(a->f);
+    case TIO_ATTR_STRING: return cli_json_str(a->s ? a->s : "");
+    case TIO_ATTR_INTS:
+    case TIO_ATTR_FLOATS:
+    case TIO_ATTR_STRINGS:
+        v = json_array();
+        for (size_t k = 0; k < a->count && v; k++) {
+            json_t *e = a->type == TIO_ATTR_INTS     ? json_integer((json_int_t)a->ints[k])
+                        : a->type == TIO_ATTR_FLOATS ? json_float(a->floats[k])
+                                                     : cli_json_str(a->strings[k]);
+            if (json_array_append_new(v, e) != 0) {
+                json_decref(v);
+                return NULL;
+            }
+        }
+        return v;
+    case TIO_ATTR_TENSOR: {
+        const tio_tensor *t = a->i >= 0 ? tio_container_tensor(c, (size_t)a->i) : NULL;
+        v = json_object();
+        int bad = cli_json_set(v, "tensor", json_integer((json_int_t)a->i));
+        bad |= cli_json_set(v, "name", cli_json_str(t ? tio_tensor_name(t) : NULL));
+        if (bad) {
+            json_decref(v);
+            return NULL;
+        }
+        return v;
+    }
+    case TIO_ATTR_GRAPH:
+        v = json_object();
+        if (cli_json_set(v, "graph", a->graph ? json_graph(c, a->graph) : json_null())) {
+            json_decref(v);
+            return NULL;
+        }
+        return v;
+    default: return json_null();
+    }
+}
+
+static json_t *json_node(const tio_container *c, const tio_graph *g, size_t i) {
+    tio_node_info ni;
+    if (tio_graph_node(g, i, &ni) != TIO_OK) return json_null();
+    json_t *o = json_object();
+    int bad = cli_json_set(o, "index", json_integer((json_int_t)i));
+    bad |= cli_json_set(o, "name", cli_json_str(ni.name));
+    bad |= cli_json_set(o, "op", cli_json_str(ni.op));
+    if (ni.native_op) bad |= cli_json_set(o, "native_op", cli_json_str(ni.native_op));
+    if (ni.native_id >= 0)
+        bad |= cli_json_set(o, "native_id", json_integer((json_int_t)ni.native_id));
+    bad |= cli_json_set(o, "inputs", json_value_refs(g, ni.inputs, ni.input_count));
+    bad |= cli_json_set(o, "outputs", json_value_refs(g, ni.outputs, ni.output_count));
+    json_t *attrs = json_object();
+    bad |= cli_json_set(o, "attrs", attrs);
+    for (size_t j = 0; j < ni.attr_count && !bad; j++) {
+        tio_attr a;
+        if (tio_graph_attr(g, i, j, &a) != TIO_OK) continue;
+        bad |= cli_json_set(attrs, a.name, json_attr(c, &a));
+    }
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* {"metadata", "inputs", "outputs", "values", "constants", "nodes", "captures"} */
+static json_t *json_graph(const tio_container *c, const tio_graph *g) {
+    json_t *o = json_object();
+    json_t *meta = json_object();
+    int bad = cli_json_set(o, "metadata", meta);
+    size_t nm = tio_graph_meta_count(g);
+    for (size_t i = 0; i < nm && !bad; i++) {
+        const char *k = NULL, *v = NULL;
+        if (tio_graph_meta_at(g, i, &k, &v) != TIO_OK || !k) continue;
+        bad |= cli_json_set(meta, k, cli_json_str(v ? v : ""));
+    }
+    bad |= cli_json_set(o, "inputs",
+                        json_value_list(g, tio_graph_inputs(g), tio_graph_input_count(g)));
+    bad |= cli_json_set(o, "outputs",
+                        json_value_list(g, tio_graph_outputs(g), tio_graph_output_count(g)));
+    bad |= cli_json_set(o, "values", json_integer((json_int_t)tio_graph_value_count(g)));
+    bad |= cli_json_set(o, "constants", json_integer((json_int_t)constant_count(g)));
+    json_t *nodes = json_array();
+    bad |= cli_json_set(o, "nodes", nodes);
+    size_t nn = tio_graph_node_count(g);
+    for (size_t i = 0; i < nn && !bad; i++)
+        bad |= json_array_append_new(nodes, json_node(c, g, i)) != 0;
+    bad |= cli_json_set(o, "captures", json_value_refs(g, tio_graph_captures(g),
+                                                       tio_graph_capture_count(g)));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 static int info_json(const char *path, const tio_container *c, const info_stats *s) {
@@ -96,6 +558,20 @@ static int info_json(const char *path, const tio_container *c, const info_stats 
                                                          : json_null());
         bad |= cli_json_set(o, "message", cli_json_str(cli_errmsg(w)));
     }
+
+    /* Added after the original keys, and only when there is something. */
+    size_t np = tio_container_prop_count(c);
+    if (np && !bad) {
+        json_t *props = json_object();
+        bad |= cli_json_set(root, "props", props);
+        for (size_t i = 0; i < np && !bad; i++) {
+            const char *k = NULL, *v = NULL;
+            if (tio_container_prop_at(c, i, &k, &v) != TIO_OK || !k) continue;
+            bad |= cli_json_set(props, k, cli_json_str(v ? v : ""));
+        }
+    }
+    const tio_graph *g = tio_container_graph(c);
+    if (g && !bad) bad |= cli_json_set(root, "graph", json_graph(c, g));
     if (bad) {
         json_decref(root);
         return cli_error("out of memory");
@@ -153,7 +629,8 @@ static int info_text(const char *path, const tio_container *c, const info_stats 
         const tio_error *w = tio_container_warning(c, i);
         if (w && print_escaped("  ", cli_errmsg(w)) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
     }
-    return CLI_EXIT_OK;
+    if (props_text(c) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
+    return model_text(c);
 }
 
 int cli_cmd_info(int argc, char **argv) {

@@ -1,5 +1,6 @@
 /* Containers: ordered tensors, metadata, validation findings, the source. */
 #include "internal.h"
+#include "graph/graph.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@ void tio_container_free(tio_container *c) {
     for (size_t i = 0; i < c->count; i++) tensor_free(c->tensors[i]);
     free(c->tensors);
     tio__kv_free(&c->meta);
+    tio__kv_free(&c->props);
+    tio__graph_free(c->graph);
     free(c->warnings);
     if (c->map) munmap(c->map, c->map_size);
     free(c->owned_buf);
@@ -70,6 +73,20 @@ int tio_container_meta_set(tio_container *c, const char *key, const char *value,
                            tio_error *err) {
     if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "container is NULL");
     return tio__kv_set(&c->meta, key, value, err);
+}
+
+size_t tio_container_prop_count(const tio_container *c) { return c ? c->props.count : 0; }
+
+int tio_container_prop_at(const tio_container *c, size_t i, const char **key,
+                          const char **value) {
+    if (!c || i >= c->props.count) return TIO_E_NOT_FOUND;
+    if (key) *key = c->props.keys[i];
+    if (value) *value = c->props.values[i];
+    return TIO_OK;
+}
+
+const char *tio_container_prop_get(const tio_container *c, const char *key) {
+    return c ? tio__kv_get(&c->props, key) : NULL;
 }
 
 size_t tio_container_warning_count(const tio_container *c) {

@@ -161,6 +161,8 @@ struct tio_container {
     tio_tensor **tensors;
     size_t count, cap;
     tio_kv meta;
+    tio_kv props;           /* facts about the source's layout (reader-set) */
+    struct tio_graph *graph; /* root model graph or NULL (src/graph) */
     const char *format;     /* static string of the format read, or NULL */
     uint64_t source_size;
     tio_error *warnings;
@@ -219,6 +221,11 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
                    const uint8_t **indices, tio_error *err);
 const tio_container *tio__plan_container(const tio_write_plan *p);
 unsigned tio__plan_flags(const tio_write_plan *p);
+/* tio_save_options.version: the format version to write (0 = the format's
+ * default). A writer (or its check) refuses a version it cannot write. */
+unsigned tio__plan_version(const tio_write_plan *p);
+/* tio_save_options.version (0 = the format's default). */
+unsigned tio__plan_version(const tio_write_plan *p);
 
 /* ------------------------------------------------------- format modules */
 

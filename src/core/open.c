@@ -11,9 +11,12 @@
 #include <unistd.h>
 
 static tio_limits resolve_limits(const tio_limits *l) {
-    tio_limits r = {TIO_DEFAULT_MAX_TENSORS, TIO_DEFAULT_MAX_RANK,
-                    TIO_DEFAULT_MAX_HEADER_BYTES, TIO_DEFAULT_MAX_NAME_BYTES};
+    tio_limits r = {TIO_DEFAULT_MAX_TENSORS,      TIO_DEFAULT_MAX_RANK,
+                    TIO_DEFAULT_MAX_HEADER_BYTES, TIO_DEFAULT_MAX_NAME_BYTES,
+                    TIO_DEFAULT_MAX_DEPTH,        TIO_DEFAULT_MAX_OBJECTS};
     if (l) {
+        if (l->max_depth) r.max_depth = l->max_depth;
+        if (l->max_objects) r.max_objects = l->max_objects;
         if (l->max_tensors) r.max_tensors = l->max_tensors;
         if (l->max_rank) r.max_rank = l->max_rank;
         if (l->max_header_bytes) r.max_header_bytes = l->max_header_bytes;

@@ -15,6 +15,7 @@ struct tio_write_plan {
     const tio_container *c;
     const tio_format_desc *fmt;
     unsigned flags;
+    unsigned version;     /* tio_save_options.version (0 = the format's default) */
     tio_wtensor *t;
     size_t n;
     uint8_t *scratch;     /* converted data of the current tensor */
@@ -27,6 +28,7 @@ const tio_wtensor *tio__plan_tensor(const tio_write_plan *p, size_t i) {
 }
 const tio_container *tio__plan_container(const tio_write_plan *p) { return p->c; }
 unsigned tio__plan_flags(const tio_write_plan *p) { return p->flags; }
+unsigned tio__plan_version(const tio_write_plan *p) { return p->version; }
 
 /* The dtype that holds every value of d exactly, for formats that lack d. */
 static tio_dtype widened(tio_dtype d) {
@@ -52,12 +54,19 @@ static const char *tlabel(const tio_tensor *t, char *buf, size_t cap) {
 }
 
 static int plan_build(tio_write_plan *p, const tio_container *c, const tio_format_desc *f,
-                      unsigned flags, tio_error *err) {
+                      const tio_save_options *opts, tio_error *err) {
+    unsigned flags = opts ? opts->flags : 0;
     memset(p, 0, sizeof *p);
     p->c = c;
     p->fmt = f;
     p->flags = flags;
+    p->version = opts ? opts->version : 0;
     const char *fn = f->name;
+    /* A model format needs a graph. (A format without TIO_CAP_GRAPH simply
+     * does not write the graph and its metadata: the constants are tensors.) */
+    if ((f->caps & TIO_CAP_GRAPH) && !c->graph)
+        return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
+                        "a model needs a graph; this container holds tensors only");
     if (!(f->caps & TIO_CAP_METADATA) && !(flags & TIO_SAVE_DROP_METADATA) &&
         c->meta.count)
         return tio__err(err, TIO_E_LOSSY, fn, -1,
@@ -205,7 +214,7 @@ int tio_check_save(const tio_container *c, const tio_save_options *opts, tio_err
     int rc = pick_format(opts, NULL, &f, err);
     if (rc) return rc;
     tio_write_plan p;
-    rc = plan_build(&p, c, f, opts ? opts->flags : 0, err);
+    rc = plan_build(&p, c, f, opts, err);
     plan_free(&p);
     return rc;
 }
@@ -219,7 +228,7 @@ int tio_save_memory(const tio_container *c, const tio_save_options *opts, void *
     int rc = pick_format(opts, NULL, &f, err);
     if (rc) return rc;
     tio_write_plan p;
-    rc = plan_build(&p, c, f, opts ? opts->flags : 0, err);
+    rc = plan_build(&p, c, f, opts, err);
     tio_sink s;
     tio__sink_init_mem(&s);
     if (rc == TIO_OK) rc = f->write(&p, &s, err);
@@ -293,7 +302,7 @@ int tio_save(const tio_container *c, const char *path, const tio_save_options *o
     int rc = pick_format(opts, path, &f, err);
     if (rc) return rc;
     tio_write_plan p;
-    rc = plan_build(&p, c, f, opts ? opts->flags : 0, err);
+    rc = plan_build(&p, c, f, opts, err);
     if (rc) {
         plan_free(&p);
         return rc;

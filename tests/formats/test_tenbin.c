@@ -27,7 +27,7 @@
         }                                                                               \
     } while (0)
 
-static const tio_save_options save_tenbin = {"tenbin", 0};
+static const tio_save_options save_tenbin = {"tenbin", 0, 0};
 
 static void tensor_sha_hex(const tio_tensor *t, char out[65]) {
     uint8_t raw[32];
@@ -402,7 +402,7 @@ static void test_handmade(void **state) {
     hl = make_header(hdr, "f4", "", 12, ones, 0);
     n = put_chunk(buf, 0, hdr, hl);
     n = put_chunk(buf, n, vals, 4);
-    tio_limits lim = {0, 4, 0, 0};
+    tio_limits lim = {0, 4, 0, 0, 0, 0};
     tio_open_options limited = {"tenbin", 0, &lim};
     assert_int_equal(tio_open_memory(buf, n, &limited, &c, &err), TIO_E_LIMIT);
     ASSERT_OK(tio_open_memory(buf, n, &forced, &c, &err), err, "rank 12");
@@ -553,7 +553,7 @@ static tio_tensor *add(tio_container *c, const char *name, tio_dtype dt, size_t 
 /* Saves with flags and reopens the bytes (the reopened container owns a copy). */
 static int save_reopen(const tio_container *c, unsigned flags, tio_container **out,
                        uint8_t **bytes, size_t *len, tio_error *err) {
-    tio_save_options so = {"tenbin", flags};
+    tio_save_options so = {"tenbin", flags, 0};
     void *buf = NULL;
     size_t n = 0;
     *out = NULL;

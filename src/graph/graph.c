@@ -1,0 +1,623 @@
+/* Model graphs: values, operator nodes, attributes, subgraphs, graph
+ * inputs/outputs/captures and model metadata. Everything handed in is copied;
+ * everything handed out points into the graph. */
+#include "graph/graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- helpers */
+
+static char *dupstr(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+/* A copy of s, or NULL for NULL/"" (unnamed). Returns 0, or -1 when out of
+ * memory. */
+static int dup_opt(const char *s, char **out) {
+    *out = NULL;
+    if (!s || !s[0]) return 0;
+    *out = dupstr(s);
+    return *out ? 0 : -1;
+}
+
+/* Makes room for `need` elements of `elem` bytes in *p (capacity *cap),
+ * doubling, so that appends are amortised O(1). */
+static int grow(void **p, size_t *cap, size_t need, size_t elem, tio_error *err) {
+    if (need <= *cap) return TIO_OK;
+    size_t ncap = *cap ? *cap : 4, bytes;
+    while (ncap < need) {
+        if (tio__mul_ovf(ncap, 2, &ncap))
+            return tio__err(err, TIO_E_OVERFLOW, NULL, -1, "graph: too many objects");
+    }
+    if (tio__mul_ovf(ncap, elem, &bytes))
+        return tio__err(err, TIO_E_OVERFLOW, NULL, -1, "graph: too many objects");
+    void *np = realloc(*p, bytes);
+    if (!np) return tio__nomem(err, NULL);
+    *p = np;
+    *cap = ncap;
+    return TIO_OK;
+}
+
+/* A copy of n int64s (NULL when n is 0). */
+static int dup_i64(const int64_t *src, size_t n, int64_t **out, tio_error *err) {
+    *out = NULL;
+    if (n == 0) return TIO_OK;
+    size_t bytes;
+    if (tio__mul_ovf(n, sizeof *src, &bytes))
+        return tio__err(err, TIO_E_OVERFLOW, NULL, -1, "graph: %zu indices overflow", n);
+    *out = malloc(bytes);
+    if (!*out) return tio__nomem(err, NULL);
+    memcpy(*out, src, bytes);
+    return TIO_OK;
+}
+
+static void value_clear(tio_gvalue *v) {
+    free(v->name);
+    if (v->dims && v->rank > 0)
+        for (int64_t k = 0; k < v->rank; k++) free((char *)v->dims[k].name);
+    free(v->dims);
+}
+
+static void attr_clear(tio_gattr *a) {
+    free(a->name);
+    free(a->s);
+    free(a->ints);
+    free(a->floats);
+    if (a->strings)
+        for (size_t k = 0; k < a->count; k++) free(a->strings[k]);
+    free(a->strings);
+    /* a->graph is owned by the graph's subgraph list */
+}
+
+static void node_clear(tio_gnode *n) {
+    free(n->name);
+    free(n->op);
+    free(n->native_op);
+    free(n->inputs);
+    free(n->outputs);
+    for (size_t j = 0; j < n->attr_count; j++) attr_clear(&n->attrs[j]);
+    free(n->attrs);
+    free(n->opaque);
+}
+
+static tio_graph *graph_new(tio_container *c, tio_graph *parent) {
+    tio_graph *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->c = c;
+    g->parent = parent;
+    return g;
+}
+
+void tio__graph_free(tio_graph *g) {
+    if (!g) return;
+    for (size_t i = 0; i < g->value_count; i++) value_clear(&g->values[i]);
+    free(g->values);
+    for (size_t i = 0; i < g->node_count; i++) node_clear(&g->nodes[i]);
+    free(g->nodes);
+    free(g->inputs);
+    free(g->outputs);
+    free(g->captures);
+    tio__kv_free(&g->meta);
+    for (size_t i = 0; i < g->sub_count; i++) tio__graph_free(g->subgraphs[i]);
+    free(g->subgraphs);
+    free(g->native_format);
+    free(g);
+}
+
+int tio__graph_set_opaque(tio_graph *g, size_t node, const char *why, tio_error *err) {
+    if (!g || !why)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph or reason is NULL");
+    if (node >= g->node_count)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "graph: node %zu does not exist (the graph has %zu nodes)", node,
+                        g->node_count);
+    char *s = dupstr(why);
+    if (!s) return tio__nomem(err, NULL);
+    free(g->nodes[node].opaque);
+    g->nodes[node].opaque = s;
+    return TIO_OK;
+}
+
+int tio__graph_reserve(tio_graph *g, size_t values, size_t nodes, tio_error *err) {
+    if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
+    void *p = g->values;
+    int rc = grow(&p, &g->value_cap, values, sizeof *g->values, err);
+    g->values = p;
+    if (rc) return rc;
+    p = g->nodes;
+    rc = grow(&p, &g->node_cap, nodes, sizeof *g->nodes, err);
+    g->nodes = p;
+    return rc;
+}
+
+/* ---------------------------------------------------------- containers */
+
+tio_graph *tio_container_graph(const tio_container *c) { return c ? c->graph : NULL; }
+
+int tio_container_new_graph(tio_container *c, tio_graph **out, tio_error *err) {
+    if (out) *out = NULL;
+    if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "container is NULL");
+    if (c->graph)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "the container already has a graph (a container holds one root "
+                        "graph)");
+    tio_graph *g = graph_new(c, NULL);
+    if (!g) return tio__nomem(err, NULL);
+    c->graph = g;
+    if (out) *out = g;
+    return TIO_OK;
+}
+
+/* ------------------------------------------------------------- getters */
+
+tio_graph *tio_graph_parent(const tio_graph *g) { return g ? g->parent : NULL; }
+const char *tio_graph_native_format(const tio_graph *g) {
+    return g ? g->native_format : NULL;
+}
+
+size_t tio_graph_value_count(const tio_graph *g) { return g ? g->value_count : 0; }
+
+int tio_graph_value(const tio_graph *g, size_t i, tio_value_info *out) {
+    if (!g || !out) return TIO_E_ARGUMENT;
+    if (i >= g->value_count) return TIO_E_NOT_FOUND;
+    const tio_gvalue *v = &g->values[i];
+    out->name = v->name;
+    out->dtype = v->dtype;
+    out->rank = v->rank;
+    out->dims = v->rank > 0 ? v->dims : NULL;
+    out->tensor = v->tensor;
+    return TIO_OK;
+}
+
+int64_t tio_graph_find_value(const tio_graph *g, const char *name) {
+    if (!g || !name) return -1;
+    for (size_t i = 0; i < g->value_count; i++)
+        if (g->values[i].name && strcmp(g->values[i].name, name) == 0) return (int64_t)i;
+    return -1;
+}
+
+size_t tio_graph_node_count(const tio_graph *g) { return g ? g->node_count : 0; }
+
+int tio_graph_node(const tio_graph *g, size_t i, tio_node_info *out) {
+    if (!g || !out) return TIO_E_ARGUMENT;
+    if (i >= g->node_count) return TIO_E_NOT_FOUND;
+    const tio_gnode *n = &g->nodes[i];
+    out->name = n->name;
+    out->op = n->op;
+    out->native_op = n->native_op;
+    out->native_id = n->native_id;
+    out->input_count = n->input_count;
+    out->inputs = n->inputs;
+    out->output_count = n->output_count;
+    out->outputs = n->outputs;
+    out->attr_count = n->attr_count;
+    return TIO_OK;
+}
+
+static void attr_out(const tio_gattr *a, tio_attr *out) {
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    out->type = a->type;
+    switch (a->type) {
+    case TIO_ATTR_INT:
+    case TIO_ATTR_TENSOR: out->i = a->i; break;
+    case TIO_ATTR_FLOAT: out->f = a->f; break;
+    case TIO_ATTR_STRING: out->s = a->s; break;
+    case TIO_ATTR_INTS:
+        out->count = a->count;
+        out->ints = a->ints;
+        break;
+    case TIO_ATTR_FLOATS:
+        out->count = a->count;
+        out->floats = a->floats;
+        break;
+    case TIO_ATTR_STRINGS:
+        out->count = a->count;
+        out->strings = (const char *const *)a->strings;
+        break;
+    case TIO_ATTR_GRAPH: out->graph = a->graph; break;
+    }
+}
+
+int tio_graph_attr(const tio_graph *g, size_t node, size_t j, tio_attr *out) {
+    if (!g || !out) return TIO_E_ARGUMENT;
+    if (node >= g->node_count || j >= g->nodes[node].attr_count) return TIO_E_NOT_FOUND;
+    attr_out(&g->nodes[node].attrs[j], out);
+    return TIO_OK;
+}
+
+int tio_graph_find_attr(const tio_graph *g, size_t node, const char *name, tio_attr *out) {
+    if (!g || !name || !out) return TIO_E_ARGUMENT;
+    if (node >= g->node_count) return TIO_E_NOT_FOUND;
+    const tio_gnode *n = &g->nodes[node];
+    for (size_t j = 0; j < n->attr_count; j++) {
+        if (strcmp(n->attrs[j].name, name) == 0) {
+            attr_out(&n->attrs[j], out);
+            return TIO_OK;
+        }
+    }
+    return TIO_E_NOT_FOUND;
+}
+
+size_t tio_graph_input_count(const tio_graph *g) { return g ? g->input_count : 0; }
+const int64_t *tio_graph_inputs(const tio_graph *g) { return g ? g->inputs : NULL; }
+size_t tio_graph_output_count(const tio_graph *g) { return g ? g->output_count : 0; }
+const int64_t *tio_graph_outputs(const tio_graph *g) { return g ? g->outputs : NULL; }
+size_t tio_graph_capture_count(const tio_graph *g) { return g ? g->capture_count : 0; }
+const int64_t *tio_graph_captures(const tio_graph *g) { return g ? g->captures : NULL; }
+
+size_t tio_graph_meta_count(const tio_graph *g) { return g ? g->meta.count : 0; }
+
+int tio_graph_meta_at(const tio_graph *g, size_t i, const char **key, const char **value) {
+    if (!g) return TIO_E_ARGUMENT;
+    if (i >= g->meta.count) return TIO_E_NOT_FOUND;
+    if (key) *key = g->meta.keys[i];
+    if (value) *value = g->meta.values[i];
+    return TIO_OK;
+}
+
+const char *tio_graph_meta_get(const tio_graph *g, const char *key) {
+    return g ? tio__kv_get(&g->meta, key) : NULL;
+}
+
+int tio_graph_meta_set(tio_graph *g, const char *key, const char *value, tio_error *err) {
+    if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
+    return tio__kv_set(&g->meta, key, value, err);
+}
+
+/* ------------------------------------------------------------ building */
+
+int tio_graph_add_value(tio_graph *g, const tio_value_info *v, size_t *index,
+                        tio_error *err) {
+    if (!g || !v) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph or value is NULL");
+    size_t ntensors = tio_container_count(g->c);
+    tio_gvalue nv;
+    memset(&nv, 0, sizeof nv);
+    nv.tensor = -1;
+    const tio_tensor *t = NULL;
+    if (v->tensor >= 0) {
+        if ((uint64_t)v->tensor >= ntensors)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: value %zu: constant tensor index %lld does not exist "
+                            "(the container has %zu tensors)",
+                            g->value_count, (long long)v->tensor, ntensors);
+        t = tio_container_tensor(g->c, (size_t)v->tensor);
+        nv.tensor = v->tensor;
+        nv.dtype = t->dtype;
+        nv.rank = (int64_t)t->rank;
+    } else {
+        if (v->tensor != -1)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: value %zu: tensor is %lld (expected -1 for a runtime "
+                            "value or a container tensor index)",
+                            g->value_count, (long long)v->tensor);
+        if (v->dtype != TIO_DTYPE_INVALID && tio_dtype_size(v->dtype) == 0)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: value %zu: dtype %d is not a tio_dtype", g->value_count,
+                            (int)v->dtype);
+        if (v->rank < -1 || v->rank > TIO_GRAPH_API_MAX_RANK)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: value %zu: rank %lld (expected -1 for unknown or "
+                            "0..%d)",
+                            g->value_count, (long long)v->rank, TIO_GRAPH_API_MAX_RANK);
+        if (v->rank > 0 && !v->dims)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: value %zu: dims are NULL for rank %lld", g->value_count,
+                            (long long)v->rank);
+        for (int64_t k = 0; k < v->rank; k++)
+            if (v->dims[k].value < -1)
+                return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                                "graph: value %zu: dim %lld is %lld (expected a size >= 0, "
+                                "or -1 for unknown)",
+                                g->value_count, (long long)k, (long long)v->dims[k].value);
+        nv.dtype = v->dtype;
+        nv.rank = v->rank;
+    }
+    int rc;
+    void *p = g->values;
+    rc = grow(&p, &g->value_cap, g->value_count + 1, sizeof *g->values, err);
+    g->values = p;
+    if (rc) return rc;
+    if (dup_opt(v->name, &nv.name)) goto nomem;
+    if (nv.rank > 0) {
+        nv.dims = calloc((size_t)nv.rank, sizeof *nv.dims);
+        if (!nv.dims) goto nomem;
+        for (int64_t k = 0; k < nv.rank; k++) {
+            if (t) {
+                nv.dims[k].value = t->shape[k];
+            } else {
+                char *dn;
+                nv.dims[k].value = v->dims[k].value;
+                if (dup_opt(v->dims[k].name, &dn)) goto nomem;
+                nv.dims[k].name = dn;
+            }
+        }
+    }
+    g->values[g->value_count] = nv;
+    if (index) *index = g->value_count;
+    g->value_count++;
+    return TIO_OK;
+nomem:
+    value_clear(&nv);
+    return tio__nomem(err, NULL);
+}
+
+/* Checks a node's input or output list. */
+static int check_refs(const tio_graph *g, const int64_t *refs, size_t n, const char *what,
+                      tio_error *err) {
+    if (n && !refs)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "graph: node %zu: %s are NULL for a count of %zu", g->node_count,
+                        what, n);
+    for (size_t k = 0; k < n; k++)
+        if (refs[k] < -1 || (refs[k] >= 0 && (uint64_t)refs[k] >= g->value_count))
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: node %zu: %s %zu is value %lld (expected -1 or a value "
+                            "index below %zu)",
+                            g->node_count, what, k, (long long)refs[k], g->value_count);
+    return TIO_OK;
+}
+
+int tio_graph_add_node(tio_graph *g, const tio_node_info *n, size_t *index,
+                       tio_error *err) {
+    if (!g || !n) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph or node is NULL");
+    if (!n->op || !n->op[0])
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "graph: node %zu: the operator type is %s (expected a name)",
+                        g->node_count, n->op ? "empty" : "NULL");
+    int rc = check_refs(g, n->inputs, n->input_count, "inputs", err);
+    if (rc) return rc;
+    rc = check_refs(g, n->outputs, n->output_count, "outputs", err);
+    if (rc) return rc;
+    void *p = g->nodes;
+    rc = grow(&p, &g->node_cap, g->node_count + 1, sizeof *g->nodes, err);
+    g->nodes = p;
+    if (rc) return rc;
+    tio_gnode nn;
+    memset(&nn, 0, sizeof nn);
+    nn.native_id = n->native_id;
+    nn.native_attrs = -1;
+    const char *native = n->native_op && strcmp(n->native_op, n->op) != 0 ? n->native_op : NULL;
+    if (dup_opt(n->name, &nn.name) || dup_opt(n->op, &nn.op) || dup_opt(native, &nn.native_op))
+        goto nomem;
+    rc = dup_i64(n->inputs, n->input_count, &nn.inputs, err);
+    if (rc) goto fail;
+    nn.input_count = n->input_count;
+    rc = dup_i64(n->outputs, n->output_count, &nn.outputs, err);
+    if (rc) goto fail;
+    nn.output_count = n->output_count;
+    g->nodes[g->node_count] = nn;
+    if (index) *index = g->node_count;
+    g->node_count++;
+    return TIO_OK;
+nomem:
+    rc = tio__nomem(err, NULL);
+fail:
+    node_clear(&nn);
+    return rc;
+}
+
+static const char *attr_type_name(tio_attr_type t) {
+    switch (t) {
+    case TIO_ATTR_INT: return "INT";
+    case TIO_ATTR_FLOAT: return "FLOAT";
+    case TIO_ATTR_STRING: return "STRING";
+    case TIO_ATTR_INTS: return "INTS";
+    case TIO_ATTR_FLOATS: return "FLOATS";
+    case TIO_ATTR_STRINGS: return "STRINGS";
+    case TIO_ATTR_TENSOR: return "TENSOR";
+    case TIO_ATTR_GRAPH: return "GRAPH";
+    }
+    return "?";
+}
+
+/* Checks attribute a for node `node` of g; *sub is the subgraph a GRAPH
+ * attribute names. */
+static int check_attr(const tio_graph *g, size_t node, const tio_attr *a, tio_graph **sub,
+                      tio_error *err) {
+    *sub = NULL;
+    if (!a->name || !a->name[0])
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "graph: node %zu: attribute name is %s (expected a name)", node,
+                        a->name ? "empty" : "NULL");
+    const tio_gnode *n = &g->nodes[node];
+    for (size_t j = 0; j < n->attr_count; j++)
+        if (strcmp(n->attrs[j].name, a->name) == 0)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: node %zu: attribute '%.64s' is already set", node,
+                            a->name);
+    switch (a->type) {
+    case TIO_ATTR_INT:
+    case TIO_ATTR_FLOAT: return TIO_OK;
+    case TIO_ATTR_STRING:
+        if (!a->s)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: node %zu: STRING attribute '%.64s' has a NULL string",
+                            node, a->name);
+        return TIO_OK;
+    case TIO_ATTR_INTS:
+    case TIO_ATTR_FLOATS:
+    case TIO_ATTR_STRINGS: {
+        const void *arr = a->type == TIO_ATTR_INTS     ? (const void *)a->ints
+                          : a->type == TIO_ATTR_FLOATS ? (const void *)a->floats
+                                                       : (const void *)a->strings;
+        if (a->count && !arr)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: node %zu: %s attribute '%.64s' has a NULL array for "
+                            "%zu elements",
+                            node, attr_type_name(a->type), a->name, a->count);
+        if (a->type == TIO_ATTR_STRINGS)
+            for (size_t k = 0; k < a->count; k++)
+                if (!a->strings[k])
+                    return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                                    "graph: node %zu: STRINGS attribute '%.64s': string "
+                                    "%zu is NULL",
+                                    node, a->name, k);
+        return TIO_OK;
+    }
+    case TIO_ATTR_TENSOR: {
+        size_t nt = tio_container_count(g->c);
+        if (a->i < 0 || (uint64_t)a->i >= nt)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: node %zu: TENSOR attribute '%.64s' names tensor %lld "
+                            "(the container has %zu tensors)",
+                            node, a->name, (long long)a->i, nt);
+        return TIO_OK;
+    }
+    case TIO_ATTR_GRAPH: {
+        /* Look the pointer up among g's subgraphs before touching it. */
+        for (size_t k = 0; k < g->sub_count && a->graph; k++) {
+            if (g->subgraphs[k] != a->graph) continue;
+            if (a->graph->attached)
+                return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                                "graph: node %zu: GRAPH attribute '%.64s': the subgraph is "
+                                "already used by another attribute",
+                                node, a->name);
+            *sub = a->graph;
+            return TIO_OK;
+        }
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "graph: node %zu: GRAPH attribute '%.64s': %s", node, a->name,
+                        a->graph ? "the graph is not a subgraph of this graph (create it "
+                                   "with tio_graph_new_subgraph on this graph)"
+                                 : "the graph is NULL");
+    }
+    }
+    return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                    "graph: node %zu: attribute '%.64s' has type %d (expected a "
+                    "tio_attr_type)",
+                    node, a->name, (int)a->type);
+}
+
+int tio_graph_add_attr(tio_graph *g, size_t node, const tio_attr *a, tio_error *err) {
+    if (!g || !a) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph or attribute is NULL");
+    if (node >= g->node_count)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "graph: node %zu does not exist (the graph has %zu nodes)", node,
+                        g->node_count);
+    tio_graph *sub;
+    int rc = check_attr(g, node, a, &sub, err);
+    if (rc) return rc;
+    tio_gnode *n = &g->nodes[node];
+    void *p = n->attrs;
+    rc = grow(&p, &n->attr_cap, n->attr_count + 1, sizeof *n->attrs, err);
+    n->attrs = p;
+    if (rc) return rc;
+    tio_gattr na;
+    memset(&na, 0, sizeof na);
+    na.type = a->type;
+    na.name = dupstr(a->name);
+    if (!na.name) goto nomem;
+    size_t bytes;
+    switch (a->type) {
+    case TIO_ATTR_INT:
+    case TIO_ATTR_TENSOR: na.i = a->i; break;
+    case TIO_ATTR_FLOAT: na.f = a->f; break;
+    case TIO_ATTR_STRING:
+        na.s = dupstr(a->s);
+        if (!na.s) goto nomem;
+        break;
+    case TIO_ATTR_INTS:
+        rc = dup_i64(a->ints, a->count, &na.ints, err);
+        if (rc) goto fail;
+        na.count = a->count;
+        break;
+    case TIO_ATTR_FLOATS:
+        if (a->count) {
+            if (tio__mul_ovf(a->count, sizeof *na.floats, &bytes)) goto overflow;
+            na.floats = malloc(bytes);
+            if (!na.floats) goto nomem;
+            memcpy(na.floats, a->floats, bytes);
+        }
+        na.count = a->count;
+        break;
+    case TIO_ATTR_STRINGS:
+        if (a->count) {
+            if (tio__mul_ovf(a->count, sizeof *na.strings, &bytes)) goto overflow;
+            na.strings = calloc(a->count, sizeof *na.strings);
+            if (!na.strings) goto nomem;
+            na.count = a->count;
+            for (size_t k = 0; k < a->count; k++) {
+                na.strings[k] = dupstr(a->strings[k]);
+                if (!na.strings[k]) goto nomem;
+            }
+        }
+        break;
+    case TIO_ATTR_GRAPH: na.graph = sub; break;
+    }
+    n->attrs[n->attr_count++] = na;
+    if (sub) sub->attached = true;
+    return TIO_OK;
+overflow:
+    rc = tio__err(err, TIO_E_OVERFLOW, NULL, -1, "graph: attribute array size overflows");
+    goto fail;
+nomem:
+    rc = tio__nomem(err, NULL);
+fail:
+    attr_clear(&na);
+    return rc;
+}
+
+int tio_graph_new_subgraph(tio_graph *g, tio_graph **out, tio_error *err) {
+    if (out) *out = NULL;
+    if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
+    void *p = g->subgraphs;
+    int rc = grow(&p, &g->sub_cap, g->sub_count + 1, sizeof *g->subgraphs, err);
+    g->subgraphs = p;
+    if (rc) return rc;
+    tio_graph *s = graph_new(g->c, g);
+    if (!s) return tio__nomem(err, NULL);
+    g->subgraphs[g->sub_count++] = s;
+    if (out) *out = s;
+    return TIO_OK;
+}
+
+/* Replaces one of the graph's value lists. */
+static int set_list(tio_graph *g, int64_t **list, size_t *count, const int64_t *values,
+                    size_t n, const char *what, tio_error *err) {
+    if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
+    if (n && !values)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "graph %s: the list is NULL for a count of %zu", what, n);
+    for (size_t k = 0; k < n; k++)
+        if (values[k] < 0 || (uint64_t)values[k] >= g->value_count)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph %s: entry %zu is value %lld (expected a value index "
+                            "below %zu)",
+                            what, k, (long long)values[k], g->value_count);
+    int64_t *copy;
+    int rc = dup_i64(values, n, &copy, err);
+    if (rc) return rc;
+    free(*list);
+    *list = copy;
+    *count = n;
+    return TIO_OK;
+}
+
+int tio_graph_set_inputs(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
+    return g ? set_list(g, &g->inputs, &g->input_count, values, n, "inputs", err)
+             : tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
+}
+
+int tio_graph_set_outputs(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
+    return g ? set_list(g, &g->outputs, &g->output_count, values, n, "outputs", err)
+             : tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
+}
+
+int tio_graph_set_captures(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
+    return g ? set_list(g, &g->captures, &g->capture_count, values, n, "captures", err)
+             : tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
+}
+
+int tio_graph_set_native_format(tio_graph *g, const char *format, tio_error *err) {
+    if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
+    char *s;
+    if (dup_opt(format, &s)) return tio__nomem(err, NULL);
+    free(g->native_format);
+    g->native_format = s;
+    return TIO_OK;
+}

@@ -1,0 +1,83 @@
+/*
+ * Model graph internals, shared by the graph module and the format modules
+ * that read and write graphs. Not installed.
+ */
+#ifndef TIO_GRAPH_H
+#define TIO_GRAPH_H
+
+#include "core/internal.h"
+
+typedef struct tio_gvalue {
+    char *name;     /* NULL when unnamed */
+    tio_dtype dtype;
+    int64_t rank;   /* -1 unknown */
+    tio_dim *dims;  /* rank entries; dims[i].name owned */
+    int64_t tensor; /* container tensor index or -1 */
+} tio_gvalue;
+
+typedef struct tio_gattr {
+    char *name;
+    tio_attr_type type;
+    int64_t i;
+    double f;
+    char *s;
+    size_t count;
+    int64_t *ints;
+    double *floats;
+    char **strings;
+    tio_graph *graph;
+} tio_gattr;
+
+typedef struct tio_gnode {
+    char *name;
+    char *op;
+    char *native_op;  /* NULL = op */
+    int64_t native_id;
+    int64_t *inputs;
+    size_t input_count;
+    int64_t *outputs;
+    size_t output_count;
+    tio_gattr *attrs;
+    size_t attr_count, attr_cap;
+    /* Format-private: the attribute-table code the source used (rten: the
+     * OperatorAttrs union tag; -1 = none recorded). */
+    int64_t native_attrs;
+    /* Set by a reader when part of this node could not be decoded (a table or
+     * field from a newer schema): writers must refuse to re-encode it rather
+     * than drop it. The text says what. */
+    char *opaque;
+} tio_gnode;
+
+struct tio_graph {
+    tio_container *c;    /* owner */
+    tio_graph *parent;   /* NULL for the root */
+    char *native_format; /* NULL if built through the API */
+    tio_gvalue *values;
+    size_t value_count, value_cap;
+    tio_gnode *nodes;
+    size_t node_count, node_cap;
+    int64_t *inputs, *outputs, *captures;
+    size_t input_count, output_count, capture_count;
+    tio_kv meta;
+    tio_graph **subgraphs; /* owned */
+    size_t sub_count, sub_cap;
+    /* A subgraph: whether a GRAPH attribute of the parent refers to it yet
+     * (each subgraph is used by at most one attribute). */
+    bool attached;
+};
+
+/* Frees a graph and its subgraphs (the root is freed by the container). */
+void tio__graph_free(tio_graph *g);
+
+/* Marks node i opaque with a message (see tio_gnode.opaque). */
+int tio__graph_set_opaque(tio_graph *g, size_t node, const char *why, tio_error *err);
+
+/* A sanity bound on the rank of a value added through the API (decoders
+ * apply tio_limits.max_rank first). */
+#define TIO_GRAPH_API_MAX_RANK 4096
+
+/* Creates the graph objects' storage with room for the given counts
+ * (a hint; may be 0). */
+int tio__graph_reserve(tio_graph *g, size_t values, size_t nodes, tio_error *err);
+
+#endif /* TIO_GRAPH_H */
