@@ -96,7 +96,11 @@ static void test_byte_sweep(void **state) {
     sweep_dir("tenbin", ".ten", &files);
     sweep_dir("tenbin/malformed", ".ten", &files);
     sweep_dir("tenbin/quirks", ".ten", &files);
-    assert_true(files >= 60);
+    sweep_dir("rten/matmul_add", ".rten", &files);
+    sweep_dir("rten/small_cnn", ".rten", &files);
+    sweep_dir("rten/shape_ops", ".rten", &files);
+    sweep_dir("rten/int_consts", ".rten", &files);
+    assert_true(files >= 68);
 }
 
 /* xorshift: deterministic pseudo-random bytes */
@@ -117,6 +121,12 @@ static void test_random_buffers(void **state) {
         /* half of them start like a real file */
         if (iter % 2 && len >= 16) memcpy(buf, "~TenBin~", 8);
         if (iter % 4 == 1 && len >= 8) { memset(buf, 0, 8); buf[0] = (uint8_t)(next(&s) % 4); }
+        if (iter % 8 == 3 && len >= 32) { /* an rten V2 header over random model data */
+            memcpy(buf, "RTEN\2\0\0\0\40\0\0\0\0\0\0\0", 16);
+            uint64_t ml = next(&s) % (len - 32 + 1);
+            for (int k = 0; k < 8; k++) buf[16 + k] = (uint8_t)(ml >> (8 * k));
+            for (int k = 0; k < 8; k++) buf[24 + k] = (uint8_t)((32 + ml) >> (8 * k));
+        }
         decode_all(buf, len);
     }
 }
