@@ -235,6 +235,8 @@ typedef struct tio_format_desc {
     const char *extensions;  /* ".btf" (space separated) */
     unsigned caps;           /* TIO_CAP_* */
     uint32_t dtypes;         /* bit (1u << dtype) per storable dtype */
+    uint32_t versions;       /* bit (1u << v) per version v the writer can write
+                                (tio_save_options.version); 0 = not versioned */
     /* 0 = not this format, otherwise a confidence 1..100. Must be cheap and
      * safe on any bytes (size may be 0). */
     int (*probe)(const uint8_t *data, size_t size);

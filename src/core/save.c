@@ -62,6 +62,10 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
     p->flags = flags;
     p->version = opts ? opts->version : 0;
     const char *fn = f->name;
+    if (p->version && !(p->version < 32 && (f->versions & (1u << p->version))))
+        return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
+                        "%s has no version %u to write%s", fn, p->version,
+                        f->versions ? "" : " (it is not versioned; leave the version at 0)");
     /* A model format needs a graph. (A format without TIO_CAP_GRAPH simply
      * does not write the graph and its metadata: the constants are tensors.) */
     if ((f->caps & TIO_CAP_GRAPH) && !c->graph)

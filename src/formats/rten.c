@@ -1068,10 +1068,7 @@ static int rt_check_graph(rt_writer *w, const tio_graph *g, uint8_t *used, tio_e
 
 static int rt_check(const tio_write_plan *p, tio_error *err) {
     const tio_container *c = tio__plan_container(p);
-    unsigned version = tio__plan_version(p);
-    if (version != 0 && version != 1 && version != 2)
-        return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
-                        "rten version %u does not exist (expected 1 or 2)", version);
+    /* The version (0, 1 or 2) was checked against .versions by the core. */
     if (!c->graph)
         return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
                         "a model needs a graph; this container holds tensors only");
@@ -1508,6 +1505,7 @@ const tio_format_desc tio__format_rten = {
     .description = "rten model (.rten): FlatBuffers graph and tensor data, V1 and V2",
     .extensions = ".rten",
     .caps = TIO_CAP_NAMES | TIO_CAP_GRAPH,
+    .versions = (1u << 1) | (1u << 2),
     .dtypes = TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_INT32) | TIO_DTYPE_BIT(TIO_INT8) |
               TIO_DTYPE_BIT(TIO_UINT8),
     .probe = rt_probe,

@@ -845,6 +845,140 @@ def t_write_error():
 
 # -------------------------------------------------------------------- main
 
+# -------------------------------------------------------------------- rten
+
+RTEN_MODELS = ["matmul_add", "small_cnn", "shape_ops", "int_consts", "big_init"]
+RTEN_DTYPES = {"Float32": "float32", "Float": "float32", "Int32": "int32", "Int8": "int8",
+               "UInt8": "uint8"}
+
+
+def snake(name):
+    return re.sub(r"([A-Z])", lambda mo: "_" + mo.group(1).lower(), name)
+
+
+def rten_vectors():
+    """(rel, manifest, version) of every rten model file."""
+    out = []
+    for mname in RTEN_MODELS:
+        m = manifest(f"rten/{mname}/{mname}.json")
+        if m is None:
+            continue
+        for v in (1, 2):
+            out.append((f"rten/{mname}/{mname}.v{v}.rten", m, v))
+    return out
+
+
+def t_rten_ls(rel, m):
+    path = vec(rel)
+    if path is None:
+        return
+    j = run_json("ls", "--json", "--hash", path)
+    assert j["format"] == "rten", j["format"]
+    consts = m["graph"]["constants"]
+    assert len(j["tensors"]) == len(consts), j
+    for g, w in zip(j["tensors"], consts):
+        assert g["name"] == w["name"], (g, w)
+        assert g["dtype"] == RTEN_DTYPES[w["dtype"]], (g, w)
+        assert g["shape"] == w["shape"], (g, w)
+        assert g["nbytes"] == w["nbytes"], (g, w)
+        assert g["sha256"] == w["sha256"], (g, w)
+
+
+def t_rten_info(rel, m, version):
+    path = vec(rel)
+    if path is None:
+        return
+    j = run_json("info", "--json", path)
+    assert j["format"] == "rten"
+    assert j["props"]["version"] == str(version), j["props"]
+    assert j["props"]["schema_version"] == "1", j["props"]
+    if version == 2:
+        h = m["files"]["v2"]["header"]
+        for k in ("model_data_offset", "model_data_len", "tensor_data_offset"):
+            assert j["props"][k] == str(h[k]), (k, j["props"])
+    g = j["graph"]
+    meta = {k: v for k, v in m["metadata"].items() if v is not None}
+    assert g["metadata"] == meta, g["metadata"]
+    for side in ("inputs", "outputs"):
+        got = [(x["name"], x["dtype"], x["shape"]) for x in g[side]]
+        want = [(x["name"], RTEN_DTYPES[x["dtype"]], x["shape"]) for x in m[side]]
+        assert got == want, (side, got, want)
+    assert g["constants"] == len(m["graph"]["constants"])
+    ops = m["graph"]["operators"]
+    assert [n["op"] for n in g["nodes"]] == m["operator_types_in_order"]
+    for n, w in zip(g["nodes"], ops):
+        assert n["name"] == w["name"] and n["native_id"] == w["type_id"], (n, w)
+        assert n["inputs"] == w["inputs"] and n["outputs"] == w["outputs"], (n, w)
+        want = {snake(k): (int(v) if isinstance(v, bool) else v)
+                for k, v in (w.get("attrs") or {}).items() if v is not None}
+        assert n["attrs"] == want, (n["attrs"], want)
+    # the text form names every operator in order, with its attributes
+    res = run("info", path)
+    expect(res, 0)
+    assert "format details:" in res.out and "operators:" in res.out, res.out
+    pos = 0
+    for w in ops:
+        at = res.out.find(f"  {w['name']}  {w['type']}", pos)
+        assert at >= 0, f"operator {w['name']} {w['type']} not in order in:\n{res.out}"
+        pos = at
+
+
+def t_rten_convert(tmp):
+    """V1 <-> V2, weights export, refusals, validate."""
+    src = vec("rten/small_cnn/small_cnn.v2.rten")
+    m = manifest("rten/small_cnn/small_cnn.json")
+    if src is None or m is None:
+        return
+    v1 = os.path.join(tmp, "m.v1.rten")
+    expect(run("convert", "--rten-version", "1", src, v1), 0)
+    with open(v1, "rb") as f:
+        assert f.read(4) != b"RTEN", "a V1 file has no header"
+    j = run_json("info", "--json", v1)
+    assert j["props"]["version"] == "1", j["props"]
+    v2 = os.path.join(tmp, "m.rten")
+    expect(run("convert", v1, v2), 0)
+    with open(v2, "rb") as f:
+        head = f.read(32)
+    assert head[:4] == b"RTEN" and struct.unpack("<I", head[4:8])[0] == 2, head
+    mo, ml, to = struct.unpack("<QQQ", head[8:32])
+    assert mo == 32 and to % 64 == 0 and mo + ml <= to < mo + ml + 64, (mo, ml, to)
+    # the weights hash the same through both conversions
+    a = run_json("ls", "--json", "--hash", src)["tensors"]
+    b = run_json("ls", "--json", "--hash", v2)["tensors"]
+    assert [t["sha256"] for t in a] == [t["sha256"] for t in b]
+    # --format-version is the same option
+    v1b = os.path.join(tmp, "m2.rten")
+    expect(run("convert", "--format-version", "1", v2, v1b), 0)
+    assert read_bytes(v1b) == read_bytes(v1), "V1 output differs between the two options"
+    # weights to a tensor format: the graph is not written, no flag needed
+    ten = os.path.join(tmp, "w.ten")
+    expect(run("convert", src, ten), 0)
+    t = run_json("ls", "--json", "--hash", ten)
+    assert t["format"] == "tenbin" and [x["sha256"] for x in t["tensors"]] == \
+        [x["sha256"] for x in a]
+    assert "graph" not in run_json("info", "--json", ten)
+    # a tensor file cannot become a model
+    res = run("convert", ten, os.path.join(tmp, "bad.rten"))
+    expect(res, 1)
+    assert "needs a graph" in res.err, res
+    assert not os.path.exists(os.path.join(tmp, "bad.rten"))
+    # a version that does not exist
+    res = run("convert", "--rten-version", "3", src, os.path.join(tmp, "v3.rten"))
+    assert res.rc != 0 and "version 3" in res.err, res
+    res = run("convert", "--format-version", "2", src, os.path.join(tmp, "v.ten"))
+    assert res.rc == 1 and "not versioned" in res.err, res
+    # validate: every vector is clean
+    paths = [p for p in (vec(rel) for rel, _, _ in rten_vectors()) if p]
+    res = run("validate", *paths)
+    expect(res, 0)
+    # a truncated model is rejected with the format and offset named
+    cut = os.path.join(tmp, "cut.rten")
+    with open(cut, "wb") as f:
+        f.write(read_bytes(src)[:1000])
+    res = run("validate", cut)
+    assert res.rc != 0 and "rten: offset" in res.out + res.err, res
+
+
 def main():
     if not os.access(TENSIO, os.X_OK):
         print(f"not executable: {TENSIO}")
@@ -864,6 +998,12 @@ def main():
             for rel, m in vector_manifests(fmt):
                 case(f"ls --json --hash {rel}", t_ls_json_manifest, rel, m, fmt)
                 case(f"info --json {rel}", t_info_manifest, rel, m)
+        for rel, m, v in rten_vectors():
+            case(f"ls --json --hash {rel}", t_rten_ls, rel, m)
+            case(f"info --json {rel}", t_rten_info, rel, m, v)
+        rdir = os.path.join(tmp, "rten")
+        os.mkdir(rdir)
+        case("rten convert", t_rten_convert, rdir)
         case("ls text", t_ls_text)
         case("ls text names", t_ls_text_names)
         case("ls empty container", t_ls_empty_container)

@@ -1003,6 +1003,67 @@ static void test_builder_errors(void **state) {
 
 /* ------------------------------------------------------- 3. rejections */
 
+
+/* Strings and vectors of every small length, each landing at every
+ * position relative to the builder's capacity (the buffer grows by
+ * doubling; an object must never be written past the room reserved for it;
+ * ASan checks). Each is read back from the finished buffer. */
+static void test_builder_growth(void **state) {
+    (void)state;
+    char text[300];
+    for (size_t i = 0; i < sizeof text; i++) text[i] = (char)('a' + i % 26);
+    for (size_t first = 0; first < 64; first += 3) {
+        tio_fb_builder *b = tio__fb_builder_new("test");
+        assert_non_null(b);
+        tio_fb_off refs[300];
+        size_t n = 0;
+        for (size_t len = first; len < sizeof text && n < 300; len += 7) {
+            tio_fb_off o;
+            if (n % 2)
+                assert_int_equal(tio__fb_create_string(b, text, len, &o, NULL), TIO_OK);
+            else
+                assert_int_equal(tio__fb_create_vector(b, text, len, 1, 1, &o, NULL), TIO_OK);
+            refs[n++] = o;
+        }
+        tio_fb_off vec, root;
+        assert_int_equal(tio__fb_create_offset_vector(b, refs, n, &vec, NULL), TIO_OK);
+        assert_int_equal(tio__fb_start_table(b, NULL), TIO_OK);
+        assert_int_equal(tio__fb_add_offset(b, 0, vec, NULL), TIO_OK);
+        assert_int_equal(tio__fb_end_table(b, &root, NULL), TIO_OK);
+        assert_int_equal(tio__fb_finish(b, root, NULL), TIO_OK);
+        size_t blen;
+        const uint8_t *buf = tio__fb_buffer(b, &blen);
+        tio_fb_ref r;
+        tio_fb_vec v;
+        assert_true(tio__fb_root(buf, blen, &r));
+        assert_true(tio__fb_vector(&r, 0, &v));
+        assert_int_equal(v.count, n);
+        for (size_t k = 0; k < n; k++) {
+            size_t len = first + 7 * k;
+            /* element k of an offset vector: follow it by hand */
+            size_t at = v.data + 4 * k;
+            uint32_t off = (uint32_t)buf[at] | (uint32_t)buf[at + 1] << 8 |
+                           (uint32_t)buf[at + 2] << 16 | (uint32_t)buf[at + 3] << 24;
+            size_t obj = at + off;
+            uint32_t cnt = (uint32_t)buf[obj] | (uint32_t)buf[obj + 1] << 8 |
+                           (uint32_t)buf[obj + 2] << 16 | (uint32_t)buf[obj + 3] << 24;
+            assert_int_equal(cnt, len);
+            assert_memory_equal(buf + obj + 4, text, len);
+            if (k % 2) assert_int_equal(buf[obj + 4 + len], 0);
+        }
+        tio__fb_builder_free(b);
+    }
+    /* A string right after a vector that leaves 0..260 bytes of room. */
+    for (size_t fill = 0; fill < 260; fill++)
+        for (size_t len = 0; len < 12; len++) {
+            tio_fb_builder *b = tio__fb_builder_new("test");
+            tio_fb_off v, str;
+            assert_int_equal(tio__fb_create_vector(b, text, fill, 1, 1, &v, NULL), TIO_OK);
+            assert_int_equal(tio__fb_create_string(b, text, len, &str, NULL), TIO_OK);
+            tio__fb_builder_free(b);
+        }
+}
+
 static void test_truncations(void **state) {
     (void)state;
     const char *rels[] = {"rten/small_cnn/small_cnn.v1.rten", "rten/matmul_add/matmul_add.v2.rten",
@@ -1584,6 +1645,7 @@ int main(void) {
         cmocka_unit_test(test_builder_alignment),
         cmocka_unit_test(test_builder_vtables),
         cmocka_unit_test(test_builder_errors),
+        cmocka_unit_test(test_builder_growth),
         cmocka_unit_test(test_truncations),
         cmocka_unit_test(test_bad_root_and_table_header),
         cmocka_unit_test(test_crafted_fields_and_strings),
