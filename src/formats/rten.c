@@ -822,11 +822,8 @@ static int rt_read(tio_read_ctx *ctx, tio_error *err) {
                             "%zu bytes: too short for a V1 model (a FlatBuffers root offset "
                             "needs 4)",
                             size);
-        if (size > ctx->limits.max_header_bytes)
-            return tio__err(err, TIO_E_LIMIT, RT_FMT, 0,
-                            "a V1 model is all FlatBuffers data; %zu bytes exceed the limit of "
-                            "%llu",
-                            size, (unsigned long long)ctx->limits.max_header_bytes);
+        /* No max_header_bytes here: a V1 buffer holds every weight inline (up to
+         * FlatBuffers' 2 GiB); the work is bounded by the table budget instead. */
         r.version = 1;
         r.buf = d;
         r.len = size;
