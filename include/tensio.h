@@ -318,6 +318,8 @@ typedef struct tio_attr {
     const double *floats;
     const char *const *strings;
     tio_graph *graph;           /* GRAPH */
+    const char *label;          /* INT: the name of an enum value in the source
+                                   format's schema ("NotSet" for auto_pad 1), or NULL */
 } tio_attr;
 
 /* The container's (root) graph, or NULL for a tensor-only container. */

@@ -38,6 +38,17 @@ run "$tensio" convert "$vec/btf/coo_btf_info_test.btf" "$out/coo.ten"
 run "$tensio" convert --densify "$vec/btf/coo_btf_info_test.btf" "$out/coo.ten"
 run "$tensio" dump "$out/coo.ten" 1
 
+step "A model: rten's small CNN (V2) — header, metadata, inputs/outputs, operators"
+run "$tensio" info "$vec/rten/small_cnn/small_cnn.v2.rten"
+run "$tensio" ls --hash "$vec/rten/small_cnn/small_cnn.v2.rten"
+
+step "Export its weights to tenbin; convert it to the V1 layout and back"
+run "$tensio" convert "$vec/rten/small_cnn/small_cnn.v2.rten" "$out/weights.ten"
+run "$tensio" ls --hash "$out/weights.ten"
+run "$tensio" convert --rten-version 1 "$vec/rten/small_cnn/small_cnn.v2.rten" "$out/cnn.v1.rten"
+run "$tensio" convert "$out/cnn.v1.rten" "$out/cnn.rten"
+run "$tensio" convert "$out/weights.ten" "$out/nograph.rten"
+
 step "Validation: a clean file prints nothing; broken ones say where and what"
 run "$tensio" validate "$out/batch.ten" "$out/batch.btf"
 run "$tensio" validate "$vec/btf/malformed/num_tensors_huge.btf" \

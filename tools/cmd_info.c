@@ -173,7 +173,10 @@ static void sb_shape(sbuf *b, const tio_value_info *vi) {
 
 static void sb_attr(sbuf *b, const tio_container *c, const tio_attr *a) {
     switch (a->type) {
-    case TIO_ATTR_INT: sb_printf(b, "%lld", (long long)a->i); break;
+    case TIO_ATTR_INT:
+        if (a->label) sb_printf(b, "%s(%lld)", a->label, (long long)a->i);
+        else sb_printf(b, "%lld", (long long)a->i);
+        break;
     case TIO_ATTR_FLOAT: sb_printf(b, "%.9g", a->f); break;
     case TIO_ATTR_STRING:
         sb_str(b, "\"");

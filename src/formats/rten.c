@@ -401,6 +401,7 @@ static int rt_attrs(rt_reader *r, const tio_fb_ref *at, const tio_fb_table *sche
             if (!tio__fb_scalar(at, id, f, &iv, &fv)) continue;
             a.type = TIO_ATTR_INT;
             a.i = iv;
+            a.label = tio__rten_enum_name(f->enum_name, iv);
             break;
         case TIO_FB_F32:
         case TIO_FB_F64:

@@ -204,6 +204,9 @@ static void attr_out(const tio_gattr *a, tio_attr *out) {
     out->type = a->type;
     switch (a->type) {
     case TIO_ATTR_INT:
+        out->i = a->i;
+        out->label = a->s; /* an INT keeps its enum label in s */
+        break;
     case TIO_ATTR_TENSOR: out->i = a->i; break;
     case TIO_ATTR_FLOAT: out->f = a->f; break;
     case TIO_ATTR_STRING: out->s = a->s; break;
@@ -515,6 +518,12 @@ int tio_graph_add_attr(tio_graph *g, size_t node, const tio_attr *a, tio_error *
     size_t bytes;
     switch (a->type) {
     case TIO_ATTR_INT:
+        na.i = a->i;
+        if (a->label && a->label[0]) {
+            na.s = dupstr(a->label);
+            if (!na.s) goto nomem;
+        }
+        break;
     case TIO_ATTR_TENSOR: na.i = a->i; break;
     case TIO_ATTR_FLOAT: na.f = a->f; break;
     case TIO_ATTR_STRING:

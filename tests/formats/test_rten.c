@@ -747,6 +747,9 @@ static void test_api_model_round_trip(void **state) {
         assert_int_equal(a.i, 1);
         assert_int_equal(tio_graph_find_attr(g, 1, "auto_pad", &a), TIO_OK);
         assert_int_equal(a.i, 0);
+        assert_string_equal(a.label, "Same"); /* the AutoPad enum's name */
+        assert_int_equal(tio_graph_find_attr(g, 1, "groups", &a), TIO_OK);
+        assert_null(a.label); /* not an enum */
         /* If branches are subgraphs with their captures */
         assert_int_equal(tio_graph_find_attr(g, 4, "then_branch", &a), TIO_OK);
         assert_int_equal(a.type, TIO_ATTR_GRAPH);

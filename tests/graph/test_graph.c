@@ -684,6 +684,37 @@ static void test_internals_and_free(void **state) {
     tio_container_free(NULL);
 }
 
+
+/* An INT attribute keeps its enum label (copied); other types have none. */
+static void test_enum_labels(void **state) {
+    (void)state;
+    tio_container *c = make_container();
+    tio_graph *g;
+    tio_error e;
+    assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+    size_t j = add_node(g, "conv", "Conv", NULL, -1, NULL, 0, NULL, 0);
+    char label[8] = "NotSet";
+    tio_attr a = attr("auto_pad", TIO_ATTR_INT);
+    a.i = 1;
+    a.label = label;
+    add_attr_ok(g, j, &a);
+    a = attr("groups", TIO_ATTR_INT);
+    a.i = 1;
+    add_attr_ok(g, j, &a);
+    a = attr("alpha", TIO_ATTR_FLOAT);
+    a.label = "ignored";
+    add_attr_ok(g, j, &a);
+    label[0] = 'X'; /* the graph holds its own copy */
+    tio_attr out;
+    assert_int_equal(tio_graph_find_attr(g, j, "auto_pad", &out), TIO_OK);
+    assert_string_equal(out.label, "NotSet");
+    assert_int_equal(tio_graph_find_attr(g, j, "groups", &out), TIO_OK);
+    assert_null(out.label);
+    assert_int_equal(tio_graph_find_attr(g, j, "alpha", &out), TIO_OK);
+    assert_null(out.label);
+    tio_container_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_and_read),
@@ -691,6 +722,7 @@ int main(void) {
         cmocka_unit_test(test_save),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_internals_and_free),
+        cmocka_unit_test(test_enum_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
