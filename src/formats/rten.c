@@ -770,17 +770,21 @@ static int rt_read(tio_read_ctx *ctx, tio_error *err) {
     size_t size = ctx->size;
     int rc;
     if (size >= 4 && memcmp(d, rt_magic, 4) == 0) {
-        /* V2 header, checked in the order rten's Header::from_buf does. */
-        if (size < RT_HEADER_LEN)
-            return tio__err(err, TIO_E_TRUNCATED, RT_FMT, 0,
+        /* V2 header, checked in the order rten's Header::from_buf reads it:
+         * magic, version, then the offsets. */
+        if (size < 8)
+            return tio__err(err, TIO_E_TRUNCATED, RT_FMT, 4,
                             "the V2 header needs 32 bytes, the file has %zu", size);
         uint32_t version = tio__ld32(d + 4);
-        uint64_t mo = tio__ld64(d + 8), ml = tio__ld64(d + 16), to = tio__ld64(d + 24);
         if (version != RT_VERSION)
             return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, 4,
                             "format version %u is not supported (expected 2; V1 files have no "
                             "header)",
                             version);
+        if (size < RT_HEADER_LEN)
+            return tio__err(err, TIO_E_TRUNCATED, RT_FMT, (int64_t)size,
+                            "the V2 header needs 32 bytes, the file has %zu", size);
+        uint64_t mo = tio__ld64(d + 8), ml = tio__ld64(d + 16), to = tio__ld64(d + 24);
         if (mo < RT_HEADER_LEN || mo > size)
             return tio__err(err, TIO_E_BOUNDS, RT_FMT, 8,
                             "model_data_offset %llu is outside [32, %zu] (the file size)",

@@ -505,6 +505,10 @@ static void test_bad_headers(void **state) {
     /* external data missing: the file cut at the tensor data */
     expect_fail(b, (size_t)ld64(b + 24) + 100, TIO_E_BOUNDS, "past the end");
     expect_fail(b, 20, TIO_E_TRUNCATED, "32 bytes");
+    expect_fail(b, 6, TIO_E_TRUNCATED, "32 bytes");
+    memcpy(x, b, 12);
+    x[4] = 1; /* the version is read before the rest of the header, as rten does */
+    expect_fail(x, 12, TIO_E_UNSUPPORTED, "version 1");
     expect_fail(b, 2, TIO_E_TRUNCATED, NULL);
     /* every truncation fails cleanly */
     for (size_t n = 0; n < len; n++) {
