@@ -911,12 +911,18 @@ static int rt_op_code(const tio_graph *g, const tio_gnode *n, const char *lbl, u
                     n->op, TIO_RTEN_OP_COUNT);
 }
 
-/* The attrs union tag a node is written with (0 = none). */
+/* The attrs union tag a node is written with (0 = none): the table the
+ * source file had (none when it had none: a round trip keeps that, and rten
+ * reports it as it did for the source), else the operator's table, except
+ * that an optional table (CumSum, Pad, Shape) is written only when used. */
 static unsigned rt_attrs_tag(const tio_graph *g, const tio_gnode *n, unsigned code) {
     bool native = g->native_format && strcmp(g->native_format, RT_FMT) == 0;
     if (native && n->native_attrs > 0 && n->native_attrs <= 255) return (unsigned)n->native_attrs;
-    if (code < TIO_RTEN_OP_COUNT) return tio__rten_ops[code].attrs;
-    return 0;
+    if (native && n->native_attrs < 0 && n->attr_count == 0) return 0;
+    if (code >= TIO_RTEN_OP_COUNT) return 0;
+    const tio_rten_op *op = &tio__rten_ops[code];
+    if (op->optional && n->attr_count == 0) return 0;
+    return op->attrs;
 }
 
 static const tio_fb_field *rt_find_field(const tio_fb_table *t, const char *name, unsigned *id) {
@@ -1015,6 +1021,18 @@ static int rt_check_attrs(const tio_gnode *n, const tio_fb_table *t, const char 
             return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
                             "%s: attribute '%s' has the wrong type for rten's %s.%s (a %s)",
                             lbl, a->name, t->name, f->name, rt_kind_name(f->kind));
+    }
+    /* Fields the schema requires (MaxPool's kernel_size, ConstantOfShape's value). */
+    for (unsigned id = 0; t && id < t->nfields; id++) {
+        const tio_fb_field *f = &t->fields[id];
+        if (!f->required || f->kind == TIO_FB_UNION_TYPE) continue;
+        bool have = false;
+        for (size_t k = 0; k < n->attr_count && !have; k++)
+            have = strcmp(n->attrs[k].name, f->name) == 0;
+        if (!have)
+            return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                            "%s: attribute '%s' is required by rten's %s and is missing", lbl,
+                            f->name, t->name);
     }
     return TIO_OK;
 }
@@ -1244,16 +1262,8 @@ static int rt_build_operator(rt_writer *w, const tio_graph *g, size_t j, tio_fb_
     unsigned tag = rt_attrs_tag(g, n, code);
     tio_fb_off attrs = 0, ins = 0, outs = 0;
     if (tag) {
-        const tio_fb_table *t = tio__rten_union_OperatorAttrs->members[tag - 1];
-        /* An optional table (CumSum, Pad, Shape) is written only when used. */
-        bool optional = code < TIO_RTEN_OP_COUNT && tio__rten_ops[code].optional &&
-                        tio__rten_ops[code].attrs == tag;
-        if (n->attr_count || !optional) {
-            rc = rt_build_attrs(w, n, t, &attrs, err);
-            if (rc) return rc;
-        } else {
-            tag = 0;
-        }
+        rc = rt_build_attrs(w, n, tio__rten_union_OperatorAttrs->members[tag - 1], &attrs, err);
+        if (rc) return rc;
     }
     /* Node indices: values first (index = value index), then operators. */
     int32_t tmp[64];

@@ -829,6 +829,19 @@ static void test_write_refusals(void **state) {
         tio_container_free(c);
     }
 
+    /* a MaxPool built without its required kernel_size */
+    c = build_model();
+    {
+        tio_node_info mp = {0};
+        mp.op = "MaxPool";
+        mp.native_id = -1;
+        size_t mj;
+        assert_int_equal(tio_graph_add_node(tio_container_graph(c), &mp, &mj, &e), TIO_OK);
+        assert_int_equal(tio_check_save(c, &so, &e), TIO_E_UNSUPPORTED);
+        assert_non_null(strstr(e.message, "kernel_size"));
+    }
+    tio_container_free(c);
+
     /* an operator rten does not have; metadata rten has no field for */
     c = build_model();
     tio_graph *g = tio_container_graph(c);
@@ -1071,6 +1084,29 @@ static void test_handmade_models(void **state) {
     /* ...and a finding, so STRICT refuses it */
     assert_null(open_mem(b, len, TIO_OPEN_STRICT, &e));
     assert_int_equal(e.code, TIO_E_INVALID);
+    free(b);
+
+    /* an operator missing its required attrs table (rten: AttrsMissingError):
+     * a finding, and a round trip keeps it without a table (found by fuzzing:
+     * the writer used to emit a MaxPoolAttrs without its required kernel_size) */
+    m.op_type = 31; /* MaxPool */
+    m.attrs_tag = 0;
+    b = mk_model(&m, &len);
+    c = open_mem(b, len, 0, &e);
+    assert_non_null(c);
+    assert_int_equal(tio_container_warning_count(c), 1);
+    assert_non_null(strstr(tio_container_warning(c, 0)->message, "AttrsMissingError"));
+    for (unsigned v = 1; v <= 2; v++) {
+        out = save_mem(c, v, &olen);
+        back = open_mem(out, olen, 0, &e);
+        if (!back) fail_msg("v%u: %s", v, e.message);
+        assert_int_equal(tio_container_warning_count(back), 1);
+        tio_graph_node(tio_container_graph(back), 0, &ni);
+        assert_int_equal(ni.attr_count, 0);
+        tio_container_free(back);
+        tio_free(out);
+    }
+    tio_container_free(c);
     free(b);
 
     /* an attrs table from a newer schema: readable, refused on write */
