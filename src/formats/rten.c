@@ -176,6 +176,23 @@ static void rt_label(char *buf, size_t cap, size_t index, const char *name) {
         snprintf(buf, cap, "node %zu", index);
 }
 
+/* Fields beyond those the schema knows, in a table outside the attrs tables
+ * (a newer writer): a finding, and the graph is marked so that writers refuse
+ * to drop them. */
+static int rt_unknown_fields(rt_reader *r, const tio_fb_ref *t, const tio_fb_table *schema,
+                             tio_graph *g, const char *lbl, tio_error *err) {
+    unsigned slots = tio__fb_slot_count(t), unknown = 0;
+    for (unsigned id = schema->nfields; id < slots; id++)
+        if (tio__fb_has(t, id)) unknown++;
+    if (!unknown) return TIO_OK;
+    char why[192];
+    snprintf(why, sizeof why, "%s: %s has %u field%s beyond the %u tensio knows (a newer schema)",
+             lbl, schema->name, unknown, unknown == 1 ? "" : "s", schema->nfields);
+    int rc = tio__graph_set_graph_opaque(g, why, err);
+    if (!rc) rc = tio__warn(r->ctx, RT_FMT, rt_off(r, t->pos), err, "%s", why);
+    return rc;
+}
+
 /* A ConstantNode: its data as a view (inline vector or external range) and
  * a container tensor. */
 static int rt_constant(rt_reader *r, const tio_fb_ref *ct, const char *name, const char *lbl,
@@ -317,8 +334,8 @@ out:
 }
 
 /* A ValueNode: optional dtype and shape (dims fixed or symbolic). */
-static int rt_value(rt_reader *r, const tio_fb_ref *vt, tio_value_info *v, tio_dim **dims_out,
-                    const char *lbl, tio_error *err) {
+static int rt_value(rt_reader *r, const tio_fb_ref *vt, tio_graph *g, tio_value_info *v,
+                    tio_dim **dims_out, const char *lbl, tio_error *err) {
     tio_read_ctx *ctx = r->ctx;
     v->dtype = TIO_DTYPE_INVALID;
     if (tio__fb_has(vt, RTEN_ValueNode_dtype)) {
@@ -354,6 +371,7 @@ static int rt_value(rt_reader *r, const tio_fb_ref *vt, tio_value_info *v, tio_d
         }
         dims[i].value = tio__fb_u32(&dt, RTEN_Dim_value, 0);
         rc = rt_string(r, &dt, RTEN_Dim_name, lbl, &dims[i].name, err);
+        if (!rc) rc = rt_unknown_fields(r, &dt, tio__rten_Dim, g, lbl, err);
         if (rc) {
             free(dims);
             return rc;
@@ -645,6 +663,7 @@ static int rt_graph(rt_reader *r, const tio_fb_ref *gt, tio_graph *g, unsigned d
     size_t n = 0;
     if (tio__fb_vector(gt, RTEN_Graph_nodes, &nv)) n = nv.count;
     int rc = rt_count(r, n, gt->pos, err);
+    if (!rc) rc = rt_unknown_fields(r, gt, tio__rten_Graph, g, "Graph", err);
     if (rc) return rc;
     int64_t *map = malloc((n ? n : 1) * sizeof *map);
     if (!map) return tio__nomem(err, RT_FMT);
@@ -672,6 +691,11 @@ static int rt_graph(rt_reader *r, const tio_fb_ref *gt, tio_graph *g, unsigned d
                           lbl);
             break;
         }
+        static const tio_fb_table *const *const kinds[] = {
+            NULL, &tio__rten_OperatorNode, &tio__rten_ConstantNode, &tio__rten_ValueNode};
+        rc = rt_unknown_fields(r, &nt, tio__rten_Node, g, lbl, err);
+        if (!rc && kind < 4) rc = rt_unknown_fields(r, &dt, *kinds[kind], g, lbl, err);
+        if (rc) break;
         tio_value_info vi;
         memset(&vi, 0, sizeof vi);
         vi.name = name;
@@ -682,7 +706,7 @@ static int rt_graph(rt_reader *r, const tio_fb_ref *gt, tio_graph *g, unsigned d
             rc = rt_constant(r, &dt, name, lbl, &vi.tensor, err);
             if (rc == TIO_OK) rc = tio_graph_add_value(g, &vi, &vidx, err);
         } else if (kind == RTEN_NodeKind_ValueNode) {
-            rc = rt_value(r, &dt, &vi, &dims, lbl, err);
+            rc = rt_value(r, &dt, g, &vi, &dims, lbl, err);
             if (rc == TIO_OK) rc = tio_graph_add_value(g, &vi, &vidx, err);
             free(dims);
         } else if (kind == RTEN_NodeKind_OperatorNode) {
@@ -857,9 +881,12 @@ static int rt_read(tio_read_ctx *ctx, tio_error *err) {
     tio_graph *g = NULL;
     rc = tio_container_new_graph(ctx->c, &g, err);
     if (!rc) rc = tio_graph_set_native_format(g, RT_FMT, err);
+    if (!rc) rc = rt_unknown_fields(&r, &model, tio__rten_Model, g, "Model", err);
     if (!rc) rc = rt_graph(&r, &gt, g, 1, err);
     if (rc) return rc;
     if (tio__fb_table(&model, RTEN_Model_metadata, &mt)) {
+        rc = rt_unknown_fields(&r, &mt, tio__rten_Metadata, g, "Metadata", err);
+        if (rc) return rc;
         for (unsigned k = 0; k < RT_META_COUNT; k++) {
             const char *s = NULL;
             rc = rt_string(&r, &mt, k, "Metadata", &s, err);
@@ -1038,6 +1065,11 @@ static int rt_check_attrs(const tio_gnode *n, const tio_fb_table *t, const char 
 }
 
 static int rt_check_graph(rt_writer *w, const tio_graph *g, uint8_t *used, tio_error *err) {
+    if (g->opaque)
+        return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                        "the model cannot be re-encoded: %s (convert the weights to a tensor "
+                        "format instead)",
+                        g->opaque);
     for (size_t i = 0; i < g->value_count; i++) {
         const tio_gvalue *v = &g->values[i];
         if (v->tensor >= 0) {

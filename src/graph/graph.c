@@ -105,7 +105,15 @@ void tio__graph_free(tio_graph *g) {
     for (size_t i = 0; i < g->sub_count; i++) tio__graph_free(g->subgraphs[i]);
     free(g->subgraphs);
     free(g->native_format);
+    free(g->opaque);
     free(g);
+}
+
+int tio__graph_set_graph_opaque(tio_graph *g, const char *why, tio_error *err) {
+    if (!g || !why) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph or reason is NULL");
+    if (g->opaque) return TIO_OK;
+    g->opaque = dupstr(why);
+    return g->opaque ? TIO_OK : tio__nomem(err, NULL);
 }
 
 int tio__graph_set_opaque(tio_graph *g, size_t node, const char *why, tio_error *err) {

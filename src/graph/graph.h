@@ -59,6 +59,10 @@ struct tio_graph {
     int64_t *inputs, *outputs, *captures;
     size_t input_count, output_count, capture_count;
     tio_kv meta;
+    /* Set by a reader when part of the graph outside any node could not be
+     * decoded (fields of a newer schema in graph-level tables): writers must
+     * refuse to re-encode the graph rather than drop them. */
+    char *opaque;
     tio_graph **subgraphs; /* owned */
     size_t sub_count, sub_cap;
     /* A subgraph: whether a GRAPH attribute of the parent refers to it yet
@@ -75,6 +79,9 @@ int tio__graph_set_opaque(tio_graph *g, size_t node, const char *why, tio_error 
 /* A sanity bound on the rank of a value added through the API (decoders
  * apply tio_limits.max_rank first). */
 #define TIO_GRAPH_API_MAX_RANK 4096
+
+/* Marks the graph opaque (see tio_graph.opaque); the first reason is kept. */
+int tio__graph_set_graph_opaque(tio_graph *g, const char *why, tio_error *err);
 
 /* Creates the graph objects' storage with room for the given counts
  * (a hint; may be 0). */

@@ -925,6 +925,7 @@ typedef struct mb {
     int bad_input;         /* operator input refers to: 1 out of range, 2 an operator */
     int inline_short;      /* inline data shorter than the shape */
     int nest;              /* If nesting depth */
+    int extra_graph_field; /* add an unknown field id to the Graph table */
 } mb;
 
 static tio_fb_off mk_str(tio_fb_builder *b, const char *s) {
@@ -999,6 +1000,7 @@ static tio_fb_off mk_graph(mb *m, int depth) {
     tio__fb_create_offset_vector(b, nodes, 3, &nv, NULL);
     tio__fb_start_table(b, NULL);
     tio__fb_add_offset(b, RTEN_Graph_nodes, nv, NULL);
+    if (m->extra_graph_field) tio__fb_add_scalar(b, 7, 1, 4, NULL);
     assert_int_equal(tio__fb_end_table(b, &o, NULL), TIO_OK);
     return o;
 }
@@ -1134,6 +1136,22 @@ static void test_handmade_models(void **state) {
     tio_container_free(c);
     free(b);
     m.extra_attr_field = 0;
+
+    /* a graph-level table with a field from a newer schema: readable, refused on write */
+    m.extra_graph_field = 1;
+    b = mk_model(&m, &len);
+    c = open_mem(b, len, 0, &e);
+    assert_non_null(c);
+    assert_int_equal(tio_container_warning_count(c), 1);
+    assert_non_null(strstr(tio_container_warning(c, 0)->message, "Graph has 1 field beyond"));
+    assert_int_equal(tio_check_save(c, &so, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "cannot be re-encoded"));
+    so.format = "tenbin"; /* the weights still export */
+    assert_int_equal(tio_check_save(c, &so, &e), TIO_OK);
+    so.format = "rten";
+    tio_container_free(c);
+    free(b);
+    m.extra_graph_field = 0;
 
     /* nested If subgraphs: fine at 10, refused past max_depth */
     m.nest = 10;
