@@ -360,8 +360,8 @@ static void test_real_vectors(void **state) {
             verified++;
         }
     }
-    if (verified == 0) skip();
-    assert_int_equal(verified, 10);
+    /* big_init (4 MiB) lives only in ../shared/vectors */
+    assert_int_equal(verified, tvec_have_shared() ? 10 : 8);
 }
 
 static void test_small_cnn_facts(void **state) {
