@@ -1465,8 +1465,9 @@ static int rt_build_graph(rt_writer *w, const tio_graph *g, tio_fb_off *out, tio
 }
 
 static int rt_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
-    int rc = rt_check(p, err);
-    if (rc) return rc;
+    /* rt_check already ran on this plan (the core calls .check before .write),
+     * so nothing below can be refused after the first byte. */
+    int rc;
     rt_writer w;
     memset(&w, 0, sizeof w);
     w.plan = p;
