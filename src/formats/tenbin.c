@@ -577,9 +577,9 @@ static int tb_put_chunk(tio_sink *s, const void *payload, size_t n, tio_error *e
 }
 
 static int tb_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
-    /* Everything is checked before the first byte is written. */
-    int rc = tb_check(p, err);
-    if (rc) return rc;
+    /* tb_check already ran on this plan (the core calls .check before .write),
+     * so everything was checked before the first byte. */
+    int rc;
     size_t n = tio__plan_count(p);
     for (size_t i = 0; i < n; i++) {
         const tio_wtensor *w = tio__plan_tensor(p, i);
