@@ -1099,7 +1099,7 @@ static int rt_check_graph(rt_writer *w, const tio_graph *g, uint8_t *used, tio_e
                             "%s: cannot be re-encoded: %s (convert the weights to a tensor "
                             "format instead)",
                             lbl, n->opaque);
-        unsigned code;
+        unsigned code = 0;
         int rc = rt_op_code(g, n, lbl, &code, err);
         if (rc) return rc;
         unsigned tag = rt_attrs_tag(g, n, code);
@@ -1288,7 +1288,7 @@ static int rt_build_operator(rt_writer *w, const tio_graph *g, size_t j, tio_fb_
     const tio_gnode *n = &g->nodes[j];
     char lbl[128];
     rt_node_label(n, j, lbl, sizeof lbl);
-    unsigned code;
+    unsigned code = 0;
     int rc = rt_op_code(g, n, lbl, &code, err);
     if (rc) return rc;
     unsigned tag = rt_attrs_tag(g, n, code);
