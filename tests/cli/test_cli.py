@@ -979,6 +979,165 @@ def t_rten_convert(tmp):
     assert res.rc != 0 and "rten: offset" in res.out + res.err, res
 
 
+# ------------------------------------------------------------------ tmfile
+
+TM_MODELS = ["cnn_small", "concat_reshape_softmax", "mlp_matmul_add", "big_fc", "mnist_repo"]
+TM_DTYPES = {"fp32": "float32", "fp16": "float16", "int8": "int8", "uint8": "uint8",
+             "int32": "int32", "int16": "int16"}
+
+
+def tm_vectors():
+    """(rel, manifest) of every convert_tool tmfile."""
+    out = []
+    for mname in TM_MODELS:
+        m = manifest(f"tmfile/{mname}.json")
+        if m is not None:
+            out.append((f"tmfile/{mname}.tmfile", m))
+    return out
+
+
+def tm_masked(a, b, masks):
+    """a == b outside the masked [start, end) ranges."""
+    if len(a) != len(b):
+        return False
+    a, b = bytearray(a), bytearray(b)
+    for mk in masks:
+        s, e = (mk["start"], mk["end"]) if isinstance(mk, dict) else mk
+        a[s:e] = bytes(e - s)
+        b[s:e] = bytes(e - s)
+    return a == b
+
+
+def t_tmfile_ls(rel, m):
+    path = vec(rel)
+    if path is None:
+        return
+    j = run_json("ls", "--json", "--hash", path)
+    assert j["format"] == "tmfile", j["format"]
+    consts = [t for t in m["tensors"] if t.get("buffer") and t["buffer"]["offset_data"]]
+    assert len(j["tensors"]) == len(consts), j
+    for g, w in zip(j["tensors"], consts):
+        assert g["name"] == w["name"], (g, w)
+        assert g["dtype"] == TM_DTYPES[w["dtype"]], (g, w)
+        assert g["shape"] == w["dims"], (g, w)
+        assert g["nbytes"] == w["buffer"]["bytes_expected_from_dims"], (g, w)
+        assert g["sha256"] == w["buffer"]["sha256"], (g, w)
+
+
+def t_tmfile_info(rel, m):
+    path = vec(rel)
+    if path is None:
+        return
+    j = run_json("info", "--json", path)
+    assert j["format"] == "tmfile"
+    assert j["finding_count"] == 0, j["findings"]
+    p = j["props"]
+    assert p["variant"] == "lite" and p["subgraph_size"] == "40", p
+    assert p["ver_main"] == "2" and p["offset_root"] == str(m["header"]["offset_root"]), p
+    assert p["orig_format"] == "3 (onnx)", p
+    g = j["graph"]
+    assert g["metadata"]["tmfile.orig_format"] == "onnx", g["metadata"]
+    assert g["values"] == len(m["tensors"])
+    tensors = m["tensors"]
+    for side in ("inputs", "outputs"):
+        want = []
+        for ni in m["subgraph"]["input_nodes" if side == "inputs" else "output_nodes"]:
+            for t in m["nodes"][ni]["outputs"]:
+                want.append((tensors[t]["name"], TM_DTYPES[tensors[t]["dtype"]],
+                             tensors[t]["dims"]))
+        got = [(x["name"], x["dtype"], x["shape"]) for x in g[side]]
+        assert got == want, (side, got, want)
+    assert len(g["nodes"]) == len(m["nodes"])
+    for n, w in zip(g["nodes"], m["nodes"]):
+        assert n["name"] == w["name"] and n["native_id"] == w["tm2_op_type"], (n, w)
+        assert n.get("native_op", n["op"]) == w["tm2_op_name"], (n, w)
+        assert n["inputs"] == [tensors[i]["name"] for i in w["inputs"]], (n, w)
+        assert n["outputs"] == [tensors[i]["name"] for i in w["outputs"]], (n, w)
+        for k, v in (w["param"] or {}).items():
+            if w["tm2_op_name"] == "Eltwise" and k != "type":
+                assert k not in n["attrs"], (k, n)  # uninitialised bytes in lite files
+                continue
+            if k.startswith("offset_") and k not in n["attrs"]:
+                continue
+            got = n["attrs"][k]
+            if isinstance(v, float):
+                assert math.isclose(got, v, rel_tol=1e-6, abs_tol=1e-30), (k, got, v)
+            else:
+                assert got == v, (k, got, v)
+    res = run("info", path)
+    expect(res, 0)
+    assert "operators:" in res.out, res.out
+    pos = 0
+    for w in m["nodes"]:
+        at = res.out.find(f"  {w['name']}  ", pos)
+        assert at >= 0, f"node {w['name']} not in order in:\n{res.out}"
+        pos = at
+
+
+def t_tmfile_convert(tmp):
+    """tmfile -> tmfile (byte identity outside the masks), weights export,
+    rten -> tmfile, refusals, validate."""
+    src = vec("tmfile/cnn_small.tmfile")
+    m = manifest("tmfile/cnn_small.json")
+    if src is None or m is None:
+        return
+    out = os.path.join(tmp, "m.tmfile")
+    expect(run("convert", src, out), 0)
+    assert tm_masked(read_bytes(src), read_bytes(out), m["nondeterministic_bytes"]["masks"]), \
+        "the re-encoded file differs outside the masks"
+    # --to and the extension agree
+    out2 = os.path.join(tmp, "m2.bin")
+    expect(run("convert", "--to", "tmfile", src, out2), 0)
+    assert read_bytes(out2) == read_bytes(out)
+    # weights to a tensor format: no flag needed, same hashes
+    ten = os.path.join(tmp, "w.ten")
+    expect(run("convert", src, ten), 0)
+    a = run_json("ls", "--json", "--hash", src)["tensors"]
+    t = run_json("ls", "--json", "--hash", ten)
+    assert t["format"] == "tenbin" and [x["sha256"] for x in t["tensors"]] == \
+        [x["sha256"] for x in a]
+    # a tensor file cannot become a model
+    res = run("convert", ten, os.path.join(tmp, "bad.tmfile"))
+    expect(res, 1)
+    assert "needs a graph" in res.err, res
+    assert not os.path.exists(os.path.join(tmp, "bad.tmfile"))
+    # not versioned
+    res = run("convert", "--format-version", "2", src, os.path.join(tmp, "v.tmfile"))
+    assert res.rc == 1 and "not versioned" in res.err, res
+    # an rten model: its operators mapped, its metadata dropped on request
+    rsrc = vec("rten/small_cnn/small_cnn.v2.rten")
+    if rsrc is not None:
+        rt = os.path.join(tmp, "from_rten.tmfile")
+        res = run("convert", rsrc, rt)
+        assert res.rc == 1 and "--drop-metadata" in res.err, res
+        expect(run("convert", "--drop-metadata", rsrc, rt), 0)
+        j = run_json("info", "--json", rt)
+        assert j["format"] == "tmfile"
+        natives = [n.get("native_op", n["op"]) for n in j["graph"]["nodes"]]
+        assert "Convolution" in natives and "InputOp" in natives, natives
+        ra = run_json("ls", "--json", "--hash", rsrc)["tensors"]
+        rb = run_json("ls", "--json", "--hash", rt)["tensors"]
+        assert [x["sha256"] for x in ra] == [x["sha256"] for x in rb]
+    # validate: every convert_tool vector is clean
+    paths = [p for p in (vec(rel) for rel, _ in tm_vectors()) if p]
+    expect(run("validate", *paths), 0)
+    # an old C++ benchmark file: readable, with a finding (no weights)
+    old = vec("tmfile/upstream/yolov3_tiny_benchmark.tmfile")
+    if old is not None:
+        j = run_json("info", "--json", old)
+        assert j["props"]["variant"] == "old-cpp" and j["props"]["subgraph_size"] == "36", j
+        assert j["graph"]["metadata"]["tmfile.model_name"] == "Darknet/yolov3-tiny.cfg.optimized"
+        assert j["finding_count"] == 1 and "no data" in j["findings"][0]["message"], j
+        res = run("validate", old)
+        assert res.rc == 1 and "no data" in res.out + res.err, res
+    # a truncated model is rejected with the format and offset named
+    cut = os.path.join(tmp, "cut.tmfile")
+    with open(cut, "wb") as f:
+        f.write(read_bytes(src)[:1000])
+    res = run("validate", cut)
+    assert res.rc != 0 and "tmfile: offset" in res.out + res.err, res
+
+
 def main():
     if not os.access(TENSIO, os.X_OK):
         print(f"not executable: {TENSIO}")
@@ -1004,6 +1163,12 @@ def main():
         rdir = os.path.join(tmp, "rten")
         os.mkdir(rdir)
         case("rten convert", t_rten_convert, rdir)
+        for rel, m in tm_vectors():
+            case(f"ls --json --hash {rel}", t_tmfile_ls, rel, m)
+            case(f"info --json {rel}", t_tmfile_info, rel, m)
+        tdir = os.path.join(tmp, "tmfile")
+        os.mkdir(tdir)
+        case("tmfile convert", t_tmfile_convert, tdir)
         case("ls text", t_ls_text)
         case("ls text names", t_ls_text_names)
         case("ls empty container", t_ls_empty_container)

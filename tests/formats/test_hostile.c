@@ -100,7 +100,9 @@ static void test_byte_sweep(void **state) {
     sweep_dir("rten/small_cnn", ".rten", &files);
     sweep_dir("rten/shape_ops", ".rten", &files);
     sweep_dir("rten/int_consts", ".rten", &files);
-    assert_true(files >= 68);
+    sweep_dir("tmfile", ".tmfile", &files);
+    sweep_dir("tmfile/upstream", ".tmfile", &files);
+    assert_true(files >= 75);
 }
 
 /* xorshift: deterministic pseudo-random bytes */
@@ -121,6 +123,16 @@ static void test_random_buffers(void **state) {
         /* half of them start like a real file */
         if (iter % 2 && len >= 16) memcpy(buf, "~TenBin~", 8);
         if (iter % 4 == 1 && len >= 8) { memset(buf, 0, 8); buf[0] = (uint8_t)(next(&s) % 4); }
+        if (iter % 8 == 5 && len >= 64) { /* a tm2 header whose root table is in range */
+            memset(buf, 0, 8);
+            buf[0] = 2;
+            uint32_t root = (uint32_t)(12 + next(&s) % (len - 28));
+            for (int k = 0; k < 4; k++) buf[8 + k] = (uint8_t)(root >> (8 * k));
+            uint32_t vs = (uint32_t)(12 + next(&s) % (len - 20));
+            for (int k = 0; k < 4; k++) buf[root + 8 + k] = (uint8_t)(vs >> (8 * k));
+            buf[vs] = 1;
+            buf[vs + 1] = buf[vs + 2] = buf[vs + 3] = 0;
+        }
         if (iter % 8 == 3 && len >= 32) { /* an rten V2 header over random model data */
             memcpy(buf, "RTEN\2\0\0\0\40\0\0\0\0\0\0\0", 16);
             uint64_t ml = next(&s) % (len - 32 + 1);

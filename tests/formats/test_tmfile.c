@@ -1,0 +1,1230 @@
+/* Tengine tmfile: every vector against its manifest (constants, nodes, params,
+ * inputs/outputs), masked byte identity of read->write for the convert_tool
+ * files and the old C++ upstream files, truncations at every length,
+ * corrupted offsets, limits, writer refusals and graphs from other formats. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensio.h"
+#include "tvec.h"
+
+static const char *const lite_models[] = {"cnn_small", "concat_reshape_softmax",
+                                          "mlp_matmul_add", "big_fc", "mnist_repo"};
+#define NLITE (sizeof lite_models / sizeof lite_models[0])
+static const char *const old_models[] = {"yolov3_tiny_benchmark", "mssd_benchmark",
+                                         "retinaface_benchmark", "squeezenet_v1.1_benchmark"};
+#define NOLD (sizeof old_models / sizeof old_models[0])
+
+static uint32_t ld32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static void st32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static tio_container *open_mem(const void *buf, size_t len, unsigned flags, tio_error *e) {
+    tio_open_options o = {0};
+    o.flags = flags;
+    o.format = "tmfile";
+    tio_container *c = NULL;
+    int rc = tio_open_memory(buf, len, &o, &c, e);
+    if (rc) {
+        assert_null(c);
+        assert_int_equal(e->code, rc);
+        assert_string_equal(e->format, "tmfile");
+        assert_true(e->message[0] != 0);
+    }
+    return c;
+}
+
+static tio_container *open_path(const char *path) {
+    tio_container *c = NULL;
+    tio_error e;
+    int rc = tio_open(path, NULL, &c, &e);
+    if (rc) fail_msg("%s: %s", path, e.message);
+    return c;
+}
+
+static uint8_t *read_vec(const char *rel, size_t *len) {
+    char *p = tvec_path_or_skip(rel);
+    if (!p) return NULL;
+    uint8_t *b;
+    assert_int_equal(tvec_read(p, &b, len), 0);
+    free(p);
+    return b;
+}
+
+static uint8_t *save_mem(const tio_container *c, unsigned flags, size_t *len) {
+    tio_save_options so = {0};
+    so.format = "tmfile";
+    so.flags = flags;
+    void *out = NULL;
+    tio_error e;
+    int rc = tio_save_memory(c, &so, &out, len, &e);
+    if (rc) fail_msg("save: %s", e.message);
+    return out;
+}
+
+static int save_fails(const tio_container *c, int code, const char *needle) {
+    tio_save_options so = {0};
+    so.format = "tmfile";
+    void *out = NULL;
+    size_t len;
+    tio_error e;
+    int rc = tio_save_memory(c, &so, &out, &len, &e);
+    if (rc != code)
+        fail_msg("expected %s, got %s: %s", tio_status_name(code), tio_status_name(rc),
+                 rc ? e.message : "");
+    if (needle && !strstr(e.message, needle)) fail_msg("'%s' not in: %s", needle, e.message);
+    assert_int_equal(tio_check_save(c, &so, &e), code);
+    return rc;
+}
+
+static tio_dtype tm_dtype(const char *s) {
+    if (!strcmp(s, "fp32")) return TIO_FLOAT32;
+    if (!strcmp(s, "fp16")) return TIO_FLOAT16;
+    if (!strcmp(s, "int8")) return TIO_INT8;
+    if (!strcmp(s, "uint8")) return TIO_UINT8;
+    if (!strcmp(s, "int32")) return TIO_INT32;
+    if (!strcmp(s, "int16")) return TIO_INT16;
+    return TIO_DTYPE_INVALID;
+}
+
+/* The graph op tensio gives a tmfile node. */
+static const char *expected_op(const char *tm, json_t *param) {
+    if (!strcmp(tm, "Convolution")) return "Conv";
+    if (!strcmp(tm, "FullyConnected")) return "Gemm";
+    if (!strcmp(tm, "Pooling")) {
+        int alg = (int)json_integer_value(json_object_get(param, "alg"));
+        int global = (int)json_integer_value(json_object_get(param, "global"));
+        if (alg == 0) return global ? "GlobalMaxPool" : "MaxPool";
+        return global ? "GlobalAveragePool" : "AveragePool";
+    }
+    if (!strcmp(tm, "ReLu"))
+        return json_real_value(json_object_get(param, "negative_slope")) == 0 ? "Relu"
+                                                                              : "LeakyRelu";
+    if (!strcmp(tm, "Eltwise")) {
+        switch (json_integer_value(json_object_get(param, "type"))) {
+        case 0: return "Mul";
+        case 2: return "Add";
+        case 4: return "Sub";
+        default: return "Eltwise";
+        }
+    }
+    if (!strcmp(tm, "Deconvolution")) return "ConvTranspose";
+    if (!strcmp(tm, "PReLU")) return "PRelu";
+    return tm; /* Concat, Reshape, Softmax, Flatten, MatMul, Const, InputOp, Upsample, ... */
+}
+
+/* The node's attributes hold the manifest's param (offset fields aside;
+ * vectors under their own names). */
+static void check_params(const tio_graph *g, size_t j, json_t *param, const char *tm,
+                         int lite) {
+    const char *key;
+    json_t *val;
+    size_t expected = 0;
+    json_object_foreach(param, key, val) {
+        tio_attr a;
+        int rc = tio_graph_find_attr(g, j, key, &a);
+        /* offsets of sub-vectors (the vector is under its own name); Crop's
+         * offset_c/h/w are plain fields */
+        if (!strncmp(key, "offset_", 7) && rc != TIO_OK) continue;
+        /* lite Eltwise: caffe_flavor/shift/power/scale are uninitialised bytes */
+        if (lite && !strcmp(tm, "Eltwise") && strcmp(key, "type") != 0) {
+            assert_int_equal(rc, TIO_E_NOT_FOUND);
+            continue;
+        }
+        if (rc != TIO_OK) fail_msg("node %zu: no attribute %s", j, key);
+        expected++;
+        if (json_is_integer(val)) {
+            assert_int_equal(a.type, TIO_ATTR_INT);
+            assert_int_equal(a.i, json_integer_value(val));
+        } else if (json_is_real(val)) {
+            assert_int_equal(a.type, TIO_ATTR_FLOAT);
+            /* the manifest prints floats with 9 significant digits */
+            assert_true(fabs(a.f - json_real_value(val)) <= 1e-6 * fabs(a.f) + 1e-30);
+        } else if (json_is_array(val)) {
+            assert_int_equal(a.count, json_array_size(val));
+            for (size_t m = 0; m < a.count; m++) {
+                json_t *x = json_array_get(val, m);
+                if (a.type == TIO_ATTR_INTS) assert_int_equal(a.ints[m], json_integer_value(x));
+                else if (a.type == TIO_ATTR_FLOATS)
+                    assert_true(fabs(a.floats[m] - json_number_value(x)) <=
+                                1e-6 * fabs(a.floats[m]));
+                else fail_msg("node %zu: %s has type %d", j, key, a.type);
+            }
+        } else {
+            fail_msg("unexpected manifest param %s", key);
+        }
+    }
+    /* no param attribute beyond the manifest's (tm2_* are tensio's own) */
+    tio_node_info ni;
+    assert_int_equal(tio_graph_node(g, j, &ni), TIO_OK);
+    size_t own = 0;
+    for (size_t k = 0; k < ni.attr_count; k++) {
+        tio_attr a;
+        tio_graph_attr(g, j, k, &a);
+        if (!strncmp(a.name, "tm2_", 4)) own++;
+    }
+    if (ni.attr_count - own != expected)
+        fail_msg("node %zu (%s): %zu attributes, the manifest has %zu", j, tm, ni.attr_count - own,
+                 expected);
+}
+
+/* Graph inputs/outputs are the output tensors of the listed nodes. */
+static void check_io(const tio_graph *g, json_t *nodes, json_t *list, int outputs) {
+    size_t n = outputs ? tio_graph_output_count(g) : tio_graph_input_count(g);
+    const int64_t *v = outputs ? tio_graph_outputs(g) : tio_graph_inputs(g);
+    size_t m = 0;
+    for (size_t k = 0; k < json_array_size(list); k++) {
+        json_t *nd = json_array_get(nodes, (size_t)json_integer_value(json_array_get(list, k)));
+        json_t *outs = json_object_get(nd, "outputs");
+        for (size_t i = 0; i < json_array_size(outs); i++, m++) {
+            assert_true(m < n);
+            assert_int_equal(v[m], json_integer_value(json_array_get(outs, i)));
+        }
+    }
+    assert_int_equal(m, n);
+}
+
+static void check_manifest(const tio_container *c, json_t *man, int lite) {
+    assert_string_equal(tio_container_format(c), "tmfile");
+    assert_string_equal(tio_container_prop_get(c, "variant"), lite ? "lite" : "old-cpp");
+    assert_string_equal(tio_container_prop_get(c, "subgraph_size"), lite ? "40" : "36");
+    assert_string_equal(tio_container_prop_get(c, "ver_main"), "2");
+    json_t *hdr = json_object_get(man, "header");
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(json_object_get(hdr, "offset_root")));
+    assert_string_equal(tio_container_prop_get(c, "offset_root"), buf);
+    const tio_graph *g = tio_container_graph(c);
+    assert_non_null(g);
+    assert_string_equal(tio_graph_native_format(g), "tmfile");
+    assert_string_equal(tio_graph_meta_get(g, "tmfile.variant"), lite ? "lite" : "old-cpp");
+    json_t *model = json_object_get(man, "tm2_model");
+    json_t *mname = json_object_get(model, "name");
+    if (json_is_string(mname))
+        assert_string_equal(tio_graph_meta_get(g, "tmfile.model_name"), json_string_value(mname));
+    else
+        assert_null(tio_graph_meta_get(g, "tmfile.model_name"));
+
+    /* tensors: one value each; constants with data are container tensors */
+    json_t *tensors = json_object_get(man, "tensors"), *nodes = json_object_get(man, "nodes");
+    assert_int_equal(tio_graph_value_count(g), json_array_size(tensors));
+    size_t ct = 0;
+    for (size_t i = 0; i < json_array_size(tensors); i++) {
+        json_t *t = json_array_get(tensors, i);
+        tio_value_info vi;
+        assert_int_equal(tio_graph_value(g, i, &vi), TIO_OK);
+        json_t *jn = json_object_get(t, "name");
+        if (json_is_string(jn)) assert_string_equal(vi.name, json_string_value(jn));
+        json_t *dims = json_object_get(t, "dims");
+        json_t *buffer = json_object_get(t, "buffer");
+        int has_data = buffer && json_integer_value(json_object_get(buffer, "offset_data")) != 0;
+        const char *dts = json_string_value(json_object_get(t, "dtype"));
+        if (has_data) {
+            assert_int_equal(vi.tensor, (int64_t)ct);
+            const tio_tensor *tt = tio_container_tensor(c, ct++);
+            assert_int_equal(tio_tensor_dtype(tt), tm_dtype(dts));
+            assert_int_equal(tio_tensor_rank(tt), json_array_size(dims));
+            for (size_t d = 0; d < json_array_size(dims); d++)
+                assert_int_equal(tio_tensor_shape(tt)[d], json_integer_value(json_array_get(dims, d)));
+            uint8_t h[32];
+            char hex[65];
+            assert_int_equal(tio_tensor_sha256(tt, TIO_HASH_DENSE, h, NULL), TIO_OK);
+            tvec_hex(h, 32, hex);
+            assert_string_equal(hex, json_string_value(json_object_get(buffer, "sha256")));
+            assert_int_equal(tio_tensor_source_offset(tt),
+                             json_integer_value(json_object_get(buffer, "offset_data")));
+            assert_true(tio_tensor_is_aligned(tt));
+        } else {
+            assert_int_equal(vi.tensor, -1);
+            if (dts) assert_int_equal(vi.dtype, tm_dtype(dts));
+            if (json_is_array(dims)) {
+                assert_int_equal(vi.rank, (int64_t)json_array_size(dims));
+                for (size_t d = 0; d < json_array_size(dims); d++)
+                    assert_int_equal(vi.dims[d].value, json_integer_value(json_array_get(dims, d)));
+            }
+        }
+    }
+    assert_int_equal(tio_container_count(c), ct);
+
+    /* nodes */
+    assert_int_equal(tio_graph_node_count(g), json_array_size(nodes));
+    for (size_t j = 0; j < json_array_size(nodes); j++) {
+        json_t *nd = json_array_get(nodes, j);
+        tio_node_info ni;
+        assert_int_equal(tio_graph_node(g, j, &ni), TIO_OK);
+        const char *tm = json_string_value(json_object_get(nd, "tm2_op_name"));
+        json_t *param = json_object_get(nd, "param");
+        assert_string_equal(ni.name, json_string_value(json_object_get(nd, "name")));
+        assert_int_equal(ni.native_id, json_integer_value(json_object_get(nd, "tm2_op_type")));
+        assert_string_equal(ni.native_op ? ni.native_op : ni.op, tm);
+        assert_string_equal(ni.op, expected_op(tm, param));
+        json_t *ins = json_object_get(nd, "inputs"), *outs = json_object_get(nd, "outputs");
+        assert_int_equal(ni.input_count, json_array_size(ins));
+        for (size_t k = 0; k < ni.input_count; k++)
+            assert_int_equal(ni.inputs[k], json_integer_value(json_array_get(ins, k)));
+        assert_int_equal(ni.output_count, json_array_size(outs));
+        for (size_t k = 0; k < ni.output_count; k++)
+            assert_int_equal(ni.outputs[k], json_integer_value(json_array_get(outs, k)));
+        if (json_is_object(param)) check_params(g, j, param, tm, lite);
+    }
+    json_t *sub = json_object_get(man, "subgraph");
+    check_io(g, nodes, json_object_get(sub, "input_nodes"), 0);
+    check_io(g, nodes, json_object_get(sub, "output_nodes"), 1);
+}
+
+static void test_lite_vectors(void **state) {
+    (void)state;
+    size_t checked = 0;
+    for (size_t i = 0; i < NLITE; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "tmfile/%s.json", lite_models[i]);
+        json_t *m = tvec_manifest(rel);
+        if (!m) continue;
+        snprintf(rel, sizeof rel, "tmfile/%s.tmfile", lite_models[i]);
+        char *p = tvec_path_or_skip(rel);
+        if (!p) {
+            json_decref(m);
+            continue;
+        }
+        tio_container *c = open_path(p);
+        assert_int_equal(tio_container_warning_count(c), 0);
+        assert_int_equal(tio_container_source_size(c),
+                         json_integer_value(json_object_get(m, "tmfile_size")));
+        check_manifest(c, m, 1);
+        const tio_graph *g = tio_container_graph(c);
+        assert_string_equal(tio_graph_meta_get(g, "tmfile.orig_format"), "onnx");
+        assert_string_equal(tio_graph_meta_get(g, "tmfile.graph_layout"), "NCHW");
+        /* the same file from memory, strictly (no findings) */
+        uint8_t *b;
+        size_t len;
+        assert_int_equal(tvec_read(p, &b, &len), 0);
+        tio_error e;
+        tio_container *c2 = open_mem(b, len, TIO_OPEN_STRICT, &e);
+        if (!c2) fail_msg("%s: %s", rel, e.message);
+        tio_container_free(c2);
+        free(b);
+        tio_container_free(c);
+        free(p);
+        json_decref(m);
+        checked++;
+    }
+    if (tvec_have_shared()) assert_int_equal(checked, NLITE);
+    else assert_int_equal(checked, 3);
+}
+
+static void test_old_cpp_vectors(void **state) {
+    (void)state;
+    size_t checked = 0;
+    for (size_t i = 0; i < NOLD; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "tmfile/upstream/%s.json", old_models[i]);
+        json_t *m = tvec_manifest(rel);
+        if (!m) continue;
+        snprintf(rel, sizeof rel, "tmfile/upstream/%s.tmfile", old_models[i]);
+        char *p = tvec_path_or_skip(rel);
+        assert_non_null(p);
+        tio_container *c = open_path(p);
+        check_manifest(c, m, 0);
+        /* TM_FOR_BENCHMARK files: no weights, one finding saying so */
+        assert_int_equal(tio_container_count(c), 0);
+        assert_int_equal(tio_container_warning_count(c), 1);
+        assert_non_null(strstr(tio_container_warning(c, 0)->message, "no data"));
+        tio_container_free(c);
+        free(p);
+        json_decref(m);
+        checked++;
+    }
+    assert_int_equal(checked, NOLD);
+}
+
+/* --------------------------------------------------------- write-back */
+
+/* Equal outside the masked ranges (compared as zeros in both). */
+static void masked_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
+                         json_t *masks, const char *what) {
+    assert_int_equal(alen, blen);
+    uint8_t *x = malloc(alen), *y = malloc(blen);
+    memcpy(x, a, alen);
+    memcpy(y, b, blen);
+    for (size_t k = 0; k < json_array_size(masks); k++) {
+        json_t *mk = json_array_get(masks, k);
+        size_t s, en;
+        if (json_is_array(mk)) {
+            s = (size_t)json_integer_value(json_array_get(mk, 0));
+            en = (size_t)json_integer_value(json_array_get(mk, 1));
+        } else {
+            s = (size_t)json_integer_value(json_object_get(mk, "start"));
+            en = (size_t)json_integer_value(json_object_get(mk, "end"));
+        }
+        for (size_t i = s; i < en && i < alen; i++) x[i] = y[i] = 0;
+        /* tensio writes zeros there */
+        for (size_t i = s; i < en && i < blen; i++) assert_int_equal(b[i], 0);
+    }
+    for (size_t i = 0; i < alen; i++)
+        if (x[i] != y[i]) fail_msg("%s: byte %zu differs: %02x (reference) vs %02x", what, i, x[i], y[i]);
+    free(x);
+    free(y);
+}
+
+static void round_trip(const char *rel, json_t *masks) {
+    size_t len;
+    uint8_t *ref = read_vec(rel, &len);
+    if (!ref) return;
+    tio_error e;
+    tio_container *c = open_mem(ref, len, 0, &e);
+    if (!c) fail_msg("%s: %s", rel, e.message);
+    size_t olen, olen2;
+    uint8_t *out = save_mem(c, 0, &olen);
+    masked_equal(ref, len, out, olen, masks, rel);
+    /* deterministic, and a fixed point */
+    uint8_t *again = save_mem(c, 0, &olen2);
+    assert_int_equal(olen, olen2);
+    assert_memory_equal(out, again, olen);
+    tio_free(again);
+    tio_container *back = open_mem(out, olen, 0, &e);
+    if (!back) fail_msg("%s re-read: %s", rel, e.message);
+    again = save_mem(back, 0, &olen2);
+    assert_int_equal(olen, olen2);
+    assert_memory_equal(out, again, olen);
+    tio_free(again);
+    tio_container_free(back);
+    tio_free(out);
+    tio_container_free(c);
+    free(ref);
+}
+
+static void test_write_back_lite(void **state) {
+    (void)state;
+    for (size_t i = 0; i < NLITE; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "tmfile/%s.json", lite_models[i]);
+        json_t *m = tvec_manifest(rel);
+        if (!m) continue;
+        snprintf(rel, sizeof rel, "tmfile/%s.tmfile", lite_models[i]);
+        round_trip(rel, json_object_get(json_object_get(m, "nondeterministic_bytes"), "masks"));
+        json_decref(m);
+    }
+}
+
+static void test_write_back_old_cpp(void **state) {
+    (void)state;
+    for (size_t i = 0; i < NOLD; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "tmfile/upstream/%s.json", old_models[i]);
+        json_t *m = tvec_manifest(rel);
+        if (!m) continue;
+        snprintf(rel, sizeof rel, "tmfile/upstream/%s.tmfile", old_models[i]);
+        round_trip(rel, json_object_get(m, "masks"));
+        json_decref(m);
+    }
+}
+
+/* The lite <-> old C++ variants, chosen by the tmfile.variant metadata. */
+static void test_variant_switch(void **state) {
+    (void)state;
+    size_t len;
+    uint8_t *ref = read_vec("tmfile/cnn_small.tmfile", &len);
+    if (!ref) return;
+    tio_error e;
+    tio_container *c = open_mem(ref, len, 0, &e);
+    tio_graph *g = tio_container_graph(c);
+    assert_int_equal(tio_graph_meta_set(g, "tmfile.variant", "old-cpp", &e), TIO_OK);
+    assert_int_equal(tio_graph_meta_set(g, "tmfile.model_name", "cnn", &e), TIO_OK);
+    size_t olen;
+    uint8_t *out = save_mem(c, 0, &olen);
+    tio_container *old = open_mem(out, olen, TIO_OPEN_STRICT, &e);
+    if (!old) fail_msg("%s", e.message);
+    assert_string_equal(tio_container_prop_get(old, "variant"), "old-cpp");
+    assert_string_equal(tio_container_prop_get(old, "subgraph_size"), "36");
+    assert_string_equal(tio_graph_meta_get(tio_container_graph(old), "tmfile.model_name"), "cnn");
+    /* the same graph, and again the same bytes */
+    size_t olen2;
+    uint8_t *again = save_mem(old, 0, &olen2);
+    assert_int_equal(olen, olen2);
+    assert_memory_equal(out, again, olen);
+    tio_free(again);
+    tio_container_free(old);
+    tio_free(out);
+    tio_container_free(c);
+
+    /* MatMul is 91 in lite, 88 in the old table; Reshape's is_onnx has no old field */
+    uint8_t *mlp = read_vec("tmfile/mlp_matmul_add.tmfile", &len);
+    c = open_mem(mlp, len, 0, &e);
+    g = tio_container_graph(c);
+    assert_int_equal(tio_graph_meta_set(g, "tmfile.variant", "old-cpp", &e), TIO_OK);
+    save_fails(c, TIO_E_LOSSY, "is_onnx");
+    /* op_ver 1 selects the old V1 Reshape struct */
+    assert_int_equal(tio_graph_meta_set(g, "tmfile.op_ver", "1", &e), TIO_OK);
+    save_fails(c, TIO_E_LOSSY, "TM2_ReshapeParam_V1");
+    tio_container_free(c);
+    free(mlp);
+
+    /* the old files' MatMul-free graphs written as lite read back the same */
+    uint8_t *y = read_vec("tmfile/upstream/yolov3_tiny_benchmark.tmfile", &len);
+    c = open_mem(y, len, 0, &e);
+    g = tio_container_graph(c);
+    assert_int_equal(tio_graph_meta_set(g, "tmfile.variant", "lite", &e), TIO_OK);
+    out = save_mem(c, 0, &olen);
+    tio_container *lite = open_mem(out, olen, 0, &e);
+    if (!lite) fail_msg("%s", e.message);
+    assert_string_equal(tio_container_prop_get(lite, "variant"), "lite");
+    assert_int_equal(tio_graph_node_count(tio_container_graph(lite)), tio_graph_node_count(g));
+    tio_container_free(lite);
+    tio_free(out);
+    tio_container_free(c);
+    free(y);
+    free(ref);
+}
+
+/* ------------------------------------------------------- hostile input */
+
+static void test_truncations(void **state) {
+    (void)state;
+    const char *files[] = {"tmfile/concat_reshape_softmax.tmfile", "tmfile/cnn_small.tmfile",
+                           "tmfile/mlp_matmul_add.tmfile",
+                           "tmfile/upstream/yolov3_tiny_benchmark.tmfile"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        size_t len;
+        uint8_t *b = read_vec(files[f], &len);
+        if (!b) continue;
+        for (size_t n = 0; n < len; n++) {
+            uint8_t *cut = malloc(n ? n : 1); /* exact size: ASan sees any over-read */
+            memcpy(cut, b, n);
+            tio_error e;
+            tio_container *c = open_mem(cut, n, 0, &e);
+            if (c) fail_msg("%s cut to %zu bytes opened", files[f], n);
+            free(cut);
+        }
+        free(b);
+    }
+}
+
+/* Every 32-bit word of a file replaced by hostile values: a clean error or
+ * a container that can be hashed and re-encoded (or refused) cleanly. */
+static void test_corrupted_words(void **state) {
+    (void)state;
+    const char *files[] = {"tmfile/concat_reshape_softmax.tmfile", "tmfile/mlp_matmul_add.tmfile"};
+    for (size_t f = 0; f < 2; f++) {
+        size_t len;
+        uint8_t *b = read_vec(files[f], &len);
+        if (!b) continue;
+        uint8_t *x = malloc(len);
+        const uint32_t vals[] = {0,          1,          4,          0xffffffffu, 0x7fffffffu,
+                                 0x80000000u, 0xfffffffcu, (uint32_t)len, (uint32_t)len - 1,
+                                 (uint32_t)len - 4, 9,     12,         0x10000};
+        for (size_t w = 0; w + 4 <= len; w += 4) {
+            uint32_t orig = ld32(b + w);
+            for (size_t v = 0; v < sizeof vals / sizeof vals[0] + 2; v++) {
+                memcpy(x, b, len);
+                uint32_t nv = v < sizeof vals / sizeof vals[0] ? vals[v] : orig + (v & 1 ? 4u : 1u);
+                st32(x + w, nv);
+                tio_error e;
+                tio_container *c = open_mem(x, len, 0, &e);
+                if (!c) continue;
+                for (size_t i = 0; i < tio_container_count(c); i++) {
+                    uint8_t h[32];
+                    assert_int_equal(tio_tensor_sha256(tio_container_tensor(c, i), TIO_HASH_DENSE,
+                                                       h, &e),
+                                     TIO_OK);
+                }
+                tio_save_options so = {0};
+                so.format = "tmfile";
+                void *out;
+                size_t olen;
+                if (tio_save_memory(c, &so, &out, &olen, &e) == TIO_OK) {
+                    tio_container *back = open_mem(out, olen, 0, &e);
+                    if (!back) fail_msg("word %zu = %u: the re-encoding does not open: %s", w, nv, e.message);
+                    tio_container_free(back);
+                    tio_free(out);
+                } else {
+                    assert_string_equal(e.format, "tmfile");
+                }
+                tio_container_free(c);
+            }
+        }
+        free(x);
+        free(b);
+    }
+}
+
+static void expect_fail(const uint8_t *b, size_t len, int code, const char *needle) {
+    tio_error e;
+    tio_container *c = open_mem(b, len, 0, &e);
+    if (c) fail_msg("expected %s, but it opened", tio_status_name(code));
+    if (e.code != code)
+        fail_msg("expected %s, got %s: %s", tio_status_name(code), tio_status_name(e.code), e.message);
+    if (needle && !strstr(e.message, needle)) fail_msg("'%s' not in: %s", needle, e.message);
+}
+
+/* Targeted corruptions of concat_reshape_softmax (offsets from its manifest). */
+static void test_bad_fields(void **state) {
+    (void)state;
+    size_t len;
+    uint8_t *b = read_vec("tmfile/concat_reshape_softmax.tmfile", &len);
+    if (!b) return;
+    json_t *m = tvec_manifest("tmfile/concat_reshape_softmax.json");
+    assert_non_null(m);
+    json_t *tensors = json_object_get(m, "tensors"), *nodes = json_object_get(m, "nodes");
+    uint32_t root = ld32(b + 8);
+    uint32_t sub = (uint32_t)json_integer_value(json_object_get(json_object_get(m, "subgraph"), "offset"));
+    uint32_t t0 = (uint32_t)json_integer_value(json_object_get(json_array_get(tensors, 0), "struct_offset"));
+    uint32_t t1 = (uint32_t)json_integer_value(json_object_get(json_array_get(tensors, 1), "struct_offset"));
+    uint32_t n3 = (uint32_t)json_integer_value(json_object_get(json_array_get(nodes, 3), "struct_offset"));
+    uint8_t *x = malloc(len);
+#define RESET memcpy(x, b, len)
+    RESET; x[0] = 3;
+    expect_fail(x, len, TIO_E_UNSUPPORTED, "ver_main is 3");
+    RESET; st32(x + 8, 0);
+    expect_fail(x, len, TIO_E_CORRUPT, "not set");
+    RESET; st32(x + 8, (uint32_t)len - 8);
+    expect_fail(x, len, TIO_E_BOUNDS, "past the end");
+    RESET; st32(x + ld32(b + root + 8), 2); /* two subgraphs */
+    expect_fail(x, len, TIO_E_UNSUPPORTED, "2 subgraphs");
+    RESET; st32(x + ld32(b + root + 8), 0);
+    expect_fail(x, len, TIO_E_CORRUPT, "no subgraph");
+    RESET; st32(x + ld32(b + sub + 20), 0x40000000u); /* node count */
+    expect_fail(x, len, TIO_E_BOUNDS, "vector of 1073741824 entries");
+    RESET; st32(x + ld32(b + sub + 24), 0xffffffffu); /* tensor count */
+    expect_fail(x, len, TIO_E_BOUNDS, "past the end");
+    RESET; st32(x + sub + 24, 0);
+    expect_fail(x, len, TIO_E_CORRUPT, "offset_vo_tensors: the offset is 0");
+    /* node 3 (concat): an input index beyond the tensors */
+    RESET; st32(x + ld32(b + n3 + 4) + 4, 6);
+    expect_fail(x, len, TIO_E_CORRUPT, "tensor 6, but the file has 6 tensors");
+    /* node 3 without outputs */
+    RESET; st32(x + n3 + 8, 0);
+    expect_fail(x, len, TIO_E_CORRUPT, "no outputs");
+    /* node 3: operator offset past the end */
+    RESET; st32(x + n3 + 12, (uint32_t)len - 4);
+    expect_fail(x, len, TIO_E_BOUNDS, "TM2_Operator");
+    /* tensor 1: 9 dims (Tengine's off-by-one accepts 9 into dims[8]) */
+    RESET; st32(x + ld32(b + t1 + 8), 9);
+    expect_fail(x, len, TIO_E_LIMIT, "9 dims exceed");
+    RESET; st32(x + ld32(b + t1 + 8), 9);
+    {
+        /* a well-formed 9-dim vector at the end of a grown copy */
+        uint8_t *y = malloc(len + 40);
+        memcpy(y, x, len);
+        st32(y + len, 9);
+        for (int k = 0; k < 9; k++) st32(y + len + 4 + 4 * k, 1);
+        st32(y + t1 + 8, (uint32_t)len);
+        expect_fail(y, len + 40, TIO_E_LIMIT, "9 dims exceed");
+        free(y);
+    }
+    /* tensor 1: a data type Tengine does not have */
+    RESET; st32(x + t1 + 28, 7);
+    expect_fail(x, len, TIO_E_DTYPE, "data_type 7");
+    /* tensor 0 (the const): buffer id out of range, buffer too small, data past the end */
+    RESET; st32(x + t0 + 4, 5);
+    expect_fail(x, len, TIO_E_CORRUPT, "buffer_id 5");
+    uint32_t buf0 = ld32(b + ld32(b + sub + 28) + 4);
+    RESET; st32(x + buf0, 8);
+    expect_fail(x, len, TIO_E_CORRUPT, "holds 8 bytes");
+    RESET; st32(x + buf0 + 4, (uint32_t)len - 4);
+    expect_fail(x, len, TIO_E_BOUNDS, "past the end");
+    /* tensor 1: a negative dim */
+    RESET; st32(x + ld32(b + t1 + 8) + 4, (uint32_t)-5);
+    expect_fail(x, len, TIO_E_CORRUPT, "dim 0 is -5");
+    /* names: a huge size, data past the end, no data offset */
+    uint32_t s0 = ld32(b + t0 + 12);
+    RESET; st32(x + s0, 0x7fffffff);
+    expect_fail(x, len, TIO_E_LIMIT, "exceeds the limit");
+    RESET; st32(x + s0 + 4, (uint32_t)len - 2);
+    expect_fail(x, len, TIO_E_BOUNDS, "string data");
+    RESET; st32(x + s0 + 4, 0);
+    expect_fail(x, len, TIO_E_CORRUPT, "data offset is 0");
+    /* graph input node index out of range */
+    RESET; st32(x + ld32(b + sub + 12) + 4, 99);
+    expect_fail(x, len, TIO_E_CORRUPT, "node 99, but the graph has 6 nodes");
+    /* an unknown operator type: kept by number, with a finding */
+    RESET; st32(x + ld32(b + n3 + 12) + 4, 104);
+    {
+        tio_error e;
+        tio_container *c = open_mem(x, len, 0, &e);
+        assert_non_null(c);
+        assert_int_equal(tio_container_warning_count(c), 1);
+        tio_node_info ni;
+        tio_graph_node(tio_container_graph(c), 3, &ni);
+        assert_string_equal(ni.op, "OpType104");
+        assert_int_equal(ni.native_id, 104);
+        /* its param (4 bytes before the operator) is kept raw, and written back */
+        size_t olen;
+        uint8_t *out = save_mem(c, 0, &olen);
+        assert_int_equal(olen, len);
+        masked_equal(x, len, out, olen, json_object_get(json_object_get(m, "nondeterministic_bytes"), "masks"), "raw param");
+        tio_free(out);
+        tio_container_free(c);
+        assert_null(open_mem(x, len, TIO_OPEN_STRICT, &e));
+        assert_int_equal(e.code, TIO_E_INVALID);
+    }
+    /* garbage in the fields real files leave uninitialised: no finding */
+    RESET; x[6] = 0x12; x[7] = 0x34; st32(x + sub + 36, 0xdeadbeef);
+    {
+        tio_error e;
+        tio_container *c = open_mem(x, len, TIO_OPEN_STRICT, &e);
+        if (!c) fail_msg("%s", e.message);
+        tio_container_free(c);
+    }
+#undef RESET
+    free(x);
+    free(b);
+    json_decref(m);
+}
+
+static void test_limits(void **state) {
+    (void)state;
+    size_t len;
+    uint8_t *b = read_vec("tmfile/cnn_small.tmfile", &len);
+    if (!b) return;
+    tio_limits lim = {0};
+    tio_open_options o = {0};
+    o.format = "tmfile";
+    o.limits = &lim;
+    tio_container *c = NULL;
+    tio_error e;
+    lim.max_rank = 3;
+    assert_int_equal(tio_open_memory(b, len, &o, &c, &e), TIO_E_LIMIT);
+    assert_non_null(strstr(e.message, "4 dims exceed the limit of 3"));
+    memset(&lim, 0, sizeof lim);
+    lim.max_tensors = 2;
+    assert_int_equal(tio_open_memory(b, len, &o, &c, &e), TIO_E_LIMIT);
+    memset(&lim, 0, sizeof lim);
+    lim.max_objects = 20;
+    assert_int_equal(tio_open_memory(b, len, &o, &c, &e), TIO_E_LIMIT);
+    memset(&lim, 0, sizeof lim);
+    lim.max_name_bytes = 3;
+    assert_int_equal(tio_open_memory(b, len, &o, &c, &e), TIO_E_LIMIT);
+    assert_null(c);
+    free(b);
+}
+
+static void test_probe(void **state) {
+    (void)state;
+    for (size_t i = 0; i < 3; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "tmfile/%s.tmfile", lite_models[i]);
+        size_t len;
+        uint8_t *b = read_vec(rel, &len);
+        if (!b) continue;
+        assert_string_equal(tio_format_probe(b, len), "tmfile");
+        tio_container *c = NULL;
+        tio_error e;
+        assert_int_equal(tio_open_memory(b, len, NULL, &c, &e), TIO_OK);
+        assert_string_equal(tio_container_format(c), "tmfile");
+        tio_container_free(c);
+        free(b);
+    }
+    assert_string_equal(tio_format_for_path("x/model.tmfile"), "tmfile");
+    uint8_t z[64] = {2, 0};
+    assert_true(tio_format_probe(z, sizeof z) == NULL ||
+                strcmp(tio_format_probe(z, sizeof z), "tmfile") != 0);
+}
+
+/* ------------------------------------------------ graphs through the API */
+
+static void add_const(tio_container *c, tio_graph *g, const char *name, const int64_t *shape,
+                      size_t rank, const float *data, size_t n, size_t *v) {
+    tio_tensor_desc d = {0};
+    tio_error e;
+    d.name = name;
+    d.dtype = TIO_FLOAT32;
+    d.rank = rank;
+    d.shape = shape;
+    d.data = data;
+    d.nbytes = n * sizeof *data;
+    assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+    tio_value_info vi = {0};
+    vi.name = name;
+    vi.tensor = (int64_t)tio_container_count(c) - 1;
+    assert_int_equal(tio_graph_add_value(g, &vi, v, &e), TIO_OK);
+}
+
+static size_t add_value(tio_graph *g, const char *name, const int64_t *dims, int64_t rank) {
+    tio_dim d[16];
+    for (int64_t k = 0; k < rank; k++) d[k].value = dims[k], d[k].name = NULL;
+    tio_value_info vi = {0};
+    vi.name = name;
+    vi.tensor = -1;
+    vi.dtype = TIO_FLOAT32;
+    vi.rank = rank;
+    vi.dims = rank > 0 ? d : NULL;
+    size_t v;
+    tio_error e;
+    assert_int_equal(tio_graph_add_value(g, &vi, &v, &e), TIO_OK);
+    return v;
+}
+
+static size_t add_node(tio_graph *g, const char *name, const char *op, const int64_t *in,
+                       size_t nin, int64_t out) {
+    tio_node_info n = {0};
+    n.name = name;
+    n.op = op;
+    n.native_id = -1;
+    n.inputs = in;
+    n.input_count = nin;
+    n.outputs = &out;
+    n.output_count = 1;
+    size_t j;
+    tio_error e;
+    assert_int_equal(tio_graph_add_node(g, &n, &j, &e), TIO_OK);
+    return j;
+}
+
+static void attr_ints(tio_graph *g, size_t j, const char *name, const int64_t *v, size_t n) {
+    tio_attr a = {0};
+    tio_error e;
+    a.name = name;
+    a.type = TIO_ATTR_INTS;
+    a.ints = v;
+    a.count = n;
+    assert_int_equal(tio_graph_add_attr(g, j, &a, &e), TIO_OK);
+}
+static void attr_int(tio_graph *g, size_t j, const char *name, int64_t v) {
+    tio_attr a = {0};
+    tio_error e;
+    a.name = name;
+    a.type = TIO_ATTR_INT;
+    a.i = v;
+    assert_int_equal(tio_graph_add_attr(g, j, &a, &e), TIO_OK);
+}
+
+static int64_t find_int(const tio_graph *g, size_t j, const char *name) {
+    tio_attr a;
+    if (tio_graph_find_attr(g, j, name, &a) != TIO_OK) fail_msg("node %zu: no %s", j, name);
+    assert_int_equal(a.type, TIO_ATTR_INT);
+    return a.i;
+}
+
+/* An ONNX-named graph (as rten gives them) is mapped onto tmfile operators. */
+static tio_container *build_cnn(void) {
+    tio_container *c = tio_container_new();
+    tio_graph *g;
+    tio_error e;
+    assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+    static float w[4 * 3 * 3 * 3], bias[4], fw[10 * 64], fb[10];
+    for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) w[k] = (float)k * 0.01f;
+    int64_t ws[4] = {4, 3, 3, 3}, bs[1] = {4}, fws[2] = {10, 64}, fbs[1] = {10};
+    size_t vw, vb, vfw, vfb;
+    add_const(c, g, "w", ws, 4, w, sizeof w / sizeof w[0], &vw);
+    add_const(c, g, "b", bs, 1, bias, 4, &vb);
+    add_const(c, g, "fw", fws, 2, fw, sizeof fw / sizeof fw[0], &vfw);
+    add_const(c, g, "fb", fbs, 1, fb, 10, &vfb);
+    int64_t xs[4] = {1, 3, 8, 8}, cs[4] = {1, 4, 8, 8}, ps[4] = {1, 4, 4, 4}, fs[2] = {1, 64},
+            os[2] = {1, 10};
+    size_t x = add_value(g, "x", xs, 4), cv = add_value(g, "c", cs, 4),
+           r = add_value(g, "r", cs, 4), p = add_value(g, "p", ps, 4),
+           f = add_value(g, "f", fs, 2), y = add_value(g, "y", os, 2), s = add_value(g, "s", os, 2);
+    int64_t in1[3] = {(int64_t)x, (int64_t)vw, (int64_t)vb};
+    size_t j = add_node(g, "conv", "Conv", in1, 3, (int64_t)cv);
+    int64_t pads[4] = {1, 1, 1, 1}, one2[2] = {1, 1}, two2[2] = {2, 2};
+    attr_ints(g, j, "pads", pads, 4);
+    attr_ints(g, j, "strides", one2, 2);
+    attr_int(g, j, "groups", 1);
+    attr_int(g, j, "auto_pad", 1); /* rten's NotSet */
+    int64_t in2[1] = {(int64_t)cv};
+    add_node(g, "relu", "Relu", in2, 1, (int64_t)r);
+    int64_t in3[1] = {(int64_t)r};
+    j = add_node(g, "pool", "MaxPool", in3, 1, (int64_t)p);
+    attr_ints(g, j, "kernel_size", two2, 2);
+    attr_ints(g, j, "strides", two2, 2);
+    int64_t in4[1] = {(int64_t)p};
+    j = add_node(g, "flat", "Flatten", in4, 1, (int64_t)f);
+    attr_int(g, j, "axis", 1);
+    int64_t in5[3] = {(int64_t)f, (int64_t)vfw, (int64_t)vfb};
+    j = add_node(g, "fc", "Gemm", in5, 3, (int64_t)y);
+    attr_int(g, j, "transpose_b", 1);
+    int64_t in6[1] = {(int64_t)y};
+    j = add_node(g, "sm", "Softmax", in6, 1, (int64_t)s);
+    attr_int(g, j, "axis", 1);
+    int64_t gi[1] = {(int64_t)x}, go[1] = {(int64_t)s};
+    assert_int_equal(tio_graph_set_inputs(g, gi, 1, &e), TIO_OK);
+    assert_int_equal(tio_graph_set_outputs(g, go, 1, &e), TIO_OK);
+    return c;
+}
+
+static void test_foreign_graph(void **state) {
+    (void)state;
+    tio_container *c = build_cnn();
+    size_t len;
+    uint8_t *out = save_mem(c, 0, &len);
+    tio_error e;
+    tio_container *t = open_mem(out, len, TIO_OPEN_STRICT, &e);
+    if (!t) fail_msg("%s", e.message);
+    const tio_graph *g = tio_container_graph(t);
+    /* Const x4, InputOp, then the six operators */
+    assert_int_equal(tio_graph_node_count(g), 11);
+    const char *ops[] = {"Const", "Const", "Const", "Const", "InputOp", "Conv",
+                         "Relu",  "MaxPool", "Flatten", "Gemm", "Softmax"};
+    const char *native[] = {"Const", "Const", "Const", "Const", "InputOp", "Convolution",
+                            "ReLu", "Pooling", "Flatten", "FullyConnected", "Softmax"};
+    for (size_t j = 0; j < 11; j++) {
+        tio_node_info ni;
+        tio_graph_node(g, j, &ni);
+        assert_string_equal(ni.op, ops[j]);
+        assert_string_equal(ni.native_op ? ni.native_op : ni.op, native[j]);
+    }
+    assert_int_equal(find_int(g, 5, "kernel_h"), 3);
+    assert_int_equal(find_int(g, 5, "output_channel"), 4);
+    assert_int_equal(find_int(g, 5, "input_channel"), 3);
+    assert_int_equal(find_int(g, 5, "pad_w1"), 1);
+    assert_int_equal(find_int(g, 5, "activation"), -1);
+    assert_int_equal(find_int(g, 7, "kernel_w"), 2);
+    assert_int_equal(find_int(g, 7, "stride_h"), 2);
+    assert_int_equal(find_int(g, 8, "end_axis"), 3);
+    assert_int_equal(find_int(g, 9, "num_output"), 10); /* Gemm(transB=1) -> FullyConnected */
+    /* the weights are the same bytes */
+    assert_int_equal(tio_container_count(t), 4);
+    for (size_t i = 0; i < 4; i++) {
+        uint8_t a[32], b[32];
+        tio_tensor_sha256(tio_container_tensor(c, i), TIO_HASH_DENSE, a, NULL);
+        tio_tensor_sha256(tio_container_tensor(t, i), TIO_HASH_DENSE, b, NULL);
+        assert_memory_equal(a, b, 32);
+    }
+    assert_int_equal(tio_graph_input_count(g), 1);
+    tio_value_info vi;
+    tio_graph_value(g, (size_t)tio_graph_inputs(g)[0], &vi);
+    assert_string_equal(vi.name, "x");
+    tio_graph_value(g, (size_t)tio_graph_outputs(g)[0], &vi);
+    assert_string_equal(vi.name, "s");
+    /* re-encoding the tmfile graph is a fixed point */
+    size_t len2;
+    uint8_t *again = save_mem(t, 0, &len2);
+    assert_int_equal(len, len2);
+    assert_memory_equal(out, again, len);
+    tio_free(again);
+    tio_container_free(t);
+    tio_free(out);
+    tio_container_free(c);
+}
+
+static void test_write_refusals(void **state) {
+    (void)state;
+    tio_error e;
+    /* a tensor-only container */
+    tio_container *c = tio_container_new();
+    float v[2] = {1, 2};
+    int64_t s[1] = {2};
+    tio_tensor_desc d = {0};
+    d.dtype = TIO_FLOAT32;
+    d.rank = 1;
+    d.shape = s;
+    d.data = v;
+    d.nbytes = sizeof v;
+    assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+    save_fails(c, TIO_E_UNSUPPORTED, "graph");
+    tio_container_free(c);
+
+    /* an operator tmfile does not have */
+    c = build_cnn();
+    tio_graph *g = tio_container_graph(c);
+    int64_t xs[2] = {1, 10};
+    size_t z = add_value(g, "z", xs, 2);
+    int64_t in[1] = {(int64_t)tio_graph_outputs(g)[0]};
+    add_node(g, "es", "Einsum", in, 1, (int64_t)z);
+    save_fails(c, TIO_E_UNSUPPORTED, "no operator for 'Einsum'");
+    tio_container_free(c);
+
+    /* an attribute with no tmfile field */
+    c = build_cnn();
+    g = tio_container_graph(c);
+    attr_int(g, 2, "ceil_mode", 1);
+    save_fails(c, TIO_E_UNSUPPORTED, "ceil_mode");
+    tio_container_free(c);
+    c = build_cnn();
+    g = tio_container_graph(c);
+    attr_int(g, 1, "storage_order", 0);
+    save_fails(c, TIO_E_LOSSY, "storage_order");
+    tio_container_free(c);
+
+    /* model metadata tmfile cannot hold, and rank > 8 */
+    c = build_cnn();
+    g = tio_container_graph(c);
+    assert_int_equal(tio_graph_meta_set(g, "description", "x", &e), TIO_OK);
+    save_fails(c, TIO_E_LOSSY, "description");
+    tio_save_options so = {0};
+    so.format = "tmfile";
+    so.flags = TIO_SAVE_DROP_METADATA;
+    assert_int_equal(tio_check_save(c, &so, &e), TIO_OK);
+    int64_t big[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    size_t bv = add_value(g, "big", big, 9);
+    int64_t bin[1] = {(int64_t)tio_graph_outputs(g)[0]};
+    add_node(g, "r2", "Relu", bin, 1, (int64_t)bv);
+    assert_int_equal(tio_check_save(c, &so, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "rank 9"));
+    tio_container_free(c);
+
+    /* an int64 constant */
+    c = build_cnn();
+    g = tio_container_graph(c);
+    int64_t iv[2] = {1, 2};
+    d.name = "i64";
+    d.dtype = TIO_INT64;
+    d.data = iv;
+    d.nbytes = sizeof iv;
+    assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+    tio_value_info vi = {0};
+    vi.name = "i64";
+    vi.tensor = 4;
+    size_t iv_v;
+    assert_int_equal(tio_graph_add_value(g, &vi, &iv_v, &e), TIO_OK);
+    so.flags = 0;
+    assert_int_not_equal(tio_check_save(c, &so, &e), TIO_OK);
+    tio_container_free(c);
+
+    /* an opaque node (a raw param not before its operator) is refused */
+    size_t len;
+    uint8_t *b = read_vec("tmfile/concat_reshape_softmax.tmfile", &len);
+    if (b) {
+        json_t *m = tvec_manifest("tmfile/concat_reshape_softmax.json");
+        uint32_t n3 = (uint32_t)json_integer_value(
+            json_object_get(json_array_get(json_object_get(m, "nodes"), 3), "struct_offset"));
+        uint32_t op = ld32(b + n3 + 12);
+        st32(b + op + 4, 104);  /* unknown operator */
+        st32(b + op + 8, (uint32_t)len - 4); /* its param after it: size unknown */
+        c = open_mem(b, len, 0, &e);
+        assert_non_null(c);
+        save_fails(c, TIO_E_UNSUPPORTED, "cannot be re-encoded");
+        tio_container_free(c);
+        json_decref(m);
+        free(b);
+    }
+}
+
+static void attr_floats(tio_graph *g, size_t j, const char *name, const double *v, size_t n) {
+    tio_attr a = {0};
+    tio_error e;
+    a.name = name;
+    a.type = TIO_ATTR_FLOATS;
+    a.floats = v;
+    a.count = n;
+    assert_int_equal(tio_graph_add_attr(g, j, &a, &e), TIO_OK);
+}
+
+/* tensio's tm2_* attributes (quant params, layout, op_ver, dynamic_shape)
+ * are written where the official writer puts them, and read back. */
+static void test_private_attrs(void **state) {
+    (void)state;
+    size_t len;
+    uint8_t *b = read_vec("tmfile/concat_reshape_softmax.tmfile", &len);
+    if (!b) return;
+    tio_error e;
+    tio_container *c = open_mem(b, len, 0, &e);
+    tio_graph *g = tio_container_graph(c);
+    int64_t one[1] = {1}, two[1] = {2}, zp[3] = {3, -4, 5}, lay[1] = {1};
+    double sc[3] = {0.5, 0.25, 0.125};
+    attr_ints(g, 1, "tm2_quant_count", one, 1); /* InputOp 'a' */
+    attr_floats(g, 1, "tm2_quant_scale", sc, 1);
+    attr_ints(g, 1, "tm2_quant_zero_point", zp, 1);
+    attr_ints(g, 0, "tm2_quant_count", two, 1); /* Const 'shape' */
+    attr_floats(g, 0, "tm2_quant_scale", sc + 1, 2);
+    attr_ints(g, 0, "tm2_quant_zero_point", zp + 1, 2);
+    attr_ints(g, 3, "tm2_layout", lay, 1);
+    attr_int(g, 4, "tm2_dynamic_shape", 1);
+    attr_int(g, 5, "tm2_op_ver", 3);
+    size_t olen;
+    uint8_t *out = save_mem(c, 0, &olen);
+    assert_int_equal(olen, len + 2 * 4 + 3 * 12 + 2 * 4 + 4); /* vectors, params, v_num... */
+    tio_container *back = open_mem(out, olen, TIO_OPEN_STRICT, &e);
+    if (!back) fail_msg("%s", e.message);
+    const tio_graph *h = tio_container_graph(back);
+    tio_attr a;
+    assert_int_equal(tio_graph_find_attr(h, 1, "tm2_quant_scale", &a), TIO_OK);
+    assert_int_equal(a.count, 1);
+    assert_true(a.floats[0] == 0.5);
+    assert_int_equal(tio_graph_find_attr(h, 0, "tm2_quant_zero_point", &a), TIO_OK);
+    assert_int_equal(a.count, 2);
+    assert_int_equal(a.ints[0], -4);
+    assert_int_equal(a.ints[1], 5);
+    assert_int_equal(tio_graph_find_attr(h, 3, "tm2_layout", &a), TIO_OK);
+    assert_int_equal(a.ints[0], 1);
+    assert_int_equal(find_int(h, 4, "tm2_dynamic_shape"), 1);
+    assert_int_equal(find_int(h, 5, "tm2_op_ver"), 3);
+    /* tensor 1's quant params: one TM2_QuantParam {3, 0.5f, 0} and its vector */
+    uint32_t root = ld32(out + 8), sub = ld32(out + ld32(out + root + 8) + 4);
+    uint32_t t1 = ld32(out + ld32(out + sub + 24) + 8), qv = ld32(out + t1 + 16);
+    assert_int_equal(ld32(out + qv), 1);
+    uint32_t q = ld32(out + qv + 4);
+    assert_int_equal(q + 12, qv); /* the param right before its vector */
+    assert_int_equal(ld32(out + q), 3);
+    assert_int_equal(ld32(out + q + 4), 0x3f000000u);
+    assert_int_equal(ld32(out + q + 8), 0);
+    /* a fixed point */
+    size_t olen2;
+    uint8_t *again = save_mem(back, 0, &olen2);
+    assert_int_equal(olen, olen2);
+    assert_memory_equal(out, again, olen);
+    tio_free(again);
+    /* width is an old C++ field */
+    tio_graph *bg = tio_container_graph(back);
+    int64_t w[1] = {8};
+    attr_ints(bg, 1, "tm2_quant_width", w, 1);
+    save_fails(back, TIO_E_LOSSY, "tm2_quant_width");
+    size_t clen;
+    uint8_t *cb = read_vec("tmfile/cnn_small.tmfile", &clen);
+    tio_container *cc = open_mem(cb, clen, 0, &e);
+    tio_graph *cg = tio_container_graph(cc);
+    attr_ints(cg, 6, "tm2_quant_count", one, 1); /* InputOp 'input' */
+    attr_floats(cg, 6, "tm2_quant_scale", sc, 1);
+    attr_ints(cg, 6, "tm2_quant_zero_point", zp, 1);
+    attr_ints(cg, 6, "tm2_quant_width", w, 1);
+    assert_int_equal(tio_graph_meta_set(cg, "tmfile.variant", "old-cpp", &e), TIO_OK);
+    uint8_t *old = save_mem(cc, 0, &olen2);
+    tio_container *ob = open_mem(old, olen2, 0, &e);
+    if (!ob) fail_msg("%s", e.message);
+    assert_int_equal(tio_graph_find_attr(tio_container_graph(ob), 6, "tm2_quant_width", &a),
+                     TIO_OK);
+    assert_int_equal(a.ints[0], 8);
+    tio_container_free(ob);
+    tio_free(old);
+    tio_container_free(cc);
+    free(cb);
+    /* malformed private attributes are refused */
+    attr_ints(g, 2, "tm2_layout", zp, 3); /* InputOp 'b' has one output */
+    save_fails(c, TIO_E_UNSUPPORTED, "one entry per output");
+    tio_container_free(back);
+    tio_free(out);
+    tio_container_free(c);
+    free(b);
+}
+
+/* Non-float constants, a graph input that is also an output, and a
+ * constant a node reads directly. */
+static void test_api_dtypes(void **state) {
+    (void)state;
+    tio_container *c = tio_container_new();
+    tio_graph *g;
+    tio_error e;
+    assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+    int8_t q[6] = {-3, -2, -1, 1, 2, 3};
+    int64_t qs[2] = {3, 2};
+    tio_tensor_desc d = {0};
+    d.name = "q";
+    d.dtype = TIO_INT8;
+    d.rank = 2;
+    d.shape = qs;
+    d.data = q;
+    d.nbytes = sizeof q;
+    assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+    uint16_t h[3] = {0x3c00, 0x4000, 0xc000};
+    int64_t hs[1] = {3};
+    d.name = "h";
+    d.dtype = TIO_FLOAT16;
+    d.rank = 1;
+    d.shape = hs;
+    d.data = h;
+    d.nbytes = sizeof h;
+    assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+    tio_value_info vi = {0};
+    size_t vq, vh;
+    vi.name = "q";
+    vi.tensor = 0;
+    assert_int_equal(tio_graph_add_value(g, &vi, &vq, &e), TIO_OK);
+    vi.name = "h";
+    vi.tensor = 1;
+    assert_int_equal(tio_graph_add_value(g, &vi, &vh, &e), TIO_OK);
+    int64_t xs[2] = {1, 3}, ys[2] = {1, 2};
+    size_t x = add_value(g, "x", xs, 2), y = add_value(g, "y", ys, 2);
+    int64_t in[2] = {(int64_t)x, (int64_t)vq};
+    add_node(g, "mm", "MatMul", in, 2, (int64_t)y);
+    int64_t gi[1] = {(int64_t)x}, go[2] = {(int64_t)y, (int64_t)x};
+    assert_int_equal(tio_graph_set_inputs(g, gi, 1, &e), TIO_OK);
+    assert_int_equal(tio_graph_set_outputs(g, go, 2, &e), TIO_OK);
+    size_t len;
+    uint8_t *out = save_mem(c, 0, &len);
+    tio_container *t = open_mem(out, len, TIO_OPEN_STRICT, &e);
+    if (!t) fail_msg("%s", e.message);
+    assert_int_equal(tio_container_count(t), 2);
+    assert_int_equal(tio_tensor_dtype(tio_container_tensor(t, 0)), TIO_INT8);
+    assert_memory_equal(tio_tensor_data(tio_container_tensor(t, 0)), q, sizeof q);
+    assert_int_equal(tio_tensor_dtype(tio_container_tensor(t, 1)), TIO_FLOAT16);
+    assert_memory_equal(tio_tensor_data(tio_container_tensor(t, 1)), h, sizeof h);
+    const tio_graph *tg = tio_container_graph(t);
+    /* Const q, Const h, InputOp x, MatMul */
+    assert_int_equal(tio_graph_node_count(tg), 4);
+    tio_node_info ni;
+    tio_graph_node(tg, 3, &ni);
+    assert_string_equal(ni.op, "MatMul");
+    assert_int_equal(ni.native_id, 91);
+    assert_int_equal(tio_graph_output_count(tg), 2);
+    tio_value_info o;
+    tio_graph_value(tg, (size_t)tio_graph_outputs(tg)[1], &o);
+    assert_string_equal(o.name, "x");
+    tio_container_free(t);
+    tio_free(out);
+    /* the old table numbers MatMul 88 */
+    assert_int_equal(tio_graph_meta_set(g, "tmfile.variant", "old-cpp", &e), TIO_OK);
+    out = save_mem(c, 0, &len);
+    t = open_mem(out, len, 0, &e);
+    tio_graph_node(tio_container_graph(t), 3, &ni);
+    assert_string_equal(ni.op, "MatMul");
+    assert_int_equal(ni.native_id, 88);
+    tio_container_free(t);
+    tio_free(out);
+    tio_container_free(c);
+}
+
+/* An rten model converts when tensio maps all its operators, or is refused
+ * cleanly naming the one it cannot. */
+static void test_from_rten(void **state) {
+    (void)state;
+    const char *models[] = {"rten/small_cnn/small_cnn.v2.rten", "rten/matmul_add/matmul_add.v2.rten",
+                            "rten/shape_ops/shape_ops.v2.rten", "rten/int_consts/int_consts.v2.rten"};
+    size_t ok = 0;
+    for (size_t i = 0; i < 4; i++) {
+        char *p = tvec_path_or_skip(models[i]);
+        if (!p) continue;
+        tio_container *c = open_path(p);
+        tio_save_options so = {0};
+        so.format = "tmfile";
+        so.flags = TIO_SAVE_DROP_METADATA;
+        void *out;
+        size_t len;
+        tio_error e;
+        int rc = tio_save_memory(c, &so, &out, &len, &e);
+        if (rc == TIO_OK) {
+            tio_container *t = open_mem(out, len, 0, &e);
+            if (!t) fail_msg("%s: %s", models[i], e.message);
+            assert_int_equal(tio_container_count(t), tio_container_count(c));
+            tio_container_free(t);
+            tio_free(out);
+            ok++;
+        } else {
+            assert_string_equal(e.format, "tmfile");
+            assert_true(rc == TIO_E_UNSUPPORTED || rc == TIO_E_LOSSY);
+        }
+        tio_container_free(c);
+        free(p);
+    }
+    (void)ok;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lite_vectors),
+        cmocka_unit_test(test_old_cpp_vectors),
+        cmocka_unit_test(test_write_back_lite),
+        cmocka_unit_test(test_write_back_old_cpp),
+        cmocka_unit_test(test_variant_switch),
+        cmocka_unit_test(test_truncations),
+        cmocka_unit_test(test_corrupted_words),
+        cmocka_unit_test(test_bad_fields),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_probe),
+        cmocka_unit_test(test_foreign_graph),
+        cmocka_unit_test(test_write_refusals),
+        cmocka_unit_test(test_private_attrs),
+        cmocka_unit_test(test_api_dtypes),
+        cmocka_unit_test(test_from_rten),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
