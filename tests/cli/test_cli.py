@@ -1121,15 +1121,6 @@ def t_tmfile_convert(tmp):
     # validate: every convert_tool vector is clean
     paths = [p for p in (vec(rel) for rel, _ in tm_vectors()) if p]
     expect(run("validate", *paths), 0)
-    # an old C++ benchmark file: readable, with a finding (no weights)
-    old = vec("tmfile/upstream/yolov3_tiny_benchmark.tmfile")
-    if old is not None:
-        j = run_json("info", "--json", old)
-        assert j["props"]["variant"] == "old-cpp" and j["props"]["subgraph_size"] == "36", j
-        assert j["graph"]["metadata"]["tmfile.model_name"] == "Darknet/yolov3-tiny.cfg.optimized"
-        assert j["finding_count"] == 1 and "no data" in j["findings"][0]["message"], j
-        res = run("validate", old)
-        assert res.rc == 1 and "no data" in res.out + res.err, res
     # a truncated model is rejected with the format and offset named
     cut = os.path.join(tmp, "cut.tmfile")
     with open(cut, "wb") as f:
