@@ -381,7 +381,7 @@ static void test_old_cpp_vectors(void **state) {
         free(ref);
         checked++;
     }
-    assert_true(checked >= 2);
+    assert_true(checked >= (tvec_have_shared() ? 2u : 1u)); /* Reshape is_onnx refuses the others */
 }
 
 /* --------------------------------------------------------- write-back */
