@@ -452,14 +452,6 @@ static void test_v2_matches_reference_layout(void **state) {
 
 /* --------------------------------------------------- hostile headers */
 
-static uint8_t *read_vec(const char *rel, size_t *len) {
-    char *p = tvec_path_or_skip(rel);
-    if (!p) return NULL;
-    uint8_t *b;
-    assert_int_equal(tvec_read(p, &b, len), 0);
-    free(p);
-    return b;
-}
 
 static void expect_fail(const uint8_t *b, size_t len, int code, const char *needle) {
     tio_error e;
@@ -480,7 +472,7 @@ static void st64(uint8_t *p, uint64_t v) {
 static void test_bad_headers(void **state) {
     (void)state;
     size_t len;
-    uint8_t *b = read_vec("rten/small_cnn/small_cnn.v2.rten", &len);
+    uint8_t *b = tvec_load("rten/small_cnn/small_cnn.v2.rten", &len);
     if (!b) return;
     uint8_t *x = malloc(len);
     memcpy(x, b, len);
@@ -530,7 +522,7 @@ static void test_truncated_v1(void **state) {
                            "rten/int_consts/int_consts.v2.rten"};
     for (size_t f = 0; f < 3; f++) {
         size_t len;
-        uint8_t *b = read_vec(files[f], &len);
+        uint8_t *b = tvec_load(files[f], &len);
         if (!b) continue;
         for (size_t n = 0; n < len; n++) {
             tio_open_options o = {0};

@@ -50,14 +50,6 @@ static tio_container *open_path(const char *path) {
     return c;
 }
 
-static uint8_t *read_vec(const char *rel, size_t *len) {
-    char *p = tvec_path_or_skip(rel);
-    if (!p) return NULL;
-    uint8_t *b;
-    assert_int_equal(tvec_read(p, &b, len), 0);
-    free(p);
-    return b;
-}
 
 static uint8_t *save_mem(const tio_container *c, unsigned flags, size_t *len) {
     tio_save_options so = {0};
@@ -331,7 +323,7 @@ static void test_old_cpp_vectors(void **state) {
         char rel[256];
         snprintf(rel, sizeof rel, "tmfile/%s.tmfile", lite_models[i]);
         size_t len;
-        uint8_t *ref = read_vec(rel, &len);
+        uint8_t *ref = tvec_load(rel, &len);
         if (!ref) continue;
         tio_error e;
         tio_container *c = open_mem(ref, len, 0, &e);
@@ -415,7 +407,7 @@ static void masked_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t
 
 static void round_trip(const char *rel, json_t *masks) {
     size_t len;
-    uint8_t *ref = read_vec(rel, &len);
+    uint8_t *ref = tvec_load(rel, &len);
     if (!ref) return;
     tio_error e;
     tio_container *c = open_mem(ref, len, 0, &e);
@@ -457,7 +449,7 @@ static void test_write_back_lite(void **state) {
 static void test_variant_switch(void **state) {
     (void)state;
     size_t len;
-    uint8_t *ref = read_vec("tmfile/cnn_small.tmfile", &len);
+    uint8_t *ref = tvec_load("tmfile/cnn_small.tmfile", &len);
     if (!ref) return;
     tio_error e;
     tio_container *c = open_mem(ref, len, 0, &e);
@@ -482,7 +474,7 @@ static void test_variant_switch(void **state) {
     tio_container_free(c);
 
     /* MatMul is 91 in lite, 88 in the old table; Reshape's is_onnx has no old field */
-    uint8_t *mlp = read_vec("tmfile/mlp_matmul_add.tmfile", &len);
+    uint8_t *mlp = tvec_load("tmfile/mlp_matmul_add.tmfile", &len);
     c = open_mem(mlp, len, 0, &e);
     g = tio_container_graph(c);
     assert_int_equal(tio_graph_meta_set(g, "tmfile.variant", "old-cpp", &e), TIO_OK);
@@ -504,7 +496,7 @@ static void test_truncations(void **state) {
                            "tmfile/mlp_matmul_add.tmfile"};
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         size_t len;
-        uint8_t *b = read_vec(files[f], &len);
+        uint8_t *b = tvec_load(files[f], &len);
         if (!b) continue;
         for (size_t n = 0; n < len; n++) {
             uint8_t *cut = malloc(n ? n : 1); /* exact size: ASan sees any over-read */
@@ -525,7 +517,7 @@ static void test_corrupted_words(void **state) {
     const char *files[] = {"tmfile/concat_reshape_softmax.tmfile", "tmfile/mlp_matmul_add.tmfile"};
     for (size_t f = 0; f < 2; f++) {
         size_t len;
-        uint8_t *b = read_vec(files[f], &len);
+        uint8_t *b = tvec_load(files[f], &len);
         if (!b) continue;
         uint8_t *x = malloc(len);
         const uint32_t vals[] = {0,          1,          4,          0xffffffffu, 0x7fffffffu,
@@ -579,7 +571,7 @@ static void expect_fail(const uint8_t *b, size_t len, int code, const char *need
 static void test_bad_fields(void **state) {
     (void)state;
     size_t len;
-    uint8_t *b = read_vec("tmfile/concat_reshape_softmax.tmfile", &len);
+    uint8_t *b = tvec_load("tmfile/concat_reshape_softmax.tmfile", &len);
     if (!b) return;
     json_t *m = tvec_manifest("tmfile/concat_reshape_softmax.json");
     assert_non_null(m);
@@ -693,7 +685,7 @@ static void test_bad_fields(void **state) {
 static void test_limits(void **state) {
     (void)state;
     size_t len;
-    uint8_t *b = read_vec("tmfile/cnn_small.tmfile", &len);
+    uint8_t *b = tvec_load("tmfile/cnn_small.tmfile", &len);
     if (!b) return;
     tio_limits lim = {0};
     tio_open_options o = {0};
@@ -723,7 +715,7 @@ static void test_probe(void **state) {
         char rel[128];
         snprintf(rel, sizeof rel, "tmfile/%s.tmfile", lite_models[i]);
         size_t len;
-        uint8_t *b = read_vec(rel, &len);
+        uint8_t *b = tvec_load(rel, &len);
         if (!b) continue;
         assert_string_equal(tio_format_probe(b, len), "tmfile");
         tio_container *c = NULL;
@@ -992,7 +984,7 @@ static void test_write_refusals(void **state) {
 
     /* an opaque node (a raw param not before its operator) is refused */
     size_t len;
-    uint8_t *b = read_vec("tmfile/concat_reshape_softmax.tmfile", &len);
+    uint8_t *b = tvec_load("tmfile/concat_reshape_softmax.tmfile", &len);
     if (b) {
         json_t *m = tvec_manifest("tmfile/concat_reshape_softmax.json");
         uint32_t n3 = (uint32_t)json_integer_value(
@@ -1024,7 +1016,7 @@ static void attr_floats(tio_graph *g, size_t j, const char *name, const double *
 static void test_private_attrs(void **state) {
     (void)state;
     size_t len;
-    uint8_t *b = read_vec("tmfile/concat_reshape_softmax.tmfile", &len);
+    uint8_t *b = tvec_load("tmfile/concat_reshape_softmax.tmfile", &len);
     if (!b) return;
     tio_error e;
     tio_container *c = open_mem(b, len, 0, &e);
@@ -1079,7 +1071,7 @@ static void test_private_attrs(void **state) {
     attr_ints(bg, 1, "tm2_quant_width", w, 1);
     save_fails(back, TIO_E_LOSSY, "tm2_quant_width");
     size_t clen;
-    uint8_t *cb = read_vec("tmfile/cnn_small.tmfile", &clen);
+    uint8_t *cb = tvec_load("tmfile/cnn_small.tmfile", &clen);
     tio_container *cc = open_mem(cb, clen, 0, &e);
     tio_graph *cg = tio_container_graph(cc);
     attr_ints(cg, 6, "tm2_quant_count", one, 1); /* InputOp 'input' */

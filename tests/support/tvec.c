@@ -75,6 +75,18 @@ int tvec_read(const char *path, uint8_t **buf, size_t *len) {
     return 0;
 }
 
+uint8_t *tvec_load(const char *rel, size_t *len) {
+    char *p = tvec_path_or_skip(rel);
+    if (!p) return NULL;
+    uint8_t *b = NULL;
+    if (tvec_read(p, &b, len) != 0) {
+        fprintf(stderr, "ERROR: %s exists but cannot be read\n", p);
+        exit(1); /* a broken checkout, not a skip */
+    }
+    free(p);
+    return b;
+}
+
 int tvec_write(const char *path, const void *buf, size_t len) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;

@@ -24,6 +24,11 @@ json_t *tvec_manifest(const char *rel);
 /* Reads a whole file; 0 on success. *buf is malloc'ed (non-NULL even for 0 bytes). */
 int tvec_read(const char *path, uint8_t **buf, size_t *len);
 
+/* Finds a vector by relative path (like tvec_path_or_skip) and reads it:
+ * NULL (with a SKIPPED line) when it is in neither place; exits the test
+ * program when it exists but cannot be read. The result is malloc'ed. */
+uint8_t *tvec_load(const char *rel, size_t *len);
+
 /* Writes a whole file; 0 on success. */
 int tvec_write(const char *path, const void *buf, size_t len);
 
