@@ -65,7 +65,9 @@ typedef enum tio_status {
     TIO_E_UNSUPPORTED = 12, /* valid, but not something this format/version can do */
     TIO_E_LOSSY = 13,       /* writing would lose information; see tio_save_options */
     TIO_E_NOT_FOUND = 14,   /* no such tensor / key */
-    TIO_E_INVALID = 15      /* readable, but violates the format (validation/strict) */
+    TIO_E_INVALID = 15,     /* readable, but violates the format (validation/strict) */
+    TIO_E_TIMEOUT = 16,     /* a stream operation did not complete within its timeout */
+    TIO_E_TRANSPORT = 17    /* the message transport (libzmq) failed: bind, connect, send… */
 } tio_status;
 
 #define TIO_ERROR_MESSAGE_MAX 384
@@ -199,7 +201,10 @@ TIO_API int tio_tensor_meta_set(tio_tensor *t, const char *key, const char *valu
 typedef struct tio_container tio_container;
 
 TIO_API tio_container *tio_container_new(void); /* NULL only when out of memory */
-TIO_API void tio_container_free(tio_container *c); /* NULL is fine */
+/* Releases the caller's hold on the container (NULL is fine). A message or a
+ * stream send still using its tensor data keeps it alive until it is done
+ * (see tio_message_encode); for the caller it is gone either way. */
+TIO_API void tio_container_free(tio_container *c);
 
 TIO_API size_t tio_container_count(const tio_container *c);
 TIO_API tio_tensor *tio_container_tensor(const tio_container *c, size_t index);
@@ -435,12 +440,19 @@ TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_option
 #define TIO_SAVE_WIDEN 0x8u         /* store a dtype the format lacks in one that holds
                                        every value exactly: bool->uint8,
                                        float16/bfloat16->float32 */
+#define TIO_SAVE_SINGLE_PART 0x10u  /* tio_message_encode: one part holding the file
+                                       encoding (ZIO: the zmsg buffer; tenbin: the
+                                       .ten chunks) instead of the multipart form */
 
 typedef struct tio_save_options {
     const char *format; /* NULL = from the path's extension (tio_save) */
     unsigned flags;     /* TIO_SAVE_* ; without them, any loss is TIO_E_LOSSY */
     unsigned version;   /* format version to write; 0 = the format's default
                            (rten: 2; 1 = the V1 layout) */
+    const char *options; /* format options, "key=value,key=value", or NULL.
+                           zio: level (0..8), form (1..4 printable ASCII),
+                           origin, granule, seqno (uint64). A key the format
+                           does not take is TIO_E_ARGUMENT. */
 } tio_save_options;
 
 /* A container with a graph saved to a format without TIO_CAP_GRAPH writes its
@@ -462,6 +474,128 @@ TIO_API int tio_save(const tio_container *c, const char *path,
 TIO_API int tio_save_memory(const tio_container *c, const tio_save_options *opts,
                             void **out, size_t *out_size, tio_error *err);
 TIO_API void tio_free(void *p);
+
+/* ----------------------------------------------------------------- messages */
+
+/* A message is an ordered list of byte parts (ZeroMQ frames). Two formats
+ * have a multipart form:
+ *  - "zio": a ZIO message: prefix ("ZIO", level, form, JSON label),
+ *    coordinates (origin, granule, seqno), then payload parts; the TENS label
+ *    says which payload part holds which tensor.
+ *  - "tenbin": tensorcom's framing: a header part and a data part per array.
+ * Any format also travels as a single part holding its file encoding
+ * (TIO_SAVE_SINGLE_PART; ZIO's is the CZMQ zmsg_encode buffer, a .zmsg file). */
+typedef struct tio_part {
+    const void *data;
+    size_t size;
+} tio_part;
+
+/* Decodes a message. opts->format names the codec ("zio", "tenbin"); when it
+ * is NULL the parts are probed: one part is a file encoding of any format, a
+ * first part starting "ZIO" is ZIO, anything else tensorcom. The parts are
+ * borrowed (they must outlive the container) unless TIO_OPEN_COPY is set. */
+TIO_API int tio_open_parts(const tio_part *parts, size_t count,
+                           const tio_open_options *opts, tio_container **out,
+                           tio_error *err);
+
+typedef struct tio_message tio_message;
+/* Encodes a container as a message (opts->format required). Parts holding
+ * tensor data point into the container's memory: nothing is copied unless a
+ * save option converts it. The message keeps what it points to alive, so the
+ * container may be freed before the message. Deterministic. */
+TIO_API int tio_message_encode(const tio_container *c, const tio_save_options *opts,
+                               tio_message **out, tio_error *err);
+TIO_API size_t tio_message_part_count(const tio_message *m);
+/* Part i ({NULL, 0} past the end). Valid until tio_message_free. */
+TIO_API tio_part tio_message_part(const tio_message *m, size_t i);
+/* Total bytes of all parts. */
+TIO_API uint64_t tio_message_size(const tio_message *m);
+TIO_API void tio_message_free(tio_message *m); /* NULL is fine */
+
+/* ------------------------------------------------------------------ streams */
+
+/* Containers sent and received as messages over ZeroMQ (libzmq). One stream
+ * is one socket; it is not thread-safe, distinct streams are. */
+typedef struct tio_stream tio_stream;
+
+typedef enum tio_socket_type {
+    TIO_SOCKET_DEFAULT = 0, /* from the endpoint's tensorcom scheme (zpush:// …) */
+    TIO_SOCKET_PUSH = 1,
+    TIO_SOCKET_PULL = 2,
+    TIO_SOCKET_PUB = 3,     /* an XPUB underneath, so it can count subscribers */
+    TIO_SOCKET_SUB = 4,
+    TIO_SOCKET_DEALER = 5,  /* sends [empty][message], as ZIO's DEALER does */
+    TIO_SOCKET_ROUTER = 6,  /* receives [peer-id][empty][message]; replies to a peer */
+    TIO_SOCKET_PAIR = 7
+} tio_socket_type;
+
+typedef enum tio_proto {
+    TIO_PROTO_AUTO = 0,      /* send: ZIO (tensorcom for a tensorcom scheme);
+                                receive: decided per message (tio_open_parts) */
+    TIO_PROTO_ZIO = 1,       /* ZIO TENS messages */
+    TIO_PROTO_TENSORCOM = 2  /* tensorcom's tenbin framing */
+} tio_proto;
+
+#define TIO_STREAM_BIND 0x1u    /* bind (default: connect, or the scheme's choice) */
+#define TIO_STREAM_CONNECT 0x2u /* connect even where the scheme binds */
+#define TIO_STREAM_SINGLE 0x4u  /* send each message as one frame (TIO_SAVE_SINGLE_PART) */
+#define TIO_STREAM_COPY 0x8u    /* copy tensor data into frames instead of lending it */
+
+/* Zero-initialise for the defaults. */
+typedef struct tio_stream_options {
+    tio_socket_type socket;
+    tio_proto proto;
+    unsigned flags;          /* TIO_STREAM_* */
+    int timeout_ms;          /* send/receive timeout; 0 = wait forever */
+    int linger_ms;           /* how long close waits for unsent messages; 0 = default
+                                (1000 ms); < 0 = drop them at once */
+    int hwm;                 /* high-water mark in messages; 0 = libzmq's default */
+    const char *topic;       /* SUB: subscription prefix (NULL = the URL's #fragment,
+                                or everything) */
+    const char *identity;    /* routing id to announce (DEALER, ROUTER), or NULL */
+    const tio_limits *limits;   /* for received messages; NULL = defaults */
+    unsigned open_flags;     /* TIO_OPEN_STRICT for received messages */
+    void *zmq_context;       /* a libzmq context to share (inproc://); NULL = own */
+} tio_stream_options;
+
+typedef struct tio_stream_stats {
+    uint64_t sent, received;  /* messages */
+    uint64_t malformed;       /* received messages that could not be decoded */
+    uint64_t bytes_sent, bytes_received;
+} tio_stream_stats;
+
+/* Opens a socket on an endpoint: tcp://host:port, ipc://path, inproc://name,
+ * or a tensorcom URL (zpush zpull zpub zsub, zr* with bind and connect
+ * swapped, +ipc for ipc; the #fragment is the SUB topic; {a,b} and {1..3}
+ * braces expand to several endpoints). Binding to port * or 0 picks a free
+ * port: tio_stream_endpoint() tells which. */
+TIO_API int tio_stream_open(const char *endpoint, const tio_stream_options *opts,
+                            tio_stream **out, tio_error *err);
+/* The (first) endpoint as bound or connected, e.g. "tcp://127.0.0.1:41237". */
+TIO_API const char *tio_stream_endpoint(const tio_stream *s);
+/* Sends a container as one message. opts as for tio_message_encode; its
+ * format comes from the stream's protocol when NULL. Tensor data are lent to
+ * libzmq without copying and kept alive until it has sent them, so the
+ * container may be freed as soon as this returns. */
+TIO_API int tio_stream_send(tio_stream *s, const tio_container *c,
+                            const tio_save_options *opts, tio_error *err);
+/* Receives one message. A message that cannot be decoded is consumed,
+ * counted (stats.malformed) and reported as the error; the stream stays
+ * usable and the next call reads the next message. TIO_E_TIMEOUT when none
+ * arrived in time. Tensors are views into the received frames (they may be
+ * unaligned: tio_tensor_is_aligned). Properties: "proto", "frames", "bytes",
+ * and "peer" (hex routing id) on a ROUTER. */
+TIO_API int tio_stream_recv(tio_stream *s, tio_container **out, tio_error *err);
+/* PUB: waits until n subscribers have subscribed (TIO_E_TIMEOUT otherwise;
+ * timeout_ms 0 = forever). Messages published before that are dropped by
+ * ZeroMQ, so a publisher that must not lose any waits first. */
+TIO_API int tio_stream_wait_subscribers(tio_stream *s, unsigned n, int timeout_ms,
+                                        tio_error *err);
+/* ROUTER: the peer the next sends go to (default: the last peer received from). */
+TIO_API int tio_stream_set_peer(tio_stream *s, const void *id, size_t size,
+                                tio_error *err);
+TIO_API void tio_stream_get_stats(const tio_stream *s, tio_stream_stats *out);
+TIO_API void tio_stream_close(tio_stream *s); /* NULL is fine */
 
 #ifdef __cplusplus
 }

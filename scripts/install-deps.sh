@@ -9,7 +9,9 @@ PACKAGES=(
   libjansson-dev               # JSON with exact int64
   libssl-dev                   # libcrypto: SHA-256
   libcmocka-dev                # unit tests
+  libzmq3-dev                  # ZeroMQ transport (tensio send / recv)
   python3                      # CLI tests
+  python3-zmq python3-numpy    # the tensorcom peer in the streaming tests
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -2,6 +2,7 @@
 #include "internal.h"
 #include "graph/graph.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,7 +12,14 @@
 
 tio_container *tio_container_new(void) {
     tio_container *c = calloc(1, sizeof *c);
+    if (c) atomic_init(&c->refs, 1);
     return c;
+}
+
+void tio__container_ref(const tio_container *c) {
+    /* The hold count is not part of the container's observable state. */
+    atomic_fetch_add_explicit(&((tio_container *)(uintptr_t)c)->refs, 1,
+                              memory_order_relaxed);
 }
 
 static void tensor_free(tio_tensor *t) {
@@ -26,6 +34,8 @@ static void tensor_free(tio_tensor *t) {
 
 void tio_container_free(tio_container *c) {
     if (!c) return;
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) return;
+    if (c->native_free) c->native_free(c->native);
     for (size_t i = 0; i < c->count; i++) tensor_free(c->tensors[i]);
     free(c->tensors);
     tio__kv_free(&c->meta);
@@ -34,6 +44,7 @@ void tio_container_free(tio_container *c) {
     free(c->warnings);
     if (c->map) munmap(c->map, c->map_size);
     free(c->owned_buf);
+    if (c->backing_free) c->backing_free(c->backing);
     free(c);
 }
 

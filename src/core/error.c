@@ -24,6 +24,8 @@ static const struct {
     [TIO_E_LOSSY] = {"TIO_E_LOSSY", "would lose information"},
     [TIO_E_NOT_FOUND] = {"TIO_E_NOT_FOUND", "not found"},
     [TIO_E_INVALID] = {"TIO_E_INVALID", "violates the format"},
+    [TIO_E_TIMEOUT] = {"TIO_E_TIMEOUT", "timed out"},
+    [TIO_E_TRANSPORT] = {"TIO_E_TRANSPORT", "message transport failed"},
 };
 
 #define STATUS_COUNT (sizeof status_table / sizeof status_table[0])

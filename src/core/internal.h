@@ -20,6 +20,9 @@
 #define TIO_HIDDEN
 #endif
 
+struct tio_format_desc;
+struct tio_message;
+
 /* ------------------------------------------------------------ errors */
 
 /* Fills *err (if not NULL) and returns code. The message is prefixed with
@@ -158,6 +161,7 @@ struct tio_tensor {
 };
 
 struct tio_container {
+    _Atomic size_t refs;    /* holds: the caller's (1) + messages lending its data */
     tio_tensor **tensors;
     size_t count, cap;
     tio_kv meta;
@@ -171,7 +175,20 @@ struct tio_container {
     void *map;              /* mmap'ed region or NULL */
     size_t map_size;
     void *owned_buf;        /* malloc'ed copy of the input or NULL */
+    /* other memory the views point into (received frames), released last */
+    void *backing;
+    void (*backing_free)(void *backing);
+    /* What the reader kept that the generic model has no place for (the ZIO
+     * label's other keys, unreferenced payload parts…), for the same format's
+     * writer: a read→write round trip keeps it. Only `native_format`'s module
+     * knows the layout. */
+    const char *native_format;
+    void *native;
+    void (*native_free)(void *native);
 };
+
+/* Takes one more hold on c (tio_container_free releases one). */
+void tio__container_ref(const tio_container *c);
 
 /* Appends a tensor whose data/indices point into the container's source (or
  * other memory that outlives the container). Validates dtype, dims, sizes
@@ -195,6 +212,22 @@ typedef struct tio_read_ctx {
  * TIO_OK, or TIO_E_INVALID (and fills *err) under TIO_OPEN_STRICT. */
 int tio__warn(tio_read_ctx *ctx, const char *format, int64_t offset, tio_error *err,
               const char *fmt, ...) TIO_PRINTF(5, 6);
+
+/* One part of a message being decoded: bytes, and where they sit in the
+ * source (a .zmsg file) or -1 (a received frame). */
+typedef struct tio_rpart {
+    const uint8_t *data;
+    size_t size;
+    int64_t offset;
+} tio_rpart;
+
+/* Decodes a message from parts with format f's read_parts (or, for one part
+ * that f's probe accepts, f->read). The container takes `backing` (freed with
+ * backing_free when the container goes, or at once on failure). opts may be
+ * NULL. f NULL = choose as tio_open_parts does. */
+int tio__open_rparts(const struct tio_format_desc *f, const tio_rpart *parts, size_t n,
+                     const tio_open_options *opts, void *backing,
+                     void (*backing_free)(void *), tio_container **out, tio_error *err);
 
 /* ------------------------------------------------------------ writing */
 
@@ -224,8 +257,28 @@ unsigned tio__plan_flags(const tio_write_plan *p);
 /* tio_save_options.version: the format version to write (0 = the format's
  * default). A writer (or its check) refuses a version it cannot write. */
 unsigned tio__plan_version(const tio_write_plan *p);
-/* tio_save_options.version (0 = the format's default). */
-unsigned tio__plan_version(const tio_write_plan *p);
+/* The value of format option `key` (tio_save_options.options), or NULL. The
+ * core already checked the syntax and that the format takes the key. */
+const char *tio__plan_option(const tio_write_plan *p, const char *key);
+/* A plan on the heap (for message encoding); runs the format's check. */
+int tio__plan_create(const tio_container *c, const tio_save_options *opts,
+                     const struct tio_format_desc *f, tio_write_plan **out, tio_error *err);
+void tio__plan_destroy(tio_write_plan *p);
+
+/* A message being built by a format's write_parts. Parts are appended in
+ * order. */
+struct tio_message;
+/* Appends a copy of n bytes. */
+int tio__msg_add_copy(struct tio_message *m, const void *data, size_t n, tio_error *err);
+/* Appends a malloc'ed buffer the message takes (freed with it, or at once on
+ * failure). */
+int tio__msg_add_owned(struct tio_message *m, void *buf, size_t n, tio_error *err);
+/* Appends the data of plan tensor i: lent from the container (no copy) when
+ * the plan does not convert it, else a copy of the converted bytes. */
+int tio__msg_add_tensor(struct tio_message *m, tio_write_plan *p, size_t i, tio_error *err);
+/* Holds for the transport: one per frame lent to libzmq. */
+void tio__message_ref(struct tio_message *m);
+void tio__message_unref(struct tio_message *m);
 
 /* ------------------------------------------------------- format modules */
 
@@ -247,7 +300,16 @@ typedef struct tio_format_desc {
     int (*check)(const tio_write_plan *p, tio_error *err);
     /* Encodes the plan. */
     int (*write)(tio_write_plan *p, tio_sink *sink, tio_error *err);
+    /* Format options the writer takes (tio_save_options.options), space
+     * separated ("level form seqno"), or NULL for none. */
+    const char *options;
+    /* Optional: the format as a multipart message (ZeroMQ frames). */
+    int (*read_parts)(tio_read_ctx *ctx, const tio_rpart *parts, size_t n, tio_error *err);
+    int (*write_parts)(tio_write_plan *p, struct tio_message *m, tio_error *err);
 } tio_format_desc;
+
+/* Resolves a tio_limits (NULL or zero fields = defaults). */
+tio_limits tio__limits_resolve(const tio_limits *l);
 
 #define TIO_DTYPE_BIT(d) (1u << (unsigned)(d))
 

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static tio_limits resolve_limits(const tio_limits *l) {
+tio_limits tio__limits_resolve(const tio_limits *l) {
     tio_limits r = {TIO_DEFAULT_MAX_TENSORS,      TIO_DEFAULT_MAX_RANK,
                     TIO_DEFAULT_MAX_HEADER_BYTES, TIO_DEFAULT_MAX_NAME_BYTES,
                     TIO_DEFAULT_MAX_DEPTH,        TIO_DEFAULT_MAX_OBJECTS};
@@ -53,7 +53,7 @@ static int decode(tio_container *c, const tio_format_desc *f, const uint8_t *dat
     tio_read_ctx ctx;
     ctx.data = data;
     ctx.size = size;
-    ctx.limits = resolve_limits(o ? o->limits : NULL);
+    ctx.limits = tio__limits_resolve(o ? o->limits : NULL);
     ctx.flags = o ? o->flags : 0;
     ctx.c = c;
     c->format = f->name;

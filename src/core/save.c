@@ -20,6 +20,7 @@ struct tio_write_plan {
     size_t n;
     uint8_t *scratch;     /* converted data of the current tensor */
     uint8_t *scratch2;    /* densified source before widening */
+    tio_kv options;       /* parsed tio_save_options.options */
 };
 
 size_t tio__plan_count(const tio_write_plan *p) { return p->n; }
@@ -29,6 +30,58 @@ const tio_wtensor *tio__plan_tensor(const tio_write_plan *p, size_t i) {
 const tio_container *tio__plan_container(const tio_write_plan *p) { return p->c; }
 unsigned tio__plan_flags(const tio_write_plan *p) { return p->flags; }
 unsigned tio__plan_version(const tio_write_plan *p) { return p->version; }
+const char *tio__plan_option(const tio_write_plan *p, const char *key) {
+    return tio__kv_get(&p->options, key);
+}
+
+/* Whether `key` (n bytes) is one of the space-separated words of `list`. */
+static int word_in(const char *list, const char *key, size_t n) {
+    while (list && *list) {
+        while (*list == ' ') list++;
+        size_t w = strcspn(list, " ");
+        if (w == n && memcmp(list, key, n) == 0) return 1;
+        list += w;
+    }
+    return 0;
+}
+
+/* Parses "key=value,key=value" into p->options, checking each key against
+ * the keys the format takes. */
+static int parse_options(tio_write_plan *p, const char *text, tio_error *err) {
+    const char *fn = p->fmt->name;
+    const char *q = text;
+    while (*q) {
+        size_t len = strcspn(q, ",");
+        const char *eq = memchr(q, '=', len);
+        if (!eq || eq == q)
+            return tio__err(err, TIO_E_ARGUMENT, fn, -1,
+                            "format option \"%.*s\" is not key=value", (int)(len > 64 ? 64 : len),
+                            q);
+        size_t klen = (size_t)(eq - q);
+        if (!word_in(p->fmt->options, q, klen))
+            return tio__err(err, TIO_E_ARGUMENT, fn, -1,
+                            "%s takes no format option \"%.*s\"%s%s", fn,
+                            (int)(klen > 64 ? 64 : klen), q,
+                            p->fmt->options ? " (it takes: " : " (it takes none)",
+                            p->fmt->options ? p->fmt->options : "");
+        char key[64], val[256];
+        size_t vlen = len - klen - 1;
+        if (klen >= sizeof key || vlen >= sizeof val)
+            return tio__err(err, TIO_E_ARGUMENT, fn, -1, "format option too long");
+        memcpy(key, q, klen);
+        key[klen] = 0;
+        memcpy(val, eq + 1, vlen);
+        val[vlen] = 0;
+        if (tio__kv_get(&p->options, key))
+            return tio__err(err, TIO_E_ARGUMENT, fn, -1, "format option \"%s\" given twice",
+                            key);
+        int rc = tio__kv_set(&p->options, key, val, err);
+        if (rc) return rc;
+        q += len;
+        if (*q == ',') q++;
+    }
+    return TIO_OK;
+}
 
 /* The dtype that holds every value of d exactly, for formats that lack d. */
 static tio_dtype widened(tio_dtype d) {
@@ -44,6 +97,7 @@ static void plan_free(tio_write_plan *p) {
     free(p->t);
     free(p->scratch);
     free(p->scratch2);
+    tio__kv_free(&p->options);
 }
 
 /* " ('name')" for a named tensor, "" otherwise, for messages. */
@@ -68,6 +122,10 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
                         f->versions ? "" : " (it is not versioned; leave the version at 0)");
     /* A model format needs a graph. (A format without TIO_CAP_GRAPH simply
      * does not write the graph and its metadata: the constants are tensors.) */
+    if (opts && opts->options && opts->options[0]) {
+        int rc = parse_options(p, opts->options, err);
+        if (rc) return rc;
+    }
     if ((f->caps & TIO_CAP_GRAPH) && !c->graph)
         return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
                         "a model needs a graph; this container holds tensors only");
@@ -195,6 +253,27 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
     widen_elems(s->dtype, src, p->scratch, count);
     *data = p->scratch;
     return TIO_OK;
+}
+
+int tio__plan_create(const tio_container *c, const tio_save_options *opts,
+                     const tio_format_desc *f, tio_write_plan **out, tio_error *err) {
+    *out = NULL;
+    tio_write_plan *p = malloc(sizeof *p);
+    if (!p) return tio__nomem(err, f->name);
+    int rc = plan_build(p, c, f, opts, err);
+    if (rc) {
+        plan_free(p);
+        free(p);
+        return rc;
+    }
+    *out = p;
+    return TIO_OK;
+}
+
+void tio__plan_destroy(tio_write_plan *p) {
+    if (!p) return;
+    plan_free(p);
+    free(p);
 }
 
 static int pick_format(const tio_save_options *o, const char *path,

@@ -27,7 +27,7 @@
         }                                                                               \
     } while (0)
 
-static const tio_save_options save_tenbin = {"tenbin", 0, 0};
+static const tio_save_options save_tenbin = {"tenbin", 0, 0, NULL};
 
 static void tensor_sha_hex(const tio_tensor *t, char out[65]) {
     uint8_t raw[32];
@@ -553,7 +553,7 @@ static tio_tensor *add(tio_container *c, const char *name, tio_dtype dt, size_t 
 /* Saves with flags and reopens the bytes (the reopened container owns a copy). */
 static int save_reopen(const tio_container *c, unsigned flags, tio_container **out,
                        uint8_t **bytes, size_t *len, tio_error *err) {
-    tio_save_options so = {"tenbin", flags, 0};
+    tio_save_options so = {"tenbin", flags, 0, NULL};
     void *buf = NULL;
     size_t n = 0;
     *out = NULL;
