@@ -143,7 +143,14 @@ typedef struct tb_chunk {
     size_t payload;    /* offset of the payload */
     size_t len;        /* payload length */
     const uint8_t *p;  /* payload */
+    char where[48];    /* "header chunk at offset 64", "header frame 2" */
+    bool frame;        /* a ZeroMQ frame (tensorcom multipart): no magic, no length */
 } tb_chunk;
+
+/* The offset of a chunk's length field for messages (-1 for a frame). */
+static int64_t tb_len_at(const tb_chunk *ch) {
+    return ch->frame ? -1 : (int64_t)(ch->off + 8);
+}
 
 /* Reads one chunk at the cursor: magic, length, payload, padding. A header
  * chunk must be complete (a data chunk has to follow it); the last data
@@ -158,6 +165,8 @@ static int tb_read_chunk(tio_read_ctx *ctx, tio_cursor *cur, size_t index, bool 
     int rc;
 
     ch->off = off;
+    ch->frame = false;
+    snprintf(ch->where, sizeof ch->where, "%s chunk at offset %zu", kind, off);
     if (!header && left == 0)
         return tio__err(err, TIO_E_TRUNCATED, TB_FMT, (int64_t)off,
                         "array %zu: the header chunk is not followed by a data chunk (the "
@@ -277,9 +286,9 @@ static int tb_parse_dtype(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
         if (f[i] >= 0x80) {
             tb_escape(f, 8, esc, sizeof esc);
             return tio__err(err, TIO_E_DTYPE, TB_FMT, at,
-                            "array %zu: header chunk at offset %zu: dtype field \"%s\" is not "
+                            "array %zu: %s: dtype field \"%s\" is not "
                             "ASCII (expected a code such as f4)",
-                            index, ch->off, esc);
+                            index, ch->where, esc);
         }
     }
     for (size_t i = 0; i < TB_NCODES; i++) {
@@ -288,10 +297,10 @@ static int tb_parse_dtype(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
             if (s > 0) {
                 tb_escape(f, 8, esc, sizeof esc);
                 int rc = tio__warn(ctx, TB_FMT, at, err,
-                                   "array %zu: header chunk at offset %zu: dtype field "
+                                   "array %zu: %s: dtype field "
                                    "\"%s\" has leading NUL bytes (tenbin.save writes the "
                                    "code first, NUL-padded)",
-                                   index, ch->off, esc);
+                                   index, ch->where, esc);
                 if (rc) return rc;
             }
             return TIO_OK;
@@ -310,9 +319,9 @@ static int tb_parse_dtype(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
         snprintf(extra, sizeof extra, "; the reference's misspelling of uint32 is code u4");
     tb_escape(f + s, e - s, esc, sizeof esc);
     return tio__err(err, TIO_E_DTYPE, TB_FMT, at,
-                    "array %zu: header chunk at offset %zu: unknown dtype code \"%s\" "
+                    "array %zu: %s: unknown dtype code \"%s\" "
                     "(expected one of f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8, case-sensitive)%s",
-                    index, ch->off, esc, extra);
+                    index, ch->where, esc, extra);
 }
 
 static int tb_parse_info(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
@@ -325,18 +334,18 @@ static int tb_parse_info(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
         if (f[i] >= 0x80) {
             tb_escape(f, 8, esc, sizeof esc);
             return tio__err(err, TIO_E_CORRUPT, TB_FMT, at + (int64_t)i,
-                            "array %zu: header chunk at offset %zu: info (name) \"%s\" is not "
+                            "array %zu: %s: info (name) \"%s\" is not "
                             "ASCII (byte %zu is 0x%02x; expected 7-bit ASCII)",
-                            index, ch->off, esc, i, (unsigned)f[i]);
+                            index, ch->where, esc, i, (unsigned)f[i]);
         }
     }
     for (size_t i = s; i < e; i++) {
         if (f[i] == 0) {
             tb_escape(f, 8, esc, sizeof esc);
             return tio__err(err, TIO_E_CORRUPT, TB_FMT, at + (int64_t)i,
-                            "array %zu: header chunk at offset %zu: info (name) \"%s\" has a "
+                            "array %zu: %s: info (name) \"%s\" has a "
                             "NUL byte inside it (expected ASCII text, NUL-padded)",
-                            index, ch->off, esc);
+                            index, ch->where, esc);
         }
     }
     memcpy(h->info, f + s, e - s);
@@ -344,9 +353,9 @@ static int tb_parse_info(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
     if (s > 0 && e > s) {
         tb_escape(f, 8, esc, sizeof esc);
         int rc = tio__warn(ctx, TB_FMT, at, err,
-                           "array %zu: header chunk at offset %zu: info \"%s\" has leading NUL "
+                           "array %zu: %s: info \"%s\" has leading NUL "
                            "bytes (tenbin.save writes the text first, NUL-padded)",
-                           index, ch->off, esc);
+                           index, ch->where, esc);
         if (rc) return rc;
     }
     return TIO_OK;
@@ -358,20 +367,20 @@ static int tb_parse_header(tio_read_ctx *ctx, size_t index, const tb_chunk *ch, 
     char hint[160];
     int rc;
     if (ch->len % TB_WORD != 0)
-        return tio__err(err, TIO_E_CORRUPT, TB_FMT, (int64_t)(ch->off + 8),
-                        "array %zu: header chunk at offset %zu: payload length %zu is not a "
+        return tio__err(err, TIO_E_CORRUPT, TB_FMT, tb_len_at(ch),
+                        "array %zu: %s: payload length %zu is not a "
                         "multiple of 8 (expected 8 x (3 + ndim) bytes of int64 words)",
-                        index, ch->off, ch->len);
+                        index, ch->where, ch->len);
     if (ch->len < TB_FIXED_WORDS * TB_WORD)
-        return tio__err(err, TIO_E_CORRUPT, TB_FMT, (int64_t)(ch->off + 8),
-                        "array %zu: header chunk at offset %zu: payload length %zu is too "
+        return tio__err(err, TIO_E_CORRUPT, TB_FMT, tb_len_at(ch),
+                        "array %zu: %s: payload length %zu is too "
                         "short (expected at least 24: dtype, info, ndim)",
-                        index, ch->off, ch->len);
+                        index, ch->where, ch->len);
     if (ch->len > ctx->limits.max_header_bytes)
-        return tio__err(err, TIO_E_LIMIT, TB_FMT, (int64_t)(ch->off + 8),
-                        "array %zu: header chunk at offset %zu: payload length %zu exceeds "
+        return tio__err(err, TIO_E_LIMIT, TB_FMT, tb_len_at(ch),
+                        "array %zu: %s: payload length %zu exceeds "
                         "the header limit of %llu bytes",
-                        index, ch->off, ch->len,
+                        index, ch->where, ch->len,
                         (unsigned long long)ctx->limits.max_header_bytes);
 
     /* A cursor bounded to the header payload. */
@@ -396,27 +405,27 @@ static int tb_parse_header(tio_read_ctx *ctx, size_t index, const tb_chunk *ch, 
     size_t room = ch->len / TB_WORD - TB_FIXED_WORDS; /* dims the payload holds */
     if (ndim < 0)
         return tio__err(err, TIO_E_CORRUPT, TB_FMT, (int64_t)ndim_at,
-                        "array %zu: header chunk at offset %zu: ndim %lld is negative "
+                        "array %zu: %s: ndim %lld is negative "
                         "(expected 0..%zu)%s",
-                        index, ch->off, (long long)ndim, room,
+                        index, ch->where, (long long)ndim, room,
                         tb_swap_hint(ndim, 1, room, 1, hint, sizeof hint));
     if ((uint64_t)ndim > room)
         return tio__err(err, TIO_E_CORRUPT, TB_FMT, (int64_t)ndim_at,
-                        "array %zu: header chunk at offset %zu: ndim %lld, but its %zu-byte "
+                        "array %zu: %s: ndim %lld, but its %zu-byte "
                         "payload holds only %zu dims (expected ndim <= %zu)%s",
-                        index, ch->off, (long long)ndim, ch->len, room, room,
+                        index, ch->where, (long long)ndim, ch->len, room, room,
                         tb_swap_hint(ndim, 1, room, 1, hint, sizeof hint));
     if ((uint64_t)ndim > ctx->limits.max_rank)
         return tio__err(err, TIO_E_LIMIT, TB_FMT, (int64_t)ndim_at,
-                        "array %zu: header chunk at offset %zu: ndim %lld exceeds the rank "
+                        "array %zu: %s: ndim %lld exceeds the rank "
                         "limit %u",
-                        index, ch->off, (long long)ndim, (unsigned)ctx->limits.max_rank);
+                        index, ch->where, (long long)ndim, (unsigned)ctx->limits.max_rank);
     h->rank = (size_t)ndim;
     if (h->rank > TB_WRITER_MAX_RANK) {
         rc = tio__warn(ctx, TB_FMT, (int64_t)ndim_at, err,
-                       "array %zu: header chunk at offset %zu: ndim %zu exceeds 9, the most "
+                       "array %zu: %s: ndim %zu exceeds 9, the most "
                        "the reference writer (tenbin.save) emits",
-                       index, ch->off, h->rank);
+                       index, ch->where, h->rank);
         if (rc) return rc;
     }
     if (h->rank > TB_SMALL_RANK) {
@@ -433,19 +442,58 @@ static int tb_parse_header(tio_read_ctx *ctx, size_t index, const tb_chunk *ch, 
         if (rc) return rc;
         if (h->dims[d] < 0)
             return tio__err(err, TIO_E_CORRUPT, TB_FMT, (int64_t)at,
-                            "array %zu: header chunk at offset %zu: dim %zu is %lld (expected "
+                            "array %zu: %s: dim %zu is %lld (expected "
                             "a size >= 0)",
-                            index, ch->off, d, (long long)h->dims[d]);
+                            index, ch->where, d, (long long)h->dims[d]);
     }
     if (room > h->rank) {
         rc = tio__warn(ctx, TB_FMT, (int64_t)hc.pos, err,
-                       "array %zu: header chunk at offset %zu: %zu unused word%s after the "
+                       "array %zu: %s: %zu unused word%s after the "
                        "%zu dims (tenbin.save writes exactly 3 + ndim words; they are ignored)",
-                       index, ch->off, room - h->rank, room - h->rank == 1 ? "" : "s",
+                       index, ch->where, room - h->rank, room - h->rank == 1 ? "" : "s",
                        h->rank);
         if (rc) return rc;
     }
     return TIO_OK;
+}
+
+/* The byte size of the array a parsed header describes, overflow-checked. */
+static int tb_header_nbytes(const tb_header *h, size_t index, const tb_chunk *hch,
+                            char *shape, size_t shape_cap, uint64_t *numel_out,
+                            uint64_t *nbytes_out, tio_error *err) {
+    int64_t at = hch->frame ? -1 : (int64_t)hch->off;
+    size_t esize = tio_dtype_size(h->dtype);
+    tb_shape_str(h->dims, h->rank, shape, shape_cap);
+    uint64_t numel = 1, nbytes;
+    for (size_t d = 0; d < h->rank; d++) {
+        if (tio__mul64_ovf(numel, (uint64_t)h->dims[d], &numel) || numel > (uint64_t)INT64_MAX)
+            return tio__err(err, TIO_E_OVERFLOW, TB_FMT, at,
+                            "array %zu: %s: the element count of shape %s overflows int64",
+                            index, hch->where, shape);
+    }
+    if (tio__mul64_ovf(numel, esize, &nbytes) || nbytes > (uint64_t)INT64_MAX ||
+        nbytes > SIZE_MAX)
+        return tio__err(err, TIO_E_OVERFLOW, TB_FMT, at,
+                        "array %zu: %s: the byte size of %s %s overflows", index, hch->where,
+                        tio_dtype_name(h->dtype), shape);
+    *numel_out = numel;
+    *nbytes_out = nbytes;
+    return TIO_OK;
+}
+
+/* Appends the tensor view a header and its data describe. */
+static int tb_add_array(tio_read_ctx *ctx, const tb_header *h, const uint8_t *data,
+                        size_t len, int64_t source_offset, tio_error *err) {
+    tio_tensor_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.name = h->info[0] ? h->info : NULL;
+    desc.dtype = h->dtype;
+    desc.rank = h->rank;
+    desc.shape = h->dims;
+    desc.layout = TIO_LAYOUT_DENSE;
+    desc.data = data;
+    desc.nbytes = len;
+    return tio__container_add_view(ctx->c, &desc, source_offset, TB_FMT, err);
 }
 
 /* One array: header chunk, data chunk, consistency, the tensor view. */
@@ -456,44 +504,20 @@ static int tb_read_array(tio_read_ctx *ctx, tio_cursor *cur, size_t index, tb_he
     if (rc) return rc;
     rc = tb_parse_header(ctx, index, &hch, h, err);
     if (rc) return rc;
-
-    size_t esize = tio_dtype_size(h->dtype);
     char shape[96];
-    tb_shape_str(h->dims, h->rank, shape, sizeof shape);
-    uint64_t numel = 1, nbytes;
-    for (size_t d = 0; d < h->rank; d++) {
-        if (tio__mul64_ovf(numel, (uint64_t)h->dims[d], &numel) || numel > (uint64_t)INT64_MAX)
-            return tio__err(err, TIO_E_OVERFLOW, TB_FMT, (int64_t)hch.off,
-                            "array %zu: header chunk at offset %zu: the element count of shape "
-                            "%s overflows int64",
-                            index, hch.off, shape);
-    }
-    if (tio__mul64_ovf(numel, esize, &nbytes) || nbytes > (uint64_t)INT64_MAX ||
-        nbytes > SIZE_MAX)
-        return tio__err(err, TIO_E_OVERFLOW, TB_FMT, (int64_t)hch.off,
-                        "array %zu: header chunk at offset %zu: the byte size of %s %s "
-                        "overflows",
-                        index, hch.off, tio_dtype_name(h->dtype), shape);
-
+    uint64_t numel, nbytes;
+    rc = tb_header_nbytes(h, index, &hch, shape, sizeof shape, &numel, &nbytes, err);
+    if (rc) return rc;
     rc = tb_read_chunk(ctx, cur, index, false, &dch, err);
     if (rc) return rc;
     if ((uint64_t)dch.len != nbytes)
         return tio__err(err, TIO_E_CORRUPT, TB_FMT, (int64_t)(dch.off + 8),
-                        "array %zu: data chunk at offset %zu holds %zu bytes, expected %llu "
-                        "(%s %s: %llu elements of %zu bytes)",
-                        index, dch.off, dch.len, (unsigned long long)nbytes,
-                        tio_dtype_name(h->dtype), shape, (unsigned long long)numel, esize);
-
-    tio_tensor_desc desc;
-    memset(&desc, 0, sizeof desc);
-    desc.name = h->info[0] ? h->info : NULL;
-    desc.dtype = h->dtype;
-    desc.rank = h->rank;
-    desc.shape = h->dims;
-    desc.layout = TIO_LAYOUT_DENSE;
-    desc.data = dch.p;
-    desc.nbytes = dch.len;
-    return tio__container_add_view(ctx->c, &desc, (int64_t)hch.off, TB_FMT, err);
+                        "array %zu: %s holds %zu bytes, expected %llu (%s %s: %llu elements "
+                        "of %zu bytes)",
+                        index, dch.where, dch.len, (unsigned long long)nbytes,
+                        tio_dtype_name(h->dtype), shape, (unsigned long long)numel,
+                        tio_dtype_size(h->dtype));
+    return tb_add_array(ctx, h, dch.p, dch.len, (int64_t)hch.off, err);
 }
 
 static int tb_read(tio_read_ctx *ctx, tio_error *err) {
@@ -508,6 +532,53 @@ static int tb_read(tio_read_ctx *ctx, tio_error *err) {
         memset(&h, 0, sizeof h);
         h.dims = h.small;
         int rc = tb_read_array(ctx, &cur, index, &h, err);
+        tb_header_free(&h);
+        if (rc) return rc;
+    }
+    return TIO_OK;
+}
+
+/* tensorcom's multipart framing: per array a header frame (the header chunk's
+ * payload) and a data frame (the raw elements), no magic, length or padding.
+ * Offsets in messages are within the frame. */
+static int tb_read_parts(tio_read_ctx *ctx, const tio_rpart *parts, size_t n,
+                         tio_error *err) {
+    if (n % 2 != 0)
+        return tio__err(err, TIO_E_CORRUPT, TB_FMT, -1,
+                        "tensorcom message: %zu frames, expected an even number (a header "
+                        "frame and a data frame per array)",
+                        n);
+    if ((uint64_t)(n / 2) > ctx->limits.max_tensors)
+        return tio__err(err, TIO_E_LIMIT, TB_FMT, -1,
+                        "tensorcom message: %zu arrays exceed the limit of %llu", n / 2,
+                        (unsigned long long)ctx->limits.max_tensors);
+    for (size_t i = 0; i < n / 2; i++) {
+        const tio_rpart *hp = &parts[2 * i], *dp = &parts[2 * i + 1];
+        tb_chunk hch;
+        memset(&hch, 0, sizeof hch);
+        hch.len = hp->size;
+        hch.p = hp->data;
+        hch.frame = true;
+        snprintf(hch.where, sizeof hch.where, "header frame %zu", 2 * i);
+        tio_read_ctx sub = *ctx;
+        sub.data = hp->data;
+        sub.size = hp->size;
+        tb_header h;
+        memset(&h, 0, sizeof h);
+        h.dims = h.small;
+        char shape[96];
+        uint64_t numel = 0, nbytes = 0;
+        int rc = tb_parse_header(&sub, i, &hch, &h, err);
+        if (rc == TIO_OK)
+            rc = tb_header_nbytes(&h, i, &hch, shape, sizeof shape, &numel, &nbytes, err);
+        if (rc == TIO_OK && (uint64_t)dp->size != nbytes)
+            rc = tio__err(err, TIO_E_CORRUPT, TB_FMT, -1,
+                          "array %zu: data frame %zu holds %zu bytes, expected %llu (%s %s: "
+                          "%llu elements of %zu bytes)",
+                          i, 2 * i + 1, dp->size, (unsigned long long)nbytes,
+                          tio_dtype_name(h.dtype), shape, (unsigned long long)numel,
+                          tio_dtype_size(h.dtype));
+        if (rc == TIO_OK) rc = tb_add_array(ctx, &h, dp->data, dp->size, dp->offset, err);
         tb_header_free(&h);
         if (rc) return rc;
     }
@@ -576,6 +647,20 @@ static int tb_put_chunk(tio_sink *s, const void *payload, size_t n, tio_error *e
     return pad ? tio__sink_zeros(s, pad, err) : TIO_OK;
 }
 
+#define TB_HEADER_MAX (TB_WORD * (TB_FIXED_WORDS + TB_WRITER_MAX_RANK))
+
+/* The header payload of a (checked) plan tensor: dtype code, info, ndim,
+ * dims. Returns its length. */
+static size_t tb_build_header(const tio_wtensor *w, uint8_t hdr[TB_HEADER_MAX]) {
+    memset(hdr, 0, TB_HEADER_MAX);
+    memcpy(hdr, tb_code_of(w->dtype), 2);
+    if (w->name && tb_name_fits(w->name)) memcpy(hdr + TB_WORD, w->name, strlen(w->name));
+    tio__st64(hdr + 2 * TB_WORD, (uint64_t)w->rank);
+    for (size_t d = 0; d < w->rank; d++)
+        tio__st64(hdr + TB_WORD * (TB_FIXED_WORDS + d), (uint64_t)w->shape[d]);
+    return TB_WORD * (TB_FIXED_WORDS + w->rank);
+}
+
 static int tb_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     /* tb_check already ran on this plan (the core calls .check before .write),
      * so everything was checked before the first byte. */
@@ -583,20 +668,29 @@ static int tb_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     size_t n = tio__plan_count(p);
     for (size_t i = 0; i < n; i++) {
         const tio_wtensor *w = tio__plan_tensor(p, i);
-        uint8_t hdr[TB_WORD * (TB_FIXED_WORDS + TB_WRITER_MAX_RANK)];
-        size_t hlen = TB_WORD * (TB_FIXED_WORDS + w->rank);
-        memset(hdr, 0, sizeof hdr);
-        memcpy(hdr, tb_code_of(w->dtype), 2);
-        if (w->name && tb_name_fits(w->name)) memcpy(hdr + TB_WORD, w->name, strlen(w->name));
-        tio__st64(hdr + 2 * TB_WORD, (uint64_t)w->rank);
-        for (size_t d = 0; d < w->rank; d++)
-            tio__st64(hdr + TB_WORD * (TB_FIXED_WORDS + d), (uint64_t)w->shape[d]);
+        uint8_t hdr[TB_HEADER_MAX];
+        size_t hlen = tb_build_header(w, hdr);
         rc = tb_put_chunk(s, hdr, hlen, err);
         if (rc) return rc;
         const uint8_t *data = NULL, *indices = NULL;
         rc = tio__plan_data(p, i, &data, &indices, err);
         if (rc) return rc;
         rc = tb_put_chunk(s, data, w->nbytes, err);
+        if (rc) return rc;
+    }
+    return TIO_OK;
+}
+
+/* tensorcom multipart: a header frame and a data frame (lent, not copied)
+ * per array. */
+static int tb_write_parts(tio_write_plan *p, struct tio_message *m, tio_error *err) {
+    size_t n = tio__plan_count(p);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t hdr[TB_HEADER_MAX];
+        size_t hlen = tb_build_header(tio__plan_tensor(p, i), hdr);
+        int rc = tio__msg_add_copy(m, hdr, hlen, err);
+        if (rc) return rc;
+        rc = tio__msg_add_tensor(m, p, i, err);
         if (rc) return rc;
     }
     return TIO_OK;
@@ -621,4 +715,6 @@ const tio_format_desc tio__format_tenbin = {
     .read = tb_read,
     .check = tb_check,
     .write = tb_write,
+    .read_parts = tb_read_parts,
+    .write_parts = tb_write_parts,
 };

@@ -771,6 +771,193 @@ static void test_write_widen_densify(void **state) {
     tio_container_free(c);
 }
 
+
+/* ------------------------------------------------- tensorcom over ZeroMQ */
+
+/* Loads the frames of a tensorcom batch from the manifest. */
+static size_t load_tc_frames(json_t *batch, uint8_t **bufs, size_t *lens, tio_part *parts,
+                             size_t cap) {
+    json_t *frames = json_object_get(batch, "frames");
+    size_t n = json_array_size(frames);
+    assert_true(n <= cap);
+    for (size_t k = 0; k < n; k++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "zio/tensorcom/%s",
+                 json_string_value(json_object_get(json_array_get(frames, k), "file")));
+        bufs[k] = tvec_load(rel, &lens[k]);
+        assert_non_null(bufs[k]);
+        assert_int_equal(lens[k], json_integer_value(json_object_get(
+                                      json_array_get(frames, k), "size")));
+        parts[k].data = bufs[k];
+        parts[k].size = lens[k];
+    }
+    return n;
+}
+
+static void check_tc_arrays(const tio_container *c, json_t *batch) {
+    json_t *arrays = json_object_get(batch, "arrays");
+    json_t *infos = json_object_get(batch, "infos");
+    assert_int_equal(tio_container_count(c), json_array_size(arrays));
+    for (size_t i = 0; i < json_array_size(arrays); i++) {
+        json_t *a = json_array_get(arrays, i);
+        const tio_tensor *t = tio_container_tensor(c, i);
+        assert_string_equal(tio_dtype_name(tio_tensor_dtype(t)),
+                            json_string_value(json_object_get(a, "dtype")));
+        json_t *shape = json_object_get(a, "shape");
+        assert_int_equal(tio_tensor_rank(t), json_array_size(shape));
+        for (size_t d = 0; d < json_array_size(shape); d++)
+            assert_int_equal(tio_tensor_shape(t)[d],
+                             json_integer_value(json_array_get(shape, d)));
+        char hex[65];
+        tensor_sha_hex(t, hex);
+        assert_string_equal(hex, json_string_value(json_object_get(a, "sha256")));
+        if (json_is_array(infos))
+            assert_string_equal(tio_tensor_name(t),
+                                json_string_value(json_array_get(infos, i)));
+        else
+            assert_null(tio_tensor_name(t));
+    }
+}
+
+/* Every tensorcom batch: the multipart frames decode to the manifest's
+ * arrays and re-encode to the same frames; the single-frame buffer (.ten)
+ * decodes as one part and re-encodes identically. */
+static void test_tensorcom_frames(void **state) {
+    (void)state;
+    json_t *m = tvec_manifest("zio/tensorcom/manifest.json");
+    if (!m) return;
+    json_t *batches = json_object_get(m, "batches");
+    assert_true(json_array_size(batches) >= 3);
+    for (size_t b = 0; b < json_array_size(batches); b++) {
+        json_t *batch = json_array_get(batches, b);
+        uint8_t *bufs[16];
+        size_t lens[16];
+        tio_part parts[16];
+        size_t n = load_tc_frames(batch, bufs, lens, parts, 16);
+        tio_open_options oo = {"tenbin", 0, NULL};
+        tio_container *c = NULL;
+        tio_error err;
+        ASSERT_OK(tio_open_parts(parts, n, &oo, &c, &err), err, "open_parts");
+        check_tc_arrays(c, batch);
+        /* no format named: the first frame is not "ZIO", so tensorcom */
+        tio_container *c2 = NULL;
+        ASSERT_OK(tio_open_parts(parts, n, NULL, &c2, &err), err, "open_parts probe");
+        assert_string_equal(tio_container_format(c2), "tenbin");
+        check_tc_arrays(c2, batch);
+        tio_container_free(c2);
+
+        tio_message *msg = NULL;
+        ASSERT_OK(tio_message_encode(c, &save_tenbin, &msg, &err), err, "encode");
+        assert_int_equal(tio_message_part_count(msg), n);
+        for (size_t k = 0; k < n; k++) {
+            tio_part p = tio_message_part(msg, k);
+            assert_int_equal(p.size, lens[k]);
+            assert_memory_equal(p.data, bufs[k], lens[k]);
+            /* data frames are lent from the container, not copied */
+            if (k % 2 == 1 && lens[k])
+                assert_ptr_equal(p.data, tio_tensor_data(tio_container_tensor(c, k / 2)));
+        }
+        /* the message keeps the container's data alive after it is freed */
+        tio_container_free(c);
+        for (size_t k = 1; k < n; k += 2)
+            assert_memory_equal(tio_message_part(msg, k).data, bufs[k], lens[k]);
+        tio_message_free(msg);
+
+        /* single frame: the .ten buffer */
+        char rel[256];
+        snprintf(rel, sizeof rel, "zio/tensorcom/%s",
+                 json_string_value(json_object_get(json_object_get(batch, "single"), "file")));
+        size_t slen;
+        uint8_t *single = tvec_load(rel, &slen);
+        assert_non_null(single);
+        tio_part sp = {single, slen};
+        ASSERT_OK(tio_open_parts(&sp, 1, NULL, &c, &err), err, "open single");
+        check_tc_arrays(c, batch);
+        tio_save_options so = {"tenbin", TIO_SAVE_SINGLE_PART, 0, NULL};
+        ASSERT_OK(tio_message_encode(c, &so, &msg, &err), err, "encode single");
+        assert_int_equal(tio_message_part_count(msg), 1);
+        assert_int_equal(tio_message_part(msg, 0).size, slen);
+        assert_memory_equal(tio_message_part(msg, 0).data, single, slen);
+        char hex[65];
+        tvec_sha256_hex(single, slen, hex);
+        assert_string_equal(hex, json_string_value(json_object_get(
+                                     json_object_get(batch, "single"), "sha256")));
+        tio_message_free(msg);
+        tio_container_free(c);
+        free(single);
+        for (size_t k = 0; k < n; k++) free(bufs[k]);
+    }
+    json_decref(m);
+}
+
+/* Malformed tensorcom messages: each class gets its code. */
+static void test_tensorcom_malformed(void **state) {
+    (void)state;
+    uint8_t hdr[40]; /* f4 [2,3]: dtype, info, ndim, 2 dims */
+    memset(hdr, 0, sizeof hdr);
+    memcpy(hdr, "f4", 2);
+    hdr[16] = 2;
+    hdr[24] = 2;
+    hdr[32] = 3;
+    uint8_t data[24] = {0};
+    tio_open_options oo = {"tenbin", 0, NULL};
+    tio_error err;
+    tio_container *c = NULL;
+    struct {
+        const char *what;
+        int code;
+        size_t n;
+        size_t sizes[4];
+        int mutate; /* which header byte to change, or -1 */
+        uint8_t value;
+    } cases[] = {
+        {"odd frame count", TIO_E_CORRUPT, 3, {40, 24, 40, 0}, -1, 0},
+        {"data frame too short", TIO_E_CORRUPT, 2, {40, 20, 0, 0}, -1, 0},
+        {"data frame too long", TIO_E_CORRUPT, 2, {40, 24, 0, 0}, 32, 2},
+        {"header not a multiple of 8", TIO_E_CORRUPT, 2, {39, 24, 0, 0}, -1, 0},
+        {"header too short", TIO_E_CORRUPT, 2, {16, 24, 0, 0}, -1, 0},
+        {"unknown dtype", TIO_E_DTYPE, 2, {40, 24, 0, 0}, 0, 'x'},
+        {"ndim beyond the frame", TIO_E_CORRUPT, 2, {40, 24, 0, 0}, 16, 9},
+        {"negative dim", TIO_E_CORRUPT, 2, {40, 24, 0, 0}, 39, 0x80},
+        {"info not ASCII", TIO_E_CORRUPT, 2, {40, 24, 0, 0}, 8, 0xC3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint8_t h[40];
+        memcpy(h, hdr, sizeof h);
+        if (cases[i].mutate >= 0) h[cases[i].mutate] = cases[i].value;
+        tio_part parts[4];
+        for (size_t k = 0; k < cases[i].n; k++) {
+            parts[k].data = k % 2 ? (const void *)data : (const void *)h;
+            parts[k].size = cases[i].sizes[k];
+        }
+        int rc = tio_open_parts(parts, cases[i].n, &oo, &c, &err);
+        if (rc != cases[i].code)
+            fprintf(stderr, "%s: got %s (%s)\n", cases[i].what, tio_status_name(rc),
+                    err.message);
+        assert_int_equal(rc, cases[i].code);
+        assert_null(c);
+        assert_string_equal(err.format, "tenbin");
+    }
+    /* the valid one, for contrast */
+    tio_part ok[2] = {{hdr, 40}, {data, 24}};
+    ASSERT_OK(tio_open_parts(ok, 2, &oo, &c, &err), err, "valid");
+    assert_int_equal(tio_container_count(c), 1);
+    tio_container_free(c);
+    /* more arrays than max_tensors */
+    tio_limits lim = {0};
+    lim.max_tensors = 1;
+    tio_part four[4] = {{hdr, 40}, {data, 24}, {hdr, 40}, {data, 24}};
+    tio_open_options lo = {"tenbin", 0, &lim};
+    assert_int_equal(tio_open_parts(four, 4, &lo, &c, &err), TIO_E_LIMIT);
+    /* a format without options refuses one */
+    tio_container *e = tio_container_new();
+    tio_save_options so = {"tenbin", 0, 0, "seqno=1"};
+    tio_message *msg = NULL;
+    assert_int_equal(tio_message_encode(e, &so, &msg, &err), TIO_E_ARGUMENT);
+    assert_null(msg);
+    tio_container_free(e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_manifests),
@@ -782,6 +969,8 @@ int main(void) {
         cmocka_unit_test(test_write_names),
         cmocka_unit_test(test_write_rank_limit),
         cmocka_unit_test(test_write_widen_densify),
+        cmocka_unit_test(test_tensorcom_frames),
+        cmocka_unit_test(test_tensorcom_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
