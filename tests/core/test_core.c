@@ -30,7 +30,7 @@ static void test_status_names(void **state) {
     assert_string_equal(tio_status_name(999), "TIO_E_UNKNOWN");
     assert_string_equal(tio_status_name(-1), "TIO_E_UNKNOWN");
     /* every code has a distinct name and a description */
-    for (int i = 0; i <= TIO_E_INVALID; i++) {
+    for (int i = 0; i <= TIO_E_TRANSPORT; i++) {
         assert_non_null(tio_status_string(i));
         for (int j = 0; j < i; j++)
             assert_string_not_equal(tio_status_name(i), tio_status_name(j));
@@ -39,6 +39,10 @@ static void test_status_names(void **state) {
     assert_int_equal(TIO_E_ARGUMENT, 1);
     assert_int_equal(TIO_E_LOSSY, 13);
     assert_int_equal(TIO_E_INVALID, 15);
+    assert_int_equal(TIO_E_TIMEOUT, 16);
+    assert_int_equal(TIO_E_TRANSPORT, 17);
+    assert_string_equal(tio_status_name(TIO_E_TIMEOUT), "TIO_E_TIMEOUT");
+    assert_string_equal(tio_status_name(TIO_E_TRANSPORT), "TIO_E_TRANSPORT");
 }
 
 static void test_error_format(void **state) {
@@ -460,6 +464,118 @@ static void test_save_checks(void **state) {
     tio_container_free(c);
 }
 
+/* Messages: a format without a multipart form travels as one part holding
+ * its file encoding; parts are borrowed or copied; the message keeps the
+ * container's data alive. */
+static void test_messages(void **state) {
+    (void)state;
+    tio_container *c = tio_container_new();
+    tio_error e;
+    int64_t shape[2] = {64, 64};
+    float *data = calloc(64 * 64, sizeof *data);
+    assert_non_null(data);
+    for (int i = 0; i < 64 * 64; i++) data[i] = (float)i * 0.5f;
+    tio_tensor_desc d = dense_desc(TIO_FLOAT32, 2, shape, data, 64 * 64 * sizeof *data);
+    assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+    free(data);
+
+    tio_save_options so = {0};
+    tio_message *m = NULL;
+    assert_int_equal(tio_message_encode(c, &so, &m, &e), TIO_E_FORMAT); /* no format */
+    assert_null(m);
+    so.format = "nope";
+    assert_int_equal(tio_message_encode(c, &so, &m, &e), TIO_E_FORMAT);
+    so.format = "btf";
+    assert_int_equal(tio_message_encode(c, &so, &m, &e), TIO_OK);
+    assert_int_equal(tio_message_part_count(m), 1);
+    void *file;
+    size_t flen;
+    assert_int_equal(tio_save_memory(c, &so, &file, &flen, &e), TIO_OK);
+    tio_part p0 = tio_message_part(m, 0);
+    assert_int_equal(p0.size, flen);
+    assert_memory_equal(p0.data, file, flen);
+    assert_int_equal(tio_message_size(m), flen);
+    assert_null(tio_message_part(m, 1).data);
+    tio_message_free(m);
+
+    /* one part: decoded by the probe, borrowed or copied */
+    tio_part part = {file, flen};
+    tio_container *r = NULL;
+    assert_int_equal(tio_open_parts(&part, 1, NULL, &r, &e), TIO_OK);
+    assert_string_equal(tio_container_format(r), "btf");
+    assert_ptr_equal(tio_tensor_data(tio_container_tensor(r, 0)),
+                     (const uint8_t *)file + (flen - 64 * 64 * 4));
+    tio_container_free(r);
+    tio_open_options oo = {0};
+    oo.flags = TIO_OPEN_COPY;
+    assert_int_equal(tio_open_parts(&part, 1, &oo, &r, &e), TIO_OK);
+    const tio_tensor *rt = tio_container_tensor(r, 0);
+    assert_true((const uint8_t *)tio_tensor_data(rt) < (const uint8_t *)file ||
+                (const uint8_t *)tio_tensor_data(rt) >= (const uint8_t *)file + flen);
+    tio_free(file); /* the copy does not depend on it */
+    assert_int_equal(tio_tensor_numel(rt), 64 * 64);
+    assert_true(((const float *)tio_tensor_data(rt))[4095] == 2047.5f);
+
+    /* btf has no multipart form: two parts are refused */
+    tio_part two[2] = {{"a", 1}, {"b", 1}};
+    tio_container *bad = NULL;
+    oo.flags = 0;
+    oo.format = "btf";
+    assert_int_equal(tio_open_parts(two, 2, &oo, &bad, &e), TIO_E_UNSUPPORTED);
+    assert_null(bad);
+    assert_int_equal(tio_open_parts(NULL, 1, NULL, &bad, &e), TIO_E_ARGUMENT);
+    tio_part nul = {NULL, 4};
+    assert_int_equal(tio_open_parts(&nul, 1, NULL, &bad, &e), TIO_E_ARGUMENT);
+    /* more parts than the limits allow */
+    tio_limits lim = {0};
+    lim.max_tensors = 1;
+    tio_part many[5] = {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 1}};
+    oo.format = NULL;
+    oo.limits = &lim;
+    assert_int_equal(tio_open_parts(many, 5, &oo, &bad, &e), TIO_E_LIMIT);
+
+    /* tenbin multipart: the data part is lent; the message outlives the container */
+    so.format = "tenbin";
+    assert_int_equal(tio_message_encode(r, &so, &m, &e), TIO_OK);
+    assert_int_equal(tio_message_part_count(m), 2);
+    assert_ptr_equal(tio_message_part(m, 1).data, tio_tensor_data(rt));
+    tio_container_free(r);
+    tio_container_free(c);
+    assert_true(((const float *)tio_message_part(m, 1).data)[4095] == 2047.5f);
+    tio_message_free(m);
+    tio_message_free(NULL);
+}
+
+/* tio_save_options.options: syntax and keys are checked by the core. */
+static void test_format_options(void **state) {
+    (void)state;
+    tio_container *c = tio_container_new();
+    tio_error e;
+    tio_save_options so = {0};
+    so.format = "tenbin";
+    const char *bad[] = {"seqno=1", "x", "=1", "a=1,b"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        so.options = bad[i];
+        assert_int_equal(tio_check_save(c, &so, &e), TIO_E_ARGUMENT);
+        assert_true(strstr(e.message, "option") != NULL);
+    }
+    so.options = "";
+    assert_int_equal(tio_check_save(c, &so, &e), TIO_OK);
+    if (tio_format_description("zio")) {
+        so.format = "zio";
+        so.options = "seqno=1,seqno=2";
+        assert_int_equal(tio_check_save(c, &so, &e), TIO_E_ARGUMENT);
+        assert_non_null(strstr(e.message, "twice"));
+        so.options = "nosuch=1";
+        assert_int_equal(tio_check_save(c, &so, &e), TIO_E_ARGUMENT);
+        so.options = "seqno=1,level=4";
+        assert_int_equal(tio_check_save(c, &so, &e), TIO_OK);
+    } else {
+        fail_msg("the zio format is not registered");
+    }
+    tio_container_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),       cmocka_unit_test(test_status_names),
@@ -469,6 +585,7 @@ int main(void) {
         cmocka_unit_test(test_coo),           cmocka_unit_test(test_metadata),
         cmocka_unit_test(test_format_registry), cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_atomic_save),   cmocka_unit_test(test_save_checks),
+        cmocka_unit_test(test_messages),      cmocka_unit_test(test_format_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,7 +101,97 @@ static void test_byte_sweep(void **state) {
     sweep_dir("rten/shape_ops", ".rten", &files);
     sweep_dir("rten/int_consts", ".rten", &files);
     sweep_dir("tmfile", ".tmfile", &files);
-    assert_true(files >= 75);
+    sweep_dir("zio", ".zmsg", &files);
+    sweep_dir("zio/tensorcom", ".ten", &files);
+    assert_true(files >= 84);
+}
+
+/* Decodes a multipart message with every codec (and the probe); the same
+ * contract as decode_all, and a successful decode re-encodes. */
+static void decode_parts_all(const tio_part *parts, size_t n) {
+    static const char *const codecs[] = {NULL, "zio", "tenbin"};
+    for (size_t k = 0; k < sizeof codecs / sizeof codecs[0]; k++) {
+        tio_open_options o = {0};
+        o.format = codecs[k];
+        tio_container *c = NULL;
+        tio_error e;
+        tio_error_clear(&e);
+        int rc = tio_open_parts(parts, n, &o, &c, &e);
+        if (rc == TIO_OK) {
+            for (size_t i = 0; i < tio_container_count(c); i++) {
+                uint8_t h[32];
+                const tio_tensor *t = tio_container_tensor(c, i);
+                assert_int_equal(tio_tensor_sha256(t, TIO_HASH_DENSE, h, &e), TIO_OK);
+            }
+            tio_save_options so = {0};
+            so.format = tio_container_format(c);
+            tio_message *m = NULL;
+            if (tio_message_encode(c, &so, &m, &e) == TIO_OK) tio_message_free(m);
+            tio_container_free(c);
+        } else {
+            assert_null(c);
+            assert_int_equal(e.code, rc);
+            assert_true(e.message[0] != 0);
+        }
+    }
+}
+
+/* The golden messages' frames, each byte of the header frames (ZIO prefix
+ * and label, coordinates; tensorcom headers) replaced, frames dropped and
+ * duplicated. */
+static void sweep_frames(const char *dir, const char *stem, size_t nframes) {
+    uint8_t *bufs[8];
+    tio_part parts[9];
+    for (size_t k = 0; k < nframes; k++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "%s/%s.frame%zu.bin", dir, stem, k);
+        bufs[k] = tvec_load(rel, &parts[k].size);
+        assert_non_null(bufs[k]);
+        parts[k].data = bufs[k];
+    }
+    decode_parts_all(parts, nframes);
+    for (size_t k = 0; k < nframes; k++) {
+        if (parts[k].size > 4096) continue; /* payload: no structure to break */
+        for (size_t b = 0; b < parts[k].size; b++) {
+            uint8_t orig = bufs[k][b];
+            static const uint8_t vals[] = {0x00, 0xff, 0x80, '"', '9'};
+            for (size_t v = 0; v < sizeof vals; v++) {
+                bufs[k][b] = vals[v];
+                decode_parts_all(parts, nframes);
+            }
+            bufs[k][b] = orig;
+        }
+        /* frame k dropped, then duplicated */
+        tio_part alt[9];
+        size_t m = 0;
+        for (size_t j = 0; j < nframes; j++)
+            if (j != k) alt[m++] = parts[j];
+        decode_parts_all(alt, m);
+        m = 0;
+        for (size_t j = 0; j < nframes; j++) {
+            alt[m++] = parts[j];
+            if (j == k) alt[m++] = parts[j];
+        }
+        decode_parts_all(alt, m);
+        /* each truncation of frame k */
+        size_t full = parts[k].size;
+        for (size_t len = 0; len < full; len += 1 + len / 16) {
+            parts[k].size = len;
+            decode_parts_all(parts, nframes);
+        }
+        parts[k].size = full;
+    }
+    for (size_t k = 0; k < nframes; k++) free(bufs[k]);
+}
+
+static void test_frame_sweep(void **state) {
+    (void)state;
+    if (!tio_format_description("zio")) fail_msg("the zio format is not registered");
+    sweep_frames("zio", "tens_f32_3d", 3);
+    sweep_frames("zio", "tens_nopart_default", 4);
+    sweep_frames("zio", "tens_zero_size_last", 4);
+    sweep_frames("zio/tensorcom", "tb_f32_3d_i16_2d", 4);
+    sweep_frames("zio/tensorcom", "tb_infos_f16_u8_i64", 6);
 }
 
 /* xorshift: deterministic pseudo-random bytes */
@@ -164,6 +254,7 @@ static void test_huge_counts(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_byte_sweep),
+        cmocka_unit_test(test_frame_sweep),
         cmocka_unit_test(test_random_buffers),
         cmocka_unit_test(test_huge_counts),
     };
