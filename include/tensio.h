@@ -591,7 +591,10 @@ TIO_API int tio_stream_recv(tio_stream *s, tio_container **out, tio_error *err);
  * ZeroMQ, so a publisher that must not lose any waits first. */
 TIO_API int tio_stream_wait_subscribers(tio_stream *s, unsigned n, int timeout_ms,
                                         tio_error *err);
-/* ROUTER: the peer the next sends go to (default: the last peer received from). */
+/* ROUTER: the peer the next sends go to (default: the last peer received from).
+ * id NULL with size 0 goes back to that default. A set peer that is not
+ * connected yet is waited for until the send timeout; then, as for a peer
+ * that has gone, the send fails with TIO_E_TRANSPORT. */
 TIO_API int tio_stream_set_peer(tio_stream *s, const void *id, size_t size,
                                 tio_error *err);
 TIO_API void tio_stream_get_stats(const tio_stream *s, tio_stream_stats *out);

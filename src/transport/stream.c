@@ -1,0 +1,723 @@
+/* Streams: containers sent and received as messages over ZeroMQ (libzmq 4.3,
+ * stable API only). One stream is one socket.
+ *
+ * Sending encodes the container with tio_message_encode and lends the large
+ * parts to libzmq (zmq_msg_init_data): each lent frame holds a reference on
+ * the message, which holds the container, until libzmq calls back. Receiving
+ * keeps the frames (zmq_msg_t) as the container's backing memory, so tensors
+ * are views into them. */
+#include "transport/transport.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+/* Parts at least this large are lent to libzmq; smaller ones are copied. */
+#define LEND_MIN 1024u
+#define DEFAULT_LINGER_MS 1000
+/* ZeroMQ routing ids are 1..255 bytes. */
+#define ID_MAX 255u
+
+struct tio_stream {
+    void *ctx;
+    int own_ctx;
+    void *sock;
+    tio_socket_type type;
+    tio_proto proto;
+    int tensorcom;          /* opened with a tensorcom scheme */
+    unsigned flags;         /* TIO_STREAM_* */
+    int timeout_ms;         /* 0 = forever */
+    char *endpoint;         /* first endpoint, resolved after bind */
+    tio_limits limits;      /* resolved */
+    unsigned open_flags;
+    uint8_t last_peer[ID_MAX]; /* ROUTER: the peer last received from */
+    size_t last_peer_len;
+    uint8_t peer[ID_MAX];      /* ROUTER: tio_stream_set_peer */
+    size_t peer_len;
+    uint64_t subscribers;   /* PUB: subscribe messages seen */
+    uint64_t seq;           /* messages read, good or bad */
+    tio_stream_stats stats;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static const char *socket_name(tio_socket_type t) {
+    switch (t) {
+    case TIO_SOCKET_PUSH: return "PUSH";
+    case TIO_SOCKET_PULL: return "PULL";
+    case TIO_SOCKET_PUB: return "PUB";
+    case TIO_SOCKET_SUB: return "SUB";
+    case TIO_SOCKET_DEALER: return "DEALER";
+    case TIO_SOCKET_ROUTER: return "ROUTER";
+    case TIO_SOCKET_PAIR: return "PAIR";
+    default: return "?";
+    }
+}
+
+static int zmq_type(tio_socket_type t) {
+    switch (t) {
+    case TIO_SOCKET_PUSH: return ZMQ_PUSH;
+    case TIO_SOCKET_PULL: return ZMQ_PULL;
+    case TIO_SOCKET_PUB: return ZMQ_XPUB;
+    case TIO_SOCKET_SUB: return ZMQ_SUB;
+    case TIO_SOCKET_DEALER: return ZMQ_DEALER;
+    case TIO_SOCKET_ROUTER: return ZMQ_ROUTER;
+    case TIO_SOCKET_PAIR: return ZMQ_PAIR;
+    default: return -1;
+    }
+}
+
+static int can_send(tio_socket_type t) {
+    return t != TIO_SOCKET_PULL && t != TIO_SOCKET_SUB;
+}
+
+static int can_recv(tio_socket_type t) {
+    return t != TIO_SOCKET_PUSH && t != TIO_SOCKET_PUB;
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+/* A libzmq failure (errno e) while doing `what`: EAGAIN is a timeout. */
+static int zfail(const tio_stream *s, tio_error *err, const char *what, int e) {
+    if (e == EAGAIN)
+        return tio__err(err, TIO_E_TIMEOUT, NULL, -1, "%s %s: %s timed out after %d ms",
+                        socket_name(s->type), s->endpoint ? s->endpoint : "", what,
+                        s->timeout_ms);
+    return tio__err(err, TIO_E_TRANSPORT, NULL, -1, "%s %s: %s failed: %s",
+                    socket_name(s->type), s->endpoint ? s->endpoint : "", what,
+                    zmq_strerror(e));
+}
+
+static int setopt_int(tio_stream *s, int opt, int value, const char *name, tio_error *err) {
+    if (zmq_setsockopt(s->sock, opt, &value, sizeof value) == 0) return TIO_OK;
+    return tio__err(err, TIO_E_TRANSPORT, NULL, -1, "%s: cannot set %s = %d: %s",
+                    socket_name(s->type), name, value, zmq_strerror(errno));
+}
+
+static void hex(const uint8_t *p, size_t n, char *out) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+/* ------------------------------------------------------------------ open */
+
+static void stream_destroy(tio_stream *s) {
+    if (!s) return;
+    if (s->sock) zmq_close(s->sock);
+    if (s->ctx && s->own_ctx) {
+        while (zmq_ctx_term(s->ctx) == -1 && errno == EINTR) {
+        }
+    }
+    free(s->endpoint);
+    free(s);
+}
+
+static int attach(tio_stream *s, const char *ep, int bind, tio_error *err) {
+    for (;;) {
+        int r = bind ? zmq_bind(s->sock, ep) : zmq_connect(s->sock, ep);
+        if (r == 0) return TIO_OK;
+        if (errno == EINTR) continue;
+        return tio__err(err, TIO_E_TRANSPORT, NULL, -1, "%s: cannot %s %s: %s",
+                        socket_name(s->type), bind ? "bind" : "connect to", ep,
+                        zmq_strerror(errno));
+    }
+}
+
+static int configure(tio_stream *s, const tio_stream_options *o, const tio_url *u,
+                     tio_error *err) {
+    int linger = o->linger_ms == 0 ? DEFAULT_LINGER_MS : o->linger_ms < 0 ? 0 : o->linger_ms;
+    int rc = setopt_int(s, ZMQ_LINGER, linger, "ZMQ_LINGER", err);
+    if (rc == TIO_OK && o->hwm > 0) {
+        rc = setopt_int(s, ZMQ_SNDHWM, o->hwm, "ZMQ_SNDHWM", err);
+        if (rc == TIO_OK) rc = setopt_int(s, ZMQ_RCVHWM, o->hwm, "ZMQ_RCVHWM", err);
+    }
+    int timeout = o->timeout_ms > 0 ? o->timeout_ms : -1;
+    if (rc == TIO_OK) rc = setopt_int(s, ZMQ_SNDTIMEO, timeout, "ZMQ_SNDTIMEO", err);
+    if (rc == TIO_OK) rc = setopt_int(s, ZMQ_RCVTIMEO, timeout, "ZMQ_RCVTIMEO", err);
+    if (rc == TIO_OK && o->identity) {
+        if (zmq_setsockopt(s->sock, ZMQ_ROUTING_ID, o->identity, strlen(o->identity)) != 0)
+            rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "%s: cannot set routing id: %s",
+                          socket_name(s->type), zmq_strerror(errno));
+    }
+    if (rc == TIO_OK && s->type == TIO_SOCKET_PUB)
+        rc = setopt_int(s, ZMQ_XPUB_VERBOSE, 1, "ZMQ_XPUB_VERBOSE", err);
+    if (rc == TIO_OK && s->type == TIO_SOCKET_ROUTER)
+        rc = setopt_int(s, ZMQ_ROUTER_MANDATORY, 1, "ZMQ_ROUTER_MANDATORY", err);
+    if (rc == TIO_OK && s->type == TIO_SOCKET_SUB) {
+        const char *topic = o->topic ? o->topic : u->topic ? u->topic : "";
+        if (zmq_setsockopt(s->sock, ZMQ_SUBSCRIBE, topic, strlen(topic)) != 0)
+            rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "SUB: cannot subscribe to '%.100s': %s",
+                          topic, zmq_strerror(errno));
+    }
+    /* tcp://[::1]:port needs IPv6 turned on */
+    int v6 = 0;
+    for (size_t i = 0; i < u->count; i++)
+        if (strncmp(u->endpoints[i], "tcp://", 6) == 0 && strchr(u->endpoints[i], '[')) v6 = 1;
+    if (rc == TIO_OK && v6) rc = setopt_int(s, ZMQ_IPV6, 1, "ZMQ_IPV6", err);
+    return rc;
+}
+
+int tio_stream_open(const char *endpoint, const tio_stream_options *opts, tio_stream **out,
+                    tio_error *err) {
+    if (!out) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    *out = NULL;
+    if (!endpoint) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL endpoint");
+    tio_stream_options o;
+    if (opts) o = *opts;
+    else memset(&o, 0, sizeof o);
+    if ((int)o.socket < 0 || (int)o.socket > TIO_SOCKET_PAIR)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "unknown socket type %d", (int)o.socket);
+    if ((int)o.proto < 0 || (int)o.proto > TIO_PROTO_TENSORCOM)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "unknown protocol %d", (int)o.proto);
+    const unsigned known = TIO_STREAM_BIND | TIO_STREAM_CONNECT | TIO_STREAM_SINGLE |
+                           TIO_STREAM_COPY;
+    if (o.flags & ~known)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "unknown stream flags 0x%x",
+                        o.flags & ~known);
+    if ((o.flags & TIO_STREAM_BIND) && (o.flags & TIO_STREAM_CONNECT))
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "TIO_STREAM_BIND and TIO_STREAM_CONNECT are exclusive");
+    if (o.hwm < 0)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "hwm %d is negative", o.hwm);
+    if (o.identity && (o.identity[0] == 0 || strlen(o.identity) > ID_MAX))
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "identity must be 1 to %u bytes (got %zu)", ID_MAX,
+                        strlen(o.identity));
+
+    tio_url u;
+    int rc = tio__url_parse(endpoint, &u, err);
+    if (rc) return rc;
+    tio_socket_type type = o.socket ? o.socket : u.socket;
+    if (o.socket && u.socket && o.socket != u.socket) {
+        rc = tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                      "socket type %s contradicts the URL '%.200s', whose scheme means %s",
+                      socket_name(o.socket), endpoint, socket_name(u.socket));
+    } else if (!type) {
+        rc = tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                      "no socket type for '%.200s': set tio_stream_options.socket or use a "
+                      "tensorcom scheme (zpush://, zpull://, …)",
+                      endpoint);
+    }
+    if (rc) {
+        tio__url_free(&u);
+        return rc;
+    }
+    int bind = (o.flags & TIO_STREAM_BIND) ? 1 : (o.flags & TIO_STREAM_CONNECT) ? 0 : u.bind == 1;
+
+    tio_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        tio__url_free(&u);
+        return tio__nomem(err, NULL);
+    }
+    s->type = type;
+    s->proto = o.proto;
+    s->tensorcom = u.tensorcom;
+    s->flags = o.flags;
+    s->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 0;
+    s->limits = tio__limits_resolve(o.limits);
+    s->open_flags = o.open_flags;
+    if (o.zmq_context) {
+        s->ctx = o.zmq_context;
+    } else {
+        s->ctx = zmq_ctx_new();
+        s->own_ctx = 1;
+        if (!s->ctx)
+            rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "cannot create a ZeroMQ context: %s",
+                          zmq_strerror(errno));
+    }
+    if (rc == TIO_OK) {
+        s->sock = zmq_socket(s->ctx, zmq_type(type));
+        if (!s->sock)
+            rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "cannot create a %s socket: %s",
+                          socket_name(type), zmq_strerror(errno));
+    }
+    if (rc == TIO_OK) rc = configure(s, &o, &u, err);
+    for (size_t i = 0; rc == TIO_OK && i < u.count; i++) {
+        rc = attach(s, u.endpoints[i], bind, err);
+        if (rc == TIO_OK && i == 0) {
+            char buf[TIO_URL_MAX + 64];
+            size_t len = sizeof buf;
+            if (bind && zmq_getsockopt(s->sock, ZMQ_LAST_ENDPOINT, buf, &len) == 0 && len > 1) {
+                buf[sizeof buf - 1] = 0;
+                s->endpoint = strdup(buf);
+            } else {
+                s->endpoint = strdup(u.endpoints[0]);
+            }
+            if (!s->endpoint) rc = tio__nomem(err, NULL);
+        }
+    }
+    tio__url_free(&u);
+    if (rc) {
+        /* nothing was sent: close at once */
+        if (s->sock) {
+            int zero = 0;
+            zmq_setsockopt(s->sock, ZMQ_LINGER, &zero, sizeof zero);
+        }
+        stream_destroy(s);
+        return rc;
+    }
+    *out = s;
+    return TIO_OK;
+}
+
+const char *tio_stream_endpoint(const tio_stream *s) { return s ? s->endpoint : NULL; }
+
+void tio_stream_close(tio_stream *s) { stream_destroy(s); }
+
+void tio_stream_get_stats(const tio_stream *s, tio_stream_stats *out) {
+    if (!out) return;
+    if (s) *out = s->stats;
+    else memset(out, 0, sizeof *out);
+}
+
+/* ------------------------------------------------------------ PUB side */
+
+/* Reads the subscription messages an XPUB has queued, counting subscribes. */
+static void drain_subscriptions(tio_stream *s) {
+    for (;;) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, s->sock, ZMQ_DONTWAIT) < 0) {
+            int e = errno;
+            zmq_msg_close(&m);
+            if (e == EINTR) continue;
+            return;
+        }
+        const uint8_t *d = zmq_msg_data(&m);
+        if (zmq_msg_size(&m) >= 1 && d[0] == 1) s->subscribers++;
+        zmq_msg_close(&m);
+    }
+}
+
+int tio_stream_wait_subscribers(tio_stream *s, unsigned n, int timeout_ms, tio_error *err) {
+    if (!s) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL stream");
+    if (s->type != TIO_SOCKET_PUB)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "only a PUB stream has subscribers (this is %s)", socket_name(s->type));
+    if (timeout_ms < 0)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "negative timeout %d", timeout_ms);
+    int64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        drain_subscriptions(s);
+        if (s->subscribers >= n) return TIO_OK;
+        long wait = -1;
+        if (timeout_ms > 0) {
+            int64_t left = deadline - now_ms();
+            if (left <= 0)
+                return tio__err(err, TIO_E_TIMEOUT, NULL, -1,
+                                "PUB %s: %llu of %u subscribers after %d ms", s->endpoint,
+                                (unsigned long long)s->subscribers, n, timeout_ms);
+            wait = (long)left;
+        }
+        zmq_pollitem_t it;
+        memset(&it, 0, sizeof it);
+        it.socket = s->sock;
+        it.events = ZMQ_POLLIN;
+        if (zmq_poll(&it, 1, wait) < 0 && errno != EINTR)
+            return zfail(s, err, "waiting for subscribers", errno);
+    }
+}
+
+int tio_stream_set_peer(tio_stream *s, const void *id, size_t size, tio_error *err) {
+    if (!s) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL stream");
+    if (s->type != TIO_SOCKET_ROUTER)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "only a ROUTER stream has peers (this is %s)", socket_name(s->type));
+    if (!id && size == 0) { /* back to the last peer received from */
+        s->peer_len = 0;
+        return TIO_OK;
+    }
+    if (!id || size == 0 || size > ID_MAX)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "a peer id is 1 to %u bytes (got %zu%s)", ID_MAX, size,
+                        id ? "" : ", NULL");
+    memcpy(s->peer, id, size);
+    s->peer_len = size;
+    return TIO_OK;
+}
+
+/* ------------------------------------------------------------------ send */
+
+/* libzmq is done with a lent frame (called from its I/O thread). */
+static void lend_free(void *data, void *hint) {
+    (void)data;
+    tio__message_unref((struct tio_message *)hint);
+}
+
+static int frame_copy(zmq_msg_t *f, const void *data, size_t size, tio_error *err) {
+    if (zmq_msg_init_size(f, size) != 0) return tio__nomem(err, NULL);
+    if (size) memcpy(zmq_msg_data(f), data, size);
+    return TIO_OK;
+}
+
+static const char *default_format(const tio_stream *s) {
+    switch (s->proto) {
+    case TIO_PROTO_ZIO: return "zio";
+    case TIO_PROTO_TENSORCOM: return "tenbin";
+    default: return s->tensorcom ? "tenbin" : "zio";
+    }
+}
+
+int tio_stream_send(tio_stream *s, const tio_container *c, const tio_save_options *opts,
+                    tio_error *err) {
+    if (!s || !c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    if (!can_send(s->type))
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "a %s stream cannot send",
+                        socket_name(s->type));
+    tio_save_options so;
+    if (opts) so = *opts;
+    else memset(&so, 0, sizeof so);
+    if (!so.format) so.format = default_format(s);
+    if (s->flags & TIO_STREAM_SINGLE) so.flags |= TIO_SAVE_SINGLE_PART;
+
+    /* envelope */
+    const uint8_t *peer = NULL;
+    size_t peer_len = 0, nenv = 0;
+    int retry_unknown = 0;
+    if (s->type == TIO_SOCKET_DEALER) {
+        nenv = 1;
+    } else if (s->type == TIO_SOCKET_ROUTER) {
+        if (s->peer_len) {
+            peer = s->peer;
+            peer_len = s->peer_len;
+            retry_unknown = 1; /* a set peer may still be connecting */
+        } else if (s->last_peer_len) {
+            peer = s->last_peer;
+            peer_len = s->last_peer_len;
+        } else {
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "ROUTER %s: no peer to send to (receive a message first, or "
+                            "call tio_stream_set_peer)",
+                            s->endpoint);
+        }
+        nenv = 2;
+    } else if (s->type == TIO_SOCKET_PUB) {
+        drain_subscriptions(s);
+    }
+
+    tio_message *m = NULL;
+    int rc = tio_message_encode(c, &so, &m, err);
+    if (rc) return rc;
+    size_t np = tio_message_part_count(m);
+    if (np == 0) { /* an empty tensorcom batch: ZeroMQ has no 0-frame message */
+        tio_message_free(m);
+        return tio__err(err, TIO_E_UNSUPPORTED, so.format, -1,
+                        "the container has no tensors, so its multipart %s message has no "
+                        "frames, which ZeroMQ cannot send (send it as one frame: "
+                        "TIO_STREAM_SINGLE, or in another format)",
+                        so.format);
+    }
+    size_t n = nenv + np;
+    zmq_msg_t *f = calloc(n ? n : 1, sizeof *f);
+    if (!f) {
+        tio_message_free(m);
+        return tio__nomem(err, NULL);
+    }
+    size_t ready = 0;
+    if (s->type == TIO_SOCKET_ROUTER) rc = frame_copy(&f[ready++], peer, peer_len, err);
+    if (rc == TIO_OK && nenv) rc = frame_copy(&f[ready++], NULL, 0, err);
+    for (size_t i = 0; rc == TIO_OK && i < np; i++) {
+        tio_part p = tio_message_part(m, i);
+        if (!(s->flags & TIO_STREAM_COPY) && p.size >= LEND_MIN) {
+            tio__message_ref(m);
+            if (zmq_msg_init_data(&f[ready], (void *)(uintptr_t)p.data, p.size, lend_free, m) !=
+                0) {
+                tio__message_unref(m);
+                rc = tio__nomem(err, NULL);
+                break;
+            }
+            ready++;
+        } else {
+            rc = frame_copy(&f[ready], p.data, p.size, err);
+            if (rc == TIO_OK) ready++;
+        }
+    }
+
+    size_t sent = 0;
+    if (rc == TIO_OK) {
+        int64_t deadline = s->timeout_ms > 0 ? now_ms() + s->timeout_ms : 0;
+        long backoff = 1;
+        while (sent < n) {
+            int more = sent + 1 < n ? ZMQ_SNDMORE : 0;
+            if (zmq_msg_send(&f[sent], s->sock, more) >= 0) {
+                sent++;
+                continue;
+            }
+            int e = errno;
+            if (e == EINTR) continue;
+            if (e == EHOSTUNREACH && sent == 0 && retry_unknown &&
+                (deadline == 0 || now_ms() < deadline)) {
+                sleep_ms(backoff);
+                if (backoff < 50) backoff *= 2;
+                continue;
+            }
+            if (e == EHOSTUNREACH) {
+                char id[2 * ID_MAX + 1];
+                hex(peer, peer_len, id);
+                rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1,
+                              "ROUTER %s: peer %s is not connected%s", s->endpoint, id,
+                              retry_unknown && s->timeout_ms
+                                  ? " (waited for the send timeout)"
+                                  : "");
+            } else {
+                rc = zfail(s, err, sent ? "send (message partly sent)" : "send", e);
+            }
+            break;
+        }
+    }
+    /* frames libzmq did not take are still ours: closing a lent one drops its
+     * hold on the message */
+    for (size_t i = sent; i < ready; i++) zmq_msg_close(&f[i]);
+    free(f);
+    uint64_t bytes = tio_message_size(m);
+    tio_message_free(m);
+    if (rc) return rc;
+    s->stats.sent++;
+    s->stats.bytes_sent += bytes;
+    return TIO_OK;
+}
+
+/* --------------------------------------------------------------- receive */
+
+/* The frames of one received message: the container's backing. */
+typedef struct frames {
+    zmq_msg_t *m;
+    size_t n, cap;
+} frames;
+
+static void frames_free(void *p) {
+    frames *fr = p;
+    if (!fr) return;
+    for (size_t i = 0; i < fr->n; i++) zmq_msg_close(&fr->m[i]);
+    free(fr->m);
+    free(fr);
+}
+
+/* Makes room for one more frame. zmq_msg_t may not be copied bytewise, so
+ * the frames are moved into the new array with zmq_msg_move. */
+static int frames_grow(frames *fr) {
+    if (fr->n < fr->cap) return 0;
+    size_t cap = fr->cap ? fr->cap * 2 : 8;
+    zmq_msg_t *nm = malloc(cap * sizeof *nm);
+    if (!nm) return -1;
+    for (size_t i = 0; i < fr->n; i++) {
+        zmq_msg_init(&nm[i]);
+        zmq_msg_move(&nm[i], &fr->m[i]);
+        zmq_msg_close(&fr->m[i]);
+    }
+    free(fr->m);
+    fr->m = nm;
+    fr->cap = cap;
+    return 0;
+}
+
+/* Receives one frame into *m (initialised here; closed on failure). */
+static int recv_frame(tio_stream *s, zmq_msg_t *m, tio_error *err) {
+    zmq_msg_init(m);
+    for (;;) {
+        if (zmq_msg_recv(m, s->sock, 0) >= 0) return TIO_OK;
+        int e = errno;
+        if (e == EINTR) continue;
+        zmq_msg_close(m);
+        return zfail(s, err, "receive", e);
+    }
+}
+
+/* Reads and drops the rest of a multipart message. Returns frames dropped. */
+static size_t drain_rest(tio_stream *s) {
+    size_t k = 0;
+    int more = 1;
+    while (more) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, s->sock, 0) < 0) {
+            int e = errno;
+            zmq_msg_close(&m);
+            if (e == EINTR) continue;
+            break;
+        }
+        more = zmq_msg_more(&m);
+        zmq_msg_close(&m);
+        k++;
+    }
+    return k;
+}
+
+/* Counts a bad message and prefixes its error, keeping the code. */
+static int bad_message(tio_stream *s, uint64_t index, size_t nframes, int rc, tio_error *e) {
+    s->stats.malformed++;
+    char pre[64];
+    int np = snprintf(pre, sizeof pre, "message %llu (%zu frames): ",
+                      (unsigned long long)index, nframes);
+    if (np <= 0) return rc;
+    size_t p = (size_t)np < sizeof pre ? (size_t)np : sizeof pre - 1;
+    size_t len = strnlen(e->message, sizeof e->message - 1);
+    if (p + len > sizeof e->message - 1) len = sizeof e->message - 1 - p;
+    memmove(e->message + p, e->message, len);
+    memcpy(e->message, pre, p);
+    e->message[p + len] = 0;
+    e->code = rc;
+    return rc;
+}
+
+static int set_prop_u64(tio_container *c, const char *key, uint64_t v, tio_error *err) {
+    char buf[24];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    return tio__kv_set(&c->props, key, buf, err);
+}
+
+static int recv_message(tio_stream *s, tio_container **out, tio_error *e) {
+    frames *fr = calloc(1, sizeof *fr);
+    if (!fr) return tio__nomem(e, NULL);
+    /* at most 2 frames per tensor, 2 header frames and 1 for the envelope */
+    uint64_t max = s->limits.max_tensors;
+    if (max > (UINT64_MAX - 3) / 2) max = UINT64_MAX;
+    else max = max * 2 + 3;
+
+    /* all frames of one message */
+    int rc = TIO_OK;
+    size_t dropped = 0;
+    for (;;) {
+        if ((uint64_t)fr->n >= max) {
+            dropped = drain_rest(s);
+            break;
+        }
+        if (frames_grow(fr) != 0) {
+            if (fr->n) drain_rest(s);
+            frames_free(fr);
+            return tio__nomem(e, NULL);
+        }
+        rc = recv_frame(s, &fr->m[fr->n], e);
+        if (rc) {
+            if (fr->n) { /* mid-message: the rest is lost */
+                char why[TIO_ERROR_MESSAGE_MAX];
+                memcpy(why, e->message, sizeof why);
+                s->seq++;
+                rc = tio__err(e, TIO_E_TRANSPORT, NULL, -1,
+                              "message %llu broke off after %zu frames: %.300s",
+                              (unsigned long long)(s->seq - 1), fr->n, why);
+            }
+            frames_free(fr);
+            return rc;
+        }
+        fr->n++;
+        if (!zmq_msg_more(&fr->m[fr->n - 1])) break;
+    }
+    uint64_t index = s->seq++;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < fr->n; i++) bytes += zmq_msg_size(&fr->m[i]);
+    if (dropped) {
+        size_t total = fr->n + dropped;
+        s->stats.bytes_received += bytes; /* of the frames kept before the limit */
+        frames_free(fr);
+        tio__err(e, TIO_E_LIMIT, NULL, -1,
+                 "%zu frames exceed the limit of %llu (2 per tensor + 3)", total,
+                 (unsigned long long)max);
+        return bad_message(s, index, total, TIO_E_LIMIT, e);
+    }
+
+    /* the envelope */
+    size_t first = 0;
+    char peer_hex[2 * ID_MAX + 1] = "";
+    if (s->type == TIO_SOCKET_ROUTER && fr->n >= 1) {
+        size_t idlen = zmq_msg_size(&fr->m[0]);
+        if (idlen > ID_MAX) idlen = ID_MAX;
+        memcpy(s->last_peer, zmq_msg_data(&fr->m[0]), idlen);
+        s->last_peer_len = idlen;
+        hex(s->last_peer, idlen, peer_hex);
+        first = 1;
+    }
+    if ((s->type == TIO_SOCKET_ROUTER || s->type == TIO_SOCKET_DEALER) && first < fr->n &&
+        zmq_msg_size(&fr->m[first]) == 0)
+        first++;
+    size_t n = fr->n - first;
+    uint64_t env_bytes = 0;
+    for (size_t i = 0; i < first; i++) env_bytes += zmq_msg_size(&fr->m[i]);
+    bytes -= env_bytes;
+    s->stats.bytes_received += bytes;
+    if (n == 0) {
+        frames_free(fr);
+        tio__err(e, TIO_E_TRUNCATED, NULL, -1, "no frames after the %s envelope",
+                 socket_name(s->type));
+        return bad_message(s, index, 0, TIO_E_TRUNCATED, e);
+    }
+
+    tio_rpart *rp = calloc(n, sizeof *rp);
+    if (!rp) {
+        frames_free(fr);
+        return tio__nomem(e, NULL);
+    }
+    static const uint8_t empty[1];
+    for (size_t i = 0; i < n; i++) {
+        zmq_msg_t *m = &fr->m[first + i];
+        rp[i].size = zmq_msg_size(m);
+        rp[i].data = rp[i].size ? (const uint8_t *)zmq_msg_data(m) : empty;
+        rp[i].offset = -1;
+    }
+    const tio_format_desc *codec = NULL;
+    if (s->proto == TIO_PROTO_ZIO || s->proto == TIO_PROTO_TENSORCOM) {
+        const char *name = s->proto == TIO_PROTO_ZIO ? "zio" : "tenbin";
+        codec = tio__format_find(name);
+        if (!codec) {
+            free(rp);
+            frames_free(fr);
+            tio__err(e, TIO_E_FORMAT, NULL, -1, "the %s format is not available", name);
+            return bad_message(s, index, n, TIO_E_FORMAT, e);
+        }
+    }
+    tio_open_options oo;
+    memset(&oo, 0, sizeof oo);
+    oo.flags = s->open_flags & ~(unsigned)TIO_OPEN_COPY;
+    oo.limits = &s->limits;
+    tio_container *c = NULL;
+    /* the container takes the frames (or frees them at once on failure) */
+    rc = tio__open_rparts(codec, rp, n, &oo, fr, frames_free, &c, e);
+    free(rp);
+    if (rc) return bad_message(s, index, n, rc, e);
+
+    const char *proto = c->format ? c->format : "";
+    if (strcmp(proto, "tenbin") == 0 && n > 1) proto = "tensorcom";
+    rc = tio__kv_set(&c->props, "proto", proto, e);
+    if (rc == TIO_OK) rc = set_prop_u64(c, "frames", n, e);
+    if (rc == TIO_OK) rc = set_prop_u64(c, "bytes", bytes, e);
+    if (rc == TIO_OK && s->type == TIO_SOCKET_ROUTER)
+        rc = tio__kv_set(&c->props, "peer", peer_hex, e);
+    if (rc) {
+        tio_container_free(c);
+        return rc;
+    }
+    s->stats.received++;
+    *out = c;
+    return TIO_OK;
+}
+
+int tio_stream_recv(tio_stream *s, tio_container **out, tio_error *err) {
+    if (!out) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    *out = NULL;
+    if (!s) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL stream");
+    if (!can_recv(s->type))
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "a %s stream cannot receive",
+                        socket_name(s->type));
+    tio_error e;
+    tio_error_clear(&e);
+    int rc = recv_message(s, out, &e);
+    if (rc && err) *err = e;
+    return rc;
+}
