@@ -7,12 +7,14 @@ extern const tio_format_desc tio__format_btf;
 extern const tio_format_desc tio__format_tenbin;
 extern const tio_format_desc tio__format_rten;
 extern const tio_format_desc tio__format_tmfile;
+extern const tio_format_desc tio__format_zio;
 
 static const tio_format_desc *const registry[] = {
     &tio__format_btf,
     &tio__format_tenbin,
     &tio__format_rten,
     &tio__format_tmfile,
+    &tio__format_zio,
 };
 
 size_t tio__format_count(void) { return sizeof registry / sizeof registry[0]; }
