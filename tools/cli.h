@@ -36,6 +36,8 @@ int cli_cmd_dump(int argc, char **argv);
 int cli_cmd_convert(int argc, char **argv);
 int cli_cmd_validate(int argc, char **argv);
 int cli_cmd_formats(int argc, char **argv);
+int cli_cmd_send(int argc, char **argv);
+int cli_cmd_recv(int argc, char **argv);
 
 /* -------------------------------------------------------- option parsing */
 

@@ -16,6 +16,8 @@ static const cli_command commands[] = {
     {"convert", cli_cmd_convert, "convert a file to another format"},
     {"validate", cli_cmd_validate, "check files and report every problem"},
     {"formats", cli_cmd_formats, "list the supported formats"},
+    {"send", cli_cmd_send, "send files as messages over ZeroMQ (ZIO, tensorcom)"},
+    {"recv", cli_cmd_recv, "receive messages from ZeroMQ, optionally into files"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

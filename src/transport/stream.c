@@ -140,7 +140,7 @@ static int attach(tio_stream *s, const char *ep, int bind, tio_error *err) {
     }
 }
 
-static int configure(tio_stream *s, const tio_stream_options *o, const tio_url *u,
+static int configure(tio_stream *s, const tio_stream_options *o, const tio_url *u, int bind,
                      tio_error *err) {
     int linger = o->linger_ms == 0 ? DEFAULT_LINGER_MS : o->linger_ms < 0 ? 0 : o->linger_ms;
     int rc = setopt_int(s, ZMQ_LINGER, linger, "ZMQ_LINGER", err);
@@ -158,6 +158,13 @@ static int configure(tio_stream *s, const tio_stream_options *o, const tio_url *
     }
     if (rc == TIO_OK && s->type == TIO_SOCKET_PUB)
         rc = setopt_int(s, ZMQ_XPUB_VERBOSE, 1, "ZMQ_XPUB_VERBOSE", err);
+    /* A connecting sender queues only on completed connections: with no peer
+     * there, a send waits (and times out) instead of parking the message on
+     * a pipe that is dropped at close. */
+    if (rc == TIO_OK && !bind &&
+        (s->type == TIO_SOCKET_PUSH || s->type == TIO_SOCKET_DEALER ||
+         s->type == TIO_SOCKET_PAIR))
+        rc = setopt_int(s, ZMQ_IMMEDIATE, 1, "ZMQ_IMMEDIATE", err);
     if (rc == TIO_OK && s->type == TIO_SOCKET_ROUTER)
         rc = setopt_int(s, ZMQ_ROUTER_MANDATORY, 1, "ZMQ_ROUTER_MANDATORY", err);
     if (rc == TIO_OK && s->type == TIO_SOCKET_SUB) {
@@ -248,7 +255,7 @@ int tio_stream_open(const char *endpoint, const tio_stream_options *opts, tio_st
             rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "cannot create a %s socket: %s",
                           socket_name(type), zmq_strerror(errno));
     }
-    if (rc == TIO_OK) rc = configure(s, &o, &u, err);
+    if (rc == TIO_OK) rc = configure(s, &o, &u, bind, err);
     for (size_t i = 0; rc == TIO_OK && i < u.count; i++) {
         rc = attach(s, u.endpoints[i], bind, err);
         if (rc == TIO_OK && i == 0) {
