@@ -80,3 +80,45 @@ int tio__err(tio_error *err, int code, const char *format, int64_t offset,
 int tio__nomem(tio_error *err, const char *format) {
     return tio__err(err, TIO_E_NOMEM, format, -1, "out of memory");
 }
+
+void tio__escape(const uint8_t *p, size_t n, char *out, size_t cap) {
+    static const char hx[] = "0123456789abcdef";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b = p[i];
+        size_t need = (b >= 0x20 && b < 0x7f && b != '"' && b != '\\') ? 1u : 4u;
+        if (o + need + 4 > cap) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+        if (need == 1) {
+            out[o++] = (char)b;
+        } else {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hx[b >> 4];
+            out[o++] = hx[b & 15];
+        }
+    }
+    out[o] = '\0';
+}
+
+void tio__shape_str(const int64_t *dims, size_t rank, char *out, size_t cap) {
+    size_t o = 0;
+    out[o++] = '[';
+    for (size_t i = 0; i < rank; i++) {
+        char tmp[24];
+        int n = snprintf(tmp, sizeof tmp, "%s%lld", i ? "," : "", (long long)dims[i]);
+        if (n < 0) n = 0;
+        if (o + (size_t)n + 5 > cap) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+            break;
+        }
+        memcpy(out + o, tmp, (size_t)n);
+        o += (size_t)n;
+    }
+    out[o++] = ']';
+    out[o] = '\0';
+}

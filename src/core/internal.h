@@ -33,6 +33,11 @@ int tio__verr(tio_error *err, int code, const char *format, int64_t offset,
               const char *fmt, va_list ap);
 /* Shortcut for an allocation failure. */
 int tio__nomem(tio_error *err, const char *format);
+/* Renders bytes for a message: printable ASCII as is (but '"' and '\\'),
+ * anything else as \xHH; stops with "..." when `cap` would be exceeded. */
+void tio__escape(const uint8_t *p, size_t n, char *out, size_t cap);
+/* "[2,3,4]" for a message (truncated with "..." for long shapes). */
+void tio__shape_str(const int64_t *dims, size_t rank, char *out, size_t cap);
 
 /* ------------------------------------------------- checked arithmetic */
 

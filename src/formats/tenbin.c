@@ -40,30 +40,6 @@ static const char *tb_code_of(tio_dtype dt) {
 
 /* ------------------------------------------------------------ helpers */
 
-/* Renders bytes for a message: printable ASCII as is, anything else as \xHH.
- * Stops (with "...") when `cap` would be exceeded. */
-static void tb_escape(const uint8_t *p, size_t n, char *out, size_t cap) {
-    static const char hx[] = "0123456789abcdef";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t b = p[i];
-        size_t need = (b >= 0x20 && b < 0x7f && b != '"' && b != '\\') ? 1u : 4u;
-        if (o + need + 4 > cap) {
-            memcpy(out + o, "...", 3);
-            o += 3;
-            break;
-        }
-        if (need == 1) {
-            out[o++] = (char)b;
-        } else {
-            out[o++] = '\\';
-            out[o++] = 'x';
-            out[o++] = hx[b >> 4];
-            out[o++] = hx[b & 15];
-        }
-    }
-    out[o] = '\0';
-}
 
 /* A hint for a value that makes sense only when read big-endian: if the
  * byte-swapped value lies in [lo, hi] and is a multiple of `mult`, says so.
@@ -99,25 +75,6 @@ static void tb_len_hint(const tio_read_ctx *ctx, const tio_cursor *cur, bool hea
         buf[0] = '\0';
 }
 
-/* "[2,3,4]" (truncated with "..." for long shapes). */
-static void tb_shape_str(const int64_t *dims, size_t rank, char *out, size_t cap) {
-    size_t o = 0;
-    out[o++] = '[';
-    for (size_t i = 0; i < rank; i++) {
-        char tmp[24];
-        int n = snprintf(tmp, sizeof tmp, "%s%lld", i ? "," : "", (long long)dims[i]);
-        if (n < 0) n = 0;
-        if (o + (size_t)n + 5 > cap) {
-            memcpy(out + o, "...", 3);
-            o += 3;
-            break;
-        }
-        memcpy(out + o, tmp, (size_t)n);
-        o += (size_t)n;
-    }
-    out[o++] = ']';
-    out[o] = '\0';
-}
 
 /* Like the reference's unstr64: the 8-byte field with NULs stripped at both
  * ends, as [*start, *end). */
@@ -180,7 +137,7 @@ static int tb_read_chunk(tio_read_ctx *ctx, tio_cursor *cur, size_t index, bool 
                             "array %zu: %s chunk: the data end inside its magic (%zu of 8 "
                             "bytes of \"~TenBin~\")",
                             index, kind, left);
-        tb_escape(m, left, esc, sizeof esc);
+        tio__escape(m, left, esc, sizeof esc);
         return tio__err(err, TIO_E_MAGIC, TB_FMT, (int64_t)off,
                         "array %zu: %s chunk: expected magic \"~TenBin~\", found %zu "
                         "trailing byte%s \"%s\"",
@@ -189,7 +146,7 @@ static int tb_read_chunk(tio_read_ctx *ctx, tio_cursor *cur, size_t index, bool 
     rc = tio__cursor_bytes(cur, sizeof tb_magic, &m, "chunk magic", err);
     if (rc) return rc;
     if (memcmp(m, tb_magic, sizeof tb_magic) != 0) {
-        tb_escape(m, sizeof tb_magic, esc, sizeof esc);
+        tio__escape(m, sizeof tb_magic, esc, sizeof esc);
         return tio__err(err, TIO_E_MAGIC, TB_FMT, (int64_t)off,
                         "array %zu: %s chunk: expected magic \"~TenBin~\", found \"%s\"",
                         index, kind, esc);
@@ -284,7 +241,7 @@ static int tb_parse_dtype(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
     tb_strip(f, &s, &e);
     for (size_t i = 0; i < 8; i++) {
         if (f[i] >= 0x80) {
-            tb_escape(f, 8, esc, sizeof esc);
+            tio__escape(f, 8, esc, sizeof esc);
             return tio__err(err, TIO_E_DTYPE, TB_FMT, at,
                             "array %zu: %s: dtype field \"%s\" is not "
                             "ASCII (expected a code such as f4)",
@@ -295,7 +252,7 @@ static int tb_parse_dtype(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
         if (e - s == 2 && memcmp(f + s, tb_codes[i].code, 2) == 0) {
             h->dtype = tb_codes[i].dtype;
             if (s > 0) {
-                tb_escape(f, 8, esc, sizeof esc);
+                tio__escape(f, 8, esc, sizeof esc);
                 int rc = tio__warn(ctx, TB_FMT, at, err,
                                    "array %zu: %s: dtype field "
                                    "\"%s\" has leading NUL bytes (tenbin.save writes the "
@@ -317,7 +274,7 @@ static int tb_parse_dtype(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
     }
     if (e - s == 6 && memcmp(f + s, "unit32", 6) == 0)
         snprintf(extra, sizeof extra, "; the reference's misspelling of uint32 is code u4");
-    tb_escape(f + s, e - s, esc, sizeof esc);
+    tio__escape(f + s, e - s, esc, sizeof esc);
     return tio__err(err, TIO_E_DTYPE, TB_FMT, at,
                     "array %zu: %s: unknown dtype code \"%s\" "
                     "(expected one of f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8, case-sensitive)%s",
@@ -332,7 +289,7 @@ static int tb_parse_info(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
     tb_strip(f, &s, &e);
     for (size_t i = 0; i < 8; i++) {
         if (f[i] >= 0x80) {
-            tb_escape(f, 8, esc, sizeof esc);
+            tio__escape(f, 8, esc, sizeof esc);
             return tio__err(err, TIO_E_CORRUPT, TB_FMT, at + (int64_t)i,
                             "array %zu: %s: info (name) \"%s\" is not "
                             "ASCII (byte %zu is 0x%02x; expected 7-bit ASCII)",
@@ -341,7 +298,7 @@ static int tb_parse_info(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
     }
     for (size_t i = s; i < e; i++) {
         if (f[i] == 0) {
-            tb_escape(f, 8, esc, sizeof esc);
+            tio__escape(f, 8, esc, sizeof esc);
             return tio__err(err, TIO_E_CORRUPT, TB_FMT, at + (int64_t)i,
                             "array %zu: %s: info (name) \"%s\" has a "
                             "NUL byte inside it (expected ASCII text, NUL-padded)",
@@ -351,7 +308,7 @@ static int tb_parse_info(tio_read_ctx *ctx, size_t index, const tb_chunk *ch,
     memcpy(h->info, f + s, e - s);
     h->info[e - s] = '\0';
     if (s > 0 && e > s) {
-        tb_escape(f, 8, esc, sizeof esc);
+        tio__escape(f, 8, esc, sizeof esc);
         int rc = tio__warn(ctx, TB_FMT, at, err,
                            "array %zu: %s: info \"%s\" has leading NUL "
                            "bytes (tenbin.save writes the text first, NUL-padded)",
@@ -463,7 +420,7 @@ static int tb_header_nbytes(const tb_header *h, size_t index, const tb_chunk *hc
                             uint64_t *nbytes_out, tio_error *err) {
     int64_t at = hch->frame ? -1 : (int64_t)hch->off;
     size_t esize = tio_dtype_size(h->dtype);
-    tb_shape_str(h->dims, h->rank, shape, shape_cap);
+    tio__shape_str(h->dims, h->rank, shape, shape_cap);
     uint64_t numel = 1, nbytes;
     for (size_t d = 0; d < h->rank; d++) {
         if (tio__mul64_ovf(numel, (uint64_t)h->dims[d], &numel) || numel > (uint64_t)INT64_MAX)
@@ -621,7 +578,7 @@ static int tb_check(const tio_write_plan *p, tio_error *err) {
             !(flags & TIO_SAVE_DROP_NAMES)) {
             char esc[72];
             size_t len = strlen(w->name);
-            tb_escape((const uint8_t *)w->name, len, esc, sizeof esc);
+            tio__escape((const uint8_t *)w->name, len, esc, sizeof esc);
             return tio__err(err, TIO_E_LOSSY, TB_FMT, -1,
                             "tensor %zu: name \"%s\" (%zu bytes) does not fit the tenbin info "
                             "field (expected at most 8 ASCII characters; TIO_SAVE_DROP_NAMES "

@@ -91,50 +91,7 @@ static void zio_native_free(void *p) {
 
 /* ------------------------------------------------------------- helpers */
 
-/* Renders bytes for a message: printable ASCII as is, anything else as \xHH.
- * Stops (with "...") when `cap` would be exceeded. */
-static void zio_escape(const uint8_t *p, size_t n, char *out, size_t cap) {
-    static const char hx[] = "0123456789abcdef";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t b = p[i];
-        size_t need = (b >= 0x20 && b < 0x7f && b != '"' && b != '\\') ? 1u : 4u;
-        if (o + need + 4 > cap) {
-            memcpy(out + o, "...", 3);
-            o += 3;
-            break;
-        }
-        if (need == 1) {
-            out[o++] = (char)b;
-        } else {
-            out[o++] = '\\';
-            out[o++] = 'x';
-            out[o++] = hx[b >> 4];
-            out[o++] = hx[b & 15];
-        }
-    }
-    out[o] = '\0';
-}
 
-/* "[2,3,4]" (truncated with "..." for long shapes). */
-static void zio_shape_str(const int64_t *dims, size_t rank, char *out, size_t cap) {
-    size_t o = 0;
-    out[o++] = '[';
-    for (size_t i = 0; i < rank; i++) {
-        char tmp[24];
-        int n = snprintf(tmp, sizeof tmp, "%s%lld", i ? "," : "", (long long)dims[i]);
-        if (n < 0) n = 0;
-        if (o + (size_t)n + 5 > cap) {
-            memcpy(out + o, "...", 3);
-            o += 3;
-            break;
-        }
-        memcpy(out + o, tmp, (size_t)n);
-        o += (size_t)n;
-    }
-    out[o++] = ']';
-    out[o] = '\0';
-}
 
 /* Where byte `delta` of part `p` sits in the source, or -1 (a frame). */
 static int64_t zio_at(const tio_rpart *p, size_t delta) {
@@ -841,7 +798,7 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
                             (long long)x);
         dims[d] = (int64_t)x;
     }
-    zio_shape_str(dims, rank, shp, sizeof shp);
+    tio__shape_str(dims, rank, shp, sizeof shp);
     json_t *word = json_object_get(e, "word");
     if (!word)
         return zio_lerr(r, err, TIO_E_CORRUPT,
@@ -865,7 +822,7 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
     for (size_t k = 0; k < ZIO_NKINDS && kl == 1; k++)
         if (zio_kinds[k].kind == ks[0] && zio_kinds[k].word == wv) kind = &zio_kinds[k];
     if (!kind) {
-        zio_escape((const uint8_t *)ks, kl, esc, sizeof esc);
+        tio__escape((const uint8_t *)ks, kl, esc, sizeof esc);
         const char *why = "";
         if (kl == 1 && ks[0] == 'c') why = "; complex numbers are not supported";
         else if (kl == 1 && ks[0] == '?') why = "; kind '?' (unknown) is not supported";
@@ -882,7 +839,7 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
     json_t *packing = json_object_get(e, "packing");
     if (packing && !(json_is_string(packing) && strcmp(json_string_value(packing), "dense") == 0)) {
         if (json_is_string(packing))
-            zio_escape((const uint8_t *)json_string_value(packing),
+            tio__escape((const uint8_t *)json_string_value(packing),
                        json_string_length(packing), esc, sizeof esc);
         return zio_lerr(r, err, TIO_E_UNSUPPORTED,
                         "tensor %zu: packing %s%s%s is not supported (expected \"dense\")", i,
@@ -963,7 +920,7 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
     json_t *v;
     json_object_foreach(e, key, v) {
         if (zio_known_key(key)) continue;
-        zio_escape((const uint8_t *)key, strlen(key), esc, sizeof esc);
+        tio__escape((const uint8_t *)key, strlen(key), esc, sizeof esc);
         rc = zio_lwarn(r, err,
                        "tensor %zu: unknown key \"%s\" (kept; the TENS document reserves the "
                        "entries of TENS.tensors)",
@@ -1015,7 +972,7 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
         json_object_foreach(meta, key, v) {
             if (v == mname) continue;
             if (json_is_object(v) || json_is_array(v)) {
-                zio_escape((const uint8_t *)key, strlen(key), esc, sizeof esc);
+                tio__escape((const uint8_t *)key, strlen(key), esc, sizeof esc);
                 rc = zio_lwarn(r, err,
                                "tensor %zu: metadata \"%s\" is %s; the TENS document asks for a "
                                "flat object of scalars (kept as JSON text)",
@@ -1151,7 +1108,7 @@ static int zio_decode(tio_read_ctx *ctx, const tio_rpart *parts, size_t n, tio_e
     if (p0->size < 3 || memcmp(p0->data, "ZIO", 3) != 0) {
         size_t k = p0->size < 3 ? p0->size : 3;
         if (memcmp(p0->data, "ZIO", k) != 0) {
-            zio_escape(p0->data, p0->size < 8 ? p0->size : 8, esc, sizeof esc);
+            tio__escape(p0->data, p0->size < 8 ? p0->size : 8, esc, sizeof esc);
             return tio__err(err, TIO_E_MAGIC, ZIO_FMT, zio_at(p0, 0),
                             "part 0 (prefix): expected \"ZIO\", found \"%s\"", esc);
         }
@@ -1163,7 +1120,7 @@ static int zio_decode(tio_read_ctx *ctx, const tio_rpart *parts, size_t n, tio_e
                         p0->size);
     uint8_t lv = p0->data[3];
     if (lv < '0' || lv > '0' + ZIO_MAX_LEVEL) {
-        zio_escape(&lv, 1, esc, sizeof esc);
+        tio__escape(&lv, 1, esc, sizeof esc);
         return tio__err(err, TIO_E_CORRUPT, ZIO_FMT, zio_at(p0, 3),
                         "part 0 (prefix): level \"%s\" (0x%02x) is not a level digit (expected "
                         "'0'..'8')",
@@ -1189,7 +1146,7 @@ static int zio_decode(tio_read_ctx *ctx, const tio_rpart *parts, size_t n, tio_e
     for (int k = 0; k < 4; k++)
         if (st->form[k] < 0x20 || st->form[k] > 0x7e) printable = false;
     if (!printable) {
-        zio_escape((const uint8_t *)st->form, 4, esc, sizeof esc);
+        tio__escape((const uint8_t *)st->form, 4, esc, sizeof esc);
         rc = tio__warn(ctx, ZIO_FMT, zio_at(p0, 4), err,
                        "part 0 (prefix): form \"%s\" is not printable ASCII", esc);
         if (rc) return rc;
@@ -1229,7 +1186,7 @@ static int zio_decode(tio_read_ctx *ctx, const tio_rpart *parts, size_t n, tio_e
 
     /* props */
     char form[40];
-    zio_escape((const uint8_t *)st->form, 4, form, sizeof form);
+    tio__escape((const uint8_t *)st->form, 4, form, sizeof form);
     size_t fl = strlen(form);
     while (fl && form[fl - 1] == ' ') form[--fl] = '\0';
     char level[2] = {(char)lv, '\0'};
@@ -1360,7 +1317,7 @@ static int zio_head_of(const tio_write_plan *p, zio_head *h, tio_error *err) {
     if (v) {
         uint64_t x;
         if (zio_parse_u64(v, &x) || x > ZIO_MAX_LEVEL) {
-            zio_escape((const uint8_t *)v, strlen(v), esc, sizeof esc);
+            tio__escape((const uint8_t *)v, strlen(v), esc, sizeof esc);
             return tio__err(err, TIO_E_ARGUMENT, ZIO_FMT, -1,
                             "format option level=\"%s\" is not a level (expected 0..8)", esc);
         }
@@ -1372,7 +1329,7 @@ static int zio_head_of(const tio_write_plan *p, zio_head *h, tio_error *err) {
         bool ok = n >= 1 && n <= 4;
         for (size_t i = 0; ok && i < n; i++) ok = v[i] >= 0x20 && v[i] <= 0x7e;
         if (!ok) {
-            zio_escape((const uint8_t *)v, n, esc, sizeof esc);
+            tio__escape((const uint8_t *)v, n, esc, sizeof esc);
             return tio__err(err, TIO_E_ARGUMENT, ZIO_FMT, -1,
                             "format option form=\"%s\" is not a form (expected 1..4 printable "
                             "ASCII characters)",
@@ -1386,7 +1343,7 @@ static int zio_head_of(const tio_write_plan *p, zio_head *h, tio_error *err) {
         v = tio__plan_option(p, ckeys[k]);
         if (!v) continue;
         if (zio_parse_u64(v, &h->coord[k])) {
-            zio_escape((const uint8_t *)v, strlen(v), esc, sizeof esc);
+            tio__escape((const uint8_t *)v, strlen(v), esc, sizeof esc);
             return tio__err(err, TIO_E_ARGUMENT, ZIO_FMT, -1,
                             "format option %s=\"%s\" is not a uint64 (expected decimal digits, "
                             "0..18446744073709551615)",
