@@ -189,12 +189,7 @@ static int parse_args(int argc, char **argv, recv_args *a) {
         case OPT_SOCKET: rc = cli_parse_socket("recv", v, RECV_SOCKETS, &a->socket); break;
         case OPT_BIND: a->bind = 1; break;
         case OPT_CONNECT: a->connect = 1; break;
-        case OPT_PROTO:
-            if (strcmp(v, "auto") == 0) a->proto = TIO_PROTO_AUTO;
-            else if (strcmp(v, "zio") == 0) a->proto = TIO_PROTO_ZIO;
-            else if (strcmp(v, "tensorcom") == 0) a->proto = TIO_PROTO_TENSORCOM;
-            else rc = cli_usage_error("recv", "--proto: '%s' is not auto, zio or tensorcom", v);
-            break;
+        case OPT_PROTO: rc = cli_parse_proto("recv", v, 1, &a->proto); break;
         case OPT_COUNT: rc = cli_parse_u64("recv", "--count", v, 1, UINT64_MAX, &a->count); break;
         case OPT_TIMEOUT: rc = cli_parse_seconds("recv", "--timeout", v, &a->timeout_ms); break;
         case OPT_TOPIC: a->topic = v; break;

@@ -168,11 +168,7 @@ static int parse_args(int argc, char **argv, send_args *a) {
         case OPT_SOCKET: rc = cli_parse_socket("send", v, SEND_SOCKETS, &a->socket); break;
         case OPT_BIND: a->bind = 1; break;
         case OPT_CONNECT: a->connect = 1; break;
-        case OPT_PROTO:
-            if (strcmp(v, "zio") == 0) a->proto = TIO_PROTO_ZIO;
-            else if (strcmp(v, "tensorcom") == 0) a->proto = TIO_PROTO_TENSORCOM;
-            else rc = cli_usage_error("send", "--proto: '%s' is not zio or tensorcom", v);
-            break;
+        case OPT_PROTO: rc = cli_parse_proto("send", v, 0, &a->proto); break;
         case OPT_SINGLE: a->single = 1; break;
         case OPT_COUNT: rc = cli_parse_u64("send", "--count", v, 1, UINT32_MAX, &a->count); break;
         case OPT_TIMEOUT: rc = cli_parse_seconds("send", "--timeout", v, &a->timeout_ms); break;

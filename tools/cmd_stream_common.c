@@ -239,3 +239,13 @@ int cli_stream_settle(const char *cmd, const char *endpoint, int bind, int conne
     *binds = bind || (!connect && sc->bind == 1);
     return CLI_EXIT_OK;
 }
+
+int cli_parse_proto(const char *cmd, const char *value, int allow_auto, tio_proto *out) {
+    if (allow_auto && strcmp(value, "auto") == 0) *out = TIO_PROTO_AUTO;
+    else if (strcmp(value, "zio") == 0) *out = TIO_PROTO_ZIO;
+    else if (strcmp(value, "tensorcom") == 0) *out = TIO_PROTO_TENSORCOM;
+    else
+        return cli_usage_error(cmd, "--proto: '%s' is not %szio or tensorcom", value,
+                               allow_auto ? "auto, " : "");
+    return CLI_EXIT_OK;
+}

@@ -36,6 +36,9 @@ const char *cli_socket_name(tio_socket_type t);
  * Prints a usage error naming them and returns CLI_EXIT_USAGE otherwise. */
 int cli_parse_socket(const char *cmd, const char *value, unsigned allowed,
                      tio_socket_type *out);
+/* Parses --proto: zio, tensorcom, and auto when allow_auto. Prints a usage
+ * error and returns CLI_EXIT_USAGE otherwise. */
+int cli_parse_proto(const char *cmd, const char *value, int allow_auto, tio_proto *out);
 /* "zio" / "tensorcom" / "auto". */
 const char *cli_proto_name(tio_proto p);
 /* The format name a protocol encodes with: "zio" or "tenbin". */

@@ -777,17 +777,9 @@ static void test_write_widen_densify(void **state) {
 /* Loads the frames of a tensorcom batch from the manifest. */
 static size_t load_tc_frames(json_t *batch, uint8_t **bufs, size_t *lens, tio_part *parts,
                              size_t cap) {
-    json_t *frames = json_object_get(batch, "frames");
-    size_t n = json_array_size(frames);
-    assert_true(n <= cap);
+    size_t n = tvec_load_frames("zio/tensorcom", json_object_get(batch, "frames"), bufs, lens,
+                                cap);
     for (size_t k = 0; k < n; k++) {
-        char rel[256];
-        snprintf(rel, sizeof rel, "zio/tensorcom/%s",
-                 json_string_value(json_object_get(json_array_get(frames, k), "file")));
-        bufs[k] = tvec_load(rel, &lens[k]);
-        assert_non_null(bufs[k]);
-        assert_int_equal(lens[k], json_integer_value(json_object_get(
-                                      json_array_get(frames, k), "size")));
         parts[k].data = bufs[k];
         parts[k].size = lens[k];
     }

@@ -322,17 +322,11 @@ static void check_vector(json_t *v) {
     assert_true(nf >= 2 && nf <= MSG_MAX);
     msg m;
     memset(&m, 0, sizeof m);
-    for (size_t k = 0; k < nf; k++) {
-        snprintf(rel, sizeof rel, "zio/%s",
-                 json_string_value(json_object_get(json_array_get(frames, k), "file")));
-        size_t fl = 0;
-        uint8_t *f = tvec_load(rel, &fl);
-        assert_non_null(f);
-        assert_int_equal(fl, json_integer_value(json_object_get(json_array_get(frames, k), "size")));
-        m.bufs[k] = f;
-        m.parts[k].data = f;
-        m.parts[k].size = fl;
-        m.n++;
+    size_t lens[MSG_MAX];
+    m.n = tvec_load_frames("zio", frames, m.bufs, lens, MSG_MAX);
+    for (size_t k = 0; k < m.n; k++) {
+        m.parts[k].data = m.bufs[k];
+        m.parts[k].size = lens[k];
     }
     tio_container *cf = open_msg(&m, NULL); /* probed: a first part starting "ZIO" */
     compare_vector(cf, v);

@@ -87,6 +87,28 @@ uint8_t *tvec_load(const char *rel, size_t *len) {
     return b;
 }
 
+size_t tvec_load_frames(const char *dir, json_t *frames, uint8_t **bufs, size_t *lens,
+                        size_t cap) {
+    size_t n = json_array_size(frames);
+    if (n > cap) {
+        fprintf(stderr, "ERROR: %s: %zu frames, more than %zu\n", dir, n, cap);
+        exit(1);
+    }
+    for (size_t k = 0; k < n; k++) {
+        json_t *f = json_array_get(frames, k);
+        const char *file = json_string_value(json_object_get(f, "file"));
+        char rel[512];
+        snprintf(rel, sizeof rel, "%s/%s", dir, file ? file : "?");
+        bufs[k] = tvec_load(rel, &lens[k]);
+        json_t *size = json_object_get(f, "size");
+        if (!bufs[k] || (size && (json_int_t)lens[k] != json_integer_value(size))) {
+            fprintf(stderr, "ERROR: frame %s is missing or not its listed size\n", rel);
+            exit(1);
+        }
+    }
+    return n;
+}
+
 int tvec_write(const char *path, const void *buf, size_t len) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;

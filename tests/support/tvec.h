@@ -29,6 +29,14 @@ int tvec_read(const char *path, uint8_t **buf, size_t *len);
  * program when it exists but cannot be read. The result is malloc'ed. */
 uint8_t *tvec_load(const char *rel, size_t *len);
 
+/* Loads the frame files a manifest lists (`frames`: an array of objects with
+ * "file" and "size"), from vectors dir `dir` ("zio", "zio/tensorcom"), into
+ * bufs/lens (malloc'ed, at most cap). Exits the test program when a frame is
+ * missing, unreadable or not its listed size, or there are more than cap.
+ * Returns the count. */
+size_t tvec_load_frames(const char *dir, json_t *frames, uint8_t **bufs, size_t *lens,
+                        size_t cap);
+
 /* Writes a whole file; 0 on success. */
 int tvec_write(const char *path, const void *buf, size_t len);
 
