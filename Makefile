@@ -2,17 +2,23 @@
 # install missing Debian packages, configure, build, run.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 300
+FUZZ_SMOKE_SECONDS ?= 20
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build test test-main test-asan demo install clean help
+.PHONY: all deps configure build test test-main test-asan test-fuzz fuzz fuzz-build demo \
+        install clean help
 
 all: build
 
 help:
 	@echo "make demo      install deps, build, run the demo"
 	@echo "make test      install deps, build, run every test, then again under ASan+UBSan"
+	@echo "make fuzz      run every libFuzzer target FUZZ_SECONDS (default 300) each,"
+	@echo "               keeping new inputs in fuzz/corpus/"
 	@echo "make build     build build/tensio, build/libtensio.so, build/libtensio.a"
 	@echo "make install   install (PREFIX=$(PREFIX), DESTDIR honoured)"
 	@echo "make clean     remove build trees"
@@ -27,7 +33,7 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
-test: test-main test-asan
+test: test-main test-asan test-fuzz
 
 test-main: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
@@ -41,6 +47,20 @@ test-asan: deps
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
 
+# libFuzzer targets (clang, ASan+UBSan): the regression inputs, then a short
+# smoke of every target from the vectors' seeds.
+fuzz-build: deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTIO_FUZZ=ON -DTIO_WERROR=ON $(CMAKE_ARGS)
+	cmake --build $(FUZZ_BUILD) -j$(JOBS)
+
+test-fuzz: fuzz-build
+	bash fuzz/run.sh $(FUZZ_BUILD) regress
+	bash fuzz/run.sh $(FUZZ_BUILD) smoke $(FUZZ_SMOKE_SECONDS)
+
+fuzz: fuzz-build
+	bash fuzz/run.sh $(FUZZ_BUILD) long $(FUZZ_SECONDS)
+
 demo: build
 	@bash scripts/demo.sh $(BUILD)/tensio
 
@@ -48,4 +68,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -477,23 +477,35 @@ static int zj_keycmp(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* The keys of an object sorted by byte order, as nlohmann's std::map holds
+ * them (free the array, not the keys); NULL when out of memory. Readers
+ * hand out metadata in this order too, so that a label read, written (sorted)
+ * and read again gives the same order. */
+static const char **zj_sorted_keys(json_t *obj, size_t *count) {
+    size_t n = json_object_size(obj), k = 0;
+    const char **keys = malloc((n ? n : 1) * sizeof *keys);
+    if (!keys) return NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        if (k < n) keys[k++] = key;
+    }
+    qsort(keys, k, sizeof *keys, zj_keycmp);
+    *count = k;
+    return keys;
+}
+
 /* Compact JSON with object keys sorted by byte order: nlohmann's dump(). */
 static void zj_dump(zbuf *b, json_t *j) {
     if (b->failed) return;
     switch (json_typeof(j)) {
     case JSON_OBJECT: {
-        size_t n = json_object_size(j), k = 0;
-        const char **keys = malloc((n ? n : 1) * sizeof *keys);
+        size_t k;
+        const char **keys = zj_sorted_keys(j, &k);
         if (!keys) {
             b->failed = true;
             return;
         }
-        const char *key;
-        json_t *v;
-        json_object_foreach(j, key, v) {
-            if (k < n) keys[k++] = key;
-        }
-        qsort(keys, k, sizeof *keys, zj_keycmp);
         zb_putc(b, '{');
         for (size_t i = 0; i < k; i++) {
             if (i) zb_putc(b, ',');
@@ -969,7 +981,12 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
     if (meta) {
         char what[40];
         snprintf(what, sizeof what, "tensor %zu", i);
-        json_object_foreach(meta, key, v) {
+        size_t nk;
+        const char **keys = zj_sorted_keys(meta, &nk);
+        if (!keys) return tio__nomem(err, ZIO_FMT);
+        for (size_t k = 0; k < nk && rc == TIO_OK; k++) {
+            key = keys[k];
+            v = json_object_get(meta, key);
             if (v == mname) continue;
             if (json_is_object(v) || json_is_array(v)) {
                 tio__escape((const uint8_t *)key, strlen(key), esc, sizeof esc);
@@ -977,11 +994,12 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
                                "tensor %zu: metadata \"%s\" is %s; the TENS document asks for a "
                                "flat object of scalars (kept as JSON text)",
                                i, esc, zj_type(v));
-                if (rc) return rc;
+                if (rc) break;
             }
             rc = zio_meta(r, &t->meta, what, key, v, err);
-            if (rc) return rc;
         }
+        free(keys);
+        if (rc) return rc;
     }
 
     zio_tstate *ts = &r->st->ts[r->st->nts++];
@@ -1085,12 +1103,14 @@ static int zio_label(zio_reader *r, const uint8_t *label, size_t llen, tio_error
         if (rc) return rc;
     }
     if (tmeta) {
-        const char *key;
-        json_t *v;
-        json_object_foreach(tmeta, key, v) {
-            rc = zio_meta(r, &ctx->c->meta, "TENS", key, v, err);
-            if (rc) return rc;
-        }
+        size_t nk;
+        const char **keys = zj_sorted_keys(tmeta, &nk);
+        if (!keys) return tio__nomem(err, ZIO_FMT);
+        for (size_t k = 0; k < nk && rc == TIO_OK; k++)
+            rc = zio_meta(r, &ctx->c->meta, "TENS", keys[k], json_object_get(tmeta, keys[k]),
+                          err);
+        free(keys);
+        if (rc) return rc;
     }
     return TIO_OK;
 }

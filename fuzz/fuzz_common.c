@@ -1,0 +1,246 @@
+#include "fuzz_common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void fz_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("fuzz: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    abort();
+}
+
+void fz_check_error(int rc, const tio_error *e, const tio_container *c) {
+    if (c) fz_fail("a failed call (%s) left a container", tio_status_name(rc));
+    if (e->code != rc) fz_fail("error code %d differs from the return value %d", e->code, rc);
+    if (!e->message[0]) fz_fail("error %s without a message", tio_status_name(rc));
+    if (!tio_status_name(rc)) fz_fail("unknown status code %d", rc);
+}
+
+static int same_str(const char *a, const char *b) {
+    if (!a || !b) return a == b;
+    return strcmp(a, b) == 0;
+}
+
+static void hash_or_fail(const tio_tensor *t, int what, uint8_t out[32], const char *where) {
+    tio_error e;
+    int rc = tio_tensor_sha256(t, what, out, &e);
+    if (rc != TIO_OK) fz_fail("%s: sha256 failed: %s", where, e.message);
+}
+
+void fz_check_same(const tio_container *c1, const tio_container *c2, const char *what) {
+    size_t n = tio_container_count(c1);
+    if (tio_container_count(c2) != n)
+        fz_fail("%s: %zu tensors, then %zu", what, n, tio_container_count(c2));
+    for (size_t i = 0; i < n; i++) {
+        const tio_tensor *a = tio_container_tensor(c1, i);
+        const tio_tensor *b = tio_container_tensor(c2, i);
+        if (!same_str(tio_tensor_name(a), tio_tensor_name(b)))
+            fz_fail("%s: tensor %zu: name differs", what, i);
+        if (tio_tensor_dtype(a) != tio_tensor_dtype(b))
+            fz_fail("%s: tensor %zu: dtype %d, then %d", what, i, (int)tio_tensor_dtype(a),
+                    (int)tio_tensor_dtype(b));
+        if (tio_tensor_layout(a) != tio_tensor_layout(b))
+            fz_fail("%s: tensor %zu: layout differs", what, i);
+        size_t r = tio_tensor_rank(a);
+        if (tio_tensor_rank(b) != r) fz_fail("%s: tensor %zu: rank differs", what, i);
+        if (r && memcmp(tio_tensor_shape(a), tio_tensor_shape(b), r * sizeof(int64_t)) != 0)
+            fz_fail("%s: tensor %zu: shape differs", what, i);
+        if (tio_tensor_nnz(a) != tio_tensor_nnz(b)) fz_fail("%s: tensor %zu: nnz differs", what, i);
+        uint8_t ha[32], hb[32];
+        hash_or_fail(a, TIO_HASH_VALUES, ha, what);
+        hash_or_fail(b, TIO_HASH_VALUES, hb, what);
+        if (memcmp(ha, hb, 32) != 0) fz_fail("%s: tensor %zu: values differ", what, i);
+        if (tio_tensor_layout(a) == TIO_LAYOUT_COO) {
+            hash_or_fail(a, TIO_HASH_INDICES, ha, what);
+            hash_or_fail(b, TIO_HASH_INDICES, hb, what);
+            if (memcmp(ha, hb, 32) != 0) fz_fail("%s: tensor %zu: indices differ", what, i);
+        }
+        size_t m = tio_tensor_meta_count(a);
+        if (tio_tensor_meta_count(b) != m)
+            fz_fail("%s: tensor %zu: %zu metadata entries, then %zu", what, i, m,
+                    tio_tensor_meta_count(b));
+        for (size_t k = 0; k < m; k++) {
+            const char *ka, *va, *kb, *vb;
+            tio_tensor_meta_at(a, k, &ka, &va);
+            tio_tensor_meta_at(b, k, &kb, &vb);
+            if (!same_str(ka, kb) || !same_str(va, vb))
+                fz_fail("%s: tensor %zu: metadata entry %zu differs", what, i, k);
+        }
+    }
+}
+
+/* Every accessor on every tensor, so a view past the input shows up under
+ * ASan: the hashes read every byte the container hands out. */
+static void touch(const tio_container *c) {
+    for (size_t i = 0; i < tio_container_count(c); i++) {
+        const tio_tensor *t = tio_container_tensor(c, i);
+        uint8_t h[32];
+        hash_or_fail(t, TIO_HASH_VALUES, h, "touch");
+        if (tio_tensor_layout(t) == TIO_LAYOUT_COO) hash_or_fail(t, TIO_HASH_INDICES, h, "touch");
+        (void)tio_tensor_name(t);
+        for (size_t k = 0; k < tio_tensor_meta_count(t); k++) {
+            const char *key, *val;
+            tio_tensor_meta_at(t, k, &key, &val);
+            if (!key || !val) fz_fail("tensor %zu: metadata entry %zu is NULL", i, k);
+            (void)strlen(key);
+            (void)strlen(val);
+        }
+    }
+    for (size_t k = 0; k < tio_container_meta_count(c); k++) {
+        const char *key, *val;
+        tio_container_meta_at(c, k, &key, &val);
+        if (!key || !val) fz_fail("container metadata entry %zu is NULL", k);
+    }
+    for (size_t k = 0; k < tio_container_prop_count(c); k++) {
+        const char *key, *val;
+        tio_container_prop_at(c, k, &key, &val);
+        if (!key || !val) fz_fail("prop %zu is NULL", k);
+    }
+    for (size_t k = 0; k < tio_container_warning_count(c); k++) {
+        const tio_error *w = tio_container_warning(c, k);
+        if (!w || !w->message[0]) fz_fail("warning %zu has no message", k);
+    }
+    const tio_graph *g = tio_container_graph(c);
+    if (g) {
+        for (size_t v = 0; v < tio_graph_value_count(g); v++) {
+            tio_value_info vi;
+            if (tio_graph_value(g, v, &vi) != TIO_OK) fz_fail("graph value %zu unreadable", v);
+        }
+        for (size_t nd = 0; nd < tio_graph_node_count(g); nd++) {
+            tio_node_info ni;
+            if (tio_graph_node(g, nd, &ni) != TIO_OK) fz_fail("graph node %zu unreadable", nd);
+            for (size_t j = 0; j < ni.attr_count; j++) {
+                tio_attr at;
+                if (tio_graph_attr(g, nd, j, &at) != TIO_OK)
+                    fz_fail("graph node %zu attr %zu unreadable", nd, j);
+            }
+        }
+    }
+}
+
+/* An encoder may refuse what a decoder accepted only for reasons it names:
+ * a loss it will not make silently, or something it cannot write. */
+static void check_encode_refusal(int rc, const tio_error *e, const char *format) {
+    if (rc == TIO_E_LOSSY || rc == TIO_E_UNSUPPORTED || rc == TIO_E_LIMIT) return;
+    fz_fail("%s: re-encoding what was decoded failed with %s: %s", format,
+            tio_status_name(rc), e->message);
+}
+
+void fz_roundtrip_file(const uint8_t *data, size_t size, const char *format) {
+    tio_open_options o = {0};
+    o.format = format;
+    tio_container *c1 = NULL;
+    tio_error e;
+    int rc = tio_open_memory(data, size, &o, &c1, &e);
+    if (rc != TIO_OK) {
+        fz_check_error(rc, &e, c1);
+        return;
+    }
+    touch(c1);
+    const char *fmt = tio_container_format(c1);
+    if (!fmt) fz_fail("a decoded container has no format");
+    tio_save_options so = {0};
+    so.format = fmt;
+    void *b1 = NULL;
+    size_t n1 = 0;
+    rc = tio_save_memory(c1, &so, &b1, &n1, &e);
+    if (rc != TIO_OK) {
+        check_encode_refusal(rc, &e, fmt);
+        tio_container_free(c1);
+        return;
+    }
+    o.format = fmt;
+    tio_container *c2 = NULL;
+    rc = tio_open_memory(b1, n1, &o, &c2, &e);
+    if (rc != TIO_OK) fz_fail("%s: our own encoding does not decode: %s", fmt, e.message);
+    fz_check_same(c1, c2, fmt);
+    void *b2 = NULL;
+    size_t n2 = 0;
+    rc = tio_save_memory(c2, &so, &b2, &n2, &e);
+    if (rc != TIO_OK) fz_fail("%s: our own decoded encoding does not encode: %s", fmt, e.message);
+    if (n1 != n2 || memcmp(b1, b2, n1) != 0)
+        fz_fail("%s: encode(decode(encode(x))) differs from encode(x) (%zu vs %zu bytes)", fmt,
+                n1, n2);
+    tio_free(b2);
+    tio_container_free(c2);
+    tio_free(b1);
+    tio_container_free(c1);
+}
+
+#define FZ_MAX_PARTS 64
+
+static size_t split_parts(const uint8_t *data, size_t size, tio_part *parts) {
+    size_t n = 0, pos = 0;
+    while (n < FZ_MAX_PARTS - 1 && size - pos >= 2) {
+        size_t len = (size_t)data[pos] | (size_t)data[pos + 1] << 8;
+        pos += 2;
+        if (len > size - pos) break;
+        parts[n].data = data + pos;
+        parts[n].size = len;
+        n++;
+        pos += len;
+    }
+    if (pos < size || n == 0) {
+        parts[n].data = data + pos;
+        parts[n].size = size - pos;
+        n++;
+    }
+    return n;
+}
+
+void fz_roundtrip_parts(const uint8_t *data, size_t size, const char *format) {
+    tio_part parts[FZ_MAX_PARTS];
+    size_t np = split_parts(data, size, parts);
+    tio_open_options o = {0};
+    o.format = format;
+    tio_container *c1 = NULL;
+    tio_error e;
+    int rc = tio_open_parts(parts, np, &o, &c1, &e);
+    if (rc != TIO_OK) {
+        fz_check_error(rc, &e, c1);
+        return;
+    }
+    touch(c1);
+    const char *fmt = tio_container_format(c1);
+    if (!fmt) fz_fail("a decoded message has no format");
+    tio_save_options so = {0};
+    so.format = fmt;
+    tio_message *m1 = NULL;
+    rc = tio_message_encode(c1, &so, &m1, &e);
+    if (rc != TIO_OK) {
+        check_encode_refusal(rc, &e, fmt);
+        tio_container_free(c1);
+        return;
+    }
+    size_t n1 = tio_message_part_count(m1);
+    if (n1 > FZ_MAX_PARTS * 4) fz_fail("%s: %zu parts from %zu", fmt, n1, np);
+    tio_part *p1 = calloc(n1 ? n1 : 1, sizeof *p1);
+    if (!p1) abort();
+    for (size_t i = 0; i < n1; i++) p1[i] = tio_message_part(m1, i);
+    o.format = fmt;
+    tio_container *c2 = NULL;
+    rc = tio_open_parts(p1, n1, &o, &c2, &e);
+    if (rc != TIO_OK) fz_fail("%s: our own message does not decode: %s", fmt, e.message);
+    fz_check_same(c1, c2, fmt);
+    /* The message keeps what it lends alive: p1 stays valid without c1. */
+    tio_container_free(c1);
+    tio_message *m2 = NULL;
+    rc = tio_message_encode(c2, &so, &m2, &e);
+    if (rc != TIO_OK) fz_fail("%s: our own decoded message does not encode: %s", fmt, e.message);
+    if (tio_message_part_count(m2) != n1) fz_fail("%s: re-encoding changed the part count", fmt);
+    for (size_t i = 0; i < n1; i++) {
+        tio_part a = p1[i], b = tio_message_part(m2, i);
+        if (a.size != b.size || (a.size && memcmp(a.data, b.data, a.size) != 0))
+            fz_fail("%s: re-encoding changed part %zu", fmt, i);
+    }
+    tio_message_free(m2);
+    tio_container_free(c2);
+    free(p1);
+    tio_message_free(m1);
+}

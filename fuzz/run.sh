@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets built in BUILD/fuzz (cmake -DTIO_FUZZ=ON).
+#
+#   fuzz/run.sh BUILD regress          replay fuzz/regress/<target>/ and the seeds
+#   fuzz/run.sh BUILD smoke SECONDS    each target SECONDS from the seeds, in a
+#                                      scratch corpus (make test)
+#   fuzz/run.sh BUILD long SECONDS     each target SECONDS, keeping new inputs in
+#                                      fuzz/corpus/<target>/ (make fuzz)
+#
+# TARGETS="btf zio" picks targets; JOBS (default: nproc) targets run at once;
+# FUZZ_RUNS=N stops a target after N executions instead of after SECONDS.
+# A crash, leak, sanitizer report, broken round trip, or a single allocation
+# over 64 MiB (inputs are at most 64 KiB) fails the run; the input is left in
+# BUILD/fuzz/artifacts/ and the log in BUILD/fuzz/logs/.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+build="$(cd "$1" && pwd)"
+mode="$2"
+seconds="${3:-20}"
+targets="${TARGETS:-btf tenbin rten flatbuf tmfile zio zmsg}"
+jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+bin="$build/fuzz"
+seeds="$bin/seeds"
+mkdir -p "$bin/artifacts" "$bin/logs"
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+rm -rf "$seeds"
+python3 "$here/seeds.py" "$seeds" >/dev/null
+
+limits=(-max_len=65536 -malloc_limit_mb=64 -rss_limit_mb=2048 -timeout=10)
+
+run_one() {
+    local t="$1" log="$bin/logs/$1.log" corpus
+    local args=("${limits[@]}" "-dict=$here/dict/$t.dict" "-artifact_prefix=$bin/artifacts/$t-"
+                -print_final_stats=1)
+    case "$mode" in
+    regress)
+        local files=()
+        shopt -s nullglob
+        files=("$here/regress/$t"/* "$seeds/$t"/*)
+        shopt -u nullglob
+        if ! "$bin/fuzz_$t" "${args[@]}" -runs=1 "${files[@]}" >"$log" 2>&1; then
+            echo "FAIL $t (regression inputs): see $log"; tail -n 30 "$log"; return 1
+        fi
+        echo "ok   $t: replayed ${#files[@]} inputs"
+        return 0 ;;
+    smoke)
+        corpus="$bin/corpus-smoke/$t"
+        rm -rf "$corpus"; mkdir -p "$corpus" ;;
+    long)
+        corpus="$here/corpus/$t"
+        mkdir -p "$corpus" ;;
+    *) echo "run.sh: unknown mode $mode" >&2; return 2 ;;
+    esac
+    local stop=(-max_total_time="$seconds")
+    [ -n "${FUZZ_RUNS:-}" ] && stop=(-runs="$FUZZ_RUNS")
+    if ! "$bin/fuzz_$t" "${args[@]}" "${stop[@]}" "$corpus" "$seeds/$t" "$here/regress/$t" \
+            >"$log" 2>&1; then
+        echo "FAIL $t: see $log"; grep -E "fuzz:|ERROR|SUMMARY|Test unit written" "$log" | head -n 8
+        return 1
+    fi
+    local execs rate
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+    echo "ok   $t: $execs executions, $rate/s, corpus $(ls "$corpus" | wc -l) inputs"
+}
+
+fail=0
+pids=()
+running=0
+for t in $targets; do
+    if [ ! -x "$bin/fuzz_$t" ]; then echo "FAIL $t: $bin/fuzz_$t not built"; fail=1; continue; fi
+    run_one "$t" &
+    pids+=($!)
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+        wait "${pids[0]}" || fail=1
+        pids=("${pids[@]:1}")
+        running=$((running - 1))
+    fi
+done
+for p in "${pids[@]}"; do wait "$p" || fail=1; done
+exit $fail
