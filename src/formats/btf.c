@@ -491,6 +491,11 @@ static int btf_read_all(btf_reader *r, btf_rec **recs_out) {
                         n, ctx->limits.max_tensors);
     size_t count = (size_t)n; /* <= room */
     uint64_t table_end = 8 + 8 * n;
+    if (table_end > ctx->limits.max_header_bytes)
+        return tio__err(r->err, TIO_E_LIMIT, BTF, 0,
+                        "the header (NUM_TENSORS and %" PRIu64 " record offsets) is %" PRIu64
+                        " bytes, above the limit (max_header_bytes %" PRIu64 ")",
+                        n, table_end, ctx->limits.max_header_bytes);
     btf_rec *recs = NULL;
     if (count) {
         recs = calloc(count, sizeof *recs);

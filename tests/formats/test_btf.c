@@ -638,6 +638,16 @@ static void test_patched_findings(void **state) {
     lim.max_tensors = 9;
     assert_int_equal(tio_open_memory(b, n, &o, &c, &err), TIO_OK);
     tio_container_free(c);
+    /* 9 tensors: an 80-byte header (count + 9 offsets) */
+    lim.max_header_bytes = 79;
+    c = NULL;
+    assert_int_equal(tio_open_memory(b, n, &o, &c, &err), TIO_E_LIMIT);
+    EXPECT(strstr(err.message, "is 80 bytes") && strstr(err.message, "max_header_bytes 79"),
+           "header limit: %s", err.message);
+    lim.max_header_bytes = 80;
+    assert_int_equal(tio_open_memory(b, n, &o, &c, &err), TIO_OK);
+    tio_container_free(c);
+    lim.max_header_bytes = 0;
     free(b);
     b = load("btf/dense_rank3_float32.btf", &n);
     lim.max_rank = 2;
