@@ -139,8 +139,8 @@ static void vectors(const char *dir, const char *ext, const char *format, uint64
         char rel[512];
         snprintf(rel, sizeof rel, "%s/%s", dir, names[i]);
         char *p = tvec_path(rel);
-        uint8_t *buf;
-        size_t len;
+        uint8_t *buf = NULL;
+        size_t len = 0;
         if (!p || tvec_read(p, &buf, &len) != 0) fail_msg("cannot read %s", rel);
         free(p);
         measure(buf, len, format, 0, rel);
