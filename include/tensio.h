@@ -556,7 +556,13 @@ typedef struct tio_stream_options {
     const tio_limits *limits;   /* for received messages; NULL = defaults */
     unsigned open_flags;     /* TIO_OPEN_STRICT for received messages */
     void *zmq_context;       /* a libzmq context to share (inproc://); NULL = own */
+    uint64_t max_frame_bytes; /* largest frame accepted from a peer (ZMQ_MAXMSGSIZE;
+                                 libzmq drops a peer that announces more, before
+                                 allocating it); 0 = TIO_DEFAULT_MAX_FRAME_BYTES,
+                                 UINT64_MAX = no limit */
 } tio_stream_options;
+
+#define TIO_DEFAULT_MAX_FRAME_BYTES (UINT64_C(4) << 30)
 
 typedef struct tio_stream_stats {
     uint64_t sent, received;  /* messages */

@@ -36,6 +36,9 @@ static const char recv_help[] =
     "                      URL's #fragment, or everything)\n"
     "      --identity ID   the routing id this socket announces (DEALER, ROUTER)\n"
     "      --hwm N         high-water mark: at most N messages queued\n"
+    "      --max-frame-bytes N\n"
+    "                      drop a peer that sends a frame over N bytes (default\n"
+    "                      4 GiB)\n"
     "      --strict        treat readable-but-invalid messages as malformed\n"
     "  -o, --output PATTERN\n"
     "                      write message i to the file PATTERN with %d (or %04d,\n"
@@ -63,6 +66,7 @@ enum {
     OPT_TOPIC,
     OPT_IDENTITY,
     OPT_HWM,
+    OPT_MAX_FRAME,
     OPT_STRICT,
     OPT_OUTPUT,
     OPT_FORMAT,
@@ -81,6 +85,7 @@ static const cli_option recv_opts[] = {
     {"topic", 0, 1, OPT_TOPIC},
     {"identity", 0, 1, OPT_IDENTITY},
     {"hwm", 0, 1, OPT_HWM},
+    {"max-frame-bytes", 0, 1, OPT_MAX_FRAME},
     {"strict", 0, 0, OPT_STRICT},
     {"output", 'o', 1, OPT_OUTPUT},
     {"format", 0, 1, OPT_FORMAT},
@@ -110,6 +115,7 @@ typedef struct recv_args {
     const char *topic;
     const char *identity;
     uint64_t hwm;
+    uint64_t max_frame;
     int strict;
     const char *output;
     const char *format;
@@ -195,6 +201,9 @@ static int parse_args(int argc, char **argv, recv_args *a) {
         case OPT_TOPIC: a->topic = v; break;
         case OPT_IDENTITY: a->identity = v; break;
         case OPT_HWM: rc = cli_parse_u64("recv", "--hwm", v, 1, INT_MAX, &a->hwm); break;
+        case OPT_MAX_FRAME:
+            rc = cli_parse_u64("recv", "--max-frame-bytes", v, 1, UINT64_MAX, &a->max_frame);
+            break;
         case OPT_STRICT: a->strict = 1; break;
         case OPT_OUTPUT: a->output = v; break;
         case OPT_FORMAT: a->format = v; break;
@@ -466,6 +475,7 @@ static int run_recv(recv_args *a) {
     so.timeout_ms = slice;
     so.linger_ms = -1; /* a receiver has nothing of its own to deliver */
     so.hwm = (int)a->hwm;
+    so.max_frame_bytes = a->max_frame;
     so.topic = a->topic;
     so.identity = a->identity;
     so.open_flags = a->strict ? TIO_OPEN_STRICT : 0u;

@@ -156,6 +156,13 @@ static int configure(tio_stream *s, const tio_stream_options *o, const tio_url *
             rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "%s: cannot set routing id: %s",
                           socket_name(s->type), zmq_strerror(errno));
     }
+    if (rc == TIO_OK) {
+        uint64_t mf = o->max_frame_bytes ? o->max_frame_bytes : TIO_DEFAULT_MAX_FRAME_BYTES;
+        int64_t v = mf >= (uint64_t)INT64_MAX ? -1 : (int64_t)mf;
+        if (zmq_setsockopt(s->sock, ZMQ_MAXMSGSIZE, &v, sizeof v) != 0)
+            rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "%s: cannot set ZMQ_MAXMSGSIZE: %s",
+                          socket_name(s->type), zmq_strerror(errno));
+    }
     if (rc == TIO_OK && s->type == TIO_SOCKET_PUB)
         rc = setopt_int(s, ZMQ_XPUB_VERBOSE, 1, "ZMQ_XPUB_VERBOSE", err);
     /* A connecting sender queues only on completed connections: with no peer

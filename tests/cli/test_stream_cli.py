@@ -392,6 +392,29 @@ def t_timeout_count_not_reached():
     assert r.out == "", r
 
 
+def t_max_frame_bytes():
+    # a frame over the limit: libzmq drops the sender's connection, nothing is
+    # received; a smaller one passes
+    big = vec("tenbin/multi_infos.ten")
+    small = vec("tenbin/rank0_float32.ten")
+    assert os.path.getsize(big) > 200 >= os.path.getsize(small)
+    r = tensio("recv", "--bind", f"tcp://{HOST}:*", "--count", "1", "--timeout", "1.5",
+               "--proto", "tensorcom", "--max-frame-bytes", "200")
+    ep = r.wait_bound()
+    s = tensio("send", ep, big, "--proto", "tensorcom", "--single", "--timeout", "10")
+    s.finish()
+    r.finish()
+    expect_rc(r, 1)
+    assert "received 0 messages" in r.err, r
+    r = tensio("recv", "--bind", f"tcp://{HOST}:*", "--count", "1", "--timeout", "10",
+               "--max-frame-bytes", "200")
+    ep = r.wait_bound()
+    s = tensio("send", ep, small, "--proto", "tensorcom", "--single", "--timeout", "10")
+    s.finish()
+    r.finish()
+    expect_rc(r, 0)
+
+
 def t_send_to_nobody():
     # A connecting PUSH queues only on live connections: nobody listening
     # means the send times out (exit 1), never a false "sent".
@@ -680,6 +703,8 @@ def t_usage_errors():
         ("recv", "--socket", "push", ep),
         ("recv", "--proto", "xml", ep),
         ("recv", "--count", "0", ep),
+        ("recv", "--max-frame-bytes", "0", ep),
+        ("recv", "--max-frame-bytes", "-5", ep),
         ("recv", "--timeout", "0", ep),
         ("recv", "--topic", "x", ep),
         ("recv", "--identity", "x", ep),
@@ -750,6 +775,7 @@ def main():
         case("--timeout before --count", t_timeout_count_not_reached)
         case("--timeout after some messages", t_timeout_partial)
         case("send to nobody times out", t_send_to_nobody)
+        case("--max-frame-bytes drops an oversize frame", t_max_frame_bytes)
         case("--timeout without --count", t_timeout_without_count)
         case("send --count and text lines", t_send_count_and_text)
         case("--json keys", t_json_keys)

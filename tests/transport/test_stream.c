@@ -897,6 +897,49 @@ static void test_recv_timeout(void **state) {
     tio_stream_close(s);
 }
 
+/* A frame above max_frame_bytes never reaches the receiver: libzmq drops
+ * the peer as soon as the frame's length is announced (nothing allocated);
+ * the peer reconnects and its next message arrives. */
+static void test_max_frame_bytes(void **state) {
+    (void)state;
+    tio_stream_options o = sopts(TIO_SOCKET_PULL, TIO_STREAM_BIND);
+    o.timeout_ms = 500;
+    o.max_frame_bytes = 4096;
+    tio_stream *rx = xopen("tcp://127.0.0.1:*", &o);
+    void *ctx = zmq_ctx_new();
+    void *push = raw_socket(ctx, ZMQ_PUSH, tio_stream_endpoint(rx), 0);
+    size_t blen;
+    uint8_t *btf = tvec_load("btf/dense_rank3_float32.btf", &blen);
+    assert_non_null(btf);
+    assert_true(blen < 4096);
+    uint8_t *big = calloc(1, 8192);
+    assert_non_null(big);
+    tio_part p = {big, 8192};
+    raw_send(push, &p, 1);
+    tio_container *c = NULL;
+    tio_error err;
+    ASSERT_CODE(tio_stream_recv(rx, &c, &err), TIO_E_TIMEOUT, err, "oversize frame");
+    p.data = btf;
+    p.size = blen;
+    raw_send(push, &p, 1);
+    o.timeout_ms = TMO;
+    c = NULL;
+    ASSERT_OK(tio_stream_recv(rx, &c, &err), err, "the next message");
+    tio_container *want = open_vec("btf/dense_rank3_float32.btf");
+    assert_same_tensors(want, c);
+    tio_container_free(want);
+    tio_container_free(c);
+    tio_stream_stats st;
+    tio_stream_get_stats(rx, &st);
+    assert_int_equal(st.received, 1);
+    assert_int_equal(st.malformed, 0);
+    free(big);
+    free(btf);
+    zmq_close(push);
+    zmq_ctx_term(ctx);
+    tio_stream_close(rx);
+}
+
 static void test_wait_subscribers_timeout(void **state) {
     (void)state;
     tio_stream_options o = sopts(TIO_SOCKET_PUB, TIO_STREAM_BIND);
@@ -1451,6 +1494,7 @@ int main(void) {
         cmocka_unit_test(test_url_parse),
         cmocka_unit_test(test_open_errors_and_roles),
         cmocka_unit_test(test_recv_timeout),
+        cmocka_unit_test(test_max_frame_bytes),
         cmocka_unit_test(test_pair_bound_sender_repeated),
         cmocka_unit_test(test_push_to_nobody_times_out),
         cmocka_unit_test(test_wait_subscribers_timeout),
