@@ -8,7 +8,8 @@
 #                                      fuzz/corpus/<target>/ (make fuzz)
 #
 # TARGETS="btf zio" picks targets; JOBS (default: nproc) targets run at once;
-# FUZZ_RUNS=N stops a target after N executions instead of after SECONDS.
+# FUZZ_RUNS=N stops a target after N executions instead of after SECONDS;
+# FUZZ_MAX_LEN=N caps the input size (default 65536).
 # A crash, leak, sanitizer report, broken round trip, or a single allocation
 # over 64 MiB (inputs are at most 64 KiB) fails the run; the input is left in
 # BUILD/fuzz/artifacts/ and the log in BUILD/fuzz/logs/.
@@ -29,7 +30,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 rm -rf "$seeds"
 python3 "$here/seeds.py" "$seeds" >/dev/null
 
-limits=(-max_len=65536 -malloc_limit_mb=64 -rss_limit_mb=2048 -timeout=10)
+limits=(-max_len="${FUZZ_MAX_LEN:-65536}" -malloc_limit_mb=64 -rss_limit_mb=2048 -timeout=10)
 
 run_one() {
     local t="$1" log="$bin/logs/$1.log" corpus

@@ -270,6 +270,12 @@ int tio__plan_create(const tio_container *c, const tio_save_options *opts,
                      const struct tio_format_desc *f, tio_write_plan **out, tio_error *err);
 void tio__plan_destroy(tio_write_plan *p);
 
+/* tio_save with switches for tests: TIO__SAVE_NO_TMPFILE forces the
+ * named-temporary-file path that is used where O_TMPFILE is unavailable. */
+#define TIO__SAVE_NO_TMPFILE 1u
+int tio__save_file(const tio_container *c, const char *path, const tio_save_options *opts,
+                   unsigned how, tio_error *err);
+
 /* A message being built by a format's write_parts. Parts are appended in
  * order. */
 struct tio_message;

@@ -1,9 +1,15 @@
 /* Saving: the write plan (what each tensor becomes under the save options),
  * loss checks, memory output and atomic file output. */
+/* O_TMPFILE and AT_EMPTY_PATH (Linux); everything else is POSIX. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "sink.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,46 +337,213 @@ int tio_save_memory(const tio_container *c, const tio_save_options *opts, void *
 
 void tio_free(void *ptr) { free(ptr); }
 
-/* Creates "<dir>/.<base>.tio-<unique>" next to path, exclusive, mode 0666 &
- * ~umask (the kernel applies the umask). */
-static int make_temp(const char *path, char *tmp, size_t tmpsz, int *fd, tio_error *err) {
+/* ------------------------------------------------------------ atomic file saves
+ *
+ * Where it can (Linux, O_TMPFILE), the data are written to a file that has no
+ * name, so a process killed while writing leaves nothing behind (the kernel
+ * frees the file). Once complete and fsynced, the file is linked as
+ * "<dir>/.<base>.tio-<pid>-<16 hex>.tmp", renamed over the target, and the
+ * directory is synced. Where O_TMPFILE or the link is not available, the file
+ * is created under such a temporary name from the start (O_EXCL). Before a
+ * save, temporary files of the same target whose process is gone are removed,
+ * so what a killed process can leave behind is bounded. */
+
+#define TEMP_STEM_MAX 200 /* bytes of the base name kept in temporary names */
+
+typedef struct save_names {
+    const char *path;  /* the target */
+    size_t dirlen;     /* bytes of path up to and including its last '/' */
+    const char *stem;  /* the target's base name, cut to TEMP_STEM_MAX bytes */
+    int stemlen;
+    char dir[4096];    /* the target's directory */
+    char tmp[4096];    /* the temporary name in use, "" when none exists */
+} save_names;
+
+static int split_path(const char *path, save_names *n, tio_error *err) {
     const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-    const char *base = slash ? slash + 1 : path;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        unsigned long long u = (unsigned long long)ts.tv_nsec ^
-                               ((unsigned long long)ts.tv_sec << 20) ^
-                               ((unsigned long long)(uintptr_t)&ts << 7) ^
-                               ((unsigned long long)getpid() << 32) ^ (unsigned long long)attempt * 0x9e3779b97f4a7c15ull;
-        int n = snprintf(tmp, tmpsz, "%.*s.%s.tio-%016llx", (int)dirlen, path, base, u);
-        if (n < 0 || (size_t)n >= tmpsz)
-            return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "%s: path too long", path);
-        *fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (*fd >= 0) return TIO_OK;
-        if (errno != EEXIST) {
-            int e = errno;
-            return tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot create a temporary file: %s",
-                            path, strerror(e));
-        }
+    n->path = path;
+    n->dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+    n->tmp[0] = 0;
+    const char *base = path + n->dirlen;
+    size_t blen = strlen(base);
+    if (blen == 0 || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        return tio__err(err, TIO_E_IO, NULL, -1, "%s: names a directory, not a file", path);
+    if (n->dirlen >= sizeof n->dir)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "%s: path too long", path);
+    n->stem = base;
+    n->stemlen = (int)(blen > TEMP_STEM_MAX ? TEMP_STEM_MAX : blen);
+    if (n->dirlen == 0) {
+        memcpy(n->dir, ".", 2);
+    } else {
+        size_t dl = n->dirlen > 1 ? n->dirlen - 1 : 1; /* "/x" -> "/" */
+        memcpy(n->dir, path, dl);
+        n->dir[dl] = 0;
     }
-    return tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot create a unique temporary file", path);
+    return TIO_OK;
 }
 
-static void sync_dir(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char dir[4096];
-    if (!slash) {
-        dir[0] = '.';
-        dir[1] = 0;
-    } else {
-        size_t n = (size_t)(slash - path);
-        if (n == 0) n = 1;
-        if (n >= sizeof dir) return;
-        memcpy(dir, path, n);
-        dir[n] = 0;
+static uint64_t mix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Sets n->tmp to a fresh "<dir>/.<stem>.tio-<pid>-<16 hex>.tmp". */
+static int temp_name(save_names *n, unsigned attempt, tio_error *err) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t u = mix64((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
+                 mix64((uint64_t)(uintptr_t)&ts + attempt);
+    int len = snprintf(n->tmp, sizeof n->tmp, "%.*s.%.*s.tio-%ld-%016llx.tmp", (int)n->dirlen,
+                       n->path, n->stemlen, n->stem, (long)getpid(), (unsigned long long)u);
+    if (len < 0 || (size_t)len >= sizeof n->tmp) {
+        n->tmp[0] = 0;
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "%s: path too long", n->path);
     }
+    return TIO_OK;
+}
+
+/* The pid in `name` when it is exactly ".<stem>.tio-<pid>-<16 hex>.tmp", with
+ * a decimal pid without leading zeros and lowercase hex; else 0. */
+static long long temp_owner(const char *name, const char *stem, size_t stemlen) {
+    if (name[0] != '.' || strncmp(name + 1, stem, stemlen) != 0) return 0;
+    const char *q = name + 1 + stemlen;
+    if (strncmp(q, ".tio-", 5) != 0) return 0;
+    q += 5;
+    if (*q < '1' || *q > '9') return 0;
+    long long pid = 0;
+    for (int k = 0; *q >= '0' && *q <= '9'; q++, k++) {
+        if (k == 10) return 0;
+        pid = pid * 10 + (*q - '0');
+    }
+    if (pid > 0x7fffffffLL || *q++ != '-') return 0;
+    for (int k = 0; k < 16; k++, q++)
+        if (!((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f'))) return 0;
+    return strcmp(q, ".tmp") == 0 ? pid : 0;
+}
+
+/* Removes the temporary files of this target left by processes that no longer
+ * exist: names from the directory listing that match the pattern exactly,
+ * regular files only (never through a symlink: fstatat and unlinkat on the
+ * directory's own descriptor), never another live process's or our own.
+ * Best effort: an unreadable directory is not an error. */
+static void remove_stale_temps(const save_names *n) {
+    DIR *d = opendir(n->dir);
+    if (!d) return;
+    int dfd = dirfd(d);
+    pid_t self = getpid();
+    struct dirent *de;
+    while (dfd >= 0 && (de = readdir(d)) != NULL) {
+        long long owner = temp_owner(de->d_name, n->stem, (size_t)n->stemlen);
+        if (owner <= 0 || owner == (long long)self) continue;
+        struct stat st;
+        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (kill((pid_t)owner, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours) */
+        unlinkat(dfd, de->d_name, 0);
+    }
+    closedir(d);
+}
+
+/* Writes the plan to fd, keeps the old target's permissions, fsyncs. A write
+ * error (ENOSPC, EFBIG, EIO…) is TIO_E_IO naming the target. */
+static int write_to(tio_write_plan *p, const tio_format_desc *f, int fd, const save_names *n,
+                    const struct stat *keep, tio_error *err) {
+    tio_sink s;
+    int rc = tio__sink_init_fd(&s, fd, err);
+    if (rc == TIO_OK) rc = f->write(p, &s, err);
+    if (rc == TIO_OK) rc = tio__sink_flush(&s, err);
+    int failed = s.failed;
+    tio__sink_dispose(&s);
+    if (rc && failed && err) {
+        char msg[TIO_ERROR_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: %s", n->path, msg);
+    }
+    if (rc == TIO_OK && keep) fchmod(fd, keep->st_mode & 07777);
+    if (rc == TIO_OK && fsync(fd) != 0) {
+        int e = errno;
+        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: fsync failed: %s", n->path, strerror(e));
+    }
+    return rc;
+}
+
+/* The fallback: a named temporary file, created exclusively with mode 0666
+ * (the kernel applies the umask). */
+static int save_named(tio_write_plan *p, const tio_format_desc *f, save_names *n,
+                      const struct stat *keep, tio_error *err) {
+    int fd = -1;
+    for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        int rc = temp_name(n, attempt, err);
+        if (rc) return rc;
+        fd = open(n->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) {
+            int e = errno;
+            n->tmp[0] = 0;
+            return tio__err(err, TIO_E_IO, NULL, -1,
+                            "%s: cannot create a temporary file in %s: %s", n->path, n->dir,
+                            strerror(e));
+        }
+    }
+    if (fd < 0) {
+        n->tmp[0] = 0;
+        return tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot create a unique temporary file",
+                        n->path);
+    }
+    int rc = write_to(p, f, fd, n, keep, err);
+    if (close(fd) != 0 && rc == TIO_OK) {
+        int e = errno;
+        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: close failed: %s", n->path, strerror(e));
+    }
+    return rc;
+}
+
+#ifdef O_TMPFILE
+/* The unnamed file, linked under a temporary name once complete. *fallback
+ * is set when this is not possible here (nothing was left behind); then the
+ * caller writes the plan again by the named path. */
+static int save_unnamed(tio_write_plan *p, const tio_format_desc *f, save_names *n,
+                        const struct stat *keep, int *fallback, tio_error *err) {
+    *fallback = 1;
+    /* Unsupported kernels or filesystems fail with EOPNOTSUPP, EISDIR,
+     * EINVAL…; any other failure is reported by the named path. */
+    int fd = open(n->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0) return TIO_OK;
+    *fallback = 0;
+    int rc = write_to(p, f, fd, n, keep, err);
+    int linked = 0;
+    if (rc == TIO_OK) {
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        for (unsigned attempt = 0; attempt < 100 && !linked; attempt++) {
+            rc = temp_name(n, attempt, err);
+            if (rc) break;
+            if (linkat(AT_FDCWD, proc, AT_FDCWD, n->tmp, AT_SYMLINK_FOLLOW) == 0)
+                linked = 1;
+            else if (errno == EEXIST)
+                continue;
+#ifdef AT_EMPTY_PATH
+            else if (linkat(fd, "", AT_FDCWD, n->tmp, AT_EMPTY_PATH) == 0)
+                linked = 1;
+            else if (errno == EEXIST)
+                continue;
+#endif
+            else
+                break;
+        }
+        if (!linked) n->tmp[0] = 0;
+        if (rc == TIO_OK && !linked) *fallback = 1; /* no /proc, not permitted… */
+    }
+    if (close(fd) != 0 && rc == TIO_OK && linked) {
+        int e = errno;
+        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: close failed: %s", n->path, strerror(e));
+    }
+    return rc;
+}
+#endif
+
+static void sync_dir(const char *dir) {
     int fd = open(dir, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         fsync(fd);
@@ -378,52 +551,46 @@ static void sync_dir(const char *path) {
     }
 }
 
-int tio_save(const tio_container *c, const char *path, const tio_save_options *opts,
-             tio_error *err) {
+int tio__save_file(const tio_container *c, const char *path, const tio_save_options *opts,
+                   unsigned how, tio_error *err) {
     if (!c || !path) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
     const tio_format_desc *f = NULL;
     int rc = pick_format(opts, path, &f, err);
     if (rc) return rc;
     tio_write_plan p;
     rc = plan_build(&p, c, f, opts, err);
+    save_names n;
+    if (rc == TIO_OK) rc = split_path(path, &n, err);
     if (rc) {
         plan_free(&p);
         return rc;
     }
     /* If the target exists, keep its permissions. */
     struct stat st;
-    int have_mode = stat(path, &st) == 0 && S_ISREG(st.st_mode);
-    char tmp[4096];
-    int fd = -1;
-    rc = make_temp(path, tmp, sizeof tmp, &fd, err);
-    if (rc) {
-        plan_free(&p);
-        return rc;
-    }
-    tio_sink s;
-    rc = tio__sink_init_fd(&s, fd, err);
-    if (rc == TIO_OK) rc = f->write(&p, &s, err);
-    if (rc == TIO_OK) rc = tio__sink_flush(&s, err);
-    tio__sink_dispose(&s);
+    const struct stat *keep = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? &st : NULL;
+    remove_stale_temps(&n);
+    int fallback = 1;
+#ifdef O_TMPFILE
+    if (!(how & TIO__SAVE_NO_TMPFILE)) rc = save_unnamed(&p, f, &n, keep, &fallback, err);
+#else
+    (void)how;
+#endif
+    if (rc == TIO_OK && fallback) rc = save_named(&p, f, &n, keep, err);
     plan_free(&p);
-    if (rc == TIO_OK && have_mode) fchmod(fd, st.st_mode & 07777);
-    if (rc == TIO_OK && fsync(fd) != 0) {
-        int e = errno;
-        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: fsync failed: %s", tmp, strerror(e));
-    }
-    if (close(fd) != 0 && rc == TIO_OK) {
-        int e = errno;
-        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: close failed: %s", tmp, strerror(e));
-    }
-    if (rc == TIO_OK && rename(tmp, path) != 0) {
+    if (rc == TIO_OK && rename(n.tmp, path) != 0) {
         int e = errno;
         rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot rename the temporary file into "
                       "place: %s", path, strerror(e));
     }
     if (rc) {
-        unlink(tmp);
+        if (n.tmp[0]) unlink(n.tmp);
         return rc;
     }
-    sync_dir(path);
+    sync_dir(n.dir);
     return TIO_OK;
+}
+
+int tio_save(const tio_container *c, const char *path, const tio_save_options *opts,
+             tio_error *err) {
+    return tio__save_file(c, path, opts, 0, err);
 }
