@@ -1341,6 +1341,69 @@ static int tm_io(tm_reader *r, uint32_t off, const char *what, int64_t ref, bool
     return rc;
 }
 
+/* Puts the container's tensors in the order a write stores them (and so a
+ * read of the written file gives): the constants no node outputs first, in
+ * value order, then those that nodes output, in node order. Only files
+ * whose constants are outputs of ordinary nodes (not Const) differ from
+ * tensor order; for them, read → write → read keeps the order. */
+static int tm_writer_order(tio_container *c, tio_graph *g, tio_error *err) {
+    size_t n = c->count;
+    if (n < 2) return TIO_OK;
+    int64_t *val = malloc(n * sizeof *val);          /* container tensor -> value */
+    uint8_t *produced = calloc(g->value_count ? g->value_count : 1, 1);
+    size_t *order = malloc(n * sizeof *order);
+    tio_tensor **nt = malloc(n * sizeof *nt);
+    uint8_t *taken = calloc(n, 1);
+    int rc = TIO_OK;
+    if (!val || !produced || !order || !nt || !taken) {
+        rc = tio__nomem(err, TM_FMT);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) val[i] = -1;
+    for (size_t v = 0; v < g->value_count; v++)
+        if (g->values[v].tensor >= 0 && (size_t)g->values[v].tensor < n)
+            val[g->values[v].tensor] = (int64_t)v;
+    for (size_t j = 0; j < g->node_count; j++)
+        for (size_t k = 0; k < g->nodes[j].output_count; k++) {
+            int64_t v = g->nodes[j].outputs[k];
+            if (v >= 0 && (size_t)v < g->value_count) produced[v] = 1;
+        }
+    /* order[] must be a permutation whatever the file says: taken[] marks
+     * the tensors placed */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (val[i] < 0 || !produced[val[i]]) {
+            order[m++] = i;
+            taken[i] = 1;
+        }
+    for (size_t j = 0; j < g->node_count; j++)
+        for (size_t k = 0; k < g->nodes[j].output_count; k++) {
+            int64_t v = g->nodes[j].outputs[k];
+            if (v < 0 || (size_t)v >= g->value_count) continue;
+            int64_t t = g->values[v].tensor;
+            if (t < 0 || (size_t)t >= n || taken[t]) continue;
+            order[m++] = (size_t)t;
+            taken[t] = 1;
+        }
+    for (size_t i = 0; i < n; i++)
+        if (!taken[i]) order[m++] = i;
+    bool same = true;
+    for (size_t i = 0; same && i < n; i++) same = order[i] == i;
+    if (same) goto out;
+    for (size_t i = 0; i < n; i++) nt[i] = c->tensors[order[i]];
+    for (size_t i = 0; i < n; i++) {
+        c->tensors[i] = nt[i];
+        if (val[order[i]] >= 0) g->values[val[order[i]]].tensor = (int64_t)i;
+    }
+out:
+    free(val);
+    free(produced);
+    free(order);
+    free(nt);
+    free(taken);
+    return rc;
+}
+
 static int tm_read(tio_read_ctx *ctx, tio_error *err) {
     tm_reader r;
     memset(&r, 0, sizeof r);
@@ -1504,6 +1567,7 @@ static int tm_read(tio_read_ctx *ctx, tio_error *err) {
     if (!rc) rc = tm_prop(c, "nodes", "%u", nnode);
     if (!rc) rc = tm_prop(c, "tensors", "%u", nten);
     if (!rc) rc = tm_prop(c, "buffers", "%u", nbuf);
+    if (!rc) rc = tm_writer_order(c, g, err);
     free(r.t);
     return rc;
 }
