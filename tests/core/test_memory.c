@@ -125,13 +125,6 @@ static int measure(const uint8_t *buf, size_t len, const char *format, unsigned 
     return rc == TIO_OK;
 }
 
-static uint64_t rnd(uint64_t *s) {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static void vectors(const char *dir, const char *ext, const char *format, uint64_t *seed) {
     size_t n;
     char **names = tvec_list(dir, ext, &n);
@@ -149,10 +142,10 @@ static void vectors(const char *dir, const char *ext, const char *format, uint64
         /* mutations of the structure: counts, sizes and offsets grow */
         size_t lim = len < 1024 ? len : 1024;
         for (int m = 0; m < 200 && lim; m++) {
-            size_t at = (size_t)(rnd(seed) % lim);
+            size_t at = (size_t)(tvec_rand(seed) % lim);
             uint8_t orig = buf[at];
             static const uint8_t vals[] = {0xff, 0x7f, 0x80, 0x40, 0x01};
-            buf[at] = m % 2 ? vals[rnd(seed) % 5] : (uint8_t)rnd(seed);
+            buf[at] = m % 2 ? vals[tvec_rand(seed) % 5] : (uint8_t)tvec_rand(seed);
             char what[600];
             snprintf(what, sizeof what, "%s with byte %zu = 0x%02x", rel, at, buf[at]);
             measure(buf, len, format, 0, what);
@@ -189,8 +182,8 @@ static void test_random_buffers(void **state) {
     uint64_t s = 0x72616e646f6dull;
     static uint8_t buf[65536];
     for (int it = 0; it < 4000; it++) {
-        size_t len = (size_t)(rnd(&s) % sizeof buf);
-        for (size_t i = 0; i < len; i++) buf[i] = (uint8_t)(rnd(&s) % 4 ? rnd(&s) : 0xff);
+        size_t len = (size_t)(tvec_rand(&s) % sizeof buf);
+        for (size_t i = 0; i < len; i++) buf[i] = (uint8_t)(tvec_rand(&s) % 4 ? tvec_rand(&s) : 0xff);
         if (it % 3 == 0 && len >= 8) memcpy(buf, "~TenBin~", 8);
         if (it % 3 == 1 && len >= 32) memcpy(buf, "RTEN\2\0\0\0", 8);
         for (size_t f = 0; f < tio_format_count(); f++)
@@ -221,10 +214,10 @@ static void test_messages(void **state) {
         }
         assert_true(n >= 2);
         for (int m = 0; m < 2000; m++) {
-            size_t f = (size_t)(rnd(&s) % n);
-            size_t at = parts[f].size ? (size_t)(rnd(&s) % (parts[f].size < 512 ? parts[f].size : 512)) : 0;
+            size_t f = (size_t)(tvec_rand(&s) % n);
+            size_t at = parts[f].size ? (size_t)(tvec_rand(&s) % (parts[f].size < 512 ? parts[f].size : 512)) : 0;
             uint8_t orig = parts[f].size ? bufs[f][at] : 0;
-            if (parts[f].size) bufs[f][at] = (uint8_t)rnd(&s);
+            if (parts[f].size) bufs[f][at] = (uint8_t)tvec_rand(&s);
             tio_open_options o = {0};
             tio_container *c = NULL;
             tio_error e;

@@ -194,37 +194,29 @@ static void test_frame_sweep(void **state) {
     sweep_frames("zio/tensorcom", "tb_infos_f16_u8_i64", 6);
 }
 
-/* xorshift: deterministic pseudo-random bytes */
-static uint64_t next(uint64_t *s) {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static void test_random_buffers(void **state) {
     (void)state;
     uint64_t s = 0x9e3779b97f4a7c15ull;
     uint8_t buf[4096];
     for (int iter = 0; iter < 3000; iter++) {
-        size_t len = (size_t)(next(&s) % sizeof buf);
-        for (size_t i = 0; i < len; i++) buf[i] = (uint8_t)next(&s);
+        size_t len = (size_t)(tvec_rand(&s) % sizeof buf);
+        for (size_t i = 0; i < len; i++) buf[i] = (uint8_t)tvec_rand(&s);
         /* half of them start like a real file */
         if (iter % 2 && len >= 16) memcpy(buf, "~TenBin~", 8);
-        if (iter % 4 == 1 && len >= 8) { memset(buf, 0, 8); buf[0] = (uint8_t)(next(&s) % 4); }
+        if (iter % 4 == 1 && len >= 8) { memset(buf, 0, 8); buf[0] = (uint8_t)(tvec_rand(&s) % 4); }
         if (iter % 8 == 5 && len >= 64) { /* a tm2 header whose root table is in range */
             memset(buf, 0, 8);
             buf[0] = 2;
-            uint32_t root = (uint32_t)(12 + next(&s) % (len - 28));
+            uint32_t root = (uint32_t)(12 + tvec_rand(&s) % (len - 28));
             for (int k = 0; k < 4; k++) buf[8 + k] = (uint8_t)(root >> (8 * k));
-            uint32_t vs = (uint32_t)(12 + next(&s) % (len - 20));
+            uint32_t vs = (uint32_t)(12 + tvec_rand(&s) % (len - 20));
             for (int k = 0; k < 4; k++) buf[root + 8 + k] = (uint8_t)(vs >> (8 * k));
             buf[vs] = 1;
             buf[vs + 1] = buf[vs + 2] = buf[vs + 3] = 0;
         }
         if (iter % 8 == 3 && len >= 32) { /* an rten V2 header over random model data */
             memcpy(buf, "RTEN\2\0\0\0\40\0\0\0\0\0\0\0", 16);
-            uint64_t ml = next(&s) % (len - 32 + 1);
+            uint64_t ml = tvec_rand(&s) % (len - 32 + 1);
             for (int k = 0; k < 8; k++) buf[16 + k] = (uint8_t)(ml >> (8 * k));
             for (int k = 0; k < 8; k++) buf[24 + k] = (uint8_t)((32 + ml) >> (8 * k));
         }

@@ -180,3 +180,10 @@ void tvec_list_free(char **names, size_t count) {
     for (size_t i = 0; i < count; i++) free(names[i]);
     free(names);
 }
+
+uint64_t tvec_rand(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}

@@ -37,6 +37,10 @@ uint8_t *tvec_load(const char *rel, size_t *len);
 size_t tvec_load_frames(const char *dir, json_t *frames, uint8_t **bufs, size_t *lens,
                         size_t cap);
 
+/* xorshift64 (13, 7, 17): the next deterministic pseudo-random value of the
+ * state *s (which must not be 0). */
+uint64_t tvec_rand(uint64_t *s);
+
 /* Writes a whole file; 0 on success. */
 int tvec_write(const char *path, const void *buf, size_t len);
 

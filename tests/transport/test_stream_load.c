@@ -23,17 +23,11 @@
 #include <zmq.h>
 
 #include "tensio.h"
+#include "tvec.h"
 
 #define NMSG 2500
 #define TMO 20000
 #define MAX_FRAMES 24
-
-static uint64_t rnd(uint64_t *s) {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
 
 typedef struct frames {
     size_t n;
@@ -59,21 +53,21 @@ static void frames_add(frames *f, const void *p, size_t len) {
  * (seed, i): sender and receiver build the same bytes. */
 static void make_message(uint64_t seed, size_t i, frames *out) {
     uint64_t s = seed ^ (0x9e3779b97f4a7c15ull * (i + 1));
-    for (int k = 0; k < 4; k++) rnd(&s);
+    for (int k = 0; k < 4; k++) tvec_rand(&s);
     tio_container *c = tio_container_new();
     if (!c) abort();
-    size_t nt = 1 + rnd(&s) % 3;
+    size_t nt = 1 + tvec_rand(&s) % 3;
     static const tio_dtype dts[] = {TIO_FLOAT32, TIO_INT16, TIO_UINT8,
                                     TIO_FLOAT64, TIO_INT64};
     for (size_t t = 0; t < nt; t++) {
         tio_tensor_desc d;
         memset(&d, 0, sizeof d);
-        d.dtype = dts[rnd(&s) % 5];
+        d.dtype = dts[tvec_rand(&s) % 5];
         int64_t shape[3];
-        d.rank = rnd(&s) % 4;
+        d.rank = tvec_rand(&s) % 4;
         /* mostly small; one message in 20 carries up to 1 MiB */
-        uint64_t big = rnd(&s) % 20 == 0 ? 256 : 12;
-        for (size_t r = 0; r < d.rank; r++) shape[r] = (int64_t)(rnd(&s) % big);
+        uint64_t big = tvec_rand(&s) % 20 == 0 ? 256 : 12;
+        for (size_t r = 0; r < d.rank; r++) shape[r] = (int64_t)(tvec_rand(&s) % big);
         d.shape = shape;
         size_t numel = 1;
         for (size_t r = 0; r < d.rank; r++) numel *= (size_t)shape[r];
@@ -93,7 +87,7 @@ static void make_message(uint64_t seed, size_t i, frames *out) {
     static const char *const fmts[] = {"zio", "tenbin", "zio", "tenbin", "btf"};
     static const unsigned flags[] = {0, 0, TIO_SAVE_SINGLE_PART, TIO_SAVE_SINGLE_PART,
                                      TIO_SAVE_SINGLE_PART};
-    size_t f = rnd(&s) % 5;
+    size_t f = tvec_rand(&s) % 5;
     tio_save_options so;
     memset(&so, 0, sizeof so);
     so.format = fmts[f];
@@ -112,18 +106,18 @@ static void make_message(uint64_t seed, size_t i, frames *out) {
     tio_message_free(m);
     tio_container_free(c);
 
-    if (rnd(&s) % 10 >= 4) return; /* valid */
-    int kinds = 1 + (int)(rnd(&s) % 2);
+    if (tvec_rand(&s) % 10 >= 4) return; /* valid */
+    int kinds = 1 + (int)(tvec_rand(&s) % 2);
     for (int k = 0; k < kinds && out->n; k++) {
-        size_t fr = rnd(&s) % out->n;
-        switch (rnd(&s) % 6) {
+        size_t fr = tvec_rand(&s) % out->n;
+        switch (tvec_rand(&s) % 6) {
         case 0: { /* bytes of the header region replaced */
             size_t lim = out->len[fr] < 96 ? out->len[fr] : 96;
-            for (int b = 0; b < 3 && lim; b++) out->p[fr][rnd(&s) % lim] = (uint8_t)rnd(&s);
+            for (int b = 0; b < 3 && lim; b++) out->p[fr][tvec_rand(&s) % lim] = (uint8_t)tvec_rand(&s);
             break;
         }
         case 1: /* truncated */
-            out->len[fr] = out->len[fr] ? rnd(&s) % out->len[fr] : 0;
+            out->len[fr] = out->len[fr] ? tvec_rand(&s) % out->len[fr] : 0;
             break;
         case 2: /* dropped */
             free(out->p[fr]);
@@ -135,18 +129,18 @@ static void make_message(uint64_t seed, size_t i, frames *out) {
             frames_add(out, out->p[fr], out->len[fr]);
             break;
         case 4: { /* garbage frames appended */
-            size_t g = 1 + rnd(&s) % 3;
+            size_t g = 1 + tvec_rand(&s) % 3;
             for (size_t j = 0; j < g; j++) {
                 uint8_t junk[200];
-                size_t n = rnd(&s) % sizeof junk;
-                for (size_t b = 0; b < n; b++) junk[b] = (uint8_t)rnd(&s);
+                size_t n = tvec_rand(&s) % sizeof junk;
+                for (size_t b = 0; b < n; b++) junk[b] = (uint8_t)tvec_rand(&s);
                 frames_add(out, junk, n);
             }
             break;
         }
         default: { /* one frame replaced by garbage */
-            size_t n = rnd(&s) % 64;
-            for (size_t b = 0; b < n && b < out->len[fr]; b++) out->p[fr][b] = (uint8_t)rnd(&s);
+            size_t n = tvec_rand(&s) % 64;
+            for (size_t b = 0; b < n && b < out->len[fr]; b++) out->p[fr][b] = (uint8_t)tvec_rand(&s);
             out->len[fr] = n < out->len[fr] ? n : out->len[fr];
             break;
         }
