@@ -443,6 +443,10 @@ TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_option
 #define TIO_SAVE_SINGLE_PART 0x10u  /* tio_message_encode: one part holding the file
                                        encoding (ZIO: the zmsg buffer; tenbin: the
                                        .ten chunks) instead of the multipart form */
+#define TIO_SAVE_NO_SYNC 0x20u      /* tio_save: skip the fsync of the file and of its
+                                       directory. Still atomic for readers and if the
+                                       process dies; not durable if the machine does
+                                       (scratch files, streams saved to disk) */
 
 typedef struct tio_save_options {
     const char *format; /* NULL = from the path's extension (tio_save) */
@@ -466,8 +470,9 @@ typedef struct tio_save_options {
 TIO_API int tio_check_save(const tio_container *c, const tio_save_options *opts,
                            tio_error *err);
 /* Atomic: writes a temporary file in the target's directory, syncs it and
- * renames it over the target. On any failure the target is untouched and
- * the temporary file is removed. */
+ * renames it over the target, then syncs the directory (TIO_SAVE_NO_SYNC
+ * skips both syncs). On any failure the target is untouched and the
+ * temporary file is removed. */
 TIO_API int tio_save(const tio_container *c, const char *path,
                      const tio_save_options *opts, tio_error *err);
 /* Writes to a new buffer (release it with tio_free). opts->format required. */

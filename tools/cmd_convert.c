@@ -30,6 +30,8 @@ static const char convert_help[] =
     "                      write version N of the output format (default: the\n"
     "                      format's default; rten: 2, or 1 for the V1 layout)\n"
     "      --force         overwrite OUT if it exists\n"
+    "      --no-sync       do not fsync OUT and its directory (still atomic, not\n"
+    "                      durable across a power loss)\n"
     "  -v, --verbose       print a one-line summary\n"
     "  -h, --help          show this help and exit\n";
 
@@ -42,6 +44,7 @@ enum {
     OPT_DROP_METADATA,
     OPT_WIDEN,
     OPT_FORCE,
+    OPT_NO_SYNC,
     OPT_VERBOSE,
     OPT_VERSION
 };
@@ -55,6 +58,7 @@ static const cli_option convert_opts[] = {
     {"drop-metadata", 0, 0, OPT_DROP_METADATA},
     {"widen", 0, 0, OPT_WIDEN},
     {"force", 0, 0, OPT_FORCE},
+    {"no-sync", 0, 0, OPT_NO_SYNC},
     {"verbose", 'v', 0, OPT_VERBOSE},
     {"format-version", 0, 1, OPT_VERSION},
     {"rten-version", 0, 1, OPT_VERSION},
@@ -180,6 +184,7 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_DROP_METADATA: flags |= TIO_SAVE_DROP_METADATA; break;
         case OPT_WIDEN: flags |= TIO_SAVE_WIDEN; break;
         case OPT_FORCE: force = 1; break;
+        case OPT_NO_SYNC: flags |= TIO_SAVE_NO_SYNC; break;
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_VERSION:
             if (parse_version(p.value, &version) != 0) {

@@ -131,6 +131,10 @@ int tio__cursor_i64(tio_cursor *c, int64_t *v, const char *what, tio_error *err)
  * descriptor. Writes are sequential. */
 typedef struct tio_sink tio_sink;
 int tio__sink_write(tio_sink *s, const void *p, size_t n, tio_error *err);
+/* As tio__sink_write, but p[0..n) may be referenced, not copied, until the
+ * sink is flushed (at the end of the save): for memory that outlives the
+ * save, such as the container's tensor data. */
+int tio__sink_write_ref(tio_sink *s, const void *p, size_t n, tio_error *err);
 int tio__sink_zeros(tio_sink *s, size_t n, tio_error *err);
 uint64_t tio__sink_pos(const tio_sink *s);
 
@@ -257,6 +261,10 @@ const tio_wtensor *tio__plan_tensor(const tio_write_plan *p, size_t i);
  * next call). For COO also the indices (nnz*rank int64 LE). */
 int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
                    const uint8_t **indices, tio_error *err);
+/* Writes bytes that tio__plan_data (or the source) gave: referenced when they
+ * are the container's, copied when they are the plan's converted scratch. */
+int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, size_t n,
+                        tio_error *err);
 const tio_container *tio__plan_container(const tio_write_plan *p);
 unsigned tio__plan_flags(const tio_write_plan *p);
 /* tio_save_options.version: the format version to write (0 = the format's

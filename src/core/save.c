@@ -30,6 +30,15 @@ struct tio_write_plan {
 };
 
 size_t tio__plan_count(const tio_write_plan *p) { return p->n; }
+
+int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, size_t n,
+                        tio_error *err) {
+    /* tio__plan_data hands out converted bytes only as these two buffers,
+     * which its next call frees. */
+    const uint8_t *d = data;
+    if (d == p->scratch || d == p->scratch2) return tio__sink_write(s, data, n, err);
+    return tio__sink_write_ref(s, data, n, err);
+}
 const tio_wtensor *tio__plan_tensor(const tio_write_plan *p, size_t i) {
     return i < p->n ? &p->t[i] : NULL;
 }
@@ -357,6 +366,7 @@ typedef struct save_names {
     int stemlen;
     char dir[4096];    /* the target's directory */
     char tmp[4096];    /* the temporary name in use, "" when none exists */
+    int sync;          /* fsync the file and the directory (not TIO_SAVE_NO_SYNC) */
 } save_names;
 
 static int split_path(const char *path, save_names *n, tio_error *err) {
@@ -462,7 +472,7 @@ static int write_to(tio_write_plan *p, const tio_format_desc *f, int fd, const s
         rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: %s", n->path, msg);
     }
     if (rc == TIO_OK && keep) fchmod(fd, keep->st_mode & 07777);
-    if (rc == TIO_OK && fsync(fd) != 0) {
+    if (rc == TIO_OK && n->sync && fsync(fd) != 0) {
         int e = errno;
         rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: fsync failed: %s", n->path, strerror(e));
     }
@@ -565,6 +575,7 @@ int tio__save_file(const tio_container *c, const char *path, const tio_save_opti
         plan_free(&p);
         return rc;
     }
+    n.sync = !(opts && (opts->flags & TIO_SAVE_NO_SYNC));
     /* If the target exists, keep its permissions. */
     struct stat st;
     const struct stat *keep = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? &st : NULL;
@@ -586,7 +597,7 @@ int tio__save_file(const tio_container *c, const char *path, const tio_save_opti
         if (n.tmp[0]) unlink(n.tmp);
         return rc;
     }
-    sync_dir(n.dir);
+    if (n.sync) sync_dir(n.dir);
     return TIO_OK;
 }
 

@@ -4,9 +4,17 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+
 #define FILE_BUF (1u << 20)
+/* A referenced write at least this large is not copied. */
+#define REF_MIN (32u << 10)
+/* Gathered bytes are written once they reach this: large writes let the
+ * file system use large folios (ext4 writes 64 KiB pieces ~25% slower). */
+#define FLUSH_AT (8u << 20)
+#define WRITE_MAX ((size_t)1 << 30)
 
 void tio__sink_init_mem(tio_sink *s) {
     memset(s, 0, sizeof *s);
@@ -16,6 +24,9 @@ void tio__sink_init_mem(tio_sink *s) {
 int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err) {
     memset(s, 0, sizeof *s);
     s->fd = fd;
+    /* writev() takes at most IOV_MAX entries (1024 on Linux; 16 guaranteed) */
+    long m = sysconf(_SC_IOV_MAX);
+    s->iov_max = m < 16 ? 16 : m > TIO__SINK_IOV ? TIO__SINK_IOV : (int)m;
     s->buf = malloc(FILE_BUF);
     if (!s->buf) return tio__nomem(err, NULL);
     s->cap = FILE_BUF;
@@ -26,29 +37,70 @@ void tio__sink_dispose(tio_sink *s) {
     free(s->buf);
     s->buf = NULL;
     s->len = s->cap = 0;
+    s->niov = 0;
+    s->pending = 0;
 }
 
-static int write_all(tio_sink *s, const uint8_t *p, size_t n, tio_error *err) {
-    while (n) {
-        ssize_t w = write(s->fd, p, n > (1u << 30) ? (1u << 30) : n);
+static int write_failed(tio_sink *s, int e, uint64_t done, tio_error *err) {
+    s->failed = 1;
+    return tio__err(err, TIO_E_IO, NULL, -1, "write failed after %llu bytes: %s",
+                    (unsigned long long)done, strerror(e));
+}
+
+/* Writes iov[] in order with writev(), resuming after short writes. */
+static int write_pending(tio_sink *s, tio_error *err) {
+    struct iovec *v = s->iov;
+    int n = s->niov;
+    uint64_t done = s->pos - s->pending;
+    while (n > 0) {
+        int k = n > s->iov_max ? s->iov_max : n;
+        ssize_t w = writev(s->fd, v, k);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : EIO;
-            s->failed = 1;
-            return tio__err(err, TIO_E_IO, NULL, -1, "write failed after %llu bytes: %s",
-                            (unsigned long long)s->pos, strerror(e));
+        if (w <= 0) return write_failed(s, w < 0 ? errno : EIO, done, err);
+        size_t m = (size_t)w;
+        done += m;
+        while (n > 0 && m >= v->iov_len) {
+            m -= v->iov_len;
+            v++;
+            n--;
         }
-        p += w;
-        n -= (size_t)w;
+        if (n > 0) {
+            v->iov_base = (uint8_t *)v->iov_base + m;
+            v->iov_len -= m;
+        }
     }
+    s->niov = 0;
+    s->pending = 0;
+    s->len = 0;
     return TIO_OK;
 }
 
 int tio__sink_flush(tio_sink *s, tio_error *err) {
-    if (s->fd < 0 || s->len == 0) return TIO_OK;
-    int rc = write_all(s, s->buf, s->len, err);
-    s->len = 0;
-    return rc;
+    if (s->fd < 0 || s->niov == 0) return TIO_OK;
+    return write_pending(s, err);
+}
+
+/* Appends p[0..n) to iov[] (n <= WRITE_MAX), extending the last entry when
+ * p continues it. */
+static int gather(tio_sink *s, const void *p, size_t n, tio_error *err) {
+    if (s->niov > 0) {
+        struct iovec *last = &s->iov[s->niov - 1];
+        if ((const uint8_t *)last->iov_base + last->iov_len == (const uint8_t *)p &&
+            last->iov_len <= WRITE_MAX - n) {
+            last->iov_len += n;
+            s->pending += n;
+            return TIO_OK;
+        }
+    }
+    if (s->niov == TIO__SINK_IOV) {
+        int rc = write_pending(s, err);
+        if (rc) return rc;
+    }
+    s->iov[s->niov].iov_base = (void *)(uintptr_t)p;
+    s->iov[s->niov].iov_len = n;
+    s->niov++;
+    s->pending += n;
+    return TIO_OK;
 }
 
 static int mem_reserve(tio_sink *s, size_t add, tio_error *err) {
@@ -68,29 +120,49 @@ static int mem_reserve(tio_sink *s, size_t add, tio_error *err) {
     return TIO_OK;
 }
 
-int tio__sink_write(tio_sink *s, const void *p, size_t n, tio_error *err) {
+static int file_write(tio_sink *s, const uint8_t *p, size_t n, int ref, tio_error *err) {
+    while (n) {
+        size_t k = n > WRITE_MAX ? WRITE_MAX : n;
+        int rc;
+        if (ref && k >= REF_MIN) {
+            rc = gather(s, p, k, err);
+        } else {
+            if (s->cap - s->len < k) {
+                rc = write_pending(s, err);
+                if (rc) return rc;
+            }
+            if (k > s->cap) k = s->cap;
+            memcpy(s->buf + s->len, p, k);
+            rc = gather(s, s->buf + s->len, k, err);
+            s->len += k;
+        }
+        if (rc == TIO_OK && s->pending >= FLUSH_AT) rc = write_pending(s, err);
+        if (rc) return rc;
+        s->pos += k;
+        p += k;
+        n -= k;
+    }
+    return TIO_OK;
+}
+
+static int sink_put(tio_sink *s, const void *p, size_t n, int ref, tio_error *err) {
     if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
     if (n == 0) return TIO_OK;
-    if (s->fd < 0) {
-        int rc = mem_reserve(s, n, err);
-        if (rc) return rc;
-        memcpy(s->buf + s->len, p, n);
-        s->len += n;
-    } else if (n >= s->cap) {
-        /* Large payloads go straight to the file, no copy. */
-        int rc = tio__sink_flush(s, err);
-        if (rc == TIO_OK) rc = write_all(s, p, n, err);
-        if (rc) return rc;
-    } else {
-        if (s->cap - s->len < n) {
-            int rc = tio__sink_flush(s, err);
-            if (rc) return rc;
-        }
-        memcpy(s->buf + s->len, p, n);
-        s->len += n;
-    }
+    if (s->fd >= 0) return file_write(s, p, n, ref, err);
+    int rc = mem_reserve(s, n, err);
+    if (rc) return rc;
+    memcpy(s->buf + s->len, p, n);
+    s->len += n;
     s->pos += n;
     return TIO_OK;
+}
+
+int tio__sink_write(tio_sink *s, const void *p, size_t n, tio_error *err) {
+    return sink_put(s, p, n, 0, err);
+}
+
+int tio__sink_write_ref(tio_sink *s, const void *p, size_t n, tio_error *err) {
+    return sink_put(s, p, n, 1, err);
 }
 
 int tio__sink_zeros(tio_sink *s, size_t n, tio_error *err) {

@@ -649,13 +649,13 @@ static int btf_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
             size_t ibytes = (size_t)(w->nnz * (uint64_t)w->rank * 8);
             rc = btf_put64(s, w->nnz, err);
             if (!rc) rc = btf_put64(s, (uint64_t)w->rank, err);
-            if (!rc && ibytes) rc = tio__sink_write(s, indices, ibytes, err);
+            if (!rc && ibytes) rc = tio__plan_sink_data(p, s, indices, ibytes, err);
             if (!rc) rc = btf_put64(s, w->nnz, err);
             if (rc) return rc;
             payload = 24 + ibytes + w->nbytes;
         }
         if (w->nbytes) {
-            rc = tio__sink_write(s, data, w->nbytes, err);
+            rc = tio__plan_sink_data(p, s, data, w->nbytes, err);
             if (rc) return rc;
         }
         /* header and DIMS are multiples of 8: only the payload needs padding */

@@ -1531,7 +1531,7 @@ static int rt_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
             const uint8_t *data = NULL;
             rc = tio__sink_zeros(s, (size_t)(w.ext[i] - pos), err);
             if (!rc) rc = tio__plan_data(p, i, &data, NULL, err);
-            if (!rc) rc = tio__sink_write(s, data, tio__plan_tensor(p, i)->nbytes, err);
+            if (!rc) rc = tio__plan_sink_data(p, s, data, tio__plan_tensor(p, i)->nbytes, err);
             pos = w.ext[i] + tio__plan_tensor(p, i)->nbytes;
         }
     }

@@ -590,14 +590,16 @@ static int tb_check(const tio_write_plan *p, tio_error *err) {
 }
 
 /* magic, length, payload, zero padding to 64: exactly tenbin.write_chunk. */
-static int tb_put_chunk(tio_sink *s, const void *payload, size_t n, tio_error *err) {
+static int tb_put_chunk(tio_sink *s, const tio_write_plan *p, const void *payload, size_t n,
+                        tio_error *err) {
     uint8_t head[16];
     memcpy(head, tb_magic, sizeof tb_magic);
     tio__st64(head + 8, (uint64_t)n);
     int rc = tio__sink_write(s, head, sizeof head, err);
     if (rc) return rc;
     if (n) {
-        rc = tio__sink_write(s, payload, n, err);
+        /* p: the payload is tensor data (referenced); NULL: a local header */
+        rc = p ? tio__plan_sink_data(p, s, payload, n, err) : tio__sink_write(s, payload, n, err);
         if (rc) return rc;
     }
     size_t pad = (TB_ALIGN - n % TB_ALIGN) % TB_ALIGN;
@@ -627,12 +629,12 @@ static int tb_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
         const tio_wtensor *w = tio__plan_tensor(p, i);
         uint8_t hdr[TB_HEADER_MAX];
         size_t hlen = tb_build_header(w, hdr);
-        rc = tb_put_chunk(s, hdr, hlen, err);
+        rc = tb_put_chunk(s, NULL, hdr, hlen, err);
         if (rc) return rc;
         const uint8_t *data = NULL, *indices = NULL;
         rc = tio__plan_data(p, i, &data, &indices, err);
         if (rc) return rc;
-        rc = tb_put_chunk(s, data, w->nbytes, err);
+        rc = tb_put_chunk(s, p, data, w->nbytes, err);
         if (rc) return rc;
     }
     return TIO_OK;

@@ -1263,7 +1263,7 @@ static int zio_read(tio_read_ctx *ctx, tio_error *err) {
     uint64_t max_parts = ctx->limits.max_tensors;
     if (max_parts > (UINT64_MAX - 2) / 2) max_parts = UINT64_MAX;
     else max_parts = max_parts * 2 + 2;
-    size_t count = 0, pos = 0, hdr, len;
+    size_t count = 0, pos = 0, hdr = 0, len = 0;
     int rc;
     while (pos < ctx->size) {
         if ((uint64_t)count >= max_parts)
@@ -1657,7 +1657,7 @@ static int zio_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
             if (rc) break;
         }
         rc = zio_put_size(s, sz, err);
-        if (!rc && sz) rc = tio__sink_write(s, data, sz, err);
+        if (!rc && sz) rc = tio__plan_sink_data(p, s, data, sz, err);
     }
     zio_out_free(&o);
     return rc;

@@ -1,0 +1,210 @@
+/* How tio_save writes: the gathering file sink (small writes copied, tensor
+ * data referenced, one writev() for many pieces) must give exactly the bytes
+ * of tio_save_memory for every format, whatever the mix of tensor sizes
+ * around the thresholds; TIO_SAVE_NO_SYNC must skip every fsync and nothing
+ * else. fsync is counted through -Wl,--wrap=fsync. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tensio.h"
+#include "tvec.h"
+
+int __real_fsync(int fd);
+int __wrap_fsync(int fd);
+static int fsync_calls; /* this test program's own counter */
+
+int __wrap_fsync(int fd) {
+    fsync_calls++;
+    return __real_fsync(fd);
+}
+
+static char dir[256];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/tio-save-io-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static uint8_t *read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+/* Tensor sizes straddling the sink's thresholds: the 32 KiB reference
+ * minimum, the 1 MiB copy buffer, many small ones (more pieces than one
+ * writev takes), and one over the 8 MiB flush point. */
+static const size_t sizes[] = {4,           32768 - 4, 32768,       32768 + 4, 100,
+                               (1u << 20) - 4, 1u << 20, (1u << 20) + 4, 12,  9u << 20};
+
+static tio_container *build(const char *format, uint8_t **data_out) {
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
+    total += 600 * 64;
+    uint8_t *data = malloc(total);
+    assert_non_null(data);
+    uint64_t seed = 7;
+    for (size_t i = 0; i < total; i++) data[i] = (uint8_t)tvec_rand(&seed);
+    tio_container *c = tio_container_new();
+    assert_non_null(c);
+    size_t at = 0;
+    tio_error e;
+    char name[32];
+    size_t k = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] + 600; i++) {
+        size_t n = i < sizeof sizes / sizeof sizes[0] ? sizes[i] : 64;
+        int64_t shape[1] = {(int64_t)(n / 4)};
+        tio_tensor_desc d = {0};
+        snprintf(name, sizeof name, "t%zu", k++);
+        d.name = (tio_format_caps(format) & TIO_CAP_NAMES) ? name : NULL;
+        d.dtype = TIO_FLOAT32;
+        d.rank = 1;
+        d.shape = shape;
+        d.data = data + at;
+        d.nbytes = n;
+        assert_int_equal(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
+        at += n;
+    }
+    if (tio_format_caps(format) & TIO_CAP_GRAPH) {
+        tio_graph *g;
+        assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+        for (size_t i = 0; i < tio_container_count(c); i++) {
+            tio_value_info v = {0};
+            v.tensor = (int64_t)i;
+            v.name = tio_tensor_name(tio_container_tensor(c, i));
+            size_t idx;
+            assert_int_equal(tio_graph_add_value(g, &v, &idx, &e), TIO_OK);
+        }
+    }
+    *data_out = data;
+    return c;
+}
+
+static void test_file_bytes_equal_memory_bytes(void **state) {
+    (void)state;
+    for (size_t f = 0; f < tio_format_count(); f++) {
+        const char *format = tio_format_name(f);
+        uint8_t *data;
+        tio_container *c = build(format, &data);
+        tio_save_options so = {0};
+        so.format = format;
+        tio_error e;
+        void *mem;
+        size_t mem_size;
+        int rc = tio_save_memory(c, &so, &mem, &mem_size, &e);
+        if (rc != TIO_OK) fail_msg("%s: save_memory: %s", format, e.message);
+        char path[300];
+        snprintf(path, sizeof path, "%s/out.%s", dir, format);
+        for (int sync = 0; sync < 2; sync++) {
+            so.flags = sync ? 0 : TIO_SAVE_NO_SYNC;
+            fsync_calls = 0;
+            rc = tio_save(c, path, &so, &e);
+            if (rc != TIO_OK) fail_msg("%s: save: %s", format, e.message);
+            if (sync && fsync_calls < 2)
+                fail_msg("%s: a synced save made %d fsync calls, expected the file's and the "
+                         "directory's", format, fsync_calls);
+            if (!sync && fsync_calls != 0)
+                fail_msg("%s: TIO_SAVE_NO_SYNC made %d fsync calls", format, fsync_calls);
+            size_t n;
+            uint8_t *file = read_file(path, &n);
+            if (n != mem_size || memcmp(file, mem, n) != 0)
+                fail_msg("%s: the file (%zu bytes) differs from tio_save_memory (%zu bytes)",
+                         format, n, mem_size);
+            free(file);
+        }
+        /* and it reads back as the same tensors */
+        tio_container *back;
+        assert_int_equal(tio_open(path, NULL, &back, &e), TIO_OK);
+        assert_int_equal(tio_container_count(back), tio_container_count(c));
+        for (size_t i = 0; i < tio_container_count(c); i++) {
+            const tio_tensor *a = tio_container_tensor(c, i), *b = tio_container_tensor(back, i);
+            assert_int_equal(tio_tensor_nbytes(a), tio_tensor_nbytes(b));
+            assert_memory_equal(tio_tensor_data(a), tio_tensor_data(b), tio_tensor_nbytes(a));
+        }
+        tio_container_free(back);
+        tio_free(mem);
+        tio_container_free(c);
+        free(data);
+    }
+}
+
+/* Converted data (widened float16) live in the plan's scratch buffer, which
+ * the next tensor reuses: the sink must copy them, not reference them. */
+static void test_converted_data_are_copied(void **state) {
+    (void)state;
+    const size_t n = 40000; /* 80000 bytes of float16, 160000 widened: above 32 KiB */
+    uint16_t *h = malloc(n * 2 * 3);
+    assert_non_null(h);
+    for (size_t i = 0; i < n * 3; i++) h[i] = (uint16_t)(0x3c00u + (i % 1000)); /* finite */
+    tio_container *c = tio_container_new();
+    tio_error e;
+    for (int k = 0; k < 3; k++) {
+        int64_t shape[1] = {(int64_t)n};
+        tio_tensor_desc d = {0};
+        d.dtype = TIO_FLOAT16;
+        d.rank = 1;
+        d.shape = shape;
+        d.data = h + (size_t)k * n;
+        d.nbytes = n * 2;
+        assert_int_equal(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
+    }
+    int tried = 0;
+    for (size_t f = 0; f < tio_format_count(); f++) {
+        const char *format = tio_format_name(f);
+        if (tio_format_supports_dtype(format, TIO_FLOAT16) ||
+            (tio_format_caps(format) & TIO_CAP_GRAPH))
+            continue;
+        tried++;
+        tio_save_options so = {0};
+        so.format = format;
+        so.flags = TIO_SAVE_WIDEN | TIO_SAVE_NO_SYNC;
+        void *mem;
+        size_t mem_size;
+        assert_int_equal(tio_save_memory(c, &so, &mem, &mem_size, &e), TIO_OK);
+        char path[300];
+        snprintf(path, sizeof path, "%s/widened.%s", dir, format);
+        assert_int_equal(tio_save(c, path, &so, &e), TIO_OK);
+        size_t len;
+        uint8_t *file = read_file(path, &len);
+        assert_int_equal(len, mem_size);
+        assert_memory_equal(file, mem, len);
+        free(file);
+        tio_free(mem);
+    }
+    assert_true(tried > 0); /* some format widens float16 */
+    tio_container_free(c);
+    free(h);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_file_bytes_equal_memory_bytes),
+        cmocka_unit_test(test_converted_data_are_copied),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
