@@ -167,6 +167,11 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
             c->map = m;
             c->map_size = size;
             data = m;
+            /* Decoding touches one header per tensor, scattered over the
+             * file: without fault-around each touch maps one page, not 16,
+             * and without readahead a cold file reads only those pages.
+             * The default comes back once decoded, for reading the data. */
+            posix_madvise(m, size, POSIX_MADV_RANDOM);
         }
     } else {
         uint8_t *b = NULL;
@@ -178,6 +183,7 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
     const tio_format_desc *f = NULL;
     if (rc == TIO_OK) rc = choose_format(opts, data, size, path, &f, err);
     if (rc == TIO_OK) rc = decode(c, f, data, size, opts, err);
+    if (c->map) posix_madvise(c->map, c->map_size, POSIX_MADV_NORMAL);
     if (rc) {
         tio_container_free(c);
         return rc;
