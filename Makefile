@@ -3,6 +3,7 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+BENCH_BUILD ?= build-bench
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 20
 PREFIX     ?= /usr/local
@@ -10,7 +11,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
 .PHONY: all deps configure build test test-main test-asan test-fuzz fuzz fuzz-build demo \
-        install clean help
+        install clean help bench
 
 all: build
 
@@ -19,6 +20,8 @@ help:
 	@echo "make test      install deps, build, run every test, then again under ASan+UBSan"
 	@echo "make fuzz      run every libFuzzer target FUZZ_SECONDS (default 300) each,"
 	@echo "               keeping new inputs in fuzz/corpus/"
+	@echo "make bench     build bench/tio_bench (Release), generate data, run every case,"
+	@echo "               write bench/results/latest.md and latest.png (docs/performance.md)"
 	@echo "make build     build build/tensio, build/libtensio.so, build/libtensio.a"
 	@echo "make install   install (PREFIX=$(PREFIX), DESTDIR honoured)"
 	@echo "make clean     remove build trees"
@@ -61,6 +64,15 @@ test-fuzz: fuzz-build
 fuzz: fuzz-build
 	bash fuzz/run.sh $(FUZZ_BUILD) long $(FUZZ_SECONDS)
 
+# Benchmarks: a Release build of its own, data generated under BENCH_DIR
+# (default $(BENCH_BUILD)/data), results in bench/results/. Never run by make test.
+bench: deps
+	@bash scripts/install-deps.sh --bench
+	cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release -DTIO_WERROR=ON \
+	  -DTIO_BUILD_TESTS=OFF $(CMAKE_ARGS)
+	cmake --build $(BENCH_BUILD) -j$(JOBS) --target tio_bench tensio_cli
+	bash bench/run.sh $(BENCH_BUILD)
+
 demo: build
 	@bash scripts/demo.sh $(BUILD)/tensio
 
@@ -68,4 +80,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD)

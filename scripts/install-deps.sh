@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tensio needs to build and test, if missing.
+# With --bench, also what `make bench` needs (gnuplot for the plot).
 # Runs as root, or through sudo when available. Does nothing when all are present.
 set -euo pipefail
 
@@ -13,6 +14,9 @@ PACKAGES=(
   python3                      # CLI tests
   python3-zmq python3-numpy    # the tensorcom peer in the streaming tests
 )
+if [ "${1:-}" = "--bench" ]; then
+  PACKAGES=(gnuplot-nox)      # bench/results/latest.png
+fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "install-deps: not a Debian system; make sure these are installed: ${PACKAGES[*]}" >&2

@@ -1,0 +1,182 @@
+/* tio_bench gen: benchmark data, deterministic, written through the library.
+ *
+ *   gen --format F --size BYTES --tensors N --out PATH [--seed S]
+ *       N float32 tensors "t000000".. of equal size (a multiple of 64 bytes)
+ *       whose data add up to about BYTES. Model formats (rten, tmfile) get a
+ *       graph: input x, then y_i = Add(y_{i-1}, t_i) for every constant.
+ *   gen --format npy --size BYTES --out PATH
+ *       one float32 array in NumPy's .npy format (written here, byte by byte).
+ */
+#include "bench.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <tensio.h>
+
+#include "gen.h"
+
+static int tio_failed(const char *what, const tio_error *e) {
+    return bn_fail("%s: %s: %s", what, tio_status_name(e->code), e->message);
+}
+
+void *bn_big_alloc(size_t n) {
+    if (n == 0) n = 1;
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void bn_big_free(void *p, size_t n) {
+    if (p) munmap(p, n ? n : 1);
+}
+
+static int add_graph(tio_container *c, size_t n, int64_t elems, tio_error *e) {
+    tio_graph *g;
+    int rc = tio_container_new_graph(c, &g, e);
+    if (rc) return rc;
+    tio_dim d = {elems, NULL};
+    tio_value_info vi = {0};
+    vi.name = "x";
+    vi.dtype = TIO_FLOAT32;
+    vi.rank = 1;
+    vi.dims = &d;
+    vi.tensor = -1;
+    size_t prev;
+    if ((rc = tio_graph_add_value(g, &vi, &prev, e))) return rc;
+    int64_t in = (int64_t)prev;
+    if ((rc = tio_graph_set_inputs(g, &in, 1, e))) return rc;
+    for (size_t i = 0; i < n; i++) {
+        tio_value_info cv = {0};
+        cv.name = tio_tensor_name(tio_container_tensor(c, i));
+        cv.tensor = (int64_t)i;
+        size_t ci, yi, ni;
+        if ((rc = tio_graph_add_value(g, &cv, &ci, e))) return rc;
+        char yname[32], nname[32];
+        snprintf(yname, sizeof yname, "y%06zu", i);
+        snprintf(nname, sizeof nname, "add%06zu", i);
+        vi.name = yname;
+        if ((rc = tio_graph_add_value(g, &vi, &yi, e))) return rc;
+        int64_t ins[2] = {(int64_t)prev, (int64_t)ci};
+        int64_t out = (int64_t)yi;
+        tio_node_info nd = {0};
+        nd.name = nname;
+        nd.op = "Add";
+        nd.native_id = -1;
+        nd.inputs = ins;
+        nd.input_count = 2;
+        nd.outputs = &out;
+        nd.output_count = 1;
+        if ((rc = tio_graph_add_node(g, &nd, &ni, e))) return rc;
+        prev = yi;
+    }
+    int64_t outv = (int64_t)prev;
+    return tio_graph_set_outputs(g, &outv, 1, e);
+}
+
+int bn_build(const char *format, uint64_t size, uint64_t count, const void *data,
+             tio_container **out) {
+    tio_error e;
+    if (count == 0) return bn_fail("--tensors must be at least 1");
+    uint64_t per = (size / count) & ~UINT64_C(63);
+    if (per == 0) per = 64;
+    tio_container *c = tio_container_new();
+    if (!c) return bn_fail("out of memory");
+    const unsigned char *p = data;
+    for (uint64_t i = 0; i < count; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "t%06" PRIu64, i);
+        int64_t shape[1] = {(int64_t)(per / 4)};
+        tio_tensor_desc d = {0};
+        d.name = name;
+        d.dtype = TIO_FLOAT32;
+        d.rank = 1;
+        d.shape = shape;
+        d.data = p + i * per;
+        d.nbytes = (size_t)per;
+        if (tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e)) {
+            tio_container_free(c);
+            return tio_failed("add", &e);
+        }
+    }
+    if (tio_format_caps(format) & TIO_CAP_GRAPH) {
+        if (add_graph(c, (size_t)count, (int64_t)(per / 4), &e)) {
+            tio_container_free(c);
+            return tio_failed("graph", &e);
+        }
+    }
+    *out = c;
+    return 0;
+}
+
+tio_save_options bn_save_options(const char *format) {
+    tio_save_options so = {0};
+    so.format = format;
+    if (!(tio_format_caps(format) & TIO_CAP_NAMES)) so.flags |= TIO_SAVE_DROP_NAMES;
+    return so;
+}
+
+uint64_t bn_data_bytes(uint64_t size, uint64_t count) {
+    uint64_t per = (size / count) & ~UINT64_C(63);
+    if (per == 0) per = 64;
+    return per * count;
+}
+
+static int write_npy(const char *path, uint64_t size, uint64_t seed) {
+    uint64_t n = size / 4;
+    char dict[128];
+    int len = snprintf(dict, sizeof dict,
+                       "{'descr': '<f4', 'fortran_order': False, 'shape': (%" PRIu64 ",), }", n);
+    if (len < 0 || (size_t)len >= sizeof dict) return bn_fail("npy header");
+    size_t hlen = 10 + (size_t)len + 1;
+    size_t padded = (hlen + 63) & ~(size_t)63;
+    unsigned char head[192];
+    memcpy(head, "\x93NUMPY\x01\x00", 8);
+    uint16_t hl = (uint16_t)(padded - 10);
+    head[8] = (unsigned char)(hl & 0xff);
+    head[9] = (unsigned char)(hl >> 8);
+    memcpy(head + 10, dict, (size_t)len);
+    memset(head + 10 + len, ' ', padded - 10 - (size_t)len - 1);
+    head[padded - 1] = '\n';
+    FILE *f = fopen(path, "wb");
+    if (!f) return bn_fail("%s: cannot create", path);
+    int bad = fwrite(head, 1, padded, f) != padded;
+    size_t chunk = 1u << 20;
+    unsigned char *buf = malloc(chunk);
+    uint64_t left = n * 4;
+    for (uint64_t k = 0; !bad && buf && left; k++) {
+        size_t m = left < chunk ? (size_t)left : chunk;
+        bn_fill(buf, m, seed + k);
+        bad = fwrite(buf, 1, m, f) != m;
+        left -= m;
+    }
+    free(buf);
+    if (fclose(f) != 0 || bad || !buf) return bn_fail("%s: write failed", path);
+    return 0;
+}
+
+int bn_cmd_gen(bn_ctx *x, int argc, char **argv) {
+    (void)x;
+    const char *format = bn_opt(argc, argv, "--format", NULL);
+    const char *out = bn_opt(argc, argv, "--out", NULL);
+    uint64_t size = bn_parse_size(bn_opt(argc, argv, "--size", "0"));
+    uint64_t count = strtoull(bn_opt(argc, argv, "--tensors", "1"), NULL, 10);
+    uint64_t seed = strtoull(bn_opt(argc, argv, "--seed", "1"), NULL, 10);
+    if (!format || !out || size == 0) return bn_fail("gen: --format, --out and --size needed");
+    if (strcmp(format, "npy") == 0) return write_npy(out, size, seed);
+    if (count == 0) return bn_fail("gen: --tensors must be at least 1");
+    uint64_t bytes = bn_data_bytes(size, count);
+    void *data = bn_big_alloc((size_t)bytes);
+    if (!data) return bn_fail("gen: cannot allocate %" PRIu64 " bytes", bytes);
+    bn_fill(data, (size_t)bytes, seed);
+    tio_container *c = NULL;
+    int rc = bn_build(format, size, count, data, &c);
+    if (rc == 0) {
+        tio_save_options so = bn_save_options(format);
+        tio_error e;
+        if (tio_save(c, out, &so, &e)) rc = tio_failed(out, &e);
+    }
+    tio_container_free(c);
+    bn_big_free(data, (size_t)bytes);
+    return rc;
+}

@@ -1,0 +1,46 @@
+/* tio_bench: the benchmark program behind `make bench` (bench/run.sh drives
+ * it). Uses only the public API of tensio, plus libc and libzmq for the
+ * baselines. See docs/performance.md. */
+#include "bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int usage(void) {
+    fputs("usage: tio_bench [--reps N] [--warmup N] [--check] COMMAND ARGS...\n"
+          "  gen ...     write benchmark data (see bench/gen.c)\n"
+          "  files ...   open/scan/write/convert cases and their baselines\n"
+          "  zmq ...     ZeroMQ loopback: tensio streams against raw libzmq\n"
+          "  model ...   open + enumerate the constants of model files\n"
+          "Output: one tab-separated line per repetition (see bench/bench.h).\n",
+          stderr);
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    bn_ctx x = {5, 1, 0};
+    int i = 1;
+    while (i < argc && strncmp(argv[i], "--", 2) == 0) {
+        if (strcmp(argv[i], "--check") == 0) {
+            x.check = 1;
+            i++;
+        } else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0) {
+            x.reps = atoi(argv[i + 1]);
+            i += 2;
+        } else if (i + 1 < argc && strcmp(argv[i], "--warmup") == 0) {
+            x.warmup = atoi(argv[i + 1]);
+            i += 2;
+        } else {
+            return usage();
+        }
+    }
+    if (i >= argc || x.reps < 1 || x.warmup < 0) return usage();
+    const char *cmd = argv[i];
+    int sub_argc = argc - i;
+    char **sub_argv = argv + i;
+    if (strcmp(cmd, "gen") == 0) return bn_cmd_gen(&x, sub_argc, sub_argv);
+    if (strcmp(cmd, "files") == 0) return bn_cmd_files(&x, sub_argc, sub_argv);
+    if (strcmp(cmd, "zmq") == 0) return bn_cmd_zmq(&x, sub_argc, sub_argv);
+    if (strcmp(cmd, "model") == 0) return bn_cmd_model(&x, sub_argc, sub_argv);
+    return usage();
+}

@@ -1,0 +1,421 @@
+#!/usr/bin/python3
+"""Turns tio_bench's result lines (bench/bench.h) into bench/results/latest.md
+and latest.png (through gnuplot).
+
+usage: report.py RAW.tsv MACHINE.tsv OUTDIR
+
+Every table gives the median, min and max of the timed repetitions and the
+ratio to the baseline measured in the same run: baseline median time / the
+subject's median time, so 1.0 is "as fast as the baseline" and 2.0 "twice as
+fast". Goals are the issue's; each is checked here and marked met or missed.
+"""
+import collections
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+RUNS = collections.OrderedDict()   # (case, group, subject) -> [(sec, bytes, items)]
+FACTS = collections.defaultdict(dict)  # (case, group, subject) -> {key: value}
+
+
+def load(raw):
+    with open(raw) as f:
+        for line in f:
+            p = line.rstrip("\n").split("\t")
+            if p[0] == "R" and len(p) == 7:
+                RUNS.setdefault((p[1], p[2], p[3]), []).append(
+                    (float(p[4]), int(p[5]), int(p[6])))
+            elif p[0] == "M" and len(p) == 6:
+                FACTS[(p[1], p[2], p[3])][p[4]] = p[5]
+
+
+def med(key):
+    return statistics.median(r[0] for r in RUNS[key])
+
+
+def groups(case):
+    seen = []
+    for (c, g, _s) in RUNS:
+        if c == case and g not in seen:
+            seen.append(g)
+    return seen
+
+
+def subjects(case, group):
+    return [s for (c, g, s) in RUNS if c == case and g == group]
+
+
+def fmt_time(s):
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.3f} s"
+
+
+def rate(key, unit=1e9):
+    """Median throughput over the bytes of the runs (bytes / median time)."""
+    runs = RUNS[key]
+    return statistics.median(r[1] for r in runs) / med(key) / unit
+
+
+def ratio(case, group, subject, base):
+    b = (case, group, base)
+    if b not in RUNS:
+        return None
+    return med(b) / med((case, group, subject))
+
+
+def fr(x):
+    return "—" if x is None else f"{x:.2f}×"
+
+
+def row(cells):
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def table(head, rows):
+    out = [row(head), row(["---"] * len(head))]
+    out += [row(r) for r in rows]
+    return "\n".join(out)
+
+
+def stats(key):
+    t = [r[0] for r in RUNS[key]]
+    return [fmt_time(statistics.median(t)), fmt_time(min(t)), fmt_time(max(t))]
+
+
+class Goals:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, what, target, measured, ok, where=""):
+        self.rows.append([what, target, measured, "met" if ok else "**missed**", where])
+
+    def ratio(self, what, target, worst, threshold):
+        """worst = (ratio, subject, group) or None: met when ratio >= threshold."""
+        if worst:
+            self.add(what, target, f"{worst[0]:.2f}×", worst[0] >= threshold,
+                     f"slowest: {worst[1]} ({worst[2]})")
+
+
+def lowest(worst, r, s, g):
+    """The lower of worst and (r, s, g) by ratio (r None: worst)."""
+    if r is None or (worst is not None and worst[0] <= r):
+        return worst
+    return (r, s, g)
+
+
+def main():
+    raw, machine, outdir = sys.argv[1:4]
+    load(raw)
+    mach = []
+    with open(machine) as f:
+        for line in f:
+            k, _, v = line.rstrip("\n").partition("\t")
+            mach.append((k, v))
+    goals = Goals()
+    md = []
+    plots = {}
+
+    # -------------------------------------------------------------- open
+    if groups("open"):
+        rows = []
+        plot = []
+        for g in groups("open"):
+            for s in subjects("open", g):
+                k = ("open", g, s)
+                items = RUNS[k][0][2]
+                per = fmt_time(med(k) / items) if s.startswith("tensio") and items else ""
+                rows.append([g, s] + stats(k) + [per, fr(ratio("open", g, s, "base:read")),
+                                                 fr(ratio("open", g, s, "base:np.load"))])
+                plot.append((g, s, med(k) * 1e3))
+        md.append("## 1. Open + list\n\nOpen the file and read every tensor's name, dtype, "
+                  "shape and size (no data). Baselines: `read()` of the whole file into memory, "
+                  "and `np.load(mmap_mode=\"r\")` of an .npy of the same size (one array).\n")
+        md.append(table(["file", "subject", "median", "min", "max", "per tensor",
+                         "vs read", "vs np.load"], rows))
+        one = [med(k) for k in RUNS if k[0] == "open" and k[2].startswith("tensio")
+               and RUNS[k][0][2] == 1]
+        if one:
+            goals.add("open + list, 1 tensor", "< 1 ms", fmt_time(max(one)),
+                      max(one) < 1e-3, "slowest format")
+        many = [(med(k) / RUNS[k][0][2], k) for k in RUNS if k[0] == "open"
+                and k[2].startswith("tensio") and RUNS[k][0][2] > 1]
+        if many:
+            worst = max(many)
+            goals.add("open + list, many tensors", "O(tensors), not O(bytes)",
+                      f"{fmt_time(worst[0])} per tensor", True,
+                      f"slowest: {worst[1][2]} ({worst[1][1]})")
+        plots["open"] = plot
+
+    # -------------------------------------------------------------- scan
+    if groups("scan"):
+        rows = []
+        plot = []
+        worst = None
+        for g in groups("scan"):
+            for s in subjects("scan", g):
+                k = ("scan", g, s)
+                r = ratio("scan", g, s, "base:memcpy")
+                rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", fr(r)])
+                plot.append((g, s, rate(k)))
+                if s.startswith("tensio"):
+                    worst = lowest(worst, r, s, g)
+        md.append("## 2. Read all data + checksum\n\nOpen, then a 64-bit checksum "
+                  "(Fletcher-style, 4 lanes) of every tensor's bytes through the views the "
+                  "library hands out, then free. Baselines: `memcpy` of the same number of "
+                  "bytes between two buffers already in memory, and the checksum alone over "
+                  "a buffer in memory. GB/s = 10⁹ bytes of tensor data per second.\n")
+        md.append(table(["file", "subject", "median", "min", "max", "GB/s", "vs memcpy"], rows))
+        goals.ratio("read + checksum", "≥ 0.8× memcpy", worst, 0.8)
+        plots["scan"] = plot
+    if groups("sha256"):
+        rows = []
+        for g in groups("sha256"):
+            for s in subjects("sha256", g):
+                k = ("sha256", g, s)
+                rows.append([g, s] + stats(k) + [f"{rate(k):.2f}",
+                                                 fr(ratio("sha256", g, s, "base:openssl-mem"))])
+        md.append("\nSHA-256 of every tensor (`tio_tensor_sha256`), against OpenSSL's "
+                  "`EVP_Digest` over the same bytes already in memory:\n")
+        md.append(table(["file", "subject", "median", "min", "max", "GB/s", "vs OpenSSL"], rows))
+
+    # -------------------------------------------------------------- write
+    if groups("write"):
+        rows = []
+        plot = []
+        worst = None
+        for g in groups("write"):
+            base = "base:write+fsync" if g.endswith("+fsync") else "base:write"
+            for s in subjects("write", g):
+                k = ("write", g, s)
+                r = ratio("write", g, s, base)
+                rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", fr(r)])
+                plot.append((g, s, rate(k)))
+                if s.startswith("tensio") and not g.endswith("+fsync"):
+                    worst = lowest(worst, r, s, g)
+        md.append("## 3. Write\n\n`tio_save` of the same tensors (borrowed from memory) in "
+                  "each format. It writes a temporary file and renames it over the target; "
+                  "rows without `+fsync` use `TIO_SAVE_NO_SYNC` and are compared with "
+                  "`open` + `write()` + `close` of the same number of bytes, the `+fsync` rows "
+                  "with the library's default (fsync of the file and its directory) against "
+                  "`write()` + `fsync()`. Dirty pages are flushed (untimed) before each "
+                  "repetition. GB/s counts the bytes of the file written.\n")
+        md.append(table(["tensors", "subject", "median", "min", "max", "GB/s", "vs write()"],
+                        rows))
+        goals.ratio("write each format", "≥ 0.8× write()", worst, 0.8)
+        plots["write"] = plot
+
+    # -------------------------------------------------------------- convert
+    if groups("convert"):
+        rows = []
+        plot = []
+        worst = None
+        worst_mem = None
+        for g in groups("convert"):
+            for s in subjects("convert", g):
+                k = ("convert", g, s)
+                fa = FACTS.get(k, {})
+                mib = lambda key: f"{int(fa.get(key, 0)) / 1024:.1f}"
+                r = ratio("convert", g, s, "base:cp")
+                rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", fr(r), mib("peak_anon_kib"),
+                                                 mib("peak_file_kib"), mib("peak_shmem_kib"),
+                                                 mib("maxrss_kib")])
+                plot.append((g, s, rate(k)))
+                if s.startswith("tensio"):
+                    worst = lowest(worst, r, s, g)
+                    anon = int(fa.get("peak_anon_kib", 0)) / 1024
+                    if worst_mem is None or anon > worst_mem[0]:
+                        worst_mem = (anon, s, g)
+        md.append("## 4. Convert\n\nA separate process per repetition: `tensio:lib` is "
+                  "`tio_open` + `tio_save` (`TIO_SAVE_NO_SYNC`, names dropped where the "
+                  "target has none), `tensio:cli` is `tensio convert --no-sync`, `base:cp` is "
+                  "`cp` of the input file. Memory is sampled from /proc/PID/status every "
+                  "0.5 ms (peaks, MiB); max RSS is the kernel's high-water mark. File pages "
+                  "are the input's mapping: page cache, shared and reclaimable, not "
+                  "allocated. GB/s counts the bytes of the file written.\n")
+        md.append(table(["conversion", "subject", "median", "min", "max", "GB/s", "vs cp",
+                         "anon", "file", "shmem", "max RSS"], rows))
+        goals.ratio("convert", "≥ 0.7× cp", worst, 0.7)
+        if worst_mem:
+            goals.add("convert, peak anonymous memory", "< 64 MiB",
+                      f"{worst_mem[0]:.1f} MiB", worst_mem[0] < 64,
+                      f"largest: {worst_mem[1]} ({worst_mem[2]})")
+        plots["convert"] = plot
+
+    # -------------------------------------------------------------- zmq
+    if groups("zmq"):
+        rows = []
+        plot = []
+        worst_big = worst_small = None
+        for g in groups("zmq"):
+            for s in subjects("zmq", g):
+                k = ("zmq", g, s)
+                n = statistics.median(r[2] for r in RUNS[k])
+                r = ratio("zmq", g, s, "base:libzmq")
+                rows.append([g, s] + stats(k) + [f"{rate(k, 1e6):.0f}", f"{n / med(k):.0f}", fr(r)])
+                plot.append((g, s, rate(k, 1e6)))
+                if s.startswith("tensio"):
+                    size = RUNS[k][0][1] // max(RUNS[k][0][2], 1)
+                    if size >= 65536:
+                        worst_big = lowest(worst_big, r, s, g)
+                    if size <= 1024:
+                        worst_small = lowest(worst_small, r, s, g)
+        md.append("## 5. ZeroMQ over loopback\n\nPUSH → PULL over tcp://127.0.0.1, one "
+                  "tensor per message; each repetition moves N messages (a byte budget) "
+                  "and is timed until the receiver has the last one. `base:libzmq` moves the "
+                  "same payload with raw libzmq; `alt:python-tensorcom` is a Python "
+                  "sender/receiver (pyzmq + NumPy) doing tensorcom's framing. The median "
+                  "columns are per repetition.\n")
+        md.append(table(["tensor", "subject", "median", "min", "max", "MB/s", "msg/s",
+                         "vs libzmq"], rows))
+        goals.ratio("zmq ≥ 64 KiB", "≥ 0.9× libzmq", worst_big, 0.9)
+        goals.ratio("zmq 1 KiB", "≥ 0.8× libzmq", worst_small, 0.8)
+        plots["zmq"] = plot
+
+    # -------------------------------------------------------------- model
+    if groups("model"):
+        rows = []
+        plot = []
+        worst = None
+        for g in groups("model"):
+            k = ("model", g, "tensio")
+            fa = FACTS.get(k, {})
+            nodes, values = int(fa.get("nodes", 0)), int(fa.get("values", 0))
+            objs = max(nodes + values, 1)
+            per = med(k) / objs
+            rows.append([g, nodes, values, fa.get("constants", "?"),
+                         f"{int(fa.get('file_bytes', 0)) / 1048576:.1f} MiB"] + stats(k) +
+                        [fmt_time(per)])
+            plot.append((g, objs, med(k) * 1e3))
+            if worst is None or per > worst[0]:
+                worst = (per, g)
+        md.append("## 6. Model files\n\nOpen + enumerate every node (op, inputs, outputs, "
+                  "attributes) and every value; for a constant its tensor's name, dtype, "
+                  "shape and size (the data are not read). The vector models, then "
+                  "generated ones (a chain of Add nodes, one constant each).\n")
+        md.append(table(["model", "nodes", "values", "constants", "file", "median", "min",
+                         "max", "per node+value"], rows))
+        if worst:
+            goals.add("models", "O(nodes)", f"≤ {fmt_time(worst[0])} per node+value", True,
+                      f"slowest per object: {worst[1]}")
+        plots["model"] = plot
+
+    head = ["# tensio benchmarks: latest run\n",
+            "Written by `make bench` (bench/run.sh, bench/report.py); how to read and "
+            "reproduce it: docs/performance.md. Ratios are baseline median time / tensio "
+            "median time, both measured in this run: above 1.0 tensio is faster.\n",
+            "## Machine\n", table(["", ""], mach),
+            "\nPage cache: **warm** for every file case (each file is read once after it "
+            "is written, and a warm-up repetition precedes the timed ones), except where a "
+            "row says otherwise.\n",
+            "## Goals\n", table(["case", "goal", "measured", "", "note"], goals.rows),
+            "\n![plot](latest.png)\n"]
+    with open(os.path.join(outdir, "latest.md"), "w") as f:
+        f.write("\n".join(head + md) + "\n")
+    gnuplot(plots, outdir)
+
+
+# ------------------------------------------------------------------ plot
+def write_hist(path, plot, groups_order):
+    """Rows: subjects; columns: groups."""
+    subs = []
+    for (_g, s, _v) in plot:
+        if s not in subs:
+            subs.append(s)
+    val = {(g, s): v for (g, s, v) in plot}
+    with open(path, "w") as f:
+        f.write("subject\t" + "\t".join(f'"{g}"' for g in groups_order) + "\n")
+        for s in subs:
+            f.write(f'"{s}"\t' + "\t".join(
+                f"{val[(g, s)]:.6g}" if (g, s) in val else "NaN" for g in groups_order) + "\n")
+    return len(groups_order)
+
+
+def gnuplot(plots, outdir):
+    if not shutil.which("gnuplot"):
+        print("report.py: gnuplot not found: no latest.png", file=sys.stderr)
+        return
+    tmp = os.path.join(outdir, ".plot")
+    os.makedirs(tmp, exist_ok=True)
+    gp = ['set terminal pngcairo size 1800,1100 font "DejaVu Sans,10" noenhanced',
+          f'set output "{os.path.join(outdir, "latest.png")}"',
+          'set multiplot layout 2,3 title "tensio benchmarks (bench/results/latest.md)"',
+          'set style data histograms', 'set style histogram clustered gap 1',
+          'set style fill solid 0.85 border -1', 'set boxwidth 0.9',
+          'set key top left font ",8"', 'set grid ytics', 'set xtics rotate by -30 font ",8"']
+    for name, title, ylabel, logy in [
+            ("open", "1. open + list (ms, log scale; lower is better)", "ms", True),
+            ("scan", "2. read + checksum (GB/s)", "GB/s", False),
+            ("write", "3. write (GB/s of file)", "GB/s", False),
+            ("convert", "4. convert (GB/s of output)", "GB/s", False)]:
+        plot = plots.get(name)
+        if not plot:
+            gp.append('set title "%s: not run"; unset key; plot 0 notitle; set key' % title)
+            continue
+        order = []
+        for (g, _s, _v) in plot:
+            if g not in order:
+                order.append(g)
+        path = os.path.join(tmp, name + ".dat")
+        ncol = write_hist(path, plot, order)
+        gp.append(f'set title "{title}"')
+        gp.append(f'set ylabel "{ylabel}"')
+        gp.append("set logscale y" if logy else "unset logscale y")
+        gp.append("set yrange [*:*]" if logy else "set yrange [0:*]")
+        cols = ", ".join(f'"{path}" using {i + 2}:xtic(1) title columnheader({i + 2})'
+                         for i in range(ncol))
+        gp.append(f"plot {cols}")
+    gp.append("unset logscale y")
+    # zmq: MB/s against tensor size, one line per subject
+    plot = plots.get("zmq")
+    if plot:
+        subs = []
+        for (_g, s, _v) in plot:
+            if s not in subs:
+                subs.append(s)
+        order = []
+        for (g, _s, _v) in plot:
+            if g not in order:
+                order.append(g)
+        path = os.path.join(tmp, "zmq.dat")
+        val = {(g, s): v for (g, s, v) in plot}
+        with open(path, "w") as f:
+            for g in order:
+                f.write(f'{order.index(g)}\t"{g}"\t' + "\t".join(
+                    f"{val[(g, s)]:.6g}" if (g, s) in val else "NaN" for s in subs) + "\n")
+        gp += ['set style data linespoints', 'set title "5. ZeroMQ loopback (MB/s)"',
+               'set ylabel "MB/s"', 'set logscale y', 'set yrange [*:*]']
+        gp.append("plot " + ", ".join(
+            f'"{path}" using 1:{i + 3}:xtic(2) title "{s}" lw 2' for i, s in enumerate(subs)))
+        gp.append("unset logscale y")
+    else:
+        gp.append('set title "5. ZeroMQ: not run"; plot 0 notitle')
+    plot = plots.get("model")
+    if plot:
+        path = os.path.join(tmp, "model.dat")
+        with open(path, "w") as f:
+            for (g, objs, ms) in plot:
+                f.write(f'{objs}\t{ms:.6g}\t"{g}"\n')
+        gp += ['set style data points', 'set title "6. models: open + enumerate (ms) vs '
+               'nodes+values"', 'set xlabel "nodes + values"', 'set ylabel "ms"',
+               'set logscale xy', 'set xtics auto rotate by 0', 'set yrange [*:*]',
+               f'plot "{path}" using 1:2 title "tensio" pt 7 ps 1.5, '
+               f'"{path}" using 1:2:3 with labels offset 0,1 font ",7" notitle']
+    else:
+        gp.append('set title "6. models: not run"; plot 0 notitle')
+    gp.append("unset multiplot")
+    script = os.path.join(tmp, "plot.gp")
+    with open(script, "w") as f:
+        f.write("\n".join(gp) + "\n")
+    r = subprocess.run(["gnuplot", script], capture_output=True, text=True)
+    if r.returncode != 0:
+        print("report.py: gnuplot failed:\n" + r.stderr, file=sys.stderr)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# make bench: generates the data, runs every case of bench/tio_bench (each
+# repetition timed after a warm-up), then writes bench/results/latest.md and
+# latest.png through bench/report.py and gnuplot. See docs/performance.md.
+#
+# usage: bench/run.sh BUILD_DIR
+# environment (defaults in brackets):
+#   BENCH_DIR      where data files go [/dev/shm/tensio-bench when /dev/shm is a
+#                  tmpfs with 6 GiB free, else BUILD_DIR/data]; the report names
+#                  its file system. Every bench-* file made there is removed.
+#   BENCH_SIZE     bytes of each data file [1G]
+#   BENCH_TENSORS  tensors in the many-tensor files [10000]
+#   BENCH_REPS     timed repetitions [5]      BENCH_WARMUP  untimed first [1]
+#   BENCH_CASES    [open scan sha256 write durable convert zmq model]
+#   BENCH_FORMATS  [btf tenbin zio rten tmfile]
+#   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated model [500M, 1000]
+#   BENCH_ZMQ_SIZES [1K,4K,16K,64K,256K,1M,4M,16M]   BENCH_ZMQ_BUDGET [256M]
+#   BENCH_OUT      results directory [bench/results]
+#   BENCH_CHECK    set: tio_bench --check (verify results; used by bench_smoke)
+set -euo pipefail
+BUILD=${1:?usage: bench/run.sh BUILD_DIR}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "$BUILD" && pwd)
+B="$BUILD/bench/tio_bench"
+CLI="$BUILD/tensio"
+PY=/usr/bin/python3
+# tmpfs by default: the cases then measure tensio and the page cache, not the
+# virtual disk's write-back (see docs/performance.md).
+if [ -z "${BENCH_DIR:-}" ] && [ "$(df -PT /dev/shm 2>/dev/null | awk 'NR==2 {print $2}')" = tmpfs ] &&
+   [ "$(df -Pk /dev/shm | awk 'NR==2 {print $4}')" -gt $((6 * 1024 * 1024)) ]; then
+  BENCH_DIR=/dev/shm/tensio-bench
+fi
+DATA=${BENCH_DIR:-$BUILD/data}
+SIZE=${BENCH_SIZE:-1G}
+MANY=${BENCH_TENSORS:-10000}
+REPS=${BENCH_REPS:-5}
+WARM=${BENCH_WARMUP:-1}
+CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model}
+FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile}
+MSIZE=${BENCH_MODEL_SIZE:-500M}
+MCONSTS=${BENCH_MODEL_CONSTS:-1000}
+ZSIZES=${BENCH_ZMQ_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M}
+ZBUDGET=${BENCH_ZMQ_BUDGET:-256M}
+OUT=${BENCH_OUT:-$ROOT/bench/results}
+
+[ -x "$B" ] || { echo "run.sh: $B missing (make bench builds it)" >&2; exit 1; }
+mkdir -p "$DATA" "$OUT"
+DATA=$(cd "$DATA" && pwd)
+RAW="$OUT/latest.tsv"
+T="$B --reps $REPS --warmup $WARM${BENCH_CHECK:+ --check}"
+: >"$RAW"
+trap 'rm -f "$DATA"/bench-*' EXIT
+
+has() { [[ " $CASES " == *" $1 "* ]]; }
+ext() { case $1 in btf) echo btf ;; tenbin) echo ten ;; zio) echo zmsg ;; rten) echo rten ;;
+  tmfile) echo tmfile ;; esac; }
+# Where each format's many-tensor file is converted to.
+convert_to() { case $1 in btf) echo tenbin ;; tenbin) echo btf ;; zio) echo tenbin ;;
+  rten) echo tenbin ;; tmfile) echo btf ;; esac; }
+run() { echo "+ $*" >&2; "$@" >>"$RAW"; }
+step() { echo "== $*" >&2; }
+
+# ------------------------------------------------------------ the machine
+{
+  echo "date	$(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "cpu	$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  echo "cores	$(nproc)"
+  echo "memory	$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+  echo "kernel	$(uname -r)"
+  echo "filesystem	$(df -PT "$DATA" | awk 'NR==2 {print $2}') ($DATA)"
+  echo "compiler	$(grep -m1 CMAKE_C_COMPILER: "$BUILD/CMakeCache.txt" | cut -d= -f2) ($(grep -m1 CMAKE_BUILD_TYPE: "$BUILD/CMakeCache.txt" | cut -d= -f2))"
+  echo "libzmq	$(pkg-config --modversion libzmq 2>/dev/null || echo '?')"
+  echo "numpy	$($PY -c 'import numpy; print(numpy.__version__)' 2>/dev/null || echo '?')"
+  echo "pyzmq	$($PY -c 'import zmq; print(zmq.__version__)' 2>/dev/null || echo '?')"
+  echo "tensio	$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+  echo "reps	$REPS timed after $WARM warm-up"
+  echo "size	$SIZE per data file, $MANY tensors in the many-tensor files"
+} >"$OUT/machine.tsv"
+cat "$OUT/machine.tsv" >&2
+
+one="1 tensor"
+many="$MANY tensors"
+
+# ------------------------------------------------------------ baselines
+if has open; then
+  step "baselines for open: read the whole file, np.load(mmap_mode=r)"
+  run "$B" gen --format npy --size "$SIZE" --out "$DATA/bench-base.npy"
+  cat "$DATA/bench-base.npy" >/dev/null
+  run $T files readall "$DATA/bench-base.npy" --group "$one"
+  run $T files readall "$DATA/bench-base.npy" --group "$many"
+  if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null; then
+    run $PY "$ROOT/bench/py/np_open.py" "$DATA/bench-base.npy" --group "$one" --group "$many" \
+      --reps "$REPS" --warmup "$WARM"
+  else
+    echo "run.sh: no numpy under $PY: the np.load baseline is skipped" >&2
+  fi
+  rm -f "$DATA/bench-base.npy"
+fi
+if has scan; then
+  step "baseline for scan: memcpy and checksum in memory"
+  run $T files memcpy --bytes "$SIZE" --group "$one"
+  run $T files memcpy --bytes "$SIZE" --group "$many"
+fi
+
+# ------------------------------------------------------------ per format
+for f in $FORMATS; do
+  e=$(ext "$f")
+  f1="$DATA/bench-1.$e"
+  fm="$DATA/bench-many.$e"
+  if has open || has scan || has sha256 || has convert; then
+    step "$f: generate $one and $many"
+    run "$B" gen --format "$f" --size "$SIZE" --tensors 1 --out "$f1"
+    run "$B" gen --format "$f" --size "$SIZE" --tensors "$MANY" --out "$fm"
+    cat "$f1" "$fm" >/dev/null # warm the page cache
+  fi
+  if has open; then
+    run $T files open "$f1" --group "$one"
+    run $T files open "$fm" --group "$many"
+  fi
+  if has scan; then
+    run $T files scan "$f1" --group "$one"
+    run $T files scan "$fm" --group "$many"
+  fi
+  if has sha256 && [ "$f" = btf ]; then
+    run $T files sha256 "$fm" --group "$many"
+  fi
+  if has convert; then
+    to=$(convert_to "$f")
+    o="$DATA/bench-out.$(ext "$to")"
+    g="$f→$to"
+    run $T files spawn --case convert --group "$g" --subject "tensio:lib" --out "$o" --warm "$SIZE" -- \
+      "$B" files convert-once "$fm" "$o" "$to"
+    if [ "$f" = btf ]; then
+      run $T files spawn --case convert --group "$g" --subject "tensio:cli" --out "$o" --warm "$SIZE" -- \
+        "$CLI" convert --no-sync --drop-names --to "$to" "$fm" "$o"
+    fi
+    run $T files spawn --case convert --group "$g" --subject "base:cp" --out "$o" --warm "$SIZE" -- \
+      cp "$fm" "$o"
+  fi
+  rm -f "$f1" "$fm"
+  if has write; then
+    step "$f: write $many"
+    run $T files write --format "$f" --size "$SIZE" --tensors "$MANY" \
+      --out "$DATA/bench-w.$e" --group "$many"
+  fi
+  if has durable; then
+    run $T files write --format "$f" --size "$SIZE" --tensors "$MANY" \
+      --out "$DATA/bench-w.$e" --group "$many+fsync" --sync
+  fi
+done
+
+# ------------------------------------------------------------ ZeroMQ
+if has zmq; then
+  step "zmq loopback: tensio against raw libzmq and Python tensorcom"
+  run $T zmq --sizes "$ZSIZES" --budget "$ZBUDGET"
+  if [ -x "$PY" ] && $PY -c 'import zmq, numpy' 2>/dev/null; then
+    run $PY "$ROOT/bench/py/tensorcom_bench.py" --sizes "$ZSIZES" --budget "$ZBUDGET" \
+      --reps "$REPS" --warmup "$WARM"
+  else
+    echo "run.sh: no pyzmq/numpy under $PY: the Python tensorcom baseline is skipped" >&2
+  fi
+fi
+
+# ------------------------------------------------------------ models
+if has model; then
+  step "models: the vectors, then $MCONSTS constants in $MSIZE"
+  V="$ROOT/../shared/vectors"
+  [ -d "$V" ] || V="$ROOT/tests/vectors"
+  mapfile -t models < <(find "$V/rten" "$V/tmfile" -maxdepth 2 -type f \
+    \( -name '*.rten' -o -name '*.tmfile' \) ! -path '*malformed*' 2>/dev/null | sort)
+  [ ${#models[@]} -gt 0 ] && run $T model "${models[@]}"
+  for f in rten tmfile; do
+    m="$DATA/bench-model.$f"
+    run "$B" gen --format "$f" --size "$MSIZE" --tensors "$MCONSTS" --out "$m"
+    cat "$m" >/dev/null
+    run $T model --group-prefix "generated-" "$m"
+    rm -f "$m"
+  done
+fi
+
+step "report"
+$PY "$ROOT/bench/report.py" "$RAW" "$OUT/machine.tsv" "$OUT"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The bench_smoke test: bench/run.sh end to end on tiny data (1 MiB files,
+# 10 tensors, 1 KiB and 64 KiB messages, one repetition), with tio_bench's
+# --check, into a scratch directory. It asserts that every case ran and the
+# report has every section; it never looks at a time.
+# usage: bench/smoke.sh BUILD_DIR SCRATCH_DIR
+set -euo pipefail
+BUILD=$1
+OUT=$2
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf "$OUT"
+mkdir -p "$OUT/data" "$OUT/results"
+BENCH_DIR="$OUT/data" BENCH_OUT="$OUT/results" BENCH_SIZE=1M BENCH_TENSORS=10 \
+  BENCH_REPS=1 BENCH_WARMUP=0 BENCH_CHECK=1 BENCH_MODEL_SIZE=1M BENCH_MODEL_CONSTS=10 \
+  BENCH_ZMQ_SIZES=1K,64K BENCH_ZMQ_BUDGET=1M \
+  bash "$ROOT/bench/run.sh" "$BUILD" 2>"$OUT/run.log" || { cat "$OUT/run.log"; exit 1; }
+md="$OUT/results/latest.md"
+fail=0
+for section in "## Goals" "## 1. Open + list" "## 2. Read all data" "## 3. Write" \
+               "## 4. Convert" "## 5. ZeroMQ" "## 6. Model files"; do
+  grep -qF "$section" "$md" || { echo "bench_smoke: no '$section' in $md"; fail=1; }
+done
+for f in btf zio tenbin rten tmfile; do
+  grep -q "tensio:$f" "$md" || { echo "bench_smoke: nothing measured for $f"; fail=1; }
+done
+for s in base:read base:memcpy base:write base:cp base:libzmq tensio:zio tensio:tensorcom; do
+  grep -qF "$s" "$md" || { echo "bench_smoke: no $s row"; fail=1; }
+done
+# no data file left behind
+if ls "$OUT/data"/bench-* >/dev/null 2>&1; then echo "bench_smoke: data left"; fail=1; fi
+[ $fail = 0 ] && echo "bench_smoke: every case ran; report complete ($md)"
+exit $fail

@@ -1,0 +1,125 @@
+/* tio_bench: timing, output lines, checksum, options. */
+#include "bench.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double bn_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bn_emit(const char *cas, const char *group, const char *subject, double seconds,
+             uint64_t bytes, uint64_t items) {
+    printf("R\t%s\t%s\t%s\t%.9f\t%" PRIu64 "\t%" PRIu64 "\n", cas, group, subject, seconds,
+           bytes, items);
+    fflush(stdout);
+}
+
+void bn_fact(const char *cas, const char *group, const char *subject, const char *key,
+             const char *fmt, ...) {
+    va_list ap;
+    printf("M\t%s\t%s\t%s\t%s\t", cas, group, subject, key);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+int bn_fail(const char *fmt, ...) {
+    va_list ap;
+    fputs("tio_bench: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 1;
+}
+
+static inline uint64_t load64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* Fletcher-style over 64-bit words, in 4 independent lanes so the compiler
+ * vectorises it (util.c is built with -O3): a_k += w, b_k += a_k. Catches
+ * changed, swapped and moved words; runs near memory bandwidth. */
+uint64_t bn_checksum(const void *p, size_t n, uint64_t acc) {
+    const unsigned char *b = p;
+    uint64_t a[4] = {acc, acc, acc, acc}, s[4] = {0, 0, 0, 0};
+    while (n >= 32) {
+        for (int k = 0; k < 4; k++) {
+            a[k] += load64(b + 8 * k);
+            s[k] += a[k];
+        }
+        b += 32;
+        n -= 32;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, b, n);
+    uint64_t h = tail ^ (uint64_t)n;
+    for (int k = 0; k < 4; k++) {
+        h = (h ^ a[k]) * UINT64_C(0x9E3779B97F4A7C15);
+        h = (h ^ s[k]) * UINT64_C(0xC2B2AE3D27D4EB4F);
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+void bn_fill(void *p, size_t n, uint64_t seed) {
+    unsigned char *b = p;
+    uint64_t s = seed ? seed : 1;
+    while (n >= 8) {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        uint64_t v = s * UINT64_C(2685821657736338717);
+        memcpy(b, &v, 8);
+        b += 8;
+        n -= 8;
+    }
+    while (n--) *b++ = (unsigned char)(s >>= 8);
+}
+
+uint64_t bn_parse_size(const char *s) {
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s) return 0;
+    uint64_t mul = 1;
+    switch (*end) {
+    case 'K': case 'k': mul = 1024; break;
+    case 'M': case 'm': mul = 1024 * 1024; break;
+    case 'G': case 'g': mul = 1024 * 1024 * 1024; break;
+    case '\0': return v;
+    default: return 0;
+    }
+    return (uint64_t)v * mul;
+}
+
+void bn_size_label(uint64_t n, char *out, size_t cap) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (u < 4 && n >= 1024 && n % 1024 == 0) {
+        n /= 1024;
+        u++;
+    }
+    snprintf(out, cap, "%" PRIu64 "%s", n, unit[u]);
+}
+
+const char *bn_opt(int argc, char **argv, const char *name, const char *def) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0) return argv[i + 1];
+    return def;
+}
+
+int bn_flag(int argc, char **argv, const char *name) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], name) == 0) return 1;
+    return 0;
+}
