@@ -8,12 +8,10 @@
  *   files memcpy --bytes N --group G          baselines: memcpy N bytes, checksum N
  *                                             bytes in memory
  *   files write --format F --size B --tensors N --out PATH --group G [--sync]
- *                                             alternating with a raw write of the same
- *                                             bytes (base:write), each repetition
- *                                             tio_save of N borrowed tensors, with
- *                                             TIO_SAVE_NO_SYNC unless --sync
- *   files rawwrite --size B --out PATH --group G [--sync]
- *                                             baseline: open + write() [+ fsync] + close
+ *                                             tio_save of N borrowed tensors (with
+ *                                             TIO_SAVE_NO_SYNC unless --sync), each
+ *                                             repetition after a raw write() of the
+ *                                             same bytes (base:write[+fsync])
  *   files spawn --case C --group G --subject S --out PATH [--warm B] -- CMD ARGS...
  *       runs CMD once per repetition (PATH removed before each) and reports its
  *       wall time and its peak memory, sampled from /proc/PID/status: RssAnon,
@@ -326,39 +324,6 @@ static int cmd_write(bn_ctx *x, int argc, char **argv, const char *group) {
     return 0;
 }
 
-static int cmd_rawwrite(bn_ctx *x, int argc, char **argv, const char *group) {
-    const char *out = bn_opt(argc, argv, "--out", NULL);
-    uint64_t size = bn_parse_size(bn_opt(argc, argv, "--size", "0"));
-    if (!out || !size) return bn_fail("rawwrite: --out --size");
-    unsigned char *data = bn_big_alloc((size_t)size);
-    if (!data) return bn_fail("rawwrite: cannot allocate");
-    bn_fill(data, (size_t)size, 1);
-    int durable = bn_flag(argc, argv, "--sync");
-    for (int r = -x->warmup; r < x->reps; r++) {
-        unlink(out);
-        sync();
-        double t0 = bn_now();
-        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) return bn_fail("%s: %s", out, strerror(errno));
-        uint64_t done = 0;
-        while (done < size) {
-            size_t m = size - done > (1u << 30) ? (1u << 30) : (size_t)(size - done);
-            ssize_t k = write(fd, data + done, m);
-            if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) return bn_fail("%s: write: %s", out, strerror(errno));
-            done += (uint64_t)k;
-        }
-        if (durable && fsync(fd) != 0) return bn_fail("%s: fsync: %s", out, strerror(errno));
-        if (close(fd) != 0) return bn_fail("%s: close: %s", out, strerror(errno));
-        double t1 = bn_now();
-        if (r >= 0)
-            bn_emit("write", group, durable ? "base:write+fsync" : "base:write", t1 - t0, size, 1);
-    }
-    bn_big_free(data, (size_t)size);
-    unlink(out);
-    return 0;
-}
-
 /* ------------------------------------------------------------ spawn */
 
 typedef struct mem_peak {
@@ -465,7 +430,6 @@ int bn_cmd_files(bn_ctx *x, int argc, char **argv) {
     if (strcmp(what, "memcpy") == 0)
         return cmd_memcpy(x, bn_parse_size(bn_opt(argc, argv, "--bytes", "0")), group);
     if (strcmp(what, "write") == 0) return cmd_write(x, argc, argv, group);
-    if (strcmp(what, "rawwrite") == 0) return cmd_rawwrite(x, argc, argv, group);
     if (strcmp(what, "spawn") == 0) return cmd_spawn(x, argc, argv);
     if (strcmp(what, "convert-once") == 0 && argc > 4)
         return cmd_convert_once(argv[2], argv[3], argv[4]);
