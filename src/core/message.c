@@ -7,14 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A message of a few parts (one or two tensors) needs no allocation beyond
+ * the struct: the first parts and owned buffers are listed in it, and small
+ * copies (headers, coordinates) are kept in its arena. */
+#define MSG_INLINE_PARTS 8u
+#define MSG_INLINE_OWNED 4u
+#define MSG_ARENA 192u
+
 struct tio_message {
     _Atomic size_t refs;        /* the caller's + one per frame lent to libzmq */
-    tio_part *parts;
+    tio_part *parts;            /* parts_inl or a heap array */
     size_t count, cap;
-    void **owned;               /* buffers the message frees */
+    void **owned;               /* buffers the message frees (owned_inl or heap) */
     size_t owned_count, owned_cap;
     const tio_container *lent;  /* the container whose data parts point into */
     uint64_t total;
+    size_t arena_used;
+    tio_part parts_inl[MSG_INLINE_PARTS];
+    void *owned_inl[MSG_INLINE_OWNED];
+    _Alignas(16) uint8_t arena[MSG_ARENA];
 };
 
 /* ------------------------------------------------------------- decoding */
@@ -142,9 +153,11 @@ int tio_open_parts(const tio_part *parts, size_t count, const tio_open_options *
 
 static int msg_push(tio_message *m, const void *data, size_t n, tio_error *err) {
     if (m->count == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 8;
-        tio_part *np = realloc(m->parts, cap * sizeof *np);
+        size_t cap = m->cap * 2;
+        tio_part *np = m->parts == m->parts_inl ? malloc(cap * sizeof *np)
+                                                : realloc(m->parts, cap * sizeof *np);
         if (!np) return tio__nomem(err, NULL);
+        if (m->parts == m->parts_inl) memcpy(np, m->parts_inl, sizeof m->parts_inl);
         m->parts = np;
         m->cap = cap;
     }
@@ -158,12 +171,14 @@ static int msg_push(tio_message *m, const void *data, size_t n, tio_error *err) 
 
 int tio__msg_add_owned(tio_message *m, void *buf, size_t n, tio_error *err) {
     if (m->owned_count == m->owned_cap) {
-        size_t cap = m->owned_cap ? m->owned_cap * 2 : 8;
-        void **no = realloc(m->owned, cap * sizeof *no);
+        size_t cap = m->owned_cap * 2;
+        void **no = m->owned == m->owned_inl ? malloc(cap * sizeof *no)
+                                             : realloc(m->owned, cap * sizeof *no);
         if (!no) {
             free(buf);
             return tio__nomem(err, NULL);
         }
+        if (m->owned == m->owned_inl) memcpy(no, m->owned_inl, sizeof m->owned_inl);
         m->owned = no;
         m->owned_cap = cap;
     }
@@ -172,6 +187,13 @@ int tio__msg_add_owned(tio_message *m, void *buf, size_t n, tio_error *err) {
 }
 
 int tio__msg_add_copy(tio_message *m, const void *data, size_t n, tio_error *err) {
+    if (n <= MSG_ARENA - m->arena_used) { /* small: into the arena */
+        uint8_t *a = m->arena + m->arena_used;
+        if (n) memcpy(a, data, n);
+        m->arena_used += (n + 15) & ~(size_t)15;
+        if (m->arena_used > MSG_ARENA) m->arena_used = MSG_ARENA;
+        return msg_push(m, a, n, err);
+    }
     void *b = malloc(n ? n : 1);
     if (!b) return tio__nomem(err, NULL);
     if (n) memcpy(b, data, n);
@@ -201,8 +223,8 @@ void tio__message_ref(tio_message *m) {
 void tio__message_unref(tio_message *m) {
     if (!m || atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1) return;
     for (size_t i = 0; i < m->owned_count; i++) free(m->owned[i]);
-    free(m->owned);
-    free(m->parts);
+    if (m->owned != m->owned_inl) free(m->owned);
+    if (m->parts != m->parts_inl) free(m->parts);
     /* releases the hold taken when data were lent */
     tio_container_free((tio_container *)(uintptr_t)m->lent);
     free(m);
@@ -220,9 +242,18 @@ int tio_message_encode(const tio_container *c, const tio_save_options *opts,
     if (!f) return tio__err(err, TIO_E_FORMAT, NULL, -1, "unknown format '%s'", opts->format);
     if (!f->write)
         return tio__err(err, TIO_E_UNSUPPORTED, f->name, -1, "%s cannot be written", f->name);
-    tio_message *m = calloc(1, sizeof *m);
+    tio_message *m = malloc(sizeof *m); /* the arena and inline lists need no zeroing */
     if (!m) return tio__nomem(err, f->name);
     atomic_init(&m->refs, 1);
+    m->parts = m->parts_inl;
+    m->count = 0;
+    m->cap = MSG_INLINE_PARTS;
+    m->owned = m->owned_inl;
+    m->owned_count = 0;
+    m->owned_cap = MSG_INLINE_OWNED;
+    m->lent = NULL;
+    m->total = 0;
+    m->arena_used = 0;
     tio_write_plan *p = NULL;
     int rc = tio__plan_create(c, opts, f, &p, err);
     if (rc == TIO_OK) {

@@ -414,25 +414,30 @@ static int tb_parse_header(tio_read_ctx *ctx, size_t index, const tb_chunk *ch, 
     return TIO_OK;
 }
 
-/* The byte size of the array a parsed header describes, overflow-checked. */
+/* The byte size of the array a parsed header describes, overflow-checked.
+ * (The shape text for messages is made only when there is an error.) */
 static int tb_header_nbytes(const tb_header *h, size_t index, const tb_chunk *hch,
-                            char *shape, size_t shape_cap, uint64_t *numel_out,
-                            uint64_t *nbytes_out, tio_error *err) {
+                            uint64_t *numel_out, uint64_t *nbytes_out, tio_error *err) {
     int64_t at = hch->frame ? -1 : (int64_t)hch->off;
     size_t esize = tio_dtype_size(h->dtype);
-    tio__shape_str(h->dims, h->rank, shape, shape_cap);
+    char shape[96];
     uint64_t numel = 1, nbytes;
     for (size_t d = 0; d < h->rank; d++) {
-        if (tio__mul64_ovf(numel, (uint64_t)h->dims[d], &numel) || numel > (uint64_t)INT64_MAX)
+        if (tio__mul64_ovf(numel, (uint64_t)h->dims[d], &numel) ||
+            numel > (uint64_t)INT64_MAX) {
+            tio__shape_str(h->dims, h->rank, shape, sizeof shape);
             return tio__err(err, TIO_E_OVERFLOW, TB_FMT, at,
                             "array %zu: %s: the element count of shape %s overflows int64",
                             index, hch->where, shape);
+        }
     }
     if (tio__mul64_ovf(numel, esize, &nbytes) || nbytes > (uint64_t)INT64_MAX ||
-        nbytes > SIZE_MAX)
+        nbytes > SIZE_MAX) {
+        tio__shape_str(h->dims, h->rank, shape, sizeof shape);
         return tio__err(err, TIO_E_OVERFLOW, TB_FMT, at,
                         "array %zu: %s: the byte size of %s %s overflows", index, hch->where,
                         tio_dtype_name(h->dtype), shape);
+    }
     *numel_out = numel;
     *nbytes_out = nbytes;
     return TIO_OK;
@@ -463,17 +468,19 @@ static int tb_read_array(tio_read_ctx *ctx, tio_cursor *cur, size_t index, tb_he
     if (rc) return rc;
     char shape[96];
     uint64_t numel, nbytes;
-    rc = tb_header_nbytes(h, index, &hch, shape, sizeof shape, &numel, &nbytes, err);
+    rc = tb_header_nbytes(h, index, &hch, &numel, &nbytes, err);
     if (rc) return rc;
     rc = tb_read_chunk(ctx, cur, index, false, &dch, err);
     if (rc) return rc;
-    if ((uint64_t)dch.len != nbytes)
+    if ((uint64_t)dch.len != nbytes) {
+        tio__shape_str(h->dims, h->rank, shape, sizeof shape);
         return tio__err(err, TIO_E_CORRUPT, TB_FMT, (int64_t)(dch.off + 8),
                         "array %zu: %s holds %zu bytes, expected %llu (%s %s: %llu elements "
                         "of %zu bytes)",
                         index, dch.where, dch.len, (unsigned long long)nbytes,
                         tio_dtype_name(h->dtype), shape, (unsigned long long)numel,
                         tio_dtype_size(h->dtype));
+    }
     return tb_add_array(ctx, h, dch.p, dch.len, (int64_t)hch.off, err);
 }
 
@@ -516,7 +523,15 @@ static int tb_read_parts(tio_read_ctx *ctx, const tio_rpart *parts, size_t n,
         hch.len = hp->size;
         hch.p = hp->data;
         hch.frame = true;
-        snprintf(hch.where, sizeof hch.where, "header frame %zu", 2 * i);
+        { /* "header frame <2i>", without snprintf: this runs once per array received */
+            static const char pre[] = "header frame ";
+            char digits[24];
+            size_t nd = 0;
+            for (size_t v = 2 * i; nd == 0 || v; v /= 10) digits[nd++] = (char)('0' + v % 10);
+            memcpy(hch.where, pre, sizeof pre - 1);
+            for (size_t k = 0; k < nd; k++) hch.where[sizeof pre - 1 + k] = digits[nd - 1 - k];
+            hch.where[sizeof pre - 1 + nd] = 0;
+        }
         tio_read_ctx sub = *ctx;
         sub.data = hp->data;
         sub.size = hp->size;
@@ -526,15 +541,16 @@ static int tb_read_parts(tio_read_ctx *ctx, const tio_rpart *parts, size_t n,
         char shape[96];
         uint64_t numel = 0, nbytes = 0;
         int rc = tb_parse_header(&sub, i, &hch, &h, err);
-        if (rc == TIO_OK)
-            rc = tb_header_nbytes(&h, i, &hch, shape, sizeof shape, &numel, &nbytes, err);
-        if (rc == TIO_OK && (uint64_t)dp->size != nbytes)
+        if (rc == TIO_OK) rc = tb_header_nbytes(&h, i, &hch, &numel, &nbytes, err);
+        if (rc == TIO_OK && (uint64_t)dp->size != nbytes) {
+            tio__shape_str(h.dims, h.rank, shape, sizeof shape);
             rc = tio__err(err, TIO_E_CORRUPT, TB_FMT, -1,
                           "array %zu: data frame %zu holds %zu bytes, expected %llu (%s %s: "
                           "%llu elements of %zu bytes)",
                           i, 2 * i + 1, dp->size, (unsigned long long)nbytes,
                           tio_dtype_name(h.dtype), shape, (unsigned long long)numel,
                           tio_dtype_size(h.dtype));
+        }
         if (rc == TIO_OK) rc = tb_add_array(ctx, &h, dp->data, dp->size, dp->offset, err);
         tb_header_free(&h);
         if (rc) return rc;

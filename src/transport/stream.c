@@ -17,6 +17,8 @@
 
 /* Parts at least this large are lent to libzmq; smaller ones are copied. */
 #define LEND_MIN 1024u
+/* Frames of a message handled without a heap array (send and receive). */
+#define FRAMES_INLINE 8u
 #define DEFAULT_LINGER_MS 1000
 /* ZeroMQ routing ids are 1..255 bytes. */
 #define ID_MAX 255u
@@ -27,6 +29,7 @@ struct tio_stream {
     void *sock;
     tio_socket_type type;
     tio_proto proto;
+    const tio_format_desc *codec; /* the receiving codec (proto ZIO/TENSORCOM), or NULL */
     int tensorcom;          /* opened with a tensorcom scheme */
     unsigned flags;         /* TIO_STREAM_* */
     int timeout_ms;         /* 0 = forever */
@@ -243,6 +246,8 @@ int tio_stream_open(const char *endpoint, const tio_stream_options *opts, tio_st
     }
     s->type = type;
     s->proto = o.proto;
+    if (o.proto == TIO_PROTO_ZIO) s->codec = tio__format_find("zio");
+    else if (o.proto == TIO_PROTO_TENSORCOM) s->codec = tio__format_find("tenbin");
     s->tensorcom = u.tensorcom;
     s->flags = o.flags;
     s->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 0;
@@ -440,7 +445,8 @@ int tio_stream_send(tio_stream *s, const tio_container *c, const tio_save_option
                         so.format);
     }
     size_t n = nenv + np;
-    zmq_msg_t *f = calloc(n ? n : 1, sizeof *f);
+    zmq_msg_t fstack[FRAMES_INLINE];
+    zmq_msg_t *f = n <= FRAMES_INLINE ? fstack : malloc(n * sizeof *f);
     if (!f) {
         tio_message_free(m);
         return tio__nomem(err, NULL);
@@ -500,7 +506,7 @@ int tio_stream_send(tio_stream *s, const tio_container *c, const tio_save_option
     /* frames libzmq did not take are still ours: closing a lent one drops its
      * hold on the message */
     for (size_t i = sent; i < ready; i++) zmq_msg_close(&f[i]);
-    free(f);
+    if (f != fstack) free(f);
     uint64_t bytes = tio_message_size(m);
     tio_message_free(m);
     if (rc) return rc;
@@ -511,17 +517,28 @@ int tio_stream_send(tio_stream *s, const tio_container *c, const tio_save_option
 
 /* --------------------------------------------------------------- receive */
 
-/* The frames of one received message: the container's backing. */
+/* The frames of one received message: the container's backing. The first
+ * FRAMES_INLINE live in the struct itself (one allocation per message). */
 typedef struct frames {
-    zmq_msg_t *m;
+    zmq_msg_t *m; /* inl, or a heap array */
     size_t n, cap;
+    zmq_msg_t inl[FRAMES_INLINE];
 } frames;
+
+static frames *frames_new(void) {
+    frames *fr = malloc(sizeof *fr); /* the frames are initialised as they arrive */
+    if (!fr) return NULL;
+    fr->m = fr->inl;
+    fr->n = 0;
+    fr->cap = FRAMES_INLINE;
+    return fr;
+}
 
 static void frames_free(void *p) {
     frames *fr = p;
     if (!fr) return;
     for (size_t i = 0; i < fr->n; i++) zmq_msg_close(&fr->m[i]);
-    free(fr->m);
+    if (fr->m != fr->inl) free(fr->m);
     free(fr);
 }
 
@@ -529,7 +546,7 @@ static void frames_free(void *p) {
  * the frames are moved into the new array with zmq_msg_move. */
 static int frames_grow(frames *fr) {
     if (fr->n < fr->cap) return 0;
-    size_t cap = fr->cap ? fr->cap * 2 : 8;
+    size_t cap = fr->cap * 2;
     zmq_msg_t *nm = malloc(cap * sizeof *nm);
     if (!nm) return -1;
     for (size_t i = 0; i < fr->n; i++) {
@@ -537,7 +554,7 @@ static int frames_grow(frames *fr) {
         zmq_msg_move(&nm[i], &fr->m[i]);
         zmq_msg_close(&fr->m[i]);
     }
-    free(fr->m);
+    if (fr->m != fr->inl) free(fr->m);
     fr->m = nm;
     fr->cap = cap;
     return 0;
@@ -594,12 +611,17 @@ static int bad_message(tio_stream *s, uint64_t index, size_t nframes, int rc, ti
 
 static int set_prop_u64(tio_container *c, const char *key, uint64_t v, tio_error *err) {
     char buf[24];
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
-    return tio__kv_set(&c->props, key, buf, err);
+    char *p = buf + sizeof buf;
+    *--p = 0;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return tio__kv_set(&c->props, key, p, err);
 }
 
 static int recv_message(tio_stream *s, tio_container **out, tio_error *e) {
-    frames *fr = calloc(1, sizeof *fr);
+    frames *fr = frames_new();
     if (!fr) return tio__nomem(e, NULL);
     /* at most 2 frames per tensor, 2 header frames and 1 for the envelope */
     uint64_t max = s->limits.max_tensors;
@@ -674,7 +696,8 @@ static int recv_message(tio_stream *s, tio_container **out, tio_error *e) {
         return bad_message(s, index, 0, TIO_E_TRUNCATED, e);
     }
 
-    tio_rpart *rp = calloc(n, sizeof *rp);
+    tio_rpart rstack[FRAMES_INLINE];
+    tio_rpart *rp = n <= FRAMES_INLINE ? rstack : malloc(n * sizeof *rp);
     if (!rp) {
         frames_free(fr);
         return tio__nomem(e, NULL);
@@ -686,12 +709,11 @@ static int recv_message(tio_stream *s, tio_container **out, tio_error *e) {
         rp[i].data = rp[i].size ? (const uint8_t *)zmq_msg_data(m) : empty;
         rp[i].offset = -1;
     }
-    const tio_format_desc *codec = NULL;
+    const tio_format_desc *codec = s->codec; /* found once, at open */
     if (s->proto == TIO_PROTO_ZIO || s->proto == TIO_PROTO_TENSORCOM) {
         const char *name = s->proto == TIO_PROTO_ZIO ? "zio" : "tenbin";
-        codec = tio__format_find(name);
         if (!codec) {
-            free(rp);
+            if (rp != rstack) free(rp);
             frames_free(fr);
             tio__err(e, TIO_E_FORMAT, NULL, -1, "the %s format is not available", name);
             return bad_message(s, index, n, TIO_E_FORMAT, e);
@@ -704,7 +726,7 @@ static int recv_message(tio_stream *s, tio_container **out, tio_error *e) {
     tio_container *c = NULL;
     /* the container takes the frames (or frees them at once on failure) */
     rc = tio__open_rparts(codec, rp, n, &oo, fr, frames_free, &c, e);
-    free(rp);
+    if (rp != rstack) free(rp);
     if (rc) return bad_message(s, index, n, rc, e);
 
     const char *proto = c->format ? c->format : "";
