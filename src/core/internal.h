@@ -140,10 +140,19 @@ uint64_t tio__sink_pos(const tio_sink *s);
 
 /* --------------------------------------------------------- metadata */
 
+/* Ordered string pairs. Keys and first values are packed into chunks (a
+ * container read from a message sets ten or so properties: one allocation,
+ * not twenty); keys, values and `loose` share one array block. A value that
+ * replaces a shorter one gets an allocation of its own (loose[i]), freed when
+ * it is replaced in turn, so memory stays bounded by what is held. A value is
+ * valid until its key is set again or the kv is freed. Zeroed = empty. */
+struct tio_kv_chunk;
 typedef struct tio_kv {
     char **keys;
     char **values;
+    unsigned char *loose; /* values[i] is its own allocation */
     size_t count, cap;
+    struct tio_kv_chunk *chunks; /* newest first */
 } tio_kv;
 void tio__kv_free(tio_kv *kv);
 int tio__kv_set(tio_kv *kv, const char *key, const char *value, tio_error *err);

@@ -1,0 +1,116 @@
+/* tio_kv: ordered pairs packed into chunks, replacements in place or loose.
+ * Order, lookups, replacement (shorter, longer, self, overlapping), many
+ * entries across chunks and array growth, values larger than a chunk, and
+ * that replacing a value again and again holds one allocation for it. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static void set_ok(tio_kv *kv, const char *k, const char *v) {
+    tio_error e;
+    assert_int_equal(tio__kv_set(kv, k, v, &e), TIO_OK);
+}
+
+static void test_order_and_replace(void **state) {
+    (void)state;
+    tio_kv kv;
+    memset(&kv, 0, sizeof kv);
+    assert_null(tio__kv_get(&kv, "a"));
+    set_ok(&kv, "a", "1");
+    set_ok(&kv, "b", "22");
+    set_ok(&kv, "c", "");
+    assert_int_equal(kv.count, 3);
+    assert_string_equal(tio__kv_get(&kv, "b"), "22");
+    set_ok(&kv, "b", "3");                     /* shorter: in place */
+    assert_string_equal(tio__kv_get(&kv, "b"), "3");
+    assert_int_equal(kv.loose[1], 0);
+    set_ok(&kv, "b", "a longer value than before"); /* its own allocation */
+    assert_string_equal(tio__kv_get(&kv, "b"), "a longer value than before");
+    assert_int_equal(kv.loose[1], 1);
+    set_ok(&kv, "b", tio__kv_get(&kv, "b"));       /* itself */
+    set_ok(&kv, "b", tio__kv_get(&kv, "b") + 2);   /* overlapping its old bytes */
+    assert_string_equal(tio__kv_get(&kv, "b"), "longer value than before");
+    set_ok(&kv, "c", "was empty");
+    assert_int_equal(kv.count, 3); /* replacing keeps the order and count */
+    assert_string_equal(kv.keys[0], "a");
+    assert_string_equal(kv.keys[1], "b");
+    assert_string_equal(kv.keys[2], "c");
+    assert_string_equal(kv.values[2], "was empty");
+    assert_string_equal(tio__kv_get(&kv, "a"), "1");
+    tio_error e;
+    assert_int_equal(tio__kv_set(&kv, NULL, "x", &e), TIO_E_ARGUMENT);
+    assert_int_equal(tio__kv_set(&kv, "x", NULL, &e), TIO_E_ARGUMENT);
+    assert_null(tio__kv_get(&kv, NULL));
+    tio__kv_free(&kv);
+    assert_int_equal(kv.count, 0);
+    assert_null(kv.keys);
+    tio__kv_free(&kv); /* twice is harmless */
+}
+
+static void test_many(void **state) {
+    (void)state;
+    tio_kv kv;
+    memset(&kv, 0, sizeof kv);
+    char k[32], v[64];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(k, sizeof k, "key%d", i);
+        snprintf(v, sizeof v, "value %d %s", i, i % 7 ? "" : "with a little more text");
+        set_ok(&kv, k, v);
+    }
+    char *big = malloc(100000); /* larger than a chunk */
+    assert_non_null(big);
+    memset(big, 'x', 99999);
+    big[99999] = 0;
+    set_ok(&kv, "big", big);
+    set_ok(&kv, "after", "small");
+    assert_int_equal(kv.count, 2002);
+    for (int i = 0; i < 2000; i++) {
+        snprintf(k, sizeof k, "key%d", i);
+        snprintf(v, sizeof v, "value %d %s", i, i % 7 ? "" : "with a little more text");
+        assert_string_equal(kv.keys[i], k);
+        assert_string_equal(tio__kv_get(&kv, k), v);
+    }
+    assert_string_equal(tio__kv_get(&kv, "big"), big);
+    assert_string_equal(tio__kv_get(&kv, "after"), "small");
+    free(big);
+    tio__kv_free(&kv);
+}
+
+/* Growing a value 10,000 times: each replacement frees the loose value it
+ * replaces (under ASan, one that is not would be reported as a leak). */
+static void test_replace_often(void **state) {
+    (void)state;
+    tio_kv kv;
+    memset(&kv, 0, sizeof kv);
+    set_ok(&kv, "k", "");
+    char *v = malloc(10002);
+    assert_non_null(v);
+    for (int i = 1; i <= 10000; i++) {
+        memset(v, 'a' + i % 26, (size_t)i);
+        v[i] = 0;
+        set_ok(&kv, "k", v);
+        assert_int_equal(kv.loose[0], 1);
+        assert_int_equal(strlen(tio__kv_get(&kv, "k")), (size_t)i);
+    }
+    set_ok(&kv, "k", "short again");
+    assert_string_equal(tio__kv_get(&kv, "k"), "short again");
+    free(v);
+    tio__kv_free(&kv);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_order_and_replace),
+        cmocka_unit_test(test_many),
+        cmocka_unit_test(test_replace_often),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
