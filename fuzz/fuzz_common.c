@@ -173,9 +173,7 @@ void fz_roundtrip_file(const uint8_t *data, size_t size, const char *format) {
     tio_container_free(c1);
 }
 
-#define FZ_MAX_PARTS 64
-
-static size_t split_parts(const uint8_t *data, size_t size, tio_part *parts) {
+size_t fz_split_parts(const uint8_t *data, size_t size, tio_part *parts) {
     size_t n = 0, pos = 0;
     while (n < FZ_MAX_PARTS - 1 && size - pos >= 2) {
         size_t len = (size_t)data[pos] | (size_t)data[pos + 1] << 8;
@@ -196,7 +194,7 @@ static size_t split_parts(const uint8_t *data, size_t size, tio_part *parts) {
 
 void fz_roundtrip_parts(const uint8_t *data, size_t size, const char *format) {
     tio_part parts[FZ_MAX_PARTS];
-    size_t np = split_parts(data, size, parts);
+    size_t np = fz_split_parts(data, size, parts);
     tio_open_options o = {0};
     o.format = format;
     tio_container *c1 = NULL;

@@ -32,4 +32,8 @@ void fz_roundtrip_file(const uint8_t *data, size_t size, const char *format);
  * and its bytes; the last part takes what is left. */
 void fz_roundtrip_parts(const uint8_t *data, size_t size, const char *format);
 
+/* That split: at most FZ_MAX_PARTS parts into parts[]; returns the count. */
+#define FZ_MAX_PARTS 64
+size_t fz_split_parts(const uint8_t *data, size_t size, tio_part *parts);
+
 #endif

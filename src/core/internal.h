@@ -218,6 +218,15 @@ int tio__container_add_view(tio_container *c, const tio_tensor_desc *d,
 
 /* ------------------------------------------------------------ reading */
 
+/* Internal flag bits, for tests only (not in tensio.h): a format with a fast
+ * path for common input (ZIO's plain label) takes its general path instead,
+ * so a test can check the two agree. */
+#define TIO__OPEN_GENERAL_ONLY 0x80000000u /* in tio_open_options.flags */
+#define TIO__SAVE_GENERAL_ONLY 0x80000000u /* in tio_save_options.flags */
+/* ... or only the fast path: input it does not take is TIO_E_UNSUPPORTED. */
+#define TIO__OPEN_FAST_ONLY 0x40000000u
+#define TIO__SAVE_FAST_ONLY 0x40000000u
+
 typedef struct tio_read_ctx {
     const uint8_t *data;
     size_t size;

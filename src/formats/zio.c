@@ -625,8 +625,13 @@ static int zio_prop(tio_container *c, const char *key, const char *value, tio_er
 
 static int zio_prop_u64(tio_container *c, const char *key, uint64_t v, tio_error *err) {
     char buf[24];
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
-    return zio_prop(c, key, buf, err);
+    char *p = buf + sizeof buf;
+    *--p = '\0';
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return zio_prop(c, key, p, err);
 }
 
 /* Stores a metadata entry (tensor or container) as a string. */
@@ -1012,6 +1017,202 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
     return TIO_OK;
 }
 
+/* ------------------------------------------------ label fast path (read) */
+
+/* Most labels are the plain kind tensio and ZIO write for unnamed tensors:
+ * {"TENS":{"tensors":[{"dtype":"f","part":0,"shape":[256],"word":4},...]}}
+ * with only those keys. zio_label_fast reads such a label without jansson
+ * (which costs more than the rest of receiving a small message). It accepts
+ * a subset of what the general path accepts (keys without escapes, integers
+ * in plain decimal, no metadata, no other keys, at most ZIO_FAST_TENSORS
+ * tensors of rank <= ZIO_FAST_RANK, everything valid), and builds the same
+ * container; the native state differs only in holding no parsed JSON, which
+ * the writer reads as "no other keys". Anything else, including every
+ * error, goes to the general path, which then reports it. */
+#define ZIO_FAST_TENSORS 8u
+#define ZIO_FAST_RANK 8u
+#define ZIO_FAST_NO (-1) /* not a plain label: use the general path */
+
+typedef struct zio_scan {
+    const uint8_t *p, *end;
+} zio_scan;
+
+typedef struct zio_fent {
+    const struct zio_kind *kind;
+    size_t rank;
+    int64_t dims[ZIO_FAST_RANK];
+    bool has_part, has_shape, has_word, has_dtype;
+    uint64_t part, word;
+    uint8_t dtype;
+} zio_fent;
+
+static void zs_ws(zio_scan *s) {
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static bool zs_ch(zio_scan *s, char c) {
+    zs_ws(s);
+    if (s->p < s->end && *s->p == (uint8_t)c) {
+        s->p++;
+        return true;
+    }
+    return false;
+}
+
+/* A string of printable ASCII without escapes: its bytes [*out, *out + *len). */
+static bool zs_str(zio_scan *s, const uint8_t **out, size_t *len) {
+    if (!zs_ch(s, '"')) return false;
+    const uint8_t *q = s->p;
+    while (s->p < s->end && *s->p != '"') {
+        if (*s->p < 0x20 || *s->p > 0x7e || *s->p == '\\') return false;
+        s->p++;
+    }
+    if (s->p >= s->end) return false;
+    *out = q;
+    *len = (size_t)(s->p - q);
+    s->p++;
+    return true;
+}
+
+/* "key": */
+static bool zs_key(zio_scan *s, const char *key) {
+    const uint8_t *k;
+    size_t n;
+    return zs_str(s, &k, &n) && n == strlen(key) && memcmp(k, key, n) == 0 && zs_ch(s, ':');
+}
+
+/* An integer >= 0 that jansson reads as an integer: 0 or [1-9][0-9]*, at
+ * most 18 digits (so it fits int64), not followed by a fraction or exponent. */
+static bool zs_uint(zio_scan *s, uint64_t *v) {
+    zs_ws(s);
+    const uint8_t *q = s->p;
+    uint64_t x = 0;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9') {
+        if (s->p - q >= 18) return false;
+        x = x * 10 + (uint64_t)(*s->p - '0');
+        s->p++;
+    }
+    size_t nd = (size_t)(s->p - q);
+    if (nd == 0 || (nd > 1 && *q == '0')) return false;
+    if (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E')) return false;
+    *v = x;
+    return true;
+}
+
+/* One entry of TENS.tensors with the keys dtype, word, shape and part only. */
+static bool zio_fast_entry(zio_scan *s, zio_fent *e) {
+    memset(e, 0, sizeof *e);
+    if (!zs_ch(s, '{')) return false;
+    do {
+        const uint8_t *k;
+        size_t n;
+        if (!zs_str(s, &k, &n) || !zs_ch(s, ':')) return false;
+        if (n == 5 && memcmp(k, "dtype", 5) == 0 && !e->has_dtype) {
+            const uint8_t *v;
+            size_t vl;
+            if (!zs_str(s, &v, &vl) || vl != 1) return false;
+            e->dtype = v[0];
+            e->has_dtype = true;
+        } else if (n == 4 && memcmp(k, "word", 4) == 0 && !e->has_word) {
+            if (!zs_uint(s, &e->word)) return false;
+            e->has_word = true;
+        } else if (n == 4 && memcmp(k, "part", 4) == 0 && !e->has_part) {
+            if (!zs_uint(s, &e->part)) return false;
+            e->has_part = true;
+        } else if (n == 5 && memcmp(k, "shape", 5) == 0 && !e->has_shape) {
+            if (!zs_ch(s, '[')) return false;
+            if (!zs_ch(s, ']')) {
+                do {
+                    uint64_t d;
+                    if (e->rank == ZIO_FAST_RANK || !zs_uint(s, &d)) return false;
+                    e->dims[e->rank++] = (int64_t)d;
+                } while (zs_ch(s, ','));
+                if (!zs_ch(s, ']')) return false;
+            }
+            e->has_shape = true;
+        } else {
+            return false; /* another key, or a repeated one */
+        }
+    } while (zs_ch(s, ','));
+    return zs_ch(s, '}') && e->has_dtype && e->has_word && e->has_shape;
+}
+
+/* TIO_OK when the label was read here, ZIO_FAST_NO for the general path, or
+ * an allocation failure. */
+static int zio_label_fast(zio_reader *r, const uint8_t *label, size_t llen, tio_error *err) {
+    tio_read_ctx *ctx = r->ctx;
+    zio_fent ent[ZIO_FAST_TENSORS];
+    size_t nt = 0;
+    zio_scan s = {label, label + llen};
+    /* depth: label 1, TENS 2, tensors 3, entry 4, shape 5, dims 6 */
+    if (ctx->limits.max_depth < 6 || (ctx->flags & TIO__OPEN_GENERAL_ONLY)) return ZIO_FAST_NO;
+    if (!zs_ch(&s, '{') || !zs_key(&s, "TENS") || !zs_ch(&s, '{') ||
+        !zs_key(&s, "tensors") || !zs_ch(&s, '['))
+        return ZIO_FAST_NO;
+    do {
+        if (nt == ZIO_FAST_TENSORS || !zio_fast_entry(&s, &ent[nt])) return ZIO_FAST_NO;
+        nt++;
+    } while (zs_ch(&s, ','));
+    if (!zs_ch(&s, ']') || !zs_ch(&s, '}') || !zs_ch(&s, '}')) return ZIO_FAST_NO;
+    zs_ws(&s);
+    if (s.p != s.end) return ZIO_FAST_NO;
+    if ((uint64_t)nt > ctx->limits.max_tensors || nt > r->npayload) return ZIO_FAST_NO;
+
+    /* everything the general path checks, without side effects yet */
+    size_t pis[ZIO_FAST_TENSORS];
+    for (size_t i = 0; i < nt; i++) {
+        zio_fent *e = &ent[i];
+        if (e->rank > ctx->limits.max_rank) return ZIO_FAST_NO;
+        for (size_t k = 0; k < ZIO_NKINDS && !e->kind; k++)
+            if ((uint8_t)zio_kinds[k].kind == e->dtype && zio_kinds[k].word == e->word)
+                e->kind = &zio_kinds[k];
+        if (!e->kind) return ZIO_FAST_NO;
+        uint64_t pi = e->has_part ? e->part : i;
+        if (pi >= r->npayload) return ZIO_FAST_NO;
+        for (size_t j = 0; j < i; j++)
+            if (pis[j] == pi) return ZIO_FAST_NO;
+        pis[i] = (size_t)pi;
+        uint64_t numel = 1, nbytes;
+        for (size_t d = 0; d < e->rank; d++)
+            if (tio__mul64_ovf(numel, (uint64_t)e->dims[d], &numel) ||
+                numel > (uint64_t)INT64_MAX)
+                return ZIO_FAST_NO;
+        if (tio__mul64_ovf(numel, e->kind->word, &nbytes) || nbytes > (uint64_t)INT64_MAX ||
+            (uint64_t)r->parts[ZIO_HEADER_PARTS + pi].size != nbytes)
+            return ZIO_FAST_NO;
+    }
+
+    /* the tensors, as zio_tensor adds them */
+    zio_native *st = r->st;
+    st->tensors_present = true;
+    st->ts = calloc(nt, sizeof *st->ts);
+    if (!st->ts) return tio__nomem(err, ZIO_FMT);
+    for (size_t i = 0; i < nt; i++) {
+        const zio_fent *e = &ent[i];
+        const tio_rpart *dp = &r->parts[ZIO_HEADER_PARTS + pis[i]];
+        tio_tensor_desc desc;
+        memset(&desc, 0, sizeof desc);
+        desc.dtype = e->kind->dtype;
+        desc.rank = e->rank;
+        desc.shape = e->dims;
+        desc.layout = TIO_LAYOUT_DENSE;
+        desc.data = dp->data;
+        desc.nbytes = dp->size;
+        int rc = tio__container_add_view(ctx->c, &desc, zio_at(dp, 0), ZIO_FMT, err);
+        if (rc) return rc;
+        r->used[pis[i]] = i;
+        zio_tstate *ts = &st->ts[st->nts++];
+        ts->t = ctx->c->tensors[ctx->c->count - 1];
+        ts->part = pis[i];
+        ts->part_explicit = e->has_part;
+        ts->keep_layout = true;
+        ts->entry = NULL; /* no keys but the standard ones */
+        ts->meta = NULL;
+    }
+    return TIO_OK;
+}
+
 /* The label: TENS.tensors and TENS.metadata. */
 static int zio_label(zio_reader *r, const uint8_t *label, size_t llen, tio_error *err) {
     tio_read_ctx *ctx = r->ctx;
@@ -1024,6 +1225,10 @@ static int zio_label(zio_reader *r, const uint8_t *label, size_t llen, tio_error
         return zio_lerr(r, err, TIO_E_LIMIT,
                         "the label is %zu bytes, more than the header limit of %llu bytes",
                         llen, (unsigned long long)ctx->limits.max_header_bytes);
+    int frc = zio_label_fast(r, label, llen, err);
+    if (frc != ZIO_FAST_NO) return frc;
+    if (ctx->flags & TIO__OPEN_FAST_ONLY)
+        return zio_lerr(r, err, TIO_E_UNSUPPORTED, "not a plain label (fast path only)");
     json_error_t je;
     json_t *root = json_loadb((const char *)label, llen, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
                               &je);
@@ -1173,6 +1378,7 @@ static int zio_decode(tio_read_ctx *ctx, const tio_rpart *parts, size_t n, tio_e
     }
 
     zio_reader r;
+    size_t used_small[ZIO_FAST_TENSORS];
     memset(&r, 0, sizeof r);
     r.ctx = ctx;
     r.parts = parts;
@@ -1180,7 +1386,8 @@ static int zio_decode(tio_read_ctx *ctx, const tio_rpart *parts, size_t n, tio_e
     r.st = st;
     r.label_off = zio_at(p0, ZIO_PREFIX_LEN);
     if (r.npayload) {
-        r.used = malloc(r.npayload * sizeof *r.used); /* bounded by the parts given */
+        /* bounded by the parts given; on the stack for a few */
+        r.used = r.npayload <= ZIO_FAST_TENSORS ? used_small : malloc(r.npayload * sizeof *r.used);
         if (!r.used) return tio__nomem(err, ZIO_FMT);
         for (size_t k = 0; k < r.npayload; k++) r.used[k] = SIZE_MAX;
     }
@@ -1200,7 +1407,7 @@ static int zio_decode(tio_read_ctx *ctx, const tio_rpart *parts, size_t n, tio_e
             u->size = parts[ZIO_HEADER_PARTS + k].size;
         }
     }
-    free(r.used);
+    if (r.used != used_small) free(r.used);
     free(r.text.p);
     if (rc) return rc;
 
@@ -1492,7 +1699,7 @@ static json_t *zio_entry(const tio_wtensor *w, const zio_tstate *ts, size_t part
     json_t *e = json_object();
     if (!e) return NULL;
     bool ok = true;
-    if (ts) {
+    if (ts && ts->entry) { /* NULL when read by zio_label_fast: no other keys */
         const char *key;
         json_t *v;
         json_object_foreach(ts->entry, key, v) {
@@ -1528,6 +1735,63 @@ static json_t *zio_entry(const tio_wtensor *w, const zio_tstate *ts, size_t part
     return e;
 }
 
+/* ------------------------------------------------ label fast path (write) */
+
+/* An integer as zj_dump writes it ("%lld"). */
+static void zj_int(zbuf *b, int64_t v) {
+    char tmp[24];
+    char *p = tmp + sizeof tmp;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) *--p = '-';
+    zb_put(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+/* Whether the label is the plain one: a container built here (no label
+ * read from a message), without metadata. Tensor names are fine. */
+static bool zio_plain(const tio_write_plan *p, const zio_native *nat) {
+    const tio_container *c = tio__plan_container(p);
+    if (nat || c->meta.count) return false;
+    size_t n = tio__plan_count(p);
+    for (size_t i = 0; i < n; i++)
+        if (tio__plan_tensor(p, i)->src->meta.count) return false;
+    return true;
+}
+
+/* The plain label, byte for byte what zio_prepare's JSON gives for it (keys
+ * sorted: dtype, metadata, part, shape, word; every part explicit). */
+static void zio_label_plain(zbuf *b, const tio_write_plan *p) {
+    size_t n = tio__plan_count(p);
+    zb_puts(b, "{\"TENS\":{\"tensors\":[");
+    for (size_t i = 0; i < n; i++) {
+        const tio_wtensor *w = tio__plan_tensor(p, i);
+        const struct zio_kind *kind = zio_kind_of(w->dtype);
+        char head[16] = "{\"dtype\":\"?\",";
+        head[10] = kind->kind;
+        if (i) zb_putc(b, ',');
+        zb_puts(b, head);
+        if (w->name && w->name[0]) {
+            zb_puts(b, "\"metadata\":{\"name\":");
+            zj_string(b, w->name, strlen(w->name));
+            zb_puts(b, "},");
+        }
+        zb_puts(b, "\"part\":");
+        zj_int(b, (int64_t)i);
+        zb_puts(b, ",\"shape\":[");
+        for (size_t d = 0; d < w->rank; d++) {
+            if (d) zb_putc(b, ',');
+            zj_int(b, w->shape[d]);
+        }
+        zb_puts(b, "],\"word\":");
+        zj_int(b, kind->word);
+        zb_putc(b, '}');
+    }
+    zb_puts(b, "]}}");
+}
+
 /* Builds part 0 (prefix + label), part 1 and the payload layout. */
 static int zio_prepare(tio_write_plan *p, zio_out *o, tio_error *err) {
     memset(o, 0, sizeof *o);
@@ -1550,6 +1814,20 @@ static int zio_prepare(tio_write_plan *p, zio_out *o, tio_error *err) {
     for (size_t k = 0; k < o->npayload; k++) o->slots[k].tensor = SIZE_MAX;
     for (size_t i = 0; i < n; i++) o->slots[reuse ? nat->ts[i].part : i].tensor = i;
     for (size_t u = 0; u < nup; u++) o->slots[reuse ? nat->up[u].index : n + u].up = &nat->up[u];
+
+    if (zio_plain(p, nat) && !(tio__plan_flags(p) & TIO__SAVE_GENERAL_ONLY)) {
+        /* no JSON values to build */
+        char lv = (char)('0' + h.level);
+        o->prefix.p = malloc(256); /* room for a label of a few tensors */
+        if (o->prefix.p) o->prefix.cap = 256;
+        zb_put(&o->prefix, "ZIO", 3);
+        zb_put(&o->prefix, &lv, 1);
+        zb_put(&o->prefix, h.form, 4);
+        zio_label_plain(&o->prefix, p);
+        return o->prefix.failed ? tio__nomem(err, ZIO_FMT) : TIO_OK;
+    }
+    if (tio__plan_flags(p) & TIO__SAVE_FAST_ONLY)
+        return tio__err(err, TIO_E_UNSUPPORTED, ZIO_FMT, -1, "not a plain label (fast path only)");
 
     /* the label */
     zbuf scratch = {0};
