@@ -2,20 +2,30 @@
  * against raw libzmq moving the same payload bytes in the same run.
  *
  *   tio_bench [--reps N] [--warmup N] [--check] zmq [--sizes 1K,64K,...]
- *             [--budget BYTES] [--subjects raw,zio,tensorcom,...] [--shared-ctx]
+ *             [--budget BYTES] [--subjects raw,zio,tensorcom,...] [--sessions S]
+ *             [--shared-ctx | --pin]
  *
  * For each size and subject: a receiver (PULL, bound to tcp://127.0.0.1:*)
  * runs in a thread of its own, the sender (PUSH, connected) in the main
- * thread. All subjects of a size are set up together and their rounds run
+ * thread. Each socket has its own libzmq context (one I/O thread each, as
+ * two processes would have, and as tio_stream_open does by default); with
+ * --shared-ctx both ends of every subject share one context instead. With
+ * --pin the sender's thread and its context's I/O thread run on CPU 0, the
+ * receiver's on CPU 1 (ZMQ_THREAD_AFFINITY_CPU_ADD; tensio's streams then
+ * get contexts made here, one each, through tio_stream_options.zmq_context).
+ *
+ * All subjects of a size are set up together and their rounds run
  * interleaved (round r of every subject in turn, the order rotating), so
- * that changes in the machine's load hit every subject alike. Each socket has its own libzmq context (one I/O thread each, as two
- * processes would have, and as tio_stream_open does by default); with
- * --shared-ctx both ends of every subject share one context instead.
- * One untimed message first brings the connection up, then x->warmup untimed
- * and x->reps timed rounds of N messages each, N = clamp(budget / size, 64,
- * 100000). A round is timed from just before the first send to the receiver
- * having the last message (CLOCK_MONOTONIC), and the sender starts a round
- * only once the receiver has finished the previous one.
+ * that changes in the machine's load hit every subject alike. The timed
+ * rounds are spread over S sessions (default: one per timed round), each
+ * with new contexts, sockets, connections and threads. In each session one
+ * untimed message first brings the connections up, then x->warmup untimed
+ * rounds and the session's share of the x->reps timed rounds run, of N
+ * messages each: N = clamp(budget / size, 64, 100000) (default budget
+ * 1 GiB, about 0.1 to 0.5 s a round here). A round is timed from just
+ * before the first send to the receiver having the last message
+ * (CLOCK_MONOTONIC); the sender starts a round only once the receiver has
+ * finished the previous one.
  *
  * Subjects (the payload is `size` bytes of pseudo-random data, sent from
  * one buffer that is reused for every message):
@@ -29,9 +39,10 @@
  *   base:libzmq-2frames  (--subjects raw2) tensorcom's framing without tensio:
  *                        a 32-byte header frame (zmq_send, copied), then the
  *                        payload lent as for base:libzmq
- *   base:libzmq-3frames  (--subjects raw3) ZIO's framing without tensio: a
- *                        prefix frame of a ZIO label's size (copied), a 24-byte
- *                        coordinate frame (copied), then the payload lent
+ *   base:libzmq-3frames  (--subjects raw3) ZIO's framing without tensio: an
+ *                        85-byte prefix frame (tensio's for one 1-D tensor;
+ *                        copied), a 24-byte coordinate frame (copied), then
+ *                        the payload lent
  *   tensio:zio           tio_stream_send of one container holding one float32
  *                        tensor [size/4] (uint8 [size] if size % 4), built once
  *                        per size; tio_stream_recv, count and nbytes read,
@@ -43,16 +54,21 @@
  *
  * With --check every sampled message is verified (frame/tensor count, size,
  * bn_checksum of the data) and a mismatch fails the run. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setaffinity_np, CPU_SET (--pin) */
+#endif
 #include "bench.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <tensio.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #define MAX_SIZES 64
@@ -87,6 +103,28 @@ static int is_raw(int s) { return s <= S_RAW3; }
 static int is_fresh(int s) { return s == S_ZIO_FRESH || s == S_TC_FRESH; }
 static int is_zio(int s) { return s == S_ZIO || s == S_ZIO_FRESH; }
 
+/* How the ends are set up (command-line options). */
+typedef struct zopts {
+    void *shared; /* --shared-ctx: the one context of every socket, or NULL */
+    int pin;      /* --pin: sender side on CPU 0, receiver side on CPU 1 */
+    int ncpu;
+} zopts;
+
+/* Pins the calling thread to one CPU (best effort). */
+static void pin_self(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((size_t)cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+/* A context of our own; pinned, its I/O thread runs on `cpu`. */
+static void *ctx_new(const zopts *zo, int cpu) {
+    void *c = zmq_ctx_new();
+    if (c && zo->pin) zmq_ctx_set(c, ZMQ_THREAD_AFFINITY_CPU_ADD, cpu);
+    return c;
+}
+
 /* One size × subject: the two ends and what the receiver reports back. */
 typedef struct pair {
     int subject;
@@ -98,7 +136,8 @@ typedef struct pair {
     uint64_t step;     /* check every step-th message (and the last) */
     const unsigned char *buf;
     /* sockets */
-    void *rctx, *sctx; /* raw: contexts (the same one when shared) */
+    void *rctx, *sctx; /* contexts we made (raw; tensio with --pin), or NULL */
+    int rcpu;          /* --pin: the receiver's CPU, or -1 */
     void *rsock, *ssock;
     tio_stream *rs, *ss;
     tio_container *c;  /* the container sent (not for the -fresh subjects) */
@@ -193,6 +232,7 @@ static int recv_tensio(pair *p, uint64_t i, uint64_t cnt) {
 
 static void *receiver(void *arg) {
     pair *p = arg;
+    if (p->rcpu >= 0) pin_self(p->rcpu);
     zmq_msg_t m;
     zmq_msg_init(&m);
     for (int r = 0; r < p->rounds; r++) {
@@ -231,7 +271,7 @@ static void raw_free(void *data, void *hint) {
  * tensorcom's header and of a ZIO prefix with a one-tensor label). */
 static const unsigned char raw_head[128];
 #define RAW_TC_HEADER 32u
-#define RAW_ZIO_PREFIX 100u
+#define RAW_ZIO_PREFIX 85u
 #define RAW_ZIO_COORD 24u
 
 static int send_head(pair *p, size_t n) {
@@ -316,9 +356,10 @@ static int raw_setopt(void *sock, int opt, int v) {
     return zmq_setsockopt(sock, opt, &v, sizeof v);
 }
 
-static int open_raw(pair *p, void *shared) {
-    p->rctx = shared ? shared : zmq_ctx_new();
-    p->sctx = shared ? shared : zmq_ctx_new();
+static int open_raw(pair *p, const zopts *zo) {
+    void *shared = zo->shared;
+    p->rctx = shared ? shared : ctx_new(zo, p->rcpu);
+    p->sctx = shared ? shared : ctx_new(zo, 0);
     if (!p->rctx || !p->sctx) return bn_fail("zmq_ctx_new: %s", zmq_strerror(errno));
     p->rsock = zmq_socket(p->rctx, ZMQ_PULL);
     p->ssock = zmq_socket(p->sctx, ZMQ_PUSH);
@@ -338,7 +379,7 @@ static int open_raw(pair *p, void *shared) {
     return 0;
 }
 
-static int open_tensio(pair *p, void *shared) {
+static int open_tensio(pair *p, const zopts *zo) {
     tio_error err;
     tio_stream_options o;
     memset(&o, 0, sizeof o);
@@ -347,12 +388,18 @@ static int open_tensio(pair *p, void *shared) {
     o.flags = TIO_STREAM_BIND;
     o.timeout_ms = TIMEOUT_MS;
     o.linger_ms = -1;
-    o.zmq_context = shared;
+    if (zo->pin) { /* contexts of our own, to pin their I/O threads */
+        p->rctx = ctx_new(zo, p->rcpu);
+        p->sctx = ctx_new(zo, 0);
+        if (!p->rctx || !p->sctx) return bn_fail("zmq_ctx_new: %s", zmq_strerror(errno));
+    }
+    o.zmq_context = zo->shared ? zo->shared : p->rctx;
     if (tio_stream_open("tcp://127.0.0.1:*", &o, &p->rs, &err) != TIO_OK)
         return bn_fail("%s: receiver: %s", subjects[p->subject].name, err.message);
     o.socket = TIO_SOCKET_PUSH;
     o.flags = 0;
     o.linger_ms = TIMEOUT_MS;
+    o.zmq_context = zo->shared ? zo->shared : p->sctx;
     if (tio_stream_open(tio_stream_endpoint(p->rs), &o, &p->ss, &err) != TIO_OK)
         return bn_fail("%s: sender: %s", subjects[p->subject].name, err.message);
     if (!is_fresh(p->subject)) {
@@ -364,27 +411,29 @@ static int open_tensio(pair *p, void *shared) {
 
 /* Closes everything: the sender first (it lingers until its frames are out),
  * so the buffer is no longer lent when this returns. */
-static void close_pair(pair *p, void *shared) {
+static void close_pair(pair *p, const zopts *zo) {
     if (p->ssock) zmq_close(p->ssock);
     if (p->rsock) zmq_close(p->rsock);
-    if (!shared) {
+    tio_stream_close(p->ss);
+    tio_stream_close(p->rs);
+    if (!zo->shared) { /* after the sockets: zmq_ctx_term waits for them */
         if (p->sctx) zmq_ctx_term(p->sctx);
         if (p->rctx) zmq_ctx_term(p->rctx);
     }
-    tio_stream_close(p->ss);
-    tio_stream_close(p->rs);
     tio_container_free(p->c);
 }
 
 /* Sets up one size × subject: sockets, container, the receiver thread. */
 static int pair_start(bn_ctx *x, pair *p, int subject, size_t size, uint64_t budget,
-                      uint64_t want_sum, const unsigned char *buf, void *shared) {
+                      int reps, uint64_t want_sum, const unsigned char *buf,
+                      const zopts *zo) {
     memset(p, 0, sizeof *p);
+    p->rcpu = zo->pin ? 1 % zo->ncpu : -1;
     p->subject = subject;
     p->size = size;
     uint64_t n = budget / size;
     p->n = n < MIN_MSGS ? MIN_MSGS : n > MAX_MSGS ? MAX_MSGS : n;
-    p->rounds = 1 + x->warmup + x->reps;
+    p->rounds = 1 + x->warmup + reps;
     p->check = x->check;
     p->want_sum = want_sum;
     uint64_t per = CHECK_BYTES_PER_ROUND / size;
@@ -396,7 +445,7 @@ static int pair_start(bn_ctx *x, pair *p, int subject, size_t size, uint64_t bud
     p->t_start = calloc((size_t)p->rounds, sizeof *p->t_start);
     p->t_end = calloc((size_t)p->rounds, sizeof *p->t_end);
     if (!p->t_start || !p->t_end) return bn_fail("out of memory");
-    int rc = is_raw(subject) ? open_raw(p, shared) : open_tensio(p, shared);
+    int rc = is_raw(subject) ? open_raw(p, zo) : open_tensio(p, zo);
     if (rc) return rc;
     if (pthread_create(&p->thread, NULL, receiver, p) != 0)
         return bn_fail("pthread_create failed");
@@ -422,7 +471,7 @@ static int pair_round(pair *p, int r) {
 }
 
 /* Stops the receiver, closes everything, reports the rounds (when ok). */
-static int pair_finish(bn_ctx *x, pair *p, int ok, void *shared) {
+static int pair_finish(bn_ctx *x, pair *p, int ok, int facts, const zopts *zo) {
     int rc = 0;
     if (p->started) {
         /* an idle receiver ends at once; one inside a round whose sender
@@ -439,6 +488,8 @@ static int pair_finish(bn_ctx *x, pair *p, int ok, void *shared) {
     if (ok) {
         for (int r = 1 + x->warmup; r < p->rounds; r++)
             bn_emit("zmq", label, name, p->t_end[r] - p->t_start[r], p->n * p->size, p->n);
+    }
+    if (ok && facts) {
         bn_fact("zmq", label, name, "frames_per_message", "%d", subjects[p->subject].frames);
         uint64_t wire = p->size;
         if (p->ss) {
@@ -448,7 +499,7 @@ static int pair_finish(bn_ctx *x, pair *p, int ok, void *shared) {
         }
         bn_fact("zmq", label, name, "wire_bytes_per_message", "%" PRIu64, wire);
     }
-    close_pair(p, shared);
+    close_pair(p, zo);
     if (atomic_load(&p->lent) != 0)
         rc = bn_fail("%s: libzmq still holds %" PRIuFAST64 " lent frames after close", name,
                      (uint_fast64_t)atomic_load(&p->lent));
@@ -459,24 +510,33 @@ static int pair_finish(bn_ctx *x, pair *p, int ok, void *shared) {
     return rc;
 }
 
-/* One size: every subject's pair is set up, then the rounds run
+/* One size, in `sessions` sessions. A session sets up every subject's pair
+ * (new contexts, sockets, connections, threads), runs the rounds
  * interleaved (round r of each subject in turn, the order rotating by
- * round), so that a change in the machine's load hits all subjects alike. */
-static int run_size(bn_ctx *x, const int *on, size_t size, uint64_t budget, void *shared) {
+ * round), so that a change in the machine's load hits all subjects alike,
+ * and closes them. The timed rounds are spread over the sessions: what a
+ * connection happens to get (its threads' placement on the CPUs, its TCP
+ * buffers) lasts as long as the connection, so fresh connections sample it. */
+static int run_size(bn_ctx *x, const int *on, size_t size, uint64_t budget, int sessions,
+                    const zopts *zo) {
     unsigned char *buf = aligned_alloc(64, (size + 63) / 64 * 64);
     if (!buf) return bn_fail("cannot allocate %zu bytes", size);
     bn_fill(buf, size, 0x7e57 + size);
     uint64_t sum = bn_checksum(buf, size, 0);
-    pair ps[S_COUNT];
-    int np = 0, rc = 0;
-    for (int s = 0; rc == 0 && s < S_COUNT; s++)
-        if (on[s]) rc = pair_start(x, &ps[np++], s, size, budget, sum, buf, shared);
-    int rounds = 1 + x->warmup + x->reps;
-    for (int r = 0; rc == 0 && r < rounds; r++)
-        for (int j = 0; rc == 0 && j < np; j++) rc = pair_round(&ps[(j + r) % np], r);
-    for (int j = 0; j < np; j++) {
-        int f = pair_finish(x, &ps[j], rc == 0, shared);
-        if (rc == 0) rc = f;
+    int rc = 0;
+    for (int k = 0; rc == 0 && k < sessions; k++) {
+        int reps = x->reps / sessions + (k < x->reps % sessions);
+        pair ps[S_COUNT];
+        int np = 0;
+        for (int s = 0; rc == 0 && s < S_COUNT; s++)
+            if (on[s]) rc = pair_start(x, &ps[np++], s, size, budget, reps, sum, buf, zo);
+        int rounds = 1 + x->warmup + reps;
+        for (int r = 0; rc == 0 && r < rounds; r++)
+            for (int j = 0; rc == 0 && j < np; j++) rc = pair_round(&ps[(j + r + k) % np], r);
+        for (int j = 0; j < np; j++) {
+            int f = pair_finish(x, &ps[j], rc == 0, k == 0, zo);
+            if (rc == 0) rc = f;
+        }
     }
     free(buf);
     return rc;
@@ -537,24 +597,34 @@ int bn_cmd_zmq(bn_ctx *x, int argc, char **argv) {
                        "tensorcom zio-fresh tensorcom-fresh)",
                        subj);
     for (int i = 1; i < argc; i++) {
-        int known = strcmp(argv[i], "--shared-ctx") == 0;
+        int known = strcmp(argv[i], "--shared-ctx") == 0 || strcmp(argv[i], "--pin") == 0;
         if (!known && i + 1 < argc &&
             (strcmp(argv[i], "--sizes") == 0 || strcmp(argv[i], "--budget") == 0 ||
-             strcmp(argv[i], "--subjects") == 0)) {
+             strcmp(argv[i], "--subjects") == 0 || strcmp(argv[i], "--sessions") == 0)) {
             i++;
             known = 1;
         }
         if (!known) return bn_fail("zmq: unknown argument '%s'", argv[i]);
     }
-    void *shared = NULL;
+    zopts zo;
+    memset(&zo, 0, sizeof zo);
+    zo.pin = bn_flag(argc, argv, "--pin");
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    zo.ncpu = ncpu < 1 ? 1 : ncpu > 1024 ? 1024 : (int)ncpu;
     if (bn_flag(argc, argv, "--shared-ctx")) {
-        shared = zmq_ctx_new();
-        if (!shared) return bn_fail("zmq_ctx_new: %s", zmq_strerror(errno));
+        if (zo.pin) return bn_fail("zmq: --pin and --shared-ctx exclude each other");
+        zo.shared = zmq_ctx_new();
+        if (!zo.shared) return bn_fail("zmq_ctx_new: %s", zmq_strerror(errno));
     }
+    if (zo.pin) pin_self(0); /* the sender (this thread) */
 
+    const char *sess = bn_opt(argc, argv, "--sessions", NULL);
+    int sessions = sess ? atoi(sess) : x->reps;
+    if (sessions < 1 || sessions > x->reps)
+        return bn_fail("zmq: --sessions must be 1..reps (%d)", x->reps);
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < nsizes; k++)
-        rc = run_size(x, on, (size_t)sizes[k], budget, shared);
-    if (shared) zmq_ctx_term(shared);
+        rc = run_size(x, on, (size_t)sizes[k], budget, sessions, &zo);
+    if (zo.shared) zmq_ctx_term(zo.shared);
     return rc;
 }
