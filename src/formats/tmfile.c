@@ -1596,7 +1596,8 @@ typedef struct tw_node {
     uint8_t dyn;
     const tm_pdef *pd;
     unsigned nf;
-    tw_pv pv[TW_MAXF];
+    tw_pv *pv;             /* nf values (npv allocated), NULL without a param struct */
+    unsigned npv;
     const int64_t *raw;    /* tm2_param words */
     size_t nraw;
     bool has_param;
@@ -1638,11 +1639,13 @@ typedef struct tw {
     uint32_t *innodes, *outnodes;
     size_t nin, nout;
     uint32_t *offs;        /* scratch: node/tensor/buffer offsets */
+    bool nomem;            /* an allocation in tw_use_op failed */
 } tw;
 
 static void tw_free(tw *w) {
     for (size_t i = 0; w->nodes && i < w->nn; i++) {
         free(w->nodes[i].own);
+        free(w->nodes[i].pv);
         free(w->nodes[i].ins);
         free(w->nodes[i].outs);
     }
@@ -1654,13 +1657,37 @@ static void tw_free(tw *w) {
     free(w->offs);
 }
 
-static const char *tw_lbl(const tw_node *n, size_t j, char *buf, size_t cap) {
-    const char *op = n->gn ? n->gn->op : n->idx == OP_CONST ? "Const" : "InputOp";
-    if (n->name)
-        snprintf(buf, cap, "node %zu ('%.48s', %s)", j, n->name, op);
-    else
-        snprintf(buf, cap, "node %zu (%s)", j, op);
-    return buf;
+/* What a message names: a node of the file, a node of the graph or a value.
+ * Formatted on first use, since only a failing check needs it (formatting one
+ * for every node and value was a measurable part of writing a model with many
+ * constants). */
+typedef struct tw_lb {
+    const tw_node *n;     /* "node 3 ('conv1', Conv)": a node of the file, j its index */
+    const tio_gnode *gn;  /* else a node of the graph, j its index */
+    const char *vname;    /* else value j (vname may be NULL) */
+    size_t j;
+    bool done;
+    char buf[160];
+} tw_lb;
+
+static const char *tw_lb_text(tw_lb *l) {
+    if (l->done) return l->buf;
+    l->done = true;
+    if (l->n) {
+        const tw_node *n = l->n;
+        const char *op = n->gn ? n->gn->op : n->idx == OP_CONST ? "Const" : "InputOp";
+        if (n->name)
+            snprintf(l->buf, sizeof l->buf, "node %zu ('%.48s', %s)", l->j, n->name, op);
+        else
+            snprintf(l->buf, sizeof l->buf, "node %zu (%s)", l->j, op);
+    } else if (l->gn) {
+        snprintf(l->buf, 128, "node %zu ('%.48s', %s)", l->j, l->gn->name ? l->gn->name : "",
+                 l->gn->op);
+    } else {
+        snprintf(l->buf, sizeof l->buf, "value %lld ('%.48s')", (long long)l->j,
+                 l->vname ? l->vname : "");
+    }
+    return l->buf;
 }
 
 static const char *tw_vname(const tw *w, int64_t v) {
@@ -1778,30 +1805,47 @@ static void tw_set_ints(tw_node *n, const char *name, const int64_t *v, size_t c
     }
 }
 
+/* Selects the operator and its param struct. The values of its fields are
+ * allocated per node, as many as the struct has (a node of a model with many
+ * constants is then small: no page faults on a large array), and kept across
+ * a change of operator like the fields of a fixed array. On failure w->nomem
+ * is set and the node has no fields. */
 static void tw_use_op(tw *w, tw_node *n, int idx) {
     n->idx = idx;
     n->pd = tm_param_of(idx, w->old, n->op_ver, &n->nf);
     n->has_param = n->pd != NULL;
+    if (n->nf > n->npv) {
+        tw_pv *pv = realloc(n->pv, n->nf * sizeof *pv);
+        if (!pv) {
+            w->nomem = true;
+            n->nf = 0;
+            return;
+        }
+        memset(pv + n->npv, 0, (n->nf - n->npv) * sizeof *pv);
+        n->pv = pv;
+        n->npv = n->nf;
+    }
 }
 
 /* A per-output INTS attribute (tm2_layout, ...): one entry per output. */
-static int tw_per_output(const tio_gattr *a, size_t nout, const char *lbl, int64_t lo, int64_t hi,
+static int tw_per_output(const tio_gattr *a, size_t nout, tw_lb *lbl, int64_t lo, int64_t hi,
                          const int64_t **out, tio_error *err) {
     if (a->type != TIO_ATTR_INTS || a->count != nout)
         return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                        "%s: attribute '%s' must be INTS with one entry per output (%zu)", lbl,
-                        a->name, nout);
+                        "%s: attribute '%s' must be INTS with one entry per output (%zu)",
+                        tw_lb_text(lbl), a->name, nout);
     for (size_t k = 0; k < nout; k++)
         if (a->ints[k] < lo || a->ints[k] > hi)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                            "%s: attribute '%s'[%zu] = %lld is outside [%lld, %lld]", lbl,
-                            a->name, k, (long long)a->ints[k], (long long)lo, (long long)hi);
+                            "%s: attribute '%s'[%zu] = %lld is outside [%lld, %lld]",
+                            tw_lb_text(lbl), a->name, k, (long long)a->ints[k], (long long)lo,
+                            (long long)hi);
     *out = a->ints;
     return TIO_OK;
 }
 
 /* The tm2_* attributes of any node. */
-static int tw_private_attrs(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_error *err) {
+static int tw_private_attrs(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *err) {
     const tio_gnode *gn = n->gn;
     int rc = TIO_OK;
     const tio_gattr *a;
@@ -1809,13 +1853,15 @@ static int tw_private_attrs(tw *w, tw_node *n, const char *lbl, uint8_t *used, t
     if ((a = tw_attr(gn, "tm2_op_ver", used)) != NULL) {
         if (a->type != TIO_ATTR_INT || a->i < 0 || a->i > (int64_t)UINT32_MAX)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                            "%s: attribute 'tm2_op_ver' must be an INT in [0, 2^32)", lbl);
+                            "%s: attribute 'tm2_op_ver' must be an INT in [0, 2^32)",
+                            tw_lb_text(lbl));
         n->op_ver = (uint32_t)a->i;
     }
     if ((a = tw_attr(gn, "tm2_dynamic_shape", used)) != NULL) {
         if (a->type != TIO_ATTR_INT || a->i < 0 || a->i > 255)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                            "%s: attribute 'tm2_dynamic_shape' must be an INT in [0, 255]", lbl);
+                            "%s: attribute 'tm2_dynamic_shape' must be an INT in [0, 255]",
+                            tw_lb_text(lbl));
         n->dyn = (uint8_t)a->i;
     }
     if ((a = tw_attr(gn, "tm2_layout", used)) != NULL)
@@ -1827,12 +1873,13 @@ static int tw_private_attrs(tw *w, tw_node *n, const char *lbl, uint8_t *used, t
     if (!rc && (a = tw_attr(gn, "tm2_param", used)) != NULL) {
         if (a->type != TIO_ATTR_INTS || a->count > TM_RAW_PARAM_MAX / 4)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                            "%s: attribute 'tm2_param' must be INTS of at most %u words", lbl,
-                            TM_RAW_PARAM_MAX / 4);
+                            "%s: attribute 'tm2_param' must be INTS of at most %u words",
+                            tw_lb_text(lbl), TM_RAW_PARAM_MAX / 4);
         for (size_t k = 0; k < a->count; k++)
             if (a->ints[k] < INT32_MIN || a->ints[k] > (int64_t)UINT32_MAX)
                 return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                                "%s: attribute 'tm2_param'[%zu] is not a 32-bit word", lbl, k);
+                                "%s: attribute 'tm2_param'[%zu] is not a 32-bit word",
+                                tw_lb_text(lbl), k);
         n->raw = a->ints;
         n->nraw = a->count;
     }
@@ -1846,7 +1893,7 @@ static int tw_private_attrs(tw *w, tw_node *n, const char *lbl, uint8_t *used, t
         return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                         "%s: quant params need tm2_quant_count, tm2_quant_scale and "
                         "tm2_quant_zero_point together",
-                        lbl);
+                        tw_lb_text(lbl));
     rc = tw_per_output(qc, gn->output_count, lbl, 0, UINT32_MAX, &n->qcount, err);
     if (rc) return rc;
     uint64_t total = 0;
@@ -1856,17 +1903,17 @@ static int tw_private_attrs(tw *w, tw_node *n, const char *lbl, uint8_t *used, t
         return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                         "%s: tm2_quant_scale (FLOATS), tm2_quant_zero_point (INTS) and "
                         "tm2_quant_width (INTS) need %llu entries (the sum of tm2_quant_count)",
-                        lbl, (unsigned long long)total);
+                        tw_lb_text(lbl), (unsigned long long)total);
     for (size_t k = 0; k < total; k++)
         if (qz->ints[k] < INT32_MIN || qz->ints[k] > INT32_MAX ||
             (qw && (qw->ints[k] < INT32_MIN || qw->ints[k] > INT32_MAX)))
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                            "%s: quant param %zu does not fit int32", lbl, k);
+                            "%s: quant param %zu does not fit int32", tw_lb_text(lbl), k);
     if (qw && !w->old)
         return tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
                         "%s: tm2_quant_width would be lost: Tengine-lite files carry no "
                         "QuantParam.width (write the old-cpp variant)",
-                        lbl);
+                        tw_lb_text(lbl));
     n->qscale = qs->floats;
     n->qzp = qz->ints;
     n->qwidth = qw ? qw->ints : NULL;
@@ -1874,7 +1921,7 @@ static int tw_private_attrs(tw *w, tw_node *n, const char *lbl, uint8_t *used, t
 }
 
 /* Attributes of a node from a tmfile graph: its param fields. */
-static int tw_native_params(tw_node *n, const char *lbl, uint8_t *used, tio_error *err) {
+static int tw_native_params(tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *err) {
     const tio_gnode *gn = n->gn;
     for (size_t k = 0; k < gn->attr_count; k++) {
         if (used[k]) continue;
@@ -1883,12 +1930,12 @@ static int tw_native_params(tw_node *n, const char *lbl, uint8_t *used, tio_erro
         if (fi < 0) {
             if (n->pd)
                 return tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
-                                "%s: attribute '%s' has no field in %s%s", lbl, a->name,
+                                "%s: attribute '%s' has no field in %s%s", tw_lb_text(lbl), a->name,
                                 n->pd->name,
                                 n->nf < n->pd->n ? " (the old C++ layout)" : "");
             return tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
-                            "%s: attribute '%s' would be lost: %s has no param", lbl, a->name,
-                            n->idx >= 0 ? tm_ops[n->idx].name : "the operator");
+                            "%s: attribute '%s' would be lost: %s has no param", tw_lb_text(lbl),
+                            a->name, n->idx >= 0 ? tm_ops[n->idx].name : "the operator");
         }
         const tm_field *f = &n->pd->f[fi];
         tw_pv *v = &n->pv[fi];
@@ -1905,8 +1952,8 @@ static int tw_native_params(tw_node *n, const char *lbl, uint8_t *used, tio_erro
             ok = a->type == TIO_ATTR_INT;
             if (ok && (a->i < lo || a->i > hi))
                 return tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
-                                "%s: attribute '%s' = %lld does not fit %s.%s", lbl, a->name,
-                                (long long)a->i, n->pd->name, f->name);
+                                "%s: attribute '%s' = %lld does not fit %s.%s", tw_lb_text(lbl),
+                                a->name, (long long)a->i, n->pd->name, f->name);
             v->i = a->i;
             break;
         case TF_F32:
@@ -1922,8 +1969,8 @@ static int tw_native_params(tw_node *n, const char *lbl, uint8_t *used, tio_erro
             for (size_t m = 0; ok && m < a->count; m++)
                 if (a->ints[m] < INT32_MIN || a->ints[m] > INT32_MAX)
                     return tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
-                                    "%s: attribute '%s'[%zu] = %lld does not fit int32", lbl,
-                                    a->name, m, (long long)a->ints[m]);
+                                    "%s: attribute '%s'[%zu] = %lld does not fit int32",
+                                    tw_lb_text(lbl), a->name, m, (long long)a->ints[m]);
             v->ints = a->ints;
             v->count = a->count;
             break;
@@ -1935,8 +1982,8 @@ static int tw_native_params(tw_node *n, const char *lbl, uint8_t *used, tio_erro
         }
         if (!ok)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                            "%s: attribute '%s' has the wrong type for %s.%s", lbl, a->name,
-                            n->pd->name, f->name);
+                            "%s: attribute '%s' has the wrong type for %s.%s", tw_lb_text(lbl),
+                            a->name, n->pd->name, f->name);
         v->present = true;
         used[k] = 1;
     }
@@ -1949,39 +1996,40 @@ static const tio_gvalue *tw_in_value(const tw *w, const tio_gnode *gn, size_t k)
     return k < gn->input_count && gn->inputs[k] >= 0 ? &w->g->values[gn->inputs[k]] : NULL;
 }
 
-static int tw_ints2(const tio_gattr *a, const char *lbl, size_t want, int64_t *out,
+static int tw_ints2(const tio_gattr *a, tw_lb *lbl, size_t want, int64_t *out,
                     tio_error *err) {
     if (a->type != TIO_ATTR_INTS || a->count != want)
         return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                        "%s: attribute '%s' needs %zu integers (tmfile operators are 2-D)", lbl,
-                        a->name, want);
+                        "%s: attribute '%s' needs %zu integers (tmfile operators are 2-D)",
+                        tw_lb_text(lbl), a->name, want);
     for (size_t k = 0; k < want; k++) {
         if (a->ints[k] < INT32_MIN || a->ints[k] > INT32_MAX)
             return tio__err(err, TIO_E_LOSSY, TM_FMT, -1, "%s: attribute '%s' does not fit int32",
-                            lbl, a->name);
+                            tw_lb_text(lbl), a->name);
         out[k] = a->ints[k];
     }
     return TIO_OK;
 }
 
-static int tw_int_attr(const tio_gattr *a, const char *lbl, int64_t *out, tio_error *err) {
+static int tw_int_attr(const tio_gattr *a, tw_lb *lbl, int64_t *out, tio_error *err) {
     if (a->type != TIO_ATTR_INT || a->i < INT32_MIN || a->i > INT32_MAX)
         return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                        "%s: attribute '%s' must be an INT that fits int32", lbl, a->name);
+                        "%s: attribute '%s' must be an INT that fits int32", tw_lb_text(lbl),
+                        a->name);
     *out = a->i;
     return TIO_OK;
 }
-static int tw_float_attr(const tio_gattr *a, const char *lbl, double *out, tio_error *err) {
+static int tw_float_attr(const tio_gattr *a, tw_lb *lbl, double *out, tio_error *err) {
     if (a->type == TIO_ATTR_FLOAT) *out = a->f;
     else if (a->type == TIO_ATTR_INT) *out = (double)a->i;
     else
         return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1, "%s: attribute '%s' must be a FLOAT",
-                        lbl, a->name);
+                        tw_lb_text(lbl), a->name);
     return TIO_OK;
 }
 
 /* auto_pad: rten's AutoPad enum (0 Same, 1 NotSet) or ONNX's strings. 1 = SAME_UPPER. */
-static int tw_auto_pad(const tio_gattr *a, const char *lbl, int *same, tio_error *err) {
+static int tw_auto_pad(const tio_gattr *a, tw_lb *lbl, int *same, tio_error *err) {
     *same = 0;
     if (!a) return TIO_OK;
     if (a->type == TIO_ATTR_INT && (a->i == 0 || a->i == 1)) {
@@ -1997,10 +2045,10 @@ static int tw_auto_pad(const tio_gattr *a, const char *lbl, int *same, tio_error
     }
     return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                     "%s: auto_pad value not supported by tmfile (Same/SAME_UPPER, NotSet, VALID)",
-                    lbl);
+                    tw_lb_text(lbl));
 }
 
-static int tw_foreign(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_error *err) {
+static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *err) {
     const tio_gnode *gn = n->gn;
     const char *op = gn->op;
     const tio_gattr *a;
@@ -2029,8 +2077,9 @@ static int tw_foreign(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_err
         if (strcmp(op, elt[k].onnx) == 0) {
             if (gn->input_count != elt[k].nin)
                 return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                                "%s: tmfile's Eltwise %s takes %zu inputs, the node has %zu", lbl,
-                                eltwise_names[elt[k].type], elt[k].nin, gn->input_count);
+                                "%s: tmfile's Eltwise %s takes %zu inputs, the node has %zu",
+                                tw_lb_text(lbl), eltwise_names[elt[k].type], elt[k].nin,
+                                gn->input_count);
             tw_use_op(w, n, OP_ELTWISE);
             tw_set_i(n, "type", elt[k].type);
             return TIO_OK;
@@ -2060,7 +2109,7 @@ static int tw_foreign(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_err
         if (!x || x->rank < 1)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                             "%s: tmfile's Flatten needs end_axis, and the input's rank is unknown",
-                            lbl);
+                            tw_lb_text(lbl));
         tw_set_i(n, "axis", axis);
         tw_set_i(n, "end_axis", x->rank - 1);
         return TIO_OK;
@@ -2122,11 +2171,11 @@ static int tw_foreign(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_err
         if ((a = tw_attr(gn, "perm", used)) != NULL) {
             if (a->type != TIO_ATTR_INTS)
                 return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                                "%s: attribute 'perm' must be INTS", lbl);
+                                "%s: attribute 'perm' must be INTS", tw_lb_text(lbl));
             for (size_t k = 0; k < a->count; k++)
                 if (a->ints[k] < 0 || a->ints[k] > INT32_MAX)
                     return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                                    "%s: perm[%zu] is out of range", lbl, k);
+                                    "%s: perm[%zu] is out of range", tw_lb_text(lbl), k);
             tw_set_ints(n, "tr_shape", a->ints, a->count);
         }
         return TIO_OK;
@@ -2137,23 +2186,23 @@ static int tw_foreign(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_err
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                             "%s: op_ver %u selects the old C++ TM2_ReshapeParam_V1, which tensio "
                             "does not write for a graph from another format",
-                            lbl, n->op_ver);
+                            tw_lb_text(lbl), n->op_ver);
         if ((a = tw_attr(gn, "allow_zero", used)) != NULL &&
             !(a->type == TIO_ATTR_INT && a->i == 0))
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                            "%s: tmfile's Reshape has no allow_zero", lbl);
+                            "%s: tmfile's Reshape has no allow_zero", tw_lb_text(lbl));
         const tio_gvalue *sv = tw_in_value(w, gn, 1);
         if (!sv || sv->tensor < 0)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                             "%s: tmfile's Reshape stores its shape as a param, and the shape "
                             "input is not a constant",
-                            lbl);
+                            tw_lb_text(lbl));
         const tio_tensor *st = w->c->tensors[sv->tensor];
         if ((st->dtype != TIO_INT32 && st->dtype != TIO_INT64) || st->numel > TM_MAX_DIMS ||
             st->layout != TIO_LAYOUT_DENSE)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                            "%s: the shape constant must hold at most %u int32/int64 values", lbl,
-                            TM_MAX_DIMS);
+                            "%s: the shape constant must hold at most %u int32/int64 values",
+                            tw_lb_text(lbl), TM_MAX_DIMS);
         n->own = malloc(TM_MAX_DIMS * sizeof *n->own);
         if (!n->own) return tio__nomem(err, TM_FMT);
         for (size_t k = 0; k < st->numel; k++) {
@@ -2161,7 +2210,7 @@ static int tw_foreign(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_err
                                                : (int64_t)tio__ld64(st->data + 8 * k);
             if (v < INT32_MIN || v > INT32_MAX)
                 return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                                "%s: shape[%zu] does not fit int32", lbl, k);
+                                "%s: shape[%zu] does not fit int32", tw_lb_text(lbl), k);
             n->own[k] = v;
         }
         tw_set_i(n, "is_mxnet", 0);
@@ -2176,12 +2225,14 @@ static int tw_foreign(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_err
         int64_t kd[4];
         if (!wv || wv->rank != 4)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                            "%s: tmfile's Convolution needs a rank-4 weight of known shape", lbl);
+                            "%s: tmfile's Convolution needs a rank-4 weight of known shape",
+                            tw_lb_text(lbl));
         for (int k = 0; k < 4; k++) {
             kd[k] = wv->dims[k].value;
             if (kd[k] < 0 || kd[k] > INT32_MAX)
                 return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                                "%s: the weight's dim %d is unknown or too large", lbl, k);
+                                "%s: the weight's dim %d is unknown or too large", tw_lb_text(lbl),
+                                k);
         }
         int64_t group = 1, st[2] = {1, 1}, dl[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
         if ((a = tw_attr(gn, "groups", used)) != NULL || (a = tw_attr(gn, "group", used)) != NULL)
@@ -2193,15 +2244,16 @@ static int tw_foreign(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_err
             rc = tw_ints2(a, lbl, 2, two, err);
             if (!rc && (two[0] != kd[2] || two[1] != kd[3]))
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                              "%s: kernel_shape disagrees with the weight's shape", lbl);
+                              "%s: kernel_shape disagrees with the weight's shape",
+                              tw_lb_text(lbl));
         }
         int same = 0;
         if (!rc) rc = tw_auto_pad(tw_attr(gn, "auto_pad", used), lbl, &same, err);
         if (rc) return rc;
         if (same) pads[0] = pads[1] = pads[2] = pads[3] = -1;
         if (group < 1 || kd[1] * group > INT32_MAX)
-            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1, "%s: group %lld is invalid", lbl,
-                            (long long)group);
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1, "%s: group %lld is invalid",
+                            tw_lb_text(lbl), (long long)group);
         tw_set_i(n, "kernel_h", kd[2]);
         tw_set_i(n, "kernel_w", kd[3]);
         tw_set_i(n, "stride_h", st[0]);
@@ -2229,7 +2281,7 @@ static int tw_foreign(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_err
                 rc = tw_ints2(a, lbl, 2, k2, err);
             else
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1, "%s: the kernel size is missing",
-                              lbl);
+                              tw_lb_text(lbl));
             if (!rc && (a = tw_attr(gn, "strides", used)) != NULL)
                 rc = tw_ints2(a, lbl, 2, st, err);
             if (!rc && (a = tw_attr(gn, "pads", used)) != NULL) rc = tw_ints2(a, lbl, 4, pads, err);
@@ -2237,14 +2289,15 @@ static int tw_foreign(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_err
             if (!rc) rc = tw_auto_pad(tw_attr(gn, "auto_pad", used), lbl, &same, err);
             if (!rc && same)
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                              "%s: tmfile's Pooling has no automatic (Same) padding", lbl);
+                              "%s: tmfile's Pooling has no automatic (Same) padding",
+                              tw_lb_text(lbl));
             static const char *const zero_only[] = {"ceil_mode", "count_include_pad"};
             for (size_t k = 0; !rc && k < 2; k++)
                 if ((a = tw_attr(gn, zero_only[k], used)) != NULL &&
                     !(a->type == TIO_ATTR_INT && a->i == 0))
                     rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                                  "%s: %s = 1 is not supported by tmfile's Pooling", lbl,
-                                  zero_only[k]);
+                                  "%s: %s = 1 is not supported by tmfile's Pooling",
+                                  tw_lb_text(lbl), zero_only[k]);
             if (rc) return rc;
         }
         tw_set_i(n, "alg", (gmax || mp) ? 0 : 1);
@@ -2267,7 +2320,7 @@ static int tw_foreign(tw *w, tw_node *n, const char *lbl, uint8_t *used, tio_err
                     "LogSoftmax, Concat, Flatten, Reshape, Transpose, BatchNormalization, "
                     "InstanceNormalization, Add, Sub, Mul, Div, Max, Pow and a few unary "
                     "operators)",
-                    lbl, op);
+                    tw_lb_text(lbl), op);
 }
 
 /* --- the plan of the file */
@@ -2304,34 +2357,36 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
     for (size_t k = 0; k < g->output_count; k++) used[g->outputs[k]] = 1;
     for (size_t j = 0; j < ngn && !rc; j++) {
         const tio_gnode *n = &g->nodes[j];
-        char lbl[128];
-        snprintf(lbl, sizeof lbl, "node %zu ('%.48s', %s)", j, n->name ? n->name : "", n->op);
+        tw_lb lb = {.gn = n, .j = j};
         if (n->opaque) {
             rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                           "%s: cannot be re-encoded: %s (convert the weights to a tensor format "
                           "instead)",
-                          lbl, n->opaque);
+                          tw_lb_text(&lb), n->opaque);
             break;
         }
         for (size_t k = 0; k < n->input_count && !rc; k++) {
             if (n->inputs[k] < 0)
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                              "%s: input %zu is absent; tmfile has no optional inputs", lbl, k);
+                              "%s: input %zu is absent; tmfile has no optional inputs",
+                              tw_lb_text(&lb), k);
             else used[n->inputs[k]] = 1;
         }
         if (n->output_count == 0 && !rc)
             rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                          "%s: the node has no outputs (Tengine refuses such a model)", lbl);
+                          "%s: the node has no outputs (Tengine refuses such a model)",
+                          tw_lb_text(&lb));
         for (size_t k = 0; k < n->output_count && !rc; k++) {
             int64_t v = n->outputs[k];
             if (v < 0)
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                              "%s: output %zu is absent; tmfile has no optional outputs", lbl, k);
+                              "%s: output %zu is absent; tmfile has no optional outputs",
+                              tw_lb_text(&lb), k);
             else if (prod[v] >= 0)
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                               "%s: value %lld ('%s') is also an output of node %lld; a tmfile "
                               "tensor has one producer",
-                              lbl, (long long)v, tw_vname(w, v), (long long)prod[v]);
+                              tw_lb_text(&lb), (long long)v, tw_vname(w, v), (long long)prod[v]);
             else prod[v] = (int64_t)j;
         }
     }
@@ -2384,6 +2439,10 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
         n->name = n->gn->name;
         n->op_ver = w->op_ver;
     }
+    if (w->nomem) {
+        rc = tio__nomem(err, TM_FMT);
+        goto out;
+    }
     /* tensors in node-output order */
     size_t nt = 0;
     for (size_t j = 0; j < w->nn && !rc; j++) {
@@ -2413,8 +2472,7 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
     /* operators */
     for (size_t j = 0; j < w->nn && !rc; j++) {
         tw_node *n = &w->nodes[j];
-        char lbl[160];
-        tw_lbl(n, j, lbl, sizeof lbl);
+        tw_lb lb = {.n = n, .j = j};
         if (!n->gn) {
             n->code = (uint32_t)tm_file_code(w->old, n->idx);
             continue;
@@ -2425,7 +2483,7 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
             rc = tio__nomem(err, TM_FMT);
             break;
         }
-        rc = tw_private_attrs(w, n, lbl, au, err);
+        rc = tw_private_attrs(w, n, &lb, au, err);
         const char *tmname = n->gn->native_op ? n->gn->native_op : n->gn->op;
         int idx = w->native ? tm_find_op(tmname) : -1;
         if (rc) {
@@ -2433,9 +2491,9 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
             tw_use_op(w, n, idx);
             if (n->raw && n->pd)
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                              "%s: tm2_param given for %s, which has a known param struct", lbl,
-                              tm_ops[idx].name);
-            if (!rc) rc = tw_native_params(n, lbl, au, err);
+                              "%s: tm2_param given for %s, which has a known param struct",
+                              tw_lb_text(&lb), tm_ops[idx].name);
+            if (!rc) rc = tw_native_params(n, &lb, au, err);
             if (!rc && n->raw) n->has_param = true;
         } else if (w->native && strncmp(tmname, "OpType", 6) == 0 && n->gn->native_id >= 0 &&
                    n->gn->native_id <= (int64_t)UINT32_MAX) {
@@ -2443,26 +2501,28 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
             n->idx = -1;
             n->code = (uint32_t)n->gn->native_id;
             n->has_param = n->raw != NULL;
-            rc = tw_native_params(n, lbl, au, err);
+            rc = tw_native_params(n, &lb, au, err);
         } else {
             if (n->raw)
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                              "%s: tm2_param is meaningful only in a tmfile graph", lbl);
-            if (!rc) rc = tw_foreign(w, n, lbl, au, err);
+                              "%s: tm2_param is meaningful only in a tmfile graph",
+                              tw_lb_text(&lb));
+            if (!rc) rc = tw_foreign(w, n, &lb, au, err);
             for (size_t k = 0; !rc && k < n->gn->attr_count; k++)
                 if (!au[k])
                     rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
-                                  "%s: attribute '%s' has no equivalent in tmfile's %s", lbl,
-                                  n->gn->attrs[k].name, tm_ops[n->idx].name);
+                                  "%s: attribute '%s' has no equivalent in tmfile's %s",
+                                  tw_lb_text(&lb), n->gn->attrs[k].name, tm_ops[n->idx].name);
         }
         free(au);
+        if (w->nomem) rc = tio__nomem(err, TM_FMT);
         if (rc) break;
         if (n->idx >= 0) {
             int64_t code = tm_file_code(w->old, n->idx);
             if (code < 0) {
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                               "%s: the old C++ operator table has no %s (write the lite variant)",
-                              lbl, tm_ops[n->idx].name);
+                              tw_lb_text(&lb), tm_ops[n->idx].name);
                 break;
             }
             n->code = (uint32_t)code;
@@ -2472,7 +2532,7 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
             if (pd != n->pd)
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                               "%s: op_ver %u selects %s, which the attributes do not describe",
-                              lbl, n->op_ver, pd ? pd->name : "no param");
+                              tw_lb_text(&lb), n->op_ver, pd ? pd->name : "no param");
         }
     }
     if (rc) goto out;
@@ -2484,8 +2544,7 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
             tw_tensor *t = &w->t[n->outs[k]];
             int64_t v = n->gn ? n->gn->outputs[k] : n->sval;
             const tio_gvalue *gv = &g->values[v];
-            char lbl[160];
-            snprintf(lbl, sizeof lbl, "value %lld ('%.48s')", (long long)v, tw_vname(w, v));
+            tw_lb lb = {.vname = gv->name, .j = (size_t)v};
             t->value = v;
             t->name = gv->name;
             t->ct = gv->tensor;
@@ -2512,11 +2571,11 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
                     rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
                                   "%s: a constant whose tensor type is %d, not CONST (2): its "
                                   "data would be lost",
-                                  lbl, t->type);
+                                  tw_lb_text(&lb), t->type);
                 else if (wt->nbytes > UINT32_MAX)
                     rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                                  "%s: %zu bytes of data exceed tmfile's 32-bit buffer size", lbl,
-                                  wt->nbytes);
+                                  "%s: %zu bytes of data exceed tmfile's 32-bit buffer size",
+                                  tw_lb_text(&lb), wt->nbytes);
                 t->bufsize = (uint32_t)wt->nbytes;
             } else {
                 dt = gv->dtype == TIO_DTYPE_INVALID ? TIO_FLOAT32 : gv->dtype;
@@ -2528,14 +2587,14 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
                 rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
                               "%s: dtype %s has no tmfile data type (FP32, FP16, INT8, UINT8, "
                               "INT32, INT16)",
-                              lbl, tio_dtype_name(dt));
+                              tw_lb_text(&lb), tio_dtype_name(dt));
                 break;
             }
             t->dcode = code;
             if (rank > (int64_t)TM_MAX_DIMS) {
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                              "%s: rank %lld exceeds tmfile's %u dims", lbl, (long long)rank,
-                              TM_MAX_DIMS);
+                              "%s: rank %lld exceeds tmfile's %u dims", tw_lb_text(&lb),
+                              (long long)rank, TM_MAX_DIMS);
                 break;
             }
             /* a constant without dims is written without a dims vector */
@@ -2547,11 +2606,11 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
                     rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
                                   "%s: dim %lld is symbolic ('%s'); tmfile stores numbers "
                                   "(TIO_SAVE_DROP_METADATA drops dim names)",
-                                  lbl, (long long)d, gv->dims[d].name);
+                                  tw_lb_text(&lb), (long long)d, gv->dims[d].name);
                 else if (dv > INT32_MAX)
                     rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                                  "%s: dim %lld = %lld does not fit int32", lbl, (long long)d,
-                                  (long long)dv);
+                                  "%s: dim %lld = %lld does not fit int32", tw_lb_text(&lb),
+                                  (long long)d, (long long)dv);
                 t->dims[d] = (int32_t)dv;
                 if (dv < 0 || tio__mul64_ovf(numel, (uint64_t)(dv < 0 ? 0 : dv), &numel))
                     numel = UINT64_MAX;
@@ -2567,7 +2626,7 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
                     rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                                   "%s: a constant without data whose size (from its dims) is "
                                   "unknown or exceeds 32 bits",
-                                  lbl);
+                                  tw_lb_text(&lb));
                 } else {
                     t->bufsize = (uint32_t)b;
                 }
@@ -2638,25 +2697,39 @@ out:
 typedef struct tw_out {
     tio_sink *s; /* NULL: dry run */
     uint64_t pos;
+    size_t blen;       /* bytes in buf not yet given to s */
+    uint8_t buf[4096]; /* the small pieces (words, strings), given to s together */
 } tw_out;
 
+static int o_flush(tw_out *o, tio_error *err) {
+    size_t n = o->blen;
+    o->blen = 0;
+    return n && o->s ? tio__sink_write(o->s, o->buf, n, err) : TIO_OK;
+}
 static int o_bytes(tw_out *o, const void *p, size_t n, tio_error *err) {
-    int rc = o->s ? tio__sink_write(o->s, p, n, err) : TIO_OK;
     o->pos += n;
-    return rc;
+    if (!o->s) return TIO_OK;
+    if (n > sizeof o->buf - o->blen) {
+        int rc = o_flush(o, err);
+        if (rc) return rc;
+        if (n > sizeof o->buf) return tio__sink_write(o->s, p, n, err);
+    }
+    memcpy(o->buf + o->blen, p, n);
+    o->blen += n;
+    return TIO_OK;
 }
 /* Tensor data: referenced by the sink, not copied (see tio__plan_sink_data). */
 static int o_data(tw_out *o, const tio_write_plan *p, const void *d, size_t n,
                   tio_error *err) {
-    int rc = o->s ? tio__plan_sink_data(p, o->s, d, n, err) : TIO_OK;
+    int rc = o_flush(o, err);
+    if (!rc && o->s) rc = tio__plan_sink_data(p, o->s, d, n, err);
     o->pos += n;
     return rc;
 }
 static int o_align(tw_out *o, tio_error *err) {
+    static const uint8_t zeros[4];
     size_t pad = (size_t)((4 - o->pos % 4) % 4);
-    int rc = pad && o->s ? tio__sink_zeros(o->s, pad, err) : TIO_OK;
-    o->pos += pad;
-    return rc;
+    return pad ? o_bytes(o, zeros, pad, err) : TIO_OK;
 }
 static uint32_t o_at(const tw_out *o) { return o->pos > UINT32_MAX ? 0 : (uint32_t)o->pos; }
 static int o_u32(tw_out *o, uint32_t v, tio_error *err) {
@@ -2848,6 +2921,7 @@ static int tw_emit(tw *w, tw_out *o, uint32_t root, uint32_t *root_out, tio_erro
     if (!rc) rc = o_words(o, vs, 2, &vsubs, err);
     uint32_t model[4] = {(uint32_t)w->orig, (uint32_t)w->subf, vsubs, mname};
     if (!rc) rc = o_words(o, model, 4, root_out, err);
+    if (!rc) rc = o_flush(o, err);
     if (!rc && o->pos > UINT32_MAX)
         rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                       "the model needs %llu bytes; tmfile offsets are 32-bit",
@@ -2858,7 +2932,7 @@ static int tw_emit(tw *w, tw_out *o, uint32_t root, uint32_t *root_out, tio_erro
 static int tm_check(const tio_write_plan *p, tio_error *err) {
     tw w;
     int rc = tw_prepare(&w, (tio_write_plan *)(uintptr_t)p, err);
-    tw_out o = {NULL, 0};
+    tw_out o = {.s = NULL};
     uint32_t root = 0;
     if (!rc) rc = tw_emit(&w, &o, 0, &root, err);
     tw_free(&w);
@@ -2868,7 +2942,7 @@ static int tm_check(const tio_write_plan *p, tio_error *err) {
 static int tm_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     tw w;
     int rc = tw_prepare(&w, p, err);
-    tw_out dry = {NULL, 0}, real = {s, 0};
+    tw_out dry = {.s = NULL}, real = {.s = s};
     uint32_t root = 0, root2 = 0;
     if (!rc) rc = tw_emit(&w, &dry, 0, &root, err);
     if (!rc) rc = tw_emit(&w, &real, root, &root2, err);
