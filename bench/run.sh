@@ -5,16 +5,22 @@
 #
 # usage: bench/run.sh BUILD_DIR
 # environment (defaults in brackets):
-#   BENCH_DIR      where data files go [/dev/shm/tensio-bench when /dev/shm is a
-#                  tmpfs with 6 GiB free, else BUILD_DIR/data]; the report names
-#                  its file system. Every bench-* file made there is removed.
+#   BENCH_DIR      where files are written (write, durable, convert's output)
+#                  [/dev/shm/tensio-bench when /dev/shm is a tmpfs with 6 GiB
+#                  free, else BUILD_DIR/data]
+#   BENCH_READ_DIR where the files that are only read go (open, scan, sha256,
+#                  convert's input), page cache warm [BENCH_DIR when set, else
+#                  BUILD_DIR/data]: a disk file system's page cache maps large
+#                  folios, tmpfs 4 KiB pages (see docs/performance.md). The
+#                  report names both file systems. Every bench-* file made in
+#                  either is removed.
 #   BENCH_SIZE     bytes of each data file [1G]
 #   BENCH_TENSORS  tensors in the many-tensor files [10000]
 #   BENCH_REPS     timed repetitions [5]      BENCH_WARMUP  untimed first [1]
 #   BENCH_CASES    [open scan sha256 write durable convert zmq model]
 #   BENCH_FORMATS  [btf tenbin zio rten tmfile]
 #   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated model [500M, 1000]
-#   BENCH_ZMQ_SIZES [1K,4K,16K,64K,256K,1M,4M,16M]   BENCH_ZMQ_BUDGET [256M]
+#   BENCH_ZMQ_SIZES [1K,4K,16K,64K,256K,1M,4M,16M]   BENCH_ZMQ_BUDGET [1G]
 #   BENCH_OUT      results directory [bench/results]
 #   BENCH_CHECK    set: tio_bench --check (verify results; used by bench_smoke)
 set -euo pipefail
@@ -26,11 +32,13 @@ CLI="$BUILD/tensio"
 PY=/usr/bin/python3
 # tmpfs by default: the cases then measure tensio and the page cache, not the
 # virtual disk's write-back (see docs/performance.md).
+BENCH_DIR_SET=${BENCH_DIR:-}
 if [ -z "${BENCH_DIR:-}" ] && [ "$(df -PT /dev/shm 2>/dev/null | awk 'NR==2 {print $2}')" = tmpfs ] &&
    [ "$(df -Pk /dev/shm | awk 'NR==2 {print $4}')" -gt $((6 * 1024 * 1024)) ]; then
   BENCH_DIR=/dev/shm/tensio-bench
 fi
 DATA=${BENCH_DIR:-$BUILD/data}
+READ=${BENCH_READ_DIR:-${BENCH_DIR_SET:-$BUILD/data}}
 SIZE=${BENCH_SIZE:-1G}
 MANY=${BENCH_TENSORS:-10000}
 REPS=${BENCH_REPS:-5}
@@ -40,16 +48,17 @@ FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile}
 MSIZE=${BENCH_MODEL_SIZE:-500M}
 MCONSTS=${BENCH_MODEL_CONSTS:-1000}
 ZSIZES=${BENCH_ZMQ_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M}
-ZBUDGET=${BENCH_ZMQ_BUDGET:-256M}
+ZBUDGET=${BENCH_ZMQ_BUDGET:-1G}
 OUT=${BENCH_OUT:-$ROOT/bench/results}
 
 [ -x "$B" ] || { echo "run.sh: $B missing (make bench builds it)" >&2; exit 1; }
-mkdir -p "$DATA" "$OUT"
+mkdir -p "$DATA" "$READ" "$OUT"
 DATA=$(cd "$DATA" && pwd)
+READ=$(cd "$READ" && pwd)
 RAW="$OUT/latest.tsv"
 T="$B --reps $REPS --warmup $WARM${BENCH_CHECK:+ --check}"
 : >"$RAW"
-trap 'rm -f "$DATA"/bench-*' EXIT
+trap 'rm -f "$DATA"/bench-* "$READ"/bench-*' EXIT
 
 has() { [[ " $CASES " == *" $1 "* ]]; }
 ext() { case $1 in btf) echo btf ;; tenbin) echo ten ;; zio) echo zmsg ;; rten) echo rten ;;
@@ -67,7 +76,7 @@ step() { echo "== $*" >&2; }
   echo "cores	$(nproc)"
   echo "memory	$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
   echo "kernel	$(uname -r)"
-  echo "filesystem	$(df -PT "$DATA" | awk 'NR==2 {print $2}') ($DATA)"
+  echo "filesystem	written: $(df -PT "$DATA" | awk 'NR==2 {print $2}') ($DATA); read: $(df -PT "$READ" | awk 'NR==2 {print $2}') ($READ), page cache warm"
   echo "compiler	$(grep -m1 CMAKE_C_COMPILER: "$BUILD/CMakeCache.txt" | cut -d= -f2) ($(grep -m1 CMAKE_BUILD_TYPE: "$BUILD/CMakeCache.txt" | cut -d= -f2))"
   echo "libzmq	$(pkg-config --modversion libzmq 2>/dev/null || echo '?')"
   echo "numpy	$($PY -c 'import numpy; print(numpy.__version__)' 2>/dev/null || echo '?')"
@@ -84,17 +93,18 @@ many="$MANY tensors"
 # ------------------------------------------------------------ baselines
 if has open; then
   step "baselines for open: read the whole file, np.load(mmap_mode=r)"
-  run "$B" gen --format npy --size "$SIZE" --out "$DATA/bench-base.npy"
-  cat "$DATA/bench-base.npy" >/dev/null
-  run $T files readall "$DATA/bench-base.npy" --group "$one"
-  run $T files readall "$DATA/bench-base.npy" --group "$many"
+  run "$B" gen --format npy --size "$SIZE" --out "$READ/bench-base.npy"
+  sync -f "$READ/bench-base.npy" # no write-back while timing
+  cat "$READ/bench-base.npy" >/dev/null
+  run $T files readall "$READ/bench-base.npy" --group "$one"
+  run $T files readall "$READ/bench-base.npy" --group "$many"
   if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null; then
-    run $PY "$ROOT/bench/py/np_open.py" "$DATA/bench-base.npy" --group "$one" --group "$many" \
+    run $PY "$ROOT/bench/py/np_open.py" "$READ/bench-base.npy" --group "$one" --group "$many" \
       --reps "$REPS" --warmup "$WARM"
   else
     echo "run.sh: no numpy under $PY: the np.load baseline is skipped" >&2
   fi
-  rm -f "$DATA/bench-base.npy"
+  rm -f "$READ/bench-base.npy"
 fi
 if has scan; then
   step "baseline for scan: memcpy and checksum in memory"
@@ -105,12 +115,13 @@ fi
 # ------------------------------------------------------------ per format
 for f in $FORMATS; do
   e=$(ext "$f")
-  f1="$DATA/bench-1.$e"
-  fm="$DATA/bench-many.$e"
+  f1="$READ/bench-1.$e"
+  fm="$READ/bench-many.$e"
   if has open || has scan || has sha256 || has convert; then
     step "$f: generate $one and $many"
     run "$B" gen --format "$f" --size "$SIZE" --tensors 1 --out "$f1"
     run "$B" gen --format "$f" --size "$SIZE" --tensors "$MANY" --out "$fm"
+    sync -f "$fm" # no write-back while timing
     cat "$f1" "$fm" >/dev/null # warm the page cache
   fi
   if has open; then
@@ -152,7 +163,8 @@ done
 # ------------------------------------------------------------ ZeroMQ
 if has zmq; then
   step "zmq loopback: tensio against raw libzmq and Python tensorcom"
-  run $T zmq --sizes "$ZSIZES" --budget "$ZBUDGET"
+  run $T zmq --sizes "$ZSIZES" --budget "$ZBUDGET" --subjects raw,raw2,raw3,zio,tensorcom \
+    $([ "$(nproc)" -ge 2 ] && echo --pin)
   if [ -x "$PY" ] && $PY -c 'import zmq, numpy' 2>/dev/null; then
     run $PY "$ROOT/bench/py/tensorcom_bench.py" --sizes "$ZSIZES" --budget "$ZBUDGET" \
       --reps "$REPS" --warmup "$WARM"
@@ -170,7 +182,7 @@ if has model; then
     \( -name '*.rten' -o -name '*.tmfile' \) ! -path '*malformed*' 2>/dev/null | sort)
   [ ${#models[@]} -gt 0 ] && run $T model "${models[@]}"
   for f in rten tmfile; do
-    m="$DATA/bench-model.$f"
+    m="$READ/bench-model.$f"
     run "$B" gen --format "$f" --size "$MSIZE" --tensors "$MCONSTS" --out "$m"
     cat "$m" >/dev/null
     run $T model --group-prefix "generated-" "$m"
