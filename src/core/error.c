@@ -104,6 +104,16 @@ void tio__escape(const uint8_t *p, size_t n, char *out, size_t cap) {
     out[o] = '\0';
 }
 
+const char *tio__u64_dec(char buf[TIO__DEC_CAP], uint64_t v) {
+    char *p = buf + TIO__DEC_CAP;
+    *--p = '\0';
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return p;
+}
+
 void tio__shape_str(const int64_t *dims, size_t rank, char *out, size_t cap) {
     size_t o = 0;
     out[o++] = '[';

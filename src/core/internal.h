@@ -38,6 +38,10 @@ int tio__nomem(tio_error *err, const char *format);
 void tio__escape(const uint8_t *p, size_t n, char *out, size_t cap);
 /* "[2,3,4]" for a message (truncated with "..." for long shapes). */
 void tio__shape_str(const int64_t *dims, size_t rank, char *out, size_t cap);
+/* v in decimal, NUL-terminated, without snprintf (for per-message paths):
+ * written at the end of buf, returns its first digit. */
+#define TIO__DEC_CAP 21u /* 20 digits + NUL */
+const char *tio__u64_dec(char buf[TIO__DEC_CAP], uint64_t v);
 
 /* ------------------------------------------------- checked arithmetic */
 

@@ -525,12 +525,10 @@ static int tb_read_parts(tio_read_ctx *ctx, const tio_rpart *parts, size_t n,
         hch.frame = true;
         { /* "header frame <2i>", without snprintf: this runs once per array received */
             static const char pre[] = "header frame ";
-            char digits[24];
-            size_t nd = 0;
-            for (size_t v = 2 * i; nd == 0 || v; v /= 10) digits[nd++] = (char)('0' + v % 10);
+            char num[TIO__DEC_CAP];
+            const char *d = tio__u64_dec(num, 2 * (uint64_t)i);
             memcpy(hch.where, pre, sizeof pre - 1);
-            for (size_t k = 0; k < nd; k++) hch.where[sizeof pre - 1 + k] = digits[nd - 1 - k];
-            hch.where[sizeof pre - 1 + nd] = 0;
+            memcpy(hch.where + sizeof pre - 1, d, strlen(d) + 1);
         }
         tio_read_ctx sub = *ctx;
         sub.data = hp->data;

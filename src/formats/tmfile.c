@@ -2697,39 +2697,26 @@ out:
 typedef struct tw_out {
     tio_sink *s; /* NULL: dry run */
     uint64_t pos;
-    size_t blen;       /* bytes in buf not yet given to s */
-    uint8_t buf[4096]; /* the small pieces (words, strings), given to s together */
 } tw_out;
 
-static int o_flush(tw_out *o, tio_error *err) {
-    size_t n = o->blen;
-    o->blen = 0;
-    return n && o->s ? tio__sink_write(o->s, o->buf, n, err) : TIO_OK;
-}
+/* Small pieces go to the sink as they come: it gathers them into its buffer. */
 static int o_bytes(tw_out *o, const void *p, size_t n, tio_error *err) {
+    int rc = o->s ? tio__sink_write(o->s, p, n, err) : TIO_OK;
     o->pos += n;
-    if (!o->s) return TIO_OK;
-    if (n > sizeof o->buf - o->blen) {
-        int rc = o_flush(o, err);
-        if (rc) return rc;
-        if (n > sizeof o->buf) return tio__sink_write(o->s, p, n, err);
-    }
-    memcpy(o->buf + o->blen, p, n);
-    o->blen += n;
-    return TIO_OK;
+    return rc;
 }
 /* Tensor data: referenced by the sink, not copied (see tio__plan_sink_data). */
 static int o_data(tw_out *o, const tio_write_plan *p, const void *d, size_t n,
                   tio_error *err) {
-    int rc = o_flush(o, err);
-    if (!rc && o->s) rc = tio__plan_sink_data(p, o->s, d, n, err);
+    int rc = o->s ? tio__plan_sink_data(p, o->s, d, n, err) : TIO_OK;
     o->pos += n;
     return rc;
 }
 static int o_align(tw_out *o, tio_error *err) {
-    static const uint8_t zeros[4];
     size_t pad = (size_t)((4 - o->pos % 4) % 4);
-    return pad ? o_bytes(o, zeros, pad, err) : TIO_OK;
+    int rc = pad && o->s ? tio__sink_zeros(o->s, pad, err) : TIO_OK;
+    o->pos += pad;
+    return rc;
 }
 static uint32_t o_at(const tw_out *o) { return o->pos > UINT32_MAX ? 0 : (uint32_t)o->pos; }
 static int o_u32(tw_out *o, uint32_t v, tio_error *err) {
@@ -2921,7 +2908,6 @@ static int tw_emit(tw *w, tw_out *o, uint32_t root, uint32_t *root_out, tio_erro
     if (!rc) rc = o_words(o, vs, 2, &vsubs, err);
     uint32_t model[4] = {(uint32_t)w->orig, (uint32_t)w->subf, vsubs, mname};
     if (!rc) rc = o_words(o, model, 4, root_out, err);
-    if (!rc) rc = o_flush(o, err);
     if (!rc && o->pos > UINT32_MAX)
         rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                       "the model needs %llu bytes; tmfile offsets are 32-bit",
@@ -2932,7 +2918,7 @@ static int tw_emit(tw *w, tw_out *o, uint32_t root, uint32_t *root_out, tio_erro
 static int tm_check(const tio_write_plan *p, tio_error *err) {
     tw w;
     int rc = tw_prepare(&w, (tio_write_plan *)(uintptr_t)p, err);
-    tw_out o = {.s = NULL};
+    tw_out o = {NULL, 0};
     uint32_t root = 0;
     if (!rc) rc = tw_emit(&w, &o, 0, &root, err);
     tw_free(&w);

@@ -624,14 +624,8 @@ static int zio_prop(tio_container *c, const char *key, const char *value, tio_er
 }
 
 static int zio_prop_u64(tio_container *c, const char *key, uint64_t v, tio_error *err) {
-    char buf[24];
-    char *p = buf + sizeof buf;
-    *--p = '\0';
-    do {
-        *--p = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    return zio_prop(c, key, p, err);
+    char buf[TIO__DEC_CAP];
+    return zio_prop(c, key, tio__u64_dec(buf, v), err);
 }
 
 /* Stores a metadata entry (tensor or container) as a string. */
@@ -1739,15 +1733,9 @@ static json_t *zio_entry(const tio_wtensor *w, const zio_tstate *ts, size_t part
 
 /* An integer as zj_dump writes it ("%lld"). */
 static void zj_int(zbuf *b, int64_t v) {
-    char tmp[24];
-    char *p = tmp + sizeof tmp;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        *--p = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) *--p = '-';
-    zb_put(b, p, (size_t)(tmp + sizeof tmp - p));
+    char buf[TIO__DEC_CAP];
+    if (v < 0) zb_putc(b, '-');
+    zb_puts(b, tio__u64_dec(buf, v < 0 ? 0 - (uint64_t)v : (uint64_t)v));
 }
 
 /* Whether the label is the plain one: a container built here (no label

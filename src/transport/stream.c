@@ -610,14 +610,8 @@ static int bad_message(tio_stream *s, uint64_t index, size_t nframes, int rc, ti
 }
 
 static int set_prop_u64(tio_container *c, const char *key, uint64_t v, tio_error *err) {
-    char buf[24];
-    char *p = buf + sizeof buf;
-    *--p = 0;
-    do {
-        *--p = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    return tio__kv_set(&c->props, key, p, err);
+    char buf[TIO__DEC_CAP];
+    return tio__kv_set(&c->props, key, tio__u64_dec(buf, v), err);
 }
 
 static int recv_message(tio_stream *s, tio_container **out, tio_error *e) {
