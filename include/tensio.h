@@ -447,6 +447,11 @@ TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_option
                                        directory. Still atomic for readers and if the
                                        process dies; not durable if the machine does
                                        (scratch files, streams saved to disk) */
+#define TIO_SAVE_CLEANUP 0x40u      /* tio_save: first remove the target's temporary
+                                       files left by processes that are gone. This lists
+                                       the target's directory (O(its entries)); a caller
+                                       saving many files there calls tio_save_cleanup()
+                                       once instead */
 
 typedef struct tio_save_options {
     const char *format; /* NULL = from the path's extension (tio_save) */
@@ -472,9 +477,25 @@ TIO_API int tio_check_save(const tio_container *c, const tio_save_options *opts,
 /* Atomic: writes a temporary file in the target's directory, syncs it and
  * renames it over the target, then syncs the directory (TIO_SAVE_NO_SYNC
  * skips both syncs). On any failure the target is untouched and the
- * temporary file is removed. */
+ * temporary file is removed. Its cost does not grow with the number of files
+ * in the directory: it does not list it (unless TIO_SAVE_CLEANUP).
+ * On Linux the data go to an unnamed file (O_TMPFILE) that gets its name
+ * ".<name>.tio-<pid>-<16 hex>.tmp" only between link and rename (elsewhere
+ * it has it from the start): a process killed there leaves that file behind.
+ * TIO_SAVE_CLEANUP or tio_save_cleanup() removes such files of dead
+ * processes. */
 TIO_API int tio_save(const tio_container *c, const char *path,
                      const tio_save_options *opts, tio_error *err);
+/* Removes from directory `dir` the temporary files that saves of processes
+ * no longer running left behind (".<name>.tio-<pid>-<16 hex>.tmp", any
+ * target): regular files only, never through a symlink, never a live
+ * process's or this process's own. One listing of the directory: call it
+ * once before saving many files there (a process cleans a directory once).
+ * *removed (may be NULL) gets the count. TIO_E_IO when the directory cannot
+ * be listed or a file not removed (the others still are). Pids are this PID
+ * namespace's: do not use it on a directory that processes of other hosts or
+ * containers save into (NFS), whose live writers may look dead from here. */
+TIO_API int tio_save_cleanup(const char *dir, size_t *removed, tio_error *err);
 /* Writes to a new buffer (release it with tio_free). opts->format required. */
 TIO_API int tio_save_memory(const tio_container *c, const tio_save_options *opts,
                             void **out, size_t *out_size, tio_error *err);

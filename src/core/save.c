@@ -353,9 +353,15 @@ void tio_free(void *ptr) { free(ptr); }
  * frees the file). Once complete and fsynced, the file is linked as
  * "<dir>/.<base>.tio-<pid>-<16 hex>.tmp", renamed over the target, and the
  * directory is synced. Where O_TMPFILE or the link is not available, the file
- * is created under such a temporary name from the start (O_EXCL). Before a
- * save, temporary files of the same target whose process is gone are removed,
- * so what a killed process can leave behind is bounded. */
+ * is created under such a temporary name from the start (O_EXCL).
+ *
+ * A save never lists its directory: its cost does not depend on how many
+ * files the directory holds (a stream saved as one file per message fills
+ * directories with 100,000 files). A process killed between link and rename,
+ * or while writing a named temporary file, leaves one temporary file behind;
+ * TIO_SAVE_CLEANUP removes the target's ones whose process is gone before a
+ * save, and tio_save_cleanup() those of every target in a directory: callers
+ * that save many files clean once, not per save. */
 
 #define TEMP_STEM_MAX 200 /* bytes of the base name kept in temporary names */
 
@@ -414,46 +420,92 @@ static int temp_name(save_names *n, unsigned attempt, tio_error *err) {
     return TIO_OK;
 }
 
-/* The pid in `name` when it is exactly ".<stem>.tio-<pid>-<16 hex>.tmp", with
- * a decimal pid without leading zeros and lowercase hex; else 0. */
-static long long temp_owner(const char *name, const char *stem, size_t stemlen) {
-    if (name[0] != '.' || strncmp(name + 1, stem, stemlen) != 0) return 0;
-    const char *q = name + 1 + stemlen;
-    if (strncmp(q, ".tio-", 5) != 0) return 0;
-    q += 5;
-    if (*q < '1' || *q > '9') return 0;
+/* The pid in `name` when it is a temporary file name of this module,
+ * ".<stem>.tio-<pid>-<16 hex>.tmp" with a stem of 1..TEMP_STEM_MAX bytes, a
+ * decimal pid without leading zeros below 2^31 and lowercase hex; else 0.
+ * *stemlen gets the stem's length (it starts at name + 1). Read from the end,
+ * as the stem may hold anything, ".tio-" included. */
+static long long temp_owner(const char *name, size_t *stemlen) {
+    size_t len = strlen(name);
+    if (name[0] != '.' || len < 29 || memcmp(name + len - 4, ".tmp", 4) != 0) return 0;
+    const char *hex = name + len - 20;
+    for (int k = 0; k < 16; k++)
+        if (!((hex[k] >= '0' && hex[k] <= '9') || (hex[k] >= 'a' && hex[k] <= 'f'))) return 0;
+    const char *end = hex - 1, *q = end; /* end: the '-' after the pid */
+    if (*end != '-') return 0;
+    while (q > name && q[-1] >= '0' && q[-1] <= '9') q--;
+    size_t digits = (size_t)(end - q);
+    if (digits == 0 || digits > 10 || *q == '0' || (size_t)(q - name) < 2 + 5 ||
+        memcmp(q - 5, ".tio-", 5) != 0)
+        return 0;
+    size_t sl = (size_t)(q - 5 - (name + 1));
+    if (sl == 0 || sl > TEMP_STEM_MAX) return 0;
     long long pid = 0;
-    for (int k = 0; *q >= '0' && *q <= '9'; q++, k++) {
-        if (k == 10) return 0;
-        pid = pid * 10 + (*q - '0');
-    }
-    if (pid > 0x7fffffffLL || *q++ != '-') return 0;
-    for (int k = 0; k < 16; k++, q++)
-        if (!((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f'))) return 0;
-    return strcmp(q, ".tmp") == 0 ? pid : 0;
+    for (; q < end; q++) pid = pid * 10 + (*q - '0');
+    if (pid > 0x7fffffffLL) return 0;
+    *stemlen = sl;
+    return pid;
 }
 
-/* Removes the temporary files of this target left by processes that no longer
- * exist: names from the directory listing that match the pattern exactly,
- * regular files only (never through a symlink: fstatat and unlinkat on the
- * directory's own descriptor), never another live process's or our own.
- * Best effort: an unreadable directory is not an error. */
-static void remove_stale_temps(const save_names *n) {
-    DIR *d = opendir(n->dir);
-    if (!d) return;
-    int dfd = dirfd(d);
+/* Removes from `dir` the temporary files left by processes that no longer
+ * exist: of the target whose (cut) base name is `stem`, or of any target when
+ * stem is NULL. Only names that match the pattern exactly and are regular
+ * files (fstatat without following a symlink, unlinkat of the listed name on
+ * the directory's own descriptor, so never through a symlink), never a live
+ * process's or this process's own (another thread may be between its link
+ * and its rename). Counts removals in *removed. Returns 0, or the errno of
+ * the first failure: listing the directory (*what = NULL) or removing the
+ * entry copied to what (a file that vanished meanwhile is not a failure). */
+static int remove_stale_temps(const char *dir, const char *stem, size_t stemlen,
+                              size_t *removed, char *what, size_t cap) {
+    what[0] = 0;
+    DIR *d = opendir(dir);
+    if (!d) return errno ? errno : EIO;
+    int dfd = dirfd(d), first = 0;
     pid_t self = getpid();
-    struct dirent *de;
-    while (dfd >= 0 && (de = readdir(d)) != NULL) {
-        long long owner = temp_owner(de->d_name, n->stem, (size_t)n->stemlen);
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            if (errno && !first) {
+                first = errno;
+                what[0] = 0;
+            }
+            break;
+        }
+        size_t sl = 0;
+        long long owner = temp_owner(de->d_name, &sl);
         if (owner <= 0 || owner == (long long)self) continue;
+        if (stem && (sl != stemlen || memcmp(de->d_name + 1, stem, sl) != 0)) continue;
         struct stat st;
         if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue;
         if (kill((pid_t)owner, 0) == 0 || errno != ESRCH) continue; /* alive (or not ours) */
-        unlinkat(dfd, de->d_name, 0);
+        if (unlinkat(dfd, de->d_name, 0) == 0)
+            ++*removed;
+        else if (errno != ENOENT && !first) {
+            first = errno;
+            snprintf(what, cap, "%s", de->d_name);
+        }
     }
     closedir(d);
+    return first;
+}
+
+int tio_save_cleanup(const char *dir, size_t *removed, tio_error *err) {
+    size_t n = 0;
+    if (removed) *removed = 0;
+    if (!dir || !*dir) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "no directory given");
+    char what[256];
+    int e = remove_stale_temps(dir, NULL, 0, &n, what, sizeof what);
+    if (removed) *removed = n;
+    if (e == 0) return TIO_OK;
+    if (!what[0])
+        return tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot list the directory: %s", dir,
+                        strerror(e));
+    return tio__err(err, TIO_E_IO, NULL, -1,
+                    "%s: cannot remove the stale temporary file %s: %s", dir, what,
+                    strerror(e));
 }
 
 /* Writes the plan to fd, keeps the old target's permissions, fsyncs. A write
@@ -579,7 +631,11 @@ int tio__save_file(const tio_container *c, const char *path, const tio_save_opti
     /* If the target exists, keep its permissions. */
     struct stat st;
     const struct stat *keep = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? &st : NULL;
-    remove_stale_temps(&n);
+    if (opts && (opts->flags & TIO_SAVE_CLEANUP)) {
+        size_t gone = 0; /* best effort: an unreadable directory skips it */
+        char what[256];
+        (void)remove_stale_temps(n.dir, n.stem, (size_t)n.stemlen, &gone, what, sizeof what);
+    }
     int fallback = 1;
 #ifdef O_TMPFILE
     if (!(how & TIO__SAVE_NO_TMPFILE)) rc = save_unnamed(&p, f, &n, keep, &fallback, err);

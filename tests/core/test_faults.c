@@ -330,9 +330,19 @@ static void test_sigkill(void **state) {
             int temps = count_temps(dir, base);
             s->temps_left += temps;
             /* The next save (of A, so that the next kill starts from A again)
-             * succeeds and removes whatever the killed child left. */
-            EXPECT(tio__save_file(A.c, path, NULL, modes[i / 2 % 2], &e) == TIO_OK, "%s",
-                   e.message);
+             * succeeds, and with TIO_SAVE_CLEANUP (or after tio_save_cleanup,
+             * every third time) removes whatever the killed child left. */
+            tio_save_options co = {0};
+            co.flags = TIO_SAVE_CLEANUP;
+            if (i % 3 == 2) {
+                size_t gone = 0;
+                EXPECT(tio_save_cleanup(dir, &gone, &e) == TIO_OK, "%s", e.message);
+                EXPECT(gone == (size_t)temps, "tio_save_cleanup removed %zu of %d temp files",
+                       gone, temps);
+            }
+            EXPECT(tio__save_file(A.c, path, i % 3 == 2 ? NULL : &co, modes[i / 2 % 2], &e) ==
+                       TIO_OK,
+                   "%s", e.message);
             EXPECT(only_entry(dir, base, listing, sizeof listing),
                    "after the parent's save %s holds: %s", dir, listing);
             EXPECT(same_bytes(path, A.bytes, A.len), "%s: not A after the parent's save", path);
@@ -349,7 +359,7 @@ static void test_sigkill(void **state) {
         printf("[ faults   ] sigkill %-10s: %d kills: %d during the save with the file still A "
                "(before rename), %d after the rename (B, child not yet exited), %d after the "
                "child finished (B); temp files left by killed children: %d, all removed by the "
-               "next save (%d)\n",
+               "next cleaning save or tio_save_cleanup (%d)\n",
                mode_names[m], st[m].kills, st[m].before_rename, st[m].after_rename,
                st[m].finished, st[m].temps_left, st[m].temps_cleaned);
     int kills = st[0].kills + st[1].kills;
@@ -593,18 +603,39 @@ static int exists(const char *dir, const char *name) {
     return lstat(p, &st) == 0;
 }
 
+/* A pid that surely is dead: a child, reaped (-1 on failure; no cmocka
+ * asserts, children call it too). */
+static pid_t dead_pid(void) {
+    fflush(NULL);
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    if (dead < 0 || waitpid(dead, NULL, 0) != dead) return -1;
+    return dead;
+}
+
+/* Whether every one of the n names exists in dir (else fails naming it). */
+static void expect_all(const char *dir, char (*names)[256], int n, const char *when) {
+    for (int k = 0; k < n; k++) EXPECT(exists(dir, names[k]), "%s: %s was removed", when, names[k]);
+}
+
+static void expect_none(const char *dir, char (*names)[256], int n, const char *when) {
+    for (int k = 0; k < n; k++)
+        EXPECT(!exists(dir, names[k]), "%s: %s (dead pid) was not removed", when, names[k]);
+}
+
+/* A default save leaves temporary files alone (it never lists the
+ * directory); TIO_SAVE_CLEANUP removes the target's of dead processes, and
+ * tio_save_cleanup() those of every target. Neither ever removes a live
+ * process's, this process's, a look-alike name, a symlink (nor its target)
+ * or a directory. */
 static void test_stale_temps(void **state) {
     (void)state;
     static const tio_dtype dt[] = {TIO_INT32};
     static const int64_t nn[] = {100};
     version v;
     version_init(&v, "tenbin", dt, nn, 1, 8);
-    /* a pid that surely is dead: a child, reaped */
-    fflush(NULL);
-    pid_t dead = fork();
-    assert_true(dead >= 0);
-    if (dead == 0) _exit(0);
-    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    pid_t dead = dead_pid();
+    assert_true(dead > 0);
     /* a live process other than this one: a child blocked on a pipe */
     int pfd[2];
     assert_int_equal(pipe(pfd), 0);
@@ -617,52 +648,97 @@ static void test_stale_temps(void **state) {
     }
     close(pfd[0]);
     const char *hex = "0123456789abcdef";
+    char longbase[256], longstem[256];
+    memset(longbase, 'L', 210); /* a base name over the 200 bytes kept in temp names */
+    memcpy(longbase + 210, ".ten", 5);
+    memcpy(longstem, longbase, 200);
+    longstem[200] = 0;
+    tio_save_options cleanup = {0};
+    cleanup.flags = TIO_SAVE_CLEANUP;
     for (int m = 0; m < 2; m++) {
         char dir[] = "/tmp/tio-faults-XXXXXX";
         make_dir(dir);
         char path[256], victim[256], outside[] = "/tmp/tio-faults-victim-XXXXXX";
+        char longpath[512];
         snprintf(path, sizeof path, "%s/out.ten", dir);
+        snprintf(longpath, sizeof longpath, "%s/%s", dir, longbase);
         make_dir(outside);
         snprintf(victim, sizeof victim, "%s/victim", outside);
         touch(outside, "victim");
-        char stale[2][128], keep[12][128];
-        snprintf(stale[0], 128, ".out.ten.tio-%ld-%s.tmp", (long)dead, hex);
-        snprintf(stale[1], 128, ".out.ten.tio-%ld-fedcba9876543210.tmp", (long)dead);
+        /* this target's stale temps; other targets' stale temps; kept names */
+        char stale[2][256], others[3][256], keep[14][256];
+        snprintf(stale[0], 256, ".out.ten.tio-%ld-%s.tmp", (long)dead, hex);
+        snprintf(stale[1], 256, ".out.ten.tio-%ld-fedcba9876543210.tmp", (long)dead);
+        snprintf(others[0], 256, ".other.ten.tio-%ld-%s.tmp", (long)dead, hex);
+        snprintf(others[1], 256, ".x.tio-1.tio-%ld-%s.tmp", (long)dead, hex);
+        snprintf(others[2], 256, ".%.200s.tio-%ld-%s.tmp", longstem, (long)dead, hex);
         int nk = 0;
-        snprintf(keep[nk++], 128, ".out.ten.tio-%ld-%s.tmp", (long)getpid(), hex); /* ours */
-        snprintf(keep[nk++], 128, ".out.ten.tio-%ld-%s.tmp", (long)live, hex);     /* alive */
-        snprintf(keep[nk++], 128, ".out.ten.tio-%ld-%s.tmp.bak", (long)dead, hex);
-        snprintf(keep[nk++], 128, ".out.ten.tio-%ld-0123456789abcde.tmp", (long)dead);
-        snprintf(keep[nk++], 128, ".out.ten.tio-%ld-0123456789ABCDEF.tmp", (long)dead);
-        snprintf(keep[nk++], 128, ".out.ten.tio-0%ld-%s.tmp", (long)dead, hex);
-        snprintf(keep[nk++], 128, ".out.ten.tio-%s.tmp", hex);
-        snprintf(keep[nk++], 128, ".out.ten.tio-%s", hex); /* the pre-pid pattern */
-        snprintf(keep[nk++], 128, ".other.ten.tio-%ld-%s.tmp", (long)dead, hex);
-        snprintf(keep[nk++], 128, "out.ten.tio-%ld-%s.tmp", (long)dead, hex);
+        snprintf(keep[nk++], 256, ".out.ten.tio-%ld-%s.tmp", (long)getpid(), hex); /* ours */
+        snprintf(keep[nk++], 256, ".out.ten.tio-%ld-%s.tmp", (long)live, hex);     /* alive */
+        snprintf(keep[nk++], 256, ".out.ten.tio-%ld-%s.tmp.bak", (long)dead, hex);
+        snprintf(keep[nk++], 256, ".out.ten.tio-%ld-0123456789abcde.tmp", (long)dead);
+        snprintf(keep[nk++], 256, ".out.ten.tio-%ld-0123456789ABCDEF.tmp", (long)dead);
+        snprintf(keep[nk++], 256, ".out.ten.tio-0%ld-%s.tmp", (long)dead, hex);
+        snprintf(keep[nk++], 256, ".out.ten.tio-%s.tmp", hex);
+        snprintf(keep[nk++], 256, ".out.ten.tio-%s", hex); /* the pre-pid pattern */
+        snprintf(keep[nk++], 256, "out.ten.tio-%ld-%s.tmp", (long)dead, hex);
+        snprintf(keep[nk++], 256, "..tio-%ld-%s.tmp", (long)dead, hex); /* empty stem */
+        snprintf(keep[nk++], 256, ".%.200sL.tio-%ld-%s.tmp", longstem, (long)dead, hex); /* 201 */
+        snprintf(keep[nk++], 256, ".out.ten.tio-99999999999-%s.tmp", hex); /* pid > 2^31 */
         for (int k = 0; k < 2; k++) touch(dir, stale[k]);
+        for (int k = 0; k < 3; k++) touch(dir, others[k]);
         for (int k = 0; k < nk; k++) touch(dir, keep[k]);
         /* matching names that are not regular files */
-        char lnk[128], sub[128], p[512];
+        char lnk[256], sub[256], p[512];
         snprintf(lnk, sizeof lnk, ".out.ten.tio-%ld-aaaaaaaaaaaaaaaa.tmp", (long)dead);
         snprintf(p, sizeof p, "%s/%s", dir, lnk);
         assert_int_equal(symlink(victim, p), 0);
         snprintf(sub, sizeof sub, ".out.ten.tio-%ld-bbbbbbbbbbbbbbbb.tmp", (long)dead);
         snprintf(p, sizeof p, "%s/%s", dir, sub);
         assert_int_equal(mkdir(p, 0755), 0);
-        snprintf(keep[nk++], 128, "%s", lnk);
-        snprintf(keep[nk++], 128, "%s", sub);
-
+        snprintf(keep[nk++], 256, "%s", lnk);
+        snprintf(keep[nk++], 256, "%s", sub);
+        char when[64], listing[4096];
         tio_error e;
+
+        /* a default save removes nothing */
+        snprintf(when, sizeof when, "%s, default save", mode_names[m]);
         EXPECT(tio__save_file(v.c, path, NULL, modes[m], &e) == TIO_OK, "%s", e.message);
-        for (int k = 0; k < 2; k++)
-            EXPECT(!exists(dir, stale[k]), "%s: %s (dead pid) was not removed", mode_names[m],
-                   stale[k]);
-        for (int k = 0; k < nk; k++)
-            EXPECT(exists(dir, keep[k]), "%s: %s was removed", mode_names[m], keep[k]);
-        EXPECT(exists(outside, "victim"), "the symlink's target was removed");
+        expect_all(dir, stale, 2, when);
+        expect_all(dir, others, 3, when);
+        expect_all(dir, keep, nk, when);
         EXPECT(same_bytes(path, v.bytes, v.len), "%s: not the saved data", path);
-        char listing[2048];
-        assert_int_equal(list_dir(dir, listing, sizeof listing), nk + 1);
+
+        /* TIO_SAVE_CLEANUP: this target's stale temps only */
+        snprintf(when, sizeof when, "%s, TIO_SAVE_CLEANUP", mode_names[m]);
+        EXPECT(tio__save_file(v.c, path, &cleanup, modes[m], &e) == TIO_OK, "%s", e.message);
+        expect_none(dir, stale, 2, when);
+        expect_all(dir, others, 3, when);
+        expect_all(dir, keep, nk, when);
+        EXPECT(exists(outside, "victim"), "%s: the symlink's target was removed", when);
+        EXPECT(same_bytes(path, v.bytes, v.len), "%s: not the saved data", path);
+        /* a long target name: its temps carry the first 200 bytes */
+        EXPECT(tio__save_file(v.c, longpath, &cleanup, modes[m], &e) == TIO_OK, "%s",
+               e.message);
+        expect_none(dir, others + 2, 1, when);
+        expect_all(dir, others, 2, when);
+        expect_all(dir, keep, nk, when);
+        touch(dir, others[2]);
+        assert_int_equal(list_dir(dir, listing, sizeof listing), nk + 3 + 2);
+
+        /* tio_save_cleanup: every target's */
+        snprintf(when, sizeof when, "%s, tio_save_cleanup", mode_names[m]);
+        touch(dir, stale[1]);
+        size_t gone = 99;
+        EXPECT(tio_save_cleanup(dir, &gone, &e) == TIO_OK, "%s", e.message);
+        EXPECT(gone == 4, "%s: removed %zu files, expected 4", when, gone);
+        expect_none(dir, stale + 1, 1, when);
+        expect_none(dir, others, 3, when);
+        expect_all(dir, keep, nk, when);
+        EXPECT(exists(outside, "victim"), "%s: the symlink's target was removed", when);
+        assert_int_equal(list_dir(dir, listing, sizeof listing), nk + 2);
+        EXPECT(tio_save_cleanup(dir, NULL, &e) == TIO_OK, "%s", e.message); /* idempotent */
+        assert_int_equal(list_dir(dir, listing, sizeof listing), nk + 2);
         unlink(victim);
         rmdir(outside);
         remove_tree(dir);
@@ -675,12 +751,28 @@ static void test_stale_temps(void **state) {
     snprintf(name, sizeof name, ".out.ten.tio-%ld-%s.tmp", (long)live, hex);
     touch(dir, name);
     tio_error e;
-    EXPECT(tio_save(v.c, path, NULL, &e) == TIO_OK, "%s", e.message);
+    tio_error_clear(&e);
+    size_t gone = 99;
+    EXPECT(tio_save(v.c, path, &cleanup, &e) == TIO_OK, "%s", e.message);
+    EXPECT(tio_save_cleanup(dir, &gone, &e) == TIO_OK && gone == 0, "%s", e.message);
     EXPECT(exists(dir, name), "a live process's temp was removed");
     close(pfd[1]); /* the child exits */
     assert_int_equal(waitpid(live, NULL, 0), live);
     EXPECT(tio_save(v.c, path, NULL, &e) == TIO_OK, "%s", e.message);
+    EXPECT(exists(dir, name), "a default save removed a temp");
+    EXPECT(tio_save(v.c, path, &cleanup, &e) == TIO_OK, "%s", e.message);
     EXPECT(only_entry(dir, "out.ten", listing, sizeof listing), "%s holds: %s", dir, listing);
+    touch(dir, name);
+    EXPECT(tio_save_cleanup(dir, &gone, &e) == TIO_OK && gone == 1, "%s", e.message);
+    EXPECT(only_entry(dir, "out.ten", listing, sizeof listing), "%s holds: %s", dir, listing);
+    /* errors: no directory given; a directory that does not exist */
+    assert_int_equal(tio_save_cleanup(NULL, &gone, &e), TIO_E_ARGUMENT);
+    char missing[300];
+    snprintf(missing, sizeof missing, "%s/missing", dir);
+    gone = 99;
+    assert_int_equal(tio_save_cleanup(missing, &gone, &e), TIO_E_IO);
+    EXPECT(gone == 0 && strstr(e.message, missing) && strstr(e.message, strerror(ENOENT)),
+           "%zu, %s", gone, e.message);
     remove_tree(dir);
     version_free(&v);
 }
@@ -741,7 +833,24 @@ static void readonly_child(const version *v, int out) {
                 else
                     snprintf(res, sizeof res, "OK %s", e.message);
             }
+            /* a stale temp that cannot be removed: TIO_E_IO naming it */
+            char stale[128], sp[400];
+            snprintf(stale, sizeof stale, ".out.ten.tio-%ld-0123456789abcdef.tmp",
+                     (long)dead_pid());
+            snprintf(sp, sizeof sp, "%s/%s", dir, stale);
             chmod(dir, 0755);
+            pfd = open(sp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (pfd >= 0) close(pfd);
+            chmod(dir, 0555);
+            size_t gone = 99;
+            int rc = tio_save_cleanup(dir, &gone, &e);
+            if (!strncmp(res, "OK", 2) &&
+                (pfd < 0 || rc != TIO_E_IO || gone != 0 || !strstr(e.message, stale) ||
+                 !strstr(e.message, strerror(EACCES)) || access(sp, F_OK) != 0))
+                snprintf(res, sizeof res, "FAIL tio_save_cleanup in a 0555 directory: rc %d, "
+                         "%zu removed: %s", rc, gone, rc ? e.message : "");
+            chmod(dir, 0755);
+            unlink(sp);
             unlink(path);
         }
         rmdir(dir);

@@ -2,17 +2,21 @@
  * data referenced, one writev() for many pieces) must give exactly the bytes
  * of tio_save_memory for every format, whatever the mix of tensor sizes
  * around the thresholds; TIO_SAVE_NO_SYNC must skip every fsync and nothing
- * else. fsync is counted through -Wl,--wrap=fsync. */
+ * else; a save lists its directory only with TIO_SAVE_CLEANUP, so its cost
+ * does not grow with the directory. fsync and opendir are counted through
+ * -Wl,--wrap. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tensio.h"
@@ -25,6 +29,15 @@ static int fsync_calls; /* this test program's own counter */
 int __wrap_fsync(int fd) {
     fsync_calls++;
     return __real_fsync(fd);
+}
+
+DIR *__real_opendir(const char *name);
+DIR *__wrap_opendir(const char *name);
+static int opendir_calls;
+
+DIR *__wrap_opendir(const char *name) {
+    opendir_calls++;
+    return __real_opendir(name);
 }
 
 static char dir[256];
@@ -201,10 +214,69 @@ static void test_converted_data_are_copied(void **state) {
     free(h);
 }
 
+static void write_small(const char *name, size_t bytes) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    for (size_t i = 0; i < bytes; i++) fputc('x', f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Saves into a directory of 2,000 files: a default save (synced or not)
+ * never lists it; TIO_SAVE_CLEANUP lists it once and removes the target's
+ * stale temporary file (of a dead process); tio_save_cleanup lists it once. */
+static void test_listing_only_on_request(void **state) {
+    (void)state;
+    char name[64];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(name, sizeof name, "m-%06d.bin", i);
+        write_small(name, 1);
+    }
+    uint8_t *data;
+    tio_container *c = build("tenbin", &data);
+    fflush(NULL);
+    pid_t dead = fork(); /* a pid that is surely gone: a child, reaped */
+    if (dead == 0) _exit(0);
+    assert_true(dead > 0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    char stale[128], path[512];
+    snprintf(stale, sizeof stale, ".out.ten.tio-%ld-0123456789abcdef.tmp", (long)dead);
+    write_small(stale, 3);
+    snprintf(path, sizeof path, "%s/out.ten", dir);
+    tio_error e;
+    tio_save_options so = {0};
+    for (unsigned flags = 0; flags < 2; flags++) {
+        so.flags = flags ? TIO_SAVE_NO_SYNC : 0;
+        opendir_calls = 0;
+        assert_int_equal(tio_save(c, path, &so, &e), TIO_OK);
+        assert_int_equal(opendir_calls, 0);
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, stale);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0); /* left alone */
+    snprintf(path, sizeof path, "%s/out.ten", dir);
+    so.flags = TIO_SAVE_CLEANUP | TIO_SAVE_NO_SYNC;
+    opendir_calls = 0;
+    assert_int_equal(tio_save(c, path, &so, &e), TIO_OK);
+    assert_int_equal(opendir_calls, 1);
+    snprintf(path, sizeof path, "%s/%s", dir, stale);
+    assert_int_equal(stat(path, &st), -1); /* removed */
+    write_small(stale, 3);
+    size_t gone = 0;
+    opendir_calls = 0;
+    assert_int_equal(tio_save_cleanup(dir, &gone, &e), TIO_OK);
+    assert_int_equal(opendir_calls, 1);
+    assert_int_equal(gone, 1);
+    tio_container_free(c);
+    free(data);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_file_bytes_equal_memory_bytes),
         cmocka_unit_test(test_converted_data_are_copied),
+        cmocka_unit_test(test_listing_only_on_request),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
