@@ -248,7 +248,7 @@ int cli_cmd_convert(int argc, char **argv) {
         tio_save_options o;
         memset(&o, 0, sizeof o);
         o.format = format;
-        o.flags = flags;
+        o.flags = flags | TIO_SAVE_CLEANUP; /* one save per process: it may list OUT's dir */
         o.version = version;
         tio_error_clear(&err);
         if (tio_save(c, out, &o, &err) != TIO_OK) {

@@ -1,11 +1,18 @@
 /* tensio recv — receive messages from ZeroMQ, describe them, write them to files. */
+/* syncfs (Linux); everything else is POSIX. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "cmd_stream_common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char recv_help[] =
     "Usage: tensio recv [OPTIONS] ENDPOINT\n"
@@ -51,6 +58,11 @@ static const char recv_help[] =
     "      --drop-metadata drop metadata the output format cannot hold\n"
     "      --widen         store dtypes the output format lacks in a wider dtype\n"
     "                      that holds every value exactly\n"
+    "      --sync-each     make each -o file durable before its line is printed\n"
+    "                      (fsync of the file and its directory per message; slow)\n"
+    "      --no-sync       never sync the -o files (default: no fsync per file; the\n"
+    "                      file systems written to are synced once a second while\n"
+    "                      files arrive, when none arrives, and at exit)\n"
     "      --json          one JSON object per line per message (see docs/cli.md)\n"
     "      --hash          add each tensor's SHA-256 (dense C-order bytes)\n"
     "  -h, --help          show this help and exit\n";
@@ -70,6 +82,8 @@ enum {
     OPT_STRICT,
     OPT_OUTPUT,
     OPT_FORMAT,
+    OPT_SYNC_EACH,
+    OPT_NO_SYNC,
     OPT_JSON,
     OPT_HASH
 };
@@ -89,6 +103,8 @@ static const cli_option recv_opts[] = {
     {"strict", 0, 0, OPT_STRICT},
     {"output", 'o', 1, OPT_OUTPUT},
     {"format", 0, 1, OPT_FORMAT},
+    {"sync-each", 0, 0, OPT_SYNC_EACH},
+    {"no-sync", 0, 0, OPT_NO_SYNC},
     {"densify", 0, 0, CLI_STREAM_OPT_DENSIFY},
     {"drop-names", 0, 0, CLI_STREAM_OPT_DROP_NAMES},
     {"drop-metadata", 0, 0, CLI_STREAM_OPT_DROP_METADATA},
@@ -104,6 +120,16 @@ static const cli_option recv_opts[] = {
 /* How long one receive call waits at most, so that an interrupt or the end of
  * --timeout is noticed whatever the transport does with signals. */
 #define RECV_SLICE_MS 200
+/* Default durability of the -o files: synced at most this long after being
+ * written while messages stream in (and at once when the stream pauses). */
+#define SYNC_INTERVAL_MS 1000
+
+/* How the -o files are made durable. */
+typedef enum {
+    SYNC_BATCH = 0, /* saved without fsync; their file systems synced in batches */
+    SYNC_EACH,      /* the library's default save: fsync of the file and directory */
+    SYNC_NONE       /* never */
+} sync_mode;
 
 typedef struct recv_args {
     const char *endpoint;
@@ -121,6 +147,8 @@ typedef struct recv_args {
     const char *format;
     unsigned flags;
     int json, hash;
+    sync_mode sync;
+    int sync_set; /* --sync-each or --no-sync given */
 } recv_args;
 
 /* ------------------------------------------------------------ output names */
@@ -209,6 +237,15 @@ static int parse_args(int argc, char **argv, recv_args *a) {
         case OPT_FORMAT: a->format = v; break;
         case OPT_JSON: a->json = 1; break;
         case OPT_HASH: a->hash = 1; break;
+        case OPT_SYNC_EACH:
+        case OPT_NO_SYNC: {
+            sync_mode m = id == OPT_SYNC_EACH ? SYNC_EACH : SYNC_NONE;
+            if (a->sync_set && a->sync != m)
+                rc = cli_usage_error("recv", "--sync-each and --no-sync exclude each other");
+            a->sync = m;
+            a->sync_set = 1;
+            break;
+        }
         default: a->flags |= cli_conversion_flag(id); break;
         }
     }
@@ -243,6 +280,9 @@ static int check_args(recv_args *a, int *binds) {
     if (a->flags && !a->output)
         return cli_usage_error("recv", "--densify, --drop-names, --drop-metadata and --widen "
                                        "apply to the files written with -o");
+    if (a->sync_set && !a->output)
+        return cli_usage_error("recv", "--sync-each and --no-sync apply to the files written "
+                                       "with -o");
     if (a->output) {
         int n = pattern_conversions(a->output);
         if (n < 0)
@@ -416,15 +456,138 @@ static int report_text(const recv_args *a, uint64_t index, const tio_container *
     return CLI_EXIT_OK;
 }
 
+/* ------------------------------------------------------------ the -o files */
+
+/* What writing the -o files keeps: the directory last written to (cleaned of
+ * stale temporary files once, when it changes: a save itself never lists its
+ * directory), and for SYNC_BATCH one open directory per file system written
+ * to, opened before its first file so that syncfs() reports any write-back
+ * error since. */
+typedef struct out_state {
+    char *dir;                /* the directory of the last file, NULL before any */
+    struct out_fs {
+        int fd;
+        dev_t dev;
+        char *dir;            /* for messages */
+    } *fs;
+    size_t nfs, capfs;
+    int sync_all;             /* a directory could not be opened: sync() instead */
+    uint64_t unsynced;        /* files written since the last sync */
+    uint64_t synced_ms;       /* when that was */
+} out_state;
+
+static void out_free(out_state *o) {
+    free(o->dir);
+    for (size_t i = 0; i < o->nfs; i++) {
+        close(o->fs[i].fd);
+        free(o->fs[i].dir);
+    }
+    free(o->fs);
+}
+
+/* Keeps an open descriptor of `dir` when it is on a file system not seen yet.
+ * Returns CLI_EXIT_OK or CLI_EXIT_FAIL (out of memory, printed). */
+static int out_track_fs(out_state *o, const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0) close(fd);
+        o->sync_all = 1; /* the save will say what is wrong with dir, if anything */
+        return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < o->nfs; i++)
+        if (o->fs[i].dev == st.st_dev) {
+            close(fd);
+            return CLI_EXIT_OK;
+        }
+    if (o->nfs == o->capfs) {
+        size_t cap = o->capfs ? 2 * o->capfs : 4;
+        struct out_fs *fs = realloc(o->fs, cap * sizeof *fs);
+        if (!fs) {
+            close(fd);
+            return cli_error("out of memory");
+        }
+        o->fs = fs;
+        o->capfs = cap;
+    }
+    char *name = strdup(dir);
+    if (!name) {
+        close(fd);
+        return cli_error("out of memory");
+    }
+    o->fs[o->nfs].fd = fd;
+    o->fs[o->nfs].dev = st.st_dev;
+    o->fs[o->nfs].dir = name;
+    o->nfs++;
+    return CLI_EXIT_OK;
+}
+
+/* Makes the files written so far durable: syncs every file system written to
+ * (one syncfs() each, which also commits the renames). */
+static int out_sync(out_state *o, uint64_t now) {
+    int rc = CLI_EXIT_OK;
+    if (o->unsynced == 0) return rc;
+    for (size_t i = 0; i < o->nfs; i++) {
+#ifdef __linux__
+        if (syncfs(o->fs[i].fd) != 0 && rc == CLI_EXIT_OK)
+            rc = cli_cmd_error("recv", "syncing the files written to %s failed: %s",
+                               o->fs[i].dir, strerror(errno));
+#else
+        if (fsync(o->fs[i].fd) != 0 && rc == CLI_EXIT_OK)
+            rc = cli_cmd_error("recv", "syncing %s failed: %s", o->fs[i].dir,
+                               strerror(errno));
+        o->sync_all = 1;
+#endif
+    }
+    if (o->sync_all) sync();
+    o->unsynced = 0;
+    o->synced_ms = now;
+    return rc;
+}
+
+/* The directory part of path ("." when it has none), malloc'ed. */
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* Before the first file of a directory (the pattern may spread messages over
+ * several): removes the temporary files that killed savers left there, once
+ * per directory and process; and, for SYNC_BATCH, tracks its file system.
+ * The cleanup is best effort: a directory it cannot list fails the save. */
+static int out_enter(const recv_args *a, out_state *o, const char *path) {
+    char *dir = dir_of(path);
+    if (!dir) return cli_error("out of memory");
+    if (o->dir && strcmp(dir, o->dir) == 0) {
+        free(dir);
+        return CLI_EXIT_OK;
+    }
+    free(o->dir);
+    o->dir = dir;
+    tio_error err;
+    tio_error_clear(&err);
+    (void)tio_save_cleanup(dir, NULL, &err);
+    return a->sync == SYNC_BATCH ? out_track_fs(o, dir) : CLI_EXIT_OK;
+}
+
 /* Writes a received container to the file of its index; *path gets the name. */
-static int write_message(const recv_args *a, uint64_t index, const tio_container *c,
-                         char **path) {
+static int write_message(const recv_args *a, out_state *out, uint64_t index,
+                         const tio_container *c, char **path) {
     *path = pattern_name(a->output, index);
     if (!*path) return cli_error("out of memory");
+    int rc = out_enter(a, out, *path);
+    if (rc != CLI_EXIT_OK) return rc;
     tio_save_options o;
     memset(&o, 0, sizeof o);
     o.format = a->format;
-    o.flags = a->flags;
+    o.flags = a->flags | (a->sync == SYNC_EACH ? 0u : TIO_SAVE_NO_SYNC);
     tio_error err;
     tio_error_clear(&err);
     if (tio_save(c, *path, &o, &err) != TIO_OK) {
@@ -435,6 +598,7 @@ static int write_message(const recv_args *a, uint64_t index, const tio_container
         return cli_cmd_error("recv", "received %llu: %s: %s", (unsigned long long)index,
                              *path, msg);
     }
+    out->unsynced++;
     return CLI_EXIT_OK;
 }
 
@@ -487,6 +651,10 @@ static int run_recv(recv_args *a) {
     uint64_t valid = 0, malformed = 0, seen = 0;
     int timed_out = 0, interrupted = 0;
     uint64_t idle_since = now_ms();
+    out_state out;
+    memset(&out, 0, sizeof out);
+    out.synced_ms = idle_since;
+    int batch = a->output && a->sync == SYNC_BATCH;
     while (a->count == 0 || valid < a->count) {
         if (cli_stream_stopped()) {
             interrupted = 1;
@@ -499,7 +667,12 @@ static int run_recv(recv_args *a) {
         tio_error_clear(&err);
         int st = tio_stream_recv(s, &c, &err);
         if (st == TIO_E_TIMEOUT) {
-            if (a->timeout_ms && now_ms() - idle_since >= (uint64_t)a->timeout_ms) {
+            uint64_t now = now_ms();
+            if (batch && out.unsynced) { /* the stream paused: files durable now */
+                rc = out_sync(&out, now);
+                if (rc != CLI_EXIT_OK) break;
+            }
+            if (a->timeout_ms && now - idle_since >= (uint64_t)a->timeout_ms) {
                 timed_out = 1;
                 break;
             }
@@ -530,7 +703,7 @@ static int run_recv(recv_args *a) {
         seen++;
         idle_since = now_ms();
         char *path = NULL;
-        if (a->output) rc = write_message(a, valid, c, &path);
+        if (a->output) rc = write_message(a, &out, valid, c, &path);
         if (rc == CLI_EXIT_OK)
             rc = a->json ? report_json(a, valid, c, path) : report_text(a, valid, c, path);
         fflush(stdout);
@@ -538,8 +711,18 @@ static int run_recv(recv_args *a) {
         tio_container_free(c);
         if (rc != CLI_EXIT_OK) break;
         valid++;
+        if (batch && idle_since - out.synced_ms >= SYNC_INTERVAL_MS) {
+            rc = out_sync(&out, idle_since);
+            if (rc != CLI_EXIT_OK) break;
+        }
     }
     tio_stream_close(s);
+    /* every way out (--count, --timeout, a signal, an error) syncs what was written */
+    if (batch) {
+        int sr = out_sync(&out, now_ms());
+        if (rc == CLI_EXIT_OK) rc = sr;
+    }
+    out_free(&out);
 
     if (timed_out && a->count)
         cli_cmd_error("recv", "timed out: no message for %d.%03d s (%llu of %llu received)",

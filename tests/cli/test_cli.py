@@ -768,6 +768,30 @@ def t_convert_misc(tmp):
     assert not leftovers, leftovers
 
 
+def t_convert_cleans_stale_temps(tmp):
+    """convert saves with TIO_SAVE_CLEANUP: OUT's temporary files left by dead
+    processes go; a live process's (this one's), other targets' and a symlink
+    stay."""
+    src = vec("btf/dense_int32.btf")
+    if src is None:
+        return
+    d = os.path.join(tmp, "stale")
+    os.mkdir(d)
+    child = subprocess.Popen(["true"])
+    child.wait()
+    hexs = "0123456789abcdef"
+    stale = f".out.ten.tio-{child.pid}-{hexs}.tmp"
+    keep = [f".out.ten.tio-{os.getpid()}-{hexs}.tmp", f".other.ten.tio-{child.pid}-{hexs}.tmp"]
+    for n in [stale] + keep:
+        with open(os.path.join(d, n), "wb") as f:
+            f.write(b"x")
+    link = f".out.ten.tio-{child.pid}-aaaaaaaaaaaaaaaa.tmp"
+    os.symlink(src, os.path.join(d, link))
+    expect(run("convert", src, os.path.join(d, "out.ten")), 0, stdout_empty=True)
+    assert sorted(os.listdir(d)) == sorted(keep + [link, "out.ten"]), os.listdir(d)
+    assert os.path.exists(src)
+
+
 BTF_REJECT = ["empty_file", "short_header_4B", "num_tensors_exceeds_offsets",
               "num_tensors_huge", "offset_past_eof", "truncated_dims", "truncated_data",
               "dtype_code_10", "layout_255", "layout_2_doc_coo_value", "coo_index_ge_dim",
@@ -1197,6 +1221,7 @@ def main():
         misc = os.path.join(tmp, "misc")
         os.mkdir(misc)
         case("convert misc", t_convert_misc, misc)
+        case("convert cleans stale temps", t_convert_cleans_stale_temps, tmp)
 
         good = [p for p in (vec(rel) for fmt in ("btf", "tenbin")
                             for rel, _ in vector_manifests(fmt)

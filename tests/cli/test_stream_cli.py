@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -593,6 +594,109 @@ def t_write_failure(tmp):
     assert "received 1 message (0 malformed)" in r.err and r.out == "", r
 
 
+def dead_pid():
+    """A pid that is surely not running: a child, reaped."""
+    c = subprocess.Popen(["true"])
+    c.wait()
+    return c.pid
+
+
+def plant_temps(d, base):
+    """Temporary-file names a killed save of d/base could have left: one of a
+    dead process (stale) and look-alikes that must stay: a live process's (this
+    one's), a symlink to a file outside, and a name off the pattern."""
+    hexs = "0123456789abcdef"
+    stale = f".{base}.tio-{dead_pid()}-{hexs}.tmp"
+    other_stale = f".other.zmsg.tio-{dead_pid()}-{hexs}.tmp"
+    keep = [f".{base}.tio-{os.getpid()}-{hexs}.tmp", f".{base}.tio-{dead_pid()}-{hexs}.tmp.x"]
+    for n in [stale, other_stale] + keep:
+        with open(os.path.join(d, n), "wb") as f:
+            f.write(b"x")
+    victim = os.path.join(os.path.dirname(d), os.path.basename(d) + "-victim")
+    with open(victim, "wb") as f:
+        f.write(b"v")
+    link = f".{base}.tio-{dead_pid()}-aaaaaaaaaaaaaaaa.tmp"
+    os.symlink(victim, os.path.join(d, link))
+    return [stale, other_stale], keep + [link], victim
+
+
+def t_output_sync_modes(tmp):
+    """-o in the three durability modes (default: no fsync per file, synced at
+    the end; --sync-each; --no-sync), into one directory and spread over
+    several by a %d in the directory part: every file complete and correct, no
+    temporary file left, and the stale temporary files of dead processes in
+    each output directory removed (once per directory), never a live one's or
+    through a symlink."""
+    f = vec("zio/tens_f32_3d.zmsg")
+    want = ls_hashes(f)
+    n = 12
+    for mode in ([], ["--sync-each"], ["--no-sync"]):
+        for spread in (False, True):
+            top = tempfile.mkdtemp(prefix="sync", dir=tmp)
+            dirs = [os.path.join(top, str(i)) for i in range(n)] if spread else [top]
+            for d in dirs:
+                os.makedirs(d, exist_ok=True)
+            base = "m.zmsg" if spread else "m-%03d.zmsg"
+            pattern = os.path.join(top, "%d" if spread else "", base)
+            planted = [plant_temps(d, base.replace("%03d", "007")) for d in dirs[:2]]
+            r = tensio("recv", "--bind", f"tcp://{HOST}:*", "--count", str(n), "--timeout",
+                       "10", "-o", pattern, *mode)
+            ep = r.wait_bound()
+            s = tensio("send", ep, f, "--count", str(n), "--timeout", "10")
+            s.finish()
+            r.finish()
+            expect_rc(s, 0)
+            expect_rc(r, 0)
+            names = [pattern.replace("%d", str(i)).replace("%03d", f"{i:03d}")
+                     for i in range(n)]
+            for name in names:
+                assert ls_hashes(name) == want, (mode, name)
+                LS_CACHE.pop(name, None)
+            for d, (gone, keep, victim) in zip(dirs, planted):
+                for g in gone:
+                    assert not os.path.lexists(os.path.join(d, g)), (mode, d, g)
+                for k in keep:
+                    assert os.path.lexists(os.path.join(d, k)), (mode, d, k)
+                assert os.path.exists(victim), (mode, victim)
+                for k in keep:
+                    os.unlink(os.path.join(d, k))
+            for d in dirs:
+                left = sorted(x for x in os.listdir(d) if not x.endswith(".zmsg"))
+                assert not left, (mode, d, left)
+            assert len(r.out.splitlines()) == n, r
+
+
+def t_output_sync_on_exit(tmp):
+    """Without --count the receiver ends on --timeout or on SIGINT/SIGTERM; the
+    files written before are complete either way, in every durability mode."""
+    f = vec("tenbin/rank1_float32.ten")
+    want = ls_hashes(f)
+    for mode in ([], ["--sync-each"], ["--no-sync"]):
+        for end in ("timeout", signal.SIGINT, signal.SIGTERM):
+            outdir = tempfile.mkdtemp(prefix="exit", dir=tmp)
+            pattern = os.path.join(outdir, "x%d.ten")
+            extra = ["--timeout", "0.8"] if end == "timeout" else []
+            r = tensio("recv", "--bind", f"tcp://{HOST}:*", "-o", pattern, *extra, *mode)
+            ep = r.wait_bound()
+            s = tensio("send", ep, f, "--count", "5", "--timeout", "10")
+            s.finish()
+            expect_rc(s, 0)
+            if end != "timeout":
+                deadline = time.monotonic() + 10
+                while r.out.count("\n") < 5 and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                r.p.send_signal(end)
+            r.finish()
+            expect_rc(r, 0)
+            assert "received 5 messages (0 malformed)" in r.err, (mode, end, r)
+            assert (end != "timeout") == ("interrupted" in r.err), (mode, end, r)
+            assert sorted(os.listdir(outdir)) == [f"x{i}.ten" for i in range(5)], outdir
+            for i in range(5):
+                path = os.path.join(outdir, f"x{i}.ten")
+                assert ls_hashes(path) == want, path
+                LS_CACHE.pop(path, None)
+
+
 def t_lossy_send_refused():
     # a name tenbin cannot hold is refused before anything is sent
     f = vec("btf/coo_btf_info_test.btf")  # COO: neither protocol carries it
@@ -714,6 +818,9 @@ def t_usage_errors():
         ("recv", "--format", "nosuch", "-o", "x%d.ten", ep),
         ("recv", "--format", "tenbin", ep),
         ("recv", "--widen", ep),
+        ("recv", "--no-sync", ep),
+        ("recv", "--sync-each", ep),
+        ("recv", "--sync-each", "--no-sync", "-o", "x%d.ten", ep),
         ("recv", f"zpush://{HOST}:9"),
         ("recv", "--socket", "pull", f"zsub://{HOST}:9"),
         ("recv", "foo://bar"),
@@ -783,6 +890,8 @@ def main():
         case("-o in .btf .zmsg .ten", t_output_formats, tmp)
         case("-o file names", t_output_names, tmp)
         case("-o write failure", t_write_failure, tmp)
+        case("-o durability modes, stale temps cleaned", t_output_sync_modes, tmp)
+        case("-o files complete on every way out", t_output_sync_on_exit, tmp)
         case("lossy send refused", t_lossy_send_refused)
         case("push fan-out to two pulls", t_fanout, tmp)
         case("router -> dealer with --peer", t_router_to_dealer)
