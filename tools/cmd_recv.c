@@ -123,6 +123,11 @@ static const cli_option recv_opts[] = {
 /* Default durability of the -o files: synced at most this long after being
  * written while messages stream in (and at once when the stream pauses). */
 #define SYNC_INTERVAL_MS 1000
+/* Lines on a stdout that is not a terminal are written in batches, at most
+ * this long after the last write while messages stream in, and at once when
+ * the stream pauses (a write per line cost as much as 10% of a small
+ * message's receive-and-save). */
+#define LINE_FLUSH_MS 100
 
 /* How the -o files are made durable. */
 typedef enum {
@@ -592,6 +597,7 @@ static int write_message(const recv_args *a, out_state *out, uint64_t index,
     tio_error_clear(&err);
     if (tio_save(c, *path, &o, &err) != TIO_OK) {
         const char *msg = cli_errmsg(&err);
+        fflush(stdout); /* the lines before, then the error */
         /* "received I" as on the message's own line; I/O messages name the file */
         if (strstr(msg, *path))
             return cli_cmd_error("recv", "received %llu: %s", (unsigned long long)index, msg);
@@ -655,6 +661,8 @@ static int run_recv(recv_args *a) {
     memset(&out, 0, sizeof out);
     out.synced_ms = idle_since;
     int batch = a->output && a->sync == SYNC_BATCH;
+    int tty = isatty(STDOUT_FILENO);
+    uint64_t flushed_ms = idle_since;
     while (a->count == 0 || valid < a->count) {
         if (cli_stream_stopped()) {
             interrupted = 1;
@@ -668,6 +676,8 @@ static int run_recv(recv_args *a) {
         int st = tio_stream_recv(s, &c, &err);
         if (st == TIO_E_TIMEOUT) {
             uint64_t now = now_ms();
+            fflush(stdout);
+            flushed_ms = now;
             if (batch && out.unsynced) { /* the stream paused: files durable now */
                 rc = out_sync(&out, now);
                 if (rc != CLI_EXIT_OK) break;
@@ -681,6 +691,7 @@ static int run_recv(recv_args *a) {
         tio_stream_get_stats(s, &after);
         if (st != TIO_OK && after.malformed > before.malformed) {
             char frames[32];
+            fflush(stdout);
             const char *why = strip_message_prefix(cli_errmsg(&err), frames, sizeof frames);
             if (frames[0])
                 cli_cmd_error("recv", "message %llu: %s (%s)", (unsigned long long)seen, why,
@@ -697,6 +708,7 @@ static int run_recv(recv_args *a) {
                 interrupted = 1;
                 break;
             }
+            fflush(stdout);
             rc = cli_cmd_error("recv", "%s", cli_errmsg(&err));
             break;
         }
@@ -706,7 +718,10 @@ static int run_recv(recv_args *a) {
         if (a->output) rc = write_message(a, &out, valid, c, &path);
         if (rc == CLI_EXIT_OK)
             rc = a->json ? report_json(a, valid, c, path) : report_text(a, valid, c, path);
-        fflush(stdout);
+        if (tty || rc != CLI_EXIT_OK || idle_since - flushed_ms >= LINE_FLUSH_MS) {
+            fflush(stdout);
+            flushed_ms = idle_since;
+        }
         free(path);
         tio_container_free(c);
         if (rc != CLI_EXIT_OK) break;
@@ -716,6 +731,7 @@ static int run_recv(recv_args *a) {
             if (rc != CLI_EXIT_OK) break;
         }
     }
+    fflush(stdout);
     tio_stream_close(s);
     /* every way out (--count, --timeout, a signal, an error) syncs what was written */
     if (batch) {

@@ -373,7 +373,25 @@ typedef struct save_names {
     char dir[4096];    /* the target's directory */
     char tmp[4096];    /* the temporary name in use, "" when none exists */
     int sync;          /* fsync the file and the directory (not TIO_SAVE_NO_SYNC) */
+    int probed;        /* the target was looked at (stat): keep and fresh are set */
+    const struct stat *keep; /* the target's stat when it is a regular file: its
+                                permissions are kept; else NULL */
+    int fresh;         /* the target does not exist (stat: ENOENT); before the probe,
+                          presumed */
+    int placed;        /* the file was linked as the target itself: no rename */
+    struct stat st;    /* what keep points to */
 } save_names;
+
+/* Looks at the target (stat, following a symlink as the rename will not). */
+static void probe_target(save_names *n) {
+    n->probed = 1;
+    n->keep = NULL;
+    n->fresh = 0;
+    if (stat(n->path, &n->st) == 0)
+        n->keep = S_ISREG(n->st.st_mode) ? &n->st : NULL;
+    else
+        n->fresh = errno == ENOENT;
+}
 
 static int split_path(const char *path, save_names *n, tio_error *err) {
     const char *slash = strrchr(path, '/');
@@ -508,10 +526,10 @@ int tio_save_cleanup(const char *dir, size_t *removed, tio_error *err) {
                     strerror(e));
 }
 
-/* Writes the plan to fd, keeps the old target's permissions, fsyncs. A write
- * error (ENOSPC, EFBIG, EIO…) is TIO_E_IO naming the target. */
+/* Writes the plan to fd, keeps the old target's permissions (when known),
+ * fsyncs. A write error (ENOSPC, EFBIG, EIO…) is TIO_E_IO naming the target. */
 static int write_to(tio_write_plan *p, const tio_format_desc *f, int fd, const save_names *n,
-                    const struct stat *keep, tio_error *err) {
+                    tio_error *err) {
     tio_sink s;
     int rc = tio__sink_init_fd(&s, fd, err);
     if (rc == TIO_OK) rc = f->write(p, &s, err);
@@ -523,7 +541,7 @@ static int write_to(tio_write_plan *p, const tio_format_desc *f, int fd, const s
         snprintf(msg, sizeof msg, "%s", err->message);
         rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: %s", n->path, msg);
     }
-    if (rc == TIO_OK && keep) fchmod(fd, keep->st_mode & 07777);
+    if (rc == TIO_OK && n->keep) fchmod(fd, n->keep->st_mode & 07777);
     if (rc == TIO_OK && n->sync && fsync(fd) != 0) {
         int e = errno;
         rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: fsync failed: %s", n->path, strerror(e));
@@ -534,7 +552,8 @@ static int write_to(tio_write_plan *p, const tio_format_desc *f, int fd, const s
 /* The fallback: a named temporary file, created exclusively with mode 0666
  * (the kernel applies the umask). */
 static int save_named(tio_write_plan *p, const tio_format_desc *f, save_names *n,
-                      const struct stat *keep, tio_error *err) {
+                      tio_error *err) {
+    if (!n->probed) probe_target(n);
     int fd = -1;
     for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
         int rc = temp_name(n, attempt, err);
@@ -553,7 +572,7 @@ static int save_named(tio_write_plan *p, const tio_format_desc *f, save_names *n
         return tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot create a unique temporary file",
                         n->path);
     }
-    int rc = write_to(p, f, fd, n, keep, err);
+    int rc = write_to(p, f, fd, n, err);
     if (close(fd) != 0 && rc == TIO_OK) {
         int e = errno;
         rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: close failed: %s", n->path, strerror(e));
@@ -562,36 +581,52 @@ static int save_named(tio_write_plan *p, const tio_format_desc *f, save_names *n
 }
 
 #ifdef O_TMPFILE
-/* The unnamed file, linked under a temporary name once complete. *fallback
- * is set when this is not possible here (nothing was left behind); then the
- * caller writes the plan again by the named path. */
+/* Gives the unnamed file fd the name `to`. Returns 0 or the errno (EEXIST:
+ * the name exists). AT_EMPTY_PATH first: no path walk through /proc (allowed
+ * since Linux 6.10 for a file this process opened, before that with
+ * CAP_DAC_READ_SEARCH); else the /proc/self/fd link. */
+static int link_unnamed(int fd, const char *to) {
+#ifdef AT_EMPTY_PATH
+    if (linkat(fd, "", AT_FDCWD, to, AT_EMPTY_PATH) == 0) return 0;
+    if (errno == EEXIST) return EEXIST;
+#endif
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    return linkat(AT_FDCWD, proc, AT_FDCWD, to, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+}
+
+/* The unnamed file, given its name once complete: a target that does not
+ * exist is linked as the target itself (it appears complete, as a rename
+ * would make it; no temporary name); otherwise, or when the target appeared
+ * meanwhile, the file is linked under a temporary name, which the caller
+ * renames over the target. An unsynced save looks at the target only when
+ * that first link finds it there (then it takes the target's permissions
+ * here; a synced save did before its fsync). *fallback is set when this is
+ * not possible here (nothing was left behind); then the caller writes the
+ * plan again by the named path. */
 static int save_unnamed(tio_write_plan *p, const tio_format_desc *f, save_names *n,
-                        const struct stat *keep, int *fallback, tio_error *err) {
+                        int *fallback, tio_error *err) {
     *fallback = 1;
     /* Unsupported kernels or filesystems fail with EOPNOTSUPP, EISDIR,
      * EINVAL…; any other failure is reported by the named path. */
     int fd = open(n->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
     if (fd < 0) return TIO_OK;
     *fallback = 0;
-    int rc = write_to(p, f, fd, n, keep, err);
+    int rc = write_to(p, f, fd, n, err);
     int linked = 0;
-    if (rc == TIO_OK) {
-        char proc[64];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (rc == TIO_OK && n->fresh && link_unnamed(fd, n->path) == 0) linked = n->placed = 1;
+    if (rc == TIO_OK && !linked && !n->probed) {
+        probe_target(n);
+        if (n->keep) fchmod(fd, n->keep->st_mode & 07777);
+    }
+    if (rc == TIO_OK && !linked) {
         for (unsigned attempt = 0; attempt < 100 && !linked; attempt++) {
             rc = temp_name(n, attempt, err);
             if (rc) break;
-            if (linkat(AT_FDCWD, proc, AT_FDCWD, n->tmp, AT_SYMLINK_FOLLOW) == 0)
+            int e = link_unnamed(fd, n->tmp);
+            if (e == 0)
                 linked = 1;
-            else if (errno == EEXIST)
-                continue;
-#ifdef AT_EMPTY_PATH
-            else if (linkat(fd, "", AT_FDCWD, n->tmp, AT_EMPTY_PATH) == 0)
-                linked = 1;
-            else if (errno == EEXIST)
-                continue;
-#endif
-            else
+            else if (e != EEXIST)
                 break;
         }
         if (!linked) n->tmp[0] = 0;
@@ -599,6 +634,8 @@ static int save_unnamed(tio_write_plan *p, const tio_format_desc *f, save_names 
     }
     if (close(fd) != 0 && rc == TIO_OK && linked) {
         int e = errno;
+        if (n->placed) unlink(n->path); /* it did not exist: as it was */
+        n->placed = 0;
         rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: close failed: %s", n->path, strerror(e));
     }
     return rc;
@@ -628,9 +665,14 @@ int tio__save_file(const tio_container *c, const char *path, const tio_save_opti
         return rc;
     }
     n.sync = !(opts && (opts->flags & TIO_SAVE_NO_SYNC));
-    /* If the target exists, keep its permissions. */
-    struct stat st;
-    const struct stat *keep = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? &st : NULL;
+    n.placed = n.probed = 0;
+    n.keep = NULL;
+    /* An existing target keeps its permissions: a synced save looks before
+     * writing (the mode must be set before the fsync); an unsynced one
+     * presumes a new target and looks only if the name is taken (one stat
+     * less per file when a stream fills a directory). */
+    n.fresh = 1;
+    if (n.sync) probe_target(&n);
     if (opts && (opts->flags & TIO_SAVE_CLEANUP)) {
         size_t gone = 0; /* best effort: an unreadable directory skips it */
         char what[256];
@@ -638,13 +680,13 @@ int tio__save_file(const tio_container *c, const char *path, const tio_save_opti
     }
     int fallback = 1;
 #ifdef O_TMPFILE
-    if (!(how & TIO__SAVE_NO_TMPFILE)) rc = save_unnamed(&p, f, &n, keep, &fallback, err);
+    if (!(how & TIO__SAVE_NO_TMPFILE)) rc = save_unnamed(&p, f, &n, &fallback, err);
 #else
     (void)how;
 #endif
-    if (rc == TIO_OK && fallback) rc = save_named(&p, f, &n, keep, err);
+    if (rc == TIO_OK && fallback) rc = save_named(&p, f, &n, err);
     plan_free(&p);
-    if (rc == TIO_OK && rename(n.tmp, path) != 0) {
+    if (rc == TIO_OK && !n.placed && rename(n.tmp, path) != 0) {
         int e = errno;
         rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot rename the temporary file into "
                       "place: %s", path, strerror(e));

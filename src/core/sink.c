@@ -2,6 +2,7 @@
 #include "sink.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -16,25 +17,28 @@
 #define FLUSH_AT (8u << 20)
 #define WRITE_MAX ((size_t)1 << 30)
 
+/* Everything but the first buffer, which needs no clearing. */
+#define SINK_HEAD offsetof(tio_sink, first)
+
 void tio__sink_init_mem(tio_sink *s) {
-    memset(s, 0, sizeof *s);
+    memset(s, 0, SINK_HEAD);
     s->fd = -1;
 }
 
 int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err) {
-    memset(s, 0, sizeof *s);
+    memset(s, 0, SINK_HEAD);
     s->fd = fd;
     /* writev() takes at most IOV_MAX entries (1024 on Linux; 16 guaranteed) */
     long m = sysconf(_SC_IOV_MAX);
     s->iov_max = m < 16 ? 16 : m > TIO__SINK_IOV ? TIO__SINK_IOV : (int)m;
-    s->buf = malloc(FILE_BUF);
-    if (!s->buf) return tio__nomem(err, NULL);
-    s->cap = FILE_BUF;
+    s->buf = s->first;
+    s->cap = sizeof s->first;
+    (void)err;
     return TIO_OK;
 }
 
 void tio__sink_dispose(tio_sink *s) {
-    free(s->buf);
+    if (s->buf != s->first) free(s->buf);
     s->buf = NULL;
     s->len = s->cap = 0;
     s->niov = 0;
@@ -130,6 +134,12 @@ static int file_write(tio_sink *s, const uint8_t *p, size_t n, int ref, tio_erro
             if (s->cap - s->len < k) {
                 rc = write_pending(s, err);
                 if (rc) return rc;
+                if (s->buf == s->first) { /* a large file: the large buffer */
+                    uint8_t *b = malloc(FILE_BUF);
+                    if (!b) return tio__nomem(err, NULL);
+                    s->buf = b;
+                    s->cap = FILE_BUF;
+                }
             }
             if (k > s->cap) k = s->cap;
             memcpy(s->buf + s->len, p, k);

@@ -7,13 +7,17 @@
 #include <sys/uio.h>
 
 #define TIO__SINK_IOV 256
+#define TIO__SINK_FIRST 8192
 
 /* A file sink gathers what it is given into iov[]: small writes are copied
  * into buf (an iovec over the copied range), large ones are referenced
- * (tio__sink_write_ref), and one writev() sends them all. */
+ * (tio__sink_write_ref), and one writev() sends them all. The copy buffer
+ * starts as `first`, inside the sink: a small file costs no allocation (a
+ * 1 MiB malloc is an mmap and munmap per save); once that fills up, the
+ * pending pieces are written and a 1 MiB buffer takes over. */
 struct tio_sink {
     int fd;        /* -1: memory sink */
-    uint8_t *buf;  /* memory: the output; file: the copy buffer */
+    uint8_t *buf;  /* memory: the output; file: the copy buffer (first or malloc'ed) */
     size_t len, cap;
     uint64_t pos;  /* bytes written so far */
     int failed;
@@ -21,6 +25,7 @@ struct tio_sink {
     int niov;
     int iov_max;    /* entries one writev() takes */
     size_t pending; /* bytes in iov[] */
+    uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
 };
 
 void tio__sink_init_mem(tio_sink *s);

@@ -886,20 +886,24 @@ static void test_directories(void **state) {
     snprintf(path, sizeof path, "%s/out.ten", dir);
     tio_error e;
     EXPECT(tio_save(v.c, path, NULL, &e) == TIO_OK, "%s", e.message);
-    for (int m = 0; m < 2; m++) {
+    tio_save_options nosync = {0};
+    nosync.flags = TIO_SAVE_NO_SYNC;
+    for (int k = 0; k < 4; k++) {
+        int m = k % 2;
+        const tio_save_options *o = k < 2 ? NULL : &nosync;
         /* missing directory */
         snprintf(bad, sizeof bad, "%s/missing/out.ten", dir);
-        assert_int_equal(tio__save_file(v.c, bad, NULL, modes[m], &e), TIO_E_IO);
+        assert_int_equal(tio__save_file(v.c, bad, o, modes[m], &e), TIO_E_IO);
         EXPECT(strstr(e.message, bad) && strstr(e.message, strerror(ENOENT)), "%s",
                e.message);
-        if (m == 0) printf("[ faults   ] missing directory: \"%s\"\n", e.message);
+        if (k == 0) printf("[ faults   ] missing directory: \"%s\"\n", e.message);
         /* the target is a directory: the rename fails after the temp was
          * linked or written; the temp is removed */
         snprintf(bad, sizeof bad, "%s/sub.ten", dir);
         assert_int_equal(mkdir(bad, 0755), 0);
-        assert_int_equal(tio__save_file(v.c, bad, NULL, modes[m], &e), TIO_E_IO);
+        assert_int_equal(tio__save_file(v.c, bad, o, modes[m], &e), TIO_E_IO);
         EXPECT(strstr(e.message, bad) != NULL, "%s", e.message);
-        if (m == 0) printf("[ faults   ] target is a directory: \"%s\"\n", e.message);
+        if (k == 0) printf("[ faults   ] target is a directory: \"%s\"\n", e.message);
         assert_int_equal(rmdir(bad), 0);
         EXPECT(only_entry(dir, "out.ten", listing, sizeof listing), "%s holds: %s", dir,
                listing);
@@ -909,6 +913,9 @@ static void test_directories(void **state) {
     version_free(&v);
 }
 
+/* Modes, for synced saves (the target is looked at before writing) and
+ * unsynced ones (a new target is presumed; the target is looked at only when
+ * linking the file as the target finds the name taken). */
 static void test_modes(void **state) {
     (void)state;
     static const tio_dtype dt[] = {TIO_INT8};
@@ -916,32 +923,60 @@ static void test_modes(void **state) {
     version v;
     version_init(&v, "btf", dt, nn, 1, 10);
     mode_t old = umask(022);
-    for (int m = 0; m < 2; m++) {
+    tio_save_options nosync = {0};
+    nosync.flags = TIO_SAVE_NO_SYNC;
+    for (int k = 0; k < 4; k++) {
+        int m = k % 2;
+        const tio_save_options *o = k < 2 ? NULL : &nosync;
+        const char *how = k < 2 ? "synced" : "unsynced";
         char dir[] = "/tmp/tio-faults-XXXXXX";
         make_dir(dir);
-        char path[256];
+        char path[256], listing[512];
         snprintf(path, sizeof path, "%s/out.btf", dir);
         tio_error e;
         struct stat st;
         /* a new file: 0666 minus the umask */
         umask(022);
-        EXPECT(tio__save_file(v.c, path, NULL, modes[m], &e) == TIO_OK, "%s", e.message);
+        EXPECT(tio__save_file(v.c, path, o, modes[m], &e) == TIO_OK, "%s", e.message);
         assert_int_equal(stat(path, &st), 0);
-        EXPECT((st.st_mode & 07777) == 0644, "%s: mode %o", mode_names[m],
+        EXPECT((st.st_mode & 07777) == 0644, "%s %s: mode %o", mode_names[m], how,
                (unsigned)(st.st_mode & 07777));
         unlink(path);
         umask(077);
-        EXPECT(tio__save_file(v.c, path, NULL, modes[m], &e) == TIO_OK, "%s", e.message);
+        EXPECT(tio__save_file(v.c, path, o, modes[m], &e) == TIO_OK, "%s", e.message);
         assert_int_equal(stat(path, &st), 0);
-        EXPECT((st.st_mode & 07777) == 0600, "%s: mode %o", mode_names[m],
+        EXPECT((st.st_mode & 07777) == 0600, "%s %s: mode %o", mode_names[m], how,
                (unsigned)(st.st_mode & 07777));
         /* an existing target keeps its mode */
         umask(022);
         assert_int_equal(chmod(path, 0640), 0);
-        EXPECT(tio__save_file(v.c, path, NULL, modes[m], &e) == TIO_OK, "%s", e.message);
+        EXPECT(tio__save_file(v.c, path, o, modes[m], &e) == TIO_OK, "%s", e.message);
         assert_int_equal(stat(path, &st), 0);
-        EXPECT((st.st_mode & 07777) == 0640, "%s: mode %o", mode_names[m],
+        EXPECT((st.st_mode & 07777) == 0640, "%s %s: mode %o", mode_names[m], how,
                (unsigned)(st.st_mode & 07777));
+        EXPECT(same_bytes(path, v.bytes, v.len), "%s %s: not the saved data", mode_names[m],
+               how);
+        /* a symlink as the target is replaced by the file (its target
+         * untouched), dangling or not; the mode of what it points to is kept */
+        char victim[300], lnk[300];
+        snprintf(victim, sizeof victim, "%s/victim", dir);
+        snprintf(lnk, sizeof lnk, "%s/link.btf", dir);
+        touch(dir, "victim");
+        assert_int_equal(chmod(victim, 0604), 0);
+        for (int dangling = 0; dangling < 2; dangling++) {
+            assert_int_equal(symlink(dangling ? "nowhere" : "victim", lnk), 0);
+            EXPECT(tio__save_file(v.c, lnk, o, modes[m], &e) == TIO_OK, "%s", e.message);
+            assert_int_equal(lstat(lnk, &st), 0);
+            EXPECT(S_ISREG(st.st_mode) && same_bytes(lnk, v.bytes, v.len),
+                   "%s %s: the symlink was not replaced by the file", mode_names[m], how);
+            EXPECT(dangling || (st.st_mode & 07777) == 0604, "%s %s: mode %o", mode_names[m],
+                   how, (unsigned)(st.st_mode & 07777));
+            unlink(lnk);
+        }
+        EXPECT(same_bytes(victim, (const uint8_t *)"x", 1), "the symlink's target changed");
+        unlink(victim);
+        EXPECT(only_entry(dir, "out.btf", listing, sizeof listing), "%s %s: %s holds: %s",
+               mode_names[m], how, dir, listing);
         remove_tree(dir);
     }
     umask(old);

@@ -69,11 +69,13 @@ static uint8_t *read_file(const char *path, size_t *n) {
     return b;
 }
 
-/* Tensor sizes straddling the sink's thresholds: the 32 KiB reference
- * minimum, the 1 MiB copy buffer, many small ones (more pieces than one
- * writev takes), and one over the 8 MiB flush point. */
-static const size_t sizes[] = {4,           32768 - 4, 32768,       32768 + 4, 100,
-                               (1u << 20) - 4, 1u << 20, (1u << 20) + 4, 12,  9u << 20};
+/* Tensor sizes straddling the sink's thresholds: the 8 KiB first copy
+ * buffer (inside the sink), the 32 KiB reference minimum, the 1 MiB copy
+ * buffer that replaces it, many small ones (more pieces than one writev
+ * takes), and one over the 8 MiB flush point. */
+static const size_t sizes[] = {4,           8192 - 8,       8192,     8192 + 4,       32768 - 4,
+                               32768,       32768 + 4,      100,      (1u << 20) - 4, 1u << 20,
+                               (1u << 20) + 4, 12,          9u << 20};
 
 static tio_container *build(const char *format, uint8_t **data_out) {
     size_t total = 0;
