@@ -47,5 +47,6 @@ int bn_cmd_gen(bn_ctx *x, int argc, char **argv);
 int bn_cmd_files(bn_ctx *x, int argc, char **argv);
 int bn_cmd_zmq(bn_ctx *x, int argc, char **argv);
 int bn_cmd_model(bn_ctx *x, int argc, char **argv);
+int bn_cmd_recvfiles(bn_ctx *x, int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@ static int usage(void) {
           "  files ...   open/scan/write/convert cases and their baselines\n"
           "  zmq ...     ZeroMQ loopback: tensio streams against raw libzmq\n"
           "  model ...   open + enumerate the constants of model files\n"
+          "  recvfiles ... tensio recv -o, one file per message, against write()+rename()\n"
           "Output: one tab-separated line per repetition (see bench/bench.h).\n",
           stderr);
     return 2;
@@ -42,5 +43,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "files") == 0) return bn_cmd_files(&x, sub_argc, sub_argv);
     if (strcmp(cmd, "zmq") == 0) return bn_cmd_zmq(&x, sub_argc, sub_argv);
     if (strcmp(cmd, "model") == 0) return bn_cmd_model(&x, sub_argc, sub_argv);
+    if (strcmp(cmd, "recvfiles") == 0) return bn_cmd_recvfiles(&x, sub_argc, sub_argv);
     return usage();
 }

@@ -331,6 +331,55 @@ def main():
                       f"slowest per object: {worst[1]}")
         plots["model"] = plot
 
+    # -------------------------------------------------------------- recv -o
+    if groups("recvfiles"):
+        rows = []
+        plot = []
+        worst = None
+        per_file = {}  # subject -> [(files, median seconds per file)]
+        base = "base:write+rename"
+        for g in groups("recvfiles"):
+            for s in subjects("recvfiles", g):
+                k = ("recvfiles", g, s)
+                items = RUNS[k][0][2]
+                per = med(k) / items
+                b = ("recvfiles", g, base)
+                r = (med(b) / RUNS[b][0][2]) / per if b in RUNS else None
+                first = FACTS.get(k, {}).get("first_file_max_s")
+                rows.append([g, s] + stats(k) + [fmt_time(per), f"{1 / per:,.0f}", fr(r),
+                                                 fmt_time(float(first)) if first else ""])
+                files = int(g.split()[0])
+                per_file.setdefault(s, []).append((files, per))
+                plot.append((files, s, per * 1e6))
+                if s == "tensio:recv":
+                    worst = lowest(worst, r, s, g)
+        md.append("## 7. recv -o: one file per message\n\n`tensio recv -o 'DIR/m-%06d.zmsg' "
+                  "--count N` fed by `tensio send --count N` of one ZIO message holding a "
+                  "1 KiB float32 tensor, over tcp://127.0.0.1, into an empty directory. Timed "
+                  "from recv's first file (its first line) until it has exited: N - 1 files "
+                  "and the final sync; what comes before the first file (starting the sender "
+                  "and connecting, *first file* is the slowest) is a fixed cost per run, not "
+                  "throughput. `tensio:recv` is the default durability (no fsync per file, "
+                  "`syncfs` at least once a second and at the end), `--sync-each` an fsync of "
+                  "each file and its directory, `--no-sync` none. Baseline: this process "
+                  "writing the same bytes as N files, each `open` + `write` + `close` under "
+                  "a temporary name and `rename()`d, without fsync, into the same "
+                  "directory. The time per file must not grow with N (a save that listed "
+                  "its directory did).\n")
+        md.append(table(["files", "subject", "median", "min", "max", "per file", "files/s",
+                         "vs write+rename", "first file"], rows))
+        goals.ratio("recv -o, default durability", "≥ 0.5× write()+rename()", worst, 0.5)
+        flat = per_file.get("tensio:recv")
+        if flat and len(flat) > 1:
+            (n0, p0), (n1, p1) = min(flat), max(flat)
+            g = p1 / p0
+            bl = sorted(per_file.get(base, []))
+            note = (f"per file {fmt_time(p0)} at {n0:,} files, {fmt_time(p1)} at {n1:,}"
+                    + (f"; baseline {bl[-1][1] / bl[0][1]:.2f}×" if len(bl) > 1 else ""))
+            goals.add(f"recv -o time per file, {n0:,} → {n1:,} files", "flat (≤ 1.5×)",
+                      f"{g:.2f}×", g <= 1.5, note)
+        plots["recvfiles"] = plot
+
     head = ["# tensio benchmarks: latest run\n",
             "Written by `make bench` (bench/run.sh, bench/report.py); how to read and "
             "reproduce it: docs/performance.md. Ratios are baseline median time / tensio "
@@ -347,12 +396,18 @@ def main():
 
 
 # ------------------------------------------------------------------ plot
+def uniq(values):
+    """The distinct values, in the order they first come."""
+    out = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
 def write_hist(path, plot, groups_order):
     """Rows: subjects; columns: groups."""
-    subs = []
-    for (_g, s, _v) in plot:
-        if s not in subs:
-            subs.append(s)
+    subs = uniq(s for (_g, s, _v) in plot)
     val = {(g, s): v for (g, s, v) in plot}
     with open(path, "w") as f:
         f.write("subject\t" + "\t".join(f'"{g}"' for g in groups_order) + "\n")
@@ -368,9 +423,9 @@ def gnuplot(plots, outdir):
         return
     tmp = os.path.join(outdir, ".plot")
     os.makedirs(tmp, exist_ok=True)
-    gp = ['set terminal pngcairo size 1800,1100 font "DejaVu Sans,10" noenhanced',
+    gp = ['set terminal pngcairo size 2400,1100 font "DejaVu Sans,10" noenhanced',
           f'set output "{os.path.join(outdir, "latest.png")}"',
-          'set multiplot layout 2,3 title "tensio benchmarks (bench/results/latest.md)"',
+          'set multiplot layout 2,4 title "tensio benchmarks (bench/results/latest.md)"',
           'set style data histograms', 'set style histogram clustered gap 1',
           'set style fill solid 0.85 border -1', 'set boxwidth 0.9',
           'set key top left font ",8"', 'set grid ytics', 'set xtics rotate by -30 font ",8"']
@@ -400,14 +455,8 @@ def gnuplot(plots, outdir):
     # zmq: MB/s against tensor size, one line per subject
     plot = plots.get("zmq")
     if plot:
-        subs = []
-        for (_g, s, _v) in plot:
-            if s not in subs:
-                subs.append(s)
-        order = []
-        for (g, _s, _v) in plot:
-            if g not in order:
-                order.append(g)
+        subs = uniq(s for (_g, s, _v) in plot)
+        order = uniq(g for (g, _s, _v) in plot)
         path = os.path.join(tmp, "zmq.dat")
         val = {(g, s): v for (g, s, v) in plot}
         with open(path, "w") as f:
@@ -434,6 +483,22 @@ def gnuplot(plots, outdir):
                f'"{path}" using 1:2:3 with labels offset 0,1 font ",7" notitle']
     else:
         gp.append('set title "6. models: not run"; plot 0 notitle')
+    plot = plots.get("recvfiles")
+    if plot:
+        cols = []
+        for i, s in enumerate(uniq(s for (_n, s, _v) in plot)):
+            path = os.path.join(tmp, f"recvfiles{i}.dat")
+            with open(path, "w") as f:
+                for (n, s2, us) in sorted(plot):
+                    if s2 == s:
+                        f.write(f"{n}\t{us:.6g}\n")
+            cols.append(f'"{path}" using 1:2 title "{s}" with linespoints lw 2 pt 7')
+        gp += ['unset xlabel', 'set title "7. recv -o: µs per file (log; lower is better; '
+               'flat = no growth with the directory)"', 'set xlabel "files"', 'set ylabel "µs per file"',
+               'set logscale xy', 'set yrange [*:*]', 'set xtics auto',
+               'set key top right', "plot " + ", ".join(cols)]
+    else:
+        gp.append('set title "7. recv -o: not run"; plot 0 notitle')
     gp.append("unset multiplot")
     script = os.path.join(tmp, "plot.gp")
     with open(script, "w") as f:

@@ -17,11 +17,16 @@
 #   BENCH_SIZE     bytes of each data file [1G]
 #   BENCH_TENSORS  tensors in the many-tensor files [10000]
 #   BENCH_REPS     timed repetitions [5]      BENCH_WARMUP  untimed first [1]
-#   BENCH_CASES    [open scan sha256 write durable convert zmq model]
+#   BENCH_CASES    [open scan sha256 write durable convert zmq model recvfiles]
 #   BENCH_FORMATS  [btf tenbin zio rten tmfile]
 #   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated model [500M, 1000]
 #   BENCH_ZMQ_SIZES [1K,4K,16K,64K,256K,1M,4M,16M]   BENCH_ZMQ_BUDGET [1G]
+#   BENCH_FILES_COUNTS [1000,10000,100000]  recvfiles: files per run (each >= 2)
+#   BENCH_FILES_MODES  [default,sync-each,no-sync]  recvfiles: tensio recv's durability
 #   BENCH_OUT      results directory [bench/results]
+#   BENCH_KEEP     set: keep the lines of the cases not run from the previous
+#                  latest.tsv (a partial re-run; machine.tsv says which cases
+#                  were re-run, when, on which commit and file system)
 #   BENCH_CHECK    set: tio_bench --check (verify results; used by bench_smoke)
 set -euo pipefail
 BUILD=${1:?usage: bench/run.sh BUILD_DIR}
@@ -43,12 +48,14 @@ SIZE=${BENCH_SIZE:-1G}
 MANY=${BENCH_TENSORS:-10000}
 REPS=${BENCH_REPS:-5}
 WARM=${BENCH_WARMUP:-1}
-CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model}
+CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model recvfiles}
 FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile}
 MSIZE=${BENCH_MODEL_SIZE:-500M}
 MCONSTS=${BENCH_MODEL_CONSTS:-1000}
 ZSIZES=${BENCH_ZMQ_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M}
 ZBUDGET=${BENCH_ZMQ_BUDGET:-1G}
+FCOUNTS=${BENCH_FILES_COUNTS:-1000,10000,100000}
+FMODES=${BENCH_FILES_MODES:-default,sync-each,no-sync}
 OUT=${BENCH_OUT:-$ROOT/bench/results}
 
 [ -x "$B" ] || { echo "run.sh: $B missing (make bench builds it)" >&2; exit 1; }
@@ -57,8 +64,11 @@ DATA=$(cd "$DATA" && pwd)
 READ=$(cd "$READ" && pwd)
 RAW="$OUT/latest.tsv"
 T="$B --reps $REPS --warmup $WARM${BENCH_CHECK:+ --check}"
+PREV="$OUT/.previous.tsv"
+rm -f "$PREV"
+[ -n "${BENCH_KEEP:-}" ] && [ -s "$RAW" ] && cp "$RAW" "$PREV"
 : >"$RAW"
-trap 'rm -f "$DATA"/bench-* "$READ"/bench-*' EXIT
+trap 'rm -rf "$DATA"/bench-* "$READ"/bench-* "$PREV"' EXIT
 
 has() { [[ " $CASES " == *" $1 "* ]]; }
 ext() { case $1 in btf) echo btf ;; tenbin) echo ten ;; zio) echo zmsg ;; rten) echo rten ;;
@@ -70,6 +80,9 @@ run() { echo "+ $*" >&2; "$@" >>"$RAW"; }
 step() { echo "== $*" >&2; }
 
 # ------------------------------------------------------------ the machine
+if [ -f "$PREV" ] && [ -f "$OUT/machine.tsv" ]; then
+  echo "re-run	$CASES only: $(date -u +%Y-%m-%dT%H:%MZ), tensio $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?'), $REPS reps after $WARM warm-up, written to $(df -PT "$DATA" | awk 'NR==2 {print $2}') ($DATA); every other case is from the run above" >>"$OUT/machine.tsv"
+else
 {
   echo "date	$(date -u +%Y-%m-%dT%H:%MZ)"
   echo "cpu	$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
@@ -85,6 +98,7 @@ step() { echo "== $*" >&2; }
   echo "reps	$REPS timed after $WARM warm-up"
   echo "size	$SIZE per data file, $MANY tensors in the many-tensor files"
 } >"$OUT/machine.tsv"
+fi
 cat "$OUT/machine.tsv" >&2
 
 one="1 tensor"
@@ -188,6 +202,22 @@ if has model; then
     run $T model --group-prefix "generated-" "$m"
     rm -f "$m"
   done
+fi
+
+# ------------------------------------------------------------ recv -o
+if has recvfiles; then
+  step "recv -o: one file per message ($FCOUNTS files), against write() + rename()"
+  msg="$DATA/bench-msg.zmsg"
+  run "$B" gen --format zio --size 1K --tensors 1 --out "$msg"
+  run $T recvfiles --cli "$CLI" --msg "$msg" --dir "$DATA" --counts "$FCOUNTS" --modes "$FMODES"
+  rm -f "$msg"
+fi
+
+# a partial re-run: the previous lines of every case not measured now
+if [ -f "$PREV" ]; then
+  awk -F'\t' 'NR == FNR { now[$2] = 1; next } !($2 in now)' "$RAW" "$PREV" >"$RAW.kept"
+  cat "$RAW" >>"$RAW.kept"
+  mv "$RAW.kept" "$RAW"
 fi
 
 step "report"

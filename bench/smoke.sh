@@ -12,21 +12,22 @@ rm -rf "$OUT"
 mkdir -p "$OUT/data" "$OUT/results"
 BENCH_DIR="$OUT/data" BENCH_OUT="$OUT/results" BENCH_SIZE=1M BENCH_TENSORS=10 \
   BENCH_REPS=1 BENCH_WARMUP=0 BENCH_CHECK=1 BENCH_MODEL_SIZE=1M BENCH_MODEL_CONSTS=10 \
-  BENCH_ZMQ_SIZES=1K,64K BENCH_ZMQ_BUDGET=1M \
+  BENCH_ZMQ_SIZES=1K,64K BENCH_ZMQ_BUDGET=1M BENCH_FILES_COUNTS=10,100 \
   bash "$ROOT/bench/run.sh" "$BUILD" 2>"$OUT/run.log" || { cat "$OUT/run.log"; exit 1; }
 md="$OUT/results/latest.md"
 fail=0
 for section in "## Goals" "## 1. Open + list" "## 2. Read all data" "## 3. Write" \
-               "## 4. Convert" "## 5. ZeroMQ" "## 6. Model files"; do
+               "## 4. Convert" "## 5. ZeroMQ" "## 6. Model files" "## 7. recv -o"; do
   grep -qF "$section" "$md" || { echo "bench_smoke: no '$section' in $md"; fail=1; }
 done
 for f in btf zio tenbin rten tmfile; do
   grep -q "tensio:$f" "$md" || { echo "bench_smoke: nothing measured for $f"; fail=1; }
 done
-for s in base:read base:memcpy base:write base:cp base:libzmq tensio:zio tensio:tensorcom; do
+for s in base:read base:memcpy base:write base:cp base:libzmq tensio:zio tensio:tensorcom \
+         base:write+rename "tensio:recv --sync-each" "tensio:recv --no-sync"; do
   grep -qF "$s" "$md" || { echo "bench_smoke: no $s row"; fail=1; }
 done
 # no data file left behind
-if ls "$OUT/data"/bench-* >/dev/null 2>&1; then echo "bench_smoke: data left"; fail=1; fi
+if ls -d "$OUT/data"/bench-* >/dev/null 2>&1; then echo "bench_smoke: data left"; fail=1; fi
 [ $fail = 0 ] && echo "bench_smoke: every case ran; report complete ($md)"
 exit $fail
