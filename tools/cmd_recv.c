@@ -1,16 +1,11 @@
 /* tensio recv — receive messages from ZeroMQ, describe them, write them to files. */
-/* syncfs (Linux); everything else is POSIX. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include "cmd_stream_common.h"
+#include "recv_sync.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,9 +115,6 @@ static const cli_option recv_opts[] = {
 /* How long one receive call waits at most, so that an interrupt or the end of
  * --timeout is noticed whatever the transport does with signals. */
 #define RECV_SLICE_MS 200
-/* Default durability of the -o files: synced at most this long after being
- * written while messages stream in (and at once when the stream pauses). */
-#define SYNC_INTERVAL_MS 1000
 /* Lines on a stdout that is not a terminal are written in batches, at most
  * this long after the last write while messages stream in, and at once when
  * the stream pauses (a write per line cost as much as 10% of a small
@@ -131,7 +123,7 @@ static const cli_option recv_opts[] = {
 
 /* How the -o files are made durable. */
 typedef enum {
-    SYNC_BATCH = 0, /* saved without fsync; their file systems synced in batches */
+    SYNC_BATCH = 0, /* saved without fsync; their file systems synced (recv_sync.h) */
     SYNC_EACH,      /* the library's default save: fsync of the file and directory */
     SYNC_NONE       /* never */
 } sync_mode;
@@ -465,90 +457,11 @@ static int report_text(const recv_args *a, uint64_t index, const tio_container *
 
 /* What writing the -o files keeps: the directory last written to (cleaned of
  * stale temporary files once, when it changes: a save itself never lists its
- * directory), and for SYNC_BATCH one open directory per file system written
- * to, opened before its first file so that syncfs() reports any write-back
- * error since. */
+ * directory) and, for SYNC_BATCH, the thread that syncs the files. */
 typedef struct out_state {
-    char *dir;                /* the directory of the last file, NULL before any */
-    struct out_fs {
-        int fd;
-        dev_t dev;
-        char *dir;            /* for messages */
-    } *fs;
-    size_t nfs, capfs;
-    int sync_all;             /* a directory could not be opened: sync() instead */
-    uint64_t unsynced;        /* files written since the last sync */
-    uint64_t synced_ms;       /* when that was */
+    char *dir;           /* the directory of the last file, NULL before any */
+    recv_syncer *sync;   /* SYNC_BATCH with -o */
 } out_state;
-
-static void out_free(out_state *o) {
-    free(o->dir);
-    for (size_t i = 0; i < o->nfs; i++) {
-        close(o->fs[i].fd);
-        free(o->fs[i].dir);
-    }
-    free(o->fs);
-}
-
-/* Keeps an open descriptor of `dir` when it is on a file system not seen yet.
- * Returns CLI_EXIT_OK or CLI_EXIT_FAIL (out of memory, printed). */
-static int out_track_fs(out_state *o, const char *dir) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        if (fd >= 0) close(fd);
-        o->sync_all = 1; /* the save will say what is wrong with dir, if anything */
-        return CLI_EXIT_OK;
-    }
-    for (size_t i = 0; i < o->nfs; i++)
-        if (o->fs[i].dev == st.st_dev) {
-            close(fd);
-            return CLI_EXIT_OK;
-        }
-    if (o->nfs == o->capfs) {
-        size_t cap = o->capfs ? 2 * o->capfs : 4;
-        struct out_fs *fs = realloc(o->fs, cap * sizeof *fs);
-        if (!fs) {
-            close(fd);
-            return cli_error("out of memory");
-        }
-        o->fs = fs;
-        o->capfs = cap;
-    }
-    char *name = strdup(dir);
-    if (!name) {
-        close(fd);
-        return cli_error("out of memory");
-    }
-    o->fs[o->nfs].fd = fd;
-    o->fs[o->nfs].dev = st.st_dev;
-    o->fs[o->nfs].dir = name;
-    o->nfs++;
-    return CLI_EXIT_OK;
-}
-
-/* Makes the files written so far durable: syncs every file system written to
- * (one syncfs() each, which also commits the renames). */
-static int out_sync(out_state *o, uint64_t now) {
-    int rc = CLI_EXIT_OK;
-    if (o->unsynced == 0) return rc;
-    for (size_t i = 0; i < o->nfs; i++) {
-#ifdef __linux__
-        if (syncfs(o->fs[i].fd) != 0 && rc == CLI_EXIT_OK)
-            rc = cli_cmd_error("recv", "syncing the files written to %s failed: %s",
-                               o->fs[i].dir, strerror(errno));
-#else
-        if (fsync(o->fs[i].fd) != 0 && rc == CLI_EXIT_OK)
-            rc = cli_cmd_error("recv", "syncing %s failed: %s", o->fs[i].dir,
-                               strerror(errno));
-        o->sync_all = 1;
-#endif
-    }
-    if (o->sync_all) sync();
-    o->unsynced = 0;
-    o->synced_ms = now;
-    return rc;
-}
 
 /* The directory part of path ("." when it has none), malloc'ed. */
 static char *dir_of(const char *path) {
@@ -565,7 +478,7 @@ static char *dir_of(const char *path) {
 
 /* Before the first file of a directory (the pattern may spread messages over
  * several): removes the temporary files that killed savers left there, once
- * per directory and process; and, for SYNC_BATCH, tracks its file system.
+ * per directory and process; and, for SYNC_BATCH, has its file system synced.
  * The cleanup is best effort: a directory it cannot list fails the save. */
 static int out_enter(const recv_args *a, out_state *o, const char *path) {
     char *dir = dir_of(path);
@@ -579,7 +492,8 @@ static int out_enter(const recv_args *a, out_state *o, const char *path) {
     tio_error err;
     tio_error_clear(&err);
     (void)tio_save_cleanup(dir, NULL, &err);
-    return a->sync == SYNC_BATCH ? out_track_fs(o, dir) : CLI_EXIT_OK;
+    (void)a;
+    return o->sync ? recv_syncer_track(o->sync, dir) : CLI_EXIT_OK;
 }
 
 /* Writes a received container to the file of its index; *path gets the name. */
@@ -604,7 +518,7 @@ static int write_message(const recv_args *a, out_state *out, uint64_t index,
         return cli_cmd_error("recv", "received %llu: %s: %s", (unsigned long long)index,
                              *path, msg);
     }
-    out->unsynced++;
+    if (out->sync) recv_syncer_saved(out->sync);
     return CLI_EXIT_OK;
 }
 
@@ -659,8 +573,11 @@ static int run_recv(recv_args *a) {
     uint64_t idle_since = now_ms();
     out_state out;
     memset(&out, 0, sizeof out);
-    out.synced_ms = idle_since;
-    int batch = a->output && a->sync == SYNC_BATCH;
+    if (a->output && a->sync == SYNC_BATCH) rc = recv_syncer_start(&out.sync);
+    if (rc != CLI_EXIT_OK) {
+        tio_stream_close(s);
+        return rc;
+    }
     int tty = isatty(STDOUT_FILENO);
     uint64_t flushed_ms = idle_since;
     while (a->count == 0 || valid < a->count) {
@@ -678,10 +595,7 @@ static int run_recv(recv_args *a) {
             uint64_t now = now_ms();
             fflush(stdout);
             flushed_ms = now;
-            if (batch && out.unsynced) { /* the stream paused: files durable now */
-                rc = out_sync(&out, now);
-                if (rc != CLI_EXIT_OK) break;
-            }
+            if (out.sync) recv_syncer_kick(out.sync); /* paused: the files durable now */
             if (a->timeout_ms && now - idle_since >= (uint64_t)a->timeout_ms) {
                 timed_out = 1;
                 break;
@@ -726,19 +640,17 @@ static int run_recv(recv_args *a) {
         tio_container_free(c);
         if (rc != CLI_EXIT_OK) break;
         valid++;
-        if (batch && idle_since - out.synced_ms >= SYNC_INTERVAL_MS) {
-            rc = out_sync(&out, idle_since);
-            if (rc != CLI_EXIT_OK) break;
+        if (out.sync && recv_syncer_failed(out.sync)) {
+            rc = CLI_EXIT_FAIL; /* printed by the sync thread */
+            break;
         }
     }
     fflush(stdout);
     tio_stream_close(s);
     /* every way out (--count, --timeout, a signal, an error) syncs what was written */
-    if (batch) {
-        int sr = out_sync(&out, now_ms());
-        if (rc == CLI_EXIT_OK) rc = sr;
-    }
-    out_free(&out);
+    int sr = recv_syncer_finish(out.sync);
+    if (rc == CLI_EXIT_OK) rc = sr;
+    free(out.dir);
 
     if (timed_out && a->count)
         cli_cmd_error("recv", "timed out: no message for %d.%03d s (%llu of %llu received)",
