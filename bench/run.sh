@@ -81,6 +81,9 @@ step() { echo "== $*" >&2; }
 
 # ------------------------------------------------------------ the machine
 if [ -f "$PREV" ] && [ -f "$OUT/machine.tsv" ]; then
+  # the note of an earlier re-run of the same cases goes: its lines do
+  grep -vF "re-run	$CASES only:" "$OUT/machine.tsv" >"$OUT/machine.tsv.new" || true
+  mv "$OUT/machine.tsv.new" "$OUT/machine.tsv"
   echo "re-run	$CASES only: $(date -u +%Y-%m-%dT%H:%MZ), tensio $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?'), $REPS reps after $WARM warm-up, written to $(df -PT "$DATA" | awk 'NR==2 {print $2}') ($DATA); every other case is from the run above" >>"$OUT/machine.tsv"
 else
 {
