@@ -350,10 +350,14 @@ void tio_free(void *ptr) { free(ptr); }
  *
  * Where it can (Linux, O_TMPFILE), the data are written to a file that has no
  * name, so a process killed while writing leaves nothing behind (the kernel
- * frees the file). Once complete and fsynced, the file is linked as
- * "<dir>/.<base>.tio-<pid>-<16 hex>.tmp", renamed over the target, and the
- * directory is synced. Where O_TMPFILE or the link is not available, the file
- * is created under such a temporary name from the start (O_EXCL).
+ * frees the file). Once complete and fsynced, the file is linked as the
+ * target itself when there is none (it appears complete, as after a rename),
+ * else as "<dir>/.<base>.tio-<pid>-<16 hex>.tmp" and renamed over the target;
+ * then the directory is synced. Where O_TMPFILE or the link is not
+ * available, the file is created under such a temporary name from the start
+ * (O_EXCL). Per new file that is open, writev, linkat, close (+ stat, fsync
+ * and the directory's fsync when synced): a loop saving small files costs
+ * about what open/write/close/rename costs.
  *
  * A save never lists its directory: its cost does not depend on how many
  * files the directory holds (a stream saved as one file per message fills
