@@ -1013,16 +1013,17 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
 
 /* ------------------------------------------------ label fast path (read) */
 
-/* Most labels are the plain kind tensio and ZIO write for unnamed tensors:
+/* Most labels are the plain kind tensio and ZIO write:
  * {"TENS":{"tensors":[{"dtype":"f","part":0,"shape":[256],"word":4},...]}}
- * with only those keys. zio_label_fast reads such a label without jansson
- * (which costs more than the rest of receiving a small message). It accepts
- * a subset of what the general path accepts (keys without escapes, integers
- * in plain decimal, no metadata, no other keys, at most ZIO_FAST_TENSORS
- * tensors of rank <= ZIO_FAST_RANK, everything valid), and builds the same
- * container; the native state differs only in holding no parsed JSON, which
- * the writer reads as "no other keys". Anything else, including every
- * error, goes to the general path, which then reports it. */
+ * with only those keys, and "metadata":{"name":"..."} for a named tensor.
+ * zio_label_fast reads such a label without jansson (which costs more than
+ * the rest of receiving a small message). It accepts a subset of what the
+ * general path accepts (keys and names without escapes, names of printable
+ * ASCII, integers in plain decimal, no metadata but a name, no other keys, at
+ * most ZIO_FAST_TENSORS tensors of rank <= ZIO_FAST_RANK, everything valid),
+ * and builds the same container; the native state differs only in holding no
+ * parsed JSON, which the writer reads as "no other keys". Anything else,
+ * including every error, goes to the general path, which then reports it. */
 #define ZIO_FAST_TENSORS 8u
 #define ZIO_FAST_RANK 8u
 #define ZIO_FAST_NO (-1) /* not a plain label: use the general path */
@@ -1035,9 +1036,11 @@ typedef struct zio_fent {
     const struct zio_kind *kind;
     size_t rank;
     int64_t dims[ZIO_FAST_RANK];
-    bool has_part, has_shape, has_word, has_dtype;
+    bool has_part, has_shape, has_word, has_dtype, has_meta;
     uint64_t part, word;
     uint8_t dtype;
+    const uint8_t *name; /* metadata.name, in the label; not NUL-terminated */
+    size_t name_len;
 } zio_fent;
 
 static void zs_ws(zio_scan *s) {
@@ -1114,6 +1117,12 @@ static bool zio_fast_entry(zio_scan *s, zio_fent *e) {
         } else if (n == 4 && memcmp(k, "part", 4) == 0 && !e->has_part) {
             if (!zs_uint(s, &e->part)) return false;
             e->has_part = true;
+        } else if (n == 8 && memcmp(k, "metadata", 8) == 0 && !e->has_meta) {
+            /* {"name":"..."} and nothing else; an empty name is metadata */
+            if (!zs_ch(s, '{') || !zs_key(s, "name") || !zs_str(s, &e->name, &e->name_len) ||
+                e->name_len == 0 || !zs_ch(s, '}'))
+                return false;
+            e->has_meta = true;
         } else if (n == 5 && memcmp(k, "shape", 5) == 0 && !e->has_shape) {
             if (!zs_ch(s, '[')) return false;
             if (!zs_ch(s, ']')) {
@@ -1157,7 +1166,8 @@ static int zio_label_fast(zio_reader *r, const uint8_t *label, size_t llen, tio_
     size_t pis[ZIO_FAST_TENSORS];
     for (size_t i = 0; i < nt; i++) {
         zio_fent *e = &ent[i];
-        if (e->rank > ctx->limits.max_rank) return ZIO_FAST_NO;
+        if (e->rank > ctx->limits.max_rank || e->name_len > ctx->limits.max_name_bytes)
+            return ZIO_FAST_NO;
         for (size_t k = 0; k < ZIO_NKINDS && !e->kind; k++)
             if ((uint8_t)zio_kinds[k].kind == e->dtype && zio_kinds[k].word == e->word)
                 e->kind = &zio_kinds[k];
@@ -1187,6 +1197,14 @@ static int zio_label_fast(zio_reader *r, const uint8_t *label, size_t llen, tio_
         const tio_rpart *dp = &r->parts[ZIO_HEADER_PARTS + pis[i]];
         tio_tensor_desc desc;
         memset(&desc, 0, sizeof desc);
+        char small[128], *name = NULL; /* the name, NUL-terminated */
+        if (e->name_len) {
+            name = e->name_len < sizeof small ? small : malloc(e->name_len + 1);
+            if (!name) return tio__nomem(err, ZIO_FMT);
+            memcpy(name, e->name, e->name_len);
+            name[e->name_len] = '\0';
+        }
+        desc.name = name;
         desc.dtype = e->kind->dtype;
         desc.rank = e->rank;
         desc.shape = e->dims;
@@ -1194,6 +1212,7 @@ static int zio_label_fast(zio_reader *r, const uint8_t *label, size_t llen, tio_
         desc.data = dp->data;
         desc.nbytes = dp->size;
         int rc = tio__container_add_view(ctx->c, &desc, zio_at(dp, 0), ZIO_FMT, err);
+        if (name != small) free(name);
         if (rc) return rc;
         r->used[pis[i]] = i;
         zio_tstate *ts = &st->ts[st->nts++];
@@ -1738,14 +1757,23 @@ static void zj_int(zbuf *b, int64_t v) {
     zb_puts(b, tio__u64_dec(buf, v < 0 ? 0 - (uint64_t)v : (uint64_t)v));
 }
 
-/* Whether the label is the plain one: a container built here (no label
- * read from a message), without metadata. Tensor names are fine. */
+/* Whether the label is the plain one: a container without metadata (tensor
+ * names are fine), built here or read by zio_label_fast (no JSON kept) with
+ * its tensors as read, in payload order with explicit parts and no other
+ * payload part: the general writer would write the same label. */
 static bool zio_plain(const tio_write_plan *p, const zio_native *nat) {
     const tio_container *c = tio__plan_container(p);
-    if (nat || c->meta.count) return false;
     size_t n = tio__plan_count(p);
-    for (size_t i = 0; i < n; i++)
-        if (tio__plan_tensor(p, i)->src->meta.count) return false;
+    if (c->meta.count) return false;
+    if (nat && (nat->label || nat->label_empty || !nat->tensors_present || nat->nup ||
+                nat->npayload != n))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const tio_wtensor *w = tio__plan_tensor(p, i);
+        if (w->src->meta.count) return false;
+        const zio_tstate *ts = zio_tstate_of(nat, w, i);
+        if (nat && (!ts || ts->part != i || !ts->part_explicit)) return false;
+    }
     return true;
 }
 

@@ -575,6 +575,34 @@ static void test_edges(void **state) {
         {"{\"TENS\":{\"tensors\":[{\"dtype\":\"i\",\"word\":1,\"shape\":[3],\"part\":1},"
          "{\"dtype\":\"u\",\"word\":2,\"shape\":[2],\"part\":0}]}}",
          {4, 3, 9}, 3, TIO_OK, true},
+        /* a name (metadata.name alone, printable ASCII without escapes) */
+        {"{\"TENS\":{\"tensors\":[{\"dtype\":\"f\",\"metadata\":{\"name\":\"w.b 1\"},"
+         "\"part\":0,\"shape\":[1],\"word\":4}]}}",
+         {4}, 1, TIO_OK, true},
+        {"{\"TENS\":{\"tensors\":[{\"metadata\" : { \"name\" : \"w\" } ,\"dtype\":\"f\","
+         "\"word\":4,\"shape\":[1]}]}}",
+         {4}, 1, TIO_OK, true},
+        {"{\"TENS\":{\"tensors\":[{\"dtype\":\"f\",\"metadata\":{\"name\":\"\"},"
+         "\"shape\":[1],\"word\":4}]}}",
+         {4}, 1, TIO_OK, false},
+        {"{\"TENS\":{\"tensors\":[{\"dtype\":\"f\",\"metadata\":{\"name\":\"a\\\"b\"},"
+         "\"shape\":[1],\"word\":4}]}}",
+         {4}, 1, TIO_OK, false},
+        {"{\"TENS\":{\"tensors\":[{\"dtype\":\"f\",\"metadata\":{\"name\":\"w\xc3\xa9\"},"
+         "\"shape\":[1],\"word\":4}]}}",
+         {4}, 1, TIO_OK, false},
+        {"{\"TENS\":{\"tensors\":[{\"dtype\":\"f\",\"metadata\":{\"name\":\"w\",\"k\":1},"
+         "\"shape\":[1],\"word\":4}]}}",
+         {4}, 1, TIO_OK, false},
+        {"{\"TENS\":{\"tensors\":[{\"dtype\":\"f\",\"metadata\":{\"name\":7},"
+         "\"shape\":[1],\"word\":4}]}}",
+         {4}, 1, TIO_OK, false},
+        {"{\"TENS\":{\"tensors\":[{\"dtype\":\"f\",\"metadata\":{},"
+         "\"shape\":[1],\"word\":4}]}}",
+         {4}, 1, TIO_OK, false},
+        {"{\"TENS\":{\"tensors\":[{\"dtype\":\"f\",\"metadata\":{\"name\":\"a\"},"
+         "\"metadata\":{\"name\":\"b\"},\"shape\":[1],\"word\":4}]}}",
+         {4}, 1, TIO_E_CORRUPT, false},
         /* 18 digits is the most the fast path reads; 19 goes to jansson */
         {"{\"TENS\":{\"tensors\":[" E1("999999999999999999,0", 4) "]}}", {0}, 1, TIO_OK, true},
         {"{\"TENS\":{\"tensors\":[" E1("1000000000000000000,0", 4) "]}}", {0}, 1, TIO_OK,
@@ -724,11 +752,38 @@ static void test_fast_limits(void **state) {
     msg_free(&m);
 }
 
+/* A name over max_name_bytes: the fast path leaves it to the general one,
+ * which refuses it the same way. */
+static void test_fast_name_limit(void **state) {
+    (void)state;
+    msg m = {0};
+    static const size_t sizes[] = {4};
+    make(&m,
+         "{\"TENS\":{\"tensors\":[{\"dtype\":\"f\",\"metadata\":{\"name\":\"named\"},"
+         "\"part\":0,\"shape\":[1],\"word\":4}]}}",
+         sizes, 1);
+    for (uint32_t lim = 4; lim <= 5; lim++) {
+        tio_limits l = {.max_name_bytes = lim};
+        int want = lim < 5 ? TIO_E_LIMIT : TIO_OK;
+        for (int k = 0; k < 2; k++) {
+            tio_open_options oo = {"zio", k ? TIO__OPEN_GENERAL_ONLY : 0, &l};
+            tio_container *c = NULL;
+            tio_error e;
+            assert_int_equal(tio_open_parts(m.parts, m.n, &oo, &c, &e), want);
+            if (want == TIO_OK) assert_string_equal(tio_tensor_name(tio_container_tensor(c, 0)),
+                                                    "named");
+            tio_container_free(c);
+        }
+    }
+    msg_free(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edges),
         cmocka_unit_test(test_fast_bounds),
         cmocka_unit_test(test_fast_limits),
+        cmocka_unit_test(test_fast_name_limit),
         cmocka_unit_test(test_differential_read),
         cmocka_unit_test(test_differential_write),
     };
