@@ -46,18 +46,18 @@ static int64_t mono_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* File systems one round syncs one by one; beyond, sync() syncs them all
+ * (no allocation on this thread: it would get a malloc arena of its own). */
+#define ROUND_FS 16
+
 /* One round: syncs every file system tracked when it starts. Called with mu
  * held; releases it while syncing. */
 static void sync_round(recv_syncer *s) {
     uint64_t upto = s->saved;
-    size_t n = s->nfs;
-    int all = s->sync_all;
-    int *fds = n ? malloc(n * sizeof *fds) : NULL;
-    char **dirs = n ? malloc(n * sizeof *dirs) : NULL;
-    if (n && (!fds || !dirs)) {
-        all = 1; /* out of memory: the whole system, then */
-        n = 0;
-    }
+    size_t n = s->nfs < ROUND_FS ? s->nfs : ROUND_FS;
+    int all = s->sync_all || s->nfs > ROUND_FS;
+    int fds[ROUND_FS];
+    const char *dirs[ROUND_FS];
     for (size_t i = 0; i < n; i++) {
         fds[i] = s->fs[i].fd; /* open until recv_syncer_finish, after this thread */
         dirs[i] = s->fs[i].dir;
@@ -79,8 +79,6 @@ static void sync_round(recv_syncer *s) {
         }
     }
     if (all) sync();
-    free(fds);
-    free(dirs);
     pthread_mutex_lock(&s->mu);
     s->synced = upto;
     if (failed) s->failed = 1;
