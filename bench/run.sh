@@ -64,6 +64,8 @@ DATA=$(cd "$DATA" && pwd)
 READ=$(cd "$READ" && pwd)
 RAW="$OUT/latest.tsv"
 T="$B --reps $REPS --warmup $WARM${BENCH_CHECK:+ --check}"
+# what is measured, before this run's own outputs make the tree dirty
+TENSIO_REV=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')
 PREV="$OUT/.previous.tsv"
 rm -f "$PREV"
 [ -n "${BENCH_KEEP:-}" ] && [ -s "$RAW" ] && cp "$RAW" "$PREV"
@@ -84,7 +86,7 @@ if [ -f "$PREV" ] && [ -f "$OUT/machine.tsv" ]; then
   # the note of an earlier re-run of the same cases goes: its lines do
   grep -vF "re-run	$CASES only:" "$OUT/machine.tsv" >"$OUT/machine.tsv.new" || true
   mv "$OUT/machine.tsv.new" "$OUT/machine.tsv"
-  echo "re-run	$CASES only: $(date -u +%Y-%m-%dT%H:%MZ), tensio $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?'), $REPS reps after $WARM warm-up, written to $(df -PT "$DATA" | awk 'NR==2 {print $2}') ($DATA); every other case is from the run above" >>"$OUT/machine.tsv"
+  echo "re-run	$CASES only: $(date -u +%Y-%m-%dT%H:%MZ), tensio $TENSIO_REV, $REPS reps after $WARM warm-up, written to $(df -PT "$DATA" | awk 'NR==2 {print $2}') ($DATA); every other case is from the run above" >>"$OUT/machine.tsv"
 else
 {
   echo "date	$(date -u +%Y-%m-%dT%H:%MZ)"
@@ -97,7 +99,7 @@ else
   echo "libzmq	$(pkg-config --modversion libzmq 2>/dev/null || echo '?')"
   echo "numpy	$($PY -c 'import numpy; print(numpy.__version__)' 2>/dev/null || echo '?')"
   echo "pyzmq	$($PY -c 'import zmq; print(zmq.__version__)' 2>/dev/null || echo '?')"
-  echo "tensio	$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+  echo "tensio	$TENSIO_REV"
   echo "reps	$REPS timed after $WARM warm-up"
   echo "size	$SIZE per data file, $MANY tensors in the many-tensor files"
 } >"$OUT/machine.tsv"
