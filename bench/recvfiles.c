@@ -2,7 +2,7 @@
  * a loop of write() + rename() of the same bytes.
  *
  *   recvfiles --cli TENSIO --msg FILE --dir DIR [--counts 1000,10000,100000]
- *             [--modes default,sync-each,no-sync[,base-fsync]]
+ *             [--modes default,sync-each,no-sync[,base-fsync]] [--fresh-dirs]
  *
  * For each count N ("N files") and each repetition, one after the other in a
  * directory DIR/bench-files that is emptied (untimed) before each:
@@ -19,6 +19,12 @@
  *  - base-fsync in --modes adds base:write+fsync+rename: the baseline with an
  *    fsync of each file before its close and of the directory after its
  *    rename (what a durable file costs; not run by default).
+ * --fresh-dirs gives every run a new directory and removes them all at the
+ * end, instead of emptying one: on a disk file system, creating files just
+ * after deleting as many is slow (ext4 without a journal skips inode numbers
+ * freed in the last minutes, reading the inode table for each), which would
+ * charge one run for the previous one's deletions. It needs room for every
+ * run's files at once.
  * FILE is a .zmsg (ZIO) message, so the files recv writes hold exactly its
  * bytes: --check compares the first and last file of every run with it and
  * counts the directory's entries. The time per file is what must not grow
@@ -45,8 +51,11 @@ typedef struct rf_ctx {
     const char *msg;    /* the message file */
     unsigned char *bytes;
     size_t len;
-    char dir[4096];     /* DIR/bench-files */
+    char top[3800];     /* DIR/bench-files */
+    char dir[4000];     /* where the run writes: top, or top/rNNNN (--fresh-dirs) */
     int check;
+    int fresh;          /* --fresh-dirs */
+    unsigned runs;      /* directories made (--fresh-dirs) */
 } rf_ctx;
 
 static int read_all(const char *path, unsigned char **out, size_t *len) {
@@ -84,6 +93,20 @@ static long scan_dir(const char *dir, int remove) {
     }
     closedir(d);
     return n;
+}
+
+/* Readies the directory of the next run: top emptied, or (--fresh-dirs) a
+ * new one, the old ones kept until the end. Then syncs (untimed): no
+ * write-back of the previous run while timing. */
+static int next_dir(rf_ctx *c) {
+    if (!c->fresh) {
+        scan_dir(c->top, 1);
+    } else {
+        snprintf(c->dir, sizeof c->dir, "%s/r%04u", c->top, c->runs++);
+        if (mkdir(c->dir, 0755) != 0) return bn_fail("recvfiles: %s: %s", c->dir, strerror(errno));
+    }
+    sync();
+    return 0;
 }
 
 static int same_as_msg(const rf_ctx *c, const char *path) {
@@ -238,10 +261,11 @@ int bn_cmd_recvfiles(bn_ctx *x, int argc, char **argv) {
     c.check = x->check;
     if (!c.cli || !c.msg || !dir) return bn_fail("recvfiles: --cli, --msg and --dir needed");
     if (read_all(c.msg, &c.bytes, &c.len) != 0) return bn_fail("recvfiles: cannot read %s", c.msg);
-    snprintf(c.dir, sizeof c.dir, "%s/bench-files", dir);
-    if (mkdir(c.dir, 0755) != 0 && errno != EEXIST)
-        return bn_fail("recvfiles: %s: %s", c.dir, strerror(errno));
-    scan_dir(c.dir, 1);
+    c.fresh = bn_flag(argc, argv, "--fresh-dirs");
+    snprintf(c.top, sizeof c.top, "%s/bench-files", dir);
+    snprintf(c.dir, sizeof c.dir, "%s", c.top);
+    if (mkdir(c.top, 0755) != 0)
+        return bn_fail("recvfiles: %s: %s (left by an earlier run?)", c.top, strerror(errno));
     char *mode_list[8];
     int nmodes = 0;
     for (char *m = strtok(modes, ","); m && nmodes < 8; m = strtok(NULL, ",")) mode_list[nmodes++] = m;
@@ -260,8 +284,7 @@ int bn_cmd_recvfiles(bn_ctx *x, int argc, char **argv) {
         snprintf(group, sizeof group, "%" PRIu64 " files", n);
         double first_max[8] = {0};
         for (int r = -x->warmup; r < x->reps && !rc; r++) {
-            scan_dir(c.dir, 1);
-            sync(); /* no write-back of the previous run while timing: untimed */
+            if ((rc = next_dir(&c)) != 0) break;
             double t = base_run(&c, n, 0);
             if (t < 0) {
                 rc = bn_fail("recvfiles: baseline: %s", strerror(errno));
@@ -272,8 +295,7 @@ int bn_cmd_recvfiles(bn_ctx *x, int argc, char **argv) {
             for (int m = 0; m < nmodes && !rc; m++) {
                 if (!strcmp(mode_list[m], "base-fsync")) {
                     const char *who = "base:write+fsync+rename";
-                    scan_dir(c.dir, 1);
-                    sync();
+                    if ((rc = next_dir(&c)) != 0) break;
                     t = base_run(&c, n, 1);
                     if (t < 0) rc = bn_fail("recvfiles: baseline: %s", strerror(errno));
                     if (!rc) rc = check_run(&c, n, who);
@@ -284,8 +306,7 @@ int bn_cmd_recvfiles(bn_ctx *x, int argc, char **argv) {
                 char subject[64];
                 snprintf(subject, sizeof subject, "tensio:recv%s%s", mode ? " --" : "",
                          mode ? mode : "");
-                scan_dir(c.dir, 1);
-                sync();
+                if ((rc = next_dir(&c)) != 0) break;
                 double first = 0;
                 t = recv_run(&c, n, mode, &first);
                 if (t < 0) {
@@ -308,8 +329,13 @@ int bn_cmd_recvfiles(bn_ctx *x, int argc, char **argv) {
             bn_fact(CASE, group, subject, "first_file_max_s", "%.6f", first_max[m]);
         }
     }
-    scan_dir(c.dir, 1);
-    rmdir(c.dir);
+    for (unsigned k = 0; k < c.runs; k++) {
+        snprintf(c.dir, sizeof c.dir, "%s/r%04u", c.top, k);
+        scan_dir(c.dir, 1);
+        rmdir(c.dir);
+    }
+    scan_dir(c.top, 1);
+    rmdir(c.top);
     free(c.bytes);
     return rc;
 }
