@@ -12,7 +12,10 @@
 
 tio_container *tio_container_new(void) {
     tio_container *c = calloc(1, sizeof *c);
-    if (c) atomic_init(&c->refs, 1);
+    if (c) {
+        atomic_init(&c->refs, 1);
+        c->limits = tio__limits_resolve(NULL);
+    }
     return c;
 }
 
@@ -65,6 +68,17 @@ tio_tensor *tio_container_find(const tio_container *c, const char *name) {
 
 const char *tio_container_format(const tio_container *c) { return c ? c->format : NULL; }
 uint64_t tio_container_source_size(const tio_container *c) { return c ? c->source_size : 0; }
+
+void tio_container_get_limits(const tio_container *c, tio_limits *out) {
+    if (!out) return;
+    *out = c ? c->limits : tio__limits_resolve(NULL);
+}
+
+int tio_container_set_limits(tio_container *c, const tio_limits *limits, tio_error *err) {
+    if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "container is NULL");
+    c->limits = tio__limits_resolve(limits);
+    return TIO_OK;
+}
 
 size_t tio_container_meta_count(const tio_container *c) { return c ? c->meta.count : 0; }
 
@@ -231,6 +245,8 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, int copy,
     t->nbytes = d->nbytes;
     t->nnz = d->layout == TIO_LAYOUT_COO ? d->nnz : 0;
     t->source_offset = source_offset;
+    t->owner = c;
+    t->index = c->count;
     t->shape = t->shape0;
     if (d->rank > 4) {
         t->shape = malloc(d->rank * sizeof *t->shape);

@@ -180,6 +180,8 @@ struct tio_tensor {
     void *owned_indices;
     int64_t source_offset;
     tio_kv meta;
+    const struct tio_container *owner; /* its limits bound work on the tensor */
+    size_t index;                      /* its position in the owner */
 };
 
 struct tio_container {
@@ -191,6 +193,7 @@ struct tio_container {
     struct tio_graph *graph; /* root model graph or NULL (src/graph) */
     const char *format;     /* static string of the format read, or NULL */
     uint64_t source_size;
+    tio_limits limits;      /* resolved; bound later work (max_dense_bytes) */
     tio_error *warnings;
     size_t warning_count, warning_cap;
     /* the source the views point into */
@@ -351,6 +354,12 @@ typedef struct tio_format_desc {
 
 /* Resolves a tio_limits (NULL or zero fields = defaults). */
 tio_limits tio__limits_resolve(const tio_limits *l);
+/* The dense size of a COO tensor would exceed `limit`: TIO_E_LIMIT with a
+ * message naming the tensor, its dense size and shape, the limit and the
+ * options that raise it. `what` says which work ("hashing it dense"). */
+int tio__dense_limit_err(tio_error *err, const char *format, int64_t offset,
+                         const tio_tensor *t, size_t index, uint64_t dense, uint64_t limit,
+                         const char *what);
 
 #define TIO_DTYPE_BIT(d) (1u << (unsigned)(d))
 

@@ -1,6 +1,7 @@
 /* Tensor accessors, materialisation, densification and hashing. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,11 +94,56 @@ static void hash_zeros(tio_sha256 *h, uint64_t n) {
     }
 }
 
+/* "3.75 EiB" for a message. */
+static void human_bytes(uint64_t n, char *out, size_t cap) {
+    static const char units[][4] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)n;
+    int u = -1;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u < 0)
+        snprintf(out, cap, "%llu B", (unsigned long long)n);
+    else
+        snprintf(out, cap, "%.2f %s", v, units[u]);
+}
+
+int tio__dense_limit_err(tio_error *err, const char *format, int64_t offset,
+                         const tio_tensor *t, size_t index, uint64_t dense, uint64_t limit,
+                         const char *what) {
+    char shape[96], label[96] = "", hd[32], hl[32];
+    tio__shape_str(t->shape, t->rank, shape, sizeof shape);
+    if (t->name) {
+        char esc[64];
+        tio__escape((const uint8_t *)t->name, strlen(t->name), esc, sizeof esc);
+        snprintf(label, sizeof label, " ('%s')", esc);
+    }
+    human_bytes(dense, hd, sizeof hd);
+    human_bytes(limit, hl, sizeof hl);
+    return tio__err(err, TIO_E_LIMIT, format, offset,
+                    "tensor %zu%s: %s takes %llu bytes (%s; %s %s, %llu stored values), over "
+                    "max_dense_bytes %llu (%s); raise tio_limits.max_dense_bytes "
+                    "(CLI: --max-dense-bytes)",
+                    index, label, what, (unsigned long long)dense, hd, tio_dtype_name(t->dtype),
+                    shape, (unsigned long long)t->nnz, (unsigned long long)limit, hl);
+}
+
 int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32], tio_error *err) {
     if (!t || !out) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    size_t es = tio_dtype_size(t->dtype);
+    if (what == TIO_HASH_DENSE && t->layout == TIO_LAYOUT_COO) {
+        /* The dense size is what the input claims, not what it holds. */
+        uint64_t dense = t->numel * es; /* fits: checked when added */
+        uint64_t limit = t->owner ? t->owner->limits.max_dense_bytes
+                                  : TIO_DEFAULT_MAX_DENSE_BYTES;
+        if (dense > limit)
+            return tio__dense_limit_err(err, t->owner ? t->owner->format : NULL,
+                                        t->source_offset, t, t->index, dense, limit,
+                                        "hashing it dense");
+    }
     tio_sha256 *h = tio__sha256_new();
     if (!h) return tio__nomem(err, NULL);
-    size_t es = tio_dtype_size(t->dtype);
     if (what == TIO_HASH_VALUES) {
         tio__sha256_update(h, t->data, t->nbytes);
     } else if (what == TIO_HASH_INDICES) {
