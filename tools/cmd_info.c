@@ -659,7 +659,7 @@ int cli_cmd_info(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
 
     tio_container *c = NULL;
-    rc = cli_open(path, format, &c);
+    rc = cli_open(path, format, NULL, &c);
     if (rc != CLI_EXIT_OK) return rc;
     info_stats s;
     collect(c, &s);

@@ -1129,6 +1129,116 @@ def t_tmfile_convert(tmp):
     assert res.rc != 0 and "tmfile: offset" in res.out + res.err, res
 
 
+# ------------------------------------------------------------ dense limits
+
+def btf_coo_file(tensors):
+    """A BTF file of float32 COO tensors: [(shape, [(coords, value), ...]), ...]."""
+    recs = []
+    for shape, entries in tensors:
+        r = struct.pack("<QBB6x", len(shape), 4, 1) + struct.pack(f"<{len(shape)}q", *shape)
+        r += struct.pack("<2q", len(entries), len(shape))
+        for coords, _ in entries:
+            r += struct.pack(f"<{len(shape)}q", *coords)
+        r += struct.pack("<q", len(entries))
+        r += b"".join(struct.pack("<f", v) for _, v in entries)
+        r += bytes(-len(r) % 8)
+        recs.append(r)
+    head = 8 + 8 * len(recs)
+    offs, at = [], head
+    for r in recs:
+        offs.append(at)
+        at += len(r)
+    return struct.pack(f"<Q{len(recs)}Q", len(recs), *offs) + b"".join(recs)
+
+
+def t_max_dense_ls(tmp):
+    # three 4000-byte sparse tensors and a huge one: the huge one is never
+    # hashed; with a budget of 8000 the third small one is over the sum
+    path = os.path.join(tmp, "sparse.btf")
+    small = ([1000], [([3], 1.5), ([999], -2.0)])
+    huge = ([2, 6, 5, 18014398509481988], [([1, 5, 4, 18014398509481987], 7.0)])
+    with open(path, "wb") as f:
+        f.write(btf_coo_file([small, huge, small, small]))
+    res = run("ls", "--json", "--hash", path)
+    expect(res, 1)
+    j = json.loads(res.out)
+    ts = j["tensors"]
+    assert len(ts) == 4, res
+    for i in (0, 2, 3):
+        assert ts[i]["sha256"] and "sha256_error" not in ts[i], ts[i]
+    assert ts[1]["sha256"] is None, ts[1]
+    e = ts[1]["sha256_error"]
+    assert e["code"] == "TIO_E_LIMIT", e
+    for want in ("4323455642275677120 bytes", "max_dense_bytes 1073741824",
+                 "--max-dense-bytes", "tensor 1"):
+        assert want in e["message"], e
+    assert ts[1]["indices_sha256"] and ts[1]["values_sha256"], ts[1]
+    assert "tensor 1" in res.err and "--max-dense-bytes" in res.err, res
+    # the budget is per file: the small ones add up
+    res = run("ls", "--json", "--hash", "--max-dense-bytes", "8000", path)
+    expect(res, 1)
+    ts = json.loads(res.out)["tensors"]
+    assert ts[0]["sha256"] and ts[2]["sha256"], ts
+    assert ts[3]["sha256"] is None and ts[3]["sha256_error"]["code"] == "TIO_E_LIMIT", ts[3]
+    assert "before it took 8000" in ts[3]["sha256_error"]["message"], ts[3]
+    # text: '-' in the column, the reason on stderr, exit 1
+    res = run("ls", "--hash", path)
+    expect(res, 1)
+    rows = res.out.splitlines()[1:]
+    assert len(rows) == 4 and rows[1].split()[-1] == "-", res
+    assert len(rows[0].split()[-1]) == 64, res
+    # without --hash nothing is expanded: exit 0
+    expect(run("ls", "--json", path), 0)
+    # raised, the small ones all hash
+    res = run("ls", "--json", "--hash", "--max-dense-bytes", "12000", path)
+    ts = json.loads(res.out)["tensors"]
+    assert all(ts[i]["sha256"] for i in (0, 2, 3)), ts
+
+
+def t_max_dense_convert(tmp):
+    path = os.path.join(tmp, "bomb.btf")
+    with open(path, "wb") as f:
+        f.write(btf_coo_file([([2, 8796093022214, 2, 5], [([1, 8796093022213, 1, 4], 1.0)])]))
+    out = os.path.join(tmp, "bomb.ten")
+    res = run("convert", "--densify", path, out)
+    expect(res, 1, stdout_empty=True)
+    for want in ("densifying it takes 703687441777120 bytes", "max_dense_bytes 1073741824",
+                 "--max-dense-bytes"):
+        assert want in res.err, res
+    assert "out of memory" not in res.err, res
+    assert not os.path.exists(out) and os.listdir(tmp) == ["bomb.btf"], os.listdir(tmp)
+    # without --densify: the hint names --densify, then says it would still fail
+    res = run("convert", path, out)
+    expect(res, 1)
+    assert "--densify" in res.err and "still fail" in res.err and "max_dense_bytes" in res.err, res
+    # a small one converts within a raised limit and not below it
+    small = os.path.join(tmp, "small.btf")
+    with open(small, "wb") as f:
+        f.write(btf_coo_file([([100, 30], [([1, 2], 3.0)])]))
+    expect(run("convert", "--densify", "--max-dense-bytes", "11999", small, out), 1)
+    assert not os.path.exists(out)
+    expect(run("convert", "--densify", "--max-dense-bytes", "12000", small, out), 0)
+    os.unlink(out)
+    expect(run("convert", "--densify", "--max-dense-bytes", "1K", small, out), 1)
+    expect(run("convert", "--densify", "--max-dense-bytes", "12KiB", small, out), 0)
+
+
+def t_max_dense_usage():
+    path = vec("btf/coo_float32_rank1.btf")
+    if path is None:
+        return
+    for bad in ("0", "", "x", "1Q", "-5", "1.5G", "99999999999999999999", "20000000T"):
+        res = run("ls", "--hash", "--max-dense-bytes", bad, path)
+        expect(res, 2, stdout_empty=True)
+        assert "--max-dense-bytes" in res.err, res
+    for good in ("36", "64K", "2M", "3G", "1T", "5mib", "unlimited"):
+        expect(run("ls", "--hash", "--max-dense-bytes", good, path), 0)
+    expect(run("ls", "--hash", "--max-dense-bytes", "35", path), 1)  # its dense size is 36
+    for cmd in ("ls", "convert", "send", "recv"):
+        res = run(cmd, "--help")
+        assert "--max-dense-bytes" in res.out, (cmd, res)
+
+
 def main():
     if not os.access(TENSIO, os.X_OK):
         print(f"not executable: {TENSIO}")
@@ -1218,6 +1328,11 @@ def main():
             case("validate pre-alignment btf", t_validate_bad, p, True)
         case("validate several files", t_validate_mixed)
         case("missing file", t_missing_file, tmp)
+        for name, fn in (("ls", t_max_dense_ls), ("convert", t_max_dense_convert)):
+            d = os.path.join(tmp, "dense-" + name)
+            os.mkdir(d)
+            case(f"max dense bytes: {name}", fn, d)
+        case("max dense bytes: usage", t_max_dense_usage)
         case("write error", t_write_error)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
