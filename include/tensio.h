@@ -128,7 +128,8 @@ typedef struct tio_limits {
     uint32_t max_rank;         /* dims of one tensor */
     uint64_t max_header_bytes; /* one header/record/label structure */
     uint32_t max_name_bytes;   /* one tensor name or metadata string */
-    uint32_t max_depth;        /* nesting: FlatBuffers tables, subgraphs */
+    uint32_t max_depth;        /* nesting: FlatBuffers tables, subgraphs (at most
+                                  TIO_MAX_DEPTH_CAP: a larger value is taken as it) */
     uint64_t max_objects;      /* graph nodes/values/attributes, FlatBuffers
                                   tables visited while verifying */
     uint64_t max_dense_bytes;  /* bytes one operation may produce by expanding
@@ -142,6 +143,7 @@ typedef struct tio_limits {
 #define TIO_DEFAULT_MAX_HEADER_BYTES (64u << 20)
 #define TIO_DEFAULT_MAX_NAME_BYTES 65536u
 #define TIO_DEFAULT_MAX_DEPTH 64u
+#define TIO_MAX_DEPTH_CAP 256u
 #define TIO_DEFAULT_MAX_OBJECTS (1u << 24)
 #define TIO_DEFAULT_MAX_DENSE_BYTES (UINT64_C(1) << 30)
 

@@ -288,7 +288,32 @@ int tio_container_add(tio_container *c, const tio_tensor_desc *desc, unsigned fl
     return rc;
 }
 
+/* Views into the source: their bytes in all may exceed the source only by
+ * what a little sharing needs. Tensors that alias the same bytes (BTF offsets
+ * to one record, rten constants with one data offset, tmfile tensors on one
+ * buffer) would otherwise make every per-byte operation — the COO index check
+ * here, hashing, converting, sending — cost the input's size times the number
+ * of aliases. */
+#define VIEW_SLACK (UINT64_C(64) << 10)
+
 int tio__container_add_view(tio_container *c, const tio_tensor_desc *d,
                             int64_t source_offset, const char *format, tio_error *err) {
-    return add_tensor(c, d, 0, source_offset, format, err);
+    if (c && d) {
+        uint64_t ib = 0, total = 0, cap = 0;
+        int over = tio__mul64_ovf(d->nnz, (uint64_t)d->rank, &ib) || tio__mul64_ovf(ib, 8, &ib) ||
+                   tio__add64_ovf(c->view_bytes, d->nbytes, &total) ||
+                   tio__add64_ovf(total, ib, &total) ||
+                   tio__mul64_ovf(c->source_size, 2, &cap) ||
+                   tio__add64_ovf(cap, VIEW_SLACK, &cap) || total > cap;
+        if (over)
+            return tio__err(err, TIO_E_LIMIT, format, source_offset,
+                            "tensor %zu: the tensors would view more than %llu bytes of data in "
+                            "all, over twice the %llu-byte input plus 64 KiB: they share their "
+                            "data (expected each stored byte in one tensor)",
+                            c->count, (unsigned long long)cap,
+                            (unsigned long long)c->source_size);
+    }
+    int rc = add_tensor(c, d, 0, source_offset, format, err);
+    if (rc == TIO_OK) c->view_bytes += d->nbytes + (size_t)(d->nnz * d->rank * 8);
+    return rc;
 }

@@ -160,6 +160,10 @@ typedef struct tio_kv {
 } tio_kv;
 void tio__kv_free(tio_kv *kv);
 int tio__kv_set(tio_kv *kv, const char *key, const char *value, tio_error *err);
+/* Appends a key the caller knows is not there yet (a decoder whose keys are
+ * unique by construction, such as a JSON object read with duplicates
+ * rejected): O(1), where tio__kv_set looks at every key. */
+int tio__kv_append(tio_kv *kv, const char *key, const char *value, tio_error *err);
 const char *tio__kv_get(const tio_kv *kv, const char *key);
 
 /* ---------------------------------------------------- tensors, containers */
@@ -194,6 +198,7 @@ struct tio_container {
     const char *format;     /* static string of the format read, or NULL */
     uint64_t source_size;
     tio_limits limits;      /* resolved; bound later work (max_dense_bytes) */
+    uint64_t view_bytes;    /* data + index bytes of the tensors viewing the source */
     tio_error *warnings;
     size_t warning_count, warning_cap;
     /* the source the views point into */

@@ -17,6 +17,9 @@ tio_limits tio__limits_resolve(const tio_limits *l) {
                     TIO_DEFAULT_MAX_DENSE_BYTES};
     if (l) {
         if (l->max_depth) r.max_depth = l->max_depth;
+        /* Nesting is walked recursively (graphs, subgraphs): a raised depth
+         * must still fit any thread's stack. */
+        if (r.max_depth > TIO_MAX_DEPTH_CAP) r.max_depth = TIO_MAX_DEPTH_CAP;
         if (l->max_objects) r.max_objects = l->max_objects;
         if (l->max_tensors) r.max_tensors = l->max_tensors;
         if (l->max_rank) r.max_rank = l->max_rank;

@@ -642,7 +642,9 @@ static int zio_meta(zio_reader *r, tio_kv *kv, const char *what, const char *key
                         "%s: metadata \"%.64s\": value of %zu bytes exceeds the limit of %u "
                         "bytes",
                         what, key, r->text.len - 1, (unsigned)maxb);
-    if (tio__kv_set(kv, key, r->text.p, NULL) != TIO_OK) return tio__nomem(err, ZIO_FMT);
+    /* keys of one JSON object: jansson rejected duplicates, and the kv was
+     * empty (a tensor's own, or the container's before TENS.metadata) */
+    if (tio__kv_append(kv, key, r->text.p, NULL) != TIO_OK) return tio__nomem(err, ZIO_FMT);
     return TIO_OK;
 }
 
