@@ -145,7 +145,7 @@ typedef struct tio_limits {
 #define TIO_DEFAULT_MAX_DEPTH 64u
 #define TIO_MAX_DEPTH_CAP 256u
 #define TIO_DEFAULT_MAX_OBJECTS (1u << 24)
-#define TIO_DEFAULT_MAX_DENSE_BYTES (UINT64_C(1) << 30)
+#define TIO_DEFAULT_MAX_DENSE_BYTES (UINT64_C(256) << 20)
 
 /* ------------------------------------------------------------------ tensors */
 

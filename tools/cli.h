@@ -104,7 +104,7 @@ int cli_open(const char *path, const char *format, const tio_limits *limits,
 #define CLI_MAX_DENSE_HELP \
     "      --max-dense-bytes N\n" \
     "                      expand a sparse (COO) tensor to at most N bytes\n" \
-    "                      (K, M, G, T suffixes; 'unlimited'; default 1G)\n"
+    "                      (K, M, G, T suffixes; 'unlimited'; default 256M)\n"
 /* Parses its value into lim->max_dense_bytes: N or N with a K, M, G or T
  * suffix (powers of 1024, "KiB" also taken), or "unlimited". Returns
  * CLI_EXIT_OK or prints a usage error and returns CLI_EXIT_USAGE. */

@@ -295,6 +295,11 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
  * are the container's, copied when they are the plan's converted scratch. */
 int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, size_t n,
                         tio_error *err);
+/* Writes tensor i's bytes as the plan has them (tio__plan_data then
+ * tio__plan_sink_data), but a densified tensor is streamed: zero runs and
+ * its values, without a buffer of its dense size. For writers that only pass
+ * the data through to the sink. */
+int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *err);
 const tio_container *tio__plan_container(const tio_write_plan *p);
 unsigned tio__plan_flags(const tio_write_plan *p);
 /* tio_save_options.version: the format version to write (0 = the format's
@@ -359,6 +364,12 @@ typedef struct tio_format_desc {
 
 /* Resolves a tio_limits (NULL or zero fields = defaults). */
 tio_limits tio__limits_resolve(const tio_limits *l);
+/* Walks the dense form of a COO tensor in row-major order without holding
+ * it: zeros(ctx, n) for a run of n zero elements, value(ctx, elem) for a
+ * stored value (a duplicated coordinate gives its last value). O(nnz) memory,
+ * O(nnz log nnz) time plus the callbacks. Stops at the first nonzero return. */
+int tio__coo_walk(const tio_tensor *t, int (*zeros)(void *ctx, uint64_t n),
+                  int (*value)(void *ctx, const uint8_t *elem), void *ctx, tio_error *err);
 /* The dense size of a COO tensor would exceed `limit`: TIO_E_LIMIT with a
  * message naming the tensor, its dense size and shape, the limit and the
  * options that raise it. `what` says which work ("hashing it dense"). */

@@ -135,9 +135,11 @@ static const char *tlabel(const tio_tensor *t, char *buf, size_t cap) {
 }
 
 /* Densified tensors: their dense bytes in all are bounded by the container's
- * max_dense_bytes, checked here, before anything is allocated or written. A
- * plan that will write (`reserve`) also takes the memory for the largest one
- * now, so running out of it fails before the first byte, with the size. */
+ * max_dense_bytes, checked here, before anything is allocated or written.
+ * File and memory writers stream them (tio__plan_sink_tensor: zero runs and
+ * values, no buffer of the dense size); a message needs them whole, so its
+ * plan (`reserve`) takes the memory for the largest one now, and running out
+ * of it fails before the first part, with the size. */
 static int plan_dense(tio_write_plan *p, int reserve, tio_error *err) {
     const char *fn = p->fmt->name;
     uint64_t limit = p->c->limits.max_dense_bytes, total = 0;
@@ -330,6 +332,41 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
     return TIO_OK;
 }
 
+typedef struct {
+    tio_sink *s;
+    tio_dtype from, to;
+    size_t out_es;
+    tio_error *err;
+} sink_walk;
+
+static int sink_walk_zeros(void *ctx, uint64_t n) {
+    sink_walk *w = ctx;
+    /* a widened zero is zero bytes too (uint8 0, float32 +0.0) */
+    return tio__sink_zeros(w->s, (size_t)n * w->out_es, w->err);
+}
+
+static int sink_walk_value(void *ctx, const uint8_t *elem) {
+    sink_walk *w = ctx;
+    uint8_t buf[8];
+    if (w->from == w->to) return tio__sink_write(w->s, elem, w->out_es, w->err);
+    widen_elems(w->from, elem, buf, 1);
+    return tio__sink_write(w->s, buf, w->out_es, w->err);
+}
+
+int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *err) {
+    if (i >= p->n) return tio__err(err, TIO_E_ARGUMENT, p->fmt->name, -1, "no tensor %zu", i);
+    const tio_wtensor *w = &p->t[i];
+    const tio_tensor *src = w->src;
+    if (src->layout == TIO_LAYOUT_COO && w->layout == TIO_LAYOUT_DENSE) {
+        sink_walk sw = {s, src->dtype, w->dtype, tio_dtype_size(w->dtype), err};
+        return tio__coo_walk(src, sink_walk_zeros, sink_walk_value, &sw, err);
+    }
+    const uint8_t *data = NULL;
+    int rc = tio__plan_data(p, i, &data, NULL, err);
+    if (rc == TIO_OK && w->nbytes) rc = tio__plan_sink_data(p, s, data, w->nbytes, err);
+    return rc;
+}
+
 int tio__plan_create(const tio_container *c, const tio_save_options *opts,
                      const tio_format_desc *f, tio_write_plan **out, tio_error *err) {
     *out = NULL;
@@ -386,7 +423,7 @@ int tio_save_memory(const tio_container *c, const tio_save_options *opts, void *
     int rc = pick_format(opts, NULL, &f, err);
     if (rc) return rc;
     tio_write_plan p;
-    rc = plan_build(&p, c, f, opts, 1, err);
+    rc = plan_build(&p, c, f, opts, 0, err); /* writers stream densified data */
     tio_sink s;
     tio__sink_init_mem(&s);
     if (rc == TIO_OK) rc = f->write(&p, &s, err);
@@ -628,7 +665,7 @@ int tio__save_file(const tio_container *c, const char *path, const tio_save_opti
     int rc = pick_format(opts, path, &f, err);
     if (rc) return rc;
     tio_write_plan p;
-    rc = plan_build(&p, c, f, opts, 1, err);
+    rc = plan_build(&p, c, f, opts, 0, err); /* writers stream densified data */
     save_names n;
     if (rc == TIO_OK) rc = split_path(path, &n, err);
     if (rc) {

@@ -84,14 +84,54 @@ static int cmp_pos(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+int tio__coo_walk(const tio_tensor *t, int (*zeros)(void *ctx, uint64_t n),
+                  int (*value)(void *ctx, const uint8_t *elem), void *ctx, tio_error *err) {
+    size_t es = tio_dtype_size(t->dtype);
+    coo_pos *pos = NULL;
+    if (t->nnz) {
+        pos = malloc((size_t)t->nnz * sizeof *pos); /* nnz values are present */
+        if (!pos) return tio__nomem(err, NULL);
+        for (uint64_t i = 0; i < t->nnz; i++) {
+            pos[i].lin = coo_linear(t, i);
+            pos[i].idx = i;
+        }
+        qsort(pos, (size_t)t->nnz, sizeof *pos, cmp_pos);
+    }
+    int rc = TIO_OK;
+    uint64_t next = 0;
+    for (uint64_t i = 0; i < t->nnz && rc == TIO_OK; i++) {
+        if (i + 1 < t->nnz && pos[i + 1].lin == pos[i].lin) continue; /* last wins */
+        if (pos[i].lin > next) rc = zeros(ctx, pos[i].lin - next);
+        if (rc == TIO_OK) rc = value(ctx, t->data + (size_t)pos[i].idx * es);
+        next = pos[i].lin + 1;
+    }
+    if (rc == TIO_OK && t->numel > next) rc = zeros(ctx, t->numel - next);
+    free(pos);
+    return rc;
+}
+
 static const uint8_t zero_block[65536];
 
-static void hash_zeros(tio_sha256 *h, uint64_t n) {
+typedef struct {
+    tio_sha256 *h;
+    size_t es;
+} hash_walk;
+
+static int hash_zeros(void *ctx, uint64_t n) {
+    hash_walk *w = ctx;
+    n *= w->es; /* within the dense size, which fits */
     while (n) {
         size_t k = n > sizeof zero_block ? sizeof zero_block : (size_t)n;
-        tio__sha256_update(h, zero_block, k);
+        tio__sha256_update(w->h, zero_block, k);
         n -= k;
     }
+    return TIO_OK;
+}
+
+static int hash_value(void *ctx, const uint8_t *elem) {
+    hash_walk *w = ctx;
+    tio__sha256_update(w->h, elem, w->es);
+    return TIO_OK;
 }
 
 /* "3.75 EiB" for a message. */
@@ -155,31 +195,15 @@ int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32], tio_error 
     } else if (t->layout == TIO_LAYOUT_DENSE) {
         tio__sha256_update(h, t->data, t->nbytes);
     } else {
-        /* Stream the dense bytes: sort entries by position, hash zero runs
+        /* Stream the dense bytes: entries sorted by position, zero runs
          * between them. O(nnz) memory whatever the dense size. */
-        coo_pos *pos = NULL;
-        if (t->nnz) {
-            pos = malloc((size_t)t->nnz * sizeof *pos);
-            if (!pos) {
-                uint8_t tmp[32];
-                tio__sha256_final(h, tmp);
-                return tio__nomem(err, NULL);
-            }
-            for (uint64_t i = 0; i < t->nnz; i++) {
-                pos[i].lin = coo_linear(t, i);
-                pos[i].idx = i;
-            }
-            qsort(pos, (size_t)t->nnz, sizeof *pos, cmp_pos);
+        hash_walk w = {h, es};
+        int rc = tio__coo_walk(t, hash_zeros, hash_value, &w, err);
+        if (rc) {
+            uint8_t tmp[32];
+            tio__sha256_final(h, tmp);
+            return rc;
         }
-        uint64_t next = 0;
-        for (uint64_t i = 0; i < t->nnz; i++) {
-            if (i + 1 < t->nnz && pos[i + 1].lin == pos[i].lin) continue; /* last wins */
-            hash_zeros(h, (pos[i].lin - next) * es);
-            tio__sha256_update(h, t->data + (size_t)pos[i].idx * es, es);
-            next = pos[i].lin + 1;
-        }
-        hash_zeros(h, (t->numel - next) * es);
-        free(pos);
     }
     tio__sha256_final(h, out);
     return TIO_OK;

@@ -1528,10 +1528,8 @@ static int rt_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
         uint64_t pos = 0;
         for (size_t k = 0; rc == TIO_OK && k < w.norder; k++) {
             size_t i = w.order[k];
-            const uint8_t *data = NULL;
             rc = tio__sink_zeros(s, (size_t)(w.ext[i] - pos), err);
-            if (!rc) rc = tio__plan_data(p, i, &data, NULL, err);
-            if (!rc) rc = tio__plan_sink_data(p, s, data, tio__plan_tensor(p, i)->nbytes, err);
+            if (!rc) rc = tio__plan_sink_tensor(p, s, i, err);
             pos = w.ext[i] + tio__plan_tensor(p, i)->nbytes;
         }
     }

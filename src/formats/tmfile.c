@@ -2705,13 +2705,6 @@ static int o_bytes(tw_out *o, const void *p, size_t n, tio_error *err) {
     o->pos += n;
     return rc;
 }
-/* Tensor data: referenced by the sink, not copied (see tio__plan_sink_data). */
-static int o_data(tw_out *o, const tio_write_plan *p, const void *d, size_t n,
-                  tio_error *err) {
-    int rc = o->s ? tio__plan_sink_data(p, o->s, d, n, err) : TIO_OK;
-    o->pos += n;
-    return rc;
-}
 static int o_align(tw_out *o, tio_error *err) {
     size_t pad = (size_t)((4 - o->pos % 4) % 4);
     int rc = pad && o->s ? tio__sink_zeros(o->s, pad, err) : TIO_OK;
@@ -2887,11 +2880,10 @@ static int tw_emit(tw *w, tw_out *o, uint32_t root, uint32_t *root_out, tio_erro
         if (t->ct >= 0) {
             /* no alignment: the data follows the previous (4-aligned) object */
             data = o_at(o);
-            const uint8_t *bytes = NULL;
             if (o->s && t->bufsize)
-                rc = tio__plan_data((tio_write_plan *)(uintptr_t)p, (size_t)t->ct, &bytes, NULL,
-                                    err);
-            if (!rc && t->bufsize) rc = o_data(o, p, bytes, t->bufsize, err);
+                rc = tio__plan_sink_tensor((tio_write_plan *)(uintptr_t)p, o->s, (size_t)t->ct,
+                                           err);
+            o->pos += t->bufsize;
         }
         uint32_t bs[2] = {t->bufsize, data};
         if (!rc) rc = o_words(o, bs, 2, &w->offs[b++], err);

@@ -1914,18 +1914,14 @@ static int zio_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     if (!rc) rc = tio__sink_write(s, o.coord, ZIO_COORD_LEN, err);
     for (size_t k = 0; !rc && k < o.npayload; k++) {
         const zio_slot *sl = &o.slots[k];
-        const uint8_t *data, *indices;
-        size_t sz;
         if (sl->up) {
-            data = sl->up->data;
-            sz = sl->up->size;
+            rc = zio_put_size(s, sl->up->size, err);
+            if (!rc && sl->up->size) rc = tio__plan_sink_data(p, s, sl->up->data, sl->up->size, err);
         } else {
-            sz = tio__plan_tensor(p, sl->tensor)->nbytes;
-            rc = tio__plan_data(p, sl->tensor, &data, &indices, err);
-            if (rc) break;
+            /* streamed: a densified tensor is never held whole */
+            rc = zio_put_size(s, tio__plan_tensor(p, sl->tensor)->nbytes, err);
+            if (!rc) rc = tio__plan_sink_tensor(p, s, sl->tensor, err);
         }
-        rc = zio_put_size(s, sz, err);
-        if (!rc && sz) rc = tio__plan_sink_data(p, s, data, sz, err);
     }
     zio_out_free(&o);
     return rc;
