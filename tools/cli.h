@@ -162,8 +162,10 @@ typedef struct cli_table {
 void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask);
 /* Appends one cell (rows fill left to right). Records out-of-memory. */
 void cli_table_add(cli_table *t, const char *fmt, ...) CLI_PRINTF(2, 3);
-/* Prints with columns padded to their widest cell, separated by two spaces.
- * Returns CLI_EXIT_OK or CLI_EXIT_FAIL (out of memory, reported). */
+/* Prints with columns padded to their widest cell of at most
+ * CLI_TABLE_MAX_PAD columns (a wider cell sticks out), separated by two
+ * spaces. Returns CLI_EXIT_OK or CLI_EXIT_FAIL (out of memory, reported). */
+#define CLI_TABLE_MAX_PAD 160
 int cli_table_print(const cli_table *t, FILE *f);
 void cli_table_free(cli_table *t);
 

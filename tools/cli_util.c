@@ -389,14 +389,18 @@ int cli_table_print(const cli_table *t, FILE *f) {
     if (t->ncols == 0) return CLI_EXIT_OK;
     size_t *width = calloc(t->ncols, sizeof *width);
     if (!width) return cli_error("out of memory");
+    /* A cell wider than CLI_TABLE_MAX_PAD sets no width (it sticks out):
+     * padding every row to one long name would make the output rows x that
+     * name. */
     for (size_t i = 0; i < t->ncells; i++) {
         size_t w = display_width(t->cells[i]);
-        if (w > width[i % t->ncols]) width[i % t->ncols] = w;
+        if (w > width[i % t->ncols] && w <= CLI_TABLE_MAX_PAD) width[i % t->ncols] = w;
     }
     for (size_t i = 0; i < t->ncells; i++) {
         size_t col = i % t->ncols;
         const char *cell = t->cells[i];
-        size_t pad = width[col] - display_width(cell);
+        size_t cw = display_width(cell);
+        size_t pad = cw < width[col] ? width[col] - cw : 0;
         int last = col + 1 == t->ncols || i + 1 == t->ncells;
         if (col > 0) fputs("  ", f);
         if (col < 32 && (t->right >> col) & 1u) {

@@ -136,8 +136,11 @@ int tio__warn(tio_read_ctx *ctx, const char *format, int64_t offset, tio_error *
     }
     tio_container *c = ctx->c;
     if (c->warning_count == c->warning_cap) {
-        /* Findings are bounded like tensors: never more than the input justifies. */
-        if (c->warning_cap >= 4096) return TIO_OK;
+        /* Findings are bounded like tensors: never more than the input justifies
+         * (4096, and their array at most a quarter of the input + 16 KiB). */
+        if (c->warning_cap >= 4096 ||
+            (uint64_t)c->warning_cap * sizeof *c->warnings >= ctx->size / 8 + (8u << 10))
+            return TIO_OK;
         size_t ncap = c->warning_cap ? c->warning_cap * 2 : 4;
         tio_error *nw = realloc(c->warnings, ncap * sizeof *nw);
         if (!nw) return tio__nomem(err, format);

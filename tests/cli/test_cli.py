@@ -923,6 +923,97 @@ def t_rten_info(rel, m, version):
         pos = at
 
 
+def shared_name_rten(name_len, refs):
+    """A V1 rten model: value 0 with a name of name_len bytes, one Add whose
+    `refs` inputs all name it, and `refs` graph inputs that all name it.
+    Laid out forward: a table is 8 bytes of header (its vtable just before
+    it), fields 4 bytes each; every uoffset points forward."""
+    buf = bytearray(4)  # the root uoffset
+    fix = []  # (position of a uoffset, label of its target)
+    at = {}
+
+    def align(n):
+        while len(buf) % n:
+            buf.append(0)
+
+    def table(label, fields, nslots):
+        # fields: {id: ("u8"|"i32", value) or ("ref", label)}
+        align(4)
+        vt = len(buf)
+        buf.extend(struct.pack("<HH", 4 + 2 * nslots, 4 + 4 * len(fields)))
+        offs = {fid: 4 + 4 * k for k, fid in enumerate(sorted(fields))}
+        buf.extend(struct.pack(f"<{nslots}H", *[offs.get(i, 0) for i in range(nslots)]))
+        align(4)
+        at[label] = len(buf)
+        buf.extend(struct.pack("<i", len(buf) - vt))
+        for fid in sorted(fields):
+            kind, v = fields[fid]
+            if kind == "ref":
+                fix.append((len(buf), v))
+                buf.extend(b"\0" * 4)
+            else:
+                buf.extend(struct.pack("<B3x" if kind == "u8" else "<i", v))
+
+    def vector(label, fmt, items):
+        align(4)
+        at[label] = len(buf)
+        buf.extend(struct.pack(f"<I{len(items)}{fmt}", len(items), *items))
+
+    table("model", {0: ("i32", 1), 1: ("ref", "graph")}, 2)
+    table("graph", {0: ("ref", "nodes"), 1: ("ref", "gins")}, 2)
+    align(4)
+    at["nodes"] = len(buf)
+    buf.extend(struct.pack("<I", 2))
+    for lbl in ("v", "o"):
+        fix.append((len(buf), lbl))
+        buf.extend(b"\0" * 4)
+    vector("gins", "I", [0] * refs)
+    table("v", {0: ("ref", "name"), 1: ("u8", 3), 2: ("ref", "vn")}, 3)
+    table("vn", {}, 0)
+    table("o", {1: ("u8", 1), 2: ("ref", "op")}, 3)
+    table("op", {0: ("u8", 0), 3: ("ref", "ins")}, 4)
+    vector("ins", "i", [0] * refs)
+    align(4)
+    at["name"] = len(buf)
+    buf.extend(struct.pack("<I", name_len) + b"n" * name_len + b"\0")
+    align(4)
+    struct.pack_into("<I", buf, 0, at["model"])
+    for pos, lbl in fix:
+        struct.pack_into("<I", buf, pos, at[lbl] - pos)
+    return bytes(buf)
+
+
+def t_info_long_names(tmp):
+    """A value named by 30,000 bytes that 2,000 operands and graph inputs name:
+    info prints the name in full once (its first row as a graph input) and
+    cut everywhere else, and pads no column to it, so the output stays
+    proportional to the file (120 MB of text and of JSON before)."""
+    path = os.path.join(tmp, "names.rten")
+    with open(path, "wb") as f:
+        f.write(shared_name_rten(30000, 2000))
+    size = os.path.getsize(path)
+    res = run("info", path)
+    expect(res, 0)
+    full = "n" * 30000
+    assert res.out.count(full) == 1, res.out.count(full)
+    cut = "n" * 128 + "...#0"
+    assert res.out.count(cut) == 2000 + 1999, res.out.count(cut)
+    # the name once, then at most 160 bytes per reference (4,000 of them)
+    assert len(res.out) < 30000 + 4000 * 160 + 4096, (len(res.out), size)
+    j = run_json("info", "--json", path)
+    g = j["graph"]
+    assert g["inputs"][0]["name"] == full
+    assert all(i["name"] == 0 for i in g["inputs"][1:])
+    assert g["nodes"][0]["inputs"] == [0] * 2000
+    res = run("info", "--json", path)
+    assert len(res.out) < 30000 + 4000 * 48 + 4096, (len(res.out), size)
+    # a name of 128 bytes is not cut
+    with open(path, "wb") as f:
+        f.write(shared_name_rten(128, 3))
+    res = run("info", path)
+    assert "..." not in res.out and res.out.count("n" * 128) == 6, res.out
+
+
 def t_rten_convert(tmp):
     """V1 <-> V2, weights export, refusals, validate."""
     src = vec("rten/small_cnn/small_cnn.v2.rten")
@@ -1333,6 +1424,7 @@ def main():
             os.mkdir(d)
             case(f"max dense bytes: {name}", fn, d)
         case("max dense bytes: usage", t_max_dense_usage)
+        case("info: long names referred to", t_info_long_names, tmp)
         case("write error", t_write_error)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
