@@ -22,12 +22,23 @@ void fz_check_error(int rc, const tio_error *e, const tio_container *c);
  * values, indices and per-tensor metadata. */
 void fz_check_same(const tio_container *c1, const tio_container *c2, const char *what);
 
-/* Decodes data as `format` (NULL = probe). On success: hashes every tensor,
- * encodes it again in the format it was read as, decodes that, checks the
- * two agree and that a second encode gives the same bytes. */
+/* The most bytes a fuzz input may expand sparse tensors to (the containers'
+ * tio_limits.max_dense_bytes): what a real small input needs, far below
+ * -malloc_limit_mb=64 and run.sh's 2 s -timeout. */
+#define FZ_MAX_DENSE_BYTES (16u << 20)
+
+/* Decodes data as `format` (NULL = probe), with max_dense_bytes at
+ * FZ_MAX_DENSE_BYTES. On success: hashes every tensor (stored values and
+ * indices, and dense: TIO_OK, or TIO_E_LIMIT for a COO tensor over the
+ * bound; a small COO tensor's dense hash is its densified copy's), saves it
+ * densified and widened to tenbin (tio_check_save must predict the refusal;
+ * what is written must decode to the same shapes and dense hashes), encodes
+ * it again in the format it was read as, decodes that, checks the two agree
+ * and that a second encode gives the same bytes. */
 void fz_roundtrip_file(const uint8_t *data, size_t size, const char *format);
 
-/* The same for a multipart message (tio_open_parts / tio_message_encode).
+/* The same for a multipart message (tio_open_parts / tio_message_encode),
+ * dense work included.
  * The input is split into parts: each part is a 2-byte little-endian length
  * and its bytes; the last part takes what is left. */
 void fz_roundtrip_parts(const uint8_t *data, size_t size, const char *format);
