@@ -132,10 +132,9 @@ static void check_encode_refusal(int rc, const tio_error *e, const char *format)
             tio_status_name(rc), e->message);
 }
 
-/* Opens with this bound on expanding sparse tensors: legitimate dense work
- * stays far below -malloc_limit_mb=64 and the -timeout, and a COO tensor
- * that claims more is refused with TIO_E_LIMIT (issue 15: a 6 KB BTF whose
- * dense hash streamed 4e18 bytes of zeros). */
+/* Opens with this bound on expanding sparse tensors (FZ_MAX_DENSE_BYTES): a
+ * COO tensor that claims more is refused with TIO_E_LIMIT (issue 15: a 6 KB
+ * BTF whose dense hash streamed 4e18 bytes of zeros). */
 static const tio_limits fz_limits = {.max_dense_bytes = FZ_MAX_DENSE_BYTES};
 
 /* The dense hash of a COO tensor is the hash of its densified copy. */

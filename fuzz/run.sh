@@ -12,7 +12,7 @@
 # FUZZ_MAX_LEN=N caps the input size (default 65536).
 # A crash, leak, sanitizer report, broken round trip, a single allocation over
 # 64 MiB (inputs are at most 64 KiB) or an input that takes over 2 s (-timeout;
-# the targets bound dense work at 16 MiB, see fuzz_common.h) fails the run; the
+# the targets bound dense work at 1 MiB, see fuzz_common.h) fails the run; the
 # input is left in BUILD/fuzz/artifacts/ and the log in BUILD/fuzz/logs/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
