@@ -487,9 +487,15 @@ static uint8_t *mutate(const uint8_t *buf, size_t len, const char *format, const
         return o;
     }
     size_t n = r % 5 == 2 && fs->n > 1 ? 2 : 1;
-    size_t first = SIZE_MAX;
+    size_t first = SIZE_MAX, ndims = 0;
+    for (size_t i = 0; i < fs->n; i++) ndims += fs->f[i].kind == K_DIM;
     for (size_t k = 0; k < n; k++) {
-        size_t fi = (size_t)(tvec_rand(&rs) % fs->n);
+        uint64_t x = tvec_rand(&rs);
+        size_t fi = (size_t)((x >> 8) % fs->n);
+        if (ndims && x % 5 < 2) { /* dims: 2 in 5, however many other fields there are */
+            size_t j = (size_t)((x >> 8) % ndims);
+            for (fi = 0; fs->f[fi].kind != K_DIM || j--;) fi++;
+        }
         if (fi == first) fi = (fi + 1) % fs->n;
         first = fi;
         const field *f = &fs->f[fi];
