@@ -29,6 +29,10 @@ enum {
 
 /* ------------------------------------------------------------- commands */
 
+/* The whole tool: argv as main() gets it ("tensio", COMMAND, ...). Returns
+ * the exit status, after flushing stdout (see cli_finish_output). */
+int tensio_run(int argc, char **argv);
+
 /* Each command gets argv[0] = its own name. Returns an exit code. */
 int cli_cmd_ls(int argc, char **argv);
 int cli_cmd_info(int argc, char **argv);

@@ -19,6 +19,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 
 if len(sys.argv) != 2:
@@ -1330,6 +1331,87 @@ def t_max_dense_usage():
         assert "--max-dense-bytes" in res.out, (cmd, res)
 
 
+# The files of issue 15, kept in fuzz/regress/btf/ and made by
+# tests/support/make_dense_bomb.py from coo_int8_rank4.btf: a few stored values
+# in a shape whose dense size is ~4.3e18 and ~1.4e15 bytes.
+BOMB_SCRIPT = os.path.join(REPO, "tests", "support", "make_dense_bomb.py")
+REGRESS_BTF = os.path.join(REPO, "fuzz", "regress", "btf")
+
+
+def dense_bombs():
+    """[(path in fuzz/regress/btf, dense size in bytes)], as the script lists them."""
+    cp = subprocess.run([sys.executable, BOMB_SCRIPT, "--list"], stdout=subprocess.PIPE,
+                        check=True, timeout=60)
+    out = []
+    for line in cp.stdout.decode().splitlines():
+        name, dense = line.split()
+        out.append((os.path.join(REGRESS_BTF, name), int(dense)))
+    assert len(out) == 2, out
+    return out
+
+
+def run_bounded(*args, cwd=None):
+    """run(), but a command that takes 5 s is a failure: these must be fast."""
+    t0 = time.monotonic()
+    cp = subprocess.run([TENSIO, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        cwd=cwd, timeout=60)
+    took = time.monotonic() - t0
+    assert took < 5, f"{args} took {took:.1f} s"
+    return Result(cp)
+
+
+def t_dense_bomb_files(tmp):
+    """The committed files are exactly what the script makes from the vector."""
+    d = os.path.join(tmp, "bombs")
+    os.mkdir(d)
+    subprocess.run([sys.executable, BOMB_SCRIPT, d], check=True, timeout=60)
+    made = sorted(os.listdir(d))
+    assert made == sorted(os.path.basename(p) for p, _ in dense_bombs()), made
+    for name in made:
+        assert read_bytes(os.path.join(d, name)) == read_bytes(os.path.join(REGRESS_BTF, name)), \
+            f"fuzz/regress/btf/{name} differs from what make_dense_bomb.py writes"
+    cp = subprocess.run([sys.executable, BOMB_SCRIPT, "--check", REGRESS_BTF], timeout=60)
+    assert cp.returncode == 0, cp
+
+
+def t_dense_bomb_ls(path, dense):
+    want = (f"{dense} bytes", "max_dense_bytes 1073741824", "--max-dense-bytes")
+    res = run_bounded("ls", "--json", "--hash", path)
+    expect(res, 1)
+    ts = json.loads(res.out)["tensors"]
+    assert len(ts) == 1, res
+    t = ts[0]
+    assert t["layout"] == "coo" and t["nnz"] == 7, t
+    assert t["indices_sha256"] and t["values_sha256"], t
+    assert t["sha256"] is None and list(t)[-2:] == ["sha256", "sha256_error"], t
+    assert t["sha256_error"]["code"] == "TIO_E_LIMIT", t
+    for w in want:
+        assert w in t["sha256_error"]["message"], t
+        assert w in res.err, res
+    res = run_bounded("ls", "--hash", path)
+    expect(res, 1)
+    rows = res.out.splitlines()
+    assert len(rows) == 2 and rows[1].split()[-1] == "-", res
+    assert all(w in res.err for w in want), res
+    # what never expands it stays fast and succeeds
+    for args in (("ls", "--json"), ("info",), ("dump",), ("dump", "--json"), ("validate",)):
+        expect(run_bounded(*args, path), 0)
+
+
+def t_dense_bomb_convert(path, dense, tmp):
+    d = os.path.join(tmp, "bomb-" + os.path.basename(path)[-8:])
+    os.mkdir(d)
+    for ext in ("ten", "zmsg"):
+        out = os.path.join(d, "out." + ext)
+        res = run_bounded("convert", "--densify", path, out)
+        expect(res, 1, stdout_empty=True)
+        for w in (f"densifying it takes {dense} bytes", "max_dense_bytes 1073741824",
+                  "--max-dense-bytes"):
+            assert w in res.err, res
+        assert "out of memory" not in res.err, res
+        assert os.listdir(d) == [], os.listdir(d)  # no output, no temporary left
+
+
 def main():
     if not os.access(TENSIO, os.X_OK):
         print(f"not executable: {TENSIO}")
@@ -1426,6 +1508,11 @@ def main():
         case("max dense bytes: usage", t_max_dense_usage)
         case("info: long names referred to", t_info_long_names, tmp)
         case("write error", t_write_error)
+        case("dense bombs: committed = generated", t_dense_bomb_files, tmp)
+        for path, dense in dense_bombs():
+            rel = os.path.relpath(path, REPO)
+            case(f"dense bomb ls {rel}", t_dense_bomb_ls, path, dense)
+            case(f"dense bomb convert {rel}", t_dense_bomb_convert, path, dense, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
