@@ -132,9 +132,112 @@ static void check_encode_refusal(int rc, const tio_error *e, const char *format)
             tio_status_name(rc), e->message);
 }
 
+/* Opens with this bound on expanding sparse tensors (FZ_MAX_DENSE_BYTES): a
+ * COO tensor that claims more is refused with TIO_E_LIMIT (issue 15: a 6 KB
+ * BTF whose dense hash streamed 4e18 bytes of zeros). */
+static const tio_limits fz_limits = {.max_dense_bytes = FZ_MAX_DENSE_BYTES};
+
+/* The dense hash of a COO tensor is the hash of its densified copy. */
+static void check_dense_hash(const tio_tensor *t, const uint8_t want[32], size_t i) {
+    size_t need = (size_t)tio_tensor_numel(t) * tio_dtype_size(tio_tensor_dtype(t));
+    if (need > (1u << 20)) return; /* the big ones cost more than they tell */
+    uint8_t *buf = malloc(need ? need : 1);
+    if (!buf) abort();
+    tio_error e;
+    if (tio_tensor_densify(t, buf, need, &e) != TIO_OK)
+        fz_fail("tensor %zu: it hashes dense but does not densify: %s", i, e.message);
+    tio_container *c = tio_container_new();
+    if (!c) abort();
+    tio_tensor_desc d = {.dtype = tio_tensor_dtype(t), .rank = tio_tensor_rank(t),
+                         .shape = tio_tensor_shape(t), .layout = TIO_LAYOUT_DENSE,
+                         .data = buf, .nbytes = need};
+    if (tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e) != TIO_OK)
+        fz_fail("tensor %zu: its densified copy cannot be added: %s", i, e.message);
+    uint8_t got[32];
+    hash_or_fail(tio_container_tensor(c, 0), TIO_HASH_DENSE, got, "densified copy");
+    if (memcmp(got, want, 32) != 0)
+        fz_fail("tensor %zu: the dense hash differs from the hash of its densified copy", i);
+    tio_container_free(c);
+    free(buf);
+}
+
+/* The work that expands sparse tensors: the dense hash of every tensor
+ * (TIO_OK, or TIO_E_LIMIT for a COO tensor over max_dense_bytes), and a
+ * densifying, widening save to tenbin (dense only), which tio_check_save
+ * must predict. What it writes must decode to the same tensors: same
+ * shapes, and the same dense hashes where the dtype stayed. */
+static void dense_work(const tio_container *c) {
+    size_t n = tio_container_count(c);
+    uint8_t(*dense)[32] = calloc(n ? n : 1, sizeof *dense);
+    unsigned char *hashed = calloc(n ? n : 1, 1);
+    if (!dense || !hashed) abort();
+    tio_error e;
+    for (size_t i = 0; i < n; i++) {
+        const tio_tensor *t = tio_container_tensor(c, i);
+        tio_error_clear(&e);
+        int rc = tio_tensor_sha256(t, TIO_HASH_DENSE, dense[i], &e);
+        if (rc == TIO_OK) {
+            hashed[i] = 1;
+            if (tio_tensor_layout(t) == TIO_LAYOUT_COO) check_dense_hash(t, dense[i], i);
+        } else if (rc == TIO_E_LIMIT && tio_tensor_layout(t) == TIO_LAYOUT_COO) {
+            fz_check_error(rc, &e, NULL);
+            if (!strstr(e.message, "max_dense_bytes"))
+                fz_fail("tensor %zu: the limit's refusal does not name it: %s", i, e.message);
+        } else {
+            fz_fail("tensor %zu: the dense hash failed with %s: %s", i, tio_status_name(rc),
+                    e.message);
+        }
+    }
+    tio_save_options so = {0};
+    so.format = "tenbin";
+    so.flags = TIO_SAVE_DENSIFY | TIO_SAVE_WIDEN | TIO_SAVE_DROP_NAMES | TIO_SAVE_DROP_METADATA;
+    tio_error ec;
+    tio_error_clear(&ec);
+    int check = tio_check_save(c, &so, &ec);
+    void *b = NULL;
+    size_t nb = 0;
+    tio_error_clear(&e);
+    int rc = tio_save_memory(c, &so, &b, &nb, &e);
+    if (check != TIO_OK && (rc != check || strcmp(e.message, ec.message) != 0))
+        fz_fail("densifying save: tio_check_save says %s (%s), the save %s (%s)",
+                tio_status_name(check), ec.message, tio_status_name(rc), e.message);
+    if (rc != TIO_OK) {
+        fz_check_error(rc, &e, NULL);
+        check_encode_refusal(rc, &e, "tenbin (densify)");
+    } else {
+        tio_open_options o = {0};
+        o.format = "tenbin";
+        o.limits = &fz_limits;
+        tio_container *d = NULL;
+        if (tio_open_memory(b, nb, &o, &d, &e) != TIO_OK)
+            fz_fail("densifying save: what it wrote does not decode: %s", e.message);
+        if (tio_container_count(d) != n)
+            fz_fail("densifying save: %zu tensors, then %zu", n, tio_container_count(d));
+        for (size_t i = 0; i < n; i++) {
+            const tio_tensor *s = tio_container_tensor(c, i), *t = tio_container_tensor(d, i);
+            size_t r = tio_tensor_rank(s);
+            if (tio_tensor_layout(t) != TIO_LAYOUT_DENSE || tio_tensor_rank(t) != r ||
+                (r && memcmp(tio_tensor_shape(s), tio_tensor_shape(t), r * sizeof(int64_t))))
+                fz_fail("densifying save: tensor %zu changed its shape or layout", i);
+            if (!hashed[i])
+                fz_fail("densifying save: tensor %zu was written dense but cannot hash dense",
+                        i);
+            uint8_t h[32];
+            hash_or_fail(t, TIO_HASH_DENSE, h, "densified");
+            if (tio_tensor_dtype(s) == tio_tensor_dtype(t) && memcmp(h, dense[i], 32) != 0)
+                fz_fail("densifying save: tensor %zu: the dense hash changed", i);
+        }
+        tio_container_free(d);
+        tio_free(b);
+    }
+    free(hashed);
+    free(dense);
+}
+
 void fz_roundtrip_file(const uint8_t *data, size_t size, const char *format) {
     tio_open_options o = {0};
     o.format = format;
+    o.limits = &fz_limits;
     tio_container *c1 = NULL;
     tio_error e;
     int rc = tio_open_memory(data, size, &o, &c1, &e);
@@ -143,6 +246,7 @@ void fz_roundtrip_file(const uint8_t *data, size_t size, const char *format) {
         return;
     }
     touch(c1);
+    dense_work(c1);
     const char *fmt = tio_container_format(c1);
     if (!fmt) fz_fail("a decoded container has no format");
     tio_save_options so = {0};
@@ -197,6 +301,7 @@ void fz_roundtrip_parts(const uint8_t *data, size_t size, const char *format) {
     size_t np = fz_split_parts(data, size, parts);
     tio_open_options o = {0};
     o.format = format;
+    o.limits = &fz_limits;
     tio_container *c1 = NULL;
     tio_error e;
     int rc = tio_open_parts(parts, np, &o, &c1, &e);
@@ -205,6 +310,7 @@ void fz_roundtrip_parts(const uint8_t *data, size_t size, const char *format) {
         return;
     }
     touch(c1);
+    dense_work(c1);
     const char *fmt = tio_container_format(c1);
     if (!fmt) fz_fail("a decoded message has no format");
     tio_save_options so = {0};

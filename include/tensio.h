@@ -116,16 +116,26 @@ TIO_API size_t tio_dtype_size(tio_dtype dtype);
 
 /* ------------------------------------------------------------------- limits */
 
-/* Bounds applied while decoding untrusted bytes. A zero field means "the
- * default" (TIO_DEFAULT_*). Real files never come near the defaults. */
+/* Bounds applied while decoding untrusted bytes, and to the work done later on
+ * what was decoded. A zero field means "the default" (TIO_DEFAULT_*). Real
+ * files never come near the defaults. A container keeps the limits it was
+ * opened with (tio_container_set_limits changes them); work whose cost is not
+ * bounded by the input's size, because it expands a sparse tensor whose shape
+ * the input only claims, is bounded by max_dense_bytes and fails past it with
+ * TIO_E_LIMIT. */
 typedef struct tio_limits {
     uint64_t max_tensors;      /* tensors in one container */
     uint32_t max_rank;         /* dims of one tensor */
     uint64_t max_header_bytes; /* one header/record/label structure */
     uint32_t max_name_bytes;   /* one tensor name or metadata string */
-    uint32_t max_depth;        /* nesting: FlatBuffers tables, subgraphs */
+    uint32_t max_depth;        /* nesting: FlatBuffers tables, subgraphs (at most
+                                  TIO_MAX_DEPTH_CAP: a larger value is taken as it) */
     uint64_t max_objects;      /* graph nodes/values/attributes, FlatBuffers
                                   tables visited while verifying */
+    uint64_t max_dense_bytes;  /* bytes one operation may produce by expanding
+                                  sparse (COO) tensors: the dense hash of one
+                                  tensor, or all the tensors one save or encode
+                                  densifies (TIO_SAVE_DENSIFY) */
 } tio_limits;
 
 #define TIO_DEFAULT_MAX_TENSORS (1u << 24)
@@ -133,7 +143,9 @@ typedef struct tio_limits {
 #define TIO_DEFAULT_MAX_HEADER_BYTES (64u << 20)
 #define TIO_DEFAULT_MAX_NAME_BYTES 65536u
 #define TIO_DEFAULT_MAX_DEPTH 64u
+#define TIO_MAX_DEPTH_CAP 256u
 #define TIO_DEFAULT_MAX_OBJECTS (1u << 24)
+#define TIO_DEFAULT_MAX_DENSE_BYTES (UINT64_C(256) << 20)
 
 /* ------------------------------------------------------------------ tensors */
 
@@ -180,7 +192,8 @@ TIO_API int tio_tensor_densify(const tio_tensor *t, void *dst, size_t dst_size,
                                tio_error *err);
 
 /* SHA-256 (32 bytes) of what `what` names, as C-contiguous little-endian bytes:
- * TIO_HASH_DENSE: the dense tensor (COO: densified, streamed, O(nnz) memory);
+ * TIO_HASH_DENSE: the dense tensor (COO: densified, streamed, O(nnz) memory;
+ * TIO_E_LIMIT when numel × size exceeds the container's max_dense_bytes);
  * TIO_HASH_VALUES: the stored values; TIO_HASH_INDICES: the int64 indices. */
 enum { TIO_HASH_DENSE = 0, TIO_HASH_VALUES = 1, TIO_HASH_INDICES = 2 };
 TIO_API int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32],
@@ -214,6 +227,16 @@ TIO_API tio_tensor *tio_container_find(const tio_container *c, const char *name)
 TIO_API const char *tio_container_format(const tio_container *c);
 /* Size in bytes of the source it was read from (0 when built in memory). */
 TIO_API uint64_t tio_container_source_size(const tio_container *c);
+
+/* The limits work on the container obeys: those it was opened with (or the
+ * defaults for tio_container_new), resolved: no zero fields. */
+TIO_API void tio_container_get_limits(const tio_container *c, tio_limits *out);
+/* Replaces them (NULL or zero fields = the defaults). They bound later work,
+ * such as max_dense_bytes for dense hashes and densifying saves; the tensors
+ * already decoded stay as they are. Not thread-safe against concurrent use of
+ * the same container. */
+TIO_API int tio_container_set_limits(tio_container *c, const tio_limits *limits,
+                                     tio_error *err);
 
 TIO_API size_t tio_container_meta_count(const tio_container *c);
 TIO_API int tio_container_meta_at(const tio_container *c, size_t i, const char **key,
@@ -434,7 +457,9 @@ TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_option
 
 /* --------------------------------------------------------------------- save */
 
-#define TIO_SAVE_DENSIFY 0x1u       /* write COO tensors densified to a dense-only format */
+#define TIO_SAVE_DENSIFY 0x1u       /* write COO tensors densified to a dense-only format
+                                       (at most the container's max_dense_bytes in all,
+                                       else TIO_E_LIMIT before anything is written) */
 #define TIO_SAVE_DROP_NAMES 0x2u    /* drop names the format cannot hold */
 #define TIO_SAVE_DROP_METADATA 0x4u /* drop metadata the format cannot hold */
 #define TIO_SAVE_WIDEN 0x8u         /* store a dtype the format lacks in one that holds

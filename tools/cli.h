@@ -29,6 +29,10 @@ enum {
 
 /* ------------------------------------------------------------- commands */
 
+/* The whole tool: argv as main() gets it ("tensio", COMMAND, ...). Returns
+ * the exit status, after flushing stdout (see cli_finish_output). */
+int tensio_run(int argc, char **argv);
+
 /* Each command gets argv[0] = its own name. Returns an exit code. */
 int cli_cmd_ls(int argc, char **argv);
 int cli_cmd_info(int argc, char **argv);
@@ -90,9 +94,39 @@ int cli_check_format(const char *cmd, const char *option, const char *name);
 /* The registered format names as "btf, tenbin" into buf. */
 void cli_format_list(char *buf, size_t size);
 
-/* Opens a file (not strict); on failure prints "tensio: PATH: message" and
- * returns CLI_EXIT_FAIL. format may be NULL (probe). */
-int cli_open(const char *path, const char *format, tio_container **out);
+/* Opens a file (not strict) with `limits` (NULL = the defaults); on failure
+ * prints "tensio: PATH: message" and returns CLI_EXIT_FAIL. format may be NULL
+ * (probe). */
+int cli_open(const char *path, const char *format, const tio_limits *limits,
+             tio_container **out);
+
+/* --max-dense-bytes N: the option every command that may expand a sparse
+ * tensor (hash, convert, send, recv) takes; CLI_OPT_MAX_DENSE goes in its
+ * option table, CLI_MAX_DENSE_HELP in its help. */
+#define CLI_OPT_MAX_DENSE_ID 2000
+#define CLI_OPT_MAX_DENSE {"max-dense-bytes", 0, 1, CLI_OPT_MAX_DENSE_ID}
+#define CLI_MAX_DENSE_HELP \
+    "      --max-dense-bytes N\n" \
+    "                      expand a sparse (COO) tensor to at most N bytes\n" \
+    "                      (K, M, G, T suffixes; 'unlimited'; default 256M)\n"
+/* Parses its value into lim->max_dense_bytes: N or N with a K, M, G or T
+ * suffix (powers of 1024, "KiB" also taken), or "unlimited". Returns
+ * CLI_EXIT_OK or prints a usage error and returns CLI_EXIT_USAGE. */
+int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim);
+
+/* One input's budget of dense hashing: the library bounds each tensor by the
+ * container's max_dense_bytes, and a command that hashes every tensor of a
+ * file (or message) also bounds their sum by it, so that many sparse tensors
+ * just under the limit cannot add up to hours of work. */
+typedef struct cli_dense_budget {
+    uint64_t limit; /* the container's max_dense_bytes */
+    uint64_t spent; /* dense bytes of the sparse tensors hashed so far */
+} cli_dense_budget;
+void cli_dense_budget_init(cli_dense_budget *b, const tio_container *c);
+/* tio_tensor_sha256(t, TIO_HASH_DENSE) within the budget: TIO_E_LIMIT (err
+ * filled, naming the tensor, the sizes and --max-dense-bytes) past it. */
+int cli_hash_dense(const tio_tensor *t, size_t index, cli_dense_budget *b, uint8_t out[32],
+                   tio_error *err);
 
 /* Flushes stdout; CLI_EXIT_FAIL (with a message) if anything written to it
  * failed, otherwise rc. */
@@ -132,8 +166,10 @@ typedef struct cli_table {
 void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask);
 /* Appends one cell (rows fill left to right). Records out-of-memory. */
 void cli_table_add(cli_table *t, const char *fmt, ...) CLI_PRINTF(2, 3);
-/* Prints with columns padded to their widest cell, separated by two spaces.
- * Returns CLI_EXIT_OK or CLI_EXIT_FAIL (out of memory, reported). */
+/* Prints with columns padded to their widest cell of at most
+ * CLI_TABLE_MAX_PAD columns (a wider cell sticks out), separated by two
+ * spaces. Returns CLI_EXIT_OK or CLI_EXIT_FAIL (out of memory, reported). */
+#define CLI_TABLE_MAX_PAD 160
 int cli_table_print(const cli_table *t, FILE *f);
 void cli_table_free(cli_table *t);
 

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* -------------------------------------------------------- option parsing */
 
@@ -172,12 +173,14 @@ int cli_check_format(const char *cmd, const char *option, const char *name) {
                            list);
 }
 
-int cli_open(const char *path, const char *format, tio_container **out) {
+int cli_open(const char *path, const char *format, const tio_limits *limits,
+             tio_container **out) {
     tio_open_options o;
     tio_error err;
     memset(&o, 0, sizeof o);
     tio_error_clear(&err);
     o.format = format;
+    o.limits = limits;
     *out = NULL;
     int rc = tio_open(path, &o, out, &err);
     if (rc != TIO_OK) {
@@ -188,6 +191,63 @@ int cli_open(const char *path, const char *format, tio_container **out) {
         return cli_error("%s: %s", path, msg);
     }
     return CLI_EXIT_OK;
+}
+
+int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim) {
+    if (strcmp(value, "unlimited") == 0) {
+        lim->max_dense_bytes = UINT64_MAX;
+        return CLI_EXIT_OK;
+    }
+    const char *q = value;
+    uint64_t v = 0;
+    int digits = 0, bad = 0;
+    for (; *q >= '0' && *q <= '9'; q++, digits++)
+        bad |= __builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, (unsigned)(*q - '0'), &v);
+    static const char units[] = "KMGT";
+    const char *u = *q ? strchr(units, *q >= 'a' ? *q - 32 : *q) : NULL;
+    if (u && *q) {
+        for (long k = 0; k <= u - units; k++) bad |= __builtin_mul_overflow(v, 1024u, &v);
+        q++;
+        if (strcasecmp(q, "iB") == 0 || strcasecmp(q, "B") == 0) q += strlen(q);
+    }
+    if (!digits || *q || bad || v == 0)
+        return cli_usage_error(cmd,
+                               "--max-dense-bytes: '%s' is not a positive byte count (N, or N "
+                               "with K, M, G or T; or 'unlimited')",
+                               value);
+    lim->max_dense_bytes = v;
+    return CLI_EXIT_OK;
+}
+
+void cli_dense_budget_init(cli_dense_budget *b, const tio_container *c) {
+    tio_limits lim;
+    tio_container_get_limits(c, &lim);
+    b->limit = lim.max_dense_bytes;
+    b->spent = 0;
+}
+
+int cli_hash_dense(const tio_tensor *t, size_t index, cli_dense_budget *b, uint8_t out[32],
+                   tio_error *err) {
+    tio_error_clear(err);
+    uint64_t dense = 0;
+    int coo = tio_tensor_layout(t) == TIO_LAYOUT_COO;
+    if (coo) {
+        /* numel x size fits: containers refuse shapes whose byte size does not */
+        dense = tio_tensor_numel(t) * tio_dtype_size(tio_tensor_dtype(t));
+        if (dense <= b->limit && dense > b->limit - b->spent) {
+            err->code = TIO_E_LIMIT;
+            snprintf(err->message, sizeof err->message,
+                     "tensor %zu: hashing it dense takes %llu bytes, and the sparse tensors "
+                     "before it took %llu: over max_dense_bytes %llu for one input; raise "
+                     "it with --max-dense-bytes",
+                     index, (unsigned long long)dense, (unsigned long long)b->spent,
+                     (unsigned long long)b->limit);
+            return TIO_E_LIMIT;
+        }
+    }
+    int st = tio_tensor_sha256(t, TIO_HASH_DENSE, out, err);
+    if (st == TIO_OK && coo) b->spent += dense;
+    return st;
 }
 
 int cli_finish_output(int rc) {
@@ -329,14 +389,18 @@ int cli_table_print(const cli_table *t, FILE *f) {
     if (t->ncols == 0) return CLI_EXIT_OK;
     size_t *width = calloc(t->ncols, sizeof *width);
     if (!width) return cli_error("out of memory");
+    /* A cell wider than CLI_TABLE_MAX_PAD sets no width (it sticks out):
+     * padding every row to one long name would make the output rows x that
+     * name. */
     for (size_t i = 0; i < t->ncells; i++) {
         size_t w = display_width(t->cells[i]);
-        if (w > width[i % t->ncols]) width[i % t->ncols] = w;
+        if (w > width[i % t->ncols] && w <= CLI_TABLE_MAX_PAD) width[i % t->ncols] = w;
     }
     for (size_t i = 0; i < t->ncells; i++) {
         size_t col = i % t->ncols;
         const char *cell = t->cells[i];
-        size_t pad = width[col] - display_width(cell);
+        size_t cw = display_width(cell);
+        size_t pad = cw < width[col] ? width[col] - cw : 0;
         int last = col + 1 == t->ncols || i + 1 == t->ncells;
         if (col > 0) fputs("  ", f);
         if (col < 32 && (t->right >> col) & 1u) {

@@ -20,6 +20,7 @@ static const char convert_help[] =
     "  -t, --to FMT        write format FMT (default: from OUT's extension)\n"
     "      --from FMT      read IN as format FMT instead of detecting it\n"
     "      --densify       write sparse (COO) tensors as dense tensors\n"
+    CLI_MAX_DENSE_HELP
     "      --drop-names    drop tensor names the output format cannot hold\n"
     "      --drop-metadata\n"
     "                      drop metadata the output format cannot hold\n"
@@ -62,6 +63,7 @@ static const cli_option convert_opts[] = {
     {"verbose", 'v', 0, OPT_VERBOSE},
     {"format-version", 0, 1, OPT_VERSION},
     {"rten-version", 0, 1, OPT_VERSION},
+    CLI_OPT_MAX_DENSE,
 };
 
 /* The options that allow a loss, with what they do. */
@@ -171,6 +173,8 @@ int cli_cmd_convert(int argc, char **argv) {
     const char *to = NULL, *from = NULL;
     unsigned flags = 0, version = 0;
     int force = 0, verbose = 0, id;
+    tio_limits lim;
+    memset(&lim, 0, sizeof lim);
     while ((id = cli_parser_next(&p)) > 0) {
         switch (id) {
         case OPT_HELP:
@@ -186,6 +190,12 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_FORCE: force = 1; break;
         case OPT_NO_SYNC: flags |= TIO_SAVE_NO_SYNC; break;
         case OPT_VERBOSE: verbose = 1; break;
+        case CLI_OPT_MAX_DENSE_ID:
+            if (cli_parse_max_dense("convert", p.value, &lim) != CLI_EXIT_OK) {
+                cli_parser_free(&p);
+                return CLI_EXIT_USAGE;
+            }
+            break;
         case OPT_VERSION:
             if (parse_version(p.value, &version) != 0) {
                 rc = cli_usage_error("convert",
@@ -234,7 +244,7 @@ int cli_cmd_convert(int argc, char **argv) {
         return cli_error("%s: already exists (use --force to overwrite)", out);
 
     tio_container *c = NULL;
-    rc = cli_open(in, from, &c);
+    rc = cli_open(in, from, &lim, &c);
     if (rc != CLI_EXIT_OK) return rc;
 
     tio_error err;

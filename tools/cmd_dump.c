@@ -345,7 +345,7 @@ int cli_cmd_dump(int argc, char **argv) {
     cli_parser_free(&p);
 
     tio_container *c = NULL;
-    rc = cli_open(path, format, &c);
+    rc = cli_open(path, format, NULL, &c);
     if (rc != CLI_EXIT_OK) return rc;
 
     size_t first = 0, end = tio_container_count(c);

@@ -131,29 +131,81 @@ static void sb_esc(sbuf *b, const char *s) {
     free(e);
 }
 
-/* A value by name; "#index" when unnamed, "-" when absent (-1). */
-static void sb_value(sbuf *b, const tio_graph *g, int64_t v) {
+/* Where a value is only referred to (an operator's inputs and outputs, a
+ * value listed again), a name longer than NAME_CUT bytes is cut to its first
+ * NAME_CUT bytes + "...": a file can refer to one long name from everywhere,
+ * and the output must stay proportional to the file. */
+#define NAME_CUT 128
+
+/* Copies s into cut (NAME_CUT + 1 bytes) when it is longer than NAME_CUT
+ * bytes, cut at a UTF-8 character boundary; false when it is not that long.
+ * Reads at most NAME_CUT + 1 bytes of s. */
+static int name_cut(const char *s, char *cut) {
+    size_t n = 0;
+    while (n <= NAME_CUT && s[n]) n++;
+    if (n <= NAME_CUT) return 0;
+    n = NAME_CUT;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+    memcpy(cut, s, n);
+    cut[n] = '\0';
+    return 1;
+}
+
+/* A name, cut unless `full`. */
+static void sb_name(sbuf *b, const char *s, int full) {
+    char cut[NAME_CUT + 1];
+    if (!full && name_cut(s, cut)) {
+        sb_esc(b, cut);
+        sb_str(b, "...");
+    } else {
+        sb_esc(b, s);
+    }
+}
+
+/* A value by name; "#index" when unnamed, "-" when absent (-1). Unless
+ * `full`, a long name is cut and followed by the index: "prefix...#index". */
+static void sb_value(sbuf *b, const tio_graph *g, int64_t v, int full) {
     tio_value_info vi;
-    if (v < 0)
+    char cut[NAME_CUT + 1];
+    if (v < 0) {
         sb_str(b, "-");
-    else if (tio_graph_value(g, (size_t)v, &vi) == TIO_OK && vi.name)
-        sb_esc(b, vi.name);
-    else
+    } else if (tio_graph_value(g, (size_t)v, &vi) == TIO_OK && vi.name) {
+        if (!full && name_cut(vi.name, cut)) {
+            sb_esc(b, cut);
+            sb_printf(b, "...#%lld", (long long)v);
+        } else {
+            sb_esc(b, vi.name);
+        }
+    } else {
         sb_printf(b, "#%lld", (long long)v);
+    }
 }
 
 static void sb_values(sbuf *b, const tio_graph *g, const int64_t *v, size_t n) {
     sb_str(b, "(");
     for (size_t k = 0; k < n; k++) {
         if (k) sb_str(b, ", ");
-        sb_value(b, g, v[k]);
+        sb_value(b, g, v[k], 0);
     }
     sb_str(b, ")");
 }
 
-/* "[batch, 3, ?]": symbolic dims by name, unknown dims as "?"; "?" when
- * even the rank is unknown. */
-static void sb_shape(sbuf *b, const tio_value_info *vi) {
+/* Marks value v seen in *seen (a bitmap of the graph's values, allocated on
+ * first use); returns whether it was already. Out of memory counts as seen,
+ * which only shortens names. */
+static int seen_before(unsigned char **seen, const tio_graph *g, int64_t v) {
+    if (v < 0) return 0;
+    if (!*seen) *seen = calloc(tio_graph_value_count(g) / 8 + 1, 1);
+    if (!*seen) return 1;
+    size_t i = (size_t)v;
+    int was = ((*seen)[i / 8] >> (i % 8)) & 1;
+    (*seen)[i / 8] = (unsigned char)((*seen)[i / 8] | (1u << (i % 8)));
+    return was;
+}
+
+/* "[batch, 3, ?]": symbolic dims by name (cut unless `full`), unknown dims
+ * as "?"; "?" when even the rank is unknown. */
+static void sb_shape(sbuf *b, const tio_value_info *vi, int full) {
     if (vi->rank < 0) {
         sb_str(b, "?");
         return;
@@ -162,7 +214,7 @@ static void sb_shape(sbuf *b, const tio_value_info *vi) {
     for (int64_t k = 0; k < vi->rank; k++) {
         if (k) sb_str(b, ", ");
         if (vi->dims[k].name)
-            sb_esc(b, vi->dims[k].name);
+            sb_name(b, vi->dims[k].name, full);
         else if (vi->dims[k].value < 0)
             sb_str(b, "?");
         else
@@ -235,26 +287,30 @@ static int sb_line(sbuf *b, int indent) {
     return CLI_EXIT_OK;
 }
 
-/* "  name  dtype  shape" rows for graph inputs or outputs. */
+/* "  name  dtype  shape" rows for graph inputs or outputs. A value listed
+ * again shows cut names. */
 static int value_rows(const tio_graph *g, const int64_t *list, size_t n, int indent) {
     cli_table t;
     cli_table_init(&t, 3, 0);
     sbuf b = {0};
+    unsigned char *seen = NULL;
     for (size_t k = 0; k < n; k++) {
         tio_value_info vi;
         memset(&vi, 0, sizeof vi);
         vi.rank = -1;
         if (list[k] >= 0) tio_graph_value(g, (size_t)list[k], &vi);
-        sb_value(&b, g, list[k]);
+        int full = !seen_before(&seen, g, list[k]);
+        sb_value(&b, g, list[k], full);
         cli_table_add(&t, "%*s%s", indent + 2, "", b.nomem ? "" : b.p);
         b.len = 0;
         const char *dn = tio_dtype_name(vi.dtype);
         cli_table_add(&t, "%s", dn ? dn : "?");
-        sb_shape(&b, &vi);
+        sb_shape(&b, &vi, full);
         cli_table_add(&t, "%s", b.nomem ? "" : b.p);
         b.len = 0;
     }
     int rc = b.nomem ? cli_error("out of memory") : cli_table_print(&t, stdout);
+    free(seen);
     free(b.p);
     cli_table_free(&t);
     return rc;
@@ -343,18 +399,30 @@ static int model_text(const tio_container *c) {
 
 /* ---------------------------------------------------------- graph, JSON */
 
-/* A value reference: its name, its index when unnamed, null when absent. */
-static json_t *json_value_ref(const tio_graph *g, int64_t v) {
+/* A value reference: its name, its index when unnamed, null when absent.
+ * Unless `full`, a name longer than NAME_CUT bytes gives the index too. */
+static json_t *json_value_ref(const tio_graph *g, int64_t v, int full) {
     tio_value_info vi;
+    char cut[NAME_CUT + 1];
     if (v < 0) return json_null();
-    if (tio_graph_value(g, (size_t)v, &vi) == TIO_OK && vi.name) return cli_json_str(vi.name);
+    if (tio_graph_value(g, (size_t)v, &vi) == TIO_OK && vi.name &&
+        (full || !name_cut(vi.name, cut)))
+        return cli_json_str(vi.name);
     return json_integer((json_int_t)v);
+}
+
+/* A name as a JSON string, cut (+ "...") unless `full`. */
+static json_t *json_name(const char *s, int full) {
+    char cut[NAME_CUT + 4];
+    if (full || !name_cut(s, cut)) return cli_json_str(s);
+    strcat(cut, "...");
+    return cli_json_str(cut);
 }
 
 static json_t *json_value_refs(const tio_graph *g, const int64_t *v, size_t n) {
     json_t *a = json_array();
     for (size_t k = 0; k < n && a; k++) {
-        if (json_array_append_new(a, json_value_ref(g, v[k])) != 0) {
+        if (json_array_append_new(a, json_value_ref(g, v[k], 0)) != 0) {
             json_decref(a);
             return NULL;
         }
@@ -362,14 +430,14 @@ static json_t *json_value_refs(const tio_graph *g, const int64_t *v, size_t n) {
     return a;
 }
 
-/* Dims: integers, symbolic names as strings, unknown as null; null when the
- * rank is unknown. */
-static json_t *json_vshape(const tio_value_info *vi) {
+/* Dims: integers, symbolic names as strings (cut unless `full`), unknown as
+ * null; null when the rank is unknown. */
+static json_t *json_vshape(const tio_value_info *vi, int full) {
     if (vi->rank < 0) return json_null();
     json_t *a = json_array();
     for (int64_t k = 0; k < vi->rank && a; k++) {
         const tio_dim *d = &vi->dims[k];
-        json_t *e = d->name ? cli_json_str(d->name)
+        json_t *e = d->name ? json_name(d->name, full)
                     : d->value < 0 ? json_null()
                                    : json_integer((json_int_t)d->value);
         if (json_array_append_new(a, e) != 0) {
@@ -380,26 +448,30 @@ static json_t *json_vshape(const tio_value_info *vi) {
     return a;
 }
 
-/* [{"name", "dtype", "shape"}] for graph inputs or outputs. */
+/* [{"name", "dtype", "shape"}] for graph inputs or outputs. A value listed
+ * again has its long names cut. */
 static json_t *json_value_list(const tio_graph *g, const int64_t *list, size_t n) {
     json_t *a = json_array();
+    unsigned char *seen = NULL;
     for (size_t k = 0; k < n && a; k++) {
         tio_value_info vi;
         memset(&vi, 0, sizeof vi);
         vi.rank = -1;
         if (list[k] >= 0) tio_graph_value(g, (size_t)list[k], &vi);
+        int full = !seen_before(&seen, g, list[k]);
         json_t *o = json_object();
         int bad = json_array_append_new(a, o) != 0;
         if (!bad) {
-            bad |= cli_json_set(o, "name", json_value_ref(g, list[k]));
+            bad |= cli_json_set(o, "name", json_value_ref(g, list[k], full));
             bad |= cli_json_set(o, "dtype", cli_json_str(tio_dtype_name(vi.dtype)));
-            bad |= cli_json_set(o, "shape", json_vshape(&vi));
+            bad |= cli_json_set(o, "shape", json_vshape(&vi, full));
         }
         if (bad) {
             json_decref(a);
-            return NULL;
+            a = NULL;
         }
     }
+    free(seen);
     return a;
 }
 
@@ -659,7 +731,7 @@ int cli_cmd_info(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
 
     tio_container *c = NULL;
-    rc = cli_open(path, format, &c);
+    rc = cli_open(path, format, NULL, &c);
     if (rc != CLI_EXIT_OK) return rc;
     info_stats s;
     collect(c, &s);

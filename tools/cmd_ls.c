@@ -1,6 +1,7 @@
 /* tensio ls — list the tensors of a file. */
 #include "cli.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +15,12 @@ static const char ls_help[] =
     "      --json          print one JSON object instead (see docs/cli.md)\n"
     "      --hash          add the SHA-256 of each tensor: of its dense C-order\n"
     "                      little-endian bytes (COO tensors densified); with\n"
-    "                      --json also of the COO indices and values\n"
+    "                      --json also of the COO indices and values. A tensor\n"
+    "                      that cannot be hashed (a sparse tensor whose dense\n"
+    "                      form exceeds --max-dense-bytes) is listed without a\n"
+    "                      hash, the reason goes to stderr (--json: in the\n"
+    "                      object) and the exit status is 1\n"
+    CLI_MAX_DENSE_HELP
     "  -f, --format FMT    read FILE as format FMT instead of detecting it\n"
     "  -h, --help          show this help and exit\n";
 
@@ -25,18 +31,48 @@ static const cli_option ls_opts[] = {
     {"json", 0, 0, OPT_JSON},
     {"hash", 0, 0, OPT_HASH},
     {"format", 'f', 1, OPT_FORMAT},
+    CLI_OPT_MAX_DENSE,
 };
 
-/* SHA-256 hex of a tensor; prints an error and returns CLI_EXIT_FAIL on failure. */
+/* SHA-256 hex of a tensor. On failure prints "PATH: tensor I: reason" and
+ * returns the library's status; the listing goes on without that hash. */
 static int hash_hex(const char *path, size_t index, const tio_tensor *t, int what,
-                    char out[65]) {
+                    cli_dense_budget *budget, char out[65], tio_error *err) {
     uint8_t digest[32];
-    tio_error err;
-    tio_error_clear(&err);
-    if (tio_tensor_sha256(t, what, digest, &err) != TIO_OK)
-        return cli_error("%s: tensor %zu: %s", path, index, cli_errmsg(&err));
+    tio_error_clear(err);
+    int st = what == TIO_HASH_DENSE ? cli_hash_dense(t, index, budget, digest, err)
+                                    : tio_tensor_sha256(t, what, digest, err);
+    if (st != TIO_OK) {
+        const char *msg = cli_errmsg(err);
+        if (strstr(msg, "tensor ")) /* the library's message names it */
+            cli_error("%s: %s", path, msg);
+        else
+            cli_error("%s: tensor %zu: %s", path, index, msg);
+        return st;
+    }
     cli_hex32(digest, out);
-    return CLI_EXIT_OK;
+    return TIO_OK;
+}
+
+/* key: the hex digest, or null plus KEY_error {code, message} when the hash
+ * could not be made (*missing is then set). */
+static int json_hash(json_t *o, const char *key, const char *path, size_t index,
+                     const tio_tensor *t, int what, cli_dense_budget *budget, int *missing) {
+    char hex[65];
+    tio_error err;
+    if (hash_hex(path, index, t, what, budget, hex, &err) == TIO_OK)
+        return cli_json_set(o, key, json_string(hex));
+    *missing = 1;
+    char ekey[32];
+    snprintf(ekey, sizeof ekey, "%s_error", key);
+    json_t *e = json_object();
+    int bad = cli_json_set(o, key, json_null());
+    bad |= cli_json_set(o, ekey, e);
+    if (!bad) {
+        bad |= cli_json_set(e, "code", json_string(tio_status_name(err.code)));
+        bad |= cli_json_set(e, "message", json_string(cli_errmsg(&err)));
+    }
+    return bad;
 }
 
 static int ls_json(const char *path, const tio_container *c, int hash) {
@@ -49,6 +85,9 @@ static int ls_json(const char *path, const tio_container *c, int hash) {
     }
     int bad = cli_json_set(root, "format", cli_json_str(tio_container_format(c)));
     bad |= cli_json_set(root, "tensors", list);
+    int missing = 0;
+    cli_dense_budget budget;
+    cli_dense_budget_init(&budget, c);
     size_t n = tio_container_count(c);
     for (size_t i = 0; i < n && !bad; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
@@ -65,27 +104,21 @@ static int ls_json(const char *path, const tio_container *c, int hash) {
         bad |= cli_json_set(o, "layout", json_string(cli_layout_name(tio_tensor_layout(t))));
         bad |= cli_json_set(o, "nbytes", json_integer((json_int_t)tio_tensor_nbytes(t)));
         if (coo) bad |= cli_json_set(o, "nnz", json_integer((json_int_t)tio_tensor_nnz(t)));
-        if (bad) break;
-        if (hash) {
-            char hex[65];
-            if (coo) {
-                if (hash_hex(path, i, t, TIO_HASH_INDICES, hex) != CLI_EXIT_OK) goto fail;
-                bad |= cli_json_set(o, "indices_sha256", json_string(hex));
-                if (hash_hex(path, i, t, TIO_HASH_VALUES, hex) != CLI_EXIT_OK) goto fail;
-                bad |= cli_json_set(o, "values_sha256", json_string(hex));
-            }
-            if (hash_hex(path, i, t, TIO_HASH_DENSE, hex) != CLI_EXIT_OK) goto fail;
-            bad |= cli_json_set(o, "sha256", json_string(hex));
+        if (bad || !hash) continue;
+        if (coo) {
+            bad |= json_hash(o, "indices_sha256", path, i, t, TIO_HASH_INDICES, &budget,
+                             &missing);
+            bad |= json_hash(o, "values_sha256", path, i, t, TIO_HASH_VALUES, &budget,
+                             &missing);
         }
+        bad |= json_hash(o, "sha256", path, i, t, TIO_HASH_DENSE, &budget, &missing);
     }
     if (bad) {
         json_decref(root);
         return cli_error("out of memory");
     }
-    return cli_json_print(root);
-fail:
-    json_decref(root);
-    return CLI_EXIT_FAIL;
+    int rc = cli_json_print(root);
+    return missing && rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
 }
 
 static int ls_text(const char *path, const tio_container *c, int hash) {
@@ -101,7 +134,9 @@ static int ls_text(const char *path, const tio_container *c, int hash) {
     cli_table_add(&tab, "NBYTES");
     cli_table_add(&tab, "NNZ");
     if (hash) cli_table_add(&tab, "SHA256");
-    int rc = CLI_EXIT_OK;
+    int rc = CLI_EXIT_OK, missing = 0;
+    cli_dense_budget budget;
+    cli_dense_budget_init(&budget, c);
     size_t n = tio_container_count(c);
     for (size_t i = 0; i < n; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
@@ -129,12 +164,17 @@ static int ls_text(const char *path, const tio_container *c, int hash) {
         free(shape);
         if (hash) {
             char hex[65];
-            rc = hash_hex(path, i, t, TIO_HASH_DENSE, hex);
-            if (rc != CLI_EXIT_OK) break;
-            cli_table_add(&tab, "%s", hex);
+            tio_error err;
+            if (hash_hex(path, i, t, TIO_HASH_DENSE, &budget, hex, &err) == TIO_OK) {
+                cli_table_add(&tab, "%s", hex);
+            } else {
+                cli_table_add(&tab, "-");
+                missing = 1;
+            }
         }
     }
     if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
+    if (rc == CLI_EXIT_OK && missing) rc = CLI_EXIT_FAIL;
     cli_table_free(&tab);
     return rc;
 }
@@ -146,6 +186,8 @@ int cli_cmd_ls(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
     int json = 0, hash = 0, id;
     const char *format = NULL;
+    tio_limits lim;
+    memset(&lim, 0, sizeof lim);
     while ((id = cli_parser_next(&p)) > 0) {
         switch (id) {
         case OPT_HELP:
@@ -155,6 +197,12 @@ int cli_cmd_ls(int argc, char **argv) {
         case OPT_JSON: json = 1; break;
         case OPT_HASH: hash = 1; break;
         case OPT_FORMAT: format = p.value; break;
+        case CLI_OPT_MAX_DENSE_ID:
+            if (cli_parse_max_dense("ls", p.value, &lim) != CLI_EXIT_OK) {
+                cli_parser_free(&p);
+                return CLI_EXIT_USAGE;
+            }
+            break;
         default: break;
         }
     }
@@ -163,7 +211,7 @@ int cli_cmd_ls(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
 
     tio_container *c = NULL;
-    rc = cli_open(path, format, &c);
+    rc = cli_open(path, format, &lim, &c);
     if (rc != CLI_EXIT_OK) return rc;
     rc = json ? ls_json(path, c, hash) : ls_text(path, c, hash);
     tio_container_free(c);

@@ -49,6 +49,7 @@ static const char recv_help[] =
     "                      (.zmsg, .ten, .btf, ...) or --format\n"
     "      --format FMT    write the files as format FMT\n"
     "      --densify       write sparse (COO) tensors as dense tensors\n"
+    CLI_MAX_DENSE_HELP
     "      --drop-names    drop tensor names the output format cannot hold\n"
     "      --drop-metadata drop metadata the output format cannot hold\n"
     "      --widen         store dtypes the output format lacks in a wider dtype\n"
@@ -106,6 +107,7 @@ static const cli_option recv_opts[] = {
     {"widen", 0, 0, CLI_STREAM_OPT_WIDEN},
     {"json", 0, 0, OPT_JSON},
     {"hash", 0, 0, OPT_HASH},
+    CLI_OPT_MAX_DENSE,
 };
 
 #define RECV_SOCKETS                                                                    \
@@ -144,6 +146,7 @@ typedef struct recv_args {
     const char *format;
     unsigned flags;
     int json, hash;
+    tio_limits limits; /* for received messages (--max-dense-bytes) */
     sync_mode sync;
     int sync_set; /* --sync-each or --no-sync given */
 } recv_args;
@@ -234,6 +237,7 @@ static int parse_args(int argc, char **argv, recv_args *a) {
         case OPT_FORMAT: a->format = v; break;
         case OPT_JSON: a->json = 1; break;
         case OPT_HASH: a->hash = 1; break;
+        case CLI_OPT_MAX_DENSE_ID: rc = cli_parse_max_dense("recv", v, &a->limits); break;
         case OPT_SYNC_EACH:
         case OPT_NO_SYNC: {
             sync_mode m = id == OPT_SYNC_EACH ? SYNC_EACH : SYNC_NONE;
@@ -343,19 +347,25 @@ static json_t *prop_integer(const tio_container *c, const char *key) {
     return json_integer((json_int_t)n);
 }
 
-static int tensor_hash(uint64_t index, size_t i, const tio_tensor *t, char hex[65]) {
+/* The tensor's dense SHA-256 in hex; on failure (a sparse tensor whose dense
+ * form exceeds --max-dense-bytes) prints why, fills *err and returns
+ * CLI_EXIT_FAIL: the message is reported without that hash. */
+static int tensor_hash(uint64_t index, size_t i, const tio_tensor *t,
+                       cli_dense_budget *budget, char hex[65], tio_error *err) {
     uint8_t digest[32];
-    tio_error err;
-    tio_error_clear(&err);
-    if (tio_tensor_sha256(t, TIO_HASH_DENSE, digest, &err) != TIO_OK)
+    if (cli_hash_dense(t, i, budget, digest, err) != TIO_OK) {
+        const char *msg = cli_errmsg(err);
+        if (strstr(msg, "tensor ")) /* the library's message names it */
+            return cli_cmd_error("recv", "received %llu: %s", (unsigned long long)index, msg);
         return cli_cmd_error("recv", "received %llu: tensor %zu: %s",
-                             (unsigned long long)index, i, cli_errmsg(&err));
+                             (unsigned long long)index, i, msg);
+    }
     cli_hex32(digest, hex);
     return CLI_EXIT_OK;
 }
 
 static int report_json(const recv_args *a, uint64_t index, const tio_container *c,
-                       const char *file) {
+                       const char *file, int *unhashed) {
     json_t *o = json_object();
     json_t *props = json_object();
     json_t *tensors = json_array();
@@ -378,6 +388,8 @@ static int report_json(const recv_args *a, uint64_t index, const tio_container *
         bad |= cli_json_set(props, k, cli_json_str(v));
     }
     size_t n = tio_container_count(c);
+    cli_dense_budget budget;
+    cli_dense_budget_init(&budget, c);
     for (size_t i = 0; !bad && i < n; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
         json_t *to = json_object();
@@ -392,11 +404,19 @@ static int report_json(const recv_args *a, uint64_t index, const tio_container *
         bad |= cli_json_set(to, "nbytes", json_integer((json_int_t)tio_tensor_nbytes(t)));
         if (!bad && a->hash) {
             char hex[65];
-            if (tensor_hash(index, i, t, hex) != CLI_EXIT_OK) {
-                json_decref(o);
-                return CLI_EXIT_FAIL;
+            tio_error err;
+            if (tensor_hash(index, i, t, &budget, hex, &err) == CLI_EXIT_OK) {
+                bad |= cli_json_set(to, "sha256", json_string(hex));
+            } else {
+                json_t *e = json_object();
+                *unhashed = 1;
+                bad |= cli_json_set(to, "sha256", json_null());
+                bad |= cli_json_set(to, "sha256_error", e);
+                if (!bad) {
+                    bad |= cli_json_set(e, "code", json_string(tio_status_name(err.code)));
+                    bad |= cli_json_set(e, "message", json_string(cli_errmsg(&err)));
+                }
             }
-            bad |= cli_json_set(to, "sha256", json_string(hex));
         }
     }
     if (!bad && file) bad |= cli_json_set(o, "file", cli_json_str(file));
@@ -411,7 +431,7 @@ static int report_json(const recv_args *a, uint64_t index, const tio_container *
 #define TEXT_TENSORS 8
 
 static int report_text(const recv_args *a, uint64_t index, const tio_container *c,
-                       const char *file) {
+                       const char *file, int *unhashed) {
     const char *proto = tio_container_prop_get(c, "proto");
     const char *frames = tio_container_prop_get(c, "frames");
     const char *bytes = tio_container_prop_get(c, "bytes");
@@ -422,6 +442,8 @@ static int report_text(const recv_args *a, uint64_t index, const tio_container *
            frames && strcmp(frames, "1") == 0 ? "" : "s", bytes ? bytes : "?");
     if (peer) printf(", from peer 0x%s", peer);
     printf(", %zu tensor%s", n, n == 1 ? "" : "s");
+    cli_dense_budget budget;
+    cli_dense_budget_init(&budget, c);
     for (size_t i = 0; i < n && i < TEXT_TENSORS; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
         const char *name = tio_tensor_name(t);
@@ -440,11 +462,13 @@ static int report_text(const recv_args *a, uint64_t index, const tio_container *
         free(shape);
         if (a->hash) {
             char hex[65];
-            if (tensor_hash(index, i, t, hex) != CLI_EXIT_OK) {
-                putchar('\n');
-                return CLI_EXIT_FAIL;
+            tio_error err;
+            if (tensor_hash(index, i, t, &budget, hex, &err) == CLI_EXIT_OK) {
+                printf(" sha256=%s", hex);
+            } else {
+                fputs(" sha256=-", stdout);
+                *unhashed = 1;
             }
-            printf(" sha256=%s", hex);
         }
     }
     if (n > TEXT_TENSORS) printf(", ... (%zu more)", n - TEXT_TENSORS);
@@ -563,12 +587,13 @@ static int run_recv(recv_args *a) {
     so.topic = a->topic;
     so.identity = a->identity;
     so.open_flags = a->strict ? TIO_OPEN_STRICT : 0u;
+    so.limits = &a->limits;
     tio_stream *s = NULL;
     rc = cli_stream_open("recv", a->endpoint, &so, binds, &s);
     if (rc != CLI_EXIT_OK) return rc;
     cli_stream_catch_signals();
 
-    uint64_t valid = 0, malformed = 0, seen = 0;
+    uint64_t valid = 0, malformed = 0, seen = 0, incomplete = 0;
     int timed_out = 0, interrupted = 0;
     uint64_t idle_since = now_ms();
     out_state out;
@@ -630,9 +655,14 @@ static int run_recv(recv_args *a) {
         idle_since = now_ms();
         char *path = NULL;
         if (a->output) rc = write_message(a, &out, valid, c, &path);
+        int unhashed = 0;
         if (rc == CLI_EXIT_OK)
-            rc = a->json ? report_json(a, valid, c, path) : report_text(a, valid, c, path);
-        if (tty || rc != CLI_EXIT_OK || idle_since - flushed_ms >= LINE_FLUSH_MS) {
+            rc = a->json ? report_json(a, valid, c, path, &unhashed)
+                         : report_text(a, valid, c, path, &unhashed);
+        incomplete += (uint64_t)unhashed;
+        /* --hash: a line per write, so that a hash error on stderr comes
+         * between the lines as before */
+        if (tty || a->hash || rc != CLI_EXIT_OK || idle_since - flushed_ms >= LINE_FLUSH_MS) {
             fflush(stdout);
             flushed_ms = idle_since;
         }
@@ -659,7 +689,11 @@ static int run_recv(recv_args *a) {
     if (interrupted) fputs("tensio recv: interrupted\n", stderr);
     fprintf(stderr, "tensio recv: received %llu message%s (%llu malformed)\n",
             (unsigned long long)seen, seen == 1 ? "" : "s", (unsigned long long)malformed);
-    if (rc == CLI_EXIT_OK && (malformed || (a->count && valid < a->count))) rc = CLI_EXIT_FAIL;
+    if (incomplete)
+        fprintf(stderr, "tensio recv: %llu message%s reported without a tensor's hash\n",
+                (unsigned long long)incomplete, incomplete == 1 ? "" : "s");
+    if (rc == CLI_EXIT_OK && (malformed || incomplete || (a->count && valid < a->count)))
+        rc = CLI_EXIT_FAIL;
     return rc;
 }
 

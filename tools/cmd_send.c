@@ -38,6 +38,7 @@ static const char send_help[] =
     "      --seqno-start N zio: number the messages N, N+1, ... (coordinate seqno)\n"
     "      --from FMT      read the FILEs as format FMT instead of detecting it\n"
     "      --densify       send sparse (COO) tensors as dense tensors\n"
+    CLI_MAX_DENSE_HELP
     "      --drop-names    drop tensor names the protocol cannot carry\n"
     "      --drop-metadata drop metadata the protocol cannot carry\n"
     "      --widen         send dtypes the protocol lacks in a wider dtype that\n"
@@ -86,6 +87,7 @@ static const cli_option send_opts[] = {
     {"drop-metadata", 0, 0, CLI_STREAM_OPT_DROP_METADATA},
     {"widen", 0, 0, CLI_STREAM_OPT_WIDEN},
     {"json", 0, 0, OPT_JSON},
+    CLI_OPT_MAX_DENSE,
 };
 
 #define SEND_SOCKETS                                                                    \
@@ -113,6 +115,7 @@ typedef struct send_args {
     const char *from;
     unsigned flags;         /* TIO_SAVE_* */
     int json;
+    tio_limits limits; /* for opening the files (--max-dense-bytes) */
 } send_args;
 
 /* Decodes --peer: the bytes of ID, or of the hex digits after 0x. The
@@ -186,6 +189,7 @@ static int parse_args(int argc, char **argv, send_args *a) {
             break;
         case OPT_FROM: a->from = v; break;
         case OPT_JSON: a->json = 1; break;
+        case CLI_OPT_MAX_DENSE_ID: rc = cli_parse_max_dense("send", v, &a->limits); break;
         default: a->flags |= cli_conversion_flag(id); break;
         }
     }
@@ -320,7 +324,7 @@ static int run_send(send_args *a) {
     tio_container **cs = calloc(a->nfiles, sizeof *cs);
     if (!cs) return cli_error("out of memory");
     for (size_t i = 0; rc == CLI_EXIT_OK && i < a->nfiles; i++)
-        rc = cli_open(a->files[i], a->from, &cs[i]);
+        rc = cli_open(a->files[i], a->from, &a->limits, &cs[i]);
     if (rc == CLI_EXIT_OK) rc = precheck(a, cs);
 
     unsigned char *peer = NULL;

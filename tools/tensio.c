@@ -1,4 +1,6 @@
-/* tensio — command-line front end of the tensio library. */
+/* tensio — command-line front end of the tensio library: the command table
+ * and tensio_run(). main() is in main.c, so that tests can run the commands
+ * in-process (tests/cli/test_work_bounds.c). */
 #include "cli.h"
 
 #include <string.h>
@@ -78,6 +80,6 @@ static int run(int argc, char **argv) {
     return c->run(argc - 1, argv + 1);
 }
 
-int main(int argc, char **argv) {
+int tensio_run(int argc, char **argv) {
     return cli_finish_output(run(argc, argv));
 }

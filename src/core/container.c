@@ -12,7 +12,10 @@
 
 tio_container *tio_container_new(void) {
     tio_container *c = calloc(1, sizeof *c);
-    if (c) atomic_init(&c->refs, 1);
+    if (c) {
+        atomic_init(&c->refs, 1);
+        c->limits = tio__limits_resolve(NULL);
+    }
     return c;
 }
 
@@ -65,6 +68,17 @@ tio_tensor *tio_container_find(const tio_container *c, const char *name) {
 
 const char *tio_container_format(const tio_container *c) { return c ? c->format : NULL; }
 uint64_t tio_container_source_size(const tio_container *c) { return c ? c->source_size : 0; }
+
+void tio_container_get_limits(const tio_container *c, tio_limits *out) {
+    if (!out) return;
+    *out = c ? c->limits : tio__limits_resolve(NULL);
+}
+
+int tio_container_set_limits(tio_container *c, const tio_limits *limits, tio_error *err) {
+    if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "container is NULL");
+    c->limits = tio__limits_resolve(limits);
+    return TIO_OK;
+}
 
 size_t tio_container_meta_count(const tio_container *c) { return c ? c->meta.count : 0; }
 
@@ -122,8 +136,11 @@ int tio__warn(tio_read_ctx *ctx, const char *format, int64_t offset, tio_error *
     }
     tio_container *c = ctx->c;
     if (c->warning_count == c->warning_cap) {
-        /* Findings are bounded like tensors: never more than the input justifies. */
-        if (c->warning_cap >= 4096) return TIO_OK;
+        /* Findings are bounded like tensors: never more than the input justifies
+         * (4096, and their array at most a quarter of the input + 16 KiB). */
+        if (c->warning_cap >= 4096 ||
+            (uint64_t)c->warning_cap * sizeof *c->warnings >= ctx->size / 8 + (8u << 10))
+            return TIO_OK;
         size_t ncap = c->warning_cap ? c->warning_cap * 2 : 4;
         tio_error *nw = realloc(c->warnings, ncap * sizeof *nw);
         if (!nw) return tio__nomem(err, format);
@@ -231,6 +248,8 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, int copy,
     t->nbytes = d->nbytes;
     t->nnz = d->layout == TIO_LAYOUT_COO ? d->nnz : 0;
     t->source_offset = source_offset;
+    t->owner = c;
+    t->index = c->count;
     t->shape = t->shape0;
     if (d->rank > 4) {
         t->shape = malloc(d->rank * sizeof *t->shape);
@@ -272,7 +291,32 @@ int tio_container_add(tio_container *c, const tio_tensor_desc *desc, unsigned fl
     return rc;
 }
 
+/* Views into the source: their bytes in all may exceed the source only by
+ * what a little sharing needs. Tensors that alias the same bytes (BTF offsets
+ * to one record, rten constants with one data offset, tmfile tensors on one
+ * buffer) would otherwise make every per-byte operation — the COO index check
+ * here, hashing, converting, sending — cost the input's size times the number
+ * of aliases. */
+#define VIEW_SLACK (UINT64_C(64) << 10)
+
 int tio__container_add_view(tio_container *c, const tio_tensor_desc *d,
                             int64_t source_offset, const char *format, tio_error *err) {
-    return add_tensor(c, d, 0, source_offset, format, err);
+    if (c && d) {
+        uint64_t ib = 0, total = 0, cap = 0;
+        int over = tio__mul64_ovf(d->nnz, (uint64_t)d->rank, &ib) || tio__mul64_ovf(ib, 8, &ib) ||
+                   tio__add64_ovf(c->view_bytes, d->nbytes, &total) ||
+                   tio__add64_ovf(total, ib, &total) ||
+                   tio__mul64_ovf(c->source_size, 2, &cap) ||
+                   tio__add64_ovf(cap, VIEW_SLACK, &cap) || total > cap;
+        if (over)
+            return tio__err(err, TIO_E_LIMIT, format, source_offset,
+                            "tensor %zu: the tensors would view more than %llu bytes of data in "
+                            "all, over twice the %llu-byte input plus 64 KiB: they share their "
+                            "data (expected each stored byte in one tensor)",
+                            c->count, (unsigned long long)cap,
+                            (unsigned long long)c->source_size);
+    }
+    int rc = add_tensor(c, d, 0, source_offset, format, err);
+    if (rc == TIO_OK) c->view_bytes += d->nbytes + (size_t)(d->nnz * d->rank * 8);
+    return rc;
 }

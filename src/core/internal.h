@@ -160,6 +160,10 @@ typedef struct tio_kv {
 } tio_kv;
 void tio__kv_free(tio_kv *kv);
 int tio__kv_set(tio_kv *kv, const char *key, const char *value, tio_error *err);
+/* Appends a key the caller knows is not there yet (a decoder whose keys are
+ * unique by construction, such as a JSON object read with duplicates
+ * rejected): O(1), where tio__kv_set looks at every key. */
+int tio__kv_append(tio_kv *kv, const char *key, const char *value, tio_error *err);
 const char *tio__kv_get(const tio_kv *kv, const char *key);
 
 /* ---------------------------------------------------- tensors, containers */
@@ -180,6 +184,8 @@ struct tio_tensor {
     void *owned_indices;
     int64_t source_offset;
     tio_kv meta;
+    const struct tio_container *owner; /* its limits bound work on the tensor */
+    size_t index;                      /* its position in the owner */
 };
 
 struct tio_container {
@@ -191,6 +197,8 @@ struct tio_container {
     struct tio_graph *graph; /* root model graph or NULL (src/graph) */
     const char *format;     /* static string of the format read, or NULL */
     uint64_t source_size;
+    tio_limits limits;      /* resolved; bound later work (max_dense_bytes) */
+    uint64_t view_bytes;    /* data + index bytes of the tensors viewing the source */
     tio_error *warnings;
     size_t warning_count, warning_cap;
     /* the source the views point into */
@@ -287,6 +295,11 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
  * are the container's, copied when they are the plan's converted scratch. */
 int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, size_t n,
                         tio_error *err);
+/* Writes tensor i's bytes as the plan has them (tio__plan_data then
+ * tio__plan_sink_data), but a densified tensor is streamed: zero runs and
+ * its values, without a buffer of its dense size. For writers that only pass
+ * the data through to the sink. */
+int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *err);
 const tio_container *tio__plan_container(const tio_write_plan *p);
 unsigned tio__plan_flags(const tio_write_plan *p);
 /* tio_save_options.version: the format version to write (0 = the format's
@@ -351,6 +364,18 @@ typedef struct tio_format_desc {
 
 /* Resolves a tio_limits (NULL or zero fields = defaults). */
 tio_limits tio__limits_resolve(const tio_limits *l);
+/* Walks the dense form of a COO tensor in row-major order without holding
+ * it: zeros(ctx, n) for a run of n zero elements, value(ctx, elem) for a
+ * stored value (a duplicated coordinate gives its last value). O(nnz) memory,
+ * O(nnz log nnz) time plus the callbacks. Stops at the first nonzero return. */
+int tio__coo_walk(const tio_tensor *t, int (*zeros)(void *ctx, uint64_t n),
+                  int (*value)(void *ctx, const uint8_t *elem), void *ctx, tio_error *err);
+/* The dense size of a COO tensor would exceed `limit`: TIO_E_LIMIT with a
+ * message naming the tensor, its dense size and shape, the limit and the
+ * options that raise it. `what` says which work ("hashing it dense"). */
+int tio__dense_limit_err(tio_error *err, const char *format, int64_t offset,
+                         const tio_tensor *t, size_t index, uint64_t dense, uint64_t limit,
+                         const char *what);
 
 #define TIO_DTYPE_BIT(d) (1u << (unsigned)(d))
 

@@ -95,6 +95,13 @@ int tio__kv_set(tio_kv *kv, const char *key, const char *value, tio_error *err) 
         kv->loose[i] = 1;
         return TIO_OK;
     }
+    return tio__kv_append(kv, key, value, err);
+}
+
+int tio__kv_append(tio_kv *kv, const char *key, const char *value, tio_error *err) {
+    if (!key || !value)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "metadata key and value must not be NULL");
+    size_t vl = strlen(value) + 1;
     if (kv_grow(kv)) return tio__nomem(err, NULL);
     size_t kl = strlen(key) + 1;
     char *p = kv_pack(kv, key, kl, value, vl);

@@ -73,6 +73,7 @@ int tio__open_rparts(const tio_format_desc *f, const tio_rpart *parts, size_t n,
     ctx.c = c;
     c->format = f->name;
     c->source_size = total;
+    c->limits = ctx.limits;
     int rc;
     if (n == 1 && f->probe(parts[0].data, parts[0].size) > 0) {
         /* the single-part form: the file encoding */

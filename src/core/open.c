@@ -13,14 +13,19 @@
 tio_limits tio__limits_resolve(const tio_limits *l) {
     tio_limits r = {TIO_DEFAULT_MAX_TENSORS,      TIO_DEFAULT_MAX_RANK,
                     TIO_DEFAULT_MAX_HEADER_BYTES, TIO_DEFAULT_MAX_NAME_BYTES,
-                    TIO_DEFAULT_MAX_DEPTH,        TIO_DEFAULT_MAX_OBJECTS};
+                    TIO_DEFAULT_MAX_DEPTH,        TIO_DEFAULT_MAX_OBJECTS,
+                    TIO_DEFAULT_MAX_DENSE_BYTES};
     if (l) {
         if (l->max_depth) r.max_depth = l->max_depth;
+        /* Nesting is walked recursively (graphs, subgraphs): a raised depth
+         * must still fit any thread's stack. */
+        if (r.max_depth > TIO_MAX_DEPTH_CAP) r.max_depth = TIO_MAX_DEPTH_CAP;
         if (l->max_objects) r.max_objects = l->max_objects;
         if (l->max_tensors) r.max_tensors = l->max_tensors;
         if (l->max_rank) r.max_rank = l->max_rank;
         if (l->max_header_bytes) r.max_header_bytes = l->max_header_bytes;
         if (l->max_name_bytes) r.max_name_bytes = l->max_name_bytes;
+        if (l->max_dense_bytes) r.max_dense_bytes = l->max_dense_bytes;
     }
     return r;
 }
@@ -58,6 +63,7 @@ static int decode(tio_container *c, const tio_format_desc *f, const uint8_t *dat
     ctx.c = c;
     c->format = f->name;
     c->source_size = size;
+    c->limits = ctx.limits;
     return f->read(&ctx, err);
 }
 

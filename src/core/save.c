@@ -26,6 +26,7 @@ struct tio_write_plan {
     size_t n;
     uint8_t *scratch;     /* converted data of the current tensor */
     uint8_t *scratch2;    /* densified source before widening */
+    size_t scratch_cap, scratch2_cap;
     tio_kv options;       /* parsed tio_save_options.options */
 };
 
@@ -115,6 +116,17 @@ static void plan_free(tio_write_plan *p) {
     tio__kv_free(&p->options);
 }
 
+/* Makes *buf hold at least n bytes (its contents are not kept). */
+static int scratch_reserve(uint8_t **buf, size_t *cap, size_t n) {
+    if (*buf && *cap >= n) return TIO_OK;
+    free(*buf);
+    *cap = 0;
+    *buf = malloc(n ? n : 1);
+    if (!*buf) return TIO_E_NOMEM;
+    *cap = n;
+    return TIO_OK;
+}
+
 /* " ('name')" for a named tensor, "" otherwise, for messages. */
 static const char *tlabel(const tio_tensor *t, char *buf, size_t cap) {
     buf[0] = 0;
@@ -122,8 +134,59 @@ static const char *tlabel(const tio_tensor *t, char *buf, size_t cap) {
     return buf;
 }
 
+/* Densified tensors: their dense bytes in all are bounded by the container's
+ * max_dense_bytes, checked here, before anything is allocated or written.
+ * File and memory writers stream them (tio__plan_sink_tensor: zero runs and
+ * values, no buffer of the dense size); a message needs them whole, so its
+ * plan (`reserve`) takes the memory for the largest one now, and running out
+ * of it fails before the first part, with the size. */
+static int plan_dense(tio_write_plan *p, int reserve, tio_error *err) {
+    const char *fn = p->fmt->name;
+    uint64_t limit = p->c->limits.max_dense_bytes, total = 0;
+    size_t before = 0, src_max = 0, out_max = 0, i_src = 0, i_out = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const tio_wtensor *w = &p->t[i];
+        const tio_tensor *s = w->src;
+        if (!(s->layout == TIO_LAYOUT_COO && w->layout == TIO_LAYOUT_DENSE)) continue;
+        if (tio__add64_ovf(total, w->nbytes, &total) || total > limit) {
+            if (total < w->nbytes) total = UINT64_MAX; /* wrapped */
+            char what[96];
+            if (before)
+                snprintf(what, sizeof what, "densifying it and the %zu sparse tensor%s before it",
+                         before, before == 1 ? "" : "s");
+            else
+                snprintf(what, sizeof what, "densifying it");
+            return tio__dense_limit_err(err, fn, -1, s, i, total, limit, what);
+        }
+        before++;
+        size_t sb = (size_t)s->numel * tio_dtype_size(s->dtype);
+        if (sb > src_max) {
+            src_max = sb;
+            i_src = i;
+        }
+        if (s->dtype != w->dtype && w->nbytes > out_max) {
+            out_max = w->nbytes;
+            i_out = i;
+        }
+    }
+    if (!reserve || !before) return TIO_OK;
+    size_t need = src_max, at = i_src;
+    if (scratch_reserve(&p->scratch2, &p->scratch2_cap, src_max) == TIO_OK) {
+        if (!out_max || scratch_reserve(&p->scratch, &p->scratch_cap, out_max) == TIO_OK)
+            return TIO_OK;
+        need = out_max;
+        at = i_out;
+    }
+    char lb[80], shape[96];
+    const tio_tensor *s = p->t[at].src;
+    tio__shape_str(s->shape, s->rank, shape, sizeof shape);
+    return tio__err(err, TIO_E_NOMEM, fn, -1,
+                    "tensor %zu%s: densifying it needs %zu bytes (%s %s): out of memory", at,
+                    tlabel(s, lb, sizeof lb), need, tio_dtype_name(s->dtype), shape);
+}
+
 static int plan_build(tio_write_plan *p, const tio_container *c, const tio_format_desc *f,
-                      const tio_save_options *opts, tio_error *err) {
+                      const tio_save_options *opts, int reserve, tio_error *err) {
     unsigned flags = opts ? opts->flags : 0;
     memset(p, 0, sizeof *p);
     p->c = c;
@@ -212,8 +275,9 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
             return tio__err(err, TIO_E_OVERFLOW, fn, -1, "tensor %zu: size overflows", i);
         w->nbytes = (size_t)nb;
     }
-    if (f->check) return f->check(p, err);
-    return TIO_OK;
+    int rc = f->check ? f->check(p, err) : TIO_OK;
+    if (rc == TIO_OK) rc = plan_dense(p, reserve, err);
+    return rc;
 }
 
 static void widen_elems(tio_dtype from, const uint8_t *src, uint8_t *dst, uint64_t n) {
@@ -246,15 +310,13 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
         *data = s->data;
         return TIO_OK;
     }
-    free(p->scratch);
-    free(p->scratch2);
-    p->scratch = p->scratch2 = NULL;
     const uint8_t *src = s->data;
     uint64_t count = s->layout == TIO_LAYOUT_COO && !densify ? s->nnz : s->numel;
     if (densify) {
+        /* plan_dense reserved room for the largest densified tensor */
         size_t dn = (size_t)s->numel * tio_dtype_size(s->dtype);
-        p->scratch2 = malloc(dn ? dn : 1);
-        if (!p->scratch2) return tio__nomem(err, p->fmt->name);
+        if (scratch_reserve(&p->scratch2, &p->scratch2_cap, dn) != TIO_OK)
+            return tio__nomem(err, p->fmt->name);
         int rc = tio_tensor_densify(s, p->scratch2, dn, err);
         if (rc) return rc;
         src = p->scratch2;
@@ -263,11 +325,46 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
             return TIO_OK;
         }
     }
-    p->scratch = malloc(w->nbytes ? w->nbytes : 1);
-    if (!p->scratch) return tio__nomem(err, p->fmt->name);
+    if (scratch_reserve(&p->scratch, &p->scratch_cap, w->nbytes) != TIO_OK)
+        return tio__nomem(err, p->fmt->name);
     widen_elems(s->dtype, src, p->scratch, count);
     *data = p->scratch;
     return TIO_OK;
+}
+
+typedef struct {
+    tio_sink *s;
+    tio_dtype from, to;
+    size_t out_es;
+    tio_error *err;
+} sink_walk;
+
+static int sink_walk_zeros(void *ctx, uint64_t n) {
+    sink_walk *w = ctx;
+    /* a widened zero is zero bytes too (uint8 0, float32 +0.0) */
+    return tio__sink_zeros(w->s, (size_t)n * w->out_es, w->err);
+}
+
+static int sink_walk_value(void *ctx, const uint8_t *elem) {
+    sink_walk *w = ctx;
+    uint8_t buf[8];
+    if (w->from == w->to) return tio__sink_write(w->s, elem, w->out_es, w->err);
+    widen_elems(w->from, elem, buf, 1);
+    return tio__sink_write(w->s, buf, w->out_es, w->err);
+}
+
+int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *err) {
+    if (i >= p->n) return tio__err(err, TIO_E_ARGUMENT, p->fmt->name, -1, "no tensor %zu", i);
+    const tio_wtensor *w = &p->t[i];
+    const tio_tensor *src = w->src;
+    if (src->layout == TIO_LAYOUT_COO && w->layout == TIO_LAYOUT_DENSE) {
+        sink_walk sw = {s, src->dtype, w->dtype, tio_dtype_size(w->dtype), err};
+        return tio__coo_walk(src, sink_walk_zeros, sink_walk_value, &sw, err);
+    }
+    const uint8_t *data = NULL;
+    int rc = tio__plan_data(p, i, &data, NULL, err);
+    if (rc == TIO_OK && w->nbytes) rc = tio__plan_sink_data(p, s, data, w->nbytes, err);
+    return rc;
 }
 
 int tio__plan_create(const tio_container *c, const tio_save_options *opts,
@@ -275,7 +372,7 @@ int tio__plan_create(const tio_container *c, const tio_save_options *opts,
     *out = NULL;
     tio_write_plan *p = malloc(sizeof *p);
     if (!p) return tio__nomem(err, f->name);
-    int rc = plan_build(p, c, f, opts, err);
+    int rc = plan_build(p, c, f, opts, 1, err);
     if (rc) {
         plan_free(p);
         free(p);
@@ -312,7 +409,7 @@ int tio_check_save(const tio_container *c, const tio_save_options *opts, tio_err
     int rc = pick_format(opts, NULL, &f, err);
     if (rc) return rc;
     tio_write_plan p;
-    rc = plan_build(&p, c, f, opts, err);
+    rc = plan_build(&p, c, f, opts, 0, err);
     plan_free(&p);
     return rc;
 }
@@ -326,7 +423,7 @@ int tio_save_memory(const tio_container *c, const tio_save_options *opts, void *
     int rc = pick_format(opts, NULL, &f, err);
     if (rc) return rc;
     tio_write_plan p;
-    rc = plan_build(&p, c, f, opts, err);
+    rc = plan_build(&p, c, f, opts, 0, err); /* writers stream densified data */
     tio_sink s;
     tio__sink_init_mem(&s);
     if (rc == TIO_OK) rc = f->write(&p, &s, err);
@@ -661,7 +758,7 @@ int tio__save_file(const tio_container *c, const char *path, const tio_save_opti
     int rc = pick_format(opts, path, &f, err);
     if (rc) return rc;
     tio_write_plan p;
-    rc = plan_build(&p, c, f, opts, err);
+    rc = plan_build(&p, c, f, opts, 0, err); /* writers stream densified data */
     save_names n;
     if (rc == TIO_OK) rc = split_path(path, &n, err);
     if (rc) {

@@ -1,6 +1,7 @@
 /* Tensor accessors, materialisation, densification and hashing. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,21 +84,106 @@ static int cmp_pos(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+int tio__coo_walk(const tio_tensor *t, int (*zeros)(void *ctx, uint64_t n),
+                  int (*value)(void *ctx, const uint8_t *elem), void *ctx, tio_error *err) {
+    size_t es = tio_dtype_size(t->dtype);
+    coo_pos *pos = NULL;
+    if (t->nnz) {
+        pos = malloc((size_t)t->nnz * sizeof *pos); /* nnz values are present */
+        if (!pos) return tio__nomem(err, NULL);
+        for (uint64_t i = 0; i < t->nnz; i++) {
+            pos[i].lin = coo_linear(t, i);
+            pos[i].idx = i;
+        }
+        qsort(pos, (size_t)t->nnz, sizeof *pos, cmp_pos);
+    }
+    int rc = TIO_OK;
+    uint64_t next = 0;
+    for (uint64_t i = 0; i < t->nnz && rc == TIO_OK; i++) {
+        if (i + 1 < t->nnz && pos[i + 1].lin == pos[i].lin) continue; /* last wins */
+        if (pos[i].lin > next) rc = zeros(ctx, pos[i].lin - next);
+        if (rc == TIO_OK) rc = value(ctx, t->data + (size_t)pos[i].idx * es);
+        next = pos[i].lin + 1;
+    }
+    if (rc == TIO_OK && t->numel > next) rc = zeros(ctx, t->numel - next);
+    free(pos);
+    return rc;
+}
+
 static const uint8_t zero_block[65536];
 
-static void hash_zeros(tio_sha256 *h, uint64_t n) {
+typedef struct {
+    tio_sha256 *h;
+    size_t es;
+} hash_walk;
+
+static int hash_zeros(void *ctx, uint64_t n) {
+    hash_walk *w = ctx;
+    n *= w->es; /* within the dense size, which fits */
     while (n) {
         size_t k = n > sizeof zero_block ? sizeof zero_block : (size_t)n;
-        tio__sha256_update(h, zero_block, k);
+        tio__sha256_update(w->h, zero_block, k);
         n -= k;
     }
+    return TIO_OK;
+}
+
+static int hash_value(void *ctx, const uint8_t *elem) {
+    hash_walk *w = ctx;
+    tio__sha256_update(w->h, elem, w->es);
+    return TIO_OK;
+}
+
+/* "3.75 EiB" for a message. */
+static void human_bytes(uint64_t n, char *out, size_t cap) {
+    static const char units[][4] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)n;
+    int u = -1;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u < 0)
+        snprintf(out, cap, "%llu B", (unsigned long long)n);
+    else
+        snprintf(out, cap, "%.2f %s", v, units[u]);
+}
+
+int tio__dense_limit_err(tio_error *err, const char *format, int64_t offset,
+                         const tio_tensor *t, size_t index, uint64_t dense, uint64_t limit,
+                         const char *what) {
+    char shape[96], label[96] = "", hd[32], hl[32];
+    tio__shape_str(t->shape, t->rank, shape, sizeof shape);
+    if (t->name) {
+        char esc[64];
+        tio__escape((const uint8_t *)t->name, strlen(t->name), esc, sizeof esc);
+        snprintf(label, sizeof label, " ('%s')", esc);
+    }
+    human_bytes(dense, hd, sizeof hd);
+    human_bytes(limit, hl, sizeof hl);
+    return tio__err(err, TIO_E_LIMIT, format, offset,
+                    "tensor %zu%s: %s takes %llu bytes (%s; %s %s, %llu stored values), over "
+                    "max_dense_bytes %llu (%s); raise tio_limits.max_dense_bytes "
+                    "(CLI: --max-dense-bytes)",
+                    index, label, what, (unsigned long long)dense, hd, tio_dtype_name(t->dtype),
+                    shape, (unsigned long long)t->nnz, (unsigned long long)limit, hl);
 }
 
 int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32], tio_error *err) {
     if (!t || !out) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    size_t es = tio_dtype_size(t->dtype);
+    if (what == TIO_HASH_DENSE && t->layout == TIO_LAYOUT_COO) {
+        /* The dense size is what the input claims, not what it holds. */
+        uint64_t dense = t->numel * es; /* fits: checked when added */
+        uint64_t limit = t->owner ? t->owner->limits.max_dense_bytes
+                                  : TIO_DEFAULT_MAX_DENSE_BYTES;
+        if (dense > limit)
+            return tio__dense_limit_err(err, t->owner ? t->owner->format : NULL,
+                                        t->source_offset, t, t->index, dense, limit,
+                                        "hashing it dense");
+    }
     tio_sha256 *h = tio__sha256_new();
     if (!h) return tio__nomem(err, NULL);
-    size_t es = tio_dtype_size(t->dtype);
     if (what == TIO_HASH_VALUES) {
         tio__sha256_update(h, t->data, t->nbytes);
     } else if (what == TIO_HASH_INDICES) {
@@ -109,31 +195,15 @@ int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32], tio_error 
     } else if (t->layout == TIO_LAYOUT_DENSE) {
         tio__sha256_update(h, t->data, t->nbytes);
     } else {
-        /* Stream the dense bytes: sort entries by position, hash zero runs
+        /* Stream the dense bytes: entries sorted by position, zero runs
          * between them. O(nnz) memory whatever the dense size. */
-        coo_pos *pos = NULL;
-        if (t->nnz) {
-            pos = malloc((size_t)t->nnz * sizeof *pos);
-            if (!pos) {
-                uint8_t tmp[32];
-                tio__sha256_final(h, tmp);
-                return tio__nomem(err, NULL);
-            }
-            for (uint64_t i = 0; i < t->nnz; i++) {
-                pos[i].lin = coo_linear(t, i);
-                pos[i].idx = i;
-            }
-            qsort(pos, (size_t)t->nnz, sizeof *pos, cmp_pos);
+        hash_walk w = {h, es};
+        int rc = tio__coo_walk(t, hash_zeros, hash_value, &w, err);
+        if (rc) {
+            uint8_t tmp[32];
+            tio__sha256_final(h, tmp);
+            return rc;
         }
-        uint64_t next = 0;
-        for (uint64_t i = 0; i < t->nnz; i++) {
-            if (i + 1 < t->nnz && pos[i + 1].lin == pos[i].lin) continue; /* last wins */
-            hash_zeros(h, (pos[i].lin - next) * es);
-            tio__sha256_update(h, t->data + (size_t)pos[i].idx * es, es);
-            next = pos[i].lin + 1;
-        }
-        hash_zeros(h, (t->numel - next) * es);
-        free(pos);
     }
     tio__sha256_final(h, out);
     return TIO_OK;

@@ -85,6 +85,8 @@ size_t tio__fb_scalar_size(int kind);
 typedef struct tio_fb_limits {
     uint32_t max_depth;  /* nested tables (root table = depth 1) */
     uint64_t max_tables; /* tables visited in total (a DAG may share tables) */
+    uint64_t max_slots;  /* vtable slots of the tables visited, in total; 0 = 2 per byte of
+                            the buffer + 4096 */
 } tio_fb_limits;
 
 /* Checks buf[0..len) as a buffer whose root is a `root` table: the root
@@ -94,7 +96,7 @@ typedef struct tio_fb_limits {
  * fields, strings (length in bounds, NUL-terminated), vectors (count ×
  * element size in bounds without overflow, element alignment), union tags
  * and union values, nested tables — with recursion bounded by max_depth and
- * total work by max_tables. A union tag beyond the schema's members is
+ * total work by max_tables and max_slots. A union tag beyond the schema's members is
  * accepted (the value is not inspected) as FlatBuffers does for a newer
  * writer; accessors report such tags to the caller.
  *

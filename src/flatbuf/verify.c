@@ -5,7 +5,10 @@
  * is iterative (an explicit stack on the heap), so neither a deep buffer nor a
  * large max_depth can exhaust the C stack; depth is bounded by
  * lim->max_depth and the total number of tables visited (a DAG may share
- * them) by lim->max_tables. uoffsets are unsigned and must be in
+ * them) by lim->max_tables, and the vtable slots of the tables visited by
+ * lim->max_slots: a reader that looks at every slot of a table (for fields
+ * of a newer schema) then does work linear in the buffer, even where one
+ * 64 KiB vtable serves every table. uoffsets are unsigned and must be in
  * [1, 2^31), so every reference points strictly forward: there are no
  * cycles, only shared subtrees, which the table budget bounds. */
 #include "flatbuf/flatbuf.h"
@@ -15,6 +18,9 @@
 
 #define FB_DEFAULT_MAX_DEPTH 64u
 #define FB_DEFAULT_MAX_TABLES 1000000u
+/* Default slot budget: 2 per byte of buffer + 4096. */
+#define FB_DEFAULT_SLOTS_PER_BYTE 2u
+#define FB_DEFAULT_SLOTS_SLACK 4096u
 
 /* One table being walked. */
 typedef struct fb_frame {
@@ -39,6 +45,8 @@ typedef struct fb_verifier {
     uint32_t max_depth;
     uint64_t max_tables;
     uint64_t tables;
+    uint64_t max_slots;
+    uint64_t slots;      /* vtable slots of the tables visited */
     fb_frame *stack;
     size_t depth, cap;
 } fb_verifier;
@@ -150,6 +158,12 @@ static int push_table(fb_verifier *v, size_t pos, const tio_fb_table *t, const f
         return fail(v, TIO_E_TRUNCATED, pos, w,
                     "table of %u bytes runs past the end of the buffer (%llu left)",
                     (unsigned)objsize, (unsigned long long)(v->len - pos));
+    unsigned slots = (unsigned)(vtsize - 4u) / 2u;
+    if (tio__add64_ovf(v->slots, slots, &v->slots) || v->slots > v->max_slots)
+        return fail(v, TIO_E_LIMIT, vtp, w,
+                    "the tables visited so far have more than %llu vtable slots in total "
+                    "(this vtable has %u; slot budget exhausted)",
+                    (unsigned long long)v->max_slots, slots);
     if (v->depth == v->cap) {
         size_t ncap = v->cap ? v->cap * 2 : 16;
         fb_frame *ns = realloc(v->stack, ncap * sizeof *ns);
@@ -161,7 +175,7 @@ static int push_table(fb_verifier *v, size_t pos, const tio_fb_table *t, const f
     f->t = t;
     f->pos = pos;
     f->vt = vtp;
-    f->slots = (unsigned)(vtsize - 4u) / 2u;
+    f->slots = slots;
     f->objsize = objsize;
     f->next = 0;
     f->vfield = 0;
@@ -347,6 +361,8 @@ int tio__fb_verify(const uint8_t *buf, size_t len, const tio_fb_table *root,
     v.err = err;
     v.max_depth = lim && lim->max_depth ? lim->max_depth : FB_DEFAULT_MAX_DEPTH;
     v.max_tables = lim && lim->max_tables ? lim->max_tables : FB_DEFAULT_MAX_TABLES;
+    v.max_slots = lim && lim->max_slots ? lim->max_slots : FB_DEFAULT_SLOTS_PER_BYTE * (uint64_t)len +
+                                                              FB_DEFAULT_SLOTS_SLACK;
     fb_where w = {NULL, "root", -1, root->name};
     if (len < 4)
         return fail(&v, TIO_E_TRUNCATED, 0, &w,

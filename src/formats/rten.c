@@ -16,6 +16,7 @@
  */
 #include "core/internal.h"
 #include "flatbuf/flatbuf.h"
+#include "graph/budget.h"
 #include "graph/graph.h"
 #include "rten/schema.h"
 
@@ -136,23 +137,35 @@ typedef struct rt_reader {
     int version;        /* 1 or 2 */
     uint64_t tensor_data_offset;
     uint64_t objects;   /* nodes/values/attributes decoded so far */
+    uint64_t max_objects; /* min(limits.max_objects, model data / 4 + 4096) */
+    tio_budget mem;     /* the heap the decode takes, estimated (graph/budget.h) */
 } rt_reader;
 
 static int64_t rt_off(const rt_reader *r, size_t pos) { return (int64_t)(r->base + pos); }
 
+/* Counts decoded objects. A table or vector may be referenced from many
+ * places, so the total is bounded by the model data's size as well as by
+ * max_objects: the work stays linear in the input. */
 static int rt_count(rt_reader *r, uint64_t n, size_t pos, tio_error *err) {
-    if (tio__add64_ovf(r->objects, n, &r->objects) || r->objects > r->ctx->limits.max_objects)
+    if (tio__add64_ovf(r->objects, n, &r->objects) || r->objects > r->max_objects)
         return tio__err(err, TIO_E_LIMIT, RT_FMT, rt_off(r, pos),
-                        "the model has more graph objects (nodes, dims, attributes) than the "
-                        "limit of %llu",
-                        (unsigned long long)r->ctx->limits.max_objects);
+                        "the model has more graph objects (nodes, dims, attributes, operator "
+                        "inputs and outputs) than the limit of %llu (tio_limits.max_objects, "
+                        "and one per 4 bytes of model data + 4096)",
+                        (unsigned long long)r->max_objects);
     return TIO_OK;
 }
 
+/* Charges heap the decode is about to take (see graph/budget.h). */
+static int rt_mem(rt_reader *r, uint64_t bytes, size_t pos, tio_error *err) {
+    return tio__budget_take(&r->mem, bytes, rt_off(r, pos), err);
+}
+
 /* A string field, as a C string: refuses embedded NUL bytes and names longer
- * than the limit. *s is NULL when absent. */
+ * than the limit. *s is NULL when absent. `copied`: the caller copies it
+ * (into the graph), which is charged to the memory budget. */
 static int rt_string(rt_reader *r, const tio_fb_ref *t, unsigned id, const char *what,
-                     const char **s, tio_error *err) {
+                     bool copied, const char **s, tio_error *err) {
     uint32_t n = 0;
     *s = NULL;
     if (!tio__fb_string(t, id, s, &n)) return TIO_OK;
@@ -166,7 +179,7 @@ static int rt_string(rt_reader *r, const tio_fb_ref *t, unsigned id, const char 
                         "%s: the string contains a NUL byte (tensio keeps strings as C "
                         "strings)",
                         what);
-    return TIO_OK;
+    return copied ? rt_mem(r, tio__cost_str(n), pos, err) : TIO_OK;
 }
 
 static void rt_label(char *buf, size_t cap, size_t index, const char *name) {
@@ -207,6 +220,15 @@ static int rt_constant(rt_reader *r, const tio_fb_ref *ct, const char *name, con
         return tio__err(err, TIO_E_LIMIT, RT_FMT, rt_off(r, pos),
                         "%s: rank %u exceeds the limit of %u", lbl, sv.count,
                         ctx->limits.max_rank);
+    /* the tensor record (its name and shape), the dims of its graph value,
+     * and the shape here */
+    int rc = rt_count(r, sv.count, pos, err);
+    if (!rc)
+        rc = rt_mem(r,
+                    tio__cost_tensor(name ? strlen(name) : 0, sv.count) +
+                        tio__cost_dims(sv.count) + (sv.count > 8 ? tio__cost_i64s(sv.count) : 0),
+                    pos, err);
+    if (rc) return rc;
     int64_t small[8];
     int64_t *dims = small;
     if (sv.count > 8) {
@@ -214,7 +236,6 @@ static int rt_constant(rt_reader *r, const tio_fb_ref *ct, const char *name, con
         if (!dims) return tio__nomem(err, RT_FMT);
     }
     for (uint32_t i = 0; i < sv.count; i++) dims[i] = tio__fb_vec_u32(&sv, i);
-    int rc = TIO_OK;
     tio_tensor_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.name = name;
@@ -358,7 +379,9 @@ static int rt_value(rt_reader *r, const tio_fb_ref *vt, tio_graph *g, tio_value_
         return tio__err(err, TIO_E_LIMIT, RT_FMT, rt_off(r, vt->pos),
                         "%s: rank %u exceeds the limit of %u", lbl, sv.count,
                         ctx->limits.max_rank);
+    /* the dims here, and the graph's copy */
     int rc = rt_count(r, sv.count, vt->pos, err);
+    if (!rc) rc = rt_mem(r, 2 * tio__cost_dims(sv.count), vt->pos, err);
     if (rc) return rc;
     tio_dim *dims = calloc(sv.count ? sv.count : 1, sizeof *dims);
     if (!dims) return tio__nomem(err, RT_FMT);
@@ -370,7 +393,7 @@ static int rt_value(rt_reader *r, const tio_fb_ref *vt, tio_graph *g, tio_value_
                             "%s: shape dim %u is not a Dim table", lbl, i);
         }
         dims[i].value = tio__fb_u32(&dt, RTEN_Dim_value, 0);
-        rc = rt_string(r, &dt, RTEN_Dim_name, lbl, &dims[i].name, err);
+        rc = rt_string(r, &dt, RTEN_Dim_name, lbl, true, &dims[i].name, err);
         if (!rc) rc = rt_unknown_fields(r, &dt, tio__rten_Dim, g, lbl, err);
         if (rc) {
             free(dims);
@@ -428,7 +451,7 @@ static int rt_attrs(rt_reader *r, const tio_fb_ref *at, const tio_fb_table *sche
             a.f = fv;
             break;
         case TIO_FB_STRING:
-            rc = rt_string(r, at, id, lbl, &a.s, err);
+            rc = rt_string(r, at, id, lbl, true, &a.s, err);
             if (rc) return rc;
             if (!a.s) continue;
             a.type = TIO_ATTR_STRING;
@@ -436,7 +459,9 @@ static int rt_attrs(rt_reader *r, const tio_fb_ref *at, const tio_fb_table *sche
         case TIO_FB_VECTOR: {
             tio_fb_vec v;
             if (!tio__fb_vector(at, id, &v)) continue;
+            /* the elements here, and the graph's copy */
             rc = rt_count(r, v.count, at->pos, err);
+            if (!rc) rc = rt_mem(r, 2 * tio__cost_i64s(v.count), at->pos, err);
             if (rc) return rc;
             a.count = v.count;
             size_t esz = tio__fb_scalar_size(f->elem);
@@ -484,7 +509,8 @@ static int rt_attrs(rt_reader *r, const tio_fb_ref *at, const tio_fb_table *sche
                 return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, rt_off(r, at->pos),
                                 "%s: %s.%s: nested table type not handled", lbl, schema->name,
                                 f->name);
-            rc = tio_graph_new_subgraph(g, &sub, err);
+            rc = rt_mem(r, tio__cost_graph(), at->pos, err);
+            if (!rc) rc = tio_graph_new_subgraph(g, &sub, err);
             if (rc) return rc;
             rc = rt_graph(r, &sg, sub, depth + 1, err);
             if (rc) return rc;
@@ -507,7 +533,8 @@ static int rt_attrs(rt_reader *r, const tio_fb_ref *at, const tio_fb_table *sche
                 char why[160];
                 snprintf(why, sizeof why, "%s.%s holds union member %u of %s, unknown to tensio",
                          schema->name, f->name, tag, f->un->name);
-                rc = tio__graph_set_opaque(g, ni, why, err);
+                rc = rt_mem(r, tio__cost_str(strlen(why)), at->pos, err);
+                if (!rc) rc = tio__graph_set_opaque(g, ni, why, err);
                 if (rc) return rc;
                 rc = tio__warn(r->ctx, RT_FMT, rt_off(r, at->pos), err, "%s: %s", lbl, why);
                 if (rc) return rc;
@@ -517,7 +544,9 @@ static int rt_attrs(rt_reader *r, const tio_fb_ref *at, const tio_fb_table *sche
         }
         default: continue;
         }
-        rc = tio_graph_add_attr(g, ni, &a, err);
+        rc = rt_mem(r, tio__cost_attr(strlen(a.name), a.label ? strlen(a.label) : 0), at->pos,
+                    err);
+        if (!rc) rc = tio_graph_add_attr(g, ni, &a, err);
         free(ints);
         free(floats);
         if (rc) return rc;
@@ -530,7 +559,8 @@ static int rt_attrs(rt_reader *r, const tio_fb_ref *at, const tio_fb_table *sche
         char why[160];
         snprintf(why, sizeof why, "%s has %u field%s beyond the %u tensio knows (a newer schema)",
                  schema->name, unknown, unknown == 1 ? "" : "s", schema->nfields);
-        rc = tio__graph_set_opaque(g, ni, why, err);
+        rc = rt_mem(r, tio__cost_str(strlen(why)), at->pos, err);
+        if (!rc) rc = tio__graph_set_opaque(g, ni, why, err);
         if (rc) return rc;
         rc = tio__warn(r->ctx, RT_FMT, rt_off(r, at->pos), err, "%s: %s", lbl, why);
         if (rc) return rc;
@@ -591,7 +621,9 @@ static int rt_operator(rt_reader *r, const tio_fb_ref *ot, tio_graph *g, const c
     int rc = TIO_OK;
     if (tio__fb_vector(ot, RTEN_OperatorNode_inputs, &v)) {
         snprintf(what, sizeof what, "%.96s: inputs", lbl);
+        /* the ids here, and the graph's copy */
         rc = rt_count(r, v.count, ot->pos, err);
+        if (!rc) rc = rt_mem(r, 2 * tio__cost_i64s(v.count), ot->pos, err);
         if (!rc) rc = rt_map_ids(r, &v, true, map, n, what, &ins, err);
         if (rc) goto out;
         ni.input_count = v.count;
@@ -600,13 +632,15 @@ static int rt_operator(rt_reader *r, const tio_fb_ref *ot, tio_graph *g, const c
     if (tio__fb_vector(ot, RTEN_OperatorNode_outputs, &v)) {
         snprintf(what, sizeof what, "%.96s: outputs", lbl);
         rc = rt_count(r, v.count, ot->pos, err);
+        if (!rc) rc = rt_mem(r, 2 * tio__cost_i64s(v.count), ot->pos, err);
         if (!rc) rc = rt_map_ids(r, &v, true, map, n, what, &outs, err);
         if (rc) goto out;
         ni.output_count = v.count;
         ni.outputs = outs;
     }
     size_t idx;
-    rc = tio_graph_add_node(g, &ni, &idx, err);
+    rc = rt_mem(r, tio__cost_node(strlen(ni.op)), ot->pos, err);
+    if (!rc) rc = tio_graph_add_node(g, &ni, &idx, err);
     if (rc) goto out;
     if (type >= TIO_RTEN_OP_COUNT) {
         rc = tio__warn(r->ctx, RT_FMT, rt_off(r, ot->pos), err,
@@ -633,7 +667,8 @@ static int rt_operator(rt_reader *r, const tio_fb_ref *ot, tio_graph *g, const c
         char why[128];
         snprintf(why, sizeof why, "attrs table type %u is unknown to tensio (expected 1..%u; a "
                  "newer schema?)", tag, tio__rten_union_OperatorAttrs->nmembers);
-        rc = tio__graph_set_opaque(g, idx, why, err);
+        rc = rt_mem(r, tio__cost_str(strlen(why)), ot->pos, err);
+        if (!rc) rc = tio__graph_set_opaque(g, idx, why, err);
         if (!rc) rc = tio__warn(r->ctx, RT_FMT, rt_off(r, ot->pos), err, "%s: %s", lbl, why);
         goto out;
     }
@@ -662,7 +697,9 @@ static int rt_graph(rt_reader *r, const tio_fb_ref *gt, tio_graph *g, unsigned d
     tio_fb_vec nv;
     size_t n = 0;
     if (tio__fb_vector(gt, RTEN_Graph_nodes, &nv)) n = nv.count;
+    /* value slots (reserved for every node) and the node -> value map */
     int rc = rt_count(r, n, gt->pos, err);
+    if (!rc) rc = rt_mem(r, n * (tio__cost_value() + 8) + tio__cost_block(8), gt->pos, err);
     if (!rc) rc = rt_unknown_fields(r, gt, tio__rten_Graph, g, "Graph", err);
     if (rc) return rc;
     int64_t *map = malloc((n ? n : 1) * sizeof *map);
@@ -680,10 +717,12 @@ static int rt_graph(rt_reader *r, const tio_fb_ref *gt, tio_graph *g, unsigned d
         const char *name = NULL;
         char lbl[96];
         rt_label(lbl, sizeof lbl, i, NULL);
-        rc = rt_string(r, &nt, RTEN_Node_name, lbl, &name, err);
+        unsigned kind = tio__fb_u8(&nt, RTEN_Node_data_type, 0);
+        /* an operator's name is copied in pass 2 */
+        rc = rt_string(r, &nt, RTEN_Node_name, lbl, kind != RTEN_NodeKind_OperatorNode, &name,
+                       err);
         if (rc) break;
         rt_label(lbl, sizeof lbl, i, name);
-        unsigned kind = tio__fb_u8(&nt, RTEN_Node_data_type, 0);
         if (kind == 0 || !tio__fb_table(&nt, RTEN_Node_data, &dt)) {
             rc = tio__err(err, TIO_E_CORRUPT, RT_FMT, rt_off(r, nt.pos),
                           "%s: the node has no data (expected an OperatorNode, ConstantNode or "
@@ -727,7 +766,7 @@ static int rt_graph(rt_reader *r, const tio_fb_ref *gt, tio_graph *g, unsigned d
         tio__fb_table(&nt, RTEN_Node_data, &dt);
         const char *name = NULL;
         char lbl[96];
-        rc = rt_string(r, &nt, RTEN_Node_name, "node", &name, err);
+        rc = rt_string(r, &nt, RTEN_Node_name, "node", true, &name, err);
         if (rc) break;
         rt_label(lbl, sizeof lbl, i, name);
         rc = rt_operator(r, &dt, g, name, map, n, lbl, depth, err);
@@ -744,6 +783,7 @@ static int rt_graph(rt_reader *r, const tio_fb_ref *gt, tio_graph *g, unsigned d
         if (!tio__fb_vector(gt, lists[k].id, &lv)) continue;
         int64_t *ids = NULL;
         rc = rt_count(r, lv.count, gt->pos, err);
+        if (!rc) rc = rt_mem(r, 2 * tio__cost_i64s(lv.count), gt->pos, err);
         if (!rc) rc = rt_map_ids(r, &lv, false, map, n, lists[k].what, &ids, err);
         if (rc) break;
         if (k == 0) rc = tio_graph_set_inputs(g, ids, lv.count, err);
@@ -756,6 +796,8 @@ static int rt_graph(rt_reader *r, const tio_fb_ref *gt, tio_graph *g, unsigned d
 
     /* Topological order: no operator reads a value a later operator produces. */
     size_t nvals = g->value_count;
+    rc = rt_mem(r, tio__cost_i64s(nvals), gt->pos, err);
+    if (rc) return rc;
     int64_t *producer = malloc((nvals ? nvals : 1) * sizeof *producer);
     if (!producer) return tio__nomem(err, RT_FMT);
     for (size_t i = 0; i < nvals; i++) producer[i] = -1;
@@ -864,6 +906,10 @@ static int rt_read(tio_read_ctx *ctx, tio_error *err) {
     lim.max_depth = ctx->limits.max_depth;
     lim.max_tables = r.len / 4 + 16;
     if (lim.max_tables > ctx->limits.max_objects) lim.max_tables = ctx->limits.max_objects;
+    lim.max_slots = 0; /* 2 per byte + 4096: bounds rt_unknown_fields' scans */
+    r.max_objects = r.len / 4 + 4096;
+    if (r.max_objects > ctx->limits.max_objects) r.max_objects = ctx->limits.max_objects;
+    tio__budget_init(&r.mem, RT_FMT, size, &ctx->limits);
     rc = tio__fb_verify(r.buf, r.len, tio__rten_Model, &lim, RT_FMT, r.base, err);
     if (rc) return rc;
 
@@ -889,7 +935,7 @@ static int rt_read(tio_read_ctx *ctx, tio_error *err) {
         if (rc) return rc;
         for (unsigned k = 0; k < RT_META_COUNT; k++) {
             const char *s = NULL;
-            rc = rt_string(&r, &mt, k, "Metadata", &s, err);
+            rc = rt_string(&r, &mt, k, "Metadata", true, &s, err);
             if (!rc && s) rc = tio_graph_meta_set(g, rt_meta_keys[k], s, err);
             if (rc) return rc;
         }
@@ -1528,10 +1574,8 @@ static int rt_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
         uint64_t pos = 0;
         for (size_t k = 0; rc == TIO_OK && k < w.norder; k++) {
             size_t i = w.order[k];
-            const uint8_t *data = NULL;
             rc = tio__sink_zeros(s, (size_t)(w.ext[i] - pos), err);
-            if (!rc) rc = tio__plan_data(p, i, &data, NULL, err);
-            if (!rc) rc = tio__plan_sink_data(p, s, data, tio__plan_tensor(p, i)->nbytes, err);
+            if (!rc) rc = tio__plan_sink_tensor(p, s, i, err);
             pos = w.ext[i] + tio__plan_tensor(p, i)->nbytes;
         }
     }

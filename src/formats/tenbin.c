@@ -603,19 +603,16 @@ static int tb_check(const tio_write_plan *p, tio_error *err) {
     return TIO_OK;
 }
 
-/* magic, length, payload, zero padding to 64: exactly tenbin.write_chunk. */
-static int tb_put_chunk(tio_sink *s, const tio_write_plan *p, const void *payload, size_t n,
-                        tio_error *err) {
+/* A chunk is magic, length, payload, zero padding to 64: exactly
+ * tenbin.write_chunk. These write what surrounds the payload. */
+static int tb_chunk_head(tio_sink *s, size_t n, tio_error *err) {
     uint8_t head[16];
     memcpy(head, tb_magic, sizeof tb_magic);
     tio__st64(head + 8, (uint64_t)n);
-    int rc = tio__sink_write(s, head, sizeof head, err);
-    if (rc) return rc;
-    if (n) {
-        /* p: the payload is tensor data (referenced); NULL: a local header */
-        rc = p ? tio__plan_sink_data(p, s, payload, n, err) : tio__sink_write(s, payload, n, err);
-        if (rc) return rc;
-    }
+    return tio__sink_write(s, head, sizeof head, err);
+}
+
+static int tb_chunk_pad(tio_sink *s, size_t n, tio_error *err) {
     size_t pad = (TB_ALIGN - n % TB_ALIGN) % TB_ALIGN;
     return pad ? tio__sink_zeros(s, pad, err) : TIO_OK;
 }
@@ -643,12 +640,13 @@ static int tb_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
         const tio_wtensor *w = tio__plan_tensor(p, i);
         uint8_t hdr[TB_HEADER_MAX];
         size_t hlen = tb_build_header(w, hdr);
-        rc = tb_put_chunk(s, NULL, hdr, hlen, err);
-        if (rc) return rc;
-        const uint8_t *data = NULL, *indices = NULL;
-        rc = tio__plan_data(p, i, &data, &indices, err);
-        if (rc) return rc;
-        rc = tb_put_chunk(s, p, data, w->nbytes, err);
+        rc = tb_chunk_head(s, hlen, err);
+        if (!rc) rc = tio__sink_write(s, hdr, hlen, err);
+        if (!rc) rc = tb_chunk_pad(s, hlen, err);
+        /* the data chunk, streamed: a densified tensor is never held whole */
+        if (!rc) rc = tb_chunk_head(s, w->nbytes, err);
+        if (!rc) rc = tio__plan_sink_tensor(p, s, i, err);
+        if (!rc) rc = tb_chunk_pad(s, w->nbytes, err);
         if (rc) return rc;
     }
     return TIO_OK;

@@ -17,6 +17,7 @@
  * uninitialised. See docs/formats/tmfile.md and ../shared/specs/notes-tmfile.md.
  */
 #include "core/internal.h"
+#include "graph/budget.h"
 #include "graph/graph.h"
 
 #include <math.h>
@@ -598,6 +599,7 @@ typedef struct tm_reader {
     uint32_t op_ver;   /* the op_ver of node 0: other values become attributes */
     uint64_t objects;
     uint64_t budget;   /* min(max_objects, 16 per input byte + 4096) */
+    tio_budget mem;    /* the heap the decode takes, estimated (graph/budget.h) */
     tio_graph *g;
     tm_tinfo *t;
     size_t nt;
@@ -616,6 +618,12 @@ static int tm_count(tm_reader *r, uint64_t n, int64_t off, tio_error *err) {
                         "at most 16 per byte of input)",
                         (unsigned long long)r->budget);
     return TIO_OK;
+}
+
+/* Charges heap the decode is about to take. Structs, vectors and strings
+ * may be shared, and each reference is copied (see graph/budget.h). */
+static int tm_mem(tm_reader *r, uint64_t bytes, int64_t off, tio_error *err) {
+    return tio__budget_take(&r->mem, bytes, off, err);
 }
 
 /* A struct of `len` bytes at `off`, which must be set and inside the file. */
@@ -652,7 +660,8 @@ static int tm_vector(tm_reader *r, uint32_t off, uint32_t esz, const char *what,
 }
 
 /* A TM2_String as a new C string (*s NULL when off is 0). The stored size
- * counts the terminating NUL; a string without one is taken whole. */
+ * counts the terminating NUL; a string without one is taken whole. The
+ * graph's copy of it is charged to the memory budget. */
 static int tm_string(tm_reader *r, uint32_t off, const char *what, int64_t ref, char **s,
                      tio_error *err) {
     *s = NULL;
@@ -685,6 +694,8 @@ static int tm_string(tm_reader *r, uint32_t off, const char *what, int64_t ref, 
         if (rc) return rc;
         len = (size_t)(nul - sp);
     }
+    rc = tm_mem(r, tio__cost_str(len), off, err);
+    if (rc) return rc;
     *s = malloc(len + 1);
     if (!*s) return tio__nomem(err, TM_FMT);
     memcpy(*s, sp, len);
@@ -882,6 +893,8 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
                               (unsigned long long)ctx->limits.max_tensors);
                 goto out;
             }
+            rc = tm_mem(r, tio__cost_tensor(name ? strlen(name) : 0, rk), (int64_t)off, err);
+            if (rc) goto out;
             tio_tensor_desc desc;
             memset(&desc, 0, sizeof desc);
             desc.name = name;
@@ -901,7 +914,8 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
         vi.dims = rank > 0 ? vdims : NULL;
     }
     size_t idx;
-    rc = tio_graph_add_value(r->g, &vi, &idx, err);
+    rc = tm_mem(r, tio__cost_dims(rank > 0 ? (uint64_t)rank : 0), (int64_t)off, err);
+    if (!rc) rc = tio_graph_add_value(r->g, &vi, &idx, err);
 out:
     free(name);
     return rc;
@@ -965,7 +979,9 @@ static int tm_read_param(tm_reader *r, const tm_pdef *pd, unsigned nf, uint32_t 
             rc = tm_vector(r, vo, esz, what, (int64_t)poff + pos[k], &n, &e, err);
             if (rc) return rc;
             size_t cnt = (size_t)n * (esz / 4);
+            /* the values here (the graph's copy is charged with the attribute) */
             rc = tm_count(r, cnt, vo, err);
+            if (!rc) rc = tm_mem(r, tio__cost_i64s(cnt), vo, err);
             if (rc) return rc;
             if (f->kind == TF_VDIMS) {
                 v->ints = malloc((cnt ? cnt : 1) * sizeof *v->ints);
@@ -985,7 +1001,17 @@ static int tm_read_param(tm_reader *r, const tm_pdef *pd, unsigned nf, uint32_t 
     return TIO_OK;
 }
 
-static int tm_add_int(tio_graph *g, size_t ni, const char *name, int64_t v, const char *label,
+/* Attributes a reader adds, charged to the memory budget. */
+static int tm_add_attr(tm_reader *r, size_t ni, const tio_attr *a, tio_error *err) {
+    uint64_t payload = a->type == TIO_ATTR_INTS || a->type == TIO_ATTR_FLOATS
+                           ? tio__cost_i64s(a->count)
+                           : 0;
+    int rc = tm_mem(r,
+                    tio__cost_attr(strlen(a->name), a->label ? strlen(a->label) : 0) + payload,
+                    -1, err);
+    return rc ? rc : tio_graph_add_attr(r->g, ni, a, err);
+}
+static int tm_add_int(tm_reader *r, size_t ni, const char *name, int64_t v, const char *label,
                       tio_error *err) {
     tio_attr a;
     memset(&a, 0, sizeof a);
@@ -993,9 +1019,9 @@ static int tm_add_int(tio_graph *g, size_t ni, const char *name, int64_t v, cons
     a.type = TIO_ATTR_INT;
     a.i = v;
     a.label = label;
-    return tio_graph_add_attr(g, ni, &a, err);
+    return tm_add_attr(r, ni, &a, err);
 }
-static int tm_add_ints(tio_graph *g, size_t ni, const char *name, const int64_t *v, size_t n,
+static int tm_add_ints(tm_reader *r, size_t ni, const char *name, const int64_t *v, size_t n,
                        tio_error *err) {
     tio_attr a;
     memset(&a, 0, sizeof a);
@@ -1003,9 +1029,9 @@ static int tm_add_ints(tio_graph *g, size_t ni, const char *name, const int64_t 
     a.type = TIO_ATTR_INTS;
     a.ints = v;
     a.count = n;
-    return tio_graph_add_attr(g, ni, &a, err);
+    return tm_add_attr(r, ni, &a, err);
 }
-static int tm_add_floats(tio_graph *g, size_t ni, const char *name, const double *v, size_t n,
+static int tm_add_floats(tm_reader *r, size_t ni, const char *name, const double *v, size_t n,
                          tio_error *err) {
     tio_attr a;
     memset(&a, 0, sizeof a);
@@ -1013,7 +1039,7 @@ static int tm_add_floats(tio_graph *g, size_t ni, const char *name, const double
     a.type = TIO_ATTR_FLOATS;
     a.floats = v;
     a.count = n;
-    return tio_graph_add_attr(g, ni, &a, err);
+    return tm_add_attr(r, ni, &a, err);
 }
 
 /* The default TM2_Tensor.type of an output of operator `idx`. */
@@ -1025,7 +1051,6 @@ static int32_t tm_default_type(int idx) {
  * attributes of the node that produces them. */
 static int tm_output_attrs(tm_reader *r, size_t ni, int idx, const int64_t *outs, size_t n,
                            tio_error *err) {
-    tio_graph *g = r->g;
     bool lay = false, typ = false, buf = false;
     uint64_t nq = 0;
     for (size_t k = 0; k < n; k++) {
@@ -1035,22 +1060,24 @@ static int tm_output_attrs(tm_reader *r, size_t ni, int idx, const int64_t *outs
         if (ti->bufsize >= 0) buf = true;
         nq += ti->qcount;
     }
+    /* the arrays here (the attributes are charged as they are added) */
     int rc = tm_count(r, nq, -1, err);
+    if (!rc) rc = tm_mem(r, tio__cost_i64s(n) + 3 * tio__cost_i64s(nq), -1, err);
     if (rc) return rc;
     int64_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
     if (!tmp) return tio__nomem(err, TM_FMT);
     if (lay) {
         for (size_t k = 0; k < n; k++) tmp[k] = r->t[outs[k]].layout;
-        rc = tm_add_ints(g, ni, "tm2_layout", tmp, n, err);
+        rc = tm_add_ints(r, ni, "tm2_layout", tmp, n, err);
     }
     if (!rc && typ) {
         for (size_t k = 0; k < n; k++) tmp[k] = r->t[outs[k]].type;
-        rc = tm_add_ints(g, ni, "tm2_type", tmp, n, err);
+        rc = tm_add_ints(r, ni, "tm2_type", tmp, n, err);
     }
     if (!rc && buf) {
         for (size_t k = 0; k < n; k++)
             tmp[k] = r->t[outs[k]].bufsize >= 0 ? r->t[outs[k]].bufsize : -1;
-        rc = tm_add_ints(g, ni, "tm2_buffer_size", tmp, n, err);
+        rc = tm_add_ints(r, ni, "tm2_buffer_size", tmp, n, err);
     }
     if (!rc && nq) {
         int64_t *zp = malloc((size_t)nq * sizeof *zp), *wd = malloc((size_t)nq * sizeof *wd);
@@ -1071,12 +1098,12 @@ static int tm_output_attrs(tm_reader *r, size_t ni, int idx, const int64_t *outs
                 if (wd[m]) anyw = true;
             }
         }
-        if (!rc) rc = tm_add_ints(g, ni, "tm2_quant_count", tmp, n, err);
-        if (!rc) rc = tm_add_floats(g, ni, "tm2_quant_scale", sc, (size_t)nq, err);
-        if (!rc) rc = tm_add_ints(g, ni, "tm2_quant_zero_point", zp, (size_t)nq, err);
+        if (!rc) rc = tm_add_ints(r, ni, "tm2_quant_count", tmp, n, err);
+        if (!rc) rc = tm_add_floats(r, ni, "tm2_quant_scale", sc, (size_t)nq, err);
+        if (!rc) rc = tm_add_ints(r, ni, "tm2_quant_zero_point", zp, (size_t)nq, err);
         /* TM2_QuantParam.width: set by the old C++ writer, never by lite's. */
         if (!rc && r->old && anyw)
-            rc = tm_add_ints(g, ni, "tm2_quant_width", wd, (size_t)nq, err);
+            rc = tm_add_ints(r, ni, "tm2_quant_width", wd, (size_t)nq, err);
         free(zp);
         free(wd);
         free(sc);
@@ -1096,7 +1123,9 @@ static int tm_indices(tm_reader *r, uint32_t off, const char *lbl, const char *w
     char w[160];
     snprintf(w, sizeof w, "%s: %s", lbl, what);
     int rc = tm_vector(r, off, 4, w, ref, &cnt, &e, err);
+    /* the ids here, and the graph's copy */
     if (!rc) rc = tm_count(r, cnt, off, err);
+    if (!rc) rc = tm_mem(r, 2 * tio__cost_i64s(cnt), (int64_t)off, err);
     if (rc) return rc;
     int64_t *ids = malloc((cnt ? cnt : 1) * sizeof *ids);
     if (!ids) return tio__nomem(err, TM_FMT);
@@ -1223,7 +1252,10 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
     ni.outputs = outs;
     ni.output_count = nout;
     size_t gi;
-    rc = tio_graph_add_node(g, &ni, &gi, err);
+    /* the node's op name and the raw words here (its slot was reserved;
+     * attributes are charged as they are added) */
+    rc = tm_mem(r, tio__cost_str(strlen(ni.op)) + tio__cost_i64s(nraw), (int64_t)off, err);
+    if (!rc) rc = tio_graph_add_node(g, &ni, &gi, err);
     if (rc) goto out;
     if (idx < 0) {
         rc = tio__warn(ctx, TM_FMT, (int64_t)top + 4, err,
@@ -1233,7 +1265,8 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
         if (rc) goto out;
     }
     if (opq[0]) {
-        rc = tio__graph_set_opaque(g, gi, opq, err);
+        rc = tm_mem(r, tio__cost_str(strlen(opq)), (int64_t)off, err);
+        if (!rc) rc = tio__graph_set_opaque(g, gi, opq, err);
         if (rc) goto out;
     }
     if (nid != i) {
@@ -1268,11 +1301,11 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
         case TF_VDIMS: a.type = TIO_ATTR_INTS; a.ints = v->ints; a.count = v->count; break;
         default: a.type = TIO_ATTR_FLOATS; a.floats = v->floats; a.count = v->count; break;
         }
-        rc = tio_graph_add_attr(g, gi, &a, err);
+        rc = tm_add_attr(r, gi, &a, err);
     }
-    if (!rc && raw) rc = tm_add_ints(g, gi, "tm2_param", raw, nraw, err);
-    if (!rc && op_ver != r->op_ver) rc = tm_add_int(g, gi, "tm2_op_ver", op_ver, NULL, err);
-    if (!rc && dyn) rc = tm_add_int(g, gi, "tm2_dynamic_shape", dyn, NULL, err);
+    if (!rc && raw) rc = tm_add_ints(r, gi, "tm2_param", raw, nraw, err);
+    if (!rc && op_ver != r->op_ver) rc = tm_add_int(r, gi, "tm2_op_ver", op_ver, NULL, err);
+    if (!rc && dyn) rc = tm_add_int(r, gi, "tm2_dynamic_shape", dyn, NULL, err);
     if (!rc) rc = tm_output_attrs(r, gi, idx, outs, nout, err);
     if (rc) goto out;
     for (size_t k = 0; k < nout; k++) {
@@ -1294,7 +1327,8 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
                  "the node has custom attributes (TM2_Attr vector at offset %u), which tensio "
                  "does not decode",
                  vattr);
-        rc = tio__graph_set_opaque(g, gi, why, err);
+        rc = tm_mem(r, tio__cost_str(strlen(why)), (int64_t)off, err);
+        if (!rc) rc = tio__graph_set_opaque(g, gi, why, err);
         if (!rc) rc = tio__warn(ctx, TM_FMT, (int64_t)off + 20, err, "%s: %s", lbl, why);
     }
 out:
@@ -1328,6 +1362,8 @@ static int tm_io(tm_reader *r, uint32_t off, const char *what, int64_t ref, bool
         rc = tm_count(r, g->nodes[ni].output_count, off, err);
         if (rc) return rc;
     }
+    rc = tm_mem(r, 2 * tio__cost_i64s(total), (int64_t)off, err); /* here and the graph's */
+    if (rc) return rc;
     int64_t *vals = malloc((total ? total : 1) * sizeof *vals);
     if (!vals) return tio__nomem(err, TM_FMT);
     size_t m = 0;
@@ -1413,6 +1449,7 @@ static int tm_read(tio_read_ctx *ctx, tio_error *err) {
     r.size = ctx->size;
     r.budget = (uint64_t)r.size * 16 + 4096;
     if (r.budget > ctx->limits.max_objects) r.budget = ctx->limits.max_objects;
+    tio__budget_init(&r.mem, TM_FMT, r.size, &ctx->limits);
     const uint8_t *d = r.d;
     int rc;
     if (r.size < TM_HEADER_LEN)
@@ -1528,6 +1565,12 @@ static int tm_read(tio_read_ctx *ctx, tio_error *err) {
         rc = tm_vector(&r, vnodes, 4, "TM2_Subgraph.offset_vo_seq_nodes", (int64_t)soff + 20,
                        &nnode, &ne, err);
     if (!rc) rc = tm_count(&r, (uint64_t)nten + nnode, (int64_t)vtens, err);
+    /* value and node slots (reserved here) and the per-tensor facts */
+    if (!rc)
+        rc = tm_mem(&r,
+                    (uint64_t)nten * (tio__cost_value() + sizeof *r.t) +
+                        (uint64_t)nnode * tio__cost_grown(sizeof(tio_gnode)),
+                    (int64_t)vtens, err);
     if (rc) return rc;
     r.nt = nten;
     r.t = calloc(nten ? nten : 1, sizeof *r.t);
@@ -1567,6 +1610,8 @@ static int tm_read(tio_read_ctx *ctx, tio_error *err) {
     if (!rc) rc = tm_prop(c, "nodes", "%u", nnode);
     if (!rc) rc = tm_prop(c, "tensors", "%u", nten);
     if (!rc) rc = tm_prop(c, "buffers", "%u", nbuf);
+    if (!rc)
+        rc = tm_mem(&r, 4 * tio__cost_i64s(c->count) + tio__cost_block(g->value_count), -1, err);
     if (!rc) rc = tm_writer_order(c, g, err);
     free(r.t);
     return rc;
@@ -2705,13 +2750,6 @@ static int o_bytes(tw_out *o, const void *p, size_t n, tio_error *err) {
     o->pos += n;
     return rc;
 }
-/* Tensor data: referenced by the sink, not copied (see tio__plan_sink_data). */
-static int o_data(tw_out *o, const tio_write_plan *p, const void *d, size_t n,
-                  tio_error *err) {
-    int rc = o->s ? tio__plan_sink_data(p, o->s, d, n, err) : TIO_OK;
-    o->pos += n;
-    return rc;
-}
 static int o_align(tw_out *o, tio_error *err) {
     size_t pad = (size_t)((4 - o->pos % 4) % 4);
     int rc = pad && o->s ? tio__sink_zeros(o->s, pad, err) : TIO_OK;
@@ -2887,11 +2925,10 @@ static int tw_emit(tw *w, tw_out *o, uint32_t root, uint32_t *root_out, tio_erro
         if (t->ct >= 0) {
             /* no alignment: the data follows the previous (4-aligned) object */
             data = o_at(o);
-            const uint8_t *bytes = NULL;
             if (o->s && t->bufsize)
-                rc = tio__plan_data((tio_write_plan *)(uintptr_t)p, (size_t)t->ct, &bytes, NULL,
-                                    err);
-            if (!rc && t->bufsize) rc = o_data(o, p, bytes, t->bufsize, err);
+                rc = tio__plan_sink_tensor((tio_write_plan *)(uintptr_t)p, o->s, (size_t)t->ct,
+                                           err);
+            o->pos += t->bufsize;
         }
         uint32_t bs[2] = {t->bufsize, data};
         if (!rc) rc = o_words(o, bs, 2, &w->offs[b++], err);

@@ -642,7 +642,9 @@ static int zio_meta(zio_reader *r, tio_kv *kv, const char *what, const char *key
                         "%s: metadata \"%.64s\": value of %zu bytes exceeds the limit of %u "
                         "bytes",
                         what, key, r->text.len - 1, (unsigned)maxb);
-    if (tio__kv_set(kv, key, r->text.p, NULL) != TIO_OK) return tio__nomem(err, ZIO_FMT);
+    /* keys of one JSON object: jansson rejected duplicates, and the kv was
+     * empty (a tensor's own, or the container's before TENS.metadata) */
+    if (tio__kv_append(kv, key, r->text.p, NULL) != TIO_OK) return tio__nomem(err, ZIO_FMT);
     return TIO_OK;
 }
 
@@ -1940,18 +1942,14 @@ static int zio_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     if (!rc) rc = tio__sink_write(s, o.coord, ZIO_COORD_LEN, err);
     for (size_t k = 0; !rc && k < o.npayload; k++) {
         const zio_slot *sl = &o.slots[k];
-        const uint8_t *data, *indices;
-        size_t sz;
         if (sl->up) {
-            data = sl->up->data;
-            sz = sl->up->size;
+            rc = zio_put_size(s, sl->up->size, err);
+            if (!rc && sl->up->size) rc = tio__plan_sink_data(p, s, sl->up->data, sl->up->size, err);
         } else {
-            sz = tio__plan_tensor(p, sl->tensor)->nbytes;
-            rc = tio__plan_data(p, sl->tensor, &data, &indices, err);
-            if (rc) break;
+            /* streamed: a densified tensor is never held whole */
+            rc = zio_put_size(s, tio__plan_tensor(p, sl->tensor)->nbytes, err);
+            if (!rc) rc = tio__plan_sink_tensor(p, s, sl->tensor, err);
         }
-        rc = zio_put_size(s, sz, err);
-        if (!rc && sz) rc = tio__plan_sink_data(p, s, data, sz, err);
     }
     zio_out_free(&o);
     return rc;

@@ -480,8 +480,10 @@ static int check_attr(const tio_graph *g, size_t node, const tio_attr *a, tio_gr
         return TIO_OK;
     }
     case TIO_ATTR_GRAPH: {
-        /* Look the pointer up among g's subgraphs before touching it. */
-        for (size_t k = 0; k < g->sub_count && a->graph; k++) {
+        /* Look the pointer up among g's subgraphs before touching it: from
+         * the newest, which is the one a decoder has just made (O(1) then,
+         * not O(subgraphs) per attribute). */
+        for (size_t k = g->sub_count; k-- > 0 && a->graph;) {
             if (g->subgraphs[k] != a->graph) continue;
             if (a->graph->attached)
                 return tio__err(err, TIO_E_ARGUMENT, NULL, -1,

@@ -19,6 +19,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 
 if len(sys.argv) != 2:
@@ -947,6 +948,97 @@ def t_rten_info(rel, m, version):
         pos = at
 
 
+def shared_name_rten(name_len, refs):
+    """A V1 rten model: value 0 with a name of name_len bytes, one Add whose
+    `refs` inputs all name it, and `refs` graph inputs that all name it.
+    Laid out forward: a table is 8 bytes of header (its vtable just before
+    it), fields 4 bytes each; every uoffset points forward."""
+    buf = bytearray(4)  # the root uoffset
+    fix = []  # (position of a uoffset, label of its target)
+    at = {}
+
+    def align(n):
+        while len(buf) % n:
+            buf.append(0)
+
+    def table(label, fields, nslots):
+        # fields: {id: ("u8"|"i32", value) or ("ref", label)}
+        align(4)
+        vt = len(buf)
+        buf.extend(struct.pack("<HH", 4 + 2 * nslots, 4 + 4 * len(fields)))
+        offs = {fid: 4 + 4 * k for k, fid in enumerate(sorted(fields))}
+        buf.extend(struct.pack(f"<{nslots}H", *[offs.get(i, 0) for i in range(nslots)]))
+        align(4)
+        at[label] = len(buf)
+        buf.extend(struct.pack("<i", len(buf) - vt))
+        for fid in sorted(fields):
+            kind, v = fields[fid]
+            if kind == "ref":
+                fix.append((len(buf), v))
+                buf.extend(b"\0" * 4)
+            else:
+                buf.extend(struct.pack("<B3x" if kind == "u8" else "<i", v))
+
+    def vector(label, fmt, items):
+        align(4)
+        at[label] = len(buf)
+        buf.extend(struct.pack(f"<I{len(items)}{fmt}", len(items), *items))
+
+    table("model", {0: ("i32", 1), 1: ("ref", "graph")}, 2)
+    table("graph", {0: ("ref", "nodes"), 1: ("ref", "gins")}, 2)
+    align(4)
+    at["nodes"] = len(buf)
+    buf.extend(struct.pack("<I", 2))
+    for lbl in ("v", "o"):
+        fix.append((len(buf), lbl))
+        buf.extend(b"\0" * 4)
+    vector("gins", "I", [0] * refs)
+    table("v", {0: ("ref", "name"), 1: ("u8", 3), 2: ("ref", "vn")}, 3)
+    table("vn", {}, 0)
+    table("o", {1: ("u8", 1), 2: ("ref", "op")}, 3)
+    table("op", {0: ("u8", 0), 3: ("ref", "ins")}, 4)
+    vector("ins", "i", [0] * refs)
+    align(4)
+    at["name"] = len(buf)
+    buf.extend(struct.pack("<I", name_len) + b"n" * name_len + b"\0")
+    align(4)
+    struct.pack_into("<I", buf, 0, at["model"])
+    for pos, lbl in fix:
+        struct.pack_into("<I", buf, pos, at[lbl] - pos)
+    return bytes(buf)
+
+
+def t_info_long_names(tmp):
+    """A value named by 30,000 bytes that 2,000 operands and graph inputs name:
+    info prints the name in full once (its first row as a graph input) and
+    cut everywhere else, and pads no column to it, so the output stays
+    proportional to the file (120 MB of text and of JSON before)."""
+    path = os.path.join(tmp, "names.rten")
+    with open(path, "wb") as f:
+        f.write(shared_name_rten(30000, 2000))
+    size = os.path.getsize(path)
+    res = run("info", path)
+    expect(res, 0)
+    full = "n" * 30000
+    assert res.out.count(full) == 1, res.out.count(full)
+    cut = "n" * 128 + "...#0"
+    assert res.out.count(cut) == 2000 + 1999, res.out.count(cut)
+    # the name once, then at most 160 bytes per reference (4,000 of them)
+    assert len(res.out) < 30000 + 4000 * 160 + 4096, (len(res.out), size)
+    j = run_json("info", "--json", path)
+    g = j["graph"]
+    assert g["inputs"][0]["name"] == full
+    assert all(i["name"] == 0 for i in g["inputs"][1:])
+    assert g["nodes"][0]["inputs"] == [0] * 2000
+    res = run("info", "--json", path)
+    assert len(res.out) < 30000 + 4000 * 48 + 4096, (len(res.out), size)
+    # a name of 128 bytes is not cut
+    with open(path, "wb") as f:
+        f.write(shared_name_rten(128, 3))
+    res = run("info", path)
+    assert "..." not in res.out and res.out.count("n" * 128) == 6, res.out
+
+
 def t_rten_convert(tmp):
     """V1 <-> V2, weights export, refusals, validate."""
     src = vec("rten/small_cnn/small_cnn.v2.rten")
@@ -1153,6 +1245,197 @@ def t_tmfile_convert(tmp):
     assert res.rc != 0 and "tmfile: offset" in res.out + res.err, res
 
 
+# ------------------------------------------------------------ dense limits
+
+def btf_coo_file(tensors):
+    """A BTF file of float32 COO tensors: [(shape, [(coords, value), ...]), ...]."""
+    recs = []
+    for shape, entries in tensors:
+        r = struct.pack("<QBB6x", len(shape), 4, 1) + struct.pack(f"<{len(shape)}q", *shape)
+        r += struct.pack("<2q", len(entries), len(shape))
+        for coords, _ in entries:
+            r += struct.pack(f"<{len(shape)}q", *coords)
+        r += struct.pack("<q", len(entries))
+        r += b"".join(struct.pack("<f", v) for _, v in entries)
+        r += bytes(-len(r) % 8)
+        recs.append(r)
+    head = 8 + 8 * len(recs)
+    offs, at = [], head
+    for r in recs:
+        offs.append(at)
+        at += len(r)
+    return struct.pack(f"<Q{len(recs)}Q", len(recs), *offs) + b"".join(recs)
+
+
+def t_max_dense_ls(tmp):
+    # three 4000-byte sparse tensors and a huge one: the huge one is never
+    # hashed; with a budget of 8000 the third small one is over the sum
+    path = os.path.join(tmp, "sparse.btf")
+    small = ([1000], [([3], 1.5), ([999], -2.0)])
+    huge = ([2, 6, 5, 18014398509481988], [([1, 5, 4, 18014398509481987], 7.0)])
+    with open(path, "wb") as f:
+        f.write(btf_coo_file([small, huge, small, small]))
+    res = run("ls", "--json", "--hash", path)
+    expect(res, 1)
+    j = json.loads(res.out)
+    ts = j["tensors"]
+    assert len(ts) == 4, res
+    for i in (0, 2, 3):
+        assert ts[i]["sha256"] and "sha256_error" not in ts[i], ts[i]
+    assert ts[1]["sha256"] is None, ts[1]
+    e = ts[1]["sha256_error"]
+    assert e["code"] == "TIO_E_LIMIT", e
+    for want in ("4323455642275677120 bytes", "max_dense_bytes 268435456",
+                 "--max-dense-bytes", "tensor 1"):
+        assert want in e["message"], e
+    assert ts[1]["indices_sha256"] and ts[1]["values_sha256"], ts[1]
+    assert "tensor 1" in res.err and "--max-dense-bytes" in res.err, res
+    # the budget is per file: the small ones add up
+    res = run("ls", "--json", "--hash", "--max-dense-bytes", "8000", path)
+    expect(res, 1)
+    ts = json.loads(res.out)["tensors"]
+    assert ts[0]["sha256"] and ts[2]["sha256"], ts
+    assert ts[3]["sha256"] is None and ts[3]["sha256_error"]["code"] == "TIO_E_LIMIT", ts[3]
+    assert "before it took 8000" in ts[3]["sha256_error"]["message"], ts[3]
+    # text: '-' in the column, the reason on stderr, exit 1
+    res = run("ls", "--hash", path)
+    expect(res, 1)
+    rows = res.out.splitlines()[1:]
+    assert len(rows) == 4 and rows[1].split()[-1] == "-", res
+    assert len(rows[0].split()[-1]) == 64, res
+    # without --hash nothing is expanded: exit 0
+    expect(run("ls", "--json", path), 0)
+    # raised, the small ones all hash
+    res = run("ls", "--json", "--hash", "--max-dense-bytes", "12000", path)
+    ts = json.loads(res.out)["tensors"]
+    assert all(ts[i]["sha256"] for i in (0, 2, 3)), ts
+
+
+def t_max_dense_convert(tmp):
+    path = os.path.join(tmp, "bomb.btf")
+    with open(path, "wb") as f:
+        f.write(btf_coo_file([([2, 8796093022214, 2, 5], [([1, 8796093022213, 1, 4], 1.0)])]))
+    out = os.path.join(tmp, "bomb.ten")
+    res = run("convert", "--densify", path, out)
+    expect(res, 1, stdout_empty=True)
+    for want in ("densifying it takes 703687441777120 bytes", "max_dense_bytes 268435456",
+                 "--max-dense-bytes"):
+        assert want in res.err, res
+    assert "out of memory" not in res.err, res
+    assert not os.path.exists(out) and os.listdir(tmp) == ["bomb.btf"], os.listdir(tmp)
+    # without --densify: the hint names --densify, then says it would still fail
+    res = run("convert", path, out)
+    expect(res, 1)
+    assert "--densify" in res.err and "still fail" in res.err and "max_dense_bytes" in res.err, res
+    # a small one converts within a raised limit and not below it
+    small = os.path.join(tmp, "small.btf")
+    with open(small, "wb") as f:
+        f.write(btf_coo_file([([100, 30], [([1, 2], 3.0)])]))
+    expect(run("convert", "--densify", "--max-dense-bytes", "11999", small, out), 1)
+    assert not os.path.exists(out)
+    expect(run("convert", "--densify", "--max-dense-bytes", "12000", small, out), 0)
+    os.unlink(out)
+    expect(run("convert", "--densify", "--max-dense-bytes", "1K", small, out), 1)
+    expect(run("convert", "--densify", "--max-dense-bytes", "12KiB", small, out), 0)
+
+
+def t_max_dense_usage():
+    path = vec("btf/coo_float32_rank1.btf")
+    if path is None:
+        return
+    for bad in ("0", "", "x", "1Q", "-5", "1.5G", "99999999999999999999", "20000000T"):
+        res = run("ls", "--hash", "--max-dense-bytes", bad, path)
+        expect(res, 2, stdout_empty=True)
+        assert "--max-dense-bytes" in res.err, res
+    for good in ("36", "64K", "2M", "3G", "1T", "5mib", "unlimited"):
+        expect(run("ls", "--hash", "--max-dense-bytes", good, path), 0)
+    expect(run("ls", "--hash", "--max-dense-bytes", "35", path), 1)  # its dense size is 36
+    for cmd in ("ls", "convert", "send", "recv"):
+        res = run(cmd, "--help")
+        assert "--max-dense-bytes" in res.out, (cmd, res)
+
+
+# The files of issue 15, kept in fuzz/regress/btf/ and made by
+# tests/support/make_dense_bomb.py from coo_int8_rank4.btf: a few stored values
+# in a shape whose dense size is ~4.3e18 and ~1.4e15 bytes.
+BOMB_SCRIPT = os.path.join(REPO, "tests", "support", "make_dense_bomb.py")
+REGRESS_BTF = os.path.join(REPO, "fuzz", "regress", "btf")
+
+
+def dense_bombs():
+    """[(path in fuzz/regress/btf, dense size in bytes)], as the script lists them."""
+    cp = subprocess.run([sys.executable, BOMB_SCRIPT, "--list"], stdout=subprocess.PIPE,
+                        check=True, timeout=60)
+    out = []
+    for line in cp.stdout.decode().splitlines():
+        name, dense = line.split()
+        out.append((os.path.join(REGRESS_BTF, name), int(dense)))
+    assert len(out) == 2, out
+    return out
+
+
+def run_bounded(*args, cwd=None):
+    """run(), but a command that takes 5 s is a failure: these must be fast."""
+    t0 = time.monotonic()
+    cp = subprocess.run([TENSIO, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        cwd=cwd, timeout=60)
+    took = time.monotonic() - t0
+    assert took < 5, f"{args} took {took:.1f} s"
+    return Result(cp)
+
+
+def t_dense_bomb_files(tmp):
+    """The committed files are exactly what the script makes from the vector."""
+    d = os.path.join(tmp, "bombs")
+    os.mkdir(d)
+    subprocess.run([sys.executable, BOMB_SCRIPT, d], check=True, timeout=60)
+    made = sorted(os.listdir(d))
+    assert made == sorted(os.path.basename(p) for p, _ in dense_bombs()), made
+    for name in made:
+        assert read_bytes(os.path.join(d, name)) == read_bytes(os.path.join(REGRESS_BTF, name)), \
+            f"fuzz/regress/btf/{name} differs from what make_dense_bomb.py writes"
+    cp = subprocess.run([sys.executable, BOMB_SCRIPT, "--check", REGRESS_BTF], timeout=60)
+    assert cp.returncode == 0, cp
+
+
+def t_dense_bomb_ls(path, dense):
+    want = (f"{dense} bytes", "max_dense_bytes 268435456", "--max-dense-bytes")
+    res = run_bounded("ls", "--json", "--hash", path)
+    expect(res, 1)
+    ts = json.loads(res.out)["tensors"]
+    assert len(ts) == 1, res
+    t = ts[0]
+    assert t["layout"] == "coo" and t["nnz"] == 7, t
+    assert t["indices_sha256"] and t["values_sha256"], t
+    assert t["sha256"] is None and list(t)[-2:] == ["sha256", "sha256_error"], t
+    assert t["sha256_error"]["code"] == "TIO_E_LIMIT", t
+    for w in want:
+        assert w in t["sha256_error"]["message"], t
+        assert w in res.err, res
+    res = run_bounded("ls", "--hash", path)
+    expect(res, 1)
+    rows = res.out.splitlines()
+    assert len(rows) == 2 and rows[1].split()[-1] == "-", res
+    assert all(w in res.err for w in want), res
+    # what never expands it stays fast and succeeds
+    for args in (("ls", "--json"), ("info",), ("dump",), ("dump", "--json"), ("validate",)):
+        expect(run_bounded(*args, path), 0)
+
+
+def t_dense_bomb_convert(path, dense, tmp):
+    d = os.path.join(tmp, "bomb-" + os.path.basename(path)[-8:])
+    os.mkdir(d)
+    for ext in ("ten", "zmsg"):
+        out = os.path.join(d, "out." + ext)
+        res = run_bounded("convert", "--densify", path, out)
+        expect(res, 1, stdout_empty=True)
+        for w in (f"densifying it takes {dense} bytes", "max_dense_bytes 268435456",
+                  "--max-dense-bytes"):
+            assert w in res.err, res
+        assert "out of memory" not in res.err, res
+        assert os.listdir(d) == [], os.listdir(d)  # no output, no temporary left
+
+
 def main():
     if not os.access(TENSIO, os.X_OK):
         print(f"not executable: {TENSIO}")
@@ -1243,7 +1526,18 @@ def main():
             case("validate pre-alignment btf", t_validate_bad, p, True)
         case("validate several files", t_validate_mixed)
         case("missing file", t_missing_file, tmp)
+        for name, fn in (("ls", t_max_dense_ls), ("convert", t_max_dense_convert)):
+            d = os.path.join(tmp, "dense-" + name)
+            os.mkdir(d)
+            case(f"max dense bytes: {name}", fn, d)
+        case("max dense bytes: usage", t_max_dense_usage)
+        case("info: long names referred to", t_info_long_names, tmp)
         case("write error", t_write_error)
+        case("dense bombs: committed = generated", t_dense_bomb_files, tmp)
+        for path, dense in dense_bombs():
+            rel = os.path.relpath(path, REPO)
+            case(f"dense bomb ls {rel}", t_dense_bomb_ls, path, dense)
+            case(f"dense bomb convert {rel}", t_dense_bomb_convert, path, dense, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flatbuf/flatbuf.h"
+#include "rten/schema.h"
 #include "tensio.h"
 #include "tvec.h"
 
@@ -98,7 +100,7 @@ static void note(const char *format, size_t input, size_t pk, const char *what) 
     }
 }
 
-/* Decodes and checks the bound; returns whether it decoded. */
+/* Decodes and checks the bound; returns the decode's status. */
 static int measure(const uint8_t *buf, size_t len, const char *format, unsigned flags,
                    const char *what) {
     tio_open_options o = {0};
@@ -122,7 +124,7 @@ static int measure(const uint8_t *buf, size_t len, const char *format, unsigned 
                 what, format ? format : "probe", len, pk, TIO_MEM_FACTOR, TIO_MEM_SLACK);
         fail();
     }
-    return rc == TIO_OK;
+    return rc;
 }
 
 static void vectors(const char *dir, const char *ext, const char *format, uint64_t *seed) {
@@ -237,6 +239,317 @@ static void test_messages(void **state) {
     }
 }
 
+/* ------------------------------------------- shared structures (issue 15)
+ *
+ * A model file may reference one table, vector or string from many places;
+ * every reference becomes a copy in the graph. These inputs share one piece
+ * many times, from a little to far past the decode's memory budget: every
+ * decode must stay within the bound, and the heavy ones fail with
+ * TIO_E_LIMIT. */
+
+/* Both ways (mapped-like and TIO_OPEN_COPY) and probed; returns the status
+ * of the plain decode. */
+static int measure3(const uint8_t *buf, size_t len, const char *format, const char *what) {
+    int rc = measure(buf, len, format, 0, what);
+    assert_int_equal(measure(buf, len, format, TIO_OPEN_COPY, what), rc);
+    measure(buf, len, NULL, 0, what);
+    return rc;
+}
+
+/* The outcome expected: TIO_OK, or TIO_E_LIMIT with `msg` in the message. */
+static void expect(const uint8_t *buf, size_t len, const char *format, int want,
+                   const char *msg, const char *what) {
+    int rc = measure3(buf, len, format, what);
+    tio_open_options o = {0};
+    o.format = format;
+    tio_container *c = NULL;
+    tio_error e;
+    int rc2 = tio_open_memory(buf, len, &o, &c, &e);
+    assert_int_equal(rc, rc2);
+    if (rc2 == TIO_OK) tio_container_free(c);
+    if (rc2 != want || (want != TIO_OK && msg && !strstr(e.message, msg)))
+        fail_msg("%s (%zu bytes): expected %s%s%s, got %s: %s", what, len,
+                 tio_status_name(want), msg ? " with " : "", msg ? msg : "",
+                 tio_status_name(rc2), rc2 ? e.message : "");
+}
+
+typedef enum rshare {
+    RS_NAME,   /* n nodes: one ValueNode Node with an x-byte name */
+    RS_NAME2,  /* n distinct ValueNode Nodes naming one x-byte string */
+    RS_INPUTS, /* n nodes: one operator with x inputs */
+    RS_INREF,  /* one value, one operator whose x inputs all name it */
+    RS_CONST,  /* n nodes: one ConstantNode of x int8 (its name: 8 bytes) */
+    RS_ATTRS,  /* n nodes: one Conv operator with an empty ConvAttrs (defaults) */
+    RS_IF,     /* n nodes: one If with two shared empty subgraphs */
+    RS_DIMS,   /* n nodes: one ValueNode of 64 dims naming one x-byte string */
+} rshare;
+
+static tio_fb_off rs_str(tio_fb_builder *b, size_t n) {
+    char *s = malloc(n + 1);
+    assert_non_null(s);
+    memset(s, 'a', n);
+    s[n] = 0;
+    tio_fb_off o;
+    assert_int_equal(tio__fb_create_string(b, s, n, &o, NULL), TIO_OK);
+    free(s);
+    return o;
+}
+
+static tio_fb_off rs_table1(tio_fb_builder *b, unsigned id, tio_fb_off ref) {
+    tio_fb_off o;
+    tio__fb_start_table(b, NULL);
+    tio__fb_add_offset(b, id, ref, NULL);
+    assert_int_equal(tio__fb_end_table(b, &o, NULL), TIO_OK);
+    return o;
+}
+
+static tio_fb_off rs_node(tio_fb_builder *b, tio_fb_off name, unsigned kind, tio_fb_off data) {
+    tio_fb_off o;
+    tio__fb_start_table(b, NULL);
+    tio__fb_add_offset(b, RTEN_Node_name, name, NULL);
+    tio__fb_add_scalar(b, RTEN_Node_data_type, kind, 1, NULL);
+    tio__fb_add_offset(b, RTEN_Node_data, data, NULL);
+    assert_int_equal(tio__fb_end_table(b, &o, NULL), TIO_OK);
+    return o;
+}
+
+static tio_fb_off rs_op(tio_fb_builder *b, unsigned type, unsigned tag, tio_fb_off attrs,
+                        const int32_t *ins, size_t nin) {
+    tio_fb_off iv = 0, o;
+    if (nin) assert_int_equal(tio__fb_create_vector(b, ins, nin, 4, 4, &iv, NULL), TIO_OK);
+    tio__fb_start_table(b, NULL);
+    tio__fb_add_scalar(b, RTEN_OperatorNode_type, type, 1, NULL);
+    if (tag) {
+        tio__fb_add_scalar(b, RTEN_OperatorNode_attrs_type, tag, 1, NULL);
+        tio__fb_add_offset(b, RTEN_OperatorNode_attrs, attrs, NULL);
+    }
+    tio__fb_add_offset(b, RTEN_OperatorNode_inputs, iv, NULL);
+    assert_int_equal(tio__fb_end_table(b, &o, NULL), TIO_OK);
+    return o;
+}
+
+static tio_fb_off rs_value(tio_fb_builder *b) {
+    tio_fb_off o;
+    tio__fb_start_table(b, NULL);
+    tio__fb_add_scalar(b, RTEN_ValueNode_dtype, RTEN_DataType_Float, 1, NULL);
+    assert_int_equal(tio__fb_end_table(b, &o, NULL), TIO_OK);
+    return o;
+}
+
+/* A V1 rten model of the kind, with `pad` bytes of unreferenced string (room
+ * for the verifier's table budget, which is a quarter of the bytes);
+ * malloc'ed, *len set. */
+static uint8_t *rs_model(rshare kind, size_t n, size_t x, size_t pad, size_t *len) {
+    tio_fb_builder *b = tio__fb_builder_new("test");
+    assert_non_null(b);
+    if (pad) rs_str(b, pad);
+    size_t count = kind == RS_INREF ? 2 : n;
+    tio_fb_off *nodes = malloc(count * sizeof *nodes), one = 0;
+    assert_non_null(nodes);
+    int32_t *ins = NULL;
+    switch (kind) {
+    case RS_NAME: one = rs_node(b, rs_str(b, x), RTEN_NodeKind_ValueNode, rs_value(b)); break;
+    case RS_NAME2: {
+        tio_fb_off nm = rs_str(b, x);
+        for (size_t i = 0; i < n; i++)
+            nodes[i] = rs_node(b, nm, RTEN_NodeKind_ValueNode, rs_value(b));
+        break;
+    }
+    case RS_INPUTS:
+    case RS_INREF:
+        ins = calloc(x ? x : 1, sizeof *ins);
+        assert_non_null(ins);
+        for (size_t i = 0; kind == RS_INPUTS && i < x; i++) ins[i] = -1;
+        if (kind == RS_INPUTS) {
+            one = rs_node(b, 0, RTEN_NodeKind_OperatorNode, rs_op(b, 0, 0, 0, ins, x));
+        } else {
+            nodes[0] = rs_node(b, rs_str(b, n), RTEN_NodeKind_ValueNode, rs_value(b));
+            nodes[1] = rs_node(b, 0, RTEN_NodeKind_OperatorNode, rs_op(b, 0, 0, 0, ins, x));
+        }
+        free(ins);
+        break;
+    case RS_CONST: {
+        uint32_t shape[1] = {(uint32_t)x};
+        uint8_t *data = calloc(x ? x : 1, 1);
+        assert_non_null(data);
+        tio_fb_off sv, dv, ct;
+        tio__fb_create_vector(b, shape, 1, 4, 4, &sv, NULL);
+        tio__fb_create_vector(b, data, x, 1, 1, &dv, NULL);
+        free(data);
+        tio_fb_off dt = rs_table1(b, RTEN_FloatData_data, dv);
+        tio__fb_start_table(b, NULL);
+        tio__fb_add_offset(b, RTEN_ConstantNode_shape, sv, NULL);
+        tio__fb_add_scalar(b, RTEN_ConstantNode_data_type, RTEN_ConstantData_Int8Data, 1, NULL);
+        tio__fb_add_offset(b, RTEN_ConstantNode_data, dt, NULL);
+        assert_int_equal(tio__fb_end_table(b, &ct, NULL), TIO_OK);
+        one = rs_node(b, rs_str(b, 8), RTEN_NodeKind_ConstantNode, ct);
+        break;
+    }
+    case RS_ATTRS: {
+        tio_fb_off at;
+        tio__fb_start_table(b, NULL);
+        assert_int_equal(tio__fb_end_table(b, &at, NULL), TIO_OK);
+        one = rs_node(b, 0, RTEN_NodeKind_OperatorNode,
+                      rs_op(b, 9, RTEN_OperatorAttrs_ConvAttrs, at, NULL, 0));
+        break;
+    }
+    case RS_IF: {
+        tio_fb_off sg, at;
+        tio__fb_start_table(b, NULL);
+        assert_int_equal(tio__fb_end_table(b, &sg, NULL), TIO_OK);
+        tio__fb_start_table(b, NULL);
+        tio__fb_add_offset(b, RTEN_IfAttrs_then_branch, sg, NULL);
+        tio__fb_add_offset(b, RTEN_IfAttrs_else_branch, sg, NULL);
+        assert_int_equal(tio__fb_end_table(b, &at, NULL), TIO_OK);
+        one = rs_node(b, 0, RTEN_NodeKind_OperatorNode,
+                      rs_op(b, 104, RTEN_OperatorAttrs_IfAttrs, at, NULL, 0));
+        break;
+    }
+    case RS_DIMS: {
+        tio_fb_off dim = rs_table1(b, RTEN_Dim_name, rs_str(b, x)), dv, vn;
+        tio_fb_off dims[64];
+        for (size_t i = 0; i < 64; i++) dims[i] = dim;
+        tio__fb_create_offset_vector(b, dims, 64, &dv, NULL);
+        vn = rs_table1(b, RTEN_ValueNode_shape, dv);
+        one = rs_node(b, 0, RTEN_NodeKind_ValueNode, vn);
+        break;
+    }
+    }
+    if (kind != RS_NAME2 && kind != RS_INREF)
+        for (size_t i = 0; i < n; i++) nodes[i] = one;
+    tio_fb_off nv, root;
+    assert_int_equal(tio__fb_create_offset_vector(b, nodes, count, &nv, NULL), TIO_OK);
+    free(nodes);
+    tio_fb_off g = rs_table1(b, RTEN_Graph_nodes, nv);
+    tio__fb_start_table(b, NULL);
+    tio__fb_add_scalar(b, RTEN_Model_schema_version, 1, 4, NULL);
+    tio__fb_add_offset(b, RTEN_Model_graph, g, NULL);
+    assert_int_equal(tio__fb_end_table(b, &root, NULL), TIO_OK);
+    assert_int_equal(tio__fb_finish(b, root, NULL), TIO_OK);
+    const uint8_t *p = tio__fb_buffer(b, len);
+    uint8_t *out = malloc(*len);
+    assert_non_null(out);
+    memcpy(out, p, *len);
+    tio__fb_builder_free(b);
+    return out;
+}
+
+#define MEM_LIMIT_MSG "bytes of memory"
+#define OBJ_LIMIT_MSG "graph objects"
+
+static void test_rten_shared(void **state) {
+    (void)state;
+    static const struct {
+        rshare kind;
+        size_t n, x, pad;
+        int want;
+        const char *msg;
+        const char *what;
+    } cases[] = {
+        /* the audit's inputs (/tmp/aud/gen_rten.py): 211 MB, 131 MB, ... before */
+        {RS_NAME, 7000, 30000, 0, TIO_E_LIMIT, MEM_LIMIT_MSG, "7000 x one 30000-byte name"},
+        {RS_NAME, 100, 300, 0, TIO_OK, NULL, "100 x one 300-byte name"},
+        {RS_NAME2, 1000, 60000, 0, TIO_E_LIMIT, MEM_LIMIT_MSG, "1000 values naming one string"},
+        {RS_NAME2, 50, 1000, 0, TIO_OK, NULL, "50 values naming one 1000-byte string"},
+        {RS_INPUTS, 2000, 8000, 0, TIO_E_LIMIT, OBJ_LIMIT_MSG, "2000 x an op with 8000 inputs"},
+        {RS_INPUTS, 30, 100, 0, TIO_OK, NULL, "30 x an op with 100 inputs"},
+        {RS_INPUTS, 7000, 1, 56000, TIO_E_LIMIT, MEM_LIMIT_MSG, "7000 x an op with 1 input"},
+        {RS_INPUTS, 16000, 1, 0, TIO_E_LIMIT, "table budget", "16000 x an op, unpadded"},
+        {RS_INREF, 60000, 2, 0, TIO_OK, NULL, "an op with 2 inputs naming one 60000-byte value"},
+        {RS_CONST, 4000, 64, 48000, TIO_E_LIMIT, MEM_LIMIT_MSG, "4000 x one constant"},
+        {RS_CONST, 200, 64, 4000, TIO_OK, NULL, "200 x one constant"},
+        {RS_ATTRS, 4000, 0, 48000, TIO_E_LIMIT, MEM_LIMIT_MSG, "4000 x one Conv (defaults)"},
+        {RS_ATTRS, 30, 0, 1000, TIO_OK, NULL, "30 x one Conv (attr defaults)"},
+        {RS_IF, 2000, 0, 40000, TIO_E_LIMIT, MEM_LIMIT_MSG, "2000 x one If (2 subgraphs)"},
+        {RS_DIMS, 100, 1000, 28000, TIO_E_LIMIT, MEM_LIMIT_MSG, "100 x 64 dims naming a string"},
+        {RS_DIMS, 4, 100, 1200, TIO_OK, NULL, "4 x 64 dims naming one 100-byte string"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len;
+        uint8_t *buf = rs_model(cases[i].kind, cases[i].n, cases[i].x, cases[i].pad, &len);
+        assert_true(len <= 96 * 1024);
+        expect(buf, len, "rten", cases[i].want, cases[i].msg, cases[i].what);
+        free(buf);
+    }
+}
+
+static void put32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* A Tengine-lite tmfile: `nten` tensor entries pointing to one tensor (an
+ * FP32 variable named by `name` bytes, `rank` dims), `nnode` node entries
+ * pointing to one InputOp node whose inputs are `nin` x tensor 0 and whose
+ * output is tensor 0. */
+static uint8_t *tm_model(size_t nten, size_t name, size_t rank, size_t nnode, size_t nin,
+                         size_t *len) {
+    size_t soff = 12 + 16, vsubs = soff + 40, vtens = vsubs + 8;
+    size_t vnodes = vtens + 4 + 4 * nten, toff = vnodes + 4 + 4 * nnode;
+    size_t vdims = toff + 32, sn = vdims + 4 + 4 * rank, sdata = sn + 8;
+    size_t noff = (sdata + name + 1 + 3) & ~(size_t)3, top = noff + 28, vin = top + 12;
+    size_t vout = vin + 4 + 4 * nin, end = vout + 8;
+    uint8_t *b = calloc(end, 1);
+    assert_non_null(b);
+#define P32(at, v) put32(b + (at), (uint32_t)(v))
+    b[0] = 2;           /* ver_main 2 */
+    P32(8, 12);         /* the model */
+    P32(12 + 8, vsubs); /* its subgraphs */
+    P32(vsubs, 1);
+    P32(vsubs + 4, soff);
+    P32(soff + 20, vnodes);
+    P32(soff + 24, vtens);
+    P32(vtens, nten);
+    for (size_t i = 0; i < nten; i++) P32(vtens + 4 + 4 * i, toff);
+    P32(vnodes, nnode);
+    for (size_t i = 0; i < nnode; i++) P32(vnodes + 4 + 4 * i, noff);
+    P32(toff + 8, rank ? vdims : 0);
+    P32(toff + 12, name ? sn : 0);
+    P32(toff + 24, 1); /* a variable */
+    P32(vdims, rank);
+    for (size_t i = 0; i < rank; i++) P32(vdims + 4 + 4 * i, 2);
+    P32(sn, name + 1);
+    P32(sn + 4, sdata);
+    memset(b + sdata, 'a', name);
+    P32(noff + 4, nin ? vin : 0);
+    P32(noff + 8, vout);
+    P32(noff + 12, top);
+    P32(top, 1);
+    P32(top + 4, 12); /* InputOp: no param */
+    P32(vin, nin);
+    P32(vout, 1);
+#undef P32
+    *len = end;
+    return b;
+}
+
+static void test_tmfile_shared(void **state) {
+    (void)state;
+    static const struct {
+        size_t nten, name, rank, nnode, nin;
+        int want;
+        const char *what;
+    } cases[] = {
+        /* the audit's (/tmp/aud/gen_tm.py 8000 0 30000, 8000 4 30000): 243 MB, 480 MB */
+        {8000, 30000, 0, 0, 0, TIO_E_LIMIT, "8000 x one tensor named by 30000 bytes"},
+        {8000, 30000, 4, 0, 0, TIO_E_LIMIT, "8000 x one tensor of 4 dims, 30000-byte name"},
+        {40, 300, 4, 0, 0, TIO_OK, "40 x one tensor, 300-byte name"},
+        {1500, 0, 0, 0, 0, TIO_OK, "1500 x one tensor (1499 findings)"},
+        /* shared nodes: 16 objects per byte allowed ~1 M int64 before */
+        {1, 0, 0, 14000, 1000, TIO_E_LIMIT, "14000 x one node with 1000 inputs"},
+        {1, 0, 0, 8, 1000, TIO_OK, "8 x one node with 1000 inputs"},
+        {1, 0, 0, 1000, 60, TIO_E_LIMIT, "1000 x one node with 60 inputs"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len;
+        uint8_t *buf = tm_model(cases[i].nten, cases[i].name, cases[i].rank, cases[i].nnode,
+                                cases[i].nin, &len);
+        assert_true(len <= 96 * 1024);
+        expect(buf, len, "tmfile", cases[i].want,
+               cases[i].want == TIO_OK ? NULL : MEM_LIMIT_MSG, cases[i].what);
+        free(buf);
+    }
+}
+
 static void test_report(void **state) {
     (void)state;
     for (size_t i = 0; i < 8 && W[i].format; i++)
@@ -252,6 +565,8 @@ int main(void) {
         cmocka_unit_test(test_vectors_and_mutations),
         cmocka_unit_test(test_random_buffers),
         cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_rten_shared),
+        cmocka_unit_test(test_tmfile_shared),
         cmocka_unit_test(test_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,7 +38,7 @@ static void expect_err(int rc, const tio_error *e, int code, const char *s1, con
     if (s2) assert_non_null(strstr(e->message, s2));
 }
 
-static const tio_fb_limits LIM = {64, 1000000};
+static const tio_fb_limits LIM = {64, 1000000, 0};
 
 static int verify_model(const uint8_t *buf, size_t len, tio_error *e) {
     tio_error_clear(e);
@@ -1507,7 +1507,7 @@ static void test_depth_and_budget(void **state) {
     /* depth: Model 1, Graph 2, then 4 per level: 402 */
     expect_err(verify_model(buf, len, &e), &e, TIO_E_LIMIT, "OperatorNode.attrs (IfAttrs)",
                "nesting depth 65 exceeds the limit 64");
-    tio_fb_limits lim = {402, 1000000};
+    tio_fb_limits lim = {402, 1000000, 0};
     tio_error_clear(&e);
     OK(tio__fb_verify(buf, len, tio__rten_Model, &lim, "rten", 0, &e));
     lim.max_depth = 401;
@@ -1522,6 +1522,7 @@ static void test_depth_and_budget(void **state) {
     buf = build_nested(40, true, &len);
     lim.max_depth = 1000;
     lim.max_tables = 100000;
+    lim.max_slots = UINT64_MAX; /* the table budget, not the slot budget */
     expect_err(tio__fb_verify(buf, len, tio__rten_Model, &lim, "rten", 0, &e), &e,
                TIO_E_LIMIT, "more than 100000 tables visited", NULL);
     expect_err(tio__fb_verify(buf, len, tio__rten_Model, NULL, "rten", 0, &e), &e,
@@ -1552,6 +1553,77 @@ static void test_depth_and_budget(void **state) {
     expect_err(tio__fb_verify(p, len, tio__rten_Model, &lim, "rten", 0, &e), &e,
                TIO_E_LIMIT, "Graph.nodes[25] (Node)", "more than 102 tables");
     tio__fb_builder_free(b);
+}
+
+/* One ValueNode whose tables (Node, ValueNode) have vtables of `slots`
+ * slots (an unknown field at the last id), referenced n times. */
+static uint8_t *build_wide_shared(unsigned slots, size_t n, size_t *len) {
+    tio_error e;
+    tio_fb_builder *b = tio__fb_builder_new("rten");
+    assert_non_null(b);
+    tio_fb_off vn, node;
+    OK(tio__fb_start_table(b, &e));
+    OK(tio__fb_add_u8_default(b, RTEN_ValueNode_dtype, 1, 0, &e));
+    OK(tio__fb_add_scalar(b, slots - 1, 1, 1, &e));
+    OK(tio__fb_end_table(b, &vn, &e));
+    OK(tio__fb_start_table(b, &e));
+    OK(tio__fb_add_scalar(b, RTEN_Node_data_type, RTEN_NodeKind_ValueNode, 1, &e));
+    OK(tio__fb_add_offset(b, RTEN_Node_data, vn, &e));
+    OK(tio__fb_add_scalar(b, slots - 1, 1, 1, &e));
+    OK(tio__fb_end_table(b, &node, &e));
+    tio_fb_off *refs = malloc(n * sizeof *refs);
+    assert_non_null(refs);
+    for (size_t i = 0; i < n; i++) refs[i] = node;
+    OK(tio__fb_finish(b, mkmodel(b, mkgraph(b, refs, n), 0), &e));
+    free(refs);
+    const uint8_t *p = tio__fb_buffer(b, len);
+    uint8_t *copy = malloc(*len);
+    assert_non_null(copy);
+    memcpy(copy, p, *len);
+    tio__fb_builder_free(b);
+    return copy;
+}
+
+/* The slot budget: a reader that scans every vtable slot of every table it
+ * visits (rten looks for fields of a newer schema) must do work linear in
+ * the buffer even when one wide vtable serves many tables. */
+static void test_slot_budget(void **state) {
+    (void)state;
+    tio_error e;
+    size_t len;
+    /* 2 vtables of 16,000 slots (64 KB), 2,000 references: 64 M slots
+     * visited for a ~72 KB buffer before the budget existed */
+    uint8_t *buf = build_wide_shared(16000, 2000, &len);
+    assert_true(len < 80000);
+    expect_err(tio__fb_verify(buf, len, tio__rten_Model, NULL, "rten", 0, &e), &e,
+               TIO_E_LIMIT, "vtable slots in total", "slot budget exhausted");
+    /* the default is 2 per byte + 4096 */
+    char want[64];
+    snprintf(want, sizeof want, "more than %llu vtable slots",
+             (unsigned long long)(2 * (uint64_t)len + 4096));
+    assert_non_null(strstr(e.message, want));
+    /* an explicit budget: exactly what the walk needs passes, one less fails.
+     * Model (2 slots: schema_version, graph) + Graph (1) + 2,000 x (Node +
+     * ValueNode) */
+    tio_fb_limits lim = {64, 1000000, 0};
+    lim.max_slots = 2 + 1 + 2000ull * 2 * 16000;
+    OK(tio__fb_verify(buf, len, tio__rten_Model, &lim, "rten", 0, &e));
+    lim.max_slots--;
+    expect_err(tio__fb_verify(buf, len, tio__rten_Model, &lim, "rten", 0, &e), &e,
+               TIO_E_LIMIT, "slot budget exhausted", NULL);
+    free(buf);
+    /* narrow vtables, the same references: well inside the default */
+    buf = build_wide_shared(4, 2000, &len);
+    OK(tio__fb_verify(buf, len, tio__rten_Model, NULL, "rten", 0, &e));
+    free(buf);
+    /* through the reader: TIO_E_LIMIT, not 64 M slot scans */
+    buf = build_wide_shared(16000, 2000, &len);
+    tio_open_options o = {0};
+    o.format = "rten";
+    tio_container *c = NULL;
+    expect_err(tio_open_memory(buf, len, &o, &c, &e), &e, TIO_E_LIMIT, "slot budget", NULL);
+    assert_null(c);
+    free(buf);
 }
 
 /* ---------------------------------------------------- 4. random mutation */
@@ -1652,6 +1724,7 @@ int main(void) {
         cmocka_unit_test(test_crafted_vectors),
         cmocka_unit_test(test_unions_and_required),
         cmocka_unit_test(test_depth_and_budget),
+        cmocka_unit_test(test_slot_budget),
         cmocka_unit_test(test_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

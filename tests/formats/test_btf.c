@@ -629,7 +629,7 @@ static void test_patched_findings(void **state) {
 
     /* tio_limits. */
     b = load("btf/dense_padding_uint8_1to9.btf", &n);
-    tio_limits lim = {8, 0, 0, 0, 0, 0};
+    tio_limits lim = {.max_tensors = 8};
     tio_open_options o;
     memset(&o, 0, sizeof o);
     o.limits = &lim;

@@ -195,57 +195,49 @@ static void report(const char *what) {
     memset(&S, 0, sizeof S);
 }
 
+/* Every vector of one format. */
+static void sweep_format(const char *format) {
+    for (const tvec_dir *d = tvec_dirs; d->dir; d++)
+        if (strcmp(d->format, format) == 0) sweep_dir(d->dir, d->ext, format);
+}
+
 static void test_sweep_btf(void **state) {
     (void)state;
-    sweep_dir("btf", ".btf", "btf");
-    sweep_dir("btf/malformed", ".btf", "btf");
-    sweep_dir("btf/upstream", ".btf", "btf");
+    sweep_format("btf");
     assert_true(S.files >= 30);
     report("btf");
 }
 
 static void test_sweep_tenbin(void **state) {
     (void)state;
-    sweep_dir("tenbin", ".ten", "tenbin");
-    sweep_dir("tenbin/malformed", ".ten", "tenbin");
-    sweep_dir("tenbin/quirks", ".ten", "tenbin");
-    sweep_dir("tenbin/upstream", ".ten", "tenbin");
-    sweep_dir("zio/tensorcom", ".ten", "tenbin");
+    sweep_format("tenbin");
     assert_true(S.files >= 30);
     report("tenbin");
 }
 
 static void test_sweep_rten(void **state) {
     (void)state;
-    static const char *const models[] = {"matmul_add", "small_cnn", "shape_ops", "int_consts",
-                                         "big_init"};
-    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
-        char dir[64];
-        snprintf(dir, sizeof dir, "rten/%s", models[i]);
-        sweep_dir(dir, ".rten", "rten");
-    }
+    sweep_format("rten");
     assert_true(S.files >= 8);
     report("rten");
 }
 
 static void test_sweep_tmfile(void **state) {
     (void)state;
-    sweep_dir("tmfile", ".tmfile", "tmfile");
+    sweep_format("tmfile");
     assert_true(S.files >= 3);
     report("tmfile");
 }
 
 static void test_sweep_zio(void **state) {
     (void)state;
-    sweep_dir("zio", ".zmsg", "zio");
+    sweep_format("zio");
     assert_true(S.files >= 6);
     report("zio");
 }
 
 int main(void) {
-    if (!tvec_have_shared())
-        fprintf(stderr, "SKIPPED: the vectors only in ../shared/vectors (upstream files, "
-                        "big_init, the large ones): it is not there\n");
+    tvec_note_shared();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sweep_btf),    cmocka_unit_test(test_sweep_tenbin),
         cmocka_unit_test(test_sweep_rten),   cmocka_unit_test(test_sweep_tmfile),

@@ -402,7 +402,7 @@ static void test_handmade(void **state) {
     hl = make_header(hdr, "f4", "", 12, ones, 0);
     n = put_chunk(buf, 0, hdr, hl);
     n = put_chunk(buf, n, vals, 4);
-    tio_limits lim = {0, 4, 0, 0, 0, 0};
+    tio_limits lim = {.max_rank = 4};
     tio_open_options limited = {"tenbin", 0, &lim};
     assert_int_equal(tio_open_memory(buf, n, &limited, &c, &err), TIO_E_LIMIT);
     ASSERT_OK(tio_open_memory(buf, n, &forced, &c, &err), err, "rank 12");

@@ -32,6 +32,12 @@ static int exists(const char *p) {
 
 int tvec_have_shared(void) { return exists(TIO_SHARED_VECTORS); }
 
+void tvec_note_shared(void) {
+    if (!tvec_have_shared())
+        fprintf(stderr, "SKIPPED: the vectors only in ../shared/vectors (upstream files, "
+                        "big_init, the large ones): it is not there\n");
+}
+
 char *tvec_path(const char *rel) {
     char *p = join(TIO_TEST_VECTORS, rel);
     if (p && exists(p)) return p;
@@ -175,6 +181,25 @@ char **tvec_list(const char *reldir, const char *suffix, size_t *count) {
     *count = w;
     return names;
 }
+
+const tvec_dir tvec_dirs[] = {
+    {"btf", ".btf", "btf"},
+    {"btf/malformed", ".btf", "btf"},
+    {"btf/upstream", ".btf", "btf"},
+    {"tenbin", ".ten", "tenbin"},
+    {"tenbin/malformed", ".ten", "tenbin"},
+    {"tenbin/quirks", ".ten", "tenbin"},
+    {"tenbin/upstream", ".ten", "tenbin"},
+    {"zio/tensorcom", ".ten", "tenbin"},
+    {"rten/matmul_add", ".rten", "rten"},
+    {"rten/small_cnn", ".rten", "rten"},
+    {"rten/shape_ops", ".rten", "rten"},
+    {"rten/int_consts", ".rten", "rten"},
+    {"rten/big_init", ".rten", "rten"},
+    {"tmfile", ".tmfile", "tmfile"},
+    {"zio", ".zmsg", "zio"},
+    {NULL, NULL, NULL},
+};
 
 void tvec_list_free(char **names, size_t count) {
     for (size_t i = 0; i < count; i++) free(names[i]);

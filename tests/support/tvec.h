@@ -18,6 +18,10 @@ char *tvec_path_or_skip(const char *rel);
 /* Whether ../shared/vectors is present. */
 int tvec_have_shared(void);
 
+/* When ../shared/vectors is absent, says so on stderr ("SKIPPED: the vectors
+ * only in ../shared/vectors ..."), for programs that sweep every vector. */
+void tvec_note_shared(void);
+
 /* Loads a JSON manifest by relative path; NULL (and a SKIPPED line) if missing. */
 json_t *tvec_manifest(const char *rel);
 
@@ -55,5 +59,14 @@ void tvec_sha256_hex(const void *p, size_t n, char out[65]);
  * shared directory together. Free with tvec_list_free. */
 char **tvec_list(const char *reldir, const char *suffix, size_t *count);
 void tvec_list_free(char **names, size_t count);
+
+/* Every directory of vectors in a format tensio reads, with the files'
+ * extension and the format that reads them ("zio/tensorcom" holds tenbin
+ * files), ending with {NULL, NULL, NULL}. The sweeps over every vector
+ * (test_sweep, test_work_bounds) go through it. */
+typedef struct tvec_dir {
+    const char *dir, *ext, *format;
+} tvec_dir;
+extern const tvec_dir tvec_dirs[];
 
 #endif
