@@ -186,6 +186,76 @@ int tio__pb_packed_next(tio_pb_packed *p, uint64_t *v, tio_error *err);
 int tio__pb_packed_count(const tio_pb_reader *r, const tio_pb_field *f, tio_pb_wire elem,
                          const char *name, uint64_t *count, tio_error *err);
 
+/* ------------------------------------------------------------ schema */
+
+/* A message schema as data (onnx.proto's tables live in src/onnx/schema.c).
+ * Field types are numbered as in protobuf's descriptor.proto
+ * (FieldDescriptorProto.Type), so that they compare directly with what a
+ * protobuf library reports. */
+typedef enum tio_pb_type {
+    TIO_PB_T_DOUBLE = 1,
+    TIO_PB_T_FLOAT = 2,
+    TIO_PB_T_INT64 = 3,
+    TIO_PB_T_UINT64 = 4,
+    TIO_PB_T_INT32 = 5,
+    TIO_PB_T_FIXED64 = 6,
+    TIO_PB_T_FIXED32 = 7,
+    TIO_PB_T_BOOL = 8,
+    TIO_PB_T_STRING = 9,
+    TIO_PB_T_GROUP = 10, /* not supported: never in a table */
+    TIO_PB_T_MESSAGE = 11,
+    TIO_PB_T_BYTES = 12,
+    TIO_PB_T_UINT32 = 13,
+    TIO_PB_T_ENUM = 14,
+    TIO_PB_T_SFIXED32 = 15,
+    TIO_PB_T_SFIXED64 = 16,
+    TIO_PB_T_SINT32 = 17,
+    TIO_PB_T_SINT64 = 18
+} tio_pb_type;
+
+typedef struct tio_pb_msgdesc tio_pb_msgdesc;
+
+typedef struct tio_pb_fielddesc {
+    uint32_t number;
+    const char *name;
+    uint8_t type;     /* tio_pb_type */
+    uint8_t repeated; /* else optional (proto2) / singular */
+    uint8_t packed;   /* a repeated scalar that the schema's writers pack */
+    const tio_pb_msgdesc *msg; /* TIO_PB_T_MESSAGE: its fields, or NULL when the
+                                  table does not describe them */
+} tio_pb_fielddesc;
+
+struct tio_pb_msgdesc {
+    const char *name; /* "TensorProto.Segment" */
+    size_t nfields;
+    const tio_pb_fielddesc *fields; /* in ascending field number */
+};
+
+/* The wire type a field type is written with (VARINT, I32, I64 or LEN). */
+tio_pb_wire tio__pb_type_wire(unsigned type);
+/* The description of field `number` in m, or NULL (an unknown field). */
+const tio_pb_fielddesc *tio__pb_field_desc(const tio_pb_msgdesc *m, uint32_t number);
+/* Looks f up in m (*out = NULL for an unknown field, which is fine) and
+ * checks its wire type: the type's own, or length-delimited for a repeated
+ * scalar (packed, whatever the schema's writers do). TIO_E_CORRUPT naming
+ * "<Message>.<field>" otherwise. */
+int tio__pb_check_field(const tio_pb_reader *r, const tio_pb_field *f,
+                        const tio_pb_msgdesc *m, const tio_pb_fielddesc **out,
+                        tio_error *err);
+/* Checks the whole message r holds against m before anything is read: every
+ * field as tio__pb_next reads it, known fields' wire types, nested messages
+ * (through every described message type; an undescribed one is walked as a
+ * message of unknown fields) within r->max_depth, packed ranges (fixed
+ * lengths, every varint decoded). Iterative (a heap stack of one frame per
+ * level): a deep input costs no C stack. Work is linear in the input.
+ * Errors: the reader's, TIO_E_LIMIT for depth, TIO_E_NOMEM. */
+int tio__pb_verify(const tio_pb_reader *r, const tio_pb_msgdesc *m, tio_error *err);
+
+/* Grows an array p of *cap elements of `elem` bytes to hold `need` (doubling);
+ * returns the new array (*cap updated), or NULL (p untouched) when memory or
+ * size_t runs out. */
+void *tio__pb_grow(void *p, size_t *cap, size_t need, size_t elem);
+
 /* ------------------------------------------------------------ writer */
 
 /*

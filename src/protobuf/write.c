@@ -195,21 +195,12 @@ int tio__pb_put_packed_fixed(tio_pb_writer *w, uint32_t number, const void *le, 
 
 /* ------------------------------------------------------ nested messages */
 
-/* p grown to hold `need` elements of `elem` bytes (*cap updated), or NULL
- * with *err filled; p is kept as it was on failure. */
+/* p grown to hold `need` elements (*cap updated), or NULL with *err filled
+ * and the writer failed. */
 static void *grow(tio_pb_writer *w, void *p, size_t *cap, size_t need, size_t elem,
                   tio_error *err) {
-    if (need <= *cap) return p;
-    size_t ncap = *cap ? *cap : 16, bytes;
-    while (ncap < need)
-        if (tio__mul_ovf(ncap, 2, &ncap)) ncap = SIZE_MAX;
-    void *q = NULL;
-    if (!tio__mul_ovf(ncap, elem, &bytes)) q = realloc(p, bytes);
-    if (!q) {
-        fail(w, tio__nomem(err, w->format));
-        return NULL;
-    }
-    *cap = ncap;
+    void *q = tio__pb_grow(p, cap, need, elem);
+    if (!q) fail(w, tio__nomem(err, w->format));
     return q;
 }
 

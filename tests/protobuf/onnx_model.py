@@ -10,7 +10,10 @@ Facts are text lines in the order of the fields on the wire (protobuf writes
 fields in field-number order), as the C test prints them from the bytes:
 ir_version, producer_name, per node its op_type and attributes (name, i,
 ints), per initializer its dims, data_type, name and raw_data (size, sha256),
-then the opset imports."""
+then the opset imports.
+
+Schema lines: "<Message>.<field> <number> <type> <opt|rep> <packed|-> <message
+type|->", the type numbered as in descriptor.proto, sorted."""
 import hashlib
 import sys
 
@@ -62,8 +65,30 @@ def facts(model):
     return "".join(line + "\n" for line in out)
 
 
+def schema():
+    out, seen, todo = [], set(), [onnx.ModelProto.DESCRIPTOR]
+    while todo:
+        d = todo.pop()
+        name = d.full_name.removeprefix("onnx.")
+        if name in seen:
+            continue
+        seen.add(name)
+        for f in d.fields:
+            label = "rep" if f.label == f.LABEL_REPEATED else "opt"
+            packed = "packed" if f.GetOptions().packed else "-"
+            msg = f.message_type.full_name.removeprefix("onnx.") if f.message_type else "-"
+            out.append(f"{name}.{f.name} {f.number} {f.type} {label} {packed} {msg}")
+            if f.message_type:
+                todo.append(f.message_type)
+    return "".join(line + "\n" for line in sorted(out))
+
+
 def main():
     cmd, path, facts_path = sys.argv[1:4]
+    if cmd == "schema":
+        with open(facts_path, "w") as f:
+            f.write(schema())
+        return
     if cmd == "make":
         model = make_model()
         with open(path, "wb") as f:

@@ -2,8 +2,10 @@
  * wire type and edge value, exact encodings, every class of malformed input
  * (code, format name and absolute offset), packed fields, the writer's
  * errors, truncation / bit-flip / random-bytes sweeps (run under ASan+UBSan
- * in the sanitizer build), and a model built by python3-onnx walked field by
- * field (and one written here read back by python3-onnx). */
+ * in the sanitizer build), schemas as data and the verifier, and against
+ * python3-onnx: a model it built walked field by field, one written here read
+ * back by it, and the onnx.proto tables (src/onnx/schema.c) compared with its
+ * protobuf descriptors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/sink.h"
+#include "onnx/schema.h"
 #include "protobuf/pb.h"
 #include "tensio.h"
 #include "tvec.h"
@@ -1011,18 +1014,25 @@ static char *same_facts(const uint8_t *buf, size_t len, const char *facts_path) 
     return got;
 }
 
+/* The model the script builds (its facts in facts_path). */
+static uint8_t *python_model(size_t *len, char *facts_path, size_t cap) {
+    char path[1024], args[2200];
+    scratch(path, sizeof path, "pb_model.onnx");
+    scratch(facts_path, cap, "pb_model.txt");
+    snprintf(args, sizeof args, "make %s %s", path, facts_path);
+    assert_int_equal(run_script(args), 0);
+    uint8_t *buf = NULL;
+    assert_int_equal(tvec_read(path, &buf, len), 0);
+    return buf;
+}
+
 /* The script builds a model with onnx.helper and prints its facts as onnx
  * parsed them; the wire reader must find the same facts in the bytes. */
 static void test_onnx_python_model(void **state) {
     (void)state;
-    char path[1024], facts_path[1024], args[2200];
-    scratch(path, sizeof path, "pb_model.onnx");
-    scratch(facts_path, sizeof facts_path, "pb_model.txt");
-    snprintf(args, sizeof args, "make %s %s", path, facts_path);
-    assert_int_equal(run_script(args), 0);
-    uint8_t *buf = NULL;
+    char facts_path[1024];
     size_t len = 0;
-    assert_int_equal(tvec_read(path, &buf, &len), 0);
+    uint8_t *buf = python_model(&len, facts_path, sizeof facts_path);
     char *got = same_facts(buf, len, facts_path);
     assert_non_null(strstr(got, "node Conv\n"));
     free(got);
@@ -1081,6 +1091,256 @@ static void test_onnx_python_reads_ours(void **state) {
     free(o.p);
 }
 
+/* ------------------------------------------- schemas and the verifier */
+
+/* "<Message>.<field> <number> <type> <opt|rep> <packed|-> <message|->" */
+static void field_line(const tio_pb_msgdesc *m, const tio_pb_fielddesc *d, char *out,
+                       size_t cap) {
+    snprintf(out, cap, "%s.%s %lu %u %s %s %s", m->name, d->name, (unsigned long)d->number,
+             d->type, d->repeated ? "rep" : "opt", d->packed ? "packed" : "-",
+             d->msg ? d->msg->name : "-");
+}
+
+/* Field numbers ascend (tio__pb_field_desc searches them), names and numbers
+ * are unique, every referenced message is in the list, packing only on
+ * repeated scalars; lookups find every field and nothing between. */
+static void test_onnx_tables(void **state) {
+    (void)state;
+    size_t fields = 0;
+    for (size_t i = 0; i < tio__onnx_message_count; i++) {
+        const tio_pb_msgdesc *m = tio__onnx_messages[i];
+        for (size_t j = 0; j < tio__onnx_message_count; j++)
+            if (j != i) assert_true(strcmp(m->name, tio__onnx_messages[j]->name) != 0);
+        for (size_t k = 0; k < m->nfields; k++) {
+            const tio_pb_fielddesc *d = &m->fields[k];
+            fields++;
+            if (k) assert_true(m->fields[k - 1].number < d->number);
+            for (size_t l = 0; l < k; l++) assert_true(strcmp(m->fields[l].name, d->name) != 0);
+            assert_ptr_equal(tio__pb_field_desc(m, d->number), d);
+            assert_null(tio__pb_field_desc(m, d->number + 1000));
+            if (k) {
+                for (uint32_t n = m->fields[k - 1].number + 1; n < d->number; n++)
+                    assert_null(tio__pb_field_desc(m, n));
+            }
+            assert_true(d->type >= TIO_PB_T_DOUBLE && d->type <= TIO_PB_T_SINT64 &&
+                        d->type != TIO_PB_T_GROUP);
+            if (d->packed)
+                assert_true(d->repeated && tio__pb_type_wire(d->type) != TIO_PB_LEN);
+            if (d->msg) {
+                assert_int_equal(d->type, TIO_PB_T_MESSAGE);
+                bool listed = false;
+                for (size_t j = 0; j < tio__onnx_message_count; j++)
+                    listed = listed || tio__onnx_messages[j] == d->msg;
+                assert_true(listed);
+            }
+        }
+        assert_null(tio__pb_field_desc(m, 0));
+    }
+    assert_int_equal(tio__onnx_message_count, 22);
+    print_message("onnx.proto tables: %zu messages, %zu fields\n", tio__onnx_message_count,
+                  fields);
+}
+
+/* Every field python3-onnx's descriptors give (all messages reachable from
+ * ModelProto) is in the tables with the same number, type, label, packing and
+ * message type; the tables' other fields (newer than the installed onnx)
+ * take no number python's message uses. */
+static void test_onnx_tables_vs_python(void **state) {
+    (void)state;
+    char path[1024], args[1200];
+    scratch(path, sizeof path, "pb_schema.txt");
+    snprintf(args, sizeof args, "schema - %s", path);
+    assert_int_equal(run_script(args), 0);
+    uint8_t *text = NULL;
+    size_t n = 0;
+    assert_int_equal(tvec_read(path, &text, &n), 0);
+    char *py = realloc(text, n + 1);
+    assert_non_null(py);
+    py[n] = 0;
+    size_t matched = 0, python_lines = 0, newer = 0;
+    for (char *line = py; *line; python_lines++) {
+        char *nl = strchr(line, '\n');
+        assert_non_null(nl);
+        *nl = 0;
+        bool found = false;
+        for (size_t i = 0; i < tio__onnx_message_count && !found; i++) {
+            const tio_pb_msgdesc *m = tio__onnx_messages[i];
+            for (size_t k = 0; k < m->nfields && !found; k++) {
+                char mine[256];
+                field_line(m, &m->fields[k], mine, sizeof mine);
+                found = strcmp(mine, line) == 0;
+            }
+        }
+        if (!found) print_message("python3-onnx has %s; the table does not\n", line);
+        assert_true(found);
+        matched++;
+        *nl = '\n';
+        line = nl + 1;
+    }
+    /* the tables' own fields: either python's, or at a number python's
+     * message leaves free */
+    for (size_t i = 0; i < tio__onnx_message_count; i++) {
+        const tio_pb_msgdesc *m = tio__onnx_messages[i];
+        for (size_t k = 0; k < m->nfields; k++) {
+            char mine[256], num[300];
+            field_line(m, &m->fields[k], mine, sizeof mine);
+            if (strstr(py, mine)) continue;
+            newer++;
+            print_message("newer than the installed onnx: %s\n", mine);
+            snprintf(num, sizeof num, "\n%s.", m->name);
+            for (const char *p = py; (p = strstr(p, num + (p == py ? 1 : 0))) != NULL; p++) {
+                const char *sp = strchr(p + 1, ' ');
+                assert_non_null(sp);
+                assert_true(strtoul(sp + 1, NULL, 10) != m->fields[k].number);
+            }
+        }
+    }
+    print_message("%zu fields as python3-onnx has them, %zu newer\n", matched, newer);
+    assert_int_equal(matched, python_lines);
+    assert_true(matched > 90);
+    free(py);
+}
+
+static int verify_onnx(const uint8_t *p, size_t n, uint64_t base, uint32_t depth,
+                       tio_error *e) {
+    tio_pb_reader r;
+    tio__pb_init(&r, p, n, base, "onnx", depth);
+    tio_error_clear(e);
+    return tio__pb_verify(&r, &tio__onnx_ModelProto, e);
+}
+
+/* Subgraphs nested `levels` deep: ModelProto.graph, then per level a node
+ * with an If-like GRAPH attribute holding the next graph. */
+static int emit_deep_model(tio_pb_writer *w, void *vctx, tio_error *e) {
+    int levels = *(const int *)vctx;
+    TRY(tio__pb_put_int64(w, 1, 8, e));
+    TRY(tio__pb_begin(w, 7, e)); /* graph */
+    for (int i = 0; i < levels; i++) {
+        TRY(tio__pb_begin(w, 1, e)); /* node */
+        TRY(tio__pb_put_string(w, 4, "If", e));
+        TRY(tio__pb_begin(w, 5, e)); /* attribute */
+        TRY(tio__pb_put_string(w, 1, "then_branch", e));
+        TRY(tio__pb_put_int64(w, 20, 5, e)); /* GRAPH */
+        TRY(tio__pb_begin(w, 6, e));         /* g */
+    }
+    TRY(tio__pb_put_string(w, 2, "innermost", e));
+    for (int i = 0; i < levels; i++) {
+        TRY(tio__pb_end(w, e));
+        TRY(tio__pb_end(w, e));
+        TRY(tio__pb_end(w, e));
+    }
+    return tio__pb_end(w, e);
+}
+
+static void test_verify(void **state) {
+    (void)state;
+    tio_error e;
+    /* model → graph → node → attribute → graph: 4 levels below the model per
+     * subgraph level */
+    int levels = 3;
+    outbuf o;
+    OK(write_mem(emit_deep_model, &levels, &o, &e));
+    OK(verify_onnx(o.p, o.n, 0, 2 + 3 * (uint32_t)levels, &e));
+    int rc = verify_onnx(o.p, o.n, 0, 1 + 3 * (uint32_t)levels, &e);
+    expect_at(rc, &e, TIO_E_LIMIT, -1, "(g): nested message at depth 11 exceeds the depth limit (10)");
+    free(o.p);
+    levels = 20000; /* no C stack in the verifier */
+    OK(write_mem(emit_deep_model, &levels, &o, &e));
+    OK(verify_onnx(o.p, o.n, 0, 2 + 3 * (uint32_t)levels, &e));
+    free(o.p);
+
+    static const struct {
+        const char *name;
+        size_t n;
+        uint8_t b[16];
+        int code;
+        int64_t off;
+        const char *text;
+    } cases[] = {
+        {"graph as varint", 2, {0x38, 0x01}, TIO_E_CORRUPT, 0,
+         "field 7 (ModelProto.graph): wire type 0 (varint), expected 2 (length-delimited)"},
+        {"ir_version as bytes", 3, {0x0A, 0x01, 0x00}, TIO_E_CORRUPT, 0,
+         "field 1 (ModelProto.ir_version): wire type 2 (length-delimited), expected 0 "
+         "(varint)"},
+        {"float_data length 6", 12, {0x3A, 0x0A, 0x2A, 0x08, 0x22, 0x06, 1, 2, 3, 4, 5, 6},
+         TIO_E_CORRUPT, 5, "field 4 (float_data): packed fixed32 length 6 is not a multiple of 4"},
+        {"dims as fixed64", 14, {0x3A, 0x0C, 0x2A, 0x0A, 0x09, 1, 2, 3, 4, 5, 6, 7, 8, 0},
+         TIO_E_CORRUPT, 4,
+         "field 1 (TensorProto.dims): wire type 1 (fixed64), expected 0 (varint) or 2 "
+         "(packed)"},
+        {"packed dims overflow", 16,
+         {0x3A, 0x0E, 0x2A, 0x0C, 0x0A, 0x0A, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+          0xFF, 0x03},
+         TIO_E_CORRUPT, 6, "varint overflows 64 bits"},
+        {"opset_import inner varint cut", 4, {0x42, 0x02, 0x10, 0x80}, TIO_E_BOUNDS, 3,
+         "field 2: varint value: varint runs past the end of its message at offset 4"},
+        {"opset_import cut", 4, {0x42, 0x03, 0x10, 0x80}, TIO_E_TRUNCATED, 1,
+         "field 8: length 3 exceeds the 2 bytes left in the data"},
+        {"undescribed message", 4, {0xD2, 0x01, 0x01, 0x00}, TIO_E_CORRUPT, 3,
+         "field number 0"},
+        {"unknown field skipped, then a group", 5, {0xF8, 0x07, 0x05, 0x7B, 0x00}, TIO_E_UNSUPPORTED,
+         3, "field 15: wire type 3"},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        outbuf c = from_bytes(cases[i].b, cases[i].n);
+        rc = verify_onnx(c.p, c.n, 0, 16, &e);
+        if (rc != cases[i].code) print_message("case: %s\n", cases[i].name);
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "onnx: offset %lld: ", (long long)cases[i].off);
+        if (rc != cases[i].code || e.offset != cases[i].off || !strstr(e.message, prefix) ||
+            !strstr(e.message, cases[i].text))
+            print_message("%s: %s at %lld: %s\n", cases[i].name, tio_status_name(rc),
+                          (long long)e.offset, e.message);
+        assert_int_equal(rc, cases[i].code);
+        assert_int_equal(e.offset, cases[i].off);
+        assert_non_null(strstr(e.message, prefix));
+        assert_non_null(strstr(e.message, cases[i].text));
+        free(c.p);
+    }
+}
+
+/* The python3-onnx model: verified against the tables, then every prefix and
+ * every single-bit flip verified (no crash, a reader code, an offset inside
+ * the file). */
+static void test_verify_python_model_sweeps(void **state) {
+    (void)state;
+    char facts_path[1024];
+    size_t len = 0;
+    uint8_t *buf = python_model(&len, facts_path, sizeof facts_path);
+    tio_error e;
+    OK(verify_onnx(buf, len, 0, 16, &e));
+    size_t clean = 0;
+    for (size_t n = 0; n < len; n++) {
+        outbuf o = from_bytes(buf, n);
+        int rc = verify_onnx(o.p, n, 0, 16, &e);
+        if (rc == TIO_OK) clean++;
+        else if (rc != TIO_E_TRUNCATED) print_message("n=%zu: %s\n", n, e.message);
+        if (rc != TIO_OK) assert_int_equal(rc, TIO_E_TRUNCATED);
+        assert_true(rc == TIO_OK || (e.offset >= 0 && (size_t)e.offset <= n));
+        free(o.p);
+    }
+    size_t flips_failed = 0;
+    for (size_t i = 0; i < len; i++) {
+        for (int bit = 0; bit < 8; bit++) {
+            buf[i] ^= (uint8_t)(1u << bit);
+            int rc = verify_onnx(buf, len, 0, 16, &e);
+            bool good = rc == TIO_OK || rc == TIO_E_TRUNCATED || rc == TIO_E_BOUNDS ||
+                        rc == TIO_E_CORRUPT || rc == TIO_E_UNSUPPORTED || rc == TIO_E_LIMIT;
+            if (rc != TIO_OK) {
+                flips_failed++;
+                good = good && e.offset >= 0 && (size_t)e.offset <= len &&
+                       strncmp(e.message, "onnx: offset ", 13) == 0;
+            }
+            if (!good) print_message("flip %zu.%d: %s\n", i, bit, e.message);
+            assert_true(good);
+            buf[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+    print_message("%zu bytes: %zu prefixes verify, %zu of %zu bit flips refused\n", len, clean,
+                  flips_failed, len * 8);
+    free(buf);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
@@ -1095,6 +1355,10 @@ int main(void) {
         cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_onnx_python_model),
         cmocka_unit_test(test_onnx_python_reads_ours),
+        cmocka_unit_test(test_onnx_tables),
+        cmocka_unit_test(test_onnx_tables_vs_python),
+        cmocka_unit_test(test_verify),
+        cmocka_unit_test(test_verify_python_model_sweeps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
