@@ -880,7 +880,7 @@ static int run_script(const char *args) {
         print_message("python3-onnx not installed: skipped\n");
         skip();
     }
-    snprintf(cmd, sizeof cmd, "%s %s/../protobuf/onnx_model.py %s", python(),
+    snprintf(cmd, sizeof cmd, "%s '%s/../protobuf/onnx_model.py' %s", python(),
              TIO_TEST_VECTORS, args);
     return system(cmd);
 }
@@ -1019,7 +1019,7 @@ static uint8_t *python_model(size_t *len, char *facts_path, size_t cap) {
     char path[1024], args[2200];
     scratch(path, sizeof path, "pb_model.onnx");
     scratch(facts_path, cap, "pb_model.txt");
-    snprintf(args, sizeof args, "make %s %s", path, facts_path);
+    snprintf(args, sizeof args, "make '%s' '%s'", path, facts_path);
     assert_int_equal(run_script(args), 0);
     uint8_t *buf = NULL;
     assert_int_equal(tvec_read(path, &buf, len), 0);
@@ -1083,7 +1083,7 @@ static void test_onnx_python_reads_ours(void **state) {
     scratch(path, sizeof path, "pb_written.onnx");
     scratch(facts_path, sizeof facts_path, "pb_written.txt");
     assert_int_equal(tvec_write(path, o.p, o.n), 0);
-    snprintf(args, sizeof args, "facts %s %s", path, facts_path);
+    snprintf(args, sizeof args, "facts '%s' '%s'", path, facts_path);
     assert_int_equal(run_script(args), 0);
     char *got = same_facts(o.p, o.n, facts_path);
     assert_non_null(strstr(got, "node Transpose\nattr perm\nints 1\nints 0\n"));
@@ -1149,7 +1149,7 @@ static void test_onnx_tables_vs_python(void **state) {
     (void)state;
     char path[1024], args[1200];
     scratch(path, sizeof path, "pb_schema.txt");
-    snprintf(args, sizeof args, "schema - %s", path);
+    snprintf(args, sizeof args, "schema - '%s'", path);
     assert_int_equal(run_script(args), 0);
     uint8_t *text = NULL;
     size_t n = 0;
