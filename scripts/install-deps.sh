@@ -13,6 +13,7 @@ PACKAGES=(
   libzmq3-dev                  # ZeroMQ transport (tensio send / recv)
   python3                      # CLI tests
   python3-zmq python3-numpy    # the tensorcom peer in the streaming tests
+  python3-onnx                 # the protobuf wire tests read and write ONNX models with it
 )
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES=(gnuplot-nox)      # bench/results/latest.png
