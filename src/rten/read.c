@@ -6,6 +6,7 @@
 #include "flatbuf/flatbuf.h"
 #include "graph/budget.h"
 #include "graph/graph.h"
+#include "rten/opmap.h"
 #include "rten/rten.h"
 #include "rten/schema.h"
 
@@ -295,12 +296,53 @@ static int rt_value(rt_reader *r, const tio_fb_ref *vt, tio_graph *g, tio_value_
 static int rt_graph(rt_reader *r, const tio_fb_ref *gt, tio_graph *g, unsigned depth,
                     tio_error *err);
 
+/* Raises attribute `a`, decoded from rten field `f`, to its ONNX form through
+ * the mapping table (rten/opmap.c): the ONNX name, and enum values as ONNX
+ * strings, DataType codes as TensorProto.DataType. A field without an ONNX
+ * counterpart (or `map` NULL: an unknown operator, an unexpected attrs table)
+ * and a value with no ONNX spelling keep the rten value as "rten.<field>".
+ * `nbuf` holds that name. */
+static void rt_raise(const tio_rten_opmap *map, const tio_fb_field *f, tio_attr *a, char *nbuf,
+                     size_t cap) {
+    const tio_rten_fmap *fm = map ? tio__rten_fmap_field(map, f->name) : NULL;
+    bool keep = !fm || !fm->onnx;
+    if (!keep) {
+        switch (fm->conv) {
+        case TIO_RTEN_ENUM:
+        case TIO_RTEN_AUTOPAD:
+            if (a->type == TIO_ATTR_INT && a->i >= 0 && a->i < fm->nstrs) {
+                a->type = TIO_ATTR_STRING;
+                a->s = fm->strs[a->i];
+                a->i = 0;
+            } else {
+                keep = true;
+            }
+            break;
+        case TIO_RTEN_DTYPE: {
+            int64_t o = a->type == TIO_ATTR_INT ? tio__rten_dtype_to_onnx(a->i) : -1;
+            if (o < 0) keep = true;
+            else a->i = o;
+            break;
+        }
+        default: break;
+        }
+    }
+    if (keep) {
+        snprintf(nbuf, cap, "rten.%s", f->name);
+        a->name = nbuf;
+    } else {
+        a->name = fm->onnx;
+        a->label = NULL;
+    }
+}
+
 /* Decodes one attrs table into attributes of node `ni`, generically from the
  * schema: scalars -> INT/FLOAT (schema defaults applied), vectors -> INTS /
  * FLOATS / STRINGS, strings -> STRING, Graph tables -> GRAPH (subgraph), the
  * Scalar union -> INT or FLOAT. */
 static int rt_attrs(rt_reader *r, const tio_fb_ref *at, const tio_fb_table *schema,
-                    tio_graph *g, size_t ni, const char *lbl, unsigned depth, tio_error *err) {
+                    const tio_rten_opmap *map, tio_graph *g, size_t ni, const char *lbl,
+                    unsigned depth, tio_error *err) {
     int rc = rt_count(r, schema->nfields, at->pos, err);
     if (rc) return rc;
     for (unsigned id = 0; id < schema->nfields; id++) {
@@ -430,6 +472,8 @@ static int rt_attrs(rt_reader *r, const tio_fb_ref *at, const tio_fb_table *sche
         }
         default: continue;
         }
+        char nbuf[80];
+        rt_raise(map, f, &a, nbuf, sizeof nbuf);
         rc = rt_mem(r, tio__cost_attr(strlen(a.name), a.label ? strlen(a.label) : 0), at->pos,
                     err);
         if (!rc) rc = tio_graph_add_attr(g, ni, &a, err);
@@ -567,7 +611,9 @@ static int rt_operator(rt_reader *r, const tio_fb_ref *ot, tio_graph *g, const c
                                  : "none");
         if (rc) goto out;
     }
-    rc = rt_attrs(r, &at, schema, g, idx, lbl, depth, err);
+    /* The ONNX names apply when the table is the one rten expects. */
+    const tio_rten_opmap *om = op && op->attrs == tag ? &tio__rten_opmap[type] : NULL;
+    rc = rt_attrs(r, &at, schema, om, g, idx, lbl, depth, err);
 out:
     free(ins);
     free(outs);

@@ -7,6 +7,7 @@
 #include "flatbuf/flatbuf.h"
 #include "graph/budget.h"
 #include "graph/graph.h"
+#include "rten/opmap.h"
 #include "rten/rten.h"
 #include "rten/schema.h"
 
@@ -28,6 +29,204 @@ typedef struct rt_writer {
     size_t norder;
     uint64_t ext_end; /* bytes of tensor data */
 } rt_writer;
+
+static bool rt_native(const tio_graph *g) {
+    return g->native_format && strcmp(g->native_format, RT_FMT) == 0;
+}
+
+/* A lowered node: the attributes under rten's field names, with rten's
+ * values (see tio__rten_lower). */
+typedef struct rt_lowered {
+    tio_gnode node; /* a shallow copy of the node with `attrs` replaced */
+    tio_gattr *attrs;
+} rt_lowered;
+
+static const int64_t rt_zeros[16] = {0};
+
+static const tio_gattr *rt_find_attr(const tio_gattr *a, size_t n, const char *name) {
+    for (size_t k = 0; k < n; k++)
+        if (strcmp(a[k].name, name) == 0) return &a[k];
+    return NULL;
+}
+
+/* The single value of a 1-element container tensor (ConstantOfShape's ONNX
+ * `value`), as an INT or FLOAT attribute. int64 is clamped to int32, as
+ * rten-convert does. */
+static int rt_tensor_scalar(const tio_container *c, const tio_gattr *a, tio_gattr *o,
+                            const char *lbl, tio_error *err) {
+    const tio_tensor *t =
+        a->i >= 0 && (size_t)a->i < c->count ? c->tensors[a->i] : NULL;
+    if (!t || t->numel != 1 || !t->data || t->layout != TIO_LAYOUT_DENSE)
+        return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                        "%s: attribute '%s' must be a 1-element tensor", lbl, a->name);
+    const uint8_t *d = t->data;
+    switch (t->dtype) {
+    case TIO_FLOAT32: {
+        uint32_t u = tio__ld32(d);
+        float x;
+        memcpy(&x, &u, sizeof x);
+        o->type = TIO_ATTR_FLOAT;
+        o->f = x;
+        return TIO_OK;
+    }
+    case TIO_INT32: o->type = TIO_ATTR_INT; o->i = (int32_t)tio__ld32(d); return TIO_OK;
+    case TIO_INT64: {
+        int64_t v = (int64_t)tio__ld64(d);
+        o->type = TIO_ATTR_INT;
+        o->i = v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : v;
+        return TIO_OK;
+    }
+    case TIO_BOOL:
+    case TIO_UINT8: o->type = TIO_ATTR_INT; o->i = d[0]; return TIO_OK;
+    case TIO_INT8: o->type = TIO_ATTR_INT; o->i = (int8_t)d[0]; return TIO_OK;
+    default:
+        return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                        "%s: attribute '%s' is a %s tensor; rten's ConstantOfShape takes float "
+                        "or int values",
+                        lbl, a->name, tio_dtype_name(t->dtype));
+    }
+}
+
+static int rt_enum_index(const tio_rten_fmap *fm, const tio_gattr *a, const char *lbl,
+                         const char *op, int64_t *out, tio_error *err) {
+    if (a->type != TIO_ATTR_STRING)
+        return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                        "%s: %s attribute '%s' must be a STRING", lbl, op, a->name);
+    for (unsigned k = 0; k < fm->nstrs; k++)
+        if (strcmp(fm->strs[k], a->s) == 0) {
+            *out = k;
+            return TIO_OK;
+        }
+    if (fm->conv == TIO_RTEN_AUTOPAD && strcmp(a->s, "VALID") == 0) {
+        *out = TIO_RTEN_AUTOPAD_NOTSET;
+        return TIO_OK;
+    }
+    return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                    "%s: %s attribute '%s' = \"%s\" has no rten form", lbl, op, a->name, a->s);
+}
+
+/* Lowers a node's ONNX attributes to rten's attrs fields through the mapping
+ * table (rten/opmap.c): "rten.<field>" attributes go to their field as they
+ * are; ONNX attributes are renamed and converted; ONNX attributes rten-convert
+ * accepts without a field are checked and dropped; anything else is
+ * TIO_E_UNSUPPORTED. A graph not read from rten gets rten-convert's defaults
+ * for absent attributes. `t` is the attrs table written (NULL: none). */
+static int rt_lower(const rt_writer *w, const tio_graph *g, const tio_gnode *n, unsigned code,
+                    unsigned tag, const char *lbl, rt_lowered *out, tio_error *err) {
+    out->node = *n;
+    out->attrs = NULL;
+    const tio_rten_opmap *map =
+        code < TIO_RTEN_OP_COUNT && tag && tio__rten_opmap[code].attrs == tag
+            ? &tio__rten_opmap[code]
+            : NULL;
+    size_t cap = n->attr_count + (map ? map->nfields : 0) + 1;
+    tio_gattr *o = calloc(cap, sizeof *o);
+    if (!o) return tio__nomem(err, RT_FMT);
+    size_t m = 0;
+    bool valid = false;
+    int rc = TIO_OK;
+    for (size_t k = 0; rc == TIO_OK && k < n->attr_count; k++) {
+        const tio_gattr *a = &n->attrs[k];
+        if (strncmp(a->name, "rten.", 5) == 0) {
+            o[m] = *a;
+            o[m++].name = a->name + 5;
+            continue;
+        }
+        const tio_rten_fmap *fm = map ? tio__rten_fmap_onnx(map, a->name) : NULL;
+        if (!fm) {
+            if (!map) { /* an unknown operator or table: its fields by name */
+                o[m++] = *a;
+                continue;
+            }
+            const tio_rten_extra *x = NULL;
+            for (unsigned e = 0; e < map->nextra; e++)
+                if (strcmp(map->extra[e].onnx, a->name) == 0) x = &map->extra[e];
+            if (!x)
+                rc = tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                              "%s: %s attribute '%s' has no rten form", lbl, n->op, a->name);
+            else if (x->must) {
+                bool ok = a->type == x->type;
+                if (ok && a->type == TIO_ATTR_INT) ok = a->i == x->idef;
+                if (ok && a->type == TIO_ATTR_FLOAT) ok = a->f == x->fdef;
+                if (ok && a->type == TIO_ATTR_STRING) ok = strcmp(a->s, x->sdef) == 0;
+                for (size_t v = 0; ok && a->type == TIO_ATTR_INTS && v < a->count; v++)
+                    ok = a->ints[v] == x->idef;
+                if (!ok)
+                    rc = tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                                  "%s: %s attribute '%s': rten supports only its default",
+                                  lbl, n->op, a->name);
+            }
+            continue;
+        }
+        tio_gattr *d = &o[m++];
+        *d = *a;
+        d->name = (char *)(uintptr_t)fm->field;
+        switch (fm->conv) {
+        case TIO_RTEN_ENUM:
+        case TIO_RTEN_AUTOPAD:
+            rc = rt_enum_index(fm, a, lbl, n->op, &d->i, err);
+            d->type = TIO_ATTR_INT;
+            d->s = NULL;
+            if (!rc && fm->conv == TIO_RTEN_AUTOPAD && strcmp(a->s, "VALID") == 0) valid = true;
+            break;
+        case TIO_RTEN_DTYPE:
+            d->i = a->type == TIO_ATTR_INT ? tio__rten_dtype_from_onnx(a->i) : -1;
+            if (d->i < 0)
+                rc = tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                              "%s: %s attribute '%s': data type %lld has no rten form", lbl,
+                              n->op, a->name, (long long)a->i);
+            break;
+        case TIO_RTEN_SCALAR:
+            if (a->type == TIO_ATTR_TENSOR) rc = rt_tensor_scalar(w->c, a, d, lbl, err);
+            break;
+        default: break;
+        }
+    }
+    if (!rc && valid) { /* VALID: no padding (rten-convert: zeros, 2 per kernel dim) */
+        const tio_gattr *ks = rt_find_attr(n->attrs, n->attr_count, "kernel_shape");
+        tio_gattr *p = (tio_gattr *)(uintptr_t)rt_find_attr(o, m, "pads");
+        if (!p) p = &o[m++];
+        memset(p, 0, sizeof *p);
+        p->name = (char *)(uintptr_t) "pads";
+        p->type = TIO_ATTR_INTS;
+        p->count = ks && ks->count <= 8 ? 2 * ks->count : 4;
+        p->ints = (int64_t *)(uintptr_t)rt_zeros;
+    }
+    if (!rc && map && !rt_native(g)) {
+        const tio_gattr *ap = rt_find_attr(o, m, "auto_pad");
+        bool same = ap && ap->type == TIO_ATTR_INT && ap->i == TIO_RTEN_AUTOPAD_SAME;
+        for (unsigned f = 0; rc == TIO_OK && f < map->nfields; f++) {
+            const tio_rten_fmap *fm = &map->fields[f];
+            if (!fm->has_def || !fm->onnx || rt_find_attr(o, m, fm->field)) continue;
+            if (same && strcmp(fm->field, "pads") == 0) continue; /* Same: no pads */
+            tio_gattr *d = &o[m++];
+            memset(d, 0, sizeof *d);
+            d->name = (char *)(uintptr_t)fm->field;
+            d->type = fm->type;
+            d->i = fm->idef;
+            d->f = fm->fdef;
+            if (fm->conv == TIO_RTEN_ENUM || fm->conv == TIO_RTEN_AUTOPAD) {
+                d->type = TIO_ATTR_INT;
+                for (unsigned e = 0; e < fm->nstrs; e++)
+                    if (strcmp(fm->strs[e], fm->sdef) == 0) d->i = e;
+            } else if (fm->conv == TIO_RTEN_DTYPE) {
+                d->i = tio__rten_dtype_from_onnx(fm->idef);
+            } else if (fm->type == TIO_ATTR_INTS) {
+                d->count = fm->nvdef;
+                d->ints = (int64_t *)(uintptr_t)fm->vdef;
+            }
+        }
+    }
+    if (rc) {
+        free(o);
+        return rc;
+    }
+    out->attrs = o;
+    out->node.attrs = o;
+    out->node.attr_count = m;
+    out->node.attr_cap = cap;
+    return TIO_OK;
+}
 
 static const char *rt_node_label(const tio_gnode *n, size_t j, char *buf, size_t cap) {
     if (n->name)
@@ -60,12 +259,12 @@ static int rt_op_code(const tio_graph *g, const tio_gnode *n, const char *lbl, u
  * reports it as it did for the source), else the operator's table, except
  * that an optional table (CumSum, Pad, Shape) is written only when used. */
 static unsigned rt_attrs_tag(const tio_graph *g, const tio_gnode *n, unsigned code) {
-    bool native = g->native_format && strcmp(g->native_format, RT_FMT) == 0;
+    bool native = rt_native(g);
     if (native && n->native_attrs > 0 && n->native_attrs <= 255) return (unsigned)n->native_attrs;
     if (native && n->native_attrs < 0 && n->attr_count == 0) return 0;
     if (code >= TIO_RTEN_OP_COUNT) return 0;
     const tio_rten_op *op = &tio__rten_ops[code];
-    if (op->optional && n->attr_count == 0) return 0;
+    if (native && op->optional && n->attr_count == 0) return 0;
     return op->attrs;
 }
 
@@ -181,6 +380,66 @@ static int rt_check_attrs(const tio_gnode *n, const tio_fb_table *t, const char 
     return TIO_OK;
 }
 
+/* The op names of a graph and its subgraphs that rten has no operator for
+ * (appended to *names; duplicates are removed by the caller). */
+static int rt_collect_unsupported(const tio_graph *g, const char ***names, size_t *n, size_t *cap,
+                                  tio_error *err) {
+    for (size_t j = 0; j < g->node_count; j++) {
+        const tio_gnode *nd = &g->nodes[j];
+        unsigned code;
+        if (rt_op_code(g, nd, "", &code, NULL) != TIO_OK) {
+            if (*n == *cap) {
+                size_t nc = *cap ? 2 * *cap : 16;
+                const char **p = realloc((void *)*names, nc * sizeof *p);
+                if (!p) return tio__nomem(err, RT_FMT);
+                *names = p;
+                *cap = nc;
+            }
+            (*names)[(*n)++] = nd->op;
+        }
+        for (size_t k = 0; k < nd->attr_count; k++)
+            if (nd->attrs[k].type == TIO_ATTR_GRAPH && nd->attrs[k].graph) {
+                int rc = rt_collect_unsupported(nd->attrs[k].graph, names, n, cap, err);
+                if (rc) return rc;
+            }
+    }
+    return TIO_OK;
+}
+
+static int rt_cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* One error listing every operator type of the model rten does not have
+ * (sorted, each once), as rten-convert's users would otherwise meet them one
+ * conversion at a time. */
+static int rt_check_ops(const tio_graph *g, tio_error *err) {
+    const char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = rt_collect_unsupported(g, &names, &n, &cap, err);
+    if (rc || n == 0) {
+        free((void *)names);
+        return rc;
+    }
+    qsort((void *)names, n, sizeof *names, rt_cmp_str);
+    size_t u = 0;
+    for (size_t k = 0; k < n; k++)
+        if (u == 0 || strcmp(names[u - 1], names[k]) != 0) names[u++] = names[k];
+    char list[512];
+    size_t len = 0;
+    list[0] = 0;
+    for (size_t k = 0; k < u && len < sizeof list - 1; k++) {
+        int wr = snprintf(list + len, sizeof list - len, "%s%s", k ? ", " : "", names[k]);
+        if (wr < 0) break;
+        len += (size_t)wr < sizeof list - len ? (size_t)wr : sizeof list - len - 1;
+    }
+    rc = tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                  "rten has no operator for %zu operator type%s of the model: %s", u,
+                  u == 1 ? "" : "s", list);
+    free((void *)names);
+    return rc;
+}
+
 static int rt_check_graph(rt_writer *w, const tio_graph *g, uint8_t *used, tio_error *err) {
     if (g->opaque)
         return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
@@ -224,7 +483,11 @@ static int rt_check_graph(rt_writer *w, const tio_graph *g, uint8_t *used, tio_e
             return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
                             "%s: attrs table type %u is unknown to tensio", lbl, tag);
         const tio_fb_table *t = tag ? tio__rten_union_OperatorAttrs->members[tag - 1] : NULL;
-        rc = rt_check_attrs(n, t, lbl, err);
+        rt_lowered lo;
+        rc = rt_lower(w, g, n, code, tag, lbl, &lo, err);
+        if (rc) return rc;
+        rc = rt_check_attrs(&lo.node, t, lbl, err);
+        free(lo.attrs);
         if (rc) return rc;
         for (size_t k = 0; k < n->attr_count; k++)
             if (n->attrs[k].type == TIO_ATTR_GRAPH) {
@@ -246,7 +509,8 @@ int tio__rten_check(const tio_write_plan *p, tio_error *err) {
     w.c = c;
     uint8_t *used = calloc(c->count ? c->count : 1, 1);
     if (!used) return tio__nomem(err, RT_FMT);
-    int rc = rt_check_graph(&w, c->graph, used, err);
+    int rc = rt_check_ops(c->graph, err);
+    if (!rc) rc = rt_check_graph(&w, c->graph, used, err);
     for (size_t i = 0; rc == TIO_OK && i < c->count; i++) {
         if (!used[i])
             rc = tio__err(err, TIO_E_LOSSY, RT_FMT, -1,
@@ -411,7 +675,12 @@ static int rt_build_operator(rt_writer *w, const tio_graph *g, size_t j, tio_fb_
     unsigned tag = rt_attrs_tag(g, n, code);
     tio_fb_off attrs = 0, ins = 0, outs = 0;
     if (tag) {
-        rc = rt_build_attrs(w, n, tio__rten_union_OperatorAttrs->members[tag - 1], &attrs, err);
+        rt_lowered lo;
+        rc = rt_lower(w, g, n, code, tag, lbl, &lo, err);
+        if (rc) return rc;
+        rc = rt_build_attrs(w, &lo.node, tio__rten_union_OperatorAttrs->members[tag - 1],
+                            &attrs, err);
+        free(lo.attrs);
         if (rc) return rc;
     }
     /* Node indices: values first (index = value index), then operators. */
