@@ -115,8 +115,12 @@ const tio_format_desc tio__format_rten = {
     .extensions = ".rten",
     .caps = TIO_CAP_NAMES | TIO_CAP_GRAPH,
     .versions = (1u << 1) | (1u << 2),
+    /* rten stores float32, int32, int8 and uint8; the others are converted
+     * when written, as rten-convert converts them (rten/lower.h) */
     .dtypes = TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_INT32) | TIO_DTYPE_BIT(TIO_INT8) |
-              TIO_DTYPE_BIT(TIO_UINT8),
+              TIO_DTYPE_BIT(TIO_UINT8) | TIO_DTYPE_BIT(TIO_BOOL) | TIO_DTYPE_BIT(TIO_INT16) |
+              TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_FLOAT16) |
+              TIO_DTYPE_BIT(TIO_BFLOAT16) | TIO_DTYPE_BIT(TIO_FLOAT64),
     .probe = rt_probe,
     .read = tio__rten_read,
     .check = tio__rten_check,

@@ -342,6 +342,21 @@ const tio_rten_fmap *tio__rten_fmap_field(const tio_rten_opmap *op, const char *
     return NULL;
 }
 
+/* rten-convert's generate_input_from_attr calls (converter.py): Clip min/max
+ * (attributes before opset 11), DFT axis (before 20), Dropout ratio (before
+ * 12), Reshape shape (before 5), Slice starts/ends/axes (before 10), Split
+ * split (before 13), Squeeze/Unsqueeze axes (before 13), TopK k (before 10),
+ * Upsample scales (opset 7). The Reduce* ops keep `axes` as an rten field. */
+const tio_rten_attr_input tio__rten_attr_inputs[] = {
+    {"Clip", "min", TIO_ATTR_FLOAT, 1},      {"Clip", "max", TIO_ATTR_FLOAT, 2},
+    {"DFT", "axis", TIO_ATTR_INT, 2},        {"Dropout", "ratio", TIO_ATTR_FLOAT, 1},
+    {"Reshape", "shape", TIO_ATTR_INTS, 1},  {"Slice", "starts", TIO_ATTR_INTS, 1},
+    {"Slice", "ends", TIO_ATTR_INTS, 2},     {"Slice", "axes", TIO_ATTR_INTS, 3},
+    {"Split", "split", TIO_ATTR_INTS, 1},    {"Squeeze", "axes", TIO_ATTR_INTS, 1},
+    {"TopK", "k", TIO_ATTR_INT, 1},          {"Unsqueeze", "axes", TIO_ATTR_INTS, 1},
+    {"Upsample", "scales", TIO_ATTR_FLOATS, 1}};
+const size_t tio__rten_attr_input_count = N(tio__rten_attr_inputs);
+
 const tio_rten_fmap *tio__rten_fmap_onnx(const tio_rten_opmap *op, const char *name) {
     for (unsigned k = 0; k < op->nfields; k++)
         if (op->fields[k].onnx && strcmp(op->fields[k].onnx, name) == 0) return &op->fields[k];

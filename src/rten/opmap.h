@@ -64,6 +64,21 @@ typedef struct tio_rten_opmap {
 
 extern const tio_rten_opmap tio__rten_opmap[TIO_RTEN_OP_COUNT];
 
+/* An ONNX attribute that later opsets made an input (or that rten takes as an
+ * input only): rten-convert turns it into a constant input `input` named
+ * "<node name>:rten-<attr>" (int/ints as int32, float/floats as float32;
+ * INT/FLOAT give a scalar, INTS/FLOATS a 1-D tensor). Listed in the order
+ * rten-convert generates them, which is the order of the written constants. */
+typedef struct tio_rten_attr_input {
+    const char *op;
+    const char *attr;
+    uint8_t type; /* tio_attr_type: INT, FLOAT, INTS or FLOATS */
+    uint8_t input;
+} tio_rten_attr_input;
+
+extern const tio_rten_attr_input tio__rten_attr_inputs[];
+extern const size_t tio__rten_attr_input_count;
+
 /* The entry of `op` for rten attrs field `field`, or NULL. */
 const tio_rten_fmap *tio__rten_fmap_field(const tio_rten_opmap *op, const char *field);
 /* The entry of `op` for ONNX attribute `name`, or NULL. */

@@ -7,6 +7,7 @@
 #include "flatbuf/flatbuf.h"
 #include "graph/budget.h"
 #include "graph/graph.h"
+#include "rten/lower.h"
 #include "rten/opmap.h"
 #include "rten/rten.h"
 #include "rten/schema.h"
@@ -17,6 +18,15 @@
 
 /* ---------------------------------------------------------------- write */
 
+/* External data: a container tensor (converted to its rten dtype when
+ * written), or a generated constant's bytes (owned). */
+typedef struct rt_ext {
+    uint64_t off;
+    int64_t tensor;
+    uint8_t *gen;
+    size_t nbytes;
+} rt_ext;
+
 typedef struct rt_writer {
     tio_write_plan *plan;
     const tio_container *c;
@@ -25,8 +35,8 @@ typedef struct rt_writer {
     /* per container tensor: external data offset (relative to tensor data),
      * or UINT64_MAX when inline / not yet placed */
     uint64_t *ext;
-    size_t *order;    /* tensors with external data, in placement (= offset) order */
-    size_t norder;
+    rt_ext *order;    /* external data, in placement (= offset) order */
+    size_t norder, ordercap;
     uint64_t ext_end; /* bytes of tensor data */
 } rt_writer;
 
@@ -387,6 +397,7 @@ static int rt_collect_unsupported(const tio_graph *g, const char ***names, size_
     for (size_t j = 0; j < g->node_count; j++) {
         const tio_gnode *nd = &g->nodes[j];
         unsigned code;
+        if (!rt_native(g) && strcmp(nd->op, "Constant") == 0) continue;
         if (rt_op_code(g, nd, "", &code, NULL) != TIO_OK) {
             if (*n == *cap) {
                 size_t nc = *cap ? 2 * *cap : 16;
@@ -446,56 +457,68 @@ static int rt_check_graph(rt_writer *w, const tio_graph *g, uint8_t *used, tio_e
                         "the model cannot be re-encoded: %s (convert the weights to a tensor "
                         "format instead)",
                         g->opaque);
-    for (size_t i = 0; i < g->value_count; i++) {
-        const tio_gvalue *v = &g->values[i];
-        if (v->tensor >= 0) {
-            used[v->tensor] = 1;
-            const tio_tensor *t = w->c->tensors[v->tensor];
-            for (size_t d = 0; d < t->rank; d++)
-                if (t->shape[d] > (int64_t)UINT32_MAX)
-                    return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
-                                    "constant %zu ('%s'): dim %zu = %lld exceeds rten's uint "
-                                    "dims",
-                                    i, v->name ? v->name : "", d, (long long)t->shape[d]);
+    rt_lgraph lg;
+    int rc = tio__rten_lower_graph(w->c, g, rt_native(g), &lg, err);
+    if (rc) return rc;
+    for (size_t i = 0; rc == TIO_OK && i < lg.nv; i++) {
+        const rt_lval *v = &lg.vals[i];
+        const char *nm = v->name ? v->name : "";
+        if (v->is_const) {
+            if (v->tensor >= 0) used[v->tensor] = 1;
+            if (tio__rten_store_dtype(v->dtype) == TIO_DTYPE_INVALID)
+                rc = tio__err(err, TIO_E_LOSSY, RT_FMT, -1,
+                              "constant %zu ('%s'): dtype %s is not an rten constant type and "
+                              "rten-convert converts it to none",
+                              i, nm, tio_dtype_name(v->dtype));
+            for (size_t d = 0; rc == TIO_OK && d < v->rank; d++)
+                if (v->shape[d] > (int64_t)UINT32_MAX)
+                    rc = tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                                  "constant %zu ('%s'): dim %zu = %lld exceeds rten's uint dims",
+                                  i, nm, d, (long long)v->shape[d]);
         } else {
-            for (int64_t d = 0; d < v->rank; d++)
-                if (v->dims[d].value > (int64_t)UINT32_MAX)
-                    return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
-                                    "value %zu ('%s'): dim %lld = %lld exceeds rten's uint dims",
-                                    i, v->name ? v->name : "", (long long)d,
-                                    (long long)v->dims[d].value);
+            for (int64_t d = 0; rc == TIO_OK && d < v->src->rank; d++)
+                if (v->src->dims[d].value > (int64_t)UINT32_MAX)
+                    rc = tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                                  "value %zu ('%s'): dim %lld = %lld exceeds rten's uint dims",
+                                  i, nm, (long long)d, (long long)v->src->dims[d].value);
         }
     }
-    for (size_t j = 0; j < g->node_count; j++) {
-        const tio_gnode *n = &g->nodes[j];
+    for (size_t j = 0; rc == TIO_OK && j < lg.nops; j++) {
+        const tio_gnode *n = &lg.ops[j];
         char lbl[128];
         rt_node_label(n, j, lbl, sizeof lbl);
-        if (n->opaque)
-            return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
-                            "%s: cannot be re-encoded: %s (convert the weights to a tensor "
-                            "format instead)",
-                            lbl, n->opaque);
+        if (n->opaque) {
+            rc = tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                          "%s: cannot be re-encoded: %s (convert the weights to a tensor "
+                          "format instead)",
+                          lbl, n->opaque);
+            break;
+        }
         unsigned code = 0;
-        int rc = rt_op_code(g, n, lbl, &code, err);
-        if (rc) return rc;
+        rc = rt_op_code(g, n, lbl, &code, err);
+        if (rc) break;
         unsigned tag = rt_attrs_tag(g, n, code);
-        if (tag > tio__rten_union_OperatorAttrs->nmembers)
-            return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
-                            "%s: attrs table type %u is unknown to tensio", lbl, tag);
+        if (tag > tio__rten_union_OperatorAttrs->nmembers) {
+            rc = tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, -1,
+                          "%s: attrs table type %u is unknown to tensio", lbl, tag);
+            break;
+        }
         const tio_fb_table *t = tag ? tio__rten_union_OperatorAttrs->members[tag - 1] : NULL;
         rt_lowered lo;
         rc = rt_lower(w, g, n, code, tag, lbl, &lo, err);
-        if (rc) return rc;
+        if (rc) break;
         rc = rt_check_attrs(&lo.node, t, lbl, err);
         free(lo.attrs);
-        if (rc) return rc;
-        for (size_t k = 0; k < n->attr_count; k++)
-            if (n->attrs[k].type == TIO_ATTR_GRAPH) {
-                rc = rt_check_graph(w, n->attrs[k].graph, used, err);
-                if (rc) return rc;
-            }
+        for (size_t k = 0; rc == TIO_OK && k < n->attr_count; k++) {
+            const tio_gattr *a = &n->attrs[k];
+            if (a->type == TIO_ATTR_GRAPH) rc = rt_check_graph(w, a->graph, used, err);
+            /* a TENSOR attribute (ConstantOfShape's value) is lowered into the attrs */
+            if (a->type == TIO_ATTR_TENSOR && a->i >= 0 && (size_t)a->i < w->c->count)
+                used[a->i] = 1;
+        }
     }
-    return TIO_OK;
+    tio__rten_lgraph_free(&lg);
+    return rc;
 }
 
 int tio__rten_check(const tio_write_plan *p, tio_error *err) {
@@ -519,15 +542,15 @@ int tio__rten_check(const tio_write_plan *p, tio_error *err) {
                           i, c->tensors[i]->name ? " ('" : "",
                           c->tensors[i]->name ? c->tensors[i]->name : "",
                           c->tensors[i]->name ? "')" : "");
-        else if (tio__rten_const_code(tio__plan_tensor(p, i)->dtype) < 0)
-            rc = tio__err(err, TIO_E_LOSSY, RT_FMT, -1, "tensor %zu: dtype %s is not an rten "
-                          "constant type", i, tio_dtype_name(tio__plan_tensor(p, i)->dtype));
     }
     free(used);
     if (rc) return rc;
     const tio_kv *meta = &c->graph->meta;
     for (size_t k = 0; k < meta->count; k++) {
-        bool known = false;
+        /* the ONNX reader's model fields (onnx.ir_version, onnx.producer_name,
+         * ...) are facts of the ONNX file, not of the model: rten-convert does
+         * not keep them either */
+        bool known = strncmp(meta->keys[k], "onnx.", 5) == 0;
         for (size_t m = 0; m < RT_META_COUNT; m++)
             if (strcmp(meta->keys[k], tio__rten_meta_keys[m]) == 0) known = true;
         if (!known && !(tio__plan_flags(p) & TIO_SAVE_DROP_METADATA))
@@ -664,9 +687,8 @@ static int rt_build_attrs(rt_writer *w, const tio_gnode *n, const tio_fb_table *
     return tio__fb_end_table(w->b, out, err);
 }
 
-static int rt_build_operator(rt_writer *w, const tio_graph *g, size_t j, tio_fb_off *out,
-                             tio_error *err) {
-    const tio_gnode *n = &g->nodes[j];
+static int rt_build_operator(rt_writer *w, const tio_graph *g, const tio_gnode *n, size_t j,
+                             tio_fb_off *out, tio_error *err) {
     char lbl[128];
     rt_node_label(n, j, lbl, sizeof lbl);
     unsigned code = 0;
@@ -709,50 +731,93 @@ static int rt_build_operator(rt_writer *w, const tio_graph *g, size_t j, tio_fb_
     return rc;
 }
 
-static int rt_build_constant(rt_writer *w, const tio_gvalue *v, tio_fb_off *out,
-                             tio_error *err) {
-    size_t ti = (size_t)v->tensor;
-    const tio_wtensor *wt = tio__plan_tensor(w->plan, ti);
+/* Places `nbytes` of external data at the next 64-byte aligned offset. */
+static int rt_place(rt_writer *w, int64_t tensor, uint8_t *gen, size_t nbytes, uint64_t *at,
+                    tio_error *err) {
+    if (!tio__align_up(w->ext_end, RT_ALIGN, at) || tio__add64_ovf(*at, nbytes, &w->ext_end))
+        return tio__err(err, TIO_E_OVERFLOW, RT_FMT, -1, "tensor data size overflows");
+    if (w->norder == w->ordercap) {
+        size_t nc = w->ordercap ? 2 * w->ordercap : 16;
+        rt_ext *o = realloc(w->order, nc * sizeof *o);
+        if (!o) return tio__nomem(err, RT_FMT);
+        w->order = o;
+        w->ordercap = nc;
+    }
+    w->order[w->norder++] = (rt_ext){.off = *at, .tensor = tensor, .gen = gen, .nbytes = nbytes};
+    return TIO_OK;
+}
+
+/* A constant: a container tensor's data (converted to its rten dtype, see
+ * tio__rten_store_dtype) or a generated constant's. */
+static int rt_build_constant(rt_writer *w, rt_lval *v, tio_fb_off *out, tio_error *err) {
+    size_t ti = v->tensor >= 0 ? (size_t)v->tensor : SIZE_MAX;
+    const tio_wtensor *wt = ti != SIZE_MAX ? tio__plan_tensor(w->plan, ti) : NULL;
+    size_t rank = wt ? wt->rank : v->rank;
+    const int64_t *shp = wt ? wt->shape : v->shape;
+    uint64_t numel = wt ? wt->numel : v->numel;
+    tio_dtype sdt = wt ? wt->dtype : v->dtype;
+    tio_dtype dt = tio__rten_store_dtype(sdt);
+    size_t esz = tio_dtype_size(dt);
     uint32_t small[16];
     uint32_t *shape = small;
-    if (wt->rank > 16) {
-        shape = malloc(wt->rank * sizeof *shape);
+    if (rank > 16) {
+        shape = malloc(rank * sizeof *shape);
         if (!shape) return tio__nomem(err, RT_FMT);
     }
-    for (size_t d = 0; d < wt->rank; d++) shape[d] = (uint32_t)wt->shape[d];
+    for (size_t d = 0; d < rank; d++) shape[d] = (uint32_t)shp[d];
     tio_fb_off sref = 0, dref = 0;
-    int rc = tio__fb_create_vector(w->b, shape, wt->rank, 4, 4, &sref, err);
+    int rc = tio__fb_create_vector(w->b, shape, rank, 4, 4, &sref, err);
     if (shape != small) free(shape);
     if (rc) return rc;
-    bool external = w->version == 2 && wt->numel > RT_INLINE_MAX;
-    int tag = tio__rten_data_tag(wt->dtype);
+    bool external = w->version == 2 && numel > RT_INLINE_MAX;
+    int tag = tio__rten_data_tag(dt);
+    uint64_t at = 0;
     if (!external) {
-        const uint8_t *data = NULL;
-        rc = tio__plan_data(w->plan, ti, &data, NULL, err);
+        const uint8_t *data = v->data;
+        if (wt) rc = tio__plan_data(w->plan, ti, &data, NULL, err);
         if (rc) return rc;
-        size_t esz = tio_dtype_size(wt->dtype);
+        uint8_t conv[RT_INLINE_MAX * 4];
+        uint8_t *big = NULL;
+        if (sdt != dt) { /* V1 writes large constants inline too */
+            uint8_t *dst = conv;
+            if (numel > RT_INLINE_MAX) {
+                if (numel > SIZE_MAX / 4 || !(big = malloc((size_t)numel * 4)))
+                    return tio__nomem(err, RT_FMT);
+                dst = big;
+            }
+            tio__rten_convert_elems(sdt, data, dst, numel);
+            data = dst;
+        }
         tio_fb_off vref;
-        rc = tio__fb_create_vector(w->b, data, (size_t)wt->numel, esz, esz, &vref, err);
+        rc = tio__fb_create_vector(w->b, data, (size_t)numel, esz, esz, &vref, err);
+        free(big);
         if (!rc) rc = tio__fb_start_table(w->b, err);
         if (!rc) rc = tio__fb_add_offset(w->b, RTEN_FloatData_data, vref, err);
         if (!rc) rc = tio__fb_end_table(w->b, &dref, err);
         if (rc) return rc;
-    } else if (w->ext[ti] == UINT64_MAX) {
-        uint64_t at;
-        if (!tio__align_up(w->ext_end, RT_ALIGN, &at) ||
-            tio__add64_ovf(at, wt->nbytes, &w->ext_end))
-            return tio__err(err, TIO_E_OVERFLOW, RT_FMT, -1, "tensor data size overflows");
-        w->ext[ti] = at;
-        w->order[w->norder++] = ti;
+    } else if (wt) {
+        if (w->ext[ti] == UINT64_MAX) {
+            rc = rt_place(w, (int64_t)ti, NULL, (size_t)numel * esz, &w->ext[ti], err);
+            if (rc) return rc;
+        }
+        at = w->ext[ti];
+    } else {
+        uint8_t *copy = malloc((size_t)numel * esz);
+        if (!copy) return tio__nomem(err, RT_FMT);
+        memcpy(copy, v->data, (size_t)numel * esz);
+        rc = rt_place(w, -1, copy, (size_t)numel * esz, &at, err);
+        if (rc) {
+            free(copy);
+            return rc;
+        }
     }
     rc = tio__fb_start_table(w->b, err);
-    if (!rc && external)
-        rc = tio__fb_add_scalar(w->b, RTEN_ConstantNode_data_offset, w->ext[ti], 8, err);
+    if (!rc && external) rc = tio__fb_add_scalar(w->b, RTEN_ConstantNode_data_offset, at, 8, err);
     if (!rc) rc = tio__fb_add_offset(w->b, RTEN_ConstantNode_shape, sref, err);
     if (!rc && !external) rc = tio__fb_add_offset(w->b, RTEN_ConstantNode_data, dref, err);
     if (!rc)
         rc = tio__fb_add_scalar(w->b, RTEN_ConstantNode_dtype,
-                                (uint64_t)tio__rten_const_code(wt->dtype), 2, err);
+                                (uint64_t)tio__rten_const_code(dt), 2, err);
     if (!rc && !external)
         rc = tio__fb_add_scalar(w->b, RTEN_ConstantNode_data_type, (uint64_t)tag, 1, err);
     if (!rc) rc = tio__fb_end_table(w->b, out, err);
@@ -806,41 +871,50 @@ static int rt_build_node(rt_writer *w, const char *name, unsigned kind, tio_fb_o
 }
 
 static int rt_build_graph(rt_writer *w, const tio_graph *g, tio_fb_off *out, tio_error *err) {
-    size_t nv = g->value_count, total = nv + g->node_count;
+    rt_lgraph lg;
+    int rc = tio__rten_lower_graph(w->c, g, rt_native(g), &lg, err);
+    if (rc) return rc;
+    size_t nv = lg.nv, total = nv + lg.nops;
     tio_fb_off *nodes = malloc((total ? total : 1) * sizeof *nodes);
-    if (!nodes) return tio__nomem(err, RT_FMT);
-    int rc = TIO_OK;
+    if (!nodes) {
+        tio__rten_lgraph_free(&lg);
+        return tio__nomem(err, RT_FMT);
+    }
     for (size_t i = 0; rc == TIO_OK && i < nv; i++) {
-        const tio_gvalue *v = &g->values[i];
+        rt_lval *v = &lg.vals[i];
         tio_fb_off data;
-        if (v->tensor >= 0) {
+        if (v->is_const) {
             rc = rt_build_constant(w, v, &data, err);
             if (!rc) rc = rt_build_node(w, v->name, RTEN_NodeKind_ConstantNode, data, &nodes[i], err);
         } else {
-            rc = rt_build_value(w, v, &data, err);
+            rc = rt_build_value(w, v->src, &data, err);
             if (!rc) rc = rt_build_node(w, v->name, RTEN_NodeKind_ValueNode, data, &nodes[i], err);
         }
     }
-    for (size_t j = 0; rc == TIO_OK && j < g->node_count; j++) {
+    for (size_t j = 0; rc == TIO_OK && j < lg.nops; j++) {
         tio_fb_off data;
-        rc = rt_build_operator(w, g, j, &data, err);
+        rc = rt_build_operator(w, g, &lg.ops[j], j, &data, err);
         if (!rc)
-            rc = rt_build_node(w, g->nodes[j].name, RTEN_NodeKind_OperatorNode, data,
+            rc = rt_build_node(w, lg.ops[j].name, RTEN_NodeKind_OperatorNode, data,
                                &nodes[nv + j], err);
     }
     tio_fb_off nref = 0, lists[3] = {0, 0, 0};
     if (!rc) rc = tio__fb_create_offset_vector(w->b, nodes, total, &nref, err);
     free(nodes);
-    const int64_t *src[3] = {g->inputs, g->outputs, g->captures};
+    const int64_t *src[3] = {lg.inputs, lg.outputs, lg.captures};
     size_t cnt[3] = {g->input_count, g->output_count, g->capture_count};
     for (int k = 0; rc == TIO_OK && k < 3; k++) {
         if (k == 2 && cnt[k] == 0) continue; /* captures only when used */
         uint32_t *ids = malloc((cnt[k] ? cnt[k] : 1) * sizeof *ids);
-        if (!ids) return tio__nomem(err, RT_FMT);
+        if (!ids) {
+            rc = tio__nomem(err, RT_FMT);
+            break;
+        }
         for (size_t m = 0; m < cnt[k]; m++) ids[m] = (uint32_t)src[k][m];
         rc = tio__fb_create_vector(w->b, ids, cnt[k], 4, 4, &lists[k], err);
         free(ids);
     }
+    tio__rten_lgraph_free(&lg);
     if (!rc) rc = tio__fb_start_table(w->b, err);
     if (!rc) rc = tio__fb_add_offset(w->b, RTEN_Graph_nodes, nref, err);
     if (!rc) rc = tio__fb_add_offset(w->b, RTEN_Graph_inputs, lists[0], err);
@@ -848,6 +922,45 @@ static int rt_build_graph(rt_writer *w, const tio_graph *g, tio_fb_off *out, tio
     if (!rc) rc = tio__fb_add_offset(w->b, RTEN_Graph_captures, lists[2], err);
     if (!rc) rc = tio__fb_end_table(w->b, out, err);
     return rc;
+}
+
+/* Writes external data: a generated constant's bytes, a container tensor as
+ * it is, or converted to its rten dtype in chunks (the source is not
+ * modified; the converted bytes go through a bounded scratch buffer). */
+static int rt_sink_ext(tio_write_plan *p, tio_sink *s, const rt_ext *e, tio_error *err) {
+    if (e->gen) return tio__sink_write(s, e->gen, e->nbytes, err);
+    size_t ti = (size_t)e->tensor;
+    const tio_wtensor *wt = tio__plan_tensor(p, ti);
+    tio_dtype dt = tio__rten_store_dtype(wt->dtype);
+    if (dt == wt->dtype) return tio__plan_sink_tensor(p, s, ti, err);
+    const uint8_t *data = NULL;
+    int rc = tio__plan_data(p, ti, &data, NULL, err);
+    if (rc) return rc;
+    enum { CHUNK = 16384 };
+    uint8_t *buf = malloc(CHUNK * 4);
+    if (!buf) return tio__nomem(err, RT_FMT);
+    size_t in = tio_dtype_size(wt->dtype);
+    for (uint64_t at = 0; rc == TIO_OK && at < wt->numel; at += CHUNK) {
+        uint64_t n = wt->numel - at < CHUNK ? wt->numel - at : CHUNK;
+        tio__rten_convert_elems(wt->dtype, data + at * in, buf, n);
+        rc = tio__sink_write(s, buf, (size_t)n * 4, err);
+    }
+    free(buf);
+    return rc;
+}
+
+/* onnx_hash as rten-convert writes it, the sha256 (hex) of the .onnx file,
+ * when the container was read from ONNX and still has its source bytes. */
+static bool rt_onnx_hash(const tio_container *c, char hex[65]) {
+    const void *src = c->map ? c->map : c->owned_buf;
+    if (!c->format || strcmp(c->format, "onnx") != 0 || !src || !c->source_size) return false;
+    tio_sha256 *h = tio__sha256_new();
+    if (!h) return false;
+    tio__sha256_update(h, src, (size_t)c->source_size);
+    uint8_t d[32];
+    tio__sha256_final(h, d);
+    for (int k = 0; k < 32; k++) snprintf(hex + 2 * k, 3, "%02x", d[k]);
+    return true;
 }
 
 int tio__rten_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
@@ -861,11 +974,9 @@ int tio__rten_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     w.version = tio__plan_version(p) ? tio__plan_version(p) : RT_VERSION;
     size_t nt = tio__plan_count(p);
     w.ext = malloc((nt ? nt : 1) * sizeof *w.ext);
-    w.order = malloc((nt ? nt : 1) * sizeof *w.order);
     w.b = tio__fb_builder_new(RT_FMT);
-    if (!w.ext || !w.order || !w.b) {
+    if (!w.ext || !w.b) {
         free(w.ext);
-        free(w.order);
         tio__fb_builder_free(w.b);
         return tio__nomem(err, RT_FMT);
     }
@@ -877,8 +988,12 @@ int tio__rten_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     const tio_kv *meta = &w.c->graph->meta;
     tio_fb_off mstr[RT_META_COUNT];
     bool any = false;
+    char hash[65];
     for (size_t k = 0; rc == TIO_OK && k < RT_META_COUNT; k++) {
-        rc = rt_str(&w, tio__kv_get(meta, tio__rten_meta_keys[k]), &mstr[k], err);
+        const char *val = tio__kv_get(meta, tio__rten_meta_keys[k]);
+        if (!val && strcmp(tio__rten_meta_keys[k], "onnx_hash") == 0 && rt_onnx_hash(w.c, hash))
+            val = hash;
+        rc = rt_str(&w, val, &mstr[k], err);
         if (mstr[k]) any = true;
     }
     if (!rc && any) {
@@ -910,17 +1025,18 @@ int tio__rten_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
         rc = tio__sink_write(s, hdr, sizeof hdr, err);
         if (!rc) rc = tio__sink_write(s, model, mlen, err);
         if (!rc) rc = tio__sink_zeros(s, (size_t)(to - RT_HEADER_LEN - mlen), err);
-        /* External tensors in offset order. */
+        /* External data in offset order. */
         uint64_t pos = 0;
         for (size_t k = 0; rc == TIO_OK && k < w.norder; k++) {
-            size_t i = w.order[k];
-            rc = tio__sink_zeros(s, (size_t)(w.ext[i] - pos), err);
-            if (!rc) rc = tio__plan_sink_tensor(p, s, i, err);
-            pos = w.ext[i] + tio__plan_tensor(p, i)->nbytes;
+            const rt_ext *e = &w.order[k];
+            rc = tio__sink_zeros(s, (size_t)(e->off - pos), err);
+            if (!rc) rc = rt_sink_ext(p, s, e, err);
+            pos = e->off + e->nbytes;
         }
     }
     tio__fb_builder_free(w.b);
     free(w.ext);
+    for (size_t k = 0; k < w.norder; k++) free(w.order[k].gen);
     free(w.order);
     return rc;
 }
