@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """ONNX <-> rten conversion through the CLI, against rten-convert's output.
 
-Usage: /usr/bin/python3 test_convert_rten.py /path/to/tensio
+Usage: /usr/bin/python3 test_convert_rten.py /path/to/tensio [--ort]
 
 - Every .onnx vector (rten/*/ and tmfile/) converts to .rten, and the result
   reads back (tensio validate).
@@ -14,6 +14,11 @@ Usage: /usr/bin/python3 test_convert_rten.py /path/to/tensio
 - rten -> ONNX: every .v2.rten vector converts to .onnx and
   onnx.checker.check_model(full_check=True) accepts it (Debian's python3-onnx),
   except KNOWN_ONNX_FAILURES.
+- With --ort: each of those .onnx files runs in onnxruntime (npm's
+  onnxruntime-node in tests/ort/node_modules, installed by
+  scripts/install-ort.sh) on the vector's input_*.npy and gives its
+  expected_*.npy (abs 1e-4 + rel 1e-4; tests/ort/run_model.js). A missing
+  onnxruntime fails, it is not skipped.
 
 Vectors are found like the C tests find them ($TIO_TEST_VECTORS, then
 $TIO_SHARED_VECTORS); a missing one prints "SKIPPED: <rel>". The .onnx copies in
@@ -27,9 +32,10 @@ import subprocess
 import sys
 import tempfile
 
-if len(sys.argv) != 2:
-    print("usage: test_convert_rten.py /path/to/tensio", file=sys.stderr)
+if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--ort"):
+    print("usage: test_convert_rten.py /path/to/tensio [--ort]", file=sys.stderr)
     sys.exit(2)
+ORT = len(sys.argv) == 3
 
 TENSIO = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -164,6 +170,19 @@ def check_to_onnx(name, tmp):
             return
         raise
     assert name not in KNOWN_ONNX_FAILURES, "passes now: remove it from KNOWN_ONNX_FAILURES"
+    if ORT:
+        run_in_ort(out, os.path.dirname(ref))
+
+
+def run_in_ort(model, vector_dir):
+    ort_dir = os.path.join(REPO, "tests", "ort")
+    if not os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node")):
+        raise AssertionError("onnxruntime-node is not installed: run scripts/install-ort.sh")
+    env = dict(os.environ, NODE_PATH=os.path.join(ort_dir, "node_modules"))
+    r = subprocess.run(["node", os.path.join(ort_dir, "run_model.js"), model, vector_dir],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise AssertionError("onnxruntime: " + (r.stderr or r.stdout).strip())
 
 
 def main():
