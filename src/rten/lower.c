@@ -226,6 +226,16 @@ static int rt_lower_identity(const tio_container *c, const tio_graph *g, rt_lgra
     return TIO_OK;
 }
 
+typedef struct rt_pair {
+    int64_t a, b;
+} rt_pair;
+
+static int rt_cmp_pair(const void *x, const void *y) {
+    const rt_pair *p = x, *q = y;
+    if (p->a != q->a) return p->a < q->a ? -1 : 1;
+    return p->b < q->b ? -1 : p->b > q->b;
+}
+
 static int rt_lower_onnx(const tio_container *c, const tio_graph *g, rt_lgraph *lg,
                          size_t cap, tio_error *err) {
     size_t nv = g->value_count;
@@ -249,10 +259,21 @@ static int rt_lower_onnx(const tio_container *c, const tio_graph *g, rt_lgraph *
         map[i] = (int64_t)lg->nv;                                                              \
         rt_val_from_graph(c, &g->values[i], &lg->vals[lg->nv++]);                              \
     } while (0)
-    /* 1. initializers, in container order (the order they were read) */
-    for (size_t t = 0; t < c->count; t++)
-        for (size_t i = 0; i < nv; i++)
-            if (g->values[i].tensor == (int64_t)t && map[i] < 0 && producer[i] < 0) RT_PLACE(i);
+    /* 1. initializers, in container order (the order they were read): the
+     * (tensor, value) pairs sorted */
+    rt_pair *inits = malloc((nv ? nv : 1) * sizeof *inits);
+    if (!inits) {
+        free(map);
+        free(producer);
+        return tio__nomem(err, RT_FMT);
+    }
+    size_t ninit = 0;
+    for (size_t i = 0; i < nv; i++)
+        if (g->values[i].tensor >= 0 && producer[i] < 0)
+            inits[ninit++] = (rt_pair){g->values[i].tensor, (int64_t)i};
+    qsort(inits, ninit, sizeof *inits, rt_cmp_pair);
+    for (size_t k = 0; k < ninit; k++) RT_PLACE((size_t)inits[k].b);
+    free(inits);
     /* 2. Constant operators' outputs */
     for (size_t j = 0; rc == TIO_OK && j < g->node_count; j++) {
         const tio_gnode *n = &g->nodes[j];
