@@ -53,6 +53,8 @@ static const uint8_t boolv[3] = {1, 0, 1};
 static const double f64v[2] = {0.5, -1.25};
 static const float cval[2] = {3.5f, 4.5f};
 static const int64_t axes1[1] = {1};
+static int64_t big64[40]; /* external in V2: converted while streamed */
+static double bigf64[20];
 
 /* An ONNX-form model: Squeeze with the axes attribute (opset 11) or input
  * (opset 13); Constant ops; int64, bool and float64 initializers. */
@@ -68,6 +70,10 @@ static tio_container *build(bool v13) {
     int64_t vi64 = add_value(g, "i64", add_tensor(c, "i64", TIO_INT64, 6, i64v));
     int64_t vb = add_value(g, "b", add_tensor(c, "b", TIO_BOOL, 3, boolv));
     int64_t vd = add_value(g, "d", add_tensor(c, "d", TIO_FLOAT64, 2, f64v));
+    for (int k = 0; k < 40; k++) big64[k] = (k - 20) * 200000000LL; /* +-4e9 */
+    for (int k = 0; k < 20; k++) bigf64[k] = k * 0.25;
+    int64_t vbig = add_value(g, "big64", add_tensor(c, "big64", TIO_INT64, 40, big64));
+    int64_t vbigf = add_value(g, "bigf64", add_tensor(c, "bigf64", TIO_FLOAT64, 20, bigf64));
     int64_t vax = v13 ? add_value(g, "axes", add_tensor(c, "axes", TIO_INT64, 1, axes1)) : -1;
     int64_t ct = add_tensor(c, "c1", TIO_FLOAT32, 2, cval);
     int64_t c1 = add_value(g, "c1", -1), c2 = add_value(g, "c2", -1);
@@ -85,16 +91,16 @@ static tio_container *build(bool v13) {
         a = (tio_attr){.name = "axes", .type = TIO_ATTR_INTS, .count = 1, .ints = axes1};
         assert_int_equal(tio_graph_add_attr(g, sq, &a, &e), TIO_OK);
     }
-    int64_t outs[5];
-    const int64_t srcs[5] = {y, vi64, vb, vd, c2};
-    static const char *const names[5] = {"o0", "o1", "o2", "o3", "o4"};
-    for (int k = 0; k < 5; k++) {
+    int64_t outs[7];
+    const int64_t srcs[7] = {y, vi64, vb, vd, c2, vbig, vbigf};
+    static const char *const names[7] = {"o0", "o1", "o2", "o3", "o4", "o5", "o6"};
+    for (int k = 0; k < 7; k++) {
         outs[k] = add_value(g, names[k], -1);
         int64_t i2[2] = {srcs[k], c1};
         add_node(g, names[k], k == 0 ? "Add" : "Identity", i2, k == 0 ? 2 : 1, outs[k]);
     }
     assert_int_equal(tio_graph_set_inputs(g, &x, 1, &e), TIO_OK);
-    assert_int_equal(tio_graph_set_outputs(g, outs, 5, &e), TIO_OK);
+    assert_int_equal(tio_graph_set_outputs(g, outs, 7, &e), TIO_OK);
     return c;
 }
 
@@ -108,8 +114,8 @@ static const tio_tensor *want(const tio_container *c, const char *name, tio_dtyp
     return t;
 }
 
-static void check_written(tio_container *src, bool v13) {
-    tio_save_options so = {.format = "rten"};
+static void check_written(tio_container *src, bool v13, unsigned version) {
+    tio_save_options so = {.format = "rten", .version = version};
     void *buf;
     size_t len;
     if (tio_save_memory(src, &so, &buf, &len, &e) != TIO_OK) fail_msg("save: %s", e.message);
@@ -134,16 +140,30 @@ static void check_written(tio_container *src, bool v13) {
     memcpy(i32, tio_tensor_data(want(r, axn, TIO_INT32, 1)), sizeof *i32);
     assert_int_equal(i32[0], 1);
 
+    const uint8_t *bp = tio_tensor_data(want(r, "big64", TIO_INT32, 40));
+    for (int k = 0; k < 40; k++) {
+        int64_t w = big64[k] > INT32_MAX ? INT32_MAX : big64[k] < INT32_MIN ? INT32_MIN : big64[k];
+        memcpy(i32, bp + 4 * k, sizeof *i32);
+        assert_int_equal(i32[0], w);
+    }
+    bp = tio_tensor_data(want(r, "bigf64", TIO_FLOAT32, 20));
+    for (int k = 0; k < 20; k++) {
+        memcpy(f, bp + 4 * k, sizeof *f);
+        assert_true(f[0] == (float)bigf64[k]);
+    }
+
     /* constants: initializers, Constant ops' outputs, then the generated one */
-    static const char *const order11[] = {"i64", "b", "d", "c1", "c2", "sq:rten-axes"};
-    static const char *const order13[] = {"i64", "b", "d", "axes", "c1", "c2"};
-    assert_int_equal(tio_container_count(r), 6);
-    for (size_t k = 0; k < 6; k++)
+    static const char *const order11[] = {"i64", "b", "d", "big64", "bigf64", "c1", "c2",
+                                          "sq:rten-axes"};
+    static const char *const order13[] = {"i64", "b", "d", "big64", "bigf64", "axes", "c1",
+                                          "c2"};
+    assert_int_equal(tio_container_count(r), 8);
+    for (size_t k = 0; k < 8; k++)
         assert_string_equal(tio_tensor_name(tio_container_tensor(r, k)),
                             (v13 ? order13 : order11)[k]);
 
     tio_graph *g = tio_container_graph(r);
-    assert_int_equal(tio_graph_node_count(g), 6); /* the Constant ops are gone */
+    assert_int_equal(tio_graph_node_count(g), 8); /* the Constant ops are gone */
     tio_node_info n;
     assert_int_equal(tio_graph_node(g, 0, &n), TIO_OK);
     assert_string_equal(n.op, "Squeeze");
@@ -165,14 +185,16 @@ static void check_written(tio_container *src, bool v13) {
 static void test_opset11_squeeze_attr(void **state) {
     (void)state;
     tio_container *c = build(false);
-    check_written(c, false);
+    check_written(c, false, 2);
+    check_written(c, false, 1); /* V1: every constant inline, converted too */
     tio_container_free(c);
 }
 
 static void test_opset13_squeeze_input(void **state) {
     (void)state;
     tio_container *c = build(true);
-    check_written(c, true);
+    check_written(c, true, 2);
+    check_written(c, true, 1);
     tio_container_free(c);
 }
 
