@@ -158,7 +158,34 @@ static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, cons
     return rc;
 }
 
-/* Whether tensor t is used by an attribute of g (then it is no initializer). */
+typedef struct ox_tv {
+    int64_t tensor;
+    size_t value;
+} ox_tv;
+
+static int ox_tv_cmp(const void *a, const void *b) {
+    const ox_tv *x = a, *y = b;
+    return (x->tensor > y->tensor) - (x->tensor < y->tensor);
+}
+
+/* The values of g that hold a tensor, by tensor index. */
+static int ox_initializers(const tio_graph *g, ox_tv **out, size_t *n, tio_error *err) {
+    size_t k = 0;
+    for (size_t i = 0; i < g->value_count; i++) k += g->values[i].tensor >= 0;
+    *out = NULL;
+    *n = 0;
+    if (!k) return TIO_OK;
+    ox_tv *tv = malloc(k * sizeof *tv);
+    if (!tv) return tio__nomem(err, OX_FMT);
+    k = 0;
+    for (size_t i = 0; i < g->value_count; i++)
+        if (g->values[i].tensor >= 0) tv[k++] = (ox_tv){g->values[i].tensor, i};
+    qsort(tv, k, sizeof *tv, ox_tv_cmp);
+    *out = tv;
+    *n = k;
+    return TIO_OK;
+}
+
 static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const tio_graph *g,
                         tio_error *err) {
     int rc = tio__pb_begin(pw, number, err);
@@ -179,9 +206,15 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
     }
     const char *gname = tio__kv_get(&g->meta, OX_META_GRAPH_NAME);
     if (!rc) rc = tio__pb_put_string(pw, 2, gname ? gname : (g->parent ? "body" : "main"), err);
-    for (size_t i = 0; !rc && i < g->value_count; i++)
-        if (g->values[i].tensor >= 0)
-            rc = ox_put_tensor(w, pw, 5, (size_t)g->values[i].tensor, g->values[i].name, err);
+    /* Initializers in the order of their tensors (the reader's order), not
+     * of their values: an initializer that gives a graph input its default
+     * has the input's (earlier) value. */
+    ox_tv *tv = NULL;
+    size_t ntv = 0;
+    if (!rc) rc = ox_initializers(g, &tv, &ntv, err);
+    for (size_t i = 0; !rc && i < ntv; i++)
+        rc = ox_put_tensor(w, pw, 5, (size_t)tv[i].tensor, g->values[tv[i].value].name, err);
+    free(tv);
     const char *gdoc = tio__kv_get(&g->meta, OX_META_GRAPH_DOC);
     if (!rc && gdoc) rc = tio__pb_put_string(pw, 10, gdoc, err);
     for (size_t i = 0; !rc && i < g->input_count; i++)
