@@ -245,6 +245,9 @@ typedef struct tio_read_ctx {
     tio_limits limits;  /* resolved: no zero fields */
     unsigned flags;     /* TIO_OPEN_* */
     tio_container *c;   /* where tensors and warnings go */
+    const char *path;   /* the file opened (tio_open), or NULL (memory, parts):
+                           for files a format finds beside it (ONNX external
+                           data) */
 } tio_read_ctx;
 
 /* Records a validation finding (TIO_E_INVALID) in the container. Returns

@@ -1,7 +1,8 @@
 /* ONNX through the public API: the local .onnx vectors (initializer counts,
  * names, dtypes, shapes; raw_data tensors are views into the input), and
  * hostile models built by hand (memory budget, depth bomb, rank bomb), every
- * error "onnx: offset N: ..." with N inside the input. */
+ * error "onnx: offset N: ..." with N inside the input; external data (views
+ * into the mapped side file, the location rules, opening from memory). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tensio.h"
 #include "tvec.h"
@@ -339,6 +342,96 @@ static void test_truncations(void **state) {
     free(buf);
 }
 
+/* ------------------------------------------------------- external data */
+
+/* A model whose initializer W (float [2]) is external: `loc`, 8 bytes. */
+static pbuf ext_model(const char *loc) {
+    pbuf g = {0}, t = {0}, e = {0};
+    pb_int(&t, 1, 2);
+    pb_int(&t, 2, 1);
+    pb_str(&t, 8, "W");
+    pb_str(&e, 1, "location");
+    pb_str(&e, 2, loc);
+    pb_msg(&t, 13, &e);
+    pb_str(&e, 1, "length");
+    pb_str(&e, 2, "8");
+    pb_msg(&t, 13, &e);
+    pb_int(&t, 14, 1); /* EXTERNAL */
+    pb_msg(&g, 5, &t);
+    pb_str(&g, 2, "g");
+    return model_of(&g);
+}
+
+static void write_file(const char *path, const void *d, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(d, 1, n, f), n);
+    fclose(f);
+}
+
+/* From memory there is no directory to look in: refused clearly. */
+static void test_external_from_memory(void **state) {
+    (void)state;
+    pbuf m = ext_model("w.bin");
+    tio_error e;
+    assert_int_equal(open_buf(&m, NULL, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "needs the model's path"));
+    free(m.b);
+}
+
+/* Beside the model: a view into the mapped file, kept after the open. Out
+ * of its directory: refused, unless TIO_OPEN_EXTERNAL_ANYWHERE. */
+static void test_external_files(void **state) {
+    (void)state;
+    char tmpl[] = "/tmp/tio_onnx_extXXXXXX";
+    char *dir = mkdtemp(tmpl);
+    assert_non_null(dir);
+    char p[512], q[512], w[512], o[512];
+    snprintf(p, sizeof p, "%s/sub", dir);
+    assert_int_equal(mkdir(p, 0700), 0);
+    const float vals[2] = {1.5f, -2.0f};
+    snprintf(w, sizeof w, "%s/sub/w.bin", dir);
+    write_file(w, vals, sizeof vals);
+    snprintf(o, sizeof o, "%s/out.bin", dir);
+    write_file(o, vals, sizeof vals);
+
+    pbuf m = ext_model("w.bin");
+    snprintf(q, sizeof q, "%s/sub/good.onnx", dir);
+    write_file(q, m.b, m.n);
+    free(m.b);
+    tio_container *c = NULL;
+    tio_error e;
+    if (tio_open(q, NULL, &c, &e)) fail_msg("%s", e.message);
+    const tio_tensor *t = tio_container_find(c, "W");
+    assert_non_null(t);
+    assert_memory_equal(tio_tensor_data(t), vals, sizeof vals);
+    unlink(w); /* the mapping outlives the name */
+    assert_memory_equal(tio_tensor_data(t), vals, sizeof vals);
+    tio_container_free(c);
+
+    m = ext_model("../out.bin");
+    snprintf(q, sizeof q, "%s/sub/up.onnx", dir);
+    write_file(q, m.b, m.n);
+    free(m.b);
+    c = NULL;
+    int rc = tio_open(q, NULL, &c, &e);
+    assert_int_equal(rc, TIO_E_UNSUPPORTED);
+    assert_null(c);
+    assert_non_null(strstr(e.message, "'..'"));
+    assert_non_null(strstr(e.message, "TIO_OPEN_EXTERNAL_ANYWHERE"));
+    tio_open_options oo = {0};
+    oo.flags = TIO_OPEN_EXTERNAL_ANYWHERE;
+    if (tio_open(q, &oo, &c, &e)) fail_msg("%s", e.message);
+    assert_memory_equal(tio_tensor_data(tio_container_find(c, "W")), vals, sizeof vals);
+    tio_container_free(c);
+    unlink(q);
+    snprintf(q, sizeof q, "%s/sub/good.onnx", dir);
+    unlink(q);
+    unlink(o);
+    rmdir(p);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vectors),
@@ -348,6 +441,8 @@ int main(void) {
         cmocka_unit_test(test_depth_bomb),
         cmocka_unit_test(test_rank_bomb),
         cmocka_unit_test(test_truncations),
+        cmocka_unit_test(test_external_from_memory),
+        cmocka_unit_test(test_external_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
