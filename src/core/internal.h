@@ -311,6 +311,9 @@ unsigned tio__plan_version(const tio_write_plan *p);
 /* The value of format option `key` (tio_save_options.options), or NULL. The
  * core already checked the syntax and that the format takes the key. */
 const char *tio__plan_option(const tio_write_plan *p, const char *key);
+/* The path a file save (tio_save) writes, for writers that place files
+ * beside it (ONNX external data); NULL for memory saves and messages. */
+const char *tio__plan_path(const tio_write_plan *p);
 /* A plan on the heap (for message encoding); runs the format's check. */
 int tio__plan_create(const tio_container *c, const tio_save_options *opts,
                      const struct tio_format_desc *f, tio_write_plan **out, tio_error *err);

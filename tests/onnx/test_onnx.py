@@ -303,6 +303,30 @@ def external(d):
         if r.returncode == 0:
             check("external " + name + " = onnx.load", tensors_of(onnx.load(out)) ==
                   tensors_of(onnx.load(p)))
+    # written by tensio (--external-data): onnx reads it back, tensio too
+    out = os.path.join(d, "w")
+    os.makedirs(out)
+    m1, m2 = os.path.join(out, "m.onnx"), os.path.join(out, "m2.onnx")
+    r = run("convert", "--external-data", "m.bin", inline, m1, ok=False)
+    check("write external", r.returncode == 0, r.stderr.strip())
+    if r.returncode == 0:
+        back = onnx.load(m1, load_external_data=True)
+        check("write external = inline (onnx.load)", tensors_of(back) == tensors_of(onnx.load(inline)))
+        check("write external: no raw_data", all(not t.raw_data for t in onnx.load(m1, load_external_data=False).graph.initializer))
+        try:
+            onnx.checker.check_model(m1, full_check=True)
+            check("write external checker", True)
+        except Exception as e:
+            check("write external checker", False, repr(e))
+        got = {t["name"]: t["sha256"] for t in json.loads(run("ls", "--json", "--hash", m1).stdout)["tensors"]}
+        ref = {t["name"]: t["sha256"] for t in json.loads(run("ls", "--json", "--hash", inline).stdout)["tensors"]}
+        check("write external re-read", got == ref)
+        run("convert", "--external-data", "m2.bin", m1, m2)
+        check("write external deterministic",
+              open(os.path.join(out, "m.bin"), "rb").read() == open(os.path.join(out, "m2.bin"), "rb").read())
+    for bad, needle in (("../m.bin", "without a directory"), ("m.onnx", "own file name")):
+        r = run("convert", "--external-data", bad, inline, os.path.join(out, "m.onnx"), "--force", ok=False)
+        check("write external refused " + bad, r.returncode != 0 and needle in r.stderr, r.stderr.strip())
     # hostile locations, each beside a real file
     h = os.path.join(d, "h")
     good = ext_model(h, "good.onnx", [("location", "weights.bin"), ("offset", "0"),
