@@ -455,6 +455,10 @@ TIO_API const char *tio_format_probe(const void *data, size_t size);
 #define TIO_OPEN_STRICT 0x1u  /* a validation finding is an error (TIO_E_INVALID) */
 #define TIO_OPEN_NO_MMAP 0x2u /* read the file into memory instead of mapping it */
 #define TIO_OPEN_COPY 0x4u    /* tio_open_memory: copy the buffer, do not borrow it */
+/* ONNX external data: read a location that is absolute or leaves the model's
+ * directory ("..", symbolic links out). Off by default: a model from
+ * elsewhere may only read files in its own directory. */
+#define TIO_OPEN_EXTERNAL_ANYWHERE 0x8u
 
 /* Zero-initialise for the defaults. */
 typedef struct tio_open_options {

@@ -30,6 +30,9 @@ static const char convert_help[] =
     "      --format-version N, --rten-version N\n"
     "                      write version N of the output format (default: the\n"
     "                      format's default; rten: 2, or 1 for the V1 layout)\n"
+    "      --external-data NAME\n"
+    "                      onnx: write the initializers' data to file NAME beside\n"
+    "                      OUT (ONNX external data) instead of inline\n"
     "      --force         overwrite OUT if it exists\n"
     "      --no-sync       do not fsync OUT and its directory (still atomic, not\n"
     "                      durable across a power loss)\n"
@@ -47,7 +50,8 @@ enum {
     OPT_FORCE,
     OPT_NO_SYNC,
     OPT_VERBOSE,
-    OPT_VERSION
+    OPT_VERSION,
+    OPT_EXTERNAL
 };
 
 static const cli_option convert_opts[] = {
@@ -63,6 +67,7 @@ static const cli_option convert_opts[] = {
     {"verbose", 'v', 0, OPT_VERBOSE},
     {"format-version", 0, 1, OPT_VERSION},
     {"rten-version", 0, 1, OPT_VERSION},
+    {"external-data", 0, 1, OPT_EXTERNAL},
     CLI_OPT_MAX_DENSE,
 };
 
@@ -201,7 +206,7 @@ int cli_cmd_convert(int argc, char **argv) {
     int rc = cli_parser_init(&p, "convert", argc, argv, convert_opts,
                              sizeof convert_opts / sizeof convert_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
-    const char *to = NULL, *from = NULL;
+    const char *to = NULL, *from = NULL, *external = NULL;
     unsigned flags = 0, version = 0;
     int force = 0, verbose = 0, id;
     tio_limits lim;
@@ -221,6 +226,15 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_FORCE: force = 1; break;
         case OPT_NO_SYNC: flags |= TIO_SAVE_NO_SYNC; break;
         case OPT_VERBOSE: verbose = 1; break;
+        case OPT_EXTERNAL:
+            if (strpbrk(p.value, ",=")) {
+                rc = cli_usage_error("convert", "--external-data: '%s' holds ',' or '='",
+                                     p.value);
+                cli_parser_free(&p);
+                return rc;
+            }
+            external = p.value;
+            break;
         case CLI_OPT_MAX_DENSE_ID:
             if (cli_parse_max_dense("convert", p.value, &lim) != CLI_EXIT_OK) {
                 cli_parser_free(&p);
@@ -291,6 +305,11 @@ int cli_cmd_convert(int argc, char **argv) {
         o.format = format;
         o.flags = flags | TIO_SAVE_CLEANUP; /* one save per process: it may list OUT's dir */
         o.version = version;
+        char ext_opt[4096];
+        if (external) {
+            snprintf(ext_opt, sizeof ext_opt, "external_data=%s", external);
+            o.options = ext_opt;
+        }
         tio_error_clear(&err);
         if (tio_save(c, out, &o, &err) != TIO_OK) {
             const char *msg = cli_errmsg(&err);

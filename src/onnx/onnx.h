@@ -27,6 +27,14 @@ const char *tio__onnx_dtype_name(int64_t code);
 /* Whether a graph metadata key is one of OX_META_*. */
 int tio__onnx_is_model_key(const char *key);
 
+/* The bytes of an external tensor (src/onnx/external.c): `loc` beside
+ * ctx->path, `length` (nbytes when !has_length) bytes at `offset`, mapped
+ * and kept by the container; the location rules and errors are there. `at`
+ * and `lbl` place messages. */
+int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool has_length,
+                       uint64_t length, uint64_t nbytes, int64_t at, const char *lbl,
+                       const uint8_t **data, tio_error *err);
+
 int tio__onnx_probe(const uint8_t *d, size_t n);
 int tio__onnx_read(tio_read_ctx *ctx, tio_error *err);
 int tio__onnx_check(const tio_write_plan *p, tio_error *err);

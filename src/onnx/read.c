@@ -233,6 +233,86 @@ static uint32_t ox_typed_field(tio_dtype dt) {
     }
 }
 
+/* A StringStringEntryProto (field f of m): its key and value as new strings
+ * (NULL when absent; the caller frees both, on failure too). */
+static int ox_entry(ox_reader *r, const tio_pb_reader *m, const tio_pb_field *f,
+                    const char *what, char **k, char **v, tio_error *err) {
+    tio_pb_reader e;
+    tio_pb_field h;
+    int rc = tio__pb_sub(m, f, what, &e, err);
+    while (!rc && !tio__pb_done(&e)) {
+        if ((rc = tio__pb_next(&e, &h, err))) break;
+        char **dst = h.number == 1 ? k : h.number == 2 ? v : NULL;
+        if (!dst) continue;
+        free(*dst);
+        rc = ox_str(r, &e, &h, what, dst, err);
+    }
+    return rc;
+}
+
+/* A decimal external_data value (offset, length): digits only, no overflow. */
+static int ox_decimal(const char *s, const char *key, int64_t at, const char *lbl,
+                      uint64_t *out, tio_error *err) {
+    uint64_t v = 0;
+    if (!s[0]) goto bad;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9' || tio__mul64_ovf(v, 10, &v) ||
+            tio__add64_ovf(v, (uint64_t)(*p - '0'), &v))
+            goto bad;
+    }
+    *out = v;
+    return TIO_OK;
+bad:
+    return tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+                    "%s: external_data '%s' is '%.40s' (expected a decimal byte count)", lbl,
+                    key, s);
+}
+
+/* The external_data entries (TensorProto field 13) of the tensor rd holds,
+ * then its bytes (src/onnx/external.c). */
+static int ox_external(ox_reader *r, const tio_pb_reader *rd, const char *lbl, int64_t at,
+                       uint64_t nbytes, const void **data, tio_error *err) {
+    tio_pb_reader it = *rd;
+    tio_pb_field f;
+    char *loc = NULL;
+    uint64_t offset = 0, length = 0;
+    bool has_length = false;
+    int rc = TIO_OK;
+    while (!rc && !tio__pb_done(&it)) {
+        if ((rc = tio__pb_next(&it, &f, err))) break;
+        if (f.number != 13) continue;
+        char *k = NULL, *v = NULL;
+        rc = ox_entry(r, &it, &f, "TensorProto.external_data", &k, &v, err);
+        int64_t eat = ox_off(&it, f.at);
+        if (!rc && k && strcmp(k, "location") == 0) {
+            free(loc);
+            loc = v;
+            v = NULL;
+            if (!loc && !(loc = calloc(1, 1))) rc = tio__nomem(err, OX_FMT);
+        } else if (!rc && k && strcmp(k, "offset") == 0) {
+            rc = ox_decimal(v ? v : "", k, eat, lbl, &offset, err);
+        } else if (!rc && k && strcmp(k, "length") == 0) {
+            rc = ox_decimal(v ? v : "", k, eat, lbl, &length, err);
+            has_length = true;
+        }
+        /* "checksum" (a SHA-1 of the bytes) is not verified: that would read
+         * every byte at open; other keys are ignored, as onnx does. */
+        free(k);
+        free(v);
+    }
+    if (!rc && !loc)
+        rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+                      "%s: data_location is EXTERNAL but external_data has no 'location'",
+                      lbl);
+    const uint8_t *p = NULL;
+    if (!rc)
+        rc = tio__onnx_external(r->ctx, loc, offset, has_length, length, nbytes, at, lbl, &p,
+                                err);
+    if (!rc) *data = p;
+    free(loc);
+    return rc;
+}
+
 /* Reads a TensorProto into a container tensor; *index gets its index.
  * `name` overrides the tensor's own name (Constant outputs). */
 static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, const char *lbl,
@@ -303,11 +383,6 @@ static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, co
                         "%s: data type %lld (%s) is not supported by tensio", lbl,
                         (long long)t.dtype_code, dn ? dn : "unknown");
     }
-    if (t.external)
-        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
-                        "%s: the tensor's data are in an external file (data_location = "
-                        "EXTERNAL), which tensio does not read yet",
-                        lbl);
     uint64_t numel = 1, nbytes;
     for (size_t k = 0; k < t.rank; k++)
         if (tio__mul64_ovf(numel, (uint64_t)t.dims[k], &numel))
@@ -335,7 +410,19 @@ static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, co
     d.shape = t.dims;
     d.nbytes = (size_t)nbytes;
     if (rc) goto out;
-    if (t.has_raw) {
+    if (t.external) {
+        if (t.typed || t.has_raw) {
+            rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+                          "%s: the tensor's data are external (data_location = EXTERNAL) but "
+                          "it also has raw_data or typed data",
+                          lbl);
+            goto out;
+        }
+        rc = ox_external(r, rd, lbl, at, nbytes, &d.data, err);
+        tio_tensor *tt = NULL;
+        if (!rc) rc = tio_container_add(ctx->c, &d, TIO_ADD_BORROW, &tt, err);
+        if (!rc) tt->source_offset = at;
+    } else if (t.has_raw) {
         if (t.typed)
             rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(rd, t.raw.at),
                           "%s: the tensor has both raw_data and typed data fields", lbl);
@@ -1054,17 +1141,8 @@ int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
             break;
         }
         case 14: {
-            tio_pb_reader o;
-            tio_pb_field h;
             char *k = NULL, *v = NULL;
-            rc = tio__pb_sub(&it, &f, "ModelProto.metadata_props", &o, err);
-            while (!rc && !tio__pb_done(&o)) {
-                if ((rc = tio__pb_next(&o, &h, err))) break;
-                char **dst = h.number == 1 ? &k : h.number == 2 ? &v : NULL;
-                if (!dst) continue;
-                free(*dst);
-                rc = ox_str(&r, &o, &h, "metadata_props", dst, err);
-            }
+            rc = ox_entry(&r, &it, &f, "ModelProto.metadata_props", &k, &v, err);
             if (!rc) rc = ox_count(&r, 1, ox_off(&it, f.at), err);
             if (!rc && (!k || !k[0]))
                 rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(&it, f.at),

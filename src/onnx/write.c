@@ -4,13 +4,23 @@
 #include "onnx/onnx.h"
 #include "protobuf/pb.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct ox_writer {
     tio_write_plan *plan;
     const tio_container *c;
+    /* external data (format option external_data=NAME): initializers'
+     * bytes go to NAME beside the model, at offsets fixed in the sizing pass */
+    const char *ext_name;
+    FILE *ext;          /* the side file's temporary, in the writing pass */
+    uint64_t *ext_off;  /* per tensor: offset, or UINT64_MAX when not placed */
+    uint8_t *ext_done;  /* per tensor: written in this pass */
+    uint64_t ext_size;
 } ox_writer;
 
 static int ox_check_graph(const tio_graph *g, tio_error *err) {
@@ -63,14 +73,56 @@ int tio__onnx_check(const tio_write_plan *p, tio_error *err) {
     return ox_check_graph(c->graph, err);
 }
 
-/* TensorProto of plan tensor i, with `name` (NULL: the tensor's). */
+/* An external_data entry. */
+static int ox_put_entry(tio_pb_writer *pw, const char *k, const char *v, tio_error *err) {
+    int rc = tio__pb_begin(pw, 13, err);
+    if (!rc) rc = tio__pb_put_string(pw, 1, k, err);
+    if (!rc) rc = tio__pb_put_string(pw, 2, v, err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    return rc;
+}
+
+/* Tensor i's data as external data: placed in the sizing pass, its bytes
+ * appended to the side file in the writing pass (once per tensor). */
+static int ox_put_external(ox_writer *w, tio_pb_writer *pw, size_t i, tio_error *err) {
+    const tio_wtensor *t = tio__plan_tensor(w->plan, i);
+    if (tio__pb_sizing(pw) && w->ext_off[i] == UINT64_MAX) {
+        w->ext_off[i] = w->ext_size;
+        w->ext_size += t->nbytes;
+    }
+    if (!tio__pb_sizing(pw) && !w->ext_done[i]) {
+        const uint8_t *data = NULL;
+        int rc = tio__plan_data(w->plan, i, &data, NULL, err);
+        if (rc) return rc;
+        if (t->nbytes && fwrite(data, 1, t->nbytes, w->ext) != t->nbytes)
+            return tio__err(err, TIO_E_IO, OX_FMT, -1, "external data '%s': write failed",
+                            w->ext_name);
+        w->ext_done[i] = 1;
+    }
+    char off[24], len[24];
+    snprintf(off, sizeof off, "%llu", (unsigned long long)w->ext_off[i]);
+    snprintf(len, sizeof len, "%llu", (unsigned long long)t->nbytes);
+    int rc = ox_put_entry(pw, "location", w->ext_name, err);
+    if (!rc) rc = ox_put_entry(pw, "offset", off, err);
+    if (!rc) rc = ox_put_entry(pw, "length", len, err);
+    if (!rc) rc = tio__pb_put_int64(pw, 14, 1, err); /* data_location = EXTERNAL */
+    return rc;
+}
+
+/* TensorProto of plan tensor i, with `name` (NULL: the tensor's);
+ * `initializer`: an initializer (its data go external when asked). */
 static int ox_put_tensor(ox_writer *w, tio_pb_writer *pw, uint32_t number, size_t i,
-                         const char *name, tio_error *err) {
+                         const char *name, bool initializer, tio_error *err) {
     const tio_wtensor *t = tio__plan_tensor(w->plan, i);
     int rc = tio__pb_begin(pw, number, err);
     for (size_t k = 0; !rc && k < t->rank; k++) rc = tio__pb_put_int64(pw, 1, t->shape[k], err);
     if (!rc) rc = tio__pb_put_int64(pw, 2, tio__onnx_code(t->dtype), err);
     if (!rc && (name || t->name)) rc = tio__pb_put_string(pw, 8, name ? name : t->name, err);
+    if (initializer && w->ext_name) {
+        if (!rc) rc = ox_put_external(w, pw, i, err);
+        if (!rc) rc = tio__pb_end(pw, err);
+        return rc;
+    }
     const uint8_t *data = NULL;
     if (!rc && !tio__pb_sizing(pw)) rc = tio__plan_data(w->plan, i, &data, NULL, err);
     /* referenced when it is the container's data; the plan's scratch (a
@@ -128,7 +180,7 @@ static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, cons
     case TIO_ATTR_TENSOR: {
         const char *nm = NULL;
         if (strcmp(n->op, "Constant") == 0) nm = NULL;
-        if (!rc) rc = ox_put_tensor(w, pw, 5, (size_t)a->i, nm, err);
+        if (!rc) rc = ox_put_tensor(w, pw, 5, (size_t)a->i, nm, false, err);
         break;
     }
     case TIO_ATTR_GRAPH:
@@ -147,7 +199,7 @@ static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, cons
         break;
     case TIO_ATTR_TENSORS:
         for (size_t k = 0; !rc && k < a->count; k++)
-            rc = ox_put_tensor(w, pw, 10, (size_t)a->ints[k], NULL, err);
+            rc = ox_put_tensor(w, pw, 10, (size_t)a->ints[k], NULL, false, err);
         break;
     case TIO_ATTR_GRAPHS:
         for (size_t k = 0; !rc && k < a->count; k++) rc = ox_put_graph(w, pw, 11, a->graphs[k], err);
@@ -158,7 +210,34 @@ static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, cons
     return rc;
 }
 
-/* Whether tensor t is used by an attribute of g (then it is no initializer). */
+typedef struct ox_tv {
+    int64_t tensor;
+    size_t value;
+} ox_tv;
+
+static int ox_tv_cmp(const void *a, const void *b) {
+    const ox_tv *x = a, *y = b;
+    return (x->tensor > y->tensor) - (x->tensor < y->tensor);
+}
+
+/* The values of g that hold a tensor, by tensor index. */
+static int ox_initializers(const tio_graph *g, ox_tv **out, size_t *n, tio_error *err) {
+    size_t k = 0;
+    for (size_t i = 0; i < g->value_count; i++) k += g->values[i].tensor >= 0;
+    *out = NULL;
+    *n = 0;
+    if (!k) return TIO_OK;
+    ox_tv *tv = malloc(k * sizeof *tv);
+    if (!tv) return tio__nomem(err, OX_FMT);
+    k = 0;
+    for (size_t i = 0; i < g->value_count; i++)
+        if (g->values[i].tensor >= 0) tv[k++] = (ox_tv){g->values[i].tensor, i};
+    qsort(tv, k, sizeof *tv, ox_tv_cmp);
+    *out = tv;
+    *n = k;
+    return TIO_OK;
+}
+
 static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const tio_graph *g,
                         tio_error *err) {
     int rc = tio__pb_begin(pw, number, err);
@@ -179,9 +258,16 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
     }
     const char *gname = tio__kv_get(&g->meta, OX_META_GRAPH_NAME);
     if (!rc) rc = tio__pb_put_string(pw, 2, gname ? gname : (g->parent ? "body" : "main"), err);
-    for (size_t i = 0; !rc && i < g->value_count; i++)
-        if (g->values[i].tensor >= 0)
-            rc = ox_put_tensor(w, pw, 5, (size_t)g->values[i].tensor, g->values[i].name, err);
+    /* Initializers in the order of their tensors (the reader's order), not
+     * of their values: an initializer that gives a graph input its default
+     * has the input's (earlier) value. */
+    ox_tv *tv = NULL;
+    size_t ntv = 0;
+    if (!rc) rc = ox_initializers(g, &tv, &ntv, err);
+    for (size_t i = 0; !rc && i < ntv; i++)
+        rc = ox_put_tensor(w, pw, 5, (size_t)tv[i].tensor, g->values[tv[i].value].name, true,
+                           err);
+    free(tv);
     const char *gdoc = tio__kv_get(&g->meta, OX_META_GRAPH_DOC);
     if (!rc && gdoc) rc = tio__pb_put_string(pw, 10, gdoc, err);
     for (size_t i = 0; !rc && i < g->input_count; i++)
@@ -247,9 +333,81 @@ static int ox_emit(tio_pb_writer *pw, void *ctx, tio_error *err) {
     return rc;
 }
 
+/* external_data=NAME: a plain file name (no directory), beside the model. */
+static int ox_ext_open(ox_writer *w, char **tmp, char **final, tio_error *err) {
+    const char *nm = w->ext_name, *path = tio__plan_path(w->plan);
+    if (!nm[0] || strchr(nm, '/') || strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+        return tio__err(err, TIO_E_ARGUMENT, OX_FMT, -1,
+                        "external_data '%.200s': expected a file name without a directory "
+                        "(the file is written beside the model)",
+                        nm);
+    if (!path)
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                        "external_data needs a file save (tio_save), not a memory save");
+    const char *slash = strrchr(path, '/');
+    if (strcmp(slash ? slash + 1 : path, nm) == 0)
+        return tio__err(err, TIO_E_ARGUMENT, OX_FMT, -1,
+                        "external_data '%.200s' is the model's own file name", nm);
+    size_t dlen = slash ? (size_t)(slash - path) + 1 : 0, n = dlen + strlen(nm) + 48;
+    *final = malloc(n);
+    *tmp = malloc(n);
+    if (!*final || !*tmp) return tio__nomem(err, OX_FMT);
+    snprintf(*final, n, "%.*s%s", (int)dlen, path, nm);
+    /* created exclusively with mode 0666 (the umask applies), as the core
+     * creates the model's own temporary */
+    int fd = -1;
+    for (unsigned k = 0; fd < 0 && k < 100; k++) {
+        snprintf(*tmp, n, "%s.tmp-%ld-%u", *final, (long)getpid(), k);
+        fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        int e = errno;
+        (*tmp)[0] = 0;
+        return tio__err(err, TIO_E_IO, OX_FMT, -1, "%s: cannot create: %s", *final,
+                        strerror(e));
+    }
+    w->ext = fdopen(fd, "wb");
+    if (!w->ext) {
+        close(fd);
+        return tio__nomem(err, OX_FMT);
+    }
+    return TIO_OK;
+}
+
 int tio__onnx_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     ox_writer w;
+    memset(&w, 0, sizeof w);
     w.plan = p;
     w.c = tio__plan_container(p);
-    return tio__pb_write(s, OX_FMT, ox_emit, &w, err);
+    w.ext_name = tio__plan_option(p, "external_data");
+    if (!w.ext_name) return tio__pb_write(s, OX_FMT, ox_emit, &w, err);
+    /* the side file: a temporary beside the model, renamed over NAME once
+     * the model is written (the model's own rename follows) */
+    char *tmp = NULL, *final = NULL;
+    size_t n = tio__plan_count(p);
+    int rc = ox_ext_open(&w, &tmp, &final, err);
+    if (!rc) {
+        w.ext_off = malloc((n ? n : 1) * sizeof *w.ext_off);
+        w.ext_done = calloc(n ? n : 1, 1);
+        if (!w.ext_off || !w.ext_done) rc = tio__nomem(err, OX_FMT);
+        for (size_t i = 0; !rc && i < n; i++) w.ext_off[i] = UINT64_MAX;
+    }
+    if (!rc) rc = tio__pb_write(s, OX_FMT, ox_emit, &w, err);
+    if (w.ext) {
+        bool sync = !(tio__plan_flags(p) & TIO_SAVE_NO_SYNC);
+        if (fflush(w.ext) != 0 || (sync && fsync(fileno(w.ext)) != 0))
+            if (!rc) rc = tio__err(err, TIO_E_IO, OX_FMT, -1, "%s: write failed", final);
+        if (fclose(w.ext) != 0 && !rc)
+            rc = tio__err(err, TIO_E_IO, OX_FMT, -1, "%s: write failed", final);
+    }
+    if (!rc && rename(tmp, final) != 0)
+        rc = tio__err(err, TIO_E_IO, OX_FMT, -1, "%s: cannot rename into place: %s", final,
+                      strerror(errno));
+    if (rc && tmp && tmp[0]) unlink(tmp);
+    free(tmp);
+    free(final);
+    free(w.ext_off);
+    free(w.ext_done);
+    return rc;
 }

@@ -238,7 +238,7 @@ def hostile(d):
     t.data_location = TensorProto.EXTERNAL
     for k, v in (("location", "/etc/passwd"), ("offset", "0"), ("length", "4")):
         e = t.external_data.add(); e.key = k; e.value = v
-    refused("external_abs", model(t), d, "external")
+    refused("external_abs", model(t), d, "absolute path")
     refused("string_tensor", model(helper.make_tensor("s", TensorProto.STRING, [1], [b"a"])), d,
             "string tensors")
     st = onnx.SparseTensorProto()
@@ -246,6 +246,113 @@ def hostile(d):
             "SPARSE_TENSOR")
     refused("undefined_input", model(node=helper.make_node("Relu", ["nope"], ["y"])), d,
             "'nope' is not defined")
+
+
+def ext_model(d, name, entries, data=b"\0" * 48):
+    """A model whose one initializer W (float [4, 3]) has external_data
+    `entries` (key, value), in directory d, beside data file `weights.bin`."""
+    X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    Y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])
+    t = helper.make_tensor("W", TensorProto.FLOAT, [4, 3], [0.0] * 12)
+    t.ClearField("float_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in entries:
+        e = t.external_data.add(); e.key = k; e.value = v
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "ext", [X], [Y], [t])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "weights.bin"), "wb") as f:
+        f.write(data)
+    p = os.path.join(d, name)
+    with open(p, "wb") as f:
+        f.write(m.SerializeToString())
+    return p
+
+
+def external(d):
+    """External data: onnx's own writer, then hostile locations."""
+    rng = np.random.default_rng(7)
+    X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])
+    Y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+    inits = [numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "B"),
+             numpy_helper.from_array(np.arange(6, dtype=np.int64), "idx"),
+             numpy_helper.from_array(rng.standard_normal((3, 5)).astype(np.float64), "D")]
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["xw"]),
+                           helper.make_node("Add", ["xw", "B"], ["y"])], "ext", [X], [Y], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    inline = os.path.join(d, "inline.onnx")
+    onnx.save(m, inline)
+    sub = os.path.join(d, "ext")
+    os.makedirs(sub)
+    for name, one in (("one.onnx", True), ("many.onnx", False)):
+        p = os.path.join(sub, name)
+        onnx.save_model(onnx.load(inline), p, save_as_external_data=True,
+                        all_tensors_to_one_file=one, location=name + ".data", size_threshold=0)
+        ref = {t["name"]: t["sha256"] for t in
+               json.loads(run("ls", "--json", "--hash", inline).stdout)["tensors"]}
+        r = run("ls", "--json", "--hash", p, ok=False)
+        check("external " + name + " reads", r.returncode == 0, r.stderr.strip())
+        if r.returncode == 0:
+            got = {t["name"]: t["sha256"] for t in json.loads(r.stdout)["tensors"]}
+            check("external " + name + " sha256 = inline", got == ref, f"{got} vs {ref}")
+        # converted: the data inline, equal to onnx's own reading
+        out = os.path.join(d, "from_" + name)
+        r = run("convert", p, out, ok=False)
+        check("external " + name + " converts", r.returncode == 0, r.stderr.strip())
+        if r.returncode == 0:
+            check("external " + name + " = onnx.load", tensors_of(onnx.load(out)) ==
+                  tensors_of(onnx.load(p)))
+    # written by tensio (--external-data): onnx reads it back, tensio too
+    out = os.path.join(d, "w")
+    os.makedirs(out)
+    m1, m2 = os.path.join(out, "m.onnx"), os.path.join(out, "m2.onnx")
+    r = run("convert", "--external-data", "m.bin", inline, m1, ok=False)
+    check("write external", r.returncode == 0, r.stderr.strip())
+    if r.returncode == 0:
+        back = onnx.load(m1, load_external_data=True)
+        check("write external = inline (onnx.load)", tensors_of(back) == tensors_of(onnx.load(inline)))
+        check("write external: no raw_data", all(not t.raw_data for t in onnx.load(m1, load_external_data=False).graph.initializer))
+        try:
+            onnx.checker.check_model(m1, full_check=True)
+            check("write external checker", True)
+        except Exception as e:
+            check("write external checker", False, repr(e))
+        got = {t["name"]: t["sha256"] for t in json.loads(run("ls", "--json", "--hash", m1).stdout)["tensors"]}
+        ref = {t["name"]: t["sha256"] for t in json.loads(run("ls", "--json", "--hash", inline).stdout)["tensors"]}
+        check("write external re-read", got == ref)
+        run("convert", "--external-data", "m2.bin", m1, m2)
+        check("write external deterministic",
+              open(os.path.join(out, "m.bin"), "rb").read() == open(os.path.join(out, "m2.bin"), "rb").read())
+    for bad, needle in (("../m.bin", "without a directory"), ("m.onnx", "own file name")):
+        r = run("convert", "--external-data", bad, inline, os.path.join(out, "m.onnx"), "--force", ok=False)
+        check("write external refused " + bad, r.returncode != 0 and needle in r.stderr, r.stderr.strip())
+    # hostile locations, each beside a real file
+    h = os.path.join(d, "h")
+    good = ext_model(h, "good.onnx", [("location", "weights.bin"), ("offset", "0"),
+                                      ("length", "48")])
+    check("external good", run("ls", good, ok=False).returncode == 0)
+    with open(os.path.join(d, "outside.bin"), "wb") as f:
+        f.write(b"\1" * 64)
+    os.symlink(os.path.join(d, "outside.bin"), os.path.join(h, "link.bin"))
+    os.makedirs(os.path.join(h, "sub"))
+    for tag, entries, needle in (
+            ("abs", [("location", "/etc/passwd")], "absolute path"),
+            ("dotdot", [("location", "../outside.bin")], "'..' component"),
+            ("dotdot_inner", [("location", "sub/../../outside.bin")], "'..' component"),
+            ("symlink_out", [("location", "link.bin")], "outside the model's directory"),
+            ("past_end", [("location", "weights.bin"), ("offset", "8"), ("length", "48")],
+             "run past the file's 48 bytes"),
+            ("offset_past_end", [("location", "weights.bin"), ("offset", "4096")],
+             "past the file's 48 bytes"),
+            ("bad_offset", [("location", "weights.bin"), ("offset", "-1")], "decimal"),
+            ("short", [("location", "weights.bin"), ("length", "40")], "the shape needs 48"),
+            ("missing", [("location", "nope.bin")], "cannot open"),
+            ("no_location", [("offset", "0")], "no 'location'")):
+        p = ext_model(h, tag + ".onnx", entries)
+        r = run("ls", p, ok=False)
+        check("external " + tag + " refused", r.returncode != 0 and needle in r.stderr,
+              r.stderr.strip())
 
 
 def main():
@@ -266,6 +373,7 @@ def main():
             except Exception as e:
                 check(p, False, repr(e))
         hostile(d)
+        external(d)
     print(f"{passed} passed, {fails} failed")
     sys.exit(1 if fails else 0)
 
