@@ -28,6 +28,7 @@ help:
 
 deps:
 	@bash scripts/install-deps.sh
+	@bash scripts/install-ort.sh
 
 configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIO_WERROR=ON \

@@ -8,7 +8,8 @@ Files over 1 MiB are left out (their structure is in their first bytes and
 libFuzzer's -max_len cuts inputs anyway). The multipart target's seeds are
 the manifests' frames joined as [u16 length][bytes]... (see fuzz_common.h).
 The flatbuf target gets the model data of every .rten (V1: the whole file;
-V2: the section the header points at)."""
+V2: the section the header points at). The onnx and pb (protobuf wire
+reader) targets get every .onnx (tests/vectors/onnx, rten/*/ and tmfile/)."""
 import glob
 import hashlib
 import os
@@ -80,6 +81,10 @@ def main():
             put(out, "tmfile", d)
         for _, d in files(base, "zio/*.zmsg"):
             put(out, "zmsg", d)
+        for pat in ("onnx/**/*.onnx", "rten/*/*.onnx", "tmfile/*.onnx"):
+            for _, d in files(base, pat):
+                put(out, "onnx", d)
+                put(out, "pb", d)
         for sub in ("zio", "zio/tensorcom"):
             stems = {}
             for p in glob.glob(os.path.join(base, sub, "*.frame*.bin")):
@@ -90,7 +95,7 @@ def main():
                 j = join_frames(frames)
                 if j is not None and len(j) <= MAX:
                     put(out, "zio", j)
-    for t in ("btf", "tenbin", "rten", "flatbuf", "tmfile", "zio", "zmsg"):
+    for t in ("btf", "tenbin", "rten", "flatbuf", "tmfile", "zio", "zmsg", "onnx", "pb"):
         d = os.path.join(out, t)
         n = len(os.listdir(d)) if os.path.isdir(d) else 0
         if n == 0:

@@ -322,6 +322,8 @@ typedef struct tio_node_info {
     size_t output_count;
     const int64_t *outputs; /* value indices; -1 = an absent optional output */
     size_t attr_count;      /* filled by tio_graph_node; ignored when adding */
+    const char *domain;     /* the operator set domain ("com.microsoft"), or NULL for
+                               the default ONNX domain ("" and "ai.onnx" count as it) */
 } tio_node_info;
 
 typedef enum tio_attr_type {
@@ -332,7 +334,9 @@ typedef enum tio_attr_type {
     TIO_ATTR_FLOATS = 5,
     TIO_ATTR_STRINGS = 6,
     TIO_ATTR_TENSOR = 7,  /* a tensor of the container, by index */
-    TIO_ATTR_GRAPH = 8    /* a subgraph of the node's graph */
+    TIO_ATTR_GRAPH = 8,   /* a subgraph of the node's graph */
+    TIO_ATTR_TENSORS = 9, /* tensors of the container, by index (count, tensors) */
+    TIO_ATTR_GRAPHS = 10  /* subgraphs of the node's graph (count, graphs) */
 } tio_attr_type;
 
 typedef struct tio_attr {
@@ -348,6 +352,9 @@ typedef struct tio_attr {
     tio_graph *graph;           /* GRAPH */
     const char *label;          /* INT: the name of an enum value in the source
                                    format's schema ("NotSet" for auto_pad 1), or NULL */
+    const int64_t *tensors;     /* TENSORS: count container tensor indices */
+    tio_graph *const *graphs;   /* GRAPHS: count subgraphs (each created with
+                                   tio_graph_new_subgraph and used once) */
 } tio_attr;
 
 /* The container's (root) graph, or NULL for a tensor-only container. */
@@ -387,6 +394,15 @@ TIO_API int tio_graph_meta_at(const tio_graph *g, size_t i, const char **key,
 TIO_API const char *tio_graph_meta_get(const tio_graph *g, const char *key);
 TIO_API int tio_graph_meta_set(tio_graph *g, const char *key, const char *value,
                                tio_error *err);
+
+/* The operator sets the graph's operators come from (ONNX opset_import): the
+ * root graph's; domain "" is the default ONNX domain. Set replaces the
+ * version of a domain already listed, else appends. */
+TIO_API size_t tio_graph_opset_count(const tio_graph *g);
+TIO_API int tio_graph_opset_at(const tio_graph *g, size_t i, const char **domain,
+                               int64_t *version);
+TIO_API int tio_graph_set_opset(tio_graph *g, const char *domain, int64_t version,
+                                tio_error *err);
 
 /* Building. Everything passed in is copied. */
 /* Appends a value. With tensor >= 0 it is a constant: the tensor must exist
@@ -439,6 +455,10 @@ TIO_API const char *tio_format_probe(const void *data, size_t size);
 #define TIO_OPEN_STRICT 0x1u  /* a validation finding is an error (TIO_E_INVALID) */
 #define TIO_OPEN_NO_MMAP 0x2u /* read the file into memory instead of mapping it */
 #define TIO_OPEN_COPY 0x4u    /* tio_open_memory: copy the buffer, do not borrow it */
+/* ONNX external data: read a location that is absolute or leaves the model's
+ * directory ("..", symbolic links out). Off by default: a model from
+ * elsewhere may only read files in its own directory. */
+#define TIO_OPEN_EXTERNAL_ANYWHERE 0x8u
 
 /* Zero-initialise for the defaults. */
 typedef struct tio_open_options {

@@ -30,6 +30,9 @@ static const char convert_help[] =
     "      --format-version N, --rten-version N\n"
     "                      write version N of the output format (default: the\n"
     "                      format's default; rten: 2, or 1 for the V1 layout)\n"
+    "      --external-data NAME\n"
+    "                      onnx: write the initializers' data to file NAME beside\n"
+    "                      OUT (ONNX external data) instead of inline\n"
     "      --force         overwrite OUT if it exists\n"
     "      --no-sync       do not fsync OUT and its directory (still atomic, not\n"
     "                      durable across a power loss)\n"
@@ -47,7 +50,8 @@ enum {
     OPT_FORCE,
     OPT_NO_SYNC,
     OPT_VERBOSE,
-    OPT_VERSION
+    OPT_VERSION,
+    OPT_EXTERNAL
 };
 
 static const cli_option convert_opts[] = {
@@ -63,6 +67,7 @@ static const cli_option convert_opts[] = {
     {"verbose", 'v', 0, OPT_VERBOSE},
     {"format-version", 0, 1, OPT_VERSION},
     {"rten-version", 0, 1, OPT_VERSION},
+    {"external-data", 0, 1, OPT_EXTERNAL},
     CLI_OPT_MAX_DENSE,
 };
 
@@ -165,12 +170,43 @@ static int parse_version(const char *s, unsigned *out) {
     return 0;
 }
 
+/* What writing rten converts, said as rten-convert says it (once per kind):
+ * float16/bfloat16/float64 constants become float32, and int64 values
+ * outside the int32 range are clamped (silently for INT64_MAX and
+ * <= -INT64_MAX, the "to the end" slice bounds of ONNX exporters). */
+static void rten_conversion_notes(const tio_container *c) {
+    int said_f = 0, said_i = 0;
+    for (size_t i = 0; i < tio_container_count(c); i++) {
+        const tio_tensor *t = tio_container_tensor(c, i);
+        tio_dtype d = tio_tensor_dtype(t);
+        if (!said_f && (d == TIO_FLOAT16 || d == TIO_BFLOAT16 || d == TIO_FLOAT64)) {
+            fprintf(stderr, "tensio: warning: %s constants stored as float32 (rten has no %s)\n",
+                    tio_dtype_name(d), tio_dtype_name(d));
+            said_f = 1;
+        }
+        const uint8_t *p = tio_tensor_data(t);
+        if (said_i || d != TIO_INT64 || !p || tio_tensor_layout(t) != TIO_LAYOUT_DENSE) continue;
+        for (uint64_t k = 0; k < tio_tensor_numel(t) && !said_i; k++) {
+            int64_t v;
+            memcpy(&v, p + 8 * k, sizeof v); /* tensio's tensor data are little-endian */
+            if ((v > INT32_MAX && v != INT64_MAX) || (v < INT32_MIN && v > -INT64_MAX)) {
+                fprintf(stderr,
+                        "tensio: warning: clamping out-of-range int64 value %lld ('%s') to "
+                        "[%ld, %ld]\n",
+                        (long long)v, tio_tensor_name(t) ? tio_tensor_name(t) : "",
+                        (long)INT32_MIN, (long)INT32_MAX);
+                said_i = 1;
+            }
+        }
+    }
+}
+
 int cli_cmd_convert(int argc, char **argv) {
     cli_parser p;
     int rc = cli_parser_init(&p, "convert", argc, argv, convert_opts,
                              sizeof convert_opts / sizeof convert_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
-    const char *to = NULL, *from = NULL;
+    const char *to = NULL, *from = NULL, *external = NULL;
     unsigned flags = 0, version = 0;
     int force = 0, verbose = 0, id;
     tio_limits lim;
@@ -190,6 +226,15 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_FORCE: force = 1; break;
         case OPT_NO_SYNC: flags |= TIO_SAVE_NO_SYNC; break;
         case OPT_VERBOSE: verbose = 1; break;
+        case OPT_EXTERNAL:
+            if (strpbrk(p.value, ",=")) {
+                rc = cli_usage_error("convert", "--external-data: '%s' holds ',' or '='",
+                                     p.value);
+                cli_parser_free(&p);
+                return rc;
+            }
+            external = p.value;
+            break;
         case CLI_OPT_MAX_DENSE_ID:
             if (cli_parse_max_dense("convert", p.value, &lim) != CLI_EXIT_OK) {
                 cli_parser_free(&p);
@@ -260,11 +305,19 @@ int cli_cmd_convert(int argc, char **argv) {
         o.format = format;
         o.flags = flags | TIO_SAVE_CLEANUP; /* one save per process: it may list OUT's dir */
         o.version = version;
+        char ext_opt[4096];
+        if (external) {
+            snprintf(ext_opt, sizeof ext_opt, "external_data=%s", external);
+            o.options = ext_opt;
+        }
         tio_error_clear(&err);
         if (tio_save(c, out, &o, &err) != TIO_OK) {
             const char *msg = cli_errmsg(&err);
             rc = strstr(msg, out) ? cli_error("%s", msg) : cli_error("%s: %s", out, msg);
-        } else if (verbose) {
+        } else if (strcmp(format, "rten") == 0) {
+            rten_conversion_notes(c);
+        }
+        if (rc == CLI_EXIT_OK && verbose) {
             const char *src = tio_container_format(c);
             unsigned long long size = 0;
             if (stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;

@@ -265,6 +265,23 @@ static void sb_attr(sbuf *b, const tio_container *c, const tio_attr *a) {
     case TIO_ATTR_GRAPH:
         sb_printf(b, "<subgraph: %zu nodes>", tio_graph_node_count(a->graph));
         break;
+    case TIO_ATTR_TENSORS:
+        sb_str(b, "[");
+        for (size_t k = 0; k < a->count; k++) {
+            const tio_tensor *t = tio_container_tensor(c, (size_t)a->tensors[k]);
+            if (k) sb_str(b, ", ");
+            if (t && tio_tensor_name(t)) sb_esc(b, tio_tensor_name(t));
+            else sb_printf(b, "<tensor %lld>", (long long)a->tensors[k]);
+        }
+        sb_str(b, "]");
+        break;
+    case TIO_ATTR_GRAPHS:
+        sb_str(b, "[");
+        for (size_t k = 0; k < a->count; k++)
+            sb_printf(b, "%s<subgraph: %zu nodes>", k ? ", " : "",
+                      tio_graph_node_count(a->graphs[k]));
+        sb_str(b, "]");
+        break;
     default: sb_str(b, "?"); break;
     }
 }
@@ -351,6 +368,10 @@ static int graph_text(const tio_container *c, const tio_graph *g, int ind, int r
         sb_printf(&b, "%zu  ", i);
         sb_esc(&b, ni.name ? ni.name : "-");
         sb_str(&b, "  ");
+        if (ni.domain) {
+            sb_esc(&b, ni.domain);
+            sb_str(&b, ":");
+        }
         sb_esc(&b, ni.op ? ni.op : "?");
         if (ni.native_op || ni.native_id >= 0) {
             sb_str(&b, " [");
@@ -375,14 +396,20 @@ static int graph_text(const tio_container *c, const tio_graph *g, int ind, int r
         /* Subgraphs below their operator. */
         for (size_t j = 0; j < ni.attr_count && rc == CLI_EXIT_OK; j++) {
             tio_attr a;
-            if (tio_graph_attr(g, i, j, &a) != TIO_OK || a.type != TIO_ATTR_GRAPH || !a.graph)
-                continue;
-            sb_esc(&b, a.name);
-            sb_printf(&b, ": subgraph, %zu values (%zu constants), %zu operators",
-                      tio_graph_value_count(a.graph), constant_count(a.graph),
-                      tio_graph_node_count(a.graph));
-            rc = sb_line(&b, ind + 4);
-            if (rc == CLI_EXIT_OK) rc = graph_text(c, a.graph, ind + 6, 0);
+            if (tio_graph_attr(g, i, j, &a) != TIO_OK) continue;
+            size_t ns = a.type == TIO_ATTR_GRAPH ? (a.graph != NULL)
+                        : a.type == TIO_ATTR_GRAPHS ? a.count
+                                                    : 0;
+            for (size_t k = 0; k < ns && rc == CLI_EXIT_OK; k++) {
+                tio_graph *sg = a.type == TIO_ATTR_GRAPH ? a.graph : a.graphs[k];
+                sb_esc(&b, a.name);
+                if (a.type == TIO_ATTR_GRAPHS) sb_printf(&b, "[%zu]", k);
+                sb_printf(&b, ": subgraph, %zu values (%zu constants), %zu operators",
+                          tio_graph_value_count(sg), constant_count(sg),
+                          tio_graph_node_count(sg));
+                rc = sb_line(&b, ind + 4);
+                if (rc == CLI_EXIT_OK) rc = graph_text(c, sg, ind + 6, 0);
+            }
         }
     }
     free(b.p);
@@ -521,6 +548,34 @@ static json_t *json_attr(const tio_container *c, const tio_attr *a) {
             return NULL;
         }
         return v;
+    case TIO_ATTR_TENSORS:
+    case TIO_ATTR_GRAPHS: {
+        json_t *arr = json_array();
+        v = json_object();
+        int bad = !arr || !v;
+        for (size_t k = 0; k < a->count && !bad; k++) {
+            json_t *e;
+            if (a->type == TIO_ATTR_GRAPHS) {
+                e = json_graph(c, a->graphs[k]);
+            } else {
+                const tio_tensor *t = tio_container_tensor(c, (size_t)a->tensors[k]);
+                e = json_object();
+                bad |= !e || cli_json_set(e, "tensor", json_integer((json_int_t)a->tensors[k]));
+                bad |= !e || cli_json_set(e, "name", cli_json_str(t ? tio_tensor_name(t) : NULL));
+            }
+            bad |= json_array_append_new(arr, e) != 0;
+        }
+        if (!bad) {
+            bad = cli_json_set(v, a->type == TIO_ATTR_GRAPHS ? "graphs" : "tensors", arr);
+            arr = NULL;
+        }
+        if (bad) {
+            json_decref(arr);
+            json_decref(v);
+            return NULL;
+        }
+        return v;
+    }
     default: return json_null();
     }
 }
@@ -532,6 +587,7 @@ static json_t *json_node(const tio_container *c, const tio_graph *g, size_t i) {
     int bad = cli_json_set(o, "index", json_integer((json_int_t)i));
     bad |= cli_json_set(o, "name", cli_json_str(ni.name));
     bad |= cli_json_set(o, "op", cli_json_str(ni.op));
+    if (ni.domain) bad |= cli_json_set(o, "domain", cli_json_str(ni.domain));
     if (ni.native_op) bad |= cli_json_set(o, "native_op", cli_json_str(ni.native_op));
     if (ni.native_id >= 0)
         bad |= cli_json_set(o, "native_id", json_integer((json_int_t)ni.native_id));

@@ -245,6 +245,9 @@ typedef struct tio_read_ctx {
     tio_limits limits;  /* resolved: no zero fields */
     unsigned flags;     /* TIO_OPEN_* */
     tio_container *c;   /* where tensors and warnings go */
+    const char *path;   /* the file opened (tio_open), or NULL (memory, parts):
+                           for files a format finds beside it (ONNX external
+                           data) */
 } tio_read_ctx;
 
 /* Records a validation finding (TIO_E_INVALID) in the container. Returns
@@ -308,6 +311,9 @@ unsigned tio__plan_version(const tio_write_plan *p);
 /* The value of format option `key` (tio_save_options.options), or NULL. The
  * core already checked the syntax and that the format takes the key. */
 const char *tio__plan_option(const tio_write_plan *p, const char *key);
+/* The path a file save (tio_save) writes, for writers that place files
+ * beside it (ONNX external data); NULL for memory saves and messages. */
+const char *tio__plan_path(const tio_write_plan *p);
 /* A plan on the heap (for message encoding); runs the format's check. */
 int tio__plan_create(const tio_container *c, const tio_save_options *opts,
                      const struct tio_format_desc *f, tio_write_plan **out, tio_error *err);

@@ -54,8 +54,9 @@ static int choose_format(const tio_open_options *o, const uint8_t *data, size_t 
 }
 
 static int decode(tio_container *c, const tio_format_desc *f, const uint8_t *data,
-                  size_t size, const tio_open_options *o, tio_error *err) {
+                  size_t size, const char *path, const tio_open_options *o, tio_error *err) {
     tio_read_ctx ctx;
+    ctx.path = path;
     ctx.data = data;
     ctx.size = size;
     ctx.limits = tio__limits_resolve(o ? o->limits : NULL);
@@ -88,7 +89,7 @@ int tio_open_memory(const void *data, size_t size, const tio_open_options *opts,
         memcpy(c->owned_buf, data, size);
         p = c->owned_buf;
     }
-    rc = decode(c, f, p, size, opts, err);
+    rc = decode(c, f, p, size, NULL, opts, err);
     if (rc) {
         tio_container_free(c);
         return rc;
@@ -188,7 +189,7 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
     close(fd);
     const tio_format_desc *f = NULL;
     if (rc == TIO_OK) rc = choose_format(opts, data, size, path, &f, err);
-    if (rc == TIO_OK) rc = decode(c, f, data, size, opts, err);
+    if (rc == TIO_OK) rc = decode(c, f, data, size, path, opts, err);
     if (c->map) posix_madvise(c->map, c->map_size, POSIX_MADV_NORMAL);
     if (rc) {
         tio_container_free(c);

@@ -28,7 +28,10 @@ struct tio_write_plan {
     uint8_t *scratch2;    /* densified source before widening */
     size_t scratch_cap, scratch2_cap;
     tio_kv options;       /* parsed tio_save_options.options */
+    const char *path;     /* the target of a file save (tio_save), else NULL */
 };
+
+const char *tio__plan_path(const tio_write_plan *p) { return p->path; }
 
 size_t tio__plan_count(const tio_write_plan *p) { return p->n; }
 
@@ -759,6 +762,7 @@ int tio__save_file(const tio_container *c, const char *path, const tio_save_opti
     if (rc) return rc;
     tio_write_plan p;
     rc = plan_build(&p, c, f, opts, 0, err); /* writers stream densified data */
+    p.path = path;
     save_names n;
     if (rc == TIO_OK) rc = split_path(path, &n, err);
     if (rc) {

@@ -8,6 +8,7 @@ extern const tio_format_desc tio__format_tenbin;
 extern const tio_format_desc tio__format_rten;
 extern const tio_format_desc tio__format_tmfile;
 extern const tio_format_desc tio__format_zio;
+extern const tio_format_desc tio__format_onnx;
 
 static const tio_format_desc *const registry[] = {
     &tio__format_btf,
@@ -15,6 +16,7 @@ static const tio_format_desc *const registry[] = {
     &tio__format_rten,
     &tio__format_tmfile,
     &tio__format_zio,
+    &tio__format_onnx,
 };
 
 size_t tio__format_count(void) { return sizeof registry / sizeof registry[0]; }

@@ -70,6 +70,7 @@ static void attr_clear(tio_gattr *a) {
     if (a->strings)
         for (size_t k = 0; k < a->count; k++) free(a->strings[k]);
     free(a->strings);
+    free(a->graphs);
     /* a->graph is owned by the graph's subgraph list */
 }
 
@@ -82,6 +83,7 @@ static void node_clear(tio_gnode *n) {
     for (size_t j = 0; j < n->attr_count; j++) attr_clear(&n->attrs[j]);
     free(n->attrs);
     free(n->opaque);
+    free(n->domain);
 }
 
 static tio_graph *graph_new(tio_container *c, tio_graph *parent) {
@@ -106,6 +108,9 @@ void tio__graph_free(tio_graph *g) {
     free(g->subgraphs);
     free(g->native_format);
     free(g->opaque);
+    for (size_t i = 0; i < g->opset_count; i++) free(g->opset_domains[i]);
+    free(g->opset_domains);
+    free(g->opset_versions);
     free(g);
 }
 
@@ -203,6 +208,7 @@ int tio_graph_node(const tio_graph *g, size_t i, tio_node_info *out) {
     out->output_count = n->output_count;
     out->outputs = n->outputs;
     out->attr_count = n->attr_count;
+    out->domain = n->domain;
     return TIO_OK;
 }
 
@@ -231,6 +237,14 @@ static void attr_out(const tio_gattr *a, tio_attr *out) {
         out->strings = (const char *const *)a->strings;
         break;
     case TIO_ATTR_GRAPH: out->graph = a->graph; break;
+    case TIO_ATTR_TENSORS:
+        out->count = a->count;
+        out->tensors = a->ints;
+        break;
+    case TIO_ATTR_GRAPHS:
+        out->count = a->count;
+        out->graphs = (tio_graph *const *)a->graphs;
+        break;
     }
 }
 
@@ -393,7 +407,11 @@ int tio_graph_add_node(tio_graph *g, const tio_node_info *n, size_t *index,
     nn.native_id = n->native_id;
     nn.native_attrs = -1;
     const char *native = n->native_op && strcmp(n->native_op, n->op) != 0 ? n->native_op : NULL;
-    if (dup_opt(n->name, &nn.name) || dup_opt(n->op, &nn.op) || dup_opt(native, &nn.native_op))
+    const char *dom = n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0
+                          ? n->domain
+                          : NULL;
+    if (dup_opt(n->name, &nn.name) || dup_opt(n->op, &nn.op) ||
+        dup_opt(native, &nn.native_op) || dup_opt(dom, &nn.domain))
         goto nomem;
     rc = dup_i64(n->inputs, n->input_count, &nn.inputs, err);
     if (rc) goto fail;
@@ -422,6 +440,8 @@ static const char *attr_type_name(tio_attr_type t) {
     case TIO_ATTR_STRINGS: return "STRINGS";
     case TIO_ATTR_TENSOR: return "TENSOR";
     case TIO_ATTR_GRAPH: return "GRAPH";
+    case TIO_ATTR_TENSORS: return "TENSORS";
+    case TIO_ATTR_GRAPHS: return "GRAPHS";
     }
     return "?";
 }
@@ -477,6 +497,44 @@ static int check_attr(const tio_graph *g, size_t node, const tio_attr *a, tio_gr
                             "graph: node %zu: TENSOR attribute '%.64s' names tensor %lld "
                             "(the container has %zu tensors)",
                             node, a->name, (long long)a->i, nt);
+        return TIO_OK;
+    }
+    case TIO_ATTR_TENSORS: {
+        size_t nt = tio_container_count(g->c);
+        if (a->count && !a->tensors)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: node %zu: TENSORS attribute '%.64s' has a NULL array "
+                            "for %zu elements",
+                            node, a->name, a->count);
+        for (size_t k = 0; k < a->count; k++)
+            if (a->tensors[k] < 0 || (uint64_t)a->tensors[k] >= nt)
+                return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                                "graph: node %zu: TENSORS attribute '%.64s': element %zu "
+                                "names tensor %lld (the container has %zu tensors)",
+                                node, a->name, k, (long long)a->tensors[k], nt);
+        return TIO_OK;
+    }
+    case TIO_ATTR_GRAPHS: {
+        if (a->count && !a->graphs)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: node %zu: GRAPHS attribute '%.64s' has a NULL array "
+                            "for %zu elements",
+                            node, a->name, a->count);
+        for (size_t k = 0; k < a->count; k++) {
+            const tio_graph *sg = a->graphs[k];
+            bool found = false;
+            for (size_t m = g->sub_count; m-- > 0 && sg && !found;)
+                found = g->subgraphs[m] == sg;
+            bool dup = false;
+            for (size_t m = 0; m < k && !dup; m++) dup = a->graphs[m] == sg;
+            if (!found || sg->attached || dup)
+                return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                                "graph: node %zu: GRAPHS attribute '%.64s': element %zu %s",
+                                node, a->name, k,
+                                !found ? "is not a subgraph of this graph (create it with "
+                                         "tio_graph_new_subgraph on this graph)"
+                                       : "is already used by an attribute");
+        }
         return TIO_OK;
     }
     case TIO_ATTR_GRAPH: {
@@ -567,9 +625,25 @@ int tio_graph_add_attr(tio_graph *g, size_t node, const tio_attr *a, tio_error *
         }
         break;
     case TIO_ATTR_GRAPH: na.graph = sub; break;
+    case TIO_ATTR_TENSORS:
+        rc = dup_i64(a->tensors, a->count, &na.ints, err);
+        if (rc) goto fail;
+        na.count = a->count;
+        break;
+    case TIO_ATTR_GRAPHS:
+        if (a->count) {
+            if (tio__mul_ovf(a->count, sizeof *na.graphs, &bytes)) goto overflow;
+            na.graphs = malloc(bytes);
+            if (!na.graphs) goto nomem;
+            memcpy(na.graphs, a->graphs, bytes);
+        }
+        na.count = a->count;
+        break;
     }
     n->attrs[n->attr_count++] = na;
     if (sub) sub->attached = true;
+    if (na.type == TIO_ATTR_GRAPHS)
+        for (size_t k = 0; k < na.count; k++) na.graphs[k]->attached = true;
     return TIO_OK;
 overflow:
     rc = tio__err(err, TIO_E_OVERFLOW, NULL, -1, "graph: attribute array size overflows");
@@ -638,5 +712,39 @@ int tio_graph_set_native_format(tio_graph *g, const char *format, tio_error *err
     if (dup_opt(format, &s)) return tio__nomem(err, NULL);
     free(g->native_format);
     g->native_format = s;
+    return TIO_OK;
+}
+
+size_t tio_graph_opset_count(const tio_graph *g) { return g ? g->opset_count : 0; }
+
+int tio_graph_opset_at(const tio_graph *g, size_t i, const char **domain, int64_t *version) {
+    if (!g) return TIO_E_ARGUMENT;
+    if (i >= g->opset_count) return TIO_E_NOT_FOUND;
+    if (domain) *domain = g->opset_domains[i];
+    if (version) *version = g->opset_versions[i];
+    return TIO_OK;
+}
+
+int tio_graph_set_opset(tio_graph *g, const char *domain, int64_t version, tio_error *err) {
+    if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
+    if (!domain) domain = "";
+    for (size_t i = 0; i < g->opset_count; i++)
+        if (strcmp(g->opset_domains[i], domain) == 0) {
+            g->opset_versions[i] = version;
+            return TIO_OK;
+        }
+    size_t cap = g->opset_count, cap2 = g->opset_count;
+    void *p = g->opset_domains;
+    int rc = grow(&p, &cap, g->opset_count + 1, sizeof *g->opset_domains, err);
+    if (rc) return rc;
+    g->opset_domains = p;
+    p = g->opset_versions;
+    rc = grow(&p, &cap2, g->opset_count + 1, sizeof *g->opset_versions, err);
+    if (rc) return rc;
+    g->opset_versions = p;
+    char *d = dupstr(domain);
+    if (!d) return tio__nomem(err, NULL);
+    g->opset_domains[g->opset_count] = d;
+    g->opset_versions[g->opset_count++] = version;
     return TIO_OK;
 }

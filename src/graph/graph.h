@@ -26,6 +26,7 @@ typedef struct tio_gattr {
     double *floats;
     char **strings;
     tio_graph *graph;
+    tio_graph **graphs; /* GRAPHS: count subgraphs (TENSORS keep indices in ints) */
 } tio_gattr;
 
 typedef struct tio_gnode {
@@ -46,6 +47,7 @@ typedef struct tio_gnode {
      * field from a newer schema): writers must refuse to re-encode it rather
      * than drop it. The text says what. */
     char *opaque;
+    char *domain; /* NULL = the default ONNX domain */
 } tio_gnode;
 
 struct tio_graph {
@@ -68,6 +70,10 @@ struct tio_graph {
     /* A subgraph: whether a GRAPH attribute of the parent refers to it yet
      * (each subgraph is used by at most one attribute). */
     bool attached;
+    /* opset_import: domains ("" = ONNX) and versions */
+    char **opset_domains;
+    int64_t *opset_versions;
+    size_t opset_count;
 };
 
 /* Frees a graph and its subgraphs (the root is freed by the container). */

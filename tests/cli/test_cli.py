@@ -42,6 +42,20 @@ SKIPPED = set()
 
 # ----------------------------------------------------------------- harness
 
+
+# The manifests have rten's attrs fields; tensio shows their ONNX form
+# (src/rten/opmap.c). The fields the rten vectors use:
+ONNX_NAMES = {"groups": "group", "allow_zero": "allowzero", "kernel_size": "kernel_shape",
+              "transpose_a": "transA", "transpose_b": "transB", "keep_dims": "keepdims"}
+
+
+def onnx_attr(name, v):
+    if name == "auto_pad":
+        return name, ["SAME_UPPER", "NOTSET"][v]
+    if name == "to":  # rten DataType -> TensorProto.DataType
+        return name, [6, 1, 3, 2][v]
+    return ONNX_NAMES.get(name, name), v
+
 def case(name, fn, *args):
     """Runs one test case; an AssertionError (or any exception) fails it."""
     global PASSED, FAILED
@@ -934,8 +948,8 @@ def t_rten_info(rel, m, version):
     for n, w in zip(g["nodes"], ops):
         assert n["name"] == w["name"] and n["native_id"] == w["type_id"], (n, w)
         assert n["inputs"] == w["inputs"] and n["outputs"] == w["outputs"], (n, w)
-        want = {snake(k): (int(v) if isinstance(v, bool) else v)
-                for k, v in (w.get("attrs") or {}).items() if v is not None}
+        want = dict(onnx_attr(snake(k), (int(v) if isinstance(v, bool) else v))
+                    for k, v in (w.get("attrs") or {}).items() if v is not None)
         assert n["attrs"] == want, (n["attrs"], want)
     # the text form names every operator in order, with its attributes
     res = run("info", path)

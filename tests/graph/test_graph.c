@@ -457,8 +457,8 @@ static void test_rejections(void **state) {
     expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "already set");
     a = attr("t", (tio_attr_type)0);
     expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "type 0");
-    a.type = (tio_attr_type)9;
-    expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "type 9");
+    a.type = (tio_attr_type)11;
+    expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "type 11");
     a = attr("t", TIO_ATTR_TENSOR);
     a.i = 3;
     expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "names tensor 3");

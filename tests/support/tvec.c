@@ -198,6 +198,7 @@ const tvec_dir tvec_dirs[] = {
     {"rten/big_init", ".rten", "rten"},
     {"tmfile", ".tmfile", "tmfile"},
     {"zio", ".zmsg", "zio"},
+    {"onnx", ".onnx", "onnx"},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,43 @@
+/* The ONNX format module's internals (src/onnx): the reader, the writer and
+ * the facts both share. Not installed. */
+#ifndef TIO_ONNX_H
+#define TIO_ONNX_H
+
+#include "core/internal.h"
+
+#define OX_FMT "onnx"
+
+/* Graph metadata keys that hold ModelProto / GraphProto fields (everything
+ * else in the graph metadata is a metadata_props entry). */
+#define OX_META_IR "onnx.ir_version"
+#define OX_META_PRODUCER "onnx.producer_name"
+#define OX_META_PRODUCER_VERSION "onnx.producer_version"
+#define OX_META_DOMAIN "onnx.domain"
+#define OX_META_MODEL_VERSION "onnx.model_version"
+#define OX_META_DOC "onnx.doc_string"
+#define OX_META_GRAPH_NAME "onnx.graph_name"
+#define OX_META_GRAPH_DOC "onnx.graph_doc_string"
+
+/* TensorProto.DataType -> tio_dtype (TIO_DTYPE_INVALID when tensio has no
+ * such dtype); the inverse (0 for none). */
+tio_dtype tio__onnx_dtype(int64_t code);
+int tio__onnx_code(tio_dtype d);
+/* The DataType's name ("STRING", "COMPLEX64"), or NULL when unknown. */
+const char *tio__onnx_dtype_name(int64_t code);
+/* Whether a graph metadata key is one of OX_META_*. */
+int tio__onnx_is_model_key(const char *key);
+
+/* The bytes of an external tensor (src/onnx/external.c): `loc` beside
+ * ctx->path, `length` (nbytes when !has_length) bytes at `offset`, mapped
+ * and kept by the container; the location rules and errors are there. `at`
+ * and `lbl` place messages. */
+int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool has_length,
+                       uint64_t length, uint64_t nbytes, int64_t at, const char *lbl,
+                       const uint8_t **data, tio_error *err);
+
+int tio__onnx_probe(const uint8_t *d, size_t n);
+int tio__onnx_read(tio_read_ctx *ctx, tio_error *err);
+int tio__onnx_check(const tio_write_plan *p, tio_error *err);
+int tio__onnx_write(tio_write_plan *p, tio_sink *s, tio_error *err);
+
+#endif /* TIO_ONNX_H */

@@ -1,0 +1,1180 @@
+/* Reading an ONNX ModelProto into a container and its graph.
+ *
+ * The whole message is first checked against onnx.proto's tables
+ * (tio__pb_verify: wire types, lengths, nesting), so the walk below only
+ * meets fields of the expected wire types. Strings are copied (as the graph
+ * API copies what it is given) and charged to the decode memory budget;
+ * raw_data stays a view into the input. */
+#include "graph/budget.h"
+#include "onnx/onnx.h"
+#include "onnx/schema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ox_reader {
+    tio_read_ctx *ctx;
+    uint64_t objects, max_objects;
+    tio_budget mem;
+} ox_reader;
+
+/* A graph being read and the names it defines (a hash of value indices). */
+typedef struct ox_scope {
+    tio_graph *g;
+    struct ox_scope *parent;
+    int64_t *slots; /* value index, or -1 */
+    size_t cap;     /* power of two */
+    size_t used;
+    int64_t *caps;  /* captured values (indices in g) */
+    size_t ncaps, caps_cap;
+} ox_scope;
+
+static int64_t ox_off(const tio_pb_reader *rd, size_t pos) { return (int64_t)(rd->base + pos); }
+
+static int ox_count(ox_reader *r, uint64_t n, int64_t off, tio_error *err) {
+    if (tio__add64_ovf(r->objects, n, &r->objects) || r->objects > r->max_objects)
+        return tio__err(err, TIO_E_LIMIT, OX_FMT, off,
+                        "the model has more graph objects (nodes, values, attributes, dims) "
+                        "than the limit of %llu (tio_limits.max_objects, and one per byte of "
+                        "input + 4096)",
+                        (unsigned long long)r->max_objects);
+    return TIO_OK;
+}
+
+static int ox_mem(ox_reader *r, uint64_t bytes, int64_t off, tio_error *err) {
+    return tio__budget_take(&r->mem, bytes, off, err);
+}
+
+/* A string field as a new C string (NUL bytes and over-long strings
+ * refused), charged twice: this copy and the graph's. */
+static int ox_str(ox_reader *r, const tio_pb_reader *rd, const tio_pb_field *f,
+                  const char *what, char **out, tio_error *err) {
+    *out = NULL;
+    const uint8_t *p = tio__pb_bytes(rd, f);
+    size_t n = (size_t)f->u;
+    if (n > r->ctx->limits.max_name_bytes)
+        return tio__err(err, TIO_E_LIMIT, OX_FMT, ox_off(rd, f->data),
+                        "%s: a string of %zu bytes exceeds the limit of %u (tio_limits."
+                        "max_name_bytes)",
+                        what, n, r->ctx->limits.max_name_bytes);
+    if (n && memchr(p, 0, n))
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(rd, f->data),
+                        "%s: the string holds a NUL byte (tensio keeps strings as C strings)",
+                        what);
+    int rc = ox_mem(r, 2 * tio__cost_str(n) + 32, ox_off(rd, f->at), err);
+    if (rc) return rc;
+    char *s = malloc(n + 1);
+    if (!s) return tio__nomem(err, OX_FMT);
+    memcpy(s, p, n);
+    s[n] = 0;
+    *out = s;
+    return TIO_OK;
+}
+
+/* ------------------------------------------------------------ scopes */
+
+static uint64_t ox_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+static int64_t ox_lookup(const ox_scope *sc, const char *name) {
+    if (!sc->cap) return -1;
+    for (size_t i = (size_t)ox_hash(name) & (sc->cap - 1);; i = (i + 1) & (sc->cap - 1)) {
+        int64_t v = sc->slots[i];
+        if (v < 0) return -1;
+        if (strcmp(sc->g->values[v].name, name) == 0) return v;
+    }
+}
+
+static int ox_insert(ox_reader *r, ox_scope *sc, int64_t v, int64_t off, tio_error *err) {
+    if (2 * (sc->used + 1) > sc->cap) {
+        size_t ncap = sc->cap ? 2 * sc->cap : 64;
+        int rc = ox_mem(r, tio__cost_i64s(ncap), off, err);
+        if (rc) return rc;
+        int64_t *ns = malloc(ncap * sizeof *ns);
+        if (!ns) return tio__nomem(err, OX_FMT);
+        for (size_t i = 0; i < ncap; i++) ns[i] = -1;
+        for (size_t k = 0; k < sc->cap; k++) {
+            if (sc->slots[k] < 0) continue;
+            size_t i = (size_t)ox_hash(sc->g->values[sc->slots[k]].name) & (ncap - 1);
+            while (ns[i] >= 0) i = (i + 1) & (ncap - 1);
+            ns[i] = sc->slots[k];
+        }
+        free(sc->slots);
+        sc->slots = ns;
+        sc->cap = ncap;
+    }
+    size_t i = (size_t)ox_hash(sc->g->values[v].name) & (sc->cap - 1);
+    while (sc->slots[i] >= 0) i = (i + 1) & (sc->cap - 1);
+    sc->slots[i] = v;
+    sc->used++;
+    return TIO_OK;
+}
+
+/* Adds a named value (a runtime value, or a constant when tensor >= 0). */
+static int ox_define(ox_reader *r, ox_scope *sc, const char *name, int64_t tensor,
+                     int64_t off, const char *what, int64_t *out, tio_error *err) {
+    if (!name[0])
+        return tio__err(err, TIO_E_CORRUPT, OX_FMT, off, "%s: the value has an empty name",
+                        what);
+    if (ox_lookup(sc, name) >= 0)
+        return tio__err(err, TIO_E_CORRUPT, OX_FMT, off,
+                        "%s: value '%.64s' is defined twice in one graph", what, name);
+    int rc = ox_count(r, 1, off, err);
+    if (!rc) rc = ox_mem(r, tio__cost_value() + tio__cost_str(strlen(name)), off, err);
+    if (rc) return rc;
+    tio_value_info vi;
+    memset(&vi, 0, sizeof vi);
+    vi.name = name;
+    vi.rank = -1;
+    vi.tensor = tensor;
+    size_t idx;
+    rc = tio_graph_add_value(sc->g, &vi, &idx, err);
+    if (rc) return rc;
+    *out = (int64_t)idx;
+    return ox_insert(r, sc, (int64_t)idx, off, err);
+}
+
+/* The value a name refers to: in this graph, else (lexically) in an
+ * enclosing one, recorded as a capture of every graph in between. */
+static int ox_resolve(ox_reader *r, ox_scope *sc, const char *name, int64_t off,
+                      const char *what, int64_t *out, tio_error *err) {
+    int64_t v = ox_lookup(sc, name);
+    if (v >= 0) {
+        *out = v;
+        return TIO_OK;
+    }
+    if (!sc->parent)
+        return tio__err(err, TIO_E_CORRUPT, OX_FMT, off,
+                        "%s: value '%.64s' is not defined (not a graph input, initializer or "
+                        "node output of this graph or an enclosing one)",
+                        what, name);
+    int64_t outer;
+    int rc = ox_resolve(r, sc->parent, name, off, what, &outer, err);
+    if (!rc) rc = ox_define(r, sc, name, -1, off, what, &v, err);
+    if (rc) return rc;
+    void *p = tio__pb_grow(sc->caps, &sc->caps_cap, sc->ncaps + 1, sizeof *sc->caps);
+    if (!p) return tio__nomem(err, OX_FMT);
+    sc->caps = p;
+    sc->caps[sc->ncaps++] = v;
+    *out = v;
+    return ox_mem(r, 2 * sizeof(int64_t), off, err);
+}
+
+/* ------------------------------------------------------------ tensors */
+
+#define OX_MAX_RANK 256u /* whatever max_rank says */
+
+typedef struct ox_tparts {
+    int64_t dims[OX_MAX_RANK]; /* bounded by max_rank below */
+    size_t rank;
+    int64_t dtype_code;
+    tio_pb_field name, raw;
+    bool has_name, has_raw, external;
+    unsigned typed; /* bit per typed field number present */
+} ox_tparts;
+
+/* Decodes the typed fields of a tensor into little-endian bytes. */
+static int ox_typed(const tio_pb_reader *rd, uint32_t want, tio_dtype dt, uint8_t *dst,
+                    uint64_t numel, const char *lbl, tio_error *err) {
+    tio_pb_reader it = *rd;
+    uint64_t k = 0;
+    size_t esz = tio_dtype_size(dt);
+    tio_pb_wire ew = (want == 4) ? TIO_PB_I32 : (want == 10) ? TIO_PB_I64 : TIO_PB_VARINT;
+    tio_pb_field f;
+    while (!tio__pb_done(&it)) {
+        int rc = tio__pb_next(&it, &f, err);
+        if (rc) return rc;
+        if (f.number != want) continue;
+        tio_pb_packed p;
+        rc = tio__pb_packed_init(&it, &f, ew, lbl, &p, err);
+        while (!rc && !tio__pb_packed_done(&p)) {
+            uint64_t v;
+            rc = tio__pb_packed_next(&p, &v, err);
+            if (rc) break;
+            if (k >= numel)
+                return tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(rd, f.at),
+                                "%s: the typed data hold more than the %llu elements of the "
+                                "shape",
+                                lbl, (unsigned long long)numel);
+            uint8_t *o = dst + k * esz;
+            switch (esz) {
+            case 1: o[0] = (uint8_t)v; break;
+            case 2:
+                o[0] = (uint8_t)v;
+                o[1] = (uint8_t)(v >> 8);
+                break;
+            case 4: tio__st32(o, (uint32_t)v); break;
+            default: tio__st64(o, v); break;
+            }
+            k++;
+        }
+        if (rc) return rc;
+    }
+    if (k != numel)
+        return tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(rd, rd->pos),
+                        "%s: the typed data hold %llu elements, the shape needs %llu", lbl,
+                        (unsigned long long)k, (unsigned long long)numel);
+    return TIO_OK;
+}
+
+/* The typed field a dtype's values go in (TensorProto field numbers). */
+static uint32_t ox_typed_field(tio_dtype dt) {
+    switch (dt) {
+    case TIO_FLOAT32: return 4;
+    case TIO_INT64: return 7;
+    case TIO_FLOAT64: return 10;
+    case TIO_UINT32:
+    case TIO_UINT64: return 11;
+    default: return 5; /* int32_data: the 8- and 16-bit types, int32, bool */
+    }
+}
+
+/* A StringStringEntryProto (field f of m): its key and value as new strings
+ * (NULL when absent; the caller frees both, on failure too). */
+static int ox_entry(ox_reader *r, const tio_pb_reader *m, const tio_pb_field *f,
+                    const char *what, char **k, char **v, tio_error *err) {
+    tio_pb_reader e;
+    tio_pb_field h;
+    int rc = tio__pb_sub(m, f, what, &e, err);
+    while (!rc && !tio__pb_done(&e)) {
+        if ((rc = tio__pb_next(&e, &h, err))) break;
+        char **dst = h.number == 1 ? k : h.number == 2 ? v : NULL;
+        if (!dst) continue;
+        free(*dst);
+        rc = ox_str(r, &e, &h, what, dst, err);
+    }
+    return rc;
+}
+
+/* A decimal external_data value (offset, length): digits only, no overflow. */
+static int ox_decimal(const char *s, const char *key, int64_t at, const char *lbl,
+                      uint64_t *out, tio_error *err) {
+    uint64_t v = 0;
+    if (!s[0]) goto bad;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9' || tio__mul64_ovf(v, 10, &v) ||
+            tio__add64_ovf(v, (uint64_t)(*p - '0'), &v))
+            goto bad;
+    }
+    *out = v;
+    return TIO_OK;
+bad:
+    return tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+                    "%s: external_data '%s' is '%.40s' (expected a decimal byte count)", lbl,
+                    key, s);
+}
+
+/* The external_data entries (TensorProto field 13) of the tensor rd holds,
+ * then its bytes (src/onnx/external.c). */
+static int ox_external(ox_reader *r, const tio_pb_reader *rd, const char *lbl, int64_t at,
+                       uint64_t nbytes, const void **data, tio_error *err) {
+    tio_pb_reader it = *rd;
+    tio_pb_field f;
+    char *loc = NULL;
+    uint64_t offset = 0, length = 0;
+    bool has_length = false;
+    int rc = TIO_OK;
+    while (!rc && !tio__pb_done(&it)) {
+        if ((rc = tio__pb_next(&it, &f, err))) break;
+        if (f.number != 13) continue;
+        char *k = NULL, *v = NULL;
+        rc = ox_entry(r, &it, &f, "TensorProto.external_data", &k, &v, err);
+        int64_t eat = ox_off(&it, f.at);
+        if (!rc && k && strcmp(k, "location") == 0) {
+            free(loc);
+            loc = v;
+            v = NULL;
+            if (!loc && !(loc = calloc(1, 1))) rc = tio__nomem(err, OX_FMT);
+        } else if (!rc && k && strcmp(k, "offset") == 0) {
+            rc = ox_decimal(v ? v : "", k, eat, lbl, &offset, err);
+        } else if (!rc && k && strcmp(k, "length") == 0) {
+            rc = ox_decimal(v ? v : "", k, eat, lbl, &length, err);
+            has_length = true;
+        }
+        /* "checksum" (a SHA-1 of the bytes) is not verified: that would read
+         * every byte at open; other keys are ignored, as onnx does. */
+        free(k);
+        free(v);
+    }
+    if (!rc && !loc)
+        rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+                      "%s: data_location is EXTERNAL but external_data has no 'location'",
+                      lbl);
+    const uint8_t *p = NULL;
+    if (!rc)
+        rc = tio__onnx_external(r->ctx, loc, offset, has_length, length, nbytes, at, lbl, &p,
+                                err);
+    if (!rc) *data = p;
+    free(loc);
+    return rc;
+}
+
+/* Reads a TensorProto into a container tensor; *index gets its index.
+ * `name` overrides the tensor's own name (Constant outputs). */
+static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, const char *lbl,
+                     int64_t *index, tio_error *err) {
+    tio_read_ctx *ctx = r->ctx;
+    ox_tparts t;
+    memset(&t, 0, sizeof t);
+    tio_pb_reader it = *rd;
+    tio_pb_field f;
+    int rc;
+    int64_t at = ox_off(rd, rd->pos);
+    while (!tio__pb_done(&it)) {
+        rc = tio__pb_next(&it, &f, err);
+        if (rc) return rc;
+        switch (f.number) {
+        case 1: {
+            tio_pb_packed p;
+            rc = tio__pb_packed_init(&it, &f, TIO_PB_VARINT, "TensorProto.dims", &p, err);
+            while (!rc && !tio__pb_packed_done(&p)) {
+                uint64_t v;
+                rc = tio__pb_packed_next(&p, &v, err);
+                if (rc) break;
+                if (t.rank >= ctx->limits.max_rank || t.rank >= OX_MAX_RANK)
+                    return tio__err(err, TIO_E_LIMIT, OX_FMT, ox_off(rd, f.at),
+                                    "%s: the tensor has more dims than the limit of %u "
+                                    "(tio_limits.max_rank)",
+                                    lbl, ctx->limits.max_rank);
+                if ((int64_t)v < 0)
+                    return tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(rd, f.at),
+                                    "%s: dim %zu is %lld (expected >= 0)", lbl, t.rank,
+                                    (long long)(int64_t)v);
+                t.dims[t.rank++] = (int64_t)v;
+            }
+            if (rc) return rc;
+            break;
+        }
+        case 2: t.dtype_code = tio__pb_int32(&f); break;
+        case 3:
+            return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(rd, f.at),
+                            "%s: segmented tensors (TensorProto.segment) are not supported",
+                            lbl);
+        case 6: t.typed |= 1u << 6; break;
+        case 8:
+            t.name = f;
+            t.has_name = true;
+            break;
+        case 9:
+            t.raw = f;
+            t.has_raw = true;
+            break;
+        case 4:
+        case 5:
+        case 7:
+        case 10:
+        case 11: t.typed |= 1u << f.number; break;
+        case 14: t.external = tio__pb_int32(&f) == 1; break;
+        default: break;
+        }
+    }
+    if (t.dtype_code == 8 || (t.typed & (1u << 6)))
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
+                        "%s: string tensors are not supported (tensio has no string dtype)",
+                        lbl);
+    tio_dtype dt = tio__onnx_dtype(t.dtype_code);
+    if (dt == TIO_DTYPE_INVALID) {
+        const char *dn = tio__onnx_dtype_name(t.dtype_code);
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
+                        "%s: data type %lld (%s) is not supported by tensio", lbl,
+                        (long long)t.dtype_code, dn ? dn : "unknown");
+    }
+    uint64_t numel = 1, nbytes;
+    for (size_t k = 0; k < t.rank; k++)
+        if (tio__mul64_ovf(numel, (uint64_t)t.dims[k], &numel))
+            return tio__err(err, TIO_E_OVERFLOW, OX_FMT, at, "%s: the element count overflows",
+                            lbl);
+    if (tio__mul64_ovf(numel, tio_dtype_size(dt), &nbytes) || nbytes > SIZE_MAX)
+        return tio__err(err, TIO_E_OVERFLOW, OX_FMT, at, "%s: the byte size overflows", lbl);
+    char *tname = NULL;
+    if (!name && t.has_name) {
+        rc = ox_str(r, rd, &t.name, lbl, &tname, err);
+        if (rc) return rc;
+        name = tname;
+    }
+    rc = ox_count(r, 1, at, err);
+    if (!rc) rc = ox_mem(r, tio__cost_tensor(name ? strlen(name) : 0, t.rank), at, err);
+    if (!rc && tio_container_count(ctx->c) >= ctx->limits.max_tensors)
+        rc = tio__err(err, TIO_E_LIMIT, OX_FMT, at,
+                      "%s: the model has more than %llu tensors (tio_limits.max_tensors)", lbl,
+                      (unsigned long long)ctx->limits.max_tensors);
+    tio_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.dtype = dt;
+    d.rank = t.rank;
+    d.shape = t.dims;
+    d.nbytes = (size_t)nbytes;
+    if (rc) goto out;
+    if (t.external) {
+        if (t.typed || t.has_raw) {
+            rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+                          "%s: the tensor's data are external (data_location = EXTERNAL) but "
+                          "it also has raw_data or typed data",
+                          lbl);
+            goto out;
+        }
+        rc = ox_external(r, rd, lbl, at, nbytes, &d.data, err);
+        tio_tensor *tt = NULL;
+        if (!rc) rc = tio_container_add(ctx->c, &d, TIO_ADD_BORROW, &tt, err);
+        if (!rc) tt->source_offset = at;
+    } else if (t.has_raw) {
+        if (t.typed)
+            rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(rd, t.raw.at),
+                          "%s: the tensor has both raw_data and typed data fields", lbl);
+        else if (t.raw.u != nbytes)
+            rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(rd, t.raw.at),
+                          "%s: raw_data holds %llu bytes, the %s shape needs %llu", lbl,
+                          (unsigned long long)t.raw.u, tio_dtype_name(dt),
+                          (unsigned long long)nbytes);
+        if (rc) goto out;
+        d.data = tio__pb_bytes(rd, &t.raw);
+        rc = tio__container_add_view(ctx->c, &d, ox_off(rd, t.raw.data), OX_FMT, err);
+    } else {
+        uint32_t want = ox_typed_field(dt);
+        if (t.typed & ~(1u << want)) {
+            rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+                          "%s: a %s tensor has data in a typed field other than the one its "
+                          "type uses (field %u)",
+                          lbl, tio_dtype_name(dt), want);
+            goto out;
+        }
+        rc = ox_mem(r, tio__cost_block(nbytes), at, err);
+        if (rc) goto out;
+        uint8_t *buf = malloc(nbytes ? (size_t)nbytes : 1);
+        if (!buf) {
+            rc = tio__nomem(err, OX_FMT);
+            goto out;
+        }
+        rc = ox_typed(rd, want, dt, buf, numel, lbl, err);
+        tio_tensor *tt = NULL;
+        d.data = buf;
+        if (!rc) rc = tio_container_add(ctx->c, &d, TIO_ADD_BORROW, &tt, err);
+        if (rc) {
+            free(buf);
+            goto out;
+        }
+        tt->owned_data = buf;
+        tt->source_offset = at;
+    }
+    if (!rc) *index = (int64_t)tio_container_count(ctx->c) - 1;
+out:
+    free(tname);
+    return rc;
+}
+
+/* ------------------------------------------------------------- types */
+
+static void ox_clear_dims(tio_gvalue *v) {
+    if (v->dims && v->rank > 0)
+        for (int64_t k = 0; k < v->rank; k++) free((char *)v->dims[k].name);
+    free(v->dims);
+    v->dims = NULL;
+    v->rank = -1;
+}
+
+/* Applies a ValueInfoProto's type (field 2) to value v of sc->g. */
+static int ox_value_type(ox_reader *r, const tio_pb_reader *vi, ox_scope *sc, int64_t v,
+                         const char *lbl, tio_error *err) {
+    tio_pb_reader it = *vi, tp, tt, sh;
+    tio_pb_field f;
+    bool have_tp = false;
+    int rc;
+    while (!tio__pb_done(&it)) {
+        if ((rc = tio__pb_next(&it, &f, err))) return rc;
+        if (f.number == 2) {
+            if ((rc = tio__pb_sub(&it, &f, "ValueInfoProto.type", &tp, err))) return rc;
+            have_tp = true;
+        }
+    }
+    tio_gvalue *gv = &sc->g->values[v];
+    if (!have_tp || gv->tensor >= 0) return TIO_OK;
+    bool have_tt = false, other = false;
+    while (!tio__pb_done(&tp)) {
+        if ((rc = tio__pb_next(&tp, &f, err))) return rc;
+        if (f.number == 1) {
+            if ((rc = tio__pb_sub(&tp, &f, "TypeProto.tensor_type", &tt, err))) return rc;
+            have_tt = true;
+        } else if (f.number == 4 || f.number == 5 || f.number == 7 || f.number == 8 ||
+                   f.number == 9) {
+            other = true;
+        }
+    }
+    if (other || !have_tt)
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&tp, tp.pos),
+                        "%s: value '%.64s' is not a tensor (a sequence, map, optional, "
+                        "sparse or opaque type), which tensio does not support",
+                        lbl, gv->name);
+    int64_t code = 0;
+    bool have_shape = false;
+    while (!tio__pb_done(&tt)) {
+        if ((rc = tio__pb_next(&tt, &f, err))) return rc;
+        if (f.number == 1) code = tio__pb_int32(&f);
+        if (f.number == 2) {
+            if ((rc = tio__pb_sub(&tt, &f, "TypeProto.Tensor.shape", &sh, err))) return rc;
+            have_shape = true;
+        }
+    }
+    tio_dtype dt = tio__onnx_dtype(code);
+    if (code != 0 && dt == TIO_DTYPE_INVALID) {
+        const char *dn = tio__onnx_dtype_name(code);
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&tt, tt.pos),
+                        "%s: value '%.64s' has element type %lld (%s), which tensio does not "
+                        "support",
+                        lbl, gv->name, (long long)code, dn ? dn : "unknown");
+    }
+    gv->dtype = dt;
+    ox_clear_dims(gv);
+    if (!have_shape) return TIO_OK;
+    /* count the dims */
+    size_t rank = 0;
+    tio_pb_reader d = sh;
+    while (!tio__pb_done(&d)) {
+        if ((rc = tio__pb_next(&d, &f, err))) return rc;
+        if (f.number == 1) rank++;
+    }
+    if (rank > r->ctx->limits.max_rank)
+        return tio__err(err, TIO_E_LIMIT, OX_FMT, ox_off(&sh, sh.pos),
+                        "%s: value '%.64s' has %zu dims, more than the limit of %u "
+                        "(tio_limits.max_rank)",
+                        lbl, gv->name, rank, r->ctx->limits.max_rank);
+    rc = ox_count(r, rank, ox_off(&sh, sh.pos), err);
+    if (!rc) rc = ox_mem(r, tio__cost_dims(rank), ox_off(&sh, sh.pos), err);
+    if (rc) return rc;
+    tio_dim *dims = calloc(rank ? rank : 1, sizeof *dims);
+    if (!dims) return tio__nomem(err, OX_FMT);
+    gv->dims = dims;
+    gv->rank = (int64_t)rank;
+    size_t k = 0;
+    d = sh;
+    while (!tio__pb_done(&d) && k < rank) {
+        tio_pb_reader dm;
+        if ((rc = tio__pb_next(&d, &f, err))) return rc;
+        if (f.number != 1) continue;
+        if ((rc = tio__pb_sub(&d, &f, "TensorShapeProto.dim", &dm, err))) return rc;
+        dims[k].value = -1;
+        while (!tio__pb_done(&dm)) {
+            tio_pb_field g;
+            if ((rc = tio__pb_next(&dm, &g, err))) return rc;
+            if (g.number == 1) {
+                free((char *)dims[k].name);
+                dims[k].name = NULL;
+                dims[k].value = tio__pb_int64(&g);
+                if (dims[k].value < 0) dims[k].value = -1;
+            } else if (g.number == 2) {
+                char *s;
+                if ((rc = ox_str(r, &dm, &g, lbl, &s, err))) return rc;
+                free((char *)dims[k].name);
+                dims[k].name = s;
+                dims[k].value = -1;
+            }
+        }
+        k++;
+    }
+    return TIO_OK;
+}
+
+/* The name (field 1) of a ValueInfoProto, NodeProto input... as a new string. */
+static int ox_name_of(ox_reader *r, const tio_pb_reader *m, const char *lbl, char **out,
+                      tio_error *err) {
+    tio_pb_reader it = *m;
+    tio_pb_field f;
+    *out = NULL;
+    while (!tio__pb_done(&it)) {
+        int rc = tio__pb_next(&it, &f, err);
+        if (rc) return rc;
+        if (f.number == 1) {
+            free(*out);
+            if ((rc = ox_str(r, &it, &f, lbl, out, err))) return rc;
+        }
+    }
+    if (!*out)
+        return tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(m, m->pos), "%s: no name", lbl);
+    return TIO_OK;
+}
+
+static int ox_graph(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc, unsigned depth,
+                    tio_error *err);
+
+/* ------------------------------------------------------------ attributes */
+
+enum {
+    OX_A_FLOAT = 1, OX_A_INT, OX_A_STRING, OX_A_TENSOR, OX_A_GRAPH, OX_A_FLOATS,
+    OX_A_INTS, OX_A_STRINGS, OX_A_TENSORS, OX_A_GRAPHS, OX_A_SPARSE_TENSOR,
+    OX_A_SPARSE_TENSORS, OX_A_TYPE_PROTO, OX_A_TYPE_PROTOS
+};
+
+static const char *const ox_attr_names[] = {
+    "UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS",
+    "STRINGS", "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO",
+    "TYPE_PROTOS"};
+
+typedef struct ox_attr_parts {
+    char *name;
+    int64_t type;
+    tio_pb_field first[24]; /* the last occurrence of fields 1..23 */
+    uint64_t count[24];     /* occurrences (elements for packed ones) */
+    bool ref;
+} ox_attr_parts;
+
+/* A subgraph (GraphProto field f of reader m) into a new subgraph of sc->g. */
+static int ox_subgraph(ox_reader *r, const tio_pb_reader *m, const tio_pb_field *f,
+                       ox_scope *sc, unsigned depth, tio_graph **out, tio_error *err) {
+    tio_pb_reader gr;
+    int rc = tio__pb_sub(m, f, "AttributeProto.g", &gr, err);
+    if (!rc) rc = ox_mem(r, tio__cost_graph(), ox_off(m, f->at), err);
+    if (!rc) rc = tio_graph_new_subgraph(sc->g, out, err);
+    if (rc) return rc;
+    ox_scope sub;
+    memset(&sub, 0, sizeof sub);
+    sub.g = *out;
+    sub.parent = sc;
+    rc = ox_graph(r, &gr, &sub, depth + 1, err);
+    if (!rc && sub.ncaps) rc = tio_graph_set_captures(sub.g, sub.caps, sub.ncaps, err);
+    free(sub.slots);
+    free(sub.caps);
+    return rc;
+}
+
+static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t ni,
+                   const char *op, const char *out0, const char *lbl, unsigned depth,
+                   tio_error *err) {
+    ox_attr_parts p;
+    memset(&p, 0, sizeof p);
+    tio_pb_reader it = *ar;
+    tio_pb_field f;
+    int64_t at = ox_off(ar, ar->pos);
+    int rc = TIO_OK;
+    while (!rc && !tio__pb_done(&it)) {
+        if ((rc = tio__pb_next(&it, &f, err))) break;
+        if (f.number == 1) {
+            free(p.name);
+            rc = ox_str(r, &it, &f, lbl, &p.name, err);
+        } else if (f.number == 20) {
+            p.type = tio__pb_int32(&f);
+        } else if (f.number == 21) {
+            p.ref = true;
+        } else if (f.number < 24) {
+            uint64_t n = 1;
+            if ((f.number == 7 || f.number == 8) && f.wire == TIO_PB_LEN)
+                rc = tio__pb_packed_count(&it, &f, f.number == 7 ? TIO_PB_I32 : TIO_PB_VARINT,
+                                          "AttributeProto", &n, err);
+            p.first[f.number] = f;
+            p.count[f.number] += n;
+        }
+    }
+    if (rc) goto out;
+    if (!p.name) {
+        rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at, "%s: an attribute has no name", lbl);
+        goto out;
+    }
+    if (p.ref) {
+        rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
+                      "%s: attribute '%.64s' refers to a function attribute (ref_attr_name), "
+                      "which only a FunctionProto may use",
+                      lbl, p.name);
+        goto out;
+    }
+    if (p.type == 0) { /* IR < 3: the field that is set says */
+        static const int64_t infer[][2] = {{2, OX_A_FLOAT}, {3, OX_A_INT}, {4, OX_A_STRING},
+                                           {5, OX_A_TENSOR}, {6, OX_A_GRAPH},
+                                           {7, OX_A_FLOATS}, {8, OX_A_INTS},
+                                           {9, OX_A_STRINGS}, {10, OX_A_TENSORS},
+                                           {11, OX_A_GRAPHS}};
+        for (size_t k = 0; k < sizeof infer / sizeof infer[0] && !p.type; k++)
+            if (p.count[infer[k][0]]) p.type = infer[k][1];
+    }
+    if (p.type >= OX_A_SPARSE_TENSOR && p.type <= OX_A_TYPE_PROTOS) {
+        rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
+                      "%s: attribute '%.64s' is of type %s, which tensio does not support",
+                      lbl, p.name, ox_attr_names[p.type]);
+        goto out;
+    }
+    if (p.type < OX_A_FLOAT || p.type > OX_A_GRAPHS) {
+        rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+                      "%s: attribute '%.64s' has type %lld (expected 1..14)", lbl, p.name,
+                      (long long)p.type);
+        goto out;
+    }
+    static const uint32_t field_of[] = {0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    uint32_t fn = field_of[p.type];
+    uint64_t n = p.count[fn];
+    tio_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = p.name;
+    rc = ox_count(r, 1 + n, at, err);
+    if (!rc) rc = ox_mem(r, tio__cost_attr(strlen(p.name), 0) + 2 * tio__cost_i64s(n), at, err);
+    if (rc) goto out;
+    if (p.type <= OX_A_GRAPH && n == 0 && p.type != OX_A_STRING) {
+        if (p.type >= OX_A_TENSOR) {
+            rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+                          "%s: attribute '%.64s' of type %s has no value", lbl, p.name,
+                          ox_attr_names[p.type]);
+            goto out;
+        }
+    }
+    char *str = NULL;
+    int64_t *ints = NULL;
+    double *floats = NULL;
+    char **strs = NULL;
+    tio_graph **graphs = NULL;
+    size_t got = 0;
+    if (n > 1 && p.type <= OX_A_GRAPH) n = 1;
+    if (p.type >= OX_A_FLOATS) {
+        size_t esz = p.type == OX_A_FLOATS ? sizeof(double)
+                     : p.type == OX_A_GRAPHS ? sizeof(tio_graph *)
+                     : p.type == OX_A_STRINGS ? sizeof(char *)
+                                              : sizeof(int64_t);
+        void *m = calloc(n ? (size_t)n : 1, esz);
+        if (!m) {
+            rc = tio__nomem(err, OX_FMT);
+            goto out;
+        }
+        if (p.type == OX_A_FLOATS) floats = m;
+        else if (p.type == OX_A_GRAPHS) graphs = m;
+        else if (p.type == OX_A_STRINGS) strs = m;
+        else ints = m;
+    }
+    switch (p.type) {
+    case OX_A_FLOAT:
+        a.type = TIO_ATTR_FLOAT;
+        a.f = n ? (double)tio__pb_float(&p.first[2]) : 0.0;
+        break;
+    case OX_A_INT:
+        a.type = TIO_ATTR_INT;
+        a.i = n ? tio__pb_int64(&p.first[3]) : 0;
+        break;
+    case OX_A_STRING:
+        a.type = TIO_ATTR_STRING;
+        if (n) rc = ox_str(r, ar, &p.first[4], lbl, &str, err);
+        else if (!(str = calloc(1, 1))) rc = tio__nomem(err, OX_FMT);
+        a.s = str;
+        break;
+    case OX_A_TENSOR: {
+        tio_pb_reader tr;
+        const char *tn = op && strcmp(op, "Constant") == 0 && out0 ? out0 : NULL;
+        a.type = TIO_ATTR_TENSOR;
+        rc = tio__pb_sub(ar, &p.first[5], "AttributeProto.t", &tr, err);
+        if (!rc) rc = ox_tensor(r, &tr, tn, lbl, &a.i, err);
+        break;
+    }
+    case OX_A_GRAPH:
+        a.type = TIO_ATTR_GRAPH;
+        rc = ox_subgraph(r, ar, &p.first[6], sc, depth, &a.graph, err);
+        break;
+    default: {
+        /* the repeated kinds: walk every occurrence */
+        a.type = p.type == OX_A_FLOATS    ? TIO_ATTR_FLOATS
+                 : p.type == OX_A_INTS    ? TIO_ATTR_INTS
+                 : p.type == OX_A_STRINGS ? TIO_ATTR_STRINGS
+                 : p.type == OX_A_TENSORS ? TIO_ATTR_TENSORS
+                                          : TIO_ATTR_GRAPHS;
+        tio_pb_reader w = *ar;
+        while (!rc && !tio__pb_done(&w) && got < n) {
+            if ((rc = tio__pb_next(&w, &f, err))) break;
+            if (f.number != fn) continue;
+            if (p.type == OX_A_FLOATS || p.type == OX_A_INTS) {
+                tio_pb_packed pk;
+                rc = tio__pb_packed_init(&w, &f,
+                                         p.type == OX_A_FLOATS ? TIO_PB_I32 : TIO_PB_VARINT,
+                                         "AttributeProto", &pk, err);
+                while (!rc && !tio__pb_packed_done(&pk) && got < n) {
+                    uint64_t v;
+                    if ((rc = tio__pb_packed_next(&pk, &v, err))) break;
+                    if (p.type == OX_A_INTS) {
+                        ints[got++] = (int64_t)v;
+                    } else {
+                        tio_pb_field tmp = {.u = v};
+                        floats[got++] = (double)tio__pb_float(&tmp);
+                    }
+                }
+            } else if (p.type == OX_A_STRINGS) {
+                rc = ox_str(r, &w, &f, lbl, &strs[got], err);
+                if (!rc) got++;
+            } else if (p.type == OX_A_TENSORS) {
+                tio_pb_reader tr;
+                rc = tio__pb_sub(&w, &f, "AttributeProto.tensors", &tr, err);
+                if (!rc) rc = ox_tensor(r, &tr, NULL, lbl, &ints[got], err);
+                if (!rc) got++;
+            } else {
+                rc = ox_subgraph(r, &w, &f, sc, depth, &graphs[got], err);
+                if (!rc) got++;
+            }
+        }
+        a.count = got;
+        a.ints = ints;
+        a.tensors = ints;
+        a.floats = floats;
+        a.strings = (const char *const *)strs;
+        a.graphs = graphs;
+        break;
+    }
+    }
+    if (!rc) rc = tio_graph_add_attr(sc->g, ni, &a, err);
+    free(str);
+    free(ints);
+    free(floats);
+    if (strs)
+        for (size_t k = 0; k < got; k++) free(strs[k]);
+    free(strs);
+    free(graphs);
+out:
+    free(p.name);
+    return rc;
+}
+
+/* ------------------------------------------------------------- nodes */
+
+/* Pass 1 over a node: defines its outputs. */
+static int ox_node_outputs(ox_reader *r, const tio_pb_reader *nr, ox_scope *sc,
+                           const char *lbl, tio_error *err) {
+    tio_pb_reader it = *nr;
+    tio_pb_field f;
+    while (!tio__pb_done(&it)) {
+        int rc = tio__pb_next(&it, &f, err);
+        if (rc) return rc;
+        if (f.number != 2 || f.u == 0) continue;
+        char *s;
+        int64_t v;
+        rc = ox_str(r, &it, &f, lbl, &s, err);
+        if (!rc) rc = ox_define(r, sc, s, -1, ox_off(&it, f.at), lbl, &v, err);
+        free(s);
+        if (rc) return rc;
+    }
+    return TIO_OK;
+}
+
+static int ox_node(ox_reader *r, const tio_pb_reader *nr, ox_scope *sc, size_t k,
+                   unsigned depth, tio_error *err) {
+    char lbl[112];
+    snprintf(lbl, sizeof lbl, "node %zu", k);
+    tio_pb_reader it = *nr;
+    tio_pb_field f;
+    char *name = NULL, *op = NULL, *domain = NULL, *out0 = NULL;
+    uint64_t nin = 0, nout = 0, nattr = 0;
+    int rc = TIO_OK;
+    while (!rc && !tio__pb_done(&it)) {
+        if ((rc = tio__pb_next(&it, &f, err))) break;
+        char **dst = f.number == 3 ? &name : f.number == 4 ? &op : f.number == 7 ? &domain
+                                                                                 : NULL;
+        if (dst) {
+            free(*dst);
+            rc = ox_str(r, &it, &f, lbl, dst, err);
+        }
+        if (f.number == 1) nin++;
+        if (f.number == 2) nout++;
+        if (f.number == 5) nattr++;
+        if (f.number == 8)
+            rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&it, f.at),
+                          "%s: the node names a function overload, which tensio does not "
+                          "support",
+                          lbl);
+    }
+    if (!rc && name) snprintf(lbl, sizeof lbl, "node %zu ('%.64s')", k, name);
+    if (!rc && (!op || !op[0]))
+        rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(nr, nr->pos),
+                      "%s: the node has no op_type", lbl);
+    int64_t *ins = NULL, *outs = NULL;
+    if (!rc) rc = ox_count(r, 1 + nin + nout, ox_off(nr, nr->pos), err);
+    if (!rc)
+        rc = ox_mem(r, tio__cost_node(strlen(op)) + tio__cost_str(name ? strlen(name) : 0) +
+                           tio__cost_str(domain ? strlen(domain) : 0) +
+                           2 * tio__cost_i64s(nin) + 2 * tio__cost_i64s(nout),
+                    ox_off(nr, nr->pos), err);
+    if (!rc) {
+        ins = malloc((nin + 1) * sizeof *ins);
+        outs = malloc((nout + 1) * sizeof *outs);
+        if (!ins || !outs) rc = tio__nomem(err, OX_FMT);
+    }
+    size_t ki = 0, ko = 0;
+    it = *nr;
+    while (!rc && !tio__pb_done(&it)) {
+        if ((rc = tio__pb_next(&it, &f, err))) break;
+        if (f.number != 1 && f.number != 2) continue;
+        char *s;
+        if ((rc = ox_str(r, &it, &f, lbl, &s, err))) break;
+        if (f.number == 1) {
+            ins[ki] = -1;
+            if (s[0]) rc = ox_resolve(r, sc, s, ox_off(&it, f.at), lbl, &ins[ki], err);
+            ki++;
+        } else {
+            outs[ko] = s[0] ? ox_lookup(sc, s) : -1;
+            if (ko == 0 && s[0]) {
+                out0 = s;
+                s = NULL;
+            }
+            ko++;
+        }
+        free(s);
+    }
+    tio_node_info ni;
+    memset(&ni, 0, sizeof ni);
+    ni.name = name;
+    ni.op = op;
+    ni.domain = domain;
+    ni.native_id = -1;
+    ni.inputs = ins;
+    ni.input_count = ki;
+    ni.outputs = outs;
+    ni.output_count = ko;
+    size_t idx = 0;
+    if (!rc) rc = tio_graph_add_node(sc->g, &ni, &idx, err);
+    it = *nr;
+    while (!rc && !tio__pb_done(&it)) {
+        tio_pb_reader ar;
+        if ((rc = tio__pb_next(&it, &f, err))) break;
+        if (f.number != 5) continue;
+        rc = tio__pb_sub(&it, &f, "NodeProto.attribute", &ar, err);
+        if (!rc) rc = ox_attr(r, &ar, sc, idx, op, out0, lbl, depth, err);
+    }
+    free(ins);
+    free(outs);
+    free(name);
+    free(op);
+    free(domain);
+    free(out0);
+    (void)nattr;
+    return rc;
+}
+
+/* ------------------------------------------------------------- graphs */
+
+static int ox_set_meta(ox_reader *r, tio_graph *g, const char *key, const tio_pb_reader *m,
+                       const tio_pb_field *f, tio_error *err) {
+    char *s;
+    int rc = ox_str(r, m, f, key, &s, err);
+    if (!rc) rc = ox_mem(r, tio__cost_str(strlen(key)) + 64, ox_off(m, f->at), err);
+    if (!rc) rc = tio_graph_meta_set(g, key, s, err);
+    free(s);
+    return rc;
+}
+
+/* Reads the ValueInfoProtos of field `number` (11 inputs, 12 outputs, 13
+ * value_info) of a graph: defines (inputs), resolves (outputs) or looks up
+ * (value_info) each name, applies its type, lists the values in *list. */
+static int ox_value_infos(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc,
+                          uint32_t number, int64_t **list, size_t *n, tio_error *err) {
+    tio_pb_reader it = *gr;
+    tio_pb_field f;
+    size_t cap = 0;
+    *list = NULL;
+    *n = 0;
+    const char *what = number == 11 ? "graph input" : number == 12 ? "graph output"
+                                                                   : "value_info";
+    while (!tio__pb_done(&it)) {
+        int rc = tio__pb_next(&it, &f, err);
+        if (rc) return rc;
+        if (f.number != number) continue;
+        tio_pb_reader vr;
+        char *name = NULL;
+        int64_t v = -1, off = ox_off(&it, f.at);
+        rc = tio__pb_sub(&it, &f, "ValueInfoProto", &vr, err);
+        if (!rc) rc = ox_name_of(r, &vr, what, &name, err);
+        if (!rc) {
+            if (number == 11) {
+                v = ox_lookup(sc, name);
+                if (v < 0) rc = ox_define(r, sc, name, -1, off, what, &v, err);
+            } else if (number == 12) {
+                rc = ox_resolve(r, sc, name, off, what, &v, err);
+            } else {
+                v = ox_lookup(sc, name);
+            }
+        }
+        if (!rc && v >= 0) rc = ox_value_type(r, &vr, sc, v, what, err);
+        free(name);
+        if (!rc && v >= 0 && number != 13) {
+            void *p = tio__pb_grow(*list, &cap, *n + 1, sizeof **list);
+            if (!p) rc = tio__nomem(err, OX_FMT);
+            else (*list = p)[(*n)++] = v;
+            if (!rc) rc = ox_mem(r, 3 * sizeof(int64_t), off, err);
+        }
+        if (rc) return rc;
+    }
+    return TIO_OK;
+}
+
+static int ox_graph(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc, unsigned depth,
+                    tio_error *err) {
+    tio_read_ctx *ctx = r->ctx;
+    int64_t gat = ox_off(gr, gr->pos);
+    if (depth > ctx->limits.max_depth)
+        return tio__err(err, TIO_E_LIMIT, OX_FMT, gat,
+                        "subgraphs nest deeper than the limit of %u (tio_limits.max_depth)",
+                        ctx->limits.max_depth);
+    tio_pb_reader it = *gr;
+    tio_pb_field f;
+    int rc = TIO_OK;
+    int64_t *ins = NULL, *outs = NULL;
+    size_t nin = 0, nout = 0;
+    /* Names and doc strings; initializers (after the inputs they may give
+     * defaults to); then the inputs. */
+    rc = ox_value_infos(r, gr, sc, 11, &ins, &nin, err);
+    while (!rc && !tio__pb_done(&it)) {
+        if ((rc = tio__pb_next(&it, &f, err))) break;
+        if (f.number == 2) rc = ox_set_meta(r, sc->g, OX_META_GRAPH_NAME, &it, &f, err);
+        else if (f.number == 10) rc = ox_set_meta(r, sc->g, OX_META_GRAPH_DOC, &it, &f, err);
+        else if (f.number == 15 || f.number == 14)
+            rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&it, f.at),
+                          "the graph has %s, which tensio does not support",
+                          f.number == 15 ? "sparse initializers"
+                                         : "quantization annotations");
+        else if (f.number == 5) {
+            tio_pb_reader tr;
+            char lbl[48];
+            int64_t t, v;
+            snprintf(lbl, sizeof lbl, "initializer at offset %lld",
+                     (long long)ox_off(&it, f.at));
+            rc = tio__pb_sub(&it, &f, "GraphProto.initializer", &tr, err);
+            if (!rc) rc = ox_tensor(r, &tr, NULL, lbl, &t, err);
+            if (rc) break;
+            const char *tn = tio_tensor_name(tio_container_tensor(ctx->c, (size_t)t));
+            if (!tn)
+                rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(&it, f.at),
+                              "%s: the initializer has no name", lbl);
+            else if ((v = ox_lookup(sc, tn)) >= 0 && sc->g->values[v].tensor < 0) {
+                /* an input with a default (IR < 4) */
+                ox_clear_dims(&sc->g->values[v]);
+                sc->g->values[v].tensor = t;
+            } else {
+                rc = ox_define(r, sc, tn, t, ox_off(&it, f.at), lbl, &v, err);
+            }
+        }
+    }
+    /* Nodes: every output first, so that inputs may name any of them. */
+    size_t nn = 0;
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        it = *gr;
+        nn = 0;
+        while (!rc && !tio__pb_done(&it)) {
+            tio_pb_reader nr;
+            if ((rc = tio__pb_next(&it, &f, err))) break;
+            if (f.number != 1) continue;
+            char lbl[48];
+            snprintf(lbl, sizeof lbl, "node %zu", nn);
+            rc = tio__pb_sub(&it, &f, "GraphProto.node", &nr, err);
+            if (!rc) rc = pass ? ox_node(r, &nr, sc, nn, depth, err)
+                               : ox_node_outputs(r, &nr, sc, lbl, err);
+            nn++;
+        }
+    }
+    if (!rc) rc = ox_value_infos(r, gr, sc, 12, &outs, &nout, err);
+    int64_t *none = NULL;
+    size_t nnone = 0;
+    if (!rc) rc = ox_value_infos(r, gr, sc, 13, &none, &nnone, err);
+    free(none);
+    if (!rc) rc = tio_graph_set_inputs(sc->g, ins, nin, err);
+    if (!rc) rc = tio_graph_set_outputs(sc->g, outs, nout, err);
+    free(ins);
+    free(outs);
+    return rc;
+}
+
+/* -------------------------------------------------------------- model */
+
+int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
+    ox_reader r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
+    r.max_objects = ctx->size + 4096;
+    if (r.max_objects > ctx->limits.max_objects) r.max_objects = ctx->limits.max_objects;
+    tio__budget_init(&r.mem, OX_FMT, ctx->size, &ctx->limits);
+    uint32_t pbdepth = 3 * ctx->limits.max_depth + 8;
+    tio_pb_reader m;
+    tio__pb_init(&m, ctx->data, ctx->size, 0, OX_FMT, pbdepth);
+    int rc = tio__pb_verify(&m, &tio__onnx_ModelProto, err);
+    if (rc) return rc;
+    tio_graph *g = NULL;
+    rc = tio_container_new_graph(ctx->c, &g, err);
+    if (!rc) rc = tio_graph_set_native_format(g, OX_FMT, err);
+    if (rc) return rc;
+    tio_pb_reader it = m, gr;
+    tio_pb_field f;
+    bool have_graph = false;
+    static const struct {
+        uint32_t number;
+        const char *key;
+    } strs[] = {{2, OX_META_PRODUCER}, {3, OX_META_PRODUCER_VERSION}, {4, OX_META_DOMAIN},
+                {6, OX_META_DOC}};
+    while (!rc && !tio__pb_done(&it)) {
+        if ((rc = tio__pb_next(&it, &f, err))) break;
+        char num[TIO__DEC_CAP];
+        switch (f.number) {
+        case 1:
+        case 5: {
+            const char *key = f.number == 1 ? OX_META_IR : OX_META_MODEL_VERSION;
+            char buf[24];
+            snprintf(buf, sizeof buf, "%lld", (long long)tio__pb_int64(&f));
+            rc = tio_graph_meta_set(g, key, buf, err);
+            if (!rc && f.number == 1)
+                rc = tio__kv_set(&ctx->c->props, "ir_version", buf, err);
+            break;
+        }
+        case 7:
+            rc = tio__pb_sub(&it, &f, "ModelProto.graph", &gr, err);
+            have_graph = true;
+            break;
+        case 8: {
+            tio_pb_reader o;
+            tio_pb_field h;
+            char *dom = NULL;
+            int64_t ver = 0;
+            rc = tio__pb_sub(&it, &f, "ModelProto.opset_import", &o, err);
+            while (!rc && !tio__pb_done(&o)) {
+                if ((rc = tio__pb_next(&o, &h, err))) break;
+                if (h.number == 1) {
+                    free(dom);
+                    rc = ox_str(&r, &o, &h, "opset_import", &dom, err);
+                } else if (h.number == 2) {
+                    ver = tio__pb_int64(&h);
+                }
+            }
+            if (!rc) rc = ox_count(&r, 1, ox_off(&it, f.at), err);
+            if (!rc) rc = ox_mem(&r, 64 + tio__cost_str(dom ? strlen(dom) : 0), 0, err);
+            if (!rc)
+                rc = tio_graph_set_opset(
+                    g, dom && strcmp(dom, "ai.onnx") != 0 ? dom : "", ver, err);
+            free(dom);
+            break;
+        }
+        case 14: {
+            char *k = NULL, *v = NULL;
+            rc = ox_entry(&r, &it, &f, "ModelProto.metadata_props", &k, &v, err);
+            if (!rc) rc = ox_count(&r, 1, ox_off(&it, f.at), err);
+            if (!rc && (!k || !k[0]))
+                rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(&it, f.at),
+                              "metadata_props: an entry has no key");
+            if (!rc) rc = ox_mem(&r, 64, ox_off(&it, f.at), err);
+            if (!rc) rc = tio_graph_meta_set(g, k, v ? v : "", err);
+            free(k);
+            free(v);
+            break;
+        }
+        case 20:
+        case 25:
+            rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&it, f.at),
+                          "the model has %s, which tensio does not support",
+                          f.number == 20 ? "training information" : "model-local functions");
+            break;
+        default:
+            for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
+                if (strs[k].number == f.number)
+                    rc = ox_set_meta(&r, g, strs[k].key, &it, &f, err);
+            break;
+        }
+        (void)num;
+    }
+    if (rc) return rc;
+    if (!have_graph)
+        return tio__err(err, TIO_E_CORRUPT, OX_FMT, 0, "the model has no graph (field 7)");
+    ox_scope sc;
+    memset(&sc, 0, sizeof sc);
+    sc.g = g;
+    rc = ox_graph(&r, &gr, &sc, 1, err);
+    free(sc.slots);
+    free(sc.caps);
+    return rc;
+}

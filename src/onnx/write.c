@@ -1,0 +1,413 @@
+/* Writing a container's graph as an ONNX ModelProto: deterministic, every
+ * tensor as raw_data referenced into the sink (not copied). */
+#include "graph/graph.h"
+#include "onnx/onnx.h"
+#include "protobuf/pb.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct ox_writer {
+    tio_write_plan *plan;
+    const tio_container *c;
+    /* external data (format option external_data=NAME): initializers'
+     * bytes go to NAME beside the model, at offsets fixed in the sizing pass */
+    const char *ext_name;
+    FILE *ext;          /* the side file's temporary, in the writing pass */
+    uint64_t *ext_off;  /* per tensor: offset, or UINT64_MAX when not placed */
+    uint8_t *ext_done;  /* per tensor: written in this pass */
+    uint64_t ext_size;
+} ox_writer;
+
+static int ox_check_graph(const tio_graph *g, tio_error *err) {
+    if (g->opaque)
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                        "the graph holds parts its reader could not decode (%s)", g->opaque);
+    for (size_t j = 0; j < g->node_count; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        if (n->opaque)
+            return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1, "node %zu: %s", j, n->opaque);
+        for (size_t k = 0; k < n->input_count + n->output_count; k++) {
+            int64_t v = k < n->input_count ? n->inputs[k] : n->outputs[k - n->input_count];
+            if (v >= 0 && !g->values[v].name)
+                return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                                "node %zu uses an unnamed value (ONNX connects nodes by "
+                                "value names)",
+                                j);
+        }
+        for (size_t a = 0; a < n->attr_count; a++) {
+            const tio_gattr *at = &n->attrs[a];
+            int rc = TIO_OK;
+            if (at->type == TIO_ATTR_GRAPH) rc = ox_check_graph(at->graph, err);
+            for (size_t k = 0; !rc && at->type == TIO_ATTR_GRAPHS && k < at->count; k++)
+                rc = ox_check_graph(at->graphs[k], err);
+            if (rc) return rc;
+        }
+    }
+    for (size_t i = 0; i < g->value_count; i++) {
+        const tio_gvalue *v = &g->values[i];
+        if (v->tensor >= 0 && !v->name)
+            return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                            "constant value %zu has no name (an ONNX initializer needs one)",
+                            i);
+    }
+    return TIO_OK;
+}
+
+int tio__onnx_check(const tio_write_plan *p, tio_error *err) {
+    const tio_container *c = tio__plan_container(p);
+    if (!c->graph)
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                        "the container has no graph: an ONNX file is a model (write the "
+                        "tensors to a tensor format instead)");
+    for (size_t i = 0; i < tio__plan_count(p); i++)
+        if (tio__plan_tensor(p, i)->layout != TIO_LAYOUT_DENSE)
+            return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                            "tensor %zu is sparse (COO); ONNX initializers written by tensio "
+                            "are dense (use TIO_SAVE_DENSIFY)",
+                            i);
+    return ox_check_graph(c->graph, err);
+}
+
+/* An external_data entry. */
+static int ox_put_entry(tio_pb_writer *pw, const char *k, const char *v, tio_error *err) {
+    int rc = tio__pb_begin(pw, 13, err);
+    if (!rc) rc = tio__pb_put_string(pw, 1, k, err);
+    if (!rc) rc = tio__pb_put_string(pw, 2, v, err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    return rc;
+}
+
+/* Tensor i's data as external data: placed in the sizing pass, its bytes
+ * appended to the side file in the writing pass (once per tensor). */
+static int ox_put_external(ox_writer *w, tio_pb_writer *pw, size_t i, tio_error *err) {
+    const tio_wtensor *t = tio__plan_tensor(w->plan, i);
+    if (tio__pb_sizing(pw) && w->ext_off[i] == UINT64_MAX) {
+        w->ext_off[i] = w->ext_size;
+        w->ext_size += t->nbytes;
+    }
+    if (!tio__pb_sizing(pw) && !w->ext_done[i]) {
+        const uint8_t *data = NULL;
+        int rc = tio__plan_data(w->plan, i, &data, NULL, err);
+        if (rc) return rc;
+        if (t->nbytes && fwrite(data, 1, t->nbytes, w->ext) != t->nbytes)
+            return tio__err(err, TIO_E_IO, OX_FMT, -1, "external data '%s': write failed",
+                            w->ext_name);
+        w->ext_done[i] = 1;
+    }
+    char off[24], len[24];
+    snprintf(off, sizeof off, "%llu", (unsigned long long)w->ext_off[i]);
+    snprintf(len, sizeof len, "%llu", (unsigned long long)t->nbytes);
+    int rc = ox_put_entry(pw, "location", w->ext_name, err);
+    if (!rc) rc = ox_put_entry(pw, "offset", off, err);
+    if (!rc) rc = ox_put_entry(pw, "length", len, err);
+    if (!rc) rc = tio__pb_put_int64(pw, 14, 1, err); /* data_location = EXTERNAL */
+    return rc;
+}
+
+/* TensorProto of plan tensor i, with `name` (NULL: the tensor's);
+ * `initializer`: an initializer (its data go external when asked). */
+static int ox_put_tensor(ox_writer *w, tio_pb_writer *pw, uint32_t number, size_t i,
+                         const char *name, bool initializer, tio_error *err) {
+    const tio_wtensor *t = tio__plan_tensor(w->plan, i);
+    int rc = tio__pb_begin(pw, number, err);
+    for (size_t k = 0; !rc && k < t->rank; k++) rc = tio__pb_put_int64(pw, 1, t->shape[k], err);
+    if (!rc) rc = tio__pb_put_int64(pw, 2, tio__onnx_code(t->dtype), err);
+    if (!rc && (name || t->name)) rc = tio__pb_put_string(pw, 8, name ? name : t->name, err);
+    if (initializer && w->ext_name) {
+        if (!rc) rc = ox_put_external(w, pw, i, err);
+        if (!rc) rc = tio__pb_end(pw, err);
+        return rc;
+    }
+    const uint8_t *data = NULL;
+    if (!rc && !tio__pb_sizing(pw)) rc = tio__plan_data(w->plan, i, &data, NULL, err);
+    /* referenced when it is the container's data; the plan's scratch (a
+     * converted tensor) is only valid until the next call: copy it */
+    bool ref = data && data == tio_tensor_data(t->src);
+    if (!rc) rc = tio__pb_put_len(pw, 9, data, t->nbytes, ref, err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    return rc;
+}
+
+static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const tio_graph *g,
+                        tio_error *err);
+
+static int ox_put_value_info(tio_pb_writer *pw, uint32_t number, const tio_gvalue *v,
+                             tio_error *err) {
+    int rc = tio__pb_begin(pw, number, err);
+    if (!rc) rc = tio__pb_put_string(pw, 1, v->name, err);
+    if (!rc && v->dtype != TIO_DTYPE_INVALID) {
+        rc = tio__pb_begin(pw, 2, err);                     /* type */
+        if (!rc) rc = tio__pb_begin(pw, 1, err);            /* tensor_type */
+        if (!rc) rc = tio__pb_put_int64(pw, 1, tio__onnx_code(v->dtype), err);
+        if (!rc && v->rank >= 0) {
+            rc = tio__pb_begin(pw, 2, err); /* shape */
+            for (int64_t k = 0; !rc && k < v->rank; k++) {
+                rc = tio__pb_begin(pw, 1, err);
+                if (!rc && v->dims[k].name) rc = tio__pb_put_string(pw, 2, v->dims[k].name, err);
+                else if (!rc && v->dims[k].value >= 0)
+                    rc = tio__pb_put_int64(pw, 1, v->dims[k].value, err);
+                if (!rc) rc = tio__pb_end(pw, err);
+            }
+            if (!rc) rc = tio__pb_end(pw, err);
+        }
+        if (!rc) rc = tio__pb_end(pw, err);
+        if (!rc) rc = tio__pb_end(pw, err);
+    }
+    if (!rc) rc = tio__pb_end(pw, err);
+    return rc;
+}
+
+static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, const tio_gattr *a,
+                       tio_error *err) {
+    static const int codes[] = {0, 2, 1, 3, 7, 6, 8, 4, 5, 9, 10};
+    int rc = tio__pb_begin(pw, 5, err);
+    if (!rc) rc = tio__pb_put_string(pw, 1, a->name, err);
+    switch (a->type) {
+    case TIO_ATTR_FLOAT:
+        if (!rc) rc = tio__pb_put_float(pw, 2, (float)a->f, err);
+        break;
+    case TIO_ATTR_INT:
+        if (!rc) rc = tio__pb_put_int64(pw, 3, a->i, err);
+        break;
+    case TIO_ATTR_STRING:
+        if (!rc) rc = tio__pb_put_string(pw, 4, a->s, err);
+        break;
+    case TIO_ATTR_TENSOR: {
+        const char *nm = NULL;
+        if (strcmp(n->op, "Constant") == 0) nm = NULL;
+        if (!rc) rc = ox_put_tensor(w, pw, 5, (size_t)a->i, nm, false, err);
+        break;
+    }
+    case TIO_ATTR_GRAPH:
+        if (!rc) rc = ox_put_graph(w, pw, 6, a->graph, err);
+        break;
+    case TIO_ATTR_FLOATS:
+        for (size_t k = 0; !rc && k < a->count; k++)
+            rc = tio__pb_put_float(pw, 7, (float)a->floats[k], err);
+        break;
+    case TIO_ATTR_INTS:
+        for (size_t k = 0; !rc && k < a->count; k++) rc = tio__pb_put_int64(pw, 8, a->ints[k], err);
+        break;
+    case TIO_ATTR_STRINGS:
+        for (size_t k = 0; !rc && k < a->count; k++)
+            rc = tio__pb_put_string(pw, 9, a->strings[k], err);
+        break;
+    case TIO_ATTR_TENSORS:
+        for (size_t k = 0; !rc && k < a->count; k++)
+            rc = ox_put_tensor(w, pw, 10, (size_t)a->ints[k], NULL, false, err);
+        break;
+    case TIO_ATTR_GRAPHS:
+        for (size_t k = 0; !rc && k < a->count; k++) rc = ox_put_graph(w, pw, 11, a->graphs[k], err);
+        break;
+    }
+    if (!rc) rc = tio__pb_put_int64(pw, 20, codes[a->type], err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    return rc;
+}
+
+typedef struct ox_tv {
+    int64_t tensor;
+    size_t value;
+} ox_tv;
+
+static int ox_tv_cmp(const void *a, const void *b) {
+    const ox_tv *x = a, *y = b;
+    return (x->tensor > y->tensor) - (x->tensor < y->tensor);
+}
+
+/* The values of g that hold a tensor, by tensor index. */
+static int ox_initializers(const tio_graph *g, ox_tv **out, size_t *n, tio_error *err) {
+    size_t k = 0;
+    for (size_t i = 0; i < g->value_count; i++) k += g->values[i].tensor >= 0;
+    *out = NULL;
+    *n = 0;
+    if (!k) return TIO_OK;
+    ox_tv *tv = malloc(k * sizeof *tv);
+    if (!tv) return tio__nomem(err, OX_FMT);
+    k = 0;
+    for (size_t i = 0; i < g->value_count; i++)
+        if (g->values[i].tensor >= 0) tv[k++] = (ox_tv){g->values[i].tensor, i};
+    qsort(tv, k, sizeof *tv, ox_tv_cmp);
+    *out = tv;
+    *n = k;
+    return TIO_OK;
+}
+
+static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const tio_graph *g,
+                        tio_error *err) {
+    int rc = tio__pb_begin(pw, number, err);
+    for (size_t j = 0; !rc && j < g->node_count; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        rc = tio__pb_begin(pw, 1, err);
+        for (size_t k = 0; !rc && k < n->input_count; k++)
+            rc = tio__pb_put_string(pw, 1, n->inputs[k] >= 0 ? g->values[n->inputs[k]].name : "",
+                                    err);
+        for (size_t k = 0; !rc && k < n->output_count; k++)
+            rc = tio__pb_put_string(pw, 2,
+                                    n->outputs[k] >= 0 ? g->values[n->outputs[k]].name : "", err);
+        if (!rc && n->name) rc = tio__pb_put_string(pw, 3, n->name, err);
+        if (!rc) rc = tio__pb_put_string(pw, 4, n->op, err);
+        for (size_t a = 0; !rc && a < n->attr_count; a++) rc = ox_put_attr(w, pw, n, &n->attrs[a], err);
+        if (!rc && n->domain) rc = tio__pb_put_string(pw, 7, n->domain, err);
+        if (!rc) rc = tio__pb_end(pw, err);
+    }
+    const char *gname = tio__kv_get(&g->meta, OX_META_GRAPH_NAME);
+    if (!rc) rc = tio__pb_put_string(pw, 2, gname ? gname : (g->parent ? "body" : "main"), err);
+    /* Initializers in the order of their tensors (the reader's order), not
+     * of their values: an initializer that gives a graph input its default
+     * has the input's (earlier) value. */
+    ox_tv *tv = NULL;
+    size_t ntv = 0;
+    if (!rc) rc = ox_initializers(g, &tv, &ntv, err);
+    for (size_t i = 0; !rc && i < ntv; i++)
+        rc = ox_put_tensor(w, pw, 5, (size_t)tv[i].tensor, g->values[tv[i].value].name, true,
+                           err);
+    free(tv);
+    const char *gdoc = tio__kv_get(&g->meta, OX_META_GRAPH_DOC);
+    if (!rc && gdoc) rc = tio__pb_put_string(pw, 10, gdoc, err);
+    for (size_t i = 0; !rc && i < g->input_count; i++)
+        if (g->values[g->inputs[i]].tensor < 0)
+            rc = ox_put_value_info(pw, 11, &g->values[g->inputs[i]], err);
+    for (size_t i = 0; !rc && i < g->output_count; i++)
+        rc = ox_put_value_info(pw, 12, &g->values[g->outputs[i]], err);
+    /* value_info: typed runtime values that are neither inputs nor outputs */
+    for (size_t i = 0; !rc && i < g->value_count; i++) {
+        const tio_gvalue *v = &g->values[i];
+        bool io = false;
+        for (size_t k = 0; k < g->input_count && !io; k++) io = g->inputs[k] == (int64_t)i;
+        for (size_t k = 0; k < g->output_count && !io; k++) io = g->outputs[k] == (int64_t)i;
+        for (size_t k = 0; k < g->capture_count && !io; k++) io = g->captures[k] == (int64_t)i;
+        if (!io && v->tensor < 0 && v->name && v->dtype != TIO_DTYPE_INVALID)
+            rc = ox_put_value_info(pw, 13, v, err);
+    }
+    if (!rc) rc = tio__pb_end(pw, err);
+    return rc;
+}
+
+static int ox_emit(tio_pb_writer *pw, void *ctx, tio_error *err) {
+    ox_writer *w = ctx;
+    const tio_graph *g = w->c->graph;
+    const tio_kv *meta = &g->meta;
+    const char *ir = tio__kv_get(meta, OX_META_IR);
+    long long irv = ir ? strtoll(ir, NULL, 10) : 8;
+    if (irv < 3) irv = 8;
+    int rc = tio__pb_put_int64(pw, 1, irv, err);
+    const char *pn = tio__kv_get(meta, OX_META_PRODUCER);
+    const char *pv = tio__kv_get(meta, OX_META_PRODUCER_VERSION);
+    const char *dm = tio__kv_get(meta, OX_META_DOMAIN);
+    const char *mv = tio__kv_get(meta, OX_META_MODEL_VERSION);
+    const char *doc = tio__kv_get(meta, OX_META_DOC);
+    if (!rc) rc = tio__pb_put_string(pw, 2, pn ? pn : "tensio", err);
+    if (!rc && pv) rc = tio__pb_put_string(pw, 3, pv, err);
+    if (!rc && dm) rc = tio__pb_put_string(pw, 4, dm, err);
+    if (!rc && mv) rc = tio__pb_put_int64(pw, 5, strtoll(mv, NULL, 10), err);
+    if (!rc && doc) rc = tio__pb_put_string(pw, 6, doc, err);
+    if (!rc) rc = ox_put_graph(w, pw, 7, g, err);
+    bool def = false;
+    for (size_t i = 0; !rc && i < g->opset_count; i++) {
+        rc = tio__pb_begin(pw, 8, err);
+        if (!rc && g->opset_domains[i][0]) rc = tio__pb_put_string(pw, 1, g->opset_domains[i], err);
+        if (!g->opset_domains[i][0]) def = true;
+        if (!rc) rc = tio__pb_put_int64(pw, 2, g->opset_versions[i], err);
+        if (!rc) rc = tio__pb_end(pw, err);
+    }
+    if (!rc && !def) {
+        rc = tio__pb_begin(pw, 8, err);
+        if (!rc) rc = tio__pb_put_int64(pw, 2, 13, err);
+        if (!rc) rc = tio__pb_end(pw, err);
+    }
+    for (size_t i = 0; !rc && i < meta->count; i++) {
+        const char *k, *v;
+        tio_graph_meta_at(g, i, &k, &v);
+        if (tio__onnx_is_model_key(k)) continue;
+        rc = tio__pb_begin(pw, 14, err);
+        if (!rc) rc = tio__pb_put_string(pw, 1, k, err);
+        if (!rc) rc = tio__pb_put_string(pw, 2, v, err);
+        if (!rc) rc = tio__pb_end(pw, err);
+    }
+    return rc;
+}
+
+/* external_data=NAME: a plain file name (no directory), beside the model. */
+static int ox_ext_open(ox_writer *w, char **tmp, char **final, tio_error *err) {
+    const char *nm = w->ext_name, *path = tio__plan_path(w->plan);
+    if (!nm[0] || strchr(nm, '/') || strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+        return tio__err(err, TIO_E_ARGUMENT, OX_FMT, -1,
+                        "external_data '%.200s': expected a file name without a directory "
+                        "(the file is written beside the model)",
+                        nm);
+    if (!path)
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                        "external_data needs a file save (tio_save), not a memory save");
+    const char *slash = strrchr(path, '/');
+    if (strcmp(slash ? slash + 1 : path, nm) == 0)
+        return tio__err(err, TIO_E_ARGUMENT, OX_FMT, -1,
+                        "external_data '%.200s' is the model's own file name", nm);
+    size_t dlen = slash ? (size_t)(slash - path) + 1 : 0, n = dlen + strlen(nm) + 48;
+    *final = malloc(n);
+    *tmp = malloc(n);
+    if (!*final || !*tmp) return tio__nomem(err, OX_FMT);
+    snprintf(*final, n, "%.*s%s", (int)dlen, path, nm);
+    /* created exclusively with mode 0666 (the umask applies), as the core
+     * creates the model's own temporary */
+    int fd = -1;
+    for (unsigned k = 0; fd < 0 && k < 100; k++) {
+        snprintf(*tmp, n, "%s.tmp-%ld-%u", *final, (long)getpid(), k);
+        fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        int e = errno;
+        (*tmp)[0] = 0;
+        return tio__err(err, TIO_E_IO, OX_FMT, -1, "%s: cannot create: %s", *final,
+                        strerror(e));
+    }
+    w->ext = fdopen(fd, "wb");
+    if (!w->ext) {
+        close(fd);
+        return tio__nomem(err, OX_FMT);
+    }
+    return TIO_OK;
+}
+
+int tio__onnx_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
+    ox_writer w;
+    memset(&w, 0, sizeof w);
+    w.plan = p;
+    w.c = tio__plan_container(p);
+    w.ext_name = tio__plan_option(p, "external_data");
+    if (!w.ext_name) return tio__pb_write(s, OX_FMT, ox_emit, &w, err);
+    /* the side file: a temporary beside the model, renamed over NAME once
+     * the model is written (the model's own rename follows) */
+    char *tmp = NULL, *final = NULL;
+    size_t n = tio__plan_count(p);
+    int rc = ox_ext_open(&w, &tmp, &final, err);
+    if (!rc) {
+        w.ext_off = malloc((n ? n : 1) * sizeof *w.ext_off);
+        w.ext_done = calloc(n ? n : 1, 1);
+        if (!w.ext_off || !w.ext_done) rc = tio__nomem(err, OX_FMT);
+        for (size_t i = 0; !rc && i < n; i++) w.ext_off[i] = UINT64_MAX;
+    }
+    if (!rc) rc = tio__pb_write(s, OX_FMT, ox_emit, &w, err);
+    if (w.ext) {
+        bool sync = !(tio__plan_flags(p) & TIO_SAVE_NO_SYNC);
+        if (fflush(w.ext) != 0 || (sync && fsync(fileno(w.ext)) != 0))
+            if (!rc) rc = tio__err(err, TIO_E_IO, OX_FMT, -1, "%s: write failed", final);
+        if (fclose(w.ext) != 0 && !rc)
+            rc = tio__err(err, TIO_E_IO, OX_FMT, -1, "%s: write failed", final);
+    }
+    if (!rc && rename(tmp, final) != 0)
+        rc = tio__err(err, TIO_E_IO, OX_FMT, -1, "%s: cannot rename into place: %s", final,
+                      strerror(errno));
+    if (rc && tmp && tmp[0]) unlink(tmp);
+    free(tmp);
+    free(final);
+    free(w.ext_off);
+    free(w.ext_done);
+    return rc;
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+// Runs an .onnx model in onnxruntime (npm's onnxruntime-node, CPU) on a
+// vector's inputs and compares its outputs with the expected ones.
+//
+// Usage: node run_model.js MODEL.onnx VECTOR_DIR
+// VECTOR_DIR holds reference_io.json ({"inputs": [{name, file, dtype, shape}],
+// "outputs": [...]}) and the .npy files it names. Tolerance: |got - want| <=
+// 1e-4 + 1e-4 * |want|. Exit 0 when every output matches, 1 otherwise.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const ort = require('onnxruntime-node');
+
+const TYPES = {
+  '<f4': ['float32', Float32Array], '<i4': ['int32', Int32Array],
+  '<i8': ['int64', BigInt64Array], '|u1': ['uint8', Uint8Array], '|i1': ['int8', Int8Array],
+};
+
+// A .npy file (format 1.0 or 2.0, C order, little-endian) as an ort.Tensor.
+function readNpy(file) {
+  const buf = fs.readFileSync(file);
+  if (buf.toString('latin1', 0, 6) !== '\x93NUMPY') throw new Error(file + ': not a .npy file');
+  const major = buf[6];
+  const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
+  const hstart = major === 1 ? 10 : 12;
+  const header = buf.toString('latin1', hstart, hstart + hlen);
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
+  if (/'fortran_order':\s*True/.test(header)) throw new Error(file + ': Fortran order');
+  const dims = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',')
+    .map((s) => s.trim()).filter((s) => s.length).map(Number);
+  const t = TYPES[descr];
+  if (!t) throw new Error(file + ': dtype ' + descr);
+  const start = hstart + hlen;
+  const bytes = buf.subarray(start);
+  const copy = new Uint8Array(bytes.length);
+  copy.set(bytes);
+  const data = new t[1](copy.buffer, 0, copy.length / t[1].BYTES_PER_ELEMENT);
+  return new ort.Tensor(t[0], data, dims);
+}
+
+async function main() {
+  const [model, dir] = process.argv.slice(2);
+  if (!model || !dir) {
+    console.error('usage: run_model.js MODEL.onnx VECTOR_DIR');
+    process.exit(2);
+  }
+  const io = JSON.parse(fs.readFileSync(path.join(dir, 'reference_io.json'), 'utf8'));
+  const session = await ort.InferenceSession.create(model);
+  const feeds = {};
+  for (const i of io.inputs) feeds[i.name] = readNpy(path.join(dir, i.file));
+  const results = await session.run(feeds);
+  let bad = 0;
+  for (const o of io.outputs) {
+    const want = readNpy(path.join(dir, o.file));
+    const got = results[o.name];
+    if (!got) {
+      console.error(o.name + ': no such output');
+      bad++;
+      continue;
+    }
+    if (got.dims.join(',') !== want.dims.join(',')) {
+      console.error(o.name + ': shape ' + got.dims + ' != ' + want.dims);
+      bad++;
+      continue;
+    }
+    let worst = 0;
+    for (let k = 0; k < want.data.length; k++) {
+      const g = Number(got.data[k]);
+      const w = Number(want.data[k]);
+      const d = Math.abs(g - w) - (1e-4 + 1e-4 * Math.abs(w));
+      if (!(d <= 0)) worst = Math.max(worst, Number.isNaN(d) ? Infinity : d);
+    }
+    if (worst > 0) {
+      console.error(o.name + ': values differ (worst excess ' + worst + ')');
+      bad++;
+    }
+  }
+  console.log(bad ? 'FAIL' : 'ok');
+  process.exit(bad ? 1 : 0);
+}
+
+main().catch((e) => {
+  console.error(String(e && e.message ? e.message : e));
+  process.exit(1);
+});
