@@ -35,6 +35,16 @@ int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool
                        uint64_t length, uint64_t nbytes, int64_t at, const char *lbl,
                        const uint8_t **data, tio_error *err);
 
+/* ONNX typing rules as data (src/onnx/constraints.c), default domain only:
+ * whether input `input` of `op` is tensor(int64) only at `opset`; whether
+ * output `output` of `op` is always int64; the opset that introduced
+ * attribute `attr` of `op` (0 when not listed) and its default. */
+bool tio__onnx_input_int64(const char *op, size_t input, int64_t opset);
+bool tio__onnx_output_int64(const char *op, size_t output);
+int tio__onnx_attr_since(const char *op, const char *attr, int64_t *dflt);
+/* The default-domain opset written when the graph records none. */
+#define OX_DEFAULT_OPSET 17
+
 int tio__onnx_probe(const uint8_t *d, size_t n);
 int tio__onnx_read(tio_read_ctx *ctx, tio_error *err);
 int tio__onnx_check(const tio_write_plan *p, tio_error *err);

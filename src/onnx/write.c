@@ -21,7 +21,46 @@ typedef struct ox_writer {
     uint64_t *ext_off;  /* per tensor: offset, or UINT64_MAX when not placed */
     uint8_t *ext_done;  /* per tensor: written in this pass */
     uint64_t ext_size;
+    int64_t opset; /* the default-domain opset written (ox_choose_opset) */
 } ox_writer;
+
+/* Whether a node is of the default (ONNX) domain, where the rules of
+ * src/onnx/constraints.c apply. */
+static bool ox_default_domain(const tio_gnode *n) {
+    return !n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
+}
+
+/* The highest opset an attribute of g (and its subgraphs) needs: one that an
+ * opset introduced and that is not at its default (at its default it is
+ * dropped below that opset). */
+static int64_t ox_needed_opset(const tio_graph *g) {
+    int64_t need = 0;
+    for (size_t j = 0; j < g->node_count; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        for (size_t a = 0; a < n->attr_count; a++) {
+            const tio_gattr *at = &n->attrs[a];
+            int64_t d = 0, since = 0, sub = 0;
+            if (ox_default_domain(n)) since = tio__onnx_attr_since(n->op, at->name, &d);
+            if (since > need && !(at->type == TIO_ATTR_INT && at->i == d)) need = since;
+            if (at->type == TIO_ATTR_GRAPH) sub = ox_needed_opset(at->graph);
+            for (size_t k = 0; at->type == TIO_ATTR_GRAPHS && k < at->count; k++) {
+                int64_t x = ox_needed_opset(at->graphs[k]);
+                if (x > sub) sub = x;
+            }
+            if (sub > need) need = sub;
+        }
+    }
+    return need;
+}
+
+/* The default-domain opset to write: the graph's recorded one; else
+ * OX_DEFAULT_OPSET, raised to what a non-default attribute needs. */
+static int64_t ox_choose_opset(const tio_graph *g) {
+    for (size_t i = 0; i < g->opset_count; i++)
+        if (!g->opset_domains[i][0]) return g->opset_versions[i];
+    int64_t need = ox_needed_opset(g);
+    return need > OX_DEFAULT_OPSET ? need : OX_DEFAULT_OPSET;
+}
 
 static int ox_check_graph(const tio_graph *g, tio_error *err) {
     if (g->opaque)
@@ -110,21 +149,43 @@ static int ox_put_external(ox_writer *w, tio_pb_writer *pw, size_t i, tio_error 
 }
 
 /* TensorProto of plan tensor i, with `name` (NULL: the tensor's);
- * `initializer`: an initializer (its data go external when asked). */
+ * `initializer`: an initializer (its data go external when asked); `widen`:
+ * an int32 tensor written as int64 (inline, converted into a buffer of its
+ * own: the source is not modified). */
 static int ox_put_tensor(ox_writer *w, tio_pb_writer *pw, uint32_t number, size_t i,
-                         const char *name, bool initializer, tio_error *err) {
+                         const char *name, bool initializer, bool widen, tio_error *err) {
     const tio_wtensor *t = tio__plan_tensor(w->plan, i);
     int rc = tio__pb_begin(pw, number, err);
     for (size_t k = 0; !rc && k < t->rank; k++) rc = tio__pb_put_int64(pw, 1, t->shape[k], err);
-    if (!rc) rc = tio__pb_put_int64(pw, 2, tio__onnx_code(t->dtype), err);
+    int code = widen ? tio__onnx_code(TIO_INT64) : tio__onnx_code(t->dtype);
+    if (!rc) rc = tio__pb_put_int64(pw, 2, code, err);
     if (!rc && (name || t->name)) rc = tio__pb_put_string(pw, 8, name ? name : t->name, err);
-    if (initializer && w->ext_name) {
+    if (initializer && w->ext_name && !widen) {
         if (!rc) rc = ox_put_external(w, pw, i, err);
         if (!rc) rc = tio__pb_end(pw, err);
         return rc;
     }
     const uint8_t *data = NULL;
     if (!rc && !tio__pb_sizing(pw)) rc = tio__plan_data(w->plan, i, &data, NULL, err);
+    if (!rc && widen) {
+        uint8_t *wide = NULL;
+        size_t n = (size_t)t->numel;
+        if (data && n) {
+            wide = malloc(n * 8);
+            if (!wide) return tio__nomem(err, OX_FMT);
+            for (size_t k = 0; k < n; k++) {
+                const uint8_t *b = data + 4 * k;
+                uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                             (uint32_t)b[3] << 24;
+                uint64_t x = (uint64_t)(int64_t)(int32_t)u; /* sign-extended */
+                for (unsigned q = 0; q < 8; q++) wide[8 * k + q] = (uint8_t)(x >> (8 * q));
+            }
+        }
+        rc = tio__pb_put_len(pw, 9, wide, n * 8, false, err);
+        free(wide);
+        if (!rc) rc = tio__pb_end(pw, err);
+        return rc;
+    }
     /* referenced when it is the container's data; the plan's scratch (a
      * converted tensor) is only valid until the next call: copy it */
     bool ref = data && data == tio_tensor_data(t->src);
@@ -180,7 +241,7 @@ static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, cons
     case TIO_ATTR_TENSOR: {
         const char *nm = NULL;
         if (strcmp(n->op, "Constant") == 0) nm = NULL;
-        if (!rc) rc = ox_put_tensor(w, pw, 5, (size_t)a->i, nm, false, err);
+        if (!rc) rc = ox_put_tensor(w, pw, 5, (size_t)a->i, nm, false, false, err);
         break;
     }
     case TIO_ATTR_GRAPH:
@@ -199,7 +260,7 @@ static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, cons
         break;
     case TIO_ATTR_TENSORS:
         for (size_t k = 0; !rc && k < a->count; k++)
-            rc = ox_put_tensor(w, pw, 10, (size_t)a->ints[k], NULL, false, err);
+            rc = ox_put_tensor(w, pw, 10, (size_t)a->ints[k], NULL, false, false, err);
         break;
     case TIO_ATTR_GRAPHS:
         for (size_t k = 0; !rc && k < a->count; k++) rc = ox_put_graph(w, pw, 11, a->graphs[k], err);
@@ -238,24 +299,164 @@ static int ox_initializers(const tio_graph *g, ox_tv **out, size_t *n, tio_error
     return TIO_OK;
 }
 
+/* How g is written in valid ONNX form (per value): the ONNX type rules of
+ * src/onnx/constraints.c applied to a graph whose integers may be int32
+ * where ONNX requires int64 (a graph read from rten, whose converter
+ * narrowed int64 to int32). */
+typedef struct ox_fix {
+    uint8_t *widen;  /* an int32 constant whose every use requires int64: written as int64 */
+    uint8_t *cast;   /* an int32 value some int64-only input uses: a Cast to int64 first */
+    uint8_t *casted; /* that Cast was written (in this pass) */
+    uint8_t *nohint; /* its recorded int32 type may not be ONNX's: no value_info */
+} ox_fix;
+
+static bool ox_i64_use(const ox_writer *w, const tio_gnode *n, size_t k) {
+    return ox_default_domain(n) && tio__onnx_input_int64(n->op, k, w->opset);
+}
+
+static bool ox_is_int32(const ox_writer *w, const tio_gvalue *v) {
+    if (v->tensor >= 0) return tio__plan_tensor(w->plan, (size_t)v->tensor)->dtype == TIO_INT32;
+    return v->dtype == TIO_INT32;
+}
+
+static void ox_fix_free(ox_fix *f) {
+    free(f->widen);
+    free(f->cast);
+    free(f->casted);
+    free(f->nohint);
+}
+
+static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_error *err) {
+    size_t nv = g->value_count ? g->value_count : 1;
+    f->widen = calloc(nv, 1);
+    f->cast = calloc(nv, 1);
+    f->casted = calloc(nv, 1);
+    f->nohint = calloc(nv, 1);
+    uint8_t *other = calloc(nv, 1);
+    if (!f->widen || !f->cast || !f->casted || !f->nohint || !other) {
+        free(other);
+        return tio__nomem(err, OX_FMT);
+    }
+    /* a subgraph may capture any value by name: then nothing is widened in
+     * place (a Cast serves the int64 uses) */
+    bool subgraphs = false;
+    for (size_t j = 0; j < g->node_count; j++)
+        for (size_t a = 0; a < g->nodes[j].attr_count; a++)
+            subgraphs |= g->nodes[j].attrs[a].type == TIO_ATTR_GRAPH ||
+                         g->nodes[j].attrs[a].type == TIO_ATTR_GRAPHS;
+    for (size_t i = 0; i < g->output_count; i++) other[g->outputs[i]] = 1;
+    for (size_t j = 0; j < g->node_count; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        for (size_t k = 0; k < n->input_count; k++) {
+            int64_t v = n->inputs[k];
+            if (v < 0 || !ox_is_int32(w, &g->values[v])) continue;
+            if (ox_i64_use(w, n, k)) f->cast[v] = 1;
+            else other[v] = 1;
+        }
+    }
+    for (size_t v = 0; v < g->value_count; v++)
+        if (f->cast[v] && g->values[v].tensor >= 0 && !other[v] && !subgraphs) {
+            f->widen[v] = 1;
+            f->cast[v] = 0;
+        }
+    free(other);
+    /* int32 outputs of ONNX's always-int64 outputs, and of nodes fed a
+     * widened or cast value (their type may follow it): no value_info */
+    for (size_t j = 0; j < g->node_count; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        bool taint = false;
+        for (size_t k = 0; k < n->input_count; k++) {
+            int64_t v = n->inputs[k];
+            if (v >= 0) taint |= f->widen[v] || f->cast[v] || f->nohint[v];
+        }
+        for (size_t k = 0; k < n->output_count; k++) {
+            int64_t v = n->outputs[k];
+            if (v >= 0 && ox_is_int32(w, &g->values[v]) &&
+                (taint || (ox_default_domain(n) && tio__onnx_output_int64(n->op, k))))
+                f->nohint[v] = 1;
+        }
+    }
+    return TIO_OK;
+}
+
+/* The name of value v's int64 cast ("<name>:int64"), malloc'd. */
+static char *ox_cast_name(const char *name, const char *suffix) {
+    size_t n = strlen(name) + strlen(suffix) + 1;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s%s", name, suffix);
+    return s;
+}
+
+/* Cast(v) -> "<v>:int64", named "<v>:to-int64". */
+static int ox_put_cast(tio_pb_writer *pw, const char *name, tio_error *err) {
+    char *out = ox_cast_name(name, ":int64"), *nm = ox_cast_name(name, ":to-int64");
+    int rc = out && nm ? TIO_OK : tio__nomem(err, OX_FMT);
+    if (!rc) rc = tio__pb_begin(pw, 1, err);
+    if (!rc) rc = tio__pb_put_string(pw, 1, name, err);
+    if (!rc) rc = tio__pb_put_string(pw, 2, out, err);
+    if (!rc) rc = tio__pb_put_string(pw, 3, nm, err);
+    if (!rc) rc = tio__pb_put_string(pw, 4, "Cast", err);
+    if (!rc) rc = tio__pb_begin(pw, 5, err);
+    if (!rc) rc = tio__pb_put_string(pw, 1, "to", err);
+    if (!rc) rc = tio__pb_put_int64(pw, 3, tio__onnx_code(TIO_INT64), err);
+    if (!rc) rc = tio__pb_put_int64(pw, 20, 2, err); /* INT */
+    if (!rc) rc = tio__pb_end(pw, err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    free(out);
+    free(nm);
+    return rc;
+}
+
+/* Whether attribute a of n is left out: the written opset predates it and
+ * it is at its default. */
+static bool ox_drop_attr(const ox_writer *w, const tio_gnode *n, const tio_gattr *a) {
+    int64_t d = 0;
+    if (!ox_default_domain(n) || a->type != TIO_ATTR_INT) return false;
+    int since = tio__onnx_attr_since(n->op, a->name, &d);
+    return since > w->opset && a->i == d;
+}
+
+static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_fix *f,
+                       const tio_gnode *n, tio_error *err) {
+    int rc = TIO_OK;
+    for (size_t k = 0; !rc && k < n->input_count; k++) {
+        int64_t v = n->inputs[k];
+        if (v >= 0 && f->cast[v] && !f->casted[v] && ox_i64_use(w, n, k)) {
+            rc = ox_put_cast(pw, g->values[v].name, err);
+            f->casted[v] = 1;
+        }
+    }
+    if (!rc) rc = tio__pb_begin(pw, 1, err);
+    for (size_t k = 0; !rc && k < n->input_count; k++) {
+        int64_t v = n->inputs[k];
+        if (v >= 0 && f->cast[v] && ox_i64_use(w, n, k)) {
+            char *nm = ox_cast_name(g->values[v].name, ":int64");
+            rc = nm ? tio__pb_put_string(pw, 1, nm, err) : tio__nomem(err, OX_FMT);
+            free(nm);
+        } else {
+            rc = tio__pb_put_string(pw, 1, v >= 0 ? g->values[v].name : "", err);
+        }
+    }
+    for (size_t k = 0; !rc && k < n->output_count; k++)
+        rc = tio__pb_put_string(pw, 2, n->outputs[k] >= 0 ? g->values[n->outputs[k]].name : "",
+                                err);
+    if (!rc && n->name) rc = tio__pb_put_string(pw, 3, n->name, err);
+    if (!rc) rc = tio__pb_put_string(pw, 4, n->op, err);
+    for (size_t a = 0; !rc && a < n->attr_count; a++)
+        if (!ox_drop_attr(w, n, &n->attrs[a])) rc = ox_put_attr(w, pw, n, &n->attrs[a], err);
+    if (!rc && n->domain) rc = tio__pb_put_string(pw, 7, n->domain, err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    return rc;
+}
+
 static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const tio_graph *g,
                         tio_error *err) {
-    int rc = tio__pb_begin(pw, number, err);
-    for (size_t j = 0; !rc && j < g->node_count; j++) {
-        const tio_gnode *n = &g->nodes[j];
-        rc = tio__pb_begin(pw, 1, err);
-        for (size_t k = 0; !rc && k < n->input_count; k++)
-            rc = tio__pb_put_string(pw, 1, n->inputs[k] >= 0 ? g->values[n->inputs[k]].name : "",
-                                    err);
-        for (size_t k = 0; !rc && k < n->output_count; k++)
-            rc = tio__pb_put_string(pw, 2,
-                                    n->outputs[k] >= 0 ? g->values[n->outputs[k]].name : "", err);
-        if (!rc && n->name) rc = tio__pb_put_string(pw, 3, n->name, err);
-        if (!rc) rc = tio__pb_put_string(pw, 4, n->op, err);
-        for (size_t a = 0; !rc && a < n->attr_count; a++) rc = ox_put_attr(w, pw, n, &n->attrs[a], err);
-        if (!rc && n->domain) rc = tio__pb_put_string(pw, 7, n->domain, err);
-        if (!rc) rc = tio__pb_end(pw, err);
-    }
+    ox_fix f;
+    memset(&f, 0, sizeof f);
+    int rc = ox_fix_plan(w, g, &f, err);
+    if (!rc) rc = tio__pb_begin(pw, number, err);
+    for (size_t j = 0; !rc && j < g->node_count; j++)
+        rc = ox_put_node(w, pw, g, &f, &g->nodes[j], err);
     const char *gname = tio__kv_get(&g->meta, OX_META_GRAPH_NAME);
     if (!rc) rc = tio__pb_put_string(pw, 2, gname ? gname : (g->parent ? "body" : "main"), err);
     /* Initializers in the order of their tensors (the reader's order), not
@@ -266,7 +467,7 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
     if (!rc) rc = ox_initializers(g, &tv, &ntv, err);
     for (size_t i = 0; !rc && i < ntv; i++)
         rc = ox_put_tensor(w, pw, 5, (size_t)tv[i].tensor, g->values[tv[i].value].name, true,
-                           err);
+                           f.widen[tv[i].value], err);
     free(tv);
     const char *gdoc = tio__kv_get(&g->meta, OX_META_GRAPH_DOC);
     if (!rc && gdoc) rc = tio__pb_put_string(pw, 10, gdoc, err);
@@ -278,7 +479,7 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
     /* value_info: typed runtime values that are neither inputs nor outputs */
     for (size_t i = 0; !rc && i < g->value_count; i++) {
         const tio_gvalue *v = &g->values[i];
-        bool io = false;
+        bool io = f.nohint[i];
         for (size_t k = 0; k < g->input_count && !io; k++) io = g->inputs[k] == (int64_t)i;
         for (size_t k = 0; k < g->output_count && !io; k++) io = g->outputs[k] == (int64_t)i;
         for (size_t k = 0; k < g->capture_count && !io; k++) io = g->captures[k] == (int64_t)i;
@@ -286,6 +487,7 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
             rc = ox_put_value_info(pw, 13, v, err);
     }
     if (!rc) rc = tio__pb_end(pw, err);
+    ox_fix_free(&f);
     return rc;
 }
 
@@ -307,6 +509,7 @@ static int ox_emit(tio_pb_writer *pw, void *ctx, tio_error *err) {
     if (!rc && dm) rc = tio__pb_put_string(pw, 4, dm, err);
     if (!rc && mv) rc = tio__pb_put_int64(pw, 5, strtoll(mv, NULL, 10), err);
     if (!rc && doc) rc = tio__pb_put_string(pw, 6, doc, err);
+    w->opset = ox_choose_opset(g);
     if (!rc) rc = ox_put_graph(w, pw, 7, g, err);
     bool def = false;
     for (size_t i = 0; !rc && i < g->opset_count; i++) {
@@ -318,7 +521,7 @@ static int ox_emit(tio_pb_writer *pw, void *ctx, tio_error *err) {
     }
     if (!rc && !def) {
         rc = tio__pb_begin(pw, 8, err);
-        if (!rc) rc = tio__pb_put_int64(pw, 2, 13, err);
+        if (!rc) rc = tio__pb_put_int64(pw, 2, w->opset, err);
         if (!rc) rc = tio__pb_end(pw, err);
     }
     for (size_t i = 0; !rc && i < meta->count; i++) {

@@ -1,0 +1,99 @@
+/* ONNX's own typing rules that the writer needs, as data (from the ONNX
+ * operator docs, default domain): the inputs whose type constraint is
+ * tensor(int64) only, the outputs that are always int64, and attributes that
+ * an opset introduced (with their default). Inputs typed Tind
+ * (int32 or int64: Gather, Slice, GatherElements, ScatterElements, CumSum's
+ * axis, Pad's axes, ...) are not listed: int32 is valid there. */
+#include "onnx/onnx.h"
+
+#include <string.h>
+
+typedef struct ox_i64_input {
+    const char *op;
+    unsigned input;
+    int since; /* the opset from which this input exists in this form */
+} ox_i64_input;
+
+static const ox_i64_input ox_i64_inputs[] = {
+    {"Reshape", 1, 5},           /* shape */
+    {"Expand", 1, 8},            /* shape */
+    {"ConstantOfShape", 0, 9},   /* input (the shape) */
+    {"Tile", 1, 6},              /* repeats */
+    {"Squeeze", 1, 13},          /* axes */
+    {"Unsqueeze", 1, 13},        /* axes */
+    {"Split", 1, 13},            /* split */
+    {"TopK", 1, 10},             /* K */
+    {"Pad", 1, 11},              /* pads */
+    {"Resize", 3, 11},           /* sizes */
+    {"ReduceSum", 1, 13},        /* axes */
+    {"ReduceMean", 1, 18},       {"ReduceMax", 1, 18},       {"ReduceMin", 1, 18},
+    {"ReduceProd", 1, 18},       {"ReduceL1", 1, 18},        {"ReduceL2", 1, 18},
+    {"ReduceLogSum", 1, 18},     {"ReduceLogSumExp", 1, 18}, {"ReduceSumSquare", 1, 18},
+    {"GatherND", 1, 11},         /* indices */
+    {"ScatterND", 1, 11},        /* indices */
+    {"NonMaxSuppression", 2, 10}, /* max_output_boxes_per_class */
+    {"Trilu", 1, 14},            /* k */
+    {"ReverseSequence", 1, 10},  /* sequence_lens */
+    {"RoiAlign", 2, 10},         /* batch_indices */
+    {"MaxUnpool", 2, 11},        /* output_shape */
+    {"Col2Im", 1, 18},           /* image_shape */
+    {"Col2Im", 2, 18},           /* block_shape */
+};
+
+typedef struct ox_i64_output {
+    const char *op;
+    int output; /* -1: every output */
+} ox_i64_output;
+
+static const ox_i64_output ox_i64_outputs[] = {
+    {"Shape", 0},  {"Size", 0},          {"NonZero", 0}, {"ArgMax", 0},
+    {"ArgMin", 0}, {"NonMaxSuppression", 0}, {"TopK", 1}, {"Unique", 1},
+    {"Unique", 2}, {"Unique", 3},
+};
+
+typedef struct ox_attr_since {
+    const char *op, *attr;
+    int since;
+    int64_t dflt;
+} ox_attr_since;
+
+static const ox_attr_since ox_attr_sinces[] = {
+    {"Reshape", "allowzero", 14, 0},
+    {"ReduceSum", "noop_with_empty_axes", 13, 0},
+    {"ReduceMean", "noop_with_empty_axes", 18, 0},
+    {"ReduceMax", "noop_with_empty_axes", 18, 0},
+    {"ReduceMin", "noop_with_empty_axes", 18, 0},
+    {"ReduceProd", "noop_with_empty_axes", 18, 0},
+    {"ReduceL1", "noop_with_empty_axes", 18, 0},
+    {"ReduceL2", "noop_with_empty_axes", 18, 0},
+    {"ReduceLogSum", "noop_with_empty_axes", 18, 0},
+    {"ReduceLogSumExp", "noop_with_empty_axes", 18, 0},
+    {"ReduceSumSquare", "noop_with_empty_axes", 18, 0},
+    {"Resize", "antialias", 18, 0},
+    {"Resize", "keep_aspect_ratio_policy", 18, 0},
+};
+
+bool tio__onnx_input_int64(const char *op, size_t input, int64_t opset) {
+    for (size_t i = 0; i < sizeof ox_i64_inputs / sizeof ox_i64_inputs[0]; i++)
+        if (ox_i64_inputs[i].input == input && opset >= ox_i64_inputs[i].since &&
+            strcmp(ox_i64_inputs[i].op, op) == 0)
+            return true;
+    return false;
+}
+
+bool tio__onnx_output_int64(const char *op, size_t output) {
+    for (size_t i = 0; i < sizeof ox_i64_outputs / sizeof ox_i64_outputs[0]; i++)
+        if ((ox_i64_outputs[i].output < 0 || (size_t)ox_i64_outputs[i].output == output) &&
+            strcmp(ox_i64_outputs[i].op, op) == 0)
+            return true;
+    return false;
+}
+
+int tio__onnx_attr_since(const char *op, const char *attr, int64_t *dflt) {
+    for (size_t i = 0; i < sizeof ox_attr_sinces / sizeof ox_attr_sinces[0]; i++)
+        if (strcmp(ox_attr_sinces[i].op, op) == 0 && strcmp(ox_attr_sinces[i].attr, attr) == 0) {
+            *dflt = ox_attr_sinces[i].dflt;
+            return ox_attr_sinces[i].since;
+        }
+    return 0;
+}
