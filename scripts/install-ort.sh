@@ -10,6 +10,7 @@ if [ -f node_modules/onnxruntime-node/package.json ]; then exit 0; fi
 if ! command -v npm >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
     echo "install-ort: installing npm"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm
   else
     echo "install-ort: npm is missing (Debian: apt-get install npm); the onnxruntime tests need it" >&2

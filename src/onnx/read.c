@@ -477,6 +477,27 @@ static void ox_clear_dims(tio_gvalue *v) {
     v->rank = -1;
 }
 
+/* Makes value gv the constant of container tensor t: its dtype and dims
+ * become the tensor's (what tio_graph_add_value gives a constant). */
+static int ox_take_tensor_type(ox_reader *r, tio_gvalue *gv, int64_t t, int64_t off,
+                               tio_error *err) {
+    const tio_tensor *ts = tio_container_tensor(r->ctx->c, (size_t)t);
+    size_t rank = tio_tensor_rank(ts);
+    int rc = ox_count(r, rank, off, err);
+    if (!rc) rc = ox_mem(r, tio__cost_dims(rank), off, err);
+    if (rc) return rc;
+    tio_dim *dims = calloc(rank ? rank : 1, sizeof *dims);
+    if (!dims) return tio__nomem(err, OX_FMT);
+    ox_clear_dims(gv);
+    const int64_t *shape = tio_tensor_shape(ts);
+    for (size_t k = 0; k < rank; k++) dims[k].value = shape[k];
+    gv->dims = dims;
+    gv->rank = (int64_t)rank;
+    gv->dtype = tio_tensor_dtype(ts);
+    gv->tensor = t;
+    return TIO_OK;
+}
+
 /* Applies a ValueInfoProto's type (field 2) to value v of sc->g. */
 static int ox_value_type(ox_reader *r, const tio_pb_reader *vi, ox_scope *sc, int64_t v,
                          const char *lbl, tio_error *err) {
@@ -1036,9 +1057,9 @@ static int ox_graph(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc, unsigne
                 rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(&it, f.at),
                               "%s: the initializer has no name", lbl);
             else if ((v = ox_lookup(sc, tn)) >= 0 && sc->g->values[v].tensor < 0) {
-                /* an input with a default (IR < 4) */
-                ox_clear_dims(&sc->g->values[v]);
-                sc->g->values[v].tensor = t;
+                /* an input with a default (IR < 4): a constant now, whose
+                 * dtype and dims are its tensor's, as for any constant */
+                rc = ox_take_tensor_type(r, &sc->g->values[v], t, ox_off(&it, f.at), err);
             } else {
                 rc = ox_define(r, sc, tn, t, ox_off(&it, f.at), lbl, &v, err);
             }

@@ -197,19 +197,28 @@ static int ox_put_tensor(ox_writer *w, tio_pb_writer *pw, uint32_t number, size_
 static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const tio_graph *g,
                         tio_error *err);
 
-static int ox_put_value_info(tio_pb_writer *pw, uint32_t number, const tio_gvalue *v,
-                             tio_error *err) {
+/* A ValueInfoProto. A constant's type is its tensor's as written (dtype
+ * and dims), whatever the value recorded: that is what a reader gives the
+ * value back, so a write of what was read is the same bytes. */
+static int ox_put_value_info(const ox_writer *w, tio_pb_writer *pw, uint32_t number,
+                             const tio_gvalue *v, tio_error *err) {
+    const tio_wtensor *t =
+        v->tensor >= 0 ? tio__plan_tensor(w->plan, (size_t)v->tensor) : NULL;
+    tio_dtype dtype = t ? t->dtype : v->dtype;
+    int64_t rank = t ? (int64_t)t->rank : v->rank;
     int rc = tio__pb_begin(pw, number, err);
     if (!rc) rc = tio__pb_put_string(pw, 1, v->name, err);
-    if (!rc && v->dtype != TIO_DTYPE_INVALID) {
+    if (!rc && dtype != TIO_DTYPE_INVALID) {
         rc = tio__pb_begin(pw, 2, err);                     /* type */
         if (!rc) rc = tio__pb_begin(pw, 1, err);            /* tensor_type */
-        if (!rc) rc = tio__pb_put_int64(pw, 1, tio__onnx_code(v->dtype), err);
-        if (!rc && v->rank >= 0) {
+        if (!rc) rc = tio__pb_put_int64(pw, 1, tio__onnx_code(dtype), err);
+        if (!rc && rank >= 0) {
             rc = tio__pb_begin(pw, 2, err); /* shape */
-            for (int64_t k = 0; !rc && k < v->rank; k++) {
+            for (int64_t k = 0; !rc && k < rank; k++) {
                 rc = tio__pb_begin(pw, 1, err);
-                if (!rc && v->dims[k].name) rc = tio__pb_put_string(pw, 2, v->dims[k].name, err);
+                if (!rc && t) rc = tio__pb_put_int64(pw, 1, t->shape[k], err);
+                else if (!rc && v->dims[k].name)
+                    rc = tio__pb_put_string(pw, 2, v->dims[k].name, err);
                 else if (!rc && v->dims[k].value >= 0)
                     rc = tio__pb_put_int64(pw, 1, v->dims[k].value, err);
                 if (!rc) rc = tio__pb_end(pw, err);
@@ -344,7 +353,9 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_er
         for (size_t a = 0; a < g->nodes[j].attr_count; a++)
             subgraphs |= g->nodes[j].attrs[a].type == TIO_ATTR_GRAPH ||
                          g->nodes[j].attrs[a].type == TIO_ATTR_GRAPHS;
+    /* graph inputs and outputs keep their type: never widened in place */
     for (size_t i = 0; i < g->output_count; i++) other[g->outputs[i]] = 1;
+    for (size_t i = 0; i < g->input_count; i++) other[g->inputs[i]] = 1;
     for (size_t j = 0; j < g->node_count; j++) {
         const tio_gnode *n = &g->nodes[j];
         for (size_t k = 0; k < n->input_count; k++) {
@@ -471,11 +482,12 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
     free(tv);
     const char *gdoc = tio__kv_get(&g->meta, OX_META_GRAPH_DOC);
     if (!rc && gdoc) rc = tio__pb_put_string(pw, 10, gdoc, err);
+    /* every graph input, a constant one too: an input whose initializer
+     * gives its default (the caller may feed it) stays one */
     for (size_t i = 0; !rc && i < g->input_count; i++)
-        if (g->values[g->inputs[i]].tensor < 0)
-            rc = ox_put_value_info(pw, 11, &g->values[g->inputs[i]], err);
+        rc = ox_put_value_info(w, pw, 11, &g->values[g->inputs[i]], err);
     for (size_t i = 0; !rc && i < g->output_count; i++)
-        rc = ox_put_value_info(pw, 12, &g->values[g->outputs[i]], err);
+        rc = ox_put_value_info(w, pw, 12, &g->values[g->outputs[i]], err);
     /* value_info: typed runtime values that are neither inputs nor outputs */
     for (size_t i = 0; !rc && i < g->value_count; i++) {
         const tio_gvalue *v = &g->values[i];
@@ -484,7 +496,7 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
         for (size_t k = 0; k < g->output_count && !io; k++) io = g->outputs[k] == (int64_t)i;
         for (size_t k = 0; k < g->capture_count && !io; k++) io = g->captures[k] == (int64_t)i;
         if (!io && v->tensor < 0 && v->name && v->dtype != TIO_DTYPE_INVALID)
-            rc = ox_put_value_info(pw, 13, v, err);
+            rc = ox_put_value_info(w, pw, 13, v, err);
     }
     if (!rc) rc = tio__pb_end(pw, err);
     ox_fix_free(&f);
