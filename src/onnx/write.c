@@ -22,6 +22,11 @@ typedef struct ox_writer {
     uint8_t *ext_done;  /* per tensor: written in this pass */
     uint64_t ext_size;
     int64_t opset; /* the default-domain opset written (ox_choose_opset) */
+    /* The graph was read from ONNX: it is written as it is (no int64
+     * widening or Cast, no attribute left out), so that ONNX -> ONNX keeps
+     * every tensor's dtype and every attribute. The fixes below are for
+     * graphs raised from other formats (rten's int32 shapes). */
+    bool faithful;
 } ox_writer;
 
 /* Whether a node is of the default (ONNX) domain, where the rules of
@@ -346,6 +351,10 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_er
         free(other);
         return tio__nomem(err, OX_FMT);
     }
+    if (w->faithful) {
+        free(other);
+        return TIO_OK;
+    }
     /* a subgraph may capture any value by name: then nothing is widened in
      * place (a Cast serves the int64 uses) */
     bool subgraphs = false;
@@ -424,7 +433,7 @@ static bool ox_drop_attr(const ox_writer *w, const tio_gnode *n, const tio_gattr
     int64_t d = 0;
     if (!ox_default_domain(n) || a->type != TIO_ATTR_INT) return false;
     int since = tio__onnx_attr_since(n->op, a->name, &d);
-    return since > w->opset && a->i == d;
+    return !w->faithful && since > w->opset && a->i == d;
 }
 
 static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_fix *f,
@@ -522,6 +531,7 @@ static int ox_emit(tio_pb_writer *pw, void *ctx, tio_error *err) {
     if (!rc && mv) rc = tio__pb_put_int64(pw, 5, strtoll(mv, NULL, 10), err);
     if (!rc && doc) rc = tio__pb_put_string(pw, 6, doc, err);
     w->opset = ox_choose_opset(g);
+    w->faithful = g->native_format && strcmp(g->native_format, OX_FMT) == 0;
     if (!rc) rc = ox_put_graph(w, pw, 7, g, err);
     bool def = false;
     for (size_t i = 0; !rc && i < g->opset_count; i++) {
