@@ -87,10 +87,17 @@ int tio__open_rparts(const tio_format_desc *f, const tio_rpart *parts, size_t n,
         ctx.size = 0;
         rc = f->read_parts(&ctx, parts, n, err);
     } else {
-        rc = tio__err(err, TIO_E_UNSUPPORTED, f->name, -1,
-                      "%s has no multipart message form (expected one part holding a %s "
-                      "file, got %zu parts)",
-                      f->name, f->name, n);
+        if (n == 1)
+            rc = tio__err(err, TIO_E_CORRUPT, f->name, -1,
+                          "the message's one part is not a %s file (%s has no multipart "
+                          "message form; its probe does not recognise the part's first "
+                          "bytes)",
+                          f->name, f->name);
+        else
+            rc = tio__err(err, TIO_E_UNSUPPORTED, f->name, -1,
+                          "%s has no multipart message form (expected one part holding a "
+                          "%s file, got %zu parts)",
+                          f->name, f->name, n);
     }
     if (rc) {
         tio_container_free(c);

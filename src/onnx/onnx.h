@@ -45,6 +45,8 @@ int tio__onnx_attr_since(const char *op, const char *attr, int64_t *dflt);
 /* The default-domain opset written when the graph records none. */
 #define OX_DEFAULT_OPSET 17
 
+/* The largest ir_version read (and probed): one varint byte. */
+#define TIO__ONNX_MAX_IR 127
 int tio__onnx_probe(const uint8_t *d, size_t n);
 int tio__onnx_read(tio_read_ctx *ctx, tio_error *err);
 int tio__onnx_check(const tio_write_plan *p, tio_error *err);

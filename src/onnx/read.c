@@ -1127,6 +1127,14 @@ int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
         case 1:
         case 5: {
             const char *key = f.number == 1 ? OX_META_IR : OX_META_MODEL_VERSION;
+            if (f.number == 1 &&
+                (tio__pb_int64(&f) < 0 || tio__pb_int64(&f) > TIO__ONNX_MAX_IR)) {
+                rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&it, f.at),
+                              "ir_version is %lld, expected an ONNX IR version (1..%d; "
+                              "ONNX is at 10 or so)",
+                              (long long)tio__pb_int64(&f), TIO__ONNX_MAX_IR);
+                break;
+            }
             char buf[24];
             snprintf(buf, sizeof buf, "%lld", (long long)tio__pb_int64(&f));
             rc = tio_graph_meta_set(g, key, buf, err);

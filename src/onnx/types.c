@@ -53,11 +53,12 @@ int tio__onnx_is_model_key(const char *key) {
 }
 
 /* ONNX has no magic. A ModelProto's writers put ir_version (field 1, a
- * varint) first; a plausible version (1..15) followed by another ModelProto
- * field with its own wire type is taken as ONNX, with a low score so that
- * any format with a magic wins. */
+ * varint) first; a version of one varint byte (1..127: every version the
+ * reader takes, so that whatever tensio writes probes as ONNX) followed by
+ * another ModelProto field with its own wire type is taken as ONNX, with a
+ * low score so that any format with a magic wins. */
 int tio__onnx_probe(const uint8_t *d, size_t n) {
-    if (n < 4 || d[0] != 0x08 || d[1] < 1 || d[1] > 15) return 0;
+    if (n < 4 || d[0] != 0x08 || d[1] < 1 || d[1] > TIO__ONNX_MAX_IR) return 0;
     switch (d[2]) {
     case 0x12: /* producer_name */
     case 0x1a: /* producer_version */

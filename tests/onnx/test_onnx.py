@@ -246,6 +246,14 @@ def hostile(d):
             "SPARSE_TENSOR")
     refused("undefined_input", model(node=helper.make_node("Relu", ["nope"], ["y"])), d,
             "'nope' is not defined")
+    # an ir_version over one varint byte: refused (tensio's own output must probe as ONNX,
+    # and the probe takes 1..127); 127 itself reads
+    big = model(); big.ir_version = 128
+    refused("ir_version_128", big, d, "ir_version is 128")
+    ok = model(); ok.ir_version = 127
+    p = os.path.join(d, "ir127.onnx"); onnx.save(ok, p)
+    r = run("ls", p, ok=False)
+    check("ir_version 127 reads", r.returncode == 0, r.stderr.strip())
 
 
 def ext_model(d, name, entries, data=b"\0" * 48):
