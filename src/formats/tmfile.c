@@ -611,13 +611,9 @@ typedef struct tm_reader {
  * both by max_objects and by the input's size: memory stays proportional to
  * the input. */
 static int tm_count(tm_reader *r, uint64_t n, int64_t off, tio_error *err) {
-    if (tio__add64_ovf(r->objects, n, &r->objects) || r->objects > r->budget)
-        return tio__err(err, TIO_E_LIMIT, TM_FMT, off,
-                        "the model has more graph objects (nodes, tensors, dims, quant params, "
-                        "attribute values) than the limit of %llu (tio_limits.max_objects, and "
-                        "at most 16 per byte of input)",
-                        (unsigned long long)r->budget);
-    return TIO_OK;
+    return tio__objects_take(&r->objects, n, r->budget, TM_FMT, off,
+                             "nodes, tensors, dims, quant params, attribute values",
+                             "and at most 16 per byte of input", err);
 }
 
 /* Charges heap the decode is about to take. Structs, vectors and strings

@@ -57,6 +57,19 @@ static inline int tio__budget_take(tio_budget *b, uint64_t bytes, int64_t offset
                     (unsigned long long)b->input, TIO_DECODE_MEM_SLACK >> 10);
 }
 
+/* Counts n more graph objects against `max`; TIO_E_LIMIT at `offset`
+ * past it. `what` lists the objects the format counts, `bound` says how
+ * its limit follows the input ("and one per byte of input + 4096"). */
+static inline int tio__objects_take(uint64_t *objects, uint64_t n, uint64_t max,
+                                    const char *format, int64_t offset, const char *what,
+                                    const char *bound, tio_error *err) {
+    if (!tio__add64_ovf(*objects, n, objects) && *objects <= max) return TIO_OK;
+    return tio__err(err, TIO_E_LIMIT, format, offset,
+                    "the model has more graph objects (%s) than the limit of %llu "
+                    "(tio_limits.max_objects, %s)",
+                    what, (unsigned long long)max, bound);
+}
+
 /* Estimated heap bytes of one block (glibc: 8 bytes of header, 16-byte
  * rounding, 32 at least). */
 static inline uint64_t tio__cost_block(uint64_t n) { return n < 24 ? 32 : (n + 8 + 15) & ~15ull; }

@@ -33,13 +33,9 @@ typedef struct ox_scope {
 static int64_t ox_off(const tio_pb_reader *rd, size_t pos) { return (int64_t)(rd->base + pos); }
 
 static int ox_count(ox_reader *r, uint64_t n, int64_t off, tio_error *err) {
-    if (tio__add64_ovf(r->objects, n, &r->objects) || r->objects > r->max_objects)
-        return tio__err(err, TIO_E_LIMIT, OX_FMT, off,
-                        "the model has more graph objects (nodes, values, attributes, dims) "
-                        "than the limit of %llu (tio_limits.max_objects, and one per byte of "
-                        "input + 4096)",
-                        (unsigned long long)r->max_objects);
-    return TIO_OK;
+    return tio__objects_take(&r->objects, n, r->max_objects, OX_FMT, off,
+                             "nodes, values, attributes, dims",
+                             "and one per byte of input + 4096", err);
 }
 
 static int ox_mem(ox_reader *r, uint64_t bytes, int64_t off, tio_error *err) {

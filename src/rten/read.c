@@ -34,13 +34,9 @@ static int64_t rt_off(const rt_reader *r, size_t pos) { return (int64_t)(r->base
  * places, so the total is bounded by the model data's size as well as by
  * max_objects: the work stays linear in the input. */
 static int rt_count(rt_reader *r, uint64_t n, size_t pos, tio_error *err) {
-    if (tio__add64_ovf(r->objects, n, &r->objects) || r->objects > r->max_objects)
-        return tio__err(err, TIO_E_LIMIT, RT_FMT, rt_off(r, pos),
-                        "the model has more graph objects (nodes, dims, attributes, operator "
-                        "inputs and outputs) than the limit of %llu (tio_limits.max_objects, "
-                        "and one per 4 bytes of model data + 4096)",
-                        (unsigned long long)r->max_objects);
-    return TIO_OK;
+    return tio__objects_take(&r->objects, n, r->max_objects, RT_FMT, rt_off(r, pos),
+                             "nodes, dims, attributes, operator inputs and outputs",
+                             "and one per 4 bytes of model data + 4096", err);
 }
 
 /* Charges heap the decode is about to take (see graph/budget.h). */
