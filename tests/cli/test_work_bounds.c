@@ -100,6 +100,7 @@ static const char *const commands[][14] = {
     {CONV, "IN", "OUT.zmsg"},
     {CONV, "IN", "OUT.rten"},
     {CONV, "IN", "OUT.tmfile"},
+    {CONV, "IN", "OUT.onnx"},
     {CONV, "--densify", "IN", "OUT.btf"},
     {CONV, "--densify", "IN", "OUT.ten"},
     {CONV, "--densify", "IN", "OUT.zmsg"},
@@ -113,7 +114,7 @@ static const char *const commands[][14] = {
 typedef struct change {
     size_t off;
     unsigned width; /* bytes; 0: a label number replaced (text) */
-    int big_endian;
+    int enc; /* E_LE, E_BE or E_VARINT */
     uint64_t old, val;
     const char *what;
 } change;
@@ -157,9 +158,28 @@ static uint64_t rd_be(const uint8_t *p, unsigned w) {
     return v;
 }
 
-static void wr(uint8_t *p, unsigned w, uint64_t v, int big_endian) {
-    for (unsigned k = 0; k < w; k++)
-        p[big_endian ? w - 1 - k : k] = (uint8_t)(v >> (8 * k));
+/* How a number is stored: little-endian, big-endian, or a protobuf varint of
+ * exactly `width` bytes (a value that needs fewer is padded with 0x80 bytes,
+ * which the wire format allows; one that needs more loses its high bits). */
+enum { E_LE, E_BE, E_VARINT };
+
+static uint64_t rd_varint(const uint8_t *p, unsigned w) {
+    uint64_t v = 0;
+    for (unsigned k = 0; k < w && k < 10; k++) v |= (uint64_t)(p[k] & 0x7f) << (7 * k);
+    return v;
+}
+
+static uint64_t rd(const uint8_t *p, unsigned w, int enc) {
+    return enc == E_BE ? rd_be(p, w) : enc == E_VARINT ? rd_varint(p, w) : rd_le(p, w);
+}
+
+static void wr(uint8_t *p, unsigned w, uint64_t v, int enc) {
+    for (unsigned k = 0; k < w; k++) {
+        if (enc == E_VARINT)
+            p[k] = (uint8_t)((k < 10 ? (v >> (7 * k)) & 0x7f : 0) | (k + 1 < w ? 0x80 : 0));
+        else
+            p[enc == E_BE ? w - 1 - k : k] = (uint8_t)(v >> (8 * k));
+    }
 }
 
 /* snprintf that fails the test rather than truncate a path. */
@@ -195,7 +215,7 @@ static const char *const kind_names[] = {"count", "offset", "size", "rank", "dim
 typedef struct field {
     size_t off;
     unsigned width;
-    int big_endian;
+    int enc;
     fkind kind;
 } field;
 
@@ -204,9 +224,9 @@ typedef struct fields {
     size_t n;
 } fields;
 
-static void add_field(fields *fs, size_t len, size_t off, unsigned width, int be, fkind k) {
+static void add_field(fields *fs, size_t len, size_t off, unsigned width, int enc, fkind k) {
     if (fs->n >= MAX_FIELDS || off > len || width > len - off) return;
-    fs->f[fs->n++] = (field){off, width, be, k};
+    fs->f[fs->n++] = (field){off, width, enc, k};
 }
 
 /* BTF: NUM_TENSORS, the offset table, each record's rank, codes and dims,
@@ -325,9 +345,80 @@ static void model_fields(const uint8_t *b, size_t len, const char *format, field
     }
 }
 
+/* A protobuf varint at b[*pos..end): its value, *pos moved past it; -1 when
+ * it runs past end or over 10 bytes. */
+static int pb_varint(const uint8_t *b, size_t end, size_t *pos, uint64_t *v) {
+    *v = 0;
+    for (unsigned k = 0; k < 10 && *pos < end; k++) {
+        uint8_t c = b[(*pos)++];
+        *v |= (uint64_t)(c & 0x7f) << (7 * k);
+        if (!(c & 0x80)) return 0;
+    }
+    return -1;
+}
+
+/* Whether b[pos..end) parses as protobuf fields to its end. */
+static int pb_message(const uint8_t *b, size_t pos, size_t end) {
+    while (pos < end) {
+        uint64_t tag, v;
+        if (pb_varint(b, end, &pos, &tag) != 0 || tag >> 3 == 0) return 0;
+        switch (tag & 7) {
+        case 0: if (pb_varint(b, end, &pos, &v) != 0) return 0; break;
+        case 1: if (end - pos < 8) return 0; pos += 8; break;
+        case 5: if (end - pos < 4) return 0; pos += 4; break;
+        case 2:
+            if (pb_varint(b, end, &pos, &v) != 0 || v > end - pos) return 0;
+            pos += (size_t)v;
+            break;
+        default: return 0;
+        }
+    }
+    return 1;
+}
+
+/* ONNX (protobuf): every varint field (a count, a dim, an enum, an int
+ * attribute) and every length of a length-delimited field, in place at their
+ * own width, walking into the payloads that parse as messages; a payload
+ * that does not is taken as packed varints (dims, ints) when it parses so. */
+static void pb_fields(const uint8_t *b, size_t len, size_t pos, size_t end, int depth,
+                      fields *fs) {
+    while (pos < end && fs->n < MAX_FIELDS) {
+        uint64_t tag, v;
+        if (pb_varint(b, end, &pos, &tag) != 0) return;
+        size_t at = pos;
+        switch (tag & 7) {
+        case 0:
+            if (pb_varint(b, end, &pos, &v) != 0) return;
+            add_field(fs, len, at, (unsigned)(pos - at), E_VARINT, K_COUNT);
+            break;
+        case 1: pos += end - pos < 8 ? end - pos : 8; break;
+        case 5: pos += end - pos < 4 ? end - pos : 4; break;
+        case 2: {
+            if (pb_varint(b, end, &pos, &v) != 0 || v > end - pos) return;
+            add_field(fs, len, at, (unsigned)(pos - at), E_VARINT, K_SIZE);
+            size_t body = pos, stop = pos + (size_t)v;
+            pos = stop;
+            if (v == 0 || v > 65536 || depth >= 8) break;
+            if (pb_message(b, body, stop)) {
+                pb_fields(b, len, body, stop, depth + 1, fs);
+                break;
+            }
+            for (size_t p = body, q = body; p < stop && fs->n < MAX_FIELDS; p = q)
+                if (pb_varint(b, stop, &q, &v) == 0)
+                    add_field(fs, len, p, (unsigned)(q - p), E_VARINT, K_DIM);
+                else
+                    break;
+            break;
+        }
+        default: return;
+        }
+    }
+}
+
 static void find_fields(const uint8_t *b, size_t len, const char *format, fields *fs) {
     fs->n = 0;
-    if (strcmp(format, "btf") == 0) btf_fields(b, len, fs);
+    if (strcmp(format, "onnx") == 0) pb_fields(b, len, 0, len, 0, fs);
+    else if (strcmp(format, "btf") == 0) btf_fields(b, len, fs);
     else if (strcmp(format, "tenbin") == 0) tenbin_fields(b, len, fs);
     else if (strcmp(format, "zio") == 0) zio_fields(b, len, fs);
     else model_fields(b, len, format, fs);
@@ -358,7 +449,8 @@ static uint64_t pick_value(uint64_t *rs, const field *f, uint64_t old) {
     else
         v = old + ((r >> 8) % 2 ? 1 : (uint64_t)-1); /* bumped */
     if (f->kind == K_CODE) v = (r >> 8) % 3 == 0 ? old + 1 : (r >> 16) & 0xff;
-    if (f->width < 8) v &= (UINT64_C(1) << (8 * f->width)) - 1;
+    unsigned bits = f->enc == E_VARINT ? 7 * f->width : 8 * f->width;
+    if (bits < 64) v &= (UINT64_C(1) << bits) - 1;
     return v;
 }
 
@@ -495,12 +587,12 @@ static uint8_t *mutate(const uint8_t *buf, size_t len, const char *format, const
         if (fi == first) fi = (fi + 1) % fs->n;
         first = fi;
         const field *f = &fs->f[fi];
-        uint64_t old = f->big_endian ? rd_be(o + f->off, f->width) : rd_le(o + f->off, f->width);
+        uint64_t old = rd(o + f->off, f->width, f->enc);
         uint64_t v = old;
         for (int tries = 0; tries < 8 && v == old; tries++) v = pick_value(&rs, f, old);
-        wr(o + f->off, f->width, v, f->big_endian);
+        wr(o + f->off, f->width, v, f->enc);
         m->ch[m->nchanges++] =
-            (change){f->off, f->width, f->big_endian, old, v, kind_names[f->kind]};
+            (change){f->off, f->width, f->enc, old, v, kind_names[f->kind]};
     }
     return o;
 }
@@ -522,7 +614,9 @@ static void describe(const mutation *m, char *out, size_t size) {
         else
             w += (size_t)snprintf(out + w, size - w, " %s%s at offset %zu (%u bytes%s): %llu -> %llu",
                                   k ? ";" : "", c->what, c->off, c->width,
-                                  c->big_endian ? ", big-endian" : "",
+                                  c->enc == E_BE       ? ", big-endian"
+                                  : c->enc == E_VARINT ? ", varint"
+                                                       : "",
                                   (unsigned long long)c->old, (unsigned long long)c->val);
     }
 }
@@ -986,6 +1080,11 @@ static void test_work_bounds_zio(void **state) {
     sweep_format("zio", "zmsg", 6);
 }
 
+static void test_work_bounds_onnx(void **state) {
+    (void)state;
+    sweep_format("onnx", "onnx", 7);
+}
+
 int main(void) {
     /* TIO_WORK_BOUND_ONLY=test_work_bounds_btf runs one group (cmocka pattern) */
     const char *only = getenv("TIO_WORK_BOUND_ONLY");
@@ -994,7 +1093,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_work_bounds_btf),    cmocka_unit_test(test_work_bounds_tenbin),
         cmocka_unit_test(test_work_bounds_rten),   cmocka_unit_test(test_work_bounds_tmfile),
-        cmocka_unit_test(test_work_bounds_zio),
+        cmocka_unit_test(test_work_bounds_zio),    cmocka_unit_test(test_work_bounds_onnx),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -21,6 +21,7 @@
 #include "flatbuf/flatbuf.h"
 #include "rten/schema.h"
 #include "tensio.h"
+#include "tpb.h"
 #include "tvec.h"
 
 /* The documented bound (docs/security.md). */
@@ -161,22 +162,7 @@ static void vectors(const char *dir, const char *ext, const char *format, uint64
 static void test_vectors_and_mutations(void **state) {
     (void)state;
     uint64_t seed = 0x6d656d6f7279ull;
-    vectors("btf", ".btf", "btf", &seed);
-    vectors("btf/malformed", ".btf", "btf", &seed);
-    vectors("btf/upstream", ".btf", "btf", &seed);
-    vectors("tenbin", ".ten", "tenbin", &seed);
-    vectors("tenbin/malformed", ".ten", "tenbin", &seed);
-    vectors("tenbin/quirks", ".ten", "tenbin", &seed);
-    vectors("zio/tensorcom", ".ten", "tenbin", &seed);
-    static const char *const models[] = {"matmul_add", "small_cnn", "shape_ops", "int_consts",
-                                         "big_init"};
-    for (size_t i = 0; i < 5; i++) {
-        char dir[64];
-        snprintf(dir, sizeof dir, "rten/%s", models[i]);
-        vectors(dir, ".rten", "rten", &seed);
-    }
-    vectors("tmfile", ".tmfile", "tmfile", &seed);
-    vectors("zio", ".zmsg", "zio", &seed);
+    for (const tvec_dir *d = tvec_dirs; d->dir; d++) vectors(d->dir, d->ext, d->format, &seed);
 }
 
 static void test_random_buffers(void **state) {
@@ -550,6 +536,177 @@ static void test_tmfile_shared(void **state) {
     }
 }
 
+/* ------------------------------------------------ dense ONNX (issue 16)
+ *
+ * Protobuf shares nothing, so an ONNX file's worst case is density: many
+ * small objects, each a few bytes on the wire and a record, a string and an
+ * array slot in the graph. Each kind from a few to past the budget; the
+ * heavy ones fail with TIO_E_LIMIT, every one within the bound. */
+
+typedef enum oxdense {
+    OX_NODES,    /* n nodes Relu(x) -> "<i>" */
+    OX_INPUTS,   /* one Sum with n inputs, all "x" */
+    OX_ATTRS,    /* one custom-domain node with n INT attributes "<i>" */
+    OX_INITS,    /* n empty float initializers "<i>" (dims [0]) */
+    OX_PROPS,    /* n metadata_props "<i>" = "" */
+    OX_VINFO,    /* n value_info "<i>": float, shape [1] */
+    OX_OPSETS,   /* n opset_imports "d<i>" */
+    OX_NESTED,   /* n nested If levels (then_branch), else_branch one Identity */
+} oxdense;
+
+/* then_branch: a graph holding the next level (an If) or, at depth 0, one
+ * Identity; else_branch: always the Identity graph. */
+static void ox_branch(tpb *node, const char *attr, size_t depth);
+
+static void ox_if(tpb *node, size_t depth) {
+    ox_branch(node, "then_branch", depth);
+    ox_branch(node, "else_branch", 0);
+}
+
+static void ox_branch(tpb *node, const char *attr, size_t depth) {
+    tpb g = {0}, a = {0}, n = {0}, out = {0}, tp = {0}, tt = {0};
+    tpb_str(&n, 1, depth ? "c" : "x");
+    tpb_str(&n, 2, "y");
+    tpb_str(&n, 4, depth ? "If" : "Identity");
+    if (depth) ox_if(&n, depth - 1);
+    tpb_msg(&g, 1, &n);
+    tpb_str(&g, 2, "g");
+    tpb_int(&tt, 1, 1);
+    tpb_msg(&tp, 1, &tt);
+    tpb_str(&out, 1, "y");
+    tpb_msg(&out, 2, &tp);
+    tpb_msg(&g, 12, &out);
+    tpb_str(&a, 1, attr);
+    tpb_int(&a, 20, 5);
+    tpb_msg(&a, 6, &g);
+    tpb_msg(node, 5, &a);
+}
+
+/* A model: ir_version 8, opset 13, graph input x (float [1]) and c (bool),
+ * output y, plus n objects of the kind. Malloc'ed, *len set. */
+static uint8_t *ox_model(oxdense kind, size_t n, size_t *len) {
+    tpb m = {0}, g = {0}, t = {0};
+    char name[32];
+    tpb_int(&m, 1, 8);
+    tpb_int(&t, 2, 13);
+    tpb_msg(&m, 8, &t);
+    for (size_t i = 0; kind == OX_OPSETS && i < n; i++) {
+        snprintf(name, sizeof name, "d%zu", i);
+        tpb_str(&t, 1, name);
+        tpb_int(&t, 2, 1);
+        tpb_msg(&m, 8, &t);
+    }
+    for (size_t i = 0; kind == OX_PROPS && i < n; i++) {
+        snprintf(name, sizeof name, "%zu", i);
+        tpb_str(&t, 1, name);
+        tpb_msg(&m, 14, &t);
+    }
+    tpb node = {0};
+    switch (kind) {
+    case OX_NODES:
+        for (size_t i = 0; i < n; i++) {
+            snprintf(name, sizeof name, "%zu", i);
+            tpb_str(&node, 1, "x");
+            tpb_str(&node, 2, name);
+            tpb_str(&node, 4, "Relu");
+            tpb_msg(&g, 1, &node);
+        }
+        break;
+    case OX_INPUTS:
+        for (size_t i = 0; i < n; i++) tpb_str(&node, 1, "x");
+        tpb_str(&node, 2, "s");
+        tpb_str(&node, 4, "Sum");
+        tpb_msg(&g, 1, &node);
+        break;
+    case OX_ATTRS:
+        tpb_str(&node, 1, "x");
+        tpb_str(&node, 2, "s");
+        tpb_str(&node, 4, "Custom");
+        tpb_str(&node, 7, "my.domain");
+        for (size_t i = 0; i < n; i++) {
+            snprintf(name, sizeof name, "%zu", i);
+            tpb_str(&t, 1, name);
+            tpb_int(&t, 3, 1);
+            tpb_int(&t, 20, 2);
+            tpb_msg(&node, 5, &t);
+        }
+        tpb_msg(&g, 1, &node);
+        break;
+    case OX_NESTED:
+        tpb_str(&node, 1, "c");
+        tpb_str(&node, 2, "y");
+        tpb_str(&node, 4, "If");
+        ox_if(&node, n);
+        tpb_msg(&g, 1, &node);
+        break;
+    default:
+        break;
+    }
+    tpb_str(&g, 2, "dense");
+    for (size_t i = 0; kind == OX_INITS && i < n; i++) {
+        snprintf(name, sizeof name, "%zu", i);
+        tpb_int(&t, 1, 0);
+        tpb_int(&t, 2, 1);
+        tpb_str(&t, 8, name);
+        tpb_msg(&g, 5, &t);
+    }
+    static const char *const ins[2] = {"x", "c"};
+    for (size_t k = 0; k < 2; k++) {
+        tpb vi = {0}, tp = {0}, tt = {0}, sh = {0}, d = {0};
+        tpb_int(&tt, 1, k ? 9 : 1);
+        tpb_int(&d, 1, 1);
+        tpb_msg(&sh, 1, &d);
+        tpb_msg(&tt, 2, &sh);
+        tpb_msg(&tp, 1, &tt);
+        tpb_str(&vi, 1, ins[k]);
+        tpb_msg(&vi, 2, &tp);
+        tpb_msg(&g, 11, &vi);
+    }
+    for (size_t i = 0; kind == OX_VINFO && i < n; i++) {
+        tpb vi = {0}, tp = {0}, tt = {0}, sh = {0}, d = {0};
+        snprintf(name, sizeof name, "%zu", i);
+        tpb_int(&tt, 1, 1);
+        tpb_int(&d, 1, 1);
+        tpb_msg(&sh, 1, &d);
+        tpb_msg(&tt, 2, &sh);
+        tpb_msg(&tp, 1, &tt);
+        tpb_str(&vi, 1, name);
+        tpb_msg(&vi, 2, &tp);
+        tpb_msg(&g, 13, &vi);
+    }
+    tpb_msg(&m, 7, &g);
+    *len = m.n;
+    return m.b;
+}
+
+static void test_onnx_dense(void **state) {
+    (void)state;
+    static const struct {
+        oxdense kind;
+        size_t n;
+        const char *what;
+    } cases[] = {
+        {OX_NODES, 20, "20 nodes"},           {OX_NODES, 20000, "20000 nodes"},
+        {OX_INPUTS, 20, "a node of 20 inputs"}, {OX_INPUTS, 40000, "a node of 40000 inputs"},
+        {OX_ATTRS, 20, "20 attributes"},      {OX_ATTRS, 20000, "20000 attributes"},
+        {OX_INITS, 20, "20 initializers"},    {OX_INITS, 20000, "20000 initializers"},
+        {OX_PROPS, 20, "20 metadata_props"},  {OX_PROPS, 20000, "20000 metadata_props"},
+        {OX_VINFO, 20, "20 value_info"},      {OX_VINFO, 20000, "20000 value_info"},
+        {OX_OPSETS, 20, "20 opset_imports"},  {OX_OPSETS, 5000, "5000 opset_imports"},
+        {OX_NESTED, 3, "3 nested Ifs"},       {OX_NESTED, 60, "60 nested Ifs"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len;
+        uint8_t *buf = ox_model(cases[i].kind, cases[i].n, &len);
+        int rc = measure3(buf, len, "onnx", cases[i].what);
+        /* the small ones decode, the large ones hit a limit */
+        if (rc != (cases[i].n <= 20 ? TIO_OK : TIO_E_LIMIT))
+            fail_msg("%s: %s", cases[i].what, tio_status_name(rc));
+        printf("onnx dense: %-24s %7zu bytes: %s\n", cases[i].what, len, tio_status_name(rc));
+        free(buf);
+    }
+}
+
 static void test_report(void **state) {
     (void)state;
     for (size_t i = 0; i < 8 && W[i].format; i++)
@@ -567,6 +724,7 @@ int main(void) {
         cmocka_unit_test(test_messages),
         cmocka_unit_test(test_rten_shared),
         cmocka_unit_test(test_tmfile_shared),
+        cmocka_unit_test(test_onnx_dense),
         cmocka_unit_test(test_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,62 +16,18 @@
 #include <unistd.h>
 
 #include "tensio.h"
+#include "tpb.h"
 #include "tvec.h"
 
 /* ------------------------------------------------ a tiny protobuf writer */
 
-typedef struct pbuf {
-    uint8_t *b;
-    size_t n, cap;
-} pbuf;
-
-static void pb_raw(pbuf *p, const void *d, size_t n) {
-    if (p->n + n > p->cap) {
-        size_t nc = p->cap ? p->cap : 256;
-        while (nc < p->n + n) nc *= 2;
-        p->b = realloc(p->b, nc);
-        assert_non_null(p->b);
-        p->cap = nc;
-    }
-    if (n) memcpy(p->b + p->n, d, n);
-    p->n += n;
-}
-static void pb_varint(pbuf *p, uint64_t v) {
-    uint8_t t[10];
-    size_t k = 0;
-    do {
-        t[k] = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        if (v) t[k] |= 0x80;
-        k++;
-    } while (v);
-    pb_raw(p, t, k);
-}
-static void pb_tag(pbuf *p, uint32_t num, unsigned wire) { pb_varint(p, (uint64_t)num << 3 | wire); }
-static void pb_int(pbuf *p, uint32_t num, uint64_t v) {
-    pb_tag(p, num, 0);
-    pb_varint(p, v);
-}
-static void pb_bytes(pbuf *p, uint32_t num, const void *d, size_t n) {
-    pb_tag(p, num, 2);
-    pb_varint(p, n);
-    pb_raw(p, d, n);
-}
-static void pb_str(pbuf *p, uint32_t num, const char *s) { pb_bytes(p, num, s, strlen(s)); }
-/* Appends sub as field num and frees it. */
-static void pb_msg(pbuf *p, uint32_t num, pbuf *sub) {
-    pb_bytes(p, num, sub->b, sub->n);
-    free(sub->b);
-    memset(sub, 0, sizeof *sub);
-}
-
 /* ModelProto{ir_version 8, opset_import{"" 17}, graph} */
-static pbuf model_of(pbuf *graph) {
-    pbuf m = {0}, o = {0};
-    pb_int(&m, 1, 8);
-    pb_int(&o, 2, 17);
-    pb_msg(&m, 8, &o);
-    pb_msg(&m, 7, graph);
+static tpb model_of(tpb *graph) {
+    tpb m = {0}, o = {0};
+    tpb_int(&m, 1, 8);
+    tpb_int(&o, 2, 17);
+    tpb_msg(&m, 8, &o);
+    tpb_msg(&m, 7, graph);
     return m;
 }
 
@@ -91,7 +47,7 @@ static void check_error(int rc, const tio_error *e, size_t len) {
         fail_msg("offset %lld outside %zu bytes: %s", off, len, e->message);
 }
 
-static int open_buf(const pbuf *m, const tio_limits *lim, tio_error *e) {
+static int open_buf(const tpb *m, const tio_limits *lim, tio_error *e) {
     tio_open_options o = {0};
     o.format = "onnx";
     o.limits = lim;
@@ -175,31 +131,31 @@ static void test_vectors(void **state) {
 /* ------------------------------------------------------------ hostile */
 
 /* A node: op, inputs, outputs, then the attribute messages given. */
-static void node(pbuf *g, const char *op, const char *const *ins, size_t nin,
-                 const char *const *outs, size_t nout, pbuf *attrs, size_t nattr) {
-    pbuf n = {0};
-    for (size_t k = 0; k < nin; k++) pb_str(&n, 1, ins[k]);
-    for (size_t k = 0; k < nout; k++) pb_str(&n, 2, outs[k]);
-    pb_str(&n, 4, op);
-    for (size_t k = 0; k < nattr; k++) pb_msg(&n, 5, &attrs[k]);
-    pb_msg(g, 1, &n);
+static void node(tpb *g, const char *op, const char *const *ins, size_t nin,
+                 const char *const *outs, size_t nout, tpb *attrs, size_t nattr) {
+    tpb n = {0};
+    for (size_t k = 0; k < nin; k++) tpb_str(&n, 1, ins[k]);
+    for (size_t k = 0; k < nout; k++) tpb_str(&n, 2, outs[k]);
+    tpb_str(&n, 4, op);
+    for (size_t k = 0; k < nattr; k++) tpb_msg(&n, 5, &attrs[k]);
+    tpb_msg(g, 1, &n);
 }
 
 /* One Identity node whose STRINGS attribute holds `n` empty strings: 2 input
  * bytes each, a pointer and a heap block each once decoded. */
 static void test_budget_empty_strings(void **state) {
     (void)state;
-    pbuf g = {0}, a = {0};
-    pb_str(&a, 1, "labels");
-    pb_int(&a, 20, 8); /* STRINGS */
-    for (size_t k = 0; k < 400000; k++) pb_bytes(&a, 9, "", 0);
+    tpb g = {0}, a = {0};
+    tpb_str(&a, 1, "labels");
+    tpb_int(&a, 20, 8); /* STRINGS */
+    for (size_t k = 0; k < 400000; k++) tpb_bytes(&a, 9, "", 0);
     const char *in[] = {"x"}, *out[] = {"y"};
     node(&g, "Identity", in, 1, out, 1, &a, 1);
-    pb_str(&g, 2, "g");
-    pbuf vi = {0};
-    pb_str(&vi, 1, "x");
-    pb_msg(&g, 11, &vi);
-    pbuf m = model_of(&g);
+    tpb_str(&g, 2, "g");
+    tpb vi = {0};
+    tpb_str(&vi, 1, "x");
+    tpb_msg(&g, 11, &vi);
+    tpb m = model_of(&g);
     tio_error e;
     assert_int_equal(open_buf(&m, NULL, &e), TIO_E_LIMIT);
     assert_non_null(strstr(e.message, "memory"));
@@ -209,16 +165,16 @@ static void test_budget_empty_strings(void **state) {
 /* int64_data of one-byte varints: 8 heap bytes per input byte. */
 static void test_budget_typed_int64(void **state) {
     (void)state;
-    pbuf g = {0}, t = {0}, pk = {0};
+    tpb g = {0}, t = {0}, pk = {0};
     size_t n = 1u << 20;
-    pb_int(&t, 1, n); /* dims [n] */
-    pb_int(&t, 2, 7); /* INT64 */
-    pb_str(&t, 8, "w");
-    for (size_t k = 0; k < n; k++) pb_varint(&pk, 1);
-    pb_msg(&t, 7, &pk);
-    pb_msg(&g, 5, &t);
-    pb_str(&g, 2, "g");
-    pbuf m = model_of(&g);
+    tpb_int(&t, 1, n); /* dims [n] */
+    tpb_int(&t, 2, 7); /* INT64 */
+    tpb_str(&t, 8, "w");
+    for (size_t k = 0; k < n; k++) tpb_varint(&pk, 1);
+    tpb_msg(&t, 7, &pk);
+    tpb_msg(&g, 5, &t);
+    tpb_str(&g, 2, "g");
+    tpb m = model_of(&g);
     tio_error e;
     assert_int_equal(open_buf(&m, NULL, &e), TIO_E_LIMIT);
     assert_non_null(strstr(e.message, "memory"));
@@ -234,17 +190,17 @@ static void test_large_name_many_uses(void **state) {
     assert_non_null(big);
     memset(big, 'n', 32768);
     big[32768] = 0;
-    pbuf g = {0};
-    pbuf vi = {0};
-    pb_str(&vi, 1, big);
-    pb_msg(&g, 11, &vi);
+    tpb g = {0};
+    tpb vi = {0};
+    tpb_str(&vi, 1, big);
+    tpb_msg(&g, 11, &vi);
     for (int k = 0; k < 200; k++) {
         char o[16];
         snprintf(o, sizeof o, "o%d", k);
         const char *in[] = {big}, *out[] = {o};
         node(&g, "Relu", in, 1, out, 1, NULL, 0);
     }
-    pbuf m = model_of(&g);
+    tpb m = model_of(&g);
     tio_container *c = NULL;
     tio_error e;
     if (tio_open_memory(m.b, m.n, NULL, &c, &e)) fail_msg("%s", e.message);
@@ -256,19 +212,19 @@ static void test_large_name_many_uses(void **state) {
 }
 
 /* If nodes nested `levels` deep through then_branch. */
-static pbuf if_nest(int levels) {
-    pbuf g = {0};
-    pb_str(&g, 2, "leaf");
+static tpb if_nest(int levels) {
+    tpb g = {0};
+    tpb_str(&g, 2, "leaf");
     for (int k = 0; k < levels; k++) {
-        pbuf a = {0}, outer = {0};
-        pb_str(&a, 1, "then_branch");
-        pb_int(&a, 20, 5); /* GRAPH */
-        pb_msg(&a, 6, &g);
+        tpb a = {0}, outer = {0};
+        tpb_str(&a, 1, "then_branch");
+        tpb_int(&a, 20, 5); /* GRAPH */
+        tpb_msg(&a, 6, &g);
         char o[16];
         snprintf(o, sizeof o, "y%d", k);
         const char *out[] = {o};
         node(&outer, "If", NULL, 0, out, 1, &a, 1);
-        pb_str(&outer, 2, "g");
+        tpb_str(&outer, 2, "g");
         g = outer;
     }
     return model_of(&g);
@@ -277,16 +233,16 @@ static pbuf if_nest(int levels) {
 static void test_depth_bomb(void **state) {
     (void)state;
     tio_error e;
-    pbuf ok = if_nest(8);
+    tpb ok = if_nest(8);
     assert_int_equal(open_buf(&ok, NULL, &e), TIO_OK);
     free(ok.b);
-    pbuf deep = if_nest(100); /* past the default max_depth (64) */
+    tpb deep = if_nest(100); /* past the default max_depth (64) */
     assert_int_equal(open_buf(&deep, NULL, &e), TIO_E_LIMIT);
     assert_non_null(strstr(e.message, "depth"));
     free(deep.b);
     tio_limits lim = {0};
     lim.max_depth = 4;
-    pbuf six = if_nest(6);
+    tpb six = if_nest(6);
     assert_int_equal(open_buf(&six, &lim, &e), TIO_E_LIMIT);
     assert_non_null(strstr(e.message, "max_depth"));
     free(six.b);
@@ -297,31 +253,31 @@ static void test_depth_bomb(void **state) {
 static void test_rank_bomb(void **state) {
     (void)state;
     tio_error e;
-    pbuf g = {0}, t = {0}, pk = {0};
-    for (size_t k = 0; k < 100000; k++) pb_varint(&pk, 1);
-    pb_msg(&t, 1, &pk);
-    pb_int(&t, 2, 1);
-    pb_str(&t, 8, "w");
-    pb_bytes(&t, 9, "\0\0\0\0", 4);
-    pb_msg(&g, 5, &t);
-    pbuf m = model_of(&g);
+    tpb g = {0}, t = {0}, pk = {0};
+    for (size_t k = 0; k < 100000; k++) tpb_varint(&pk, 1);
+    tpb_msg(&t, 1, &pk);
+    tpb_int(&t, 2, 1);
+    tpb_str(&t, 8, "w");
+    tpb_bytes(&t, 9, "\0\0\0\0", 4);
+    tpb_msg(&g, 5, &t);
+    tpb m = model_of(&g);
     assert_int_equal(open_buf(&m, NULL, &e), TIO_E_LIMIT);
     assert_non_null(strstr(e.message, "max_rank"));
     free(m.b);
 
-    pbuf g2 = {0}, vi = {0}, tp = {0}, tt = {0}, sh = {0};
+    tpb g2 = {0}, vi = {0}, tp = {0}, tt = {0}, sh = {0};
     for (size_t k = 0; k < 100000; k++) {
-        pbuf d = {0};
-        pb_int(&d, 1, 1);
-        pb_msg(&sh, 1, &d);
+        tpb d = {0};
+        tpb_int(&d, 1, 1);
+        tpb_msg(&sh, 1, &d);
     }
-    pb_int(&tt, 1, 1);
-    pb_msg(&tt, 2, &sh);
-    pb_msg(&tp, 1, &tt);
-    pb_str(&vi, 1, "x");
-    pb_msg(&vi, 2, &tp);
-    pb_msg(&g2, 11, &vi);
-    pbuf m2 = model_of(&g2);
+    tpb_int(&tt, 1, 1);
+    tpb_msg(&tt, 2, &sh);
+    tpb_msg(&tp, 1, &tt);
+    tpb_str(&vi, 1, "x");
+    tpb_msg(&vi, 2, &tp);
+    tpb_msg(&g2, 11, &vi);
+    tpb m2 = model_of(&g2);
     assert_int_equal(open_buf(&m2, NULL, &e), TIO_E_LIMIT);
     assert_non_null(strstr(e.message, "max_rank"));
     free(m2.b);
@@ -335,7 +291,7 @@ static void test_truncations(void **state) {
     uint8_t *buf = tvec_load("onnx/matmul_add.onnx", &len);
     if (!buf) return;
     for (size_t n = 1; n < len; n++) {
-        pbuf m = {buf, n, n};
+        tpb m = {buf, n, n};
         tio_error e;
         (void)open_buf(&m, NULL, &e);
     }
@@ -345,20 +301,20 @@ static void test_truncations(void **state) {
 /* ------------------------------------------------------- external data */
 
 /* A model whose initializer W (float [2]) is external: `loc`, 8 bytes. */
-static pbuf ext_model(const char *loc) {
-    pbuf g = {0}, t = {0}, e = {0};
-    pb_int(&t, 1, 2);
-    pb_int(&t, 2, 1);
-    pb_str(&t, 8, "W");
-    pb_str(&e, 1, "location");
-    pb_str(&e, 2, loc);
-    pb_msg(&t, 13, &e);
-    pb_str(&e, 1, "length");
-    pb_str(&e, 2, "8");
-    pb_msg(&t, 13, &e);
-    pb_int(&t, 14, 1); /* EXTERNAL */
-    pb_msg(&g, 5, &t);
-    pb_str(&g, 2, "g");
+static tpb ext_model(const char *loc) {
+    tpb g = {0}, t = {0}, e = {0};
+    tpb_int(&t, 1, 2);
+    tpb_int(&t, 2, 1);
+    tpb_str(&t, 8, "W");
+    tpb_str(&e, 1, "location");
+    tpb_str(&e, 2, loc);
+    tpb_msg(&t, 13, &e);
+    tpb_str(&e, 1, "length");
+    tpb_str(&e, 2, "8");
+    tpb_msg(&t, 13, &e);
+    tpb_int(&t, 14, 1); /* EXTERNAL */
+    tpb_msg(&g, 5, &t);
+    tpb_str(&g, 2, "g");
     return model_of(&g);
 }
 
@@ -372,7 +328,7 @@ static void write_file(const char *path, const void *d, size_t n) {
 /* From memory there is no directory to look in: refused clearly. */
 static void test_external_from_memory(void **state) {
     (void)state;
-    pbuf m = ext_model("w.bin");
+    tpb m = ext_model("w.bin");
     tio_error e;
     assert_int_equal(open_buf(&m, NULL, &e), TIO_E_UNSUPPORTED);
     assert_non_null(strstr(e.message, "needs the model's path"));
@@ -395,7 +351,7 @@ static void test_external_files(void **state) {
     snprintf(o, sizeof o, "%s/out.bin", dir);
     write_file(o, vals, sizeof vals);
 
-    pbuf m = ext_model("w.bin");
+    tpb m = ext_model("w.bin");
     snprintf(q, sizeof q, "%s/sub/good.onnx", dir);
     write_file(q, m.b, m.n);
     free(m.b);

@@ -236,12 +236,19 @@ static void test_sweep_zio(void **state) {
     report("zio");
 }
 
+static void test_sweep_onnx(void **state) {
+    (void)state;
+    sweep_format("onnx");
+    assert_true(S.files >= 7);
+    report("onnx");
+}
+
 int main(void) {
     tvec_note_shared();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sweep_btf),    cmocka_unit_test(test_sweep_tenbin),
         cmocka_unit_test(test_sweep_rten),   cmocka_unit_test(test_sweep_tmfile),
-        cmocka_unit_test(test_sweep_zio),
+        cmocka_unit_test(test_sweep_zio),    cmocka_unit_test(test_sweep_onnx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -198,7 +198,9 @@ const tvec_dir tvec_dirs[] = {
     {"rten/big_init", ".rten", "rten"},
     {"tmfile", ".tmfile", "tmfile"},
     {"zio", ".zmsg", "zio"},
-    {"onnx", ".onnx", "onnx"},
+    {"onnx", ".onnx", "onnx"}, /* local copies of the small ones below */
+    {"rten/big_init", ".onnx", "onnx"},
+    {"tmfile", ".onnx", "onnx"},
     {NULL, NULL, NULL},
 };
 
