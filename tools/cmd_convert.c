@@ -33,6 +33,11 @@ static const char convert_help[] =
     "      --external-data NAME\n"
     "                      onnx: write the initializers' data to file NAME beside\n"
     "                      OUT (ONNX external data) instead of inline\n"
+    "      --opset N       onnx: write the graph at default-domain opset N (7-23):\n"
+    "                      attributes that became inputs (Squeeze axes, Clip\n"
+    "                      min/max, Slice, Pad, Split, TopK, Reduce* axes ...)\n"
+    "                      move to the form of opset N; refused, with the reason,\n"
+    "                      where opset N cannot express the graph\n"
     "      --force         overwrite OUT if it exists\n"
     "      --no-sync       do not fsync OUT and its directory (still atomic, not\n"
     "                      durable across a power loss)\n"
@@ -51,7 +56,8 @@ enum {
     OPT_NO_SYNC,
     OPT_VERBOSE,
     OPT_VERSION,
-    OPT_EXTERNAL
+    OPT_EXTERNAL,
+    OPT_OPSET
 };
 
 static const cli_option convert_opts[] = {
@@ -68,6 +74,7 @@ static const cli_option convert_opts[] = {
     {"format-version", 0, 1, OPT_VERSION},
     {"rten-version", 0, 1, OPT_VERSION},
     {"external-data", 0, 1, OPT_EXTERNAL},
+    {"opset", 0, 1, OPT_OPSET},
     CLI_OPT_MAX_DENSE,
 };
 
@@ -206,7 +213,7 @@ int cli_cmd_convert(int argc, char **argv) {
     int rc = cli_parser_init(&p, "convert", argc, argv, convert_opts,
                              sizeof convert_opts / sizeof convert_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
-    const char *to = NULL, *from = NULL, *external = NULL;
+    const char *to = NULL, *from = NULL, *external = NULL, *opset = NULL;
     unsigned flags = 0, version = 0;
     int force = 0, verbose = 0, id;
     tio_limits lim;
@@ -234,6 +241,16 @@ int cli_cmd_convert(int argc, char **argv) {
                 return rc;
             }
             external = p.value;
+            break;
+        case OPT_OPSET:
+            if (!p.value[0] || strspn(p.value, "0123456789") != strlen(p.value) ||
+                strlen(p.value) > 9) {
+                rc = cli_usage_error("convert", "--opset: expected a number, not '%s'",
+                                     p.value);
+                cli_parser_free(&p);
+                return rc;
+            }
+            opset = p.value;
             break;
         case CLI_OPT_MAX_DENSE_ID:
             if (cli_parse_max_dense("convert", p.value, &lim) != CLI_EXIT_OK) {
@@ -305,11 +322,11 @@ int cli_cmd_convert(int argc, char **argv) {
         o.format = format;
         o.flags = flags | TIO_SAVE_CLEANUP; /* one save per process: it may list OUT's dir */
         o.version = version;
-        char ext_opt[4096];
-        if (external) {
-            snprintf(ext_opt, sizeof ext_opt, "external_data=%s", external);
-            o.options = ext_opt;
-        }
+        char opts[4200];
+        snprintf(opts, sizeof opts, "%s%s%s%s%s", external ? "external_data=" : "",
+                 external ? external : "", external && opset ? "," : "",
+                 opset ? "opset=" : "", opset ? opset : "");
+        if (opts[0]) o.options = opts;
         tio_error_clear(&err);
         if (tio_save(c, out, &o, &err) != TIO_OK) {
             const char *msg = cli_errmsg(&err);

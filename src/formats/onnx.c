@@ -19,5 +19,5 @@ const tio_format_desc tio__format_onnx = {
     .read = tio__onnx_read,
     .check = tio__onnx_check,
     .write = tio__onnx_write,
-    .options = "external_data",
+    .options = "external_data opset",
 };

@@ -44,6 +44,25 @@ bool tio__onnx_output_int64(const char *op, size_t output);
 int tio__onnx_attr_since(const char *op, const char *attr, int64_t *dflt);
 /* The default-domain opset written when the graph records none. */
 #define OX_DEFAULT_OPSET 17
+/* The opsets the writer converts a graph to (format option opset=N). */
+#define TIO__ONNX_MIN_OPSET 7
+#define TIO__ONNX_MAX_OPSET 23
+
+/* Opset history as data (src/onnx/opset.c), default domain: the opset that
+ * introduced `op` (1 when older than 7 or unknown) and the one that removed
+ * it (*removed, 0 when none); the changes of form of `op` (attributes that
+ * became inputs); whether `op`'s axis changed meaning at opset 13. */
+int tio__onnx_op_range(const char *op, int *removed);
+typedef struct tio_onnx_form {
+    const char *op;
+    const char *attr; /* NULL: an input that only exists from `since` */
+    unsigned input;
+    tio_attr_type type; /* the attribute's type */
+    int since;          /* an input from this opset, an attribute before it */
+    int64_t dflt;       /* attr NULL: the value that makes the input removable */
+} tio_onnx_form;
+const tio_onnx_form *tio__onnx_forms(const char *op, size_t *count);
+bool tio__onnx_axis_changed_at_13(const char *op);
 
 /* The largest ir_version read (and probed): one varint byte. */
 #define TIO__ONNX_MAX_IR 127

@@ -27,6 +27,10 @@ typedef struct ox_writer {
      * every tensor's dtype and every attribute. The fixes below are for
      * graphs raised from other formats (rten's int32 shapes). */
     bool faithful;
+    /* opset=N was asked: nodes are written in that opset's form (attributes
+     * to inputs and back, Softmax's axis), from src_opset's */
+    bool retarget;
+    int64_t src_opset;
 } ox_writer;
 
 /* Whether a node is of the default (ONNX) domain, where the rules of
@@ -322,6 +326,7 @@ typedef struct ox_fix {
     uint8_t *cast;   /* an int32 value some int64-only input uses: a Cast to int64 first */
     uint8_t *casted; /* that Cast was written (in this pass) */
     uint8_t *nohint; /* its recorded int32 type may not be ONNX's: no value_info */
+    int64_t *producer; /* the node that outputs the value, or -1 */
 } ox_fix;
 
 static bool ox_i64_use(const ox_writer *w, const tio_gnode *n, size_t k) {
@@ -338,6 +343,7 @@ static void ox_fix_free(ox_fix *f) {
     free(f->cast);
     free(f->casted);
     free(f->nohint);
+    free(f->producer);
 }
 
 static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_error *err) {
@@ -346,11 +352,16 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_er
     f->cast = calloc(nv, 1);
     f->casted = calloc(nv, 1);
     f->nohint = calloc(nv, 1);
+    f->producer = malloc(nv * sizeof *f->producer);
     uint8_t *other = calloc(nv, 1);
-    if (!f->widen || !f->cast || !f->casted || !f->nohint || !other) {
+    if (!f->widen || !f->cast || !f->casted || !f->nohint || !f->producer || !other) {
         free(other);
         return tio__nomem(err, OX_FMT);
     }
+    for (size_t v = 0; v < nv; v++) f->producer[v] = -1;
+    for (size_t j = 0; j < g->node_count; j++)
+        for (size_t k = 0; k < g->nodes[j].output_count; k++)
+            if (g->nodes[j].outputs[k] >= 0) f->producer[g->nodes[j].outputs[k]] = (int64_t)j;
     if (w->faithful) {
         free(other);
         return TIO_OK;
@@ -436,6 +447,288 @@ static bool ox_drop_attr(const ox_writer *w, const tio_gnode *n, const tio_gattr
     return !w->faithful && since > w->opset && a->i == d;
 }
 
+/* ------------------------------------------- writing at another opset */
+
+/* A node rewritten for the written opset: inputs cut (an attribute now) or
+ * added (a Constant node's output), attributes left out or added. */
+typedef struct ox_form {
+    size_t nin;           /* inputs written */
+    uint8_t cut[8];       /* input k (< 8) is an attribute at this opset */
+    char *added[8];       /* input k is this Constant's output (owned) */
+    uint8_t *skip;        /* per attribute of the node: not written */
+    tio_gattr extra[8];   /* attributes written after the node's own */
+    size_t nextra;
+} ox_form;
+
+static void ox_form_free(ox_form *fm) {
+    for (size_t k = 0; k < 8; k++) free(fm->added[k]);
+    free(fm->skip);
+    for (size_t k = 0; k < fm->nextra; k++) {
+        free(fm->extra[k].ints);
+        free(fm->extra[k].floats);
+    }
+}
+
+static const char *ox_node_label(const tio_graph *g, const tio_gnode *n) {
+    if (n->name && n->name[0]) return n->name;
+    if (n->output_count && n->outputs[0] >= 0 && g->values[n->outputs[0]].name)
+        return g->values[n->outputs[0]].name;
+    return "";
+}
+
+/* The plan tensor holding value v's contents when they are fixed: an
+ * initializer that is not a graph input, or the `value` of the Constant node
+ * that outputs v; -1 when v is computed at run time. */
+static int64_t ox_const_tensor(const tio_graph *g, const ox_fix *f, int64_t v) {
+    if (v < 0) return -1;
+    for (size_t i = 0; i < g->input_count; i++)
+        if (g->inputs[i] == v) return -1;
+    if (g->values[v].tensor >= 0) return g->values[v].tensor;
+    int64_t j = f->producer[v];
+    if (j < 0 || !ox_default_domain(&g->nodes[j]) || strcmp(g->nodes[j].op, "Constant") != 0)
+        return -1;
+    for (size_t a = 0; a < g->nodes[j].attr_count; a++)
+        if (g->nodes[j].attrs[a].type == TIO_ATTR_TENSOR &&
+            strcmp(g->nodes[j].attrs[a].name, "value") == 0)
+            return g->nodes[j].attrs[a].i;
+    return -1;
+}
+
+static uint64_t ox_le(const uint8_t *b, unsigned w) {
+    uint64_t x = 0;
+    for (unsigned q = 0; q < w; q++) x |= (uint64_t)b[q] << (8 * q);
+    return x;
+}
+
+/* Plan tensor t's elements into attribute a (type already set): integers
+ * from int32/int64, numbers from float32/float64. */
+static int ox_const_attr(ox_writer *w, int64_t t, tio_gattr *a, const char *lbl,
+                         tio_error *err) {
+    const tio_wtensor *wt = tio__plan_tensor(w->plan, (size_t)t);
+    bool want_f = a->type == TIO_ATTR_FLOAT || a->type == TIO_ATTR_FLOATS;
+    bool ok = want_f ? wt->dtype == TIO_FLOAT32 || wt->dtype == TIO_FLOAT64
+                     : wt->dtype == TIO_INT32 || wt->dtype == TIO_INT64;
+    bool one = a->type == TIO_ATTR_FLOAT || a->type == TIO_ATTR_INT;
+    if (!ok || (one && wt->numel != 1) || wt->numel > (1u << 20))
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                        "%s: the constant (%s, %llu elements) does not make a%s %s attribute",
+                        lbl, tio_dtype_name(wt->dtype), (unsigned long long)wt->numel,
+                        one ? " one-number" : "n", want_f ? "float" : "integer");
+    const uint8_t *data = NULL;
+    int rc = tio__plan_data(w->plan, (size_t)t, &data, NULL, err);
+    if (rc) return rc;
+    size_t n = (size_t)wt->numel;
+    unsigned es = wt->dtype == TIO_INT32 || wt->dtype == TIO_FLOAT32 ? 4 : 8;
+    if (want_f) a->floats = malloc((n ? n : 1) * sizeof *a->floats);
+    else a->ints = malloc((n ? n : 1) * sizeof *a->ints);
+    if (!a->floats && !a->ints) return tio__nomem(err, OX_FMT);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t x = ox_le(data + es * k, es);
+        if (!want_f) {
+            a->ints[k] = es == 4 ? (int64_t)(int32_t)(uint32_t)x : (int64_t)x;
+            continue;
+        }
+        if (es == 4) {
+            float fl;
+            uint32_t u = (uint32_t)x;
+            memcpy(&fl, &u, 4);
+            a->floats[k] = fl;
+        } else {
+            memcpy(&a->floats[k], &x, 8);
+        }
+    }
+    a->count = n;
+    if (one) {
+        if (want_f) a->f = a->floats[0];
+        else a->i = a->ints[0];
+    }
+    return TIO_OK;
+}
+
+/* A Constant node whose output `out` holds attribute a as the input form
+ * wants it: int64 [n] for integers (TopK's K too), a float32 scalar for one
+ * number, float32 [n] for numbers. */
+static int ox_put_const_node(tio_pb_writer *pw, const char *out, const tio_gattr *a,
+                             tio_error *err) {
+    bool f = a->type == TIO_ATTR_FLOAT || a->type == TIO_ATTR_FLOATS;
+    size_t n = a->type == TIO_ATTR_INTS || a->type == TIO_ATTR_FLOATS ? a->count : 1;
+    unsigned es = f ? 4 : 8;
+    uint8_t *raw = malloc(n * es + 1);
+    if (!raw) return tio__nomem(err, OX_FMT);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t x;
+        if (f) {
+            float fl = (float)(a->type == TIO_ATTR_FLOAT ? a->f : a->floats[k]);
+            uint32_t u;
+            memcpy(&u, &fl, 4);
+            x = u;
+        } else {
+            x = (uint64_t)(a->type == TIO_ATTR_INT ? a->i : a->ints[k]);
+        }
+        for (unsigned q = 0; q < es; q++) raw[es * k + q] = (uint8_t)(x >> (8 * q));
+    }
+    int rc = tio__pb_begin(pw, 1, err);
+    if (!rc) rc = tio__pb_put_string(pw, 2, out, err);
+    if (!rc) rc = tio__pb_put_string(pw, 3, out, err);
+    if (!rc) rc = tio__pb_put_string(pw, 4, "Constant", err);
+    if (!rc) rc = tio__pb_begin(pw, 5, err);
+    if (!rc) rc = tio__pb_put_string(pw, 1, "value", err);
+    if (!rc) rc = tio__pb_begin(pw, 5, err); /* t */
+    if (!rc && a->type != TIO_ATTR_FLOAT) rc = tio__pb_put_int64(pw, 1, (int64_t)n, err);
+    if (!rc) rc = tio__pb_put_int64(pw, 2, tio__onnx_code(f ? TIO_FLOAT32 : TIO_INT64), err);
+    if (!rc) rc = tio__pb_put_len(pw, 9, raw, n * es, false, err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    if (!rc) rc = tio__pb_put_int64(pw, 20, 4, err); /* TENSOR */
+    if (!rc) rc = tio__pb_end(pw, err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    free(raw);
+    return rc;
+}
+
+static int ox_form_refuse(const ox_writer *w, const tio_graph *g, const tio_gnode *n,
+                          tio_error *err, const char *why) {
+    return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1, "node '%s' (%s) at opset %lld: %s",
+                    ox_node_label(g, n), n->op, (long long)w->opset, why);
+}
+
+/* Softmax, LogSoftmax, Hardmax: before opset 13 `axis` (default 1) splits
+ * the input into 2-D; from 13 it is one axis (default -1). The two agree on
+ * the last axis only: written as axis -1. */
+/* The rank of value v when known: recorded, or the output of a Flatten (2)
+ * or of a Reshape to a constant shape; -1 otherwise. */
+static int64_t ox_rank(const ox_writer *w, const tio_graph *g, const ox_fix *f, int64_t v) {
+    if (v < 0) return -1;
+    if (g->values[v].rank >= 0) return g->values[v].rank;
+    int64_t j = f->producer[v];
+    if (j < 0 || !ox_default_domain(&g->nodes[j])) return -1;
+    const tio_gnode *p = &g->nodes[j];
+    if (strcmp(p->op, "Flatten") == 0) return 2;
+    int64_t t = strcmp(p->op, "Reshape") == 0 && p->input_count > 1
+                    ? ox_const_tensor(g, f, p->inputs[1])
+                    : -1;
+    if (t < 0) return -1;
+    const tio_wtensor *wt = tio__plan_tensor(w->plan, (size_t)t);
+    return wt->rank == 1 ? (int64_t)wt->numel : -1;
+}
+
+static int ox_form_axis(ox_writer *w, const tio_graph *g, const ox_fix *f, const tio_gnode *n,
+                        ox_form *fm, tio_error *err) {
+    int64_t axis = w->src_opset < 13 ? 1 : -1;
+    for (size_t a = 0; a < n->attr_count; a++)
+        if (strcmp(n->attrs[a].name, "axis") == 0 && n->attrs[a].type == TIO_ATTR_INT) {
+            axis = n->attrs[a].i;
+            fm->skip[a] = 1;
+        }
+    int64_t rank = n->input_count ? ox_rank(w, g, f, n->inputs[0]) : -1;
+    if (axis != -1 && !(rank >= 0 && axis == rank - 1))
+        return ox_form_refuse(w, g, n, err,
+                              "the meaning of its axis changed at opset 13 (before: the "
+                              "input flattened to 2-D at the axis; from 13: that one axis); "
+                              "the two agree only on the last axis, and this axis is not "
+                              "known to be the last");
+    fm->extra[fm->nextra++] = (tio_gattr){.name = "axis", .type = TIO_ATTR_INT, .i = -1};
+    return TIO_OK;
+}
+
+/* Constant's value_float(s) and value_int(s) came at opset 12: below it,
+ * `value` holds them (written by ox_put_const_node's tensor). */
+static bool ox_constant_value_attr(const tio_gattr *a) {
+    return strcmp(a->name, "value_int") == 0 || strcmp(a->name, "value_ints") == 0 ||
+           strcmp(a->name, "value_float") == 0 || strcmp(a->name, "value_floats") == 0;
+}
+
+static int ox_form_plan(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, const ox_fix *f,
+                        const tio_gnode *n, ox_form *fm, tio_error *err) {
+    memset(fm, 0, sizeof *fm);
+    fm->nin = n->input_count;
+    fm->skip = calloc(n->attr_count ? n->attr_count : 1, 1);
+    if (!fm->skip) return tio__nomem(err, OX_FMT);
+    if (!w->retarget || !ox_default_domain(n)) return TIO_OK;
+    if (tio__onnx_axis_changed_at_13(n->op) && (w->src_opset < 13) != (w->opset < 13))
+        return ox_form_axis(w, g, f, n, fm, err);
+    size_t nf;
+    const tio_onnx_form *forms = tio__onnx_forms(n->op, &nf);
+    char why[400];
+    for (size_t i = 0; i < nf; i++) {
+        const tio_onnx_form *e = &forms[i];
+        bool want_input = w->opset >= e->since;
+        int64_t v = e->input < n->input_count ? n->inputs[e->input] : -1;
+        size_t ai = n->attr_count;
+        for (size_t a = 0; e->attr && a < n->attr_count; a++)
+            if (strcmp(n->attrs[a].name, e->attr) == 0) ai = a;
+        if (want_input && ai < n->attr_count) {
+            /* the attribute becomes a Constant node's output */
+            const tio_gattr *a = &n->attrs[ai];
+            if (a->type != e->type && !(e->type == TIO_ATTR_INTS && a->type == TIO_ATTR_INT))
+                return ox_form_refuse(w, g, n, err, "an attribute of an unexpected type");
+            int64_t x = n->input_count && n->inputs[0] >= 0 ? n->inputs[0] : -1;
+            if (e->type == TIO_ATTR_FLOAT && strcmp(n->op, "Dropout") != 0 &&
+                (x < 0 || g->values[x].dtype != TIO_FLOAT32)) {
+                snprintf(why, sizeof why,
+                         "'%s' becomes an input of the input's type, which is not known to "
+                         "be float32",
+                         e->attr);
+                return ox_form_refuse(w, g, n, err, why);
+            }
+            const char *base = ox_node_label(g, n);
+            size_t len = strlen(base) + strlen(e->attr) + 2;
+            fm->added[e->input] = malloc(len);
+            if (!fm->added[e->input]) return tio__nomem(err, OX_FMT);
+            snprintf(fm->added[e->input], len, "%s:%s", base, e->attr);
+            tio_gattr as = *a;
+            if (a->type == TIO_ATTR_INT && e->type == TIO_ATTR_INTS) {
+                as.type = TIO_ATTR_INTS;
+                as.ints = &as.i;
+                as.count = 1;
+            }
+            int rc = ox_put_const_node(pw, fm->added[e->input], &as, err);
+            if (rc) return rc;
+            fm->skip[ai] = 1;
+            if (e->input + 1 > fm->nin) fm->nin = e->input + 1;
+        } else if (!want_input && v >= 0) {
+            /* the input becomes an attribute: it must be a constant */
+            int64_t t = ox_const_tensor(g, f, v);
+            if (t < 0) {
+                snprintf(why, sizeof why,
+                         "input %u ('%.100s') is %s before opset %d, but it is computed at "
+                         "run time",
+                         e->input, g->values[v].name ? g->values[v].name : "",
+                         e->attr ? "an attribute" : "absent", e->since);
+                return ox_form_refuse(w, g, n, err, why);
+            }
+            snprintf(why, sizeof why, "node '%s' (%s) at opset %lld, input %u",
+                     ox_node_label(g, n), n->op, (long long)w->opset, e->input);
+            tio_gattr a = {.name = (char *)(e->attr ? e->attr : ""), .type = e->type};
+            int rc = ox_const_attr(w, t, &a, why, err);
+            bool dflt = true;
+            for (size_t k = 0; !rc && !e->attr && k < a.count; k++)
+                dflt &= a.type == TIO_ATTR_INTS ? a.ints[k] == e->dflt : a.i == e->dflt;
+            if (!rc && e->attr) fm->extra[fm->nextra++] = a;
+            else {
+                free(a.ints);
+                free(a.floats);
+            }
+            if (rc) return rc;
+            if (!dflt) {
+                snprintf(why, sizeof why, "input %u exists from opset %d only (here not at "
+                         "its default, %lld)", e->input, e->since, (long long)e->dflt);
+                return ox_form_refuse(w, g, n, err, why);
+            }
+            fm->cut[e->input] = 1;
+        }
+    }
+    if (strcmp(n->op, "Constant") == 0 && w->opset < 12)
+        for (size_t a = 0; a < n->attr_count; a++)
+            if (ox_constant_value_attr(&n->attrs[a]))
+                return ox_form_refuse(w, g, n, err,
+                                      "value_int(s) and value_float(s) came at opset 12");
+    /* what is cut must be the tail */
+    while (fm->nin && fm->nin <= 8 && fm->cut[fm->nin - 1]) fm->nin--;
+    for (size_t k = 0; k < fm->nin && k < 8; k++)
+        if (fm->cut[k]) return ox_form_refuse(w, g, n, err, "inputs in an unexpected order");
+    return TIO_OK;
+}
+
 static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_fix *f,
                        const tio_gnode *n, tio_error *err) {
     int rc = TIO_OK;
@@ -446,10 +739,15 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
             f->casted[v] = 1;
         }
     }
+    ox_form fm;
+    if (!rc) rc = ox_form_plan(w, pw, g, f, n, &fm, err);
+    else memset(&fm, 0, sizeof fm);
     if (!rc) rc = tio__pb_begin(pw, 1, err);
-    for (size_t k = 0; !rc && k < n->input_count; k++) {
-        int64_t v = n->inputs[k];
-        if (v >= 0 && f->cast[v] && ox_i64_use(w, n, k)) {
+    for (size_t k = 0; !rc && k < fm.nin; k++) {
+        int64_t v = k < n->input_count ? n->inputs[k] : -1;
+        if (k < 8 && fm.added[k]) {
+            rc = tio__pb_put_string(pw, 1, fm.added[k], err);
+        } else if (v >= 0 && f->cast[v] && ox_i64_use(w, n, k)) {
             char *nm = ox_cast_name(g->values[v].name, ":int64");
             rc = nm ? tio__pb_put_string(pw, 1, nm, err) : tio__nomem(err, OX_FMT);
             free(nm);
@@ -463,9 +761,12 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
     if (!rc && n->name) rc = tio__pb_put_string(pw, 3, n->name, err);
     if (!rc) rc = tio__pb_put_string(pw, 4, n->op, err);
     for (size_t a = 0; !rc && a < n->attr_count; a++)
-        if (!ox_drop_attr(w, n, &n->attrs[a])) rc = ox_put_attr(w, pw, n, &n->attrs[a], err);
+        if (!fm.skip[a] && !ox_drop_attr(w, n, &n->attrs[a]))
+            rc = ox_put_attr(w, pw, n, &n->attrs[a], err);
+    for (size_t a = 0; !rc && a < fm.nextra; a++) rc = ox_put_attr(w, pw, n, &fm.extra[a], err);
     if (!rc && n->domain) rc = tio__pb_put_string(pw, 7, n->domain, err);
     if (!rc) rc = tio__pb_end(pw, err);
+    ox_form_free(&fm);
     return rc;
 }
 
@@ -530,7 +831,8 @@ static int ox_emit(tio_pb_writer *pw, void *ctx, tio_error *err) {
     if (!rc && dm) rc = tio__pb_put_string(pw, 4, dm, err);
     if (!rc && mv) rc = tio__pb_put_int64(pw, 5, strtoll(mv, NULL, 10), err);
     if (!rc && doc) rc = tio__pb_put_string(pw, 6, doc, err);
-    w->opset = ox_choose_opset(g);
+    w->src_opset = ox_choose_opset(g);
+    if (!w->retarget) w->opset = w->src_opset;
     w->faithful = g->native_format && strcmp(g->native_format, OX_FMT) == 0;
     if (!rc) rc = ox_put_graph(w, pw, 7, g, err);
     bool def = false;
@@ -538,7 +840,9 @@ static int ox_emit(tio_pb_writer *pw, void *ctx, tio_error *err) {
         rc = tio__pb_begin(pw, 8, err);
         if (!rc && g->opset_domains[i][0]) rc = tio__pb_put_string(pw, 1, g->opset_domains[i], err);
         if (!g->opset_domains[i][0]) def = true;
-        if (!rc) rc = tio__pb_put_int64(pw, 2, g->opset_versions[i], err);
+        if (!rc)
+            rc = tio__pb_put_int64(pw, 2, g->opset_domains[i][0] ? g->opset_versions[i] : w->opset,
+                                   err);
         if (!rc) rc = tio__pb_end(pw, err);
     }
     if (!rc && !def) {
@@ -600,12 +904,66 @@ static int ox_ext_open(ox_writer *w, char **tmp, char **final, tio_error *err) {
     return TIO_OK;
 }
 
+/* Appends to `list` (", "-separated, deduplicated) the default-domain op
+ * types of g and its subgraphs that the opset lacks. */
+static void ox_missing_ops(const tio_graph *g, int64_t opset, char *list, size_t size) {
+    for (size_t j = 0; j < g->node_count; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        for (size_t a = 0; a < n->attr_count; a++) {
+            if (n->attrs[a].type == TIO_ATTR_GRAPH) ox_missing_ops(n->attrs[a].graph, opset, list, size);
+            for (size_t k = 0; n->attrs[a].type == TIO_ATTR_GRAPHS && k < n->attrs[a].count; k++)
+                ox_missing_ops(n->attrs[a].graphs[k], opset, list, size);
+        }
+        int removed;
+        int since = ox_default_domain(n) ? tio__onnx_op_range(n->op, &removed) : 1;
+        if (!ox_default_domain(n) || (opset >= since && (!removed || opset < removed))) continue;
+        char item[160];
+        if (opset < since) snprintf(item, sizeof item, "%.100s (from opset %d)", n->op, since);
+        else snprintf(item, sizeof item, "%.100s (removed at opset %d)", n->op, removed);
+        if (strstr(list, item)) continue;
+        size_t len = strlen(list);
+        if (len + strlen(item) + 3 < size)
+            snprintf(list + len, size - len, "%s%s", len ? ", " : "", item);
+    }
+}
+
+/* opset=N: in range, every operator and attribute of the graph exists. */
+static int ox_opset_option(ox_writer *w, const char *opt, tio_error *err) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(opt, &end, 10);
+    if (errno || !opt[0] || *end || v < TIO__ONNX_MIN_OPSET || v > TIO__ONNX_MAX_OPSET)
+        return tio__err(err, TIO_E_ARGUMENT, OX_FMT, -1,
+                        "opset '%.40s': expected a number from %d to %d", opt,
+                        TIO__ONNX_MIN_OPSET, TIO__ONNX_MAX_OPSET);
+    w->opset = v;
+    w->retarget = true;
+    const tio_graph *g = w->c->graph;
+    char list[1024] = "";
+    ox_missing_ops(g, v, list, sizeof list);
+    if (list[0])
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                        "opset %lld does not have these operators of the graph: %s", v, list);
+    int64_t need = ox_needed_opset(g);
+    if (need > v)
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                        "the graph sets an attribute that came at opset %lld (not at its "
+                        "default): it cannot be written at opset %lld",
+                        (long long)need, v);
+    return TIO_OK;
+}
+
 int tio__onnx_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     ox_writer w;
     memset(&w, 0, sizeof w);
     w.plan = p;
     w.c = tio__plan_container(p);
     w.ext_name = tio__plan_option(p, "external_data");
+    const char *opset = tio__plan_option(p, "opset");
+    if (opset) {
+        int orc = ox_opset_option(&w, opset, err);
+        if (orc) return orc;
+    }
     if (!w.ext_name) return tio__pb_write(s, OX_FMT, ox_emit, &w, err);
     /* the side file: a temporary beside the model, renamed over NAME once
      * the model is written (the model's own rename follows) */
