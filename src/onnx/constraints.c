@@ -1,6 +1,7 @@
 /* ONNX's own typing rules that the writer needs, as data (from the ONNX
  * operator docs, default domain): the inputs whose type constraint is
- * tensor(int64) only, the outputs that are always int64, and attributes that
+ * tensor(int64) only, the outputs that are always int64, the inputs and
+ * outputs that one type parameter binds, and attributes that
  * an opset introduced (with their default). Inputs typed Tind
  * (int32 or int64: Gather, Slice, GatherElements, ScatterElements, CumSum's
  * axis, Pad's axes, ...) are not listed: int32 is valid there. */
@@ -51,6 +52,36 @@ static const ox_i64_output ox_i64_outputs[] = {
     {"Unique", 2}, {"Unique", 3},
 };
 
+/* Inputs and outputs that one type parameter of op binds to one type (T of
+ * Add: A, B and C), for the ops that integer (shape) values go through; an
+ * op not listed binds nothing here. Bit k: input (output) k; OX_EVERY:
+ * every input (the variadic ones). An op may have several groups (Slice:
+ * T for data and output, Tind for starts, ends, axes and steps). */
+#define OX_EVERY UINT32_MAX
+typedef struct ox_type_group {
+    const char *op;
+    uint32_t inputs, outputs;
+} ox_type_group;
+
+static const ox_type_group ox_type_groups[] = {
+    {"Add", 3, 1},        {"Sub", 3, 1},         {"Mul", 3, 1},       {"Div", 3, 1},
+    {"Mod", 3, 1},        {"BitShift", 3, 1},    {"MatMul", 3, 1},    {"Pow", 1, 1},
+    {"Max", OX_EVERY, 1}, {"Min", OX_EVERY, 1},  {"Sum", OX_EVERY, 1}, {"Mean", OX_EVERY, 1},
+    {"Concat", OX_EVERY, 1}, {"Einsum", OX_EVERY, 1},
+    {"Equal", 3, 0},      {"Less", 3, 0},        {"Greater", 3, 0},
+    {"LessOrEqual", 3, 0}, {"GreaterOrEqual", 3, 0},
+    {"Neg", 1, 1},        {"Abs", 1, 1},         {"Sign", 1, 1},      {"Identity", 1, 1},
+    {"Clip", 7, 1},       {"Where", 6, 1},       {"Range", 7, 1},     {"CumSum", 1, 1},
+    {"Reshape", 1, 1},    {"Expand", 1, 1},      {"Tile", 1, 1},      {"Flatten", 1, 1},
+    {"Squeeze", 1, 1},    {"Unsqueeze", 1, 1},   {"Transpose", 1, 1}, {"Trilu", 1, 1},
+    {"Gather", 1, 1},     {"GatherElements", 1, 1}, {"GatherND", 1, 1},
+    {"ScatterElements", 5, 1}, {"ScatterND", 5, 1},
+    {"Slice", 1, 1},      {"Slice", 30, 0},      {"Split", 1, OX_EVERY}, {"Pad", 5, 1},
+    {"ReduceMax", 1, 1},  {"ReduceMin", 1, 1},   {"ReduceSum", 1, 1}, {"ReduceProd", 1, 1},
+    {"ReduceMean", 1, 1}, {"TopK", 1, 1},        {"Unique", 1, 1},    {"OneHot", 4, 1},
+    {"Resize", 1, 1},
+};
+
 typedef struct ox_attr_since {
     const char *op, *attr;
     int since;
@@ -87,6 +118,20 @@ bool tio__onnx_output_int64(const char *op, size_t output) {
             strcmp(ox_i64_outputs[i].op, op) == 0)
             return true;
     return false;
+}
+
+bool tio__onnx_type_group(const char *op, size_t i, uint32_t *inputs, uint32_t *outputs) {
+    for (size_t t = 0; t < sizeof ox_type_groups / sizeof ox_type_groups[0]; t++)
+        if (strcmp(ox_type_groups[t].op, op) == 0 && i-- == 0) {
+            *inputs = ox_type_groups[t].inputs;
+            *outputs = ox_type_groups[t].outputs;
+            return true;
+        }
+    return false;
+}
+
+bool tio__onnx_in_group(uint32_t mask, size_t k) {
+    return mask == OX_EVERY || (k < 32 && (mask >> k & 1u));
 }
 
 int tio__onnx_attr_since(const char *op, const char *attr, int64_t *dflt) {

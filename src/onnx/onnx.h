@@ -42,6 +42,11 @@ int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool
 bool tio__onnx_input_int64(const char *op, size_t input, int64_t opset);
 bool tio__onnx_output_int64(const char *op, size_t output);
 int tio__onnx_attr_since(const char *op, const char *attr, int64_t *dflt);
+/* The i-th group of inputs and outputs of `op` that one type parameter
+ * binds to one type (false past the last); tio__onnx_in_group: whether a
+ * group's mask holds input (output) k. */
+bool tio__onnx_type_group(const char *op, size_t i, uint32_t *inputs, uint32_t *outputs);
+bool tio__onnx_in_group(uint32_t mask, size_t k);
 /* The default-domain opset written when the graph records none. */
 #define OX_DEFAULT_OPSET 17
 /* The opsets the writer converts a graph to (format option opset=N). */

@@ -327,15 +327,30 @@ typedef struct ox_fix {
     uint8_t *casted; /* that Cast was written (in this pass) */
     uint8_t *nohint; /* its recorded int32 type may not be ONNX's: no value_info */
     int64_t *producer; /* the node that outputs the value, or -1 */
+    /* ONNX types it int64 whatever the graph records (int32, or nothing):
+     * an always-int64 output (Shape), or one that a type parameter binds
+     * to such a value (Gather of a Shape, Add of that, ...) */
+    uint8_t *is64;
+    /* per node input, from first[j]: an int32 value that a type parameter
+     * binds to an int64 one (Add's B when A is a Shape's): int64 there */
+    uint8_t *bound64;
+    size_t *first;
 } ox_fix;
 
-static bool ox_i64_use(const ox_writer *w, const tio_gnode *n, size_t k) {
-    return ox_default_domain(n) && tio__onnx_input_int64(n->op, k, w->opset);
+static bool ox_i64_use(const ox_writer *w, const ox_fix *f, const tio_graph *g, size_t j,
+                       size_t k) {
+    const tio_gnode *n = &g->nodes[j];
+    if (!ox_default_domain(n)) return false;
+    return tio__onnx_input_int64(n->op, k, w->opset) || f->bound64[f->first[j] + k];
+}
+
+static tio_dtype ox_dtype(const ox_writer *w, const tio_gvalue *v) {
+    if (v->tensor >= 0) return tio__plan_tensor(w->plan, (size_t)v->tensor)->dtype;
+    return v->dtype;
 }
 
 static bool ox_is_int32(const ox_writer *w, const tio_gvalue *v) {
-    if (v->tensor >= 0) return tio__plan_tensor(w->plan, (size_t)v->tensor)->dtype == TIO_INT32;
-    return v->dtype == TIO_INT32;
+    return ox_dtype(w, v) == TIO_INT32;
 }
 
 static void ox_fix_free(ox_fix *f) {
@@ -344,6 +359,48 @@ static void ox_fix_free(ox_fix *f) {
     free(f->casted);
     free(f->nohint);
     free(f->producer);
+    free(f->is64);
+    free(f->bound64);
+    free(f->first);
+}
+
+/* Value v is int64 in ONNX: marked when the graph records it
+ * int32 or not at all (another dtype is left to ONNX's checker). */
+static void ox_mark64(const ox_writer *w, const tio_graph *g, ox_fix *f, int64_t v) {
+    if (v < 0) return;
+    tio_dtype d = ox_dtype(w, &g->values[v]);
+    if (d == TIO_INT32 || d == TIO_DTYPE_INVALID) f->is64[v] = 1;
+}
+
+/* Which values ONNX types int64 (f->is64) and which int32 inputs a type
+ * parameter binds to one (f->bound64): one pass in node order, which ONNX
+ * and rten require to be topological (a value used before its node is
+ * not followed). */
+static void ox_bind64(const ox_writer *w, const tio_graph *g, ox_fix *f) {
+    for (size_t j = 0; j < g->node_count; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        if (!ox_default_domain(n)) continue;
+        for (size_t k = 0; k < n->output_count; k++)
+            if (tio__onnx_output_int64(n->op, k)) ox_mark64(w, g, f, n->outputs[k]);
+        uint32_t ins = 0, outs = 0;
+        for (size_t t = 0; tio__onnx_type_group(n->op, t, &ins, &outs); t++) {
+            bool any = false;
+            for (size_t k = 0; k < n->input_count && !any; k++) {
+                int64_t v = n->inputs[k];
+                any = v >= 0 && tio__onnx_in_group(ins, k) &&
+                      (f->is64[v] || ox_dtype(w, &g->values[v]) == TIO_INT64);
+            }
+            if (!any) continue;
+            for (size_t k = 0; k < n->input_count; k++) {
+                int64_t v = n->inputs[k];
+                if (v >= 0 && tio__onnx_in_group(ins, k) && !f->is64[v] &&
+                    ox_is_int32(w, &g->values[v]))
+                    f->bound64[f->first[j] + k] = 1;
+            }
+            for (size_t k = 0; k < n->output_count; k++)
+                if (tio__onnx_in_group(outs, k)) ox_mark64(w, g, f, n->outputs[k]);
+        }
+    }
 }
 
 static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_error *err) {
@@ -353,8 +410,17 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_er
     f->casted = calloc(nv, 1);
     f->nohint = calloc(nv, 1);
     f->producer = malloc(nv * sizeof *f->producer);
+    f->is64 = calloc(nv, 1);
+    f->first = calloc(g->node_count + 1, sizeof *f->first);
+    size_t ni = 0;
+    for (size_t j = 0; f->first && j < g->node_count; j++) {
+        f->first[j] = ni;
+        ni += g->nodes[j].input_count;
+    }
+    f->bound64 = calloc(ni ? ni : 1, 1);
     uint8_t *other = calloc(nv, 1);
-    if (!f->widen || !f->cast || !f->casted || !f->nohint || !f->producer || !other) {
+    if (!f->widen || !f->cast || !f->casted || !f->nohint || !f->producer || !f->is64 ||
+        !f->first || !f->bound64 || !other) {
         free(other);
         return tio__nomem(err, OX_FMT);
     }
@@ -366,6 +432,7 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_er
         free(other);
         return TIO_OK;
     }
+    ox_bind64(w, g, f);
     /* a subgraph may capture any value by name: then nothing is widened in
      * place (a Cast serves the int64 uses) */
     bool subgraphs = false;
@@ -380,8 +447,8 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_er
         const tio_gnode *n = &g->nodes[j];
         for (size_t k = 0; k < n->input_count; k++) {
             int64_t v = n->inputs[k];
-            if (v < 0 || !ox_is_int32(w, &g->values[v])) continue;
-            if (ox_i64_use(w, n, k)) f->cast[v] = 1;
+            if (v < 0 || f->is64[v] || !ox_is_int32(w, &g->values[v])) continue;
+            if (ox_i64_use(w, f, g, j, k)) f->cast[v] = 1;
             else other[v] = 1;
         }
     }
@@ -402,8 +469,7 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_er
         }
         for (size_t k = 0; k < n->output_count; k++) {
             int64_t v = n->outputs[k];
-            if (v >= 0 && ox_is_int32(w, &g->values[v]) &&
-                (taint || (ox_default_domain(n) && tio__onnx_output_int64(n->op, k))))
+            if (v >= 0 && ox_is_int32(w, &g->values[v]) && (taint || f->is64[v]))
                 f->nohint[v] = 1;
         }
     }
@@ -730,11 +796,12 @@ static int ox_form_plan(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, con
 }
 
 static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_fix *f,
-                       const tio_gnode *n, tio_error *err) {
+                       size_t j, tio_error *err) {
+    const tio_gnode *n = &g->nodes[j];
     int rc = TIO_OK;
     for (size_t k = 0; !rc && k < n->input_count; k++) {
         int64_t v = n->inputs[k];
-        if (v >= 0 && f->cast[v] && !f->casted[v] && ox_i64_use(w, n, k)) {
+        if (v >= 0 && f->cast[v] && !f->casted[v] && ox_i64_use(w, f, g, j, k)) {
             rc = ox_put_cast(pw, g->values[v].name, err);
             f->casted[v] = 1;
         }
@@ -747,7 +814,7 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
         int64_t v = k < n->input_count ? n->inputs[k] : -1;
         if (k < 8 && fm.added[k]) {
             rc = tio__pb_put_string(pw, 1, fm.added[k], err);
-        } else if (v >= 0 && f->cast[v] && ox_i64_use(w, n, k)) {
+        } else if (v >= 0 && f->cast[v] && ox_i64_use(w, f, g, j, k)) {
             char *nm = ox_cast_name(g->values[v].name, ":int64");
             rc = nm ? tio__pb_put_string(pw, 1, nm, err) : tio__nomem(err, OX_FMT);
             free(nm);
@@ -777,7 +844,7 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
     int rc = ox_fix_plan(w, g, &f, err);
     if (!rc) rc = tio__pb_begin(pw, number, err);
     for (size_t j = 0; !rc && j < g->node_count; j++)
-        rc = ox_put_node(w, pw, g, &f, &g->nodes[j], err);
+        rc = ox_put_node(w, pw, g, &f, j, err);
     const char *gname = tio__kv_get(&g->meta, OX_META_GRAPH_NAME);
     if (!rc) rc = tio__pb_put_string(pw, 2, gname ? gname : (g->parent ? "body" : "main"), err);
     /* Initializers in the order of their tensors (the reader's order), not

@@ -13,7 +13,9 @@ Usage: /usr/bin/python3 test_convert_rten.py /path/to/tensio [--ort]
   shape, sha256); the same metadata, with ALLOWED differences below.
 - rten -> ONNX: every .v1.rten and .v2.rten vector converts to .onnx and
   onnx.checker.check_model(full_check=True) accepts it (Debian's python3-onnx);
-  so does ONNX -> rten -> ONNX of every .onnx vector (rten/*/ and tmfile/).
+  so does ONNX -> rten -> ONNX of every .onnx vector (rten/*/ and tmfile/),
+  and of a model built here whose Slice bounds and Reshape shape come from
+  Shape (int64 in ONNX, int32 in rten: shape_arith).
 - With --ort: each of those .onnx files of an rten vector runs in onnxruntime (npm's
   onnxruntime-node in tests/ort/node_modules, installed by
   scripts/install-ort.sh) on the vector's input_*.npy and gives its
@@ -224,6 +226,52 @@ def check_onnx_rten_onnx(src, vector_dir, tmp):
     check_onnx_file(out, vector_dir)
 
 
+def shape_arith(tmp):
+    """An ONNX model that computes Slice bounds and a Reshape shape from
+    Shape, as torch exports shufflenet's channel split: ONNX types all of
+    it int64, rten (after the int64 -> int32 narrowing) int32. The ONNX
+    written back from the .rten must bind them again (Add's B as its A,
+    Slice's starts and axes as its ends, Concat's inputs): it used to write
+    Add(int64, int32). Returns the model and a vector directory."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def const(name, vals):
+        return numpy_helper.from_array(np.array(vals, dtype=np.int64), name)
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["g"], axis=0),
+        helper.make_node("Add", ["g", "one"], ["a"]),
+        helper.make_node("Div", ["a", "two"], ["h"]),
+        helper.make_node("Slice", ["x", "zero", "h", "one"], ["y"]),
+        helper.make_node("Mul", ["h", "two"], ["m"]),
+        helper.make_node("Concat", ["one", "m"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["y", "shape"], ["z"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "shape_arith",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 7, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 2]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 8])],
+        [const("zero", [0]), const("one", [1]), const("two", [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    src = os.path.join(tmp, "shape_arith.onnx")
+    onnx.save(model, src)
+    vec = os.path.join(tmp, "shape_arith")
+    os.mkdir(vec)
+    x = np.arange(14, dtype=np.float32).reshape(1, 7, 2)
+    np.save(os.path.join(vec, "input_0.npy"), x)
+    np.save(os.path.join(vec, "expected_0.npy"), x[:, :4])
+    np.save(os.path.join(vec, "expected_1.npy"), x[:, :4].reshape(1, 8))
+    with open(os.path.join(vec, "reference_io.json"), "w") as f:
+        json.dump({"inputs": [{"name": "x", "file": "input_0.npy"}],
+                   "outputs": [{"name": "y", "file": "expected_0.npy"},
+                               {"name": "z", "file": "expected_1.npy"}]}, f)
+    return src, vec
+
+
 def run_in_ort(model, vector_dir):
     ort_dir = os.path.join(REPO, "tests", "ort")
     if not os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node")):
@@ -265,6 +313,9 @@ def main():
             case("onnx->rten tmfile/%s" % name, check_converts, name, "tmfile", tmp)
             case("onnx->rten->onnx tmfile/%s" % name, check_onnx_rten_onnx,
                  onnx_path(name, "tmfile"), None, tmp)
+        src, vec = shape_arith(tmp)
+        case("onnx->rten->onnx shape arithmetic (int64 from Shape)", check_onnx_rten_onnx, src,
+             vec, tmp)
     print("%d passed, %d failed" % (PASSED, FAILED))
     return 1 if FAILED else 0
 

@@ -2,10 +2,14 @@
 // Runs an .onnx model in onnxruntime (npm's onnxruntime-node, CPU) on a
 // vector's inputs and compares its outputs with the expected ones.
 //
-// Usage: node run_model.js MODEL.onnx VECTOR_DIR
+// Usage: node run_model.js [--write] MODEL.onnx VECTOR_DIR
 // VECTOR_DIR holds reference_io.json ({"inputs": [{name, file, dtype, shape}],
 // "outputs": [...]}) and the .npy files it names. Tolerance: |got - want| <=
-// 1e-4 + 1e-4 * |want|. Exit 0 when every output matches, 1 otherwise.
+// 1e-4 + 1e-4 * |want|. Exit 0 when every output matches, 1 otherwise; on
+// success prints "ok max_abs_diff=D" (D over every output).
+// --write: writes the model's outputs to the outputs' files instead (.npy
+// format 1.0; how tests/onnx/test_model_zoo.py gets onnxruntime's outputs on
+// the original model as the expected ones).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -38,10 +42,27 @@ function readNpy(file) {
   return new ort.Tensor(t[0], data, dims);
 }
 
+// An ort.Tensor as a .npy file (format 1.0, C order, little-endian).
+function writeNpy(file, t) {
+  const descr = Object.keys(TYPES).find((k) => TYPES[k][0] === t.type);
+  if (!descr) throw new Error(file + ': dtype ' + t.type);
+  const shape = '(' + t.dims.join(', ') + (t.dims.length === 1 ? ',)' : ')');
+  let header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ', }';
+  header += ' '.repeat(63 - ((10 + header.length) % 64)) + '\n';
+  const pre = Buffer.alloc(10);
+  pre.write('\x93NUMPY', 0, 'latin1');
+  pre[6] = 1;
+  pre.writeUInt16LE(header.length, 8);
+  const data = Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  fs.writeFileSync(file, Buffer.concat([pre, Buffer.from(header, 'latin1'), data]));
+}
+
 async function main() {
-  const [model, dir] = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const write = args[0] === '--write';
+  const [model, dir] = write ? args.slice(1) : args;
   if (!model || !dir) {
-    console.error('usage: run_model.js MODEL.onnx VECTOR_DIR');
+    console.error('usage: run_model.js [--write] MODEL.onnx VECTOR_DIR');
     process.exit(2);
   }
   const io = JSON.parse(fs.readFileSync(path.join(dir, 'reference_io.json'), 'utf8'));
@@ -49,7 +70,15 @@ async function main() {
   const feeds = {};
   for (const i of io.inputs) feeds[i.name] = readNpy(path.join(dir, i.file));
   const results = await session.run(feeds);
+  if (write) {
+    for (const o of io.outputs) {
+      if (!results[o.name]) throw new Error(o.name + ': no such output');
+      writeNpy(path.join(dir, o.file), results[o.name]);
+    }
+    process.exit(0);
+  }
   let bad = 0;
+  let maxAbs = 0;
   for (const o of io.outputs) {
     const want = readNpy(path.join(dir, o.file));
     const got = results[o.name];
@@ -67,6 +96,7 @@ async function main() {
     for (let k = 0; k < want.data.length; k++) {
       const g = Number(got.data[k]);
       const w = Number(want.data[k]);
+      maxAbs = Math.max(maxAbs, Number.isNaN(g - w) ? Infinity : Math.abs(g - w));
       const d = Math.abs(g - w) - (1e-4 + 1e-4 * Math.abs(w));
       if (!(d <= 0)) worst = Math.max(worst, Number.isNaN(d) ? Infinity : d);
     }
@@ -75,7 +105,7 @@ async function main() {
       bad++;
     }
   }
-  console.log(bad ? 'FAIL' : 'ok');
+  console.log(bad ? 'FAIL' : 'ok max_abs_diff=' + maxAbs);
   process.exit(bad ? 1 : 0);
 }
 
