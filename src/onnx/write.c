@@ -660,6 +660,37 @@ static int ox_form_refuse(const ox_writer *w, const tio_graph *g, const tio_gnod
 /* Softmax, LogSoftmax, Hardmax: before opset 13 `axis` (default 1) splits
  * the input into 2-D; from 13 it is one axis (default -1). The two agree on
  * the last axis only: written as axis -1. */
+/* Operators whose output 0 has the type of input 0. */
+static bool ox_keeps_type(const char *op) {
+    static const char *const ops[] = {
+        "Abs", "Add", "AveragePool", "BatchNormalization", "Clip", "Concat", "Conv",
+        "ConvTranspose", "Div", "Dropout", "Elu", "Erf", "Exp", "Expand", "Flatten", "Gather",
+        "Gemm", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "Identity",
+        "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Log", "MatMul", "Max",
+        "MaxPool", "Min", "Mul", "Neg", "Pad", "Pow", "PRelu", "ReduceMax", "ReduceMean",
+        "ReduceMin", "ReduceSum", "Relu", "Reshape", "Resize", "Selu", "Sigmoid", "Slice",
+        "Softmax", "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Tile", "Transpose", "Unsqueeze",
+        "Upsample"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(ops[i], op) == 0) return true;
+    return false;
+}
+
+/* Value v's element type: recorded, or followed up through operators that
+ * keep their input's type; TIO_DTYPE_INVALID when not known. */
+static tio_dtype ox_type_of(const ox_writer *w, const tio_graph *g, const ox_fix *f, int64_t v) {
+    for (size_t steps = 0; v >= 0 && steps <= g->node_count; steps++) {
+        tio_dtype d = ox_dtype(w, &g->values[v]);
+        if (d != TIO_DTYPE_INVALID) return d;
+        int64_t j = f->producer[v];
+        if (j < 0 || !ox_default_domain(&g->nodes[j]) || !ox_keeps_type(g->nodes[j].op) ||
+            !g->nodes[j].input_count)
+            return TIO_DTYPE_INVALID;
+        v = g->nodes[j].inputs[0];
+    }
+    return TIO_DTYPE_INVALID;
+}
+
 /* The rank of value v when known: recorded, or the output of a Flatten (2)
  * or of a Reshape to a constant shape; -1 otherwise. */
 static int64_t ox_rank(const ox_writer *w, const tio_graph *g, const ox_fix *f, int64_t v) {
@@ -729,7 +760,7 @@ static int ox_form_plan(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, con
                 return ox_form_refuse(w, g, n, err, "an attribute of an unexpected type");
             int64_t x = n->input_count && n->inputs[0] >= 0 ? n->inputs[0] : -1;
             if (e->type == TIO_ATTR_FLOAT && strcmp(n->op, "Dropout") != 0 &&
-                (x < 0 || g->values[x].dtype != TIO_FLOAT32)) {
+                ox_type_of(w, g, f, x) != TIO_FLOAT32) {
                 snprintf(why, sizeof why,
                          "'%s' becomes an input of the input's type, which is not known to "
                          "be float32",

@@ -126,12 +126,16 @@ def check(mods, arch, opset, tmp):
     assert "Constant" not in ops, "a Constant operator is left in the .rten"
     tensio("convert", "--force", rten, back)
     tensio("convert", "--force", src, same)
+    # the export written at the other opset (--opset): 11 -> 13, 13 -> 11
+    other = os.path.join(d, "other.onnx")
+    tensio("convert", "--force", "--opset", str(24 - opset), src, other)
     diffs = []
-    for path in (back, same):
+    for path in (back, same, other):
         onnx.checker.check_model(onnx.load(path), full_check=True)
         diffs.append(run_ort(path, d))
-    return "%d onnx nodes, %d rten ops; max |diff| back %.3g, same %.3g" % (
-        len(onnx.load(src, load_external_data=False).graph.node), len(ops), diffs[0], diffs[1])
+    return "%d onnx nodes, %d rten ops; max |diff| back %.3g, same %.3g, opset %d %.3g" % (
+        len(onnx.load(src, load_external_data=False).graph.node), len(ops), diffs[0], diffs[1],
+        24 - opset, diffs[2])
 
 
 def main():

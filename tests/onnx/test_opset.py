@@ -1,0 +1,240 @@
+#!/usr/bin/python3
+"""ONNX written at another opset: `tensio convert --opset N`.
+
+Usage: /usr/bin/python3 test_opset.py /path/to/tensio
+
+Small models, each built with Debian's python3-onnx at a source opset in the
+form that opset gives an operator (Squeeze/Unsqueeze axes, Clip min/max,
+Slice, Pad, Split, TopK, ReduceSum/ReduceMean axes, Dropout ratio as
+attributes or as inputs; Softmax's axis before and after opset 13), are
+written by tensio at every target opset from 9 to 21 where the operator
+exists. Each result passes onnx.checker (full_check, opsets up to 17, what
+python3-onnx 1.12 knows) and runs in onnxruntime (npm's onnxruntime-node,
+tests/ort/run_model.js) on the same random input, giving the source model's
+outputs (abs 1e-4 + rel 1e-4). The cases opset N cannot express are refused
+with a message that says why, and no file is left behind. The last line
+printed is "N passed, M failed"; the exit status is non-zero on any failure.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+if len(sys.argv) != 2:
+    print("usage: test_opset.py /path/to/tensio", file=sys.stderr)
+    sys.exit(2)
+TENSIO = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUN_MODEL = os.path.join(os.path.dirname(HERE), "ort", "run_model.js")
+TARGETS = [9, 10, 11, 12, 13, 17, 18, 21]
+CHECKER_MAX = 17
+
+passed = failed = 0
+
+
+def ok(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what)
+    return cond
+
+
+def const(name, values, dtype=np.int64):
+    return numpy_helper.from_array(np.array(values, dtype=dtype), name)
+
+
+def model(name, opset, nodes, inits, x_shape, outputs, shapes=None):
+    """A graph with float input x of x_shape and outputs `outputs` (float;
+    "idx" int64), their shapes from `shapes` or shape inference."""
+    g = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT if o != "idx" else TensorProto.INT64,
+                                       (shapes or {}).get(o)) for o in outputs],
+        initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                          producer_name="tensio-test")
+    m.ir_version = 7
+    # the outputs' shapes, as onnx's shape inference gives them (the checker
+    # of python3-onnx 1.12 wants one)
+    m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+N = helper.make_node
+X4 = [2, 3, 4, 5]
+
+
+def cases():
+    """(name, source opset, ModelProto, targets expected to refuse: {opset: words})"""
+    out = []
+    # Squeeze / Unsqueeze: axes an attribute before 13, an input from 13
+    out.append(("squeeze_attr", 11, model("sq", 11, [
+        N("Unsqueeze", ["x"], ["u"], axes=[0]), N("Squeeze", ["u"], ["y"], axes=[0])],
+        [], X4, ["y"]), {}))
+    out.append(("squeeze_input", 13, model("sq", 13, [
+        N("Unsqueeze", ["x", "ax"], ["u"]), N("Squeeze", ["u", "ax"], ["y"])],
+        [const("ax", [0])], X4, ["y"]), {}))
+    # a chain: the intermediate values' types are not recorded (Clip's
+    # min/max take the input's type: followed up to x)
+    out.append(("chain_attr", 10, model("chain", 10, [
+        N("Unsqueeze", ["x"], ["u"], axes=[0]), N("Clip", ["u"], ["c"], min=-0.5, max=0.5),
+        N("Squeeze", ["c"], ["y"], axes=[0])], [], X4, ["y"]), {}))
+    # Clip: min/max attributes before 11
+    out.append(("clip_attr", 10, model("clip", 10, [N("Clip", ["x"], ["y"], min=-0.5, max=0.5)],
+                                       [], X4, ["y"]), {}))
+    out.append(("clip_input", 13, model("clip", 13, [N("Clip", ["x", "lo", "hi"], ["y"])],
+                                        [const("lo", -0.25, np.float32),
+                                         const("hi", 0.75, np.float32)], X4, ["y"]), {}))
+    # Slice: attributes before 10; steps only from 10
+    out.append(("slice_attr", 9, model("slice", 9, [
+        N("Slice", ["x"], ["y"], starts=[1, 0], ends=[3, 2], axes=[1, 3])], [], X4, ["y"]), {}))
+    out.append(("slice_input", 13, model("slice", 13, [
+        N("Slice", ["x", "s", "e", "a", "st"], ["y"])],
+        [const("s", [1, 0]), const("e", [3, 2]), const("a", [1, 3]), const("st", [1, 1])],
+        X4, ["y"]), {}))
+    out.append(("slice_steps", 13, model("slice", 13, [
+        N("Slice", ["x", "s", "e", "a", "st"], ["y"])],
+        [const("s", [0]), const("e", [5]), const("a", [3]), const("st", [2])], X4, ["y"]),
+        {9: "exists from opset 10 only"}))
+    # Pad: pads/value attributes before 11
+    out.append(("pad_attr", 10, model("pad", 10, [
+        N("Pad", ["x"], ["y"], pads=[0, 0, 1, 2, 0, 0, 1, 0], value=1.5)], [], X4, ["y"]), {}))
+    out.append(("pad_input", 13, model("pad", 13, [N("Pad", ["x", "p", "v"], ["y"])],
+                                       [const("p", [0, 1, 0, 0, 0, 0, 2, 1]),
+                                        const("v", 0.5, np.float32)], X4, ["y"]), {}))
+    # Split: split an attribute before 13
+    out.append(("split_attr", 11, model("split", 11, [
+        N("Split", ["x"], ["y0", "y1"], axis=1, split=[1, 2])], [], X4, ["y0", "y1"]), {}))
+    out.append(("split_input", 13, model("split", 13, [
+        N("Split", ["x", "sp"], ["y0", "y1"], axis=3)], [const("sp", [2, 3])], X4,
+        ["y0", "y1"]), {}))
+    # TopK: k an attribute before 10
+    out.append(("topk_attr", 9, model("topk", 9, [N("TopK", ["x"], ["y", "idx"], k=2, axis=-1)],
+                                      [], X4, ["y", "idx"]), {}))
+    out.append(("topk_input", 11, model("topk", 11, [N("TopK", ["x", "k"], ["y", "idx"])],
+                                        [const("k", [3])], X4, ["y", "idx"]), {}))
+    # ReduceSum: axes an input from 13; ReduceMean from 18
+    out.append(("reduce_attr", 11, model("red", 11, [
+        N("ReduceSum", ["x"], ["s"], axes=[1], keepdims=0),
+        N("ReduceMean", ["s"], ["y"], axes=[-1], keepdims=1)], [], X4, ["y"]), {}))
+    out.append(("reduce_input", 13, model("red", 13, [
+        N("ReduceSum", ["x", "ax"], ["s"], keepdims=0),
+        N("ReduceMean", ["s"], ["y"], axes=[0, 2])], [const("ax", [2])], X4, ["y"]), {}))
+    # Dropout: ratio an input from 12 (inference: the identity)
+    out.append(("dropout_attr", 11, model("drop", 11, [N("Dropout", ["x"], ["y"], ratio=0.3)],
+                                          [], X4, ["y"]), {}))
+    out.append(("dropout_input", 13, model("drop", 13, [N("Dropout", ["x", "r"], ["y"])],
+                                           [const("r", 0.2, np.float32)], X4, ["y"]), {}))
+    # Softmax: the axis changed meaning at 13; they agree on the last axis
+    out.append(("softmax_last", 11, model("sm", 11, [N("Softmax", ["x"], ["y"], axis=3)],
+                                          [], X4, ["y"]), {}))
+    out.append(("softmax_flatten", 11, model("sm", 11, [
+        N("Flatten", ["x"], ["f"], axis=2), N("Softmax", ["f"], ["y"])], [], X4, ["y"]), {}))
+    out.append(("softmax_axis1", 11, model("sm", 11, [N("Softmax", ["x"], ["y"], axis=1)],
+                                           [], X4, ["y"]),
+                {t: "meaning of its axis changed" for t in TARGETS if t >= 13}))
+    out.append(("softmax13_axis1", 13, model("sm", 13, [N("Softmax", ["x"], ["y"], axis=1)],
+                                             [], X4, ["y"]),
+                {t: "meaning of its axis changed" for t in TARGETS if t < 13}))
+    # computed at run time: cannot become an attribute
+    out.append(("squeeze_computed", 13, model("sq", 13, [
+        N("Shape", ["x"], ["sh"]), N("Slice", ["sh", "z", "one"], ["n"]),
+        N("Sub", ["n", "two"], ["ax"]),
+        N("Unsqueeze", ["x", "ax"], ["y"])],
+        [const("z", [0]), const("one", [1]), const("two", [2])], X4, ["y"],
+        {"y": [1] + X4}),
+        {t: "computed at run time" for t in TARGETS if t < 13}))
+    # an operator the opset lacks; an attribute introduced later
+    out.append(("layernorm", 17, model("ln", 17, [
+        N("LayerNormalization", ["x", "sc", "b"], ["y"], axis=-1)],
+        [const("sc", np.ones(5), np.float32), const("b", np.zeros(5), np.float32)], X4, ["y"]),
+        {t: "LayerNormalization (from opset 17)" for t in TARGETS if t < 17}))
+    out.append(("constant_ints", 13, model("ci", 13, [
+        N("Constant", [], ["shape"], value_ints=[2, 60]), N("Reshape", ["x", "shape"], ["y"])],
+        [], X4, ["y"], {"y": [2, 60]}), {t: "value_int(s)" for t in TARGETS if t < 12}))
+    return out
+
+
+def tensio(*args):
+    return subprocess.run([TENSIO] + list(args), capture_output=True, text=True)
+
+
+def run_ort(path, vdir, write=False):
+    r = subprocess.run(["node", RUN_MODEL] + (["--write"] if write else []) + [path, vdir],
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode, (r.stdout + r.stderr).strip()
+
+
+def write_vector(vdir, m):
+    """reference_io.json and a random input; outputs filled by --write."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(X4).astype(np.float32)
+    np.save(os.path.join(vdir, "input_x.npy"), x)
+    io = {"inputs": [{"name": "x", "file": "input_x.npy", "dtype": "float32", "shape": X4}],
+          "outputs": [{"name": o.name, "file": "expected_%s.npy" % o.name}
+                      for o in m.graph.output]}
+    with open(os.path.join(vdir, "reference_io.json"), "w") as f:
+        json.dump(io, f)
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="tio-opset-") as tmp:
+        for name, src, m, refuse in cases():
+            vdir = os.path.join(tmp, name)
+            os.mkdir(vdir)
+            srcp = os.path.join(vdir, "src.onnx")
+            onnx.save(m, srcp)
+            write_vector(vdir, m)
+            rc, msg = run_ort(srcp, vdir, write=True)
+            if not ok(rc == 0, "%s: onnxruntime on the source model: %s" % (name, msg)):
+                continue
+            for t in TARGETS:
+                out = os.path.join(vdir, "o%d.onnx" % t)
+                r = tensio("convert", "--no-sync", "--opset", str(t), srcp, out)
+                what = "%s (opset %d) -> opset %d" % (name, src, t)
+                if t in refuse:
+                    ok(r.returncode == 1 and refuse[t] in r.stderr and not os.path.exists(out),
+                       "%s: expected a refusal with '%s', got exit %d: %s" %
+                       (what, refuse[t], r.returncode, r.stderr.strip()))
+                    continue
+                if not ok(r.returncode == 0, "%s: %s" % (what, r.stderr.strip())):
+                    continue
+                w = onnx.load(out)
+                ok([(o.domain, o.version) for o in w.opset_import] == [("", t)],
+                   "%s: opset_import %s" % (what, w.opset_import))
+                if t <= CHECKER_MAX:
+                    try:
+                        onnx.checker.check_model(w, full_check=True)
+                        ok(True, what)
+                    except Exception as e:  # noqa: BLE001 - the checker's own errors
+                        ok(False, "%s: checker: %s" % (what, str(e).splitlines()[0]))
+                rc, msg = run_ort(out, vdir)
+                ok(rc == 0, "%s: onnxruntime: %s" % (what, msg))
+            print("%s (opset %d): done" % (name, src))
+    # the option's own errors
+    with tempfile.TemporaryDirectory(prefix="tio-opset-") as tmp:
+        src = os.path.join(tmp, "m.onnx")
+        onnx.save(cases()[0][2], src)
+        for bad, words in (("5", "from 7 to 23"), ("99", "from 7 to 23")):
+            r = tensio("convert", "--opset", bad, src, os.path.join(tmp, "o.onnx"))
+            ok(r.returncode == 1 and words in r.stderr, "--opset %s: %s" % (bad, r.stderr))
+        r = tensio("convert", "--opset", "x1", src, os.path.join(tmp, "o.onnx"))
+        ok(r.returncode == 2 and "expected a number" in r.stderr, "--opset x1: %s" % r.stderr)
+        r = tensio("convert", "--opset", "13", src, os.path.join(tmp, "o.rten"))
+        ok(r.returncode != 0 and "opset" in r.stderr, "--opset to rten: %s" % r.stderr)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
