@@ -19,7 +19,10 @@ Usage: /usr/bin/python3 test_convert_rten.py /path/to/tensio [--ort]
 - With --ort: each of those .onnx files of an rten vector runs in onnxruntime (npm's
   onnxruntime-node in tests/ort/node_modules, installed by
   scripts/install-ort.sh) on the vector's input_*.npy and gives its
-  expected_*.npy (abs 1e-4 + rel 1e-4; tests/ort/run_model.js). A missing
+  expected_*.npy (abs 1e-4 + rel 1e-4; tests/ort/run_model.js). For the
+  tmfile vectors, the .onnx and its ONNX -> rten -> ONNX run on the inputs
+  Tengine ran (tmfile/<name>.in*.bin) and give the outputs Tengine computed
+  from the tmfile convert_tool made of that .onnx (<name>.out*.bin). A missing
   onnxruntime fails, it is not skipped.
 
 Vectors are found like the C tests find them ($TIO_TEST_VECTORS, then
@@ -272,6 +275,43 @@ def shape_arith(tmp):
     return src, vec
 
 
+def tmfile_vector(name, tmp):
+    """A vector directory for tmfile/<name>.onnx from its manifest: the inputs
+    Tengine ran (<name>.in<j>.bin, raw float32) and the outputs it computed
+    from the tmfile convert_tool made of that .onnx (<name>.out<k>.bin), as
+    .npy files and reference_io.json. None when a file is missing."""
+    import numpy as np
+
+    man = find(os.path.join("tmfile", name + ".json"))
+    if not man:
+        return None
+    with open(man) as f:
+        m = json.load(f)
+    d = os.path.join(tmp, "tmfile-io-" + name)
+    os.makedirs(d, exist_ok=True)
+    io = {"inputs": [], "outputs": []}
+    for kind, key in (("inputs", "onnx_name"), ("outputs", "name")):
+        for k, e in enumerate(m[kind]):
+            raw = find(os.path.join("tmfile", e["file"]))
+            if not raw:
+                return None
+            a = np.fromfile(raw, dtype="<f4").reshape(e["dims"])
+            npy = "%s_%d.npy" % (kind, k)
+            np.save(os.path.join(d, npy), a)
+            io[kind].append({"name": e[key], "file": npy, "dtype": "float32",
+                             "shape": e["dims"]})
+    with open(os.path.join(d, "reference_io.json"), "w") as f:
+        json.dump(io, f)
+    return d
+
+
+def check_tmfile_onnx_ort(name, vector_dir):
+    """The tmfile vector's .onnx itself in onnxruntime gives Tengine's output
+    (both the reference and the path through tensio agree with the engine
+    the tmfile came from)."""
+    run_in_ort(onnx_path(name, "tmfile"), vector_dir)
+
+
 def run_in_ort(model, vector_dir):
     ort_dir = os.path.join(REPO, "tests", "ort")
     if not os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node")):
@@ -311,8 +351,14 @@ def main():
                 print("SKIPPED: tmfile/%s.onnx" % name)
                 continue
             case("onnx->rten tmfile/%s" % name, check_converts, name, "tmfile", tmp)
+            vec = tmfile_vector(name, tmp) if ORT else None
+            if ORT and not vec:
+                print("SKIPPED: tmfile/%s in onnxruntime (inputs/outputs missing)" % name)
+            if vec:
+                case("tmfile/%s.onnx in onnxruntime gives Tengine's output" % name,
+                     check_tmfile_onnx_ort, name, vec)
             case("onnx->rten->onnx tmfile/%s" % name, check_onnx_rten_onnx,
-                 onnx_path(name, "tmfile"), None, tmp)
+                 onnx_path(name, "tmfile"), vec, tmp)
         src, vec = shape_arith(tmp)
         case("onnx->rten->onnx shape arithmetic (int64 from Shape)", check_onnx_rten_onnx, src,
              vec, tmp)
