@@ -39,6 +39,13 @@ void bn_size_label(uint64_t n, char *out, size_t cap);
 const char *bn_opt(int argc, char **argv, const char *name, const char *def);
 int bn_flag(int argc, char **argv, const char *name);
 
+/* Memory of a process (KiB), from /proc/PID/status. bn_mem_sample raises
+ * each field of m to the current value where that is higher (peaks). */
+typedef struct bn_mem {
+    uint64_t anon, file, shmem; /* RssAnon, RssFile, RssShmem */
+} bn_mem;
+void bn_mem_sample(int pid, bn_mem *m);
+
 /* Prints "tio_bench: <msg>" to stderr and returns 1. */
 int bn_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

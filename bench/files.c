@@ -12,13 +12,19 @@
  *                                             TIO_SAVE_NO_SYNC unless --sync), each
  *                                             repetition after a raw write() of the
  *                                             same bytes (base:write[+fsync])
- *   files spawn --case C --group G --subject S --out PATH [--warm B] -- CMD ARGS...
+ *   files spawn --case C --group G --subject S --out PATH [--warm B] [--bytes-of FILE]
+ *               -- CMD ARGS...
  *       runs CMD once per repetition (PATH removed before each) and reports its
  *       wall time and its peak memory, sampled from /proc/PID/status: RssAnon,
  *       RssFile, RssShmem, and the kernel's peak RSS (VmHWM via wait4). --warm
- *       touches and frees B bytes first (see warm_memory).
+ *       touches and frees B bytes first (see warm_memory). The bytes reported
+ *       are OUT's size, or that of FILE with --bytes-of FILE (CMD's input, for
+ *       a command whose output is small, such as a digest).
  *   files convert-once IN OUT FORMAT          open + save, once (spawned by run.sh
  *                                             through `files spawn`)
+ *   files sha256-once IN OUT                  baseline: mmap IN, SHA-256 of the whole
+ *                                             mapping in one EVP_Digest, hex to OUT
+ *                                             (what rten's onnx_hash costs)
  *
  * --cold evicts the file from the page cache (posix_fadvise DONTNEED, untimed)
  * before each repetition; otherwise the cache is warm (a warm-up pass reads it). */
@@ -31,6 +37,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -326,34 +333,6 @@ static int cmd_write(bn_ctx *x, int argc, char **argv, const char *group) {
 
 /* ------------------------------------------------------------ spawn */
 
-typedef struct mem_peak {
-    uint64_t anon, file, shmem; /* KiB */
-} mem_peak;
-
-static void sample(pid_t pid, mem_peak *m) {
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return;
-    ssize_t k = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (k <= 0) return;
-    buf[k] = '\0';
-    static const struct {
-        const char *key;
-        size_t off;
-    } keys[] = {{"RssAnon:", offsetof(mem_peak, anon)},
-                {"RssFile:", offsetof(mem_peak, file)},
-                {"RssShmem:", offsetof(mem_peak, shmem)}};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        const char *p = strstr(buf, keys[i].key);
-        if (!p) continue;
-        uint64_t v = strtoull(p + strlen(keys[i].key), NULL, 10);
-        uint64_t *slot = (uint64_t *)(void *)((char *)m + keys[i].off);
-        if (v > *slot) *slot = v;
-    }
-}
-
 static int cmd_spawn(bn_ctx *x, int argc, char **argv) {
     const char *cas = bn_opt(argc, argv, "--case", "convert");
     const char *group = bn_opt(argc, argv, "--group", "-");
@@ -363,13 +342,14 @@ static int cmd_spawn(bn_ctx *x, int argc, char **argv) {
     while (dd < argc && strcmp(argv[dd], "--") != 0) dd++;
     if (!subject || !out || dd + 1 >= argc) return bn_fail("spawn: --subject --out -- CMD");
     char **cmd = argv + dd + 1;
+    const char *bytes_of = bn_opt(argc, argv, "--bytes-of", out);
     uint64_t warm = bn_parse_size(bn_opt(argc, argv, "--warm", "0"));
-    mem_peak worst = {0, 0, 0};
+    bn_mem worst = {0, 0, 0};
     long worst_hwm = 0;
     for (int r = -x->warmup; r < x->reps; r++) {
         unlink(out);
         if (warm) warm_memory(warm);
-        mem_peak m = {0, 0, 0};
+        bn_mem m = {0, 0, 0};
         struct rusage ru;
         int status = 0;
         double t0 = bn_now();
@@ -383,14 +363,14 @@ static int cmd_spawn(bn_ctx *x, int argc, char **argv) {
             pid_t w = wait4(pid, &status, WNOHANG, &ru);
             if (w == pid) break;
             if (w < 0 && errno != EINTR) return bn_fail("wait4: %s", strerror(errno));
-            sample(pid, &m);
+            bn_mem_sample((int)pid, &m);
             struct timespec ts = {0, 500000};
             nanosleep(&ts, NULL);
         }
         double t1 = bn_now();
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
             return bn_fail("spawn: %s failed (status %d)", cmd[0], status);
-        uint64_t sz = file_size(out);
+        uint64_t sz = file_size(bytes_of);
         if (r >= 0) {
             bn_emit(cas, group, subject, t1 - t0, sz, 1);
             if (m.anon > worst.anon) worst.anon = m.anon;
@@ -418,6 +398,24 @@ static int cmd_convert_once(const char *in, const char *out, const char *format)
     return rc;
 }
 
+static int cmd_sha256_once(const char *in, const char *out) {
+    int fd = open(in, O_RDONLY);
+    if (fd < 0) return bn_fail("%s: %s", in, strerror(errno));
+    size_t n = (size_t)file_size(in);
+    void *p = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    close(fd);
+    if (p == MAP_FAILED) return bn_fail("%s: mmap: %s", in, strerror(errno));
+    unsigned char md[32];
+    unsigned int len = 0;
+    int ok = EVP_Digest(p ? p : "", n, md, &len, EVP_sha256(), NULL) == 1;
+    if (p) munmap(p, n);
+    FILE *f = fopen(out, "w");
+    if (!f) return bn_fail("%s: %s", out, strerror(errno));
+    for (unsigned i = 0; i < len; i++) fprintf(f, "%02x", md[i]);
+    fputc('\n', f);
+    return fclose(f) == 0 && ok ? 0 : bn_fail("%s: sha256 failed", out);
+}
+
 int bn_cmd_files(bn_ctx *x, int argc, char **argv) {
     if (argc < 2) return bn_fail("files: which case?");
     const char *what = argv[1];
@@ -433,5 +431,6 @@ int bn_cmd_files(bn_ctx *x, int argc, char **argv) {
     if (strcmp(what, "spawn") == 0) return cmd_spawn(x, argc, argv);
     if (strcmp(what, "convert-once") == 0 && argc > 4)
         return cmd_convert_once(argv[2], argv[3], argv[4]);
+    if (strcmp(what, "sha256-once") == 0 && argc > 3) return cmd_sha256_once(argv[2], argv[3]);
     return bn_fail("files: unknown case or missing path: %s", what);
 }

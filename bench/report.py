@@ -81,6 +81,10 @@ def fr(x):
     return "—" if x is None else f"{x:.2f}×"
 
 
+def fmt_bytes(n):
+    return f"{n / 1048576:.1f} MiB" if n >= 1048576 else f"{n / 1024:.1f} KiB"
+
+
 def row(cells):
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
@@ -118,6 +122,118 @@ def lowest(worst, r, s, g):
     if r is None or (worst is not None and worst[0] <= r):
         return worst
     return (r, s, g)
+
+
+CONVERT_HEAD = ["conversion", "subject", "median", "min", "max", "GB/s", "vs cp", "anon",
+                "file", "shmem", "max RSS"]
+
+
+def convert_rows(case, group_list, rows, goals, what, plot, extra=None):
+    """The rows of a conversion table (CONVERT_HEAD) for the groups of case,
+    plot(g, s, key) for each, and the goals named `what` over them all: the
+    slowest tensio subject ≥ 0.7× cp (extra as in Goals.ratio), the largest
+    peak of anonymous memory < 64 MiB."""
+    worst = worst_mem = None
+    for g in group_list:
+        for s in subjects(case, g):
+            k = (case, g, s)
+            fa = FACTS.get(k, {})
+            mib = lambda key: f"{int(fa.get(key, 0)) / 1024:.1f}"
+            r = ratio(case, g, s, "base:cp")
+            rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", fr(r), mib("peak_anon_kib"),
+                                             mib("peak_file_kib"), mib("peak_shmem_kib"),
+                                             mib("maxrss_kib")])
+            plot(g, s, k)
+            if s.startswith("tensio"):
+                worst = lowest(worst, r, s, g)
+                anon = int(fa.get("peak_anon_kib", 0)) / 1024
+                if worst_mem is None or anon > worst_mem[0]:
+                    worst_mem = (anon, s, g)
+    goals.ratio(what, "≥ 0.7× cp", worst, 0.7, extra)
+    if worst_mem:
+        goals.add(f"{what}, peak anonymous memory", "< 64 MiB", f"{worst_mem[0]:.1f} MiB",
+                  worst_mem[0] < 64, f"largest: {worst_mem[1]} ({worst_mem[2]})")
+
+
+def onnx_section(md, goals, plots):
+    """8. ONNX: open + list of a generated .onnx against python3-onnx's
+    onnx.load of the same file, and ONNX ⇄ rten conversions against cp."""
+    big = small = None
+    rows = []
+    plot = []
+    for g in groups("onnx"):
+        k = ("onnx", g, "tensio")
+        if k not in RUNS:
+            continue
+        fa = FACTS.get(k, {})
+        if big is None:
+            big = g  # run.sh measures the model of BENCH_MODEL_SIZE first
+        elif small is None:
+            small = g
+        for s in subjects("onnx", g):
+            fk = FACTS.get(("onnx", g, s), {})
+            n = int(fa.get("constants", 0)) if s == "tensio" else RUNS[("onnx", g, s)][0][2]
+            anon = (f"{int(fk['anon_kib']) / 1024:.1f}" if "anon_kib" in fk else "")
+            peak = (f"{int(fk['maxrss_kib']) / 1024:.1f}" if "maxrss_kib" in fk else "")
+            rows.append([g, "tensio: open + list" if s == "tensio" else s, n,
+                         fmt_bytes(int(fa.get("file_bytes", 0)))] + stats(("onnx", g, s)) +
+                        [fmt_time(med(("onnx", g, s)) / max(n, 1)), anon, peak,
+                         fr(ratio("onnx", g, s, "base:onnx.load"))])
+            plot.append(("median", f"{g.split(',')[-1].strip()}: "
+                         f"{'open + list' if s == 'tensio' else s}", med(("onnx", g, s)) * 1e3))
+    missing = [f"`{s}` not measured: {fa['missing']}" for (c, g, s), fa in FACTS.items()
+               if c == "onnx" and "missing" in fa]
+    md.append("## 8. ONNX\n\nA generated model (a chain of `Add` nodes, one float32 "
+              "initializer each, written by tensio as `raw_data`). *Open + list*: "
+              "`tio_open` and every node, value and initializer's name, dtype, shape and "
+              "size, as in section 6, in this process; *anon* is its RssAnon at the end "
+              "(before the free): what the open allocated, the data staying in the mapped "
+              "file. The same initializers of 4 KiB each show what the open costs without "
+              "the bytes (the goal is met when the large file takes at most 4× its time, "
+              "for some 250× the bytes, and the open allocates less than 64 MiB). Baseline: `onnx.load` (Debian's python3-onnx, protobuf's C++ "
+              "implementation) of the same file and a loop over its initializers, in one "
+              "Python process (import not timed); *peak* is that process's max RSS.\n")
+    md.append(table(["model", "subject", "initializers", "file", "median", "min", "max",
+                     "per initializer", "anon MiB", "peak MiB", "vs onnx.load"], rows))
+    if missing:
+        md.append("\n" + "; ".join(missing) + ".\n")
+    if big and small:
+        tb, ts = med(("onnx", big, "tensio")), med(("onnx", small, "tensio"))
+        fb = FACTS[("onnx", big, "tensio")]
+        fs = FACTS[("onnx", small, "tensio")]
+        bytes_x = int(fb.get("file_bytes", 1)) / max(int(fs.get("file_bytes", 1)), 1)
+        anon = int(fb.get("anon_kib", 0)) / 1024
+        load = ("onnx", big, "base:onnx.load")
+        note = (f"{fmt_time(tb)} for {big}, {fmt_time(ts)} for {small} ({bytes_x:.0f}× "
+                f"fewer bytes); RssAnon {anon:.1f} MiB")
+        if load in RUNS:
+            note += (f"; onnx.load {fmt_time(med(load))}, peak RSS "
+                     f"{int(FACTS[load].get('maxrss_kib', 0)) / 1024:.0f} MiB")
+        goals.add("ONNX open + list", "O(initializers), zero-copy",
+                  f"{tb / ts:.2f}× the time for {bytes_x:.0f}× the bytes",
+                  tb / ts <= 4 and anon < 64, note)
+
+    rows = []
+    for g in ("onnx→rten", "rten→onnx"):
+        if g not in groups("onnx"):
+            continue
+        hashed = (lambda w: f"; SHA-256 of the input alone: "
+                  f"{fr(ratio('onnx', g, 'base:sha256', 'base:cp'))} cp"
+                  if ("onnx", g, "base:sha256") in RUNS else "")
+        convert_rows("onnx", [g], rows, goals, f"{g.replace('onnx', 'ONNX')} convert",
+                     lambda g, s, k: plot.append(("median", f"{g}: {s}", med(k) * 1e3)),
+                     hashed)
+    if rows:
+        md.append("\nConversions, one process per repetition as in section 4 (input in the "
+                  "page cache, output written where section 4 writes): `tensio:cli` is "
+                  "`tensio convert --no-sync`, `tensio:lib` `tio_open` + `tio_save`, "
+                  "`base:cp` `cp` of the input. An .rten written from ONNX carries "
+                  "`onnx_hash`, the SHA-256 of the whole .onnx (as rten-convert writes it): "
+                  "`base:sha256` is that hash alone (the input mapped, one OpenSSL `EVP_Digest` "
+                  "over it, in a process of its own). GB/s counts "
+                  "the bytes written (for `base:sha256`, read).\n")
+        md.append(table(CONVERT_HEAD, rows))
+    plots["onnx"] = plot
 
 
 def main():
@@ -225,23 +341,8 @@ def main():
     if groups("convert"):
         rows = []
         plot = []
-        worst = None
-        worst_mem = None
-        for g in groups("convert"):
-            for s in subjects("convert", g):
-                k = ("convert", g, s)
-                fa = FACTS.get(k, {})
-                mib = lambda key: f"{int(fa.get(key, 0)) / 1024:.1f}"
-                r = ratio("convert", g, s, "base:cp")
-                rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", fr(r), mib("peak_anon_kib"),
-                                                 mib("peak_file_kib"), mib("peak_shmem_kib"),
-                                                 mib("maxrss_kib")])
-                plot.append((g, s, rate(k)))
-                if s.startswith("tensio"):
-                    worst = lowest(worst, r, s, g)
-                    anon = int(fa.get("peak_anon_kib", 0)) / 1024
-                    if worst_mem is None or anon > worst_mem[0]:
-                        worst_mem = (anon, s, g)
+        convert_rows("convert", groups("convert"), rows, goals, "convert",
+                     lambda g, s, k: plot.append((g, s, rate(k))))
         md.append("## 4. Convert\n\nA separate process per repetition: `tensio:lib` is "
                   "`tio_open` + `tio_save` (`TIO_SAVE_NO_SYNC`, names dropped where the "
                   "target has none), `tensio:cli` is `tensio convert --no-sync`, `base:cp` is "
@@ -249,13 +350,7 @@ def main():
                   "0.5 ms (peaks, MiB); max RSS is the kernel's high-water mark. File pages "
                   "are the input's mapping: page cache, shared and reclaimable, not "
                   "allocated. GB/s counts the bytes of the file written.\n")
-        md.append(table(["conversion", "subject", "median", "min", "max", "GB/s", "vs cp",
-                         "anon", "file", "shmem", "max RSS"], rows))
-        goals.ratio("convert", "≥ 0.7× cp", worst, 0.7)
-        if worst_mem:
-            goals.add("convert, peak anonymous memory", "< 64 MiB",
-                      f"{worst_mem[0]:.1f} MiB", worst_mem[0] < 64,
-                      f"largest: {worst_mem[1]} ({worst_mem[2]})")
+        md.append(table(CONVERT_HEAD, rows))
         plots["convert"] = plot
 
     # -------------------------------------------------------------- zmq
@@ -387,6 +482,10 @@ def main():
                       f"{g:.2f}×", g <= 1.5, note)
         plots["recvfiles"] = plot
 
+    # -------------------------------------------------------------- onnx
+    if groups("onnx"):
+        onnx_section(md, goals, plots)
+
     head = ["# tensio benchmarks: latest run\n",
             "Written by `make bench` (bench/run.sh, bench/report.py); how to read and "
             "reproduce it: docs/performance.md. Ratios are baseline median time / tensio "
@@ -505,7 +604,19 @@ def gnuplot(plots, outdir):
                'set logscale xy', 'set yrange [*:*]', 'set xtics auto',
                'set key top right', "plot " + ", ".join(cols)]
     else:
-        gp.append('set title "7. recv -o: not run"; plot 0 notitle')
+        gp.append('unset logscale; unset xlabel; set title "7. recv -o: not run"; plot 0 notitle')
+    plot = plots.get("onnx")
+    if plot:
+        path = os.path.join(tmp, "onnx.dat")
+        ncol = write_hist(path, plot, uniq(g for (g, _s, _v) in plot))
+        gp += ['unset xlabel', 'set style data histograms',
+               'set title "8. ONNX (ms, log scale; lower is better)"', 'set ylabel "ms"',
+               'unset logscale x', 'set logscale y', 'set yrange [*:*]', 'set key top left',
+               'set xtics rotate by -30 font ",8"',
+               "plot " + ", ".join(f'"{path}" using {i + 2}:xtic(1) title columnheader({i + 2})'
+                                   for i in range(ncol))]
+    else:
+        gp.append('set title "8. ONNX: not run"; plot 0 notitle')
     gp.append("unset multiplot")
     script = os.path.join(tmp, "plot.gp")
     with open(script, "w") as f:

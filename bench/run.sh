@@ -17,9 +17,9 @@
 #   BENCH_SIZE     bytes of each data file [1G]
 #   BENCH_TENSORS  tensors in the many-tensor files [10000]
 #   BENCH_REPS     timed repetitions [5]      BENCH_WARMUP  untimed first [1]
-#   BENCH_CASES    [open scan sha256 write durable convert zmq model recvfiles]
+#   BENCH_CASES    [open scan sha256 write durable convert zmq model onnx recvfiles]
 #   BENCH_FORMATS  [btf tenbin zio rten tmfile]
-#   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated model [500M, 1000]
+#   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated models (model, onnx) [1G, 1000]
 #   BENCH_ZMQ_SIZES [1K,4K,16K,64K,256K,1M,4M,16M]   BENCH_ZMQ_BUDGET [1G]
 #   BENCH_FILES_COUNTS [1000,10000,100000]  recvfiles: files per run (each >= 2)
 #   BENCH_FILES_MODES  [default,sync-each,no-sync]  recvfiles: tensio recv's durability
@@ -48,9 +48,9 @@ SIZE=${BENCH_SIZE:-1G}
 MANY=${BENCH_TENSORS:-10000}
 REPS=${BENCH_REPS:-5}
 WARM=${BENCH_WARMUP:-1}
-CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model recvfiles}
+CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model onnx recvfiles}
 FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile}
-MSIZE=${BENCH_MODEL_SIZE:-500M}
+MSIZE=${BENCH_MODEL_SIZE:-1G}
 MCONSTS=${BENCH_MODEL_CONSTS:-1000}
 ZSIZES=${BENCH_ZMQ_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M}
 ZBUDGET=${BENCH_ZMQ_BUDGET:-1G}
@@ -207,6 +207,49 @@ if has model; then
     run $T model --group-prefix "generated-" "$m"
     rm -f "$m"
   done
+fi
+
+# ------------------------------------------------------------ ONNX
+if has onnx; then
+  step "onnx: $MCONSTS initializers in $MSIZE: open + list, ONNX ⇄ rten, onnx.load"
+  on="$READ/bench-model.onnx"
+  small="$READ/bench-model-small.onnx"
+  rt="$READ/bench-model.rten"
+  gi="$MCONSTS initializers, $MSIZE"
+  run "$B" gen --format onnx --size "$MSIZE" --tensors "$MCONSTS" --out "$on"
+  # the same graph and initializers, 4 KiB each: what open + list costs
+  # without the bytes
+  run "$B" gen --format onnx --size $((MCONSTS * 4096)) --tensors "$MCONSTS" --out "$small"
+  run "$B" gen --format rten --size "$MSIZE" --tensors "$MCONSTS" --out "$rt"
+  sync -f "$on" # no write-back while timing
+  cat "$on" "$small" "$rt" >/dev/null
+  run $T model --case onnx --group "$gi" "$on"
+  run $T model --case onnx --group "$MCONSTS initializers, 4 KiB each" "$small"
+  if [ -x "$PY" ] && $PY -c 'import onnx' 2>/dev/null; then
+    run $PY "$ROOT/bench/py/onnx_load.py" "$on" --group "$gi" --reps "$REPS" --warmup "$WARM" ||
+      printf 'M\tonnx\t%s\tbase:onnx.load\tmissing\tonnx_load.py failed (see the log)\n' "$gi" >>"$RAW"
+  else
+    echo "run.sh: no python3-onnx under $PY: the onnx.load baseline is skipped" >&2
+    printf 'M\tonnx\t%s\tbase:onnx.load\tmissing\tno python3-onnx under %s (scripts/install-deps.sh --bench installs it)\n' \
+      "$gi" "$PY" >>"$RAW"
+  fi
+  o="$DATA/bench-out.rten"
+  run $T files spawn --case onnx --group "onnx→rten" --subject "tensio:cli" --out "$o" --warm "$MSIZE" -- \
+    "$CLI" convert --no-sync "$on" "$o"
+  run $T files spawn --case onnx --group "onnx→rten" --subject "tensio:lib" --out "$o" --warm "$MSIZE" -- \
+    "$B" files convert-once "$on" "$o" rten
+  run $T files spawn --case onnx --group "onnx→rten" --subject "base:cp" --out "$o" --warm "$MSIZE" -- \
+    cp "$on" "$o"
+  # rten's onnx_hash is the SHA-256 of the .onnx: that alone, over the same
+  # mapped file, with the same OpenSSL
+  run $T files spawn --case onnx --group "onnx→rten" --subject "base:sha256" --out "$o.sha256" \
+    --bytes-of "$on" -- "$B" files sha256-once "$on" "$o.sha256"
+  o="$DATA/bench-out.onnx"
+  run $T files spawn --case onnx --group "rten→onnx" --subject "tensio:cli" --out "$o" --warm "$MSIZE" -- \
+    "$CLI" convert --no-sync "$rt" "$o"
+  run $T files spawn --case onnx --group "rten→onnx" --subject "base:cp" --out "$o" --warm "$MSIZE" -- \
+    cp "$rt" "$o"
+  rm -f "$on" "$small" "$rt"
 fi
 
 # ------------------------------------------------------------ recv -o

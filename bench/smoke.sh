@@ -17,16 +17,22 @@ BENCH_DIR="$OUT/data" BENCH_OUT="$OUT/results" BENCH_SIZE=1M BENCH_TENSORS=10 \
 md="$OUT/results/latest.md"
 fail=0
 for section in "## Goals" "## 1. Open + list" "## 2. Read all data" "## 3. Write" \
-               "## 4. Convert" "## 5. ZeroMQ" "## 6. Model files" "## 7. recv -o"; do
+               "## 4. Convert" "## 5. ZeroMQ" "## 6. Model files" "## 7. recv -o" \
+               "## 8. ONNX"; do
   grep -qF "$section" "$md" || { echo "bench_smoke: no '$section' in $md"; fail=1; }
 done
 for f in btf zio tenbin rten tmfile; do
   grep -q "tensio:$f" "$md" || { echo "bench_smoke: nothing measured for $f"; fail=1; }
 done
 for s in base:read base:memcpy base:write base:cp base:libzmq tensio:zio tensio:tensorcom \
-         base:write+rename "tensio:recv --sync-each" "tensio:recv --no-sync"; do
+         base:write+rename "tensio:recv --sync-each" "tensio:recv --no-sync" \
+         "tensio: open + list" "| onnx→rten | tensio:cli" "| onnx→rten | tensio:lib" \
+         "| rten→onnx | tensio:cli" "ONNX open + list" "ONNX→rten convert" \
+         "ONNX→rten convert, peak anonymous"; do
   grep -qF "$s" "$md" || { echo "bench_smoke: no $s row"; fail=1; }
 done
+# onnx.load: measured, or a line saying why not (no python3-onnx)
+grep -qF "base:onnx.load" "$md" || { echo "bench_smoke: no base:onnx.load row or note"; fail=1; }
 # no data file left behind
 if ls -d "$OUT/data"/bench-* >/dev/null 2>&1; then echo "bench_smoke: data left"; fail=1; fi
 [ $fail = 0 ] && echo "bench_smoke: every case ran; report complete ($md)"

@@ -1,11 +1,14 @@
 /* tio_bench: timing, output lines, checksum, options. */
 #include "bench.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 double bn_now(void) {
     struct timespec ts;
@@ -122,4 +125,28 @@ int bn_flag(int argc, char **argv, const char *name) {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], name) == 0) return 1;
     return 0;
+}
+
+void bn_mem_sample(int pid, bn_mem *m) {
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return;
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k <= 0) return;
+    buf[k] = '\0';
+    static const struct {
+        const char *key;
+        size_t off;
+    } keys[] = {{"RssAnon:", offsetof(bn_mem, anon)},
+                {"RssFile:", offsetof(bn_mem, file)},
+                {"RssShmem:", offsetof(bn_mem, shmem)}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *p = strstr(buf, keys[i].key);
+        if (!p) continue;
+        uint64_t v = strtoull(p + strlen(keys[i].key), NULL, 10);
+        uint64_t *slot = (uint64_t *)(void *)((char *)m + keys[i].off);
+        if (v > *slot) *slot = v;
+    }
 }

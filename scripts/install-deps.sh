@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tensio needs to build and test, if missing.
-# With --bench, also what `make bench` needs (gnuplot for the plot).
+# With --bench, also what `make bench` needs (gnuplot for the plot; numpy and
+# onnx for the np.load and onnx.load baselines, already in the first list).
 # Runs as root, or through sudo when available. Does nothing when all are present.
 set -euo pipefail
 
@@ -17,7 +18,8 @@ PACKAGES=(
   python3-torch python3-torchvision  # the model-zoo test exports torchvision models to ONNX
 )
 if [ "${1:-}" = "--bench" ]; then
-  PACKAGES=(gnuplot-nox)      # bench/results/latest.png
+  PACKAGES=(gnuplot-nox       # bench/results/latest.png
+            python3-numpy python3-onnx) # np.load, onnx.load baselines
 fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -141,6 +141,10 @@ int tio__sink_write(tio_sink *s, const void *p, size_t n, tio_error *err);
 int tio__sink_write_ref(tio_sink *s, const void *p, size_t n, tio_error *err);
 int tio__sink_zeros(tio_sink *s, size_t n, tio_error *err);
 uint64_t tio__sink_pos(const tio_sink *s);
+/* Overwrites p[0..n) at offset `at` of what was written already (a value
+ * known only at the end, in a placeholder of its size). A file sink first
+ * writes what it has gathered. */
+int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error *err);
 
 /* --------------------------------------------------------- metadata */
 
@@ -400,5 +404,13 @@ typedef struct tio_sha256 tio_sha256;
 tio_sha256 *tio__sha256_new(void);
 void tio__sha256_update(tio_sha256 *h, const void *p, size_t n);
 void tio__sha256_final(tio_sha256 *h, uint8_t out[32]); /* also frees */
+/* The SHA-256 of p[0..n) computed on a thread of its own, for a writer that
+ * has other work meanwhile (rten's onnx_hash of a whole .onnx costs about as
+ * much as writing the file); where no thread can be started, join computes
+ * it. p must stay valid until the join. NULL: out of memory. */
+typedef struct tio_sha256_job tio_sha256_job;
+tio_sha256_job *tio__sha256_start(const void *p, size_t n);
+/* Waits for the digest, writes it to out and frees j; false: OpenSSL failed. */
+bool tio__sha256_join(tio_sha256_job *j, uint8_t out[32]);
 
 #endif /* TIO_INTERNAL_H */

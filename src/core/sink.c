@@ -187,3 +187,24 @@ int tio__sink_zeros(tio_sink *s, size_t n, tio_error *err) {
 }
 
 uint64_t tio__sink_pos(const tio_sink *s) { return s->pos; }
+
+int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error *err) {
+    if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
+    if (at > s->pos || n > s->pos - at)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "patch past the end of the output");
+    if (s->fd < 0) {
+        memcpy(s->buf + at, p, n);
+        return TIO_OK;
+    }
+    int rc = tio__sink_flush(s, err);
+    const uint8_t *q = p;
+    while (rc == TIO_OK && n) {
+        ssize_t w = pwrite(s->fd, q, n, (off_t)at);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return write_failed(s, w < 0 ? errno : EIO, at, err);
+        q += (size_t)w;
+        at += (uint64_t)w;
+        n -= (size_t)w;
+    }
+    return rc;
+}
