@@ -291,6 +291,7 @@ int tio__pb_packed_next(tio_pb_packed *p, uint64_t *v, tio_error *err) {
 int tio__pb_packed_count(const tio_pb_reader *r, const tio_pb_field *f, tio_pb_wire elem,
                          const char *name, uint64_t *count, tio_error *err) {
     tio_pb_packed p;
+    memset(&p, 0, sizeof p); /* set by the init on success; gcc -O2 cannot tell */
     int rc = tio__pb_packed_init(r, f, elem, name, &p, err);
     if (rc) return rc;
     if (p.single) {
