@@ -71,7 +71,108 @@ static int64_t ox_choose_opset(const tio_graph *g) {
     return need > OX_DEFAULT_OPSET ? need : OX_DEFAULT_OPSET;
 }
 
-static int ox_check_graph(const tio_graph *g, tio_error *err) {
+/* Names as ONNX scopes them: a graph's inputs, initializers and node
+ * outputs, each defined once and before its first use; a subgraph also sees
+ * what its enclosing graphs defined so far. The writer checks this before
+ * it writes, so that it never writes a model its reader refuses. */
+typedef struct ox_names {
+    const char **slot; /* open addressing, NULL = empty */
+    size_t cap;
+    const struct ox_names *parent;
+} ox_names;
+
+static size_t ox_name_hash(const char *s) {
+    size_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+static bool ox_names_has(const ox_names *ns, const char *name) {
+    for (; ns; ns = ns->parent)
+        for (size_t i = ox_name_hash(name) & (ns->cap - 1); ns->slot[i]; i = (i + 1) & (ns->cap - 1))
+            if (strcmp(ns->slot[i], name) == 0) return true;
+    return false;
+}
+
+/* Defines `name` in ns (not in its parents); false when it already is. */
+static bool ox_names_add(ox_names *ns, const char *name) {
+    size_t i = ox_name_hash(name) & (ns->cap - 1);
+    for (; ns->slot[i]; i = (i + 1) & (ns->cap - 1))
+        if (strcmp(ns->slot[i], name) == 0) return false;
+    ns->slot[i] = name;
+    return true;
+}
+
+static int ox_check_graph(const tio_graph *g, const ox_names *parent, tio_error *err);
+
+static int ox_scope_err(tio_error *err, const char *what, const char *name, const char *why) {
+    return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1, "%s: value '%.200s' %s", what, name,
+                    why);
+}
+
+static int ox_check_names(const tio_graph *g, const ox_names *parent, tio_error *err) {
+    ox_names ns = {NULL, 16, parent};
+    while (ns.cap < 2 * g->value_count + 2) ns.cap *= 2;
+    ns.slot = calloc(ns.cap, sizeof *ns.slot);
+    if (!ns.slot) return tio__nomem(err, OX_FMT);
+    int rc = TIO_OK;
+    uint8_t *done = calloc(g->value_count ? g->value_count : 1, 1);
+    if (!done) rc = tio__nomem(err, OX_FMT);
+    for (size_t i = 0; !rc && i < g->input_count; i++) {
+        const tio_gvalue *v = &g->values[g->inputs[i]];
+        if (!v->name) rc = ox_scope_err(err, "graph input", "", "has no name");
+        else if (!ox_names_add(&ns, v->name))
+            rc = ox_scope_err(err, "graph input", v->name, "is defined twice");
+        if (!rc) done[g->inputs[i]] = 1;
+    }
+    for (size_t i = 0; !rc && i < g->capture_count; i++)
+        if (g->values[g->captures[i]].name) done[g->captures[i]] = 1; /* the parent's */
+    for (size_t i = 0; !rc && i < g->value_count; i++)
+        if (g->values[i].tensor >= 0 && !done[i]) {
+            if (!ox_names_add(&ns, g->values[i].name))
+                rc = ox_scope_err(err, "initializer", g->values[i].name, "is defined twice");
+            done[i] = 1;
+        }
+    char what[96];
+    for (size_t j = 0; !rc && j < g->node_count; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        snprintf(what, sizeof what, "node %zu (%.40s)", j, n->op);
+        for (size_t k = 0; !rc && k < n->input_count; k++) {
+            int64_t v = n->inputs[k];
+            if (v >= 0 && !ox_names_has(&ns, g->values[v].name))
+                rc = ox_scope_err(err, what, g->values[v].name,
+                                  "is used before anything defines it (a graph input, an "
+                                  "initializer or an earlier node's output)");
+        }
+        for (size_t a = 0; !rc && a < n->attr_count; a++) {
+            const tio_gattr *at = &n->attrs[a];
+            if (at->type == TIO_ATTR_GRAPH) rc = ox_check_graph(at->graph, &ns, err);
+            for (size_t k = 0; !rc && at->type == TIO_ATTR_GRAPHS && k < at->count; k++)
+                rc = ox_check_graph(at->graphs[k], &ns, err);
+        }
+        for (size_t k = 0; !rc && k < n->output_count; k++) {
+            int64_t v = n->outputs[k];
+            if (v < 0) continue;
+            if (done[v] || !ox_names_add(&ns, g->values[v].name))
+                rc = ox_scope_err(err, what, g->values[v].name,
+                                  done[v] && g->values[v].tensor >= 0
+                                      ? "is its output and a constant: ONNX defines a value once"
+                                      : "is defined twice (ONNX defines a value once)");
+            done[v] = 1;
+        }
+    }
+    for (size_t i = 0; !rc && i < g->output_count; i++) {
+        const tio_gvalue *v = &g->values[g->outputs[i]];
+        if (!v->name || !ox_names_has(&ns, v->name))
+            rc = ox_scope_err(err, "graph output", v->name ? v->name : "",
+                              "is not defined (not a graph input, initializer or node output)");
+    }
+    free(done);
+    free(ns.slot);
+    return rc;
+}
+
+static int ox_check_graph(const tio_graph *g, const ox_names *parent, tio_error *err) {
     if (g->opaque)
         return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
                         "the graph holds parts its reader could not decode (%s)", g->opaque);
@@ -87,14 +188,6 @@ static int ox_check_graph(const tio_graph *g, tio_error *err) {
                                 "value names)",
                                 j);
         }
-        for (size_t a = 0; a < n->attr_count; a++) {
-            const tio_gattr *at = &n->attrs[a];
-            int rc = TIO_OK;
-            if (at->type == TIO_ATTR_GRAPH) rc = ox_check_graph(at->graph, err);
-            for (size_t k = 0; !rc && at->type == TIO_ATTR_GRAPHS && k < at->count; k++)
-                rc = ox_check_graph(at->graphs[k], err);
-            if (rc) return rc;
-        }
     }
     for (size_t i = 0; i < g->value_count; i++) {
         const tio_gvalue *v = &g->values[i];
@@ -103,7 +196,8 @@ static int ox_check_graph(const tio_graph *g, tio_error *err) {
                             "constant value %zu has no name (an ONNX initializer needs one)",
                             i);
     }
-    return TIO_OK;
+    /* subgraphs are checked in their scope, from ox_check_names */
+    return ox_check_names(g, parent, err);
 }
 
 int tio__onnx_check(const tio_write_plan *p, tio_error *err) {
@@ -118,7 +212,7 @@ int tio__onnx_check(const tio_write_plan *p, tio_error *err) {
                             "tensor %zu is sparse (COO); ONNX initializers written by tensio "
                             "are dense (use TIO_SAVE_DENSIFY)",
                             i);
-    return ox_check_graph(c->graph, err);
+    return ox_check_graph(c->graph, NULL, err);
 }
 
 /* An external_data entry. */
@@ -711,11 +805,13 @@ static int64_t ox_rank(const ox_writer *w, const tio_graph *g, const ox_fix *f, 
 static int ox_form_axis(ox_writer *w, const tio_graph *g, const ox_fix *f, const tio_gnode *n,
                         ox_form *fm, tio_error *err) {
     int64_t axis = w->src_opset < 13 ? 1 : -1;
-    for (size_t a = 0; a < n->attr_count; a++)
-        if (strcmp(n->attrs[a].name, "axis") == 0 && n->attrs[a].type == TIO_ATTR_INT) {
-            axis = n->attrs[a].i;
-            fm->skip[a] = 1;
-        }
+    for (size_t a = 0; a < n->attr_count; a++) {
+        if (strcmp(n->attrs[a].name, "axis") != 0) continue;
+        if (n->attrs[a].type != TIO_ATTR_INT)
+            return ox_form_refuse(w, g, n, err, "its axis is not an INT attribute");
+        axis = n->attrs[a].i;
+        fm->skip[a] = 1;
+    }
     int64_t rank = n->input_count ? ox_rank(w, g, f, n->inputs[0]) : -1;
     if (axis != -1 && !(rank >= 0 && axis == rank - 1))
         return ox_form_refuse(w, g, n, err,
@@ -753,6 +849,11 @@ static int ox_form_plan(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, con
         size_t ai = n->attr_count;
         for (size_t a = 0; e->attr && a < n->attr_count; a++)
             if (strcmp(n->attrs[a].name, e->attr) == 0) ai = a;
+        if (ai < n->attr_count && v >= 0) {
+            snprintf(why, sizeof why, "'%s' is both an attribute and input %u", e->attr,
+                     e->input);
+            return ox_form_refuse(w, g, n, err, why);
+        }
         if (want_input && ai < n->attr_count) {
             /* the attribute becomes a Constant node's output */
             const tio_gattr *a = &n->attrs[ai];
