@@ -1,0 +1,1373 @@
+/*
+ * Tengine tmfile (tm2, .tmfile) writing: the order, numbering and 4-byte
+ * alignment of the official writer, zeros in every byte it leaves
+ * uninitialised. See docs/formats/tmfile.md.
+ */
+#include "core/internal.h"
+#include "graph/graph.h"
+#include "tmfile/tmfile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ----------------------------------------------------------------- write */
+
+typedef struct tw_pv {
+    bool present;
+    int64_t i;
+    double f;
+    const int64_t *ints;
+    const double *floats;
+    size_t count;
+    const char *s;
+} tw_pv;
+
+#define TW_MAXF 32
+
+typedef struct tw_node {
+    const tio_gnode *gn;   /* NULL when synthesized */
+    int64_t sval;          /* a synthesized node: its output value */
+    const char *name;
+    int idx;               /* lite operator index; -1: kept by number (code) */
+    uint32_t code;         /* the code in the table written */
+    uint32_t op_ver;
+    uint8_t dyn;
+    const tm_pdef *pd;
+    unsigned nf;
+    tw_pv *pv;             /* nf values (npv allocated), NULL without a param struct */
+    unsigned npv;
+    const int64_t *raw;    /* tm2_param words */
+    size_t nraw;
+    bool has_param;
+    /* per-output tensor facts (tm2_* attributes), NULL = the defaults */
+    const int64_t *layouts, *types, *bufsizes, *qcount, *qzp, *qwidth;
+    const double *qscale;
+    int64_t *own;          /* converted values this node owns */
+    int64_t *ins, *outs;   /* tensor indices */
+    size_t nin, nout;
+} tw_node;
+
+typedef struct tw_tensor {
+    int64_t value;
+    const char *name;
+    int64_t rank;          /* -1: no dims vector */
+    int32_t dims[TM_MAX_DIMS];
+    int32_t dcode, layout, type;
+    size_t nq;
+    const double *qscale;
+    const int64_t *qzp, *qwidth;
+    int64_t ct;            /* container tensor, or -1 */
+    uint32_t bufsize;
+} tw_tensor;
+
+typedef struct tw {
+    tio_write_plan *plan;
+    const tio_container *c;
+    const tio_graph *g;
+    int old;
+    bool native;
+    int32_t orig, subf, glayout, mlayout;
+    uint32_t sid, op_ver;
+    const char *mname, *sname;
+    tw_node *nodes;
+    size_t nn;
+    tw_tensor *t;
+    size_t nt;
+    int64_t *vmap;         /* value -> tensor index, or -1 */
+    uint32_t *innodes, *outnodes;
+    size_t nin, nout;
+    uint32_t *offs;        /* scratch: node/tensor/buffer offsets */
+    bool nomem;            /* an allocation in tw_use_op failed */
+} tw;
+
+static void tw_free(tw *w) {
+    for (size_t i = 0; w->nodes && i < w->nn; i++) {
+        free(w->nodes[i].own);
+        free(w->nodes[i].pv);
+        free(w->nodes[i].ins);
+        free(w->nodes[i].outs);
+    }
+    free(w->nodes);
+    free(w->t);
+    free(w->vmap);
+    free(w->innodes);
+    free(w->outnodes);
+    free(w->offs);
+}
+
+/* What a message names: a node of the file, a node of the graph or a value.
+ * Formatted on first use, since only a failing check needs it (formatting one
+ * for every node and value was a measurable part of writing a model with many
+ * constants). */
+typedef struct tw_lb {
+    const tw_node *n;     /* "node 3 ('conv1', Conv)": a node of the file, j its index */
+    const tio_gnode *gn;  /* else a node of the graph, j its index */
+    const char *vname;    /* else value j (vname may be NULL) */
+    size_t j;
+    bool done;
+    char buf[160];
+} tw_lb;
+
+static const char *tw_lb_text(tw_lb *l) {
+    if (l->done) return l->buf;
+    l->done = true;
+    if (l->n) {
+        const tw_node *n = l->n;
+        const char *op = n->gn ? n->gn->op : n->idx == OP_CONST ? "Const" : "InputOp";
+        if (n->name)
+            snprintf(l->buf, sizeof l->buf, "node %zu ('%.48s', %s)", l->j, n->name, op);
+        else
+            snprintf(l->buf, sizeof l->buf, "node %zu (%s)", l->j, op);
+    } else if (l->gn) {
+        snprintf(l->buf, 128, "node %zu ('%.48s', %s)", l->j, l->gn->name ? l->gn->name : "",
+                 l->gn->op);
+    } else {
+        snprintf(l->buf, sizeof l->buf, "value %lld ('%.48s')", (long long)l->j,
+                 l->vname ? l->vname : "");
+    }
+    return l->buf;
+}
+
+static const char *tw_vname(const tw *w, int64_t v) {
+    const char *s = w->g->values[v].name;
+    return s ? s : "";
+}
+
+/* Graph metadata: the graph-level fields (tmfile.*); anything else cannot
+ * be stored. */
+static int tw_int_meta(const char *key, const char *s, const char *const *names, size_t nnames,
+                       int64_t lo, int64_t hi, int64_t *out, tio_error *err) {
+    for (size_t k = 0; k < nnames; k++)
+        if (names[k] && strcmp(names[k], s) == 0) {
+            *out = (int64_t)k;
+            return TIO_OK;
+        }
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (*s && !*end && v >= lo && v <= hi) {
+        *out = v;
+        return TIO_OK;
+    }
+    return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                    "model metadata %s = '%.64s' is not %s", key, s,
+                    names ? "a known name or a number in range" : "a number in range");
+}
+
+static int tw_graph_meta(tw *w, unsigned flags, tio_error *err) {
+    const tio_kv *m = &w->g->meta;
+    const char *v = tio__kv_get(m, "tmfile.variant");
+    if (v && strcmp(v, "lite") != 0 && strcmp(v, "old-cpp") != 0)
+        return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                        "model metadata tmfile.variant = '%.64s' (expected lite or old-cpp)", v);
+    w->old = v && strcmp(v, "old-cpp") == 0;
+    w->op_ver = w->old ? 2 : 1; /* TM2_OP_VER of each writer */
+    int64_t x;
+    static const char *const lay[] = {"NCHW", "NHWC"};
+    for (size_t k = 0; k < m->count; k++) {
+        const char *key = m->keys[k], *s = m->values[k];
+        int rc = TIO_OK;
+        if (strcmp(key, "tmfile.variant") == 0) continue;
+        if (strcmp(key, "tmfile.orig_format") == 0) {
+            rc = w->old ? tw_int_meta(key, s, tio__tmfile_orig_old, NORIG_OLD, INT32_MIN,
+                                      INT32_MAX, &x, err)
+                        : tw_int_meta(key, s, tio__tmfile_orig_lite, NORIG_LITE, INT32_MIN,
+                                      INT32_MAX, &x, err);
+            w->orig = (int32_t)x;
+        } else if (strcmp(key, "tmfile.graph_layout") == 0) {
+            rc = tw_int_meta(key, s, lay, 2, INT32_MIN, INT32_MAX, &x, err);
+            w->glayout = (int32_t)x;
+        } else if (strcmp(key, "tmfile.model_layout") == 0) {
+            rc = tw_int_meta(key, s, lay, 2, INT32_MIN, INT32_MAX, &x, err);
+            w->mlayout = (int32_t)x;
+        } else if (strcmp(key, "tmfile.sub_format") == 0) {
+            rc = tw_int_meta(key, s, NULL, 0, INT32_MIN, INT32_MAX, &x, err);
+            w->subf = (int32_t)x;
+        } else if (strcmp(key, "tmfile.subgraph_id") == 0) {
+            rc = tw_int_meta(key, s, NULL, 0, 0, UINT32_MAX, &x, err);
+            w->sid = (uint32_t)x;
+        } else if (strcmp(key, "tmfile.op_ver") == 0) {
+            rc = tw_int_meta(key, s, NULL, 0, 0, UINT32_MAX, &x, err);
+            w->op_ver = (uint32_t)x;
+        } else if (strcmp(key, "tmfile.model_name") == 0) {
+            w->mname = s;
+        } else if (strcmp(key, "tmfile.subgraph_name") == 0) {
+            w->sname = s;
+        } else if (!(flags & TIO_SAVE_DROP_METADATA)) {
+            rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                          "model metadata '%s' has no place in a tmfile (it stores "
+                          "tmfile.orig_format, tmfile.graph_layout, tmfile.model_layout, "
+                          "tmfile.model_name, tmfile.subgraph_name, tmfile.sub_format, "
+                          "tmfile.subgraph_id, tmfile.op_ver, tmfile.variant; "
+                          "TIO_SAVE_DROP_METADATA drops the others)",
+                          key);
+        }
+        if (rc) return rc;
+    }
+    return TIO_OK;
+}
+
+/* --- attribute helpers */
+
+static const tio_gattr *tw_attr(const tio_gnode *n, const char *name, uint8_t *used) {
+    for (size_t k = 0; k < n->attr_count; k++)
+        if (strcmp(n->attrs[k].name, name) == 0) {
+            if (used) used[k] = 1;
+            return &n->attrs[k];
+        }
+    return NULL;
+}
+
+static int tw_field(const tw_node *n, const char *name) {
+    for (unsigned k = 0; k < n->nf; k++)
+        if (strcmp(n->pd->f[k].name, name) == 0) return (int)k;
+    return -1;
+}
+static void tw_set_i(tw_node *n, const char *name, int64_t v) {
+    int k = tw_field(n, name);
+    if (k >= 0) {
+        n->pv[k].present = true;
+        n->pv[k].i = v;
+    }
+}
+static void tw_set_f(tw_node *n, const char *name, double v) {
+    int k = tw_field(n, name);
+    if (k >= 0) {
+        n->pv[k].present = true;
+        n->pv[k].f = v;
+    }
+}
+static void tw_set_ints(tw_node *n, const char *name, const int64_t *v, size_t cnt) {
+    int k = tw_field(n, name);
+    if (k >= 0) {
+        n->pv[k].present = true;
+        n->pv[k].ints = v;
+        n->pv[k].count = cnt;
+    }
+}
+
+/* Selects the operator and its param struct. The values of its fields are
+ * allocated per node, as many as the struct has (a node of a model with many
+ * constants is then small: no page faults on a large array), and kept across
+ * a change of operator like the fields of a fixed array. On failure w->nomem
+ * is set and the node has no fields. */
+static void tw_use_op(tw *w, tw_node *n, int idx) {
+    n->idx = idx;
+    n->pd = tio__tmfile_param_of(idx, w->old, n->op_ver, &n->nf);
+    n->has_param = n->pd != NULL;
+    if (n->nf > n->npv) {
+        tw_pv *pv = realloc(n->pv, n->nf * sizeof *pv);
+        if (!pv) {
+            w->nomem = true;
+            n->nf = 0;
+            return;
+        }
+        memset(pv + n->npv, 0, (n->nf - n->npv) * sizeof *pv);
+        n->pv = pv;
+        n->npv = n->nf;
+    }
+}
+
+/* A per-output INTS attribute (tm2_layout, ...): one entry per output. */
+static int tw_per_output(const tio_gattr *a, size_t nout, tw_lb *lbl, int64_t lo, int64_t hi,
+                         const int64_t **out, tio_error *err) {
+    if (a->type != TIO_ATTR_INTS || a->count != nout)
+        return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                        "%s: attribute '%s' must be INTS with one entry per output (%zu)",
+                        tw_lb_text(lbl), a->name, nout);
+    for (size_t k = 0; k < nout; k++)
+        if (a->ints[k] < lo || a->ints[k] > hi)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: attribute '%s'[%zu] = %lld is outside [%lld, %lld]",
+                            tw_lb_text(lbl), a->name, k, (long long)a->ints[k], (long long)lo,
+                            (long long)hi);
+    *out = a->ints;
+    return TIO_OK;
+}
+
+/* The tm2_* attributes of any node. */
+static int tw_private_attrs(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *err) {
+    const tio_gnode *gn = n->gn;
+    int rc = TIO_OK;
+    const tio_gattr *a;
+    (void)w;
+    if ((a = tw_attr(gn, "tm2_op_ver", used)) != NULL) {
+        if (a->type != TIO_ATTR_INT || a->i < 0 || a->i > (int64_t)UINT32_MAX)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: attribute 'tm2_op_ver' must be an INT in [0, 2^32)",
+                            tw_lb_text(lbl));
+        n->op_ver = (uint32_t)a->i;
+    }
+    if ((a = tw_attr(gn, "tm2_dynamic_shape", used)) != NULL) {
+        if (a->type != TIO_ATTR_INT || a->i < 0 || a->i > 255)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: attribute 'tm2_dynamic_shape' must be an INT in [0, 255]",
+                            tw_lb_text(lbl));
+        n->dyn = (uint8_t)a->i;
+    }
+    if ((a = tw_attr(gn, "tm2_layout", used)) != NULL)
+        rc = tw_per_output(a, gn->output_count, lbl, INT32_MIN, INT32_MAX, &n->layouts, err);
+    if (!rc && (a = tw_attr(gn, "tm2_type", used)) != NULL)
+        rc = tw_per_output(a, gn->output_count, lbl, INT32_MIN, INT32_MAX, &n->types, err);
+    if (!rc && (a = tw_attr(gn, "tm2_buffer_size", used)) != NULL)
+        rc = tw_per_output(a, gn->output_count, lbl, -1, UINT32_MAX, &n->bufsizes, err);
+    if (!rc && (a = tw_attr(gn, "tm2_param", used)) != NULL) {
+        if (a->type != TIO_ATTR_INTS || a->count > TM_RAW_PARAM_MAX / 4)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: attribute 'tm2_param' must be INTS of at most %u words",
+                            tw_lb_text(lbl), TM_RAW_PARAM_MAX / 4);
+        for (size_t k = 0; k < a->count; k++)
+            if (a->ints[k] < INT32_MIN || a->ints[k] > (int64_t)UINT32_MAX)
+                return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                "%s: attribute 'tm2_param'[%zu] is not a 32-bit word",
+                                tw_lb_text(lbl), k);
+        n->raw = a->ints;
+        n->nraw = a->count;
+    }
+    if (rc) return rc;
+    const tio_gattr *qc = tw_attr(gn, "tm2_quant_count", used),
+                    *qs = tw_attr(gn, "tm2_quant_scale", used),
+                    *qz = tw_attr(gn, "tm2_quant_zero_point", used),
+                    *qw = tw_attr(gn, "tm2_quant_width", used);
+    if (!qc && !qs && !qz && !qw) return TIO_OK;
+    if (!qc || !qs || !qz)
+        return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                        "%s: quant params need tm2_quant_count, tm2_quant_scale and "
+                        "tm2_quant_zero_point together",
+                        tw_lb_text(lbl));
+    rc = tw_per_output(qc, gn->output_count, lbl, 0, UINT32_MAX, &n->qcount, err);
+    if (rc) return rc;
+    uint64_t total = 0;
+    for (size_t k = 0; k < gn->output_count; k++) total += (uint64_t)n->qcount[k];
+    if (qs->type != TIO_ATTR_FLOATS || qs->count != total || qz->type != TIO_ATTR_INTS ||
+        qz->count != total || (qw && (qw->type != TIO_ATTR_INTS || qw->count != total)))
+        return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                        "%s: tm2_quant_scale (FLOATS), tm2_quant_zero_point (INTS) and "
+                        "tm2_quant_width (INTS) need %llu entries (the sum of tm2_quant_count)",
+                        tw_lb_text(lbl), (unsigned long long)total);
+    for (size_t k = 0; k < total; k++)
+        if (qz->ints[k] < INT32_MIN || qz->ints[k] > INT32_MAX ||
+            (qw && (qw->ints[k] < INT32_MIN || qw->ints[k] > INT32_MAX)))
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: quant param %zu does not fit int32", tw_lb_text(lbl), k);
+    if (qw && !w->old)
+        return tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                        "%s: tm2_quant_width would be lost: Tengine-lite files carry no "
+                        "QuantParam.width (write the old-cpp variant)",
+                        tw_lb_text(lbl));
+    n->qscale = qs->floats;
+    n->qzp = qz->ints;
+    n->qwidth = qw ? qw->ints : NULL;
+    return TIO_OK;
+}
+
+/* Attributes of a node from a tmfile graph: its param fields. */
+static int tw_native_params(tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *err) {
+    const tio_gnode *gn = n->gn;
+    for (size_t k = 0; k < gn->attr_count; k++) {
+        if (used[k]) continue;
+        const tio_gattr *a = &gn->attrs[k];
+        int fi = n->pd ? tw_field(n, a->name) : -1;
+        if (fi < 0) {
+            if (n->pd)
+                return tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                                "%s: attribute '%s' has no field in %s%s", tw_lb_text(lbl), a->name,
+                                n->pd->name,
+                                n->nf < n->pd->n ? " (the old C++ layout)" : "");
+            return tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                            "%s: attribute '%s' would be lost: %s has no param", tw_lb_text(lbl),
+                            a->name, n->idx >= 0 ? tio__tmfile_ops[n->idx].name : "the operator");
+        }
+        const tm_field *f = &n->pd->f[fi];
+        tw_pv *v = &n->pv[fi];
+        bool ok = false;
+        int64_t lo = INT32_MIN, hi = INT32_MAX;
+        switch (f->kind) {
+        case TF_U32: lo = 0; hi = UINT32_MAX; /* fall through */
+        case TF_I32:
+        case TF_BOOL:
+            if (f->kind == TF_BOOL) {
+                lo = 0;
+                hi = 255;
+            }
+            ok = a->type == TIO_ATTR_INT;
+            if (ok && (a->i < lo || a->i > hi))
+                return tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                                "%s: attribute '%s' = %lld does not fit %s.%s", tw_lb_text(lbl),
+                                a->name, (long long)a->i, n->pd->name, f->name);
+            v->i = a->i;
+            break;
+        case TF_F32:
+            ok = a->type == TIO_ATTR_FLOAT;
+            v->f = a->f;
+            break;
+        case TF_STR:
+            ok = a->type == TIO_ATTR_STRING;
+            v->s = a->s;
+            break;
+        case TF_VDIMS:
+            ok = a->type == TIO_ATTR_INTS;
+            for (size_t m = 0; ok && m < a->count; m++)
+                if (a->ints[m] < INT32_MIN || a->ints[m] > INT32_MAX)
+                    return tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                                    "%s: attribute '%s'[%zu] = %lld does not fit int32",
+                                    tw_lb_text(lbl), a->name, m, (long long)a->ints[m]);
+            v->ints = a->ints;
+            v->count = a->count;
+            break;
+        default:
+            ok = a->type == TIO_ATTR_FLOATS && (f->kind != TF_VANCHORS || a->count % 4 == 0);
+            v->floats = a->floats;
+            v->count = a->count;
+            break;
+        }
+        if (!ok)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: attribute '%s' has the wrong type for %s.%s", tw_lb_text(lbl),
+                            a->name, n->pd->name, f->name);
+        v->present = true;
+        used[k] = 1;
+    }
+    return TIO_OK;
+}
+
+/* --- operators of graphs from other formats (ONNX names) */
+
+static const tio_gvalue *tw_in_value(const tw *w, const tio_gnode *gn, size_t k) {
+    return k < gn->input_count && gn->inputs[k] >= 0 ? &w->g->values[gn->inputs[k]] : NULL;
+}
+
+static int tw_ints2(const tio_gattr *a, tw_lb *lbl, size_t want, int64_t *out,
+                    tio_error *err) {
+    if (a->type != TIO_ATTR_INTS || a->count != want)
+        return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                        "%s: attribute '%s' needs %zu integers (tmfile operators are 2-D)",
+                        tw_lb_text(lbl), a->name, want);
+    for (size_t k = 0; k < want; k++) {
+        if (a->ints[k] < INT32_MIN || a->ints[k] > INT32_MAX)
+            return tio__err(err, TIO_E_LOSSY, TM_FMT, -1, "%s: attribute '%s' does not fit int32",
+                            tw_lb_text(lbl), a->name);
+        out[k] = a->ints[k];
+    }
+    return TIO_OK;
+}
+
+static int tw_int_attr(const tio_gattr *a, tw_lb *lbl, int64_t *out, tio_error *err) {
+    if (a->type != TIO_ATTR_INT || a->i < INT32_MIN || a->i > INT32_MAX)
+        return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                        "%s: attribute '%s' must be an INT that fits int32", tw_lb_text(lbl),
+                        a->name);
+    *out = a->i;
+    return TIO_OK;
+}
+static int tw_float_attr(const tio_gattr *a, tw_lb *lbl, double *out, tio_error *err) {
+    if (a->type == TIO_ATTR_FLOAT) *out = a->f;
+    else if (a->type == TIO_ATTR_INT) *out = (double)a->i;
+    else
+        return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1, "%s: attribute '%s' must be a FLOAT",
+                        tw_lb_text(lbl), a->name);
+    return TIO_OK;
+}
+
+/* auto_pad: rten's AutoPad enum (0 Same, 1 NotSet) or ONNX's strings. 1 = SAME_UPPER. */
+static int tw_auto_pad(const tio_gattr *a, tw_lb *lbl, int *same, tio_error *err) {
+    *same = 0;
+    if (!a) return TIO_OK;
+    if (a->type == TIO_ATTR_INT && (a->i == 0 || a->i == 1)) {
+        *same = a->i == 0;
+        return TIO_OK;
+    }
+    if (a->type == TIO_ATTR_STRING) {
+        if (strcmp(a->s, "NOTSET") == 0 || strcmp(a->s, "VALID") == 0) return TIO_OK;
+        if (strcmp(a->s, "SAME_UPPER") == 0) {
+            *same = 1;
+            return TIO_OK;
+        }
+    }
+    return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                    "%s: auto_pad value not supported by tmfile (Same/SAME_UPPER, NotSet, VALID)",
+                    tw_lb_text(lbl));
+}
+
+static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *err) {
+    const tio_gnode *gn = n->gn;
+    const char *op = gn->op;
+    const tio_gattr *a;
+    int rc = TIO_OK;
+    int64_t two[4];
+    double f;
+    static const struct {
+        const char *onnx;
+        int idx;
+    } simple[] = {{"Sigmoid", 37}, {"Tanh", 36}, {"MatMul", OP_MATMUL}, {"Dropout", 8},
+                  {"PRelu", 17},   {"Abs", 68},  {"Ceil", 83},          {"Round", 85},
+                  {"Mish", 97},    {"Softplus", 102}, {"Reciprocal", 103}, {"Shape", 94},
+                  {"Where", 95},   {"Const", OP_CONST}, {"InputOp", OP_INPUT}};
+    for (size_t k = 0; k < sizeof simple / sizeof simple[0]; k++)
+        if (strcmp(op, simple[k].onnx) == 0) {
+            tw_use_op(w, n, simple[k].idx);
+            return TIO_OK;
+        }
+    static const struct {
+        const char *onnx;
+        int type;
+        size_t nin;
+    } elt[] = {{"Mul", 0, 2},  {"Add", 2, 2},  {"Sub", 4, 2},   {"Max", 6, 2},  {"Div", 10, 2},
+               {"Log", 11, 1}, {"Exp", 12, 1}, {"Sqrt", 13, 1}, {"Floor", 14, 1}, {"Pow", 16, 2}};
+    for (size_t k = 0; k < sizeof elt / sizeof elt[0]; k++)
+        if (strcmp(op, elt[k].onnx) == 0) {
+            if (gn->input_count != elt[k].nin)
+                return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                "%s: tmfile's Eltwise %s takes %zu inputs, the node has %zu",
+                                tw_lb_text(lbl), tio__tmfile_eltwise_names[elt[k].type], elt[k].nin,
+                                gn->input_count);
+            tw_use_op(w, n, OP_ELTWISE);
+            tw_set_i(n, "type", elt[k].type);
+            return TIO_OK;
+        }
+    if (strcmp(op, "Relu") == 0 || strcmp(op, "LeakyRelu") == 0) {
+        tw_use_op(w, n, OP_RELU);
+        f = op[0] == 'L' ? 0.01 : 0.0;
+        if (op[0] == 'L' && (a = tw_attr(gn, "alpha", used)) != NULL)
+            rc = tw_float_attr(a, lbl, &f, err);
+        tw_set_f(n, "negative_slope", f);
+        return rc;
+    }
+    if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0 ||
+        strcmp(op, "Concat") == 0) {
+        tw_use_op(w, n, op[0] == 'S' ? 28 : op[0] == 'L' ? 99 : 3);
+        int64_t axis = op[0] == 'C' ? 0 : -1;
+        if ((a = tw_attr(gn, "axis", used)) != NULL) rc = tw_int_attr(a, lbl, &axis, err);
+        tw_set_i(n, "axis", axis);
+        return rc;
+    }
+    if (strcmp(op, "Flatten") == 0) {
+        tw_use_op(w, n, 10);
+        int64_t axis = 1;
+        if ((a = tw_attr(gn, "axis", used)) != NULL) rc = tw_int_attr(a, lbl, &axis, err);
+        if (rc) return rc;
+        const tio_gvalue *x = tw_in_value(w, gn, 0);
+        if (!x || x->rank < 1)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: tmfile's Flatten needs end_axis, and the input's rank is unknown",
+                            tw_lb_text(lbl));
+        tw_set_i(n, "axis", axis);
+        tw_set_i(n, "end_axis", x->rank - 1);
+        return TIO_OK;
+    }
+    if (strcmp(op, "Gemm") == 0) {
+        tw_use_op(w, n, 31);
+        double al = 1.0, be = 1.0;
+        int64_t ta = 0, tb = 0;
+        if ((a = tw_attr(gn, "alpha", used)) != NULL) rc = tw_float_attr(a, lbl, &al, err);
+        if (!rc && (a = tw_attr(gn, "beta", used)) != NULL) rc = tw_float_attr(a, lbl, &be, err);
+        if (!rc && ((a = tw_attr(gn, "transpose_a", used)) != NULL ||
+                    (a = tw_attr(gn, "transA", used)) != NULL))
+            rc = tw_int_attr(a, lbl, &ta, err);
+        if (!rc && ((a = tw_attr(gn, "transpose_b", used)) != NULL ||
+                    (a = tw_attr(gn, "transB", used)) != NULL))
+            rc = tw_int_attr(a, lbl, &tb, err);
+        if (rc) return rc;
+        /* Tengine-lite has no kernel for its Gemm: the plain form
+         * (y = x W^T + b, W [N, K] of known shape) is a FullyConnected, as
+         * convert_tool writes it. Anything else stays a TM2 Gemm. */
+        const tio_gvalue *wv = tw_in_value(w, gn, 1);
+        if (ta == 0 && tb == 1 && al == 1.0 && be == 1.0 && wv && wv->rank == 2 &&
+            wv->dims[0].value >= 0 && wv->dims[0].value <= INT32_MAX &&
+            (gn->input_count == 2 || gn->input_count == 3)) {
+            tw_use_op(w, n, 11);
+            tw_set_i(n, "num_output", wv->dims[0].value);
+            return TIO_OK;
+        }
+        tw_set_f(n, "alpha", al);
+        tw_set_f(n, "beta", be);
+        tw_set_i(n, "transA", ta);
+        tw_set_i(n, "transB", tb);
+        return TIO_OK;
+    }
+    if (strcmp(op, "BatchNormalization") == 0 || strcmp(op, "InstanceNormalization") == 0) {
+        tw_use_op(w, n, op[0] == 'B' ? 1 : 66);
+        f = 1e-5;
+        if ((a = tw_attr(gn, "epsilon", used)) != NULL) rc = tw_float_attr(a, lbl, &f, err);
+        tw_set_f(n, "eps", (double)(float)f);
+        if (op[0] == 'B') {
+            tw_set_f(n, "rescale_factor", 1.0);
+            tw_set_i(n, "caffe_flavor", 0);
+        }
+        return rc;
+    }
+    if (strcmp(op, "HardSigmoid") == 0 || strcmp(op, "Elu") == 0) {
+        bool hs = op[0] == 'H';
+        tw_use_op(w, n, hs ? 64 : 73);
+        double al = hs ? 0.2 : 1.0, be = 0.5;
+        if ((a = tw_attr(gn, "alpha", used)) != NULL) rc = tw_float_attr(a, lbl, &al, err);
+        if (!rc && hs && (a = tw_attr(gn, "beta", used)) != NULL)
+            rc = tw_float_attr(a, lbl, &be, err);
+        tw_set_f(n, "alpha", al);
+        if (hs) tw_set_f(n, "beta", be);
+        return rc;
+    }
+    if (strcmp(op, "Transpose") == 0) {
+        tw_use_op(w, n, 77);
+        if ((a = tw_attr(gn, "perm", used)) != NULL) {
+            if (a->type != TIO_ATTR_INTS)
+                return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                "%s: attribute 'perm' must be INTS", tw_lb_text(lbl));
+            for (size_t k = 0; k < a->count; k++)
+                if (a->ints[k] < 0 || a->ints[k] > INT32_MAX)
+                    return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                    "%s: perm[%zu] is out of range", tw_lb_text(lbl), k);
+            tw_set_ints(n, "tr_shape", a->ints, a->count);
+        }
+        return TIO_OK;
+    }
+    if (strcmp(op, "Reshape") == 0) {
+        tw_use_op(w, n, OP_RESHAPE);
+        if (tw_field(n, "re_shape") < 0)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: op_ver %u selects the old C++ TM2_ReshapeParam_V1, which tensio "
+                            "does not write for a graph from another format",
+                            tw_lb_text(lbl), n->op_ver);
+        if ((a = tw_attr(gn, "allow_zero", used)) != NULL &&
+            !(a->type == TIO_ATTR_INT && a->i == 0))
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: tmfile's Reshape has no allow_zero", tw_lb_text(lbl));
+        const tio_gvalue *sv = tw_in_value(w, gn, 1);
+        if (!sv || sv->tensor < 0)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: tmfile's Reshape stores its shape as a param, and the shape "
+                            "input is not a constant",
+                            tw_lb_text(lbl));
+        const tio_tensor *st = w->c->tensors[sv->tensor];
+        if ((st->dtype != TIO_INT32 && st->dtype != TIO_INT64) || st->numel > TM_MAX_DIMS ||
+            st->layout != TIO_LAYOUT_DENSE)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: the shape constant must hold at most %u int32/int64 values",
+                            tw_lb_text(lbl), TM_MAX_DIMS);
+        n->own = malloc(TM_MAX_DIMS * sizeof *n->own);
+        if (!n->own) return tio__nomem(err, TM_FMT);
+        for (size_t k = 0; k < st->numel; k++) {
+            int64_t v = st->dtype == TIO_INT32 ? (int32_t)tio__ld32(st->data + 4 * k)
+                                               : (int64_t)tio__ld64(st->data + 8 * k);
+            if (v < INT32_MIN || v > INT32_MAX)
+                return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                "%s: shape[%zu] does not fit int32", tw_lb_text(lbl), k);
+            n->own[k] = v;
+        }
+        tw_set_i(n, "is_mxnet", 0);
+        tw_set_i(n, "reverse", 0);
+        if (st->numel) tw_set_ints(n, "re_shape", n->own, (size_t)st->numel);
+        tw_set_i(n, "is_onnx", 1);
+        return TIO_OK;
+    }
+    if (strcmp(op, "Conv") == 0) {
+        tw_use_op(w, n, OP_CONV);
+        const tio_gvalue *wv = tw_in_value(w, gn, 1);
+        int64_t kd[4];
+        if (!wv || wv->rank != 4)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: tmfile's Convolution needs a rank-4 weight of known shape",
+                            tw_lb_text(lbl));
+        for (int k = 0; k < 4; k++) {
+            kd[k] = wv->dims[k].value;
+            if (kd[k] < 0 || kd[k] > INT32_MAX)
+                return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                "%s: the weight's dim %d is unknown or too large", tw_lb_text(lbl),
+                                k);
+        }
+        int64_t group = 1, st[2] = {1, 1}, dl[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
+        if ((a = tw_attr(gn, "groups", used)) != NULL || (a = tw_attr(gn, "group", used)) != NULL)
+            rc = tw_int_attr(a, lbl, &group, err);
+        if (!rc && (a = tw_attr(gn, "strides", used)) != NULL) rc = tw_ints2(a, lbl, 2, st, err);
+        if (!rc && (a = tw_attr(gn, "dilations", used)) != NULL) rc = tw_ints2(a, lbl, 2, dl, err);
+        if (!rc && (a = tw_attr(gn, "pads", used)) != NULL) rc = tw_ints2(a, lbl, 4, pads, err);
+        if (!rc && (a = tw_attr(gn, "kernel_shape", used)) != NULL) {
+            rc = tw_ints2(a, lbl, 2, two, err);
+            if (!rc && (two[0] != kd[2] || two[1] != kd[3]))
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: kernel_shape disagrees with the weight's shape",
+                              tw_lb_text(lbl));
+        }
+        int same = 0;
+        if (!rc) rc = tw_auto_pad(tw_attr(gn, "auto_pad", used), lbl, &same, err);
+        if (rc) return rc;
+        if (same) pads[0] = pads[1] = pads[2] = pads[3] = -1;
+        if (group < 1 || kd[1] * group > INT32_MAX)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1, "%s: group %lld is invalid",
+                            tw_lb_text(lbl), (long long)group);
+        tw_set_i(n, "kernel_h", kd[2]);
+        tw_set_i(n, "kernel_w", kd[3]);
+        tw_set_i(n, "stride_h", st[0]);
+        tw_set_i(n, "stride_w", st[1]);
+        tw_set_i(n, "dilation_h", dl[0]);
+        tw_set_i(n, "dilation_w", dl[1]);
+        tw_set_i(n, "input_channel", kd[1] * group);
+        tw_set_i(n, "output_channel", kd[0]);
+        tw_set_i(n, "group", group);
+        tw_set_i(n, "activation", -1);
+        tw_set_i(n, "pad_h0", pads[0]);
+        tw_set_i(n, "pad_w0", pads[1]);
+        tw_set_i(n, "pad_h1", pads[2]);
+        tw_set_i(n, "pad_w1", pads[3]);
+        return TIO_OK;
+    }
+    bool gmax = strcmp(op, "GlobalMaxPool") == 0, gavg = strcmp(op, "GlobalAveragePool") == 0;
+    bool mp = strcmp(op, "MaxPool") == 0, ap = strcmp(op, "AveragePool") == 0;
+    if (gmax || gavg || mp || ap) {
+        tw_use_op(w, n, OP_POOL);
+        int64_t k2[2] = {0, 0}, st[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
+        if (mp || ap) {
+            if ((a = tw_attr(gn, "kernel_size", used)) != NULL ||
+                (a = tw_attr(gn, "kernel_shape", used)) != NULL)
+                rc = tw_ints2(a, lbl, 2, k2, err);
+            else
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1, "%s: the kernel size is missing",
+                              tw_lb_text(lbl));
+            if (!rc && (a = tw_attr(gn, "strides", used)) != NULL)
+                rc = tw_ints2(a, lbl, 2, st, err);
+            if (!rc && (a = tw_attr(gn, "pads", used)) != NULL) rc = tw_ints2(a, lbl, 4, pads, err);
+            int same = 0;
+            if (!rc) rc = tw_auto_pad(tw_attr(gn, "auto_pad", used), lbl, &same, err);
+            if (!rc && same)
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: tmfile's Pooling has no automatic (Same) padding",
+                              tw_lb_text(lbl));
+            static const char *const zero_only[] = {"ceil_mode", "count_include_pad"};
+            for (size_t k = 0; !rc && k < 2; k++)
+                if ((a = tw_attr(gn, zero_only[k], used)) != NULL &&
+                    !(a->type == TIO_ATTR_INT && a->i == 0))
+                    rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                  "%s: %s = 1 is not supported by tmfile's Pooling",
+                                  tw_lb_text(lbl), zero_only[k]);
+            if (rc) return rc;
+        }
+        tw_set_i(n, "alg", (gmax || mp) ? 0 : 1);
+        tw_set_i(n, "kernel_h", k2[0]);
+        tw_set_i(n, "kernel_w", k2[1]);
+        tw_set_i(n, "stride_h", st[0]);
+        tw_set_i(n, "stride_w", st[1]);
+        tw_set_i(n, "global", (gmax || gavg) ? 1 : 0);
+        /* convert_tool's rule for asymmetric padding */
+        tw_set_i(n, "caffe_flavor", pads[0] != pads[2] && pads[1] != pads[3] ? 1 : 0);
+        tw_set_i(n, "pad_h0", pads[0]);
+        tw_set_i(n, "pad_w0", pads[1]);
+        tw_set_i(n, "pad_h1", pads[2]);
+        tw_set_i(n, "pad_w1", pads[3]);
+        return TIO_OK;
+    }
+    return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                    "%s: tmfile has no operator for '%s' (tensio maps Conv, Gemm, MatMul, "
+                    "MaxPool, AveragePool, Global*Pool, Relu, LeakyRelu, Sigmoid, Tanh, Softmax, "
+                    "LogSoftmax, Concat, Flatten, Reshape, Transpose, BatchNormalization, "
+                    "InstanceNormalization, Add, Sub, Mul, Div, Max, Pow and a few unary "
+                    "operators)",
+                    tw_lb_text(lbl), op);
+}
+
+/* --- the plan of the file */
+
+static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
+    memset(w, 0, sizeof *w);
+    w->plan = p;
+    w->c = tio__plan_container(p);
+    const tio_graph *g = w->g = w->c->graph;
+    unsigned flags = tio__plan_flags(p);
+    if (!g)
+        return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                        "a model needs a graph; this container holds tensors only");
+    if (g->opaque)
+        return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                        "the model cannot be re-encoded: %s (convert the weights to a tensor "
+                        "format instead)",
+                        g->opaque);
+    w->native = g->native_format && strcmp(g->native_format, TM_FMT) == 0;
+    int rc = tw_graph_meta(w, flags, err);
+    if (rc) return rc;
+    size_t nv = g->value_count, ngn = g->node_count;
+
+    /* who produces each value */
+    int64_t *prod = malloc((nv ? nv : 1) * sizeof *prod);
+    w->vmap = malloc((nv ? nv : 1) * sizeof *w->vmap);
+    uint8_t *isin = calloc(nv ? nv : 1, 1), *used = calloc(nv ? nv : 1, 1);
+    if (!prod || !w->vmap || !isin || !used) {
+        rc = tio__nomem(err, TM_FMT);
+        goto out;
+    }
+    for (size_t i = 0; i < nv; i++) prod[i] = -1, w->vmap[i] = -1;
+    for (size_t k = 0; k < g->input_count; k++) isin[g->inputs[k]] = 1;
+    for (size_t k = 0; k < g->output_count; k++) used[g->outputs[k]] = 1;
+    for (size_t j = 0; j < ngn && !rc; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        tw_lb lb = {.gn = n, .j = j};
+        if (n->opaque) {
+            rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                          "%s: cannot be re-encoded: %s (convert the weights to a tensor format "
+                          "instead)",
+                          tw_lb_text(&lb), n->opaque);
+            break;
+        }
+        for (size_t k = 0; k < n->input_count && !rc; k++) {
+            if (n->inputs[k] < 0)
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: input %zu is absent; tmfile has no optional inputs",
+                              tw_lb_text(&lb), k);
+            else used[n->inputs[k]] = 1;
+        }
+        if (n->output_count == 0 && !rc)
+            rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                          "%s: the node has no outputs (Tengine refuses such a model)",
+                          tw_lb_text(&lb));
+        for (size_t k = 0; k < n->output_count && !rc; k++) {
+            int64_t v = n->outputs[k];
+            if (v < 0)
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: output %zu is absent; tmfile has no optional outputs",
+                              tw_lb_text(&lb), k);
+            else if (prod[v] >= 0)
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: value %lld ('%s') is also an output of node %lld; a tmfile "
+                              "tensor has one producer",
+                              tw_lb_text(&lb), (long long)v, tw_vname(w, v), (long long)prod[v]);
+            else prod[v] = (int64_t)j;
+        }
+    }
+    if (rc) goto out;
+    /* nodes: Const for unproduced constants, InputOp for unproduced graph
+     * inputs (the order convert_tool gives them), then the graph's nodes */
+    size_t nsc = 0, nsi = 0;
+    for (size_t i = 0; i < nv && !rc; i++) {
+        if (prod[i] >= 0) continue;
+        if (g->values[i].tensor >= 0) nsc++;
+        else if (isin[i]) nsi++;
+        else if (used[i])
+            rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                          "value %zu ('%s') is read but neither produced by a node, a constant "
+                          "nor a graph input",
+                          i, tw_vname(w, (int64_t)i));
+        else
+            rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                          "value %zu ('%s') would be lost: tmfile keeps only the tensors that "
+                          "nodes output",
+                          i, tw_vname(w, (int64_t)i));
+    }
+    if (rc) goto out;
+    w->nn = nsc + nsi + ngn;
+    w->nodes = calloc(w->nn ? w->nn : 1, sizeof *w->nodes);
+    if (!w->nodes) {
+        rc = tio__nomem(err, TM_FMT);
+        goto out;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < nv; i++)
+        if (prod[i] < 0 && g->values[i].tensor >= 0) {
+            w->nodes[m].sval = (int64_t)i;
+            w->nodes[m].name = g->values[i].name;
+            w->nodes[m].op_ver = w->op_ver;
+            tw_use_op(w, &w->nodes[m++], OP_CONST);
+        }
+    for (size_t k = 0; k < g->input_count; k++) {
+        int64_t v = g->inputs[k];
+        if (prod[v] >= 0 || g->values[v].tensor >= 0) continue;
+        prod[v] = -2; /* once */
+        w->nodes[m].sval = v;
+        w->nodes[m].name = g->values[v].name;
+        w->nodes[m].op_ver = w->op_ver;
+        tw_use_op(w, &w->nodes[m++], OP_INPUT);
+    }
+    for (size_t j = 0; j < ngn; j++) {
+        tw_node *n = &w->nodes[m++];
+        n->gn = &g->nodes[j];
+        n->name = n->gn->name;
+        n->op_ver = w->op_ver;
+    }
+    if (w->nomem) {
+        rc = tio__nomem(err, TM_FMT);
+        goto out;
+    }
+    /* tensors in node-output order */
+    size_t nt = 0;
+    for (size_t j = 0; j < w->nn && !rc; j++) {
+        tw_node *n = &w->nodes[j];
+        n->nout = n->gn ? n->gn->output_count : 1;
+        n->nin = n->gn ? n->gn->input_count : 0;
+        n->outs = malloc(n->nout * sizeof *n->outs);
+        n->ins = malloc((n->nin ? n->nin : 1) * sizeof *n->ins);
+        if (!n->outs || !n->ins) rc = tio__nomem(err, TM_FMT);
+        for (size_t k = 0; !rc && k < n->nout; k++) {
+            int64_t v = n->gn ? n->gn->outputs[k] : n->sval;
+            w->vmap[v] = (int64_t)nt;
+            n->outs[k] = (int64_t)nt++;
+        }
+    }
+    if (rc) goto out;
+    if (nt > UINT32_MAX || w->nn > UINT32_MAX) {
+        rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1, "too many tensors or nodes for u32 ids");
+        goto out;
+    }
+    w->nt = nt;
+    w->t = calloc(nt ? nt : 1, sizeof *w->t);
+    if (!w->t) {
+        rc = tio__nomem(err, TM_FMT);
+        goto out;
+    }
+    /* operators */
+    for (size_t j = 0; j < w->nn && !rc; j++) {
+        tw_node *n = &w->nodes[j];
+        tw_lb lb = {.n = n, .j = j};
+        if (!n->gn) {
+            n->code = (uint32_t)tio__tmfile_file_code(w->old, n->idx);
+            continue;
+        }
+        for (size_t k = 0; k < n->nin; k++) n->ins[k] = w->vmap[n->gn->inputs[k]];
+        uint8_t *au = calloc(n->gn->attr_count ? n->gn->attr_count : 1, 1);
+        if (!au) {
+            rc = tio__nomem(err, TM_FMT);
+            break;
+        }
+        rc = tw_private_attrs(w, n, &lb, au, err);
+        const char *tmname = n->gn->native_op ? n->gn->native_op : n->gn->op;
+        int idx = w->native ? tio__tmfile_find_op(tmname) : -1;
+        if (rc) {
+        } else if (idx >= 0) {
+            tw_use_op(w, n, idx);
+            if (n->raw && n->pd)
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: tm2_param given for %s, which has a known param struct",
+                              tw_lb_text(&lb), tio__tmfile_ops[idx].name);
+            if (!rc) rc = tw_native_params(n, &lb, au, err);
+            if (!rc && n->raw) n->has_param = true;
+        } else if (w->native && strncmp(tmname, "OpType", 6) == 0 && n->gn->native_id >= 0 &&
+                   n->gn->native_id <= (int64_t)UINT32_MAX) {
+            /* an operator code tensio does not know, kept by number */
+            n->idx = -1;
+            n->code = (uint32_t)n->gn->native_id;
+            n->has_param = n->raw != NULL;
+            rc = tw_native_params(n, &lb, au, err);
+        } else {
+            if (n->raw)
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: tm2_param is meaningful only in a tmfile graph",
+                              tw_lb_text(&lb));
+            if (!rc) rc = tw_foreign(w, n, &lb, au, err);
+            for (size_t k = 0; !rc && k < n->gn->attr_count; k++)
+                if (!au[k])
+                    rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                                  "%s: attribute '%s' has no equivalent in tmfile's %s",
+                                  tw_lb_text(&lb), n->gn->attrs[k].name,
+                                  tio__tmfile_ops[n->idx].name);
+        }
+        free(au);
+        if (w->nomem) rc = tio__nomem(err, TM_FMT);
+        if (rc) break;
+        if (n->idx >= 0) {
+            int64_t code = tio__tmfile_file_code(w->old, n->idx);
+            if (code < 0) {
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: the old C++ operator table has no %s (write the lite variant)",
+                              tw_lb_text(&lb), tio__tmfile_ops[n->idx].name);
+                break;
+            }
+            n->code = (uint32_t)code;
+            /* the param struct may depend on op_ver (old Reshape V1): refresh */
+            unsigned nf;
+            const tm_pdef *pd = tio__tmfile_param_of(n->idx, w->old, n->op_ver, &nf);
+            if (pd != n->pd)
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: op_ver %u selects %s, which the attributes do not describe",
+                              tw_lb_text(&lb), n->op_ver, pd ? pd->name : "no param");
+        }
+    }
+    if (rc) goto out;
+    /* tensors */
+    for (size_t j = 0; j < w->nn && !rc; j++) {
+        tw_node *n = &w->nodes[j];
+        size_t qat = 0;
+        for (size_t k = 0; k < n->nout && !rc; k++) {
+            tw_tensor *t = &w->t[n->outs[k]];
+            int64_t v = n->gn ? n->gn->outputs[k] : n->sval;
+            const tio_gvalue *gv = &g->values[v];
+            tw_lb lb = {.vname = gv->name, .j = (size_t)v};
+            t->value = v;
+            t->name = gv->name;
+            t->ct = gv->tensor;
+            t->layout = n->layouts ? (int32_t)n->layouts[k] : w->glayout;
+            t->type = n->types ? (int32_t)n->types[k]
+                               : tio__tmfile_default_type(n->idx >= 0 ? n->idx : -1);
+            if (!n->gn && n->idx == OP_CONST) t->type = TM_T_CONST;
+            if (n->qcount) {
+                t->nq = (size_t)n->qcount[k];
+                t->qscale = n->qscale + qat;
+                t->qzp = n->qzp + qat;
+                t->qwidth = n->qwidth ? n->qwidth + qat : NULL;
+                qat += t->nq;
+            }
+            tio_dtype dt;
+            const int64_t *shape = NULL;
+            int64_t rank;
+            if (t->ct >= 0) {
+                const tio_wtensor *wt = tio__plan_tensor(p, (size_t)t->ct);
+                dt = wt->dtype;
+                rank = (int64_t)wt->rank;
+                shape = wt->shape;
+                if (t->type != TM_T_CONST)
+                    rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                                  "%s: a constant whose tensor type is %d, not CONST (2): its "
+                                  "data would be lost",
+                                  tw_lb_text(&lb), t->type);
+                else if (wt->nbytes > UINT32_MAX)
+                    rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                  "%s: %zu bytes of data exceed tmfile's 32-bit buffer size",
+                                  tw_lb_text(&lb), wt->nbytes);
+                t->bufsize = (uint32_t)wt->nbytes;
+            } else {
+                dt = gv->dtype == TIO_DTYPE_INVALID ? TIO_FLOAT32 : gv->dtype;
+                rank = gv->rank;
+            }
+            if (rc) break;
+            int code = tio__tmfile_dtype_code(dt);
+            if (code < 0) {
+                rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                              "%s: dtype %s has no tmfile data type (FP32, FP16, INT8, UINT8, "
+                              "INT32, INT16)",
+                              tw_lb_text(&lb), tio_dtype_name(dt));
+                break;
+            }
+            t->dcode = code;
+            if (rank > (int64_t)TM_MAX_DIMS) {
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: rank %lld exceeds tmfile's %u dims", tw_lb_text(&lb),
+                              (long long)rank, TM_MAX_DIMS);
+                break;
+            }
+            /* a constant without dims is written without a dims vector */
+            t->rank = (t->type == TM_T_CONST && rank == 0) ? -1 : rank;
+            uint64_t numel = 1;
+            for (int64_t d = 0; d < rank && !rc; d++) {
+                int64_t dv = shape ? shape[d] : gv->dims[d].value;
+                if (!shape && gv->dims[d].name && !(flags & TIO_SAVE_DROP_METADATA))
+                    rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                                  "%s: dim %lld is symbolic ('%s'); tmfile stores numbers "
+                                  "(TIO_SAVE_DROP_METADATA drops dim names)",
+                                  tw_lb_text(&lb), (long long)d, gv->dims[d].name);
+                else if (dv > INT32_MAX)
+                    rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                  "%s: dim %lld = %lld does not fit int32", tw_lb_text(&lb),
+                                  (long long)d, (long long)dv);
+                t->dims[d] = (int32_t)dv;
+                if (dv < 0 || tio__mul64_ovf(numel, (uint64_t)(dv < 0 ? 0 : dv), &numel))
+                    numel = UINT64_MAX;
+            }
+            if (rc) break;
+            if (t->type == TM_T_CONST && t->ct < 0) {
+                int64_t bs = n->bufsizes ? n->bufsizes[k] : -1;
+                uint64_t b;
+                if (bs >= 0) {
+                    t->bufsize = (uint32_t)bs;
+                } else if (numel == UINT64_MAX ||
+                           tio__mul64_ovf(numel, tio_dtype_size(dt), &b) || b > UINT32_MAX) {
+                    rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                  "%s: a constant without data whose size (from its dims) is "
+                                  "unknown or exceeds 32 bits",
+                                  tw_lb_text(&lb));
+                } else {
+                    t->bufsize = (uint32_t)b;
+                }
+            }
+        }
+    }
+    if (rc) goto out;
+    /* every container tensor must be a constant of the graph */
+    uint8_t *isconst = calloc(w->c->count ? w->c->count : 1, 1);
+    if (!isconst) {
+        rc = tio__nomem(err, TM_FMT);
+        goto out;
+    }
+    for (size_t v = 0; v < nv; v++)
+        if (g->values[v].tensor >= 0) isconst[g->values[v].tensor] = 1;
+    for (size_t i = 0; i < w->c->count && !rc; i++) {
+        if (!isconst[i])
+            rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                          "tensor %zu%s%s%s is not a constant of the graph; a tmfile stores "
+                          "only the model's constants",
+                          i, w->c->tensors[i]->name ? " ('" : "",
+                          w->c->tensors[i]->name ? w->c->tensors[i]->name : "",
+                          w->c->tensors[i]->name ? "')" : "");
+    }
+    free(isconst);
+    if (rc) goto out;
+    /* graph inputs and outputs -> node indices */
+    size_t *wprod = malloc((nt ? nt : 1) * sizeof *wprod);
+    size_t *wslot = malloc((nt ? nt : 1) * sizeof *wslot);
+    w->innodes = malloc((g->input_count ? g->input_count : 1) * sizeof *w->innodes);
+    w->outnodes = malloc((g->output_count ? g->output_count : 1) * sizeof *w->outnodes);
+    w->offs = malloc(((w->nn > nt ? w->nn : nt) + 1) * sizeof *w->offs);
+    if (!wprod || !wslot || !w->innodes || !w->outnodes || !w->offs) {
+        free(wprod);
+        free(wslot);
+        rc = tio__nomem(err, TM_FMT);
+        goto out;
+    }
+    for (size_t j = 0; j < w->nn; j++)
+        for (size_t k = 0; k < w->nodes[j].nout; k++) {
+            wprod[w->nodes[j].outs[k]] = j;
+            wslot[w->nodes[j].outs[k]] = k;
+        }
+    for (int side = 0; side < 2; side++) {
+        const int64_t *list = side ? g->outputs : g->inputs;
+        size_t cnt = side ? g->output_count : g->input_count, out = 0;
+        uint32_t *dst = side ? w->outnodes : w->innodes;
+        for (size_t k = 0; k < cnt; k++) {
+            int64_t t = w->vmap[list[k]];
+            /* a node's later outputs continue the entry of its first */
+            if (out && dst[out - 1] == wprod[t] && wslot[t] > 0) continue;
+            dst[out++] = (uint32_t)wprod[t];
+        }
+        if (side) w->nout = out;
+        else w->nin = out;
+    }
+    free(wprod);
+    free(wslot);
+out:
+    free(prod);
+    free(isin);
+    free(used);
+    return rc;
+}
+
+/* --- emitting bytes (a dry run computes the layout) */
+
+typedef struct tw_out {
+    tio_sink *s; /* NULL: dry run */
+    uint64_t pos;
+} tw_out;
+
+/* Small pieces go to the sink as they come: it gathers them into its buffer. */
+static int o_bytes(tw_out *o, const void *p, size_t n, tio_error *err) {
+    int rc = o->s ? tio__sink_write(o->s, p, n, err) : TIO_OK;
+    o->pos += n;
+    return rc;
+}
+static int o_align(tw_out *o, tio_error *err) {
+    size_t pad = (size_t)((4 - o->pos % 4) % 4);
+    int rc = pad && o->s ? tio__sink_zeros(o->s, pad, err) : TIO_OK;
+    o->pos += pad;
+    return rc;
+}
+static uint32_t o_at(const tw_out *o) { return o->pos > UINT32_MAX ? 0 : (uint32_t)o->pos; }
+static int o_u32(tw_out *o, uint32_t v, tio_error *err) {
+    uint8_t b[4];
+    tio__st32(b, v);
+    return o_bytes(o, b, 4, err);
+}
+/* An aligned object of 32-bit words; *off = where it starts. */
+static int o_words(tw_out *o, const uint32_t *w, size_t n, uint32_t *off, tio_error *err) {
+    int rc = o_align(o, err);
+    *off = o_at(o);
+    for (size_t k = 0; !rc && k < n; k++) rc = o_u32(o, w[k], err);
+    return rc;
+}
+static uint32_t f2u(double d) {
+    float f = (float)d;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+/* A TM2_String (chars + NUL, then the struct); *off = 0 for NULL. */
+static int o_string(tw_out *o, const char *s, uint32_t *off, tio_error *err) {
+    *off = 0;
+    if (!s) return TIO_OK;
+    size_t n = strlen(s) + 1;
+    uint32_t data = o_at(o);
+    int rc = o_bytes(o, s, n, err);
+    uint32_t st[2] = {(uint32_t)n, data};
+    if (!rc) rc = o_words(o, st, 2, off, err);
+    return rc;
+}
+/* A vector of int64 values stored as 32-bit words. */
+static int o_vec_i(tw_out *o, const int64_t *v, size_t n, uint32_t *off, tio_error *err) {
+    int rc = o_align(o, err);
+    *off = o_at(o);
+    if (!rc) rc = o_u32(o, (uint32_t)n, err);
+    for (size_t k = 0; !rc && k < n; k++) rc = o_u32(o, (uint32_t)v[k], err);
+    return rc;
+}
+static int o_vec_u(tw_out *o, const uint32_t *v, size_t n, uint32_t *off, tio_error *err) {
+    int rc = o_align(o, err);
+    *off = o_at(o);
+    if (!rc) rc = o_u32(o, (uint32_t)n, err);
+    for (size_t k = 0; !rc && k < n; k++) rc = o_u32(o, v[k], err);
+    return rc;
+}
+
+static int tw_emit_param(tw *w, tw_out *o, const tw_node *n, uint32_t *poff, tio_error *err) {
+    (void)w;
+    *poff = 0;
+    if (!n->has_param) return TIO_OK;
+    if (!n->pd) {
+        int rc = o_align(o, err);
+        *poff = o_at(o);
+        for (size_t k = 0; !rc && k < n->nraw; k++) rc = o_u32(o, (uint32_t)n->raw[k], err);
+        return rc;
+    }
+    const tm_pdef *pd = n->pd;
+    uint32_t sub[TW_MAXF];
+    unsigned pos[TW_MAXF];
+    unsigned size = tio__tmfile_layout(pd, n->nf, pos);
+    int rc = TIO_OK;
+    /* children in field order */
+    for (unsigned k = 0; k < n->nf && !rc; k++) {
+        const tw_pv *v = &n->pv[k];
+        sub[k] = 0;
+        if (!v->present) continue;
+        switch (pd->f[k].kind) {
+        case TF_STR: rc = o_string(o, v->s, &sub[k], err); break;
+        case TF_VDIMS: rc = o_vec_i(o, v->ints, v->count, &sub[k], err); break;
+        case TF_VFLOATS:
+        case TF_VANCHORS: {
+            rc = o_align(o, err);
+            sub[k] = o_at(o);
+            size_t cnt = pd->f[k].kind == TF_VANCHORS ? v->count / 4 : v->count;
+            if (!rc) rc = o_u32(o, (uint32_t)cnt, err);
+            for (size_t m = 0; !rc && m < v->count; m++) rc = o_u32(o, f2u(v->floats[m]), err);
+            break;
+        }
+        default: break;
+        }
+    }
+    if (rc) return rc;
+    uint8_t buf[TW_MAXF * 4 + 4];
+    memset(buf, 0, sizeof buf);
+    for (unsigned k = 0; k < n->nf; k++) {
+        const tw_pv *v = &n->pv[k];
+        uint8_t *q = buf + pos[k];
+        switch (pd->f[k].kind) {
+        case TF_I32:
+        case TF_U32: tio__st32(q, (uint32_t)v->i); break;
+        case TF_BOOL: q[0] = (uint8_t)v->i; break;
+        case TF_F32: tio__st32(q, v->present ? f2u(v->f) : 0); break;
+        default: tio__st32(q, sub[k]); break;
+        }
+    }
+    rc = o_align(o, err);
+    *poff = o_at(o);
+    if (!rc) rc = o_bytes(o, buf, size, err);
+    return rc;
+}
+
+static int tw_emit(tw *w, tw_out *o, uint32_t root, uint32_t *root_out, tio_error *err) {
+    const tio_write_plan *p = w->plan;
+    uint8_t hdr[TM_HEADER_LEN];
+    memset(hdr, 0, sizeof hdr);
+    hdr[0] = 2; /* ver_main 2, ver_sub 0, ver_compile 0, padding 0 */
+    tio__st32(hdr + 8, root);
+    int rc = o_bytes(o, hdr, sizeof hdr, err);
+    uint32_t mname = 0;
+    if (!rc) rc = o_string(o, w->mname, &mname, err);
+    /* nodes */
+    for (size_t j = 0; j < w->nn && !rc; j++) {
+        const tw_node *n = &w->nodes[j];
+        uint32_t sn = 0, vin = 0, vout = 0, poff = 0, opoff = 0;
+        rc = o_string(o, n->name, &sn, err);
+        if (!rc && n->nin) rc = o_vec_i(o, n->ins, n->nin, &vin, err);
+        if (!rc && n->nout) rc = o_vec_i(o, n->outs, n->nout, &vout, err);
+        if (!rc) rc = tw_emit_param(w, o, n, &poff, err);
+        uint32_t op[3] = {n->op_ver, n->code, poff};
+        if (!rc) rc = o_words(o, op, 3, &opoff, err);
+        uint32_t nd[7] = {(uint32_t)j, vin, vout, opoff, sn, 0, n->dyn};
+        if (!rc) rc = o_words(o, nd, 7, &w->offs[j], err);
+    }
+    uint32_t vnodes = 0, vtens = 0, vbufs = 0, vin = 0, vout = 0, soff = 0, vsubs = 0;
+    if (!rc) rc = o_vec_u(o, w->offs, w->nn, &vnodes, err);
+    /* tensors */
+    uint32_t nbuf = 0;
+    for (size_t i = 0; i < w->nt && !rc; i++) {
+        const tw_tensor *t = &w->t[i];
+        uint32_t sn = 0, vd = 0, vq = 0, toff = 0;
+        rc = o_string(o, t->name, &sn, err);
+        if (!rc && t->rank >= 0) {
+            rc = o_align(o, err);
+            vd = o_at(o);
+            if (!rc) rc = o_u32(o, (uint32_t)t->rank, err);
+            for (int64_t d = 0; !rc && d < t->rank; d++) rc = o_u32(o, (uint32_t)t->dims[d], err);
+        }
+        if (!rc && t->nq) {
+            /* the params, then the vector of their offsets */
+            uint32_t first = 0;
+            for (size_t k = 0; !rc && k < t->nq; k++) {
+                uint32_t q[3] = {(uint32_t)t->qzp[k], f2u(t->qscale[k]),
+                                 t->qwidth ? (uint32_t)t->qwidth[k] : 0};
+                uint32_t at;
+                rc = o_words(o, q, 3, &at, err);
+                if (k == 0) first = at;
+            }
+            if (!rc) rc = o_align(o, err);
+            vq = o_at(o);
+            if (!rc) rc = o_u32(o, (uint32_t)t->nq, err);
+            for (size_t k = 0; !rc && k < t->nq; k++)
+                rc = o_u32(o, first + (uint32_t)(k * TM_QUANT_LEN), err);
+        }
+        if (t->type == TM_T_CONST) nbuf++;
+        uint32_t ts[8] = {(uint32_t)i, nbuf - 1, vd, sn, vq, (uint32_t)t->layout,
+                          (uint32_t)t->type, (uint32_t)t->dcode};
+        if (!rc) rc = o_words(o, ts, 8, &toff, err);
+        w->offs[i] = toff;
+    }
+    if (!rc) rc = o_vec_u(o, w->offs, w->nt, &vtens, err);
+    /* buffers: data (where the previous object ends), then the TM2_Buffer */
+    size_t b = 0;
+    for (size_t i = 0; i < w->nt && !rc; i++) {
+        const tw_tensor *t = &w->t[i];
+        if (t->type != TM_T_CONST) continue;
+        uint32_t data = 0;
+        if (t->ct >= 0) {
+            /* no alignment: the data follows the previous (4-aligned) object */
+            data = o_at(o);
+            if (o->s && t->bufsize)
+                rc = tio__plan_sink_tensor((tio_write_plan *)(uintptr_t)p, o->s, (size_t)t->ct,
+                                           err);
+            o->pos += t->bufsize;
+        }
+        uint32_t bs[2] = {t->bufsize, data};
+        if (!rc) rc = o_words(o, bs, 2, &w->offs[b++], err);
+    }
+    if (!rc) rc = o_vec_u(o, w->offs, b, &vbufs, err);
+    if (!rc) rc = o_vec_u(o, w->innodes, w->nin, &vin, err);
+    if (!rc) rc = o_vec_u(o, w->outnodes, w->nout, &vout, err);
+    uint32_t sname = 0;
+    if (!rc) rc = o_string(o, w->sname, &sname, err);
+    uint32_t sg[10] = {w->sid, (uint32_t)w->glayout, (uint32_t)w->mlayout, vin, vout, vnodes,
+                       vtens, vbufs, sname, 0};
+    if (!rc) rc = o_words(o, sg, w->old ? 9 : 10, &soff, err);
+    uint32_t vs[2] = {1, soff};
+    if (!rc) rc = o_words(o, vs, 2, &vsubs, err);
+    uint32_t model[4] = {(uint32_t)w->orig, (uint32_t)w->subf, vsubs, mname};
+    if (!rc) rc = o_words(o, model, 4, root_out, err);
+    if (!rc && o->pos > UINT32_MAX)
+        rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                      "the model needs %llu bytes; tmfile offsets are 32-bit",
+                      (unsigned long long)o->pos);
+    return rc;
+}
+
+int tio__tmfile_check(const tio_write_plan *p, tio_error *err) {
+    tw w;
+    int rc = tw_prepare(&w, (tio_write_plan *)(uintptr_t)p, err);
+    tw_out o = {NULL, 0};
+    uint32_t root = 0;
+    if (!rc) rc = tw_emit(&w, &o, 0, &root, err);
+    tw_free(&w);
+    return rc;
+}
+
+int tio__tmfile_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
+    tw w;
+    int rc = tw_prepare(&w, p, err);
+    tw_out dry = {.s = NULL}, real = {.s = s};
+    uint32_t root = 0, root2 = 0;
+    if (!rc) rc = tw_emit(&w, &dry, 0, &root, err);
+    if (!rc) rc = tw_emit(&w, &real, root, &root2, err);
+    if (!rc && (root2 != root || real.pos != dry.pos))
+        rc = tio__err(err, TIO_E_CORRUPT, TM_FMT, -1, "internal error: the layout changed");
+    tw_free(&w);
+    return rc;
+}
