@@ -8,6 +8,7 @@
 #include "core/internal.h"
 #include "graph/budget.h"
 #include "graph/graph.h"
+#include "tmfile/opmap.h"
 #include "tmfile/tmfile.h"
 
 #include <stdio.h>
@@ -884,6 +885,326 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------ ONNX form */
+
+static bool tm_same_name(const char *a, const char *b) {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* A Const or InputOp node that a write gives back exactly as it synthesizes
+ * one (no attributes, named as its value, one output, no inputs): 1 Const,
+ * 2 InputOp, 0 neither. */
+static int tm_plain(const tio_graph *g, const tio_gnode *n, const uint8_t *isin) {
+    if (n->attr_count || n->input_count || n->output_count != 1 || n->opaque) return 0;
+    const char *nat = n->native_op ? n->native_op : n->op;
+    int64_t v = n->outputs[0];
+    if (v < 0 || (size_t)v >= g->value_count) return 0;
+    const tio_gvalue *gv = &g->values[v];
+    if (!tm_same_name(n->name, gv->name)) return 0;
+    if (strcmp(nat, "Const") == 0 && gv->tensor >= 0) return 1;
+    if (strcmp(nat, "InputOp") == 0 && gv->tensor < 0 && isin[v]) return 2;
+    return 0;
+}
+
+static void tm_node_free(tio_gnode *n) {
+    free(n->name);
+    free(n->op);
+    free(n->native_op);
+    free(n->inputs);
+    free(n->outputs);
+    tio__tmfile_attrs_free(n->attrs, n->attr_count);
+    free(n->opaque);
+    free(n->domain);
+}
+
+/* Which Const and InputOp nodes become graph constants and inputs: all
+ * plain ones when a write would give the same nodes in the same order
+ * (it synthesizes a Const per unproduced constant in value order, then an
+ * InputOp per unproduced graph input, then the graph's nodes), else none. */
+static int tm_droppable(const tio_graph *g, uint8_t *drop, tio_error *err) {
+    size_t nv = g->value_count, nn = g->node_count;
+    uint8_t *isin = calloc(nv ? nv : 1, 1), *prod_now = calloc(nv ? nv : 1, 1),
+            *prod_new = calloc(nv ? nv : 1, 1);
+    /* sequences of (kind, id): kind 1 Const of value id, 2 InputOp of value id, 3 node id */
+    int64_t *t = malloc(2 * (nv + nn + 1) * sizeof *t), *u = malloc(2 * (nv + nn + 1) * sizeof *u);
+    int rc = TIO_OK;
+    if (!isin || !prod_now || !prod_new || !t || !u) {
+        rc = tio__nomem(err, TM_FMT);
+        goto out;
+    }
+    for (size_t k = 0; k < g->input_count; k++) isin[g->inputs[k]] = 1;
+    bool any = false;
+    for (size_t j = 0; j < nn; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        drop[j] = (uint8_t)tm_plain(g, n, isin);
+        if (drop[j]) any = true;
+        for (size_t k = 0; k < n->output_count; k++) {
+            int64_t v = n->outputs[k];
+            if (v < 0 || (size_t)v >= nv) continue;
+            prod_now[v] = 1;
+            if (!drop[j]) prod_new[v] = 1;
+        }
+    }
+    if (!any) goto out;
+    size_t nt = 0, nu = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const uint8_t *prod = pass ? prod_new : prod_now;
+        int64_t *s = pass ? u : t;
+        size_t m = 0;
+        for (size_t i = 0; i < nv; i++)
+            if (!prod[i] && g->values[i].tensor >= 0) s[m++] = 1, s[m++] = (int64_t)i;
+        uint8_t *once = pass ? prod_new : prod_now; /* marks inputs given an InputOp */
+        for (size_t k = 0; k < g->input_count; k++) {
+            int64_t v = g->inputs[k];
+            if (once[v] || g->values[v].tensor >= 0) continue;
+            once[v] = 2;
+            s[m++] = 2;
+            s[m++] = v;
+        }
+        for (size_t j = 0; j < nn; j++) {
+            if (pass && drop[j]) continue;
+            if (drop[j]) {
+                s[m++] = drop[j];
+                s[m++] = g->nodes[j].outputs[0];
+            } else {
+                s[m++] = 3;
+                s[m++] = (int64_t)j;
+            }
+        }
+        if (pass) nu = m;
+        else nt = m;
+    }
+    if (nt != nu || memcmp(t, u, nt * sizeof *t) != 0) memset(drop, 0, nn ? nn : 1);
+out:
+    free(isin);
+    free(prod_now);
+    free(prod_new);
+    free(t);
+    free(u);
+    return rc;
+}
+
+/* A fresh value name "<base><suffix>[N]". */
+static char *tm_fresh_name(const tio_graph *g, const char *base, const char *suffix) {
+    size_t n = strlen(base) + strlen(suffix) + 24;
+    char *s = malloc(n);
+    if (!s) return NULL;
+    snprintf(s, n, "%s%s", base, suffix);
+    for (unsigned k = 1; tio_graph_find_value(g, s) >= 0 && k < 1000000u; k++)
+        snprintf(s, n, "%s%s%u", base, suffix, k);
+    return s;
+}
+
+/* Tengine's Reshape takes its shape from re_shape and ignores its second
+ * input, which convert_tool fills wrongly (an int64 shape's words as int32,
+ * cut to the dims count). When the two differ, the ONNX form reads a new
+ * int32 constant holding re_shape (int32: what tmfile stores) ("<name>:re_shape"); native_attrs keeps
+ * 2 + the original input's value, so a write puts that back. */
+static int tm_reshape_stand_in(tm_reader *r, size_t j, tio_error *err) {
+    tio_graph *g = r->g;
+    tio_gnode *n = &g->nodes[j];
+    size_t at = n->attr_count;
+    for (size_t k = 0; k < n->attr_count; k++) {
+        if (strcmp(n->attrs[k].name, "tmfile.re_shape") == 0) at = k;
+        else if (strncmp(n->attrs[k].name, "tmfile.", 7) == 0) return TIO_OK;
+    }
+    if (at == n->attr_count || n->input_count != 2 || n->inputs[1] < 0) return TIO_OK;
+    const tio_gattr *a = &n->attrs[at];
+    if (a->type != TIO_ATTR_INTS || a->count > TM_MAX_DIMS) return TIO_OK;
+    /* at the tensor limit the node keeps tmfile.re_shape (ONNX refuses it) */
+    if ((uint64_t)r->ctx->c->count >= r->ctx->limits.max_tensors) return TIO_OK;
+    int64_t orig = n->inputs[1];
+    const char *on = g->values[orig].name;
+    char *vn = tm_fresh_name(g, on ? on : "shape", ":re_shape");
+    if (!vn) return tio__nomem(err, TM_FMT);
+    int rc = tm_mem(r, tio__cost_tensor(strlen(vn), 1) + tio__cost_value() + 64, -1, err);
+    uint8_t data[4 * TM_MAX_DIMS];
+    for (size_t k = 0; k < a->count; k++) {
+        /* re_shape entries were int32 in the file */
+        uint32_t u = (uint32_t)(int32_t)a->ints[k];
+        for (unsigned b = 0; b < 4; b++) data[4 * k + b] = (uint8_t)(u >> (8 * b));
+    }
+    int64_t dim = (int64_t)a->count;
+    tio_tensor_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.name = vn;
+    desc.dtype = TIO_INT32;
+    desc.rank = 1;
+    desc.shape = &dim;
+    desc.layout = TIO_LAYOUT_DENSE;
+    desc.data = data;
+    desc.nbytes = 4 * a->count;
+    if (!rc) rc = tio_container_add(r->ctx->c, &desc, 0, NULL, err);
+    size_t vx = 0;
+    if (!rc) {
+        tio_dim vd = {dim, NULL};
+        tio_value_info vi;
+        memset(&vi, 0, sizeof vi);
+        vi.name = vn;
+        vi.dtype = TIO_INT32;
+        vi.rank = 1;
+        vi.dims = &vd;
+        vi.tensor = (int64_t)r->ctx->c->count - 1;
+        rc = tio_graph_add_value(g, &vi, &vx, err);
+    }
+    free(vn);
+    if (rc) return rc;
+    n = &g->nodes[j];
+    n->inputs[1] = (int64_t)vx;
+    n->native_attrs = 2 + orig;
+    /* the attribute now says nothing the graph does not */
+    free(n->attrs[at].name);
+    free(n->attrs[at].ints);
+    memmove(&n->attrs[at], &n->attrs[at + 1], (n->attr_count - at - 1) * sizeof *n->attrs);
+    n->attr_count--;
+    return TIO_OK;
+}
+
+/* The graph in ONNX semantics: plain Const nodes become constants and plain
+ * InputOp nodes graph inputs (not operators), every node with an entry in
+ * the mapping table (tmfile/opmap.c) gets its ONNX op and attributes, and a
+ * Convolution with a ReLU activation becomes Conv + Relu. A node the table
+ * cannot raise keeps its Tengine fields as attributes. */
+static int tm_raise_graph(tm_reader *r, tio_error *err) {
+    tio_graph *g = r->g;
+    size_t nn = g->node_count;
+    uint8_t *drop = calloc(nn ? nn : 1, 1);
+    if (!drop) return tio__nomem(err, TM_FMT);
+    int rc = tm_droppable(g, drop, err);
+    /* raise in place, counting the splits */
+    size_t nsplit = 0;
+    uint8_t *split = calloc(nn ? nn : 1, 1);
+    if (!rc && !split) rc = tio__nomem(err, TM_FMT);
+    for (size_t j = 0; !rc && j < nn; j++) {
+        tio_gnode *n = &g->nodes[j];
+        if (drop[j]) continue;
+        int idx = tio__tmfile_find_op(n->native_op ? n->native_op : n->op);
+        if (idx < 0) continue;
+        tio_gattr *na = NULL;
+        size_t nna = 0;
+        const char *op = NULL;
+        bool sr = false;
+        rc = tio__tmfile_raise(g, r->ctx->c, n, idx, &na, &nna, &op, &sr, err);
+        if (rc || !op) continue;
+        if (sr && n->output_count != 1) {
+            tio__tmfile_attrs_free(na, nna);
+            continue;
+        }
+        char *nop = tio__tmfile_dup(op);
+        if (!nop) {
+            tio__tmfile_attrs_free(na, nna);
+            rc = tio__nomem(err, TM_FMT);
+            break;
+        }
+        uint64_t cost = 0;
+        for (size_t k = 0; k < nna; k++)
+            cost += tio__cost_attr(strlen(na[k].name), 0) + tio__cost_i64s(na[k].count);
+        if (sr) cost += tio__cost_grown(sizeof(tio_gnode)) + tio__cost_value() + 64;
+        rc = tm_mem(r, cost, -1, err);
+        if (rc) {
+            free(nop);
+            tio__tmfile_attrs_free(na, nna);
+            break;
+        }
+        free(n->op);
+        n->op = nop;
+        tio__tmfile_attrs_free(n->attrs, n->attr_count);
+        n->attrs = na;
+        n->attr_count = n->attr_cap = nna;
+        n->native_attrs = 1;
+        if (idx == OP_RESHAPE) rc = tm_reshape_stand_in(r, j, err);
+        if (sr) {
+            split[j] = 1;
+            nsplit++;
+        }
+    }
+    /* the values the splits add (before the node array is rebuilt: adding a
+     * value may move g->values) */
+    int64_t *pre = NULL;
+    if (!rc && nsplit) {
+        pre = malloc(nn * sizeof *pre);
+        if (!pre) rc = tio__nomem(err, TM_FMT);
+        for (size_t j = 0; !rc && j < nn; j++) {
+            if (!split[j]) continue;
+            const tio_gvalue *ov = &g->values[g->nodes[j].outputs[0]];
+            char *vn = tm_fresh_name(g, ov->name ? ov->name : "conv", ":conv");
+            if (!vn) {
+                rc = tio__nomem(err, TM_FMT);
+                break;
+            }
+            tio_value_info vi;
+            memset(&vi, 0, sizeof vi);
+            vi.name = vn;
+            vi.dtype = ov->dtype;
+            vi.rank = ov->rank;
+            vi.dims = ov->rank > 0 ? ov->dims : NULL;
+            vi.tensor = -1;
+            size_t vx;
+            rc = tio_graph_add_value(g, &vi, &vx, err);
+            free(vn);
+            pre[j] = (int64_t)vx;
+        }
+    }
+    size_t ndrop = 0;
+    for (size_t j = 0; j < nn; j++) ndrop += drop[j] != 0;
+    if (!rc && (ndrop || nsplit)) {
+        size_t total = nn - ndrop + nsplit, m = 0;
+        tio_gnode *nodes = calloc(total ? total : 1, sizeof *nodes);
+        if (!nodes) rc = tio__nomem(err, TM_FMT);
+        for (size_t j = 0; !rc && j < nn; j++) {
+            tio_gnode *n = &g->nodes[j];
+            if (drop[j]) {
+                tm_node_free(n);
+                continue;
+            }
+            nodes[m] = *n;
+            if (!split[j]) {
+                m++;
+                continue;
+            }
+            tio_gnode *relu = &nodes[m + 1];
+            memset(relu, 0, sizeof *relu);
+            relu->native_id = nodes[m].native_id;
+            relu->native_attrs = 1;
+            relu->inputs = malloc(sizeof *relu->inputs);
+            relu->outputs = malloc(sizeof *relu->outputs);
+            relu->op = tio__tmfile_dup("Relu");
+            relu->native_op = tio__tmfile_dup(n->native_op ? n->native_op : "Convolution");
+            relu->name = tm_fresh_name(g, n->name ? n->name : "conv", ":relu");
+            if (!relu->inputs || !relu->outputs || !relu->op || !relu->native_op || !relu->name) {
+                rc = tio__nomem(err, TM_FMT);
+            } else {
+                relu->input_count = relu->output_count = 1;
+                relu->outputs[0] = nodes[m].outputs[0];
+                relu->inputs[0] = pre[j];
+                nodes[m].outputs[0] = pre[j];
+            }
+            m += 2;
+            if (rc) {
+                /* free what the new array holds from here on (and the rest below) */
+                for (size_t k = 0; k < m; k++) tm_node_free(&nodes[k]);
+                for (size_t k = j + 1; k < nn; k++) tm_node_free(&g->nodes[k]);
+                free(nodes);
+                free(g->nodes);
+                g->nodes = NULL;
+                g->node_count = g->node_cap = 0;
+                goto out;
+            }
+        }
+        if (!rc) {
+            free(g->nodes);
+            g->nodes = nodes;
+            g->node_count = g->node_cap = m;
+        }
+    }
+    if (!rc) rc = tio_graph_set_opset(g, "", TM_ONNX_OPSET, err);
+out:
+    free(drop);
+    free(split);
+    free(pre);
+    return rc;
+}
+
 int tio__tmfile_read(tio_read_ctx *ctx, tio_error *err) {
     tm_reader r;
     memset(&r, 0, sizeof r);
@@ -1058,6 +1379,7 @@ int tio__tmfile_read(tio_read_ctx *ctx, tio_error *err) {
     if (!rc)
         rc = tm_mem(&r, 4 * tio__cost_i64s(c->count) + tio__cost_block(g->value_count), -1, err);
     if (!rc) rc = tm_writer_order(c, g, err);
+    if (!rc && !(ctx->flags & TIO_OPEN_NATIVE_GRAPH)) rc = tm_raise_graph(&r, err);
     free(r.t);
     return rc;
 }
