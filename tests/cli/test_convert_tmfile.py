@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""tmfile -> ONNX and tmfile -> rten through the CLI, on the real vectors.
+
+Usage: /usr/bin/python3 test_convert_tmfile.py /path/to/tensio [--ort]
+
+For every tmfile vector (tmfile/*.tmfile under $TIO_TEST_VECTORS, default
+tests/vectors, and $TIO_SHARED_VECTORS, default ../shared/vectors; a name
+found in both is taken from the first):
+- tmfile -> .onnx: onnx.checker.check_model(full_check=True) accepts it
+  (Debian's python3-onnx) and, with --ort, onnxruntime (tests/ort/run_model.js)
+  run on the inputs Tengine ran (<name>.in*.bin) gives the outputs Tengine
+  computed (<name>.out*.bin), abs 1e-4 + rel 1e-4.
+- tmfile -> .rten (--drop-metadata: the tmfile.* model metadata has no rten
+  field): `tensio validate` reads it back, and its ONNX re-export passes the
+  checker and runs the same in onnxruntime.
+- tmfile -> tmfile reproduces the file outside the byte ranges the manifest
+  (<name>.json, nondeterministic_bytes) masks.
+A vector whose manifest or .bin files are missing prints "SKIPPED: <rel>". The
+last line printed is "N passed, M failed"; the exit status is non-zero on any
+failure.
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--ort"):
+    print("usage: test_convert_tmfile.py /path/to/tensio [--ort]", file=sys.stderr)
+    sys.exit(2)
+ORT = len(sys.argv) == 3
+
+TENSIO = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+LOCAL = os.environ.get("TIO_TEST_VECTORS") or os.path.join(REPO, "tests", "vectors")
+SHARED = os.environ.get("TIO_SHARED_VECTORS") or os.path.join(REPO, "..", "shared", "vectors")
+# The vectors this test must see: a missing one is reported, not passed over.
+TMFILE = ["big_fc", "cnn_small", "concat_reshape_softmax", "mlp_matmul_add", "mnist_repo"]
+
+PASSED = 0
+FAILED = 0
+
+
+def find(rel):
+    for base in (LOCAL, SHARED):
+        p = os.path.join(base, rel)
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def names():
+    seen = list(TMFILE)
+    for base in (LOCAL, SHARED):
+        for p in sorted(glob.glob(os.path.join(base, "tmfile", "*.tmfile"))):
+            n = os.path.splitext(os.path.basename(p))[0]
+            if n not in seen:
+                seen.append(n)
+    return seen
+
+
+def run(*args):
+    r = subprocess.run([TENSIO, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError("tensio %s: exit %d: %s" % (" ".join(args), r.returncode,
+                                                       r.stderr.strip()))
+    return r.stdout
+
+
+def case(name, fn, *args):
+    global PASSED, FAILED
+    try:
+        extra = fn(*args)
+        PASSED += 1
+        print("ok   " + name + (" (%s)" % extra if extra else ""))
+    except Exception as ex:  # noqa: BLE001 - any failure fails the case
+        FAILED += 1
+        print("FAIL " + name + ": " + str(ex))
+
+
+def manifest(name):
+    p = find(os.path.join("tmfile", name + ".json"))
+    if not p:
+        return None
+    with open(p) as f:
+        return json.load(f)
+
+
+def vector_dir(name, tmp):
+    """reference_io.json and .npy files from the manifest's inputs (named as
+    the tmfile's input tensors) and outputs; None when a file is missing."""
+    import numpy as np
+
+    m = manifest(name)
+    if not m:
+        return None
+    d = os.path.join(tmp, "io-" + name)
+    os.makedirs(d, exist_ok=True)
+    io = {"inputs": [], "outputs": []}
+    for kind, key in (("inputs", "tensor"), ("outputs", "name")):
+        for k, e in enumerate(m[kind]):
+            raw = find(os.path.join("tmfile", e["file"]))
+            if not raw:
+                return None
+            a = np.fromfile(raw, dtype="<f4").reshape(e["dims"])
+            npy = "%s_%d.npy" % (kind, k)
+            np.save(os.path.join(d, npy), a)
+            io[kind].append({"name": e.get(key) or e.get("onnx_name"), "file": npy,
+                             "dtype": "float32", "shape": e["dims"]})
+    with open(os.path.join(d, "reference_io.json"), "w") as f:
+        json.dump(io, f)
+    return d
+
+
+def run_in_ort(model, vdir):
+    ort_dir = os.path.join(REPO, "tests", "ort")
+    if not os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node")):
+        raise AssertionError("onnxruntime-node is not installed: run scripts/install-ort.sh")
+    env = dict(os.environ, NODE_PATH=os.path.join(ort_dir, "node_modules"))
+    r = subprocess.run(["node", os.path.join(ort_dir, "run_model.js"), model, vdir],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise AssertionError("onnxruntime: " + (r.stderr or r.stdout).strip())
+    return r.stdout.strip()
+
+
+def check_onnx(path, vdir):
+    import onnx  # Debian's python3-onnx
+
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    ops = [n.op_type for n in model.graph.node]
+    for bad in ("Const", "InputOp"):
+        assert bad not in ops, "the ONNX graph has a %s operator" % bad
+    return run_in_ort(path, vdir) if ORT and vdir else None
+
+
+def to_onnx(src, tmp, name, vdir):
+    out = os.path.join(tmp, name + ".onnx")
+    run("convert", "--force", src, out)
+    return check_onnx(out, vdir)
+
+
+def to_rten(src, tmp, name, vdir):
+    mid = os.path.join(tmp, name + ".rten")
+    out = os.path.join(tmp, name + ".rten.onnx")
+    run("convert", "--force", "--drop-metadata", src, mid)
+    run("validate", mid)
+    run("convert", "--force", mid, out)
+    return check_onnx(out, vdir)
+
+
+def masked_identity(src, tmp, name):
+    out = os.path.join(tmp, name + ".tm.tmfile")
+    run("convert", "--force", src, out)
+    with open(src, "rb") as f:
+        a = bytearray(f.read())
+    with open(out, "rb") as f:
+        b = bytearray(f.read())
+    assert len(a) == len(b), "size %d, the original %d" % (len(b), len(a))
+    m = manifest(name) or {}
+    for mk in m.get("nondeterministic_bytes", {}).get("masks", []):
+        for i in range(mk["start"], mk["end"]):
+            a[i] = b[i] = 0
+    # TM2_Header padding after ver_compile: never set by the official writer
+    for i in (6, 7):
+        a[i] = b[i] = 0
+    diff = [i for i in range(len(a)) if a[i] != b[i]]
+    assert not diff, "%d bytes differ, the first at %d" % (len(diff), diff[0])
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names():
+            rel = os.path.join("tmfile", name + ".tmfile")
+            src = find(rel)
+            if not src:
+                print("SKIPPED: " + rel)
+                continue
+            vdir = vector_dir(name, tmp) if ORT else None
+            if ORT and not vdir:
+                print("SKIPPED: tmfile/%s in onnxruntime (manifest or .bin missing)" % name)
+            case("tmfile->onnx %s" % name, to_onnx, src, tmp, name, vdir)
+            case("tmfile->rten->onnx %s" % name, to_rten, src, tmp, name, vdir)
+            case("tmfile->tmfile %s (masked identity)" % name, masked_identity, src, tmp, name)
+    print("%d passed, %d failed" % (PASSED, FAILED))
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
