@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "tensio.h"
+#include "tmfile/opmap.h"
 #include "tvec.h"
 
 static const char *const lite_models[] = {"cnn_small", "concat_reshape_softmax",
@@ -1213,6 +1215,181 @@ static void test_from_rten(void **state) {
     (void)ok;
 }
 
+
+/* The mapping table (src/tmfile/opmap.c): every entry raises a node with all
+ * its param fields to ONNX form and lowers it back to the same fields. Two
+ * value sets per entry: generic values (derived and defaulted fields that
+ * differ from what a write recovers, so they are kept as tmfile.<field>),
+ * and the values a write recovers (nothing kept; a Convolution's ReLU
+ * activation split off). */
+static void tm_field_value(const tio_tm_opmap *m, const char *f, int canon, tio_attr *a) {
+    const tio_tm_amap *hit = NULL;
+    for (uint8_t e = 0; e < m->nattrs; e++)
+        for (uint8_t k = 0; k < m->attrs[e].nfields; k++)
+            if (m->attrs[e].fields[k] && strcmp(m->attrs[e].fields[k], f) == 0) hit = &m->attrs[e];
+    a->i = 1;
+    a->f = 0.5;
+    if (canon && hit && hit->conv == TM_M_DEF) {
+        a->i = hit->idef;
+        a->f = hit->fdef;
+        if (m->idx == 5 && strcmp(f, "activation") == 0) a->i = 0; /* ReLU: split */
+    }
+    if (canon && hit && hit->conv == TM_M_DERIVED) {
+        /* the graph below: input [1, 8, 6, 6], Conv weight [16, 8, 3, 3] (group 1),
+         * FC weight [10, 128], shape constant [1, 8, 36] */
+        a->i = hit->derive == TM_D_CONV_IN ? 8 : hit->derive == TM_D_CONV_OUT ? 16
+             : hit->derive == TM_D_DECONV_OUT ? 8 : hit->derive == TM_D_FC_OUT ? 10 : 3;
+    }
+    if (m->idx == 16 && (strcmp(f, "alg") == 0 || strcmp(f, "global") == 0)) a->i = 0;
+    if (strcmp(f, "type") == 0) a->i = 2; /* Eltwise SUM */
+}
+
+static void test_opmap_round_trip(void **state) {
+    (void)state;
+    static const int64_t shape_vals[3] = {1, 8, 36};
+    for (size_t i = 0; i < tio__tmfile_opmap_count; i++) {
+        const tio_tm_opmap *m = &tio__tmfile_opmap[i];
+        const tm_op *op = &tio__tmfile_ops[m->idx];
+        for (int canon = 0; canon < 2; canon++) {
+            tio_container *c = tio_container_new();
+            tio_graph *g;
+            tio_error e;
+            assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+            int64_t xs[4] = {1, 8, 6, 6}, w4[4] = {16, 8, 3, 3}, w2[2] = {10, 128};
+            size_t x = add_value(g, "x", xs, 4), vw4 = add_value(g, "w4", w4, 4),
+                   vw2 = add_value(g, "w2", w2, 2), y = add_value(g, "y", xs, 4);
+            int32_t sh[3] = {1, 8, 36};
+            int64_t sd[1] = {3};
+            tio_tensor_desc d = {0};
+            d.name = "shape";
+            d.dtype = TIO_INT32;
+            d.rank = 1;
+            d.shape = sd;
+            d.data = sh;
+            d.nbytes = sizeof sh;
+            assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+            tio_value_info vi = {0};
+            vi.name = "shape";
+            vi.tensor = 0;
+            size_t vs;
+            assert_int_equal(tio_graph_add_value(g, &vi, &vs, &e), TIO_OK);
+            int64_t in[5] = {(int64_t)x, (int64_t)x, (int64_t)x, (int64_t)x, (int64_t)x};
+            if (m->idx == 5 || m->idx == 6) in[1] = (int64_t)vw4;
+            if (m->idx == 11) in[1] = (int64_t)vw2;
+            if (m->idx == 23) in[1] = (int64_t)vs;
+            size_t nin = m->min_inputs ? m->min_inputs : 1;
+            if (m->idx == 9) nin = 2; /* Eltwise SUM is binary */
+            tio_node_info ni = {0};
+            ni.name = "n";
+            ni.op = op->onnx ? op->onnx : op->name;
+            ni.native_op = op->name;
+            ni.native_id = m->idx;
+            ni.inputs = in;
+            ni.input_count = nin;
+            int64_t out = (int64_t)y;
+            ni.outputs = &out;
+            ni.output_count = 1;
+            size_t j;
+            assert_int_equal(tio_graph_add_node(g, &ni, &j, &e), TIO_OK);
+            const tm_pdef *pd = op->param;
+            for (unsigned k = 0; pd && k < pd->n; k++) {
+                if (m->idx == 9 && k > 0) break; /* lite Eltwise: type only */
+                tio_attr a = {0};
+                a.name = pd->f[k].name;
+                tm_field_value(m, a.name, canon, &a);
+                switch (pd->f[k].kind) {
+                case TF_F32: a.type = TIO_ATTR_FLOAT; break;
+                case TF_VDIMS:
+                    a.type = TIO_ATTR_INTS;
+                    a.ints = shape_vals;
+                    a.count = 3;
+                    break;
+                case TF_VFLOATS:
+                case TF_VANCHORS:
+                case TF_STR: fail_msg("%s: a field kind the table has no entry with", op->name);
+                default: a.type = TIO_ATTR_INT;
+                }
+                assert_int_equal(tio_graph_add_attr(g, j, &a, &e), TIO_OK);
+            }
+            const tio_gnode *n = &g->nodes[j];
+            tio_gattr *ra = NULL, *la = NULL;
+            size_t nr = 0, nl = 0;
+            const char *onnx = NULL;
+            bool split = false;
+            assert_int_equal(tio__tmfile_raise(g, c, n, m->idx, &ra, &nr, &onnx, &split, &e),
+                             TIO_OK);
+            if (!onnx) fail_msg("%s (set %d): not raised", op->name, canon);
+            assert_int_equal(split, canon && m->idx == 5);
+            for (size_t k = 0; k < nr; k++) {
+                assert_true(strncmp(ra[k].name, "tm2_", 4) != 0);
+                if (canon && strncmp(ra[k].name, "tmfile.", 7) == 0)
+                    fail_msg("%s: %s kept although a write recovers it", op->name, ra[k].name);
+            }
+            tio_gnode rn = *n;
+            rn.op = (char *)(uintptr_t)onnx;
+            rn.attrs = ra;
+            rn.attr_count = nr;
+            if (tio__tmfile_lower(g, c, &rn, m->idx, split, &la, &nl, &e) != TIO_OK)
+                fail_msg("%s (set %d): %s", op->name, canon, e.message);
+            assert_int_equal(nl, n->attr_count);
+            for (size_t k = 0; k < n->attr_count; k++) {
+                const tio_gattr *w = &n->attrs[k], *got = NULL;
+                for (size_t q = 0; q < nl; q++)
+                    if (strcmp(la[q].name, w->name) == 0) got = &la[q];
+                if (!got) fail_msg("%s (set %d): field %s lost", op->name, canon, w->name);
+                assert_int_equal(got->type, w->type);
+                if (w->type == TIO_ATTR_INT) assert_int_equal(got->i, w->i);
+                if (w->type == TIO_ATTR_FLOAT) assert_true(got->f == w->f);
+                if (w->type == TIO_ATTR_INTS) {
+                    assert_int_equal(got->count, w->count);
+                    assert_memory_equal(got->ints, w->ints, w->count * sizeof *w->ints);
+                }
+            }
+            tio__tmfile_attrs_free(ra, nr);
+            tio__tmfile_attrs_free(la, nl);
+            tio_container_free(c);
+        }
+    }
+}
+
+/* Raised vectors: no Const or InputOp operators, Conv + Relu for a fused
+ * activation, and the write is the same file as from the native form. */
+static void test_raised_vectors(void **state) {
+    (void)state;
+    for (size_t i = 0; i < NLITE; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "tmfile/%s.tmfile", lite_models[i]);
+        size_t len;
+        uint8_t *ref = tvec_load(rel, &len);
+        if (!ref) continue;
+        tio_error e;
+        tio_container *c = open_mem(ref, len, 0, &e), *nat = open_mem(ref, len, TIO_OPEN_NATIVE_GRAPH, &e);
+        assert_non_null(c);
+        assert_non_null(nat);
+        const tio_graph *g = tio_container_graph(c);
+        for (size_t j = 0; j < tio_graph_node_count(g); j++) {
+            tio_node_info ni;
+            assert_int_equal(tio_graph_node(g, j, &ni), TIO_OK);
+            assert_true(strcmp(ni.op, "Const") != 0 && strcmp(ni.op, "InputOp") != 0);
+            if (ni.native_op && strcmp(ni.native_op, "Convolution") == 0)
+                assert_true(strcmp(ni.op, "Conv") == 0 || strcmp(ni.op, "Relu") == 0);
+        }
+        const char *dom = NULL;
+        int64_t ver = 0;
+        assert_int_equal(tio_graph_opset_at(g, 0, &dom, &ver), TIO_OK);
+        assert_int_equal(ver, TM_ONNX_OPSET);
+        size_t a, b;
+        uint8_t *oa = save_mem(c, 0, &a), *ob = save_mem(nat, 0, &b);
+        assert_int_equal(a, b);
+        assert_memory_equal(oa, ob, a);
+        tio_free(oa);
+        tio_free(ob);
+        tio_container_free(c);
+        tio_container_free(nat);
+        free(ref);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lite_vectors),
@@ -1229,6 +1406,8 @@ int main(void) {
         cmocka_unit_test(test_private_attrs),
         cmocka_unit_test(test_api_dtypes),
         cmocka_unit_test(test_from_rten),
+        cmocka_unit_test(test_opmap_round_trip),
+        cmocka_unit_test(test_raised_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
