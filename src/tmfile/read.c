@@ -984,14 +984,21 @@ out:
     return rc;
 }
 
-/* A fresh value name "<base><suffix>[N]". */
-static char *tm_fresh_name(const tio_graph *g, const char *base, const char *suffix) {
-    size_t n = strlen(base) + strlen(suffix) + 24;
-    char *s = malloc(n);
+static int tm_cmp_name(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A value name "<base><suffix>[N]" that no value of the file has (`names`:
+ * theirs, sorted; a bsearch each, so that many new names stay cheap). */
+static char *tm_fresh_name(const char *const *names, size_t n, const char *base,
+                           const char *suffix) {
+    size_t cap = strlen(base) + strlen(suffix) + 24;
+    char *s = malloc(cap);
     if (!s) return NULL;
-    snprintf(s, n, "%s%s", base, suffix);
-    for (unsigned k = 1; tio_graph_find_value(g, s) >= 0 && k < 1000000u; k++)
-        snprintf(s, n, "%s%s%u", base, suffix, k);
+    snprintf(s, cap, "%s%s", base, suffix);
+    for (unsigned k = 1; k < 1000000u && n && bsearch(&s, names, n, sizeof *names, tm_cmp_name);
+         k++)
+        snprintf(s, cap, "%s%s%u", base, suffix, k);
     return s;
 }
 
@@ -1000,7 +1007,8 @@ static char *tm_fresh_name(const tio_graph *g, const char *base, const char *suf
  * cut to the dims count). When the two differ, the ONNX form reads a new
  * int32 constant holding re_shape (int32: what tmfile stores) ("<name>:re_shape"); native_attrs keeps
  * 2 + the original input's value, so a write puts that back. */
-static int tm_reshape_stand_in(tm_reader *r, size_t j, tio_error *err) {
+static int tm_reshape_stand_in(tm_reader *r, size_t j, const char *const *names, size_t nnames,
+                               tio_error *err) {
     tio_graph *g = r->g;
     tio_gnode *n = &g->nodes[j];
     size_t at = n->attr_count;
@@ -1015,7 +1023,7 @@ static int tm_reshape_stand_in(tm_reader *r, size_t j, tio_error *err) {
     if ((uint64_t)r->ctx->c->count >= r->ctx->limits.max_tensors) return TIO_OK;
     int64_t orig = n->inputs[1];
     const char *on = g->values[orig].name;
-    char *vn = tm_fresh_name(g, on ? on : "shape", ":re_shape");
+    char *vn = tm_fresh_name(names, nnames, on ? on : "shape", ":re_shape");
     if (!vn) return tio__nomem(err, TM_FMT);
     int rc = tm_mem(r, tio__cost_tensor(strlen(vn), 1) + tio__cost_value() + 64, -1, err);
     uint8_t data[4 * TM_MAX_DIMS];
@@ -1071,6 +1079,13 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
     uint8_t *drop = calloc(nn ? nn : 1, 1);
     if (!drop) return tio__nomem(err, TM_FMT);
     int rc = tm_droppable(g, drop, err);
+    /* the file's value names, sorted: new names avoid them */
+    size_t nnames = 0;
+    const char **names = malloc((g->value_count ? g->value_count : 1) * sizeof *names);
+    if (!rc && !names) rc = tio__nomem(err, TM_FMT);
+    for (size_t i = 0; !rc && i < g->value_count; i++)
+        if (g->values[i].name) names[nnames++] = g->values[i].name;
+    if (!rc) qsort(names, nnames, sizeof *names, tm_cmp_name);
     /* raise in place, counting the splits */
     size_t nsplit = 0;
     uint8_t *split = calloc(nn ? nn : 1, 1);
@@ -1112,7 +1127,7 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         n->attrs = na;
         n->attr_count = n->attr_cap = nna;
         n->native_attrs = 1;
-        if (idx == OP_RESHAPE) rc = tm_reshape_stand_in(r, j, err);
+        if (idx == OP_RESHAPE) rc = tm_reshape_stand_in(r, j, names, nnames, err);
         if (sr) {
             split[j] = 1;
             nsplit++;
@@ -1127,7 +1142,7 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         for (size_t j = 0; !rc && j < nn; j++) {
             if (!split[j]) continue;
             const tio_gvalue *ov = &g->values[g->nodes[j].outputs[0]];
-            char *vn = tm_fresh_name(g, ov->name ? ov->name : "conv", ":conv");
+            char *vn = tm_fresh_name(names, nnames, ov->name ? ov->name : "conv", ":conv");
             if (!vn) {
                 rc = tio__nomem(err, TM_FMT);
                 break;
@@ -1170,7 +1185,7 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
             relu->outputs = malloc(sizeof *relu->outputs);
             relu->op = tio__tmfile_dup("Relu");
             relu->native_op = tio__tmfile_dup(n->native_op ? n->native_op : "Convolution");
-            relu->name = tm_fresh_name(g, n->name ? n->name : "conv", ":relu");
+            relu->name = tm_fresh_name(NULL, 0, n->name ? n->name : "conv", ":relu");
             if (!relu->inputs || !relu->outputs || !relu->op || !relu->native_op || !relu->name) {
                 rc = tio__nomem(err, TM_FMT);
             } else {
@@ -1202,6 +1217,7 @@ out:
     free(drop);
     free(split);
     free(pre);
+    free(names);
     return rc;
 }
 

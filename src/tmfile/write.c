@@ -798,7 +798,8 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
     w->ghost = calloc(nv ? nv : 1, 1);
     int64_t *prod = malloc((nv ? nv : 1) * sizeof *prod);
     size_t *uses = calloc(nv ? nv : 1, sizeof *uses);
-    uint8_t *fused = calloc(nn ? nn : 1, 1), *gone = calloc(nn ? nn : 1, 1);
+    uint8_t *gone = calloc(nn ? nn : 1, 1);
+    size_t *fused = calloc(nn ? nn : 1, sizeof *fused); /* a fused Conv: 1 + its Relu */
     int rc = TIO_OK;
     if (!w->vnodes || !w->vown || !w->ghost || !prod || !uses || !fused || !gone) {
         rc = tio__nomem(err, TM_FMT);
@@ -827,7 +828,7 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
         if (c->native_attrs != 1 || strcmp(c->op, "Conv") != 0 || !tw_is(c, "Convolution") ||
             c->output_count != 1 || fused[prod[v]])
             continue;
-        fused[prod[v]] = 1;
+        fused[prod[v]] = 1 + j;
         gone[j] = 1;
         w->ghost[v] = 1;
     }
@@ -837,14 +838,7 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
         const tio_gnode *n = &g->nodes[j];
         tio_gnode *vn = &w->vnodes[m];
         *vn = *n;
-        if (fused[j]) {
-            /* the Conv writes the Relu's output */
-            for (size_t k = j + 1; k < nn; k++)
-                if (gone[k] && g->nodes[k].inputs[0] == n->outputs[0]) {
-                    vn->outputs = g->nodes[k].outputs;
-                    break;
-                }
-        }
+        if (fused[j]) vn->outputs = g->nodes[fused[j] - 1].outputs; /* the Relu's output */
         if (n->native_attrs >= 2 && n->input_count == 2 && n->inputs[1] >= 0 &&
             (size_t)n->inputs[1] < nv && (size_t)(n->native_attrs - 2) < nv &&
             g->values[n->inputs[1]].tensor >= 0 && prod[n->inputs[1]] < 0) {
