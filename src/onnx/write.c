@@ -971,6 +971,15 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
                           "node '%s' (%s): attribute '%s' is a Tengine fact ONNX has no form "
                           "for; it would be lost",
                           n->name ? n->name : "", n->op, at->name);
+        else if (w->from_tmfile && n->native_attrs < 1)
+            /* a node the mapping table did not raise: its attributes are
+             * Tengine's param fields, not ONNX's */
+            rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                          "node '%s' (%s, tmfile: %s): its Tengine param field '%s' has no ONNX "
+                          "form (the node is not in tmfile's mapping table, "
+                          "docs/formats/tmfile.md)",
+                          n->name ? n->name : "", n->op, n->native_op ? n->native_op : n->op,
+                          at->name);
         else if (!fm.skip[a] && !ox_drop_attr(w, n, at)) rc = ox_put_attr(w, pw, n, at, err);
     }
     for (size_t a = 0; !rc && a < fm.nextra; a++) rc = ox_put_attr(w, pw, n, &fm.extra[a], err);

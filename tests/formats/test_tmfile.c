@@ -1390,6 +1390,40 @@ static void test_raised_vectors(void **state) {
     }
 }
 
+
+/* The ONNX export of a tmfile graph: a node the mapping table did not raise
+ * (its attributes are Tengine's fields) and a tmfile.* attribute are refused,
+ * naming them; the storage attributes (tm2_layout, ...) are left out. */
+static void test_onnx_export(void **state) {
+    (void)state;
+    tio_container *c = build_cnn();
+    tio_graph *g = tio_container_graph(c);
+    tio_error e;
+    assert_int_equal(tio_graph_set_native_format(g, "tmfile", &e), TIO_OK);
+    tio_save_options so = {0};
+    so.format = "onnx";
+    void *out = NULL;
+    size_t len;
+    assert_int_not_equal(tio_save_memory(c, &so, &out, &len, &e), TIO_OK);
+    assert_non_null(strstr(e.message, "mapping table"));
+    tio_container_free(c);
+
+    uint8_t *b = tvec_load("tmfile/cnn_small.tmfile", &len);
+    if (!b) return;
+    c = open_mem(b, len, 0, &e);
+    assert_non_null(c);
+    g = tio_container_graph(c);
+    /* Flatten carries tm2_layout: left out */
+    assert_int_equal(tio_save_memory(c, &so, &out, &len, &e), TIO_OK);
+    tio_free(out);
+    /* a kept Tengine fact is refused */
+    attr_int(g, 0, "tmfile.activation", 6);
+    assert_int_equal(tio_save_memory(c, &so, &out, &len, &e), TIO_E_LOSSY);
+    assert_non_null(strstr(e.message, "tmfile.activation"));
+    tio_container_free(c);
+    free(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lite_vectors),
@@ -1408,6 +1442,7 @@ int main(void) {
         cmocka_unit_test(test_from_rten),
         cmocka_unit_test(test_opmap_round_trip),
         cmocka_unit_test(test_raised_vectors),
+        cmocka_unit_test(test_onnx_export),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
