@@ -1002,6 +1002,64 @@ static char *tm_fresh_name(const char *const *names, size_t n, const char *base,
     return s;
 }
 
+/* A new constant of the ONNX form (not in the file): a container tensor
+ * and its value, charged to the memory budget. */
+static int tm_new_const(tm_reader *r, const char *name, tio_dtype dt, int64_t rank,
+                        const int64_t *dims, const void *data, size_t nbytes, size_t *vx,
+                        tio_error *err) {
+    int rc = tm_mem(r, tio__cost_tensor(strlen(name), (size_t)rank) + tio__cost_value() + 64, -1,
+                    err);
+    tio_tensor_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.name = name;
+    desc.dtype = dt;
+    desc.rank = (size_t)rank;
+    desc.shape = dims;
+    desc.layout = TIO_LAYOUT_DENSE;
+    desc.data = data;
+    desc.nbytes = nbytes;
+    if (!rc) rc = tio_container_add(r->ctx->c, &desc, 0, NULL, err);
+    if (rc) return rc;
+    tio_dim vd[1] = {{rank > 0 ? dims[0] : 0, NULL}};
+    tio_value_info vi;
+    memset(&vi, 0, sizeof vi);
+    vi.name = name;
+    vi.dtype = dt;
+    vi.rank = rank;
+    vi.dims = rank > 0 ? vd : NULL;
+    vi.tensor = (int64_t)r->ctx->c->count - 1;
+    return tio_graph_add_value(r->g, &vi, vx, err);
+}
+
+/* ReLu6 as ONNX's Clip: min 0 and max 6 as new float32 scalar constants
+ * "<name>:min" and "<name>:max" (a write drops them again). */
+static int tm_clip_bounds(tm_reader *r, size_t j, const char *const *names, size_t nnames,
+                          tio_error *err) {
+    tio_graph *g = r->g;
+    const char *base = g->nodes[j].name ? g->nodes[j].name : "relu6";
+    static const char *const sfx[2] = {":min", ":max"};
+    size_t vx[2] = {0, 0};
+    int rc = TIO_OK;
+    for (int k = 0; !rc && k < 2; k++) {
+        char *vn = tm_fresh_name(names, nnames, base, sfx[k]);
+        if (!vn) return tio__nomem(err, TM_FMT);
+        uint8_t le[4];
+        uint32_t u = k ? 0x40c00000u : 0u; /* 6.0f, 0.0f */
+        for (unsigned b = 0; b < 4; b++) le[b] = (uint8_t)(u >> (8 * b));
+        rc = tm_new_const(r, vn, TIO_FLOAT32, 0, NULL, le, 4, &vx[k], err);
+        free(vn);
+    }
+    if (rc) return rc;
+    tio_gnode *n = &g->nodes[j];
+    int64_t *ins = realloc(n->inputs, 3 * sizeof *ins);
+    if (!ins) return tio__nomem(err, TM_FMT);
+    ins[1] = (int64_t)vx[0];
+    ins[2] = (int64_t)vx[1];
+    n->inputs = ins;
+    n->input_count = 3;
+    return TIO_OK;
+}
+
 /* Tengine's Reshape takes its shape from re_shape and ignores its second
  * input, which convert_tool fills wrongly (an int64 shape's words as int32,
  * cut to the dims count). When the two differ, the ONNX form reads a new
@@ -1025,7 +1083,6 @@ static int tm_reshape_stand_in(tm_reader *r, size_t j, const char *const *names,
     const char *on = g->values[orig].name;
     char *vn = tm_fresh_name(names, nnames, on ? on : "shape", ":re_shape");
     if (!vn) return tio__nomem(err, TM_FMT);
-    int rc = tm_mem(r, tio__cost_tensor(strlen(vn), 1) + tio__cost_value() + 64, -1, err);
     uint8_t data[4 * TM_MAX_DIMS];
     for (size_t k = 0; k < a->count; k++) {
         /* re_shape entries were int32 in the file */
@@ -1033,28 +1090,8 @@ static int tm_reshape_stand_in(tm_reader *r, size_t j, const char *const *names,
         for (unsigned b = 0; b < 4; b++) data[4 * k + b] = (uint8_t)(u >> (8 * b));
     }
     int64_t dim = (int64_t)a->count;
-    tio_tensor_desc desc;
-    memset(&desc, 0, sizeof desc);
-    desc.name = vn;
-    desc.dtype = TIO_INT32;
-    desc.rank = 1;
-    desc.shape = &dim;
-    desc.layout = TIO_LAYOUT_DENSE;
-    desc.data = data;
-    desc.nbytes = 4 * a->count;
-    if (!rc) rc = tio_container_add(r->ctx->c, &desc, 0, NULL, err);
     size_t vx = 0;
-    if (!rc) {
-        tio_dim vd = {dim, NULL};
-        tio_value_info vi;
-        memset(&vi, 0, sizeof vi);
-        vi.name = vn;
-        vi.dtype = TIO_INT32;
-        vi.rank = 1;
-        vi.dims = &vd;
-        vi.tensor = (int64_t)r->ctx->c->count - 1;
-        rc = tio_graph_add_value(g, &vi, &vx, err);
-    }
+    int rc = tm_new_const(r, vn, TIO_INT32, 1, &dim, data, 4 * a->count, &vx, err);
     free(vn);
     if (rc) return rc;
     n = &g->nodes[j];
@@ -1095,6 +1132,12 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         if (drop[j]) continue;
         int idx = tio__tmfile_find_op(n->native_op ? n->native_op : n->op);
         if (idx < 0) continue;
+        /* ReLu6 becomes Clip(x, 0, 6): two new constants, float32 like x */
+        if (idx == OP_RELU6 &&
+            (n->input_count != 1 || n->inputs[0] < 0 ||
+             g->values[n->inputs[0]].dtype != TIO_FLOAT32 ||
+             (uint64_t)r->ctx->c->count + 2 > r->ctx->limits.max_tensors))
+            continue;
         tio_gattr *na = NULL;
         size_t nna = 0;
         const char *op = NULL;
@@ -1121,6 +1164,11 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
             tio__tmfile_attrs_free(na, nna);
             break;
         }
+        if (!n->native_op && strcmp(n->op, nop) != 0) {
+            /* the Tengine name was the op name: keep it as native_op */
+            n->native_op = n->op;
+            n->op = NULL;
+        }
         free(n->op);
         n->op = nop;
         tio__tmfile_attrs_free(n->attrs, n->attr_count);
@@ -1128,6 +1176,7 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         n->attr_count = n->attr_cap = nna;
         n->native_attrs = 1;
         if (idx == OP_RESHAPE) rc = tm_reshape_stand_in(r, j, names, nnames, err);
+        if (idx == OP_RELU6) rc = tm_clip_bounds(r, j, names, nnames, err);
         if (sr) {
             split[j] = 1;
             nsplit++;

@@ -74,6 +74,7 @@ enum {
     OP_INPUT = 12,
     OP_POOL = 16,
     OP_RELU = 20,
+    OP_RELU6 = 21,
     OP_RESHAPE = 23,
     OP_UNSQUEEZE = 88,
     OP_REDUCEL2 = 89,

@@ -855,6 +855,18 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
             vn->inputs = ins;
             w->vown[m] |= 2;
         }
+        if (n->native_attrs == 1 && n->input_count == 3 && strcmp(n->op, "Clip") == 0 &&
+            tw_is(n, "ReLu6")) {
+            /* Clip(x, 0, 6): Tengine's ReLu6 takes x alone; the bounds the
+             * read added are not written */
+            vn->input_count = 1;
+            for (size_t k = 1; k < 3; k++) {
+                int64_t b = n->inputs[k];
+                if (b >= 0 && (size_t)b < nv && prod[b] < 0 && g->values[b].tensor >= 0 &&
+                    uses[b] == 1)
+                    w->ghost[b] = 1;
+            }
+        }
         if (n->native_attrs >= 1) {
             int idx = tio__tmfile_find_op(n->native_op ? n->native_op : n->op);
             if (idx == OP_CONV && strcmp(n->op, "Relu") == 0) {

@@ -15,6 +15,9 @@ found in both is taken from the first):
   checker and runs the same in onnxruntime.
 - tmfile -> tmfile reproduces the file outside the byte ranges the manifest
   (<name>.json, nondeterministic_bytes) masks.
+- ReLu6 (mlp_matmul_add with its ReLu made a ReLu6, whose values stay below
+  6): tmfile -> ONNX gives Clip(x, 0, 6), which passes the checker and gives
+  the vector's outputs in onnxruntime, as does tmfile -> rten -> ONNX.
 A vector whose manifest or .bin files are missing prints "SKIPPED: <rel>". The
 last line printed is "N passed, M failed"; the exit status is non-zero on any
 failure.
@@ -172,8 +175,46 @@ def masked_identity(src, tmp, name):
     assert not diff, "%d bytes differ, the first at %d" % (len(diff), diff[0])
 
 
+def relu6_variant(tmp):
+    """mlp_matmul_add.tmfile with its ReLu (20) made a ReLu6 (21, no param)."""
+    import struct
+
+    src, m = find(os.path.join("tmfile", "mlp_matmul_add.tmfile")), manifest("mlp_matmul_add")
+    if not src or not m:
+        return None
+    with open(src, "rb") as f:
+        b = bytearray(f.read())
+    for n in m["nodes"]:
+        if n["tm2_op_name"] == "ReLu":
+            op = struct.unpack_from("<I", b, n["struct_offset"] + 12)[0]
+            struct.pack_into("<II", b, op + 4, 21, 0)
+    out = os.path.join(tmp, "relu6.tmfile")
+    with open(out, "wb") as f:
+        f.write(b)
+    return out
+
+
+def check_relu6(src, tmp, vdir):
+    import onnx
+
+    out = os.path.join(tmp, "relu6.onnx")
+    run("convert", "--force", src, out)
+    model = onnx.load(out)
+    clips = [n for n in model.graph.node if n.op_type == "Clip"]
+    assert len(clips) == 1 and len(clips[0].input) == 3, [n.op_type for n in model.graph.node]
+    r = check_onnx(out, vdir)
+    r2 = to_rten(src, tmp, "relu6", vdir)
+    return "%s; via rten: %s" % (r, r2) if r else None
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        src6 = relu6_variant(tmp)
+        if not src6:
+            print("SKIPPED: tmfile/mlp_matmul_add.tmfile as ReLu6")
+        else:
+            case("tmfile->onnx ReLu6 as Clip", check_relu6, src6, tmp,
+                 vector_dir("mlp_matmul_add", tmp) if ORT else None)
         for name in names():
             rel = os.path.join("tmfile", name + ".tmfile")
             src = find(rel)

@@ -1424,6 +1424,63 @@ static void test_onnx_export(void **state) {
     free(b);
 }
 
+
+/* ReLu6 (mlp_matmul_add's ReLu turned into one, without a param): Clip with
+ * min 0 and max 6 as new float32 constants; the write drops them again. */
+static void test_relu6_clip(void **state) {
+    (void)state;
+    size_t len;
+    uint8_t *b = tvec_load("tmfile/mlp_matmul_add.tmfile", &len);
+    if (!b) return;
+    json_t *m = tvec_manifest("tmfile/mlp_matmul_add.json");
+    assert_non_null(m);
+    json_t *nodes = json_object_get(m, "nodes");
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        json_t *n = json_array_get(nodes, i);
+        if (strcmp(json_string_value(json_object_get(n, "tm2_op_name")), "ReLu") != 0) continue;
+        uint32_t so = (uint32_t)json_integer_value(json_object_get(n, "struct_offset"));
+        uint32_t op = ld32(b + so + 12);
+        st32(b + op + 4, 21); /* ReLu6 */
+        st32(b + op + 8, 0);  /* no param */
+    }
+    tio_error e;
+    tio_container *c = open_mem(b, len, 0, &e), *nat = open_mem(b, len, TIO_OPEN_NATIVE_GRAPH, &e);
+    assert_non_null(c);
+    assert_non_null(nat);
+    const tio_graph *g = tio_container_graph(c);
+    size_t found = 0;
+    for (size_t j = 0; j < tio_graph_node_count(g); j++) {
+        tio_node_info ni;
+        tio_graph_node(g, j, &ni);
+        if (strcmp(ni.op, "Clip") != 0) continue;
+        found++;
+        assert_string_equal(ni.native_op, "ReLu6");
+        assert_int_equal(ni.input_count, 3);
+        for (size_t k = 1; k < 3; k++) {
+            tio_value_info vi;
+            assert_int_equal(tio_graph_value(g, (size_t)ni.inputs[k], &vi), TIO_OK);
+            assert_true(vi.tensor >= 0);
+            const tio_tensor *t = tio_container_tensor(c, (size_t)vi.tensor);
+            assert_int_equal(tio_tensor_dtype(t), TIO_FLOAT32);
+            assert_int_equal(tio_tensor_rank(t), 0);
+            float f;
+            memcpy(&f, tio_tensor_data(t), 4);
+            assert_true(f == (k == 1 ? 0.0f : 6.0f));
+        }
+    }
+    assert_int_equal(found, 1);
+    size_t a, bl;
+    uint8_t *oa = save_mem(c, 0, &a), *ob = save_mem(nat, 0, &bl);
+    assert_int_equal(a, bl);
+    assert_memory_equal(oa, ob, a);
+    tio_free(oa);
+    tio_free(ob);
+    tio_container_free(c);
+    tio_container_free(nat);
+    json_decref(m);
+    free(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lite_vectors),
@@ -1443,6 +1500,7 @@ int main(void) {
         cmocka_unit_test(test_opmap_round_trip),
         cmocka_unit_test(test_raised_vectors),
         cmocka_unit_test(test_onnx_export),
+        cmocka_unit_test(test_relu6_clip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
