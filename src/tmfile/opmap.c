@@ -305,12 +305,12 @@ static const char *tm_pool_op(int64_t alg, int64_t global) {
 }
 
 int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnode *n, int idx,
-                      tio_gattr **out, size_t *nout, const char **op, bool *split_relu,
+                      tio_gattr **out, size_t *nout, const char **op, int *split_act,
                       tio_error *err) {
     *out = NULL;
     *nout = 0;
     *op = NULL;
-    *split_relu = false;
+    *split_act = -1;
     const tio_tm_opmap *m = tio__tmfile_opmap_of(idx);
     if (!m || n->input_count < m->min_inputs || n->opaque) return TIO_OK;
     uint8_t *used = calloc(n->attr_count ? n->attr_count : 1, 1);
@@ -383,8 +383,8 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
             ok = a != NULL;
             if (!ok) break;
             if (idx == OP_CONV && strcmp(mp->fields[0], "activation") == 0 &&
-                a->type == TIO_ATTR_INT && a->i == 0) {
-                *split_relu = true;
+                a->type == TIO_ATTR_INT && (a->i == 0 || a->i == 6)) {
+                *split_act = (int)a->i;
                 break;
             }
             if ((a->type == TIO_ATTR_INT && a->i == mp->idef) ||
@@ -418,7 +418,7 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
     }
     if (!ok || !name) {
         tio__tmfile_attrs_free(l.a, l.n);
-        *split_relu = false;
+        *split_act = -1;
         return TIO_OK;
     }
     *out = l.a;
@@ -443,7 +443,7 @@ static void tm_push_field(tm_alist *l, int idx, const char *f, int64_t v, double
 }
 
 int tio__tmfile_lower(const tio_graph *g, const tio_container *c, const tio_gnode *n, int idx,
-                      bool fused_relu, tio_gattr **out, size_t *nout, tio_error *err) {
+                      int fused_act, tio_gattr **out, size_t *nout, tio_error *err) {
     *out = NULL;
     *nout = 0;
     const tio_tm_opmap *m = tio__tmfile_opmap_of(idx);
@@ -518,8 +518,8 @@ int tio__tmfile_lower(const tio_graph *g, const tio_container *c, const tio_gnod
             break;
         case TM_M_DEF:
             if ((a = tm_find_kept(n, f0, used)) != NULL) tm_push_copy(&l, NULL, f0, a);
-            else if (idx == OP_CONV && fused_relu && strcmp(f0, "activation") == 0)
-                tm_push_int(&l, NULL, f0, 0);
+            else if (idx == OP_CONV && fused_act >= 0 && strcmp(f0, "activation") == 0)
+                tm_push_int(&l, NULL, f0, fused_act);
             else tm_push_field(&l, idx, f0, mp->idef, mp->fdef);
             break;
         case TM_M_DERIVED:

@@ -82,18 +82,19 @@ void tio__tmfile_attrs_free(tio_gattr *a, size_t n);
  * the new attributes (tm2_* copied), *op the ONNX op (static storage). When
  * the node has no ONNX form (no entry, a field missing, a value ONNX cannot
  * hold), *out is NULL, *op NULL and TIO_OK is returned. c holds the
- * constants the graph's values refer to. *split_relu: a Convolution whose
- * activation is ReLU (0); its ONNX form is Conv followed by a Relu, which
- * the caller adds. */
+ * constants the graph's values refer to. *split_act: a Convolution whose
+ * activation is ReLU (0) or ReLU6 (6), else -1; its ONNX form is Conv
+ * followed by a Relu or a Clip(0, 6), which the caller adds. */
 int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnode *n, int idx,
-                      tio_gattr **out, size_t *nout, const char **op, bool *split_relu,
+                      tio_gattr **out, size_t *nout, const char **op, int *split_act,
                       tio_error *err);
 
 /* Lowers a raised node back to its Tengine param fields: *out gets the
- * field attributes (and the tm2_* ones, copied). `fused_relu`: a Relu that
- * followed the node was the Convolution's activation. An attribute with no
+ * field attributes (and the tm2_* ones, copied). `fused_act`: the
+ * activation (0 ReLU, 6 ReLU6) of the Relu or Clip fused back into the
+ * Convolution, -1 none. An attribute with no
  * field is an error (TIO_E_LOSSY) naming it. */
 int tio__tmfile_lower(const tio_graph *g, const tio_container *c, const tio_gnode *n, int idx,
-                      bool fused_relu, tio_gattr **out, size_t *nout, tio_error *err);
+                      int fused_act, tio_gattr **out, size_t *nout, tio_error *err);
 
 #endif /* TIO_TMFILE_OPMAP_H */

@@ -1031,14 +1031,11 @@ static int tm_new_const(tm_reader *r, const char *name, tio_dtype dt, int64_t ra
     return tio_graph_add_value(r->g, &vi, vx, err);
 }
 
-/* ReLu6 as ONNX's Clip: min 0 and max 6 as new float32 scalar constants
- * "<name>:min" and "<name>:max" (a write drops them again). */
-static int tm_clip_bounds(tm_reader *r, size_t j, const char *const *names, size_t nnames,
-                          tio_error *err) {
-    tio_graph *g = r->g;
-    const char *base = g->nodes[j].name ? g->nodes[j].name : "relu6";
+/* Clip's bounds for a ReLU6: min 0 and max 6 as new float32 scalar
+ * constants "<base>:min" and "<base>:max" (a write drops them again). */
+static int tm_clip_consts(tm_reader *r, const char *base, const char *const *names,
+                          size_t nnames, int64_t vx[2], tio_error *err) {
     static const char *const sfx[2] = {":min", ":max"};
-    size_t vx[2] = {0, 0};
     int rc = TIO_OK;
     for (int k = 0; !rc && k < 2; k++) {
         char *vn = tm_fresh_name(names, nnames, base, sfx[k]);
@@ -1046,15 +1043,26 @@ static int tm_clip_bounds(tm_reader *r, size_t j, const char *const *names, size
         uint8_t le[4];
         uint32_t u = k ? 0x40c00000u : 0u; /* 6.0f, 0.0f */
         for (unsigned b = 0; b < 4; b++) le[b] = (uint8_t)(u >> (8 * b));
-        rc = tm_new_const(r, vn, TIO_FLOAT32, 0, NULL, le, 4, &vx[k], err);
+        size_t v = 0;
+        rc = tm_new_const(r, vn, TIO_FLOAT32, 0, NULL, le, 4, &v, err);
+        vx[k] = (int64_t)v;
         free(vn);
     }
+    return rc;
+}
+
+/* ReLu6 as ONNX's Clip(x, 0, 6). */
+static int tm_clip_bounds(tm_reader *r, size_t j, const char *const *names, size_t nnames,
+                          tio_error *err) {
+    int64_t vx[2];
+    const char *base = r->g->nodes[j].name ? r->g->nodes[j].name : "relu6";
+    int rc = tm_clip_consts(r, base, names, nnames, vx, err);
     if (rc) return rc;
-    tio_gnode *n = &g->nodes[j];
+    tio_gnode *n = &r->g->nodes[j];
     int64_t *ins = realloc(n->inputs, 3 * sizeof *ins);
     if (!ins) return tio__nomem(err, TM_FMT);
-    ins[1] = (int64_t)vx[0];
-    ins[2] = (int64_t)vx[1];
+    ins[1] = vx[0];
+    ins[2] = vx[1];
     n->inputs = ins;
     n->input_count = 3;
     return TIO_OK;
@@ -1124,7 +1132,7 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         if (g->values[i].name) names[nnames++] = g->values[i].name;
     if (!rc) qsort(names, nnames, sizeof *names, tm_cmp_name);
     /* raise in place, counting the splits */
-    size_t nsplit = 0;
+    size_t nsplit = 0, nsix = 0; /* splits; of them ReLU6 ones (two constants each, added below) */
     uint8_t *split = calloc(nn ? nn : 1, 1);
     if (!rc && !split) rc = tio__nomem(err, TM_FMT);
     for (size_t j = 0; !rc && j < nn; j++) {
@@ -1136,15 +1144,21 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         if (idx == OP_RELU6 &&
             (n->input_count != 1 || n->inputs[0] < 0 ||
              g->values[n->inputs[0]].dtype != TIO_FLOAT32 ||
-             (uint64_t)r->ctx->c->count + 2 > r->ctx->limits.max_tensors))
+             (uint64_t)r->ctx->c->count + 2 * (nsix + 1) > r->ctx->limits.max_tensors))
             continue;
         tio_gattr *na = NULL;
         size_t nna = 0;
         const char *op = NULL;
-        bool sr = false;
-        rc = tio__tmfile_raise(g, r->ctx->c, n, idx, &na, &nna, &op, &sr, err);
+        int act = -1;
+        rc = tio__tmfile_raise(g, r->ctx->c, n, idx, &na, &nna, &op, &act, err);
         if (rc || !op) continue;
-        if (sr && n->output_count != 1) {
+        /* a split activation needs one output; ReLU6's bounds a float32 one
+         * and room for two constants */
+        bool sr = act >= 0;
+        if (sr && (n->output_count != 1 || n->outputs[0] < 0 ||
+                   (act == 6 && (g->values[n->outputs[0]].dtype != TIO_FLOAT32 ||
+                                 (uint64_t)r->ctx->c->count + 2 * (nsix + 1) >
+                                     r->ctx->limits.max_tensors)))) {
             tio__tmfile_attrs_free(na, nna);
             continue;
         }
@@ -1178,16 +1192,18 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         if (idx == OP_RESHAPE) rc = tm_reshape_stand_in(r, j, names, nnames, err);
         if (idx == OP_RELU6) rc = tm_clip_bounds(r, j, names, nnames, err);
         if (sr) {
-            split[j] = 1;
+            split[j] = (uint8_t)(1 + act); /* 1 ReLU, 7 ReLU6 */
             nsplit++;
+            if (act == 6) nsix++;
         }
     }
     /* the values the splits add (before the node array is rebuilt: adding a
      * value may move g->values) */
-    int64_t *pre = NULL;
+    int64_t *pre = NULL, *bounds = NULL;
     if (!rc && nsplit) {
         pre = malloc(nn * sizeof *pre);
-        if (!pre) rc = tio__nomem(err, TM_FMT);
+        bounds = malloc(2 * nn * sizeof *bounds);
+        if (!pre || !bounds) rc = tio__nomem(err, TM_FMT);
         for (size_t j = 0; !rc && j < nn; j++) {
             if (!split[j]) continue;
             const tio_gvalue *ov = &g->values[g->nodes[j].outputs[0]];
@@ -1207,6 +1223,9 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
             rc = tio_graph_add_value(g, &vi, &vx, err);
             free(vn);
             pre[j] = (int64_t)vx;
+            if (!rc && split[j] == 7)
+                rc = tm_clip_consts(r, g->nodes[j].name ? g->nodes[j].name : "conv", names,
+                                    nnames, bounds + 2 * j, err);
         }
     }
     size_t ndrop = 0;
@@ -1226,21 +1245,27 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
                 m++;
                 continue;
             }
+            bool six = split[j] == 7;
             tio_gnode *relu = &nodes[m + 1];
             memset(relu, 0, sizeof *relu);
             relu->native_id = nodes[m].native_id;
             relu->native_attrs = 1;
-            relu->inputs = malloc(sizeof *relu->inputs);
+            relu->inputs = malloc(3 * sizeof *relu->inputs);
             relu->outputs = malloc(sizeof *relu->outputs);
-            relu->op = tio__tmfile_dup("Relu");
+            relu->op = tio__tmfile_dup(six ? "Clip" : "Relu");
             relu->native_op = tio__tmfile_dup(n->native_op ? n->native_op : "Convolution");
-            relu->name = tm_fresh_name(NULL, 0, n->name ? n->name : "conv", ":relu");
+            relu->name = tm_fresh_name(NULL, 0, n->name ? n->name : "conv", six ? ":clip" : ":relu");
             if (!relu->inputs || !relu->outputs || !relu->op || !relu->native_op || !relu->name) {
                 rc = tio__nomem(err, TM_FMT);
             } else {
-                relu->input_count = relu->output_count = 1;
+                relu->input_count = six ? 3 : 1;
+                relu->output_count = 1;
                 relu->outputs[0] = nodes[m].outputs[0];
                 relu->inputs[0] = pre[j];
+                if (six) {
+                    relu->inputs[1] = bounds[2 * j];
+                    relu->inputs[2] = bounds[2 * j + 1];
+                }
                 nodes[m].outputs[0] = pre[j];
             }
             m += 2;
@@ -1266,6 +1291,7 @@ out:
     free(drop);
     free(split);
     free(pre);
+    free(bounds);
     free(names);
     return rc;
 }

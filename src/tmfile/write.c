@@ -787,6 +787,25 @@ static bool tw_is(const tio_gnode *n, const char *native) {
     return strcmp(nat, native) == 0;
 }
 
+/* Inputs 1 and 2 of a Clip are the float32 scalar constants 0 and 6 that a
+ * read adds for a ReLU6 (no producer). */
+static bool tw_clip06(const tw *w, const tio_graph *g, const tio_gnode *n, const int64_t *prod) {
+    if (n->input_count != 3) return false;
+    for (size_t k = 1; k < 3; k++) {
+        int64_t b = n->inputs[k];
+        if (b < 0 || (size_t)b >= g->value_count || prod[b] >= 0) return false;
+        int64_t t = g->values[b].tensor;
+        if (t < 0 || (size_t)t >= w->c->count) return false;
+        const tio_tensor *x = w->c->tensors[t];
+        if (x->dtype != TIO_FLOAT32 || x->numel != 1 || x->layout != TIO_LAYOUT_DENSE ||
+            !x->data || x->nbytes < 4)
+            return false;
+        uint32_t u = tio__ld32(x->data);
+        if (u != (k == 1 ? 0u : 0x40c00000u)) return false;
+    }
+    return true;
+}
+
 /* Builds w->view: the graph's nodes with raised attributes (native_attrs 1)
  * lowered to Tengine's fields (tmfile/opmap.c), and each Relu that was a
  * Convolution's activation fused back into its Conv. */
@@ -800,8 +819,9 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
     size_t *uses = calloc(nv ? nv : 1, sizeof *uses);
     uint8_t *gone = calloc(nn ? nn : 1, 1);
     size_t *fused = calloc(nn ? nn : 1, sizeof *fused); /* a fused Conv: 1 + its Relu */
+    int8_t *fact = calloc(nn ? nn : 1, 1);                  /* and its activation */
     int rc = TIO_OK;
-    if (!w->vnodes || !w->vown || !w->ghost || !prod || !uses || !fused || !gone) {
+    if (!w->vnodes || !w->vown || !w->ghost || !prod || !uses || !fused || !fact || !gone) {
         rc = tio__nomem(err, TM_FMT);
         goto out;
     }
@@ -816,12 +836,15 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
     }
     for (size_t k = 0; k < g->output_count; k++)
         if (g->outputs[k] >= 0 && (size_t)g->outputs[k] < nv) uses[g->outputs[k]]++;
-    /* the Relus split from a Convolution's activation */
+    /* the Relus and Clips split from a Convolution's activation */
     for (size_t j = 0; j < nn; j++) {
         const tio_gnode *n = &g->nodes[j];
-        if (n->native_attrs != 1 || strcmp(n->op, "Relu") != 0 || !tw_is(n, "Convolution") ||
-            n->input_count != 1 || n->output_count != 1 || n->attr_count)
+        if (n->native_attrs != 1 || !tw_is(n, "Convolution") || n->output_count != 1 ||
+            n->attr_count || n->input_count < 1)
             continue;
+        bool relu = strcmp(n->op, "Relu") == 0 && n->input_count == 1;
+        bool six = strcmp(n->op, "Clip") == 0 && tw_clip06(w, g, n, prod);
+        if (!relu && !six) continue;
         int64_t v = n->inputs[0];
         if (v < 0 || (size_t)v >= nv || prod[v] < 0 || uses[v] != 1) continue;
         const tio_gnode *c = &g->nodes[prod[v]];
@@ -829,8 +852,11 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
             c->output_count != 1 || fused[prod[v]])
             continue;
         fused[prod[v]] = 1 + j;
+        fact[prod[v]] = six ? 6 : 0;
         gone[j] = 1;
         w->ghost[v] = 1;
+        for (size_t k = 1; six && k < 3; k++)
+            if (uses[n->inputs[k]] == 1) w->ghost[n->inputs[k]] = 1;
     }
     size_t m = 0;
     for (size_t j = 0; !rc && j < nn; j++) {
@@ -855,8 +881,22 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
             vn->inputs = ins;
             w->vown[m] |= 2;
         }
-        if (n->native_attrs == 1 && n->input_count == 3 && strcmp(n->op, "Clip") == 0 &&
-            tw_is(n, "ReLu6")) {
+        bool clip = n->native_attrs == 1 && strcmp(n->op, "Clip") == 0 &&
+                    (tw_is(n, "ReLu6") || tw_is(n, "Convolution"));
+        if (clip && !tw_clip06(w, g, n, prod)) {
+            rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                          "node '%s' (Clip, tmfile: %s): Tengine's ReLu6 clips to 0 and 6; "
+                          "other bounds have no Tengine form",
+                          n->name ? n->name : "", n->native_op ? n->native_op : n->op);
+            m++;
+            break;
+        }
+        if (clip) {
+            if (tw_is(n, "Convolution")) {
+                /* a split ReLU6 no longer after its Conv: a ReLu6 of its own */
+                vn->native_op = (char *)(uintptr_t) "ReLu6";
+                vn->native_id = OP_RELU6;
+            }
             /* Clip(x, 0, 6): Tengine's ReLu6 takes x alone; the bounds the
              * read added are not written */
             vn->input_count = 1;
@@ -869,6 +909,7 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
         }
         if (n->native_attrs >= 1) {
             int idx = tio__tmfile_find_op(n->native_op ? n->native_op : n->op);
+            if (idx == OP_CONV && clip) idx = OP_RELU6;
             if (idx == OP_CONV && strcmp(n->op, "Relu") == 0) {
                 /* a split activation no longer after its Conv: a ReLu of its own */
                 idx = OP_RELU;
@@ -878,7 +919,7 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
             if (idx >= 0) {
                 tio_gattr *la = NULL;
                 size_t nla = 0;
-                rc = tio__tmfile_lower(g, w->c, n, idx, fused[j] != 0, &la, &nla, err);
+                rc = tio__tmfile_lower(g, w->c, n, idx, fused[j] ? fact[j] : -1, &la, &nla, err);
                 if (rc) {
                     m++; /* what it owns is freed with the rest */
                     break;
@@ -897,6 +938,7 @@ out:
     free(prod);
     free(uses);
     free(fused);
+    free(fact);
     free(gone);
     return rc;
 }

@@ -18,6 +18,10 @@ found in both is taken from the first):
 - ReLu6 (mlp_matmul_add with its ReLu made a ReLu6, whose values stay below
   6): tmfile -> ONNX gives Clip(x, 0, 6), which passes the checker and gives
   the vector's outputs in onnxruntime, as does tmfile -> rten -> ONNX.
+- Conv + ReLU6 (cnn_small and mnist_repo with their Convolutions' activation
+  made 6, whose values stay below 6): each Conv is followed by a Clip(0, 6)
+  in ONNX, the model gives the vector's outputs in onnxruntime and through
+  rten, and tmfile -> tmfile reproduces the patched file.
 A vector whose manifest or .bin files are missing prints "SKIPPED: <rel>". The
 last line printed is "N passed, M failed"; the exit status is non-zero on any
 failure.
@@ -157,7 +161,11 @@ def to_rten(src, tmp, name, vdir):
 
 
 def masked_identity(src, tmp, name):
-    out = os.path.join(tmp, name + ".tm.tmfile")
+    masked_identity_of(src, tmp, name, name)
+
+
+def masked_identity_of(src, tmp, name, out_name):
+    out = os.path.join(tmp, out_name + ".tm.tmfile")
     run("convert", "--force", src, out)
     with open(src, "rb") as f:
         a = bytearray(f.read())
@@ -207,8 +215,51 @@ def check_relu6(src, tmp, vdir):
     return "%s; via rten: %s" % (r, r2) if r else None
 
 
+def conv_relu6_variant(name, tmp):
+    """<name>.tmfile with every Convolution's activation 0 (ReLU) made 6."""
+    import struct
+
+    src, m = find(os.path.join("tmfile", name + ".tmfile")), manifest(name)
+    if not src or not m:
+        return None
+    with open(src, "rb") as f:
+        b = bytearray(f.read())
+    for n in m["nodes"]:
+        if n["tm2_op_name"] == "Convolution":
+            at = n["param_offset"] + 36  # TM2_ConvParam.activation
+            assert struct.unpack_from("<i", b, at)[0] == 0
+            struct.pack_into("<i", b, at, 6)
+    out = os.path.join(tmp, name + ".r6.tmfile")
+    with open(out, "wb") as f:
+        f.write(b)
+    return out
+
+
+def check_conv_relu6(name, src, tmp, vdir):
+    import onnx
+
+    out = os.path.join(tmp, name + ".r6.onnx")
+    run("convert", "--force", src, out)
+    model = onnx.load(out)
+    ops = [n.op_type for n in model.graph.node]
+    convs = [i for i, o in enumerate(ops) if o == "Conv"]
+    assert convs and all(ops[i + 1] == "Clip" and len(model.graph.node[i + 1].input) == 3
+                         for i in convs), ops
+    r = check_onnx(out, vdir)
+    r2 = to_rten(src, tmp, name + ".r6", vdir)
+    masked_identity_of(src, tmp, name, name + ".r6")
+    return "%s; via rten: %s" % (r, r2) if r else None
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        for name in ("cnn_small", "mnist_repo"):
+            src = conv_relu6_variant(name, tmp)
+            if not src:
+                print("SKIPPED: tmfile/%s.tmfile with Conv + ReLU6" % name)
+                continue
+            case("tmfile->onnx %s Conv + ReLU6 as Conv + Clip" % name, check_conv_relu6, name,
+                 src, tmp, vector_dir(name, tmp) if ORT else None)
         src6 = relu6_variant(tmp)
         if not src6:
             print("SKIPPED: tmfile/mlp_matmul_add.tmfile as ReLu6")

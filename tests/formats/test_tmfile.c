@@ -1315,11 +1315,11 @@ static void test_opmap_round_trip(void **state) {
             tio_gattr *ra = NULL, *la = NULL;
             size_t nr = 0, nl = 0;
             const char *onnx = NULL;
-            bool split = false;
+            int split = -1;
             assert_int_equal(tio__tmfile_raise(g, c, n, m->idx, &ra, &nr, &onnx, &split, &e),
                              TIO_OK);
             if (!onnx) fail_msg("%s (set %d): not raised", op->name, canon);
-            assert_int_equal(split, canon && m->idx == 5);
+            assert_int_equal(split, canon && m->idx == 5 ? 0 : -1);
             for (size_t k = 0; k < nr; k++) {
                 assert_true(strncmp(ra[k].name, "tm2_", 4) != 0);
                 if (canon && strncmp(ra[k].name, "tmfile.", 7) == 0)
@@ -1352,6 +1352,16 @@ static void test_opmap_round_trip(void **state) {
     }
 }
 
+/* The ONNX form and the native form of one file write the same bytes. */
+static void assert_same_write(const tio_container *raised, const tio_container *native) {
+    size_t a, b;
+    uint8_t *oa = save_mem(raised, 0, &a), *ob = save_mem(native, 0, &b);
+    assert_int_equal(a, b);
+    assert_memory_equal(oa, ob, a);
+    tio_free(oa);
+    tio_free(ob);
+}
+
 /* Raised vectors: no Const or InputOp operators, Conv + Relu for a fused
  * activation, and the write is the same file as from the native form. */
 static void test_raised_vectors(void **state) {
@@ -1378,12 +1388,7 @@ static void test_raised_vectors(void **state) {
         int64_t ver = 0;
         assert_int_equal(tio_graph_opset_at(g, 0, &dom, &ver), TIO_OK);
         assert_int_equal(ver, TM_ONNX_OPSET);
-        size_t a, b;
-        uint8_t *oa = save_mem(c, 0, &a), *ob = save_mem(nat, 0, &b);
-        assert_int_equal(a, b);
-        assert_memory_equal(oa, ob, a);
-        tio_free(oa);
-        tio_free(ob);
+        assert_same_write(c, nat);
         tio_container_free(c);
         tio_container_free(nat);
         free(ref);
@@ -1469,12 +1474,56 @@ static void test_relu6_clip(void **state) {
         }
     }
     assert_int_equal(found, 1);
-    size_t a, bl;
-    uint8_t *oa = save_mem(c, 0, &a), *ob = save_mem(nat, 0, &bl);
-    assert_int_equal(a, bl);
-    assert_memory_equal(oa, ob, a);
-    tio_free(oa);
-    tio_free(ob);
+    assert_same_write(c, nat);
+    tio_container_free(c);
+    tio_container_free(nat);
+    json_decref(m);
+    free(b);
+}
+
+
+/* Conv + ReLU6 (cnn_small with its Convolutions' activation made 6): each
+ * Conv is followed by a Clip(0, 6) whose native_op is Convolution, and the
+ * write fuses them back into the same file. */
+static void test_conv_relu6(void **state) {
+    (void)state;
+    size_t len;
+    uint8_t *b = tvec_load("tmfile/cnn_small.tmfile", &len);
+    if (!b) return;
+    json_t *m = tvec_manifest("tmfile/cnn_small.json");
+    assert_non_null(m);
+    json_t *nodes = json_object_get(m, "nodes");
+    size_t convs = 0;
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        json_t *n = json_array_get(nodes, i);
+        if (strcmp(json_string_value(json_object_get(n, "tm2_op_name")), "Convolution") != 0)
+            continue;
+        uint32_t po = (uint32_t)json_integer_value(json_object_get(n, "param_offset"));
+        assert_int_equal(ld32(b + po + 36), 0);
+        st32(b + po + 36, 6);
+        convs++;
+    }
+    tio_error e;
+    tio_container *c = open_mem(b, len, 0, &e), *nat = open_mem(b, len, TIO_OPEN_NATIVE_GRAPH, &e);
+    assert_non_null(c);
+    assert_non_null(nat);
+    const tio_graph *g = tio_container_graph(c);
+    size_t clips = 0;
+    for (size_t j = 0; j + 1 < tio_graph_node_count(g); j++) {
+        tio_node_info a, nb;
+        tio_graph_node(g, j, &a);
+        if (strcmp(a.op, "Conv") != 0) continue;
+        tio_graph_node(g, j + 1, &nb);
+        assert_string_equal(nb.op, "Clip");
+        assert_string_equal(nb.native_op, "Convolution");
+        assert_int_equal(nb.input_count, 3);
+        assert_int_equal(nb.inputs[0], a.outputs[0]);
+        tio_attr at;
+        assert_int_not_equal(tio_graph_find_attr(g, j, "tmfile.activation", &at), TIO_OK);
+        clips++;
+    }
+    assert_int_equal(clips, convs);
+    assert_same_write(c, nat);
     tio_container_free(c);
     tio_container_free(nat);
     json_decref(m);
@@ -1501,6 +1550,7 @@ int main(void) {
         cmocka_unit_test(test_raised_vectors),
         cmocka_unit_test(test_onnx_export),
         cmocka_unit_test(test_relu6_clip),
+        cmocka_unit_test(test_conv_relu6),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
