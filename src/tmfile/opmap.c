@@ -82,7 +82,7 @@ const tio_tm_opmap tio__tmfile_opmap[] = {
     {17, "PRelu", TM_OP_FIXED, NOATTR, 2},
     {OP_RELU, NULL, TM_OP_RELU, NOATTR, 1},
     {OP_RELU6, "Clip", TM_OP_FIXED, NOATTR, 1}, /* + min 0, max 6 as constant inputs (read.c) */
-    {OP_RESHAPE, "Reshape", TM_OP_FIXED, NA(m_reshape), 2},
+    {OP_RESHAPE, "Reshape", TM_OP_FIXED, NA(m_reshape), 1}, /* one input: read.c adds the shape */
     {28, "Softmax", TM_OP_FIXED, NA(m_axis), 1},
     {31, "Gemm", TM_OP_FIXED, NA(m_gemm), 2},
     {36, "Tanh", TM_OP_FIXED, NOATTR, 1},

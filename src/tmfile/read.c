@@ -1070,7 +1070,8 @@ static int tm_clip_bounds(tm_reader *r, size_t j, const char *const *names, size
 
 /* Tengine's Reshape takes its shape from re_shape and ignores its second
  * input, which convert_tool fills wrongly (an int64 shape's words as int32,
- * cut to the dims count). When the two differ, the ONNX form reads a new
+ * cut to the dims count), or which is absent. When the two differ (or there
+ * is none: the stand-in is appended), the ONNX form reads a new
  * int32 constant holding re_shape (int32: what tmfile stores) ("<name>:re_shape"); native_attrs keeps
  * 2 + the original input's value, so a write puts that back. */
 static int tm_reshape_stand_in(tm_reader *r, size_t j, const char *const *names, size_t nnames,
@@ -1082,13 +1083,16 @@ static int tm_reshape_stand_in(tm_reader *r, size_t j, const char *const *names,
         if (strcmp(n->attrs[k].name, "tmfile.re_shape") == 0) at = k;
         else if (strncmp(n->attrs[k].name, "tmfile.", 7) == 0) return TIO_OK;
     }
-    if (at == n->attr_count || n->input_count != 2 || n->inputs[1] < 0) return TIO_OK;
+    if (at == n->attr_count || n->input_count < 1 || n->input_count > 2 ||
+        (n->input_count == 2 && n->inputs[1] < 0))
+        return TIO_OK;
     const tio_gattr *a = &n->attrs[at];
     if (a->type != TIO_ATTR_INTS || a->count > TM_MAX_DIMS) return TIO_OK;
     /* at the tensor limit the node keeps tmfile.re_shape (ONNX refuses it) */
     if ((uint64_t)r->ctx->c->count >= r->ctx->limits.max_tensors) return TIO_OK;
-    int64_t orig = n->inputs[1];
-    const char *on = g->values[orig].name;
+    /* one input: the shape is appended (native_attrs names the stand-in itself) */
+    int64_t orig = n->input_count == 2 ? n->inputs[1] : -1;
+    const char *on = orig >= 0 ? g->values[orig].name : n->name;
     char *vn = tm_fresh_name(names, nnames, on ? on : "shape", ":re_shape");
     if (!vn) return tio__nomem(err, TM_FMT);
     uint8_t data[4 * TM_MAX_DIMS];
@@ -1103,6 +1107,13 @@ static int tm_reshape_stand_in(tm_reader *r, size_t j, const char *const *names,
     free(vn);
     if (rc) return rc;
     n = &g->nodes[j];
+    if (orig < 0) {
+        int64_t *ins = realloc(n->inputs, 2 * sizeof *ins);
+        if (!ins) return tio__nomem(err, TM_FMT);
+        n->inputs = ins;
+        n->input_count = 2;
+        orig = (int64_t)vx;
+    }
     n->inputs[1] = (int64_t)vx;
     n->native_attrs = 2 + orig;
     /* the attribute now says nothing the graph does not */

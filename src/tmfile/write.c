@@ -868,7 +868,8 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
         if (n->native_attrs >= 2 && n->input_count == 2 && n->inputs[1] >= 0 &&
             (size_t)n->inputs[1] < nv && (size_t)(n->native_attrs - 2) < nv &&
             g->values[n->inputs[1]].tensor >= 0 && prod[n->inputs[1]] < 0) {
-            /* a Reshape reading re_shape's stand-in: its own shape input back */
+            /* a Reshape reading re_shape's stand-in: its own shape input back,
+             * or none when the stand-in was appended (it names itself) */
             int64_t *ins = malloc(2 * sizeof *ins);
             if (!ins) {
                 rc = tio__nomem(err, TM_FMT);
@@ -879,6 +880,7 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
             ins[1] = n->native_attrs - 2;
             if (uses[n->inputs[1]] == 1) w->ghost[n->inputs[1]] = 1;
             vn->inputs = ins;
+            if (ins[1] == n->inputs[1]) vn->input_count = 1;
             w->vown[m] |= 2;
         }
         bool clip = n->native_attrs == 1 && strcmp(n->op, "Clip") == 0 &&

@@ -22,6 +22,9 @@ found in both is taken from the first):
   made 6, whose values stay below 6): each Conv is followed by a Clip(0, 6)
   in ONNX, the model gives the vector's outputs in onnxruntime and through
   rten, and tmfile -> tmfile reproduces the patched file.
+- Reshape with its shape in the param only (concat_reshape_softmax with the
+  Reshape's second input cut): the same outputs in onnxruntime and through
+  rten, and tmfile -> tmfile keeps the one-input Reshape.
 A vector whose manifest or .bin files are missing prints "SKIPPED: <rel>". The
 last line printed is "N passed, M failed"; the exit status is non-zero on any
 failure.
@@ -183,23 +186,38 @@ def masked_identity_of(src, tmp, name, out_name):
     assert not diff, "%d bytes differ, the first at %d" % (len(diff), diff[0])
 
 
-def relu6_variant(tmp):
-    """mlp_matmul_add.tmfile with its ReLu (20) made a ReLu6 (21, no param)."""
-    import struct
-
-    src, m = find(os.path.join("tmfile", "mlp_matmul_add.tmfile")), manifest("mlp_matmul_add")
+def patched(name, tmp, suffix, op, fn):
+    """<name>.tmfile with fn(bytes, node) applied to each node of Tengine
+    operator `op` (its manifest entry), written to tmp; None when missing."""
+    src, m = find(os.path.join("tmfile", name + ".tmfile")), manifest(name)
     if not src or not m:
         return None
     with open(src, "rb") as f:
         b = bytearray(f.read())
     for n in m["nodes"]:
-        if n["tm2_op_name"] == "ReLu":
-            op = struct.unpack_from("<I", b, n["struct_offset"] + 12)[0]
-            struct.pack_into("<II", b, op + 4, 21, 0)
-    out = os.path.join(tmp, "relu6.tmfile")
+        if n["tm2_op_name"] == op:
+            fn(b, n)
+    out = os.path.join(tmp, name + suffix + ".tmfile")
     with open(out, "wb") as f:
         f.write(b)
     return out
+
+
+def both_ways(src, tmp, name, vdir):
+    """tmfile -> ONNX and tmfile -> rten -> ONNX of a patched vector."""
+    r = to_onnx(src, tmp, name, vdir)
+    r2 = to_rten(src, tmp, name, vdir)
+    return "%s; via rten: %s" % (r, r2) if r else None
+
+
+def relu6_variant(tmp):
+    """mlp_matmul_add.tmfile with its ReLu (20) made a ReLu6 (21, no param)."""
+    import struct
+
+    def fn(b, n):
+        op = struct.unpack_from("<I", b, n["struct_offset"] + 12)[0]
+        struct.pack_into("<II", b, op + 4, 21, 0)
+    return patched("mlp_matmul_add", tmp, ".relu6", "ReLu", fn)
 
 
 def check_relu6(src, tmp, vdir):
@@ -210,29 +228,18 @@ def check_relu6(src, tmp, vdir):
     model = onnx.load(out)
     clips = [n for n in model.graph.node if n.op_type == "Clip"]
     assert len(clips) == 1 and len(clips[0].input) == 3, [n.op_type for n in model.graph.node]
-    r = check_onnx(out, vdir)
-    r2 = to_rten(src, tmp, "relu6", vdir)
-    return "%s; via rten: %s" % (r, r2) if r else None
+    return both_ways(src, tmp, "relu6", vdir)
 
 
 def conv_relu6_variant(name, tmp):
     """<name>.tmfile with every Convolution's activation 0 (ReLU) made 6."""
     import struct
 
-    src, m = find(os.path.join("tmfile", name + ".tmfile")), manifest(name)
-    if not src or not m:
-        return None
-    with open(src, "rb") as f:
-        b = bytearray(f.read())
-    for n in m["nodes"]:
-        if n["tm2_op_name"] == "Convolution":
-            at = n["param_offset"] + 36  # TM2_ConvParam.activation
-            assert struct.unpack_from("<i", b, at)[0] == 0
-            struct.pack_into("<i", b, at, 6)
-    out = os.path.join(tmp, name + ".r6.tmfile")
-    with open(out, "wb") as f:
-        f.write(b)
-    return out
+    def fn(b, n):
+        at = n["param_offset"] + 36  # TM2_ConvParam.activation
+        assert struct.unpack_from("<i", b, at)[0] == 0
+        struct.pack_into("<i", b, at, 6)
+    return patched(name, tmp, ".r6", "Convolution", fn)
 
 
 def check_conv_relu6(name, src, tmp, vdir):
@@ -245,14 +252,43 @@ def check_conv_relu6(name, src, tmp, vdir):
     convs = [i for i, o in enumerate(ops) if o == "Conv"]
     assert convs and all(ops[i + 1] == "Clip" and len(model.graph.node[i + 1].input) == 3
                          for i in convs), ops
-    r = check_onnx(out, vdir)
-    r2 = to_rten(src, tmp, name + ".r6", vdir)
     masked_identity_of(src, tmp, name, name + ".r6")
-    return "%s; via rten: %s" % (r, r2) if r else None
+    return both_ways(src, tmp, name + ".r6", vdir)
+
+
+def reshape_one_input_variant(tmp):
+    """concat_reshape_softmax.tmfile with the Reshape's input vector cut to 1."""
+    import struct
+
+    def fn(b, n):
+        vi = struct.unpack_from("<I", b, n["struct_offset"] + 4)[0]
+        assert struct.unpack_from("<I", b, vi)[0] == 2
+        struct.pack_into("<I", b, vi, 1)
+    return patched("concat_reshape_softmax", tmp, ".r1", "Reshape", fn)
+
+
+def check_reshape_one_input(src, tmp, vdir):
+    res = both_ways(src, tmp, "concat_reshape_softmax.r1", vdir)
+    # the patched file has 4 bytes no write keeps (the cut vector's second
+    # entry): the write keeps the one-input Reshape, and writes itself again
+    once, twice = os.path.join(tmp, "r1.once.tmfile"), os.path.join(tmp, "r1.twice.tmfile")
+    run("convert", "--force", src, once)
+    run("convert", "--force", once, twice)
+    with open(once, "rb") as f1, open(twice, "rb") as f2:
+        assert f1.read() == f2.read(), "tmfile -> tmfile is not stable"
+    nodes = json.loads(run("info", "--json", "--native", once))["graph"]["nodes"]
+    assert [len(n["inputs"]) for n in nodes if n["op"] == "Reshape"] == [1], nodes
+    return res
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        src1 = reshape_one_input_variant(tmp)
+        if not src1:
+            print("SKIPPED: tmfile/concat_reshape_softmax.tmfile with a one-input Reshape")
+        else:
+            case("tmfile->onnx Reshape with its shape in the param only", check_reshape_one_input,
+                 src1, tmp, vector_dir("concat_reshape_softmax", tmp) if ORT else None)
         for name in ("cnn_small", "mnist_repo"):
             src = conv_relu6_variant(name, tmp)
             if not src:

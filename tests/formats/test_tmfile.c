@@ -1278,7 +1278,7 @@ static void test_opmap_round_trip(void **state) {
             if (m->idx == 11) in[1] = (int64_t)vw2;
             if (m->idx == 23) in[1] = (int64_t)vs;
             size_t nin = m->min_inputs ? m->min_inputs : 1;
-            if (m->idx == 9) nin = 2; /* Eltwise SUM is binary */
+            if (m->idx == 9 || m->idx == 23) nin = 2; /* Eltwise SUM is binary; Reshape's shape */
             tio_node_info ni = {0};
             ni.name = "n";
             ni.op = op->onnx ? op->onnx : op->name;
@@ -1430,28 +1430,68 @@ static void test_onnx_export(void **state) {
 }
 
 
-/* ReLu6 (mlp_matmul_add's ReLu turned into one, without a param): Clip with
- * min 0 and max 6 as new float32 constants; the write drops them again. */
-static void test_relu6_clip(void **state) {
-    (void)state;
-    size_t len;
-    uint8_t *b = tvec_load("tmfile/mlp_matmul_add.tmfile", &len);
-    if (!b) return;
-    json_t *m = tvec_manifest("tmfile/mlp_matmul_add.json");
+/* A vector with each node of Tengine operator `op` patched by fn (NULL when
+ * the vector is missing). */
+typedef void (*tm_patch_fn)(uint8_t *b, const json_t *node);
+static uint8_t *load_patched(const char *name, const char *op, tm_patch_fn fn, size_t *len) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "tmfile/%s.tmfile", name);
+    uint8_t *b = tvec_load(rel, len);
+    if (!b) return NULL;
+    snprintf(rel, sizeof rel, "tmfile/%s.json", name);
+    json_t *m = tvec_manifest(rel);
     assert_non_null(m);
     json_t *nodes = json_object_get(m, "nodes");
     for (size_t i = 0; i < json_array_size(nodes); i++) {
-        json_t *n = json_array_get(nodes, i);
-        if (strcmp(json_string_value(json_object_get(n, "tm2_op_name")), "ReLu") != 0) continue;
-        uint32_t so = (uint32_t)json_integer_value(json_object_get(n, "struct_offset"));
-        uint32_t op = ld32(b + so + 12);
-        st32(b + op + 4, 21); /* ReLu6 */
-        st32(b + op + 8, 0);  /* no param */
+        const json_t *n = json_array_get(nodes, i);
+        if (strcmp(json_string_value(json_object_get(n, "tm2_op_name")), op) == 0) fn(b, n);
     }
+    json_decref(m);
+    return b;
+}
+static uint32_t jint(const json_t *n, const char *key) {
+    return (uint32_t)json_integer_value(json_object_get(n, key));
+}
+/* A ReLu made a ReLu6 without a param. */
+static void patch_relu6(uint8_t *b, const json_t *n) {
+    uint32_t op = ld32(b + jint(n, "struct_offset") + 12);
+    st32(b + op + 4, 21);
+    st32(b + op + 8, 0);
+}
+/* A Convolution's ReLU activation made ReLU6. */
+static void patch_conv_relu6(uint8_t *b, const json_t *n) {
+    uint32_t po = jint(n, "param_offset");
+    assert_int_equal(ld32(b + po + 36), 0);
+    st32(b + po + 36, 6);
+}
+/* A Reshape's input vector cut to its first entry. */
+static void patch_reshape_one_input(uint8_t *b, const json_t *n) {
+    uint32_t vi = ld32(b + jint(n, "struct_offset") + 4);
+    assert_int_equal(ld32(b + vi), 2);
+    st32(b + vi, 1);
+}
+
+/* Opens a patched vector in ONNX form and natively: check(ONNX form), and
+ * both forms write the same bytes. */
+static void check_patched(const char *name, const char *op, tm_patch_fn fn,
+                          void (*check)(const tio_container *c)) {
+    size_t len;
+    uint8_t *b = load_patched(name, op, fn, &len);
+    if (!b) return;
     tio_error e;
     tio_container *c = open_mem(b, len, 0, &e), *nat = open_mem(b, len, TIO_OPEN_NATIVE_GRAPH, &e);
     assert_non_null(c);
     assert_non_null(nat);
+    check(c);
+    assert_same_write(c, nat);
+    tio_container_free(c);
+    tio_container_free(nat);
+    free(b);
+}
+
+/* ReLu6 (mlp_matmul_add's ReLu turned into one, without a param): Clip with
+ * min 0 and max 6 as new float32 constants; the write drops them again. */
+static void check_relu6_clip(const tio_container *c) {
     const tio_graph *g = tio_container_graph(c);
     size_t found = 0;
     for (size_t j = 0; j < tio_graph_node_count(g); j++) {
@@ -1474,39 +1514,17 @@ static void test_relu6_clip(void **state) {
         }
     }
     assert_int_equal(found, 1);
-    assert_same_write(c, nat);
-    tio_container_free(c);
-    tio_container_free(nat);
-    json_decref(m);
-    free(b);
+}
+static void test_relu6_clip(void **state) {
+    (void)state;
+    check_patched("mlp_matmul_add", "ReLu", patch_relu6, check_relu6_clip);
 }
 
 
 /* Conv + ReLU6 (cnn_small with its Convolutions' activation made 6): each
  * Conv is followed by a Clip(0, 6) whose native_op is Convolution, and the
  * write fuses them back into the same file. */
-static void test_conv_relu6(void **state) {
-    (void)state;
-    size_t len;
-    uint8_t *b = tvec_load("tmfile/cnn_small.tmfile", &len);
-    if (!b) return;
-    json_t *m = tvec_manifest("tmfile/cnn_small.json");
-    assert_non_null(m);
-    json_t *nodes = json_object_get(m, "nodes");
-    size_t convs = 0;
-    for (size_t i = 0; i < json_array_size(nodes); i++) {
-        json_t *n = json_array_get(nodes, i);
-        if (strcmp(json_string_value(json_object_get(n, "tm2_op_name")), "Convolution") != 0)
-            continue;
-        uint32_t po = (uint32_t)json_integer_value(json_object_get(n, "param_offset"));
-        assert_int_equal(ld32(b + po + 36), 0);
-        st32(b + po + 36, 6);
-        convs++;
-    }
-    tio_error e;
-    tio_container *c = open_mem(b, len, 0, &e), *nat = open_mem(b, len, TIO_OPEN_NATIVE_GRAPH, &e);
-    assert_non_null(c);
-    assert_non_null(nat);
+static void check_conv_relu6(const tio_container *c) {
     const tio_graph *g = tio_container_graph(c);
     size_t clips = 0;
     for (size_t j = 0; j + 1 < tio_graph_node_count(g); j++) {
@@ -1522,12 +1540,39 @@ static void test_conv_relu6(void **state) {
         assert_int_not_equal(tio_graph_find_attr(g, j, "tmfile.activation", &at), TIO_OK);
         clips++;
     }
-    assert_int_equal(clips, convs);
-    assert_same_write(c, nat);
-    tio_container_free(c);
-    tio_container_free(nat);
-    json_decref(m);
-    free(b);
+    assert_int_equal(clips, 2); /* conv1, conv2 */
+}
+static void test_conv_relu6(void **state) {
+    (void)state;
+    check_patched("cnn_small", "Convolution", patch_conv_relu6, check_conv_relu6);
+}
+
+
+/* A Reshape with its shape in re_shape only (concat_reshape_softmax's with
+ * its second input cut): the ONNX form appends a constant holding re_shape,
+ * and the write leaves it out again. */
+static void check_reshape_one_input(const tio_container *c) {
+    const tio_graph *g = tio_container_graph(c);
+    size_t found = 0;
+    for (size_t j = 0; j < tio_graph_node_count(g); j++) {
+        tio_node_info ni;
+        tio_graph_node(g, j, &ni);
+        if (strcmp(ni.op, "Reshape") != 0) continue;
+        found++;
+        assert_int_equal(ni.input_count, 2);
+        tio_value_info vi;
+        assert_int_equal(tio_graph_value(g, (size_t)ni.inputs[1], &vi), TIO_OK);
+        const tio_tensor *t = tio_container_tensor(c, (size_t)vi.tensor);
+        const int32_t want[3] = {1, 6, 9};
+        assert_int_equal(tio_tensor_dtype(t), TIO_INT32);
+        assert_memory_equal(tio_tensor_data(t), want, sizeof want);
+        assert_int_equal(ni.attr_count, 0);
+    }
+    assert_int_equal(found, 1);
+}
+static void test_reshape_one_input(void **state) {
+    (void)state;
+    check_patched("concat_reshape_softmax", "Reshape", patch_reshape_one_input, check_reshape_one_input);
 }
 
 int main(void) {
@@ -1551,6 +1596,7 @@ int main(void) {
         cmocka_unit_test(test_onnx_export),
         cmocka_unit_test(test_relu6_clip),
         cmocka_unit_test(test_conv_relu6),
+        cmocka_unit_test(test_reshape_one_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
