@@ -459,6 +459,10 @@ TIO_API const char *tio_format_probe(const void *data, size_t size);
  * directory ("..", symbolic links out). Off by default: a model from
  * elsewhere may only read files in its own directory. */
 #define TIO_OPEN_EXTERNAL_ANYWHERE 0x8u
+/* A model's graph as the source format writes it, not raised to ONNX form
+ * (tmfile: Const and InputOp nodes, Tengine's param fields as attributes).
+ * Formats that read ONNX-form graphs only (onnx, rten) ignore it. */
+#define TIO_OPEN_NATIVE_GRAPH 0x10u
 
 /* Zero-initialise for the defaults. */
 typedef struct tio_open_options {

@@ -99,6 +99,9 @@ void cli_format_list(char *buf, size_t size);
  * (probe). */
 int cli_open(const char *path, const char *format, const tio_limits *limits,
              tio_container **out);
+/* The same with TIO_OPEN_* flags. */
+int cli_open_flags(const char *path, const char *format, const tio_limits *limits,
+                   unsigned flags, tio_container **out);
 
 /* --max-dense-bytes N: the option every command that may expand a sparse
  * tensor (hash, convert, send, recv) takes; CLI_OPT_MAX_DENSE goes in its

@@ -175,12 +175,18 @@ int cli_check_format(const char *cmd, const char *option, const char *name) {
 
 int cli_open(const char *path, const char *format, const tio_limits *limits,
              tio_container **out) {
+    return cli_open_flags(path, format, limits, 0, out);
+}
+
+int cli_open_flags(const char *path, const char *format, const tio_limits *limits,
+                   unsigned flags, tio_container **out) {
     tio_open_options o;
     tio_error err;
     memset(&o, 0, sizeof o);
     tio_error_clear(&err);
     o.format = format;
     o.limits = limits;
+    o.flags = flags;
     *out = NULL;
     int rc = tio_open(path, &o, out, &err);
     if (rc != TIO_OK) {

@@ -17,15 +17,19 @@ static const char info_help[] =
     "\n"
     "Options:\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
+    "      --native        show a model's graph as the file stores it, not in ONNX\n"
+    "                      form (tmfile: Const and InputOp nodes, Tengine's param\n"
+    "                      fields)\n"
     "  -f, --format FMT    read FILE as format FMT instead of detecting it\n"
     "  -h, --help          show this help and exit\n";
 
-enum { OPT_HELP = 1, OPT_JSON, OPT_FORMAT };
+enum { OPT_HELP = 1, OPT_JSON, OPT_FORMAT, OPT_NATIVE };
 
 static const cli_option info_opts[] = {
     {"help", 'h', 0, OPT_HELP},
     {"json", 0, 0, OPT_JSON},
     {"format", 'f', 1, OPT_FORMAT},
+    {"native", 0, 0, OPT_NATIVE},
 };
 
 typedef struct info_stats {
@@ -769,10 +773,11 @@ int cli_cmd_info(int argc, char **argv) {
     int rc = cli_parser_init(&p, "info", argc, argv, info_opts,
                              sizeof info_opts / sizeof info_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
-    int json = 0, id;
+    int json = 0, native = 0, id;
     const char *format = NULL;
     while ((id = cli_parser_next(&p)) > 0) {
         switch (id) {
+        case OPT_NATIVE: native = 1; break;
         case OPT_HELP:
             fputs(info_help, stdout);
             cli_parser_free(&p);
@@ -787,7 +792,7 @@ int cli_cmd_info(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
 
     tio_container *c = NULL;
-    rc = cli_open(path, format, NULL, &c);
+    rc = cli_open_flags(path, format, NULL, native ? TIO_OPEN_NATIVE_GRAPH : 0u, &c);
     if (rc != CLI_EXIT_OK) return rc;
     info_stats s;
     collect(c, &s);

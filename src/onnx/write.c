@@ -3,6 +3,7 @@
 #include "graph/graph.h"
 #include "onnx/onnx.h"
 #include "protobuf/pb.h"
+#include "tmfile/tmfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,9 @@ typedef struct ox_writer {
      * to inputs and back, Softmax's axis), from src_opset's */
     bool retarget;
     int64_t src_opset;
+    /* the graph was read from a tmfile: its tm2_* storage attributes are
+     * left out, its other tmfile facts refused */
+    bool from_tmfile;
 } ox_writer;
 
 /* Whether a node is of the default (ONNX) domain, where the rules of
@@ -959,9 +963,25 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
                                 err);
     if (!rc && n->name) rc = tio__pb_put_string(pw, 3, n->name, err);
     if (!rc) rc = tio__pb_put_string(pw, 4, n->op, err);
-    for (size_t a = 0; !rc && a < n->attr_count; a++)
-        if (!fm.skip[a] && !ox_drop_attr(w, n, &n->attrs[a]))
-            rc = ox_put_attr(w, pw, n, &n->attrs[a], err);
+    for (size_t a = 0; !rc && a < n->attr_count; a++) {
+        const tio_gattr *at = &n->attrs[a];
+        if (w->from_tmfile && tio__tmfile_storage_attr(at->name)) continue;
+        if (w->from_tmfile && tio__tmfile_private_attr(at->name))
+            rc = tio__err(err, TIO_E_LOSSY, OX_FMT, -1,
+                          "node '%s' (%s): attribute '%s' is a Tengine fact ONNX has no form "
+                          "for; it would be lost",
+                          n->name ? n->name : "", n->op, at->name);
+        else if (w->from_tmfile && n->native_attrs < 1)
+            /* a node the mapping table did not raise: its attributes are
+             * Tengine's param fields, not ONNX's */
+            rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                          "node '%s' (%s, tmfile: %s): its Tengine param field '%s' has no ONNX "
+                          "form (the node is not in tmfile's mapping table, "
+                          "docs/formats/tmfile.md)",
+                          n->name ? n->name : "", n->op, n->native_op ? n->native_op : n->op,
+                          at->name);
+        else if (!fm.skip[a] && !ox_drop_attr(w, n, at)) rc = ox_put_attr(w, pw, n, at, err);
+    }
     for (size_t a = 0; !rc && a < fm.nextra; a++) rc = ox_put_attr(w, pw, n, &fm.extra[a], err);
     if (!rc && n->domain) rc = tio__pb_put_string(pw, 7, n->domain, err);
     if (!rc) rc = tio__pb_end(pw, err);
@@ -1033,6 +1053,7 @@ static int ox_emit(tio_pb_writer *pw, void *ctx, tio_error *err) {
     w->src_opset = ox_choose_opset(g);
     if (!w->retarget) w->opset = w->src_opset;
     w->faithful = g->native_format && strcmp(g->native_format, OX_FMT) == 0;
+    w->from_tmfile = g->native_format && strcmp(g->native_format, "tmfile") == 0;
     if (!rc) rc = ox_put_graph(w, pw, 7, g, err);
     bool def = false;
     for (size_t i = 0; !rc && i < g->opset_count; i++) {

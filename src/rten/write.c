@@ -11,6 +11,7 @@
 #include "rten/opmap.h"
 #include "rten/rten.h"
 #include "rten/schema.h"
+#include "tmfile/tmfile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,7 @@ static int rt_lower(const rt_writer *w, const tio_graph *g, const tio_gnode *n, 
     int rc = TIO_OK;
     for (size_t k = 0; rc == TIO_OK && k < n->attr_count; k++) {
         const tio_gattr *a = &n->attrs[k];
+        if (tio__tmfile_storage_attr(a->name)) continue; /* how a tmfile stored it */
         if (strncmp(a->name, "rten.", 5) == 0) {
             o[m] = *a;
             o[m++].name = a->name + 5;

@@ -484,3 +484,15 @@ const char *tio__tmfile_label(int idx, const char *field, int64_t v) {
         return v == -1 ? "none" : v == 0 ? "relu" : v == 6 ? "relu6" : NULL;
     return NULL;
 }
+
+bool tio__tmfile_storage_attr(const char *name) {
+    static const char *const storage[] = {"tm2_layout", "tm2_type", "tm2_buffer_size",
+                                          "tm2_op_ver", "tm2_dynamic_shape"};
+    for (size_t k = 0; k < sizeof storage / sizeof storage[0]; k++)
+        if (strcmp(name, storage[k]) == 0) return true;
+    return false;
+}
+
+bool tio__tmfile_private_attr(const char *name) {
+    return strncmp(name, "tm2_", 4) == 0 || strncmp(name, "tmfile.", 7) == 0;
+}

@@ -74,6 +74,7 @@ enum {
     OP_INPUT = 12,
     OP_POOL = 16,
     OP_RELU = 20,
+    OP_RELU6 = 21,
     OP_RESHAPE = 23,
     OP_UNSQUEEZE = 88,
     OP_REDUCEL2 = 89,
@@ -117,6 +118,15 @@ const char *tio__tmfile_orig_name(int old, int32_t code);
 const char *tio__tmfile_layout_name(int32_t v);
 /* The enum label of a param field value, or NULL. */
 const char *tio__tmfile_label(int idx, const char *field, int64_t v);
+
+/* The tm2_* attributes that say how a tmfile stores a node and its output
+ * tensors (tm2_layout, tm2_type, tm2_buffer_size, tm2_op_ver,
+ * tm2_dynamic_shape): not computation, so a write to another model format
+ * leaves them out. The other tm2_* (quant params, raw param words) and the
+ * tmfile.* attributes are facts another format must refuse to drop. */
+bool tio__tmfile_storage_attr(const char *name);
+/* Whether an attribute is tmfile's own (tm2_* or tmfile.*). */
+bool tio__tmfile_private_attr(const char *name);
 
 /* tmfile/read.c */
 int tio__tmfile_probe(const uint8_t *d, size_t n);

@@ -5,6 +5,7 @@
  */
 #include "core/internal.h"
 #include "graph/graph.h"
+#include "tmfile/opmap.h"
 #include "tmfile/tmfile.h"
 
 #include <stdio.h>
@@ -79,9 +80,24 @@ typedef struct tw {
     size_t nin, nout;
     uint32_t *offs;        /* scratch: node/tensor/buffer offsets */
     bool nomem;            /* an allocation in tw_use_op failed */
+    /* a tmfile graph in ONNX form, lowered to Tengine's fields: the graph
+     * written is `view` (the source's values, these nodes) */
+    tio_graph view;
+    tio_gnode *vnodes;     /* shallow copies; attrs owned when vown[j] */
+    uint8_t *vown;
+    size_t nvn;
+    uint8_t *ghost;        /* per value: a Conv's output before its fused Relu */
 } tw;
 
 static void tw_free(tw *w) {
+    for (size_t j = 0; w->vnodes && j < w->nvn; j++)
+    {
+        if (w->vown[j] & 1) tio__tmfile_attrs_free(w->vnodes[j].attrs, w->vnodes[j].attr_count);
+        if (w->vown[j] & 2) free(w->vnodes[j].inputs);
+    }
+    free(w->vnodes);
+    free(w->vown);
+    free(w->ghost);
     for (size_t i = 0; w->nodes && i < w->nn; i++) {
         free(w->nodes[i].own);
         free(w->nodes[i].pv);
@@ -764,6 +780,171 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
                     tw_lb_text(lbl), op);
 }
 
+/* --- a tmfile graph in ONNX form, lowered through the mapping table */
+
+static bool tw_is(const tio_gnode *n, const char *native) {
+    const char *nat = n->native_op ? n->native_op : n->op;
+    return strcmp(nat, native) == 0;
+}
+
+/* Inputs 1 and 2 of a Clip are the float32 scalar constants 0 and 6 that a
+ * read adds for a ReLU6 (no producer). */
+static bool tw_clip06(const tw *w, const tio_graph *g, const tio_gnode *n, const int64_t *prod) {
+    if (n->input_count != 3) return false;
+    for (size_t k = 1; k < 3; k++) {
+        int64_t b = n->inputs[k];
+        if (b < 0 || (size_t)b >= g->value_count || prod[b] >= 0) return false;
+        int64_t t = g->values[b].tensor;
+        if (t < 0 || (size_t)t >= w->c->count) return false;
+        const tio_tensor *x = w->c->tensors[t];
+        if (x->dtype != TIO_FLOAT32 || x->numel != 1 || x->layout != TIO_LAYOUT_DENSE ||
+            !x->data || x->nbytes < 4)
+            return false;
+        uint32_t u = tio__ld32(x->data);
+        if (u != (k == 1 ? 0u : 0x40c00000u)) return false;
+    }
+    return true;
+}
+
+/* Builds w->view: the graph's nodes with raised attributes (native_attrs 1)
+ * lowered to Tengine's fields (tmfile/opmap.c), and each Relu that was a
+ * Convolution's activation fused back into its Conv. */
+static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
+    size_t nn = g->node_count, nv = g->value_count;
+    w->view = *g;
+    w->vnodes = calloc(nn ? nn : 1, sizeof *w->vnodes);
+    w->vown = calloc(nn ? nn : 1, 1);
+    w->ghost = calloc(nv ? nv : 1, 1);
+    int64_t *prod = malloc((nv ? nv : 1) * sizeof *prod);
+    size_t *uses = calloc(nv ? nv : 1, sizeof *uses);
+    uint8_t *gone = calloc(nn ? nn : 1, 1);
+    size_t *fused = calloc(nn ? nn : 1, sizeof *fused); /* a fused Conv: 1 + its Relu */
+    int8_t *fact = calloc(nn ? nn : 1, 1);                  /* and its activation */
+    int rc = TIO_OK;
+    if (!w->vnodes || !w->vown || !w->ghost || !prod || !uses || !fused || !fact || !gone) {
+        rc = tio__nomem(err, TM_FMT);
+        goto out;
+    }
+    for (size_t i = 0; i < nv; i++) prod[i] = -1;
+    for (size_t j = 0; j < nn; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        for (size_t k = 0; k < n->input_count; k++)
+            if (n->inputs[k] >= 0 && (size_t)n->inputs[k] < nv) uses[n->inputs[k]]++;
+        for (size_t k = 0; k < n->output_count; k++)
+            if (n->outputs[k] >= 0 && (size_t)n->outputs[k] < nv && prod[n->outputs[k]] < 0)
+                prod[n->outputs[k]] = (int64_t)j;
+    }
+    for (size_t k = 0; k < g->output_count; k++)
+        if (g->outputs[k] >= 0 && (size_t)g->outputs[k] < nv) uses[g->outputs[k]]++;
+    /* the Relus and Clips split from a Convolution's activation */
+    for (size_t j = 0; j < nn; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        if (n->native_attrs != 1 || !tw_is(n, "Convolution") || n->output_count != 1 ||
+            n->attr_count || n->input_count < 1)
+            continue;
+        bool relu = strcmp(n->op, "Relu") == 0 && n->input_count == 1;
+        bool six = strcmp(n->op, "Clip") == 0 && tw_clip06(w, g, n, prod);
+        if (!relu && !six) continue;
+        int64_t v = n->inputs[0];
+        if (v < 0 || (size_t)v >= nv || prod[v] < 0 || uses[v] != 1) continue;
+        const tio_gnode *c = &g->nodes[prod[v]];
+        if (c->native_attrs != 1 || strcmp(c->op, "Conv") != 0 || !tw_is(c, "Convolution") ||
+            c->output_count != 1 || fused[prod[v]])
+            continue;
+        fused[prod[v]] = 1 + j;
+        fact[prod[v]] = six ? 6 : 0;
+        gone[j] = 1;
+        w->ghost[v] = 1;
+        for (size_t k = 1; six && k < 3; k++)
+            if (uses[n->inputs[k]] == 1) w->ghost[n->inputs[k]] = 1;
+    }
+    size_t m = 0;
+    for (size_t j = 0; !rc && j < nn; j++) {
+        if (gone[j]) continue;
+        const tio_gnode *n = &g->nodes[j];
+        tio_gnode *vn = &w->vnodes[m];
+        *vn = *n;
+        if (fused[j]) vn->outputs = g->nodes[fused[j] - 1].outputs; /* the Relu's output */
+        if (n->native_attrs >= 2 && n->input_count == 2 && n->inputs[1] >= 0 &&
+            (size_t)n->inputs[1] < nv && (size_t)(n->native_attrs - 2) < nv &&
+            g->values[n->inputs[1]].tensor >= 0 && prod[n->inputs[1]] < 0) {
+            /* a Reshape reading re_shape's stand-in: its own shape input back,
+             * or none when the stand-in was appended (it names itself) */
+            int64_t *ins = malloc(2 * sizeof *ins);
+            if (!ins) {
+                rc = tio__nomem(err, TM_FMT);
+                m++;
+                break;
+            }
+            ins[0] = n->inputs[0];
+            ins[1] = n->native_attrs - 2;
+            if (uses[n->inputs[1]] == 1) w->ghost[n->inputs[1]] = 1;
+            vn->inputs = ins;
+            if (ins[1] == n->inputs[1]) vn->input_count = 1;
+            w->vown[m] |= 2;
+        }
+        bool clip = n->native_attrs == 1 && strcmp(n->op, "Clip") == 0 &&
+                    (tw_is(n, "ReLu6") || tw_is(n, "Convolution"));
+        if (clip && !tw_clip06(w, g, n, prod)) {
+            rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
+                          "node '%s' (Clip, tmfile: %s): Tengine's ReLu6 clips to 0 and 6; "
+                          "other bounds have no Tengine form",
+                          n->name ? n->name : "", n->native_op ? n->native_op : n->op);
+            m++;
+            break;
+        }
+        if (clip) {
+            if (tw_is(n, "Convolution")) {
+                /* a split ReLU6 no longer after its Conv: a ReLu6 of its own */
+                vn->native_op = (char *)(uintptr_t) "ReLu6";
+                vn->native_id = OP_RELU6;
+            }
+            /* Clip(x, 0, 6): Tengine's ReLu6 takes x alone; the bounds the
+             * read added are not written */
+            vn->input_count = 1;
+            for (size_t k = 1; k < 3; k++) {
+                int64_t b = n->inputs[k];
+                if (b >= 0 && (size_t)b < nv && prod[b] < 0 && g->values[b].tensor >= 0 &&
+                    uses[b] == 1)
+                    w->ghost[b] = 1;
+            }
+        }
+        if (n->native_attrs >= 1) {
+            int idx = tio__tmfile_find_op(n->native_op ? n->native_op : n->op);
+            if (idx == OP_CONV && clip) idx = OP_RELU6;
+            if (idx == OP_CONV && strcmp(n->op, "Relu") == 0) {
+                /* a split activation no longer after its Conv: a ReLu of its own */
+                idx = OP_RELU;
+                vn->native_op = (char *)(uintptr_t) "ReLu";
+                vn->native_id = OP_RELU;
+            }
+            if (idx >= 0) {
+                tio_gattr *la = NULL;
+                size_t nla = 0;
+                rc = tio__tmfile_lower(g, w->c, n, idx, fused[j] ? fact[j] : -1, &la, &nla, err);
+                if (rc) {
+                    m++; /* what it owns is freed with the rest */
+                    break;
+                }
+                vn->attrs = la;
+                vn->attr_count = vn->attr_cap = nla;
+                w->vown[m] |= 1;
+            }
+        }
+        m++;
+    }
+    w->nvn = m;
+    w->view.nodes = w->vnodes;
+    w->view.node_count = m;
+out:
+    free(prod);
+    free(uses);
+    free(fused);
+    free(fact);
+    free(gone);
+    return rc;
+}
+
 /* --- the plan of the file */
 
 static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
@@ -775,6 +956,11 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
     if (!g)
         return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                         "a model needs a graph; this container holds tensors only");
+    if (g->native_format && strcmp(g->native_format, TM_FMT) == 0) {
+        int lrc = tw_lower_view(w, g, err);
+        if (lrc) return lrc;
+        g = w->g = &w->view;
+    }
     if (g->opaque)
         return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                         "the model cannot be re-encoded: %s (convert the weights to a tensor "
@@ -836,7 +1022,7 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
      * inputs (the order convert_tool gives them), then the graph's nodes */
     size_t nsc = 0, nsi = 0;
     for (size_t i = 0; i < nv && !rc; i++) {
-        if (prod[i] >= 0) continue;
+        if (prod[i] >= 0 || (w->ghost && w->ghost[i])) continue;
         if (g->values[i].tensor >= 0) nsc++;
         else if (isin[i]) nsi++;
         else if (used[i])
@@ -859,7 +1045,7 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
     }
     size_t m = 0;
     for (size_t i = 0; i < nv; i++)
-        if (prod[i] < 0 && g->values[i].tensor >= 0) {
+        if (prod[i] < 0 && g->values[i].tensor >= 0 && !(w->ghost && w->ghost[i])) {
             w->nodes[m].sval = (int64_t)i;
             w->nodes[m].name = g->values[i].name;
             w->nodes[m].op_ver = w->op_ver;
@@ -867,8 +1053,8 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
         }
     for (size_t k = 0; k < g->input_count; k++) {
         int64_t v = g->inputs[k];
-        if (prod[v] >= 0 || g->values[v].tensor >= 0) continue;
-        prod[v] = -2; /* once */
+        if (prod[v] != -1 || g->values[v].tensor >= 0) continue;
+        prod[v] = -2; /* once (an input listed twice gets one InputOp) */
         w->nodes[m].sval = v;
         w->nodes[m].name = g->values[v].name;
         w->nodes[m].op_ver = w->op_ver;

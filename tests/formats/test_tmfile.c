@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "tensio.h"
+#include "tmfile/opmap.h"
 #include "tvec.h"
 
 static const char *const lite_models[] = {"cnn_small", "concat_reshape_softmax",
@@ -42,10 +44,14 @@ static tio_container *open_mem(const void *buf, size_t len, unsigned flags, tio_
     return c;
 }
 
+/* The graph as the file has it (Const and InputOp nodes, Tengine's fields):
+ * what the manifests describe. */
 static tio_container *open_path(const char *path) {
     tio_container *c = NULL;
     tio_error e;
-    int rc = tio_open(path, NULL, &c, &e);
+    tio_open_options o = {0};
+    o.flags = TIO_OPEN_NATIVE_GRAPH;
+    int rc = tio_open(path, &o, &c, &e);
     if (rc) fail_msg("%s: %s", path, e.message);
     return c;
 }
@@ -651,7 +657,7 @@ static void test_bad_fields(void **state) {
     RESET; st32(x + ld32(b + n3 + 12) + 4, 104);
     {
         tio_error e;
-        tio_container *c = open_mem(x, len, 0, &e);
+        tio_container *c = open_mem(x, len, TIO_OPEN_NATIVE_GRAPH, &e);
         assert_non_null(c);
         assert_int_equal(tio_container_warning_count(c), 1);
         tio_node_info ni;
@@ -859,7 +865,7 @@ static void test_foreign_graph(void **state) {
     size_t len;
     uint8_t *out = save_mem(c, 0, &len);
     tio_error e;
-    tio_container *t = open_mem(out, len, TIO_OPEN_STRICT, &e);
+    tio_container *t = open_mem(out, len, TIO_OPEN_STRICT | TIO_OPEN_NATIVE_GRAPH, &e);
     if (!t) fail_msg("%s", e.message);
     const tio_graph *g = tio_container_graph(t);
     /* Const x4, InputOp, then the six operators */
@@ -1019,7 +1025,7 @@ static void test_private_attrs(void **state) {
     uint8_t *b = tvec_load("tmfile/concat_reshape_softmax.tmfile", &len);
     if (!b) return;
     tio_error e;
-    tio_container *c = open_mem(b, len, 0, &e);
+    tio_container *c = open_mem(b, len, TIO_OPEN_NATIVE_GRAPH, &e);
     tio_graph *g = tio_container_graph(c);
     int64_t one[1] = {1}, two[1] = {2}, zp[3] = {3, -4, 5}, lay[1] = {1};
     double sc[3] = {0.5, 0.25, 0.125};
@@ -1035,7 +1041,7 @@ static void test_private_attrs(void **state) {
     size_t olen;
     uint8_t *out = save_mem(c, 0, &olen);
     assert_int_equal(olen, len + 2 * 4 + 3 * 12 + 2 * 4 + 4); /* vectors, params, v_num... */
-    tio_container *back = open_mem(out, olen, TIO_OPEN_STRICT, &e);
+    tio_container *back = open_mem(out, olen, TIO_OPEN_STRICT | TIO_OPEN_NATIVE_GRAPH, &e);
     if (!back) fail_msg("%s", e.message);
     const tio_graph *h = tio_container_graph(back);
     tio_attr a;
@@ -1142,7 +1148,7 @@ static void test_api_dtypes(void **state) {
     assert_int_equal(tio_graph_set_outputs(g, go, 2, &e), TIO_OK);
     size_t len;
     uint8_t *out = save_mem(c, 0, &len);
-    tio_container *t = open_mem(out, len, TIO_OPEN_STRICT, &e);
+    tio_container *t = open_mem(out, len, TIO_OPEN_STRICT | TIO_OPEN_NATIVE_GRAPH, &e);
     if (!t) fail_msg("%s", e.message);
     assert_int_equal(tio_container_count(t), 2);
     assert_int_equal(tio_tensor_dtype(tio_container_tensor(t, 0)), TIO_INT8);
@@ -1165,7 +1171,7 @@ static void test_api_dtypes(void **state) {
     /* the old table numbers MatMul 88 */
     assert_int_equal(tio_graph_meta_set(g, "tmfile.variant", "old-cpp", &e), TIO_OK);
     out = save_mem(c, 0, &len);
-    t = open_mem(out, len, 0, &e);
+    t = open_mem(out, len, TIO_OPEN_NATIVE_GRAPH, &e);
     tio_graph_node(tio_container_graph(t), 3, &ni);
     assert_string_equal(ni.op, "MatMul");
     assert_int_equal(ni.native_id, 88);
@@ -1209,6 +1215,366 @@ static void test_from_rten(void **state) {
     (void)ok;
 }
 
+
+/* The mapping table (src/tmfile/opmap.c): every entry raises a node with all
+ * its param fields to ONNX form and lowers it back to the same fields. Two
+ * value sets per entry: generic values (derived and defaulted fields that
+ * differ from what a write recovers, so they are kept as tmfile.<field>),
+ * and the values a write recovers (nothing kept; a Convolution's ReLU
+ * activation split off). */
+static void tm_field_value(const tio_tm_opmap *m, const char *f, int canon, tio_attr *a) {
+    const tio_tm_amap *hit = NULL;
+    for (uint8_t e = 0; e < m->nattrs; e++)
+        for (uint8_t k = 0; k < m->attrs[e].nfields; k++)
+            if (m->attrs[e].fields[k] && strcmp(m->attrs[e].fields[k], f) == 0) hit = &m->attrs[e];
+    a->i = 1;
+    a->f = 0.5;
+    if (canon && hit && hit->conv == TM_M_DEF) {
+        a->i = hit->idef;
+        a->f = hit->fdef;
+        if (m->idx == 5 && strcmp(f, "activation") == 0) a->i = 0; /* ReLU: split */
+    }
+    if (canon && hit && hit->conv == TM_M_DERIVED) {
+        /* the graph below: input [1, 8, 6, 6], Conv weight [16, 8, 3, 3] (group 1),
+         * FC weight [10, 128], shape constant [1, 8, 36] */
+        a->i = hit->derive == TM_D_CONV_IN ? 8 : hit->derive == TM_D_CONV_OUT ? 16
+             : hit->derive == TM_D_DECONV_OUT ? 8 : hit->derive == TM_D_FC_OUT ? 10 : 3;
+    }
+    if (m->idx == 16 && (strcmp(f, "alg") == 0 || strcmp(f, "global") == 0)) a->i = 0;
+    if (strcmp(f, "type") == 0) a->i = 2; /* Eltwise SUM */
+}
+
+static void test_opmap_round_trip(void **state) {
+    (void)state;
+    static const int64_t shape_vals[3] = {1, 8, 36};
+    for (size_t i = 0; i < tio__tmfile_opmap_count; i++) {
+        const tio_tm_opmap *m = &tio__tmfile_opmap[i];
+        const tm_op *op = &tio__tmfile_ops[m->idx];
+        for (int canon = 0; canon < 2; canon++) {
+            tio_container *c = tio_container_new();
+            tio_graph *g;
+            tio_error e;
+            assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+            int64_t xs[4] = {1, 8, 6, 6}, w4[4] = {16, 8, 3, 3}, w2[2] = {10, 128};
+            size_t x = add_value(g, "x", xs, 4), vw4 = add_value(g, "w4", w4, 4),
+                   vw2 = add_value(g, "w2", w2, 2), y = add_value(g, "y", xs, 4);
+            int32_t sh[3] = {1, 8, 36};
+            int64_t sd[1] = {3};
+            tio_tensor_desc d = {0};
+            d.name = "shape";
+            d.dtype = TIO_INT32;
+            d.rank = 1;
+            d.shape = sd;
+            d.data = sh;
+            d.nbytes = sizeof sh;
+            assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+            tio_value_info vi = {0};
+            vi.name = "shape";
+            vi.tensor = 0;
+            size_t vs;
+            assert_int_equal(tio_graph_add_value(g, &vi, &vs, &e), TIO_OK);
+            int64_t in[5] = {(int64_t)x, (int64_t)x, (int64_t)x, (int64_t)x, (int64_t)x};
+            if (m->idx == 5 || m->idx == 6) in[1] = (int64_t)vw4;
+            if (m->idx == 11) in[1] = (int64_t)vw2;
+            if (m->idx == 23) in[1] = (int64_t)vs;
+            size_t nin = m->min_inputs ? m->min_inputs : 1;
+            if (m->idx == 9 || m->idx == 23) nin = 2; /* Eltwise SUM is binary; Reshape's shape */
+            tio_node_info ni = {0};
+            ni.name = "n";
+            ni.op = op->onnx ? op->onnx : op->name;
+            ni.native_op = op->name;
+            ni.native_id = m->idx;
+            ni.inputs = in;
+            ni.input_count = nin;
+            int64_t out = (int64_t)y;
+            ni.outputs = &out;
+            ni.output_count = 1;
+            size_t j;
+            assert_int_equal(tio_graph_add_node(g, &ni, &j, &e), TIO_OK);
+            const tm_pdef *pd = op->param;
+            for (unsigned k = 0; pd && k < pd->n; k++) {
+                if (m->idx == 9 && k > 0) break; /* lite Eltwise: type only */
+                tio_attr a = {0};
+                a.name = pd->f[k].name;
+                tm_field_value(m, a.name, canon, &a);
+                switch (pd->f[k].kind) {
+                case TF_F32: a.type = TIO_ATTR_FLOAT; break;
+                case TF_VDIMS:
+                    a.type = TIO_ATTR_INTS;
+                    a.ints = shape_vals;
+                    a.count = 3;
+                    break;
+                case TF_VFLOATS:
+                case TF_VANCHORS:
+                case TF_STR: fail_msg("%s: a field kind the table has no entry with", op->name);
+                default: a.type = TIO_ATTR_INT;
+                }
+                assert_int_equal(tio_graph_add_attr(g, j, &a, &e), TIO_OK);
+            }
+            const tio_gnode *n = &g->nodes[j];
+            tio_gattr *ra = NULL, *la = NULL;
+            size_t nr = 0, nl = 0;
+            const char *onnx = NULL;
+            int split = -1;
+            assert_int_equal(tio__tmfile_raise(g, c, n, m->idx, &ra, &nr, &onnx, &split, &e),
+                             TIO_OK);
+            if (!onnx) fail_msg("%s (set %d): not raised", op->name, canon);
+            assert_int_equal(split, canon && m->idx == 5 ? 0 : -1);
+            for (size_t k = 0; k < nr; k++) {
+                assert_true(strncmp(ra[k].name, "tm2_", 4) != 0);
+                if (canon && strncmp(ra[k].name, "tmfile.", 7) == 0)
+                    fail_msg("%s: %s kept although a write recovers it", op->name, ra[k].name);
+            }
+            tio_gnode rn = *n;
+            rn.op = (char *)(uintptr_t)onnx;
+            rn.attrs = ra;
+            rn.attr_count = nr;
+            if (tio__tmfile_lower(g, c, &rn, m->idx, split, &la, &nl, &e) != TIO_OK)
+                fail_msg("%s (set %d): %s", op->name, canon, e.message);
+            assert_int_equal(nl, n->attr_count);
+            for (size_t k = 0; k < n->attr_count; k++) {
+                const tio_gattr *w = &n->attrs[k], *got = NULL;
+                for (size_t q = 0; q < nl; q++)
+                    if (strcmp(la[q].name, w->name) == 0) got = &la[q];
+                if (!got) fail_msg("%s (set %d): field %s lost", op->name, canon, w->name);
+                assert_int_equal(got->type, w->type);
+                if (w->type == TIO_ATTR_INT) assert_int_equal(got->i, w->i);
+                if (w->type == TIO_ATTR_FLOAT) assert_true(got->f == w->f);
+                if (w->type == TIO_ATTR_INTS) {
+                    assert_int_equal(got->count, w->count);
+                    assert_memory_equal(got->ints, w->ints, w->count * sizeof *w->ints);
+                }
+            }
+            tio__tmfile_attrs_free(ra, nr);
+            tio__tmfile_attrs_free(la, nl);
+            tio_container_free(c);
+        }
+    }
+}
+
+/* The ONNX form and the native form of one file write the same bytes. */
+static void assert_same_write(const tio_container *raised, const tio_container *native) {
+    size_t a, b;
+    uint8_t *oa = save_mem(raised, 0, &a), *ob = save_mem(native, 0, &b);
+    assert_int_equal(a, b);
+    assert_memory_equal(oa, ob, a);
+    tio_free(oa);
+    tio_free(ob);
+}
+
+/* Raised vectors: no Const or InputOp operators, Conv + Relu for a fused
+ * activation, and the write is the same file as from the native form. */
+static void test_raised_vectors(void **state) {
+    (void)state;
+    for (size_t i = 0; i < NLITE; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "tmfile/%s.tmfile", lite_models[i]);
+        size_t len;
+        uint8_t *ref = tvec_load(rel, &len);
+        if (!ref) continue;
+        tio_error e;
+        tio_container *c = open_mem(ref, len, 0, &e), *nat = open_mem(ref, len, TIO_OPEN_NATIVE_GRAPH, &e);
+        assert_non_null(c);
+        assert_non_null(nat);
+        const tio_graph *g = tio_container_graph(c);
+        for (size_t j = 0; j < tio_graph_node_count(g); j++) {
+            tio_node_info ni;
+            assert_int_equal(tio_graph_node(g, j, &ni), TIO_OK);
+            assert_true(strcmp(ni.op, "Const") != 0 && strcmp(ni.op, "InputOp") != 0);
+            if (ni.native_op && strcmp(ni.native_op, "Convolution") == 0)
+                assert_true(strcmp(ni.op, "Conv") == 0 || strcmp(ni.op, "Relu") == 0);
+        }
+        const char *dom = NULL;
+        int64_t ver = 0;
+        assert_int_equal(tio_graph_opset_at(g, 0, &dom, &ver), TIO_OK);
+        assert_int_equal(ver, TM_ONNX_OPSET);
+        assert_same_write(c, nat);
+        tio_container_free(c);
+        tio_container_free(nat);
+        free(ref);
+    }
+}
+
+
+/* The ONNX export of a tmfile graph: a node the mapping table did not raise
+ * (its attributes are Tengine's fields) and a tmfile.* attribute are refused,
+ * naming them; the storage attributes (tm2_layout, ...) are left out. */
+static void test_onnx_export(void **state) {
+    (void)state;
+    tio_container *c = build_cnn();
+    tio_graph *g = tio_container_graph(c);
+    tio_error e;
+    assert_int_equal(tio_graph_set_native_format(g, "tmfile", &e), TIO_OK);
+    tio_save_options so = {0};
+    so.format = "onnx";
+    void *out = NULL;
+    size_t len;
+    assert_int_not_equal(tio_save_memory(c, &so, &out, &len, &e), TIO_OK);
+    assert_non_null(strstr(e.message, "mapping table"));
+    tio_container_free(c);
+
+    uint8_t *b = tvec_load("tmfile/cnn_small.tmfile", &len);
+    if (!b) return;
+    c = open_mem(b, len, 0, &e);
+    assert_non_null(c);
+    g = tio_container_graph(c);
+    /* Flatten carries tm2_layout: left out */
+    assert_int_equal(tio_save_memory(c, &so, &out, &len, &e), TIO_OK);
+    tio_free(out);
+    /* a kept Tengine fact is refused */
+    attr_int(g, 0, "tmfile.activation", 6);
+    assert_int_equal(tio_save_memory(c, &so, &out, &len, &e), TIO_E_LOSSY);
+    assert_non_null(strstr(e.message, "tmfile.activation"));
+    tio_container_free(c);
+    free(b);
+}
+
+
+/* A vector with each node of Tengine operator `op` patched by fn (NULL when
+ * the vector is missing). */
+typedef void (*tm_patch_fn)(uint8_t *b, const json_t *node);
+static uint8_t *load_patched(const char *name, const char *op, tm_patch_fn fn, size_t *len) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "tmfile/%s.tmfile", name);
+    uint8_t *b = tvec_load(rel, len);
+    if (!b) return NULL;
+    snprintf(rel, sizeof rel, "tmfile/%s.json", name);
+    json_t *m = tvec_manifest(rel);
+    assert_non_null(m);
+    json_t *nodes = json_object_get(m, "nodes");
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        const json_t *n = json_array_get(nodes, i);
+        if (strcmp(json_string_value(json_object_get(n, "tm2_op_name")), op) == 0) fn(b, n);
+    }
+    json_decref(m);
+    return b;
+}
+static uint32_t jint(const json_t *n, const char *key) {
+    return (uint32_t)json_integer_value(json_object_get(n, key));
+}
+/* A ReLu made a ReLu6 without a param. */
+static void patch_relu6(uint8_t *b, const json_t *n) {
+    uint32_t op = ld32(b + jint(n, "struct_offset") + 12);
+    st32(b + op + 4, 21);
+    st32(b + op + 8, 0);
+}
+/* A Convolution's ReLU activation made ReLU6. */
+static void patch_conv_relu6(uint8_t *b, const json_t *n) {
+    uint32_t po = jint(n, "param_offset");
+    assert_int_equal(ld32(b + po + 36), 0);
+    st32(b + po + 36, 6);
+}
+/* A Reshape's input vector cut to its first entry. */
+static void patch_reshape_one_input(uint8_t *b, const json_t *n) {
+    uint32_t vi = ld32(b + jint(n, "struct_offset") + 4);
+    assert_int_equal(ld32(b + vi), 2);
+    st32(b + vi, 1);
+}
+
+/* Opens a patched vector in ONNX form and natively: check(ONNX form), and
+ * both forms write the same bytes. */
+static void check_patched(const char *name, const char *op, tm_patch_fn fn,
+                          void (*check)(const tio_container *c)) {
+    size_t len;
+    uint8_t *b = load_patched(name, op, fn, &len);
+    if (!b) return;
+    tio_error e;
+    tio_container *c = open_mem(b, len, 0, &e), *nat = open_mem(b, len, TIO_OPEN_NATIVE_GRAPH, &e);
+    assert_non_null(c);
+    assert_non_null(nat);
+    check(c);
+    assert_same_write(c, nat);
+    tio_container_free(c);
+    tio_container_free(nat);
+    free(b);
+}
+
+/* ReLu6 (mlp_matmul_add's ReLu turned into one, without a param): Clip with
+ * min 0 and max 6 as new float32 constants; the write drops them again. */
+static void check_relu6_clip(const tio_container *c) {
+    const tio_graph *g = tio_container_graph(c);
+    size_t found = 0;
+    for (size_t j = 0; j < tio_graph_node_count(g); j++) {
+        tio_node_info ni;
+        tio_graph_node(g, j, &ni);
+        if (strcmp(ni.op, "Clip") != 0) continue;
+        found++;
+        assert_string_equal(ni.native_op, "ReLu6");
+        assert_int_equal(ni.input_count, 3);
+        for (size_t k = 1; k < 3; k++) {
+            tio_value_info vi;
+            assert_int_equal(tio_graph_value(g, (size_t)ni.inputs[k], &vi), TIO_OK);
+            assert_true(vi.tensor >= 0);
+            const tio_tensor *t = tio_container_tensor(c, (size_t)vi.tensor);
+            assert_int_equal(tio_tensor_dtype(t), TIO_FLOAT32);
+            assert_int_equal(tio_tensor_rank(t), 0);
+            float f;
+            memcpy(&f, tio_tensor_data(t), 4);
+            assert_true(f == (k == 1 ? 0.0f : 6.0f));
+        }
+    }
+    assert_int_equal(found, 1);
+}
+static void test_relu6_clip(void **state) {
+    (void)state;
+    check_patched("mlp_matmul_add", "ReLu", patch_relu6, check_relu6_clip);
+}
+
+
+/* Conv + ReLU6 (cnn_small with its Convolutions' activation made 6): each
+ * Conv is followed by a Clip(0, 6) whose native_op is Convolution, and the
+ * write fuses them back into the same file. */
+static void check_conv_relu6(const tio_container *c) {
+    const tio_graph *g = tio_container_graph(c);
+    size_t clips = 0;
+    for (size_t j = 0; j + 1 < tio_graph_node_count(g); j++) {
+        tio_node_info a, nb;
+        tio_graph_node(g, j, &a);
+        if (strcmp(a.op, "Conv") != 0) continue;
+        tio_graph_node(g, j + 1, &nb);
+        assert_string_equal(nb.op, "Clip");
+        assert_string_equal(nb.native_op, "Convolution");
+        assert_int_equal(nb.input_count, 3);
+        assert_int_equal(nb.inputs[0], a.outputs[0]);
+        tio_attr at;
+        assert_int_not_equal(tio_graph_find_attr(g, j, "tmfile.activation", &at), TIO_OK);
+        clips++;
+    }
+    assert_int_equal(clips, 2); /* conv1, conv2 */
+}
+static void test_conv_relu6(void **state) {
+    (void)state;
+    check_patched("cnn_small", "Convolution", patch_conv_relu6, check_conv_relu6);
+}
+
+
+/* A Reshape with its shape in re_shape only (concat_reshape_softmax's with
+ * its second input cut): the ONNX form appends a constant holding re_shape,
+ * and the write leaves it out again. */
+static void check_reshape_one_input(const tio_container *c) {
+    const tio_graph *g = tio_container_graph(c);
+    size_t found = 0;
+    for (size_t j = 0; j < tio_graph_node_count(g); j++) {
+        tio_node_info ni;
+        tio_graph_node(g, j, &ni);
+        if (strcmp(ni.op, "Reshape") != 0) continue;
+        found++;
+        assert_int_equal(ni.input_count, 2);
+        tio_value_info vi;
+        assert_int_equal(tio_graph_value(g, (size_t)ni.inputs[1], &vi), TIO_OK);
+        const tio_tensor *t = tio_container_tensor(c, (size_t)vi.tensor);
+        const int32_t want[3] = {1, 6, 9};
+        assert_int_equal(tio_tensor_dtype(t), TIO_INT32);
+        assert_memory_equal(tio_tensor_data(t), want, sizeof want);
+        assert_int_equal(ni.attr_count, 0);
+    }
+    assert_int_equal(found, 1);
+}
+static void test_reshape_one_input(void **state) {
+    (void)state;
+    check_patched("concat_reshape_softmax", "Reshape", patch_reshape_one_input, check_reshape_one_input);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lite_vectors),
@@ -1225,6 +1591,12 @@ int main(void) {
         cmocka_unit_test(test_private_attrs),
         cmocka_unit_test(test_api_dtypes),
         cmocka_unit_test(test_from_rten),
+        cmocka_unit_test(test_opmap_round_trip),
+        cmocka_unit_test(test_raised_vectors),
+        cmocka_unit_test(test_onnx_export),
+        cmocka_unit_test(test_relu6_clip),
+        cmocka_unit_test(test_conv_relu6),
+        cmocka_unit_test(test_reshape_one_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

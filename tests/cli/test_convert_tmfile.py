@@ -1,0 +1,322 @@
+#!/usr/bin/python3
+"""tmfile -> ONNX and tmfile -> rten through the CLI, on the real vectors.
+
+Usage: /usr/bin/python3 test_convert_tmfile.py /path/to/tensio [--ort]
+
+For every tmfile vector (tmfile/*.tmfile under $TIO_TEST_VECTORS, default
+tests/vectors, and $TIO_SHARED_VECTORS, default ../shared/vectors; a name
+found in both is taken from the first):
+- tmfile -> .onnx: onnx.checker.check_model(full_check=True) accepts it
+  (Debian's python3-onnx) and, with --ort, onnxruntime (tests/ort/run_model.js)
+  run on the inputs Tengine ran (<name>.in*.bin) gives the outputs Tengine
+  computed (<name>.out*.bin), abs 1e-4 + rel 1e-4.
+- tmfile -> .rten (--drop-metadata: the tmfile.* model metadata has no rten
+  field): `tensio validate` reads it back, and its ONNX re-export passes the
+  checker and runs the same in onnxruntime.
+- tmfile -> tmfile reproduces the file outside the byte ranges the manifest
+  (<name>.json, nondeterministic_bytes) masks.
+- ReLu6 (mlp_matmul_add with its ReLu made a ReLu6, whose values stay below
+  6): tmfile -> ONNX gives Clip(x, 0, 6), which passes the checker and gives
+  the vector's outputs in onnxruntime, as does tmfile -> rten -> ONNX.
+- Conv + ReLU6 (cnn_small and mnist_repo with their Convolutions' activation
+  made 6, whose values stay below 6): each Conv is followed by a Clip(0, 6)
+  in ONNX, the model gives the vector's outputs in onnxruntime and through
+  rten, and tmfile -> tmfile reproduces the patched file.
+- Reshape with its shape in the param only (concat_reshape_softmax with the
+  Reshape's second input cut): the same outputs in onnxruntime and through
+  rten, and tmfile -> tmfile keeps the one-input Reshape.
+A vector whose manifest or .bin files are missing prints "SKIPPED: <rel>". The
+last line printed is "N passed, M failed"; the exit status is non-zero on any
+failure.
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--ort"):
+    print("usage: test_convert_tmfile.py /path/to/tensio [--ort]", file=sys.stderr)
+    sys.exit(2)
+ORT = len(sys.argv) == 3
+
+TENSIO = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+LOCAL = os.environ.get("TIO_TEST_VECTORS") or os.path.join(REPO, "tests", "vectors")
+SHARED = os.environ.get("TIO_SHARED_VECTORS") or os.path.join(REPO, "..", "shared", "vectors")
+# The vectors this test must see: a missing one is reported, not passed over.
+TMFILE = ["big_fc", "cnn_small", "concat_reshape_softmax", "mlp_matmul_add", "mnist_repo"]
+
+PASSED = 0
+FAILED = 0
+
+
+def find(rel):
+    for base in (LOCAL, SHARED):
+        p = os.path.join(base, rel)
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def names():
+    seen = list(TMFILE)
+    for base in (LOCAL, SHARED):
+        for p in sorted(glob.glob(os.path.join(base, "tmfile", "*.tmfile"))):
+            n = os.path.splitext(os.path.basename(p))[0]
+            if n not in seen:
+                seen.append(n)
+    return seen
+
+
+def run(*args):
+    r = subprocess.run([TENSIO, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError("tensio %s: exit %d: %s" % (" ".join(args), r.returncode,
+                                                       r.stderr.strip()))
+    return r.stdout
+
+
+def case(name, fn, *args):
+    global PASSED, FAILED
+    try:
+        extra = fn(*args)
+        PASSED += 1
+        print("ok   " + name + (" (%s)" % extra if extra else ""))
+    except Exception as ex:  # noqa: BLE001 - any failure fails the case
+        FAILED += 1
+        print("FAIL " + name + ": " + str(ex))
+
+
+def manifest(name):
+    p = find(os.path.join("tmfile", name + ".json"))
+    if not p:
+        return None
+    with open(p) as f:
+        return json.load(f)
+
+
+def vector_dir(name, tmp):
+    """reference_io.json and .npy files from the manifest's inputs (named as
+    the tmfile's input tensors) and outputs; None when a file is missing."""
+    import numpy as np
+
+    m = manifest(name)
+    if not m:
+        return None
+    d = os.path.join(tmp, "io-" + name)
+    os.makedirs(d, exist_ok=True)
+    io = {"inputs": [], "outputs": []}
+    for kind, key in (("inputs", "tensor"), ("outputs", "name")):
+        for k, e in enumerate(m[kind]):
+            raw = find(os.path.join("tmfile", e["file"]))
+            if not raw:
+                return None
+            a = np.fromfile(raw, dtype="<f4").reshape(e["dims"])
+            npy = "%s_%d.npy" % (kind, k)
+            np.save(os.path.join(d, npy), a)
+            io[kind].append({"name": e.get(key) or e.get("onnx_name"), "file": npy,
+                             "dtype": "float32", "shape": e["dims"]})
+    with open(os.path.join(d, "reference_io.json"), "w") as f:
+        json.dump(io, f)
+    return d
+
+
+def run_in_ort(model, vdir):
+    ort_dir = os.path.join(REPO, "tests", "ort")
+    if not os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node")):
+        raise AssertionError("onnxruntime-node is not installed: run scripts/install-ort.sh")
+    env = dict(os.environ, NODE_PATH=os.path.join(ort_dir, "node_modules"))
+    r = subprocess.run(["node", os.path.join(ort_dir, "run_model.js"), model, vdir],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise AssertionError("onnxruntime: " + (r.stderr or r.stdout).strip())
+    return r.stdout.strip()
+
+
+def check_onnx(path, vdir):
+    import onnx  # Debian's python3-onnx
+
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    ops = [n.op_type for n in model.graph.node]
+    for bad in ("Const", "InputOp"):
+        assert bad not in ops, "the ONNX graph has a %s operator" % bad
+    return run_in_ort(path, vdir) if ORT and vdir else None
+
+
+def to_onnx(src, tmp, name, vdir):
+    out = os.path.join(tmp, name + ".onnx")
+    run("convert", "--force", src, out)
+    return check_onnx(out, vdir)
+
+
+def to_rten(src, tmp, name, vdir):
+    mid = os.path.join(tmp, name + ".rten")
+    out = os.path.join(tmp, name + ".rten.onnx")
+    run("convert", "--force", "--drop-metadata", src, mid)
+    run("validate", mid)
+    run("convert", "--force", mid, out)
+    return check_onnx(out, vdir)
+
+
+def masked_identity(src, tmp, name):
+    masked_identity_of(src, tmp, name, name)
+
+
+def masked_identity_of(src, tmp, name, out_name):
+    out = os.path.join(tmp, out_name + ".tm.tmfile")
+    run("convert", "--force", src, out)
+    with open(src, "rb") as f:
+        a = bytearray(f.read())
+    with open(out, "rb") as f:
+        b = bytearray(f.read())
+    assert len(a) == len(b), "size %d, the original %d" % (len(b), len(a))
+    m = manifest(name) or {}
+    for mk in m.get("nondeterministic_bytes", {}).get("masks", []):
+        for i in range(mk["start"], mk["end"]):
+            a[i] = b[i] = 0
+    # TM2_Header padding after ver_compile: never set by the official writer
+    for i in (6, 7):
+        a[i] = b[i] = 0
+    diff = [i for i in range(len(a)) if a[i] != b[i]]
+    assert not diff, "%d bytes differ, the first at %d" % (len(diff), diff[0])
+
+
+def patched(name, tmp, suffix, op, fn):
+    """<name>.tmfile with fn(bytes, node) applied to each node of Tengine
+    operator `op` (its manifest entry), written to tmp; None when missing."""
+    src, m = find(os.path.join("tmfile", name + ".tmfile")), manifest(name)
+    if not src or not m:
+        return None
+    with open(src, "rb") as f:
+        b = bytearray(f.read())
+    for n in m["nodes"]:
+        if n["tm2_op_name"] == op:
+            fn(b, n)
+    out = os.path.join(tmp, name + suffix + ".tmfile")
+    with open(out, "wb") as f:
+        f.write(b)
+    return out
+
+
+def both_ways(src, tmp, name, vdir):
+    """tmfile -> ONNX and tmfile -> rten -> ONNX of a patched vector."""
+    r = to_onnx(src, tmp, name, vdir)
+    r2 = to_rten(src, tmp, name, vdir)
+    return "%s; via rten: %s" % (r, r2) if r else None
+
+
+def relu6_variant(tmp):
+    """mlp_matmul_add.tmfile with its ReLu (20) made a ReLu6 (21, no param)."""
+    import struct
+
+    def fn(b, n):
+        op = struct.unpack_from("<I", b, n["struct_offset"] + 12)[0]
+        struct.pack_into("<II", b, op + 4, 21, 0)
+    return patched("mlp_matmul_add", tmp, ".relu6", "ReLu", fn)
+
+
+def check_relu6(src, tmp, vdir):
+    import onnx
+
+    out = os.path.join(tmp, "relu6.onnx")
+    run("convert", "--force", src, out)
+    model = onnx.load(out)
+    clips = [n for n in model.graph.node if n.op_type == "Clip"]
+    assert len(clips) == 1 and len(clips[0].input) == 3, [n.op_type for n in model.graph.node]
+    return both_ways(src, tmp, "relu6", vdir)
+
+
+def conv_relu6_variant(name, tmp):
+    """<name>.tmfile with every Convolution's activation 0 (ReLU) made 6."""
+    import struct
+
+    def fn(b, n):
+        at = n["param_offset"] + 36  # TM2_ConvParam.activation
+        assert struct.unpack_from("<i", b, at)[0] == 0
+        struct.pack_into("<i", b, at, 6)
+    return patched(name, tmp, ".r6", "Convolution", fn)
+
+
+def check_conv_relu6(name, src, tmp, vdir):
+    import onnx
+
+    out = os.path.join(tmp, name + ".r6.onnx")
+    run("convert", "--force", src, out)
+    model = onnx.load(out)
+    ops = [n.op_type for n in model.graph.node]
+    convs = [i for i, o in enumerate(ops) if o == "Conv"]
+    assert convs and all(ops[i + 1] == "Clip" and len(model.graph.node[i + 1].input) == 3
+                         for i in convs), ops
+    masked_identity_of(src, tmp, name, name + ".r6")
+    return both_ways(src, tmp, name + ".r6", vdir)
+
+
+def reshape_one_input_variant(tmp):
+    """concat_reshape_softmax.tmfile with the Reshape's input vector cut to 1."""
+    import struct
+
+    def fn(b, n):
+        vi = struct.unpack_from("<I", b, n["struct_offset"] + 4)[0]
+        assert struct.unpack_from("<I", b, vi)[0] == 2
+        struct.pack_into("<I", b, vi, 1)
+    return patched("concat_reshape_softmax", tmp, ".r1", "Reshape", fn)
+
+
+def check_reshape_one_input(src, tmp, vdir):
+    res = both_ways(src, tmp, "concat_reshape_softmax.r1", vdir)
+    # the patched file has 4 bytes no write keeps (the cut vector's second
+    # entry): the write keeps the one-input Reshape, and writes itself again
+    once, twice = os.path.join(tmp, "r1.once.tmfile"), os.path.join(tmp, "r1.twice.tmfile")
+    run("convert", "--force", src, once)
+    run("convert", "--force", once, twice)
+    with open(once, "rb") as f1, open(twice, "rb") as f2:
+        assert f1.read() == f2.read(), "tmfile -> tmfile is not stable"
+    nodes = json.loads(run("info", "--json", "--native", once))["graph"]["nodes"]
+    assert [len(n["inputs"]) for n in nodes if n["op"] == "Reshape"] == [1], nodes
+    return res
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        src1 = reshape_one_input_variant(tmp)
+        if not src1:
+            print("SKIPPED: tmfile/concat_reshape_softmax.tmfile with a one-input Reshape")
+        else:
+            case("tmfile->onnx Reshape with its shape in the param only", check_reshape_one_input,
+                 src1, tmp, vector_dir("concat_reshape_softmax", tmp) if ORT else None)
+        for name in ("cnn_small", "mnist_repo"):
+            src = conv_relu6_variant(name, tmp)
+            if not src:
+                print("SKIPPED: tmfile/%s.tmfile with Conv + ReLU6" % name)
+                continue
+            case("tmfile->onnx %s Conv + ReLU6 as Conv + Clip" % name, check_conv_relu6, name,
+                 src, tmp, vector_dir(name, tmp) if ORT else None)
+        src6 = relu6_variant(tmp)
+        if not src6:
+            print("SKIPPED: tmfile/mlp_matmul_add.tmfile as ReLu6")
+        else:
+            case("tmfile->onnx ReLu6 as Clip", check_relu6, src6, tmp,
+                 vector_dir("mlp_matmul_add", tmp) if ORT else None)
+        for name in names():
+            rel = os.path.join("tmfile", name + ".tmfile")
+            src = find(rel)
+            if not src:
+                print("SKIPPED: " + rel)
+                continue
+            vdir = vector_dir(name, tmp) if ORT else None
+            if ORT and not vdir:
+                print("SKIPPED: tmfile/%s in onnxruntime (manifest or .bin missing)" % name)
+            case("tmfile->onnx %s" % name, to_onnx, src, tmp, name, vdir)
+            case("tmfile->rten->onnx %s" % name, to_rten, src, tmp, name, vdir)
+            case("tmfile->tmfile %s (masked identity)" % name, masked_identity, src, tmp, name)
+    print("%d passed, %d failed" % (PASSED, FAILED))
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
