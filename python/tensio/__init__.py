@@ -26,7 +26,7 @@ from ._tensio import (  # noqa: F401  (re-exported)
 
 __version__ = LIB_VERSION
 __all__ = [
-    "open", "loads", "load", "save", "dumps", "convert", "formats", "dtype_name",
+    "open", "loads", "load", "save", "container", "dumps", "convert", "formats", "dtype_name",
     "Container", "Tensor", "Coo", "Typed", "Finding", "Error", "ArgumentError",
     "NoMemoryError", "IOError", "FormatError", "TruncatedError", "MagicError",
     "BoundsError", "LimitError", "OverflowError", "DtypeError", "CorruptError",
@@ -163,10 +163,22 @@ class Tensor:
     def __dlpack__(self, stream=None):
         if stream is not None and stream != -1:
             raise BufferError("tensio tensors are on the CPU: stream must be None")
-        return self._owner.dlpack(self._index)
+        return self._owner.dlpack(self._index, False)
 
     def __dlpack_device__(self):
         return (1, 0)  # kDLCPU, device 0
+
+    def to_torch(self):
+        """A torch.Tensor sharing this tensor's memory (DLPack), bool included:
+        torch 1.13 does not take kDLBool, so bool travels as uint8 and is
+        re-viewed as torch.bool (zero-copy). Read-only memory: see the class."""
+        import torch.utils.dlpack
+        if self.layout != "dense":
+            raise UnsupportedError("to_torch: a COO tensor (use .array.values/.indices)")
+        if self.dtype_name == "bool":
+            t = torch.utils.dlpack.from_dlpack(self._owner.dlpack(self._index, True))
+            return t.view(torch.bool)
+        return torch.utils.dlpack.from_dlpack(self._owner.dlpack(self._index))
 
     def __repr__(self):
         return "Tensor(%r, %s, shape=%r%s)" % (self.name, self.dtype_name, self.shape,
@@ -345,8 +357,9 @@ def _le_bytes(arr):
         name = arr.dtype.name
         if arr.dtype.kind not in "biuf":
             raise DtypeError("dtype %s has no tensio equivalent" % arr.dtype)
+    shape = arr.shape  # before ascontiguousarray, which makes rank 0 rank 1
     arr = _np.ascontiguousarray(arr)
-    return name, arr.shape, arr.reshape(-1).view(_np.uint8)
+    return name, shape, arr.reshape(-1).view(_np.uint8)
 
 
 class Typed:
@@ -446,6 +459,15 @@ def _owner_for(arrays, names=None, metadata=None):
             raise TypeError("tensor names must be str or None, not %s" % type(k).__name__)
         items.append(_tensor_tuple(k or None, v, tmetas[i] if tmetas else None))
     return _tensio.build(items, _pairs(metadata))
+
+
+def container(arrays, names=None, metadata=None):
+    """A Container built in memory over arrays (a list, dict or Container, as
+    for save), without writing it: its views share the given arrays' memory
+    (a contiguous little-endian input is not copied) and are read-only. For
+    DLPack export of a dtype NumPy lacks (Typed(bits, "bfloat16")), and to
+    hand the same container to several saves."""
+    return Container(_owner_for(arrays, names, metadata))
 
 
 def save(path, arrays, format=None, names=None, metadata=None, **options):

@@ -35,13 +35,10 @@
 static PyObject *tio_exc_base;
 static PyObject *tio_exc[TIO_NCODES];
 
-static PyObject *set_attr_steal(PyObject *o, const char *name, PyObject *v)
+/* A C message as str: it may quote bytes of the input that are not UTF-8. */
+static PyObject *message_text(const char *msg)
 {
-    if (v == NULL)
-        return NULL;
-    int rc = PyObject_SetAttrString(o, name, v);
-    Py_DECREF(v);
-    return rc == 0 ? o : NULL;
+    return PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "backslashreplace");
 }
 
 /* Raises the tensio.Error subclass of e->code; returns NULL. */
@@ -50,19 +47,27 @@ static PyObject *raise_tio(int rc, const tio_error *e)
     int code = e->code != TIO_OK ? e->code : rc;
     PyObject *cls = code > 0 && code < TIO_NCODES ? tio_exc[code] : tio_exc_base;
     const char *msg = e->message[0] ? e->message : tio_status_string(code);
-    PyObject *exc = PyObject_CallFunction(cls, "s", msg);
+    PyObject *v[5] = {
+        PyLong_FromLong(code),
+        PyUnicode_FromString(tio_status_name(code)),
+        e->format[0] ? PyUnicode_FromString(e->format) : Py_NewRef(Py_None),
+        e->offset >= 0 ? PyLong_FromLongLong(e->offset) : Py_NewRef(Py_None),
+        message_text(msg),
+    };
+    static const char *const attrs[5] = {"code", "code_name", "format", "offset", "message"};
+    PyObject *exc = NULL;
+    int ok = 1;
+    for (int k = 0; k < 5; k++)
+        ok = ok && v[k] != NULL;
+    if (ok)
+        exc = PyObject_CallOneArg(cls, v[4]);
+    for (int k = 0; k < 5 && exc != NULL; k++)
+        if (PyObject_SetAttrString(exc, attrs[k], v[k]) < 0)
+            Py_CLEAR(exc);
+    for (int k = 0; k < 5; k++)
+        Py_XDECREF(v[k]);
     if (exc == NULL)
         return NULL;
-    PyObject *fmt = e->format[0] ? PyUnicode_FromString(e->format) : Py_NewRef(Py_None);
-    PyObject *off = e->offset >= 0 ? PyLong_FromLongLong(e->offset) : Py_NewRef(Py_None);
-    if (set_attr_steal(exc, "code", PyLong_FromLong(code)) == NULL ||
-        set_attr_steal(exc, "code_name", PyUnicode_FromString(tio_status_name(code))) == NULL ||
-        set_attr_steal(exc, "format", fmt) == NULL ||
-        set_attr_steal(exc, "offset", off) == NULL ||
-        set_attr_steal(exc, "message", PyUnicode_FromString(msg)) == NULL) {
-        Py_DECREF(exc);
-        return NULL;
-    }
     PyErr_SetObject(cls, exc);
     Py_DECREF(exc);
     return NULL;
@@ -480,11 +485,13 @@ static PyObject *warning_item(const void *c, size_t i)
     const tio_error *w = tio_container_warning(c, i);
     PyObject *fmt = w->format[0] ? PyUnicode_FromString(w->format) : Py_NewRef(Py_None);
     PyObject *off = w->offset >= 0 ? PyLong_FromLongLong(w->offset) : Py_NewRef(Py_None);
-    PyObject *t = fmt && off ? Py_BuildValue("(isOOs)", w->code, tio_status_name(w->code), fmt,
-                                             off, w->message)
-                             : NULL;
+    PyObject *msg = message_text(w->message);
+    PyObject *t = fmt && off && msg ? Py_BuildValue("(isOOO)", w->code, tio_status_name(w->code),
+                                                    fmt, off, msg)
+                                    : NULL;
     Py_XDECREF(fmt);
     Py_XDECREF(off);
+    Py_XDECREF(msg);
     return t;
 }
 
@@ -825,11 +832,16 @@ static void dlpack_capsule_destructor(PyObject *cap)
     }
 }
 
-/* dlpack(i) -> a "dltensor" capsule over tensor i's data, with its tensio
- * dtype (bfloat16 as kDLBfloat, bool as kDLBool). */
-static PyObject *owner_dlpack(OwnerObject *self, PyObject *arg)
+/* dlpack(i, bool_as_uint8=False) -> a "dltensor" capsule over tensor i's
+ * data, with its tensio dtype (bfloat16 as kDLBfloat, bool as kDLBool, or
+ * as kDLUInt 8 for consumers that predate kDLBool: torch 1.13, NumPy 1.24). */
+static PyObject *owner_dlpack(OwnerObject *self, PyObject *args)
 {
-    tio_tensor *t = arg_tensor(self, arg);
+    Py_ssize_t i;
+    int bool_as_uint8 = 0;
+    if (!PyArg_ParseTuple(args, "n|p", &i, &bool_as_uint8))
+        return NULL;
+    tio_tensor *t = owner_tensor(self, i);
     if (t == NULL)
         return NULL;
     if (tio_tensor_layout(t) != TIO_LAYOUT_DENSE)
@@ -838,7 +850,7 @@ static PyObject *owner_dlpack(OwnerObject *self, PyObject *arg)
     tio_dtype dt = tio_tensor_dtype(t);
     DLDataType dl = {0, (uint8_t)(tio_dtype_size(dt) * 8), 1};
     switch (dt) {
-    case TIO_BOOL: dl.code = kDLBool; break;
+    case TIO_BOOL: dl.code = bool_as_uint8 ? kDLUInt : kDLBool; break;
     case TIO_INT8: case TIO_INT16: case TIO_INT32: case TIO_INT64: dl.code = kDLInt; break;
     case TIO_UINT8: case TIO_UINT16: case TIO_UINT32: case TIO_UINT64: dl.code = kDLUInt; break;
     case TIO_FLOAT16: case TIO_FLOAT32: case TIO_FLOAT64: dl.code = kDLFloat; break;
@@ -892,7 +904,7 @@ static PyMethodDef owner_methods[] = {
     {"indices", (PyCFunction)owner_indices, METH_O, "COO indices view of tensor i"},
     {"densify", (PyCFunction)owner_densify, METH_O, "dense copy of tensor i"},
     {"sha256", (PyCFunction)owner_sha256, METH_VARARGS, "SHA-256 of tensor i"},
-    {"dlpack", (PyCFunction)owner_dlpack, METH_O, "DLPack capsule of tensor i"},
+    {"dlpack", (PyCFunction)owner_dlpack, METH_VARARGS, "DLPack capsule of tensor i"},
     {"save", (PyCFunction)owner_save, METH_VARARGS, "tio_save"},
     {"dumps", (PyCFunction)owner_dumps, METH_VARARGS, "tio_save_memory"},
     {NULL, NULL, 0, NULL},
