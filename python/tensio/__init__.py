@@ -27,7 +27,7 @@ from ._tensio import (  # noqa: F401  (re-exported)
 __version__ = LIB_VERSION
 __all__ = [
     "open", "loads", "load", "save", "container", "dumps", "convert", "formats", "dtype_name",
-    "Container", "Tensor", "Coo", "Typed", "Finding", "Error", "ArgumentError",
+    "Container", "Tensor", "Coo", "Typed", "Finding", "Graph", "Node", "Value", "Error", "ArgumentError",
     "NoMemoryError", "IOError", "FormatError", "TruncatedError", "MagicError",
     "BoundsError", "LimitError", "OverflowError", "DtypeError", "CorruptError",
     "UnsupportedError", "LossyError", "NotFoundError", "InvalidError",
@@ -185,6 +185,91 @@ class Tensor:
                                                ", coo" if self.layout == "coo" else "")
 
 
+_ATTR_TENSOR, _ATTR_GRAPH, _ATTR_TENSORS, _ATTR_GRAPHS = 7, 8, 9, 10
+
+
+class Value:
+    """A graph value: .name, .dtype (name or None when unknown), .shape (a
+    list of int, str for a symbolic dim, None for an unknown dim; None when
+    the rank is unknown), .index (in its graph), .tensor (the container
+    tensor's index for a constant, else None) and .array (that tensor)."""
+    __slots__ = ("name", "dtype", "shape", "index", "tensor", "_owner")
+
+    def __init__(self, owner, index, data):
+        self._owner = owner
+        self.index = index
+        self.name, self.dtype, self.shape, t = data
+        self.tensor = None if t < 0 else t
+
+    is_constant = property(lambda self: self.tensor is not None)
+
+    @property
+    def array(self):
+        return None if self.tensor is None else _item(self._owner, self.tensor)
+
+    def __repr__(self):
+        return "Value(%r, %s, %r%s)" % (self.name, self.dtype, self.shape,
+                                        ", constant" if self.is_constant else "")
+
+
+class Node:
+    """An operator: .name, .op (ONNX name where one exists), .native_op,
+    .native_id, .domain, .inputs / .outputs (Value, None for an absent
+    optional one), .attributes (dict: int, float, str, lists of them, an
+    array for a TENSOR attribute, a Graph for a GRAPH one), .attribute_types
+    and .attribute_labels (an INT's enum name in the source schema, or None)."""
+
+    def __init__(self, graph, data):
+        (self.name, self.op, self.native_op, native_id, self.domain, ins, outs,
+         attrs) = data
+        self.native_id = None if native_id < 0 else native_id
+        v = graph.values
+        self.inputs = [v[i] if i >= 0 else None for i in ins]
+        self.outputs = [v[i] if i >= 0 else None for i in outs]
+        self.attributes, self.attribute_types, self.attribute_labels = {}, {}, {}
+        owner = graph._owner
+        for name, typ, val, label in attrs:
+            if typ == _ATTR_TENSOR:
+                val = _item(owner, val)
+            elif typ == _ATTR_TENSORS:
+                val = [_item(owner, t) for t in val]
+            elif typ == _ATTR_GRAPH:
+                val = Graph(owner, val, graph)
+            elif typ == _ATTR_GRAPHS:
+                val = [Graph(owner, g, graph) for g in val]
+            self.attributes[name] = val
+            self.attribute_types[name] = typ
+            self.attribute_labels[name] = label
+
+    def __repr__(self):
+        return "Node(%r, %s)" % (self.name, self.op)
+
+
+class Graph:
+    """A model graph (rten, tmfile, ONNX): .nodes in topological order,
+    .values, .inputs / .outputs / .captures (Value), .constants (the values
+    that are container tensors), .metadata, .opsets [(domain, version)],
+    .native_format, .parent (None for the root). Built once from the C graph:
+    a snapshot, whose arrays are views like the container's."""
+
+    def __init__(self, owner, data, parent=None):
+        self._owner = owner
+        self.parent = parent
+        self.native_format = data["native_format"]
+        self.values = [Value(owner, i, v) for i, v in enumerate(data["values"])]
+        self.nodes = [Node(self, n) for n in data["nodes"]]
+        self.inputs = [self.values[i] for i in data["inputs"]]
+        self.outputs = [self.values[i] for i in data["outputs"]]
+        self.captures = [self.values[i] for i in data["captures"]]
+        self.metadata = data["metadata"]
+        self.opsets = data["opsets"]
+
+    constants = property(lambda self: [v for v in self.values if v.is_constant])
+
+    def __repr__(self):
+        return "<tensio.Graph %d nodes, %d values>" % (len(self.nodes), len(self.values))
+
+
 def _item(owner, i):
     info = owner.info(i)
     if info[2] == 1:
@@ -285,6 +370,12 @@ class Container:
     warnings = property(lambda self: [Finding(w) for w in self._o().warnings()],
                         doc="validation findings (open with strict=True to make them errors)")
     limits = property(lambda self: dict(zip(_LIMIT_FIELDS, self._o().limits())))
+
+    @property
+    def graph(self):
+        """The model graph (Graph), or None for a tensor-only container."""
+        data = self._o().graph()
+        return None if data is None else Graph(self._o(), data)
 
     def __repr__(self):
         if self._owner is None:

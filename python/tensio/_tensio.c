@@ -889,6 +889,220 @@ static PyObject *owner_dlpack(OwnerObject *self, PyObject *args)
     return cap;
 }
 
+/* ----------------------------------------------------------------- graph */
+
+/* The graph as plain Python data (tensio/__init__.py makes objects of it):
+ * {"native_format", "values": [(name, dtype, shape|None, tensor)],
+ *  "nodes": [(name, op, native_op, native_id, domain, inputs, outputs,
+ *             [(attr name, type, value, label)])],
+ *  "inputs", "outputs", "captures": [value index], "metadata": {},
+ *  "opsets": [(domain, version)]}. A shape is a list of int, str (symbolic)
+ * or None (unknown); a GRAPH attribute's value is such a dict. */
+
+#define TIO_PY_GRAPH_DEPTH 300 /* above TIO_MAX_DEPTH_CAP: never reached by a valid graph */
+
+typedef struct {
+    const tio_graph *g;
+    int depth;
+} graph_ctx;
+
+static PyObject *graph_dict(const tio_graph *g, int depth);
+
+static PyObject *i64_item(const void *v, size_t i)
+{
+    return PyLong_FromLongLong(((const int64_t *)v)[i]);
+}
+
+static PyObject *i64_list(const int64_t *v, size_t n)
+{
+    return build_seq(n, 0, i64_item, v);
+}
+
+static PyObject *dim_obj(const tio_dim *d)
+{
+    if (d->name != NULL)
+        return str_or_none(d->name);
+    return d->value >= 0 ? PyLong_FromLongLong(d->value) : Py_NewRef(Py_None);
+}
+
+static PyObject *value_item(const void *ctx, size_t i)
+{
+    const graph_ctx *gc = ctx;
+    tio_value_info v;
+    if (tio_graph_value(gc->g, i, &v) != TIO_OK)
+        return raise_code(TIO_E_CORRUPT, "graph: value index out of range");
+    PyObject *shape = Py_None;
+    if (v.rank >= 0) {
+        shape = PyList_New((Py_ssize_t)v.rank);
+        if (shape == NULL)
+            return NULL;
+        for (int64_t k = 0; k < v.rank; k++) {
+            PyObject *d = dim_obj(&v.dims[k]);
+            if (d == NULL) {
+                Py_DECREF(shape);
+                return NULL;
+            }
+            PyList_SET_ITEM(shape, (Py_ssize_t)k, d);
+        }
+    } else {
+        Py_INCREF(shape);
+    }
+    PyObject *name = str_or_none(v.name);
+    const char *dt = tio_dtype_name(v.dtype);
+    PyObject *r = name ? Py_BuildValue("(OzNL)", name, dt, shape, (long long)v.tensor) : NULL;
+    if (r == NULL && name == NULL)
+        Py_DECREF(shape);
+    Py_XDECREF(name);
+    return r;
+}
+
+static PyObject *float_item(const void *v, size_t i)
+{
+    return PyFloat_FromDouble(((const double *)v)[i]);
+}
+
+static PyObject *string_item(const void *v, size_t i)
+{
+    return str_or_none(((const char *const *)v)[i]);
+}
+
+typedef struct {
+    tio_graph *const *graphs;
+    int depth;
+} graphs_ctx;
+
+static PyObject *subgraph_item(const void *ctx, size_t i)
+{
+    const graphs_ctx *c = ctx;
+    return graph_dict(c->graphs[i], c->depth);
+}
+
+static PyObject *attr_value(const tio_attr *a, int depth)
+{
+    switch (a->type) {
+    case TIO_ATTR_INT: return PyLong_FromLongLong(a->i);
+    case TIO_ATTR_FLOAT: return PyFloat_FromDouble(a->f);
+    case TIO_ATTR_STRING: return str_or_none(a->s);
+    case TIO_ATTR_INTS: return i64_list(a->ints, a->count);
+    case TIO_ATTR_FLOATS: return build_seq(a->count, 0, float_item, a->floats);
+    case TIO_ATTR_STRINGS: return build_seq(a->count, 0, string_item, a->strings);
+    case TIO_ATTR_TENSOR: return PyLong_FromLongLong(a->i);
+    case TIO_ATTR_GRAPH: return graph_dict(a->graph, depth + 1);
+    case TIO_ATTR_TENSORS: return i64_list(a->tensors, a->count);
+    case TIO_ATTR_GRAPHS: {
+        graphs_ctx c = {a->graphs, depth + 1};
+        return build_seq(a->count, 0, subgraph_item, &c);
+    }
+    default: return raise_code(TIO_E_UNSUPPORTED, "graph: unknown attribute type");
+    }
+}
+
+typedef struct {
+    const graph_ctx *gc;
+    size_t node;
+} node_ctx;
+
+static PyObject *attr_item(const void *ctx, size_t j)
+{
+    const node_ctx *nc = ctx;
+    tio_attr a;
+    if (tio_graph_attr(nc->gc->g, nc->node, j, &a) != TIO_OK)
+        return raise_code(TIO_E_CORRUPT, "graph: attribute index out of range");
+    PyObject *v = attr_value(&a, nc->gc->depth);
+    if (v == NULL)
+        return NULL;
+    PyObject *name = str_or_none(a.name), *label = str_or_none(a.label);
+    PyObject *r = name && label ? Py_BuildValue("(OiOO)", name, (int)a.type, v, label) : NULL;
+    Py_XDECREF(name);
+    Py_XDECREF(label);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *node_item(const void *ctx, size_t i)
+{
+    const graph_ctx *gc = ctx;
+    tio_node_info n;
+    if (tio_graph_node(gc->g, i, &n) != TIO_OK)
+        return raise_code(TIO_E_CORRUPT, "graph: node index out of range");
+    node_ctx nc = {gc, i};
+    PyObject *f[8] = {
+        str_or_none(n.name), str_or_none(n.op), str_or_none(n.native_op),
+        PyLong_FromLongLong(n.native_id), str_or_none(n.domain),
+        i64_list(n.inputs, n.input_count), i64_list(n.outputs, n.output_count),
+        build_seq(n.attr_count, 0, attr_item, &nc),
+    };
+    PyObject *r = NULL;
+    int ok = 1;
+    for (int k = 0; k < 8; k++)
+        ok = ok && f[k] != NULL;
+    if (ok)
+        r = PyTuple_Pack(8, f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
+    for (int k = 0; k < 8; k++)
+        Py_XDECREF(f[k]);
+    return r;
+}
+
+static int gmeta_at(const void *o, size_t i, const char **k, const char **v)
+{
+    return tio_graph_meta_at(o, i, k, v);
+}
+
+static PyObject *opset_item(const void *g, size_t i)
+{
+    const char *domain = NULL;
+    int64_t version = 0;
+    if (tio_graph_opset_at(g, i, &domain, &version) != TIO_OK)
+        return raise_code(TIO_E_CORRUPT, "graph: opset index out of range");
+    PyObject *d = str_or_none(domain);
+    PyObject *r = d ? Py_BuildValue("(OL)", d, (long long)version) : NULL;
+    Py_XDECREF(d);
+    return r;
+}
+
+static int dict_set_steal(PyObject *d, const char *key, PyObject *v)
+{
+    if (v == NULL)
+        return -1;
+    int rc = PyDict_SetItemString(d, key, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+static PyObject *graph_dict(const tio_graph *g, int depth)
+{
+    if (depth > TIO_PY_GRAPH_DEPTH)
+        return raise_code(TIO_E_LIMIT, "graph: subgraphs nested too deeply");
+    if (Py_EnterRecursiveCall(" while converting a tensio graph"))
+        return NULL;
+    graph_ctx gc = {g, depth};
+    PyObject *d = PyDict_New();
+    if (d == NULL ||
+        dict_set_steal(d, "native_format", str_or_none(tio_graph_native_format(g))) < 0 ||
+        dict_set_steal(d, "values", build_seq(tio_graph_value_count(g), 0, value_item, &gc)) < 0 ||
+        dict_set_steal(d, "nodes", build_seq(tio_graph_node_count(g), 0, node_item, &gc)) < 0 ||
+        dict_set_steal(d, "inputs", i64_list(tio_graph_inputs(g), tio_graph_input_count(g))) < 0 ||
+        dict_set_steal(d, "outputs",
+                       i64_list(tio_graph_outputs(g), tio_graph_output_count(g))) < 0 ||
+        dict_set_steal(d, "captures",
+                       i64_list(tio_graph_captures(g), tio_graph_capture_count(g))) < 0 ||
+        dict_set_steal(d, "metadata", pairs_dict(g, tio_graph_meta_count(g), gmeta_at)) < 0 ||
+        dict_set_steal(d, "opsets", build_seq(tio_graph_opset_count(g), 0, opset_item, g)) < 0) {
+        Py_XDECREF(d);
+        d = NULL;
+    }
+    Py_LeaveRecursiveCall();
+    return d;
+}
+
+/* graph() -> the root graph as data, or None for a tensor-only container */
+static PyObject *owner_graph(OwnerObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    const tio_graph *g = tio_container_graph(self->c);
+    return g ? graph_dict(g, 0) : Py_NewRef(Py_None);
+}
+
 static PyMethodDef owner_methods[] = {
     {"count", (PyCFunction)owner_count, METH_NOARGS, "number of tensors"},
     {"format", (PyCFunction)owner_format, METH_NOARGS, "source format name or None"},
@@ -907,6 +1121,7 @@ static PyMethodDef owner_methods[] = {
     {"dlpack", (PyCFunction)owner_dlpack, METH_VARARGS, "DLPack capsule of tensor i"},
     {"save", (PyCFunction)owner_save, METH_VARARGS, "tio_save"},
     {"dumps", (PyCFunction)owner_dumps, METH_VARARGS, "tio_save_memory"},
+    {"graph", (PyCFunction)owner_graph, METH_NOARGS, "the model graph as data, or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -31,6 +31,10 @@ def exercise(data, fmt=None):
         except ValueError:
             pass  # NumPy: rank above its 32 dims
     c.names, c.metadata, c.properties, c.warnings
+    g = c.graph
+    if g is not None:
+        for n in g.nodes:
+            n.attributes
     for fmt_out in ("tenbin", "zio", "btf"):
         try:
             tensio.dumps(c, fmt_out, densify=True, drop_names=True, drop_metadata=True,
