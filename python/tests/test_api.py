@@ -186,19 +186,28 @@ def test_error_attributes():
         tensio.open(MULTI, limits={"max_nothing": 1})
 
 
+ERROR_CLASSES = {
+    "TIO_E_ARGUMENT": ("ArgumentError", ValueError), "TIO_E_NOMEM": ("NoMemoryError", MemoryError),
+    "TIO_E_IO": ("IOError", OSError), "TIO_E_FORMAT": ("FormatError", None),
+    "TIO_E_TRUNCATED": ("TruncatedError", None), "TIO_E_MAGIC": ("MagicError", None),
+    "TIO_E_BOUNDS": ("BoundsError", None), "TIO_E_LIMIT": ("LimitError", None),
+    "TIO_E_OVERFLOW": ("OverflowError", None), "TIO_E_DTYPE": ("DtypeError", TypeError),
+    "TIO_E_CORRUPT": ("CorruptError", None), "TIO_E_UNSUPPORTED": ("UnsupportedError", None),
+    "TIO_E_LOSSY": ("LossyError", None), "TIO_E_NOT_FOUND": ("NotFoundError", KeyError),
+    "TIO_E_INVALID": ("InvalidError", None), "TIO_E_TIMEOUT": ("TimeoutError", TimeoutError),
+    "TIO_E_TRANSPORT": ("TransportError", None),
+}
+
+
 def test_every_code_has_a_class():
-    m = tensio._tensio
-    seen = set()
-    for name in dir(m):
-        if name.startswith("TIO_E_"):
-            code = getattr(m, name)
-            cls = [c for c in vars(tensio).values()
-                   if isinstance(c, type) and issubclass(c, tensio.Error) and c is not tensio.Error
-                   and c.__doc__ and c.__name__.lower().startswith(
-                       name[6:].replace("_", "").lower()[:4])]
-            assert cls, name
-            seen.add(code)
-    assert seen == set(range(1, 18))
+    codes = {n: getattr(tensio._tensio, n) for n in dir(tensio._tensio) if n.startswith("TIO_E_")}
+    assert sorted(codes.values()) == list(range(1, 18))
+    assert set(codes) == set(ERROR_CLASSES)
+    for code_name, (cls_name, builtin) in ERROR_CLASSES.items():
+        cls = getattr(tensio, cls_name)
+        assert issubclass(cls, tensio.Error) and cls.__module__ == "tensio"
+        assert builtin is None or issubclass(cls, builtin)
+        assert cls_name in tensio.__all__
 
 
 # ------------------------------------------------------------------- saving
