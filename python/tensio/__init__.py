@@ -160,9 +160,15 @@ class Tensor:
             a = a.todense()
         return a if dtype is None else a.astype(dtype)
 
-    def __dlpack__(self, stream=None):
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """A legacy (pre-1.0, unversioned) "dltensor" capsule, which the
+        DLPack protocol lets a producer return whatever max_version asks."""
         if stream is not None and stream != -1:
             raise BufferError("tensio tensors are on the CPU: stream must be None")
+        if dl_device is not None and tuple(dl_device) != (1, 0):
+            raise BufferError("tensio tensors are on the CPU (device (1, 0))")
+        if copy:
+            raise BufferError("tensio exports views: copy=True is not supported")
         return self._owner.dlpack(self._index, False)
 
     def __dlpack_device__(self):

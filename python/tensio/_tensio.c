@@ -310,9 +310,14 @@ static PyObject *mod_build(PyObject *m, PyObject *args)
         tio_tensor_desc d;
         memset(&d, 0, sizeof d);
         if (name != Py_None) {
-            d.name = PyUnicode_AsUTF8(name);
+            Py_ssize_t len;
+            d.name = PyUnicode_AsUTF8AndSize(name, &len);
             if (d.name == NULL)
                 goto fail;
+            if (strlen(d.name) != (size_t)len) {
+                raise_code(TIO_E_ARGUMENT, "a tensor name contains a NUL character");
+                goto fail;
+            }
         }
         d.dtype = tio_dtype_from_name(dtname);
         if (d.dtype == TIO_DTYPE_INVALID) {

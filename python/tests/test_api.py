@@ -283,6 +283,10 @@ def test_save_lossy_and_options(tmp_path):
         tensio.save(tmp_path / "c.ten", [np.zeros(2, np.complex64)])
     with pytest.raises(TypeError):
         tensio.save(tmp_path / "c.ten", np.zeros(2))
+    with pytest.raises(tensio.ArgumentError):
+        tensio.save(tmp_path / "c.ten", {"a\0b": np.zeros(2)})
+    with pytest.raises(ValueError):
+        tensio.save(tmp_path / "c.ten", [np.zeros(2)], metadata={"a\0b": "v"})
     # zio format options as keywords
     data = tensio.dumps([np.zeros(2, np.float32)], "zio", seqno=42, level=3)
     c = tensio.loads(data)

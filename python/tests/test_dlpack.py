@@ -37,6 +37,11 @@ def test_torch_from_dlpack_zero_copy():
     y = np.from_dlpack(t)
     assert y.ctypes.data == a.ctypes.data and y.shape == a.shape
     assert t.__dlpack_device__() == (1, 0)
+    cap = t.__dlpack__(stream=None, max_version=(1, 0), dl_device=(1, 0), copy=False)
+    assert type(cap).__name__ == "PyCapsule"
+    for bad in ({"stream": 1}, {"dl_device": (2, 0)}, {"copy": True}):
+        with pytest.raises(BufferError):
+            t.__dlpack__(**bad)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "float16",
