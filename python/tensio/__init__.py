@@ -169,6 +169,11 @@ class Tensor:
             raise BufferError("tensio tensors are on the CPU (device (1, 0))")
         if copy:
             raise BufferError("tensio exports views: copy=True is not supported")
+        if not self.aligned:
+            raise BufferError("tensor %r is not aligned to its element size in its source (a "
+                              "legacy file, or loads() of a buffer at an odd address): DLPack "
+                              "consumers expect aligned data; export a copy (np.array(view), "
+                              "or .to_torch(), which copies then)" % (self.name,))
         return self._owner.dlpack(self._index, False)
 
     def __dlpack_device__(self):
@@ -177,10 +182,16 @@ class Tensor:
     def to_torch(self):
         """A torch.Tensor sharing this tensor's memory (DLPack), bool included:
         torch 1.13 does not take kDLBool, so bool travels as uint8 and is
-        re-viewed as torch.bool (zero-copy). Read-only memory: see the class."""
+        re-viewed as torch.bool (zero-copy). Read-only memory: see the class.
+        An unaligned tensor (see .aligned) is copied instead."""
         import torch.utils.dlpack
         if self.layout != "dense":
             raise UnsupportedError("to_torch: a COO tensor (use .array.values/.indices)")
+        if not self.aligned:  # an unaligned source: an aligned copy
+            a = _np.array(self._owner.array(self._index))  # bfloat16 as uint16 bits
+            if self.dtype_name == "bfloat16":
+                return torch.from_numpy(a.view(_np.int16)).view(torch.bfloat16)
+            return torch.from_numpy(a)
         if self.dtype_name == "bool":
             t = torch.utils.dlpack.from_dlpack(self._owner.dlpack(self._index, True))
             return t.view(torch.bool)

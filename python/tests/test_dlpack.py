@@ -106,3 +106,34 @@ def test_coo_has_no_dlpack():
     with tensio.open(vec("btf/coo_float32_rank2.btf")) as c:
         with pytest.raises(tensio.UnsupportedError):
             c.tensor(0).__dlpack__()
+
+
+def test_unaligned_source():
+    """A buffer at an odd address gives unaligned tensors: NumPy views work
+    (flags.aligned False), __dlpack__ refuses, to_torch copies."""
+    bits = np.array([0x3F80, 0xC000], np.uint16)
+    data = tensio.dumps([np.arange(6, dtype=np.float32), tensio.Typed(bits, "int16")], "zio")
+    buf = bytearray(b"\0" + data)
+    c = tensio.loads(memoryview(buf)[1:])
+    t = c.tensor(0)
+    assert not t.aligned and not c[0].flags.aligned
+    assert c[0].tolist() == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(BufferError):
+        t.__dlpack__()
+    x = t.to_torch()
+    assert x.tolist() == [0, 1, 2, 3, 4, 5] and x.data_ptr() != c[0].ctypes.data
+
+
+def test_unsigned_wide_types():
+    """uint16/32/64 go out as kDLUInt: NumPy takes them; torch 1.13 has no
+    such dtypes (newer torch may)."""
+    arrays = [np.arange(3, dtype=d) for d in ("uint16", "uint32", "uint64")]
+    c = tensio.container(arrays)
+    for i, a in enumerate(arrays):
+        y = np.from_dlpack(c.tensor(i))
+        assert y.dtype == a.dtype and y.ctypes.data == a.ctypes.data
+        try:
+            x = torch.from_dlpack(c.tensor(i))
+            assert x.tolist() == a.tolist()
+        except RuntimeError as e:
+            assert "Unsupported kUInt" in str(e)
