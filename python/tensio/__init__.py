@@ -26,7 +26,7 @@ from ._tensio import (  # noqa: F401  (re-exported)
 
 __version__ = LIB_VERSION
 __all__ = [
-    "open", "loads", "load", "save", "container", "dumps", "convert", "formats", "dtype_name",
+    "open", "loads", "load", "save", "container", "loads_parts", "dumps_parts", "dumps", "convert", "formats", "dtype_name",
     "Container", "Tensor", "Coo", "Typed", "Finding", "Graph", "Node", "Value", "Error", "ArgumentError",
     "NoMemoryError", "IOError", "FormatError", "TruncatedError", "MagicError",
     "BoundsError", "LimitError", "OverflowError", "DtypeError", "CorruptError",
@@ -423,6 +423,18 @@ def loads(data, format=None, strict=False, limits=None, copy=False):
     return Container(_tensio.open_memory(data, format, flags, _limits_tuple(limits)))
 
 
+def loads_parts(parts, format=None, strict=False, limits=None, copy=False):
+    """Decodes a message: a list of parts (ZeroMQ frames, any bytes-like
+    objects) -> Container. format "zio" (ZIO TENS multipart), "tenbin"
+    (tensorcom's framing), or None to probe (one part holding a file encoding
+    of any format, a first part starting "ZIO", else tensorcom). Views point
+    into the parts, which the Container and its views keep referenced."""
+    flags = _open_flags(strict)
+    if copy:
+        flags |= _tensio.OPEN_COPY
+    return Container(_tensio.open_parts(list(parts), format, flags, _limits_tuple(limits)))
+
+
 def load(path, as_dict=False, **open_options):
     """All tensors of a file: a list of arrays (Coo for sparse tensors), or
     with as_dict=True a dict name -> array (an unnamed tensor keyed by its
@@ -595,6 +607,17 @@ def dumps(arrays, format, names=None, metadata=None, **options):
         raise ArgumentError("dumps: a format is required")
     owner = _owner_for(arrays, names, metadata)
     return owner.dumps(*_save_args(format, options))
+
+
+def dumps_parts(arrays, format, names=None, metadata=None, **options):
+    """Encodes arrays as a message: a list of bytes parts (ZeroMQ frames) in
+    format "zio" or "tenbin" (tensorcom), as tio_message_encode;
+    single_part=True gives one part holding the file encoding. Options as
+    for save (zio: level, form, origin, granule, seqno). The parts are
+    copies (for pyzmq's send_multipart)."""
+    if not format:
+        raise ArgumentError("dumps_parts: a format is required")
+    return _owner_for(arrays, names, metadata).encode(*_save_args(format, options))
 
 
 def convert(src, dst, format=None, src_format=None, strict=False, limits=None, **options):

@@ -164,6 +164,45 @@ static int parse_limits(PyObject *lim, tio_limits *out)
     return 0;
 }
 
+/* Gets a C-contiguous buffer of obj into the owner's next slot. */
+static int owner_take_buffer(OwnerObject *o, PyObject *obj, const void **data, size_t *len)
+{
+    Py_buffer *b = &o->bufs[o->nbufs];
+    if (PyObject_GetBuffer(obj, b, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    o->nbufs++;
+    *data = b->buf;
+    *len = (size_t)b->len;
+    return 0;
+}
+
+/* The arguments of open_memory and open_parts: (obj, format, flags[, limits]). */
+typedef struct {
+    PyObject *obj;
+    tio_open_options opts;
+    tio_limits limits;
+} open_args;
+
+static int parse_open_args(PyObject *args, open_args *a)
+{
+    PyObject *lim = Py_None;
+    memset(&a->opts, 0, sizeof a->opts);
+    if (!PyArg_ParseTuple(args, "OzI|O", &a->obj, &a->opts.format, &a->opts.flags, &lim))
+        return -1;
+    a->opts.limits = &a->limits;
+    return parse_limits(lim, &a->limits);
+}
+
+/* The result of an open into o: o, or NULL with the error raised (o released). */
+static PyObject *owner_opened(OwnerObject *o, int rc, const tio_error *err)
+{
+    if (rc != TIO_OK) {
+        Py_DECREF(o);
+        return raise_tio(rc, err);
+    }
+    return (PyObject *)o;
+}
+
 /* open_file(path, format, flags, limits) -> _Owner */
 static PyObject *mod_open_file(PyObject *m, PyObject *args)
 {
@@ -192,59 +231,70 @@ static PyObject *mod_open_file(PyObject *m, PyObject *args)
     rc = tio_open(p, &opts, &o->c, &err);
     Py_END_ALLOW_THREADS
     Py_DECREF(path);
-    if (rc != TIO_OK) {
-        Py_DECREF(o);
-        return raise_tio(rc, &err);
-    }
-    return (PyObject *)o;
+    return owner_opened(o, rc, &err);
 }
 
 /* open_memory(buffer, format, flags, limits) -> _Owner borrowing the buffer */
 static PyObject *mod_open_memory(PyObject *m, PyObject *args)
 {
     (void)m;
-    PyObject *obj, *lim = Py_None;
-    const char *format = NULL;
-    unsigned int flags = 0;
-    if (!PyArg_ParseTuple(args, "OzI|O", &obj, &format, &flags, &lim))
-        return NULL;
-    tio_limits limits;
-    if (parse_limits(lim, &limits) < 0)
+    open_args a;
+    if (parse_open_args(args, &a) < 0)
         return NULL;
     OwnerObject *o = owner_new(1);
     if (o == NULL)
         return NULL;
-    if (PyObject_GetBuffer(obj, &o->bufs[0], PyBUF_C_CONTIGUOUS) < 0) {
+    const void *data;
+    size_t size;
+    if (owner_take_buffer(o, a.obj, &data, &size) < 0) {
         Py_DECREF(o);
         return NULL;
     }
-    o->nbufs = 1;
-    tio_open_options opts = {format, flags, &limits};
     tio_error err;
     tio_error_clear(&err);
     int rc;
-    const void *data = o->bufs[0].buf;
-    size_t size = (size_t)o->bufs[0].len;
     Py_BEGIN_ALLOW_THREADS
-    rc = tio_open_memory(data, size, &opts, &o->c, &err);
+    rc = tio_open_memory(data, size, &a.opts, &o->c, &err);
     Py_END_ALLOW_THREADS
-    if (rc != TIO_OK) {
-        Py_DECREF(o);
-        return raise_tio(rc, &err);
-    }
-    return (PyObject *)o;
+    return owner_opened(o, rc, &err);
 }
 
-/* Gets a C-contiguous buffer of obj into the owner's next slot. */
-static int owner_take_buffer(OwnerObject *o, PyObject *obj, const void **data, size_t *len)
+/* open_parts(parts, format, flags, limits) -> _Owner borrowing every part */
+static PyObject *mod_open_parts(PyObject *m, PyObject *args)
 {
-    Py_buffer *b = &o->bufs[o->nbufs];
-    if (PyObject_GetBuffer(obj, b, PyBUF_C_CONTIGUOUS) < 0)
-        return -1;
-    o->nbufs++;
-    *data = b->buf;
-    *len = (size_t)b->len;
-    return 0;
+    (void)m;
+    open_args a;
+    if (parse_open_args(args, &a) < 0)
+        return NULL;
+    PyObject *seq = PySequence_Fast(a.obj, "parts: a sequence of bytes-like objects");
+    if (seq == NULL)
+        return NULL;
+    size_t n = (size_t)PySequence_Fast_GET_SIZE(seq);
+    OwnerObject *o = owner_new(n);
+    tio_part *tp = PyMem_Calloc(n ? n : 1, sizeof *tp);
+    if (o == NULL || tp == NULL) {
+        if (tp == NULL)
+            PyErr_NoMemory();
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (owner_take_buffer(o, PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)i), &tp[i].data,
+                              &tp[i].size) < 0)
+            goto fail;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tio_open_parts(tp, n, &a.opts, &o->c, &err);
+    Py_END_ALLOW_THREADS
+    PyMem_Free(tp);
+    Py_DECREF(seq);
+    return owner_opened(o, rc, &err);
+fail:
+    PyMem_Free(tp);
+    Py_XDECREF(o);
+    Py_DECREF(seq);
+    return NULL;
 }
 
 static int set_meta_items(PyObject *items, tio_container *c, tio_tensor *t)
@@ -775,6 +825,39 @@ static PyObject *owner_dumps(OwnerObject *self, PyObject *args)
     return b;
 }
 
+/* encode(format, flags, version, options) -> [bytes]: tio_message_encode,
+ * each part copied into a bytes object. */
+static PyObject *owner_encode(OwnerObject *self, PyObject *args)
+{
+    tio_save_options o;
+    memset(&o, 0, sizeof o);
+    if (!PyArg_ParseTuple(args, "sIIz", &o.format, &o.flags, &o.version, &o.options))
+        return NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    tio_message *msg = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tio_message_encode(self->c, &o, &msg, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != TIO_OK)
+        return raise_tio(rc, &err);
+    size_t n = tio_message_part_count(msg);
+    PyObject *l = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; l != NULL && i < n; i++) {
+        tio_part p = tio_message_part(msg, i);
+        PyObject *b = p.size > PY_SSIZE_T_MAX
+                          ? PyErr_NoMemory()
+                          : PyBytes_FromStringAndSize(p.data, (Py_ssize_t)p.size);
+        if (b == NULL)
+            Py_CLEAR(l);
+        else
+            PyList_SET_ITEM(l, (Py_ssize_t)i, b);
+    }
+    tio_message_free(msg);
+    return l;
+}
+
 /* ---------------------------------------------------------------- DLPack */
 
 /* The DLPack 0.x ABI (dlpack.h v0.8), declared here: its structs are a
@@ -1126,6 +1209,7 @@ static PyMethodDef owner_methods[] = {
     {"dlpack", (PyCFunction)owner_dlpack, METH_VARARGS, "DLPack capsule of tensor i"},
     {"save", (PyCFunction)owner_save, METH_VARARGS, "tio_save"},
     {"dumps", (PyCFunction)owner_dumps, METH_VARARGS, "tio_save_memory"},
+    {"encode", (PyCFunction)owner_encode, METH_VARARGS, "tio_message_encode"},
     {"graph", (PyCFunction)owner_graph, METH_NOARGS, "the model graph as data, or None"},
     {NULL, NULL, 0, NULL},
 };
@@ -1179,6 +1263,7 @@ static PyObject *mod_supports_dtype(PyObject *m, PyObject *args)
 static PyMethodDef mod_methods[] = {
     {"open_file", mod_open_file, METH_VARARGS, "open_file(path, format, flags, limits)"},
     {"open_memory", mod_open_memory, METH_VARARGS, "open_memory(buf, format, flags, limits)"},
+    {"open_parts", mod_open_parts, METH_VARARGS, "open_parts(parts, format, flags, limits)"},
     {"build", mod_build, METH_VARARGS, "build(items, metadata) -> _Owner"},
     {"formats", mod_formats, METH_NOARGS, "[(name, description, extensions, caps)]"},
     {"supports_dtype", mod_supports_dtype, METH_VARARGS, "supports_dtype(format, dtype)"},
