@@ -79,3 +79,38 @@ def test_no_graph():
     with tensio.open(vec("btf/dense_float32.btf")) as c:
         assert c.graph is None
     assert tensio.container([np.zeros(2)]).graph is None
+
+
+GRAPH_ROUND_TRIPS = [
+    ("rten/small_cnn/small_cnn.v2.rten", ".onnx", {}),
+    ("rten/small_cnn/small_cnn.v2.rten", ".rten", {}),
+    ("rten/small_cnn/small_cnn.v2.rten", ".rten", {"version": 1}),
+    ("rten/small_cnn/small_cnn.v1.rten", ".onnx", {}),
+    ("onnx/int_consts.onnx", ".onnx", {}),
+    ("tmfile/cnn_small.tmfile", ".tmfile", {}),
+]
+
+
+@pytest.mark.parametrize("rel,ext,kw", GRAPH_ROUND_TRIPS,
+                         ids=[f"{r}->{e}{k}" for r, e, k in GRAPH_ROUND_TRIPS])
+def test_model_round_trips(tmp_path, rel, ext, kw):
+    """Saving an opened model keeps its graph and its constants' bytes."""
+    src = vec(rel)
+    with tensio.open(src) as a:
+        tensio.save(tmp_path / ("m" + ext), a, sync=False, **kw)
+        with tensio.open(tmp_path / ("m" + ext)) as b:
+            if "version" in kw:
+                assert b.properties["version"] == str(kw["version"])
+            assert a.names == b.names
+            assert all(a.sha256(i) == b.sha256(i) for i in range(len(a)))
+            assert [n.op for n in a.graph.nodes] == [n.op for n in b.graph.nodes]
+
+
+def test_model_refusals(tmp_path):
+    with tensio.open(vec("rten/small_cnn/small_cnn.v2.rten")) as c:
+        with pytest.raises(tensio.LossyError):  # onnx_hash has no place in a tmfile
+            tensio.save(tmp_path / "m.tmfile", c)
+    with tensio.open(vec("tmfile/cnn_small.tmfile")) as c:
+        with pytest.raises(tensio.UnsupportedError):  # rten has no Const/InputOp
+            tensio.save(tmp_path / "m.rten", c)
+    assert not list(tmp_path.iterdir())  # nothing written, no temporary left
