@@ -416,7 +416,10 @@ static PyObject *mod_build(PyObject *m, PyObject *args)
         tio_tensor *t = NULL;
         tio_error err;
         tio_error_clear(&err);
-        int rc = tio_container_add(o->c, &d, TIO_ADD_BORROW, &t, &err);
+        int rc;
+        Py_BEGIN_ALLOW_THREADS /* checks every COO index: O(nnz) */
+        rc = tio_container_add(o->c, &d, TIO_ADD_BORROW, &t, &err);
+        Py_END_ALLOW_THREADS
         if (rc != TIO_OK) {
             raise_tio(rc, &err);
             goto fail;
