@@ -55,4 +55,30 @@ run "$tensio" validate "$vec/btf/malformed/num_tensors_huge.btf" \
     "$vec/btf/malformed/reserved_nonzero.btf" "$vec/tenbin/malformed/data_length_long.ten" \
     "$vec/tenbin/malformed/nonzero_padding.ten"
 
+if [ -d "$build/python/tensio" ]; then
+  step "Python: import tensio — NumPy views into the mapped file (docs/python.md)"
+  cat > "$out/demo.py" <<'PYEOF'
+import sys
+import numpy as np
+import tensio
+
+out, vec = sys.argv[1], sys.argv[2]
+with tensio.open(f"{out}/batch.ten") as c:
+    print(c, c.names)
+    image = c["image"]
+print("after close, the view still reads the mapping:", image.dtype, image.shape,
+      "writeable:", image.flags.writeable, "base:", type(image.base).__name__)
+g = tensio.open(f"{vec}/rten/small_cnn/small_cnn.v2.rten").graph
+print("graph:", [f"{n.op}({', '.join(v.name for v in n.inputs)})" for n in g.nodes])
+tensio.save(f"{out}/py.zmsg", {"x": np.arange(6, dtype=np.float32).reshape(2, 3)}, seqno=7)
+print("saved and reloaded:", tensio.load(f"{out}/py.zmsg", as_dict=True))
+try:
+    tensio.save(f"{out}/py.btf", {"x": np.zeros(2, np.float32)})
+except tensio.LossyError as e:
+    print(f"{type(e).__name__} (code {e.code}): {e}")
+PYEOF
+  py=$(sed -n 's/^TIO_PYTHON:FILEPATH=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  run env PYTHONPATH="$build/python" "${py:-python3}" "$out/demo.py" "$out" "$vec"
+fi
+
 printf '\nDemo files are in %s\n' "$out"

@@ -16,6 +16,8 @@ PACKAGES=(
   python3-zmq python3-numpy    # the tensorcom peer in the streaming tests
   python3-onnx                 # the protobuf wire tests read and write ONNX models with it
   python3-torch python3-torchvision  # the model-zoo test exports torchvision models to ONNX
+  python3-dev python3-pytest   # the Python package (python/): its headers, its tests
+  python3-pip python3-setuptools  # its test of pip install --no-build-isolation ./python
 )
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES=(gnuplot-nox       # bench/results/latest.png
