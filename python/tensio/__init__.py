@@ -79,8 +79,10 @@ def _limits_tuple(limits):
     return vals
 
 
-def _open_flags(strict, no_mmap=False, external_anywhere=False):
+def _open_flags(strict, no_mmap=False, external_anywhere=False, native_graph=False):
     flags = 0
+    if native_graph:
+        flags |= _tensio.OPEN_NATIVE_GRAPH
     if strict:
         flags |= _tensio.OPEN_STRICT
     if no_mmap:
@@ -401,13 +403,14 @@ class Container:
 
 
 def open(path, format=None, strict=False, limits=None, no_mmap=False,
-         external_anywhere=False):
+         external_anywhere=False, native_graph=False):
     """Opens a file (mapped) -> Container. format forces a format (default:
     probe the content, then the extension); strict makes a validation finding
     an error (InvalidError); limits is a dict of tio_limits fields (0 = the
-    default)."""
+    default); native_graph gives a model's graph as its file stores it
+    (tmfile: Tengine's ops, Const and InputOp nodes) instead of ONNX form."""
     owner = _tensio.open_file(_os.fspath(path), format,
-                              _open_flags(strict, no_mmap, external_anywhere),
+                              _open_flags(strict, no_mmap, external_anywhere, native_graph),
                               _limits_tuple(limits))
     return Container(owner)
 
