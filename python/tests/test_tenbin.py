@@ -305,12 +305,12 @@ def test_zmq_single_and_multipart(pair):
 
 # ----------------------------------------------- the real tenbin.py, if given
 
-def reference():
-    path = os.environ.get("TIO_WEBDATASET_TENBIN")
+def reference(var="TIO_WEBDATASET_TENBIN", test="test_against_webdataset_tenbin",
+              what="webdataset's tenbin.py"):
+    path = os.environ.get(var)
     if not path or not os.path.isfile(path):
-        pytest.skip("test_against_webdataset_tenbin: set TIO_WEBDATASET_TENBIN to a copy of "
-                    "webdataset's tenbin.py to compare with it")
-    spec = importlib.util.spec_from_file_location("_wds_tenbin_reference", path)
+        pytest.skip("%s: set %s to a copy of %s to compare with it" % (test, var, what))
+    spec = importlib.util.spec_from_file_location("_tenbin_reference_" + var.lower(), path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -365,3 +365,24 @@ def test_against_webdataset_tenbin(tmp_path):
     with pytest.raises(TypeError):
         ref.decode_buffer(ref.encode_buffer([np.array(1.0)]))
     assert tb.decode_buffer(ref.encode_buffer([np.array(1.0)]))[0].shape == ()
+
+
+def test_against_tensorcom_tenbin(pair):
+    """tensorcom's zsend_*/zrecv_* and ours, each way, over the same socket
+    pair (where $TIO_TENSORCOM_TENBIN names a copy of tensorcom's tenbin.py)."""
+    tc = reference("TIO_TENSORCOM_TENBIN", "test_against_tensorcom_tenbin",
+                   "tensorcom's tenbin.py")
+    a, b = pair
+    arrays = [sample(d, (4, 3), i) for i, d in enumerate(DTYPES) if d != "uint32"]
+    infos = ["t%d" % i for i in range(len(arrays))]
+    for send, recv in ((tc.zsend_single, tb.zrecv_single), (tb.zsend_single, tc.zrecv_single),
+                       (tc.zsend_multipart, tb.zrecv_multipart),
+                       (tb.zsend_multipart, tc.zrecv_multipart)):
+        send(a, arrays, infos=infos)
+        got, got_infos = recv(b, infos=True)
+        assert got_infos == infos
+        assert all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(arrays, got))
+    tc.zsend_single(a, arrays, infos=infos)
+    assert b.recv() == tb.encode_buffer(arrays, infos=infos)
+    tc.zsend_multipart(a, arrays, infos=infos)
+    assert b.recv_multipart() == tb.encode_list(arrays, infos=infos)
