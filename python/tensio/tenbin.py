@@ -120,10 +120,10 @@ def _prepare(l, infos):
     return arrays, _check_infos(infos, len(arrays))
 
 
-def _dumps(l, infos):
+def _dumps(l, infos, as_bytearray=False):
     arrays, names = _prepare(l, infos)
     try:
-        return _tensio.dumps(arrays, "tenbin", names=names)
+        return _tensio.dumps(arrays, "tenbin", names=names, as_bytearray=as_bytearray)
     except _tensio.Error as e:
         raise _fail(e) from e
 
@@ -242,7 +242,7 @@ def encode_buffer(l, infos=None):
     byte-identical to webdataset's tenbin.encode_buffer."""
     if not isinstance(l, (list, tuple)):
         raise ValueError("encode_buffer requires a list of arrays")
-    return bytearray(_dumps(l, infos))
+    return _dumps(l, infos, as_bytearray=True)
 
 
 def decode_buffer(buf, infos=False, copy=False):

@@ -90,6 +90,8 @@ def test_vector_reencodes(rel, m, tmp_path):
     infos = infos_of(m)
     out = tb.encode_buffer(arrays, infos=infos)
     assert isinstance(out, bytearray) and out == data
+    plain = tensio.dumps(arrays, "tenbin", names=[i or None for i in infos])
+    assert isinstance(plain, bytes) and plain == data
     if not any(infos):
         assert tb.encode_buffer(arrays) == data
     assert tb.encode_chunks(tb.encode_list(arrays, infos=infos)) == data
