@@ -132,13 +132,12 @@ def _result(c, infos, copy):
     """The arrays of a decoded container, with the reference's infos= rule:
     False/None -> arrays; True -> (arrays, infos); a list/tuple -> each
     decoded info must equal the required one, then arrays."""
-    with c:
-        arrays = list(c)
-        actual = ["" if n is None else n for n in c.names]
+    arrays = list(c)
     if copy:
         arrays = [_np.array(a) for a in arrays]
     if infos is False or infos is None:
         return arrays
+    actual = ["" if n is None else n for n in c.names]
     if infos is True:
         return arrays, actual
     if not isinstance(infos, (tuple, list)):
