@@ -604,12 +604,13 @@ def save(path, arrays, format=None, names=None, metadata=None, **options):
     owner.save(_os.fspath(path), *_save_args(format, options))
 
 
-def dumps(arrays, format, names=None, metadata=None, **options):
-    """The encoding of arrays in a format, as bytes (options as for save)."""
+def dumps(arrays, format, names=None, metadata=None, as_bytearray=False, **options):
+    """The encoding of arrays in a format, as bytes (as_bytearray=True: a
+    bytearray, without a second copy); options as for save."""
     if not format:
         raise ArgumentError("dumps: a format is required")
     owner = _owner_for(arrays, names, metadata)
-    return owner.dumps(*_save_args(format, options))
+    return owner.dumps(*_save_args(format, options), bool(as_bytearray))
 
 
 def dumps_parts(arrays, format, names=None, metadata=None, **options):

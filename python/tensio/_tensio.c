@@ -805,12 +805,15 @@ static PyObject *owner_save(OwnerObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* dumps(format, flags, version, options) -> bytes */
+/* dumps(format, flags, version, options[, as_bytearray]) -> bytes (or a
+ * bytearray: one copy, where bytearray(bytes) would be a second) */
 static PyObject *owner_dumps(OwnerObject *self, PyObject *args)
 {
     tio_save_options o;
     memset(&o, 0, sizeof o);
-    if (!PyArg_ParseTuple(args, "sIIz", &o.format, &o.flags, &o.version, &o.options))
+    int as_bytearray = 0;
+    if (!PyArg_ParseTuple(args, "sIIz|p", &o.format, &o.flags, &o.version, &o.options,
+                          &as_bytearray))
         return NULL;
     tio_error err;
     tio_error_clear(&err);
@@ -823,7 +826,8 @@ static PyObject *owner_dumps(OwnerObject *self, PyObject *args)
     if (rc != TIO_OK)
         return raise_tio(rc, &err);
     PyObject *b = size > PY_SSIZE_T_MAX ? PyErr_NoMemory()
-                                         : PyBytes_FromStringAndSize(buf, (Py_ssize_t)size);
+                  : as_bytearray       ? PyByteArray_FromStringAndSize(buf, (Py_ssize_t)size)
+                                       : PyBytes_FromStringAndSize(buf, (Py_ssize_t)size);
     tio_free(buf);
     return b;
 }

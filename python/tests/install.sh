@@ -20,6 +20,9 @@ assert os.path.dirname(os.path.dirname(tensio.__file__)) == sys.argv[1], tensio.
 tensio.save("a.ten", {"x": np.arange(6, dtype=np.float32).reshape(2, 3)}, sync=False)
 with tensio.open("a.ten") as c:
     assert c.names == ["x"] and c["x"].tolist() == [[0, 1, 2], [3, 4, 5]]
+import tensio.tenbin as tenbin
+assert os.path.dirname(tenbin.__file__) == os.path.dirname(tensio.__file__), tenbin.__file__
+assert tenbin.load("a.ten", infos=True)[1] == ["x"]
 os.remove("a.ten")
 print("installed and working:", tensio.__file__)
 PYEOF
