@@ -317,8 +317,41 @@ def from_onnx(onnx_src, ref, tmp, name, vdir, compare):
     return to_onnx(out, tmp, name + ".from-onnx", vdir)
 
 
+def unknown_ops(tmp, count):
+    """An ONNX graph with `count` Erf nodes and a HardSwish around a Relu: the
+    one error names every node tmfile cannot lower (shortened with ', ...')."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes, prev = [], "x"
+    for k in range(count):
+        nodes.append(helper.make_node("Erf", [prev], ["e%d" % k], name="erf%d" % k))
+        prev = "e%d" % k
+    nodes.append(helper.make_node("Relu", [prev], ["r"], name="relu"))
+    nodes.append(helper.make_node("HardSwish", ["r"], ["y"], name="hs"))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    src, out = os.path.join(tmp, "unk.onnx"), os.path.join(tmp, "unk.tmfile")
+    onnx.save(m, src)
+    r = subprocess.run([TENSIO, "convert", "--force", "--drop-metadata", src, out],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and not os.path.exists(out), "the conversion did not fail"
+    msg = r.stderr
+    assert "tmfile has no operator for Erf, HardSwish (%d nodes: " % (count + 1) in msg, msg
+    if count <= 3:
+        want = ", ".join(["'erf%d'" % k for k in range(count)] + ["'hs'"])
+        assert want + ";" in msg, msg
+    else:
+        assert "'erf0', 'erf1'" in msg and ", ...;" in msg, msg
+    assert "'relu'" not in msg, msg
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        case("onnx->tmfile: one error lists every node it cannot lower", unknown_ops, tmp, 2)
+        case("onnx->tmfile: ... and shortens a long list", unknown_ops, tmp, 200)
         for name in TMFILE:
             osrc = find(os.path.join("tmfile", name + ".onnx"))
             ref = find(os.path.join("tmfile", name + ".tmfile"))
