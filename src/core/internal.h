@@ -346,11 +346,16 @@ void tio__message_unref(struct tio_message *m);
 
 /* ------------------------------------------------------- format modules */
 
+/* Format-private capability: int64 constants that the graph uses only as a
+ * Reshape's shape input are stored as int32 when every value fits (Tengine's
+ * convert_tool does the same with ONNX's int64 shapes). */
+#define TIO__CAP_NARROW_SHAPES 0x100u
+
 typedef struct tio_format_desc {
     const char *name;        /* "btf" */
     const char *description; /* one line */
     const char *extensions;  /* ".btf" (space separated) */
-    unsigned caps;           /* TIO_CAP_* */
+    unsigned caps;           /* TIO_CAP_*, TIO__CAP_* */
     uint32_t dtypes;         /* bit (1u << dtype) per storable dtype */
     uint32_t versions;       /* bit (1u << v) per version v the writer can write
                                 (tio_save_options.version); 0 = not versioned */

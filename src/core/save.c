@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #endif
 #include "sink.h"
+#include "../graph/graph.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +28,7 @@ struct tio_write_plan {
     uint8_t *scratch;     /* converted data of the current tensor */
     uint8_t *scratch2;    /* densified source before widening */
     size_t scratch_cap, scratch2_cap;
+    uint8_t *shape_use; /* narrow_shape's per-tensor uses, or NULL */
     tio_kv options;       /* parsed tio_save_options.options */
     const char *path;     /* the target of a file save (tio_save), else NULL */
 };
@@ -112,8 +114,48 @@ static tio_dtype widened(tio_dtype d) {
     }
 }
 
+/* Whether tensor i is an int64 constant that the graph uses only as the
+ * shape input of Reshape nodes (at least once), with every value in int32
+ * (the writer puts the values in the Reshape's re_shape param; the constant
+ * keeps convert_tool's int32 copy of the data's first 4*n bytes). */
+static bool narrow_shape(const tio_container *c, size_t i, uint8_t **use) {
+    const tio_tensor *s = c->tensors[i];
+    const tio_graph *g = c->graph;
+    if (!g || s->dtype != TIO_INT64 || s->layout != TIO_LAYOUT_DENSE || !s->data) return false;
+    if (!*use) {
+        /* one pass over the graph: bit 1 = a Reshape's shape, bit 2 = anything else */
+        uint8_t *u = calloc(c->count ? c->count : 1, 1);
+        if (!u) return false; /* then the dtype is refused, as without narrowing */
+        for (size_t k = 0; k < g->node_count; k++) {
+            const tio_gnode *n = &g->nodes[k];
+            bool reshape = n->op && strcmp(n->op, "Reshape") == 0;
+            for (size_t j = 0; j < n->input_count; j++) {
+                int64_t v = n->inputs[j];
+                if (v < 0 || (uint64_t)v >= g->value_count) continue;
+                int64_t t = g->values[v].tensor;
+                if (t < 0 || (uint64_t)t >= c->count) continue;
+                u[t] |= reshape && j == 1 ? 1 : 2;
+            }
+        }
+        for (size_t k = 0; k < g->output_count; k++) {
+            int64_t v = g->outputs[k];
+            if (v < 0 || (uint64_t)v >= g->value_count) continue;
+            int64_t t = g->values[v].tensor;
+            if (t >= 0 && (uint64_t)t < c->count) u[t] |= 2;
+        }
+        *use = u;
+    }
+    if ((*use)[i] != 1) return false;
+    for (uint64_t k = 0; k < s->numel; k++) {
+        int64_t x = (int64_t)tio__ld64(s->data + 8 * k);
+        if (x < INT32_MIN || x > INT32_MAX) return false;
+    }
+    return true;
+}
+
 static void plan_free(tio_write_plan *p) {
     free(p->t);
+    free(p->shape_use);
     free(p->scratch);
     free(p->scratch2);
     tio__kv_free(&p->options);
@@ -247,7 +289,10 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
                             "tensor %zu%s has metadata and %s cannot store metadata "
                             "(TIO_SAVE_DROP_METADATA / --drop-metadata drops it)",
                             i, tlabel(s, lb, sizeof lb), fn);
-        if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype))) {
+        if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype)) && (f->caps & TIO__CAP_NARROW_SHAPES) &&
+            (f->dtypes & TIO_DTYPE_BIT(TIO_INT32)) && narrow_shape(c, i, &p->shape_use)) {
+            w->dtype = TIO_INT32;
+        } else if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype))) {
             tio_dtype wd = widened(s->dtype);
             int ok = wd != TIO_DTYPE_INVALID && (f->dtypes & TIO_DTYPE_BIT(wd));
             if (!ok || !(flags & TIO_SAVE_WIDEN)) {
@@ -296,6 +341,12 @@ static void widen_elems(tio_dtype from, const uint8_t *src, uint8_t *dst, uint64
             tio__st32(dst + i * 4, u);
             break;
         }
+        case TIO_INT64:
+            /* a Reshape's shape (narrow_shape): as convert_tool stores it, the
+             * first 4*n bytes of the little-endian int64 data (the values
+             * themselves go to the Reshape's re_shape param) */
+            memcpy(dst + i * 4, src + i * 4, 4);
+            break;
         default: break;
         }
     }

@@ -31,7 +31,7 @@ const tio_format_desc tio__format_tmfile = {
     .name = "tmfile",
     .description = "Tengine model (.tmfile, tm2): Tengine-lite and old C++ layouts",
     .extensions = ".tmfile",
-    .caps = TIO_CAP_NAMES | TIO_CAP_GRAPH,
+    .caps = TIO_CAP_NAMES | TIO_CAP_GRAPH | TIO__CAP_NARROW_SHAPES,
     .versions = 0,
     .dtypes = TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT16) | TIO_DTYPE_BIT(TIO_INT8) |
               TIO_DTYPE_BIT(TIO_UINT8) | TIO_DTYPE_BIT(TIO_INT32) | TIO_DTYPE_BIT(TIO_INT16),

@@ -87,6 +87,14 @@ typedef struct tw {
     uint8_t *vown;
     size_t nvn;
     uint8_t *ghost;        /* per value: a Conv's output before its fused Relu */
+    /* the nodes whose operator tmfile has no lowering for: one error lists them all */
+    bool unk_hit;          /* tw_foreign's last refusal was "no operator" */
+    size_t nunk, unk_shown;
+    size_t unk_len;
+    char unk[150];         /* "'name', ...": fits in a tio_error message */
+    size_t ut_len;
+    bool ut_full;
+    char utypes[110];      /* "Op, Op2": each op type once */
 } tw;
 
 static void tw_free(tw *w) {
@@ -771,6 +779,7 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
         tw_set_i(n, "pad_w1", pads[3]);
         return TIO_OK;
     }
+    w->unk_hit = true;
     return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                     "%s: tmfile has no operator for '%s' (tensio maps Conv, Gemm, MatMul, "
                     "MaxPool, AveragePool, Global*Pool, Relu, LeakyRelu, Sigmoid, Tanh, Softmax, "
@@ -778,6 +787,25 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
                     "InstanceNormalization, Add, Sub, Mul, Div, Max, Pow and a few unary "
                     "operators)",
                     tw_lb_text(lbl), op);
+}
+
+/* Adds op to w->utypes unless it is there already. */
+static void tw_unk_type(tw *w, const char *op) {
+    for (const char *p = w->utypes; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == strlen(op) && strncmp(p, op, len) == 0) return;
+        p += len;
+        while (*p == ',' || *p == ' ') p++;
+    }
+    if (w->ut_full) return;
+    size_t room = sizeof w->utypes - w->ut_len;
+    int k = snprintf(w->utypes + w->ut_len, room, "%s%.40s", w->ut_len ? ", " : "", op);
+    if (k < 0 || (size_t)k >= room) {
+        w->utypes[w->ut_len] = '\0';
+        w->ut_full = true;
+    } else {
+        w->ut_len += (size_t)k;
+    }
 }
 
 /* --- a tmfile graph in ONNX form, lowered through the mapping table */
@@ -1143,6 +1171,25 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
                                   tio__tmfile_ops[n->idx].name);
         }
         free(au);
+        if (rc && w->unk_hit) {
+            /* noted; the other nodes are still lowered, to list every refusal */
+            w->unk_hit = false;
+            rc = TIO_OK;
+            w->nunk++;
+            tw_unk_type(w, n->gn->op);
+            if (w->unk_shown + 1 == w->nunk) {
+                size_t room = sizeof w->unk - w->unk_len;
+                int k = snprintf(w->unk + w->unk_len, room, "%s'%.40s'", w->unk_len ? ", " : "",
+                                 n->gn->name ? n->gn->name : "");
+                if (k < 0 || (size_t)k >= room) {
+                    w->unk[w->unk_len] = '\0'; /* full: the count says how many more */
+                } else {
+                    w->unk_len += (size_t)k;
+                    w->unk_shown++;
+                }
+            }
+            continue;
+        }
         if (w->nomem) rc = tio__nomem(err, TM_FMT);
         if (rc) break;
         if (n->idx >= 0) {
@@ -1163,6 +1210,12 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
                               tw_lb_text(&lb), n->op_ver, pd ? pd->name : "no param");
         }
     }
+    if (!rc && w->nunk)
+        rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                      "tmfile has no operator for %s%s (%zu node%s: %s%s; "
+                      "docs/formats/tmfile.md lists what maps)",
+                      w->utypes, w->ut_full ? ", ..." : "", w->nunk, w->nunk == 1 ? "" : "s",
+                      w->unk, w->unk_shown < w->nunk ? ", ..." : "");
     if (rc) goto out;
     /* tensors */
     for (size_t j = 0; j < w->nn && !rc; j++) {
