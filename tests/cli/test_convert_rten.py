@@ -33,20 +33,10 @@ tests/vectors live in tests/vectors/onnx/. The last line printed is
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--ort"):
-    print("usage: test_convert_rten.py /path/to/tensio [--ort]", file=sys.stderr)
-    sys.exit(2)
-ORT = len(sys.argv) == 3
-
-TENSIO = os.path.abspath(sys.argv[1])
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-LOCAL = os.environ.get("TIO_TEST_VECTORS") or os.path.join(REPO, "tests", "vectors")
-SHARED = os.environ.get("TIO_SHARED_VECTORS") or os.path.join(REPO, "..", "shared", "vectors")
+from convtest import ORT, case, find, run, run_in_ort, summary, tmfile_vector
 
 RTEN = ["big_init", "int_consts", "matmul_add", "shape_ops", "small_cnn"]
 # rten-convert's output for ONNX forms the shared vectors lack (Constant ops,
@@ -82,39 +72,8 @@ DEVIATIONS = {("rc_opset9", "sl:rten-ends"): "INT64_MAX clamped to INT32_MAX, no
 # attributes the opset lacks at their default, and widens (or casts) int32
 # values that feed int64-only inputs (docs/formats/onnx.md, "Writing").
 
-PASSED = 0
-FAILED = 0
-
-
-def find(rel):
-    for base in (LOCAL, SHARED):
-        p = os.path.join(base, rel)
-        if os.path.exists(p):
-            return p
-    return None
-
-
 def onnx_path(name, sub):
     return find(os.path.join("onnx", name + ".onnx")) or find(os.path.join(sub, name + ".onnx"))
-
-
-def run(*args):
-    r = subprocess.run([TENSIO, *args], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise AssertionError("tensio %s: exit %d: %s" % (" ".join(args), r.returncode,
-                                                       r.stderr.strip()))
-    return r.stdout
-
-
-def case(name, fn, *args):
-    global PASSED, FAILED
-    try:
-        fn(*args)
-        PASSED += 1
-        print("ok   " + name)
-    except Exception as ex:  # noqa: BLE001 - any failure fails the case
-        FAILED += 1
-        print("FAIL " + name + ": " + str(ex))
 
 
 def graph_of(path):
@@ -275,52 +234,11 @@ def shape_arith(tmp):
     return src, vec
 
 
-def tmfile_vector(name, tmp):
-    """A vector directory for tmfile/<name>.onnx from its manifest: the inputs
-    Tengine ran (<name>.in<j>.bin, raw float32) and the outputs it computed
-    from the tmfile convert_tool made of that .onnx (<name>.out<k>.bin), as
-    .npy files and reference_io.json. None when a file is missing."""
-    import numpy as np
-
-    man = find(os.path.join("tmfile", name + ".json"))
-    if not man:
-        return None
-    with open(man) as f:
-        m = json.load(f)
-    d = os.path.join(tmp, "tmfile-io-" + name)
-    os.makedirs(d, exist_ok=True)
-    io = {"inputs": [], "outputs": []}
-    for kind, key in (("inputs", "onnx_name"), ("outputs", "name")):
-        for k, e in enumerate(m[kind]):
-            raw = find(os.path.join("tmfile", e["file"]))
-            if not raw:
-                return None
-            a = np.fromfile(raw, dtype="<f4").reshape(e["dims"])
-            npy = "%s_%d.npy" % (kind, k)
-            np.save(os.path.join(d, npy), a)
-            io[kind].append({"name": e[key], "file": npy, "dtype": "float32",
-                             "shape": e["dims"]})
-    with open(os.path.join(d, "reference_io.json"), "w") as f:
-        json.dump(io, f)
-    return d
-
-
 def check_tmfile_onnx_ort(name, vector_dir):
     """The tmfile vector's .onnx itself in onnxruntime gives Tengine's output
     (both the reference and the path through tensio agree with the engine
     the tmfile came from)."""
     run_in_ort(onnx_path(name, "tmfile"), vector_dir)
-
-
-def run_in_ort(model, vector_dir):
-    ort_dir = os.path.join(REPO, "tests", "ort")
-    if not os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node")):
-        raise AssertionError("onnxruntime-node is not installed: run scripts/install-ort.sh")
-    env = dict(os.environ, NODE_PATH=os.path.join(ort_dir, "node_modules"))
-    r = subprocess.run(["node", os.path.join(ort_dir, "run_model.js"), model, vector_dir],
-                       capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        raise AssertionError("onnxruntime: " + (r.stderr or r.stdout).strip())
 
 
 def main():
@@ -351,7 +269,7 @@ def main():
                 print("SKIPPED: tmfile/%s.onnx" % name)
                 continue
             case("onnx->rten tmfile/%s" % name, check_converts, name, "tmfile", tmp)
-            vec = tmfile_vector(name, tmp) if ORT else None
+            vec = tmfile_vector(name, tmp, "onnx_name") if ORT else None
             if ORT and not vec:
                 print("SKIPPED: tmfile/%s in onnxruntime (inputs/outputs missing)" % name)
             if vec:
@@ -362,8 +280,7 @@ def main():
         src, vec = shape_arith(tmp)
         case("onnx->rten->onnx shape arithmetic (int64 from Shape)", check_onnx_rten_onnx, src,
              vec, tmp)
-    print("%d passed, %d failed" % (PASSED, FAILED))
-    return 1 if FAILED else 0
+    return summary()
 
 
 if __name__ == "__main__":

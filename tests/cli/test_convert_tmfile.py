@@ -37,30 +37,11 @@ import subprocess
 import sys
 import tempfile
 
-if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--ort"):
-    print("usage: test_convert_tmfile.py /path/to/tensio [--ort]", file=sys.stderr)
-    sys.exit(2)
-ORT = len(sys.argv) == 3
+from convtest import (LOCAL, ORT, SHARED, TENSIO, case, find, run, run_in_ort, summary,
+                      tmfile_vector)
 
-TENSIO = os.path.abspath(sys.argv[1])
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-LOCAL = os.environ.get("TIO_TEST_VECTORS") or os.path.join(REPO, "tests", "vectors")
-SHARED = os.environ.get("TIO_SHARED_VECTORS") or os.path.join(REPO, "..", "shared", "vectors")
 # The vectors this test must see: a missing one is reported, not passed over.
 TMFILE = ["big_fc", "cnn_small", "concat_reshape_softmax", "mlp_matmul_add", "mnist_repo"]
-
-PASSED = 0
-FAILED = 0
-
-
-def find(rel):
-    for base in (LOCAL, SHARED):
-        p = os.path.join(base, rel)
-        if os.path.exists(p):
-            return p
-    return None
-
 
 def names():
     seen = list(TMFILE)
@@ -72,69 +53,12 @@ def names():
     return seen
 
 
-def run(*args):
-    r = subprocess.run([TENSIO, *args], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise AssertionError("tensio %s: exit %d: %s" % (" ".join(args), r.returncode,
-                                                       r.stderr.strip()))
-    return r.stdout
-
-
-def case(name, fn, *args):
-    global PASSED, FAILED
-    try:
-        extra = fn(*args)
-        PASSED += 1
-        print("ok   " + name + (" (%s)" % extra if extra else ""))
-    except Exception as ex:  # noqa: BLE001 - any failure fails the case
-        FAILED += 1
-        print("FAIL " + name + ": " + str(ex))
-
-
 def manifest(name):
     p = find(os.path.join("tmfile", name + ".json"))
     if not p:
         return None
     with open(p) as f:
         return json.load(f)
-
-
-def vector_dir(name, tmp):
-    """reference_io.json and .npy files from the manifest's inputs (named as
-    the tmfile's input tensors) and outputs; None when a file is missing."""
-    import numpy as np
-
-    m = manifest(name)
-    if not m:
-        return None
-    d = os.path.join(tmp, "io-" + name)
-    os.makedirs(d, exist_ok=True)
-    io = {"inputs": [], "outputs": []}
-    for kind, key in (("inputs", "tensor"), ("outputs", "name")):
-        for k, e in enumerate(m[kind]):
-            raw = find(os.path.join("tmfile", e["file"]))
-            if not raw:
-                return None
-            a = np.fromfile(raw, dtype="<f4").reshape(e["dims"])
-            npy = "%s_%d.npy" % (kind, k)
-            np.save(os.path.join(d, npy), a)
-            io[kind].append({"name": e.get(key) or e.get("onnx_name"), "file": npy,
-                             "dtype": "float32", "shape": e["dims"]})
-    with open(os.path.join(d, "reference_io.json"), "w") as f:
-        json.dump(io, f)
-    return d
-
-
-def run_in_ort(model, vdir):
-    ort_dir = os.path.join(REPO, "tests", "ort")
-    if not os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node")):
-        raise AssertionError("onnxruntime-node is not installed: run scripts/install-ort.sh")
-    env = dict(os.environ, NODE_PATH=os.path.join(ort_dir, "node_modules"))
-    r = subprocess.run(["node", os.path.join(ort_dir, "run_model.js"), model, vdir],
-                       capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        raise AssertionError("onnxruntime: " + (r.stderr or r.stdout).strip())
-    return r.stdout.strip()
 
 
 def check_onnx(path, vdir):
@@ -361,7 +285,7 @@ def main():
             if name in LOWER_TODO:
                 print("SKIPPED: tmfile/%s.onnx -> tmfile (not lowered yet)" % name)
                 continue
-            vdir = vector_dir(name, tmp) if ORT else None
+            vdir = tmfile_vector(name, tmp, "tensor") if ORT else None
             cmp_ = name in LOWER_MATCH
             if not cmp_:
                 print("SKIPPED: tmfile/%s.onnx compared with convert_tool's tmfile "
@@ -373,34 +297,33 @@ def main():
             print("SKIPPED: tmfile/concat_reshape_softmax.tmfile with a one-input Reshape")
         else:
             case("tmfile->onnx Reshape with its shape in the param only", check_reshape_one_input,
-                 src1, tmp, vector_dir("concat_reshape_softmax", tmp) if ORT else None)
+                 src1, tmp, tmfile_vector("concat_reshape_softmax", tmp, "tensor") if ORT else None)
         for name in ("cnn_small", "mnist_repo"):
             src = conv_relu6_variant(name, tmp)
             if not src:
                 print("SKIPPED: tmfile/%s.tmfile with Conv + ReLU6" % name)
                 continue
             case("tmfile->onnx %s Conv + ReLU6 as Conv + Clip" % name, check_conv_relu6, name,
-                 src, tmp, vector_dir(name, tmp) if ORT else None)
+                 src, tmp, tmfile_vector(name, tmp, "tensor") if ORT else None)
         src6 = relu6_variant(tmp)
         if not src6:
             print("SKIPPED: tmfile/mlp_matmul_add.tmfile as ReLu6")
         else:
             case("tmfile->onnx ReLu6 as Clip", check_relu6, src6, tmp,
-                 vector_dir("mlp_matmul_add", tmp) if ORT else None)
+                 tmfile_vector("mlp_matmul_add", tmp, "tensor") if ORT else None)
         for name in names():
             rel = os.path.join("tmfile", name + ".tmfile")
             src = find(rel)
             if not src:
                 print("SKIPPED: " + rel)
                 continue
-            vdir = vector_dir(name, tmp) if ORT else None
+            vdir = tmfile_vector(name, tmp, "tensor") if ORT else None
             if ORT and not vdir:
                 print("SKIPPED: tmfile/%s in onnxruntime (manifest or .bin missing)" % name)
             case("tmfile->onnx %s" % name, to_onnx, src, tmp, name, vdir)
             case("tmfile->rten->onnx %s" % name, to_rten, src, tmp, name, vdir)
             case("tmfile->tmfile %s (masked identity)" % name, masked_identity, src, tmp, name)
-    print("%d passed, %d failed" % (PASSED, FAILED))
-    return 1 if FAILED else 0
+    return summary()
 
 
 if __name__ == "__main__":
