@@ -38,6 +38,10 @@ static const char convert_help[] =
     "                      min/max, Slice, Pad, Split, TopK, Reduce* axes ...)\n"
     "                      move to the form of opset N; refused, with the reason,\n"
     "                      where opset N cannot express the graph\n"
+    "      --no-fuse       tmfile: keep the graph's nodes as they are; by default\n"
+    "                      BatchNormalization after a Conv or Gemm is folded into\n"
+    "                      its weights and a Relu/Clip(0,6) after a Conv becomes\n"
+    "                      its activation, as Tengine's convert_tool does\n"
     "      --force         overwrite OUT if it exists\n"
     "      --no-sync       do not fsync OUT and its directory (still atomic, not\n"
     "                      durable across a power loss)\n"
@@ -57,7 +61,8 @@ enum {
     OPT_VERBOSE,
     OPT_VERSION,
     OPT_EXTERNAL,
-    OPT_OPSET
+    OPT_OPSET,
+    OPT_NO_FUSE
 };
 
 static const cli_option convert_opts[] = {
@@ -75,6 +80,7 @@ static const cli_option convert_opts[] = {
     {"rten-version", 0, 1, OPT_VERSION},
     {"external-data", 0, 1, OPT_EXTERNAL},
     {"opset", 0, 1, OPT_OPSET},
+    {"no-fuse", 0, 0, OPT_NO_FUSE},
     CLI_OPT_MAX_DENSE,
 };
 
@@ -215,7 +221,7 @@ int cli_cmd_convert(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
     const char *to = NULL, *from = NULL, *external = NULL, *opset = NULL;
     unsigned flags = 0, version = 0;
-    int force = 0, verbose = 0, id;
+    int force = 0, verbose = 0, no_fuse = 0, id;
     tio_limits lim;
     memset(&lim, 0, sizeof lim);
     while ((id = cli_parser_next(&p)) > 0) {
@@ -233,6 +239,7 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_FORCE: force = 1; break;
         case OPT_NO_SYNC: flags |= TIO_SAVE_NO_SYNC; break;
         case OPT_VERBOSE: verbose = 1; break;
+        case OPT_NO_FUSE: no_fuse = 1; break;
         case OPT_EXTERNAL:
             if (strpbrk(p.value, ",=")) {
                 rc = cli_usage_error("convert", "--external-data: '%s' holds ',' or '='",
@@ -323,9 +330,10 @@ int cli_cmd_convert(int argc, char **argv) {
         o.flags = flags | TIO_SAVE_CLEANUP; /* one save per process: it may list OUT's dir */
         o.version = version;
         char opts[4200];
-        snprintf(opts, sizeof opts, "%s%s%s%s%s", external ? "external_data=" : "",
+        snprintf(opts, sizeof opts, "%s%s%s%s%s%s%s", external ? "external_data=" : "",
                  external ? external : "", external && opset ? "," : "",
-                 opset ? "opset=" : "", opset ? opset : "");
+                 opset ? "opset=" : "", opset ? opset : "",
+                 no_fuse && (external || opset) ? "," : "", no_fuse ? "fuse=0" : "");
         if (opts[0]) o.options = opts;
         tio_error_clear(&err);
         if (tio_save(c, out, &o, &err) != TIO_OK) {

@@ -348,7 +348,9 @@ void tio__message_unref(struct tio_message *m);
 
 /* Format-private capability: int64 constants that the graph uses only as a
  * Reshape's shape input are stored as int32 when every value fits (Tengine's
- * convert_tool does the same with ONNX's int64 shapes). */
+ * convert_tool does the same with ONNX's int64 shapes); and the constants of
+ * a graph from another format are passed to the writer in any dtype, since it
+ * folds them into params (or refuses what it would have to store). */
 #define TIO__CAP_NARROW_SHAPES 0x100u
 
 typedef struct tio_format_desc {

@@ -117,11 +117,15 @@ static tio_dtype widened(tio_dtype d) {
 /* Whether tensor i is an int64 constant that the graph uses only as the
  * shape input of Reshape nodes (at least once), with every value in int32
  * (the writer puts the values in the Reshape's re_shape param; the constant
- * keeps convert_tool's int32 copy of the data's first 4*n bytes). */
-static bool narrow_shape(const tio_container *c, size_t i, uint8_t **use) {
+ * keeps convert_tool's int32 copy of the data's first 4*n bytes). With
+ * `foreign`: whether tensor i is a constant of the graph at all (a value's or
+ * a TENSOR attribute's), of any dtype: a writer that lowers a graph from
+ * another format folds such constants into params, or refuses them. */
+static bool narrow_shape(const tio_container *c, size_t i, uint8_t **use, bool foreign) {
     const tio_tensor *s = c->tensors[i];
     const tio_graph *g = c->graph;
-    if (!g || s->dtype != TIO_INT64 || s->layout != TIO_LAYOUT_DENSE || !s->data) return false;
+    if (!g || s->layout != TIO_LAYOUT_DENSE || !s->data) return false;
+    if (!foreign && s->dtype != TIO_INT64) return false;
     if (!*use) {
         /* one pass over the graph: bit 1 = a Reshape's shape, bit 2 = anything else */
         uint8_t *u = calloc(c->count ? c->count : 1, 1);
@@ -143,9 +147,21 @@ static bool narrow_shape(const tio_container *c, size_t i, uint8_t **use) {
             int64_t t = g->values[v].tensor;
             if (t >= 0 && (uint64_t)t < c->count) u[t] |= 2;
         }
+        /* bit 4: a constant of the graph at all (a value's or a TENSOR attribute's) */
+        for (size_t v = 0; v < g->value_count; v++) {
+            int64_t t = g->values[v].tensor;
+            if (t >= 0 && (uint64_t)t < c->count) u[t] |= 4;
+        }
+        for (size_t k = 0; k < g->node_count; k++)
+            for (size_t a = 0; a < g->nodes[k].attr_count; a++) {
+                const tio_gattr *at = &g->nodes[k].attrs[a];
+                if (at->type == TIO_ATTR_TENSOR && at->i >= 0 && (uint64_t)at->i < c->count)
+                    u[at->i] |= 4;
+            }
         *use = u;
     }
-    if ((*use)[i] != 1) return false;
+    if (foreign) return ((*use)[i] & 4) != 0;
+    if (((*use)[i] & 3) != 1) return false;
     for (uint64_t k = 0; k < s->numel; k++) {
         int64_t x = (int64_t)tio__ld64(s->data + 8 * k);
         if (x < INT32_MIN || x > INT32_MAX) return false;
@@ -290,8 +306,14 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
                             "(TIO_SAVE_DROP_METADATA / --drop-metadata drops it)",
                             i, tlabel(s, lb, sizeof lb), fn);
         if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype)) && (f->caps & TIO__CAP_NARROW_SHAPES) &&
-            (f->dtypes & TIO_DTYPE_BIT(TIO_INT32)) && narrow_shape(c, i, &p->shape_use)) {
+            (f->dtypes & TIO_DTYPE_BIT(TIO_INT32)) && narrow_shape(c, i, &p->shape_use, false)) {
             w->dtype = TIO_INT32;
+        } else if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype)) && (f->caps & TIO__CAP_NARROW_SHAPES) &&
+                   c->graph && !(c->graph->native_format &&
+                                 strcmp(c->graph->native_format, fn) == 0) &&
+                   narrow_shape(c, i, &p->shape_use, true)) {
+            /* a constant of a graph from another format: the writer folds it
+             * into params or refuses it (tmfile: src/tmfile/prep.c) */
         } else if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype))) {
             tio_dtype wd = widened(s->dtype);
             int ok = wd != TIO_DTYPE_INVALID && (f->dtypes & TIO_DTYPE_BIT(wd));

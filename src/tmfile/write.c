@@ -6,6 +6,7 @@
 #include "core/internal.h"
 #include "graph/graph.h"
 #include "tmfile/opmap.h"
+#include "tmfile/prep.h"
 #include "tmfile/tmfile.h"
 
 #include <stdio.h>
@@ -95,7 +96,16 @@ typedef struct tw {
     size_t ut_len;
     bool ut_full;
     char utypes[110];      /* "Op, Op2": each op type once */
+    /* a graph from another format, prepared for lowering (tmfile/prep.c):
+     * tensors past the container's are the prep's */
+    tm_prep prep;
+    bool prepped;
 } tw;
+
+/* Tensor idx of the graph written (the container's, or one the prep made). */
+static const tio_tensor *tw_ctensor(const tw *w, int64_t idx) {
+    return tio__tmfile_prep_tensor(w->prepped ? &w->prep : NULL, w->c, idx);
+}
 
 static void tw_free(tw *w) {
     for (size_t j = 0; w->vnodes && j < w->nvn; j++)
@@ -118,6 +128,7 @@ static void tw_free(tw *w) {
     free(w->innodes);
     free(w->outnodes);
     free(w->offs);
+    if (w->prepped) tio__tmfile_prep_free(&w->prep);
 }
 
 /* What a message names: a node of the file, a node of the graph or a value.
@@ -188,6 +199,9 @@ static int tw_graph_meta(tw *w, unsigned flags, tio_error *err) {
     w->op_ver = w->old ? 2 : 1; /* TM2_OP_VER of each writer */
     int64_t x;
     static const char *const lay[] = {"NCHW", "NHWC"};
+    /* a model converted from ONNX says so, as convert_tool's do (TM2 code 3) */
+    if (w->prepped && w->g->native_format && strcmp(w->g->native_format, "onnx") == 0)
+        w->orig = 3;
     for (size_t k = 0; k < m->count; k++) {
         const char *key = m->keys[k], *s = m->values[k];
         int rc = TIO_OK;
@@ -513,6 +527,187 @@ static int tw_auto_pad(const tio_gattr *a, tw_lb *lbl, int *same, tio_error *err
                     tw_lb_text(lbl));
 }
 
+/* tw_foreign2's "not mine" */
+#define TW_NO_OP 1000
+
+/* n->own with room for cnt values (freed with the node). */
+static int64_t *tw_own(tw_node *n, size_t cnt, tio_error *err) {
+    free(n->own);
+    n->own = malloc((cnt ? cnt : 1) * sizeof *n->own);
+    if (!n->own) tio__nomem(err, TM_FMT);
+    return n->own;
+}
+
+/* An INTS attribute of at most max values that fit int32. */
+static int tw_ints_attr(const tio_gattr *a, tw_lb *lbl, size_t max, tio_error *err) {
+    if (a->type != TIO_ATTR_INTS || a->count > max)
+        return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                        "%s: attribute '%s' must hold at most %zu integers", tw_lb_text(lbl),
+                        a->name, max);
+    for (size_t k = 0; k < a->count; k++)
+        if (a->ints[k] < INT32_MIN || a->ints[k] > INT32_MAX)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: %s[%zu] does not fit int32", tw_lb_text(lbl), a->name, k);
+    return TIO_OK;
+}
+
+/* The operators whose constant inputs the prep made attributes (Clip, Slice,
+ * Pad, Unsqueeze, Squeeze, Reduce*), and Gelu. TW_NO_OP when op is none of
+ * them. */
+static int tw_foreign2(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *err) {
+    const tio_gnode *gn = n->gn;
+    const char *op = gn->op;
+    const tio_gattr *a;
+    int rc = TIO_OK;
+    if (strcmp(op, "Gelu") == 0 && gn->input_count == 1) {
+        tw_use_op(w, n, tio__tmfile_find_op("Gelu"));
+        return TIO_OK;
+    }
+    if (strcmp(op, "Clip") == 0) {
+        double mn = -3.402823466e38, mx = 3.402823466e38;
+        if (gn->input_count != 1)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: tmfile's Clip keeps min and max as params, and they are not "
+                            "constants here",
+                            tw_lb_text(lbl));
+        if ((a = tw_attr(gn, "min", used)) != NULL) rc = tw_float_attr(a, lbl, &mn, err);
+        if (!rc && (a = tw_attr(gn, "max", used)) != NULL) rc = tw_float_attr(a, lbl, &mx, err);
+        tw_use_op(w, n, tio__tmfile_find_op("Clip"));
+        tw_set_f(n, "min", mn);
+        tw_set_f(n, "max", mx);
+        return rc;
+    }
+    if (strcmp(op, "Slice") == 0) {
+        const tio_gattr *at[4];
+        static const char *const nm[4] = {"starts", "ends", "axes", "steps"};
+        int64_t v[4] = {0, -1, 0, 1};
+        for (int k = 0; k < 4; k++) {
+            at[k] = tw_attr(gn, nm[k], used);
+            if (at[k] && (at[k]->type != TIO_ATTR_INTS || at[k]->count != 1))
+                return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                "%s: tmfile's Slice cuts one axis; '%s' must hold one integer",
+                                tw_lb_text(lbl), nm[k]);
+            if (at[k]) v[k] = at[k]->ints[0];
+        }
+        if (gn->input_count != 1 || !at[0] || !at[1])
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: tmfile's Slice keeps starts and ends as params, and they are "
+                            "not constants here",
+                            tw_lb_text(lbl));
+        /* as convert_tool: an end past int32 is INT32_MAX */
+        if (v[1] > INT32_MAX) v[1] = INT32_MAX;
+        if (v[1] < INT32_MIN) v[1] = INT32_MIN;
+        if (v[0] < INT32_MIN || v[0] > INT32_MAX || v[2] < INT32_MIN || v[2] > INT32_MAX ||
+            v[3] < 1 || v[3] > INT32_MAX)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: start, axis or step out of tmfile's range (steps >= 1)",
+                            tw_lb_text(lbl));
+        tw_use_op(w, n, tio__tmfile_find_op("Slice"));
+        tw_set_i(n, "axis", v[2]);
+        tw_set_i(n, "iscaffe", 0);
+        tw_set_i(n, "ismxnet", 0);
+        tw_set_i(n, "isonnx", 1);
+        tw_set_i(n, "begin", v[0]);
+        tw_set_i(n, "end", v[1]);
+        tw_set_i(n, "step", v[3]);
+        return TIO_OK;
+    }
+    if (strcmp(op, "Pad") == 0) {
+        static const char *const f[8] = {"pad_n_0", "pad_c_0", "pad_h_0", "pad_w_0",
+                                         "pad_n_1", "pad_c_1", "pad_h_1", "pad_w_1"};
+        int64_t mode = 0;
+        double val = 0;
+        a = tw_attr(gn, "pads", used);
+        if (gn->input_count != 1 || !a || a->type != TIO_ATTR_INTS || a->count != 8)
+            return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                            "%s: tmfile's Pad takes 8 constant pads (a 4-D input)",
+                            tw_lb_text(lbl));
+        if ((rc = tw_ints_attr(a, lbl, 8, err))) return rc;
+        const tio_gattr *pads = a;
+        if ((a = tw_attr(gn, "mode", used)) != NULL) {
+            if (a->type == TIO_ATTR_STRING && strcmp(a->s, "edge") == 0) mode = 1;
+            else if (a->type == TIO_ATTR_STRING && strcmp(a->s, "reflect") == 0) mode = 2;
+            else if (!(a->type == TIO_ATTR_STRING && strcmp(a->s, "constant") == 0))
+                return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                "%s: Pad mode must be constant, edge or reflect",
+                                tw_lb_text(lbl));
+        }
+        if ((a = tw_attr(gn, "value", used)) != NULL) rc = tw_float_attr(a, lbl, &val, err);
+        tw_use_op(w, n, tio__tmfile_find_op("Pad"));
+        for (int k = 0; k < 8; k++) tw_set_i(n, f[k], pads->ints[k]);
+        tw_set_i(n, "mode", mode);
+        tw_set_f(n, "value", val);
+        return rc;
+    }
+    bool unsq = strcmp(op, "Unsqueeze") == 0, sq = strcmp(op, "Squeeze") == 0;
+    if ((unsq || sq) && gn->input_count == 1) {
+        a = tw_attr(gn, "axes", used);
+        if (!a || (rc = tw_ints_attr(a, lbl, TM_MAX_DIMS, err)))
+            return rc ? rc
+                      : tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                 "%s: tmfile's %s needs constant axes", tw_lb_text(lbl), op);
+        int64_t *ax = tw_own(n, a->count, err);
+        if (!ax) return TIO_E_NOMEM;
+        for (size_t k = 0; k < a->count; k++) ax[k] = a->ints[k];
+        for (size_t k = 1; k < a->count; k++) /* sorted, as convert_tool stores them */
+            for (size_t q = k; q > 0 && ax[q - 1] > ax[q]; q--) {
+                int64_t t = ax[q];
+                ax[q] = ax[q - 1];
+                ax[q - 1] = t;
+            }
+        if (unsq) {
+            tw_use_op(w, n, tio__tmfile_find_op("Unsqueeze"));
+            tw_set_ints(n, "axises", ax, a->count);
+            return TIO_OK;
+        }
+        tw_use_op(w, n, tio__tmfile_find_op("Squeeze"));
+        static const char *const d[4] = {"dim_0", "dim_1", "dim_2", "dim_3"};
+        for (size_t k = 0; k < a->count; k++) {
+            if (ax[k] < 0 || ax[k] > 3)
+                return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                "%s: tmfile's Squeeze takes axes 0..3", tw_lb_text(lbl));
+            tw_set_i(n, d[ax[k]], 1);
+        }
+        return TIO_OK;
+    }
+    static const struct {
+        const char *onnx;
+        int type;
+    } red[] = {{"ReduceSum", 0},  {"ReduceMean", 1},      {"ReduceSumSquare", 3},
+               {"ReduceMax", 4},  {"ReduceMin", 5},       {"ReduceProd", 6},
+               {"ReduceLogSum", 9}, {"ReduceLogSumExp", 10}};
+    for (size_t r = 0; r < sizeof red / sizeof red[0]; r++) {
+        if (strcmp(op, red[r].onnx) != 0 || gn->input_count != 1) continue;
+        int64_t keep = 1, rank = -1, dims[4] = {-2, -2, -2, -2};
+        if ((a = tw_attr(gn, "keepdims", used)) != NULL) rc = tw_int_attr(a, lbl, &keep, err);
+        if (!rc && (a = tw_attr(gn, "tmfile.rank", used)) != NULL) rc = tw_int_attr(a, lbl, &rank, err);
+        if (!rc && (a = tw_attr(gn, "noop_with_empty_axes", used)) != NULL &&
+            !(a->type == TIO_ATTR_INT && a->i == 0))
+            rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                          "%s: tmfile's Reduction has no noop_with_empty_axes", tw_lb_text(lbl));
+        if (rc) return rc;
+        if ((a = tw_attr(gn, "axes", used)) != NULL) {
+            if ((rc = tw_ints_attr(a, lbl, 4, err))) return rc;
+            for (size_t k = 0; k < a->count; k++) {
+                int64_t q = a->ints[k] < 0 && rank > 0 ? a->ints[k] + rank : a->ints[k];
+                if (q < 0)
+                    return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                    "%s: a negative axis needs the input's rank, which is "
+                                    "unknown",
+                                    tw_lb_text(lbl));
+                dims[k] = q;
+            }
+        }
+        tw_use_op(w, n, tio__tmfile_find_op("Reduction"));
+        static const char *const d[4] = {"dim_0", "dim_1", "dim_2", "dim_3"};
+        for (int k = 0; k < 4; k++) tw_set_i(n, d[k], dims[k]);
+        tw_set_i(n, "type", red[r].type);
+        tw_set_i(n, "keepdim", keep);
+        return TIO_OK;
+    }
+    return TW_NO_OP;
+}
+
 static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *err) {
     const tio_gnode *gn = n->gn;
     const char *op = gn->op;
@@ -571,12 +766,17 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
         if ((a = tw_attr(gn, "axis", used)) != NULL) rc = tw_int_attr(a, lbl, &axis, err);
         if (rc) return rc;
         const tio_gvalue *x = tw_in_value(w, gn, 0);
-        if (!x || x->rank < 1)
+        int64_t end = x && x->rank >= 1 ? x->rank - 1 : -1;
+        /* the prep's inferred rank (tmfile/prep.c) */
+        if ((a = tw_attr(gn, "tmfile.end_axis", used)) != NULL && a->type == TIO_ATTR_INT)
+            end = a->i;
+        if (end < 0)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                             "%s: tmfile's Flatten needs end_axis, and the input's rank is unknown",
                             tw_lb_text(lbl));
+        if (axis < 0) axis += end + 1;
         tw_set_i(n, "axis", axis);
-        tw_set_i(n, "end_axis", x->rank - 1);
+        tw_set_i(n, "end_axis", end);
         return TIO_OK;
     }
     if (strcmp(op, "Gemm") == 0) {
@@ -656,13 +856,25 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
             !(a->type == TIO_ATTR_INT && a->i == 0))
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                             "%s: tmfile's Reshape has no allow_zero", tw_lb_text(lbl));
+        if ((a = tw_attr(gn, "tmfile.re_shape", used)) != NULL) {
+            /* the shape's values (the prep narrowed the constant as convert_tool does) */
+            if (a->type != TIO_ATTR_INTS || a->count > TM_MAX_DIMS)
+                return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                "%s: tmfile.re_shape must hold at most %u integers",
+                                tw_lb_text(lbl), TM_MAX_DIMS);
+            tw_set_i(n, "is_mxnet", 0);
+            tw_set_i(n, "reverse", 0);
+            if (a->count) tw_set_ints(n, "re_shape", a->ints, a->count);
+            tw_set_i(n, "is_onnx", 1);
+            return TIO_OK;
+        }
         const tio_gvalue *sv = tw_in_value(w, gn, 1);
         if (!sv || sv->tensor < 0)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                             "%s: tmfile's Reshape stores its shape as a param, and the shape "
                             "input is not a constant",
                             tw_lb_text(lbl));
-        const tio_tensor *st = w->c->tensors[sv->tensor];
+        const tio_tensor *st = tw_ctensor(w, sv->tensor);
         if ((st->dtype != TIO_INT32 && st->dtype != TIO_INT64) || st->numel > TM_MAX_DIMS ||
             st->layout != TIO_LAYOUT_DENSE)
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
@@ -713,6 +925,9 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
                               tw_lb_text(lbl));
         }
         int same = 0;
+        int64_t act = -1; /* a fused Relu (0) or Clip(0, 6) (6): tmfile/prep.c */
+        if (!rc && (a = tw_attr(gn, "tmfile.activation", used)) != NULL)
+            rc = tw_int_attr(a, lbl, &act, err);
         if (!rc) rc = tw_auto_pad(tw_attr(gn, "auto_pad", used), lbl, &same, err);
         if (rc) return rc;
         if (same) pads[0] = pads[1] = pads[2] = pads[3] = -1;
@@ -728,7 +943,7 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
         tw_set_i(n, "input_channel", kd[1] * group);
         tw_set_i(n, "output_channel", kd[0]);
         tw_set_i(n, "group", group);
-        tw_set_i(n, "activation", -1);
+        tw_set_i(n, "activation", act);
         tw_set_i(n, "pad_h0", pads[0]);
         tw_set_i(n, "pad_w0", pads[1]);
         tw_set_i(n, "pad_h1", pads[2]);
@@ -739,7 +954,7 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
     bool mp = strcmp(op, "MaxPool") == 0, ap = strcmp(op, "AveragePool") == 0;
     if (gmax || gavg || mp || ap) {
         tw_use_op(w, n, OP_POOL);
-        int64_t k2[2] = {0, 0}, st[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
+        int64_t k2[2] = {0, 0}, st[2] = {1, 1}, pads[4] = {0, 0, 0, 0}, caffe = -1;
         if (mp || ap) {
             if ((a = tw_attr(gn, "kernel_size", used)) != NULL ||
                 (a = tw_attr(gn, "kernel_shape", used)) != NULL)
@@ -756,13 +971,20 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
                 rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                               "%s: tmfile's Pooling has no automatic (Same) padding",
                               tw_lb_text(lbl));
-            static const char *const zero_only[] = {"ceil_mode", "count_include_pad"};
-            for (size_t k = 0; !rc && k < 2; k++)
-                if ((a = tw_attr(gn, zero_only[k], used)) != NULL &&
-                    !(a->type == TIO_ATTR_INT && a->i == 0))
-                    rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                                  "%s: %s = 1 is not supported by tmfile's Pooling",
-                                  tw_lb_text(lbl), zero_only[k]);
+            if (!rc && (a = tw_attr(gn, "tmfile.caffe_flavor", used)) != NULL)
+                rc = tw_int_attr(a, lbl, &caffe, err);
+            if (!rc && (a = tw_attr(gn, "ceil_mode", used)) != NULL &&
+                !(a->type == TIO_ATTR_INT && a->i == 0))
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: ceil_mode = 1 changes the output size here, and Tengine's "
+                              "Pooling rounds up only for a MaxPool with symmetric pads of an "
+                              "input of known shape",
+                              tw_lb_text(lbl));
+            if (!rc && (a = tw_attr(gn, "count_include_pad", used)) != NULL &&
+                !(a->type == TIO_ATTR_INT && a->i == 0))
+                rc = tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                              "%s: count_include_pad = 1 is not supported by tmfile's Pooling",
+                              tw_lb_text(lbl));
             if (rc) return rc;
         }
         tw_set_i(n, "alg", (gmax || mp) ? 0 : 1);
@@ -771,14 +993,17 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
         tw_set_i(n, "stride_h", st[0]);
         tw_set_i(n, "stride_w", st[1]);
         tw_set_i(n, "global", (gmax || gavg) ? 1 : 0);
-        /* convert_tool's rule for asymmetric padding */
-        tw_set_i(n, "caffe_flavor", pads[0] != pads[2] && pads[1] != pads[3] ? 1 : 0);
+        /* convert_tool's rule for asymmetric padding; 1 also rounds up (ceil_mode) */
+        if (caffe < 0) caffe = pads[0] != pads[2] && pads[1] != pads[3] ? 1 : 0;
+        tw_set_i(n, "caffe_flavor", caffe);
         tw_set_i(n, "pad_h0", pads[0]);
         tw_set_i(n, "pad_w0", pads[1]);
         tw_set_i(n, "pad_h1", pads[2]);
         tw_set_i(n, "pad_w1", pads[3]);
         return TIO_OK;
     }
+    rc = tw_foreign2(w, n, lbl, used, err);
+    if (rc != TW_NO_OP) return rc;
     w->unk_hit = true;
     return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                     "%s: tmfile has no operator for '%s' (tensio maps Conv, Gemm, MatMul, "
@@ -988,6 +1213,18 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
         int lrc = tw_lower_view(w, g, err);
         if (lrc) return lrc;
         g = w->g = &w->view;
+    } else if (!g->opaque) {
+        const char *fz = tio__plan_option(p, "fuse");
+        bool fuse = !fz || strcmp(fz, "0") != 0;
+        if (fz && strcmp(fz, "0") != 0 && strcmp(fz, "1") != 0)
+            return tio__err(err, TIO_E_ARGUMENT, TM_FMT, -1,
+                            "option fuse=%s: expected 1 (convert_tool's fusions, the default) or "
+                            "0 (the graph as it is)",
+                            fz);
+        int prc = tio__tmfile_prep(w->c, g, fuse, &w->prep, err);
+        if (prc) return prc;
+        w->prepped = true;
+        g = w->g = &w->prep.g;
     }
     if (g->opaque)
         return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
@@ -1230,6 +1467,9 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
             t->name = gv->name;
             t->ct = gv->tensor;
             t->layout = n->layouts ? (int32_t)n->layouts[k] : w->glayout;
+            /* Tengine's Flatten marks its output NHWC, and convert_tool saves that */
+            if (!n->layouts && w->prepped && n->idx == tio__tmfile_find_op("Flatten"))
+                t->layout = 1;
             t->type = n->types ? (int32_t)n->types[k]
                                : tio__tmfile_default_type(n->idx >= 0 ? n->idx : -1);
             if (!n->gn && n->idx == OP_CONST) t->type = TM_T_CONST;
@@ -1243,8 +1483,20 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
             tio_dtype dt;
             const int64_t *shape = NULL;
             int64_t rank;
+            tio_wtensor xt;
+            if (t->ct >= 0 && (size_t)t->ct >= w->c->count) {
+                /* a tensor the prep computed (float32/int32, dense) */
+                const tio_tensor *e = tw_ctensor(w, t->ct);
+                memset(&xt, 0, sizeof xt);
+                xt.dtype = e->dtype;
+                xt.rank = e->rank;
+                xt.shape = e->shape;
+                xt.nbytes = e->nbytes;
+            }
             if (t->ct >= 0) {
-                const tio_wtensor *wt = tio__plan_tensor(p, (size_t)t->ct);
+                const tio_wtensor *wt = (size_t)t->ct >= w->c->count
+                                            ? &xt
+                                            : tio__plan_tensor(p, (size_t)t->ct);
                 dt = wt->dtype;
                 rank = (int64_t)wt->rank;
                 shape = wt->shape;
@@ -1322,9 +1574,10 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
         goto out;
     }
     for (size_t v = 0; v < nv; v++)
-        if (g->values[v].tensor >= 0) isconst[g->values[v].tensor] = 1;
+        if (g->values[v].tensor >= 0 && (size_t)g->values[v].tensor < w->c->count)
+            isconst[g->values[v].tensor] = 1;
     for (size_t i = 0; i < w->c->count && !rc; i++) {
-        if (!isconst[i])
+        if (!isconst[i] && !(w->prepped && w->prep.dropped[i]))
             rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
                           "tensor %zu%s%s%s is not a constant of the graph; a tmfile stores "
                           "only the model's constants",
@@ -1561,7 +1814,10 @@ static int tw_emit(tw *w, tw_out *o, uint32_t root, uint32_t *root_out, tio_erro
         if (t->ct >= 0) {
             /* no alignment: the data follows the previous (4-aligned) object */
             data = o_at(o);
-            if (o->s && t->bufsize)
+            if (o->s && t->bufsize && (size_t)t->ct >= w->c->count)
+                /* the prep's data: copied, since the prep goes before the sink flushes */
+                rc = tio__sink_write(o->s, tw_ctensor(w, t->ct)->data, t->bufsize, err);
+            else if (o->s && t->bufsize)
                 rc = tio__plan_sink_tensor((tio_write_plan *)(uintptr_t)p, o->s, (size_t)t->ct,
                                            err);
             o->pos += t->bufsize;

@@ -859,6 +859,42 @@ static tio_container *build_cnn(void) {
     return c;
 }
 
+static uint8_t *save_mem_opt(const tio_container *c, const char *options, size_t *len) {
+    tio_save_options so = {0};
+    so.format = "tmfile";
+    so.options = options;
+    void *out = NULL;
+    tio_error e;
+    if (tio_save_memory(c, &so, &out, len, &e)) fail_msg("save: %s", e.message);
+    return out;
+}
+
+/* fuse=0: the graph as it is, Relu a node of its own */
+static void test_foreign_graph_nofuse(void **state) {
+    (void)state;
+    tio_container *c = build_cnn();
+    size_t len;
+    uint8_t *out = save_mem_opt(c, "fuse=0", &len);
+    tio_error e;
+    tio_container *t = open_mem(out, len, TIO_OPEN_STRICT | TIO_OPEN_NATIVE_GRAPH, &e);
+    if (!t) fail_msg("%s", e.message);
+    const tio_graph *g = tio_container_graph(t);
+    assert_int_equal(tio_graph_node_count(g), 11);
+    tio_node_info ni;
+    tio_graph_node(g, 6, &ni);
+    assert_string_equal(ni.native_op, "ReLu");
+    assert_int_equal(find_int(g, 5, "activation"), -1);
+    tio_container_free(t);
+    tio_free(out);
+    tio_save_options so = {0};
+    so.format = "tmfile";
+    so.options = "fuse=yes";
+    void *o2 = NULL;
+    assert_int_equal(tio_save_memory(c, &so, &o2, &len, &e), TIO_E_ARGUMENT);
+    assert_non_null(strstr(e.message, "fuse=yes"));
+    tio_container_free(c);
+}
+
 static void test_foreign_graph(void **state) {
     (void)state;
     tio_container *c = build_cnn();
@@ -868,13 +904,14 @@ static void test_foreign_graph(void **state) {
     tio_container *t = open_mem(out, len, TIO_OPEN_STRICT | TIO_OPEN_NATIVE_GRAPH, &e);
     if (!t) fail_msg("%s", e.message);
     const tio_graph *g = tio_container_graph(t);
-    /* Const x4, InputOp, then the six operators */
-    assert_int_equal(tio_graph_node_count(g), 11);
+    /* Const x4, InputOp, then the operators, the Relu fused into the Conv as
+     * convert_tool fuses it */
+    assert_int_equal(tio_graph_node_count(g), 10);
     const char *ops[] = {"Const", "Const", "Const", "Const", "InputOp", "Conv",
-                         "Relu",  "MaxPool", "Flatten", "Gemm", "Softmax"};
+                         "MaxPool", "Flatten", "Gemm", "Softmax"};
     const char *native[] = {"Const", "Const", "Const", "Const", "InputOp", "Convolution",
-                            "ReLu", "Pooling", "Flatten", "FullyConnected", "Softmax"};
-    for (size_t j = 0; j < 11; j++) {
+                            "Pooling", "Flatten", "FullyConnected", "Softmax"};
+    for (size_t j = 0; j < 10; j++) {
         tio_node_info ni;
         tio_graph_node(g, j, &ni);
         assert_string_equal(ni.op, ops[j]);
@@ -884,11 +921,11 @@ static void test_foreign_graph(void **state) {
     assert_int_equal(find_int(g, 5, "output_channel"), 4);
     assert_int_equal(find_int(g, 5, "input_channel"), 3);
     assert_int_equal(find_int(g, 5, "pad_w1"), 1);
-    assert_int_equal(find_int(g, 5, "activation"), -1);
-    assert_int_equal(find_int(g, 7, "kernel_w"), 2);
-    assert_int_equal(find_int(g, 7, "stride_h"), 2);
-    assert_int_equal(find_int(g, 8, "end_axis"), 3);
-    assert_int_equal(find_int(g, 9, "num_output"), 10); /* Gemm(transB=1) -> FullyConnected */
+    assert_int_equal(find_int(g, 5, "activation"), 0);
+    assert_int_equal(find_int(g, 6, "kernel_w"), 2);
+    assert_int_equal(find_int(g, 6, "stride_h"), 2);
+    assert_int_equal(find_int(g, 7, "end_axis"), 3);
+    assert_int_equal(find_int(g, 8, "num_output"), 10); /* Gemm(transB=1) -> FullyConnected */
     /* the weights are the same bytes */
     assert_int_equal(tio_container_count(t), 4);
     for (size_t i = 0; i < 4; i++) {
@@ -941,12 +978,36 @@ static void test_write_refusals(void **state) {
     save_fails(c, TIO_E_UNSUPPORTED, "no operator for Einsum (1 node: 'es';");
     tio_container_free(c);
 
-    /* an attribute with no tmfile field */
-    c = build_cnn();
-    g = tio_container_graph(c);
-    attr_int(g, 2, "ceil_mode", 1);
-    save_fails(c, TIO_E_UNSUPPORTED, "ceil_mode");
-    tio_container_free(c);
+    /* ceil_mode where it changes the size (8x8, kernel 3, stride 2: 4x4, not
+     * 3x3): an AveragePool is refused, a MaxPool rounds up as Tengine's caffe
+     * pooling does; where it does not, it is dropped */
+    for (int mp = 0; mp < 3; mp++) {
+        c = build_cnn();
+        g = tio_container_graph(c);
+        int64_t ps[4] = {1, 4, 4, 4}, k3[2] = {3, 3}, k2[2] = {2, 2};
+        size_t q = add_value(g, "q", ps, 4);
+        int64_t rin[1] = {(int64_t)tio_graph_find_value(g, "r")};
+        size_t j = add_node(g, "pool3", mp ? "MaxPool" : "AveragePool", rin, 1, (int64_t)q);
+        attr_ints(g, j, "kernel_shape", mp == 2 ? k2 : k3, 2);
+        attr_ints(g, j, "strides", k2, 2);
+        attr_int(g, j, "ceil_mode", 1);
+        int64_t go[2] = {tio_graph_outputs(g)[0], (int64_t)q};
+        assert_int_equal(tio_graph_set_outputs(g, go, 2, &e), TIO_OK);
+        if (mp == 0) {
+            save_fails(c, TIO_E_UNSUPPORTED, "ceil_mode");
+        } else {
+            size_t len;
+            uint8_t *out = save_mem(c, 0, &len);
+            tio_container *t = open_mem(out, len, TIO_OPEN_STRICT | TIO_OPEN_NATIVE_GRAPH, &e);
+            if (!t) fail_msg("%s", e.message);
+            const tio_graph *tg = tio_container_graph(t);
+            size_t last = tio_graph_node_count(tg) - 1;
+            assert_int_equal(find_int(tg, last, "caffe_flavor"), mp == 1 ? 1 : 0);
+            tio_container_free(t);
+            tio_free(out);
+        }
+        tio_container_free(c);
+    }
     c = build_cnn();
     g = tio_container_graph(c);
     attr_int(g, 1, "storage_order", 0);
@@ -1587,6 +1648,7 @@ int main(void) {
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_probe),
         cmocka_unit_test(test_foreign_graph),
+        cmocka_unit_test(test_foreign_graph_nofuse),
         cmocka_unit_test(test_write_refusals),
         cmocka_unit_test(test_private_attrs),
         cmocka_unit_test(test_api_dtypes),
