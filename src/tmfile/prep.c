@@ -1294,6 +1294,33 @@ static int reshape_shape(pp *x, tio_gnode *n) {
     return set_inputs(x, n, in, 2);
 }
 
+/* x * HardSigmoid(x) with alpha 1/6 and beta 1/2 (how torch exports
+ * Hardswish below opset 14): one HardSwish, which Tengine runs at any rank
+ * (its Eltwise Mul takes only 3-D and 4-D tensors). */
+static int fuse_hardswish(pp *x, size_t j) {
+    tio_gnode *hs = &x->n[j];
+    const tio_gattr *al = ga(hs, "alpha"), *be = ga(hs, "beta");
+    static const char *const ab[] = {"alpha", "beta", NULL};
+    if (!op_is(hs, "HardSigmoid") || hs->input_count != 1 || hs->output_count != 1 ||
+        !only_attrs(hs, ab) || (al && al->type != TIO_ATTR_FLOAT) ||
+        (be && be->type != TIO_ATTR_FLOAT))
+        return TIO_OK;
+    /* ONNX's defaults: alpha 0.2, beta 0.5 */
+    if ((float)(al ? al->f : 0.2) != (float)(1.0 / 6.0) || (float)(be ? be->f : 0.5) != 0.5f)
+        return TIO_OK;
+    int64_t xv = hs->inputs[0], mj = sole_user(x, hs->outputs[0]);
+    if (mj < 0 || !op_is(&x->n[mj], "Mul") || x->n[mj].attr_count ||
+        other(&x->n[mj], hs->outputs[0]) != xv)
+        return TIO_OK;
+    tio_gnode *m = &x->n[mj];
+    int64_t in[1] = {xv};
+    int rc = set_inputs(x, m, in, 1);
+    if (rc) return rc;
+    m->op = (char *)(uintptr_t) "HardSwish";
+    kill(x, j);
+    return TIO_OK;
+}
+
 /* ------------------------------------------------------------- driver */
 
 static int build(pp *x, const tio_graph *src) {
@@ -1451,6 +1478,8 @@ static int run(pp *x, const tio_graph *src, bool fuse) {
             if (!x->dead[j] && (rc = fuse_bn(x, j))) return rc;
         for (size_t j = 0; j < x->nn; j++)
             if (!x->dead[j] && (rc = fuse_act(x, j))) return rc;
+        for (size_t j = 0; j < x->nn; j++)
+            if (!x->dead[j] && (rc = fuse_hardswish(x, j))) return rc;
     }
     for (size_t j = 0; j < x->nn; j++)
         if (!x->dead[j] && op_is(&x->n[j], "Reshape") && (rc = reshape_shape(x, &x->n[j])))

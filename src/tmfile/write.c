@@ -563,6 +563,14 @@ static int tw_foreign2(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *
         tw_use_op(w, n, tio__tmfile_find_op("Gelu"));
         return TIO_OK;
     }
+    if (strcmp(op, "HardSwish") == 0 && gn->input_count == 1) {
+        /* Tengine's kernel computes x * clamp(x + 3, 0, 6) / 6, ONNX's
+         * HardSwish; the param keeps Tengine's defaults */
+        tw_use_op(w, n, tio__tmfile_find_op("HardSwish"));
+        tw_set_f(n, "alpha", 1.0);
+        tw_set_f(n, "beta", 0.0);
+        return TIO_OK;
+    }
     if (strcmp(op, "Clip") == 0) {
         double mn = -3.402823466e38, mx = 3.402823466e38;
         if (gn->input_count != 1)
@@ -813,6 +821,7 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
         tw_use_op(w, n, op[0] == 'B' ? 1 : 66);
         f = 1e-5;
         if ((a = tw_attr(gn, "epsilon", used)) != NULL) rc = tw_float_attr(a, lbl, &f, err);
+        (void)tw_attr(gn, "momentum", used); /* training only */
         tw_set_f(n, "eps", (double)(float)f);
         if (op[0] == 'B') {
             tw_set_f(n, "rescale_factor", 1.0);
