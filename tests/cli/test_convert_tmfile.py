@@ -263,7 +263,7 @@ def from_onnx_nofuse(onnx_src, tmp, name, vdir):
 
 
 def unknown_ops(tmp, count):
-    """An ONNX graph with `count` Erf nodes and a HardSwish around a Relu: the
+    """An ONNX graph with `count` Erf nodes and a Celu around a Relu: the
     one error names every node tmfile cannot lower (shortened with ', ...')."""
     import onnx
     from onnx import TensorProto, helper
@@ -273,7 +273,7 @@ def unknown_ops(tmp, count):
         nodes.append(helper.make_node("Erf", [prev], ["e%d" % k], name="erf%d" % k))
         prev = "e%d" % k
     nodes.append(helper.make_node("Relu", [prev], ["r"], name="relu"))
-    nodes.append(helper.make_node("HardSwish", ["r"], ["y"], name="hs"))
+    nodes.append(helper.make_node("Celu", ["r"], ["y"], name="hs"))
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
@@ -284,7 +284,7 @@ def unknown_ops(tmp, count):
                        capture_output=True, text=True)
     assert r.returncode != 0 and not os.path.exists(out), "the conversion did not fail"
     msg = r.stderr
-    assert "tmfile has no operator for Erf, HardSwish (%d nodes: " % (count + 1) in msg, msg
+    assert "tmfile has no operator for Erf, Celu (%d nodes: " % (count + 1) in msg, msg
     if count <= 3:
         want = ", ".join(["'erf%d'" % k for k in range(count)] + ["'hs'"])
         assert want + ";" in msg, msg
