@@ -97,11 +97,12 @@ class Stream:
         changed or freed as soon as send returns. timeout in seconds (None:
         the stream's)."""
         s = self._s()
-        owner = _owner_for(arrays, names, metadata)
-        if owner.borrows() and not self.single:
-            # libzmq may still be sending after this returns: hand it memory
-            # the C container owns
-            owner = _owner_for(arrays, names, metadata, copy=True)
+        # libzmq may still be sending lent frames after this returns: they
+        # must point into memory the C container owns (a file mapping, frames
+        # received), else into a copy. One frame is a new buffer anyway.
+        lend = self.single or (isinstance(arrays, Container) and names is None and
+                               metadata is None and not arrays._o().borrows())
+        owner = _owner_for(arrays, names, metadata, copy=not lend)
         if format is None:
             format = _PROTO_FORMAT.get(self._proto)
         fmt, flags, version, opts = _save_args(format, options)

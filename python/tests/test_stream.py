@@ -237,6 +237,12 @@ def cli():
     return p
 
 
+def cli_env():
+    """The environment for the CLI: without the sanitizer build's LD_PRELOAD
+    of the shared ASan runtime (the CLI links its own, statically)."""
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
 def bound(proc, timeout=10.0):
     """The endpoint of the CLI's 'bound ENDPOINT' line on stderr."""
     deadline = time.monotonic() + timeout
@@ -257,7 +263,7 @@ def test_cli_recv_from_python(proto):
     exe = cli()
     r = subprocess.Popen([exe, "recv", "--bind", "tcp://127.0.0.1:*", "--json", "--hash",
                           "--count", "2", "--timeout", "20"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+                         stderr=subprocess.PIPE, env=cli_env())
     try:
         ep = bound(r)
         a = np.arange(600, dtype=np.float32).reshape(20, 30)
@@ -292,7 +298,7 @@ def test_python_recv_from_cli(url):
         port = rx.endpoint.rsplit(":", 1)[1]
         target = f"tcp://127.0.0.1:{port}" if url == "tcp" else f"zpush://127.0.0.1:{port}"
         p = subprocess.run([exe, "send", "--count", "2", "--timeout", "20", target, f],
-                           capture_output=True, timeout=60)
+                           capture_output=True, timeout=60, env=cli_env())
         assert p.returncode == 0, p.stderr
         got = [rx.recv(), rx.recv()]
     for c in got:

@@ -9,7 +9,7 @@ import pytest
 
 import tensio
 from conftest import manifest, vec, sha256
-from test_stream import bound, cli
+from test_stream import bound, cli, cli_env
 
 MANIFEST = manifest("zio/manifest.json")
 
@@ -73,7 +73,7 @@ def test_cli_recv_reads_encode():
     exe = cli()
     r = subprocess.Popen([exe, "recv", "--bind", "tcp://127.0.0.1:*", "--json", "--hash",
                           "--count", "1", "--timeout", "20"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+                         stderr=subprocess.PIPE, env=cli_env())
     a = np.arange(50, dtype=np.uint16).reshape(5, 10)
     ctx = zmq.Context()
     s = ctx.socket(zmq.PUSH)
@@ -103,7 +103,8 @@ def test_decode_reads_cli_send():
     port = s.bind_to_random_port("tcp://127.0.0.1")
     try:
         p = subprocess.run([exe, "send", "--timeout", "20", "--format-option", "seqno=5",
-                            f"tcp://127.0.0.1:{port}", f], capture_output=True, timeout=60)
+                            f"tcp://127.0.0.1:{port}", f], capture_output=True, timeout=60,
+                           env=cli_env())
         assert p.returncode == 0, p.stderr
         frames = s.recv_multipart(copy=False)
     finally:
