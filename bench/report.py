@@ -236,6 +236,47 @@ def onnx_section(md, goals, plots):
     plots["onnx"] = plot
 
 
+def python_section(md, goals):
+    """9. Python (issue 18): the tensio package against tenbin.py's algorithm,
+    np.load(mmap_mode="r") and the Python tensorcom baseline, one run."""
+    base_of = {"open": "base:tenbin.load", "decode": "base:tenbin.decode_buffer",
+               "encode": "base:tenbin.encode_buffer", "stream": "alt:python-tensorcom"}
+    rows = []
+    worst = {}
+    for g in groups("python"):
+        kind = g.split()[0]
+        base = base_of.get(kind)
+        for s in subjects("python", g):
+            k = ("python", g, s)
+            r = ratio("python", g, s, base) if base and s != base else None
+            gbs = rate(k) if kind == "stream" else None
+            rows.append([g, s] + stats(k) + [f"{gbs:.2f}" if gbs else "", fr(r)])
+            if s.startswith("tensio") and r is not None:
+                if kind not in worst or r < worst[kind][0]:
+                    worst[kind] = (r, s, g)
+    md.append("## 9. Python\n\nThe `tensio` package (docs/python.md) in Debian's python3, "
+              "`bench/py/py_bench.py`. *open*: `tensio.load` of a .ten (the file mapped, a view "
+              "per tensor) against `base:tenbin.load`, WebDataset's `tenbin.load` algorithm "
+              "rewritten in the script (reads the whole file, slices its chunks — copies of "
+              "`bytes` — and `np.frombuffer` per array; the real module is not a Debian "
+              "package), and `np.load(mmap_mode=\"r\")` of an .npy of the same array "
+              "(page cache warm). *decode*/*encode*: `tensio.tenbin.decode_buffer` / "
+              "`encode_buffer` on bytes in memory against the same baseline's. *stream*: "
+              "`tensio.Stream` PUSH → PULL over tcp://127.0.0.1 into a second process (the "
+              "arrays, which Python owns, are copied into the message once; the receiver "
+              "gets views into the frames) against `alt:python-tensorcom` "
+              "(bench/py/tensorcom_bench.py, the same sizes and budget). Ratios: baseline "
+              "median time / tensio median time.\n")
+    md.append(table(["group", "subject", "median", "min", "max", "GB/s", "vs baseline"],
+                    rows))
+    if "open" in worst:
+        goals.ratio("Python: tensio.load of a .ten vs tenbin.load", "≥ 1000×",
+                    worst["open"], 1000)
+    if "decode" in worst:
+        goals.ratio("Python: tensio.tenbin.decode_buffer vs tenbin.py's", "≥ 5×",
+                    worst["decode"], 5)
+
+
 def main():
     raw, machine, outdir = sys.argv[1:4]
     load(raw)
@@ -485,6 +526,8 @@ def main():
     # -------------------------------------------------------------- onnx
     if groups("onnx"):
         onnx_section(md, goals, plots)
+    if groups("python"):
+        python_section(md, goals)
 
     head = ["# tensio benchmarks: latest run\n",
             "Written by `make bench` (bench/run.sh, bench/report.py); how to read and "

@@ -17,12 +17,14 @@
 #   BENCH_SIZE     bytes of each data file [1G]
 #   BENCH_TENSORS  tensors in the many-tensor files [10000]
 #   BENCH_REPS     timed repetitions [5]      BENCH_WARMUP  untimed first [1]
-#   BENCH_CASES    [open scan sha256 write durable convert zmq model onnx recvfiles]
+#   BENCH_CASES    [open scan sha256 write durable convert zmq model onnx recvfiles python]
 #   BENCH_FORMATS  [btf tenbin zio rten tmfile]
 #   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated models (model, onnx) [1G, 1000]
 #   BENCH_ZMQ_SIZES [1K,4K,16K,64K,256K,1M,4M,16M]   BENCH_ZMQ_BUDGET [1G]
 #   BENCH_FILES_COUNTS [1000,10000,100000]  recvfiles: files per run (each >= 2)
 #   BENCH_FILES_MODES  [default,sync-each,no-sync]  recvfiles: tensio recv's durability
+#   BENCH_PY_SIZE  python: the .ten / .npy opened [BENCH_SIZE]
+#   BENCH_PY_STREAM_SIZES [1K,64K,1M,16M]  BENCH_PY_STREAM_BUDGET [256M]
 #   BENCH_OUT      results directory [bench/results]
 #   BENCH_KEEP     set: keep the lines of the cases not run from the previous
 #                  latest.tsv (a partial re-run; machine.tsv says which cases
@@ -48,7 +50,7 @@ SIZE=${BENCH_SIZE:-1G}
 MANY=${BENCH_TENSORS:-10000}
 REPS=${BENCH_REPS:-5}
 WARM=${BENCH_WARMUP:-1}
-CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model onnx recvfiles}
+CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model onnx recvfiles python}
 FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile}
 MSIZE=${BENCH_MODEL_SIZE:-1G}
 MCONSTS=${BENCH_MODEL_CONSTS:-1000}
@@ -259,6 +261,22 @@ if has recvfiles; then
   run "$B" gen --format zio --size 1K --tensors 1 --out "$msg"
   run $T recvfiles --cli "$CLI" --msg "$msg" --dir "$DATA" --counts "$FCOUNTS" --modes "$FMODES"
   rm -f "$msg"
+fi
+
+# ------------------------------------------------------------ Python
+if has python; then
+  step "python: tensio.load vs tenbin.load and np.load(mmap), decode/encode_buffer, Stream"
+  if [ -f "$BUILD/python/tensio/__init__.py" ] && $PY -c 'import numpy, zmq' 2>/dev/null; then
+    PS=${BENCH_PY_STREAM_SIZES:-1K,64K,1M,16M}
+    PB=${BENCH_PY_STREAM_BUDGET:-256M}
+    run env PYTHONPATH="$BUILD/python" $PY "$ROOT/bench/py/py_bench.py" "$READ" \
+      --size "${BENCH_PY_SIZE:-$SIZE}" --reps "$REPS" --warmup "$WARM" \
+      --stream-sizes "$PS" --stream-budget "$PB"
+    run $PY "$ROOT/bench/py/tensorcom_bench.py" --case python --group-prefix "stream " \
+      --sizes "$PS" --budget "$PB" --reps "$REPS" --warmup "$WARM"
+  else
+    echo "run.sh: no tensio package in $BUILD/python or no numpy/pyzmq: python skipped" >&2
+  fi
 fi
 
 # a partial re-run: the previous lines of every case not measured now

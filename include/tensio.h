@@ -667,6 +667,10 @@ TIO_API int tio_stream_send(tio_stream *s, const tio_container *c,
  * unaligned: tio_tensor_is_aligned). Properties: "proto", "frames", "bytes",
  * and "peer" (hex routing id) on a ROUTER. */
 TIO_API int tio_stream_recv(tio_stream *s, tio_container **out, tio_error *err);
+/* Changes the send/receive timeout of the stream's next calls (timeout_ms
+ * as in tio_stream_options; 0 = wait forever). The linger time at close is
+ * not changed. TIO_E_ARGUMENT for a negative timeout. */
+TIO_API int tio_stream_set_timeout(tio_stream *s, int timeout_ms, tio_error *err);
 /* PUB: waits until n subscribers have subscribed (TIO_E_TIMEOUT otherwise;
  * timeout_ms 0 = forever). Messages published before that are dropped by
  * ZeroMQ, so a publisher that must not lose any waits first. */

@@ -4,6 +4,7 @@
 Run with Debian's /usr/bin/python3 (python3-zmq, python3-numpy):
 
   tensorcom_bench.py [--sizes 1K,4K,...] [--budget BYTES] [--reps N] [--warmup N] [--check]
+                     [--case zmq] [--group-prefix ""]
 
 Over tcp://127.0.0.1 loopback, a PUSH sender (this process) sends to a PULL
 receiver in a second process (multiprocessing, so that the two do not share a
@@ -174,6 +175,17 @@ def receiver(ctrl, check):
         ctx.term()
 
 
+def stop_receiver(ctrl, proc):
+    """Tells the receiver process to end (None on ctrl), and ends it."""
+    try:
+        ctrl.send(None)
+    except OSError:
+        pass
+    proc.join(10)
+    if proc.is_alive():
+        proc.terminate()
+
+
 # ---------------------------------------------------------------- sender
 
 def main():
@@ -183,6 +195,8 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--case", default="zmq", help="the case of the result lines")
+    ap.add_argument("--group-prefix", default="", help="before each size label")
     args = ap.parse_args()
     try:
         sizes = [parse_size(s) for s in args.sizes.split(",")]
@@ -223,19 +237,14 @@ def main():
                 if isinstance(t1, str):
                     raise RuntimeError(f"{label}: {t1}")
                 if r > args.warmup:
-                    print(f"R\tzmq\t{label}\t{SUBJECT}\t{t1 - t0:.9f}\t{n * size}\t{n}",
+                    print(f"R\t{args.case}\t{args.group_prefix}{label}\t{SUBJECT}\t"
+                          f"{t1 - t0:.9f}\t{n * size}\t{n}",
                           flush=True)
     except Exception as e:
         print(f"tensorcom_bench: {e}", file=sys.stderr)
         rc = 1
     finally:
-        try:
-            ctrl.send(None)
-        except OSError:
-            pass
-        proc.join(10)
-        if proc.is_alive():
-            proc.terminate()
+        stop_receiver(ctrl, proc)
         sock.close()
         ctx.term()
     return rc

@@ -26,7 +26,7 @@ from ._tensio import (  # noqa: F401  (re-exported)
 
 __version__ = LIB_VERSION
 __all__ = [
-    "open", "loads", "load", "save", "container", "loads_parts", "dumps_parts", "dumps", "convert", "formats", "dtype_name",
+    "Stream", "GraphBuilder", "zio", "open", "loads", "load", "save", "container", "loads_parts", "dumps_parts", "dumps", "convert", "formats", "dtype_name",
     "Container", "Tensor", "Coo", "Typed", "Finding", "Graph", "Node", "Value", "Error", "ArgumentError",
     "NoMemoryError", "IOError", "FormatError", "TruncatedError", "MagicError",
     "BoundsError", "LimitError", "OverflowError", "DtypeError", "CorruptError",
@@ -551,10 +551,11 @@ def _save_args(format, options):
     return format, flags, version, ",".join(fmt_opts) or None
 
 
-def _owner_for(arrays, names=None, metadata=None):
+def _owner_for(arrays, names=None, metadata=None, copy=False):
     """An _Owner for what save/dumps got: a Container as it is (graph, COO,
-    names, metadata), or a container built over the arrays (borrowed)."""
-    if isinstance(arrays, Container) and names is None and metadata is None:
+    names, metadata), or a container built over the arrays (borrowed; with
+    copy=True, copied into memory the C container owns)."""
+    if isinstance(arrays, Container) and names is None and metadata is None and not copy:
         return arrays._o()
     tmetas = None
     if isinstance(arrays, Container):
@@ -581,7 +582,7 @@ def _owner_for(arrays, names=None, metadata=None):
         if k is not None and not isinstance(k, str):
             raise TypeError("tensor names must be str or None, not %s" % type(k).__name__)
         items.append(_tensor_tuple(k or None, v, tmetas[i] if tmetas else None))
-    return _tensio.build(items, _pairs(metadata))
+    return _tensio.build(items, _pairs(metadata), bool(copy))
 
 
 def container(arrays, names=None, metadata=None):
@@ -628,3 +629,8 @@ def convert(src, dst, format=None, src_format=None, strict=False, limits=None, *
     """Converts a file: open(src) then save(dst) with the options of save."""
     with open(src, format=src_format, strict=strict, limits=limits) as c:
         save(dst, c, format=format, **options)
+
+
+from .stream import Stream  # noqa: E402  (they use the names above)
+from .builder import GraphBuilder  # noqa: E402
+from . import zio  # noqa: E402

@@ -328,12 +328,15 @@ static int set_meta_items(PyObject *items, tio_container *c, tio_tensor *t)
 /* build(items, meta) -> _Owner. items: sequence of
  * (name|None, dtype_name, shape tuple, data, indices|None, nnz, meta|None)
  * where data (and indices) are C-contiguous little-endian bytes-like objects
- * that the container borrows (the owner holds them). */
+ * that the container borrows (the owner holds them), or with copy true
+ * copies (the buffers are released at once: the owner borrows nothing, so
+ * libzmq may keep sending its data after the owner is gone). */
 static PyObject *mod_build(PyObject *m, PyObject *args)
 {
     (void)m;
     PyObject *items, *meta;
-    if (!PyArg_ParseTuple(args, "OO", &items, &meta))
+    int copy = 0;
+    if (!PyArg_ParseTuple(args, "OO|p", &items, &meta, &copy))
         return NULL;
     PyObject *seq = PySequence_Fast(items, "build: a sequence of tensors");
     if (seq == NULL)
@@ -418,7 +421,7 @@ static PyObject *mod_build(PyObject *m, PyObject *args)
         tio_error_clear(&err);
         int rc;
         Py_BEGIN_ALLOW_THREADS /* checks every COO index: O(nnz) */
-        rc = tio_container_add(o->c, &d, TIO_ADD_BORROW, &t, &err);
+        rc = tio_container_add(o->c, &d, copy ? 0u : TIO_ADD_BORROW, &t, &err);
         Py_END_ALLOW_THREADS
         if (rc != TIO_OK) {
             raise_tio(rc, &err);
@@ -426,6 +429,8 @@ static PyObject *mod_build(PyObject *m, PyObject *args)
         }
         if (set_meta_items(tmeta, o->c, t) < 0)
             goto fail;
+        while (copy && o->nbufs > 0) /* copied: nothing to hold */
+            PyBuffer_Release(&o->bufs[--o->nbufs]);
     }
     PyMem_Free(shape);
     Py_DECREF(seq);
@@ -443,6 +448,13 @@ static PyObject *owner_count(OwnerObject *self, PyObject *noargs)
 {
     (void)noargs;
     return PyLong_FromSize_t(tio_container_count(self->c));
+}
+
+/* borrows() -> whether the container points into memory Python owns */
+static PyObject *owner_borrows(OwnerObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return PyBool_FromLong(self->nbufs > 0);
 }
 
 static PyObject *owner_format(OwnerObject *self, PyObject *noargs)
@@ -1201,6 +1213,7 @@ static PyObject *owner_graph(OwnerObject *self, PyObject *noargs)
 static PyMethodDef owner_methods[] = {
     {"count", (PyCFunction)owner_count, METH_NOARGS, "number of tensors"},
     {"format", (PyCFunction)owner_format, METH_NOARGS, "source format name or None"},
+    {"borrows", (PyCFunction)owner_borrows, METH_NOARGS, "whether it borrows Python memory"},
     {"metadata", (PyCFunction)owner_metadata, METH_NOARGS, "container metadata dict"},
     {"properties", (PyCFunction)owner_properties, METH_NOARGS, "reader properties dict"},
     {"warnings", (PyCFunction)owner_warnings, METH_NOARGS, "validation findings"},
@@ -1229,6 +1242,696 @@ static PyTypeObject OwnerType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Holds a tio_container and the memory it borrows; the base of every view.",
     .tp_methods = owner_methods,
+};
+
+/* ------------------------------------------------------------ graph building */
+
+/* build_graph(owner, spec): gives the owner's container a graph built from
+ * spec (tio_container_new_graph, tio_graph_add_*), a dict:
+ *   "values":  [(name|None, dtype|None, shape|None, tensor index or -1)],
+ *              a shape item an int, a str (symbolic) or None (unknown)
+ *   "nodes":   [(name|None, op, domain|None, [value], [value], [attr])],
+ *              an attr (name, TIO_ATTR_* type, value): int, float, str,
+ *              lists of them, a tensor index (TENSOR), indices (TENSORS),
+ *              a spec dict (GRAPH) or a list of them (GRAPHS)
+ *   "inputs", "outputs", "captures": [value index]
+ *   "metadata": [(key, value)], "opsets": [(domain, version)] (root only). */
+
+static int fill_graph(tio_graph *g, PyObject *spec, int depth);
+
+/* A fast sequence of spec[key] (an empty tuple when absent), or NULL. */
+static PyObject *spec_seq(PyObject *spec, const char *key)
+{
+    PyObject *v = PyDict_GetItemString(spec, key); /* borrowed */
+    if (v == NULL)
+        return PyTuple_New(0);
+    char msg[80];
+    snprintf(msg, sizeof msg, "graph: %s must be a sequence", key);
+    return PySequence_Fast(v, msg);
+}
+
+/* A new PyMem array of the n int64 of a sequence, or NULL (error set). */
+static int64_t *i64_array(PyObject *obj, size_t *n)
+{
+    PyObject *seq = PySequence_Fast(obj, "graph: expected a sequence of ints");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+    int64_t *a = PyMem_Malloc(((size_t)k + 1) * sizeof *a);
+    if (a == NULL) {
+        Py_DECREF(seq);
+        return (int64_t *)PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        a[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (a[i] == -1 && PyErr_Occurred()) {
+            PyMem_Free(a);
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    Py_DECREF(seq);
+    *n = (size_t)k;
+    return a;
+}
+
+/* A str argument as UTF-8 without NUL characters, or NULL (error set). */
+static const char *graph_str(PyObject *o)
+{
+    Py_ssize_t len;
+    const char *s = PyUnicode_AsUTF8AndSize(o, &len);
+    if (s != NULL && strlen(s) != (size_t)len) {
+        raise_code(TIO_E_ARGUMENT, "graph: a string contains a NUL character");
+        return NULL;
+    }
+    return s;
+}
+
+static const char *graph_str_or_null(PyObject *o, int *fail)
+{
+    if (o == Py_None)
+        return NULL;
+    const char *s = graph_str(o);
+    *fail = s == NULL;
+    return s;
+}
+
+static int graph_fail(int rc, const tio_error *err)
+{
+    raise_tio(rc, err);
+    return -1;
+}
+
+static int add_values(tio_graph *g, PyObject *spec)
+{
+    PyObject *seq = spec_seq(spec, "values");
+    if (seq == NULL)
+        return -1;
+    tio_dim *dims = NULL;
+    int ret = -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *name, *dtype, *shape;
+        long long tensor;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OOOL;graph: a value tuple",
+                              &name, &dtype, &shape, &tensor))
+            goto done;
+        tio_value_info v;
+        memset(&v, 0, sizeof v);
+        int fail = 0;
+        v.name = graph_str_or_null(name, &fail);
+        const char *dt = graph_str_or_null(dtype, &fail);
+        if (fail)
+            goto done;
+        v.dtype = dt ? tio_dtype_from_name(dt) : TIO_DTYPE_INVALID;
+        if (dt && v.dtype == TIO_DTYPE_INVALID) {
+            raise_code(TIO_E_DTYPE, "graph: a value's dtype is not a tensio dtype name");
+            goto done;
+        }
+        v.tensor = tensor;
+        v.rank = -1;
+        if (shape != Py_None) {
+            PyObject *ss = PySequence_Fast(shape, "graph: a shape must be a sequence");
+            if (ss == NULL)
+                goto done;
+            Py_ssize_t r = PySequence_Fast_GET_SIZE(ss);
+            PyMem_Free(dims);
+            dims = PyMem_Calloc((size_t)r + 1, sizeof *dims);
+            if (dims == NULL) {
+                Py_DECREF(ss);
+                PyErr_NoMemory();
+                goto done;
+            }
+            for (Py_ssize_t k = 0; k < r && !fail; k++) {
+                PyObject *d = PySequence_Fast_GET_ITEM(ss, k);
+                dims[k].value = -1;
+                if (PyUnicode_Check(d)) {
+                    dims[k].name = graph_str(d);
+                    fail = dims[k].name == NULL;
+                } else if (d != Py_None) {
+                    dims[k].value = PyLong_AsLongLong(d);
+                    fail = dims[k].value == -1 && PyErr_Occurred();
+                }
+            }
+            /* the names point into str objects the spec keeps alive */
+            Py_DECREF(ss);
+            if (fail)
+                goto done;
+            v.rank = r;
+            v.dims = dims;
+        }
+        tio_error err;
+        tio_error_clear(&err);
+        int rc = tio_graph_add_value(g, &v, NULL, &err);
+        if (rc != TIO_OK) {
+            graph_fail(rc, &err);
+            goto done;
+        }
+    }
+    ret = 0;
+done:
+    PyMem_Free(dims);
+    Py_DECREF(seq);
+    return ret;
+}
+
+/* The strings of a sequence as a PyMem array of pointers into the str
+ * objects (which seq keeps alive). */
+static const char **str_array(PyObject *seq, size_t *n)
+{
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+    const char **a = PyMem_Calloc((size_t)k + 1, sizeof *a);
+    if (a == NULL)
+        return (const char **)PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < k; i++) {
+        a[i] = graph_str(PySequence_Fast_GET_ITEM(seq, i));
+        if (a[i] == NULL) {
+            PyMem_Free(a);
+            return NULL;
+        }
+    }
+    *n = (size_t)k;
+    return a;
+}
+
+static int add_attr(tio_graph *g, size_t node, PyObject *t, int depth)
+{
+    PyObject *name, *val;
+    int type;
+    if (!PyArg_ParseTuple(t, "OiO;graph: an attribute tuple", &name, &type, &val))
+        return -1;
+    tio_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = graph_str(name);
+    if (a.name == NULL)
+        return -1;
+    a.type = (tio_attr_type)type;
+    void *tmp = NULL; /* PyMem arrays to free */
+    tio_graph **subs = NULL;
+    PyObject *seq = NULL;
+    int ret = -1;
+    switch (type) {
+    case TIO_ATTR_INT:
+    case TIO_ATTR_TENSOR:
+        a.i = PyLong_AsLongLong(val);
+        if (a.i == -1 && PyErr_Occurred())
+            goto done;
+        break;
+    case TIO_ATTR_FLOAT:
+        a.f = PyFloat_AsDouble(val);
+        if (a.f == -1.0 && PyErr_Occurred())
+            goto done;
+        break;
+    case TIO_ATTR_STRING:
+        if ((a.s = graph_str(val)) == NULL)
+            goto done;
+        break;
+    case TIO_ATTR_INTS:
+        if ((tmp = i64_array(val, &a.count)) == NULL)
+            goto done;
+        a.ints = tmp;
+        break;
+    case TIO_ATTR_TENSORS:
+        if ((tmp = i64_array(val, &a.count)) == NULL)
+            goto done;
+        a.tensors = tmp;
+        break;
+    case TIO_ATTR_FLOATS: {
+        if ((seq = PySequence_Fast(val, "graph: FLOATS must be a sequence")) == NULL)
+            goto done;
+        Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+        double *f = tmp = PyMem_Malloc(((size_t)k + 1) * sizeof *f);
+        if (f == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < k; i++) {
+            f[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+            if (f[i] == -1.0 && PyErr_Occurred())
+                goto done;
+        }
+        a.floats = f;
+        a.count = (size_t)k;
+        break;
+    }
+    case TIO_ATTR_STRINGS:
+        if ((seq = PySequence_Fast(val, "graph: STRINGS must be a sequence")) == NULL ||
+            (tmp = str_array(seq, &a.count)) == NULL)
+            goto done;
+        a.strings = tmp;
+        break;
+    case TIO_ATTR_GRAPH:
+    case TIO_ATTR_GRAPHS: {
+        if (type == TIO_ATTR_GRAPH)
+            seq = PyTuple_Pack(1, val);
+        else
+            seq = PySequence_Fast(val, "graph: GRAPHS must be a sequence");
+        if (seq == NULL)
+            goto done;
+        Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+        subs = PyMem_Calloc((size_t)k + 1, sizeof *subs);
+        if (subs == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < k; i++) {
+            tio_error err;
+            tio_error_clear(&err);
+            int rc = tio_graph_new_subgraph(g, &subs[i], &err);
+            if (rc != TIO_OK) {
+                graph_fail(rc, &err);
+                goto done;
+            }
+            if (fill_graph(subs[i], PySequence_Fast_GET_ITEM(seq, i), depth + 1) < 0)
+                goto done;
+        }
+        a.graph = subs[0];
+        a.graphs = subs;
+        a.count = (size_t)k;
+        break;
+    }
+    default:
+        raise_code(TIO_E_ARGUMENT, "graph: unknown attribute type");
+        goto done;
+    }
+    tio_error err;
+    tio_error_clear(&err);
+    int rc = tio_graph_add_attr(g, node, &a, &err);
+    if (rc != TIO_OK) {
+        graph_fail(rc, &err);
+        goto done;
+    }
+    ret = 0;
+done:
+    PyMem_Free(tmp);
+    PyMem_Free(subs);
+    Py_XDECREF(seq);
+    return ret;
+}
+
+static int add_nodes(tio_graph *g, PyObject *spec, int depth)
+{
+    PyObject *seq = spec_seq(spec, "nodes");
+    if (seq == NULL)
+        return -1;
+    int ret = -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *name, *op, *domain, *ins, *outs, *attrs;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OOOOOO;graph: a node tuple",
+                              &name, &op, &domain, &ins, &outs, &attrs))
+            goto done;
+        tio_node_info n;
+        memset(&n, 0, sizeof n);
+        n.native_id = -1;
+        int fail = 0;
+        n.name = graph_str_or_null(name, &fail);
+        n.domain = graph_str_or_null(domain, &fail);
+        if (fail || (n.op = graph_str(op)) == NULL)
+            goto done;
+        int64_t *in = i64_array(ins, &n.input_count);
+        int64_t *out = in ? i64_array(outs, &n.output_count) : NULL;
+        size_t index = 0;
+        int rc = TIO_OK;
+        tio_error err;
+        tio_error_clear(&err);
+        if (out != NULL) {
+            n.inputs = in;
+            n.outputs = out;
+            rc = tio_graph_add_node(g, &n, &index, &err);
+        }
+        PyMem_Free(in);
+        PyMem_Free(out);
+        if (out == NULL)
+            goto done;
+        if (rc != TIO_OK) {
+            graph_fail(rc, &err);
+            goto done;
+        }
+        PyObject *as = PySequence_Fast(attrs, "graph: attributes must be a sequence");
+        if (as == NULL)
+            goto done;
+        for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(as) && !fail; k++)
+            fail = add_attr(g, index, PySequence_Fast_GET_ITEM(as, k), depth) < 0;
+        Py_DECREF(as);
+        if (fail)
+            goto done;
+    }
+    ret = 0;
+done:
+    Py_DECREF(seq);
+    return ret;
+}
+
+typedef int (*set_list_fn)(tio_graph *g, const int64_t *v, size_t n, tio_error *err);
+
+static int set_list(tio_graph *g, PyObject *spec, const char *key, set_list_fn set)
+{
+    PyObject *v = PyDict_GetItemString(spec, key);
+    if (v == NULL)
+        return 0;
+    size_t n = 0;
+    int64_t *a = i64_array(v, &n);
+    if (a == NULL)
+        return -1;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc = set(g, a, n, &err);
+    PyMem_Free(a);
+    return rc == TIO_OK ? 0 : graph_fail(rc, &err);
+}
+
+/* (key, value) pairs of spec[key] through set(g, k, v) or set_opset. */
+static int set_pairs(tio_graph *g, PyObject *spec, int opsets)
+{
+    PyObject *seq = spec_seq(spec, opsets ? "opsets" : "metadata");
+    if (seq == NULL)
+        return -1;
+    int ret = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && ret == 0; i++) {
+        const char *k, *v = NULL;
+        long long ver = 0;
+        PyObject *t = PySequence_Fast_GET_ITEM(seq, i);
+        if (opsets ? !PyArg_ParseTuple(t, "sL;graph: an opset (domain, version)", &k, &ver)
+                   : !PyArg_ParseTuple(t, "ss;graph: a metadata (key, value)", &k, &v)) {
+            ret = -1;
+            break;
+        }
+        tio_error err;
+        tio_error_clear(&err);
+        int rc = opsets ? tio_graph_set_opset(g, k, ver, &err) : tio_graph_meta_set(g, k, v, &err);
+        if (rc != TIO_OK)
+            ret = graph_fail(rc, &err);
+    }
+    Py_DECREF(seq);
+    return ret;
+}
+
+static int fill_graph(tio_graph *g, PyObject *spec, int depth)
+{
+    if (!PyDict_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "graph: a graph spec must be a dict");
+        return -1;
+    }
+    if (depth > TIO_PY_GRAPH_DEPTH) {
+        raise_code(TIO_E_LIMIT, "graph: subgraphs nested too deeply");
+        return -1;
+    }
+    if (Py_EnterRecursiveCall(" while building a tensio graph"))
+        return -1;
+    int rc = add_values(g, spec) < 0 || add_nodes(g, spec, depth) < 0 ||
+                     set_list(g, spec, "inputs", tio_graph_set_inputs) < 0 ||
+                     set_list(g, spec, "outputs", tio_graph_set_outputs) < 0 ||
+                     set_list(g, spec, "captures", tio_graph_set_captures) < 0 ||
+                     set_pairs(g, spec, 0) < 0 || (depth == 0 && set_pairs(g, spec, 1) < 0)
+                 ? -1
+                 : 0;
+    Py_LeaveRecursiveCall();
+    return rc;
+}
+
+static PyObject *mod_build_graph(PyObject *m, PyObject *args)
+{
+    (void)m;
+    PyObject *owner, *spec;
+    if (!PyArg_ParseTuple(args, "O!O", &OwnerType, &owner, &spec))
+        return NULL;
+    tio_graph *g = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc = tio_container_new_graph(((OwnerObject *)owner)->c, &g, &err);
+    if (rc != TIO_OK)
+        return raise_tio(rc, &err);
+    if (fill_graph(g, spec, 0) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------- streams */
+
+/* A tio_stream. Like a ZeroMQ socket it is used from one thread at a time:
+ * `busy` (read and set with the GIL held) refuses a second thread instead of
+ * letting two calls run on the socket while the GIL is released. */
+typedef struct {
+    PyObject_HEAD
+    tio_stream *s;
+    int busy;
+    int timeout_ms; /* the default of send/recv; 0 = forever */
+} StreamObject;
+
+static PyTypeObject StreamType;
+
+/* Receives wait in slices of this much, checking for signals in between
+ * (KeyboardInterrupt), with the GIL released during each slice. */
+#define TIO_PY_RECV_SLICE_MS 100
+
+static void stream_close_now(StreamObject *self)
+{
+    tio_stream *s = self->s;
+    self->s = NULL;
+    if (s != NULL) {
+        Py_BEGIN_ALLOW_THREADS /* close waits up to the linger time */
+        tio_stream_close(s);
+        Py_END_ALLOW_THREADS
+    }
+}
+
+static void stream_dealloc(StreamObject *self)
+{
+    stream_close_now(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Takes the stream for one call: 0, or -1 with an error set. */
+static int stream_enter(StreamObject *self)
+{
+    if (self->s == NULL) {
+        PyErr_SetString(PyExc_ValueError, "I/O operation on a closed tensio.Stream");
+        return -1;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "tensio.Stream: in use by another thread (a "
+                                            "stream is one ZeroMQ socket: use one per thread)");
+        return -1;
+    }
+    self->busy = 1;
+    return 0;
+}
+
+/* stream_open(endpoint, socket, proto, flags, timeout_ms, linger_ms, hwm,
+ *             topic, identity, limits, open_flags, max_frame_bytes) -> Stream */
+static PyObject *mod_stream_open(PyObject *m, PyObject *args)
+{
+    (void)m;
+    const char *endpoint;
+    tio_stream_options o;
+    memset(&o, 0, sizeof o);
+    int socket = 0, proto = 0;
+    PyObject *lim = Py_None;
+    unsigned long long max_frame = 0;
+    if (!PyArg_ParseTuple(args, "siiIiiizzOIK", &endpoint, &socket, &proto, &o.flags,
+                          &o.timeout_ms, &o.linger_ms, &o.hwm, &o.topic, &o.identity, &lim,
+                          &o.open_flags, &max_frame))
+        return NULL;
+    tio_limits limits;
+    if (parse_limits(lim, &limits) < 0)
+        return NULL;
+    o.socket = (tio_socket_type)socket;
+    o.proto = (tio_proto)proto;
+    o.limits = &limits;
+    o.max_frame_bytes = max_frame;
+    if (o.timeout_ms < 0)
+        return raise_code(TIO_E_ARGUMENT, "timeout must be >= 0 (0 = wait forever)");
+    StreamObject *so = PyObject_New(StreamObject, &StreamType);
+    if (so == NULL)
+        return NULL;
+    so->s = NULL;
+    so->busy = 0;
+    so->timeout_ms = o.timeout_ms;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tio_stream_open(endpoint, &o, &so->s, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != TIO_OK) {
+        Py_DECREF(so);
+        return raise_tio(rc, &err);
+    }
+    return (PyObject *)so;
+}
+
+/* The timeout argument of a call: -1 = the stream's default. */
+static int call_timeout(StreamObject *self, int t)
+{
+    return t < 0 ? self->timeout_ms : t;
+}
+
+/* send(owner, format, flags, version, options, timeout_ms) */
+static PyObject *stream_send(StreamObject *self, PyObject *args)
+{
+    PyObject *owner;
+    tio_save_options o;
+    memset(&o, 0, sizeof o);
+    int timeout = -1;
+    if (!PyArg_ParseTuple(args, "O!zIIzi", &OwnerType, &owner, &o.format, &o.flags, &o.version,
+                          &o.options, &timeout))
+        return NULL;
+    if (stream_enter(self) < 0)
+        return NULL;
+    const tio_container *c = ((OwnerObject *)owner)->c;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc, t = call_timeout(self, timeout);
+    tio_stream *s = self->s;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tio_stream_set_timeout(s, t, &err);
+    if (rc == TIO_OK)
+        rc = tio_stream_send(s, c, &o, &err);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (rc != TIO_OK)
+        return raise_tio(rc, &err);
+    Py_RETURN_NONE;
+}
+
+/* recv(timeout_ms) -> _Owner of the received container (views into the
+ * frames, which the container owns). Waits in slices, checking signals. */
+static PyObject *stream_recv(StreamObject *self, PyObject *args)
+{
+    int timeout = -1;
+    if (!PyArg_ParseTuple(args, "|i", &timeout))
+        return NULL;
+    if (stream_enter(self) < 0)
+        return NULL;
+    int total = call_timeout(self, timeout);
+    OwnerObject *o = owner_new(0);
+    if (o == NULL) {
+        self->busy = 0;
+        return NULL;
+    }
+    tio_stream *s = self->s;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc = TIO_E_TIMEOUT, waited = 0;
+    for (;;) {
+        int slice = TIO_PY_RECV_SLICE_MS;
+        if (total > 0 && total - waited < slice)
+            slice = total - waited;
+        Py_BEGIN_ALLOW_THREADS
+        rc = tio_stream_set_timeout(s, slice, &err);
+        if (rc == TIO_OK)
+            rc = tio_stream_recv(s, &o->c, &err);
+        Py_END_ALLOW_THREADS
+        if (rc != TIO_E_TIMEOUT)
+            break;
+        waited += slice;
+        if (total > 0 && waited >= total)
+            break;
+        if (PyErr_CheckSignals() < 0) { /* KeyboardInterrupt */
+            self->busy = 0;
+            Py_DECREF(o);
+            return NULL;
+        }
+    }
+    self->busy = 0;
+    if (rc == TIO_E_TIMEOUT) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%.100s: no message within %d ms",
+                 tio_stream_endpoint(s), total);
+        Py_DECREF(o);
+        return raise_code(TIO_E_TIMEOUT, msg);
+    }
+    return owner_opened(o, rc, &err);
+}
+
+/* wait_subscribers(n, timeout_ms) */
+static PyObject *stream_wait_subscribers(StreamObject *self, PyObject *args)
+{
+    unsigned int n;
+    int timeout;
+    if (!PyArg_ParseTuple(args, "Ii", &n, &timeout))
+        return NULL;
+    if (stream_enter(self) < 0)
+        return NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc;
+    tio_stream *s = self->s;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tio_stream_wait_subscribers(s, n, timeout, &err);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (rc != TIO_OK)
+        return raise_tio(rc, &err);
+    Py_RETURN_NONE;
+}
+
+/* set_peer(bytes or None) */
+static PyObject *stream_set_peer(StreamObject *self, PyObject *arg)
+{
+    const char *id = NULL;
+    Py_ssize_t len = 0;
+    if (arg != Py_None && PyBytes_AsStringAndSize(arg, (char **)&id, &len) < 0)
+        return NULL;
+    if (stream_enter(self) < 0)
+        return NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc = tio_stream_set_peer(self->s, id, (size_t)len, &err);
+    self->busy = 0;
+    if (rc != TIO_OK)
+        return raise_tio(rc, &err);
+    Py_RETURN_NONE;
+}
+
+/* stats() -> (sent, received, malformed, bytes_sent, bytes_received) */
+static PyObject *stream_stats(StreamObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    tio_stream_stats st;
+    tio_stream_get_stats(self->s, &st);
+    return Py_BuildValue("(KKKKK)", (unsigned long long)st.sent,
+                         (unsigned long long)st.received, (unsigned long long)st.malformed,
+                         (unsigned long long)st.bytes_sent,
+                         (unsigned long long)st.bytes_received);
+}
+
+static PyObject *stream_endpoint(StreamObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return str_or_none(tio_stream_endpoint(self->s));
+}
+
+static PyObject *stream_close(StreamObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "tensio.Stream: close while another thread uses it");
+        return NULL;
+    }
+    stream_close_now(self);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef stream_methods[] = {
+    {"send", (PyCFunction)stream_send, METH_VARARGS, "tio_stream_send"},
+    {"recv", (PyCFunction)stream_recv, METH_VARARGS, "tio_stream_recv -> _Owner"},
+    {"wait_subscribers", (PyCFunction)stream_wait_subscribers, METH_VARARGS,
+     "tio_stream_wait_subscribers"},
+    {"set_peer", (PyCFunction)stream_set_peer, METH_O, "tio_stream_set_peer"},
+    {"stats", (PyCFunction)stream_stats, METH_NOARGS, "tio_stream_get_stats tuple"},
+    {"endpoint", (PyCFunction)stream_endpoint, METH_NOARGS, "tio_stream_endpoint"},
+    {"close", (PyCFunction)stream_close, METH_NOARGS, "tio_stream_close"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject StreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tensio._tensio._Stream",
+    .tp_basicsize = sizeof(StreamObject),
+    .tp_dealloc = (destructor)stream_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A tio_stream (one ZeroMQ socket).",
+    .tp_methods = stream_methods,
 };
 
 /* ---------------------------------------------------------------- module */
@@ -1271,7 +1974,9 @@ static PyMethodDef mod_methods[] = {
     {"open_file", mod_open_file, METH_VARARGS, "open_file(path, format, flags, limits)"},
     {"open_memory", mod_open_memory, METH_VARARGS, "open_memory(buf, format, flags, limits)"},
     {"open_parts", mod_open_parts, METH_VARARGS, "open_parts(parts, format, flags, limits)"},
-    {"build", mod_build, METH_VARARGS, "build(items, metadata) -> _Owner"},
+    {"build", mod_build, METH_VARARGS, "build(items, metadata[, copy]) -> _Owner"},
+    {"build_graph", mod_build_graph, METH_VARARGS, "build_graph(owner, spec): a new graph"},
+    {"stream_open", mod_stream_open, METH_VARARGS, "stream_open(endpoint, ...) -> _Stream"},
     {"formats", mod_formats, METH_NOARGS, "[(name, description, extensions, caps)]"},
     {"supports_dtype", mod_supports_dtype, METH_VARARGS, "supports_dtype(format, dtype)"},
     {NULL, NULL, 0, NULL},
@@ -1317,6 +2022,8 @@ static const struct {
     TIO_CONST(SAVE_DROP_METADATA), TIO_CONST(SAVE_WIDEN),       TIO_CONST(SAVE_SINGLE_PART),
     TIO_CONST(SAVE_NO_SYNC),      TIO_CONST(SAVE_CLEANUP),      TIO_CONST(HASH_DENSE),
     TIO_CONST(HASH_VALUES),       TIO_CONST(HASH_INDICES),
+    TIO_CONST(STREAM_BIND),       TIO_CONST(STREAM_CONNECT),    TIO_CONST(STREAM_SINGLE),
+    TIO_CONST(STREAM_COPY),
 };
 #undef TIO_CONST
 
@@ -1329,7 +2036,7 @@ PyMODINIT_FUNC PyInit__tensio(void);
 PyMODINIT_FUNC PyInit__tensio(void)
 {
     import_array();
-    if (PyType_Ready(&OwnerType) < 0)
+    if (PyType_Ready(&OwnerType) < 0 || PyType_Ready(&StreamType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)

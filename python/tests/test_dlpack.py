@@ -137,3 +137,95 @@ def test_unsigned_wide_types():
             assert x.tolist() == a.tolist()
         except RuntimeError as e:
             assert "Unsupported kUInt" in str(e)
+
+
+ALL_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "bfloat16", "float32", "float64"]
+
+
+def _source(dtype, tmp_path):
+    """A tensor of every dtype, read from a file where a format stores it
+    (ONNX stores them all), so the export is from a mapping."""
+    vals = np.array([0, 1, 0, 1, 1, 0]) if dtype == "bool" else np.arange(6) % 100
+    if dtype == "bfloat16":
+        f32 = vals.astype(np.float32).reshape(2, 3)
+        item = tensio.Typed((f32.view(np.uint32) >> 16).astype(np.uint16), "bfloat16")
+    else:
+        f32 = vals.astype(dtype).reshape(2, 3)
+        item = f32
+    c = tensio.container([item], names=["t"])
+    p = tmp_path / "t.ten"
+    try:
+        tensio.save(p, c)
+    except tensio.Error:  # tenbin has no bool/bfloat16: a ZIO or rten file then
+        p = tmp_path / ("t.zmsg" if dtype == "bool" else "t.onnx")
+        if dtype == "bfloat16":
+            g = tensio.GraphBuilder()
+            g.output(g.constant("t", item))
+            c = g.container()
+        tensio.save(p, c)
+    return tensio.open(p), f32
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_every_dtype_numpy_and_torch(tmp_path, dtype):
+    """Every dtype from a file: np.from_dlpack, torch.from_dlpack and
+    Tensor.to_torch round trips, zero-copy, or the consumer's documented
+    refusal (NumPy 1.24 and torch 1.13 predate kDLBool; NumPy has no
+    bfloat16; torch 1.13 has no uint16/32/64)."""
+    c, want = _source(dtype, tmp_path)
+    t = c.tensor("t")
+    assert t.dtype_name == dtype
+    ptr = c.tensor("t").array.ctypes.data
+    if not t.aligned:  # ONNX raw_data may sit at any offset: no export, a copy
+        with pytest.raises(BufferError):
+            t.__dlpack__()
+        x = t.to_torch()
+        assert x.data_ptr() != ptr and str(x.dtype) == "torch." + dtype
+        assert x.float().tolist() == want.astype(np.float32).tolist()
+        return
+    try:
+        y = np.from_dlpack(t)
+        assert y.ctypes.data == ptr and y.tolist() == want.tolist()
+    except (BufferError, TypeError, RuntimeError) as e:
+        assert dtype in ("bool", "bfloat16"), e
+    wide_uint = dtype in ("uint16", "uint32", "uint64")
+    try:
+        x = torch.from_dlpack(t)
+        assert x.data_ptr() == ptr
+        assert x.float().tolist() == want.astype(np.float32).tolist()
+    except RuntimeError as e:
+        assert dtype == "bool" or wide_uint, e
+    try:
+        x = t.to_torch()
+        assert x.data_ptr() == ptr
+        assert x.float().tolist() == want.astype(np.float32).tolist()
+        assert str(x.dtype) == "torch." + dtype
+    except RuntimeError as e:
+        assert wide_uint, e
+
+
+def test_consumers_dlpack_request():
+    """What this machine's consumers ask __dlpack__ for. A consumer passing
+    max_version >= (1, 0) may still be given the unversioned capsule (the
+    protocol allows it); the read-only flag of DLPack 1.0 then does not
+    travel (docs/python.md)."""
+    c = tensio.container([np.arange(4, dtype=np.float32)])
+    calls = []
+
+    class Spy:
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, **kw):
+            calls.append(kw)
+            return self.t.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    assert np.from_dlpack(Spy(c.tensor(0))).tolist() == [0, 1, 2, 3]
+    assert torch.from_dlpack(Spy(c.tensor(0))).tolist() == [0, 1, 2, 3]
+    for kw in calls:  # NumPy 1.24, torch 1.13: no max_version; newer ones pass it
+        mv = kw.get("max_version")
+        assert mv is None or tuple(mv) >= (1, 0)

@@ -299,6 +299,17 @@ int tio_stream_open(const char *endpoint, const tio_stream_options *opts, tio_st
 
 const char *tio_stream_endpoint(const tio_stream *s) { return s ? s->endpoint : NULL; }
 
+int tio_stream_set_timeout(tio_stream *s, int timeout_ms, tio_error *err) {
+    if (!s) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL stream");
+    if (timeout_ms < 0)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "negative timeout %d", timeout_ms);
+    int zt = timeout_ms > 0 ? timeout_ms : -1;
+    int rc = setopt_int(s, ZMQ_SNDTIMEO, zt, "ZMQ_SNDTIMEO", err);
+    if (rc == TIO_OK) rc = setopt_int(s, ZMQ_RCVTIMEO, zt, "ZMQ_RCVTIMEO", err);
+    if (rc == TIO_OK) s->timeout_ms = timeout_ms;
+    return rc;
+}
+
 void tio_stream_close(tio_stream *s) { stream_destroy(s); }
 
 void tio_stream_get_stats(const tio_stream *s, tio_stream_stats *out) {

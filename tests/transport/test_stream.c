@@ -897,6 +897,36 @@ static void test_recv_timeout(void **state) {
     tio_stream_close(s);
 }
 
+/* tio_stream_set_timeout: a stream opened without a timeout gets one, and
+ * loses it again (a message then waits as long as it takes). */
+static void test_set_timeout(void **state) {
+    (void)state;
+    tio_stream_options o = sopts(TIO_SOCKET_PULL, TIO_STREAM_BIND);
+    tio_stream *rx = xopen("tcp://127.0.0.1:*", &o);
+    tio_error err;
+    ASSERT_CODE(tio_stream_set_timeout(rx, -1, &err), TIO_E_ARGUMENT, err, "negative");
+    ASSERT_CODE(tio_stream_set_timeout(NULL, 10, &err), TIO_E_ARGUMENT, err, "NULL");
+    assert_int_equal(tio_stream_set_timeout(rx, 100, &err), TIO_OK);
+    tio_container *c = NULL;
+    int64_t t0 = now_ms();
+    ASSERT_CODE(tio_stream_recv(rx, &c, &err), TIO_E_TIMEOUT, err, "recv");
+    int64_t dt = now_ms() - t0;
+    assert_true(dt >= 70 && dt < 3000);
+    assert_non_null(strstr(err.message, "100 ms"));
+    tio_stream_options to = sopts(TIO_SOCKET_PUSH, 0);
+    tio_stream *tx = xopen(tio_stream_endpoint(rx), &to);
+    assert_int_equal(tio_stream_set_timeout(tx, 5000, &err), TIO_OK);
+    tio_container *m = open_vec("zio/tens_i16_2d.zmsg");
+    assert_int_equal(tio_stream_send(tx, m, NULL, &err), TIO_OK);
+    assert_int_equal(tio_stream_set_timeout(rx, 0, &err), TIO_OK); /* forever again */
+    assert_int_equal(tio_stream_recv(rx, &c, &err), TIO_OK);
+    assert_int_equal(tio_container_count(c), tio_container_count(m));
+    tio_container_free(c);
+    tio_container_free(m);
+    tio_stream_close(tx);
+    tio_stream_close(rx);
+}
+
 /* A frame above max_frame_bytes never reaches the receiver: libzmq drops
  * the peer as soon as the frame's length is announced (nothing allocated);
  * the peer reconnects and its next message arrives. */
@@ -1494,6 +1524,7 @@ int main(void) {
         cmocka_unit_test(test_url_parse),
         cmocka_unit_test(test_open_errors_and_roles),
         cmocka_unit_test(test_recv_timeout),
+        cmocka_unit_test(test_set_timeout),
         cmocka_unit_test(test_max_frame_bytes),
         cmocka_unit_test(test_pair_bound_sender_repeated),
         cmocka_unit_test(test_push_to_nobody_times_out),
