@@ -237,33 +237,58 @@ static void dense_work(const tio_container *c) {
 /* A model converted to the other model formats (ONNX at an opset the input
  * picks, opset conversions included; rten): refused by the error contract
  * or written as bytes that decode. */
+/* Saves c as target (with options) and decodes the result: a refusal must
+ * come from the error contract, a file written must decode. The decoded
+ * container (its views point into *bytes: free that after it), or NULL. */
+static tio_container *cross_one(const tio_container *c, const char *target, const char *options,
+                                const char *label, void **bytes) {
+    *bytes = NULL;
+    tio_save_options so = {0};
+    so.format = target;
+    so.options = options;
+    void *b = NULL;
+    size_t n = 0;
+    tio_error e;
+    int rc = tio_save_memory(c, &so, &b, &n, &e);
+    if (rc != TIO_OK) {
+        fz_check_error(rc, &e, NULL);
+        check_encode_refusal(rc, &e, label);
+        return NULL;
+    }
+    tio_open_options o = {0};
+    o.format = target;
+    o.limits = &fz_limits;
+    tio_container *d = NULL;
+    if (tio_open_memory(b, n, &o, &d, &e) != TIO_OK)
+        fz_fail("%s written from %s does not decode: %s", label, tio_container_format(c),
+                e.message);
+    *bytes = b;
+    return d;
+}
+
+/* A model converts to every model format (ONNX at an opset the input picks,
+ * rten, tmfile with and without convert_tool's fusions), and what ONNX and
+ * rten give back converts on to tmfile (the lowering of tmfile/prep.c on
+ * graphs that came from anywhere). */
 static void cross_models(const tio_container *c, const uint8_t *data, size_t size) {
     if (!tio_container_graph(c)) return;
     char opt[32];
     snprintf(opt, sizeof opt, "opset=%u", 7u + (size ? data[size - 1] : 0u) % 17u);
-    static const char *const targets[] = {"onnx", "onnx", "rten"};
+    static const struct {
+        const char *format, *options;
+    } targets[] = {{"onnx", NULL}, {"onnx", ""}, {"rten", NULL}, {"tmfile", NULL},
+                   {"tmfile", "fuse=0"}};
     for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
-        tio_save_options so = {0};
-        so.format = targets[k];
-        if (k == 1) so.options = opt;
-        void *b = NULL;
-        size_t n = 0;
-        tio_error e;
-        int rc = tio_save_memory(c, &so, &b, &n, &e);
-        if (rc != TIO_OK) {
-            fz_check_error(rc, &e, NULL);
-            check_encode_refusal(rc, &e, k == 1 ? opt : targets[k]);
-            continue;
+        const char *options = k == 1 ? opt : targets[k].options;
+        void *b1, *b2;
+        tio_container *d = cross_one(c, targets[k].format, options,
+                                     options ? options : targets[k].format, &b1);
+        if (d && k < 3) {
+            tio_container_free(cross_one(d, "tmfile", NULL, "tmfile (second hop)", &b2));
+            tio_free(b2);
         }
-        tio_open_options o = {0};
-        o.format = targets[k];
-        o.limits = &fz_limits;
-        tio_container *d = NULL;
-        if (tio_open_memory(b, n, &o, &d, &e) != TIO_OK)
-            fz_fail("%s written from %s does not decode: %s", k == 1 ? opt : targets[k],
-                    tio_container_format(c), e.message);
         tio_container_free(d);
-        tio_free(b);
+        tio_free(b1);
     }
 }
 

@@ -348,6 +348,14 @@ static float ldf(const uint8_t *p) {
     return f;
 }
 
+/* double -> float without C's undefined behaviour past FLT_MAX: +-inf, as
+ * float arithmetic would have given */
+static float to_f(double d) {
+    if (d > 3.4028234663852886e38) return HUGE_VALF;
+    if (d < -3.4028234663852886e38) return -HUGE_VALF;
+    return (float)d; /* NaN converts */
+}
+
 static void stf(uint8_t *p, float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
@@ -374,10 +382,18 @@ static const uint8_t *ld_f32(const tio_tensor *t, uint64_t numel) {
 
 static bool known(const pp *x, int64_t v) { return v >= 0 && x->srank[v] >= 0; }
 
+/* The largest element count of a shape inference keeps (larger: unknown), so
+ * that sums and products of dims and attribute values cannot overflow. */
+#define PP_BIG ((int64_t)1 << 40)
+
 static void set_shape(pp *x, int64_t v, int rank, const int64_t *d) {
     if (v < 0 || rank < 0 || rank > (int)TM_MAX_DIMS) return;
-    for (int k = 0; k < rank; k++)
-        if (d[k] < 0) return;
+    int64_t n = 1;
+    for (int k = 0; k < rank; k++) {
+        if (d[k] < 0 || d[k] > PP_BIG) return;
+        n *= d[k]; /* both <= 2^40: no overflow */
+        if (n > PP_BIG) return;
+    }
     x->srank[v] = rank;
     for (int k = 0; k < rank; k++) x->sh[v][k] = d[k];
 }
@@ -418,17 +434,20 @@ static int64_t clampi(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : 
 /* ONNX Slice on one axis: the resolved start, the count and the step. */
 static bool slice_axis(int64_t dim, int64_t st, int64_t en, int64_t step, int64_t *s0,
                        int64_t *cnt) {
-    if (step == 0) return false;
-    if (st < 0) st += dim;
-    if (en < 0) en += dim;
+    if (step == 0 || step == INT64_MIN || dim < 0 || dim > PP_BIG) return false;
+    if (st < 0) st = st < -PP_BIG ? -PP_BIG : st + dim; /* dim <= 2^40: no overflow */
+    if (en < 0) en = en < -PP_BIG ? -PP_BIG : en + dim;
+    *s0 = 0;
+    *cnt = 0;
+    if (dim == 0) return true;
     if (step > 0) {
         st = clampi(st, 0, dim);
         en = clampi(en, 0, dim);
-        *cnt = en > st ? (en - st + step - 1) / step : 0;
+        *cnt = en > st ? (en - st - 1) / step + 1 : 0;
     } else {
         st = clampi(st, 0, dim - 1);
         en = clampi(en, -1, dim - 1);
-        *cnt = st > en ? (st - en - step - 1) / (-step) : 0;
+        *cnt = st > en ? (st - en - 1) / (-step) + 1 : 0;
     }
     *s0 = st;
     return true;
@@ -463,7 +482,10 @@ static void infer_pool(pp *x, const tio_gnode *n, int64_t in, int64_t out, bool 
     bool ceil_mode = ga_i(n, "ceil_mode", 0) != 0;
     for (size_t j = 0; j < sp; j++) {
         int64_t iv = x->sh[in][2 + j];
-        if (s[j] < 1 || d[j] < 1) return;
+        if (s[j] < 1 || d[j] < 1 || k[j] < 1 || s[j] > PP_BIG || d[j] > INT32_MAX ||
+            k[j] > INT32_MAX || pd[j] < 0 || pd[j + sp] < 0 || pd[j] > PP_BIG ||
+            pd[j + sp] > PP_BIG)
+            return;
         if (same) {
             o[2 + j] = (iv + s[j] - 1) / s[j];
             continue;
@@ -535,8 +557,8 @@ static void infer(pp *x, size_t j) {
             o[k] = a[k] == 0 && ga_i(n, "allowzero", 0) == 0 ? ((int)k < r ? x->sh[in][k] : -2)
                                                                : a[k];
             if (o[k] == -1 && neg < 0) neg = (int64_t)k;
-            else if (o[k] < 0) return;
-            else part *= o[k];
+            else if (o[k] < 0 || o[k] > PP_BIG) return;
+            else if ((part *= o[k]) > PP_BIG) return;
         }
         if (neg >= 0) {
             if (part == 0 || total % part) return;
@@ -574,8 +596,7 @@ static void infer(pp *x, size_t j) {
         o[ax] = 0;
         for (size_t k = 0; k < n->input_count; k++) {
             int64_t b = n->inputs[k];
-            if (!known(x, b) || x->srank[b] != r) return;
-            o[ax] += x->sh[b][ax];
+            if (!known(x, b) || x->srank[b] != r || (o[ax] += x->sh[b][ax]) > PP_BIG) return;
         }
         set_shape(x, out, r, o);
     } else if (strcmp(op, "Shape") == 0) {
@@ -602,7 +623,7 @@ static void infer(pp *x, size_t j) {
         if (ro > (int)TM_MAX_DIMS) return;
         for (size_t k = 0; k < cnt; k++) {
             int64_t q = norm_axis(a[k], ro);
-            if (q < 0 || q >= ro) return;
+            if (q < 0 || q >= ro || mark[q]) return; /* out of range or repeated */
             mark[q] = 1;
         }
         int m = 0, src = 0;
@@ -636,7 +657,10 @@ static void infer(pp *x, size_t j) {
     } else if (strcmp(op, "Pad") == 0) {
         if (!const_ints(x, n, 1, "pads", a, 2 * TM_MAX_DIMS, &cnt) || cnt != 2 * (size_t)r)
             return;
-        for (int k = 0; k < r; k++) o[k] = x->sh[in][k] + a[k] + a[k + r];
+        for (int k = 0; k < r; k++) {
+            if (a[k] < -PP_BIG || a[k] > PP_BIG || a[k + r] < -PP_BIG || a[k + r] > PP_BIG) return;
+            o[k] = x->sh[in][k] + a[k] + a[k + r];
+        }
         set_shape(x, out, r, o);
     } else if (strncmp(op, "Reduce", 6) == 0) {
         bool keep = ga_i(n, "keepdims", 1) != 0;
@@ -689,13 +713,18 @@ static bool num_load(pp *x, int64_t v, num *o) {
     return o->i && ld_ints(t, o->i, PP_FOLD_MAX, &cnt);
 }
 
+/* num_store's "a value does not fit the dtype": the node stays (not a TIO_E_*) */
+#define PP_UNREPRESENTABLE (-1)
+
 /* Makes value `out` a constant holding r (dtype dt). */
 static int num_store(pp *x, int64_t out, const num *r, tio_dtype dt) {
     size_t es = dt == TIO_INT64 ? 8 : 4;
+    for (size_t k = 0; r->flt && dt != TIO_FLOAT32 && k < r->n; k++)
+        if (!(r->f[k] >= -9.2e18 && r->f[k] <= 9.2e18)) return PP_UNREPRESENTABLE;
     uint8_t *d = pa(x, (r->n ? r->n : 1) * es);
     if (!d) return nomem(x);
     for (size_t k = 0; k < r->n; k++) {
-        if (dt == TIO_FLOAT32) stf(d + 4 * k, (float)(r->flt ? r->f[k] : (double)r->i[k]));
+        if (dt == TIO_FLOAT32) stf(d + 4 * k, r->flt ? to_f(r->f[k]) : (float)r->i[k]);
         else {
             int64_t iv = r->flt ? (int64_t)r->f[k] : r->i[k];
             if (dt == TIO_INT64) tio__st64(d + 8 * k, (uint64_t)iv);
@@ -747,12 +776,22 @@ static tio_dtype cast_to(int64_t onnx) {
     }
 }
 
-/* Folds node j when it computes a small constant (shape arithmetic): 1 when
- * folded, 0 when not, < 0 on error. */
-static int fold(pp *x, size_t j) {
+/* num_store into out, then *folded; a value num_store cannot represent
+ * (PP_UNREPRESENTABLE) leaves the node as it is */
+#define STORE(r_, dt_)                                                                           \
+    do {                                                                                         \
+        rc = num_store(x, out, (r_), (dt_));                                                    \
+        if (rc == PP_UNREPRESENTABLE) return TIO_OK;                                             \
+        if (!rc) *folded = true;                                                                 \
+        return rc;                                                                               \
+    } while (0)
+
+/* Folds node j when it computes a small constant (shape arithmetic):
+ * *folded tells. */
+static int fold(pp *x, size_t j, bool *folded) {
     tio_gnode *n = &x->n[j];
     const char *op = n->op;
-    if (n->output_count != 1 || n->outputs[0] < 0 || (n->domain && n->domain[0])) return 0;
+    if (n->output_count != 1 || n->outputs[0] < 0 || (n->domain && n->domain[0])) return TIO_OK;
     int64_t out = n->outputs[0];
     num a = {0}, b = {0}, r = {0};
     size_t cnt;
@@ -760,65 +799,64 @@ static int fold(pp *x, size_t j) {
     int rc;
     if (strcmp(op, "Shape") == 0) {
         int64_t in = n->inputs[0];
-        if (n->input_count != 1 || !known(x, in) || n->attr_count) return 0;
+        if (n->input_count != 1 || !known(x, in) || n->attr_count) return TIO_OK;
         int64_t one = x->srank[in];
         if (!num_alloc(x, &r, false, 1, &one)) return nomem(x);
         for (size_t k = 0; k < r.n; k++) r.i[k] = x->sh[in][k];
-        rc = num_store(x, out, &r, TIO_INT64);
-        return rc ? rc : 1;
+        STORE(&r, TIO_INT64);
     }
     if (strcmp(op, "ConstantOfShape") == 0) {
         int64_t sh[TM_MAX_DIMS];
-        if (!const_ints(x, n, 0, NULL, sh, TM_MAX_DIMS, &cnt)) return 0;
+        if (!const_ints(x, n, 0, NULL, sh, TM_MAX_DIMS, &cnt)) return TIO_OK;
         const tio_gattr *va = ga(n, "value");
         const tio_tensor *vt =
             va && va->type == TIO_ATTR_TENSOR ? tio__tmfile_prep_tensor(x->p, x->c, va->i) : NULL;
         tio_dtype dt = vt ? vt->dtype : TIO_FLOAT32;
         double fv = 0;
         int64_t iv = 0;
-        if (vt && vt->numel != 1) return 0;
+        if (vt && vt->numel != 1) return TIO_OK;
         if (vt && dt == TIO_FLOAT32) fv = ldf(vt->data);
         else if (vt && is_int(dt)) ld_ints(vt, &iv, 1, &cnt);
-        else if (vt) return 0;
-        if (!num_alloc(x, &r, dt == TIO_FLOAT32, (int)cnt, sh)) return 0;
+        else if (vt) return TIO_OK;
+        if (!num_alloc(x, &r, dt == TIO_FLOAT32, (int)cnt, sh)) return TIO_OK;
         for (size_t k = 0; k < r.n; k++) {
             if (r.flt) r.f[k] = fv;
             else r.i[k] = iv;
         }
-        rc = num_store(x, out, &r, dt);
-        return rc ? rc : 1;
+        STORE(&r, dt);
     }
     for (size_t k = 0; k < n->input_count; k++)
-        if (n->inputs[k] < 0 || !pt(x, n->inputs[k])) return 0;
-    if (n->input_count < 1) return 0;
+        if (n->inputs[k] < 0 || !pt(x, n->inputs[k])) return TIO_OK;
+    if (n->input_count < 1) return TIO_OK;
     const tio_tensor *t0 = pt(x, n->inputs[0]);
-    if (t0->dtype != TIO_FLOAT32 && !is_int(t0->dtype)) return 0;
+    if (t0->dtype != TIO_FLOAT32 && !is_int(t0->dtype)) return TIO_OK;
     if (strcmp(op, "Reshape") == 0 || strcmp(op, "Unsqueeze") == 0 ||
         strcmp(op, "Squeeze") == 0 || strcmp(op, "Flatten") == 0 || strcmp(op, "Identity") == 0) {
         infer(x, j);
-        if (!known(x, out)) return 0;
+        if (!known(x, out)) return TIO_OK;
         int64_t t = mk_tensor(x, x->v[out].name, t0->dtype, x->srank[out], x->sh[out], t0->data,
                               t0->nbytes, true);
         if (t < 0) return nomem(x);
-        return retensor(x, out, t) ? -1 : 1;
+        rc = retensor(x, out, t);
+        if (!rc) *folded = true;
+        return rc;
     }
-    if (!num_load(x, n->inputs[0], &a)) return 0;
+    if (!num_load(x, n->inputs[0], &a)) return TIO_OK;
     tio_dtype dt = t0->dtype;
     if (strcmp(op, "Cast") == 0) {
         tio_dtype to = cast_to(ga_i(n, "to", 0));
-        if (to == TIO_DTYPE_INVALID) return 0;
-        rc = num_store(x, out, &a, to);
-        return rc ? rc : 1;
+        if (to == TIO_DTYPE_INVALID) return TIO_OK;
+        STORE(&a, to);
     }
     static const char *const bin[] = {"Add", "Sub", "Mul", "Div"};
     for (int q = 0; q < 4; q++) {
         if (strcmp(op, bin[q]) != 0) continue;
         const tio_tensor *t1 = pt(x, n->inputs[1]);
-        if (n->input_count != 2 || t1->dtype != dt || !num_load(x, n->inputs[1], &b)) return 0;
+        if (n->input_count != 2 || t1->dtype != dt || !num_load(x, n->inputs[1], &b)) return TIO_OK;
         int ro;
         int64_t sh[TM_MAX_DIMS];
         if (!bcast(a.rank, a.sh, b.rank, b.sh, &ro, sh) || !num_alloc(x, &r, a.flt, ro, sh))
-            return 0;
+            return TIO_OK;
         for (size_t k = 0; k < r.n; k++) {
             size_t ia = bidx(&a, ro, sh, k), ib = bidx(&b, ro, sh, k);
             if (r.flt) {
@@ -826,7 +864,7 @@ static int fold(pp *x, size_t j) {
                 r.f[k] = q == 0 ? u + w : q == 1 ? u - w : q == 2 ? u * w : u / w;
             } else {
                 int64_t u = a.i[ia], w = b.i[ib];
-                if (q == 3 && (w == 0 || (u == INT64_MIN && w == -1))) return 0;
+                if (q == 3 && (w == 0 || (u == INT64_MIN && w == -1))) return TIO_OK;
                 /* wrapping arithmetic as the runtimes do, without C's UB */
                 r.i[k] = q == 0   ? (int64_t)((uint64_t)u + (uint64_t)w)
                          : q == 1 ? (int64_t)((uint64_t)u - (uint64_t)w)
@@ -834,13 +872,12 @@ static int fold(pp *x, size_t j) {
                                   : u / w;
             }
         }
-        rc = num_store(x, out, &r, dt);
-        return rc ? rc : 1;
+        STORE(&r, dt);
     }
     if (strcmp(op, "Gather") == 0) {
-        if (n->input_count != 2 || !num_load(x, n->inputs[1], &b) || b.flt) return 0;
+        if (n->input_count != 2 || !num_load(x, n->inputs[1], &b) || b.flt) return TIO_OK;
         int64_t axis = norm_axis(ga_i(n, "axis", 0), a.rank);
-        if (axis < 0 || axis >= a.rank || a.rank - 1 + b.rank > (int)TM_MAX_DIMS) return 0;
+        if (axis < 0 || axis >= a.rank || a.rank - 1 + b.rank > (int)TM_MAX_DIMS) return TIO_OK;
         int64_t sh[TM_MAX_DIMS];
         int m = 0;
         for (int k = 0; k < a.rank; k++) {
@@ -848,7 +885,7 @@ static int fold(pp *x, size_t j) {
                 for (int q = 0; q < b.rank; q++) sh[m++] = b.sh[q];
             else sh[m++] = a.sh[k];
         }
-        if (!num_alloc(x, &r, a.flt, m, sh)) return 0;
+        if (!num_alloc(x, &r, a.flt, m, sh)) return TIO_OK;
         size_t outer = 1, inner = 1, dim = (size_t)a.sh[axis];
         for (int k = 0; k < axis; k++) outer *= (size_t)a.sh[k];
         for (int k = (int)axis + 1; k < a.rank; k++) inner *= (size_t)a.sh[k];
@@ -856,21 +893,20 @@ static int fold(pp *x, size_t j) {
         for (size_t o = 0; o < outer; o++)
             for (size_t q = 0; q < b.n; q++) {
                 int64_t ix = b.i[q] < 0 ? b.i[q] + (int64_t)dim : b.i[q];
-                if (ix < 0 || (size_t)ix >= dim) return 0;
+                if (ix < 0 || (size_t)ix >= dim) return TIO_OK;
                 for (size_t e = 0; e < inner; e++, at++) {
                     size_t src = (o * dim + (size_t)ix) * inner + e;
                     if (r.flt) r.f[at] = a.f[src];
                     else r.i[at] = a.i[src];
                 }
             }
-        rc = num_store(x, out, &r, dt);
-        return rc ? rc : 1;
+        STORE(&r, dt);
     }
     if (strcmp(op, "Concat") == 0) {
         int64_t axis = norm_axis(ga_i(n, "axis", 0), a.rank);
-        if (axis < 0 || axis >= a.rank) return 0;
+        if (axis < 0 || axis >= a.rank) return TIO_OK;
         num parts[16];
-        if (n->input_count > 16) return 0;
+        if (n->input_count > 16) return TIO_OK;
         int64_t sh[TM_MAX_DIMS];
         memcpy(sh, a.sh, sizeof sh);
         sh[axis] = 0;
@@ -878,10 +914,12 @@ static int fold(pp *x, size_t j) {
             memset(&parts[k], 0, sizeof parts[k]);
             if (!num_load(x, n->inputs[k], &parts[k]) || parts[k].rank != a.rank ||
                 parts[k].flt != a.flt || pt(x, n->inputs[k])->dtype != dt)
-                return 0;
+                return TIO_OK;
+            for (int q = 0; q < a.rank; q++)
+                if (q != axis && parts[k].sh[q] != a.sh[q]) return TIO_OK;
             sh[axis] += parts[k].sh[axis];
         }
-        if (!num_alloc(x, &r, a.flt, a.rank, sh)) return 0;
+        if (!num_alloc(x, &r, a.flt, a.rank, sh)) return TIO_OK;
         size_t outer = 1, at = 0;
         for (int k = 0; k < axis; k++) outer *= (size_t)a.sh[k];
         for (size_t o = 0; o < outer; o++)
@@ -892,29 +930,27 @@ static int fold(pp *x, size_t j) {
                     else r.i[at] = parts[k].i[o * chunk + e];
                 }
             }
-        rc = num_store(x, out, &r, dt);
-        return rc ? rc : 1;
+        STORE(&r, dt);
     }
     if (strcmp(op, "Slice") == 0 && a.rank == 1) {
         int64_t st[1], en[1], sp[1] = {1};
         size_t ns, ne, na, nsp;
         if (!const_ints(x, n, 1, "starts", st, 1, &ns) || !const_ints(x, n, 2, "ends", en, 1, &ne))
-            return 0;
-        if (const_ints(x, n, 3, "axes", ax, 1, &na) && norm_axis(ax[0], 1) != 0) return 0;
+            return TIO_OK;
+        if (const_ints(x, n, 3, "axes", ax, 1, &na) && norm_axis(ax[0], 1) != 0) return TIO_OK;
         if (!const_ints(x, n, 4, "steps", sp, 1, &nsp)) sp[0] = 1;
         int64_t s0, c;
         if (!slice_axis(a.sh[0], st[0], en[0], sp[0], &s0, &c) || !num_alloc(x, &r, a.flt, 1, &c))
-            return 0;
+            return TIO_OK;
         for (int64_t k = 0; k < c; k++) {
             size_t src = (size_t)(s0 + k * sp[0]);
             if (r.flt) r.f[k] = a.f[src];
             else r.i[k] = a.i[src];
         }
-        rc = num_store(x, out, &r, dt);
-        return rc ? rc : 1;
+        STORE(&r, dt);
     }
     (void)num_at;
-    return 0;
+    return TIO_OK;
 }
 
 /* ----------------------------------------------- forms Tengine takes */
@@ -1021,14 +1057,14 @@ static int gemm_form(pp *x, tio_gnode *n) {
     size_t r0 = (size_t)w->shape[0], r1 = (size_t)w->shape[1];
     const uint8_t *wd = ld_f32(w, w->numel);
     const tio_tensor *b = bv >= 0 ? pt(x, bv) : NULL;
-    if (!wd || (bv >= 0 && beta != 1.0 && (!b || b->dtype != TIO_FLOAT32))) return TIO_OK;
+    if (!wd || (bv >= 0 && beta != 1.0 && (!b || !ld_f32(b, b->numel)))) return TIO_OK;
     int64_t nout = tb ? (int64_t)r0 : (int64_t)r1, kin = tb ? (int64_t)r1 : (int64_t)r0;
     uint8_t *nw = pa(x, w->nbytes ? w->nbytes : 1);
     if (!nw) return nomem(x);
     for (size_t i = 0; i < (size_t)nout; i++)
         for (size_t k = 0; k < (size_t)kin; k++) {
             float f = tb ? ldf(wd + 4 * (i * r1 + k)) : ldf(wd + 4 * (k * r1 + i));
-            stf(nw + 4 * (i * (size_t)kin + k), alpha == 1.0 ? f : (float)(f * alpha));
+            stf(nw + 4 * (i * (size_t)kin + k), alpha == 1.0 ? f : to_f(f * alpha));
         }
     int64_t shape[2] = {nout, kin};
     int64_t t = mk_tensor(x, x->v[wv].name, TIO_FLOAT32, 2, shape, nw, w->nbytes, true);
@@ -1044,7 +1080,7 @@ static int gemm_form(pp *x, tio_gnode *n) {
     if (b && beta != 1.0) {
         uint8_t *nb = pa(x, b->nbytes ? b->nbytes : 1);
         if (!nb) return nomem(x);
-        for (size_t k = 0; k < b->numel; k++) stf(nb + 4 * k, (float)(ldf(b->data + 4 * k) * beta));
+        for (size_t k = 0; k < b->numel; k++) stf(nb + 4 * k, to_f(ldf(b->data + 4 * k) * beta));
         int64_t bt = mk_tensor(x, x->v[bv].name, TIO_FLOAT32, (int)b->rank, b->shape, nb,
                                b->nbytes, true);
         int64_t nbv = bt < 0 ? -1 : new_value(x, x->v[bv].name, TIO_FLOAT32, bt, bv);
@@ -1125,7 +1161,7 @@ static int fuse_bn(pp *x, size_t j) {
     const uint8_t *bd = bv >= 0 ? ld_f32(pt(x, bv), co) : NULL;
     if (!wd || (bv >= 0 && !bd)) return TIO_OK;
     const tio_gattr *ea = ga(bn, "epsilon");
-    float eps = ea && ea->type == TIO_ATTR_FLOAT ? (float)ea->f : 1e-5f;
+    float eps = ea && ea->type == TIO_ATTR_FLOAT ? to_f(ea->f) : 1e-5f;
     uint8_t *nw = pa(x, w->nbytes), *nb = pa(x, co * 4);
     if (!nw || !nb) return nomem(x);
     for (size_t c = 0; c < co; c++) {
@@ -1173,7 +1209,7 @@ static int fuse_act(pp *x, size_t j) {
     else if (op_is(a, "Clip") && a->input_count == 1 && only_attrs(a, minmax)) {
         const tio_gattr *mn = ga(a, "min"), *mx = ga(a, "max");
         if (!mn || !mx || mn->type != TIO_ATTR_FLOAT || mx->type != TIO_ATTR_FLOAT ||
-            (float)mn->f != 0.f || (float)mx->f != 6.f)
+            mn->f != 0.0 || mx->f != 6.0)
             return TIO_OK;
         act = 6;
     } else return TIO_OK;
@@ -1306,7 +1342,7 @@ static int fuse_hardswish(pp *x, size_t j) {
         (be && be->type != TIO_ATTR_FLOAT))
         return TIO_OK;
     /* ONNX's defaults: alpha 0.2, beta 0.5 */
-    if ((float)(al ? al->f : 0.2) != (float)(1.0 / 6.0) || (float)(be ? be->f : 0.5) != 0.5f)
+    if (to_f(al ? al->f : 0.2) != (float)(1.0 / 6.0) || (be ? be->f : 0.5) != 0.5)
         return TIO_OK;
     int64_t xv = hs->inputs[0], mj = sole_user(x, hs->outputs[0]);
     if (mj < 0 || !op_is(&x->n[mj], "Mul") || x->n[mj].attr_count ||
@@ -1456,9 +1492,9 @@ static int run(pp *x, const tio_graph *src, bool fuse) {
             continue;
         }
         infer(x, j);
-        rc = fold(x, j);
-        if (rc < 0) return rc;
-        if (rc == 1) {
+        bool folded = false;
+        if ((rc = fold(x, j, &folded))) return rc;
+        if (folded) {
             kill(x, j);
             continue;
         }
