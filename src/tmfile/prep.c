@@ -242,7 +242,8 @@ static const char *alt_name(const char *name) {
     static const char *const pairs[][2] = {{"kernel_shape", "kernel_size"},
                                            {"group", "groups"},
                                            {"transA", "transpose_a"},
-                                           {"transB", "transpose_b"}};
+                                           {"transB", "transpose_b"},
+                                           {"allowzero", "allow_zero"}};
     for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
         if (strcmp(name, pairs[k][0]) == 0) return pairs[k][1];
     return NULL;
@@ -388,10 +389,11 @@ static bool known(const pp *x, int64_t v) { return v >= 0 && x->srank[v] >= 0; }
 
 static void set_shape(pp *x, int64_t v, int rank, const int64_t *d) {
     if (v < 0 || rank < 0 || rank > (int)TM_MAX_DIMS) return;
+    /* the product of the nonzero dims: any partial product stays <= 2^40 */
     int64_t n = 1;
     for (int k = 0; k < rank; k++) {
         if (d[k] < 0 || d[k] > PP_BIG) return;
-        n *= d[k]; /* both <= 2^40: no overflow */
+        if (d[k]) n *= d[k]; /* both <= 2^40: no overflow */
         if (n > PP_BIG) return;
     }
     x->srank[v] = rank;
@@ -558,7 +560,8 @@ static void infer(pp *x, size_t j) {
                                                                : a[k];
             if (o[k] == -1 && neg < 0) neg = (int64_t)k;
             else if (o[k] < 0 || o[k] > PP_BIG) return;
-            else if ((part *= o[k]) > PP_BIG) return;
+            else if (o[k] && part > PP_BIG / o[k]) return;
+            else part *= o[k];
         }
         if (neg >= 0) {
             if (part == 0 || total % part) return;
@@ -699,7 +702,12 @@ static bool num_load(pp *x, int64_t v, num *o) {
     const tio_tensor *t = pt(x, v);
     if (!t || t->numel > PP_FOLD_MAX || t->rank > TM_MAX_DIMS) return false;
     o->rank = (int)t->rank;
-    for (size_t k = 0; k < t->rank; k++) o->sh[k] = t->shape[k];
+    uint64_t nz = 1; /* the product of the nonzero dims bounds every loop over them */
+    for (size_t k = 0; k < t->rank; k++) {
+        o->sh[k] = t->shape[k];
+        if (t->shape[k] < 0 || (uint64_t)t->shape[k] > PP_FOLD_MAX) return false;
+        if (t->shape[k] && (nz *= (uint64_t)t->shape[k]) > PP_FOLD_MAX) return false;
+    }
     o->n = (size_t)t->numel;
     o->flt = t->dtype == TIO_FLOAT32;
     if (o->flt) {
@@ -1093,6 +1101,48 @@ static int gemm_form(pp *x, tio_gnode *n) {
     if (!rc) rc = del_attr(x, n, "alpha");
     if (!rc) rc = del_attr(x, n, "beta");
     return rc;
+}
+
+static int64_t sole_prod(const pp *x, int64_t v);
+
+/* MatMul(x, W) + b with x of rank 2, W [K, N] and b [N] (or [1, N])
+ * constants: one Gemm (then a FullyConnected, as gemm_form makes it).
+ * Tengine's Eltwise Add does not run on 2-D tensors; its FullyConnected
+ * does. The Add keeps its name and output. */
+static int fuse_matmul_add(pp *x, size_t j) {
+    tio_gnode *add = &x->n[j];
+    static const char *const none[] = {NULL};
+    if (!op_is(add, "Add") || add->input_count != 2 || add->output_count != 1 ||
+        !only_attrs(add, none))
+        return TIO_OK;
+    for (int side = 0; side < 2; side++) {
+        int64_t mv = add->inputs[side], bv = add->inputs[1 - side], mj = sole_prod(x, mv);
+        if (mj < 0 || !op_is(&x->n[mj], "MatMul") || x->n[mj].input_count != 2 ||
+            !only_attrs(&x->n[mj], none))
+            continue;
+        const tio_gnode *mm = &x->n[mj];
+        int64_t av = mm->inputs[0], wv = mm->inputs[1];
+        const tio_tensor *w = pt(x, wv), *b = pt(x, bv);
+        int arank = known(x, av) ? x->srank[av] : av >= 0 ? (int)x->v[av].rank : -1;
+        if (arank != 2 || !w || w->rank != 2 || !ld_f32(w, w->numel) || !b ||
+            !ld_f32(b, b->numel) || b->numel != (uint64_t)w->shape[1] ||
+            !(b->rank == 1 || (b->rank == 2 && b->shape[0] == 1)))
+            continue;
+        int64_t nb = bv;
+        if (b->rank != 1) {
+            int64_t n1 = w->shape[1];
+            int64_t t = mk_tensor(x, x->v[bv].name, TIO_FLOAT32, 1, &n1, b->data, b->nbytes, true);
+            if (t < 0 || (nb = new_value(x, x->v[bv].name, TIO_FLOAT32, t, bv)) < 0)
+                return nomem(x);
+        }
+        int64_t in[3] = {av, wv, nb};
+        int rc = set_inputs(x, add, in, 3);
+        if (rc) return rc;
+        add->op = (char *)(uintptr_t) "Gemm";
+        kill(x, (size_t)mj);
+        return gemm_form(x, add);
+    }
+    return TIO_OK;
 }
 
 /* MaxPool ceil_mode: dropped where it does not change the output (floor and
@@ -1499,6 +1549,7 @@ static int run(pp *x, const tio_graph *src, bool fuse) {
             continue;
         }
         if (op_is(n, "Gemm") && (rc = gemm_form(x, n))) return rc;
+        if (fuse && op_is(n, "Add") && (rc = fuse_matmul_add(x, j))) return rc;
         if ((op_is(n, "MaxPool") || op_is(n, "AveragePool")) && (rc = pool_ceil(x, n))) return rc;
         if (op_is(n, "Flatten") && known(x, n->inputs[0]) &&
             (rc = set_i(x, n, "tmfile.end_axis", x->srank[n->inputs[0]] - 1)))

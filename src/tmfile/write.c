@@ -861,7 +861,8 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
                             "%s: op_ver %u selects the old C++ TM2_ReshapeParam_V1, which tensio "
                             "does not write for a graph from another format",
                             tw_lb_text(lbl), n->op_ver);
-        if ((a = tw_attr(gn, "allow_zero", used)) != NULL &&
+        if (((a = tw_attr(gn, "allow_zero", used)) != NULL ||
+             (a = tw_attr(gn, "allowzero", used)) != NULL) &&
             !(a->type == TIO_ATTR_INT && a->i == 0))
             return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                             "%s: tmfile's Reshape has no allow_zero", tw_lb_text(lbl));
