@@ -2,6 +2,7 @@
 # install missing Debian packages, configure, build, run.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 BENCH_BUILD ?= build-bench
 FUZZ_SECONDS ?= 300
@@ -10,7 +11,7 @@ PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build test test-main test-asan test-fuzz fuzz fuzz-build demo \
+.PHONY: all deps configure build test test-main test-asan test-tsan test-fuzz fuzz fuzz-build demo \
         install clean help bench
 
 all: build
@@ -18,6 +19,7 @@ all: build
 help:
 	@echo "make demo      install deps, build, run the demo"
 	@echo "make test      install deps, build, run every test, then again under ASan+UBSan"
+	@echo "               and under ThreadSanitizer (make test-tsan), then the fuzz targets"
 	@echo "make fuzz      run every libFuzzer target FUZZ_SECONDS (default 300) each,"
 	@echo "               keeping new inputs in fuzz/corpus/"
 	@echo "make bench     build bench/tio_bench (Release), generate data, run every case,"
@@ -37,7 +39,7 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
-test: test-main test-asan test-fuzz
+test: test-main test-asan test-tsan test-fuzz
 
 test-main: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
@@ -50,6 +52,20 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:check_initialization_order=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
+
+# The same suite built with clang under ThreadSanitizer (the thread tests:
+# tests/core/test_threads.c, tests/transport/test_stream_threads.c; the
+# library's own thread in every ONNX -> rten test). Any report fails the test
+# that made it (halt_on_error, exit code 66). tests/tsan.supp suppresses
+# libzmq's internals only. No Python package here: Debian's python3 cannot
+# load the ThreadSanitizer runtime (python/tests/test_threads.py runs in the
+# other two builds).
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DTIO_TSAN=ON -DTIO_WERROR=ON -DTIO_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build $(TSAN_BUILD) -j$(JOBS)
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+	  ctest --test-dir $(TSAN_BUILD) --output-on-failure -j$(JOBS)
 
 # libFuzzer targets (clang, ASan+UBSan): the regression inputs, then a short
 # smoke of every target from the vectors' seeds.
@@ -81,4 +97,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(BENCH_BUILD)

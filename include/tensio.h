@@ -10,6 +10,15 @@
  *   and a message that says what was expected and what was found.
  * - No function aborts, exits or asserts on bad input. There is no global
  *   mutable state: distinct handles may be used from distinct threads.
+ * - Threads: a container, tensor or graph may be shared by any number of
+ *   threads through the functions that take it as const (getters, views,
+ *   tio_tensor_densify, tio_tensor_sha256, tio_check_save, tio_save,
+ *   tio_save_memory, tio_message_encode, tio_stream_send): none of them
+ *   changes it. A function that takes it non-const (tio_container_add, the
+ *   *_set calls, tio_tensor_materialize, the graph builders) needs it to
+ *   itself. Hold counts are atomic: tio_container_free may run while a
+ *   message or libzmq still holds the container. A stream is used from one
+ *   thread at a time (docs/architecture.md, "Threads").
  * - Tensor data handed out by a container opened from a file are views into
  *   the file's mapping; they stay valid until the container is freed.
  * - All multi-byte numbers in tensor data are little-endian.
@@ -590,7 +599,8 @@ TIO_API void tio_message_free(tio_message *m); /* NULL is fine */
 /* ------------------------------------------------------------------ streams */
 
 /* Containers sent and received as messages over ZeroMQ (libzmq). One stream
- * is one socket; it is not thread-safe, distinct streams are. */
+ * is one socket; like a socket it is used from one thread at a time (it may
+ * move between threads between calls); distinct streams are independent. */
 typedef struct tio_stream tio_stream;
 
 typedef enum tio_socket_type {

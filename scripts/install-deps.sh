@@ -7,7 +7,7 @@ set -euo pipefail
 
 PACKAGES=(
   gcc make cmake pkg-config    # toolchain
-  clang libclang-rt-dev        # second compiler, sanitizer runtimes, libFuzzer
+  clang libclang-rt-dev        # second compiler, sanitizer runtimes (ASan, UBSan, TSan), libFuzzer
   libjansson-dev               # JSON with exact int64
   libssl-dev                   # libcrypto: SHA-256
   libcmocka-dev                # unit tests

@@ -1679,11 +1679,20 @@ static void zio_out_free(zio_out *o) {
     memset(o, 0, sizeof *o);
 }
 
-/* A metadata value to write: the original typed value when it still reads
- * as `value`, else the string. NULL when out of memory. */
+/* Sets obj[key] to a copy of v, a value of the container's native label.
+ * Not a reference (json_object_set): the container may be shared read-only
+ * by threads writing it at once, and jansson reads a value's reference count
+ * without an atomic before updating it (json_incref, json_decref): a data
+ * race between the writers. -1 when out of memory. */
+static int zj_set_copy(json_t *obj, const char *key, json_t *v) {
+    return json_object_set_new(obj, key, json_deep_copy(v));
+}
+
+/* A metadata value to write: (a copy of) the original typed value when it
+ * still reads as `value`, else the string. NULL when out of memory. */
 static json_t *zio_meta_value(json_t *orig, const char *key, const char *value, zbuf *scratch) {
     json_t *ov = orig ? json_object_get(orig, key) : NULL;
-    if (ov && zj_text(scratch, ov) && strcmp(scratch->p, value) == 0) return json_incref(ov);
+    if (ov && zj_text(scratch, ov) && strcmp(scratch->p, value) == 0) return json_deep_copy(ov);
     return json_string(value);
 }
 
@@ -1723,7 +1732,7 @@ static json_t *zio_entry(const tio_wtensor *w, const zio_tstate *ts, size_t part
                        strcmp(key, "dtype") == 0 || strcmp(key, "part") == 0 ||
                        strcmp(key, "metadata") == 0;
             if (!std || (layout && ts->keep_layout))
-                ok = ok && json_object_set(e, key, v) == 0;
+                ok = ok && zj_set_copy(e, key, v) == 0;
         }
     }
     const struct zio_kind *kind = zio_kind_of(w->dtype);
@@ -1855,7 +1864,7 @@ static int zio_prepare(tio_write_plan *p, zio_out *o, tio_error *err) {
         const char *key;
         json_t *v;
         json_object_foreach(nat->label, key, v) {
-            if (strcmp(key, "TENS") != 0) ok = ok && json_object_set(root, key, v) == 0;
+            if (strcmp(key, "TENS") != 0) ok = ok && zj_set_copy(root, key, v) == 0;
         }
     }
     json_t *otmeta = nat && nat->tens ? json_object_get(nat->tens, "metadata") : NULL;
@@ -1867,7 +1876,7 @@ static int zio_prepare(tio_write_plan *p, zio_out *o, tio_error *err) {
             json_t *v;
             json_object_foreach(nat->tens, key, v) {
                 if (strcmp(key, "tensors") != 0 && strcmp(key, "metadata") != 0)
-                    ok = ok && json_object_set(tens, key, v) == 0;
+                    ok = ok && zj_set_copy(tens, key, v) == 0;
             }
         }
         if (ok && (n || !nat || nat->tensors_present)) {

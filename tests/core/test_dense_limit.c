@@ -19,10 +19,12 @@
 #include "tensio.h"
 #include "tvec.h"
 
-/* test_save_bomb checks what an allocation failure gives: under ASan the
- * allocator must return NULL for it rather than stop the process. */
+/* test_save_bomb checks what an allocation failure gives: under ASan and
+ * TSan the allocator must return NULL for it rather than stop the process. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void) { return "allocator_may_return_null=1"; }
 
 /* The shape of the BTF file found by mutation (issue 15): 167 stored values
  * claiming 4.3e18 dense bytes as float32. */

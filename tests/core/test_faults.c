@@ -603,16 +603,6 @@ static int exists(const char *dir, const char *name) {
     return lstat(p, &st) == 0;
 }
 
-/* A pid that surely is dead: a child, reaped (-1 on failure; no cmocka
- * asserts, children call it too). */
-static pid_t dead_pid(void) {
-    fflush(NULL);
-    pid_t dead = fork();
-    if (dead == 0) _exit(0);
-    if (dead < 0 || waitpid(dead, NULL, 0) != dead) return -1;
-    return dead;
-}
-
 /* Whether every one of the n names exists in dir (else fails naming it). */
 static void expect_all(const char *dir, char (*names)[256], int n, const char *when) {
     for (int k = 0; k < n; k++) EXPECT(exists(dir, names[k]), "%s: %s was removed", when, names[k]);
@@ -634,7 +624,7 @@ static void test_stale_temps(void **state) {
     static const int64_t nn[] = {100};
     version v;
     version_init(&v, "tenbin", dt, nn, 1, 8);
-    pid_t dead = dead_pid();
+    pid_t dead = (pid_t)tvec_dead_pid();
     assert_true(dead > 0);
     /* a live process other than this one: a child blocked on a pipe */
     int pfd[2];
@@ -836,7 +826,7 @@ static void readonly_child(const version *v, int out) {
             /* a stale temp that cannot be removed: TIO_E_IO naming it */
             char stale[128], sp[400];
             snprintf(stale, sizeof stale, ".out.ten.tio-%ld-0123456789abcdef.tmp",
-                     (long)dead_pid());
+                     tvec_dead_pid());
             snprintf(sp, sizeof sp, "%s/%s", dir, stale);
             chmod(dir, 0755);
             pfd = open(sp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

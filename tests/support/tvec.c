@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef TIO_TEST_VECTORS
 #error "TIO_TEST_VECTORS must be defined (tests/vectors)"
@@ -113,6 +115,14 @@ size_t tvec_load_frames(const char *dir, json_t *frames, uint8_t **bufs, size_t 
         }
     }
     return n;
+}
+
+long tvec_dead_pid(void) {
+    fflush(NULL);
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    if (dead < 0 || waitpid(dead, NULL, 0) != dead) return -1;
+    return (long)dead;
 }
 
 int tvec_write(const char *path, const void *buf, size_t len) {

@@ -45,6 +45,10 @@ size_t tvec_load_frames(const char *dir, json_t *frames, uint8_t **bufs, size_t 
  * state *s (which must not be 0). */
 uint64_t tvec_rand(uint64_t *s);
 
+/* A pid that surely is dead: a child forked and reaped (-1 on failure; no
+ * cmocka asserts, so children may call it too). */
+long tvec_dead_pid(void);
+
 /* Writes a whole file; 0 on success. */
 int tvec_write(const char *path, const void *buf, size_t len);
 
