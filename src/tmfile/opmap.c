@@ -298,6 +298,13 @@ static bool tm_equal_ints(const tio_gattr *a, const int64_t *v, size_t n) {
 
 /* ------------------------------------------------------------------ raise */
 
+/* What convert_tool writes in a global pool's window fields (pooling's
+ * init_op kernel 2x2, load_pool's stride 1 and zero pads), which Tengine
+ * replaces from the input's shape. */
+int64_t tio__tmfile_global_field(const char *field) {
+    return strncmp(field, "kernel_", 7) == 0 ? 2 : strncmp(field, "stride_", 7) == 0 ? 1 : 0;
+}
+
 static const char *tm_pool_op(int64_t alg, int64_t global) {
     if (alg == 0) return global ? "GlobalMaxPool" : "MaxPool";
     if (alg == 1) return global ? "GlobalAveragePool" : "AveragePool";
@@ -372,8 +379,11 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
                 if (ok && !global && v[f] < 0) ok = false;
             }
             if (ok && global) {
+                /* Tengine sets a global pool's window from the input; other
+                 * values than convert_tool's are kept (tmfile -> tmfile) */
                 for (uint8_t f = 0; f < mp->nfields; f++)
-                    if (v[f] != 0) tm_push_int(&l, "tmfile.", mp->fields[f], v[f]);
+                    if (v[f] != tio__tmfile_global_field(mp->fields[f]))
+                        tm_push_int(&l, "tmfile.", mp->fields[f], v[f]);
             } else if (ok)
                 tm_push_ints(&l, NULL, mp->onnx, v, mp->nfields);
             break;
@@ -498,7 +508,8 @@ int tio__tmfile_lower(const tio_graph *g, const tio_container *c, const tio_gnod
                 for (uint8_t f = 0; f < mp->nfields; f++) {
                     a = tm_find_kept(n, mp->fields[f], used);
                     tm_push_int(&l, NULL, mp->fields[f],
-                                a && a->type == TIO_ATTR_INT ? a->i : 0);
+                                a && a->type == TIO_ATTR_INT ? a->i
+                                                             : tio__tmfile_global_field(mp->fields[f]));
                 }
                 break;
             }

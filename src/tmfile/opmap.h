@@ -97,4 +97,8 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
 int tio__tmfile_lower(const tio_graph *g, const tio_container *c, const tio_gnode *n, int idx,
                       int fused_act, tio_gattr **out, size_t *nout, tio_error *err);
 
+/* What convert_tool writes in a global pool's window field (kernel_* 2,
+ * stride_* 1, pad_* 0); Tengine replaces them from the input's shape. */
+int64_t tio__tmfile_global_field(const char *field);
+
 #endif /* TIO_TMFILE_OPMAP_H */

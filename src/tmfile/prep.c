@@ -1186,6 +1186,27 @@ static int64_t sole_prod(const pp *x, int64_t v) {
     return x->prod[v];
 }
 
+/* Node j (the second of a fused pair, reading mid and writing out) is gone:
+ * mid's producer pj writes on. Its value stays, as convert_tool keeps the
+ * first node's output, unless out is a graph output: then pj writes out,
+ * so that the model's outputs keep their names. */
+static int fuse_away(pp *x, size_t j, int64_t pj, int64_t mid, int64_t out) {
+    kill(x, j);
+    if (!is_out(x, out)) {
+        replace_uses(x, out, mid);
+        return TIO_OK;
+    }
+    tio_gnode *p = &x->n[pj];
+    int64_t *o = pa(x, p->output_count * sizeof *o);
+    if (!o) return nomem(x);
+    for (size_t k = 0; k < p->output_count; k++) o[k] = p->outputs[k] == mid ? out : p->outputs[k];
+    p->outputs = o;
+    x->prod[out] = pj;
+    x->prod[mid] = -1;
+    copy_shape(x, out, mid);
+    return TIO_OK;
+}
+
 /* Conv or FullyConnected-form Gemm followed by BatchNormalization: the BN
  * folded into the weights and bias (convert_tool's fuse_conv_bn/fuse_fc_bn).
  * A new bias is named '<weight>.bias.bn' as convert_tool names it. */
@@ -1242,10 +1263,7 @@ static int fuse_bn(pp *x, size_t j) {
         return nomem(x);
     int rc = set_inputs(x, cv, in, 3);
     if (rc) return rc;
-    int64_t out = bn->outputs[0], mid = bn->inputs[0];
-    kill(x, j);
-    replace_uses(x, out, mid);
-    return TIO_OK;
+    return fuse_away(x, j, pj, bn->inputs[0], bn->outputs[0]);
 }
 
 /* Conv then Relu (slope 0) or Clip(0, 6): the activation in the Conv's param
@@ -1268,10 +1286,7 @@ static int fuse_act(pp *x, size_t j) {
     if (pj < 0 || !op_is(&x->n[pj], "Conv") || ga(&x->n[pj], "tmfile.activation")) return TIO_OK;
     int rc = set_i(x, &x->n[pj], "tmfile.activation", act);
     if (rc) return rc;
-    int64_t out = a->outputs[0], mid = a->inputs[0];
-    kill(x, j);
-    replace_uses(x, out, mid);
-    return TIO_OK;
+    return fuse_away(x, j, pj, a->inputs[0], a->outputs[0]);
 }
 
 static bool scalar_is(const pp *x, int64_t v, double want, double tol) {

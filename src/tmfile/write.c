@@ -997,6 +997,8 @@ static int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *e
                               tw_lb_text(lbl));
             if (rc) return rc;
         }
+        if (gmax || gavg) /* convert_tool's values; Tengine takes the window from the input */
+            k2[0] = k2[1] = tio__tmfile_global_field("kernel_h");
         tw_set_i(n, "alg", (gmax || mp) ? 0 : 1);
         tw_set_i(n, "kernel_h", k2[0]);
         tw_set_i(n, "kernel_w", k2[1]);
