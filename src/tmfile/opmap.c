@@ -14,6 +14,7 @@
 #define SAME(o, f) {o, TM_M_SAME, {f}, 1, 0, 0.0, 0}
 #define PACK2(o, a, b) {o, TM_M_PACK, {a, b}, 2, 0, 0.0, 0}
 #define PACK4(o, a, b, c, d) {o, TM_M_PACK, {a, b, c, d}, 4, 0, 0.0, 0}
+#define PACKS1(o, a) {o, TM_M_PACKS, {a}, 1, 0, 0.0, 0}
 #define CONST(o, v) {o, TM_M_CONST, {NULL}, 0, v, 0.0, 0}
 #define DEFI(f, v) {NULL, TM_M_DEF, {f}, 1, v, 0.0, 0}
 #define DEFF(f, v) {NULL, TM_M_DEF, {f}, 1, 0, v, 0}
@@ -58,10 +59,19 @@ static const tio_tm_amap m_selu[] = {SAME("alpha", "alpha"), SAME("gamma", "lamb
 static const tio_tm_amap m_eps[] = {SAME("epsilon", "eps")};
 static const tio_tm_amap m_argmax[] = {SAME("axis", "axis"), SAME("keepdims", "keepdims")};
 static const tio_tm_amap m_block[] = {SAME("blocksize", "block_size")};
+/* ONNX's Slice on one axis (isonnx); the four become constant inputs in the
+ * ONNX form (read.c) and params again on a write (write.c) */
+static const tio_tm_amap m_slice[] = {PACKS1("starts", "begin"), PACKS1("ends", "end"),
+                                      PACKS1("axes", "axis"),    PACKS1("steps", "step"),
+                                      DEFI("iscaffe", 0),        DEFI("ismxnet", 0),
+                                      DEFI("isonnx", 1)};
+/* Tengine's kernel ignores alpha and beta (x * relu6(x + 3) / 6) */
+static const tio_tm_amap m_hardswish[] = {DEFF("alpha", 1.0), DEFF("beta", 0.0)};
 
 #undef SAME
 #undef PACK2
 #undef PACK4
+#undef PACKS1
 #undef CONST
 #undef DEFI
 #undef DEFF
@@ -76,6 +86,7 @@ const tio_tm_opmap tio__tmfile_opmap[] = {
     {6, "ConvTranspose", TM_OP_FIXED, NA(m_deconv), 2},
     {8, "Dropout", TM_OP_FIXED, NOATTR, 1},
     {OP_ELTWISE, NULL, TM_OP_ELTWISE, NOATTR, 1},
+    {45, NULL, TM_OP_REDUCE, NOATTR, 1},
     {10, "Flatten", TM_OP_FIXED, NA(m_flatten), 1},
     {11, "Gemm", TM_OP_FIXED, NA(m_fc), 2},
     {OP_POOL, NULL, TM_OP_POOL, NA(m_pool), 1},
@@ -83,6 +94,7 @@ const tio_tm_opmap tio__tmfile_opmap[] = {
     {OP_RELU, NULL, TM_OP_RELU, NOATTR, 1},
     {OP_RELU6, "Clip", TM_OP_FIXED, NOATTR, 1}, /* + min 0, max 6 as constant inputs (read.c) */
     {OP_RESHAPE, "Reshape", TM_OP_FIXED, NA(m_reshape), 1}, /* one input: read.c adds the shape */
+    {OP_SLICE, "Slice", TM_OP_FIXED, NA(m_slice), 1}, /* one input (tensio's); read.c */
     {28, "Softmax", TM_OP_FIXED, NA(m_axis), 1},
     {31, "Gemm", TM_OP_FIXED, NA(m_gemm), 2},
     {36, "Tanh", TM_OP_FIXED, NOATTR, 1},
@@ -94,6 +106,7 @@ const tio_tm_opmap tio__tmfile_opmap[] = {
     {64, "HardSigmoid", TM_OP_FIXED, NA(m_alphabeta), 1},
     {66, "InstanceNormalization", TM_OP_FIXED, NA(m_eps), 3},
     {68, "Abs", TM_OP_FIXED, NOATTR, 1},
+    {OP_HARDSWISH, "HardSwish", TM_OP_FIXED, NA(m_hardswish), 1},
     {72, "Selu", TM_OP_FIXED, NA(m_selu), 1},
     {73, "Elu", TM_OP_FIXED, NA(m_elu), 1},
     {77, "Transpose", TM_OP_FIXED, NA(m_transpose), 1},
@@ -305,6 +318,13 @@ int64_t tio__tmfile_global_field(const char *field) {
     return strncmp(field, "kernel_", 7) == 0 ? 2 : strncmp(field, "stride_", 7) == 0 ? 1 : 0;
 }
 
+/* Tengine's Reduction types with an ONNX op whose axes are an attribute at
+ * opset 13 */
+static const char *const tm_reduce_ops[11] = {
+    NULL, "ReduceMean", NULL, "ReduceSumSquare", "ReduceMax", "ReduceMin", "ReduceProd",
+    NULL, NULL, "ReduceLogSum", "ReduceLogSumExp"};
+static const char *const tm_reduce_dims[4] = {"dim_0", "dim_1", "dim_2", "dim_3"};
+
 static const char *tm_pool_op(int64_t alg, int64_t global) {
     if (alg == 0) return global ? "GlobalMaxPool" : "MaxPool";
     if (alg == 1) return global ? "GlobalAveragePool" : "AveragePool";
@@ -320,6 +340,8 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
     *split_act = -1;
     const tio_tm_opmap *m = tio__tmfile_opmap_of(idx);
     if (!m || n->input_count < m->min_inputs || n->opaque) return TIO_OK;
+    /* convert_tool's Slice keeps its (narrowed) ONNX inputs: not raised */
+    if (idx == OP_SLICE && n->input_count != 1) return TIO_OK;
     uint8_t *used = calloc(n->attr_count ? n->attr_count : 1, 1);
     if (!used) return tio__nomem(err, TM_FMT);
     tm_alist l = {0};
@@ -342,6 +364,26 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
             name = "LeakyRelu";
             tm_push_float(&l, NULL, "alpha", a->f);
         }
+    } else if (m->choose == TM_OP_REDUCE) {
+        a = tm_find(n, "type", used);
+        ok = a && a->type == TIO_ATTR_INT && a->i >= 0 && a->i < 11 && tm_reduce_ops[a->i];
+        if (ok) name = tm_reduce_ops[a->i];
+        int64_t ax[4];
+        size_t na = 0;
+        bool end = false;
+        for (int q = 0; ok && q < 4; q++) {
+            const tio_gattr *d = tm_find(n, tm_reduce_dims[q], used);
+            ok = d && d->type == TIO_ATTR_INT;
+            if (ok && d->i == -2) end = true;
+            else if (ok) {
+                ok = !end && d->i >= 0; /* the axes come first */
+                ax[na++] = d->i;
+            }
+        }
+        if (ok && na) tm_push_ints(&l, NULL, "axes", ax, na);
+        const tio_gattr *kd = tm_find(n, "keepdim", used);
+        ok = ok && kd && kd->type == TIO_ATTR_INT && (kd->i == 0 || kd->i == 1);
+        if (ok) tm_push_int(&l, NULL, "keepdims", kd->i);
     } else if (m->choose == TM_OP_ELTWISE) {
         /* lite's Eltwise: only type is meaningful (the rest is never set), so
          * a node with more (the old C++ layout, POWER) keeps its fields */
@@ -371,12 +413,12 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
             if (ok) tm_push_copy(&l, NULL, mp->onnx, a);
             break;
         case TM_M_PACK:
+        case TM_M_PACKS:
             for (uint8_t f = 0; ok && f < mp->nfields; f++) {
                 a = tm_find(n, mp->fields[f], used);
                 ok = a && a->type == TIO_ATTR_INT;
                 if (ok) v[f] = a->i;
-                /* a global pool's window comes from the input: zeros say nothing */
-                if (ok && !global && v[f] < 0) ok = false;
+                if (ok && !global && v[f] < 0 && mp->conv == TM_M_PACK) ok = false;
             }
             if (ok && global) {
                 /* Tengine sets a global pool's window from the input; other
@@ -482,6 +524,24 @@ int tio__tmfile_lower(const tio_graph *g, const tio_container *c, const tio_gnod
         } else if (strcmp(n->op, "Relu") != 0)
             rc = tm_lower_err(err, n, "ReLu cannot be", n->op);
         tm_push_float(&l, NULL, "negative_slope", s);
+    } else if (m->choose == TM_OP_REDUCE) {
+        int64_t t = -1, keep = 1, dims[4] = {-2, -2, -2, -2};
+        for (int k = 0; k < 11; k++)
+            if (tm_reduce_ops[k] && strcmp(tm_reduce_ops[k], n->op) == 0) t = k;
+        if (t < 0) rc = tm_lower_err(err, n, "Reduction has no type for", n->op);
+        if ((a = tm_find(n, "keepdims", used)) != NULL && a->type == TIO_ATTR_INT) keep = a->i;
+        if ((a = tm_find(n, "axes", used)) != NULL) {
+            if (a->type != TIO_ATTR_INTS || a->count > 4)
+                rc = tm_lower_err(err, n, "Reduction takes at most 4 axes:", "axes");
+            for (size_t k = 0; !rc && k < a->count; k++) {
+                if (a->ints[k] < 0 || a->ints[k] > INT32_MAX)
+                    rc = tm_lower_err(err, n, "Reduction takes axes >= 0:", "axes");
+                dims[k] = a->ints[k];
+            }
+        }
+        for (int q = 0; q < 4; q++) tm_push_int(&l, NULL, tm_reduce_dims[q], dims[q]);
+        tm_push_int(&l, NULL, "type", t);
+        tm_push_int(&l, NULL, "keepdim", keep);
     } else if (m->choose == TM_OP_ELTWISE) {
         int64_t t = -1;
         for (int k = 0; k < TM_NELTWISE; k++)
@@ -504,6 +564,7 @@ int tio__tmfile_lower(const tio_graph *g, const tio_container *c, const tio_gnod
             else tm_push_copy(&l, NULL, f0, a);
             break;
         case TM_M_PACK:
+        case TM_M_PACKS:
             if (global) {
                 for (uint8_t f = 0; f < mp->nfields; f++) {
                     a = tm_find_kept(n, mp->fields[f], used);

@@ -14,13 +14,15 @@
 #include "graph/graph.h"
 #include "tmfile/tmfile.h"
 
-/* The default-domain opset the raised attribute forms are those of. */
-#define TM_ONNX_OPSET 13
+/* The default-domain opset the raised attribute forms are those of (14:
+ * opset 13's forms, and HardSwish). */
+#define TM_ONNX_OPSET 14
 
 /* How a param field becomes an ONNX attribute. */
 enum {
     TM_M_SAME = 0, /* one field <-> one attribute of the same value (INT, FLOAT, INTS) */
     TM_M_PACK,     /* nfields INT fields <-> one INTS attribute (kernel_shape = [kh, kw]) */
+    TM_M_PACKS,    /* as PACK, the values may be negative (Slice's starts, ends, axes) */
     TM_M_CONST,    /* no field: the ONNX attribute always has the value idef (Gemm transB) */
     TM_M_DEF,      /* no ONNX attribute: omitted at the value idef/fdef, else "tmfile.<field>" */
     TM_M_DERIVED   /* no ONNX attribute: omitted when it equals what the write derives
@@ -52,7 +54,10 @@ enum {
     TM_OP_FIXED = 0, /* the table's op */
     TM_OP_POOL,      /* MaxPool/AveragePool/GlobalMaxPool/GlobalAveragePool from alg, global */
     TM_OP_RELU,      /* Relu (negative_slope 0) or LeakyRelu (alpha = negative_slope) */
-    TM_OP_ELTWISE    /* Add/Sub/Mul/Div/Max/Log/Exp/Sqrt/Floor/Pow from type */
+    TM_OP_ELTWISE,   /* Add/Sub/Mul/Div/Max/Log/Exp/Sqrt/Floor/Pow from type */
+    TM_OP_REDUCE     /* ReduceMean/Max/Min/Prod/SumSquare/LogSum/LogSumExp from type, axes
+                        from dim_0..dim_3 (ReduceSum takes its axes as an input at opset 13:
+                        not raised) */
 };
 
 typedef struct tio_tm_opmap {

@@ -1124,6 +1124,63 @@ static int tm_reshape_stand_in(tm_reader *r, size_t j, const char *const *names,
     return TIO_OK;
 }
 
+/* Tengine's Slice keeps starts/ends/axes/steps as params; the ONNX form
+ * (opset 13) takes them as inputs: four new int32 constants
+ * "<name>:starts" ... appended (a write makes them params again and drops
+ * them). Left as attributes (ONNX refuses them) at the tensor limit. */
+static int tm_slice_inputs(tm_reader *r, size_t j, const char *const *names, size_t nnames,
+                           tio_error *err) {
+    static const char *const key[4] = {"starts", "ends", "axes", "steps"};
+    tio_graph *g = r->g;
+    tio_gnode *n = &g->nodes[j];
+    size_t at[4];
+    for (int q = 0; q < 4; q++) {
+        at[q] = n->attr_count;
+        for (size_t k = 0; k < n->attr_count; k++)
+            if (strcmp(n->attrs[k].name, key[q]) == 0) at[q] = k;
+        if (at[q] == n->attr_count || n->attrs[at[q]].type != TIO_ATTR_INTS ||
+            n->attrs[at[q]].count != 1)
+            return TIO_OK;
+    }
+    if (n->input_count != 1 || (uint64_t)r->ctx->c->count + 4 > r->ctx->limits.max_tensors)
+        return TIO_OK;
+    int64_t *ins = realloc(n->inputs, 5 * sizeof *ins);
+    if (!ins) return tio__nomem(err, TM_FMT);
+    n->inputs = ins;
+    const char *base = n->name ? n->name : "slice";
+    for (int q = 0; q < 4; q++) {
+        char sfx[16];
+        snprintf(sfx, sizeof sfx, ":%s", key[q]);
+        char *vn = tm_fresh_name(names, nnames, base, sfx);
+        if (!vn) return tio__nomem(err, TM_FMT);
+        /* int32, as the params were (ONNX's Slice takes int32 or int64) */
+        uint8_t le[4];
+        uint32_t u = (uint32_t)(int32_t)g->nodes[j].attrs[at[q]].ints[0];
+        for (unsigned b = 0; b < 4; b++) le[b] = (uint8_t)(u >> (8 * b));
+        int64_t one = 1;
+        size_t vx = 0;
+        int rc = tm_new_const(r, vn, TIO_INT32, 1, &one, le, 4, &vx, err);
+        free(vn);
+        if (rc) return rc;
+        n = &g->nodes[j];
+        n->inputs[1 + q] = (int64_t)vx;
+    }
+    n->input_count = 5;
+    /* the attributes now say nothing the inputs do not */
+    size_t m = 0;
+    for (size_t k = 0; k < n->attr_count; k++) {
+        bool gone = k == at[0] || k == at[1] || k == at[2] || k == at[3];
+        if (gone) {
+            free(n->attrs[k].name);
+            free(n->attrs[k].ints);
+        } else {
+            n->attrs[m++] = n->attrs[k];
+        }
+    }
+    n->attr_count = m;
+    return TIO_OK;
+}
+
 /* The graph in ONNX semantics: plain Const nodes become constants and plain
  * InputOp nodes graph inputs (not operators), every node with an entry in
  * the mapping table (tmfile/opmap.c) gets its ONNX op and attributes, and a
@@ -1201,6 +1258,7 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         n->attr_count = n->attr_cap = nna;
         n->native_attrs = 1;
         if (idx == OP_RESHAPE) rc = tm_reshape_stand_in(r, j, names, nnames, err);
+        if (idx == OP_SLICE) rc = tm_slice_inputs(r, j, names, nnames, err);
         if (idx == OP_RELU6) rc = tm_clip_bounds(r, j, names, nnames, err);
         if (sr) {
             split[j] = (uint8_t)(1 + act); /* 1 ReLU, 7 ReLU6 */

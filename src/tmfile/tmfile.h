@@ -76,6 +76,8 @@ enum {
     OP_RELU = 20,
     OP_RELU6 = 21,
     OP_RESHAPE = 23,
+    OP_SLICE = 27,
+    OP_HARDSWISH = 70,
     OP_UNSQUEEZE = 88,
     OP_REDUCEL2 = 89,
     OP_MATMUL = 91

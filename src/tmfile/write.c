@@ -1184,9 +1184,56 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
                 vn->native_id = OP_RELU;
             }
             if (idx >= 0) {
-                tio_gattr *la = NULL;
+                tio_gattr *la = NULL, *xa = NULL;
                 size_t nla = 0;
-                rc = tio__tmfile_lower(g, w->c, n, idx, fused[j] ? fact[j] : -1, &la, &nla, err);
+                tio_gnode tmp;
+                const tio_gnode *ln = n;
+                if (idx == OP_SLICE && n->input_count == 5) {
+                    /* the ONNX form's constant inputs (read.c) back to params */
+                    static const char *const key[4] = {"starts", "ends", "axes", "steps"};
+                    int64_t vals[4];
+                    bool ok = true;
+                    for (size_t k = 1; ok && k < 5; k++) {
+                        int64_t b = n->inputs[k];
+                        int64_t t = b >= 0 && (size_t)b < nv && prod[b] < 0 ? g->values[b].tensor
+                                                                           : -1;
+                        const tio_tensor *x =
+                            t >= 0 && (size_t)t < w->c->count ? w->c->tensors[t] : NULL;
+                        ok = x && x->layout == TIO_LAYOUT_DENSE && x->numel == 1 && x->data &&
+                             ((x->dtype == TIO_INT64 && x->nbytes >= 8) ||
+                              (x->dtype == TIO_INT32 && x->nbytes >= 4));
+                        if (ok)
+                            vals[k - 1] = x->dtype == TIO_INT64
+                                              ? (int64_t)tio__ld64(x->data)
+                                              : (int64_t)(int32_t)tio__ld32(x->data);
+                    }
+                    xa = ok ? malloc((n->attr_count + 4) * sizeof *xa) : NULL;
+                    if (ok && !xa) {
+                        rc = tio__nomem(err, TM_FMT);
+                        m++;
+                        break;
+                    }
+                    if (ok) {
+                        if (n->attr_count) memcpy(xa, n->attrs, n->attr_count * sizeof *xa);
+                        for (int q = 0; q < 4; q++) {
+                            tio_gattr *e = &xa[n->attr_count + (size_t)q];
+                            memset(e, 0, sizeof *e);
+                            e->name = (char *)(uintptr_t)key[q];
+                            e->type = TIO_ATTR_INTS;
+                            e->ints = &vals[q];
+                            e->count = 1;
+                        }
+                        tmp = *n;
+                        tmp.attrs = xa;
+                        tmp.attr_count = n->attr_count + 4;
+                        ln = &tmp;
+                        vn->input_count = 1;
+                        for (size_t k = 1; k < 5; k++)
+                            if (uses[n->inputs[k]] == 1) w->ghost[n->inputs[k]] = 1;
+                    }
+                }
+                rc = tio__tmfile_lower(g, w->c, ln, idx, fused[j] ? fact[j] : -1, &la, &nla, err);
+                free(xa);
                 if (rc) {
                     m++; /* what it owns is freed with the rest */
                     break;
