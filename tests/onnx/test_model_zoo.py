@@ -14,8 +14,10 @@ directory (no model is kept):
   finite and not constant;
 - `tensio convert model.onnx model.rten` (ONNX -> rten, rten-convert's job),
   `tensio validate model.rten`, no Constant operator left in it;
-- `tensio convert model.rten back.onnx` (rten -> ONNX) and
-  `tensio convert model.onnx same.onnx` (ONNX -> ONNX): each passes
+- `tensio convert model.rten back.onnx` (rten -> ONNX),
+  `tensio convert model.onnx same.onnx` (ONNX -> ONNX) and ONNX -> tmfile
+  (convert_tool's lowering: shape arithmetic folded, Conv+Relu fused ...)
+  -> ONNX (`tm.onnx`, the Tengine graph raised again): each passes
   onnx.checker.check_model(full_check=True) (Debian's python3-onnx) and gives
   the expected output in onnxruntime, |got - want| <= 1e-4 + 1e-4 * |want|.
 
@@ -129,13 +131,21 @@ def check(mods, arch, opset, tmp):
     # the export written at the other opset (--opset): 11 -> 13, 13 -> 11
     other = os.path.join(d, "other.onnx")
     tensio("convert", "--force", "--opset", str(24 - opset), src, other)
+    # ONNX -> tmfile as convert_tool makes it (folding, fusions), read back as
+    # ONNX: the Tengine graph in ONNX semantics gives the same outputs
+    tm, tmback = os.path.join(d, "model.tmfile"), os.path.join(d, "tm.onnx")
+    tensio("convert", "--force", "--drop-metadata", src, tm)
+    tensio("validate", tm)
+    tmops = json.loads(tensio("info", "--json", "--native", tm))["graph"]["nodes"]
+    tensio("convert", "--force", tm, tmback)
     diffs = []
-    for path in (back, same, other):
+    for path in (back, same, other, tmback):
         onnx.checker.check_model(onnx.load(path), full_check=True)
         diffs.append(run_ort(path, d))
-    return "%d onnx nodes, %d rten ops; max |diff| back %.3g, same %.3g, opset %d %.3g" % (
-        len(onnx.load(src, load_external_data=False).graph.node), len(ops), diffs[0], diffs[1],
-        24 - opset, diffs[2])
+    return ("%d onnx nodes, %d rten ops, %d tmfile nodes; max |diff| back %.3g, same %.3g, "
+            "opset %d %.3g, tmfile %.3g" % (
+                len(onnx.load(src, load_external_data=False).graph.node), len(ops), len(tmops),
+                diffs[0], diffs[1], 24 - opset, diffs[2], diffs[3]))
 
 
 def main():
