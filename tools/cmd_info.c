@@ -337,7 +337,60 @@ static int value_rows(const tio_graph *g, const int64_t *list, size_t n, int ind
     return rc;
 }
 
-static int graph_text(const tio_container *c, const tio_graph *g, int ind, int root) {
+/* The graph as the file stores it (TIO_OPEN_NATIVE_GRAPH), beside the ONNX
+ * form: its nodes by name, so that each operator shows its native params
+ * (a tmfile's Tengine fields). */
+typedef struct named_node {
+    const char *name;
+    size_t index;
+} named_node;
+
+typedef struct native_map {
+    const tio_container *c;
+    const tio_graph *g;
+    named_node *order; /* the nodes sorted by name */
+    size_t n;
+} native_map;
+
+static int by_node_name(const void *a, const void *b) {
+    return strcmp(((const named_node *)a)->name, ((const named_node *)b)->name);
+}
+
+/* The native node named `name`, or -1. */
+static int64_t native_find(const native_map *nm, const char *name) {
+    if (!nm || !name) return -1;
+    size_t lo = 0, hi = nm->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int k = strcmp(nm->order[mid].name, name);
+        if (k == 0) return (int64_t)nm->order[mid].index;
+        if (k < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
+/* Native node k of nat, when its attributes are not ONNX node i's of g by
+ * name (a tmfile's Tengine fields; an rten graph's are the same): -1 else. */
+static int64_t native_other(const native_map *nat, const tio_graph *g, size_t i,
+                            const char *name) {
+    int64_t k = native_find(nat, name);
+    tio_node_info a, b;
+    if (k < 0 || tio_graph_node(g, i, &a) != TIO_OK ||
+        tio_graph_node(nat->g, (size_t)k, &b) != TIO_OK || !b.attr_count)
+        return -1;
+    if (a.attr_count != b.attr_count) return k;
+    for (size_t j = 0; j < a.attr_count; j++) {
+        tio_attr x, y;
+        if (tio_graph_attr(g, i, j, &x) != TIO_OK ||
+            tio_graph_attr(nat->g, (size_t)k, j, &y) != TIO_OK || strcmp(x.name, y.name) != 0)
+            return k;
+    }
+    return -1;
+}
+
+static int graph_text(const tio_container *c, const tio_graph *g, int ind, int root,
+                      const native_map *nat) {
     size_t nm = tio_graph_meta_count(g);
     if (root || nm) printf("%*s%s %zu\n", ind, "", root ? "model metadata:" : "metadata:", nm);
     for (size_t i = 0; i < nm; i++) {
@@ -397,6 +450,23 @@ static int graph_text(const tio_container *c, const tio_graph *g, int ind, int r
             sb_attr(&b, c, &a);
         }
         rc = sb_line(&b, ind + 2);
+        /* the params the file stores, where they are not the ONNX attributes */
+        int64_t nk = native_other(nat, g, i, ni.name);
+        tio_node_info nn2;
+        if (rc == CLI_EXIT_OK && nk >= 0 && tio_graph_node(nat->g, (size_t)nk, &nn2) == TIO_OK &&
+            nn2.attr_count) {
+            sb_str(&b, tio_graph_native_format(nat->g));
+            sb_str(&b, ":");
+            for (size_t j = 0; j < nn2.attr_count; j++) {
+                tio_attr a;
+                if (tio_graph_attr(nat->g, (size_t)nk, j, &a) != TIO_OK) continue;
+                sb_str(&b, " ");
+                sb_esc(&b, a.name);
+                sb_str(&b, "=");
+                sb_attr(&b, nat->c, &a);
+            }
+            rc = sb_line(&b, ind + 6);
+        }
         /* Subgraphs below their operator. */
         for (size_t j = 0; j < ni.attr_count && rc == CLI_EXIT_OK; j++) {
             tio_attr a;
@@ -412,7 +482,7 @@ static int graph_text(const tio_container *c, const tio_graph *g, int ind, int r
                           tio_graph_value_count(sg), constant_count(sg),
                           tio_graph_node_count(sg));
                 rc = sb_line(&b, ind + 4);
-                if (rc == CLI_EXIT_OK) rc = graph_text(c, sg, ind + 6, 0);
+                if (rc == CLI_EXIT_OK) rc = graph_text(c, sg, ind + 6, 0, NULL);
             }
         }
     }
@@ -420,12 +490,12 @@ static int graph_text(const tio_container *c, const tio_graph *g, int ind, int r
     return rc;
 }
 
-static int model_text(const tio_container *c) {
+static int model_text(const tio_container *c, const native_map *nat) {
     const tio_graph *g = tio_container_graph(c);
     if (!g) return CLI_EXIT_OK;
     printf("model:       %zu values (%zu constants), %zu operators\n",
            tio_graph_value_count(g), constant_count(g), tio_graph_node_count(g));
-    return graph_text(c, g, 0, 1);
+    return graph_text(c, g, 0, 1, nat);
 }
 
 /* ---------------------------------------------------------- graph, JSON */
@@ -512,7 +582,7 @@ static json_t *json_float(double f) {
     return json_real(f);
 }
 
-static json_t *json_graph(const tio_container *c, const tio_graph *g);
+static json_t *json_graph(const tio_container *c, const tio_graph *g, const native_map *nat);
 
 static json_t *json_attr(const tio_container *c, const tio_attr *a) {
     json_t *v = NULL;
@@ -547,7 +617,7 @@ static json_t *json_attr(const tio_container *c, const tio_attr *a) {
     }
     case TIO_ATTR_GRAPH:
         v = json_object();
-        if (cli_json_set(v, "graph", a->graph ? json_graph(c, a->graph) : json_null())) {
+        if (cli_json_set(v, "graph", a->graph ? json_graph(c, a->graph, NULL) : json_null())) {
             json_decref(v);
             return NULL;
         }
@@ -560,7 +630,7 @@ static json_t *json_attr(const tio_container *c, const tio_attr *a) {
         for (size_t k = 0; k < a->count && !bad; k++) {
             json_t *e;
             if (a->type == TIO_ATTR_GRAPHS) {
-                e = json_graph(c, a->graphs[k]);
+                e = json_graph(c, a->graphs[k], NULL);
             } else {
                 const tio_tensor *t = tio_container_tensor(c, (size_t)a->tensors[k]);
                 e = json_object();
@@ -584,7 +654,8 @@ static json_t *json_attr(const tio_container *c, const tio_attr *a) {
     }
 }
 
-static json_t *json_node(const tio_container *c, const tio_graph *g, size_t i) {
+static json_t *json_node(const tio_container *c, const tio_graph *g, size_t i,
+                         const native_map *nat) {
     tio_node_info ni;
     if (tio_graph_node(g, i, &ni) != TIO_OK) return json_null();
     json_t *o = json_object();
@@ -604,6 +675,17 @@ static json_t *json_node(const tio_container *c, const tio_graph *g, size_t i) {
         if (tio_graph_attr(g, i, j, &a) != TIO_OK) continue;
         bad |= cli_json_set(attrs, a.name, json_attr(c, &a));
     }
+    int64_t nk = native_other(nat, g, i, ni.name);
+    tio_node_info nn2;
+    if (!bad && nk >= 0 && tio_graph_node(nat->g, (size_t)nk, &nn2) == TIO_OK && nn2.attr_count) {
+        json_t *na = json_object();
+        bad |= cli_json_set(o, "native_attrs", na);
+        for (size_t j = 0; j < nn2.attr_count && !bad; j++) {
+            tio_attr a;
+            if (tio_graph_attr(nat->g, (size_t)nk, j, &a) != TIO_OK) continue;
+            bad |= cli_json_set(na, a.name, json_attr(nat->c, &a));
+        }
+    }
     if (bad) {
         json_decref(o);
         return NULL;
@@ -612,7 +694,7 @@ static json_t *json_node(const tio_container *c, const tio_graph *g, size_t i) {
 }
 
 /* {"metadata", "inputs", "outputs", "values", "constants", "nodes", "captures"} */
-static json_t *json_graph(const tio_container *c, const tio_graph *g) {
+static json_t *json_graph(const tio_container *c, const tio_graph *g, const native_map *nat) {
     json_t *o = json_object();
     json_t *meta = json_object();
     int bad = cli_json_set(o, "metadata", meta);
@@ -632,7 +714,7 @@ static json_t *json_graph(const tio_container *c, const tio_graph *g) {
     bad |= cli_json_set(o, "nodes", nodes);
     size_t nn = tio_graph_node_count(g);
     for (size_t i = 0; i < nn && !bad; i++)
-        bad |= json_array_append_new(nodes, json_node(c, g, i)) != 0;
+        bad |= json_array_append_new(nodes, json_node(c, g, i, nat)) != 0;
     bad |= cli_json_set(o, "captures", json_value_refs(g, tio_graph_captures(g),
                                                        tio_graph_capture_count(g)));
     if (bad) {
@@ -642,7 +724,8 @@ static json_t *json_graph(const tio_container *c, const tio_graph *g) {
     return o;
 }
 
-static int info_json(const char *path, const tio_container *c, const info_stats *s) {
+static int info_json(const char *path, const tio_container *c, const info_stats *s,
+                     const native_map *nat) {
     json_t *root = json_object();
     if (!root) return cli_error("out of memory");
     int bad = cli_json_set(root, "file", cli_json_str(path));
@@ -706,7 +789,7 @@ static int info_json(const char *path, const tio_container *c, const info_stats 
         }
     }
     const tio_graph *g = tio_container_graph(c);
-    if (g && !bad) bad |= cli_json_set(root, "graph", json_graph(c, g));
+    if (g && !bad) bad |= cli_json_set(root, "graph", json_graph(c, g, nat));
     if (bad) {
         json_decref(root);
         return cli_error("out of memory");
@@ -722,7 +805,8 @@ static int print_escaped(const char *label, const char *s) {
     return CLI_EXIT_OK;
 }
 
-static int info_text(const char *path, const tio_container *c, const info_stats *s) {
+static int info_text(const char *path, const tio_container *c, const info_stats *s,
+                     const native_map *nat) {
     const char *fmt = tio_container_format(c);
     if (print_escaped("file:        ", path) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
     printf("format:      %s\n", fmt ? fmt : "-");
@@ -765,7 +849,7 @@ static int info_text(const char *path, const tio_container *c, const info_stats 
         if (w && print_escaped("  ", cli_errmsg(w)) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
     }
     if (props_text(c) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
-    return model_text(c);
+    return model_text(c, nat);
 }
 
 int cli_cmd_info(int argc, char **argv) {
@@ -796,7 +880,32 @@ int cli_cmd_info(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
     info_stats s;
     collect(c, &s);
-    rc = json ? info_json(path, c, &s) : info_text(path, c, &s);
+    /* a graph raised to ONNX from another form (a tmfile's Tengine operators):
+     * the file's own params beside each operator */
+    native_map nm = {0};
+    tio_container *nc = NULL;
+    const tio_graph *g = tio_container_graph(c);
+    tio_open_options no;
+    memset(&no, 0, sizeof no);
+    no.format = format;
+    no.flags = TIO_OPEN_NATIVE_GRAPH;
+    tio_error nerr;
+    if (!native && g && tio_graph_native_format(g) && tio_open(path, &no, &nc, &nerr) == TIO_OK) {
+        nm.c = nc;
+        nm.g = tio_container_graph(nc);
+        size_t nn = nm.g ? tio_graph_node_count(nm.g) : 0;
+        nm.order = malloc((nn ? nn : 1) * sizeof *nm.order);
+        for (size_t i = 0; nm.order && i < nn; i++) {
+            tio_node_info x;
+            if (tio_graph_node(nm.g, i, &x) == TIO_OK && x.name)
+                nm.order[nm.n++] = (named_node){x.name, i};
+        }
+        if (nm.n) qsort(nm.order, nm.n, sizeof *nm.order, by_node_name);
+    }
+    const native_map *pnm = nm.n ? &nm : NULL;
+    rc = json ? info_json(path, c, &s, pnm) : info_text(path, c, &s, pnm);
+    free(nm.order);
+    tio_container_free(nc);
     tio_container_free(c);
     return rc;
 }

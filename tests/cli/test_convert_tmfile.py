@@ -293,8 +293,33 @@ def unknown_ops(tmp, count):
     assert "'relu'" not in msg, msg
 
 
+def info_native_params(src, rten_src):
+    """`tensio info` shows a tmfile's ONNX form with each operator's Tengine
+    params on the line below (and as native_attrs in --json); an rten graph,
+    whose params are its ONNX attributes, shows none."""
+    lines = run("info", src).splitlines()
+    at = [k for k, l in enumerate(lines) if "conv1  Conv [Convolution, id 5]" in l]
+    assert at, lines
+    nxt = lines[at[0] + 1].strip()
+    assert nxt.startswith("tmfile: kernel_h=3 kernel_w=3 ") and "activation=relu(0)" in nxt, nxt
+    nodes = json.loads(run("info", "--json", src))["graph"]["nodes"]
+    conv = [n for n in nodes if n["name"] == "conv1"][0]
+    assert conv["native_attrs"]["kernel_h"] == 3 and conv["native_attrs"]["activation"] == 0, conv
+    assert "kernel_h" not in conv["attrs"], conv
+    if rten_src:
+        assert "rten:" not in run("info", rten_src)
+        assert not any("native_attrs" in n
+                       for n in json.loads(run("info", "--json", rten_src))["graph"]["nodes"])
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        src = find(os.path.join("tmfile", "cnn_small.tmfile"))
+        if src:
+            case("info: the Tengine params beside the ONNX form", info_native_params, src,
+                 find(os.path.join("rten", "small_cnn", "small_cnn.v2.rten")))
+        else:
+            print("SKIPPED: tmfile/cnn_small.tmfile (info's Tengine params)")
         case("onnx->tmfile: one error lists every node it cannot lower", unknown_ops, tmp, 2)
         case("onnx->tmfile: ... and shortens a long list", unknown_ops, tmp, 200)
         for name in TMFILE:
