@@ -269,10 +269,14 @@ if has python; then
   if [ -f "$BUILD/python/tensio/__init__.py" ] && $PY -c 'import numpy, zmq' 2>/dev/null; then
     PS=${BENCH_PY_STREAM_SIZES:-1K,64K,1M,16M}
     PB=${BENCH_PY_STREAM_BUDGET:-256M}
-    run env PYTHONPATH="$BUILD/python" $PY "$ROOT/bench/py/py_bench.py" "$READ" \
+    # BENCH_PY_PRELOAD: a sanitizer build's runtime, loaded before its extension
+    PRE=()
+    [ -n "${BENCH_PY_PRELOAD:-}" ] && PRE=(LD_PRELOAD="$BENCH_PY_PRELOAD" ASAN_OPTIONS=detect_leaks=0)
+    run env "${PRE[@]}" PYTHONPATH="$BUILD/python" $PY "$ROOT/bench/py/py_bench.py" "$READ" \
       --size "${BENCH_PY_SIZE:-$SIZE}" --reps "$REPS" --warmup "$WARM" \
       --stream-sizes "$PS" --stream-budget "$PB"
-    run $PY "$ROOT/bench/py/tensorcom_bench.py" --case python --group-prefix "stream " \
+    run env "${PRE[@]}" PYTHONPATH="$BUILD/python" $PY "$ROOT/bench/py/tensorcom_bench.py" \
+      --case python --group-prefix "stream " \
       --sizes "$PS" --budget "$PB" --reps "$REPS" --warmup "$WARM"
   else
     echo "run.sh: no tensio package in $BUILD/python or no numpy/pyzmq: python skipped" >&2
