@@ -340,8 +340,23 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
     *split_act = -1;
     const tio_tm_opmap *m = tio__tmfile_opmap_of(idx);
     if (!m || n->input_count < m->min_inputs || n->opaque) return TIO_OK;
-    /* convert_tool's Slice keeps its (narrowed) ONNX inputs: not raised */
-    if (idx == OP_SLICE && n->input_count != 1) return TIO_OK;
+    /* convert_tool's Slice keeps its (narrowed) ONNX inputs: not raised; nor
+     * a caffe/mxnet Slice, or one whose step ONNX would refuse */
+    if (idx == OP_SLICE) {
+        static const char *const must[4] = {"isonnx", "iscaffe", "ismxnet", "step"};
+        static const int64_t want[3] = {1, 0, 0};
+        if (n->input_count != 1) return TIO_OK;
+        for (int k = 0; k < 4; k++) {
+            const tio_gattr *f = tm_find(n, must[k], NULL);
+            if (!f || f->type != TIO_ATTR_INT || (k < 3 ? f->i != want[k] : f->i < 1))
+                return TIO_OK;
+        }
+        static const char *const vecs[3] = {"slice_points", "begins", "sizes"};
+        for (int k = 0; k < 3; k++) {
+            const tio_gattr *f = tm_find(n, vecs[k], NULL);
+            if (f && !(f->type == TIO_ATTR_INTS && f->count == 0)) return TIO_OK;
+        }
+    }
     uint8_t *used = calloc(n->attr_count ? n->attr_count : 1, 1);
     if (!used) return tio__nomem(err, TM_FMT);
     tm_alist l = {0};
