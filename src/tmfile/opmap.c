@@ -469,6 +469,24 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
         default: ok = false;
         }
     }
+    /* a MaxPool with symmetric pads and caffe_flavor 1 (Tengine's caffe
+     * rounding, how a write gives ONNX's ceil_mode): ceil_mode 1 */
+    if (ok && name && strcmp(name, "MaxPool") == 0) {
+        tio_gattr *cf = NULL, *pd = NULL;
+        for (size_t k = 0; k < l.n; k++) {
+            if (strcmp(l.a[k].name, "tmfile.caffe_flavor") == 0) cf = &l.a[k];
+            if (strcmp(l.a[k].name, "pads") == 0) pd = &l.a[k];
+        }
+        if (cf && pd && cf->type == TIO_ATTR_INT && cf->i == 1 && pd->count == 4 &&
+            pd->ints[0] == pd->ints[2] && pd->ints[1] == pd->ints[3]) {
+            char *nm = tio__tmfile_dup("ceil_mode");
+            if (!nm) l.nomem = true;
+            else {
+                free(cf->name);
+                cf->name = nm;
+            }
+        }
+    }
     /* the rest: tm2_* as they are, other fields as tmfile.<field> */
     for (size_t k = 0; ok && k < n->attr_count; k++) {
         if (used[k]) continue;
@@ -605,6 +623,10 @@ int tio__tmfile_lower(const tio_graph *g, const tio_container *c, const tio_gnod
             break;
         case TM_M_DEF:
             if ((a = tm_find_kept(n, f0, used)) != NULL) tm_push_copy(&l, NULL, f0, a);
+            else if (m->choose == TM_OP_POOL && strcmp(f0, "caffe_flavor") == 0 &&
+                     (a = tm_find(n, "ceil_mode", used)) != NULL)
+                /* ceil_mode 1 (raised from caffe_flavor 1): Tengine's caffe rounding */
+                tm_push_int(&l, NULL, f0, a->type == TIO_ATTR_INT && a->i ? 1 : 0);
             else if (idx == OP_CONV && fused_act >= 0 && strcmp(f0, "activation") == 0)
                 tm_push_int(&l, NULL, f0, fused_act);
             else tm_push_field(&l, idx, f0, mp->idef, mp->fdef);

@@ -293,6 +293,104 @@ def unknown_ops(tmp, count):
     assert "'relu'" not in msg, msg
 
 
+def folded_shape_arithmetic(tmp):
+    """Shape arithmetic on static shapes (Shape -> Gather -> Unsqueeze ->
+    Concat into a Reshape, ConstantOfShape of a Shape) is folded: the tmfile
+    has none of those operators, and read back as ONNX it computes the
+    source's outputs in onnxruntime. Also the erf form of GELU becomes one
+    Tengine Gelu, and a MaxPool whose ceil_mode matters rounds up."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def const(name, arr):
+        return helper.make_node("Constant", [], [name], name=name,
+                                value=numpy_helper.from_array(np.asarray(arr), name))
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        const("one", np.array(1, dtype=np.int64)),
+        helper.make_node("Gather", ["s", "one"], ["c"], name="gather", axis=0),
+        const("ax0", np.array([0], dtype=np.int64)),
+        helper.make_node("Unsqueeze", ["c", "ax0"], ["cu"], name="unsq"),
+        const("b1", np.array([1], dtype=np.int64)),
+        const("m1", np.array([-1], dtype=np.int64)),
+        helper.make_node("Concat", ["b1", "cu", "m1"], ["shp"], name="concat", axis=0),
+        helper.make_node("Reshape", ["x", "shp"], ["y"], name="reshape"),
+        helper.make_node("Shape", ["y"], ["ys"], name="shape2"),
+        helper.make_node("ConstantOfShape", ["ys"], ["z"], name="cos",
+                         value=numpy_helper.from_array(np.array([0.5], dtype=np.float32))),
+        helper.make_node("Add", ["y", "z"], ["out"], name="add"),
+        helper.make_node("MaxPool", ["x"], ["pool"], name="pool", kernel_shape=[3, 3],
+                         strides=[2, 2], ceil_mode=1),
+    ]
+    g = helper.make_graph(nodes, "fold",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 4, 36]),
+                           helper.make_tensor_value_info("pool", TensorProto.FLOAT, [1, 4, 3, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    src, tm, back = (os.path.join(tmp, n) for n in ("fold.onnx", "fold.tmfile", "fold.back.onnx"))
+    onnx.save(m, src)
+    run("convert", "--force", "--drop-metadata", src, tm)
+    ops = [n[1] for n in native(tm)]
+    for gone in ("Shape", "Gather", "Unsqueeze", "Concat", "ConstantOfShape", "Constant"):
+        assert gone not in ops, "%s left in %s" % (gone, ops)
+    pool = [n for n in native(tm) if n[1] == "MaxPool"][0]
+    assert pool[5]["caffe_flavor"] == 1, pool  # ONNX's 3x3, not Tengine's floor 2x2
+    run("convert", "--force", tm, back)
+    onnx.checker.check_model(onnx.load(back), full_check=True)
+    if not ORT:
+        return "SKIPPED onnxruntime (not installed)"
+    x = np.random.RandomState(0).standard_normal((1, 4, 6, 6)).astype(np.float32)
+    vdir = os.path.join(tmp, "fold.vec")
+    os.makedirs(vdir, exist_ok=True)
+    np.save(os.path.join(vdir, "x.npy"), x)
+    y = x.reshape(1, 4, 36) + 0.5
+    p = np.full((1, 4, 3, 3), -np.inf, dtype=np.float32)
+    for i in range(3):
+        for j in range(3):
+            p[:, :, i, j] = x[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max(axis=(2, 3))
+    np.save(os.path.join(vdir, "out.npy"), y)
+    np.save(os.path.join(vdir, "pool.npy"), p)
+    with open(os.path.join(vdir, "reference_io.json"), "w") as f:
+        json.dump({"inputs": [{"name": "x", "file": "x.npy"}],
+                   "outputs": [{"name": "out", "file": "out.npy"},
+                               {"name": "pool", "file": "pool.npy"}]}, f)
+    res = run_in_ort(back, vdir)
+    run_in_ort(src, vdir)
+    return res
+
+
+def gelu_fused(tmp):
+    """The erf form of GELU as torch exports it becomes one Tengine Gelu."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.array(v, dtype=np.float32), n)
+             for n, v in (("sqrt2", 1.4142135), ("one", 1.0), ("half", 0.5))]
+    nodes = [helper.make_node("Div", ["x", "sqrt2"], ["d"], name="div"),
+             helper.make_node("Erf", ["d"], ["e"], name="erf"),
+             helper.make_node("Add", ["e", "one"], ["a"], name="add"),
+             helper.make_node("Mul", ["x", "a"], ["m"], name="mul"),
+             helper.make_node("Mul", ["m", "half"], ["y"], name="mul2")]
+    g = helper.make_graph(nodes, "gelu",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    src, tm = os.path.join(tmp, "gelu.onnx"), os.path.join(tmp, "gelu.tmfile")
+    onnx.save(m, src)
+    run("convert", "--force", "--drop-metadata", src, tm)
+    got = [(n[0], n[1], n[3], n[4]) for n in native(tm) if n[1] not in ("Const", "InputOp")]
+    assert got == [("mul2", "Gelu", ["x"], ["y"])], got
+    consts = [c[0] for c in constants(tm)]
+    assert consts == [], "constants left: %s" % consts
+
+
 def info_native_params(src, rten_src):
     """`tensio info` shows a tmfile's ONNX form with each operator's Tengine
     params on the line below (and as native_attrs in --json); an rten graph,
@@ -314,6 +412,9 @@ def info_native_params(src, rten_src):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        case("onnx->tmfile: shape arithmetic folded, ceil_mode as Tengine rounds up",
+             folded_shape_arithmetic, tmp)
+        case("onnx->tmfile: erf GELU as one Gelu", gelu_fused, tmp)
         src = find(os.path.join("tmfile", "cnn_small.tmfile"))
         if src:
             case("info: the Tengine params beside the ONNX form", info_native_params, src,
