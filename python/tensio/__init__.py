@@ -355,6 +355,12 @@ class Container:
         for i in range(o.count()):
             yield _item(o, i)
 
+    def _list(self):
+        """list(self), built in one C call where every tensor is a plain dense
+        view (tenbin's decode_buffer over many small arrays)."""
+        a = self._o().arrays()
+        return a if a is not None else list(self)
+
     def __contains__(self, name):
         return isinstance(name, str) and self._o().find(name) >= 0
 

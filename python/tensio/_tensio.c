@@ -725,6 +725,35 @@ static PyObject *owner_array(OwnerObject *self, PyObject *arg)
                       tio_tensor_data(t));
 }
 
+/* arrays() -> a list of read-only views of every tensor, in one call (the
+ * loop of tenbin's decode_buffer over many small arrays), or None when a
+ * tensor needs Python's handling (COO, bfloat16, no NumPy dtype). */
+static PyObject *owner_arrays(OwnerObject *self, PyObject *unused)
+{
+    (void)unused;
+    size_t n = tio_container_count(self->c);
+    for (size_t i = 0; i < n; i++) {
+        const tio_tensor *t = tio_container_tensor(self->c, i);
+        if (tio_tensor_layout(t) != TIO_LAYOUT_DENSE || tio_tensor_dtype(t) == TIO_BFLOAT16 ||
+            npy_type(tio_tensor_dtype(t)) < 0)
+            Py_RETURN_NONE;
+    }
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (list == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const tio_tensor *t = tio_container_tensor(self->c, i);
+        PyObject *a = view_array(self, npy_type(tio_tensor_dtype(t)), (int)tio_tensor_rank(t),
+                                 tio_tensor_shape(t), tio_tensor_data(t));
+        if (a == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, a);
+    }
+    return list;
+}
+
 /* indices(i) -> COO: nnz x rank int64 view. */
 static PyObject *owner_indices(OwnerObject *self, PyObject *arg)
 {
@@ -1223,6 +1252,8 @@ static PyMethodDef owner_methods[] = {
     {"info", (PyCFunction)owner_info, METH_O, "tensor description tuple"},
     {"tensor_metadata", (PyCFunction)owner_tensor_metadata, METH_O, "tensor metadata dict"},
     {"array", (PyCFunction)owner_array, METH_O, "read-only view of tensor i"},
+    {"arrays", (PyCFunction)owner_arrays, METH_NOARGS,
+     "read-only views of every tensor, or None (COO, bfloat16)"},
     {"indices", (PyCFunction)owner_indices, METH_O, "COO indices view of tensor i"},
     {"densify", (PyCFunction)owner_densify, METH_O, "dense copy of tensor i"},
     {"sha256", (PyCFunction)owner_sha256, METH_VARARGS, "SHA-256 of tensor i"},

@@ -132,7 +132,7 @@ def _result(c, infos, copy):
     """The arrays of a decoded container, with the reference's infos= rule:
     False/None -> arrays; True -> (arrays, infos); a list/tuple -> each
     decoded info must equal the required one, then arrays."""
-    arrays = list(c)
+    arrays = c._list()
     if copy:
         arrays = [_np.array(a) for a in arrays]
     if infos is False or infos is None:
