@@ -1624,20 +1624,20 @@ int tio__tmfile_prep(const tio_container *c, const tio_graph *src, bool fuse, tm
         x.srank[i] = -1;
         x.before[i] = -1;
         const tio_gvalue *v = &src->values[i];
+        int64_t d[TM_MAX_DIMS];
         if (v->tensor >= 0) {
             const tio_tensor *t = tio__tmfile_prep_tensor(p, c, v->tensor);
             if (t && t->rank <= TM_MAX_DIMS) {
-                x.srank[i] = (int)t->rank;
-                for (size_t k = 0; k < t->rank; k++) x.sh[i][k] = t->shape[k];
+                for (size_t k = 0; k < t->rank; k++) d[k] = t->shape[k];
+                set_shape(&x, (int64_t)i, (int)t->rank, d); /* bounded there */
             }
         } else if (v->rank >= 0 && v->rank <= (int64_t)TM_MAX_DIMS && v->dims) {
             bool ok = true;
-            for (int64_t k = 0; k < v->rank; k++)
+            for (int64_t k = 0; k < v->rank; k++) {
                 if (v->dims[k].value < 0 || v->dims[k].name) ok = false;
-            if (ok) {
-                x.srank[i] = (int)v->rank;
-                for (int64_t k = 0; k < v->rank; k++) x.sh[i][k] = v->dims[k].value;
+                d[k] = v->dims[k].value;
             }
+            if (ok) set_shape(&x, (int64_t)i, (int)v->rank, d);
         }
     }
     for (size_t j = 0; j < x.nn; j++) {
