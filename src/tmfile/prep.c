@@ -393,8 +393,8 @@ static void set_shape(pp *x, int64_t v, int rank, const int64_t *d) {
     int64_t n = 1;
     for (int k = 0; k < rank; k++) {
         if (d[k] < 0 || d[k] > PP_BIG) return;
-        if (d[k]) n *= d[k]; /* both <= 2^40: no overflow */
-        if (n > PP_BIG) return;
+        if (d[k] && n > PP_BIG / d[k]) return; /* checked before it can overflow */
+        if (d[k]) n *= d[k];
     }
     x->srank[v] = rank;
     for (int k = 0; k < rank; k++) x->sh[v][k] = d[k];
@@ -1158,7 +1158,11 @@ static int pool_ceil(pp *x, tio_gnode *n) {
     if (!const_ints(x, n, 99, "kernel_shape", k, 2, &cnt) || cnt != 2) return TIO_OK;
     if (const_ints(x, n, 99, "strides", s, 2, &cnt) && cnt != 2) return TIO_OK;
     if (const_ints(x, n, 99, "pads", pd, 4, &cnt) && cnt != 4) return TIO_OK;
-    if (ga(n, "dilations") || s[0] < 1 || s[1] < 1) return TIO_OK;
+    if (ga(n, "dilations")) return TIO_OK;
+    for (int j = 0; j < 2; j++)
+        if (s[j] < 1 || s[j] > PP_BIG || k[j] < 1 || k[j] > PP_BIG || pd[j] < 0 ||
+            pd[j] > PP_BIG || pd[j + 2] < 0 || pd[j + 2] > PP_BIG)
+            return TIO_OK; /* bounded before the sums below */
     bool floor_same = true;
     for (int j = 0; j < 2; j++) {
         int64_t span = x->sh[in][2 + j] + pd[j] + pd[j + 2] - k[j];
