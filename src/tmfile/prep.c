@@ -43,6 +43,12 @@ typedef struct pp {
     int64_t *prod;
     size_t *uses;
     uint8_t *idle;                   /* source constants nothing read: kept as they were */
+    /* replace_uses in O(1): a value's replacement (-1: none), followed when a
+     * node is visited and when the graph is built; whether a value is a graph
+     * output; and (for the late fusions) one node reading each value */
+    int64_t *alias;
+    uint8_t *isout;
+    int64_t *cons;
     tio_error *err;
 } pp;
 
@@ -149,7 +155,13 @@ static int64_t new_value(pp *x, const char *name, tio_dtype dt, int64_t tensor, 
         if (u) x->uses = u;
         int64_t *pr = realloc(x->prod, cap * sizeof *pr);
         if (pr) x->prod = pr;
-        if (!v || !r || !s || !b || !u || !pr) return -1;
+        int64_t *al = realloc(x->alias, cap * sizeof *al);
+        if (al) x->alias = al;
+        uint8_t *io = realloc(x->isout, cap);
+        if (io) x->isout = io;
+        int64_t *cs = x->cons ? realloc(x->cons, cap * sizeof *cs) : NULL;
+        if (cs) x->cons = cs;
+        if (!v || !r || !s || !b || !u || !pr || !al || !io || (x->cons && !cs)) return -1;
         x->vcap = cap;
     }
     size_t i = x->nv++;
@@ -162,6 +174,9 @@ static int64_t new_value(pp *x, const char *name, tio_dtype dt, int64_t tensor, 
     x->before[i] = before;
     x->uses[i] = 0;
     x->prod[i] = -1;
+    x->alias[i] = -1;
+    x->isout[i] = 0;
+    if (x->cons) x->cons[i] = -1;
     if (tensor >= 0 && retensor(x, (int64_t)i, tensor)) return -1;
     return (int64_t)i;
 }
@@ -194,26 +209,38 @@ static void recount(pp *x) {
         for (size_t k = 0; k < n->output_count; k++)
             if (n->outputs[k] >= 0) x->prod[n->outputs[k]] = (int64_t)j;
     }
-    for (size_t k = 0; k < x->nout; k++) x->uses[x->outs[k]]++;
-}
-
-static bool is_out(const pp *x, int64_t v) {
-    for (size_t k = 0; k < x->nout; k++)
-        if (x->outs[k] == v) return true;
-    return false;
-}
-
-/* Every use of value `from` reads `to` instead. */
-static void replace_uses(pp *x, int64_t from, int64_t to) {
-    for (size_t j = 0; j < x->nn; j++) {
-        if (x->dead[j]) continue;
-        for (size_t k = 0; k < x->n[j].input_count; k++)
-            if (x->n[j].inputs[k] == from) x->n[j].inputs[k] = to;
+    for (size_t k = 0; k < x->nout; k++) {
+        x->uses[x->outs[k]]++;
+        x->isout[x->outs[k]] = 1;
     }
-    for (size_t k = 0; k < x->nout; k++)
-        if (x->outs[k] == from) x->outs[k] = to;
+}
+
+static bool is_out(const pp *x, int64_t v) { return v >= 0 && x->isout[v]; }
+
+/* The value v stands for now (its replacements followed). */
+static int64_t resolve(pp *x, int64_t v) {
+    while (v >= 0 && x->alias[v] >= 0) {
+        int64_t a = x->alias[v];
+        if (x->alias[a] >= 0) x->alias[v] = x->alias[a]; /* halve the chain */
+        v = a;
+    }
+    return v;
+}
+
+/* Node j's inputs as they stand (replace_uses is applied lazily). */
+static void visit(pp *x, size_t j) {
+    tio_gnode *n = &x->n[j];
+    for (size_t k = 0; k < n->input_count; k++) n->inputs[k] = resolve(x, n->inputs[k]);
+}
+
+/* Every use of value `from` reads `to` instead (applied when its readers
+ * are visited, and for the graph's outputs when it is built). */
+static void replace_uses(pp *x, int64_t from, int64_t to) {
+    x->alias[from] = to;
     x->uses[to] += x->uses[from];
     x->uses[from] = 0;
+    if (x->isout[from]) x->isout[to] = 1;
+    x->isout[from] = 0;
 }
 
 static void kill(pp *x, size_t j) {
@@ -1304,14 +1331,26 @@ static int64_t other(const tio_gnode *n, int64_t v) {
     return n->inputs[0] == v ? n->inputs[1] : n->inputs[1] == v ? n->inputs[0] : -1;
 }
 
-/* The single node that reads v (or -1). */
-static int64_t sole_user(const pp *x, int64_t v) {
-    if (v < 0 || x->uses[v] != 1 || is_out(x, v)) return -1;
+/* x->cons: a live node reading each value (inputs resolved first). */
+static int index_consumers(pp *x) {
+    if (!x->cons && !(x->cons = malloc(x->vcap * sizeof *x->cons))) return nomem(x);
+    for (size_t i = 0; i < x->nv; i++) x->cons[i] = -1;
     for (size_t j = 0; j < x->nn; j++) {
         if (x->dead[j]) continue;
+        visit(x, j);
         for (size_t k = 0; k < x->n[j].input_count; k++)
-            if (x->n[j].inputs[k] == v) return (int64_t)j;
+            if (x->n[j].inputs[k] >= 0) x->cons[x->n[j].inputs[k]] = (int64_t)j;
     }
+    return TIO_OK;
+}
+
+/* The single node that reads v (or -1), by the index (a stale entry: -1). */
+static int64_t sole_user(const pp *x, int64_t v) {
+    if (v < 0 || x->uses[v] != 1 || is_out(x, v) || !x->cons) return -1;
+    int64_t j = x->cons[v];
+    if (j < 0 || x->dead[j]) return -1;
+    for (size_t k = 0; k < x->n[j].input_count; k++)
+        if (x->n[j].inputs[k] == v) return j;
     return -1;
 }
 
@@ -1441,8 +1480,10 @@ static int build(pp *x, const tio_graph *src) {
         rc = nomem(x);
         goto out;
     }
+    for (size_t k = 0; k < x->nout; k++) x->outs[k] = resolve(x, x->outs[k]);
     for (size_t j = 0; j < x->nn; j++) {
         if (x->dead[j]) continue;
+        visit(x, j);
         nn++;
         for (size_t k = 0; k < x->n[j].input_count; k++)
             if (x->n[j].inputs[k] >= 0) live[x->n[j].inputs[k]] = 1;
@@ -1552,6 +1593,7 @@ static int run(pp *x, const tio_graph *src, bool fuse) {
     for (size_t j = 0; j < x->nn; j++) {
         tio_gnode *n = &x->n[j];
         if (x->dead[j]) continue;
+        visit(x, j);
         if ((rc = attr_forms(x, n))) return rc;
         if (passthrough(x, n)) {
             int64_t out = n->outputs[0], in = n->inputs[0];
@@ -1577,18 +1619,21 @@ static int run(pp *x, const tio_graph *src, bool fuse) {
             (rc = set_i(x, n, "tmfile.rank", x->srank[n->inputs[0]])))
             return rc;
     }
+    if ((rc = index_consumers(x))) return rc;
     for (size_t j = 0; j < x->nn; j++)
         if (!x->dead[j] && (rc = fuse_gelu(x, j))) return rc;
     if (fuse) {
         for (size_t j = 0; j < x->nn; j++)
-            if (!x->dead[j] && (rc = fuse_bn(x, j))) return rc;
+            if (!x->dead[j] && (visit(x, j), rc = fuse_bn(x, j))) return rc;
         for (size_t j = 0; j < x->nn; j++)
-            if (!x->dead[j] && (rc = fuse_act(x, j))) return rc;
+            if (!x->dead[j] && (visit(x, j), rc = fuse_act(x, j))) return rc;
+        if ((rc = index_consumers(x))) return rc;
         for (size_t j = 0; j < x->nn; j++)
             if (!x->dead[j] && (rc = fuse_hardswish(x, j))) return rc;
     }
     for (size_t j = 0; j < x->nn; j++)
-        if (!x->dead[j] && op_is(&x->n[j], "Reshape") && (rc = reshape_shape(x, &x->n[j])))
+        if (!x->dead[j] && (visit(x, j), op_is(&x->n[j], "Reshape")) &&
+            (rc = reshape_shape(x, &x->n[j])))
             return rc;
     return build(x, src);
 }
@@ -1610,10 +1655,12 @@ int tio__tmfile_prep(const tio_container *c, const tio_graph *src, bool fuse, tm
     x.prod = malloc(x.vcap * sizeof *x.prod);
     x.n = malloc((x.nn ? x.nn : 1) * sizeof *x.n);
     x.dead = calloc(x.nn ? x.nn : 1, 1);
+    x.alias = malloc(x.vcap * sizeof *x.alias);
+    x.isout = calloc(x.vcap, 1);
     x.nout = src->output_count;
     x.outs = pa(&x, (x.nout + 1) * sizeof *x.outs);
     if (!x.v || !x.srank || !x.sh || !x.before || !x.uses || !x.prod || !x.n || !x.dead ||
-        !x.outs) {
+        !x.outs || !x.alias || !x.isout) {
         rc = nomem(&x);
         goto out;
     }
@@ -1626,6 +1673,7 @@ int tio__tmfile_prep(const tio_container *c, const tio_graph *src, bool fuse, tm
     for (size_t i = 0; i < nv; i++) {
         x.v[i] = src->values[i];
         x.srank[i] = -1;
+        x.alias[i] = -1;
         x.before[i] = -1;
         const tio_gvalue *v = &src->values[i];
         int64_t d[TM_MAX_DIMS];
@@ -1672,6 +1720,9 @@ out:
     free(x.prod);
     free(x.n);
     free(x.dead);
+    free(x.alias);
+    free(x.isout);
+    free(x.cons);
     if (rc) tio__tmfile_prep_free(p);
     return rc;
 }
