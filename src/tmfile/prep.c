@@ -869,6 +869,11 @@ static int fold(pp *x, size_t j, bool *folded) {
         strcmp(op, "Squeeze") == 0 || strcmp(op, "Flatten") == 0 || strcmp(op, "Identity") == 0) {
         infer(x, j);
         if (!known(x, out)) return TIO_OK;
+        /* the shape may be the one the source declared for the output: it must
+         * hold the data's elements */
+        uint64_t cnt_out = 1;
+        for (int k = 0; k < x->srank[out]; k++) cnt_out *= (uint64_t)x->sh[out][k];
+        if (cnt_out != t0->numel) return TIO_OK;
         int64_t t = mk_tensor(x, x->v[out].name, t0->dtype, x->srank[out], x->sh[out], t0->data,
                               t0->nbytes, true);
         if (t < 0) return nomem(x);
