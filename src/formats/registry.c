@@ -9,6 +9,7 @@ extern const tio_format_desc tio__format_rten;
 extern const tio_format_desc tio__format_tmfile;
 extern const tio_format_desc tio__format_zio;
 extern const tio_format_desc tio__format_onnx;
+extern const tio_format_desc tio__format_safetensors;
 
 static const tio_format_desc *const registry[] = {
     &tio__format_btf,
@@ -17,6 +18,7 @@ static const tio_format_desc *const registry[] = {
     &tio__format_tmfile,
     &tio__format_zio,
     &tio__format_onnx,
+    &tio__format_safetensors,
 };
 
 size_t tio__format_count(void) { return sizeof registry / sizeof registry[0]; }
