@@ -81,6 +81,10 @@ def main():
             put(out, "tmfile", d)
         for _, d in files(base, "zio/*.zmsg"):
             put(out, "zmsg", d)
+        for _, d in files(base, "safetensors/*.safetensors"):
+            put(out, "safetensors", d)
+        for _, d in files(base, "npy/*.npy"):
+            put(out, "npy", d)
         for pat in ("onnx/**/*.onnx", "rten/*/*.onnx", "tmfile/*.onnx"):
             for _, d in files(base, pat):
                 put(out, "onnx", d)
@@ -95,7 +99,8 @@ def main():
                 j = join_frames(frames)
                 if j is not None and len(j) <= MAX:
                     put(out, "zio", j)
-    for t in ("btf", "tenbin", "rten", "flatbuf", "tmfile", "zio", "zmsg", "onnx", "pb"):
+    for t in ("btf", "tenbin", "rten", "flatbuf", "tmfile", "zio", "zmsg", "onnx", "pb",
+              "safetensors", "npy"):
         d = os.path.join(out, t)
         n = len(os.listdir(d)) if os.path.isdir(d) else 0
         if n == 0:

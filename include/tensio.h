@@ -112,11 +112,18 @@ typedef enum tio_dtype {
     TIO_FLOAT16 = 10,
     TIO_BFLOAT16 = 11,
     TIO_FLOAT32 = 12,
-    TIO_FLOAT64 = 13
+    TIO_FLOAT64 = 13,
+    TIO_FLOAT8_E4M3FN = 14, /* 8-bit float: 4 exponent bits (bias 7), 3 mantissa
+                               bits, no infinities, NaN = S.1111.111 (OCP E4M3;
+                               safetensors F8_E4M3, ml_dtypes float8_e4m3fn) */
+    TIO_FLOAT8_E5M2 = 15    /* 8-bit float: 5 exponent bits (bias 15), 2 mantissa
+                               bits, IEEE-like infinities and NaNs (the upper byte of
+                               a float16; safetensors F8_E5M2) */
 } tio_dtype;
-#define TIO_DTYPE_COUNT 14
+#define TIO_DTYPE_COUNT 16
 
-/* NumPy names ("float32", "bool"; "bfloat16" as ml_dtypes); NULL if invalid. */
+/* NumPy names ("float32", "bool"; "bfloat16", "float8_e4m3fn", "float8_e5m2" as
+ * ml_dtypes); NULL if invalid. */
 TIO_API const char *tio_dtype_name(tio_dtype dtype);
 /* Inverse of tio_dtype_name; TIO_DTYPE_INVALID if unknown. */
 TIO_API tio_dtype tio_dtype_from_name(const char *name);
@@ -497,7 +504,8 @@ TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_option
 #define TIO_SAVE_DROP_METADATA 0x4u /* drop metadata the format cannot hold */
 #define TIO_SAVE_WIDEN 0x8u         /* store a dtype the format lacks in one that holds
                                        every value exactly: bool->uint8,
-                                       float16/bfloat16->float32 */
+                                       float16/bfloat16/float8_e4m3fn/float8_e5m2
+                                       ->float32 */
 #define TIO_SAVE_SINGLE_PART 0x10u  /* tio_message_encode: one part holding the file
                                        encoding (ZIO: the zmsg buffer; tenbin: the
                                        .ten chunks) instead of the multipart form */

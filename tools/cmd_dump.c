@@ -79,6 +79,18 @@ static float bf16_to_float(uint16_t h) {
     return f;
 }
 
+/* 8-bit float E4M3FN (bias 7, no infinities, S.1111.111 NaN) to float (exact). */
+static float f8e4m3fn_to_float(uint8_t b) {
+    uint32_t exp = (uint32_t)(b >> 3) & 0xFu, mant = (uint32_t)b & 7u;
+    float f;
+    if (exp == 0xF && mant == 7) return NAN;
+    if (exp == 0)
+        f = (float)mant / 512.0f;
+    else
+        f = ldexpf(1.0f + (float)mant / 8.0f, (int)exp - 7);
+    return (b & 0x80u) ? -f : f;
+}
+
 /* A float: "nan", "inf", "-inf" (quoted in JSON) or %.<digits>g; in JSON an
  * integral value gets ".0" so that it reads back as a float ("-0.0"). */
 static void format_float(char *buf, size_t size, double v, int digits, int json) {
@@ -123,6 +135,11 @@ static void format_value(char *buf, size_t size, tio_dtype dt, const uint8_t *p,
         return;
     case TIO_BFLOAT16:
         format_float(buf, size, (double)bf16_to_float((uint16_t)load_le(p, 2)), 9, json);
+        return;
+    case TIO_FLOAT8_E4M3FN: format_float(buf, size, (double)f8e4m3fn_to_float(p[0]), 9, json); return;
+    case TIO_FLOAT8_E5M2:
+        /* the upper byte of a half */
+        format_float(buf, size, (double)half_to_float((uint16_t)(p[0] << 8)), 9, json);
         return;
     case TIO_FLOAT32: {
         uint32_t u = (uint32_t)load_le(p, 4);

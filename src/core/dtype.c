@@ -14,6 +14,8 @@ static const struct {
     [TIO_UINT32] = {"uint32", 4},    [TIO_UINT64] = {"uint64", 8},
     [TIO_FLOAT16] = {"float16", 2},  [TIO_BFLOAT16] = {"bfloat16", 2},
     [TIO_FLOAT32] = {"float32", 4},  [TIO_FLOAT64] = {"float64", 8},
+    [TIO_FLOAT8_E4M3FN] = {"float8_e4m3fn", 1},
+    [TIO_FLOAT8_E5M2] = {"float8_e5m2", 1},
 };
 
 const char *tio_dtype_name(tio_dtype d) {
@@ -54,3 +56,20 @@ float tio__half_to_float(uint16_t h) {
 }
 
 float tio__bf16_to_float(uint16_t h) { return bits_to_float((uint32_t)h << 16); }
+
+/* E4M3FN: bias 7, no infinities; S.1111.111 is NaN, every other pattern a
+ * number (the largest 448); exponent 0 holds the subnormals mant * 2^-9. */
+float tio__f8e4m3fn_to_float(uint8_t b) {
+    uint32_t sign = (uint32_t)(b >> 7) << 31;
+    uint32_t exp = (b >> 3) & 0xfu;
+    uint32_t mant = b & 0x7u;
+    if (exp == 0xf && mant == 0x7) return bits_to_float(sign | 0x7fc00000u);
+    if (exp == 0) {
+        float f = (float)mant * (1.0f / 512.0f);
+        return sign ? -f : f;
+    }
+    return bits_to_float(sign | ((exp + 120) << 23) | (mant << 20));
+}
+
+/* E5M2 is the upper byte of an IEEE half: same exponent, two mantissa bits. */
+float tio__f8e5m2_to_float(uint8_t b) { return tio__half_to_float((uint16_t)(b << 8)); }

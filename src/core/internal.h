@@ -405,6 +405,9 @@ const tio_format_desc *tio__format_find(const char *name);
 /* IEEE half / bfloat16 to float. */
 float tio__half_to_float(uint16_t h);
 float tio__bf16_to_float(uint16_t h);
+/* 8-bit floats (TIO_FLOAT8_E4M3FN, TIO_FLOAT8_E5M2) to float; exact. */
+float tio__f8e4m3fn_to_float(uint8_t b);
+float tio__f8e5m2_to_float(uint8_t b);
 
 /* --------------------------------------------------------- sha256 helper */
 typedef struct tio_sha256 tio_sha256;

@@ -109,7 +109,9 @@ static tio_dtype widened(tio_dtype d) {
     switch (d) {
     case TIO_BOOL: return TIO_UINT8;
     case TIO_FLOAT16:
-    case TIO_BFLOAT16: return TIO_FLOAT32;
+    case TIO_BFLOAT16:
+    case TIO_FLOAT8_E4M3FN:
+    case TIO_FLOAT8_E5M2: return TIO_FLOAT32;
     default: return TIO_DTYPE_INVALID;
     }
 }
@@ -358,6 +360,15 @@ static void widen_elems(tio_dtype from, const uint8_t *src, uint8_t *dst, uint64
         case TIO_BFLOAT16: {
             uint16_t h = tio__ld16(src + i * 2);
             float f = from == TIO_FLOAT16 ? tio__half_to_float(h) : tio__bf16_to_float(h);
+            uint32_t u;
+            memcpy(&u, &f, sizeof u);
+            tio__st32(dst + i * 4, u);
+            break;
+        }
+        case TIO_FLOAT8_E4M3FN:
+        case TIO_FLOAT8_E5M2: {
+            float f = from == TIO_FLOAT8_E4M3FN ? tio__f8e4m3fn_to_float(src[i])
+                                                : tio__f8e5m2_to_float(src[i]);
             uint32_t u;
             memcpy(&u, &f, sizeof u);
             tio__st32(dst + i * 4, u);

@@ -9,6 +9,8 @@ extern const tio_format_desc tio__format_rten;
 extern const tio_format_desc tio__format_tmfile;
 extern const tio_format_desc tio__format_zio;
 extern const tio_format_desc tio__format_onnx;
+extern const tio_format_desc tio__format_safetensors;
+extern const tio_format_desc tio__format_npy;
 
 static const tio_format_desc *const registry[] = {
     &tio__format_btf,
@@ -17,6 +19,8 @@ static const tio_format_desc *const registry[] = {
     &tio__format_tmfile,
     &tio__format_zio,
     &tio__format_onnx,
+    &tio__format_safetensors,
+    &tio__format_npy,
 };
 
 size_t tio__format_count(void) { return sizeof registry / sizeof registry[0]; }

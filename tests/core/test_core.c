@@ -72,8 +72,9 @@ static void test_dtypes(void **state) {
     (void)state;
     static const char *names[] = {"bool", "int8", "int16", "int32", "int64",
                                   "uint8", "uint16", "uint32", "uint64", "float16",
-                                  "bfloat16", "float32", "float64"};
-    static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
+                                  "bfloat16", "float32", "float64", "float8_e4m3fn",
+                                  "float8_e5m2"};
+    static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1};
     for (int i = 1; i < TIO_DTYPE_COUNT; i++) {
         assert_string_equal(tio_dtype_name((tio_dtype)i), names[i - 1]);
         assert_int_equal(tio_dtype_size((tio_dtype)i), sizes[i - 1]);
@@ -98,6 +99,25 @@ static void test_half(void **state) {
     assert_true(tio__half_to_float(0x8000) == 0.0f);
     assert_true(tio__bf16_to_float(0x3f80) == 1.0f);
     assert_true(tio__bf16_to_float(0xc040) == -3.0f);
+    /* float8: E4M3FN (bias 7, max 448, no inf, 0x7f NaN), E5M2 (a half's top byte) */
+    assert_true(tio__f8e4m3fn_to_float(0x38) == 1.0f);
+    assert_true(tio__f8e4m3fn_to_float(0xc0) == -2.0f);
+    assert_true(tio__f8e4m3fn_to_float(0x7e) == 448.0f);
+    assert_true(tio__f8e4m3fn_to_float(0x01) == 0.001953125f); /* 2^-9 */
+    assert_true(tio__f8e4m3fn_to_float(0x07) == 0.013671875f); /* 7 * 2^-9 */
+    assert_true(tio__f8e4m3fn_to_float(0x08) == 0.015625f);    /* 2^-6 */
+    assert_true(tio__f8e4m3fn_to_float(0x80) == 0.0f);
+    nan = tio__f8e4m3fn_to_float(0x7f);
+    assert_true(nan != nan);
+    nan = tio__f8e4m3fn_to_float(0xff);
+    assert_true(nan != nan);
+    assert_true(tio__f8e5m2_to_float(0x3c) == 1.0f);
+    assert_true(tio__f8e5m2_to_float(0x7b) == 57344.0f);
+    assert_true(tio__f8e5m2_to_float(0x01) == 1.52587890625e-05f); /* 2^-16 */
+    assert_true(tio__f8e5m2_to_float(0x7c) > 3e38f);
+    assert_true(tio__f8e5m2_to_float(0xfc) < -3e38f);
+    nan = tio__f8e5m2_to_float(0x7e);
+    assert_true(nan != nan);
 }
 
 static void test_cursor(void **state) {

@@ -243,12 +243,27 @@ static void test_sweep_onnx(void **state) {
     report("onnx");
 }
 
+static void test_sweep_safetensors(void **state) {
+    (void)state;
+    sweep_format("safetensors");
+    assert_true(S.files >= 5);
+    report("safetensors");
+}
+
+static void test_sweep_npy(void **state) {
+    (void)state;
+    sweep_format("npy");
+    assert_true(S.files >= 9);
+    report("npy");
+}
+
 int main(void) {
     tvec_note_shared();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sweep_btf),    cmocka_unit_test(test_sweep_tenbin),
         cmocka_unit_test(test_sweep_rten),   cmocka_unit_test(test_sweep_tmfile),
         cmocka_unit_test(test_sweep_zio),    cmocka_unit_test(test_sweep_onnx),
+        cmocka_unit_test(test_sweep_safetensors), cmocka_unit_test(test_sweep_npy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -211,6 +211,8 @@ const tvec_dir tvec_dirs[] = {
     {"onnx", ".onnx", "onnx"}, /* local copies of the small ones below */
     {"rten/big_init", ".onnx", "onnx"},
     {"tmfile", ".onnx", "onnx"},
+    {"safetensors", ".safetensors", "safetensors"},
+    {"npy", ".npy", "npy"},
     {NULL, NULL, NULL},
 };
 

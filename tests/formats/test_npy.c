@@ -1,0 +1,387 @@
+/* NumPy .npy: versions 1.0-3.0, byte orders, Fortran order, the header as a
+ * restricted literal (each refusal), and the writer's bytes as np.save's
+ * (the header built here by format.py's rules; tests/formats/test_npy.py
+ * compares with NumPy itself). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensio.h"
+
+#define ASSERT_OK(rc, err, what)                                                          \
+    do {                                                                                  \
+        int rc_ = (rc);                                                                   \
+        if (rc_ != TIO_OK) {                                                              \
+            fprintf(stderr, "%s: %s: %s\n", (what), tio_status_name(rc_), (err).message); \
+            fail();                                                                       \
+        }                                                                                 \
+    } while (0)
+
+/* A .npy file: magic, version, the dict padded as np.save pads (to 64 with
+ * the '\n'), then the data. */
+static uint8_t *mk(unsigned major, const char *dict, const void *data, size_t dlen,
+                   size_t *len) {
+    size_t pre = major == 1 ? 10 : 12, dl = strlen(dict);
+    size_t hl = dl + 1, pad = 64 - (pre + hl) % 64;
+    size_t h = dl + pad + 1;
+    uint8_t *f = malloc(pre + h + dlen + 1);
+    assert_non_null(f);
+    memcpy(f, "\x93NUMPY", 6);
+    f[6] = (uint8_t)major;
+    f[7] = 0;
+    for (size_t k = 0; k < pre - 8; k++) f[8 + k] = (uint8_t)(h >> (8 * k));
+    memcpy(f + pre, dict, dl);
+    memset(f + pre + dl, ' ', pad);
+    f[pre + h - 1] = '\n';
+    if (dlen) memcpy(f + pre + h, data, dlen);
+    *len = pre + h + dlen;
+    return f;
+}
+
+static tio_container *open_ok(unsigned major, const char *dict, const void *data, size_t dlen) {
+    size_t len;
+    uint8_t *f = mk(major, dict, data, dlen, &len);
+    tio_container *c = NULL;
+    tio_error e;
+    tio_open_options o = {NULL, TIO_OPEN_STRICT | TIO_OPEN_COPY, NULL};
+    ASSERT_OK(tio_open_memory(f, len, &o, &c, &e), e, dict);
+    assert_string_equal(tio_container_format(c), "npy");
+    free(f);
+    return c;
+}
+
+static void refused(const char *dict, size_t dlen, int code, const char *needle) {
+    uint8_t zeros[64] = {0};
+    size_t len;
+    uint8_t *f = mk(1, dict, zeros, dlen, &len);
+    tio_container *c = NULL;
+    tio_error e;
+    tio_open_options o = {"npy", 0, NULL};
+    int rc = tio_open_memory(f, len, &o, &c, &e);
+    free(f);
+    if (rc != code || !strstr(e.message, needle) || strncmp(e.message, "npy: ", 5)) {
+        fprintf(stderr, "%s\n  -> %s: %s (expected %s, '%s')\n", dict, tio_status_name(rc),
+                e.message, tio_status_name(code), needle);
+        fail();
+    }
+    assert_null(c);
+}
+
+static void test_versions_and_orders(void **state) {
+    (void)state;
+    const float v[6] = {0, 1, 2, 3, 4, 5};
+    for (unsigned major = 1; major <= 3; major++) {
+        tio_container *c =
+            open_ok(major, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", v, 24);
+        const tio_tensor *t = tio_container_tensor(c, 0);
+        assert_int_equal(tio_tensor_dtype(t), TIO_FLOAT32);
+        assert_int_equal(tio_tensor_rank(t), 2);
+        assert_memory_equal(tio_tensor_data(t), v, 24);
+        char ver[8];
+        snprintf(ver, sizeof ver, "%u.0", major);
+        assert_string_equal(tio_container_prop_get(c, "version"), ver);
+        tio_container_free(c);
+    }
+    /* big-endian: a byte-swapped copy */
+    const uint8_t be[8] = {0, 1, 0, 2, 0x3c, 0, 0xc0, 0};
+    tio_container *c = open_ok(1, "{'descr': '>i2', 'fortran_order': False, 'shape': (2,), }", be, 4);
+    const int16_t *s = tio_tensor_data(tio_container_tensor(c, 0));
+    assert_int_equal(s[0], 1);
+    assert_int_equal(s[1], 2);
+    tio_container_free(c);
+    c = open_ok(1, "{'descr': '>f2', 'fortran_order': False, 'shape': (2,), }", be + 4, 4);
+    const uint16_t *h = tio_tensor_data(tio_container_tensor(c, 0));
+    assert_int_equal(h[0], 0x3c00);
+    assert_int_equal(h[1], 0xc000);
+    tio_container_free(c);
+    /* Fortran order: transposed into C order. F-order (2,3): columns stored */
+    const int32_t f23[6] = {0, 3, 1, 4, 2, 5};
+    c = open_ok(1, "{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }", f23, 24);
+    const int32_t *x = tio_tensor_data(tio_container_tensor(c, 0));
+    for (int i = 0; i < 6; i++) assert_int_equal(x[i], i);
+    assert_string_equal(tio_container_prop_get(c, "fortran_order"), "True");
+    tio_container_free(c);
+    /* rank 3, big-endian and Fortran at once: element (i,j,k) = 100i+10j+k */
+    uint8_t f3[2 * 3 * 4 * 4];
+    for (int k = 0, n = 0; k < 4; k++)
+        for (int j = 0; j < 3; j++)
+            for (int i = 0; i < 2; i++, n++) {
+                uint32_t val = (uint32_t)(100 * i + 10 * j + k);
+                f3[4 * n] = (uint8_t)(val >> 24);
+                f3[4 * n + 1] = (uint8_t)(val >> 16);
+                f3[4 * n + 2] = (uint8_t)(val >> 8);
+                f3[4 * n + 3] = (uint8_t)val;
+            }
+    c = open_ok(2, "{'descr': '>u4', 'fortran_order': True, 'shape': (2, 3, 4), }", f3,
+                sizeof f3);
+    const uint32_t *y = tio_tensor_data(tio_container_tensor(c, 0));
+    for (int i = 0, n = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++, n++) assert_int_equal(y[n], 100 * i + 10 * j + k);
+    tio_container_free(c);
+    /* rank 0, empty, bool, '|' and '=' and no order, Python 2's 3L, other spacing */
+    const double d = 2.5;
+    c = open_ok(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", &d, 8);
+    assert_int_equal(tio_tensor_rank(tio_container_tensor(c, 0)), 0);
+    tio_container_free(c);
+    c = open_ok(3, "{'descr': '<i8', 'fortran_order': True, 'shape': (0, 5), }", NULL, 0);
+    assert_int_equal(tio_tensor_numel(tio_container_tensor(c, 0)), 0);
+    tio_container_free(c);
+    const uint8_t b[3] = {1, 0, 1};
+    c = open_ok(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", b, 3);
+    assert_int_equal(tio_tensor_dtype(tio_container_tensor(c, 0)), TIO_BOOL);
+    tio_container_free(c);
+    c = open_ok(1, "{\"shape\":(3L,),\"descr\":\"u1\",\"fortran_order\":False}", b, 3);
+    assert_int_equal(tio_tensor_dtype(tio_container_tensor(c, 0)), TIO_UINT8);
+    tio_container_free(c);
+    c = open_ok(1, "{'descr': '=i1', 'fortran_order': False, 'shape': (\n 3 , ) }", b, 3);
+    tio_container_free(c);
+}
+
+static void test_refusals(void **state) {
+    (void)state;
+    refused("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", 8, TIO_E_UNSUPPORTED,
+            "object array");
+    refused("{'descr': [('a', '<i4'), ('b', '<f4')], 'fortran_order': False, 'shape': (1,), }", 8,
+            TIO_E_UNSUPPORTED, "structured");
+    refused("{'descr': '|V8', 'fortran_order': False, 'shape': (1,), }", 8, TIO_E_UNSUPPORTED,
+            "void/structured");
+    refused("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", 8, TIO_E_DTYPE,
+            "complex");
+    refused("{'descr': '<U3', 'fortran_order': False, 'shape': (1,), }", 12, TIO_E_DTYPE,
+            "unicode");
+    refused("{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", 16, TIO_E_DTYPE,
+            "float of that size");
+    refused("{'descr': '<M8[ns]', 'fortran_order': False, 'shape': (1,), }", 8, TIO_E_DTYPE,
+            "datetime");
+    refused("{'descr': '<f4', 'fortran_order': False, }", 0, TIO_E_CORRUPT, "'shape' is missing");
+    refused("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", 4, TIO_E_CORRUPT,
+            "key 'x'");
+    refused("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", 4,
+            TIO_E_CORRUPT, "twice");
+    refused("{'descr': '<f4', 'fortran_order': False, 'shape': [1], }", 4, TIO_E_CORRUPT,
+            "a list");
+    refused("{'descr': '<f4', 'fortran_order': False, 'shape': (1), }", 4, TIO_E_CORRUPT,
+            "not a tuple");
+    refused("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", 4, TIO_E_CORRUPT,
+            "negative");
+    refused("{'descr': '<f4', 'fortran_order': False, 'shape': (1.0,), }", 4, TIO_E_CORRUPT,
+            "not a decimal integer");
+    refused("{'descr': '<f4', 'fortran_order': 1, 'shape': (1,), }", 4, TIO_E_CORRUPT,
+            "True or False");
+    refused("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", 4,
+            TIO_E_OVERFLOW, "int64");
+    refused("{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }", 4,
+            TIO_E_OVERFLOW, "");
+    refused("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 4, TIO_E_TRUNCATED,
+            "need 8 bytes, found 4");
+    refused("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } x", 4, TIO_E_CORRUPT,
+            "only whitespace");
+    refused("{'descr': '<f4' 'x', 'fortran_order': False, 'shape': (1,), }", 4, TIO_E_UNSUPPORTED,
+            "adjacent");
+    refused("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), ", 4, TIO_E_CORRUPT,
+            "expected a key");
+    refused("['descr']", 4, TIO_E_CORRUPT, "expected '{'");
+    /* the prefix */
+    tio_container *c = NULL;
+    tio_error e;
+    tio_open_options o = {"npy", 0, NULL};
+    assert_int_equal(tio_open_memory("\x93NUMPX\x01\x00\x00\x00", 10, &o, &c, &e), TIO_E_MAGIC);
+    assert_int_equal(tio_open_memory("\x93NUMPY\x04\x00\x00\x00", 10, &o, &c, &e),
+                     TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "4.0"));
+    assert_int_equal(tio_open_memory("\x93NUMPY\x01\x00\x40\x00{}", 12, &o, &c, &e),
+                     TIO_E_TRUNCATED);
+    assert_int_equal(tio_open_memory("\x93NUMPY\x02\x00\x01", 9, &o, &c, &e), TIO_E_TRUNCATED);
+    /* max_rank and max_header_bytes */
+    tio_limits l = {0};
+    l.max_rank = 2;
+    size_t len;
+    uint8_t z[8] = {0};
+    uint8_t *f = mk(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 1), }", z, 1,
+                    &len);
+    tio_open_options lo = {"npy", 0, &l};
+    assert_int_equal(tio_open_memory(f, len, &lo, &c, &e), TIO_E_LIMIT);
+    l.max_rank = 0;
+    l.max_header_bytes = 32;
+    assert_int_equal(tio_open_memory(f, len, &lo, &c, &e), TIO_E_LIMIT);
+    free(f);
+}
+
+static void test_findings(void **state) {
+    (void)state;
+    size_t len;
+    uint8_t z[8] = {0};
+    uint8_t *f = mk(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", z, 5, &len);
+    tio_container *c = NULL;
+    tio_error e;
+    tio_open_options o = {"npy", 0, NULL};
+    ASSERT_OK(tio_open_memory(f, len, &o, &c, &e), e, "trailing");
+    assert_int_equal(tio_container_warning_count(c), 1);
+    assert_non_null(strstr(tio_container_warning(c, 0)->message, "3 trailing bytes"));
+    tio_container_free(c);
+    o.flags = TIO_OPEN_STRICT;
+    assert_int_equal(tio_open_memory(f, len, &o, &c, &e), TIO_E_INVALID);
+    free(f);
+    /* a header without the final '\n' */
+    f = mk(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", z, 2, &len);
+    f[len - 3] = ' ';
+    assert_int_equal(tio_open_memory(f, len, &o, &c, &e), TIO_E_INVALID);
+    assert_non_null(strstr(e.message, "'\\n'"));
+    free(f);
+    /* a 16-aligned header (older NumPy): the data unaligned for f8 -> a copy */
+    static const char hdr[] = "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }    \n";
+    uint8_t *g = calloc(1, 128);
+    memcpy(g, "\x93NUMPY\x01\x00", 8);
+    size_t hl = sizeof hdr - 1; /* 10 + hl is not a multiple of 8 */
+    g[8] = (uint8_t)hl;
+    memcpy(g + 10, hdr, hl);
+    const double one = 1.0;
+    memcpy(g + 10 + hl, &one, 8);
+    o.flags = 0;
+    ASSERT_OK(tio_open_memory(g, 10 + hl + 8, &o, &c, &e), e, "unaligned");
+    const tio_tensor *t = tio_container_tensor(c, 0);
+    assert_true(tio_tensor_is_aligned(t));
+    assert_true(*(const double *)tio_tensor_data(t) == 1.0);
+    tio_container_free(c);
+    free(g);
+}
+
+static void add(tio_container *c, const char *name, tio_dtype dt, size_t rank,
+                const int64_t *shape, const void *data, size_t nbytes) {
+    tio_tensor_desc d = {name, dt, rank, shape, TIO_LAYOUT_DENSE, data, nbytes, 0, NULL};
+    tio_error e;
+    ASSERT_OK(tio_container_add(c, &d, 0, NULL, &e), e, "add");
+}
+
+/* What np.save writes: keys sorted, 21 - digits(shape[0]) growth spaces,
+ * padded with spaces to a multiple of 64 with the '\n' (a full 64 when it
+ * already is one). */
+static void expect_save(const char *descr, const int64_t *shape, size_t rank, const void *data,
+                        size_t dlen, tio_dtype dt) {
+    char dict[512];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                     descr);
+    for (size_t k = 0; k < rank; k++)
+        n += snprintf(dict + n, sizeof dict - (size_t)n, "%s%lld", k ? ", " : "",
+                      (long long)shape[k]);
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "%s), }", rank == 1 ? "," : "");
+    if (rank) {
+        char first[24];
+        int fl = snprintf(first, sizeof first, "%lld", (long long)shape[0]);
+        for (int k = 0; k < 21 - fl; k++) dict[n++] = ' ';
+        dict[n] = 0;
+    }
+    size_t len;
+    uint8_t *expect = mk(1, dict, data, dlen, &len);
+    tio_container *c = tio_container_new();
+    add(c, NULL, dt, rank, shape, data, dlen);
+    tio_save_options so = {"npy", 0, 0, NULL};
+    void *out = NULL;
+    size_t olen;
+    tio_error e;
+    ASSERT_OK(tio_save_memory(c, &so, &out, &olen, &e), e, "save");
+    assert_int_equal(olen, len);
+    assert_memory_equal(out, expect, len);
+    assert_int_equal(((const uint8_t *)out)[(len - dlen - 1)], '\n');
+    assert_int_equal((len - dlen) % 64, 0);
+    if (rank == 13) assert_int_equal(len, 192);
+    tio_free(out);
+    free(expect);
+    tio_container_free(c);
+}
+
+static void test_write(void **state) {
+    (void)state;
+    const float v[6] = {0, 1, 2, 3, 4, 5};
+    const int64_t s23[2] = {2, 3}, s6[1] = {6}, s0[3] = {0, 1234567, 1};
+    expect_save("<f4", s23, 2, v, 24, TIO_FLOAT32);
+    expect_save("|u1", s6, 1, v, 6, TIO_UINT8);
+    expect_save("|b1", s6, 1, "\1\0\1\0\1\0", 6, TIO_BOOL);
+    expect_save("<f8", NULL, 0, v, 8, TIO_FLOAT64);
+    expect_save("<i8", s0, 3, NULL, 0, TIO_INT64);
+    expect_save("<u2", s6, 1, v, 12, TIO_UINT16);
+    expect_save("<f2", s6, 1, v, 12, TIO_FLOAT16);
+    /* a header whose 10 + dict + '\n' is 128 already gets 64 spaces more */
+    const int64_t s13[13] = {1, 100000, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    expect_save("|i1", s13, 13, NULL, 0, TIO_INT8);
+
+    /* version 2.0 and 3.0 on request; 4 refused */
+    tio_container *c = tio_container_new();
+    add(c, NULL, TIO_FLOAT32, 2, s23, v, 24);
+    for (unsigned ver = 2; ver <= 4; ver++) {
+        tio_save_options so = {"npy", 0, ver, NULL};
+        void *out = NULL;
+        size_t olen;
+        tio_error e;
+        int rc = tio_save_memory(c, &so, &out, &olen, &e);
+        if (ver == 4) {
+            assert_int_equal(rc, TIO_E_UNSUPPORTED);
+            continue;
+        }
+        ASSERT_OK(rc, e, "version");
+        assert_int_equal(((uint8_t *)out)[6], ver);
+        assert_int_equal(olen % 64, 24 % 64);
+        tio_container *r = NULL;
+        tio_open_options o = {NULL, TIO_OPEN_STRICT, NULL};
+        ASSERT_OK(tio_open_memory(out, olen, &o, &r, &e), e, "reopen");
+        assert_memory_equal(tio_tensor_data(tio_container_tensor(r, 0)), v, 24);
+        tio_container_free(r);
+        tio_free(out);
+    }
+    tio_container_free(c);
+}
+
+static void test_write_refusals(void **state) {
+    (void)state;
+    const int64_t s1[1] = {1};
+    const uint8_t b[2] = {0, 0};
+    tio_save_options so = {"npy", 0, 0, NULL};
+    void *out = NULL;
+    size_t olen;
+    tio_error e;
+    tio_container *c = tio_container_new();
+    assert_int_equal(tio_save_memory(c, &so, &out, &olen, &e), TIO_E_UNSUPPORTED);
+    add(c, NULL, TIO_UINT8, 1, s1, b, 1);
+    add(c, NULL, TIO_UINT8, 1, s1, b, 1);
+    assert_int_equal(tio_save_memory(c, &so, &out, &olen, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "exactly one array"));
+    assert_non_null(strstr(e.message, "2 tensors"));
+    tio_container_free(c);
+    /* a name: lossy unless dropped */
+    c = tio_container_new();
+    add(c, "w", TIO_BFLOAT16, 1, s1, b, 2);
+    assert_int_equal(tio_save_memory(c, &so, &out, &olen, &e), TIO_E_LOSSY);
+    assert_non_null(strstr(e.message, "--drop-names"));
+    so.flags = TIO_SAVE_DROP_NAMES;
+    assert_int_equal(tio_save_memory(c, &so, &out, &olen, &e), TIO_E_LOSSY);
+    assert_non_null(strstr(e.message, "--widen"));
+    so.flags |= TIO_SAVE_WIDEN;
+    ASSERT_OK(tio_save_memory(c, &so, &out, &olen, &e), e, "widen");
+    assert_non_null(strstr((const char *)out + 10, "'<f4'"));
+    tio_free(out);
+    tio_container_free(c);
+}
+
+static void test_registry(void **state) {
+    (void)state;
+    assert_string_equal(tio_format_for_path("x/a.npy"), "npy");
+    assert_int_equal(tio_format_caps("npy"), 0);
+    assert_false(tio_format_supports_dtype("npy", TIO_BFLOAT16));
+    assert_string_equal(tio_format_probe("\x93NUMPY\x01\x00", 8), "npy");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_versions_and_orders), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_findings),            cmocka_unit_test(test_write),
+        cmocka_unit_test(test_write_refusals),      cmocka_unit_test(test_registry),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

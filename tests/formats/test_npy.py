@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""tensio against NumPy (Debian's python3-numpy) and safetensors conversions.
+
+  test_npy.py TENSIO
+
+- NumPy writes arrays with np.save and np.lib.format.write_array (every dtype
+  tensio has, both byte orders, C and Fortran order, versions 1.0-3.0, rank 0
+  and empty): `tensio ls --json --hash` must give the dtype, shape and the
+  sha256 of the C-order little-endian bytes, and `tensio convert x.npy y.npy`
+  must write exactly what np.save writes for the same array (so np.load reads
+  it equal).
+- What NumPy refuses to be converted to (structured, object, complex) tensio
+  refuses too, with a message.
+- convert between npy, safetensors, btf and tenbin, and back: equal arrays."""
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+TENSIO = sys.argv[1]
+failures = []
+
+
+def run(*args, ok=True):
+    p = subprocess.run([TENSIO, *args], capture_output=True, text=True)
+    if ok and p.returncode != 0:
+        raise AssertionError("tensio %s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr))
+    return p
+
+
+def check(name, cond, detail=""):
+    if not cond:
+        failures.append(name + (": " + detail if detail else ""))
+
+
+def le_c(a):
+    """The array as tensio holds it: C order, little-endian."""
+    return np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False)
+
+
+DTYPES = ["?", "i1", "u1", "<i2", ">i2", "<u2", ">u2", "<i4", ">i4", "<u4", ">u4", "<i8", ">i8",
+          "<u8", ">u8", "<f2", ">f2", "<f4", ">f4", "<f8", ">f8"]
+NAMES = {"b": "bool", "i": "int", "u": "uint", "f": "float"}
+
+
+def tensio_name(dt):
+    dt = np.dtype(dt)
+    return "bool" if dt.kind == "b" else "%s%d" % (NAMES[dt.kind], dt.itemsize * 8)
+
+
+def main():
+    rng = np.random.default_rng(19)
+    tmp = tempfile.mkdtemp(prefix="tio-npy-")
+    n = 0
+    for dt in DTYPES:
+        for shape in [(), (0,), (5,), (3, 4), (2, 0, 3), (2, 3, 4)]:
+            base = rng.integers(0, 100, size=shape) if shape else np.array(rng.integers(0, 100))
+            a = (base % 2 == 0) if dt == "?" else base.astype(dt)
+            for order in "CF":
+                arr = np.asfortranarray(a) if order == "F" else np.ascontiguousarray(a)
+                for version in (None, (1, 0), (2, 0), (3, 0)):
+                    n += 1
+                    src = os.path.join(tmp, "a%d.npy" % n)
+                    with open(src, "wb") as f:
+                        if version is None:
+                            np.save(f, arr)
+                        else:
+                            np.lib.format.write_array(f, arr, version=version)
+                    what = "%s %s %s v%s" % (dt, shape, order, version)
+                    j = json.loads(run("ls", "--json", "--hash", src).stdout)
+                    t = j["tensors"][0]
+                    want = le_c(np.load(src))
+                    check(what + " dtype", t["dtype"] == tensio_name(dt), t["dtype"])
+                    check(what + " shape", t["shape"] == list(arr.shape), str(t["shape"]))
+                    check(what + " sha256",
+                          t["sha256"] == hashlib.sha256(want.tobytes()).hexdigest())
+                    if version not in (None, (1, 0)):
+                        continue
+                    out = os.path.join(tmp, "b%d.npy" % n)
+                    run("convert", src, out)
+                    ref = io.BytesIO()
+                    np.save(ref, want)
+                    with open(out, "rb") as f:
+                        mine = f.read()
+                    check(what + " np.save bytes", mine == ref.getvalue())
+                    back = np.load(out)
+                    check(what + " np.load", back.dtype == want.dtype and
+                          back.shape == want.shape and np.array_equal(back, want))
+    print("npy: %d files written by NumPy read and rewritten" % n)
+
+    # refusals, by name
+    for label, arr in [("structured", np.zeros(2, dtype=[("a", "<i4"), ("b", "<f4")])),
+                       ("object", np.array([1, "x"], dtype=object)),
+                       ("complex", np.zeros(2, dtype="<c8")),
+                       ("unicode", np.array(["ab"]))]:
+        src = os.path.join(tmp, label + ".npy")
+        np.save(src, arr, allow_pickle=True)
+        p = run("ls", src, ok=False)
+        check(label + " refused", p.returncode == 1 and "npy:" in p.stderr, p.stderr)
+
+    # conversions between the new formats and btf / tenbin, and back
+    a = rng.standard_normal((3, 5)).astype("<f4")
+    src = os.path.join(tmp, "x.npy")
+    np.save(src, a)
+    for fmt in ("safetensors", "btf", "ten"):
+        mid = os.path.join(tmp, "x." + fmt)
+        back = os.path.join(tmp, "x_from_%s.npy" % fmt)
+        run("convert", "--force", src, mid)
+        extra = ["--drop-names"] if fmt == "safetensors" else []
+        run("convert", "--force", *extra, mid, back)
+        b = np.load(back)
+        check("npy -> %s -> npy" % fmt, b.dtype == a.dtype and np.array_equal(a, b))
+    # safetensors -> tenbin -> safetensors keeps names; a two-tensor file is
+    # refused as .npy with a message
+    st = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vectors",
+                      "safetensors", "all_dtypes.safetensors")
+    p = run("convert", "--force", st, os.path.join(tmp, "all.npy"), ok=False)
+    check("several tensors refused as npy", p.returncode == 1 and "one array" in p.stderr,
+          p.stderr)
+    run("convert", "--force", "--widen", "--drop-metadata", st, os.path.join(tmp, "all.btf"),
+        "--drop-names")
+    p = run("convert", "--force", "--widen", st, os.path.join(tmp, "all.ten"), ok=False)
+    check("metadata not silently lost", p.returncode == 1, p.stderr)
+
+    if failures:
+        for f in failures[:40]:
+            print("FAIL", f)
+        print("%d failures" % len(failures))
+        sys.exit(1)
+    print("ok")
+
+
+main()
