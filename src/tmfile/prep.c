@@ -236,6 +236,8 @@ static void visit(pp *x, size_t j) {
 /* Every use of value `from` reads `to` instead (applied when its readers
  * are visited, and for the graph's outputs when it is built). */
 static void replace_uses(pp *x, int64_t from, int64_t to) {
+    to = resolve(x, to);
+    if (to == from) return; /* a node reading its own output (hostile): no cycle */
     x->alias[from] = to;
     x->uses[to] += x->uses[from];
     x->uses[from] = 0;
