@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -91,7 +92,10 @@ static tio_container *build(const char *format, uint8_t **data_out) {
     tio_error e;
     char name[32];
     size_t k = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] + 600; i++) {
+    /* a format of one array (.npy): the largest alone, past the flush point */
+    bool one = strcmp(format, "npy") == 0;
+    for (size_t i = one ? sizeof sizes / sizeof sizes[0] - 1 : 0;
+         i < sizeof sizes / sizeof sizes[0] + (one ? 0 : 600); i++) {
         size_t n = i < sizeof sizes / sizeof sizes[0] ? sizes[i] : 64;
         int64_t shape[1] = {(int64_t)(n / 4)};
         tio_tensor_desc d = {0};
@@ -157,7 +161,11 @@ static void test_file_bytes_equal_memory_bytes(void **state) {
         assert_int_equal(tio_open(path, NULL, &back, &e), TIO_OK);
         assert_int_equal(tio_container_count(back), tio_container_count(c));
         for (size_t i = 0; i < tio_container_count(c); i++) {
-            const tio_tensor *a = tio_container_tensor(c, i), *b = tio_container_tensor(back, i);
+            /* by name where the format stores names (safetensors orders them) */
+            const tio_tensor *a = tio_container_tensor(c, i);
+            const tio_tensor *b = tio_tensor_name(a) ? tio_container_find(back, tio_tensor_name(a))
+                                                     : tio_container_tensor(back, i);
+            assert_non_null(b);
             assert_int_equal(tio_tensor_nbytes(a), tio_tensor_nbytes(b));
             assert_memory_equal(tio_tensor_data(a), tio_tensor_data(b), tio_tensor_nbytes(a));
         }
