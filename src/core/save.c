@@ -28,7 +28,7 @@ struct tio_write_plan {
     uint8_t *scratch;     /* converted data of the current tensor */
     uint8_t *scratch2;    /* densified source before widening */
     size_t scratch_cap, scratch2_cap;
-    uint8_t *shape_use; /* narrow_shape's per-tensor uses, or NULL */
+    uint8_t *shape_use; /* graph_uses: how the graph uses each tensor, or NULL */
     tio_kv options;       /* parsed tio_save_options.options */
     const char *path;     /* the target of a file save (tio_save), else NULL */
 };
@@ -116,59 +116,72 @@ static tio_dtype widened(tio_dtype d) {
     }
 }
 
+/* How the graph uses each container tensor (one pass, on first need): bit 1
+ * a Reshape's shape input, bit 2 any other input or a graph output, bit 4 a
+ * constant of the graph at all (a value's or a TENSOR attribute's). NULL when
+ * out of memory (then nothing is narrowed or deferred). */
+static const uint8_t *graph_uses(const tio_container *c, uint8_t **use) {
+    const tio_graph *g = c->graph;
+    if (*use || !g) return *use;
+    uint8_t *u = calloc(c->count ? c->count : 1, 1);
+    if (!u) return NULL;
+    for (size_t k = 0; k < g->node_count; k++) {
+        const tio_gnode *n = &g->nodes[k];
+        bool reshape = n->op && strcmp(n->op, "Reshape") == 0;
+        for (size_t j = 0; j < n->input_count; j++) {
+            int64_t v = n->inputs[j];
+            if (v < 0 || (uint64_t)v >= g->value_count) continue;
+            int64_t t = g->values[v].tensor;
+            if (t < 0 || (uint64_t)t >= c->count) continue;
+            u[t] |= reshape && j == 1 ? 1 : 2;
+        }
+        for (size_t a = 0; a < n->attr_count; a++) {
+            const tio_gattr *at = &n->attrs[a];
+            if (at->type == TIO_ATTR_TENSOR && at->i >= 0 && (uint64_t)at->i < c->count)
+                u[at->i] |= 4;
+        }
+    }
+    for (size_t k = 0; k < g->output_count; k++) {
+        int64_t v = g->outputs[k];
+        if (v < 0 || (uint64_t)v >= g->value_count) continue;
+        int64_t t = g->values[v].tensor;
+        if (t >= 0 && (uint64_t)t < c->count) u[t] |= 2;
+    }
+    for (size_t v = 0; v < g->value_count; v++) {
+        int64_t t = g->values[v].tensor;
+        if (t >= 0 && (uint64_t)t < c->count) u[t] |= 4;
+    }
+    *use = u;
+    return u;
+}
+
 /* Whether tensor i is an int64 constant that the graph uses only as the
  * shape input of Reshape nodes (at least once), with every value in int32
  * (the writer puts the values in the Reshape's re_shape param; the constant
- * keeps convert_tool's int32 copy of the data's first 4*n bytes). With
- * `foreign`: whether tensor i is a constant of the graph at all (a value's or
- * a TENSOR attribute's), of any dtype: a writer that lowers a graph from
- * another format folds such constants into params, or refuses them. */
-static bool narrow_shape(const tio_container *c, size_t i, uint8_t **use, bool foreign) {
+ * keeps convert_tool's int32 copy of the data's first 4*n bytes). */
+static bool narrow_shape(const tio_container *c, size_t i, uint8_t **use) {
     const tio_tensor *s = c->tensors[i];
-    const tio_graph *g = c->graph;
-    if (!g || s->layout != TIO_LAYOUT_DENSE || !s->data) return false;
-    if (!foreign && s->dtype != TIO_INT64) return false;
-    if (!*use) {
-        /* one pass over the graph: bit 1 = a Reshape's shape, bit 2 = anything else */
-        uint8_t *u = calloc(c->count ? c->count : 1, 1);
-        if (!u) return false; /* then the dtype is refused, as without narrowing */
-        for (size_t k = 0; k < g->node_count; k++) {
-            const tio_gnode *n = &g->nodes[k];
-            bool reshape = n->op && strcmp(n->op, "Reshape") == 0;
-            for (size_t j = 0; j < n->input_count; j++) {
-                int64_t v = n->inputs[j];
-                if (v < 0 || (uint64_t)v >= g->value_count) continue;
-                int64_t t = g->values[v].tensor;
-                if (t < 0 || (uint64_t)t >= c->count) continue;
-                u[t] |= reshape && j == 1 ? 1 : 2;
-            }
-        }
-        for (size_t k = 0; k < g->output_count; k++) {
-            int64_t v = g->outputs[k];
-            if (v < 0 || (uint64_t)v >= g->value_count) continue;
-            int64_t t = g->values[v].tensor;
-            if (t >= 0 && (uint64_t)t < c->count) u[t] |= 2;
-        }
-        /* bit 4: a constant of the graph at all (a value's or a TENSOR attribute's) */
-        for (size_t v = 0; v < g->value_count; v++) {
-            int64_t t = g->values[v].tensor;
-            if (t >= 0 && (uint64_t)t < c->count) u[t] |= 4;
-        }
-        for (size_t k = 0; k < g->node_count; k++)
-            for (size_t a = 0; a < g->nodes[k].attr_count; a++) {
-                const tio_gattr *at = &g->nodes[k].attrs[a];
-                if (at->type == TIO_ATTR_TENSOR && at->i >= 0 && (uint64_t)at->i < c->count)
-                    u[at->i] |= 4;
-            }
-        *use = u;
-    }
-    if (foreign) return ((*use)[i] & 4) != 0;
-    if (((*use)[i] & 3) != 1) return false;
+    if (s->dtype != TIO_INT64 || s->layout != TIO_LAYOUT_DENSE || !s->data) return false;
+    const uint8_t *u = graph_uses(c, use);
+    if (!u || (u[i] & 3) != 1) return false;
     for (uint64_t k = 0; k < s->numel; k++) {
         int64_t x = (int64_t)tio__ld64(s->data + 8 * k);
         if (x < INT32_MIN || x > INT32_MAX) return false;
     }
     return true;
+}
+
+/* Whether tensor i is a constant of a graph read from another format than
+ * f's: a writer that lowers such a graph folds its constants into params, or
+ * refuses what it would have to store (tmfile: src/tmfile/prep.c). */
+static bool foreign_graph_const(const tio_container *c, size_t i, const char *f,
+                                uint8_t **use) {
+    const tio_graph *g = c->graph;
+    if (!g || (g->native_format && strcmp(g->native_format, f) == 0)) return false;
+    const tio_tensor *s = c->tensors[i];
+    if (s->layout != TIO_LAYOUT_DENSE || !s->data) return false;
+    const uint8_t *u = graph_uses(c, use);
+    return u && (u[i] & 4);
 }
 
 static void plan_free(tio_write_plan *p) {
@@ -308,14 +321,11 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
                             "(TIO_SAVE_DROP_METADATA / --drop-metadata drops it)",
                             i, tlabel(s, lb, sizeof lb), fn);
         if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype)) && (f->caps & TIO__CAP_NARROW_SHAPES) &&
-            (f->dtypes & TIO_DTYPE_BIT(TIO_INT32)) && narrow_shape(c, i, &p->shape_use, false)) {
+            (f->dtypes & TIO_DTYPE_BIT(TIO_INT32)) && narrow_shape(c, i, &p->shape_use)) {
             w->dtype = TIO_INT32;
         } else if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype)) && (f->caps & TIO__CAP_NARROW_SHAPES) &&
-                   c->graph && !(c->graph->native_format &&
-                                 strcmp(c->graph->native_format, fn) == 0) &&
-                   narrow_shape(c, i, &p->shape_use, true)) {
-            /* a constant of a graph from another format: the writer folds it
-             * into params or refuses it (tmfile: src/tmfile/prep.c) */
+                   foreign_graph_const(c, i, fn, &p->shape_use)) {
+            /* left to the writer, which folds it into params or refuses it */
         } else if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype))) {
             tio_dtype wd = widened(s->dtype);
             int ok = wd != TIO_DTYPE_INVALID && (f->dtypes & TIO_DTYPE_BIT(wd));

@@ -67,6 +67,9 @@ static int tw_auto_pad(const tio_gattr *a, tw_lb *lbl, int *same, tio_error *err
                     tw_lb_text(lbl));
 }
 
+/* Squeeze's and Reduction's four dim fields */
+static const char *const tw_dims[4] = {"dim_0", "dim_1", "dim_2", "dim_3"};
+
 /* tw_foreign2's "not mine" */
 #define TW_NO_OP 1000
 
@@ -209,12 +212,11 @@ static int tw_foreign2(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *
             return TIO_OK;
         }
         tw_use_op(w, n, tio__tmfile_find_op("Squeeze"));
-        static const char *const d[4] = {"dim_0", "dim_1", "dim_2", "dim_3"};
         for (size_t k = 0; k < a->count; k++) {
             if (ax[k] < 0 || ax[k] > 3)
                 return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
                                 "%s: tmfile's Squeeze takes axes 0..3", tw_lb_text(lbl));
-            tw_set_i(n, d[ax[k]], 1);
+            tw_set_i(n, tw_dims[ax[k]], 1);
         }
         return TIO_OK;
     }
@@ -247,8 +249,7 @@ static int tw_foreign2(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *
             }
         }
         tw_use_op(w, n, tio__tmfile_find_op("Reduction"));
-        static const char *const d[4] = {"dim_0", "dim_1", "dim_2", "dim_3"};
-        for (int k = 0; k < 4; k++) tw_set_i(n, d[k], dims[k]);
+        for (int k = 0; k < 4; k++) tw_set_i(n, tw_dims[k], dims[k]);
         tw_set_i(n, "type", red[r].type);
         tw_set_i(n, "keepdim", keep);
         return TIO_OK;
@@ -309,7 +310,7 @@ int tw_foreign(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *err) {
         return rc;
     }
     if (strcmp(op, "Flatten") == 0) {
-        tw_use_op(w, n, 10);
+        tw_use_op(w, n, OP_FLATTEN);
         int64_t axis = 1;
         if ((a = tw_attr(gn, "axis", used)) != NULL) rc = tw_int_attr(a, lbl, &axis, err);
         if (rc) return rc;

@@ -71,6 +71,7 @@ enum {
     OP_CONST = 4,
     OP_CONV = 5,
     OP_ELTWISE = 9,
+    OP_FLATTEN = 10,
     OP_INPUT = 12,
     OP_POOL = 16,
     OP_RELU = 20,

@@ -866,7 +866,7 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
             t->ct = gv->tensor;
             t->layout = n->layouts ? (int32_t)n->layouts[k] : w->glayout;
             /* Tengine's Flatten marks its output NHWC, and convert_tool saves that */
-            if (!n->layouts && w->prepped && n->idx == tio__tmfile_find_op("Flatten"))
+            if (!n->layouts && w->prepped && n->idx == OP_FLATTEN)
                 t->layout = 1;
             t->type = n->types ? (int32_t)n->types[k]
                                : tio__tmfile_default_type(n->idx >= 0 ? n->idx : -1);
