@@ -234,6 +234,15 @@ TIO_API tio_container *tio_container_new(void); /* NULL only when out of memory 
  * stream send still using its tensor data keeps it alive until it is done
  * (see tio_message_encode); for the caller it is gone either way. */
 TIO_API void tio_container_free(tio_container *c);
+/* Registers fn(ctx), called once when c is finally released: after the
+ * caller's tio_container_free and after every message and stream send still
+ * lending its tensor data is done with them. It tells when memory the
+ * container borrows (TIO_ADD_BORROW, tio_open_memory) may be reused or freed.
+ * It may run on another thread (libzmq's I/O thread, for a stream send) and
+ * after c is gone: it must not use c nor block. One per container: a second
+ * call is TIO_E_ARGUMENT. Set it before the container is shared. */
+TIO_API int tio_container_on_release(tio_container *c, void (*fn)(void *ctx), void *ctx,
+                                     tio_error *err);
 
 TIO_API size_t tio_container_count(const tio_container *c);
 TIO_API tio_tensor *tio_container_tensor(const tio_container *c, size_t index);
@@ -566,6 +575,13 @@ TIO_API int tio_save_cleanup(const char *dir, size_t *removed, tio_error *err);
 TIO_API int tio_save_memory(const tio_container *c, const tio_save_options *opts,
                             void **out, size_t *out_size, tio_error *err);
 TIO_API void tio_free(void *p);
+/* Writes into the caller's buffer of cap bytes, as snprintf does: *out_size
+ * gets the encoding's full size, and only when it is <= cap is buf the whole
+ * encoding (else its first cap bytes hold a prefix). buf may be NULL when cap
+ * is 0: a call with cap 0 measures, a second one writes into a buffer of that
+ * size, with no copy of the output in between. opts->format required. */
+TIO_API int tio_save_buffer(const tio_container *c, const tio_save_options *opts, void *buf,
+                            size_t cap, size_t *out_size, tio_error *err);
 
 /* ----------------------------------------------------------------- messages */
 

@@ -48,7 +48,21 @@ void tio_container_free(tio_container *c) {
     if (c->map) munmap(c->map, c->map_size);
     free(c->owned_buf);
     if (c->backing_free) c->backing_free(c->backing);
+    void (*release)(void *) = c->release_fn;
+    void *ctx = c->release_ctx;
     free(c);
+    if (release) release(ctx);
+}
+
+int tio_container_on_release(tio_container *c, void (*fn)(void *ctx), void *ctx,
+                             tio_error *err) {
+    if (!c || !fn) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    if (c->release_fn)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "the container already has a release function");
+    c->release_fn = fn;
+    c->release_ctx = ctx;
+    return TIO_OK;
 }
 
 size_t tio_container_count(const tio_container *c) { return c ? c->count : 0; }

@@ -219,6 +219,9 @@ struct tio_container {
     const char *native_format;
     void *native;
     void (*native_free)(void *native);
+    /* the caller's tio_container_on_release, run after everything is freed */
+    void (*release_fn)(void *ctx);
+    void *release_ctx;
 };
 
 /* Takes one more hold on c (tio_container_free releases one). */

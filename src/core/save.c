@@ -538,6 +538,24 @@ int tio_save_memory(const tio_container *c, const tio_save_options *opts, void *
     return TIO_OK;
 }
 
+int tio_save_buffer(const tio_container *c, const tio_save_options *opts, void *buf,
+                    size_t cap, size_t *out_size, tio_error *err) {
+    if (!c || !out_size || (!buf && cap))
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    *out_size = 0;
+    const tio_format_desc *f = NULL;
+    int rc = pick_format(opts, NULL, &f, err);
+    if (rc) return rc;
+    tio_write_plan p;
+    rc = plan_build(&p, c, f, opts, 0, err);
+    tio_sink s;
+    tio__sink_init_fixed(&s, buf, cap);
+    if (rc == TIO_OK) rc = f->write(&p, &s, err);
+    plan_free(&p);
+    if (rc == TIO_OK) *out_size = s.len;
+    return rc;
+}
+
 void tio_free(void *ptr) { free(ptr); }
 
 /* ------------------------------------------------------------ atomic file saves

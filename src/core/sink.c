@@ -25,6 +25,13 @@ void tio__sink_init_mem(tio_sink *s) {
     s->fd = -1;
 }
 
+void tio__sink_init_fixed(tio_sink *s, void *buf, size_t cap) {
+    tio__sink_init_mem(s);
+    s->fixed = 1;
+    s->buf = buf;
+    s->cap = buf ? cap : 0;
+}
+
 int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err) {
     memset(s, 0, SINK_HEAD);
     s->fd = fd;
@@ -38,7 +45,7 @@ int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err) {
 }
 
 void tio__sink_dispose(tio_sink *s) {
-    if (s->buf != s->first) free(s->buf);
+    if (s->buf != s->first && !s->fixed) free(s->buf);
     s->buf = NULL;
     s->len = s->cap = 0;
     s->niov = 0;
@@ -159,6 +166,18 @@ static int sink_put(tio_sink *s, const void *p, size_t n, int ref, tio_error *er
     if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
     if (n == 0) return TIO_OK;
     if (s->fd >= 0) return file_write(s, p, n, ref, err);
+    if (s->fixed) {
+        size_t end;
+        if (tio__add_ovf(s->len, n, &end))
+            return tio__err(err, TIO_E_OVERFLOW, NULL, -1, "output size overflows");
+        if (s->len < s->cap) {
+            size_t room = s->cap - s->len;
+            memcpy(s->buf + s->len, p, n < room ? n : room);
+        }
+        s->len = end;
+        s->pos += n;
+        return TIO_OK;
+    }
     int rc = mem_reserve(s, n, err);
     if (rc) return rc;
     memcpy(s->buf + s->len, p, n);
@@ -193,6 +212,10 @@ int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error
     if (at > s->pos || n > s->pos - at)
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "patch past the end of the output");
     if (s->fd < 0) {
+        if (s->fixed) { /* the part inside the caller's buffer */
+            if (at >= s->cap) return TIO_OK;
+            if (n > s->cap - at) n = (size_t)(s->cap - at);
+        }
         memcpy(s->buf + at, p, n);
         return TIO_OK;
     }

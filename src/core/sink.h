@@ -21,6 +21,7 @@ struct tio_sink {
     size_t len, cap;
     uint64_t pos;  /* bytes written so far */
     int failed;
+    int fixed;     /* memory: buf is the caller's, cap bytes; more is counted, not kept */
     struct iovec iov[TIO__SINK_IOV]; /* file: pending, in order */
     int niov;
     int iov_max;    /* entries one writev() takes */
@@ -29,6 +30,9 @@ struct tio_sink {
 };
 
 void tio__sink_init_mem(tio_sink *s);
+/* A memory sink over the caller's buffer of cap bytes (buf may be NULL when
+ * cap is 0): writes past cap only count (len, pos), as snprintf does. */
+void tio__sink_init_fixed(tio_sink *s, void *buf, size_t cap);
 int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err);
 int tio__sink_flush(tio_sink *s, tio_error *err);
 void tio__sink_dispose(tio_sink *s);

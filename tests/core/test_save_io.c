@@ -124,6 +124,36 @@ static tio_container *build(const char *format, uint8_t **data_out) {
     return c;
 }
 
+/* tio_save_buffer, as snprintf: cap 0 measures; a buffer of that size gets
+ * the bytes of tio_save_memory; a smaller one their prefix and nothing past
+ * its end (guard bytes). */
+static void check_save_buffer(const tio_container *c, const tio_save_options *so,
+                              const uint8_t *want, size_t size) {
+    tio_error e;
+    size_t n = 1;
+    if (tio_save_buffer(c, so, NULL, 0, &n, &e) != TIO_OK)
+        fail_msg("%s: save_buffer (measure): %s", so->format, e.message);
+    if (n != size) fail_msg("%s: save_buffer measured %zu, expected %zu", so->format, n, size);
+    size_t caps[] = {size, size / 2, 3};
+    for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++) {
+        size_t cap = caps[k] < size ? caps[k] : size;
+        uint8_t *b = malloc(cap + 64);
+        assert_non_null(b);
+        memset(b, 0xA5, cap + 64);
+        n = 0;
+        if (tio_save_buffer(c, so, b, cap, &n, &e) != TIO_OK)
+            fail_msg("%s: save_buffer (cap %zu): %s", so->format, cap, e.message);
+        assert_int_equal(n, size);
+        if (memcmp(b, want, cap) != 0)
+            fail_msg("%s: save_buffer (cap %zu of %zu) wrote other bytes", so->format, cap, size);
+        for (size_t i = cap; i < cap + 64; i++)
+            if (b[i] != 0xA5) fail_msg("%s: save_buffer wrote past cap %zu", so->format, cap);
+        free(b);
+    }
+    assert_int_equal(tio_save_buffer(c, so, NULL, 5, &n, &e), TIO_E_ARGUMENT);
+    assert_int_equal(tio_save_buffer(NULL, so, NULL, 0, &n, &e), TIO_E_ARGUMENT);
+}
+
 static void test_file_bytes_equal_memory_bytes(void **state) {
     (void)state;
     for (size_t f = 0; f < tio_format_count(); f++) {
@@ -137,6 +167,7 @@ static void test_file_bytes_equal_memory_bytes(void **state) {
         size_t mem_size;
         int rc = tio_save_memory(c, &so, &mem, &mem_size, &e);
         if (rc != TIO_OK) fail_msg("%s: save_memory: %s", format, e.message);
+        check_save_buffer(c, &so, mem, mem_size);
         char path[300];
         snprintf(path, sizeof path, "%s/out.%s", dir, format);
         for (int sync = 0; sync < 2; sync++) {

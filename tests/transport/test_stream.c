@@ -590,6 +590,64 @@ static void test_copy_flag_copies(void **state) {
     zero_copy_case("tenbin", TIO_STREAM_COPY, 0);
 }
 
+/* tio_container_on_release: a container borrowing the caller's buffer is
+ * sent without a copy; the release function runs once, only when libzmq and
+ * every holder are done with the buffer (here: the receiver's container,
+ * whose tensor points straight into it over inproc). */
+static void count_release(void *ctx) { atomic_fetch_add((atomic_int *)ctx, 1); }
+
+static void test_release_after_lent_send(void **state) {
+    (void)state;
+    void *ctx = zmq_ctx_new();
+    tio_stream_options ro = sopts(TIO_SOCKET_PULL, TIO_STREAM_BIND);
+    ro.zmq_context = ctx;
+    tio_stream *rx = xopen("inproc://tio-release", &ro);
+    tio_stream_options to = sopts(TIO_SOCKET_PUSH, 0);
+    to.zmq_context = ctx;
+    tio_stream *tx = xopen("inproc://tio-release", &to);
+
+    size_t n = 64 * 1024;
+    float *buf = malloc(n * sizeof *buf);
+    assert_non_null(buf);
+    for (size_t i = 0; i < n; i++) buf[i] = (float)i;
+    int64_t shape[1] = {(int64_t)n};
+    tio_tensor_desc d = {.name = "x", .dtype = TIO_FLOAT32, .rank = 1, .shape = shape,
+                         .data = buf, .nbytes = n * sizeof *buf};
+    tio_container *c = tio_container_new();
+    tio_error err;
+    assert_int_equal(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &err), TIO_OK);
+    atomic_int released;
+    atomic_init(&released, 0);
+    assert_int_equal(tio_container_on_release(c, count_release, &released, &err), TIO_OK);
+    ASSERT_CODE(tio_container_on_release(c, count_release, &released, &err), TIO_E_ARGUMENT,
+                err, "a second release function");
+    ASSERT_CODE(tio_container_on_release(NULL, count_release, NULL, &err), TIO_E_ARGUMENT, err,
+                "NULL container");
+    ASSERT_CODE(tio_container_on_release(c, NULL, NULL, &err), TIO_E_ARGUMENT, err,
+                "NULL function");
+
+    tio_save_options so = {"tenbin", 0, 0, NULL};
+    xsend(tx, c, &so);
+    tio_container_free(c); /* the lent frame still holds it */
+    assert_int_equal(atomic_load(&released), 0);
+    tio_container *got = xrecv(rx);
+    const tio_tensor *t = tio_container_tensor(got, 0);
+    assert_ptr_equal(tio_tensor_data(t), buf); /* no copy on either side */
+    assert_int_equal(atomic_load(&released), 0);
+    tio_container_free(got); /* the last hold: the frame, then the container */
+    assert_int_equal(atomic_load(&released), 1);
+    free(buf);
+    tio_stream_close(tx);
+    tio_stream_close(rx);
+    zmq_ctx_term(ctx);
+
+    /* without a send: released by the caller's free, once */
+    c = tio_container_new();
+    assert_int_equal(tio_container_on_release(c, count_release, &released, &err), TIO_OK);
+    tio_container_free(c);
+    assert_int_equal(atomic_load(&released), 2);
+}
+
 /* Over TCP: the container is freed right after each send; the frames (lent)
  * keep its data alive until libzmq has written them. */
 static void test_free_after_send_tcp(void **state) {
@@ -1539,6 +1597,7 @@ int main(void) {
         cmocka_unit_test(test_tensorcom_golden_frames),
         cmocka_unit_test(test_zio_golden_frames),
         cmocka_unit_test(test_zero_copy_inproc_tensorcom),
+        cmocka_unit_test(test_release_after_lent_send),
         cmocka_unit_test(test_zero_copy_inproc_zio),
         cmocka_unit_test(test_copy_flag_copies),
         cmocka_unit_test(test_free_after_send_tcp),
