@@ -33,7 +33,8 @@ import numpy as np
 
 import tensio
 import tensio.tenbin as ttenbin
-from tensorcom_bench import parse_size, size_label, make_array, messages, stop_receiver
+from tensorcom_bench import (parse_size, size_label, make_array, messages, stop_receiver,
+                             COPY_BELOW)
 
 CASE = "python"
 TIMEOUT = 30.0
@@ -196,8 +197,11 @@ def bench_stream(sizes, budget, reps, warmup):
                     count = 1 if r == 0 else n
                     ctrl.send((size, count))
                     t0 = time.monotonic()
+                    # lent from 64 KiB as the baseline lends them (its
+                    # send_multipart(copy=False)), copied below
+                    copy = size < COPY_BELOW
                     for _ in range(count):
-                        tx.send([a])
+                        tx.send([a], copy=copy)
                     if not ctrl.poll(TIMEOUT + 60):
                         raise RuntimeError("the receiver did not finish")
                     t1 = ctrl.recv()

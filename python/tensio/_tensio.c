@@ -23,6 +23,7 @@
 #include <Python.h>
 #include <numpy/arrayobject.h>
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,8 @@ typedef struct {
 
 static PyTypeObject OwnerType;
 
+static void lent_drain(void);
+
 static void owner_dealloc(OwnerObject *self)
 {
     tio_container_free(self->c); /* before the buffers it points into */
@@ -100,6 +103,7 @@ static void owner_dealloc(OwnerObject *self)
     for (size_t i = 0; i < self->nbufs; i++)
         PyBuffer_Release(&self->bufs[i]);
     PyMem_Free(self->bufs);
+    lent_drain(); /* buffers it lent, if that was the last hold */
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -856,20 +860,35 @@ static PyObject *owner_dumps(OwnerObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "sIIz|p", &o.format, &o.flags, &o.version, &o.options,
                           &as_bytearray))
         return NULL;
+    /* measured first, then written straight into the bytes object: one
+     * allocation and one copy of the output (tio_save_buffer) */
     tio_error err;
     tio_error_clear(&err);
-    void *buf = NULL;
-    size_t size = 0;
+    size_t size = 0, wrote = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = tio_save_memory(self->c, &o, &buf, &size, &err);
+    rc = tio_save_buffer(self->c, &o, NULL, 0, &size, &err);
     Py_END_ALLOW_THREADS
     if (rc != TIO_OK)
         return raise_tio(rc, &err);
-    PyObject *b = size > PY_SSIZE_T_MAX ? PyErr_NoMemory()
-                  : as_bytearray       ? PyByteArray_FromStringAndSize(buf, (Py_ssize_t)size)
-                                       : PyBytes_FromStringAndSize(buf, (Py_ssize_t)size);
-    tio_free(buf);
+    if (size > PY_SSIZE_T_MAX)
+        return PyErr_NoMemory();
+    PyObject *b = as_bytearray ? PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)size)
+                               : PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (b == NULL)
+        return NULL;
+    char *p = as_bytearray ? PyByteArray_AS_STRING(b) : PyBytes_AS_STRING(b);
+    Py_BEGIN_ALLOW_THREADS
+    rc = tio_save_buffer(self->c, &o, p, size, &wrote, &err);
+    Py_END_ALLOW_THREADS
+    if (rc == TIO_OK && wrote != size) {
+        Py_DECREF(b);
+        return raise_code(TIO_E_ARGUMENT, "dumps: the encoding changed size between its passes");
+    }
+    if (rc != TIO_OK) {
+        Py_DECREF(b);
+        return raise_tio(rc, &err);
+    }
     return b;
 }
 
@@ -1698,6 +1717,77 @@ static PyObject *mod_build_graph(PyObject *m, PyObject *args)
 
 /* ---------------------------------------------------------------- streams */
 
+/* ------------------------------------------------- buffers lent to libzmq */
+
+/* Stream.send(copy=False) lends the Python buffers a container borrows to
+ * libzmq, which releases the container (tio_container_on_release) when it is
+ * done: on its I/O thread, which must neither block on the GIL nor be stopped
+ * by a finalizing interpreter. So the release function only pushes the
+ * buffers on this lock-free list (push one, take all: no ABA), and the next
+ * Stream call of any stream (send, recv, close) releases them with the GIL
+ * held, as does the deallocation of an owner (when its free was the last
+ * hold, the release ran right then). The extension's one piece of shared
+ * state. */
+typedef struct lent_node {
+    struct lent_node *next;
+    Py_buffer *bufs;
+    size_t nbufs;
+} lent_node;
+
+static _Atomic(lent_node *) lent_released;
+
+static void lent_release(void *ctx)
+{
+    lent_node *n = ctx;
+    lent_node *head = atomic_load(&lent_released);
+    do
+        n->next = head;
+    while (!atomic_compare_exchange_weak(&lent_released, &head, n));
+}
+
+/* With the GIL held. */
+static void lent_drain(void)
+{
+    if (atomic_load_explicit(&lent_released, memory_order_relaxed) == NULL)
+        return;
+    lent_node *n = atomic_exchange(&lent_released, NULL);
+    while (n != NULL) {
+        lent_node *next = n->next;
+        for (size_t i = 0; i < n->nbufs; i++)
+            PyBuffer_Release(&n->bufs[i]);
+        PyMem_Free(n->bufs);
+        PyMem_Free(n);
+        n = next;
+    }
+}
+
+/* Moves the owner's buffers to a node the container releases when the last
+ * hold on it is gone (after libzmq is done): 0, or -1 with an error set. */
+static int owner_lend(OwnerObject *o)
+{
+    if (o->nbufs == 0)
+        return 0;
+    lent_node *n = PyMem_Malloc(sizeof *n);
+    if (n == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    n->next = NULL;
+    n->bufs = o->bufs;
+    n->nbufs = o->nbufs;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc = tio_container_on_release(o->c, lent_release, n, &err);
+    if (rc != TIO_OK) {
+        PyMem_Free(n);
+        raise_tio(rc, &err);
+        return -1;
+    }
+    o->bufs = NULL;
+    o->nbufs = 0;
+    return 0;
+}
+
 /* A tio_stream. Like a ZeroMQ socket it is used from one thread at a time:
  * `busy` (read and set with the GIL held) refuses a second thread instead of
  * letting two calls run on the socket while the GIL is released. */
@@ -1723,6 +1813,7 @@ static void stream_close_now(StreamObject *self)
         tio_stream_close(s);
         Py_END_ALLOW_THREADS
     }
+    lent_drain(); /* what this stream lent is released by now */
 }
 
 static void stream_dealloc(StreamObject *self)
@@ -1796,15 +1887,19 @@ static int call_timeout(StreamObject *self, int t)
     return t < 0 ? self->timeout_ms : t;
 }
 
-/* send(owner, format, flags, version, options, timeout_ms) */
+/* send(owner, format, flags, version, options, timeout_ms, lend) — lend:
+ * the Python buffers the owner borrows go with the message (no copy) */
 static PyObject *stream_send(StreamObject *self, PyObject *args)
 {
     PyObject *owner;
     tio_save_options o;
     memset(&o, 0, sizeof o);
-    int timeout = -1;
-    if (!PyArg_ParseTuple(args, "O!zIIzi", &OwnerType, &owner, &o.format, &o.flags, &o.version,
-                          &o.options, &timeout))
+    int timeout = -1, lend = 0;
+    if (!PyArg_ParseTuple(args, "O!zIIzi|p", &OwnerType, &owner, &o.format, &o.flags,
+                          &o.version, &o.options, &timeout, &lend))
+        return NULL;
+    lent_drain();
+    if (lend && owner_lend((OwnerObject *)owner) < 0)
         return NULL;
     if (stream_enter(self) < 0)
         return NULL;
@@ -1831,6 +1926,7 @@ static PyObject *stream_recv(StreamObject *self, PyObject *args)
     int timeout = -1;
     if (!PyArg_ParseTuple(args, "|i", &timeout))
         return NULL;
+    lent_drain();
     if (stream_enter(self) < 0)
         return NULL;
     int total = call_timeout(self, timeout);

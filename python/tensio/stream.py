@@ -86,27 +86,36 @@ class Stream:
         return dict(zip(("sent", "received", "malformed", "bytes_sent", "bytes_received"),
                         self._s().stats()))
 
-    def send(self, arrays, names=None, metadata=None, format=None, timeout=None, **options):
+    def send(self, arrays, names=None, metadata=None, format=None, timeout=None, copy=True,
+             **options):
         """Sends one message: arrays (a list, a dict name -> array, or a
         Container) as a ZIO TENS message or a tensorcom batch (the stream's
         protocol, or format="zio"/"tenbin"). Options as for tensio.save
         (widen, drop_names, densify, ...; zio: level, form, origin, granule,
-        seqno). A Container tensio owns the memory of (a file's mapping, a
-        received message) is lent to libzmq without a copy; arrays whose
-        memory Python owns are copied once into the message, so they may be
-        changed or freed as soon as send returns. timeout in seconds (None:
-        the stream's)."""
+        seqno). timeout in seconds (None: the stream's).
+
+        A Container tensio owns the memory of (a file's mapping, a received
+        message) is lent to libzmq without a copy. Arrays whose memory Python
+        owns are copied once into the message (copy=True), so they may be
+        changed as soon as send returns; with copy=False they are lent too,
+        as pyzmq's send(copy=False) lends them: they are kept alive until
+        libzmq has sent them, and must not be changed before (close()
+        waits for that, up to the linger time)."""
         s = self._s()
         # libzmq may still be sending lent frames after this returns: they
-        # must point into memory the C container owns (a file mapping, frames
-        # received), else into a copy. One frame is a new buffer anyway.
-        lend = self.single or (isinstance(arrays, Container) and names is None and
-                               metadata is None and not arrays._o().borrows())
-        owner = _owner_for(arrays, names, metadata, copy=not lend)
+        # point into memory the C container owns (a file mapping, frames
+        # received, a copy), or, lent, into Python buffers the container keeps
+        # until libzmq is done (_tensio.c, "buffers lent to libzmq"). One frame
+        # is a new buffer anyway.
+        lend = not copy and not self.single
+        owned = (self.single or lend or
+                 (isinstance(arrays, Container) and names is None and metadata is None and
+                  not arrays._o().borrows()))
+        owner = _owner_for(arrays, names, metadata, copy=not owned)
         if format is None:
             format = _PROTO_FORMAT.get(self._proto)
         fmt, flags, version, opts = _save_args(format, options)
-        s.send(owner, fmt, flags, version, opts, _ms(timeout, "timeout"))
+        s.send(owner, fmt, flags, version, opts, _ms(timeout, "timeout"), lend)
 
     def recv(self, timeout=None):
         """The next message as a Container whose arrays are read-only views

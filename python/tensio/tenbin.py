@@ -45,6 +45,9 @@ long_to_short = {
     "uint8": "u1", "uint16": "u2", "uint32": "u4", "uint64": "u8",
 }
 short_to_long = {v: k for k, v in long_to_short.items()}
+# the same as NumPy dtypes (both byte orders): a set lookup, where dtype.name
+# costs some 1.5 µs per array
+_TENBIN_DTYPES = frozenset(_np.dtype(n).newbyteorder(o) for n in long_to_short for o in "<>")
 
 magic_str = "~TenBin~"
 magic_bytes = magic_str.encode("ascii")
@@ -105,7 +108,9 @@ def _arrays(l):
     out = []
     for a in l:
         a = _np.asarray(a)
-        if a.dtype.name not in long_to_short or a.dtype.kind not in "iuf":
+        if a.dtype in _TENBIN_DTYPES:
+            pass
+        elif a.dtype.name not in long_to_short or a.dtype.kind not in "iuf":
             raise ValueError("unsupported array type: %s (tenbin holds %s)"
                              % (a.dtype, ", ".join(long_to_short)))
         if a.ndim > _MAX_NDIM:

@@ -75,7 +75,8 @@ def test_single_frame_and_forward_container():
 
 
 def test_send_copies_python_memory():
-    """Arrays Python owns may be changed or freed once send returns."""
+    """Arrays Python owns may be changed or freed once send returns (copy=True,
+    the default)."""
     rx, tx = pair()
     with rx, tx:
         a = np.full(1 << 20, 7, np.uint8)  # large enough to be lent if not copied
@@ -87,6 +88,44 @@ def test_send_copies_python_memory():
         for _ in range(3):
             c = rx.recv()
             assert c[0].min() == 7 and c[0].max() == 7
+
+
+@pytest.mark.parametrize("proto", ["zio", "tensorcom"])
+def test_send_lends_without_copy(proto):
+    """copy=False lends the arrays' memory to libzmq instead of copying it: the
+    arrays are held until libzmq is done (their buffers are released by the
+    next call of a stream, or by close), then released; the data arrive
+    intact."""
+    import sys
+    a = np.arange(1 << 18, dtype=np.float32)  # 1 MiB
+    b = bytearray(b"\x05" * 100000)
+    refs_a, refs_b = sys.getrefcount(a), sys.getrefcount(b)
+    rx, tx = pair(proto)
+    with rx, tx:
+        tx.send([a, np.frombuffer(b, np.uint8)], copy=False)
+        assert sys.getrefcount(a) > refs_a  # lent: held, not copied
+        with pytest.raises(BufferError):
+            b.extend(b"x")  # still exported to the message
+        c = rx.recv()
+        assert np.array_equal(c[0], a) and c[1].tobytes() == bytes(b)
+        for i in range(50):
+            tx.send([a], copy=False)
+        for i in range(50):
+            assert np.array_equal(rx.recv()[0], a)
+    gc.collect()
+    assert sys.getrefcount(a) == refs_a and sys.getrefcount(b) == refs_b
+    b.extend(b"x")  # no export left: a resize works
+    # a borrowing Container sent twice, then used on its own
+    c = tensio.container([a])
+    rx, tx = pair(proto)
+    with rx, tx:
+        tx.send(c, copy=False)
+        tx.send(c, copy=False)
+        assert np.array_equal(rx.recv()[0], a) and np.array_equal(rx.recv()[0], a)
+    assert np.array_equal(c[0], a)
+    del c
+    gc.collect()
+    assert sys.getrefcount(a) == refs_a
 
 
 def test_send_opened_file(tmp_path):
