@@ -18,6 +18,7 @@ PACKAGES=(
   python3-torch python3-torchvision  # the model-zoo test exports torchvision models to ONNX
   python3-dev python3-pytest   # the Python package (python/): its headers, its tests
   python3-pip python3-setuptools  # its test of pip install --no-build-isolation ./python
+  groff-base zsh               # the man pages' and shell completions' test renders/parses them
 )
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES=(gnuplot-nox       # bench/results/latest.png

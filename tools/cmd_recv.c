@@ -51,7 +51,8 @@ static const char recv_help[] =
     "      --densify       write sparse (COO) tensors as dense tensors\n"
     CLI_MAX_DENSE_HELP
     "      --drop-names    drop tensor names the output format cannot hold\n"
-    "      --drop-metadata drop metadata the output format cannot hold\n"
+    "      --drop-metadata\n"
+    "                      drop metadata the output format cannot hold\n"
     "      --widen         store dtypes the output format lacks in a wider dtype\n"
     "                      that holds every value exactly\n"
     "      --sync-each     make each -o file durable before its line is printed\n"
