@@ -96,7 +96,8 @@ void cli_format_list(char *buf, size_t size);
 
 /* Opens a file (not strict) with `limits` (NULL = the defaults); on failure
  * prints "tensio: PATH: message" and returns CLI_EXIT_FAIL. format may be NULL
- * (probe). */
+ * (probe). PATH "-" reads standard input to its end into memory, which the
+ * container keeps (tio_container_on_release frees it). */
 int cli_open(const char *path, const char *format, const tio_limits *limits,
              tio_container **out);
 /* The same with TIO_OPEN_* flags. */
@@ -115,6 +116,16 @@ int cli_open_flags(const char *path, const char *format, const tio_limits *limit
 /* Parses its value into lim->max_dense_bytes: N or N with a K, M, G or T
  * suffix (powers of 1024, "KiB" also taken), or "unlimited". Returns
  * CLI_EXIT_OK or prints a usage error and returns CLI_EXIT_USAGE. */
+/* tio_open, or for "-" tio_open_memory of standard input read to its end
+ * (kept by the container); the library's error in err. */
+int cli_open_opts(const char *path, const tio_open_options *o, tio_container **out,
+                  tio_error *err);
+/* "-": standard input or output. */
+int cli_is_stdio(const char *path);
+/* Writes the container to standard output in `o`'s format (not atomic);
+ * refuses a terminal unless force. Returns a CLI_EXIT_* status. */
+int cli_save_stdout(const tio_container *c, const tio_save_options *o, int force,
+                    const char *cmd, size_t *written);
 int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim);
 
 /* One input's budget of dense hashing: the library bounds each tensor by the

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* -------------------------------------------------------- option parsing */
 
@@ -178,6 +179,67 @@ int cli_open(const char *path, const char *format, const tio_limits *limits,
     return cli_open_flags(path, format, limits, 0, out);
 }
 
+int cli_is_stdio(const char *path) { return path && strcmp(path, "-") == 0; }
+
+/* Standard input to its end, in a buffer grown by doubling: 0, or -1 with
+ * errno set (ENOMEM included). */
+static int read_stdin(uint8_t **out, size_t *n) {
+    size_t cap = 1u << 16, len = 0;
+    uint8_t *b = malloc(cap);
+    if (!b) return -1;
+    for (;;) {
+        if (len == cap) {
+            uint8_t *nb = cap > SIZE_MAX / 2 ? NULL : realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                errno = ENOMEM;
+                return -1;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(STDIN_FILENO, b + len, cap - len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            free(b);
+            errno = e;
+            return -1;
+        }
+        if (r == 0) break;
+        len += (size_t)r;
+    }
+    *out = b;
+    *n = len;
+    return 0;
+}
+
+static void free_buffer(void *p) { free(p); }
+
+int cli_open_opts(const char *path, const tio_open_options *o, tio_container **out,
+                  tio_error *err) {
+    *out = NULL;
+    if (!cli_is_stdio(path)) return tio_open(path, o, out, err);
+    uint8_t *buf;
+    size_t n;
+    if (read_stdin(&buf, &n) != 0) {
+        int e = errno;
+        tio_error_clear(err);
+        err->code = TIO_E_IO;
+        snprintf(err->message, sizeof err->message, "standard input: cannot read: %s",
+                 strerror(e));
+        return TIO_E_IO;
+    }
+    int rc = tio_open_memory(buf, n, o, out, err);
+    if (rc == TIO_OK) rc = tio_container_on_release(*out, free_buffer, buf, err);
+    if (rc != TIO_OK) {
+        tio_container_free(*out);
+        *out = NULL;
+        free(buf);
+    }
+    return rc;
+}
+
 int cli_open_flags(const char *path, const char *format, const tio_limits *limits,
                    unsigned flags, tio_container **out) {
     tio_open_options o;
@@ -187,8 +249,8 @@ int cli_open_flags(const char *path, const char *format, const tio_limits *limit
     o.format = format;
     o.limits = limits;
     o.flags = flags;
-    *out = NULL;
-    int rc = tio_open(path, &o, out, &err);
+    int rc = cli_open_opts(path, &o, out, &err);
+    if (cli_is_stdio(path)) path = "standard input";
     if (rc != TIO_OK) {
         *out = NULL;
         const char *msg = cli_errmsg(&err);
@@ -196,6 +258,25 @@ int cli_open_flags(const char *path, const char *format, const tio_limits *limit
         if (strstr(msg, path)) return cli_error("%s", msg);
         return cli_error("%s: %s", path, msg);
     }
+    return CLI_EXIT_OK;
+}
+
+int cli_save_stdout(const tio_container *c, const tio_save_options *o, int force,
+                    const char *cmd, size_t *written) {
+    if (!force && isatty(STDOUT_FILENO))
+        return cli_usage_error(cmd, "refusing to write %s data to a terminal (redirect "
+                               "standard output, or --force)", o->format);
+    void *buf = NULL;
+    size_t n = 0;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_save_memory(c, o, &buf, &n, &err) != TIO_OK)
+        return cli_error("standard output: %s", cli_errmsg(&err));
+    size_t w = fwrite(buf, 1, n, stdout);
+    tio_free(buf);
+    if (written) *written = w;
+    if (w != n || fflush(stdout) != 0)
+        return cli_error("standard output: write failed: %s", strerror(errno));
     return CLI_EXIT_OK;
 }
 

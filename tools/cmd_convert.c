@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char convert_help[] =
     "Usage: tensio convert [OPTIONS] IN OUT\n"
@@ -14,7 +15,9 @@ static const char convert_help[] =
     "extension, or from --to. Nothing that the output format cannot hold is\n"
     "dropped or changed silently: the conversion fails (exit 1) and names the\n"
     "option that allows the loss. OUT is replaced atomically; it is never left\n"
-    "half-written.\n"
+    "half-written. IN '-' reads standard input (the format probed, or --from);\n"
+    "OUT '-' writes standard output (not atomic; --to required; refused on a\n"
+    "terminal unless --force).\n"
     "\n"
     "Options:\n"
     "  -t, --to FMT        write format FMT (default: from OUT's extension)\n"
@@ -294,7 +297,9 @@ int cli_cmd_convert(int argc, char **argv) {
     cli_parser_free(&p);
     if (rc != CLI_EXIT_OK) return rc;
 
-    const char *format = to ? to : tio_format_for_path(out);
+    const char *format = to ? to : cli_is_stdio(out) ? NULL : tio_format_for_path(out);
+    if (!format && cli_is_stdio(out))
+        return cli_usage_error("convert", "OUT is standard output: give its format with --to");
     if (!format) {
         char list[512];
         cli_format_list(list, sizeof list);
@@ -305,12 +310,18 @@ int cli_cmd_convert(int argc, char **argv) {
     }
 
     struct stat sin, sout;
-    if (stat(in, &sin) != 0) return cli_error("%s: %s", in, strerror(errno));
-    if (strcmp(in, out) == 0 ||
-        (stat(out, &sout) == 0 && sin.st_dev == sout.st_dev && sin.st_ino == sout.st_ino))
+    int to_stdout = cli_is_stdio(out);
+    size_t out_size = 0;
+    if (!cli_is_stdio(in) && stat(in, &sin) != 0) return cli_error("%s: %s", in, strerror(errno));
+    if (!to_stdout && !cli_is_stdio(in) &&
+        (strcmp(in, out) == 0 ||
+         (stat(out, &sout) == 0 && sin.st_dev == sout.st_dev && sin.st_ino == sout.st_ino)))
         return cli_error("refusing to convert '%s' onto itself", in);
-    if (!force && stat(out, &sout) == 0)
+    if (!to_stdout && !force && stat(out, &sout) == 0)
         return cli_error("%s: already exists (use --force to overwrite)", out);
+    if (to_stdout && !force && isatty(STDOUT_FILENO))
+        return cli_usage_error("convert", "refusing to write %s data to a terminal (redirect "
+                               "standard output, or --force)", format);
 
     tio_container *c = NULL;
     rc = cli_open(in, from, &lim, &c);
@@ -336,7 +347,12 @@ int cli_cmd_convert(int argc, char **argv) {
                  no_fuse && (external || opset) ? "," : "", no_fuse ? "fuse=0" : "");
         if (opts[0]) o.options = opts;
         tio_error_clear(&err);
-        if (tio_save(c, out, &o, &err) != TIO_OK) {
+        if (to_stdout) {
+            o.flags &= ~TIO_SAVE_CLEANUP;
+            size_t written = 0;
+            rc = cli_save_stdout(c, &o, 1, "convert", &written);
+            out_size = written;
+        } else if (tio_save(c, out, &o, &err) != TIO_OK) {
             const char *msg = cli_errmsg(&err);
             rc = strstr(msg, out) ? cli_error("%s", msg) : cli_error("%s: %s", out, msg);
         } else if (strcmp(format, "rten") == 0) {
@@ -344,11 +360,12 @@ int cli_cmd_convert(int argc, char **argv) {
         }
         if (rc == CLI_EXIT_OK && verbose) {
             const char *src = tio_container_format(c);
-            unsigned long long size = 0;
-            if (stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;
+            unsigned long long size = out_size;
+            if (!to_stdout && stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;
             size_t n = tio_container_count(c);
-            printf("%s (%s) -> %s (%s): %zu tensor%s, %llu bytes\n", in, src ? src : "?",
-                   out, format, n, n == 1 ? "" : "s", size);
+            /* the summary goes to stderr when the data go to stdout */
+            fprintf(to_stdout ? stderr : stdout, "%s (%s) -> %s (%s): %zu tensor%s, %llu bytes\n",
+                    in, src ? src : "?", out, format, n, n == 1 ? "" : "s", size);
         }
     }
     tio_container_free(c);

@@ -15,6 +15,8 @@ static const char dump_help[] =
     "Floats print with 9 (float16, bfloat16, float32) or 17 (float64)\n"
     "significant digits; bool as true/false.\n"
     "\n"
+    "FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "\n"
     "Options:\n"
     "  -n, --limit N       print at most N elements per tensor (default 100;\n"
     "                      0 = all); the rest is summarised as '... (N more)'\n"

@@ -15,6 +15,8 @@ static const char info_help[] =
     "a model its graph: metadata, inputs, outputs and every operator with its\n"
     "inputs, outputs and attributes (subgraphs indented below their operator).\n"
     "\n"
+    "FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "\n"
     "Options:\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
     "      --native        show a model's graph as the file stores it, not in ONNX\n"

@@ -11,6 +11,8 @@ static const char ls_help[] =
     "List the tensors of FILE, one line each: index, name ('-' when unnamed),\n"
     "dtype, shape, layout, stored bytes and, for sparse (COO) tensors, nnz.\n"
     "\n"
+    "FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "\n"
     "Options:\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
     "      --hash          add the SHA-256 of each tensor: of its dense C-order\n"

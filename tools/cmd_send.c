@@ -15,6 +15,8 @@ static const char send_help[] =
     "binds, 'tensio send: bound ENDPOINT' is printed on stderr first (port * picks\n"
     "a free port). Prints one line per message sent.\n"
     "\n"
+    "A FILE '-' reads standard input into memory (format probed, or --from).\n"
+    "\n"
     "Options:\n"
     "      --socket TYPE   push (default), pub, dealer, router or pair\n"
     "      --bind          bind ENDPOINT (default: connect, or the URL scheme's choice)\n"

@@ -13,6 +13,8 @@ static const char validate_help[] =
     "nonzero reserved or padding bytes, trailing bytes, ...). Valid files\n"
     "print nothing. Exit status 0 when every file is valid, 1 otherwise.\n"
     "\n"
+    "A FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "\n"
     "Options:\n"
     "  -f, --format FMT    read the files as format FMT instead of detecting it\n"
     "  -v, --verbose       also print 'FILE: ok' for each valid file\n"
@@ -42,7 +44,7 @@ static size_t validate_file(const char *path, const char *format, int verbose) {
     tio_error_clear(&err);
     o.format = format;
     tio_container *c = NULL;
-    if (tio_open(path, &o, &c, &err) != TIO_OK) {
+    if (cli_open_opts(path, &o, &c, &err) != TIO_OK) {
         report(path, cli_errmsg(&err));
         return 1;
     }

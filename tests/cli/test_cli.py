@@ -883,6 +883,75 @@ def t_write_error():
     assert cp.stderr.decode().startswith("tensio: "), cp
 
 
+def run_in(data, *args):
+    cp = subprocess.run([TENSIO, *args], input=data, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, timeout=300)
+    return cp
+
+
+def t_stdio(tmp):
+    """'-' as IN (standard input, format probed or forced) for ls, info, dump,
+    validate and convert; '-' as OUT (standard output) for convert, refused on a
+    terminal (a pty) unless --force."""
+    p = vec("btf/dense_float32.btf")
+    if p is None:
+        return
+    raw = read_bytes(p)
+    for cmd in (["ls", "--json", "--hash"], ["info", "--json"], ["dump", "--json"]):
+        from_file = run(*cmd, p)
+        piped = run_in(raw, *cmd, "-")
+        assert piped.returncode == 0, piped
+        want = json.loads(from_file.out)
+        got = json.loads(piped.stdout)
+        for k in ("file", "file_size", "path"):
+            want.pop(k, None)
+            got.pop(k, None)
+        assert got == want, (cmd, got, want)
+    cp = run_in(raw, "ls", "--format", "btf", "-")
+    assert cp.returncode == 0 and b"float32" in cp.stdout, cp
+    cp = run_in(raw, "validate", "-v", "-")
+    assert cp.returncode == 0 and cp.stdout.startswith(b"-: ok (btf"), cp
+    cp = run_in(raw[:50], "validate", "-")
+    assert cp.returncode == 1 and cp.stdout.startswith(b"-: error: btf: "), cp
+    cp = run_in(b"", "ls", "-")
+    assert cp.returncode == 1 and b"standard input" in cp.stderr, cp
+    # convert: stdin -> file, file -> stdout, stdin -> stdout (a pipe both ends)
+    out = os.path.join(tmp, "stdin.ten")
+    cp = run_in(raw, "convert", "-", out)
+    assert cp.returncode == 0, cp
+    cp = subprocess.run([TENSIO, "convert", p, "-", "--to", "tenbin"], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, timeout=60)
+    assert cp.returncode == 0 and cp.stdout == read_bytes(out), cp.stderr
+    cp = run_in(raw, "convert", "-", "-", "--to", "tenbin", "-v")
+    assert cp.returncode == 0 and cp.stdout == read_bytes(out), cp.stderr
+    assert b"-> - (tenbin): 1 tensor, %d bytes" % len(cp.stdout) in cp.stderr, cp.stderr
+    cp = run_in(raw, "convert", "-", "-")
+    assert cp.returncode == 2 and b"--to" in cp.stderr, cp
+    # a terminal on stdout: refused (exit 2, nothing written) unless --force
+    import pty
+    for force in ([], ["--force"]):
+        master, slave = pty.openpty()
+        try:
+            cp = subprocess.run([TENSIO, "convert", p, "-", "--to", "tenbin", *force],
+                                stdout=slave, stderr=subprocess.PIPE, timeout=60)
+            os.close(slave)
+            got = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                got += chunk
+        finally:
+            os.close(master)
+        if force:
+            assert cp.returncode == 0 and len(got) > 0, (cp, got)
+        else:
+            assert cp.returncode == 2 and b"terminal" in cp.stderr and got == b"", (cp, got)
+
+
 # -------------------------------------------------------------------- main
 
 # -------------------------------------------------------------------- rten
@@ -1569,6 +1638,7 @@ def main():
         case("max dense bytes: usage", t_max_dense_usage)
         case("info: long names referred to", t_info_long_names, tmp)
         case("write error", t_write_error)
+        case("standard input and output", t_stdio, tmp)
         case("dense bombs: committed = generated", t_dense_bomb_files, tmp)
         for path, dense in dense_bombs():
             rel = os.path.relpath(path, REPO)
