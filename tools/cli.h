@@ -189,6 +189,8 @@ void cli_table_free(cli_table *t);
 
 /* ------------------------------------------------------------------ JSON */
 
+/* {"code": "TIO_E_…", "format": "btf"|null, "offset": N|null, "message": "…"} */
+json_t *cli_json_error(const tio_error *e);
 /* A JSON string for s (NULL → null). Invalid UTF-8 bytes become U+FFFD. */
 json_t *cli_json_str(const char *s);
 /* Sets key (sanitised like cli_json_str) to a new reference; returns 0 or -1. */

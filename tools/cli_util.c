@@ -556,6 +556,21 @@ static char *utf8_sanitize(const char *s) {
     return out;
 }
 
+json_t *cli_json_error(const tio_error *e) {
+    json_t *o = json_object();
+    if (!o) return NULL;
+    int bad = cli_json_set(o, "code", json_string(tio_status_name(e->code)));
+    bad |= cli_json_set(o, "format", e->format[0] ? cli_json_str(e->format) : json_null());
+    bad |= cli_json_set(o, "offset", e->offset >= 0 ? json_integer((json_int_t)e->offset)
+                                                    : json_null());
+    bad |= cli_json_set(o, "message", cli_json_str(cli_errmsg(e)));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 json_t *cli_json_str(const char *s) {
     if (!s) return json_null();
     json_t *j = json_string(s);

@@ -49,6 +49,8 @@ static const char convert_help[] =
     "      --no-sync       do not fsync OUT and its directory (still atomic, not\n"
     "                      durable across a power loss)\n"
     "  -v, --verbose       print a one-line summary\n"
+    "      --json          print the summary as one JSON object (see docs/cli.md);\n"
+    "                      not with OUT '-'\n"
     "  -h, --help          show this help and exit\n";
 
 enum {
@@ -62,6 +64,7 @@ enum {
     OPT_FORCE,
     OPT_NO_SYNC,
     OPT_VERBOSE,
+    OPT_JSON,
     OPT_VERSION,
     OPT_EXTERNAL,
     OPT_OPSET,
@@ -79,6 +82,7 @@ static const cli_option convert_opts[] = {
     {"force", 0, 0, OPT_FORCE},
     {"no-sync", 0, 0, OPT_NO_SYNC},
     {"verbose", 'v', 0, OPT_VERBOSE},
+    {"json", 0, 0, OPT_JSON},
     {"format-version", 0, 1, OPT_VERSION},
     {"rten-version", 0, 1, OPT_VERSION},
     {"external-data", 0, 1, OPT_EXTERNAL},
@@ -224,7 +228,7 @@ int cli_cmd_convert(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
     const char *to = NULL, *from = NULL, *external = NULL, *opset = NULL;
     unsigned flags = 0, version = 0;
-    int force = 0, verbose = 0, no_fuse = 0, id;
+    int force = 0, verbose = 0, json = 0, no_fuse = 0, id;
     tio_limits lim;
     memset(&lim, 0, sizeof lim);
     while ((id = cli_parser_next(&p)) > 0) {
@@ -242,6 +246,7 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_FORCE: force = 1; break;
         case OPT_NO_SYNC: flags |= TIO_SAVE_NO_SYNC; break;
         case OPT_VERBOSE: verbose = 1; break;
+        case OPT_JSON: json = 1; break;
         case OPT_NO_FUSE: no_fuse = 1; break;
         case OPT_EXTERNAL:
             if (strpbrk(p.value, ",=")) {
@@ -298,6 +303,8 @@ int cli_cmd_convert(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
 
     const char *format = to ? to : cli_is_stdio(out) ? NULL : tio_format_for_path(out);
+    if (json && cli_is_stdio(out))
+        return cli_usage_error("convert", "--json: OUT is standard output, which holds the data");
     if (!format && cli_is_stdio(out))
         return cli_usage_error("convert", "OUT is standard output: give its format with --to");
     if (!format) {
@@ -358,14 +365,31 @@ int cli_cmd_convert(int argc, char **argv) {
         } else if (strcmp(format, "rten") == 0) {
             rten_conversion_notes(c);
         }
-        if (rc == CLI_EXIT_OK && verbose) {
+        if (rc == CLI_EXIT_OK && (verbose || json)) {
             const char *src = tio_container_format(c);
             unsigned long long size = out_size;
             if (!to_stdout && stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;
             size_t n = tio_container_count(c);
-            /* the summary goes to stderr when the data go to stdout */
-            fprintf(to_stdout ? stderr : stdout, "%s (%s) -> %s (%s): %zu tensor%s, %llu bytes\n",
-                    in, src ? src : "?", out, format, n, n == 1 ? "" : "s", size);
+            if (json) {
+                json_t *root = json_object();
+                int bad = !root;
+                bad |= cli_json_set(root, "input", cli_json_str(in));
+                bad |= cli_json_set(root, "input_format", cli_json_str(src));
+                bad |= cli_json_set(root, "output", cli_json_str(out));
+                bad |= cli_json_set(root, "format", cli_json_str(format));
+                bad |= cli_json_set(root, "tensors", json_integer((json_int_t)n));
+                bad |= cli_json_set(root, "bytes", json_integer((json_int_t)size));
+                if (bad) {
+                    json_decref(root);
+                    root = NULL;
+                }
+                rc = cli_json_print(root);
+            } else {
+                /* the summary goes to stderr when the data go to stdout */
+                fprintf(to_stdout ? stderr : stdout,
+                        "%s (%s) -> %s (%s): %zu tensor%s, %llu bytes\n", in,
+                        src ? src : "?", out, format, n, n == 1 ? "" : "s", size);
+            }
         }
     }
     tio_container_free(c);

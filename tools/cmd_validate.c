@@ -18,14 +18,16 @@ static const char validate_help[] =
     "Options:\n"
     "  -f, --format FMT    read the files as format FMT instead of detecting it\n"
     "  -v, --verbose       also print 'FILE: ok' for each valid file\n"
+    "      --json          print one JSON object instead (see docs/cli.md)\n"
     "  -h, --help          show this help and exit\n";
 
-enum { OPT_HELP = 1, OPT_FORMAT, OPT_VERBOSE };
+enum { OPT_HELP = 1, OPT_FORMAT, OPT_VERBOSE, OPT_JSON };
 
 static const cli_option validate_opts[] = {
     {"help", 'h', 0, OPT_HELP},
     {"format", 'f', 1, OPT_FORMAT},
     {"verbose", 'v', 0, OPT_VERBOSE},
+    {"json", 0, 0, OPT_JSON},
 };
 
 static void report(const char *path, const char *message) {
@@ -36,28 +38,54 @@ static void report(const char *path, const char *message) {
     free(em);
 }
 
-/* Returns the number of problems found in one file. */
-static size_t validate_file(const char *path, const char *format, int verbose) {
+/* Returns the number of problems found in one file; with files (--json)
+ * appends its object there instead of printing lines. */
+static size_t validate_file(const char *path, const char *format, int verbose, json_t *files) {
     tio_open_options o;
     tio_error err;
     memset(&o, 0, sizeof o);
     tio_error_clear(&err);
     o.format = format;
     tio_container *c = NULL;
+    json_t *fo = NULL, *errors = NULL;
+    if (files) {
+        fo = json_object();
+        errors = json_array();
+        if (!fo || !errors || json_array_append_new(files, fo) != 0) {
+            json_decref(errors);
+            return 1;
+        }
+        cli_json_set(fo, "file", cli_json_str(path));
+    }
+    size_t n;
     if (cli_open_opts(path, &o, &c, &err) != TIO_OK) {
-        report(path, cli_errmsg(&err));
+        if (fo) {
+            cli_json_set(fo, "valid", json_false());
+            cli_json_set(fo, "format", json_null());
+            cli_json_set(fo, "tensors", json_null());
+            json_array_append_new(errors, cli_json_error(&err));
+            cli_json_set(fo, "errors", errors);
+        } else {
+            report(path, cli_errmsg(&err));
+        }
         return 1;
     }
-    size_t n = tio_container_warning_count(c);
+    n = tio_container_warning_count(c);
+    const char *fmt = tio_container_format(c);
+    size_t nt = tio_container_count(c);
     for (size_t i = 0; i < n; i++) {
         const tio_error *w = tio_container_warning(c, i);
-        report(path, w ? cli_errmsg(w) : "invalid");
+        if (fo && w) json_array_append_new(errors, cli_json_error(w));
+        else if (!fo) report(path, w ? cli_errmsg(w) : "invalid");
     }
-    if (n == 0 && verbose) {
+    if (fo) {
+        cli_json_set(fo, "valid", json_boolean(n == 0));
+        cli_json_set(fo, "format", cli_json_str(fmt));
+        cli_json_set(fo, "tensors", json_integer((json_int_t)nt));
+        cli_json_set(fo, "errors", errors);
+    } else if (n == 0 && verbose) {
         char *ep = cli_text_escape(path);
-        size_t nt = tio_container_count(c);
-        printf("%s: ok (%s, %zu tensor%s)\n", ep ? ep : path,
-               tio_container_format(c) ? tio_container_format(c) : "?", nt,
+        printf("%s: ok (%s, %zu tensor%s)\n", ep ? ep : path, fmt ? fmt : "?", nt,
                nt == 1 ? "" : "s");
         free(ep);
     }
@@ -71,7 +99,7 @@ int cli_cmd_validate(int argc, char **argv) {
                              sizeof validate_opts / sizeof validate_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
     const char *format = NULL;
-    int verbose = 0, id;
+    int verbose = 0, json = 0, id;
     while ((id = cli_parser_next(&p)) > 0) {
         switch (id) {
         case OPT_HELP:
@@ -80,6 +108,7 @@ int cli_cmd_validate(int argc, char **argv) {
             return CLI_EXIT_OK;
         case OPT_FORMAT: format = p.value; break;
         case OPT_VERBOSE: verbose = 1; break;
+        case OPT_JSON: json = 1; break;
         default: break;
         }
     }
@@ -91,8 +120,21 @@ int cli_cmd_validate(int argc, char **argv) {
         rc = cli_check_format("validate", "--format", format);
     if (rc == CLI_EXIT_OK) {
         size_t problems = 0;
-        for (size_t i = 0; i < p.npos; i++) problems += validate_file(p.pos[i], format, verbose);
+        json_t *root = json ? json_object() : NULL, *files = json ? json_array() : NULL;
+        if (json && (!root || !files || cli_json_set(root, "valid", json_true()) ||
+                     cli_json_set(root, "files", files))) {
+            json_decref(root);
+            cli_parser_free(&p);
+            return cli_error("out of memory");
+        }
+        for (size_t i = 0; i < p.npos; i++)
+            problems += validate_file(p.pos[i], format, verbose, files);
         rc = problems ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        if (root) {
+            cli_json_set(root, "valid", json_boolean(problems == 0));
+            int prc = cli_json_print(root);
+            if (prc != CLI_EXIT_OK) rc = prc;
+        }
     }
     cli_parser_free(&p);
     return rc;

@@ -952,6 +952,38 @@ def t_stdio(tmp):
             assert cp.returncode == 2 and b"terminal" in cp.stderr and got == b"", (cp, got)
 
 
+def t_validate_convert_json(tmp):
+    """validate --json and convert --json: one object each, as docs/cli.md says."""
+    good = vec("btf/dense_float32.btf")
+    if good is None:
+        return
+    bad = os.path.join(tmp, "trunc.btf")
+    with open(bad, "wb") as f:
+        f.write(read_bytes(good)[:50])
+    missing = os.path.join(tmp, "missing.btf")
+    res = run("validate", "--json", good, bad, missing)
+    expect(res, 1)
+    assert res.out.count("\n") == 1, res
+    j = json.loads(res.out)
+    assert list(j) == ["valid", "files"] and j["valid"] is False, j
+    f0, f1, f2 = j["files"]
+    assert f0 == {"file": good, "valid": True, "format": "btf", "tensors": 1, "errors": []}, f0
+    assert f1["valid"] is False and f1["format"] is None and len(f1["errors"]) == 1, f1
+    e = f1["errors"][0]
+    assert list(e) == ["code", "format", "offset", "message"], e
+    assert e["code"] == "TIO_E_TRUNCATED" and e["format"] == "btf" and e["offset"] == 48, e
+    assert f2["errors"][0]["code"] == "TIO_E_IO", f2
+    j = run_json("validate", "--json", good)
+    assert j["valid"] is True, j
+    # a readable file with findings: valid false, the findings as errors
+    out = os.path.join(tmp, "conv.ten")
+    j = run_json("convert", "--json", good, out)
+    assert j == {"input": good, "input_format": "btf", "output": out, "format": "tenbin",
+                 "tensors": 1, "bytes": os.path.getsize(out)}, j
+    res = run("convert", "--json", good, "-", "--to", "tenbin")
+    expect(res, 2)
+
+
 # -------------------------------------------------------------------- main
 
 # -------------------------------------------------------------------- rten
@@ -1639,6 +1671,7 @@ def main():
         case("info: long names referred to", t_info_long_names, tmp)
         case("write error", t_write_error)
         case("standard input and output", t_stdio, tmp)
+        case("validate and convert --json", t_validate_convert_json, tmp)
         case("dense bombs: committed = generated", t_dense_bomb_files, tmp)
         for path, dense in dense_bombs():
             rel = os.path.relpath(path, REPO)
