@@ -19,7 +19,7 @@ static void hash_all(const tio_container *c) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    tio_open_options o = {"safetensors", 0, NULL};
+    tio_open_options o = {.format = "safetensors"};
     tio_container *c1 = NULL, *c2 = NULL;
     tio_error e;
     int rc = tio_open_memory(data, size, &o, &c1, &e);
@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     hash_all(c1);
-    tio_save_options so = {"safetensors", 0, 0, NULL};
+    tio_save_options so = {.format = "safetensors"};
     void *b1 = NULL, *b2 = NULL;
     size_t n1 = 0, n2 = 0;
     rc = tio_save_memory(c1, &so, &b1, &n1, &e);

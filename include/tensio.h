@@ -494,6 +494,13 @@ typedef struct tio_open_options {
     const char *format;        /* force a format; NULL = probe, then extension */
     unsigned flags;            /* TIO_OPEN_* */
     const tio_limits *limits;  /* NULL = defaults */
+    /* Progress of reading the source (on the opening thread): bytes read so
+     * far and the source's size (0 while unknown: a pipe). A mapped file is
+     * not read at open (decoding costs O(tensors)), so it reports once, at
+     * the end; a source read into memory (TIO_OPEN_NO_MMAP, pipes) at most
+     * once per MiB. Last call: done == total. NULL: none. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } tio_open_options;
 
 /* Opens a file. It is mapped; tensors are views into the mapping. */
@@ -537,6 +544,14 @@ typedef struct tio_save_options {
                            zio: level (0..8), form (1..4 printable ASCII),
                            origin, granule, seqno (uint64). A key the format
                            does not take is TIO_E_ARGUMENT. */
+    /* Progress of a save (tio_save, tio_save_memory, tio_save_buffer), on the
+     * saving thread: bytes written so far, and the total expected (the
+     * tensors' sizes as written plus the bytes before them; the format's
+     * headers after them are not known yet, so done may pass it). At most
+     * once per MiB, then once more at the end with done == total == the
+     * output's size. NULL: none. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } tio_save_options;
 
 /* A container with a graph saved to a format without TIO_CAP_GRAPH writes its

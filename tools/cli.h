@@ -113,6 +113,37 @@ int cli_open_flags(const char *path, const char *format, const tio_limits *limit
     "      --max-dense-bytes N\n" \
     "                      expand a sparse (COO) tensor to at most N bytes\n" \
     "                      (K, M, G, T suffixes; 'unlimited'; default 256M)\n"
+/* --progress / --no-progress / --quiet, taken by the commands that do long
+ * work (tools/progress.c). */
+#define CLI_OPT_PROGRESS_ID 2001
+#define CLI_OPT_NO_PROGRESS_ID 2002
+#define CLI_OPT_PROGRESS {"progress", 0, 0, CLI_OPT_PROGRESS_ID}, \
+    {"no-progress", 0, 0, CLI_OPT_NO_PROGRESS_ID}, {"quiet", 'q', 0, CLI_OPT_NO_PROGRESS_ID}
+#define CLI_PROGRESS_HELP \
+    "      --progress      show progress on stderr even when it is not a terminal\n" \
+    "                      or the work is short\n" \
+    "      --no-progress, --quiet\n" \
+    "                      never show progress (by default: on a terminal, once\n" \
+    "                      the work takes 0.5 s)\n"
+enum { CLI_PROGRESS_AUTO = 0, CLI_PROGRESS_ON, CLI_PROGRESS_OFF };
+typedef struct cli_progress {
+    int mode, tty, drawn;
+    const char *label; /* "convert" */
+    const char *unit;  /* NULL: bytes; else items ("messages") */
+    double start, last;
+    uint64_t done, total;
+    uint64_t shown; /* done when last drawn */
+} cli_progress;
+void cli_progress_init(cli_progress *p, int mode, const char *label, const char *unit);
+/* done so far of total (0: unknown); draws when due. */
+void cli_progress_update(cli_progress *p, uint64_t done, uint64_t total);
+/* The library's progress callback form: ctx is the cli_progress. */
+void cli_progress_cb(void *ctx, uint64_t done, uint64_t total);
+/* Erases the line on a terminal; a forced log gets its last line. */
+void cli_progress_end(cli_progress *p);
+/* Erases a drawn line before a message (NULL is fine); the next update redraws. */
+void cli_progress_pause(cli_progress *p);
+
 /* Parses its value into lim->max_dense_bytes: N or N with a K, M, G or T
  * suffix (powers of 1024, "KiB" also taken), or "unlimited". Returns
  * CLI_EXIT_OK or prints a usage error and returns CLI_EXIT_USAGE. */
@@ -124,8 +155,10 @@ int cli_open_opts(const char *path, const tio_open_options *o, tio_container **o
 int cli_is_stdio(const char *path);
 /* Writes the container to standard output in `o`'s format (not atomic);
  * refuses a terminal unless force. Returns a CLI_EXIT_* status. */
+struct cli_progress;
+/* prog (may be NULL) is ended before any message. */
 int cli_save_stdout(const tio_container *c, const tio_save_options *o, int force,
-                    const char *cmd, size_t *written);
+                    const char *cmd, size_t *written, struct cli_progress *prog);
 int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim);
 
 /* One input's budget of dense hashing: the library bounds each tensor by the
@@ -135,6 +168,8 @@ int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim);
 typedef struct cli_dense_budget {
     uint64_t limit; /* the container's max_dense_bytes */
     uint64_t spent; /* dense bytes of the sparse tensors hashed so far */
+    cli_progress *prog; /* NULL, or counts the stored bytes hashed of total */
+    uint64_t done, total;
 } cli_dense_budget;
 void cli_dense_budget_init(cli_dense_budget *b, const tio_container *c);
 /* tio_tensor_sha256(t, TIO_HASH_DENSE) within the budget: TIO_E_LIMIT (err

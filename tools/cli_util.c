@@ -262,7 +262,7 @@ int cli_open_flags(const char *path, const char *format, const tio_limits *limit
 }
 
 int cli_save_stdout(const tio_container *c, const tio_save_options *o, int force,
-                    const char *cmd, size_t *written) {
+                    const char *cmd, size_t *written, struct cli_progress *prog) {
     if (!force && isatty(STDOUT_FILENO))
         return cli_usage_error(cmd, "refusing to write %s data to a terminal (redirect "
                                "standard output, or --force)", o->format);
@@ -270,8 +270,9 @@ int cli_save_stdout(const tio_container *c, const tio_save_options *o, int force
     size_t n = 0;
     tio_error err;
     tio_error_clear(&err);
-    if (tio_save_memory(c, o, &buf, &n, &err) != TIO_OK)
-        return cli_error("standard output: %s", cli_errmsg(&err));
+    int st = tio_save_memory(c, o, &buf, &n, &err);
+    if (prog) cli_progress_end(prog);
+    if (st != TIO_OK) return cli_error("standard output: %s", cli_errmsg(&err));
     size_t w = fwrite(buf, 1, n, stdout);
     tio_free(buf);
     if (written) *written = w;
@@ -311,6 +312,10 @@ void cli_dense_budget_init(cli_dense_budget *b, const tio_container *c) {
     tio_container_get_limits(c, &lim);
     b->limit = lim.max_dense_bytes;
     b->spent = 0;
+    b->prog = NULL;
+    b->done = b->total = 0;
+    for (size_t i = 0; i < tio_container_count(c); i++)
+        b->total += tio_tensor_nbytes(tio_container_tensor(c, i));
 }
 
 int cli_hash_dense(const tio_tensor *t, size_t index, cli_dense_budget *b, uint8_t out[32],

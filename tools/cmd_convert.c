@@ -48,6 +48,7 @@ static const char convert_help[] =
     "      --force         overwrite OUT if it exists\n"
     "      --no-sync       do not fsync OUT and its directory (still atomic, not\n"
     "                      durable across a power loss)\n"
+    CLI_PROGRESS_HELP
     "  -v, --verbose       print a one-line summary\n"
     "      --json          print the summary as one JSON object (see docs/cli.md);\n"
     "                      not with OUT '-'\n"
@@ -89,6 +90,7 @@ static const cli_option convert_opts[] = {
     {"opset", 0, 1, OPT_OPSET},
     {"no-fuse", 0, 0, OPT_NO_FUSE},
     CLI_OPT_MAX_DENSE,
+    CLI_OPT_PROGRESS,
 };
 
 /* The options that allow a loss, with what they do. */
@@ -228,7 +230,7 @@ int cli_cmd_convert(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
     const char *to = NULL, *from = NULL, *external = NULL, *opset = NULL;
     unsigned flags = 0, version = 0;
-    int force = 0, verbose = 0, json = 0, no_fuse = 0, id;
+    int force = 0, verbose = 0, json = 0, no_fuse = 0, progress = CLI_PROGRESS_AUTO, id;
     tio_limits lim;
     memset(&lim, 0, sizeof lim);
     while ((id = cli_parser_next(&p)) > 0) {
@@ -247,6 +249,8 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_NO_SYNC: flags |= TIO_SAVE_NO_SYNC; break;
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_JSON: json = 1; break;
+        case CLI_OPT_PROGRESS_ID: progress = CLI_PROGRESS_ON; break;
+        case CLI_OPT_NO_PROGRESS_ID: progress = CLI_PROGRESS_OFF; break;
         case OPT_NO_FUSE: no_fuse = 1; break;
         case OPT_EXTERNAL:
             if (strpbrk(p.value, ",=")) {
@@ -353,18 +357,25 @@ int cli_cmd_convert(int argc, char **argv) {
                  opset ? "opset=" : "", opset ? opset : "",
                  no_fuse && (external || opset) ? "," : "", no_fuse ? "fuse=0" : "");
         if (opts[0]) o.options = opts;
+        cli_progress prog;
+        cli_progress_init(&prog, progress, "convert", NULL);
+        o.progress = cli_progress_cb;
+        o.progress_ctx = &prog;
         tio_error_clear(&err);
         if (to_stdout) {
             o.flags &= ~TIO_SAVE_CLEANUP;
             size_t written = 0;
-            rc = cli_save_stdout(c, &o, 1, "convert", &written);
+            rc = cli_save_stdout(c, &o, 1, "convert", &written, &prog);
             out_size = written;
-        } else if (tio_save(c, out, &o, &err) != TIO_OK) {
-            const char *msg = cli_errmsg(&err);
-            rc = strstr(msg, out) ? cli_error("%s", msg) : cli_error("%s: %s", out, msg);
-        } else if (strcmp(format, "rten") == 0) {
-            rten_conversion_notes(c);
+        } else {
+            int st2 = tio_save(c, out, &o, &err);
+            cli_progress_end(&prog); /* before any message */
+            if (st2 != TIO_OK) {
+                const char *msg = cli_errmsg(&err);
+                rc = strstr(msg, out) ? cli_error("%s", msg) : cli_error("%s: %s", out, msg);
+            }
         }
+        if (rc == CLI_EXIT_OK && strcmp(format, "rten") == 0) rten_conversion_notes(c);
         if (rc == CLI_EXIT_OK && (verbose || json)) {
             const char *src = tio_container_format(c);
             unsigned long long size = out_size;

@@ -23,6 +23,7 @@ static const char ls_help[] =
     "                      hash, the reason goes to stderr (--json: in the\n"
     "                      object) and the exit status is 1\n"
     CLI_MAX_DENSE_HELP
+    CLI_PROGRESS_HELP
     "  -f, --format FMT    read FILE as format FMT instead of detecting it\n"
     "  -h, --help          show this help and exit\n";
 
@@ -34,6 +35,7 @@ static const cli_option ls_opts[] = {
     {"hash", 0, 0, OPT_HASH},
     {"format", 'f', 1, OPT_FORMAT},
     CLI_OPT_MAX_DENSE,
+    CLI_OPT_PROGRESS,
 };
 
 /* SHA-256 hex of a tensor. On failure prints "PATH: tensor I: reason" and
@@ -44,7 +46,12 @@ static int hash_hex(const char *path, size_t index, const tio_tensor *t, int wha
     tio_error_clear(err);
     int st = what == TIO_HASH_DENSE ? cli_hash_dense(t, index, budget, digest, err)
                                     : tio_tensor_sha256(t, what, digest, err);
+    if (budget->prog && what == TIO_HASH_DENSE) {
+        budget->done += tio_tensor_nbytes(t);
+        cli_progress_update(budget->prog, budget->done, budget->total);
+    }
     if (st != TIO_OK) {
+        cli_progress_pause(budget->prog);
         const char *msg = cli_errmsg(err);
         if (strstr(msg, "tensor ")) /* the library's message names it */
             cli_error("%s: %s", path, msg);
@@ -77,7 +84,7 @@ static int json_hash(json_t *o, const char *key, const char *path, size_t index,
     return bad;
 }
 
-static int ls_json(const char *path, const tio_container *c, int hash) {
+static int ls_json(const char *path, const tio_container *c, int hash, cli_progress *prog) {
     json_t *root = json_object();
     json_t *list = json_array();
     if (!root || !list) {
@@ -90,6 +97,7 @@ static int ls_json(const char *path, const tio_container *c, int hash) {
     int missing = 0;
     cli_dense_budget budget;
     cli_dense_budget_init(&budget, c);
+    budget.prog = prog;
     size_t n = tio_container_count(c);
     for (size_t i = 0; i < n && !bad; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
@@ -115,6 +123,7 @@ static int ls_json(const char *path, const tio_container *c, int hash) {
         }
         bad |= json_hash(o, "sha256", path, i, t, TIO_HASH_DENSE, &budget, &missing);
     }
+    cli_progress_end(prog);
     if (bad) {
         json_decref(root);
         return cli_error("out of memory");
@@ -123,7 +132,7 @@ static int ls_json(const char *path, const tio_container *c, int hash) {
     return missing && rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
 }
 
-static int ls_text(const char *path, const tio_container *c, int hash) {
+static int ls_text(const char *path, const tio_container *c, int hash, cli_progress *prog) {
     size_t ncols = hash ? 8 : 7;
     cli_table tab;
     /* right-align INDEX, NBYTES, NNZ */
@@ -139,6 +148,7 @@ static int ls_text(const char *path, const tio_container *c, int hash) {
     int rc = CLI_EXIT_OK, missing = 0;
     cli_dense_budget budget;
     cli_dense_budget_init(&budget, c);
+    budget.prog = prog;
     size_t n = tio_container_count(c);
     for (size_t i = 0; i < n; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
@@ -175,6 +185,7 @@ static int ls_text(const char *path, const tio_container *c, int hash) {
             }
         }
     }
+    cli_progress_end(prog);
     if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
     if (rc == CLI_EXIT_OK && missing) rc = CLI_EXIT_FAIL;
     cli_table_free(&tab);
@@ -186,7 +197,7 @@ int cli_cmd_ls(int argc, char **argv) {
     int rc = cli_parser_init(&p, "ls", argc, argv, ls_opts,
                              sizeof ls_opts / sizeof ls_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
-    int json = 0, hash = 0, id;
+    int json = 0, hash = 0, progress = CLI_PROGRESS_AUTO, id;
     const char *format = NULL;
     tio_limits lim;
     memset(&lim, 0, sizeof lim);
@@ -198,6 +209,8 @@ int cli_cmd_ls(int argc, char **argv) {
             return CLI_EXIT_OK;
         case OPT_JSON: json = 1; break;
         case OPT_HASH: hash = 1; break;
+        case CLI_OPT_PROGRESS_ID: progress = CLI_PROGRESS_ON; break;
+        case CLI_OPT_NO_PROGRESS_ID: progress = CLI_PROGRESS_OFF; break;
         case OPT_FORMAT: format = p.value; break;
         case CLI_OPT_MAX_DENSE_ID:
             if (cli_parse_max_dense("ls", p.value, &lim) != CLI_EXIT_OK) {
@@ -215,7 +228,9 @@ int cli_cmd_ls(int argc, char **argv) {
     tio_container *c = NULL;
     rc = cli_open(path, format, &lim, &c);
     if (rc != CLI_EXIT_OK) return rc;
-    rc = json ? ls_json(path, c, hash) : ls_text(path, c, hash);
+    cli_progress prog;
+    cli_progress_init(&prog, hash ? progress : CLI_PROGRESS_OFF, "ls --hash", NULL);
+    rc = json ? ls_json(path, c, hash, &prog) : ls_text(path, c, hash, &prog);
     tio_container_free(c);
     return rc;
 }

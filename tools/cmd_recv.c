@@ -50,6 +50,7 @@ static const char recv_help[] =
     "      --format FMT    write the files as format FMT\n"
     "      --densify       write sparse (COO) tensors as dense tensors\n"
     CLI_MAX_DENSE_HELP
+    CLI_PROGRESS_HELP
     "      --drop-names    drop tensor names the output format cannot hold\n"
     "      --drop-metadata\n"
     "                      drop metadata the output format cannot hold\n"
@@ -109,6 +110,7 @@ static const cli_option recv_opts[] = {
     {"json", 0, 0, OPT_JSON},
     {"hash", 0, 0, OPT_HASH},
     CLI_OPT_MAX_DENSE,
+    CLI_OPT_PROGRESS,
 };
 
 #define RECV_SOCKETS                                                                    \
@@ -147,6 +149,7 @@ typedef struct recv_args {
     const char *format;
     unsigned flags;
     int json, hash;
+    int progress; /* CLI_PROGRESS_* */
     tio_limits limits; /* for received messages (--max-dense-bytes) */
     sync_mode sync;
     int sync_set; /* --sync-each or --no-sync given */
@@ -239,6 +242,8 @@ static int parse_args(int argc, char **argv, recv_args *a) {
         case OPT_JSON: a->json = 1; break;
         case OPT_HASH: a->hash = 1; break;
         case CLI_OPT_MAX_DENSE_ID: rc = cli_parse_max_dense("recv", v, &a->limits); break;
+        case CLI_OPT_PROGRESS_ID: a->progress = CLI_PROGRESS_ON; break;
+        case CLI_OPT_NO_PROGRESS_ID: a->progress = CLI_PROGRESS_OFF; break;
         case OPT_SYNC_EACH:
         case OPT_NO_SYNC: {
             sync_mode m = id == OPT_SYNC_EACH ? SYNC_EACH : SYNC_NONE;
@@ -605,6 +610,12 @@ static int run_recv(recv_args *a) {
         return rc;
     }
     int tty = isatty(STDOUT_FILENO);
+    /* messages received (of --count); automatic only when the per-message
+     * lines do not go to the same terminal */
+    cli_progress prog;
+    cli_progress_init(&prog, a->progress == CLI_PROGRESS_AUTO && tty ? CLI_PROGRESS_OFF
+                                                                    : a->progress,
+                      "recv", "messages");
     uint64_t flushed_ms = idle_since;
     while (a->count == 0 || valid < a->count) {
         if (cli_stream_stopped()) {
@@ -629,6 +640,7 @@ static int run_recv(recv_args *a) {
             continue;
         }
         tio_stream_get_stats(s, &after);
+        cli_progress_pause(&prog); /* before a line or a message */
         if (st != TIO_OK && after.malformed > before.malformed) {
             char frames[32];
             fflush(stdout);
@@ -671,12 +683,14 @@ static int run_recv(recv_args *a) {
         tio_container_free(c);
         if (rc != CLI_EXIT_OK) break;
         valid++;
+        cli_progress_update(&prog, valid, a->count);
         if (out.sync && recv_syncer_failed(out.sync)) {
             rc = CLI_EXIT_FAIL; /* printed by the sync thread */
             break;
         }
     }
     fflush(stdout);
+    cli_progress_end(&prog);
     tio_stream_close(s);
     /* every way out (--count, --timeout, a signal, an error) syncs what was written */
     int sr = recv_syncer_finish(out.sync);

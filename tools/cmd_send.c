@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char send_help[] =
     "Usage: tensio send [OPTIONS] ENDPOINT FILE...\n"
@@ -43,6 +44,7 @@ static const char send_help[] =
     "      --from FMT      read the FILEs as format FMT instead of detecting it\n"
     "      --densify       send sparse (COO) tensors as dense tensors\n"
     CLI_MAX_DENSE_HELP
+    CLI_PROGRESS_HELP
     "      --drop-names    drop tensor names the protocol cannot carry\n"
     "      --drop-metadata\n"
     "                      drop metadata the protocol cannot carry\n"
@@ -93,6 +95,7 @@ static const cli_option send_opts[] = {
     {"widen", 0, 0, CLI_STREAM_OPT_WIDEN},
     {"json", 0, 0, OPT_JSON},
     CLI_OPT_MAX_DENSE,
+    CLI_OPT_PROGRESS,
 };
 
 #define SEND_SOCKETS                                                                    \
@@ -120,6 +123,7 @@ typedef struct send_args {
     const char *from;
     unsigned flags;         /* TIO_SAVE_* */
     int json;
+    int progress; /* CLI_PROGRESS_* */
     tio_limits limits; /* for opening the files (--max-dense-bytes) */
 } send_args;
 
@@ -195,6 +199,8 @@ static int parse_args(int argc, char **argv, send_args *a) {
         case OPT_FROM: a->from = v; break;
         case OPT_JSON: a->json = 1; break;
         case CLI_OPT_MAX_DENSE_ID: rc = cli_parse_max_dense("send", v, &a->limits); break;
+        case CLI_OPT_PROGRESS_ID: a->progress = CLI_PROGRESS_ON; break;
+        case CLI_OPT_NO_PROGRESS_ID: a->progress = CLI_PROGRESS_OFF; break;
         default: a->flags |= cli_conversion_flag(id); break;
         }
     }
@@ -346,6 +352,12 @@ static int run_send(send_args *a) {
     }
 
     tio_stream *s = NULL;
+    /* messages sent of the files given; automatic only when the per-message
+     * lines do not go to the same terminal */
+    cli_progress prog;
+    cli_progress_init(&prog, a->progress == CLI_PROGRESS_AUTO && isatty(STDOUT_FILENO)
+                                 ? CLI_PROGRESS_OFF : a->progress,
+                      "send", "messages");
     if (rc == CLI_EXIT_OK) {
         tio_stream_options so;
         memset(&so, 0, sizeof so);
@@ -387,6 +399,7 @@ static int run_send(send_args *a) {
             tio_error_clear(&err);
             int st = tio_stream_send(s, cs[i], &o, &err);
             free(buf);
+            cli_progress_pause(&prog); /* before a line or a message */
             if (st != TIO_OK) {
                 rc = cli_cmd_error("send", "message %llu (%s): %s", (unsigned long long)index,
                                    a->files[i], cli_errmsg(&err));
@@ -394,8 +407,11 @@ static int run_send(send_args *a) {
             }
             tio_stream_get_stats(s, &after);
             rc = report(a, index, i, cs[i], after.bytes_sent - before.bytes_sent);
+            fflush(stdout);
+            cli_progress_update(&prog, (uint64_t)i + 1, (uint64_t)a->nfiles);
         }
     }
+    cli_progress_end(&prog);
     if (s) {
         tio_stream_stats st;
         tio_stream_get_stats(s, &st);

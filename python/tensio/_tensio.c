@@ -226,7 +226,7 @@ static PyObject *mod_open_file(PyObject *m, PyObject *args)
         Py_DECREF(path);
         return NULL;
     }
-    tio_open_options opts = {format, flags, &limits};
+    tio_open_options opts = {.format = format, .flags = flags, .limits = &limits};
     tio_error err;
     tio_error_clear(&err);
     int rc;

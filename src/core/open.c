@@ -99,8 +99,9 @@ int tio_open_memory(const void *data, size_t size, const tio_open_options *opts,
 }
 
 /* Reads a non-regular file (pipe, character device) into memory. */
-static int slurp(int fd, const char *path, uint8_t **buf, size_t *len, tio_error *err) {
-    size_t cap = 1 << 16, n = 0;
+static int slurp(int fd, const char *path, const tio_open_options *opts, uint64_t expect,
+                 uint8_t **buf, size_t *len, tio_error *err) {
+    size_t cap = 1 << 16, n = 0, next = 1u << 20;
     uint8_t *b = malloc(cap);
     if (!b) return tio__nomem(err, NULL);
     for (;;) {
@@ -126,6 +127,10 @@ static int slurp(int fd, const char *path, uint8_t **buf, size_t *len, tio_error
         }
         if (r == 0) break;
         n += (size_t)r;
+        if (opts && opts->progress && n >= next) {
+            opts->progress(opts->progress_ctx, n, expect > n ? expect : 0);
+            next = n + (1u << 20);
+        }
     }
     *buf = b;
     *len = n;
@@ -182,7 +187,8 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
         }
     } else {
         uint8_t *b = NULL;
-        rc = slurp(fd, path, &b, &size, err);
+        rc = slurp(fd, path, opts, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0, &b, &size,
+                   err);
         c->owned_buf = b;
         data = b;
     }
@@ -191,6 +197,7 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
     if (rc == TIO_OK) rc = choose_format(opts, data, size, path, &f, err);
     if (rc == TIO_OK) rc = decode(c, f, data, size, path, opts, err);
     if (c->map) posix_madvise(c->map, c->map_size, POSIX_MADV_NORMAL);
+    if (rc == TIO_OK && opts && opts->progress) opts->progress(opts->progress_ctx, size, size);
     if (rc) {
         tio_container_free(c);
         return rc;

@@ -31,7 +31,24 @@ struct tio_write_plan {
     uint8_t *shape_use; /* graph_uses: how the graph uses each tensor, or NULL */
     tio_kv options;       /* parsed tio_save_options.options */
     const char *path;     /* the target of a file save (tio_save), else NULL */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total); /* the options' */
+    void *progress_ctx;
 };
+
+/* A sink reports the plan's progress: the tensors' bytes as the total. */
+static void progress_start(tio_sink *s, const tio_write_plan *p) {
+    if (!p->progress) return;
+    uint64_t total = 0;
+    for (size_t i = 0; i < p->n; i++) total += p->t[i].nbytes;
+    s->progress = p->progress;
+    s->progress_ctx = p->progress_ctx;
+    s->progress_total = total;
+    s->progress_next = TIO__PROGRESS_STEP;
+}
+
+static void progress_end(const tio_sink *s) {
+    if (s->progress) s->progress(s->progress_ctx, s->pos, s->pos);
+}
 
 const char *tio__plan_path(const tio_write_plan *p) { return p->path; }
 
@@ -269,6 +286,8 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
     p->fmt = f;
     p->flags = flags;
     p->version = opts ? opts->version : 0;
+    p->progress = opts ? opts->progress : NULL;
+    p->progress_ctx = opts ? opts->progress_ctx : NULL;
     const char *fn = f->name;
     if (p->version && !(p->version < 32 && (f->versions & (1u << p->version))))
         return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
@@ -523,7 +542,9 @@ int tio_save_memory(const tio_container *c, const tio_save_options *opts, void *
     rc = plan_build(&p, c, f, opts, 0, err); /* writers stream densified data */
     tio_sink s;
     tio__sink_init_mem(&s);
+    progress_start(&s, &p);
     if (rc == TIO_OK) rc = f->write(&p, &s, err);
+    if (rc == TIO_OK) progress_end(&s);
     if (rc == TIO_OK && !s.buf) {
         s.buf = malloc(1);
         if (!s.buf) rc = tio__nomem(err, f->name);
@@ -550,7 +571,9 @@ int tio_save_buffer(const tio_container *c, const tio_save_options *opts, void *
     rc = plan_build(&p, c, f, opts, 0, err);
     tio_sink s;
     tio__sink_init_fixed(&s, buf, cap);
+    progress_start(&s, &p);
     if (rc == TIO_OK) rc = f->write(&p, &s, err);
+    if (rc == TIO_OK) progress_end(&s);
     plan_free(&p);
     if (rc == TIO_OK) *out_size = s.len;
     return rc;
@@ -748,8 +771,10 @@ static int write_to(tio_write_plan *p, const tio_format_desc *f, int fd, const s
                     tio_error *err) {
     tio_sink s;
     int rc = tio__sink_init_fd(&s, fd, err);
+    progress_start(&s, p);
     if (rc == TIO_OK) rc = f->write(p, &s, err);
     if (rc == TIO_OK) rc = tio__sink_flush(&s, err);
+    if (rc == TIO_OK) progress_end(&s);
     int failed = s.failed;
     tio__sink_dispose(&s);
     if (rc && failed && err) {

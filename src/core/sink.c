@@ -162,9 +162,7 @@ static int file_write(tio_sink *s, const uint8_t *p, size_t n, int ref, tio_erro
     return TIO_OK;
 }
 
-static int sink_put(tio_sink *s, const void *p, size_t n, int ref, tio_error *err) {
-    if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
-    if (n == 0) return TIO_OK;
+static int sink_put1(tio_sink *s, const void *p, size_t n, int ref, tio_error *err) {
     if (s->fd >= 0) return file_write(s, p, n, ref, err);
     if (s->fixed) {
         size_t end;
@@ -183,6 +181,25 @@ static int sink_put(tio_sink *s, const void *p, size_t n, int ref, tio_error *er
     memcpy(s->buf + s->len, p, n);
     s->len += n;
     s->pos += n;
+    return TIO_OK;
+}
+
+/* With a progress function, a large write goes in pieces of the progress
+ * step, each reported once it is taken (a file sink writes what it gathered
+ * every 8 MiB, so the counts follow the real writes). */
+static int sink_put(tio_sink *s, const void *p, size_t n, int ref, tio_error *err) {
+    if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
+    if (n == 0) return TIO_OK;
+    if (!s->progress) return sink_put1(s, p, n, ref, err);
+    const uint8_t *q = p;
+    while (n) {
+        size_t k = n < TIO__PROGRESS_STEP ? n : TIO__PROGRESS_STEP;
+        int rc = sink_put1(s, q, k, ref, err);
+        if (rc) return rc;
+        tio__sink_progress(s);
+        q += k;
+        n -= k;
+    }
     return TIO_OK;
 }
 

@@ -26,6 +26,10 @@ struct tio_sink {
     int niov;
     int iov_max;    /* entries one writev() takes */
     size_t pending; /* bytes in iov[] */
+    /* tio_save_options.progress: called when pos passes progress_next */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
+    uint64_t progress_total, progress_next;
     uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
 };
 
@@ -36,5 +40,13 @@ void tio__sink_init_fixed(tio_sink *s, void *buf, size_t cap);
 int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err);
 int tio__sink_flush(tio_sink *s, tio_error *err);
 void tio__sink_dispose(tio_sink *s);
+#define TIO__PROGRESS_STEP (1u << 20)
+/* Reports progress if a MiB passed since the last report. */
+static inline void tio__sink_progress(tio_sink *s) {
+    if (s->progress && s->pos >= s->progress_next) {
+        s->progress(s->progress_ctx, s->pos, s->progress_total > s->pos ? s->progress_total : s->pos);
+        s->progress_next = s->pos + TIO__PROGRESS_STEP;
+    }
+}
 
 #endif

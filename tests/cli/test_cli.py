@@ -889,6 +889,35 @@ def run_in(data, *args):
     return cp
 
 
+def run_pty(*args, on="stderr"):
+    """Runs tensio with stderr (or stdout) on a pseudo-terminal: (completed
+    process, what the terminal got); the other stream is captured."""
+    import pty
+    master, slave = pty.openpty()
+    try:
+        kw = {"stderr": slave, "stdout": subprocess.PIPE} if on == "stderr" else \
+             {"stdout": slave, "stderr": subprocess.PIPE}
+        cp = subprocess.run([TENSIO, *args], timeout=120, **kw)
+        os.close(slave)
+        got = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            got += chunk
+    finally:
+        os.close(master)
+    return cp, got
+
+
+def run_pty_stderr(*args):
+    cp, got = run_pty(*args)
+    return cp.returncode, got
+
+
 def t_stdio(tmp):
     """'-' as IN (standard input, format probed or forced) for ls, info, dump,
     validate and convert; '-' as OUT (standard output) for convert, refused on a
@@ -928,24 +957,8 @@ def t_stdio(tmp):
     cp = run_in(raw, "convert", "-", "-")
     assert cp.returncode == 2 and b"--to" in cp.stderr, cp
     # a terminal on stdout: refused (exit 2, nothing written) unless --force
-    import pty
     for force in ([], ["--force"]):
-        master, slave = pty.openpty()
-        try:
-            cp = subprocess.run([TENSIO, "convert", p, "-", "--to", "tenbin", *force],
-                                stdout=slave, stderr=subprocess.PIPE, timeout=60)
-            os.close(slave)
-            got = b""
-            while True:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                got += chunk
-        finally:
-            os.close(master)
+        cp, got = run_pty("convert", p, "-", "--to", "tenbin", *force, on="stdout")
         if force:
             assert cp.returncode == 0 and len(got) > 0, (cp, got)
         else:
@@ -982,6 +995,34 @@ def t_validate_convert_json(tmp):
                  "tensors": 1, "bytes": os.path.getsize(out)}, j
     res = run("convert", "--json", good, "-", "--to", "tenbin")
     expect(res, 2)
+
+
+def t_progress(tmp):
+    """The progress line: forced with --progress (a line per second and a
+    last one on a non-terminal; redrawn in place and erased on a terminal),
+    silent when stderr is not a terminal or the work is short, and with
+    --no-progress/--quiet."""
+    p = vec("btf/dense_large_float64_1MiB.btf")
+    if p is None:
+        return
+    out = os.path.join(tmp, "progress.ten")
+    res = run("convert", "--force", "--progress", p, out)
+    expect(res, 0, stdout_empty=True)
+    lines = res.err.splitlines()
+    assert lines and re.match(r"^tensio convert: 1\.0 MiB / 1\.0 MiB \(100%\)  \S+ \S+/s$",
+                              lines[-1]), res.err
+    expect(run("convert", "--force", p, out), 0, stderr_empty=True)  # not a terminal
+    rc, got = run_pty_stderr("convert", "--force", "--progress", p, out)
+    assert rc == 0 and b"\r\x1b[Ktensio convert: " in got and got.endswith(b"\r\x1b[K"), got
+    rc, got = run_pty_stderr("convert", "--force", p, out)  # short work: nothing
+    assert rc == 0 and got == b"", got
+    for quiet in ("--quiet", "--no-progress", "-q"):
+        rc, got = run_pty_stderr("convert", "--force", "--progress", quiet, p, out)
+        assert rc == 0 and got == b"", (quiet, got)
+    res = run("ls", "--hash", "--progress", p)
+    expect(res, 0)
+    assert re.match(r"^tensio ls --hash: 1\.0 MiB / 1\.0 MiB \(100%\)", res.err), res.err
+    expect(run("ls", "--progress", p), 0, stderr_empty=True)  # no --hash: no long work
 
 
 # -------------------------------------------------------------------- main
@@ -1672,6 +1713,7 @@ def main():
         case("write error", t_write_error)
         case("standard input and output", t_stdio, tmp)
         case("validate and convert --json", t_validate_convert_json, tmp)
+        case("progress", t_progress, tmp)
         case("dense bombs: committed = generated", t_dense_bomb_files, tmp)
         for path, dense in dense_bombs():
             rel = os.path.relpath(path, REPO)

@@ -113,7 +113,7 @@ def test_bash(helps, script):
             (["tensio", "convert", "--to", "r"], ["rten"]),
             (["tensio", "ls", "-f", "s"], ["safetensors"]),
             (["tensio", "recv", "--format", "t"], ["tenbin", "tmfile"]),
-            (["tensio", "convert", "--no-"], ["--no-fuse", "--no-sync"]),
+            (["tensio", "convert", "--no-"], ["--no-fuse", "--no-progress", "--no-sync"]),
             (["tensio", "ls", ""], ["a.ten", "b.onnx", "d.safetensors", "sub/"]),
             (["tensio", "convert", "--to", "npy", "a"], ["a.ten"]),
             (["tensio", "convert", "--opset", ""], []),  # a number: nothing offered

@@ -207,6 +207,71 @@ static void test_file_bytes_equal_memory_bytes(void **state) {
     }
 }
 
+/* tio_save_options.progress / tio_open_options.progress: increasing byte
+ * counts, at most one call per MiB plus the last, which is done == total ==
+ * the output's (input's) size. */
+typedef struct prog {
+    uint64_t calls, last_done, last_total;
+    int backwards;
+} prog;
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total) {
+    prog *p = ctx;
+    if (p->calls && done < p->last_done) p->backwards = 1;
+    p->calls++;
+    p->last_done = done;
+    p->last_total = total;
+}
+
+static void test_progress(void **state) {
+    (void)state;
+    const char *formats[] = {"tenbin", "btf", "safetensors", "zio"};
+    for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+        uint8_t *data;
+        tio_container *c = build(formats[f], &data);
+        prog pr = {0};
+        tio_save_options so = {.format = formats[f], .flags = TIO_SAVE_NO_SYNC,
+                               .progress = on_progress, .progress_ctx = &pr};
+        char path[300];
+        snprintf(path, sizeof path, "%s/progress.%s", dir, formats[f]);
+        tio_error e;
+        assert_int_equal(tio_save(c, path, &so, &e), TIO_OK);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        uint64_t size = (uint64_t)st.st_size;
+        assert_false(pr.backwards);
+        assert_int_equal(pr.last_done, size);
+        assert_int_equal(pr.last_total, size);
+        assert_true(pr.calls >= size / (1u << 20) / 2);
+        assert_true(pr.calls <= size / (1u << 20) + 2);
+        /* a memory save reports the same way */
+        prog pm = {0};
+        so.progress_ctx = &pm;
+        void *mem;
+        size_t n;
+        assert_int_equal(tio_save_memory(c, &so, &mem, &n, &e), TIO_OK);
+        assert_int_equal(pm.last_done, n);
+        assert_int_equal(pm.calls, pr.calls);
+        tio_free(mem);
+        /* opening: read into memory, by MiB; mapped, once */
+        for (int nommap = 0; nommap < 2; nommap++) {
+            prog po = {0};
+            tio_open_options oo = {.flags = nommap ? TIO_OPEN_NO_MMAP : 0u,
+                                   .progress = on_progress, .progress_ctx = &po};
+            tio_container *back;
+            assert_int_equal(tio_open(path, &oo, &back, &e), TIO_OK);
+            assert_false(po.backwards);
+            assert_int_equal(po.last_done, size);
+            assert_int_equal(po.last_total, size);
+            if (nommap) assert_true(po.calls >= size / (1u << 20) / 2);
+            else assert_int_equal(po.calls, 1);
+            tio_container_free(back);
+        }
+        tio_container_free(c);
+        free(data);
+    }
+}
+
 /* Converted data (widened float16) live in the plan's scratch buffer, which
  * the next tensor reuses: the sink must copy them, not reference them. */
 static void test_converted_data_are_copied(void **state) {
@@ -317,6 +382,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_file_bytes_equal_memory_bytes),
         cmocka_unit_test(test_converted_data_are_copied),
+        cmocka_unit_test(test_progress),
         cmocka_unit_test(test_listing_only_on_request),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -272,7 +272,7 @@ static void container_digest(dg *d, const tio_container *c, const char *save_bas
     graph_digest(d, tio_container_graph(c), NULL, 0);
     /* every format (ONNX -> rten hashes the source on a thread of its own) */
     for (size_t f = 0; f < tio_format_count(); f++) {
-        tio_save_options so = {tio_format_name(f), LOSSY, 0, NULL};
+        tio_save_options so = {.format = tio_format_name(f), .flags = LOSSY};
         tio_error err;
         dg_err(d, tio_check_save(c, &so, &err), &err);
         void *buf = NULL;
@@ -288,7 +288,7 @@ static void container_digest(dg *d, const tio_container *c, const char *save_bas
     /* messages hold the container (its hold count) until freed */
     static const char *const msg_formats[2] = {"zio", "tenbin"};
     for (int k = 0; k < 2; k++) {
-        tio_save_options so = {msg_formats[k], LOSSY, 0, NULL};
+        tio_save_options so = {.format = msg_formats[k], .flags = LOSSY};
         tio_message *m = NULL;
         tio_error err;
         int rc = tio_message_encode(c, &so, &m, &err);
@@ -304,7 +304,7 @@ static void container_digest(dg *d, const tio_container *c, const char *save_bas
         const char *fmt = tio_container_format(c) ? tio_container_format(c) : "btf";
         char path[700];
         snprintf(path, sizeof path, "%s.%s", save_base, fmt);
-        tio_save_options so = {fmt, LOSSY | TIO_SAVE_NO_SYNC, 0, NULL};
+        tio_save_options so = {.format = fmt, .flags = LOSSY | TIO_SAVE_NO_SYNC};
         tio_error err;
         int rc = tio_save(c, path, &so, &err);
         dg_u64(d, (uint64_t)rc); /* messages name the path */
@@ -339,7 +339,7 @@ static vectors V;
 static uint64_t open_digest(const vec *v, const char *save_base) {
     dg d;
     dg_init(&d);
-    tio_open_options oo = {v->format, 0, NULL};
+    tio_open_options oo = {.format = v->format};
     tio_container *c = NULL;
     tio_error err;
     int rc = tio_open(v->path, &oo, &c, &err);
@@ -524,7 +524,7 @@ static void test_shared_container(void **state) {
     (void)state;
     size_t shared = 0, graphs = 0, onnx = 0;
     for (size_t i = 0; i < V.n; i++) {
-        tio_open_options oo = {V.v[i].format, 0, NULL};
+        tio_open_options oo = {.format = V.v[i].format};
         tio_error err;
         if (tio_open(V.v[i].path, &oo, &V.v[i].shared, &err) != TIO_OK) continue;
         char base[400];
@@ -598,7 +598,7 @@ static void *saver_main(void *arg) {
         /* both paths; every 8th save cleans first, every 32nd is synced */
         unsigned how = (unsigned)(j & 1) ? TIO__SAVE_NO_TMPFILE : 0;
         unsigned flags = (j % 32 == 5 ? 0u : TIO_SAVE_NO_SYNC) | (j % 8 == 3 ? TIO_SAVE_CLEANUP : 0u);
-        tio_save_options so = {NULL, flags, 0, NULL};
+        tio_save_options so = {.flags = flags};
         tio_error err;
         int rc = tio__save_file(s->c[which], path, &so, how, &err);
         if (rc != TIO_OK) note(w, "save %s: %s", path, err.message);
@@ -677,7 +677,7 @@ static void test_saves_one_directory(void **state) {
         s.c[k] = c[k];
         void *buf = NULL;
         size_t n = 0;
-        tio_save_options so = {"btf", 0, 0, NULL};
+        tio_save_options so = {.format = "btf"};
         tio_error err;
         assert_int_equal(tio_save_memory(c[k], &so, &buf, &n, &err), TIO_OK);
         dg d;
@@ -725,7 +725,7 @@ static int child_saves(const char *dir, const tio_container *c, uint64_t want) {
     for (int j = 0; j < CHILD_SAVES; j++) {
         char path[700];
         snprintf(path, sizeof path, "%s/shared%d.btf", dir, j % TARGETS);
-        tio_save_options so = {NULL, TIO_SAVE_NO_SYNC, 0, NULL};
+        tio_save_options so = {.flags = TIO_SAVE_NO_SYNC};
         tio_error err;
         unsigned how = j % 4 == 0 ? 0u : TIO__SAVE_NO_TMPFILE;
         if (tio__save_file(c, path, &so, how, &err) != TIO_OK) {
@@ -764,7 +764,7 @@ static void *race_main(void *arg) {
         } else {
             char path[700];
             snprintf(path, sizeof path, "%s/shared%d.btf", r->dir, (j + w->id) % TARGETS);
-            tio_save_options so = {NULL, TIO_SAVE_NO_SYNC | TIO_SAVE_CLEANUP, 0, NULL};
+            tio_save_options so = {.flags = TIO_SAVE_NO_SYNC | TIO_SAVE_CLEANUP};
             if (tio__save_file(r->c, path, &so, (unsigned)j & 1u, &err) != TIO_OK)
                 note(w, "save %s: %s", path, err.message);
         }
@@ -786,7 +786,7 @@ static void test_cleanup_races_another_process(void **state) {
     tio_container *c = make_container(64u << 10, 7.0f); /* 256 KiB: a wide window */
     void *buf = NULL;
     size_t n = 0;
-    tio_save_options bo = {"btf", 0, 0, NULL};
+    tio_save_options bo = {.format = "btf"};
     tio_error err;
     assert_int_equal(tio_save_memory(c, &bo, &buf, &n, &err), TIO_OK);
     dg d;

@@ -116,7 +116,7 @@ static tio_container *open_ok(const char *path, unsigned flags, const char *labe
 
 static void save_mem(const tio_container *c, unsigned flags, void **out, size_t *len,
                      const char *label) {
-    tio_save_options so = {"btf", flags, 0, NULL};
+    tio_save_options so = {.format = "btf", .flags = flags};
     tio_error err;
     int rc = tio_save_memory(c, &so, out, len, &err);
     EXPECT(rc == TIO_OK, "%s: tio_save_memory: %s (%s)", label, tio_status_name(rc),
@@ -920,7 +920,7 @@ static void test_api_lossy(void **state) {
     d.data = half;
     d.nbytes = sizeof half;
     add_ok(c, &d);
-    tio_save_options so = {"btf", 0, 0, NULL};
+    tio_save_options so = {.format = "btf"};
     void *out = NULL;
     size_t n;
     tio_error err;

@@ -49,7 +49,7 @@ static tio_container *open_ok(unsigned major, const char *dict, const void *data
     uint8_t *f = mk(major, dict, data, dlen, &len);
     tio_container *c = NULL;
     tio_error e;
-    tio_open_options o = {NULL, TIO_OPEN_STRICT | TIO_OPEN_COPY, NULL};
+    tio_open_options o = {.flags = TIO_OPEN_STRICT | TIO_OPEN_COPY};
     ASSERT_OK(tio_open_memory(f, len, &o, &c, &e), e, dict);
     assert_string_equal(tio_container_format(c), "npy");
     free(f);
@@ -62,7 +62,7 @@ static void refused(const char *dict, size_t dlen, int code, const char *needle)
     uint8_t *f = mk(1, dict, zeros, dlen, &len);
     tio_container *c = NULL;
     tio_error e;
-    tio_open_options o = {"npy", 0, NULL};
+    tio_open_options o = {.format = "npy"};
     int rc = tio_open_memory(f, len, &o, &c, &e);
     free(f);
     if (rc != code || !strstr(e.message, needle) || strncmp(e.message, "npy: ", 5)) {
@@ -191,7 +191,7 @@ static void test_refusals(void **state) {
     /* the prefix */
     tio_container *c = NULL;
     tio_error e;
-    tio_open_options o = {"npy", 0, NULL};
+    tio_open_options o = {.format = "npy"};
     assert_int_equal(tio_open_memory("\x93NUMPX\x01\x00\x00\x00", 10, &o, &c, &e), TIO_E_MAGIC);
     assert_int_equal(tio_open_memory("\x93NUMPY\x04\x00\x00\x00", 10, &o, &c, &e),
                      TIO_E_UNSUPPORTED);
@@ -206,7 +206,7 @@ static void test_refusals(void **state) {
     uint8_t z[8] = {0};
     uint8_t *f = mk(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 1), }", z, 1,
                     &len);
-    tio_open_options lo = {"npy", 0, &l};
+    tio_open_options lo = {.format = "npy", .limits = &l};
     assert_int_equal(tio_open_memory(f, len, &lo, &c, &e), TIO_E_LIMIT);
     l.max_rank = 0;
     l.max_header_bytes = 32;
@@ -221,7 +221,7 @@ static void test_findings(void **state) {
     uint8_t *f = mk(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", z, 5, &len);
     tio_container *c = NULL;
     tio_error e;
-    tio_open_options o = {"npy", 0, NULL};
+    tio_open_options o = {.format = "npy"};
     ASSERT_OK(tio_open_memory(f, len, &o, &c, &e), e, "trailing");
     assert_int_equal(tio_container_warning_count(c), 1);
     assert_non_null(strstr(tio_container_warning(c, 0)->message, "3 trailing bytes"));
@@ -282,7 +282,7 @@ static void expect_save(const char *descr, const int64_t *shape, size_t rank, co
     uint8_t *expect = mk(1, dict, data, dlen, &len);
     tio_container *c = tio_container_new();
     add(c, NULL, dt, rank, shape, data, dlen);
-    tio_save_options so = {"npy", 0, 0, NULL};
+    tio_save_options so = {.format = "npy"};
     void *out = NULL;
     size_t olen;
     tio_error e;
@@ -316,7 +316,7 @@ static void test_write(void **state) {
     tio_container *c = tio_container_new();
     add(c, NULL, TIO_FLOAT32, 2, s23, v, 24);
     for (unsigned ver = 2; ver <= 4; ver++) {
-        tio_save_options so = {"npy", 0, ver, NULL};
+        tio_save_options so = {.format = "npy", .version = ver};
         void *out = NULL;
         size_t olen;
         tio_error e;
@@ -329,7 +329,7 @@ static void test_write(void **state) {
         assert_int_equal(((uint8_t *)out)[6], ver);
         assert_int_equal(olen % 64, 24 % 64);
         tio_container *r = NULL;
-        tio_open_options o = {NULL, TIO_OPEN_STRICT, NULL};
+        tio_open_options o = {.flags = TIO_OPEN_STRICT};
         ASSERT_OK(tio_open_memory(out, olen, &o, &r, &e), e, "reopen");
         assert_memory_equal(tio_tensor_data(tio_container_tensor(r, 0)), v, 24);
         tio_container_free(r);
@@ -342,7 +342,7 @@ static void test_write_refusals(void **state) {
     (void)state;
     const int64_t s1[1] = {1};
     const uint8_t b[2] = {0, 0};
-    tio_save_options so = {"npy", 0, 0, NULL};
+    tio_save_options so = {.format = "npy"};
     void *out = NULL;
     size_t olen;
     tio_error e;

@@ -29,7 +29,7 @@
         }                                                                                 \
     } while (0)
 
-static const tio_save_options save_st = {"safetensors", 0, 0, NULL};
+static const tio_save_options save_st = {.format = "safetensors"};
 
 /* A file: u64 LE len(json) + pad, json, `pad` spaces, then the buffer. */
 static uint8_t *mk(const char *json, size_t pad, const void *buf, size_t blen, size_t *len) {
@@ -49,7 +49,7 @@ static int open_st(const char *json, const void *buf, size_t blen, unsigned flag
                    tio_container **out, tio_error *e) {
     size_t len;
     uint8_t *f = mk(json, 0, buf, blen, &len);
-    tio_open_options o = {"safetensors", flags | TIO_OPEN_COPY, NULL};
+    tio_open_options o = {.format = "safetensors", .flags = flags | TIO_OPEN_COPY};
     int rc = tio_open_memory(f, len, &o, out, e);
     free(f);
     return rc;
@@ -96,7 +96,7 @@ static const uint8_t crate_empty_meta[] = {
 static tio_container *roundtrip_same(const uint8_t *file, size_t len) {
     tio_container *c = NULL;
     tio_error e;
-    tio_open_options o = {NULL, TIO_OPEN_STRICT, NULL}; /* probed */
+    tio_open_options o = {.flags = TIO_OPEN_STRICT}; /* probed */
     ASSERT_OK(tio_open_memory(file, len, &o, &c, &e), e, "open");
     assert_string_equal(tio_container_format(c), "safetensors");
     void *out = NULL;
@@ -195,7 +195,7 @@ static void test_write_layout(void **state) {
 
     /* read back: the same tensors, names and metadata; saved again, the same bytes */
     tio_container *r = NULL;
-    tio_open_options o = {"safetensors", TIO_OPEN_STRICT, NULL};
+    tio_open_options o = {.format = "safetensors", .flags = TIO_OPEN_STRICT};
     ASSERT_OK(tio_open_memory(out, olen, &o, &r, &e), e, "reopen");
     assert_int_equal(tio_container_count(r), 9);
     assert_string_equal(tio_container_meta_get(r, "alpha"), "tab\there");
@@ -327,7 +327,7 @@ static void test_rules(void **state) {
         uint8_t z[4] = {0};
         snprintf(j, sizeof j, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,4],%s", ok);
         uint8_t *f = mk(j, 0, z, 4, &len);
-        tio_open_options o = {"safetensors", 0, &l};
+        tio_open_options o = {.format = "safetensors", .limits = &l};
         tio_container *c = NULL;
         tio_error e;
         assert_int_equal(tio_open_memory(f, len, &o, &c, &e), TIO_E_LIMIT);
@@ -346,7 +346,7 @@ static void test_rules(void **state) {
     uint8_t big[16] = {0x01, 0xe1, 0xf5, 0x05, 0, 0, 0, 0, '{', '}'}; /* 100000001 */
     tio_container *c = NULL;
     tio_error e;
-    tio_open_options o = {"safetensors", 0, NULL};
+    tio_open_options o = {.format = "safetensors"};
     assert_int_equal(tio_open_memory(big, sizeof big, &o, &c, &e), TIO_E_LIMIT);
     assert_non_null(strstr(e.message, "100000000"));
     uint8_t trunc[12] = {60, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' '};
@@ -370,7 +370,7 @@ static void test_accepted(void **state) {
     uint8_t *f = mk(json, 13, z, 4, &len);
     char hs[24];
     snprintf(hs, sizeof hs, "%zu", strlen(json) + 13);
-    tio_open_options strict = {"safetensors", TIO_OPEN_STRICT, NULL};
+    tio_open_options strict = {.format = "safetensors", .flags = TIO_OPEN_STRICT};
     ASSERT_OK(tio_open_memory(f, len, &strict, &c, &e), e, "padded");
     assert_int_equal(tio_container_count(c), 2);
     assert_int_equal(tio_tensor_numel(tio_container_find(c, "a")), 0);
@@ -381,7 +381,7 @@ static void test_accepted(void **state) {
     free(f);
     /* leading whitespace: read (as the crate does), reported; strict refuses */
     f = mk("\t\n{}", 0, NULL, 0, &len);
-    tio_open_options lax = {"safetensors", 0, NULL};
+    tio_open_options lax = {.format = "safetensors"};
     ASSERT_OK(tio_open_memory(f, len, &lax, &c, &e), e, "leading ws");
     assert_int_equal(tio_container_warning_count(c), 1);
     assert_non_null(strstr(tio_container_warning(c, 0)->message, "MUST begin with '{'"));
@@ -430,7 +430,7 @@ static void test_alignment(void **state) {
     memcpy(mem, f, len);
     tio_container *c = NULL;
     tio_error e;
-    tio_open_options o = {"safetensors", 0, NULL};
+    tio_open_options o = {.format = "safetensors"};
     ASSERT_OK(tio_open_memory(mem, len, &o, &c, &e), e, "unaligned");
     const tio_tensor *t = tio_container_tensor(c, 0);
     assert_true(tio_tensor_is_aligned(t));
@@ -486,7 +486,7 @@ static void test_write_refusals(void **state) {
     add(c, "w", TIO_UINT8, 1, s1, b, 1);
     ASSERT_OK(tio_tensor_meta_set(tio_container_tensor(c, 0), "k", "v", &e), e, "tmeta");
     assert_int_equal(tio_save_memory(c, &save_st, &out, &olen, &e), TIO_E_LOSSY);
-    tio_save_options drop = {"safetensors", TIO_SAVE_DROP_METADATA, 0, NULL};
+    tio_save_options drop = {.format = "safetensors", .flags = TIO_SAVE_DROP_METADATA};
     ASSERT_OK(tio_save_memory(c, &drop, &out, &olen, &e), e, "drop");
     tio_free(out);
     tio_container_free(c);
@@ -502,7 +502,7 @@ static void test_float8_widen(void **state) {
                       (const uint8_t[8]){0x38, 0xc0, 0x7e, 0x01, 0x3c, 0x7b, 0xfc, 0x01}, 8, 0,
                       &c, &e),
               e, "open");
-    tio_save_options btf = {"btf", TIO_SAVE_DROP_NAMES, 0, NULL};
+    tio_save_options btf = {.format = "btf", .flags = TIO_SAVE_DROP_NAMES};
     void *out = NULL;
     size_t olen;
     assert_int_equal(tio_save_memory(c, &btf, &out, &olen, &e), TIO_E_LOSSY);
@@ -510,7 +510,7 @@ static void test_float8_widen(void **state) {
     btf.flags |= TIO_SAVE_WIDEN;
     ASSERT_OK(tio_save_memory(c, &btf, &out, &olen, &e), e, "widen");
     tio_container *w = NULL;
-    tio_open_options o = {"btf", 0, NULL};
+    tio_open_options o = {.format = "btf"};
     ASSERT_OK(tio_open_memory(out, olen, &o, &w, &e), e, "reopen");
     const float *a = tio_tensor_data(tio_container_tensor(w, 0));
     const float *b = tio_tensor_data(tio_container_tensor(w, 1));

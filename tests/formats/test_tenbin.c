@@ -27,7 +27,7 @@
         }                                                                               \
     } while (0)
 
-static const tio_save_options save_tenbin = {"tenbin", 0, 0, NULL};
+static const tio_save_options save_tenbin = {.format = "tenbin"};
 
 static void tensor_sha_hex(const tio_tensor *t, char out[65]) {
     uint8_t raw[32];
@@ -292,7 +292,7 @@ static void test_malformed(void **state) {
             assert_true(w->offset >= 0);
             assert_non_null(strstr(w->message, "tenbin: offset "));
             tio_container_free(c);
-            tio_open_options o = {NULL, TIO_OPEN_STRICT, NULL};
+            tio_open_options o = {.flags = TIO_OPEN_STRICT};
             c = NULL;
             rc = tio_open(path, &o, &c, &err);
             assert_int_equal(rc, TIO_E_INVALID);
@@ -325,8 +325,8 @@ static void test_handmade(void **state) {
     float vals[3] = {1, 2, 3};
     tio_error err;
     tio_container *c = NULL;
-    tio_open_options forced = {"tenbin", 0, NULL};
-    tio_open_options strict = {"tenbin", TIO_OPEN_STRICT, NULL};
+    tio_open_options forced = {.format = "tenbin"};
+    tio_open_options strict = {.format = "tenbin", .flags = TIO_OPEN_STRICT};
 
     /* A header with an extra word after the dims: finding. */
     size_t hl = make_header(hdr, "f4", "x", 1, dims3, 1);
@@ -403,7 +403,7 @@ static void test_handmade(void **state) {
     n = put_chunk(buf, 0, hdr, hl);
     n = put_chunk(buf, n, vals, 4);
     tio_limits lim = {.max_rank = 4};
-    tio_open_options limited = {"tenbin", 0, &lim};
+    tio_open_options limited = {.format = "tenbin", .limits = &lim};
     assert_int_equal(tio_open_memory(buf, n, &limited, &c, &err), TIO_E_LIMIT);
     ASSERT_OK(tio_open_memory(buf, n, &forced, &c, &err), err, "rank 12");
     assert_int_equal(tio_tensor_rank(tio_container_tensor(c, 0)), 12);
@@ -466,8 +466,8 @@ static void sweep(const char *name) {
     assert_int_equal(tvec_read(path, &bytes, &len), 0);
     json_t *arrays = json_object_get(m, "arrays");
     size_t na = json_array_size(arrays);
-    tio_open_options forced = {"tenbin", 0, NULL};
-    tio_open_options strict = {"tenbin", TIO_OPEN_STRICT, NULL};
+    tio_open_options forced = {.format = "tenbin"};
+    tio_open_options strict = {.format = "tenbin", .flags = TIO_OPEN_STRICT};
     for (size_t k = 0; k <= len; k++) {
         /* An exactly-sized copy, so that any overread is caught by ASan. */
         uint8_t *p = malloc(k ? k : 1);
@@ -553,7 +553,7 @@ static tio_tensor *add(tio_container *c, const char *name, tio_dtype dt, size_t 
 /* Saves with flags and reopens the bytes (the reopened container owns a copy). */
 static int save_reopen(const tio_container *c, unsigned flags, tio_container **out,
                        uint8_t **bytes, size_t *len, tio_error *err) {
-    tio_save_options so = {"tenbin", flags, 0, NULL};
+    tio_save_options so = {.format = "tenbin", .flags = flags};
     void *buf = NULL;
     size_t n = 0;
     *out = NULL;
@@ -562,7 +562,7 @@ static int save_reopen(const tio_container *c, unsigned flags, tio_container **o
     assert_int_equal(rc, rc2);
     if (rc2) return rc2;
     /* Probed by content; 0 bytes can only be named. */
-    tio_open_options oo = {n ? NULL : "tenbin", TIO_OPEN_COPY | TIO_OPEN_STRICT, NULL};
+    tio_open_options oo = {.format = n ? NULL : "tenbin", .flags = TIO_OPEN_COPY | TIO_OPEN_STRICT};
     tio_error e2;
     ASSERT_OK(tio_open_memory(buf, n, &oo, out, &e2), e2, "reopen");
     if (bytes) {
@@ -826,7 +826,7 @@ static void test_tensorcom_frames(void **state) {
         size_t lens[16];
         tio_part parts[16];
         size_t n = load_tc_frames(batch, bufs, lens, parts, 16);
-        tio_open_options oo = {"tenbin", 0, NULL};
+        tio_open_options oo = {.format = "tenbin"};
         tio_container *c = NULL;
         tio_error err;
         ASSERT_OK(tio_open_parts(parts, n, &oo, &c, &err), err, "open_parts");
@@ -865,7 +865,7 @@ static void test_tensorcom_frames(void **state) {
         tio_part sp = {single, slen};
         ASSERT_OK(tio_open_parts(&sp, 1, NULL, &c, &err), err, "open single");
         check_tc_arrays(c, batch);
-        tio_save_options so = {"tenbin", TIO_SAVE_SINGLE_PART, 0, NULL};
+        tio_save_options so = {.format = "tenbin", .flags = TIO_SAVE_SINGLE_PART};
         ASSERT_OK(tio_message_encode(c, &so, &msg, &err), err, "encode single");
         assert_int_equal(tio_message_part_count(msg), 1);
         assert_int_equal(tio_message_part(msg, 0).size, slen);
@@ -892,7 +892,7 @@ static void test_tensorcom_malformed(void **state) {
     hdr[24] = 2;
     hdr[32] = 3;
     uint8_t data[24] = {0};
-    tio_open_options oo = {"tenbin", 0, NULL};
+    tio_open_options oo = {.format = "tenbin"};
     tio_error err;
     tio_container *c = NULL;
     struct {
@@ -939,11 +939,11 @@ static void test_tensorcom_malformed(void **state) {
     tio_limits lim = {0};
     lim.max_tensors = 1;
     tio_part four[4] = {{hdr, 40}, {data, 24}, {hdr, 40}, {data, 24}};
-    tio_open_options lo = {"tenbin", 0, &lim};
+    tio_open_options lo = {.format = "tenbin", .limits = &lim};
     assert_int_equal(tio_open_parts(four, 4, &lo, &c, &err), TIO_E_LIMIT);
     /* a format without options refuses one */
     tio_container *e = tio_container_new();
-    tio_save_options so = {"tenbin", 0, 0, "seqno=1"};
+    tio_save_options so = {.format = "tenbin", .options = "seqno=1"};
     tio_message *msg = NULL;
     assert_int_equal(tio_message_encode(e, &so, &msg, &err), TIO_E_ARGUMENT);
     assert_null(msg);

@@ -29,9 +29,9 @@
         }                                                                               \
     } while (0)
 
-static const tio_save_options save_zio = {"zio", 0, 0, NULL};
-static const tio_open_options open_zio = {"zio", 0, NULL};
-static const tio_open_options open_zio_strict = {"zio", TIO_OPEN_STRICT, NULL};
+static const tio_save_options save_zio = {.format = "zio"};
+static const tio_open_options open_zio = {.format = "zio"};
+static const tio_open_options open_zio_strict = {.format = "zio", .flags = TIO_OPEN_STRICT};
 
 /* ------------------------------------------------------------- helpers */
 
@@ -350,7 +350,7 @@ static void check_vector(json_t *v) {
     ASSERT_OK(tio_message_encode(c, &save_zio, &msg_out, &err), err, "message_encode file");
     assert_parts_equal(msg_out, m.parts, m.n);
     tio_message_free(msg_out);
-    tio_save_options single = {"zio", TIO_SAVE_SINGLE_PART, 0, NULL};
+    tio_save_options single = {.format = "zio", .flags = TIO_SAVE_SINGLE_PART};
     ASSERT_OK(tio_message_encode(c, &single, &msg_out, &err), err, "single part");
     tio_part whole = {z, zlen};
     assert_parts_equal(msg_out, &whole, 1);
@@ -669,7 +669,7 @@ static void test_limits(void **state) {
     (void)state;
     msg m;
     tio_limits lim = {0};
-    tio_open_options o = {"zio", 0, &lim};
+    tio_open_options o = {.format = "zio", .limits = &lim};
 
     /* rank 65 > the default 64; rank 3 > max_rank 2 */
     char label[1024];
@@ -1204,7 +1204,7 @@ static void test_write_refusals(void **state) {
     c = tio_container_new();
     add(c, NULL, TIO_BFLOAT16, 1, s2, bf, sizeof bf);
     assert_int_equal(tio_save_memory(c, &save_zio, &out, &n, &err), TIO_E_LOSSY);
-    tio_save_options widen = {"zio", TIO_SAVE_WIDEN, 0, NULL};
+    tio_save_options widen = {.format = "zio", .flags = TIO_SAVE_WIDEN};
     ASSERT_OK(tio_save_memory(c, &widen, &out, &n, &err), err, "widen");
     tio_container *r = NULL;
     ASSERT_OK(tio_open_memory(out, n, NULL, &r, &err), err, "reopen");
@@ -1231,7 +1231,7 @@ static void test_write_refusals(void **state) {
     c = tio_container_new();
     ASSERT_OK(tio_container_add(c, &d, 0, NULL, &err), err, "coo");
     assert_int_equal(tio_save_memory(c, &save_zio, &out, &n, &err), TIO_E_LOSSY);
-    tio_save_options dens = {"zio", TIO_SAVE_DENSIFY, 0, NULL};
+    tio_save_options dens = {.format = "zio", .flags = TIO_SAVE_DENSIFY};
     tio_message *m = NULL;
     ASSERT_OK(tio_message_encode(c, &dens, &m, &err), err, "densify");
     const float dense[4] = {0, 0, 0, 5};
@@ -1246,7 +1246,7 @@ static void test_write_refusals(void **state) {
     ASSERT_OK(tio_tensor_meta_set(t, "name", "b", &err), err, "meta");
     assert_int_equal(tio_check_save(c, &save_zio, &err), TIO_E_LOSSY);
     assert_non_null(strstr(err.message, "metadata.name"));
-    tio_save_options drop = {"zio", TIO_SAVE_DROP_NAMES, 0, NULL};
+    tio_save_options drop = {.format = "zio", .flags = TIO_SAVE_DROP_NAMES};
     char *l = label_of(c, &drop);
     assert_non_null(strstr(l, "\"metadata\":{\"name\":\"b\"}"));
     free(l);
@@ -1297,8 +1297,9 @@ static void test_options(void **state) {
     const int64_t s1[1] = {1};
     const uint8_t b = 9;
     add(c, NULL, TIO_UINT8, 1, s1, &b, 1);
-    tio_save_options so = {"zio", 0, 0,
-                           "level=5,form=FLOW,origin=1,granule=18446744073709551615,seqno=3"};
+    tio_save_options so = {
+        .format = "zio",
+        .options = "level=5,form=FLOW,origin=1,granule=18446744073709551615,seqno=3"};
     tio_message *m = NULL;
     ASSERT_OK(tio_message_encode(c, &so, &m, &err), err, "options");
     assert_memory_equal(tio_message_part(m, 0).data, "ZIO5FLOW{", 9);
@@ -1321,7 +1322,7 @@ static void test_options(void **state) {
     ASSERT_OK(tio_save_memory(r, &save_zio, &out, &n, &err), err, "keep");
     assert_memory_equal((uint8_t *)out + 1, "ZIO5FLOW", 8);
     tio_free(out);
-    tio_save_options so2 = {"zio", 0, 0, "form=AB,seqno=0"};
+    tio_save_options so2 = {.format = "zio", .options = "form=AB,seqno=0"};
     ASSERT_OK(tio_message_encode(r, &so2, &m, &err), err, "override");
     assert_memory_equal(tio_message_part(m, 0).data, "ZIO5AB  ", 8);
     put64(coord + 16, 0);
@@ -1348,7 +1349,7 @@ static void test_options(void **state) {
         assert_null(m);
     }
     /* another format takes no zio options */
-    tio_save_options ten = {"tenbin", 0, 0, "level=1"};
+    tio_save_options ten = {.format = "tenbin", .options = "level=1"};
     assert_int_equal(tio_check_save(c, &ten, &err), TIO_E_ARGUMENT);
     tio_container_free(c);
 }
@@ -1396,7 +1397,7 @@ static void test_convert_tenbin(void **state) {
             assert_int_equal(tio_tensor_meta_count(b), 0);
         }
         /* and back to tenbin: the original bytes */
-        tio_save_options st = {"tenbin", 0, 0, NULL};
+        tio_save_options st = {.format = "tenbin"};
         void *t;
         size_t tn;
         ASSERT_OK(tio_save_memory(zc, &st, &t, &tn, &err), err, "to tenbin");

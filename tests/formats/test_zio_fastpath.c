@@ -109,7 +109,7 @@ static void dump_encodings(sbuf *o, tio_container *c, unsigned extra) {
             d.name = "extra";
             assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
         }
-        tio_save_options so = {"zio", extra, 0, NULL};
+        tio_save_options so = {.format = "zio", .flags = extra};
         tio_message *m = NULL;
         int rc = tio_message_encode(c, &so, &m, &e);
         sb_printf(o, " enc%d rc=%d", pass, rc);
@@ -141,7 +141,7 @@ static void dump_encodings(sbuf *o, tio_container *c, unsigned extra) {
 /* Everything observable about decoding m with open flags `flags`. */
 static char *dump(const msg *m, unsigned flags, int *rc_out) {
     sbuf o = {0};
-    tio_open_options oo = {"zio", flags, NULL};
+    tio_open_options oo = {.format = "zio", .flags = flags};
     tio_container *c = NULL;
     tio_error e;
     int rc = tio_open_parts(m->parts, m->n, &oo, &c, &e);
@@ -507,7 +507,7 @@ static void test_differential_write(void **state) {
         static const unsigned path[3] = {0, TIO__SAVE_GENERAL_ONLY, TIO__SAVE_FAST_ONLY};
         for (int k = 0; k < 3; k++) {
             sbuf b = {0};
-            tio_save_options so = {"zio", fl | path[k], 0, o};
+            tio_save_options so = {.format = "zio", .flags = fl | path[k], .options = o};
             tio_message *m = NULL;
             tio_error e;
             rcs[k] = tio_message_encode(c, &so, &m, &e);
@@ -732,7 +732,7 @@ static void test_fast_limits(void **state) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         for (int k = 0; k < 2; k++) {
-            tio_open_options oo = {"zio", k ? TIO__OPEN_GENERAL_ONLY : 0, &cases[i].lim};
+            tio_open_options oo = {.format = "zio", .flags = k ? TIO__OPEN_GENERAL_ONLY : 0, .limits = &cases[i].lim};
             tio_container *c = NULL;
             tio_error e, e2;
             int rc = tio_open_parts(m.parts, m.n, &oo, &c, &e);
@@ -766,7 +766,7 @@ static void test_fast_name_limit(void **state) {
         tio_limits l = {.max_name_bytes = lim};
         int want = lim < 5 ? TIO_E_LIMIT : TIO_OK;
         for (int k = 0; k < 2; k++) {
-            tio_open_options oo = {"zio", k ? TIO__OPEN_GENERAL_ONLY : 0, &l};
+            tio_open_options oo = {.format = "zio", .flags = k ? TIO__OPEN_GENERAL_ONLY : 0, .limits = &l};
             tio_container *c = NULL;
             tio_error e;
             assert_int_equal(tio_open_parts(m.parts, m.n, &oo, &c, &e), want);

@@ -237,8 +237,7 @@ static void check_received(tio_stream *rx, const tio_container *src, const frami
     assert_same_tensors(src, got);
     assert_prop(got, "proto", fr->proto);
     /* frames/bytes: what the same encoding gives locally */
-    tio_save_options so = {fr->format, (fr->flags & TIO_STREAM_SINGLE) ? TIO_SAVE_SINGLE_PART : 0,
-                           0, NULL};
+    tio_save_options so = {.format = fr->format, .flags = (fr->flags & TIO_STREAM_SINGLE) ? TIO_SAVE_SINGLE_PART : 0};
     tio_message *m = NULL;
     tio_error err;
     ASSERT_OK(tio_message_encode(src, &so, &m, &err), err, "encode");
@@ -255,7 +254,7 @@ static void check_received(tio_stream *rx, const tio_container *src, const frami
 
 static void run_case(pair_kind k, const framing *fr) {
     tio_container *src = open_vec(fr->src);
-    tio_save_options so = {fr->format, 0, 0, NULL};
+    tio_save_options so = {.format = fr->format};
     tio_stream *b = NULL, *c = NULL;
     tio_error err;
     switch (k) {
@@ -371,7 +370,7 @@ static void test_tensorcom_golden_frames(void **state) {
         }
 
         /* tio → plain: multipart */
-        tio_save_options so = {"tenbin", 0, 0, NULL};
+        tio_save_options so = {.format = "tenbin"};
         xsend(tx, src, &so);
         raw_frame got[32];
         size_t ng = raw_recv(pull, got, 32);
@@ -467,7 +466,7 @@ static void test_zio_golden_frames(void **state) {
             parts[k].data = bufs[k];
             parts[k].size = lens[k];
         }
-        tio_save_options so = {"zio", 0, 0, NULL};
+        tio_save_options so = {.format = "zio"};
         xsend(tx, src, &so);
         raw_frame got[32];
         size_t ng = raw_recv(pull, got, 32);
@@ -555,7 +554,7 @@ static void zero_copy_case(const char *format, unsigned flags, int expect_same) 
     const void *sent_ptr = tio_tensor_data(tio_container_tensor(c, 0));
     uint8_t want[32];
     sha_of(tio_container_tensor(c, 0), want);
-    tio_save_options so = {format, 0, 0, NULL};
+    tio_save_options so = {.format = format};
     xsend(tx, c, &so);
     tio_container_free(c); /* libzmq still holds the lent frame */
 
@@ -626,7 +625,7 @@ static void test_release_after_lent_send(void **state) {
     ASSERT_CODE(tio_container_on_release(c, NULL, NULL, &err), TIO_E_ARGUMENT, err,
                 "NULL function");
 
-    tio_save_options so = {"tenbin", 0, 0, NULL};
+    tio_save_options so = {.format = "tenbin"};
     xsend(tx, c, &so);
     tio_container_free(c); /* the lent frame still holds it */
     assert_int_equal(atomic_load(&released), 0);
@@ -660,7 +659,7 @@ static void test_free_after_send_tcp(void **state) {
     for (int i = 0; i < 8; i++) {
         tio_container *c = big_container(64 * 1024, (float)i);
         sha_of(tio_container_tensor(c, 0), want[i]);
-        tio_save_options so = {formats[i % 3], TIO_SAVE_DROP_NAMES, 0, NULL};
+        tio_save_options so = {.format = formats[i % 3], .flags = TIO_SAVE_DROP_NAMES};
         xsend(tx, c, &so);
         tio_container_free(c);
     }
@@ -690,7 +689,7 @@ static void test_send_timeout_releases(void **state) {
     tio_error err;
     const char *formats[] = {"tenbin", "zio"};
     for (int i = 0; i < 2; i++) {
-        tio_save_options so = {formats[i], 0, 0, NULL};
+        tio_save_options so = {.format = formats[i]};
         int64_t t0 = now_ms();
         ASSERT_CODE(tio_stream_send(s, c, &so, &err), TIO_E_TIMEOUT, err, formats[i]);
         assert_true(now_ms() - t0 >= 80);
@@ -1052,7 +1051,7 @@ static void test_router_unknown_peer(void **state) {
     tio_stream *s = xopen("tcp://127.0.0.1:*", &o);
     tio_container *c = open_vec("btf/dense_int8.btf");
     tio_error err;
-    tio_save_options so = {"btf", 0, 0, NULL};
+    tio_save_options so = {.format = "btf"};
     ASSERT_CODE(tio_stream_send(s, c, &so, &err), TIO_E_ARGUMENT, err, "no peer yet");
     ASSERT_OK(tio_stream_set_peer(s, "\x01nobody", 7, &err), err, "set_peer");
     int64_t t0 = now_ms();
@@ -1082,7 +1081,7 @@ static void test_router_set_peer(void **state) {
     tio_stream *b = xopen(tio_stream_endpoint(r), &d);
     tio_container *c16 = open_vec("btf/dense_int16.btf");
     tio_container *c8 = open_vec("btf/dense_int8.btf");
-    tio_save_options so = {"btf", 0, 0, NULL};
+    tio_save_options so = {.format = "btf"};
     xsend(r, c16, &so); /* retried until worker-b has connected */
     tio_container *got = xrecv(b);
     assert_same_tensors(c16, got);
@@ -1465,7 +1464,7 @@ static void test_stats(void **state) {
     tio_container *src = open_vec("btf/dense_int8.btf");
     tio_container *many = open_vec("btf/cpp_test_BTFWriteAndRead.btf");
     assert_true(tio_container_count(many) > 2);
-    tio_save_options so = {"btf", 0, 0, NULL};
+    tio_save_options so = {.format = "btf"};
     tio_message *m = NULL;
     tio_error err;
     ASSERT_OK(tio_message_encode(src, &so, &m, &err), err, "encode");
@@ -1523,7 +1522,7 @@ static void test_empty_container(void **state) {
     tcp_pair(&bo, &co, &rx, &tx);
     tio_container *empty = tio_container_new();
     tio_error err;
-    tio_save_options so = {"tenbin", 0, 0, NULL};
+    tio_save_options so = {.format = "tenbin"};
     ASSERT_CODE(tio_stream_send(tx, empty, &so, &err), TIO_E_UNSUPPORTED, err, "tensorcom");
     const char *formats[] = {"zio", "btf"};
     for (int i = 0; i < 2; i++) {
@@ -1557,7 +1556,7 @@ static void test_throughput(void **state) {
         int batches;
     } runs[] = {{"2 small tensors (136 B), tensorcom", small, 25},
                 {"1 MiB tensor, tensorcom", big, 2}};
-    tio_save_options so = {"tenbin", 0, 0, NULL};
+    tio_save_options so = {.format = "tenbin"};
     for (size_t r = 0; r < 2; r++) {
         int64_t t0 = now_ms();
         int n = 0;

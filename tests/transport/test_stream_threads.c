@@ -159,7 +159,7 @@ static void *sender_main(void *arg) {
         return NULL;
     }
     for (int i = 0; i < l->msgs; i++) {
-        tio_save_options so = {formats[i % l->nformats], TIO_SAVE_DROP_NAMES, 0, NULL};
+        tio_save_options so = {.format = formats[i % l->nformats], .flags = TIO_SAVE_DROP_NAMES};
         tio_container *c = l->same ? NULL : make_message(l->id, i, l->elems);
         int rc = l->same || c ? tio_stream_send(s, l->same ? l->same : c, &so, &err) : -1;
         if (rc != TIO_OK) {
