@@ -42,6 +42,7 @@ int cli_cmd_validate(int argc, char **argv);
 int cli_cmd_formats(int argc, char **argv);
 int cli_cmd_send(int argc, char **argv);
 int cli_cmd_recv(int argc, char **argv);
+int cli_cmd_cat(int argc, char **argv);
 
 /* -------------------------------------------------------- option parsing */
 
@@ -143,6 +144,56 @@ void cli_progress_cb(void *ctx, uint64_t done, uint64_t total);
 void cli_progress_end(cli_progress *p);
 /* Erases a drawn line before a message (NULL is fine); the next update redraws. */
 void cli_progress_pause(cli_progress *p);
+
+/* --only GLOB, --exclude GLOB (repeatable; on the name, or the index of an
+ * unnamed tensor), --rename OLD=NEW (tools/select.c). */
+#define CLI_OPT_ONLY_ID 2003
+#define CLI_OPT_EXCLUDE_ID 2004
+#define CLI_OPT_RENAME_ID 2005
+#define CLI_OPT_FILTER {"only", 0, 1, CLI_OPT_ONLY_ID}, \
+    {"exclude", 0, 1, CLI_OPT_EXCLUDE_ID}, {"rename", 0, 1, CLI_OPT_RENAME_ID}
+#define CLI_FILTER_HELP \
+    "      --only GLOB     keep only the tensors whose name matches GLOB (shell\n" \
+    "                      pattern; an unnamed tensor's name is its index);\n" \
+    "                      repeatable; a GLOB that matches nothing is an error\n" \
+    "      --exclude GLOB  leave out the tensors whose name matches GLOB\n" \
+    "                      (repeatable)\n" \
+    "      --rename OLD=NEW\n" \
+    "                      name tensor OLD NEW (repeatable; after --only and\n" \
+    "                      --exclude)\n"
+#define CLI_FILTER_MAX 64 /* values of each option */
+typedef struct cli_filter {
+    const char *only[CLI_FILTER_MAX], *exclude[CLI_FILTER_MAX], *rename[CLI_FILTER_MAX];
+    size_t nonly, nexclude, nrename;
+} cli_filter;
+/* Records an --only/--exclude/--rename value (other ids: nothing). */
+int cli_filter_option(cli_filter *f, int id, const char *value, const char *cmd);
+int cli_filter_active(const cli_filter *f);
+/* Replaces *c by the selected tensors (views; it holds the original). A
+ * model with a graph is refused. No filter: *c unchanged. */
+int cli_filter_apply(const cli_filter *f, const char *path, tio_container **c);
+/* Joins the selected tensors of n containers (taken: released with *out, or
+ * on failure) into *out; names must not clash unless prefix_with_file
+ * ("STEM/NAME", "STEM/INDEX"); container metadata merged (a key with two
+ * values is an error). */
+int cli_join(tio_container **srcs, const char *const *paths, size_t n, const cli_filter *f,
+             int prefix_with_file, tio_container **out);
+
+/* Writing a container as convert and cat do (tools/cmd_convert.c). */
+typedef struct cli_write_args {
+    const char *cmd;     /* "convert", "cat" */
+    const char *in, *src; /* for the summary: the input(s), the format read */
+    const char *out, *format;
+    unsigned flags, version;
+    const char *options; /* format options or NULL */
+    int progress, verbose, json;
+    const char *const *inputs; /* cat: the inputs, for --json's "input" list */
+    size_t ninputs;
+} cli_write_args;
+int cli_write_output(const tio_container *c, const cli_write_args *w);
+int cli_check_output(const char *cmd, const char *out, const char *to, int force, int json,
+                     const char **format);
+int cli_check_not_onto(const char *in, const char *out);
 
 /* Parses its value into lim->max_dense_bytes: N or N with a K, M, G or T
  * suffix (powers of 1024, "KiB" also taken), or "unlimited". Returns

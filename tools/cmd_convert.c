@@ -48,6 +48,7 @@ static const char convert_help[] =
     "      --force         overwrite OUT if it exists\n"
     "      --no-sync       do not fsync OUT and its directory (still atomic, not\n"
     "                      durable across a power loss)\n"
+    CLI_FILTER_HELP
     CLI_PROGRESS_HELP
     "  -v, --verbose       print a one-line summary\n"
     "      --json          print the summary as one JSON object (see docs/cli.md);\n"
@@ -91,6 +92,7 @@ static const cli_option convert_opts[] = {
     {"no-fuse", 0, 0, OPT_NO_FUSE},
     CLI_OPT_MAX_DENSE,
     CLI_OPT_PROGRESS,
+    CLI_OPT_FILTER,
 };
 
 /* The options that allow a loss, with what they do. */
@@ -223,6 +225,108 @@ static void rten_conversion_notes(const tio_container *c) {
     }
 }
 
+/* Checks, then writes c to w->out (a file, atomically, or "-") with the loss
+ * options' diagnosis, the progress line and the -v / --json summary. */
+int cli_write_output(const tio_container *c, const cli_write_args *w) {
+    int rc = CLI_EXIT_OK;
+    const char *format = w->format, *out = w->out;
+    int to_stdout = cli_is_stdio(out);
+    size_t out_size = 0;
+    struct stat sout;
+    tio_error err;
+    target tgt = {format, w->version};
+    int st = check_save(c, &tgt, w->flags, &err);
+    if (st == TIO_E_LOSSY) return report_lossy(c, &tgt, w->flags, &err);
+    if (st != TIO_OK) return cli_error("%s", cli_errmsg(&err));
+    tio_save_options o;
+    memset(&o, 0, sizeof o);
+    o.format = format;
+    o.flags = w->flags | TIO_SAVE_CLEANUP; /* one save per process: it may list OUT's dir */
+    o.version = w->version;
+    o.options = w->options;
+    cli_progress prog;
+    cli_progress_init(&prog, w->progress, w->cmd, NULL);
+    o.progress = cli_progress_cb;
+    o.progress_ctx = &prog;
+    tio_error_clear(&err);
+    if (to_stdout) {
+        o.flags &= ~TIO_SAVE_CLEANUP;
+        rc = cli_save_stdout(c, &o, 1, w->cmd, &out_size, &prog);
+    } else {
+        int st2 = tio_save(c, out, &o, &err);
+        cli_progress_end(&prog); /* before any message */
+        if (st2 != TIO_OK) {
+            const char *msg = cli_errmsg(&err);
+            rc = strstr(msg, out) ? cli_error("%s", msg) : cli_error("%s: %s", out, msg);
+        }
+    }
+    if (rc == CLI_EXIT_OK && strcmp(format, "rten") == 0) rten_conversion_notes(c);
+    if (rc != CLI_EXIT_OK || !(w->verbose || w->json)) return rc;
+    unsigned long long size = out_size;
+    if (!to_stdout && stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;
+    size_t n = tio_container_count(c);
+    if (w->json) {
+        json_t *root = json_object();
+        int bad = !root;
+        json_t *in = w->inputs ? json_array() : cli_json_str(w->in);
+        for (size_t i = 0; in && w->inputs && i < w->ninputs; i++)
+            bad |= json_array_append_new(in, cli_json_str(w->inputs[i])) != 0;
+        bad |= cli_json_set(root, "input", in);
+        bad |= cli_json_set(root, "input_format", cli_json_str(w->src));
+        bad |= cli_json_set(root, "output", cli_json_str(out));
+        bad |= cli_json_set(root, "format", cli_json_str(format));
+        bad |= cli_json_set(root, "tensors", json_integer((json_int_t)n));
+        bad |= cli_json_set(root, "bytes", json_integer((json_int_t)size));
+        if (bad) {
+            json_decref(root);
+            root = NULL;
+        }
+        return cli_json_print(root);
+    }
+    /* the summary goes to stderr when the data go to stdout */
+    fprintf(to_stdout ? stderr : stdout, "%s (%s) -> %s (%s): %zu tensor%s, %llu bytes\n",
+            w->in, w->src ? w->src : "?", out, format, n, n == 1 ? "" : "s", size);
+    return CLI_EXIT_OK;
+}
+
+/* OUT's checks before anything is read: a format (from --to or the name), not
+ * a terminal unless force, not an existing file unless force. */
+int cli_check_output(const char *cmd, const char *out, const char *to, int force, int json,
+                     const char **format) {
+    *format = to ? to : cli_is_stdio(out) ? NULL : tio_format_for_path(out);
+    if (json && cli_is_stdio(out))
+        return cli_usage_error(cmd, "--json: OUT is standard output, which holds the data");
+    if (!*format && cli_is_stdio(out))
+        return cli_usage_error(cmd, "OUT is standard output: give its format with --to");
+    if (!*format) {
+        char list[512];
+        cli_format_list(list, sizeof list);
+        return cli_usage_error(cmd,
+                               "cannot tell the output format from '%s'; use --to FORMAT "
+                               "(formats: %s)",
+                               out, list);
+    }
+    struct stat sout;
+    if (!cli_is_stdio(out) && !force && stat(out, &sout) == 0)
+        return cli_error("%s: already exists (use --force to overwrite)", out);
+    if (cli_is_stdio(out) && !force && isatty(STDOUT_FILENO))
+        return cli_usage_error(cmd, "refusing to write %s data to a terminal (redirect "
+                               "standard output, or --force)", *format);
+    return CLI_EXIT_OK;
+}
+
+/* Refuses IN and OUT being the same file. */
+int cli_check_not_onto(const char *in, const char *out) {
+    struct stat sin, sout;
+    if (cli_is_stdio(in)) return CLI_EXIT_OK;
+    if (stat(in, &sin) != 0) return cli_error("%s: %s", in, strerror(errno));
+    if (!cli_is_stdio(out) &&
+        (strcmp(in, out) == 0 ||
+         (stat(out, &sout) == 0 && sin.st_dev == sout.st_dev && sin.st_ino == sout.st_ino)))
+        return cli_error("refusing to convert '%s' onto itself", in);
+    return CLI_EXIT_OK;
+}
+
 int cli_cmd_convert(int argc, char **argv) {
     cli_parser p;
     int rc = cli_parser_init(&p, "convert", argc, argv, convert_opts,
@@ -231,6 +335,8 @@ int cli_cmd_convert(int argc, char **argv) {
     const char *to = NULL, *from = NULL, *external = NULL, *opset = NULL;
     unsigned flags = 0, version = 0;
     int force = 0, verbose = 0, json = 0, no_fuse = 0, progress = CLI_PROGRESS_AUTO, id;
+    cli_filter filt;
+    memset(&filt, 0, sizeof filt);
     tio_limits lim;
     memset(&lim, 0, sizeof lim);
     while ((id = cli_parser_next(&p)) > 0) {
@@ -250,6 +356,14 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_JSON: json = 1; break;
         case CLI_OPT_PROGRESS_ID: progress = CLI_PROGRESS_ON; break;
+        case CLI_OPT_ONLY_ID:
+        case CLI_OPT_EXCLUDE_ID:
+        case CLI_OPT_RENAME_ID:
+            if (cli_filter_option(&filt, id, p.value, "convert") != CLI_EXIT_OK) {
+                cli_parser_free(&p);
+                return CLI_EXIT_USAGE;
+            }
+            break;
         case CLI_OPT_NO_PROGRESS_ID: progress = CLI_PROGRESS_OFF; break;
         case OPT_NO_FUSE: no_fuse = 1; break;
         case OPT_EXTERNAL:
@@ -306,103 +420,25 @@ int cli_cmd_convert(int argc, char **argv) {
     cli_parser_free(&p);
     if (rc != CLI_EXIT_OK) return rc;
 
-    const char *format = to ? to : cli_is_stdio(out) ? NULL : tio_format_for_path(out);
-    if (json && cli_is_stdio(out))
-        return cli_usage_error("convert", "--json: OUT is standard output, which holds the data");
-    if (!format && cli_is_stdio(out))
-        return cli_usage_error("convert", "OUT is standard output: give its format with --to");
-    if (!format) {
-        char list[512];
-        cli_format_list(list, sizeof list);
-        return cli_usage_error("convert",
-                               "cannot tell the output format from '%s'; use --to FORMAT "
-                               "(formats: %s)",
-                               out, list);
-    }
-
-    struct stat sin, sout;
-    int to_stdout = cli_is_stdio(out);
-    size_t out_size = 0;
-    if (!cli_is_stdio(in) && stat(in, &sin) != 0) return cli_error("%s: %s", in, strerror(errno));
-    if (!to_stdout && !cli_is_stdio(in) &&
-        (strcmp(in, out) == 0 ||
-         (stat(out, &sout) == 0 && sin.st_dev == sout.st_dev && sin.st_ino == sout.st_ino)))
-        return cli_error("refusing to convert '%s' onto itself", in);
-    if (!to_stdout && !force && stat(out, &sout) == 0)
-        return cli_error("%s: already exists (use --force to overwrite)", out);
-    if (to_stdout && !force && isatty(STDOUT_FILENO))
-        return cli_usage_error("convert", "refusing to write %s data to a terminal (redirect "
-                               "standard output, or --force)", format);
+    const char *format;
+    rc = cli_check_not_onto(in, out);
+    if (rc == CLI_EXIT_OK) rc = cli_check_output("convert", out, to, force, json, &format);
+    if (rc != CLI_EXIT_OK) return rc;
 
     tio_container *c = NULL;
     rc = cli_open(in, from, &lim, &c);
+    const char *src = c ? tio_container_format(c) : NULL; /* a static name */
+    if (rc == CLI_EXIT_OK) rc = cli_filter_apply(&filt, in, &c);
     if (rc != CLI_EXIT_OK) return rc;
 
-    tio_error err;
-    target tgt = {format, version};
-    int st = check_save(c, &tgt, flags, &err);
-    if (st == TIO_E_LOSSY) {
-        rc = report_lossy(c, &tgt, flags, &err);
-    } else if (st != TIO_OK) {
-        rc = cli_error("%s", cli_errmsg(&err));
-    } else {
-        tio_save_options o;
-        memset(&o, 0, sizeof o);
-        o.format = format;
-        o.flags = flags | TIO_SAVE_CLEANUP; /* one save per process: it may list OUT's dir */
-        o.version = version;
-        char opts[4200];
-        snprintf(opts, sizeof opts, "%s%s%s%s%s%s%s", external ? "external_data=" : "",
-                 external ? external : "", external && opset ? "," : "",
-                 opset ? "opset=" : "", opset ? opset : "",
-                 no_fuse && (external || opset) ? "," : "", no_fuse ? "fuse=0" : "");
-        if (opts[0]) o.options = opts;
-        cli_progress prog;
-        cli_progress_init(&prog, progress, "convert", NULL);
-        o.progress = cli_progress_cb;
-        o.progress_ctx = &prog;
-        tio_error_clear(&err);
-        if (to_stdout) {
-            o.flags &= ~TIO_SAVE_CLEANUP;
-            size_t written = 0;
-            rc = cli_save_stdout(c, &o, 1, "convert", &written, &prog);
-            out_size = written;
-        } else {
-            int st2 = tio_save(c, out, &o, &err);
-            cli_progress_end(&prog); /* before any message */
-            if (st2 != TIO_OK) {
-                const char *msg = cli_errmsg(&err);
-                rc = strstr(msg, out) ? cli_error("%s", msg) : cli_error("%s: %s", out, msg);
-            }
-        }
-        if (rc == CLI_EXIT_OK && strcmp(format, "rten") == 0) rten_conversion_notes(c);
-        if (rc == CLI_EXIT_OK && (verbose || json)) {
-            const char *src = tio_container_format(c);
-            unsigned long long size = out_size;
-            if (!to_stdout && stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;
-            size_t n = tio_container_count(c);
-            if (json) {
-                json_t *root = json_object();
-                int bad = !root;
-                bad |= cli_json_set(root, "input", cli_json_str(in));
-                bad |= cli_json_set(root, "input_format", cli_json_str(src));
-                bad |= cli_json_set(root, "output", cli_json_str(out));
-                bad |= cli_json_set(root, "format", cli_json_str(format));
-                bad |= cli_json_set(root, "tensors", json_integer((json_int_t)n));
-                bad |= cli_json_set(root, "bytes", json_integer((json_int_t)size));
-                if (bad) {
-                    json_decref(root);
-                    root = NULL;
-                }
-                rc = cli_json_print(root);
-            } else {
-                /* the summary goes to stderr when the data go to stdout */
-                fprintf(to_stdout ? stderr : stdout,
-                        "%s (%s) -> %s (%s): %zu tensor%s, %llu bytes\n", in,
-                        src ? src : "?", out, format, n, n == 1 ? "" : "s", size);
-            }
-        }
-    }
+    char opts[4200];
+    snprintf(opts, sizeof opts, "%s%s%s%s%s%s%s", external ? "external_data=" : "",
+             external ? external : "", external && opset ? "," : "", opset ? "opset=" : "",
+             opset ? opset : "", no_fuse && (external || opset) ? "," : "",
+             no_fuse ? "fuse=0" : "");
+    cli_write_args w = {"convert", in, src, out, format, flags, version,
+                        opts[0] ? opts : NULL, progress, verbose, json, NULL, 0};
+    rc = cli_write_output(c, &w);
     tio_container_free(c);
     return rc;
 }

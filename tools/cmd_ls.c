@@ -23,6 +23,7 @@ static const char ls_help[] =
     "                      hash, the reason goes to stderr (--json: in the\n"
     "                      object) and the exit status is 1\n"
     CLI_MAX_DENSE_HELP
+    CLI_FILTER_HELP
     CLI_PROGRESS_HELP
     "  -f, --format FMT    read FILE as format FMT instead of detecting it\n"
     "  -h, --help          show this help and exit\n";
@@ -36,6 +37,7 @@ static const cli_option ls_opts[] = {
     {"format", 'f', 1, OPT_FORMAT},
     CLI_OPT_MAX_DENSE,
     CLI_OPT_PROGRESS,
+    CLI_OPT_FILTER,
 };
 
 /* SHA-256 hex of a tensor. On failure prints "PATH: tensor I: reason" and
@@ -198,6 +200,8 @@ int cli_cmd_ls(int argc, char **argv) {
                              sizeof ls_opts / sizeof ls_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
     int json = 0, hash = 0, progress = CLI_PROGRESS_AUTO, id;
+    cli_filter filt;
+    memset(&filt, 0, sizeof filt);
     const char *format = NULL;
     tio_limits lim;
     memset(&lim, 0, sizeof lim);
@@ -210,6 +214,14 @@ int cli_cmd_ls(int argc, char **argv) {
         case OPT_JSON: json = 1; break;
         case OPT_HASH: hash = 1; break;
         case CLI_OPT_PROGRESS_ID: progress = CLI_PROGRESS_ON; break;
+        case CLI_OPT_ONLY_ID:
+        case CLI_OPT_EXCLUDE_ID:
+        case CLI_OPT_RENAME_ID:
+            if (cli_filter_option(&filt, id, p.value, "ls") != CLI_EXIT_OK) {
+                cli_parser_free(&p);
+                return CLI_EXIT_USAGE;
+            }
+            break;
         case CLI_OPT_NO_PROGRESS_ID: progress = CLI_PROGRESS_OFF; break;
         case OPT_FORMAT: format = p.value; break;
         case CLI_OPT_MAX_DENSE_ID:
@@ -227,6 +239,7 @@ int cli_cmd_ls(int argc, char **argv) {
 
     tio_container *c = NULL;
     rc = cli_open(path, format, &lim, &c);
+    if (rc == CLI_EXIT_OK) rc = cli_filter_apply(&filt, path, &c);
     if (rc != CLI_EXIT_OK) return rc;
     cli_progress prog;
     cli_progress_init(&prog, hash ? progress : CLI_PROGRESS_OFF, "ls --hash", NULL);

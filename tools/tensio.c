@@ -16,6 +16,7 @@ static const cli_command commands[] = {
     {"info", cli_cmd_info, "summarise a file (format, sizes, dtypes, metadata, findings)"},
     {"dump", cli_cmd_dump, "print tensor values"},
     {"convert", cli_cmd_convert, "convert a file to another format"},
+    {"cat", cli_cmd_cat, "join the tensors of several files into one"},
     {"validate", cli_cmd_validate, "check files and report every problem"},
     {"formats", cli_cmd_formats, "list the supported formats"},
     {"send", cli_cmd_send, "send files as messages over ZeroMQ (ZIO, tensorcom)"},

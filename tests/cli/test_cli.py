@@ -34,7 +34,7 @@ VECTOR_DIRS = [
     os.environ.get("TIO_TEST_VECTORS") or os.path.join(REPO, "tests", "vectors"),
     os.environ.get("TIO_SHARED_VECTORS") or os.path.join(REPO, "..", "shared", "vectors"),
 ]
-COMMANDS = ["ls", "info", "dump", "convert", "validate", "formats"]
+COMMANDS = ["ls", "info", "dump", "convert", "cat", "validate", "formats"]
 
 PASSED = 0
 FAILED = 0
@@ -1025,6 +1025,67 @@ def t_progress(tmp):
     expect(run("ls", "--progress", p), 0, stderr_empty=True)  # no --hash: no long work
 
 
+def names_of(path, *opts):
+    return [t["name"] for t in run_json("ls", "--json", *opts, path)["tensors"]]
+
+
+def t_filters_and_cat(tmp):
+    """ls/convert --only/--exclude/--rename (globs, index names for unnamed
+    tensors, errors), and cat joining files (clashes, --prefix-with-file,
+    metadata, models refused)."""
+    st = vec("safetensors/all_dtypes.safetensors")
+    ten = vec("btf/dense_float32.btf")  # one unnamed tensor
+    model = vec("onnx/cnn_small.onnx")
+    if st is None or ten is None:
+        return
+    names = names_of(st)
+    assert names_of(st, "--only", "*.weight", "--only", "ln.*") == \
+        [n for n in names if n in ("ln.bias", "embed.weight")]
+    assert names_of(st, "--exclude", "u*", "--exclude", "i*") == \
+        [n for n in names if not n.startswith(("u", "i"))]
+    assert names_of(st, "--only", "ids", "--rename", "ids=tokens") == ["tokens"]
+    res = run("ls", "--only", "nothing*", st)
+    expect(res, 1, stdout_empty=True)
+    assert "--only 'nothing*': no tensor matches" in res.err, res
+    res = run("ls", "--rename", "zzz=y", st)
+    expect(res, 1)
+    assert "no tensor is named 'zzz'" in res.err, res
+    expect(run("ls", "--rename", "noequals", st), 2)
+    res = run("ls", "--rename", "ids=u64", st)  # a clash
+    expect(res, 1)
+    assert "'u64' is already in the result" in res.err, res
+    # an unnamed tensor is matched by its index
+    assert len(run_json("ls", "--json", "--only", "0", ten)["tensors"]) == 1
+    # convert keeps the selection's data, metadata and hashes
+    out = os.path.join(tmp, "sel.safetensors")
+    expect(run("convert", "--only", "ids", "--only", "scale", "--rename", "scale=s", st, out), 0)
+    a = {t["name"]: t["sha256"] for t in run_json("ls", "--json", "--hash", st)["tensors"]}
+    b = {t["name"]: t["sha256"] for t in run_json("ls", "--json", "--hash", out)["tensors"]}
+    assert b == {"ids": a["ids"], "s": a["scale"]}, (a, b)
+    assert run_json("info", "--json", out)["metadata"] == run_json("info", "--json", st)["metadata"]
+    # cat: two files; a clash; --prefix-with-file; JSON summary
+    part = os.path.join(tmp, "part.safetensors")
+    expect(run("convert", "--only", "ln.bias", st, part), 0)
+    joined = os.path.join(tmp, "joined.safetensors")
+    j = run_json("cat", "--json", "-o", joined, out, part)
+    assert j["input"] == [out, part] and j["tensors"] == 3 and j["format"] == "safetensors", j
+    assert sorted(names_of(joined)) == ["ids", "ln.bias", "s"]
+    res = run("cat", "--force", "-o", joined, out, out)
+    expect(res, 1)
+    assert "'ids' is already in the result" in res.err and "--prefix-with-file" in res.err, res
+    expect(run("cat", "--force", "--prefix-with-file", "-o", joined, out, part, ten), 0)
+    # (safetensors stores them in its own order)
+    assert sorted(names_of(joined)) == ["dense_float32/0", "part/ln.bias", "sel/ids", "sel/s"], \
+        names_of(joined)
+    expect(run("cat", "-o", joined, out), 1)  # exists, no --force
+    expect(run("cat", out), 2)  # no -o
+    expect(run("cat", "-o", os.path.join(tmp, "x.ten")), 2)  # no IN
+    if model:
+        res = run("ls", "--only", "x", model)
+        expect(res, 1)
+        assert "a model" in res.err, res
+
+
 # -------------------------------------------------------------------- main
 
 # -------------------------------------------------------------------- rten
@@ -1714,6 +1775,7 @@ def main():
         case("standard input and output", t_stdio, tmp)
         case("validate and convert --json", t_validate_convert_json, tmp)
         case("progress", t_progress, tmp)
+        case("filters and cat", t_filters_and_cat, tmp)
         case("dense bombs: committed = generated", t_dense_bomb_files, tmp)
         for path, dense in dense_bombs():
             rel = os.path.relpath(path, REPO)
