@@ -46,6 +46,7 @@ void tio_container_free(tio_container *c) {
     tio__graph_free(c->graph);
     free(c->warnings);
     if (c->map) munmap(c->map, c->map_size);
+    free(c->map_path);
     free(c->owned_buf);
     if (c->backing_free) c->backing_free(c->backing);
     void (*release)(void *) = c->release_fn;

@@ -208,6 +208,11 @@ struct tio_container {
     /* the source the views point into */
     void *map;              /* mmap'ed region or NULL */
     size_t map_size;
+    /* the mapped file, so that a save can copy_file_range() from it (it is
+     * reopened then, and used only if it is still this file) */
+    char *map_path;
+    uint64_t map_dev, map_ino;
+    int64_t map_mtime_sec, map_mtime_nsec;
     void *owned_buf;        /* malloc'ed copy of the input or NULL */
     /* other memory the views point into (received frames), released last */
     void *backing;

@@ -178,6 +178,11 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
         } else {
             c->map = m;
             c->map_size = size;
+            c->map_path = strdup(path); /* NULL (no memory): saves just do not copy ranges */
+            c->map_dev = (uint64_t)st.st_dev;
+            c->map_ino = (uint64_t)st.st_ino;
+            c->map_mtime_sec = (int64_t)st.st_mtim.tv_sec;
+            c->map_mtime_nsec = (int64_t)st.st_mtim.tv_nsec;
             data = m;
             /* Decoding touches one header per tensor, scattered over the
              * file: without fault-around each touch maps one page, not 16,

@@ -33,7 +33,34 @@ struct tio_write_plan {
     const char *path;     /* the target of a file save (tio_save), else NULL */
     void (*progress)(void *ctx, uint64_t done, uint64_t total); /* the options' */
     void *progress_ctx;
+    int src_fd; /* the source file reopened for copy_file_range: -1 not yet, -2 no */
 };
+
+/* Tensor data at least this large that lie unchanged in the source file go
+ * file to file in the kernel (tio__sink_copy_range); smaller ones are
+ * gathered into the next writev(), which costs fewer system calls. */
+#define COPY_MIN (1u << 20)
+
+/* The source file, reopened once per save: only if it is still the file that
+ * was mapped (device, inode, size, modification time), else -2. */
+static int source_fd(tio_write_plan *p) {
+    if (p->src_fd != -1) return p->src_fd;
+    const tio_container *c = p->c;
+    p->src_fd = -2;
+    if (!c->map_path) return -2;
+    int fd = open(c->map_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -2;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != c->map_dev ||
+        (uint64_t)st.st_ino != c->map_ino || (uint64_t)st.st_size != c->map_size ||
+        (int64_t)st.st_mtim.tv_sec != c->map_mtime_sec ||
+        (int64_t)st.st_mtim.tv_nsec != c->map_mtime_nsec) {
+        close(fd);
+        return -2;
+    }
+    p->src_fd = fd;
+    return fd;
+}
 
 /* A sink reports the plan's progress: the tensors' bytes as the total. */
 static void progress_start(tio_sink *s, const tio_write_plan *p) {
@@ -60,6 +87,12 @@ int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, 
      * which its next call frees. */
     const uint8_t *d = data;
     if (d == p->scratch || d == p->scratch2) return tio__sink_write(s, data, n, err);
+    const uint8_t *map = p->c->map;
+    if (n >= COPY_MIN && tio__sink_is_file(s) && map && d >= map &&
+        (size_t)(d - map) <= p->c->map_size && n <= p->c->map_size - (size_t)(d - map)) {
+        int fd = source_fd((tio_write_plan *)(uintptr_t)p);
+        if (fd >= 0) return tio__sink_copy_range(s, fd, (uint64_t)(d - map), data, n, err);
+    }
     return tio__sink_write_ref(s, data, n, err);
 }
 const tio_wtensor *tio__plan_tensor(const tio_write_plan *p, size_t i) {
@@ -207,6 +240,8 @@ static void plan_free(tio_write_plan *p) {
     free(p->scratch);
     free(p->scratch2);
     tio__kv_free(&p->options);
+    if (p->src_fd >= 0) close(p->src_fd);
+    p->src_fd = -1;
 }
 
 /* Makes *buf hold at least n bytes (its contents are not kept). */
@@ -286,6 +321,7 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
     p->fmt = f;
     p->flags = flags;
     p->version = opts ? opts->version : 0;
+    p->src_fd = -1;
     p->progress = opts ? opts->progress : NULL;
     p->progress_ctx = opts ? opts->progress_ctx : NULL;
     const char *fn = f->name;

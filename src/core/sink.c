@@ -1,4 +1,8 @@
 /* Sinks: a growable memory buffer or a buffered file descriptor. */
+/* copy_file_range() (Linux, glibc >= 2.27); everything else is POSIX. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "sink.h"
 
 #include <errno.h>
@@ -201,6 +205,31 @@ static int sink_put(tio_sink *s, const void *p, size_t n, int ref, tio_error *er
         n -= k;
     }
     return TIO_OK;
+}
+
+int tio__sink_copy_range(tio_sink *s, int in_fd, uint64_t off, const void *mapped, size_t n,
+                         tio_error *err) {
+    if (s->fd < 0 || s->no_copy || in_fd < 0 || s->failed || off > (uint64_t)INT64_MAX)
+        return tio__sink_write_ref(s, mapped, n, err);
+    int rc = write_pending(s, err); /* what came before goes first */
+    if (rc) return rc;
+    size_t done = 0;
+    while (done < n) {
+        loff_t in_off = (loff_t)(off + done);
+        size_t k = n - done > WRITE_MAX ? WRITE_MAX : n - done;
+        if (s->progress && k > 16 * TIO__PROGRESS_STEP) k = 16 * TIO__PROGRESS_STEP;
+        ssize_t w = copy_file_range(in_fd, &in_off, s->fd, NULL, k, 0);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) { /* not here (EXDEV, ENOSYS, EINVAL…) or the source shrank */
+            s->no_copy = 1;
+            break;
+        }
+        done += (size_t)w;
+        s->pos += (uint64_t)w;
+        if (s->progress) tio__sink_progress(s);
+    }
+    if (done == n) return TIO_OK;
+    return tio__sink_write_ref(s, (const uint8_t *)mapped + done, n - done, err);
 }
 
 int tio__sink_write(tio_sink *s, const void *p, size_t n, tio_error *err) {

@@ -30,6 +30,7 @@ struct tio_sink {
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
     uint64_t progress_total, progress_next;
+    int no_copy; /* copy_file_range() failed once: write the mapped bytes */
     uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
 };
 
@@ -40,6 +41,14 @@ void tio__sink_init_fixed(tio_sink *s, void *buf, size_t cap);
 int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err);
 int tio__sink_flush(tio_sink *s, tio_error *err);
 void tio__sink_dispose(tio_sink *s);
+/* Writes n bytes that are both at offset `off` of file in_fd and mapped at
+ * `mapped`: a file sink copies them in the kernel (copy_file_range(), what
+ * cp does: the mapping is not touched), falling back to writing the mapped
+ * bytes where the file systems cannot (or the source shrank); other sinks
+ * write the mapped bytes. Returns TIO_OK or an error. */
+static inline int tio__sink_is_file(const tio_sink *s) { return s->fd >= 0; }
+int tio__sink_copy_range(tio_sink *s, int in_fd, uint64_t off, const void *mapped, size_t n,
+                         tio_error *err);
 #define TIO__PROGRESS_STEP (1u << 20)
 /* Reports progress if a MiB passed since the last report. */
 static inline void tio__sink_progress(tio_sink *s) {

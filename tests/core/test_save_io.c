@@ -12,6 +12,8 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdbool.h>
@@ -39,6 +41,23 @@ static int opendir_calls;
 DIR *__wrap_opendir(const char *name) {
     opendir_calls++;
     return __real_opendir(name);
+}
+
+ssize_t __real_copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t n,
+                               unsigned flags);
+ssize_t __wrap_copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t n,
+                               unsigned flags);
+static int copy_calls;
+static int copy_fail; /* make the next calls fail with this errno (0: no) */
+
+ssize_t __wrap_copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t n,
+                               unsigned flags) {
+    copy_calls++;
+    if (copy_fail) {
+        errno = copy_fail;
+        return -1;
+    }
+    return __real_copy_file_range(in, in_off, out, out_off, n, flags);
 }
 
 static char dir[256];
@@ -272,6 +291,59 @@ static void test_progress(void **state) {
     }
 }
 
+/* Tensor data of 1 MiB or more that lie unchanged in the mapped source go
+ * file to file with copy_file_range(); the bytes are those of
+ * tio_save_memory. A source that changed since it was mapped (its mtime), or
+ * a kernel that refuses (EXDEV), falls back to writing the mapped bytes. */
+static void test_copy_file_range(void **state) {
+    (void)state;
+    uint8_t *data;
+    tio_container *c = build("tenbin", &data); /* 1 MiB and 9 MiB tensors among others */
+    char src[300], dst[300];
+    snprintf(src, sizeof src, "%s/copy-src.ten", dir);
+    snprintf(dst, sizeof dst, "%s/copy-dst.btf", dir);
+    tio_error e;
+    tio_save_options so = {.format = "tenbin", .flags = TIO_SAVE_NO_SYNC};
+    assert_int_equal(tio_save(c, src, &so, &e), TIO_OK);
+    tio_container_free(c);
+    free(data);
+    const char *formats[] = {"btf", "safetensors", "zio", "tenbin"};
+    for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+        for (int mode = 0; mode < 3; mode++) { /* copied; EXDEV; source touched */
+            tio_container *m;
+            assert_int_equal(tio_open(src, NULL, &m, &e), TIO_OK);
+            if (mode == 2) {
+                struct timespec ts[2] = {{0, UTIME_NOW}, {12345 + (time_t)f, 0}};
+                assert_int_equal(utimensat(AT_FDCWD, src, ts, 0), 0);
+            }
+            tio_save_options o = {.format = formats[f], .flags = TIO_SAVE_NO_SYNC | TIO_SAVE_DROP_NAMES};
+            void *want;
+            size_t want_n;
+            assert_int_equal(tio_save_memory(m, &o, &want, &want_n, &e), TIO_OK);
+            copy_calls = 0;
+            copy_fail = mode == 1 ? EXDEV : 0;
+            if (tio_save(m, dst, &o, &e) != TIO_OK) fail_msg("%s: %s", formats[f], e.message);
+            copy_fail = 0;
+            if (mode == 0 && copy_calls < 2)
+                fail_msg("%s: %d copy_file_range calls, expected one per large tensor",
+                         formats[f], copy_calls);
+            if (mode == 1 && copy_calls != 1)
+                fail_msg("%s: after EXDEV, %d calls (expected no retry)", formats[f],
+                         copy_calls);
+            if (mode == 2 && copy_calls != 0)
+                fail_msg("%s: copied from a source that changed", formats[f]);
+            size_t n;
+            uint8_t *got = read_file(dst, &n);
+            if (n != want_n || memcmp(got, want, n) != 0)
+                fail_msg("%s (mode %d): the file differs from tio_save_memory", formats[f],
+                         mode);
+            free(got);
+            tio_free(want);
+            tio_container_free(m);
+        }
+    }
+}
+
 /* Converted data (widened float16) live in the plan's scratch buffer, which
  * the next tensor reuses: the sink must copy them, not reference them. */
 static void test_converted_data_are_copied(void **state) {
@@ -383,6 +455,7 @@ int main(void) {
         cmocka_unit_test(test_file_bytes_equal_memory_bytes),
         cmocka_unit_test(test_converted_data_are_copied),
         cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_copy_file_range),
         cmocka_unit_test(test_listing_only_on_request),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
