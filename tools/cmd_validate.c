@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char validate_help[] =
     "Usage: tensio validate [OPTIONS] FILE...\n"
@@ -19,6 +20,7 @@ static const char validate_help[] =
     "  -f, --format FMT    read the files as format FMT instead of detecting it\n"
     "  -v, --verbose       also print 'FILE: ok' for each valid file\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
+    CLI_PROGRESS_HELP
     "  -h, --help          show this help and exit\n";
 
 enum { OPT_HELP = 1, OPT_FORMAT, OPT_VERBOSE, OPT_JSON };
@@ -28,6 +30,7 @@ static const cli_option validate_opts[] = {
     {"format", 'f', 1, OPT_FORMAT},
     {"verbose", 'v', 0, OPT_VERBOSE},
     {"json", 0, 0, OPT_JSON},
+    CLI_OPT_PROGRESS,
 };
 
 static void report(const char *path, const char *message) {
@@ -99,7 +102,7 @@ int cli_cmd_validate(int argc, char **argv) {
                              sizeof validate_opts / sizeof validate_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
     const char *format = NULL;
-    int verbose = 0, json = 0, id;
+    int verbose = 0, json = 0, progress = CLI_PROGRESS_AUTO, id;
     while ((id = cli_parser_next(&p)) > 0) {
         switch (id) {
         case OPT_HELP:
@@ -109,6 +112,8 @@ int cli_cmd_validate(int argc, char **argv) {
         case OPT_FORMAT: format = p.value; break;
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_JSON: json = 1; break;
+        case CLI_OPT_PROGRESS_ID: progress = CLI_PROGRESS_ON; break;
+        case CLI_OPT_NO_PROGRESS_ID: progress = CLI_PROGRESS_OFF; break;
         default: break;
         }
     }
@@ -127,8 +132,18 @@ int cli_cmd_validate(int argc, char **argv) {
             cli_parser_free(&p);
             return cli_error("out of memory");
         }
-        for (size_t i = 0; i < p.npos; i++)
+        /* files checked; automatic only when the lines do not go to the same terminal */
+        cli_progress prog;
+        cli_progress_init(&prog, progress == CLI_PROGRESS_AUTO && isatty(STDOUT_FILENO)
+                                     ? CLI_PROGRESS_OFF : progress,
+                          "validate", "files");
+        for (size_t i = 0; i < p.npos; i++) {
+            cli_progress_pause(&prog);
             problems += validate_file(p.pos[i], format, verbose, files);
+            fflush(stdout);
+            cli_progress_update(&prog, i + 1, p.npos);
+        }
+        cli_progress_end(&prog);
         rc = problems ? CLI_EXIT_FAIL : CLI_EXIT_OK;
         if (root) {
             cli_json_set(root, "valid", json_boolean(problems == 0));

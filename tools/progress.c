@@ -47,8 +47,14 @@ static void draw(cli_progress *p, double t, int final) {
     double el = t - p->start;
     human(done, sizeof done, (double)p->done, p->unit);
     human(rate, sizeof rate, el > 0 ? (double)p->done / el : 0, p->unit);
-    size_t at = (size_t)snprintf(line, sizeof line, "tensio %s: %s", p->label, done);
-    if (p->total && at < sizeof line) {
+    size_t at;
+    if (p->unit && p->total) /* "3/30 files (10%)" */
+        at = (size_t)snprintf(line, sizeof line, "tensio %s: %llu/%llu %s (%.0f%%)", p->label,
+                              (unsigned long long)p->done, (unsigned long long)p->total,
+                              p->unit, 100.0 * (double)p->done / (double)p->total);
+    else
+        at = (size_t)snprintf(line, sizeof line, "tensio %s: %s", p->label, done);
+    if (p->total && !p->unit && at < sizeof line) {
         human(total, sizeof total, (double)p->total, p->unit);
         at += (size_t)snprintf(line + at, sizeof line - at, " / %s (%.0f%%)", total,
                                100.0 * (double)p->done / (double)p->total);
