@@ -18,6 +18,7 @@ PACKAGES=(
   python3-torch python3-torchvision  # the model-zoo test exports torchvision models to ONNX
   python3-dev python3-pytest   # the Python package (python/): its headers, its tests
   python3-pip python3-setuptools  # its test of pip install --no-build-isolation ./python
+  graphviz                     # dot: tensio graph -o FILE.svg/.png, and its test
 )
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES=(gnuplot-nox       # bench/results/latest.png
