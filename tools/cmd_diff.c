@@ -21,7 +21,8 @@ static const char diff_help[] =
     "B; then the model graphs (inputs, outputs, nodes with their ops,\n"
     "attributes, inputs and outputs; the first differences). TENSORs restrict\n"
     "the comparison to those tensors (a name, or an index of A).\n"
-    "Exit status: 0 equal within tolerance, 1 different, 2 usage error.\n"
+    "Exit status: 0 equal within tolerance, 1 different (or a file that cannot\n"
+    "be read, a TENSOR in neither file: a message on stderr), 2 usage error.\n"
     "\n"
     "Options:\n"
     "      --rtol X        relative tolerance (default 1e-05)\n"
@@ -574,7 +575,8 @@ static int run_diff(diff_run *d, const char *const *sel, size_t nsel) {
         for (size_t i = 0; i < n && !found; i++) found = selects(sel[k], d->a, d->b, &all[i]);
         if (!found) {
             char *e = cli_text_escape(sel[k]);
-            rc = cli_usage_error("diff", "no tensor '%s' in A or B", e ? e : sel[k]);
+            rc = cli_error("diff: no tensor '%s' in %s or %s", e ? e : sel[k], d->path_a,
+                           d->path_b);
             free(e);
         }
     }
@@ -651,11 +653,7 @@ int cli_cmd_diff(int argc, char **argv) {
     tio_container *a = NULL, *b = NULL;
     rc = cli_open(d.path_a, NULL, &lim, &a);
     if (rc == CLI_EXIT_OK) rc = cli_open(d.path_b, NULL, &lim, &b);
-    /* an unreadable file is a failure, not a difference: exit 2 keeps 1 for
-     * "different" (docs/cli.md) */
-    if (rc != CLI_EXIT_OK) {
-        rc = CLI_EXIT_USAGE;
-    } else {
+    if (rc == CLI_EXIT_OK) {
         d.a = a;
         d.b = b;
         rc = run_diff(&d, p.pos + 2, p.npos - 2);

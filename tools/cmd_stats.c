@@ -53,6 +53,8 @@ typedef struct tensor_stats {
     long double mean, m2; /* Welford */
     size_t nbins;
     double lo, hi;     /* histogram range */
+    double scale;      /* 1, or 0.5 when hi - lo overflows: bins are found on
+                          the halved values (exact) */
     uint64_t *counts;  /* nbins, or NULL when no finite value */
 } tensor_stats;
 
@@ -98,8 +100,9 @@ static void pass_moments(tensor_stats *s, tio_dtype dt, const uint8_t *p, uint64
  * it: a first guess from the scaled offset, corrected against the edges
  * lo + i*step (the last bin is closed). */
 static size_t bin_of(double x, double lo, double hi, double step, size_t n) {
+    if (!(hi > lo)) return n / 2; /* a value too large for +-0.5 to widen */
     double f = (x - lo) / (hi - lo) * (double)n;
-    if (!(f >= 0)) f = 0; /* also when NaN (hi - lo overflowed) */
+    if (!(f >= 0)) f = 0;
     size_t i = f >= (double)n ? n - 1 : (size_t)f;
     if (i > 0 && x < (double)i * step + lo) i--;
     if (i + 1 < n && x >= (double)(i + 1) * step + lo) i++;
@@ -120,23 +123,27 @@ static int pass_histogram(tensor_stats *s, tio_dtype dt, const uint8_t *p, uint6
         s->lo -= 0.5;
         s->hi += 0.5;
     }
-    double step = (s->hi - s->lo) / (double)nbins;
+    s->scale = isfinite(s->hi - s->lo) ? 1.0 : 0.5;
+    double lo = s->lo * s->scale, hi = s->hi * s->scale;
+    double step = (hi - lo) / (double)nbins;
     size_t es = tio_dtype_size(dt);
     for (uint64_t i = 0; i < n; i++, p += es) {
         double x = cli_load_f64(dt, p);
         if (!isfinite(x)) continue;
-        s->counts[bin_of(x, s->lo, s->hi, step, nbins)]++;
+        s->counts[bin_of(x * s->scale, lo, hi, step, nbins)]++;
     }
     return CLI_EXIT_OK;
 }
 
 static double edge(const tensor_stats *s, size_t i) {
     if (i == s->nbins) return s->hi;
-    return (double)i * ((s->hi - s->lo) / (double)s->nbins) + s->lo;
+    double lo = s->lo * s->scale, hi = s->hi * s->scale;
+    return ((double)i * ((hi - lo) / (double)s->nbins) + lo) / s->scale;
 }
 
 static double stats_std(const tensor_stats *s) {
-    return s->finite ? sqrt((double)(s->m2 / (long double)s->finite)) : 0.0;
+    /* the root in long double: the variance of float64 extremes overflows double */
+    return s->finite ? (double)sqrtl(s->m2 / (long double)s->finite) : 0.0;
 }
 
 /* The sparkline: one of ▁▂▃▄▅▆▇█ per bin, scaled to the fullest; a space
