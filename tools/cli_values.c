@@ -114,7 +114,11 @@ int cli_dense_view_make(const tio_tensor *t, uint64_t limit, uint64_t *spent,
     out->numel = tio_tensor_numel(t);
     if (tio_tensor_layout(t) != TIO_LAYOUT_COO) {
         out->data = tio_tensor_data(t);
-        return TIO_OK;
+        if (out->data || out->numel == 0) return TIO_OK;
+        tio_error_clear(err);
+        err->code = TIO_E_ARGUMENT;
+        snprintf(err->message, sizeof err->message, "tensor without data");
+        return TIO_E_ARGUMENT;
     }
     /* numel × size fits in size_t: containers refuse shapes where it does not */
     size_t bytes = (size_t)out->numel * tio_dtype_size(tio_tensor_dtype(t));

@@ -368,7 +368,8 @@ static int folded(const drawer *d, const gctx *x, int64_t v) {
 
 /* Where value v starts: its producer's or graph input's DOT id into buf
  * (1), a constant (2: *owner and *cv name it; each reader gets its own small
- * node, which keeps edges short), a free value drawn as its own node (3), or
+ * node, which keeps edges short), a value of no known source (a capture not
+ * found outside, an output nothing produces) drawn as its own node (3), or
  * nothing (0). A value of a subgraph that an enclosing graph's value of the
  * same name stands for starts where that one does. */
 static int source_id(const gctx *x, int64_t v, char *buf, size_t size, const gctx **owner,
@@ -503,6 +504,8 @@ static void draw_edge(drawer *d, const gctx *x, int64_t v, const char *to, int i
     int64_t cv = -1;
     int kind = source_id(x, v, from, sizeof from, &owner, &cv);
     if (!kind) return;
+    if (kind == 3) /* declared at each use: DOT merges the declarations */
+        draw_value_node(d, x, v, from, "shape=ellipse, fontsize=8, style=dashed", indent);
     if (kind == 2) {
         snprintf(from, sizeof from, "g%u_c%lld_%s", owner->id, (long long)cv, to);
         draw_value_node(d, owner, cv, from, CONST_STYLE, indent);
@@ -568,14 +571,6 @@ static void draw_graph(drawer *d, const gctx *x, int indent) {
     }
     size_t nn = tio_graph_node_count(x->g);
     for (size_t i = 0; i < nn; i++) draw_node(d, x, i, indent);
-    /* free values (a subgraph's captures not found outside) */
-    for (size_t v = 0; v < x->nv; v++) {
-        const gctx *owner;
-        int64_t cv;
-        if (x->uses[v] && source_id(x, (int64_t)v, id, sizeof id, &owner, &cv) == 3)
-            draw_value_node(d, x, (int64_t)v, id, "shape=ellipse, fontsize=8, style=dashed",
-                            indent);
-    }
     /* edges: into each operator from where its inputs start */
     for (size_t i = 0; i < nn; i++) {
         tio_node_info ni;

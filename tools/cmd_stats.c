@@ -171,13 +171,15 @@ static void sparkline(const tensor_stats *s, char *buf, size_t size) {
     }
 }
 
-static int compute(const tio_tensor *t, size_t nbins, tensor_stats *s) {
+static int compute(const char *path, size_t index, const tio_tensor *t, size_t nbins,
+                   tensor_stats *s) {
     memset(s, 0, sizeof *s);
     tio_dtype dt = tio_tensor_dtype(t);
     const uint8_t *p = tio_tensor_data(t);
     uint64_t n = tio_tensor_layout(t) == TIO_LAYOUT_COO ? tio_tensor_nnz(t)
                                                         : tio_tensor_numel(t);
-    if (tio_dtype_size(dt) == 0 || (n && !p)) return cli_error("tensor without data");
+    if (tio_dtype_size(dt) == 0 || (n && !p))
+        return cli_error("%s: tensor %zu: no data to summarise", path, index);
     pass_moments(s, dt, p, n);
     return pass_histogram(s, dt, p, n, nbins);
 }
@@ -349,7 +351,7 @@ static int run_stats(const char *path, const tio_container *c, const size_t *sel
         size_t i = sel ? sel[k] : k;
         const tio_tensor *t = tio_container_tensor(c, i);
         tensor_stats s;
-        rc = compute(t, nbins, &s);
+        rc = compute(path, i, t, nbins, &s);
         if (rc == CLI_EXIT_OK) {
             if (json) {
                 json_t *o = json_tensor(i, t, &s);
