@@ -361,9 +361,10 @@ static int is_const(const gctx *x, int64_t v, tio_value_info *vi) {
     return tio_graph_value(x->g, (size_t)v, vi) == TIO_OK && vi->tensor >= 0;
 }
 
-/* Whether constant v is drawn inside its reader's box. */
+/* Whether constant v is drawn inside its reader's box: read once, and not
+ * the output of a node (a native tmfile's Const). */
 static int folded(const drawer *d, const gctx *x, int64_t v) {
-    return !d->all_constants && x->uses[v] == 1;
+    return !d->all_constants && x->uses[v] == 1 && x->producer[v] < 0;
 }
 
 /* Where value v starts: its producer's or graph input's DOT id into buf
@@ -377,15 +378,14 @@ static int source_id(const gctx *x, int64_t v, char *buf, size_t size, const gct
     tio_value_info vi;
     if (v < 0 || (size_t)v >= x->nv || tio_graph_value(x->g, (size_t)v, &vi) != TIO_OK)
         return 0;
-    if (vi.tensor >= 0) {
-        *owner = x;
-        *cv = v;
-        return 2;
-    }
     *owner = x;
-    if (x->producer[v] >= 0) {
+    if (x->producer[v] >= 0) { /* also a constant a node makes (tmfile's Const) */
         snprintf(buf, size, "g%u_n%lld", x->id, (long long)x->producer[v]);
         return 1;
+    }
+    if (vi.tensor >= 0) {
+        *cv = v;
+        return 2;
     }
     if (x->input_of[v] >= 0) {
         snprintf(buf, size, "g%u_in%lld", x->id, (long long)x->input_of[v]);
@@ -562,9 +562,11 @@ static void draw_graph(drawer *d, const gctx *x, int indent) {
     char id[64];
     const int64_t *in = tio_graph_inputs(x->g);
     for (size_t k = 0; k < tio_graph_input_count(x->g); k++) {
-        if (in[k] < 0) continue;
+        if (in[k] < 0 || (size_t)in[k] >= x->nv) continue;
         tio_value_info vi;
-        if (is_const(x, in[k], &vi)) continue; /* an initializer listed as input */
+        /* an initializer listed as an input; a native tmfile's InputOp node
+         * stands for its input */
+        if (is_const(x, in[k], &vi) || x->producer[in[k]] >= 0) continue;
         snprintf(id, sizeof id, "g%u_in%zu", x->id, k);
         draw_value_node(d, x, in[k], id,
                         "shape=invhouse, style=filled, fillcolor=\"#d5f5d5\"", indent);

@@ -561,6 +561,8 @@ def t_graph_dot():
         declared = set(nodes)
         for a, b in edges:  # every edge joins drawn nodes
             assert a in declared and b in declared, (rel, a, b)
+        joined = {a for a, _ in edges} | {b for _, b in edges}
+        assert set(ops) <= joined, (rel, set(ops) - joined)  # no operator left alone
         # -o FILE.dot and -o - write the same
         out = tmp("g.dot")
         expect(run("graph", p, "-o", out), 0)
@@ -575,6 +577,16 @@ def t_graph_dot():
         # all constants as nodes
         nodes, _ = dot_nodes_edges(expect(run("graph", "--constants", p), 0).stdout)
         assert sum(1 for n in nodes if "_c" in n) == 6, nodes
+    # tmfile as stored: Const and InputOp nodes are operators with edges
+    p = vec("tmfile/concat_reshape_softmax.tmfile")
+    if p:
+        out = expect(run("graph", "--native", p), 0).stdout
+        nodes, edges = dot_nodes_edges(out)
+        ops = [n for n in nodes if re.fullmatch(r"g0_n\d+", n)]
+        assert len(ops) == 6 and out.count('label="InputOp"') == 2, out
+        assert "g0_in" not in out, out  # the InputOp nodes stand for the inputs
+        joined = {a for a, _ in edges} | {b for _, b in edges}
+        assert set(ops) <= joined, out
 
 
 def t_graph_subgraph():
