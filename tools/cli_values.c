@@ -106,52 +106,84 @@ double cli_load_f64(tio_dtype dt, const uint8_t *p) {
     return NAN;
 }
 
-/* ---------------------------------------------------------- dense views */
+/* ---------------------------------------------------------- element views */
 
-int cli_dense_view_make(const tio_tensor *t, uint64_t limit, uint64_t *spent,
-                        cli_dense_view *out, tio_error *err) {
-    memset(out, 0, sizeof *out);
-    out->numel = tio_tensor_numel(t);
+static int by_flat(const void *x, const void *y) {
+    const cli_coo_entry *a = x, *b = y;
+    if (a->flat != b->flat) return a->flat < b->flat ? -1 : 1;
+    return (a->value > b->value) - (a->value < b->value);
+}
+
+static int elems_fail(tio_error *err, int code, const char *msg) {
+    tio_error_clear(err);
+    err->code = code;
+    snprintf(err->message, sizeof err->message, "%s", msg);
+    return code;
+}
+
+int cli_elems_init(cli_elems *e, const tio_tensor *t, tio_error *err) {
+    memset(e, 0, sizeof *e);
+    e->size = tio_dtype_size(tio_tensor_dtype(t));
+    e->numel = tio_tensor_numel(t);
     if (tio_tensor_layout(t) != TIO_LAYOUT_COO) {
-        out->data = tio_tensor_data(t);
-        if (out->data || out->numel == 0) return TIO_OK;
-        tio_error_clear(err);
-        err->code = TIO_E_ARGUMENT;
-        snprintf(err->message, sizeof err->message, "tensor without data");
-        return TIO_E_ARGUMENT;
+        e->dense = tio_tensor_data(t);
+        if (!e->dense && e->numel) return elems_fail(err, TIO_E_ARGUMENT, "tensor without data");
+        return TIO_OK;
     }
-    /* numel × size fits in size_t: containers refuse shapes where it does not */
-    size_t bytes = (size_t)out->numel * tio_dtype_size(tio_tensor_dtype(t));
-    if (bytes > limit || *spent > limit - bytes) {
-        tio_error_clear(err);
-        err->code = TIO_E_LIMIT;
-        snprintf(err->message, sizeof err->message,
-                 "sparse tensor: densifying it takes %zu bytes, past the %llu bytes of "
-                 "--max-dense-bytes (%llu already used)",
-                 bytes, (unsigned long long)limit, (unsigned long long)*spent);
-        return TIO_E_LIMIT;
+    uint64_t nnz = tio_tensor_nnz(t);
+    size_t rank = tio_tensor_rank(t);
+    const int64_t *shape = tio_tensor_shape(t);
+    const uint8_t *idx = tio_tensor_indices(t);
+    e->values = tio_tensor_data(t);
+    if (nnz == 0) return TIO_OK;
+    /* nnz values of the file's own bytes (size >= 1 each) fit in size_t */
+    if (!e->values || (rank && !idx)) return elems_fail(err, TIO_E_ARGUMENT, "tensor without data");
+    e->entries = malloc((size_t)nnz * sizeof *e->entries);
+    if (!e->entries) return elems_fail(err, TIO_E_NOMEM, "out of memory");
+    for (uint64_t k = 0; k < nnz; k++) {
+        uint64_t flat = 0;
+        for (size_t d = 0; d < rank; d++) {
+            int64_t c;
+            uint64_t u = le_bytes(idx + (k * rank + d) * 8, 8);
+            memcpy(&c, &u, sizeof c);
+            if (c < 0 || c >= shape[d]) {
+                cli_elems_free(e);
+                return elems_fail(err, TIO_E_CORRUPT, "a COO coordinate is out of range");
+            }
+            flat = flat * (uint64_t)shape[d] + (uint64_t)c; /* < numel: no overflow */
+        }
+        e->entries[k].flat = flat;
+        e->entries[k].value = k;
     }
-    void *buf = malloc(bytes ? bytes : 1);
-    if (!buf) {
-        tio_error_clear(err);
-        err->code = TIO_E_NOMEM;
-        snprintf(err->message, sizeof err->message, "out of memory (%zu bytes)", bytes);
-        return TIO_E_NOMEM;
+    qsort(e->entries, (size_t)nnz, sizeof *e->entries, by_flat);
+    /* keep the last value of each coordinate */
+    size_t n = 0;
+    for (size_t k = 0; k < (size_t)nnz; k++) {
+        if (n && e->entries[n - 1].flat == e->entries[k].flat)
+            e->entries[n - 1] = e->entries[k];
+        else
+            e->entries[n++] = e->entries[k];
     }
-    int st = tio_tensor_densify(t, buf, bytes, err);
-    if (st != TIO_OK) {
-        free(buf);
-        return st;
-    }
-    *spent += bytes;
-    out->owned = buf;
-    out->data = buf;
+    e->count = n;
     return TIO_OK;
 }
 
-void cli_dense_view_free(cli_dense_view *v) {
-    free(v->owned);
-    memset(v, 0, sizeof *v);
+void cli_elems_free(cli_elems *e) {
+    free(e->entries);
+    memset(e, 0, sizeof *e);
+}
+
+uint64_t cli_elems_next(const cli_elems *e) {
+    return !e->dense && e->cursor < e->count ? e->entries[e->cursor].flat : UINT64_MAX;
+}
+
+const uint8_t *cli_elems_at(cli_elems *e, uint64_t f) {
+    static const uint8_t zero[8]; /* the zero of every dtype */
+    if (e->dense) return e->dense + f * e->size;
+    while (e->cursor < e->count && e->entries[e->cursor].flat < f) e->cursor++;
+    if (e->cursor < e->count && e->entries[e->cursor].flat == f)
+        return e->values + e->entries[e->cursor].value * e->size;
+    return zero;
 }
 
 /* ----------------------------------------------------------- selection */

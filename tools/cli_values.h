@@ -28,18 +28,34 @@ double cli_load_f64(tio_dtype dt, const uint8_t *p);
 int64_t cli_load_i64(tio_dtype dt, const uint8_t *p);
 uint64_t cli_load_u64(tio_dtype dt, const uint8_t *p);
 
-/* The dense elements of a tensor: a view of a dense tensor's data, or a COO
- * tensor densified into `owned` (freed by cli_dense_view_free). A COO
- * tensor's dense bytes count against *spent, which may not pass `limit`
- * (the --max-dense-bytes bound): TIO_E_LIMIT in err past it. */
-typedef struct cli_dense_view {
-    const uint8_t *data;
+/* The elements of a tensor in C order, without densifying it: a dense
+ * tensor's data, or a COO tensor's stored values sorted by flat index (a
+ * coordinate stored twice takes its last value, as tio_tensor_densify does;
+ * every other element is zero). The sort takes O(nnz) memory: what the file
+ * holds, never the dense size its shape claims. */
+typedef struct cli_coo_entry {
+    uint64_t flat;  /* C-order index of the coordinate */
+    uint64_t value; /* which stored value */
+} cli_coo_entry;
+
+typedef struct cli_elems {
+    size_t size;            /* element size */
     uint64_t numel;
-    void *owned;
-} cli_dense_view;
-int cli_dense_view_make(const tio_tensor *t, uint64_t limit, uint64_t *spent,
-                        cli_dense_view *out, tio_error *err);
-void cli_dense_view_free(cli_dense_view *v);
+    const uint8_t *dense;   /* dense data, or NULL for COO */
+    const uint8_t *values;  /* COO: the stored values */
+    cli_coo_entry *entries; /* COO: one per distinct coordinate, by flat index */
+    size_t count, cursor;
+} cli_elems;
+
+/* TIO_OK, or TIO_E_NOMEM / TIO_E_CORRUPT (a coordinate out of range) in err. */
+int cli_elems_init(cli_elems *e, const tio_tensor *t, tio_error *err);
+void cli_elems_free(cli_elems *e);
+/* COO: the flat index of the next stored coordinate (UINT64_MAX when none
+ * is left); dense: UINT64_MAX. */
+uint64_t cli_elems_next(const cli_elems *e);
+/* The element at flat index f (a zero element where a COO tensor stores
+ * nothing). Calls must not decrease f. */
+const uint8_t *cli_elems_at(cli_elems *e, uint64_t f);
 
 /* Which tensor TENSOR names: a decimal index when in range, otherwise a name.
  * CLI_EXIT_OK, or CLI_EXIT_FAIL after "tensio: PATH: no tensor 'X'". */

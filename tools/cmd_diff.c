@@ -16,7 +16,8 @@ static const char diff_help[] =
     "every tensor of both has one, else by index. Dtype and shape first, then\n"
     "the values, as numpy.allclose: |a - b| <= atol + rtol * |b| (floats as\n"
     "double, so float16 vs float32 compares the converted values; integers\n"
-    "exactly). One line per tensor: status, mismatched elements, max absolute\n"
+    "exactly; a sparse (COO) tensor as its dense form, without densifying\n"
+    "it). One line per tensor: status, mismatched elements, max absolute\n"
     "and relative difference, the first mismatch's index; tensors only in A or\n"
     "B; then the model graphs (inputs, outputs, nodes with their ops,\n"
     "attributes, inputs and outputs; the first differences). TENSORs restrict\n"
@@ -32,7 +33,6 @@ static const char diff_help[] =
     "      --ignore-dtype  a dtype difference alone (equal values) is no difference\n"
     "      --tensors-only  do not compare the model graphs\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
-    CLI_MAX_DENSE_HELP
     "  -h, --help          show this help and exit\n";
 
 enum {
@@ -49,13 +49,11 @@ static const cli_option diff_opts[] = {
     {"by-index", 0, 0, OPT_BY_INDEX},
     {"ignore-dtype", 0, 0, OPT_IGNORE_DTYPE},
     {"tensors-only", 0, 0, OPT_TENSORS_ONLY},
-    CLI_OPT_MAX_DENSE,
 };
 
 typedef struct diff_opts_t {
     double rtol, atol;
     int equal_nan, by_index, ignore_dtype, tensors_only, json;
-    uint64_t max_dense; /* 0 = each container's own */
 } diff_conf;
 
 /* Status of one pair, in the words the output uses. */
@@ -127,41 +125,58 @@ static int int_equal(tio_dtype da, const uint8_t *pa, tio_dtype db, const uint8_
     return eq;
 }
 
-static void compare_values(const diff_conf *o, tio_dtype da, const uint8_t *a, tio_dtype db,
-                           const uint8_t *b, uint64_t n, pair_result *r) {
-    size_t sa = tio_dtype_size(da), sb = tio_dtype_size(db);
+/* Elements a (of dtype da) and b (db) at flat index i. */
+static void compare_one(const diff_conf *o, tio_dtype da, const uint8_t *a, tio_dtype db,
+                        const uint8_t *b, uint64_t i, int ints, pair_result *r) {
+    int eq;
+    double d = 0, rel = 0;
+    if (ints) {
+        long double ld, mag;
+        eq = int_equal(da, a, db, b, &ld, &mag);
+        d = (double)ld;
+        rel = ld == 0 ? 0 : mag == 0 ? INFINITY : (double)(ld / mag);
+    } else {
+        double x = cli_load_f64(da, a), y = cli_load_f64(db, b);
+        if (isnan(x) || isnan(y)) {
+            eq = isnan(x) && isnan(y) && o->equal_nan;
+        } else if (isinf(x) || isinf(y)) {
+            eq = x == y;
+        } else {
+            d = fabs(x - y);
+            rel = d == 0 ? 0 : y == 0 ? INFINITY : d / fabs(y);
+            eq = d <= o->atol + o->rtol * fabs(y);
+        }
+    }
+    if (d > r->max_abs) r->max_abs = d;
+    if (rel > r->max_rel) r->max_rel = rel;
+    if (eq) return;
+    if (r->mismatched++ == 0) {
+        r->has_first = 1;
+        r->first = i;
+        element_text(da, a, r->first_a, sizeof r->first_a, &r->ja);
+        element_text(db, b, r->first_b, sizeof r->first_b, &r->jb);
+    }
+}
+
+/* Every element when either side is dense (its bytes back the work); only
+ * the stored coordinates when both are COO (elsewhere both are zero). */
+static void compare_values(const diff_conf *o, tio_dtype da, cli_elems *a, tio_dtype db,
+                           cli_elems *b, pair_result *r) {
     int ints = cli_dtype_kind(da) != CLI_NUM_FLOAT && cli_dtype_kind(db) != CLI_NUM_FLOAT;
     r->compared = 1;
-    r->count = n;
-    for (uint64_t i = 0; i < n; i++, a += sa, b += sb) {
-        int eq;
-        double d = 0, rel = 0;
-        if (ints) {
-            long double ld, mag;
-            eq = int_equal(da, a, db, b, &ld, &mag);
-            d = (double)ld;
-            rel = ld == 0 ? 0 : mag == 0 ? INFINITY : (double)(ld / mag);
-        } else {
-            double x = cli_load_f64(da, a), y = cli_load_f64(db, b);
-            if (isnan(x) || isnan(y)) {
-                eq = isnan(x) && isnan(y) && o->equal_nan;
-            } else if (isinf(x) || isinf(y)) {
-                eq = x == y;
-            } else {
-                d = fabs(x - y);
-                rel = d == 0 ? 0 : y == 0 ? INFINITY : d / fabs(y);
-                eq = d <= o->atol + o->rtol * fabs(y);
-            }
-        }
-        if (d > r->max_abs) r->max_abs = d;
-        if (rel > r->max_rel) r->max_rel = rel;
-        if (eq) continue;
-        if (r->mismatched++ == 0) {
-            r->has_first = 1;
-            r->first = i;
-            element_text(da, a, r->first_a, sizeof r->first_a, &r->ja);
-            element_text(db, b, r->first_b, sizeof r->first_b, &r->jb);
-        }
+    r->count = a->numel;
+    if (a->dense || b->dense) {
+        for (uint64_t i = 0; i < a->numel; i++)
+            compare_one(o, da, cli_elems_at(a, i), db, cli_elems_at(b, i), i, ints, r);
+        return;
+    }
+    for (;;) {
+        uint64_t na = cli_elems_next(a), nb = cli_elems_next(b), i = na < nb ? na : nb;
+        if (i == UINT64_MAX) break;
+        compare_one(o, da, cli_elems_at(a, i), db, cli_elems_at(b, i), i, ints, r);
+        /* step past i on both sides */
+        if (na == i) a->cursor++;
+        if (nb == i) b->cursor++;
     }
 }
 
@@ -172,34 +187,29 @@ static int same_shape(const tio_tensor *a, const tio_tensor *b) {
             memcmp(tio_tensor_shape(a), tio_tensor_shape(b), rank * sizeof(int64_t)) == 0);
 }
 
-/* Dense bytes a side may expand its sparse tensors into, and has so far. */
-typedef struct side_budget {
-    uint64_t limit, spent;
-} side_budget;
-
 static void compare_pair(const diff_conf *o, const tio_tensor *ta, const tio_tensor *tb,
-                         side_budget *ba, side_budget *bb, pair_result *r) {
+                         pair_result *r) {
     tio_dtype da = tio_tensor_dtype(ta), db = tio_tensor_dtype(tb);
     r->dtype_differs = da != db;
     if (!same_shape(ta, tb)) {
         r->status = ST_SHAPE;
         return;
     }
-    cli_dense_view va, vb;
+    cli_elems ea, eb;
     tio_error err;
-    int st = cli_dense_view_make(ta, ba->limit, &ba->spent, &va, &err);
+    int st = cli_elems_init(&ea, ta, &err);
     if (st == TIO_OK) {
-        st = cli_dense_view_make(tb, bb->limit, &bb->spent, &vb, &err);
-        if (st != TIO_OK) cli_dense_view_free(&va);
+        st = cli_elems_init(&eb, tb, &err);
+        if (st != TIO_OK) cli_elems_free(&ea);
     }
     if (st != TIO_OK) {
         r->status = ST_ERROR;
         snprintf(r->error, sizeof r->error, "%s", cli_errmsg(&err));
         return;
     }
-    compare_values(o, da, va.data, db, vb.data, va.numel, r);
-    cli_dense_view_free(&va);
-    cli_dense_view_free(&vb);
+    compare_values(o, da, &ea, db, &eb, r);
+    cli_elems_free(&ea);
+    cli_elems_free(&eb);
     if (r->mismatched)
         r->status = ST_VALUES;
     else if (r->dtype_differs && !o->ignore_dtype)
@@ -583,11 +593,6 @@ static int run_diff(diff_run *d, const char *const *sel, size_t nsel) {
     d->pairs = all;
     d->npairs = n;
     if (rc != CLI_EXIT_OK) return rc;
-    tio_limits la, lb;
-    tio_container_get_limits(d->a, &la);
-    tio_container_get_limits(d->b, &lb);
-    side_budget ba = {o->max_dense ? o->max_dense : la.max_dense_bytes, 0};
-    side_budget bb = {o->max_dense ? o->max_dense : lb.max_dense_bytes, 0};
     for (size_t i = 0; i < n; i++) {
         pair_result *r = &all[i];
         if (r->ib < 0)
@@ -595,7 +600,7 @@ static int run_diff(diff_run *d, const char *const *sel, size_t nsel) {
         else if (r->ia < 0)
             r->status = ST_ONLY_B;
         else
-            compare_pair(o, side(d->a, r->ia), side(d->b, r->ib), &ba, &bb, r);
+            compare_pair(o, side(d->a, r->ia), side(d->b, r->ib), r);
         d->counts[r->status]++;
     }
     if (!o->tensors_only && nsel == 0) {
@@ -614,9 +619,7 @@ int cli_cmd_diff(int argc, char **argv) {
     int rc = cli_parser_init(&p, "diff", argc, argv, diff_opts,
                              sizeof diff_opts / sizeof diff_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
-    diff_conf o = {1e-5, 1e-8, 0, 0, 0, 0, 0, 0};
-    tio_limits lim;
-    memset(&lim, 0, sizeof lim);
+    diff_conf o = {1e-5, 1e-8, 0, 0, 0, 0, 0};
     int id = CLI_PARSE_END;
     while (rc == CLI_EXIT_OK && (id = cli_parser_next(&p)) > 0) {
         switch (id) {
@@ -631,10 +634,6 @@ int cli_cmd_diff(int argc, char **argv) {
         case OPT_BY_INDEX: o.by_index = 1; break;
         case OPT_IGNORE_DTYPE: o.ignore_dtype = 1; break;
         case OPT_TENSORS_ONLY: o.tensors_only = 1; break;
-        case CLI_OPT_MAX_DENSE_ID:
-            rc = cli_parse_max_dense("diff", p.value, &lim);
-            o.max_dense = lim.max_dense_bytes;
-            break;
         default: break;
         }
     }
@@ -651,8 +650,8 @@ int cli_cmd_diff(int argc, char **argv) {
     d.path_a = p.pos[0];
     d.path_b = p.pos[1];
     tio_container *a = NULL, *b = NULL;
-    rc = cli_open(d.path_a, NULL, &lim, &a);
-    if (rc == CLI_EXIT_OK) rc = cli_open(d.path_b, NULL, &lim, &b);
+    rc = cli_open(d.path_a, NULL, NULL, &a);
+    if (rc == CLI_EXIT_OK) rc = cli_open(d.path_b, NULL, NULL, &b);
     if (rc == CLI_EXIT_OK) {
         d.a = a;
         d.b = b;

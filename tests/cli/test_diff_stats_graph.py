@@ -22,6 +22,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -304,10 +305,37 @@ def t_diff_coo_dense():
     t = one_tensor(d, "equal")
     assert t["a"]["layout"] == "coo" and t["b"]["layout"] == "dense", t
     assert t["count"] == 20, t
-    # the dense-bytes bound
-    d = run_json(1, "diff", "--max-dense-bytes", "16", p, out)
-    t = one_tensor(d, "error")
-    assert "max-dense-bytes" in t["error"], t
+    # COO against COO: a stored value changed in the file's bytes (its
+    # coordinate is (2, 0)); the merge of the coordinates finds it
+    vals, _ = values(p)
+    raw = open(p, "rb").read()
+    old = np.float32(vals[2]).tobytes()
+    assert raw.count(old) == 1, "the value's bytes once in the file"
+    changed = tmp("coo_changed.btf")
+    with open(changed, "wb") as f:
+        f.write(raw.replace(old, np.float32(0.25).tobytes()))
+    t = one_tensor(run_json(1, "diff", p, changed), "values")
+    assert t["mismatched"] == 1 and t["count"] == 20, t
+    assert t["first_mismatch"]["index"] == [2, 0] and t["first_mismatch"]["b"] == 0.25, t
+    assert math.isclose(t["max_abs_diff"], abs(float(np.float32(vals[2])) - 0.25)), t
+    # and against the dense form, both ways
+    t = one_tensor(run_json(1, "diff", out, changed), "values")
+    assert t["first_mismatch"]["index"] == [2, 0], t
+    t = one_tensor(run_json(1, "diff", changed, out), "values")
+    assert t["first_mismatch"]["index"] == [2, 0] and t["first_mismatch"]["a"] == 0.25, t
+    # a COO shape claiming 2^40 elements costs nothing: only the stored values
+    # compare (the work-bounds mutation that made densifying slow)
+    p = vec("btf/coo_int8_rank4.btf")
+    if p:
+        raw = bytearray(open(p, "rb").read())
+        assert struct.unpack_from("<q", raw, 48)[0] == 2, "dim 1 of the vector"
+        struct.pack_into("<q", raw, 48, 2**40)
+        big = tmp("coo_big.btf")
+        with open(big, "wb") as f:
+            f.write(raw)
+        start = time.monotonic()
+        t = one_tensor(run_json(0, "diff", big, big), "equal")
+        assert time.monotonic() - start < 5 and t["count"] == 2 * 3 * 2**40 * 2, t
 
 
 def t_diff_graph_change():
