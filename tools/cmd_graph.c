@@ -287,6 +287,28 @@ static void sb_item(cli_sbuf *b, size_t *line_start, const char *piece) {
     cli_sbuf_put(b, piece, n);
 }
 
+/* Writes s[from, to), a label built for a DOT string (\" \\ \n escapes), as
+ * the text of an HTML-like label: & < > " as entities, line breaks as <br/>. */
+static void put_html(FILE *f, const char *s, size_t from, size_t to) {
+    for (size_t k = from; k < to; k++) {
+        char c = s[k];
+        if (c == '\\' && k + 1 < to) {
+            c = s[++k];
+            if (c == 'n') {
+                fputs("<br/>", f);
+                continue;
+            }
+        }
+        switch (c) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(c, f); break;
+        }
+    }
+}
+
 /* -------------------------------------------------------------- graph */
 
 /* One graph being drawn; subgraphs get their own, linked to the parent. */
@@ -413,6 +435,7 @@ static void draw_node(drawer *d, const gctx *x, size_t i, int indent) {
         sb_text(&b, ni.domain);
         cli_sbuf_put(&b, ")", 1);
     }
+    size_t head = b.len; /* the op: bold */
     cli_sbuf_put(&b, "\\n", 2);
     line = b.len;
     for (size_t j = 0; j < ni.attr_count; j++) {
@@ -428,6 +451,7 @@ static void draw_node(drawer *d, const gctx *x, size_t i, int indent) {
         if (p.s) sb_item(&b, &line, p.s);
         free(p.s);
     }
+    size_t consts = b.len; /* the folded constants: grey */
     for (size_t j = 0; j < ni.input_count; j++) {
         tio_value_info vi;
         int64_t v = ni.inputs[j];
@@ -444,12 +468,29 @@ static void draw_node(drawer *d, const gctx *x, size_t i, int indent) {
         }
         free(p.s);
     }
+    if (b.nomem || !b.s) {
+        d->nomem = 1;
+        return;
+    }
     /* drop a trailing line break */
     if (b.len >= 2 && strcmp(b.s + b.len - 2, "\\n") == 0) b.s[b.len -= 2] = '\0';
-    if (b.nomem) d->nomem = 1;
-    fprintf(d->f, "%*sg%u_n%zu [label=\"", indent, "", x->id, i);
-    fputs(b.s ? b.s : "?", d->f);
-    fputs("\"", d->f);
+    if (consts > b.len) consts = b.len;
+    fprintf(d->f, "%*sg%u_n%zu [label=<<b>", indent, "", x->id, i);
+    put_html(d->f, b.s, 0, head);
+    fputs("</b>", d->f);
+    put_html(d->f, b.s, head, consts);
+    if (consts < b.len) {
+        /* the line break before the constants stays outside the font */
+        size_t k = consts;
+        if (b.len - k >= 2 && strncmp(b.s + k, "\\n", 2) == 0) {
+            fputs("<br/>", d->f);
+            k += 2;
+        }
+        fputs("<font color=\"#555555\">", d->f);
+        put_html(d->f, b.s, k, b.len);
+        fputs("</font>", d->f);
+    }
+    fputs(">", d->f);
     if (ni.name) {
         cli_sbuf t = {0};
         sb_text(&t, ni.name);
@@ -519,8 +560,8 @@ static void draw_edge(drawer *d, const gctx *x, int64_t v, const char *to, int i
     cli_sbuf *e = owner == x ? NULL : &d->outer;
     int has = lab.s && *lab.s;
     if (e)
-        cli_sbuf_printf(e, "  %s -> %s [style=dotted%s%s%s];\n", from, to, has ? ", label=\"" : "",
-                  has ? lab.s : "", has ? "\"" : "");
+        cli_sbuf_printf(e, "  %s -> %s [style=dotted%s%s%s];\n", from, to,
+                        has ? ", label=\"" : "", has ? lab.s : "", has ? "\"" : "");
     else if (has)
         fprintf(d->f, "%*s%s -> %s [label=\"%s\"];\n", indent, "", from, to, lab.s);
     else

@@ -611,7 +611,7 @@ def t_graph_dot():
         out = expect(run("graph", "--native", p), 0).stdout
         nodes, edges = dot_nodes_edges(out)
         ops = [n for n in nodes if re.fullmatch(r"g0_n\d+", n)]
-        assert len(ops) == 6 and out.count('label="InputOp"') == 2, out
+        assert len(ops) == 6 and out.count('<b>InputOp</b>') == 2, out
         assert "g0_in" not in out, out  # the InputOp nodes stand for the inputs
         joined = {a for a, _ in edges} | {b for _, b in edges}
         assert set(ops) <= joined, out
@@ -677,6 +677,29 @@ def t_graph_render():
     env = dict(os.environ, PATH=tmp("nowhere"))
     res = run("graph", p, "-o", tmp("x.svg"), env=env)
     assert res.returncode == 1 and "graphviz" in res.stderr and "dot" in res.stderr, res
+
+
+def t_graph_escaping():
+    """Names, ops, domains and strings with DOT and HTML specials (and a
+    control character) stay inside their labels: dot accepts the output."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    import onnx
+    odd = 'a"b\\c<d>&e\x01' + "x" * 60
+    n = h.make_node('My<Op>&"', [odd], ["y"], name=odd, domain='dom"<&>',
+                    mode=odd, ratio=0.5, sizes=[1, 2, 3])
+    g = h.make_graph([n], "g", [h.make_tensor_value_info(odd, T.FLOAT, ["b\"<&>", 3])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13), h.make_opsetid('dom"<&>', 1)])
+    p = tmp("odd.onnx")
+    onnx.save(m, p)
+    out = expect(run("graph", p), 0).stdout
+    assert "<b>My&lt;Op&gt;&amp;&quot; (dom&quot;&lt;&amp;&gt;)</b>" in out, out
+    assert "\x01" not in out and "..." in out, out  # cut after 40 characters
+    assert shutil.which("dot"), "Graphviz's dot is missing: run scripts/install-deps.sh"
+    svg = tmp("odd.svg")
+    res = run("graph", p, "-o", svg)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
 
 
 def t_graph_errors():
