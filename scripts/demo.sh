@@ -49,6 +49,25 @@ run "$tensio" convert --rten-version 1 "$vec/rten/small_cnn/small_cnn.v2.rten" "
 run "$tensio" convert "$out/cnn.v1.rten" "$out/cnn.rten"
 run "$tensio" convert "$out/weights.ten" "$out/nograph.rten"
 
+step "Did the conversions change anything? (diff: exit 0 equal, 1 different)"
+run "$tensio" diff "$vec/rten/small_cnn/small_cnn.v2.rten" "$out/cnn.rten"
+run "$tensio" diff "$out/batch.ten" "$out/batch.btf"
+run "$tensio" diff --json --tensors-only "$vec/rten/small_cnn/small_cnn.v2.rten" "$out/weights.ten"
+run "$tensio" diff "$vec/onnx/int_consts.onnx" "$vec/rten/int_consts/int_consts.v2.rten"  # rten narrows int64
+
+step "Statistics of each tensor (a sparkline of the histogram on a terminal; --json: its bins)"
+run "$tensio" stats --sparkline "$vec/tenbin/multi_infos.ten"
+run "$tensio" stats "$vec/btf/coo_btf_info_test.btf"
+
+step "The model's graph as Graphviz DOT (and SVG when Graphviz's dot is installed)"
+run "$tensio" graph "$vec/rten/small_cnn/small_cnn.v2.rten"
+if command -v dot >/dev/null 2>&1; then
+  run "$tensio" graph "$vec/rten/small_cnn/small_cnn.v2.rten" -o "$out/small_cnn.svg"
+  printf 'open %s in a browser\n' "$out/small_cnn.svg"
+else
+  printf '(no dot: apt-get install graphviz for tensio graph -o FILE.svg/.png)\n'
+fi
+
 step "Validation: a clean file prints nothing; broken ones say where and what"
 run "$tensio" validate "$out/batch.ten" "$out/batch.btf"
 run "$tensio" validate "$vec/btf/malformed/num_tensors_huge.btf" \

@@ -19,6 +19,7 @@ PACKAGES=(
   python3-dev python3-pytest   # the Python package (python/): its headers, its tests
   python3-pip python3-setuptools  # its test of pip install --no-build-isolation ./python
   groff-base zsh               # the man pages' and shell completions' test renders/parses them
+  graphviz                     # dot: tensio graph -o FILE.svg/.png, and its test
 )
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES=(gnuplot-nox       # bench/results/latest.png

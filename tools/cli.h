@@ -43,6 +43,9 @@ int cli_cmd_formats(int argc, char **argv);
 int cli_cmd_send(int argc, char **argv);
 int cli_cmd_recv(int argc, char **argv);
 int cli_cmd_cat(int argc, char **argv);
+int cli_cmd_diff(int argc, char **argv);
+int cli_cmd_stats(int argc, char **argv);
+int cli_cmd_graph(int argc, char **argv);
 
 /* -------------------------------------------------------- option parsing */
 

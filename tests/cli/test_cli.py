@@ -34,7 +34,8 @@ VECTOR_DIRS = [
     os.environ.get("TIO_TEST_VECTORS") or os.path.join(REPO, "tests", "vectors"),
     os.environ.get("TIO_SHARED_VECTORS") or os.path.join(REPO, "..", "shared", "vectors"),
 ]
-COMMANDS = ["ls", "info", "dump", "convert", "cat", "validate", "formats"]
+COMMANDS = ["ls", "info", "dump", "convert", "cat", "validate", "diff", "stats", "graph",
+            "formats"]
 
 PASSED = 0
 FAILED = 0

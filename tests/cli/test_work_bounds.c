@@ -15,9 +15,11 @@
  * counts), plus random byte writes.
  *
  * Commands (see commands[]): ls, ls --hash, ls --json --hash, info,
- * info --json, dump, dump --json, validate, and convert --no-sync to every
- * writable format (btf, tenbin, zio, rten, tmfile) with --drop-names
- * --drop-metadata --widen, with and without --densify.
+ * info --json, dump, dump --json, validate, diff --json IN IN (a file with
+ * itself: exit 1 when it holds a NaN), stats --json, graph (exit 1 without a
+ * graph), and convert --no-sync to every writable format (btf, tenbin, zio,
+ * rten, tmfile) with --drop-names --drop-metadata --widen, with and without
+ * --densify.
  *
  * Running a process per command would not fit the budget (~150,000 runs), so
  * the commands run in-process (tensio_run, the CLI's own entry point, linked
@@ -95,6 +97,9 @@ static const char *const commands[][14] = {
     {"dump", "IN"},
     {"dump", "--json", "IN"},
     {"validate", "IN"},
+    {"diff", "--json", "IN", "IN"},
+    {"stats", "--json", "IN"},
+    {"graph", "IN"},
     {CONV, "IN", "OUT.btf"},
     {CONV, "IN", "OUT.ten"},
     {CONV, "IN", "OUT.zmsg"},

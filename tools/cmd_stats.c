@@ -1,0 +1,417 @@
+/* tensio stats — summary statistics and a histogram of each tensor's values. */
+#include "cli.h"
+#include "cli_values.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char stats_help[] =
+    "Usage: tensio stats [OPTIONS] FILE [TENSOR...]\n"
+    "\n"
+    "Statistics of each tensor of FILE (or of the TENSORs named, by name or\n"
+    "index): element count, min, max, mean, standard deviation (population),\n"
+    "the number of zeros, NaNs and infinities, and a histogram. Min, max,\n"
+    "mean, std and the histogram cover the finite values; integers give an\n"
+    "exact min and max. float16, bfloat16 and float8 are converted on the fly.\n"
+    "A sparse (COO) tensor is summarised over its stored values (COUNT shows\n"
+    "them 'of' the dense element count). Two passes over the data: counts,\n"
+    "min/max and the moments (Welford, in long double), then the histogram.\n"
+    "On a terminal the histogram is a sparkline; --json gives its bins.\n"
+    "\n"
+    "Options:\n"
+    "      --json          print one JSON object instead (see docs/cli.md)\n"
+    "      --bins N        histogram bins, 1..1000 (default 16)\n"
+    "      --sparkline     show the sparkline even when stdout is not a terminal\n"
+    "  -f, --format FMT    read FILE as format FMT instead of detecting it\n"
+    "  -h, --help          show this help and exit\n";
+
+enum { OPT_HELP = 1, OPT_JSON, OPT_BINS, OPT_SPARK, OPT_FORMAT };
+
+static const cli_option stats_opts[] = {
+    {"help", 'h', 0, OPT_HELP},
+    {"json", 0, 0, OPT_JSON},
+    {"bins", 0, 1, OPT_BINS},
+    {"sparkline", 0, 0, OPT_SPARK},
+    {"format", 'f', 1, OPT_FORMAT},
+};
+
+#define DEFAULT_BINS 16
+#define MAX_BINS 1000
+
+typedef struct tensor_stats {
+    cli_num_kind kind;
+    uint64_t count;  /* values looked at (COO: nnz) */
+    uint64_t finite; /* of them finite (every integer is) */
+    uint64_t zeros, nans, infs;
+    double min, max; /* of the finite values */
+    int64_t imin, imax;
+    uint64_t umin, umax;
+    long double mean, m2; /* Welford */
+    size_t nbins;
+    double lo, hi;     /* histogram range */
+    double scale;      /* 1, or 0.5 when hi - lo overflows: bins are found on
+                          the halved values (exact) */
+    uint64_t *counts;  /* nbins, or NULL when no finite value */
+} tensor_stats;
+
+/* Pass 1: counts, min/max, moments. */
+static void pass_moments(tensor_stats *s, tio_dtype dt, const uint8_t *p, uint64_t n) {
+    size_t es = tio_dtype_size(dt);
+    s->kind = cli_dtype_kind(dt);
+    s->count = n;
+    for (uint64_t i = 0; i < n; i++, p += es) {
+        double x;
+        if (s->kind == CLI_NUM_INT) {
+            int64_t v = cli_load_i64(dt, p);
+            if (s->finite == 0 || v < s->imin) s->imin = v;
+            if (s->finite == 0 || v > s->imax) s->imax = v;
+            x = (double)v;
+        } else if (s->kind == CLI_NUM_UINT) {
+            uint64_t v = cli_load_u64(dt, p);
+            if (s->finite == 0 || v < s->umin) s->umin = v;
+            if (s->finite == 0 || v > s->umax) s->umax = v;
+            x = (double)v;
+        } else {
+            x = cli_load_f64(dt, p);
+            if (isnan(x)) {
+                s->nans++;
+                continue;
+            }
+            if (isinf(x)) {
+                s->infs++;
+                continue;
+            }
+        }
+        if (x == 0) s->zeros++;
+        if (s->finite == 0 || x < s->min) s->min = x;
+        if (s->finite == 0 || x > s->max) s->max = x;
+        s->finite++;
+        long double d = (long double)x - s->mean;
+        s->mean += d / (long double)s->finite;
+        s->m2 += d * ((long double)x - s->mean);
+    }
+}
+
+/* The bin of x as numpy.histogram(bins=n, range=(lo, hi)) on float64 finds
+ * it: a first guess from the scaled offset, corrected against the edges
+ * lo + i*step (the last bin is closed). */
+static size_t bin_of(double x, double lo, double hi, double step, size_t n) {
+    if (!(hi > lo)) return n / 2; /* a value too large for +-0.5 to widen */
+    double f = (x - lo) / (hi - lo) * (double)n;
+    if (!(f >= 0)) f = 0;
+    size_t i = f >= (double)n ? n - 1 : (size_t)f;
+    if (i > 0 && x < (double)i * step + lo) i--;
+    if (i + 1 < n && x >= (double)(i + 1) * step + lo) i++;
+    return i;
+}
+
+/* Pass 2: the histogram of the finite values over [min, max] (numpy widens
+ * a single value v to [v - 0.5, v + 0.5]). */
+static int pass_histogram(tensor_stats *s, tio_dtype dt, const uint8_t *p, uint64_t n,
+                          size_t nbins) {
+    s->nbins = nbins;
+    if (s->finite == 0) return CLI_EXIT_OK;
+    s->counts = calloc(nbins, sizeof *s->counts);
+    if (!s->counts) return cli_error("out of memory");
+    s->lo = s->min;
+    s->hi = s->max;
+    if (s->lo == s->hi) {
+        s->lo -= 0.5;
+        s->hi += 0.5;
+    }
+    s->scale = isfinite(s->hi - s->lo) ? 1.0 : 0.5;
+    double lo = s->lo * s->scale, hi = s->hi * s->scale;
+    double step = (hi - lo) / (double)nbins;
+    size_t es = tio_dtype_size(dt);
+    for (uint64_t i = 0; i < n; i++, p += es) {
+        double x = cli_load_f64(dt, p);
+        if (!isfinite(x)) continue;
+        s->counts[bin_of(x * s->scale, lo, hi, step, nbins)]++;
+    }
+    return CLI_EXIT_OK;
+}
+
+static double edge(const tensor_stats *s, size_t i) {
+    if (i == s->nbins) return s->hi;
+    double lo = s->lo * s->scale, hi = s->hi * s->scale;
+    return ((double)i * ((hi - lo) / (double)s->nbins) + lo) / s->scale;
+}
+
+static double stats_std(const tensor_stats *s) {
+    /* the root in long double: the variance of float64 extremes overflows double */
+    return s->finite ? (double)sqrtl(s->m2 / (long double)s->finite) : 0.0;
+}
+
+/* The sparkline: one of ▁▂▃▄▅▆▇█ per bin, scaled to the fullest; a space
+ * for an empty bin. */
+static void sparkline(const tensor_stats *s, char *buf, size_t size) {
+    static const char *const bars[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
+                                        "\u2585", "\u2586", "\u2587", "\u2588"};
+    uint64_t top = 0;
+    for (size_t i = 0; i < s->nbins; i++)
+        if (s->counts[i] > top) top = s->counts[i];
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < s->nbins && top; i++) {
+        const char *c = " ";
+        if (s->counts[i]) {
+            /* ceil(8 * count / top) in 1..8, without overflow */
+            long double lv = ceill(8.0L * (long double)s->counts[i] / (long double)top);
+            size_t lvl = lv < 1 ? 1 : lv > 8 ? 8 : (size_t)lv;
+            c = bars[lvl - 1];
+        }
+        size_t len = strlen(c);
+        if (used + len + 1 > size) break;
+        memcpy(buf + used, c, len + 1);
+        used += len;
+    }
+}
+
+static int compute(const char *path, size_t index, const tio_tensor *t, size_t nbins,
+                   tensor_stats *s) {
+    memset(s, 0, sizeof *s);
+    tio_dtype dt = tio_tensor_dtype(t);
+    const uint8_t *p = tio_tensor_data(t);
+    uint64_t n = tio_tensor_layout(t) == TIO_LAYOUT_COO ? tio_tensor_nnz(t)
+                                                        : tio_tensor_numel(t);
+    if (tio_dtype_size(dt) == 0 || (n && !p))
+        return cli_error("%s: tensor %zu: no data to summarise", path, index);
+    pass_moments(s, dt, p, n);
+    return pass_histogram(s, dt, p, n, nbins);
+}
+
+/* ----------------------------------------------------------------- text */
+
+static void fmt_min_max(const tensor_stats *s, int max, char *buf, size_t size) {
+    if (s->finite == 0)
+        snprintf(buf, size, "-");
+    else if (s->kind == CLI_NUM_INT)
+        snprintf(buf, size, "%lld", (long long)(max ? s->imax : s->imin));
+    else if (s->kind == CLI_NUM_UINT)
+        snprintf(buf, size, "%llu", (unsigned long long)(max ? s->umax : s->umin));
+    else
+        cli_format_double(buf, size, max ? s->max : s->min, 7);
+}
+
+static void add_row(cli_table *tab, size_t index, const tio_tensor *t, const tensor_stats *s,
+                    int spark) {
+    const char *name = tio_tensor_name(t);
+    char *ename = name ? cli_text_escape(name) : NULL;
+    char *shape = cli_shape_string(t);
+    const char *dtype = tio_dtype_name(tio_tensor_dtype(t));
+    char lo[48], hi[48], mean[48], sd[48];
+    fmt_min_max(s, 0, lo, sizeof lo);
+    fmt_min_max(s, 1, hi, sizeof hi);
+    if (s->finite) {
+        cli_format_double(mean, sizeof mean, (double)s->mean, 7);
+        cli_format_double(sd, sizeof sd, stats_std(s), 7);
+    } else {
+        snprintf(mean, sizeof mean, "-");
+        snprintf(sd, sizeof sd, "-");
+    }
+    cli_table_add(tab, "%zu", index);
+    cli_table_add(tab, "%s", ename ? ename : "-");
+    cli_table_add(tab, "%s", dtype ? dtype : "?");
+    cli_table_add(tab, "%s", shape ? shape : "?");
+    if (tio_tensor_layout(t) == TIO_LAYOUT_COO)
+        cli_table_add(tab, "%llu of %llu", (unsigned long long)s->count,
+                      (unsigned long long)tio_tensor_numel(t));
+    else
+        cli_table_add(tab, "%llu", (unsigned long long)s->count);
+    cli_table_add(tab, "%s", lo);
+    cli_table_add(tab, "%s", hi);
+    cli_table_add(tab, "%s", mean);
+    cli_table_add(tab, "%s", sd);
+    cli_table_add(tab, "%llu", (unsigned long long)s->zeros);
+    cli_table_add(tab, "%llu", (unsigned long long)s->nans);
+    cli_table_add(tab, "%llu", (unsigned long long)s->infs);
+    if (spark) {
+        char line[MAX_BINS * 3 + 1];
+        if (s->counts) {
+            sparkline(s, line, sizeof line);
+            cli_table_add(tab, "%s", line);
+        } else {
+            cli_table_add(tab, "-");
+        }
+    }
+    free(ename);
+    free(shape);
+}
+
+/* ----------------------------------------------------------------- JSON */
+
+static json_t *json_min_max(const tensor_stats *s, int max) {
+    if (s->finite == 0) return json_null();
+    if (s->kind == CLI_NUM_INT) return json_integer((json_int_t)(max ? s->imax : s->imin));
+    if (s->kind == CLI_NUM_UINT) {
+        uint64_t v = max ? s->umax : s->umin;
+        /* jansson's integers are int64: a larger uint64 as its decimal string */
+        if (v > (uint64_t)INT64_MAX) {
+            char b[24];
+            snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+            return json_string(b);
+        }
+        return json_integer((json_int_t)v);
+    }
+    return cli_json_double(max ? s->max : s->min);
+}
+
+static json_t *json_histogram(const tensor_stats *s) {
+    if (!s->counts) return json_null();
+    json_t *h = json_object(), *edges = json_array(), *counts = json_array();
+    int bad = !h || !edges || !counts;
+    bad |= h && cli_json_set(h, "edges", edges);
+    bad |= h && cli_json_set(h, "counts", counts);
+    for (size_t i = 0; i <= s->nbins && !bad; i++) {
+        bad |= json_array_append_new(edges, cli_json_double(edge(s, i))) != 0;
+        if (i < s->nbins)
+            bad |= json_array_append_new(counts, json_integer((json_int_t)s->counts[i])) != 0;
+    }
+    if (bad) {
+        if (!h) {
+            json_decref(edges);
+            json_decref(counts);
+        }
+        json_decref(h);
+        return NULL;
+    }
+    return h;
+}
+
+static json_t *json_tensor(size_t index, const tio_tensor *t, const tensor_stats *s) {
+    json_t *o = json_object();
+    if (!o) return NULL;
+    int coo = tio_tensor_layout(t) == TIO_LAYOUT_COO;
+    int bad = cli_json_set(o, "index", json_integer((json_int_t)index));
+    bad |= cli_json_set(o, "name", cli_json_str(tio_tensor_name(t)));
+    bad |= cli_json_set(o, "dtype", cli_json_str(tio_dtype_name(tio_tensor_dtype(t))));
+    bad |= cli_json_set(o, "shape", cli_json_shape(t));
+    bad |= cli_json_set(o, "layout", json_string(cli_layout_name(tio_tensor_layout(t))));
+    bad |= cli_json_set(o, "numel", json_integer((json_int_t)tio_tensor_numel(t)));
+    if (coo) bad |= cli_json_set(o, "nnz", json_integer((json_int_t)tio_tensor_nnz(t)));
+    bad |= cli_json_set(o, "count", json_integer((json_int_t)s->count));
+    bad |= cli_json_set(o, "finite", json_integer((json_int_t)s->finite));
+    bad |= cli_json_set(o, "min", json_min_max(s, 0));
+    bad |= cli_json_set(o, "max", json_min_max(s, 1));
+    bad |= cli_json_set(o, "mean", s->finite ? cli_json_double((double)s->mean) : json_null());
+    bad |= cli_json_set(o, "std", s->finite ? cli_json_double(stats_std(s)) : json_null());
+    bad |= cli_json_set(o, "zeros", json_integer((json_int_t)s->zeros));
+    bad |= cli_json_set(o, "nan", json_integer((json_int_t)s->nans));
+    bad |= cli_json_set(o, "inf", json_integer((json_int_t)s->infs));
+    bad |= cli_json_set(o, "histogram", json_histogram(s));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* -------------------------------------------------------------- command */
+
+static int parse_bins(const char *v, size_t *out) {
+    errno = 0;
+    char *end = NULL;
+    unsigned long long n = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
+    if (errno || !end || *end || n < 1 || n > MAX_BINS)
+        return cli_usage_error("stats", "--bins: '%s' is not a count from 1 to %d", v,
+                               MAX_BINS);
+    *out = (size_t)n;
+    return CLI_EXIT_OK;
+}
+
+static int run_stats(const char *path, const tio_container *c, const size_t *sel,
+                     size_t nsel, size_t nbins, int json, int spark) {
+    size_t n = sel ? nsel : tio_container_count(c);
+    json_t *root = NULL, *list = NULL;
+    cli_table tab;
+    cli_table_init(&tab, spark ? 13 : 12, 1u << 0 | 1u << 4 | 1u << 9 | 1u << 10 | 1u << 11);
+    if (json) {
+        root = json_object();
+        list = json_array();
+        if (!root || !list || cli_json_set(root, "file", cli_json_str(path)) ||
+            cli_json_set(root, "format", cli_json_str(tio_container_format(c))) ||
+            cli_json_set(root, "tensors", list)) {
+            json_decref(root);
+            if (!root) json_decref(list);
+            cli_table_free(&tab);
+            return cli_error("out of memory");
+        }
+    } else {
+        static const char *const head[] = {"INDEX", "NAME", "DTYPE", "SHAPE", "COUNT",
+                                           "MIN",   "MAX",  "MEAN",  "STD",   "ZEROS",
+                                           "NAN",   "INF",  "HISTOGRAM"};
+        for (size_t k = 0; k < tab.ncols; k++) cli_table_add(&tab, "%s", head[k]);
+    }
+    int rc = CLI_EXIT_OK;
+    for (size_t k = 0; k < n && rc == CLI_EXIT_OK; k++) {
+        size_t i = sel ? sel[k] : k;
+        const tio_tensor *t = tio_container_tensor(c, i);
+        tensor_stats s;
+        rc = compute(path, i, t, nbins, &s);
+        if (rc == CLI_EXIT_OK) {
+            if (json) {
+                json_t *o = json_tensor(i, t, &s);
+                if (!o || json_array_append_new(list, o) != 0) rc = cli_error("out of memory");
+            } else {
+                add_row(&tab, i, t, &s, spark);
+            }
+        }
+        free(s.counts);
+    }
+    if (json) {
+        if (rc == CLI_EXIT_OK) return cli_json_print(root);
+        json_decref(root);
+    } else if (rc == CLI_EXIT_OK) {
+        rc = tab.nomem ? cli_error("out of memory") : cli_table_print(&tab, stdout);
+    }
+    cli_table_free(&tab);
+    return rc;
+}
+
+int cli_cmd_stats(int argc, char **argv) {
+    cli_parser p;
+    int rc = cli_parser_init(&p, "stats", argc, argv, stats_opts,
+                             sizeof stats_opts / sizeof stats_opts[0]);
+    if (rc != CLI_EXIT_OK) return rc;
+    int json = 0, spark = isatty(STDOUT_FILENO), id;
+    size_t nbins = DEFAULT_BINS;
+    const char *format = NULL;
+    while (rc == CLI_EXIT_OK && (id = cli_parser_next(&p)) > 0) {
+        switch (id) {
+        case OPT_HELP:
+            fputs(stats_help, stdout);
+            cli_parser_free(&p);
+            return CLI_EXIT_OK;
+        case OPT_JSON: json = 1; break;
+        case OPT_BINS: rc = parse_bins(p.value, &nbins); break;
+        case OPT_SPARK: spark = 1; break;
+        case OPT_FORMAT: format = p.value; break;
+        default: break;
+        }
+    }
+    if (rc == CLI_EXIT_OK && id == CLI_PARSE_ERROR) rc = CLI_EXIT_USAGE;
+    if (rc == CLI_EXIT_OK && p.npos == 0) rc = cli_usage_error("stats", "missing FILE");
+    if (rc == CLI_EXIT_OK && format) rc = cli_check_format("stats", "--format", format);
+    if (rc != CLI_EXIT_OK) {
+        cli_parser_free(&p);
+        return rc;
+    }
+    tio_container *c = NULL;
+    rc = cli_open(p.pos[0], format, NULL, &c);
+    size_t *sel = NULL, nsel = p.npos - 1;
+    if (rc == CLI_EXIT_OK && nsel) {
+        sel = calloc(nsel, sizeof *sel);
+        if (!sel) rc = cli_error("out of memory");
+        for (size_t k = 0; k < nsel && rc == CLI_EXIT_OK; k++)
+            rc = cli_select_tensor(p.pos[0], c, p.pos[k + 1], &sel[k]);
+    }
+    if (rc == CLI_EXIT_OK) rc = run_stats(p.pos[0], c, sel, nsel, nbins, json, spark);
+    free(sel);
+    tio_container_free(c);
+    cli_parser_free(&p);
+    return rc;
+}
