@@ -47,6 +47,7 @@ _SAVE_FLAGS = {
     "drop_names": _tensio.SAVE_DROP_NAMES,
     "drop_metadata": _tensio.SAVE_DROP_METADATA,
     "widen": _tensio.SAVE_WIDEN,
+    "dequantize": _tensio.SAVE_DEQUANTIZE,
     "single_part": _tensio.SAVE_SINGLE_PART,
     "cleanup": _tensio.SAVE_CLEANUP,
 }
@@ -136,7 +137,7 @@ class Tensor:
         self._owner = owner
         self._index = index
         self.name, self.dtype_name, layout, self.shape, self.nnz, self.nbytes = info[:6]
-        self.layout = "coo" if layout == 1 else "dense"
+        self.layout = {1: "coo", 2: "quant"}.get(layout, "dense")
         self.aligned = info[6]
         self.source_offset = None if info[7] < 0 else info[7]
 

@@ -721,6 +721,10 @@ static PyObject *owner_array(OwnerObject *self, PyObject *arg)
         int64_t nnz = (int64_t)tio_tensor_nnz(t);
         return view_array(self, tn, 1, &nnz, tio_tensor_data(t));
     }
+    if (tio_tensor_layout(t) == TIO_LAYOUT_QUANT) { /* the blocks, as bytes */
+        int64_t nb = (int64_t)tio_tensor_nbytes(t);
+        return view_array(self, NPY_UINT8, 1, &nb, tio_tensor_data(t));
+    }
     return view_array(self, tn, (int)tio_tensor_rank(t), tio_tensor_shape(t),
                       tio_tensor_data(t));
 }
@@ -2051,6 +2055,7 @@ static const struct {
     TIO_CONST(OPEN_EXTERNAL_ANYWHERE), TIO_CONST(OPEN_NATIVE_GRAPH),
     TIO_CONST(SAVE_DENSIFY), TIO_CONST(SAVE_DROP_NAMES),
     TIO_CONST(SAVE_DROP_METADATA), TIO_CONST(SAVE_WIDEN),       TIO_CONST(SAVE_SINGLE_PART),
+    TIO_CONST(SAVE_DEQUANTIZE),
     TIO_CONST(SAVE_NO_SYNC),      TIO_CONST(SAVE_CLEANUP),      TIO_CONST(HASH_DENSE),
     TIO_CONST(HASH_VALUES),       TIO_CONST(HASH_INDICES),
     TIO_CONST(STREAM_BIND),       TIO_CONST(STREAM_CONNECT),    TIO_CONST(STREAM_SINGLE),
