@@ -104,6 +104,14 @@ static int read_name(tio_cursor *cur, const tio_read_ctx *ctx, const char *what,
     return TIO_OK;
 }
 
+/* The header (KV pairs and tensor infos) so far is within max_header_bytes. */
+static int header_limit(const tio_cursor *cur, const tio_read_ctx *ctx, tio_error *err) {
+    if (cur->pos <= ctx->limits.max_header_bytes) return TIO_OK;
+    return tio__err(err, TIO_E_LIMIT, G, (int64_t)cur->pos,
+                    "the header passes max_header_bytes %llu",
+                    (unsigned long long)ctx->limits.max_header_bytes);
+}
+
 static int set_prop(tio_container *c, const char *k, uint64_t v, tio_error *err) {
     char b[TIO__DEC_CAP];
     return tio__kv_append(&c->props, k, tio__u64_dec(b, v), err);
@@ -153,6 +161,7 @@ static int read_kvs(tio_cursor *cur, tio_read_ctx *ctx, uint64_t n_kv, uint32_t 
             }
         }
         rc = tio__meta_append_typed(ctx->c, key.p, text.p, tname.p, err);
+        if (!rc) rc = header_limit(cur, ctx, err);
     }
     if (!rc) rc = no_duplicates(keys, (size_t)n_kv, "keys", TIO_E_CORRUPT,
                                 "ggml refuses duplicates", err);
@@ -325,6 +334,7 @@ static int gguf_read(tio_read_ctx *ctx, tio_error *err) {
     }
     for (size_t i = 0; i < n_tensors && !rc; i++) {
         rc = read_info(&cur, ctx, i, &gi[i], err);
+        if (!rc) rc = header_limit(&cur, ctx, err);
         if (!rc) names[i] = (gkey){gi[i].name, gi[i].name_len, i};
     }
     if (!rc) rc = no_duplicates(names, (size_t)n_tensors, "tensors", TIO_E_CORRUPT,

@@ -162,6 +162,9 @@ static void test_counts(void **state) {
     lim.max_tensors = 1;
     refused_lim(&b, &lim, TIO_E_LIMIT, "max_tensors");
     memset(&lim, 0, sizeof lim);
+    lim.max_header_bytes = 64;
+    refused_lim(&b, &lim, TIO_E_LIMIT, "max_header_bytes");
+    memset(&lim, 0, sizeof lim);
     lim.max_objects = 0;
     head(&b, 3, UINT64_MAX, 0);
     refused(&b, TIO_E_LIMIT, "tensor count");
