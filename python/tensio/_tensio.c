@@ -619,7 +619,8 @@ static PyObject *shape_tuple(const tio_tensor *t)
     return build_seq(tio_tensor_rank(t), 1, dim_item, t);
 }
 
-/* info(i) -> (name, dtype_name, layout, shape, nnz, nbytes, aligned, source_offset) */
+/* info(i) -> (name, dtype_name, layout, shape, nnz, nbytes, aligned, source_offset,
+ *            quant type name or None) */
 static PyObject *owner_info(OwnerObject *self, PyObject *arg)
 {
     tio_tensor *t = arg_tensor(self, arg);
@@ -629,11 +630,12 @@ static PyObject *owner_info(OwnerObject *self, PyObject *arg)
     PyObject *shape = shape_tuple(t);
     PyObject *r = NULL;
     if (name && shape)
-        r = Py_BuildValue("(OsiOKnNL)", name, tio_dtype_name(tio_tensor_dtype(t)),
+        r = Py_BuildValue("(OsiOKnNLz)", name, tio_dtype_name(tio_tensor_dtype(t)),
                           (int)tio_tensor_layout(t), shape,
                           (unsigned long long)tio_tensor_nnz(t), (Py_ssize_t)tio_tensor_nbytes(t),
                           PyBool_FromLong(tio_tensor_is_aligned(t)),
-                          (long long)tio_tensor_source_offset(t));
+                          (long long)tio_tensor_source_offset(t),
+                          tio_quant_name(tio_tensor_quant(t)));
     Py_XDECREF(name);
     Py_XDECREF(shape);
     return r;
