@@ -295,6 +295,7 @@ ALL_KVS = [
     ("t.arr_i64", ARR, (I64, [1, -2, 3])), ("t.arr_bool", ARR, (BOOL, [True, False])),
     ("t.arr_empty", ARR, (U8, [])),
     ("t.nested", ARR, (ARR, [(I32, [1, 2]), (I32, [])])),
+    ("t.long", ARR, (I32, list(range(1000, 1100)))),
 ]
 KV_TYPES = {"t.u8": "uint8", "t.i8": "int8", "t.u16": "uint16", "t.i16": "int16",
             "t.u32": "uint32", "t.i32": "int32", "t.u64": "uint64", "t.i64": "int64",
@@ -359,6 +360,8 @@ def test_plain(tmp, rng):
     # and the text of `info` shows the pairs and abbreviates nothing short
     text = run("info", path).stdout
     assert "t.arr_str (array[string]) = " in text and "t.u8 (uint8) = 200" in text
+    assert "t.long (array[int32]) = [1000,1001," in text and "... (100 elements)" in text
+    assert "1099" not in text  # abbreviated
 
 
 @case("gguf_to_gguf_byte_equal")
