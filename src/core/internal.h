@@ -146,6 +146,17 @@ uint64_t tio__sink_pos(const tio_sink *s);
  * writes what it has gathered. */
 int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error *err);
 
+/* ------------------------------------------------------------ buffer */
+
+/* A growable byte buffer (a writer's header being built). Zeroed = empty;
+ * `oom` is set once an allocation failed, and later appends do nothing. */
+typedef struct tio_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} tio_buf;
+void tio__buf_put(tio_buf *b, const void *s, size_t n);
+
 /* --------------------------------------------------------- metadata */
 
 /* Ordered string pairs. Keys and first values are packed into chunks (a

@@ -15,13 +15,7 @@ enum {
     GGUF_I64 = 11, GGUF_F64 = 12, GGUF_TYPE_COUNT = 13
 };
 
-/* A growable byte buffer; `oom` is set once an allocation failed (further
- * appends do nothing). */
-typedef struct gguf_buf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} gguf_buf;
+typedef tio_buf gguf_buf;
 
 void gguf__put(gguf_buf *b, const void *s, size_t n);
 void gguf__put_u32(gguf_buf *b, uint32_t v);

@@ -26,28 +26,7 @@ int gguf__scalar_type(const char *name, size_t n) {
 
 /* ------------------------------------------------------------------ buffer */
 
-void gguf__put(gguf_buf *b, const void *s, size_t n) {
-    if (b->oom || n == 0) return;
-    if (b->cap - b->len < n) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc - b->len < n) {
-            if (nc > SIZE_MAX / 2) {
-                b->oom = 1;
-                return;
-            }
-            nc *= 2;
-        }
-        char *np = realloc(b->p, nc);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
+void gguf__put(gguf_buf *b, const void *s, size_t n) { tio__buf_put(b, s, n); }
 
 void gguf__put_u32(gguf_buf *b, uint32_t v) {
     uint8_t x[4];
