@@ -320,7 +320,7 @@ TIO_API int tio_container_meta_set(tio_container *c, const char *key,
  * as a JSON array of such values (strings as JSON strings), nested arrays
  * included. The type: "uint8" "int8" "uint16" "int16" "uint32" "int32"
  * "uint64" "int64" "float32" "float64" "bool" "string", or "array[T]" for an
- * array of T ("array[array[int32]]"). tio_container_meta_type returns the
+ * array of T ("array[array[int32]]"; at most TIO_MAX_DEPTH_CAP levels). tio_container_meta_type returns the
  * type of a key, or NULL for a plain string value (one set with
  * tio_container_meta_set, which clears a type). A writer that keeps types
  * (gguf) refuses a value its type cannot read (TIO_E_ARGUMENT); the others

@@ -123,7 +123,7 @@ bool tio__meta_type_ok(const char *type) {
     size_t depth = 0;
     while (strncmp(type, "array[", 6) == 0) {
         type += 6;
-        depth++;
+        if (++depth > TIO_MAX_DEPTH_CAP) return false; /* writers recurse per level */
     }
     size_t n = strlen(type);
     if (n < depth) return false;
