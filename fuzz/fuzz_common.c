@@ -190,7 +190,8 @@ static void dense_work(const tio_container *c) {
     }
     tio_save_options so = {0};
     so.format = "tenbin";
-    so.flags = TIO_SAVE_DENSIFY | TIO_SAVE_WIDEN | TIO_SAVE_DROP_NAMES | TIO_SAVE_DROP_METADATA;
+    so.flags = TIO_SAVE_DENSIFY | TIO_SAVE_WIDEN | TIO_SAVE_DROP_NAMES | TIO_SAVE_DROP_METADATA |
+               TIO_SAVE_DEQUANTIZE;
     tio_error ec;
     tio_error_clear(&ec);
     int check = tio_check_save(c, &so, &ec);
@@ -224,7 +225,9 @@ static void dense_work(const tio_container *c) {
                         i);
             uint8_t h[32];
             hash_or_fail(t, TIO_HASH_DENSE, h, "densified");
-            if (tio_tensor_dtype(s) == tio_tensor_dtype(t) && memcmp(h, dense[i], 32) != 0)
+            /* (a quantized tensor's hash is of its blocks; it is written dequantized) */
+            if (tio_tensor_dtype(s) == tio_tensor_dtype(t) &&
+                tio_tensor_layout(s) != TIO_LAYOUT_QUANT && memcmp(h, dense[i], 32) != 0)
                 fz_fail("densifying save: tensor %zu: the dense hash changed", i);
         }
         tio_container_free(d);

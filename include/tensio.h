@@ -167,8 +167,56 @@ typedef struct tio_limits {
 
 typedef enum tio_layout {
     TIO_LAYOUT_DENSE = 0, /* row-major (C order) */
-    TIO_LAYOUT_COO = 1    /* sparse coordinates: nnz × rank int64 indices + nnz values */
+    TIO_LAYOUT_COO = 1,   /* sparse coordinates: nnz × rank int64 indices + nnz values */
+    TIO_LAYOUT_QUANT = 2  /* block-quantized (GGUF/ggml): the shape is the logical
+                             shape; the data are blocks of tio_quant_block() elements
+                             along the last dim, row-major (see "quantized tensors") */
 } tio_layout;
+
+/* Block-quantized element types. The numbers are ggml's type numbers (GGUF
+ * tensor infos store them); a quantized tensor's dtype is TIO_FLOAT32, what
+ * its blocks dequantize to. */
+typedef enum tio_quant {
+    TIO_QUANT_NONE = 0, /* not quantized */
+    TIO_QUANT_Q4_0 = 2,
+    TIO_QUANT_Q4_1 = 3,
+    TIO_QUANT_Q5_0 = 6,
+    TIO_QUANT_Q5_1 = 7,
+    TIO_QUANT_Q8_0 = 8,
+    TIO_QUANT_Q8_1 = 9,
+    TIO_QUANT_Q2_K = 10,
+    TIO_QUANT_Q3_K = 11,
+    TIO_QUANT_Q4_K = 12,
+    TIO_QUANT_Q5_K = 13,
+    TIO_QUANT_Q6_K = 14,
+    TIO_QUANT_Q8_K = 15,
+    TIO_QUANT_IQ2_XXS = 16,
+    TIO_QUANT_IQ2_XS = 17,
+    TIO_QUANT_IQ3_XXS = 18,
+    TIO_QUANT_IQ1_S = 19,
+    TIO_QUANT_IQ4_NL = 20,
+    TIO_QUANT_IQ3_S = 21,
+    TIO_QUANT_IQ2_S = 22,
+    TIO_QUANT_IQ4_XS = 23,
+    TIO_QUANT_IQ1_M = 29,
+    TIO_QUANT_TQ1_0 = 34,
+    TIO_QUANT_TQ2_0 = 35,
+    TIO_QUANT_MXFP4 = 39,
+    TIO_QUANT_NVFP4 = 40,
+    TIO_QUANT_Q1_0 = 41,
+    TIO_QUANT_Q2_0 = 42
+} tio_quant;
+
+/* ggml's name ("q4_0", "q4_K", "iq2_xxs"…), or NULL when q is not a tio_quant. */
+TIO_API const char *tio_quant_name(tio_quant q);
+/* Inverse of tio_quant_name; TIO_QUANT_NONE if unknown. */
+TIO_API tio_quant tio_quant_from_name(const char *name);
+/* Elements per block and bytes per block: TIO_OK, or TIO_E_DTYPE when q is
+ * not a tio_quant. */
+TIO_API int tio_quant_block(tio_quant q, size_t *block_elems, size_t *block_bytes);
+/* Whether tensio can dequantize q (tio_tensor_densify, TIO_SAVE_DEQUANTIZE):
+ * q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K. */
+TIO_API int tio_quant_can_dequantize(tio_quant q);
 
 /* A tensor belongs to its container and lives as long as it. */
 typedef struct tio_tensor tio_tensor;
@@ -182,7 +230,8 @@ TIO_API const int64_t *tio_tensor_shape(const tio_tensor *t);
 /* Product of the dims (1 for rank 0). Never overflows: containers refuse
  * shapes whose element count or byte size does not fit in int64/size_t. */
 TIO_API uint64_t tio_tensor_numel(const tio_tensor *t);
-/* Bytes of the stored elements: numel×size for dense, nnz×size for COO. */
+/* Bytes of the stored elements: numel×size for dense, nnz×size for COO,
+ * numel / block elements × block bytes for quantized tensors. */
 TIO_API size_t tio_tensor_nbytes(const tio_tensor *t);
 /* Dense: the elements. COO: the nnz values. Little-endian, C order.
  * A view into the source when possible. The pointer is aligned to the
@@ -190,6 +239,8 @@ TIO_API size_t tio_tensor_nbytes(const tio_tensor *t);
  * with unaligned records); tio_tensor_materialize() fixes that. */
 TIO_API const void *tio_tensor_data(const tio_tensor *t);
 TIO_API int tio_tensor_is_aligned(const tio_tensor *t);
+/* TIO_LAYOUT_QUANT: the block type; TIO_QUANT_NONE for other layouts. */
+TIO_API tio_quant tio_tensor_quant(const tio_tensor *t);
 /* COO only (0 / NULL for dense): the number of stored values, and the
  * nnz × rank int64 little-endian coordinates, row i = coordinates of value i. */
 TIO_API uint64_t tio_tensor_nnz(const tio_tensor *t);
@@ -202,14 +253,17 @@ TIO_API int64_t tio_tensor_source_offset(const tio_tensor *t);
 TIO_API int tio_tensor_materialize(tio_tensor *t, tio_error *err);
 
 /* Writes the dense row-major bytes (COO: zeros with the values scattered in;
- * a duplicated coordinate takes its last value) to dst, which must hold
- * numel × dtype size bytes. */
+ * a duplicated coordinate takes its last value; quantized: the blocks
+ * dequantized to float32, TIO_E_UNSUPPORTED for a type that
+ * tio_quant_can_dequantize refuses) to dst, which must hold numel × dtype
+ * size bytes. */
 TIO_API int tio_tensor_densify(const tio_tensor *t, void *dst, size_t dst_size,
                                tio_error *err);
 
 /* SHA-256 (32 bytes) of what `what` names, as C-contiguous little-endian bytes:
  * TIO_HASH_DENSE: the dense tensor (COO: densified, streamed, O(nnz) memory;
- * TIO_E_LIMIT when numel × size exceeds the container's max_dense_bytes);
+ * TIO_E_LIMIT when numel × size exceeds the container's max_dense_bytes;
+ * quantized: the blocks as stored, as TIO_HASH_VALUES);
  * TIO_HASH_VALUES: the stored values; TIO_HASH_INDICES: the int64 indices. */
 enum { TIO_HASH_DENSE = 0, TIO_HASH_VALUES = 1, TIO_HASH_INDICES = 2 };
 TIO_API int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32],
@@ -269,6 +323,21 @@ TIO_API int tio_container_meta_at(const tio_container *c, size_t i, const char *
 TIO_API const char *tio_container_meta_get(const tio_container *c, const char *key);
 TIO_API int tio_container_meta_set(tio_container *c, const char *key,
                                    const char *value, tio_error *err);
+/* Typed metadata (GGUF key/value pairs). The value is text: integers in
+ * decimal, floats as the shortest decimal that reads back to the same value
+ * ("nan", "inf", "-inf"), bools "true"/"false", a string as it is; an array
+ * as a JSON array of such values (strings as JSON strings), nested arrays
+ * included. The type: "uint8" "int8" "uint16" "int16" "uint32" "int32"
+ * "uint64" "int64" "float32" "float64" "bool" "string", or "array[T]" for an
+ * array of T ("array[array[int32]]"; at most TIO_MAX_DEPTH_CAP levels). tio_container_meta_type returns the
+ * type of a key, or NULL for a plain string value (one set with
+ * tio_container_meta_set, which clears a type). A writer that keeps types
+ * (gguf) refuses a value its type cannot read (TIO_E_ARGUMENT); the others
+ * store the text. */
+TIO_API const char *tio_container_meta_type(const tio_container *c, const char *key);
+TIO_API int tio_container_meta_set_typed(tio_container *c, const char *key,
+                                         const char *value, const char *type,
+                                         tio_error *err);
 
 /* Readable-but-invalid findings (unaligned records, nonzero reserved or
  * padding bytes, trailing bytes…), each with code TIO_E_INVALID, offset and
@@ -306,6 +375,13 @@ typedef struct tio_tensor_desc {
  * points to it. */
 TIO_API int tio_container_add(tio_container *c, const tio_tensor_desc *desc,
                               unsigned flags, tio_tensor **out, tio_error *err);
+/* Appends a block-quantized tensor: desc->layout TIO_LAYOUT_QUANT, dtype
+ * TIO_FLOAT32, shape the logical shape (its last dim a multiple of the
+ * block's elements), data the blocks: nbytes = numel / block elements ×
+ * block bytes (tio_quant_block). tio_container_add refuses that layout. */
+TIO_API int tio_container_add_quantized(tio_container *c, const tio_tensor_desc *desc,
+                                        tio_quant quant, unsigned flags, tio_tensor **out,
+                                        tio_error *err);
 
 /* -------------------------------------------------------------------- graph */
 
@@ -460,6 +536,7 @@ TIO_API int tio_graph_set_native_format(tio_graph *g, const char *format,
 #define TIO_CAP_NAMES 0x2u    /* tensor names */
 #define TIO_CAP_METADATA 0x4u /* container/tensor metadata */
 #define TIO_CAP_GRAPH 0x8u    /* a model graph */
+#define TIO_CAP_QUANT 0x10u   /* block-quantized tensors (TIO_LAYOUT_QUANT) */
 
 TIO_API size_t tio_format_count(void);
 /* Name of format i ("btf", "tenbin"), or NULL past the end. */
@@ -534,6 +611,9 @@ TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_option
                                        the target's directory (O(its entries)); a caller
                                        saving many files there calls tio_save_cleanup()
                                        once instead */
+#define TIO_SAVE_DEQUANTIZE 0x80u   /* write quantized tensors to a format without
+                                       TIO_CAP_QUANT as float32 (their dequantized
+                                       values); without it such a save is TIO_E_LOSSY */
 
 typedef struct tio_save_options {
     const char *format; /* NULL = from the path's extension (tio_save) */

@@ -239,6 +239,8 @@ int cli_finish_output(int rc);
 
 /* "dense" / "coo". */
 const char *cli_layout_name(tio_layout layout);
+/* The tensor's dtype name, or its quant type's (\"q4_K\") when quantized. */
+const char *cli_tensor_dtype_name(const tio_tensor *t);
 /* "[2, 3]" (rank 0: "[]"); malloc'ed, NULL when out of memory. */
 char *cli_shape_string(const tio_tensor *t);
 /* A copy of s with control characters written as \xNN; malloc'ed. */

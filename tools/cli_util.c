@@ -361,8 +361,15 @@ const char *cli_layout_name(tio_layout layout) {
     switch (layout) {
     case TIO_LAYOUT_DENSE: return "dense";
     case TIO_LAYOUT_COO: return "coo";
+    case TIO_LAYOUT_QUANT: return "quant";
     }
     return "unknown";
+}
+
+const char *cli_tensor_dtype_name(const tio_tensor *t) {
+    const char *n = tio_tensor_layout(t) == TIO_LAYOUT_QUANT ? tio_quant_name(tio_tensor_quant(t))
+                                                             : tio_dtype_name(tio_tensor_dtype(t));
+    return n ? n : "?";
 }
 
 char *cli_vstrdup_printf(const char *fmt, va_list ap) {

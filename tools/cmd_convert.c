@@ -30,6 +30,9 @@ static const char convert_help[] =
     "      --widen         store dtypes the output format lacks in a wider dtype\n"
     "                      that holds every value exactly (bool -> uint8,\n"
     "                      float16/bfloat16 -> float32)\n"
+    "      --dequantize    write block-quantized tensors (GGUF q4_0, q4_K ...) to a\n"
+    "                      format without them as float32 (their dequantized\n"
+    "                      values; q4_0 q4_1 q5_0 q5_1 q8_0 q2_K..q6_K)\n"
     "      --format-version N, --rten-version N\n"
     "                      write version N of the output format (default: the\n"
     "                      format's default; rten: 2, or 1 for the V1 layout)\n"
@@ -63,6 +66,7 @@ enum {
     OPT_DROP_NAMES,
     OPT_DROP_METADATA,
     OPT_WIDEN,
+    OPT_DEQUANTIZE,
     OPT_FORCE,
     OPT_NO_SYNC,
     OPT_VERBOSE,
@@ -81,6 +85,7 @@ static const cli_option convert_opts[] = {
     {"drop-names", 0, 0, OPT_DROP_NAMES},
     {"drop-metadata", 0, 0, OPT_DROP_METADATA},
     {"widen", 0, 0, OPT_WIDEN},
+    {"dequantize", 0, 0, OPT_DEQUANTIZE},
     {"force", 0, 0, OPT_FORCE},
     {"no-sync", 0, 0, OPT_NO_SYNC},
     {"verbose", 'v', 0, OPT_VERBOSE},
@@ -108,6 +113,7 @@ static const loss_option loss_options[] = {
     {TIO_SAVE_DROP_METADATA, "--drop-metadata", "drop the metadata"},
     {TIO_SAVE_WIDEN, "--widen",
      "store dtypes the format lacks in a wider dtype that holds every value"},
+    {TIO_SAVE_DEQUANTIZE, "--dequantize", "write quantized tensors as float32"},
 };
 #define NLOSS (sizeof loss_options / sizeof loss_options[0])
 
@@ -351,6 +357,7 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_DROP_NAMES: flags |= TIO_SAVE_DROP_NAMES; break;
         case OPT_DROP_METADATA: flags |= TIO_SAVE_DROP_METADATA; break;
         case OPT_WIDEN: flags |= TIO_SAVE_WIDEN; break;
+        case OPT_DEQUANTIZE: flags |= TIO_SAVE_DEQUANTIZE; break;
         case OPT_FORCE: force = 1; break;
         case OPT_NO_SYNC: flags |= TIO_SAVE_NO_SYNC; break;
         case OPT_VERBOSE: verbose = 1; break;

@@ -189,6 +189,11 @@ typedef struct dump_view {
 static int make_view(const char *path, size_t index, const tio_tensor *t, uint64_t limit,
                      dump_view *v) {
     memset(v, 0, sizeof *v);
+    if (tio_tensor_layout(t) == TIO_LAYOUT_QUANT)
+        return cli_error("%s: tensor %zu is quantized (%s blocks of %zu bytes): dump shows "
+                         "element values; `tensio convert --dequantize` writes them as "
+                         "float32",
+                         path, index, cli_tensor_dtype_name(t), tio_tensor_nbytes(t));
     v->dtype = tio_tensor_dtype(t);
     v->esize = tio_dtype_size(v->dtype);
     v->coo = tio_tensor_layout(t) == TIO_LAYOUT_COO;

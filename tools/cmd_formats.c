@@ -33,6 +33,7 @@ static const cap_name cap_names[] = {
     {TIO_CAP_NAMES, "names"},
     {TIO_CAP_METADATA, "metadata"},
     {TIO_CAP_GRAPH, "graph"},
+    {TIO_CAP_QUANT, "quant"},
 };
 #define NCAPS (sizeof cap_names / sizeof cap_names[0])
 

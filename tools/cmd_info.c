@@ -37,7 +37,8 @@ static const cli_option info_opts[] = {
 typedef struct info_stats {
     uint64_t data_bytes;
     size_t per_dtype[TIO_DTYPE_COUNT];
-    size_t dense, coo;
+    size_t per_quant[64]; /* by tio_quant */
+    size_t dense, coo, quant;
 } info_stats;
 
 static void collect(const tio_container *c, info_stats *s) {
@@ -47,6 +48,12 @@ static void collect(const tio_container *c, info_stats *s) {
         const tio_tensor *t = tio_container_tensor(c, i);
         s->data_bytes += tio_tensor_nbytes(t);
         size_t d = (size_t)tio_tensor_dtype(t);
+        size_t q = (size_t)tio_tensor_quant(t);
+        if (tio_tensor_layout(t) == TIO_LAYOUT_QUANT) {
+            s->quant++;
+            if (q < 64) s->per_quant[q]++;
+            continue;
+        }
         if (d < TIO_DTYPE_COUNT) s->per_dtype[d]++;
         if (tio_tensor_layout(t) == TIO_LAYOUT_COO)
             s->coo++;
@@ -745,11 +752,17 @@ static int info_json(const char *path, const tio_container *c, const info_stats 
         if (s->per_dtype[d] && name)
             bad |= cli_json_set(dtypes, name, json_integer((json_int_t)s->per_dtype[d]));
     }
+    for (size_t q = 0; q < 64 && !bad; q++) {
+        const char *name = tio_quant_name((tio_quant)q);
+        if (s->per_quant[q] && name)
+            bad |= cli_json_set(dtypes, name, json_integer((json_int_t)s->per_quant[q]));
+    }
     json_t *layouts = json_object();
     bad |= cli_json_set(root, "layouts", layouts);
     if (!bad) {
         bad |= cli_json_set(layouts, "dense", json_integer((json_int_t)s->dense));
         bad |= cli_json_set(layouts, "coo", json_integer((json_int_t)s->coo));
+        if (s->quant) bad |= cli_json_set(layouts, "quant", json_integer((json_int_t)s->quant));
     }
 
     json_t *meta = json_object();
@@ -759,6 +772,19 @@ static int info_json(const char *path, const tio_container *c, const info_stats 
         const char *k = NULL, *v = NULL;
         if (tio_container_meta_at(c, i, &k, &v) != TIO_OK || !k) continue;
         bad |= cli_json_set(meta, k, cli_json_str(v ? v : ""));
+    }
+    /* typed metadata (GGUF): the type of each typed key */
+    json_t *types = NULL;
+    for (size_t i = 0; i < nm && !bad; i++) {
+        const char *k = NULL, *ty;
+        if (tio_container_meta_at(c, i, &k, NULL) != TIO_OK || !k ||
+            !(ty = tio_container_meta_type(c, k)))
+            continue;
+        if (!types) {
+            types = json_object();
+            bad |= cli_json_set(root, "metadata_types", types);
+        }
+        if (!bad) bad |= cli_json_set(types, k, cli_json_str(ty));
     }
 
     size_t nw = tio_container_warning_count(c);
@@ -799,6 +825,28 @@ static int info_json(const char *path, const tio_container *c, const info_stats 
     return cli_json_print(root);
 }
 
+#define META_SHOWN 96 /* characters of a long array's text that info shows */
+
+/* Elements of typed metadata's JSON array text (top level). */
+static size_t array_len(const char *v) {
+    size_t n = 0, depth = 0;
+    int in_str = 0, any = 0;
+    for (const char *p = v; *p; p++) {
+        if (in_str) {
+            if (*p == '\\' && p[1]) p++;
+            else if (*p == '"') in_str = 0;
+            continue;
+        }
+        if (*p == '"') in_str = 1;
+        if (*p == '[') depth++;
+        else if (*p == ']') depth--;
+        else if (*p == ',' && depth == 1) n++;
+        if (depth >= 1 && *p != '[' && *p != ' ') any = 1;
+        if (depth > 1) any = 1;
+    }
+    return any ? n + 1 : 0;
+}
+
 static int print_escaped(const char *label, const char *s) {
     char *e = cli_text_escape(s);
     if (!e) return cli_error("out of memory");
@@ -814,8 +862,9 @@ static int info_text(const char *path, const tio_container *c, const info_stats 
     printf("format:      %s\n", fmt ? fmt : "-");
     printf("file size:   %llu bytes\n",
            (unsigned long long)tio_container_source_size(c));
-    printf("tensors:     %zu (%zu dense, %zu coo)\n", tio_container_count(c), s->dense,
-           s->coo);
+    printf("tensors:     %zu (%zu dense, %zu coo", tio_container_count(c), s->dense, s->coo);
+    if (s->quant) printf(", %zu quantized", s->quant);
+    fputs(")\n", stdout);
     printf("data bytes:  %llu\n", (unsigned long long)s->data_bytes);
     fputs("dtypes:      ", stdout);
     int any = 0;
@@ -825,6 +874,12 @@ static int info_text(const char *path, const tio_container *c, const info_stats 
         printf("%s%s: %zu", any ? ", " : "", name, s->per_dtype[d]);
         any = 1;
     }
+    for (size_t q = 0; q < 64; q++) {
+        const char *name = tio_quant_name((tio_quant)q);
+        if (!s->per_quant[q] || !name) continue;
+        printf("%s%s: %zu", any ? ", " : "", name, s->per_quant[q]);
+        any = 1;
+    }
     fputs(any ? "\n" : "-\n", stdout);
 
     size_t nm = tio_container_meta_count(c);
@@ -832,6 +887,7 @@ static int info_text(const char *path, const tio_container *c, const info_stats 
     for (size_t i = 0; i < nm; i++) {
         const char *k = NULL, *v = NULL;
         if (tio_container_meta_at(c, i, &k, &v) != TIO_OK || !k) continue;
+        const char *ty = tio_container_meta_type(c, k);
         char *ek = cli_text_escape(k);
         char *ev = cli_text_escape(v ? v : "");
         if (!ek || !ev) {
@@ -839,7 +895,15 @@ static int info_text(const char *path, const tio_container *c, const info_stats 
             free(ev);
             return cli_error("out of memory");
         }
-        printf("  %s = %s\n", ek, ev);
+        if (ty && strncmp(ty, "array[", 6) == 0 && strlen(ev) > META_SHOWN) {
+            /* arrays abbreviated: the start and the element count */
+            ev[META_SHOWN] = 0;
+            printf("  %s (%s) = %s... (%zu elements)\n", ek, ty, ev, array_len(v));
+        } else if (ty) {
+            printf("  %s (%s) = %s\n", ek, ty, ev);
+        } else {
+            printf("  %s = %s\n", ek, ev);
+        }
         free(ek);
         free(ev);
     }

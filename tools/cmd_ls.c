@@ -111,7 +111,7 @@ static int ls_json(const char *path, const tio_container *c, int hash, cli_progr
         int coo = tio_tensor_layout(t) == TIO_LAYOUT_COO;
         bad |= cli_json_set(o, "index", json_integer((json_int_t)i));
         bad |= cli_json_set(o, "name", cli_json_str(tio_tensor_name(t)));
-        bad |= cli_json_set(o, "dtype", cli_json_str(tio_dtype_name(tio_tensor_dtype(t))));
+        bad |= cli_json_set(o, "dtype", cli_json_str(cli_tensor_dtype_name(t)));
         bad |= cli_json_set(o, "shape", cli_json_shape(t));
         bad |= cli_json_set(o, "layout", json_string(cli_layout_name(tio_tensor_layout(t))));
         bad |= cli_json_set(o, "nbytes", json_integer((json_int_t)tio_tensor_nbytes(t)));
@@ -163,10 +163,9 @@ static int ls_text(const char *path, const tio_container *c, int hash, cli_progr
             rc = cli_error("out of memory");
             break;
         }
-        const char *dtype = tio_dtype_name(tio_tensor_dtype(t));
         cli_table_add(&tab, "%zu", i);
         cli_table_add(&tab, "%s", ename ? ename : "-");
-        cli_table_add(&tab, "%s", dtype ? dtype : "?");
+        cli_table_add(&tab, "%s", cli_tensor_dtype_name(t));
         cli_table_add(&tab, "%s", shape);
         cli_table_add(&tab, "%s", cli_layout_name(tio_tensor_layout(t)));
         cli_table_add(&tab, "%zu", tio_tensor_nbytes(t));

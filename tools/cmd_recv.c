@@ -404,7 +404,7 @@ static int report_json(const recv_args *a, uint64_t index, const tio_container *
             break;
         }
         bad |= cli_json_set(to, "name", cli_json_str(tio_tensor_name(t)));
-        bad |= cli_json_set(to, "dtype", cli_json_str(tio_dtype_name(tio_tensor_dtype(t))));
+        bad |= cli_json_set(to, "dtype", cli_json_str(cli_tensor_dtype_name(t)));
         bad |= cli_json_set(to, "shape", cli_json_shape(t));
         bad |= cli_json_set(to, "layout", json_string(cli_layout_name(tio_tensor_layout(t))));
         bad |= cli_json_set(to, "nbytes", json_integer((json_int_t)tio_tensor_nbytes(t)));
@@ -455,7 +455,7 @@ static int report_text(const recv_args *a, uint64_t index, const tio_container *
         const char *name = tio_tensor_name(t);
         char *ename = name ? cli_text_escape(name) : NULL;
         char *shape = cli_shape_string(t);
-        const char *dt = tio_dtype_name(tio_tensor_dtype(t));
+        const char *dt = cli_tensor_dtype_name(t);
         if ((name && !ename) || !shape) {
             free(ename);
             free(shape);

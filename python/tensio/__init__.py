@@ -47,6 +47,7 @@ _SAVE_FLAGS = {
     "drop_names": _tensio.SAVE_DROP_NAMES,
     "drop_metadata": _tensio.SAVE_DROP_METADATA,
     "widen": _tensio.SAVE_WIDEN,
+    "dequantize": _tensio.SAVE_DEQUANTIZE,
     "single_part": _tensio.SAVE_SINGLE_PART,
     "cleanup": _tensio.SAVE_CLEANUP,
 }
@@ -136,9 +137,10 @@ class Tensor:
         self._owner = owner
         self._index = index
         self.name, self.dtype_name, layout, self.shape, self.nnz, self.nbytes = info[:6]
-        self.layout = "coo" if layout == 1 else "dense"
+        self.layout = {1: "coo", 2: "quant"}.get(layout, "dense")
         self.aligned = info[6]
         self.source_offset = None if info[7] < 0 else info[7]
+        self.quant = info[8]  # the block type of a quantized tensor ("q4_K"), else None
 
     @property
     def array(self):
@@ -148,6 +150,14 @@ class Tensor:
     @property
     def metadata(self):
         return self._owner.tensor_metadata(self._index)
+
+    @property
+    def blocks(self):
+        """A quantized tensor's blocks as stored (a read-only uint8 view);
+        .quant names the block type."""
+        if self.layout != "quant":
+            raise ArgumentError("blocks: not a quantized tensor")
+        return self._owner.array(self._index)
 
     def sha256(self, what="dense"):
         """Hex SHA-256 of the dense tensor ("dense"), of the stored values
@@ -293,6 +303,8 @@ def _item(owner, i):
     info = owner.info(i)
     if info[2] == 1:
         return Coo(owner, i, info)
+    if info[2] == 2:  # quantized (GGUF): the dequantized float32 values, a copy
+        return owner.densify(i)
     return _view_dtype(owner.array(i), info[1])
 
 

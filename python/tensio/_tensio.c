@@ -623,7 +623,8 @@ static PyObject *shape_tuple(const tio_tensor *t)
     return build_seq(tio_tensor_rank(t), 1, dim_item, t);
 }
 
-/* info(i) -> (name, dtype_name, layout, shape, nnz, nbytes, aligned, source_offset) */
+/* info(i) -> (name, dtype_name, layout, shape, nnz, nbytes, aligned, source_offset,
+ *            quant type name or None) */
 static PyObject *owner_info(OwnerObject *self, PyObject *arg)
 {
     tio_tensor *t = arg_tensor(self, arg);
@@ -633,11 +634,12 @@ static PyObject *owner_info(OwnerObject *self, PyObject *arg)
     PyObject *shape = shape_tuple(t);
     PyObject *r = NULL;
     if (name && shape)
-        r = Py_BuildValue("(OsiOKnNL)", name, tio_dtype_name(tio_tensor_dtype(t)),
+        r = Py_BuildValue("(OsiOKnNLz)", name, tio_dtype_name(tio_tensor_dtype(t)),
                           (int)tio_tensor_layout(t), shape,
                           (unsigned long long)tio_tensor_nnz(t), (Py_ssize_t)tio_tensor_nbytes(t),
                           PyBool_FromLong(tio_tensor_is_aligned(t)),
-                          (long long)tio_tensor_source_offset(t));
+                          (long long)tio_tensor_source_offset(t),
+                          tio_quant_name(tio_tensor_quant(t)));
     Py_XDECREF(name);
     Py_XDECREF(shape);
     return r;
@@ -724,6 +726,10 @@ static PyObject *owner_array(OwnerObject *self, PyObject *arg)
     if (tio_tensor_layout(t) == TIO_LAYOUT_COO) {
         int64_t nnz = (int64_t)tio_tensor_nnz(t);
         return view_array(self, tn, 1, &nnz, tio_tensor_data(t));
+    }
+    if (tio_tensor_layout(t) == TIO_LAYOUT_QUANT) { /* the blocks, as bytes */
+        int64_t nb = (int64_t)tio_tensor_nbytes(t);
+        return view_array(self, NPY_UINT8, 1, &nb, tio_tensor_data(t));
     }
     return view_array(self, tn, (int)tio_tensor_rank(t), tio_tensor_shape(t),
                       tio_tensor_data(t));
@@ -2147,6 +2153,7 @@ static const struct {
     TIO_CONST(OPEN_EXTERNAL_ANYWHERE), TIO_CONST(OPEN_NATIVE_GRAPH),
     TIO_CONST(SAVE_DENSIFY), TIO_CONST(SAVE_DROP_NAMES),
     TIO_CONST(SAVE_DROP_METADATA), TIO_CONST(SAVE_WIDEN),       TIO_CONST(SAVE_SINGLE_PART),
+    TIO_CONST(SAVE_DEQUANTIZE),
     TIO_CONST(SAVE_NO_SYNC),      TIO_CONST(SAVE_CLEANUP),      TIO_CONST(HASH_DENSE),
     TIO_CONST(HASH_VALUES),       TIO_CONST(HASH_INDICES),
     TIO_CONST(STREAM_BIND),       TIO_CONST(STREAM_CONNECT),    TIO_CONST(STREAM_SINGLE),

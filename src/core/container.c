@@ -1,6 +1,7 @@
 /* Containers: ordered tensors, metadata, validation findings, the source. */
 #include "internal.h"
 #include "graph/graph.h"
+#include "quant/quant.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@ void tio_container_free(tio_container *c) {
     for (size_t i = 0; i < c->count; i++) tensor_free(c->tensors[i]);
     free(c->tensors);
     tio__kv_free(&c->meta);
+    tio__kv_free(&c->meta_types);
     tio__kv_free(&c->props);
     tio__graph_free(c->graph);
     free(c->warnings);
@@ -112,7 +114,60 @@ const char *tio_container_meta_get(const tio_container *c, const char *key) {
 int tio_container_meta_set(tio_container *c, const char *key, const char *value,
                            tio_error *err) {
     if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "container is NULL");
-    return tio__kv_set(&c->meta, key, value, err);
+    int rc = tio__kv_set(&c->meta, key, value, err);
+    if (rc == TIO_OK && tio__kv_get(&c->meta_types, key))
+        rc = tio__kv_set(&c->meta_types, key, "", err); /* a plain string now */
+    return rc;
+}
+
+const char *tio__meta_type(const tio_container *c, const char *key) {
+    const char *t = c ? tio__kv_get(&c->meta_types, key) : NULL;
+    return t && t[0] ? t : NULL;
+}
+
+const char *tio_container_meta_type(const tio_container *c, const char *key) {
+    return tio__meta_type(c, key);
+}
+
+static const char *const scalar_types[] = {"uint8",  "int8",    "uint16",  "int16", "uint32",
+                                           "int32",  "uint64",  "int64",   "float32",
+                                           "float64", "bool",   "string"};
+
+bool tio__meta_type_ok(const char *type) {
+    if (!type) return false;
+    size_t depth = 0;
+    while (strncmp(type, "array[", 6) == 0) {
+        type += 6;
+        if (++depth > TIO_MAX_DEPTH_CAP) return false; /* writers recurse per level */
+    }
+    size_t n = strlen(type);
+    if (n < depth) return false;
+    for (size_t i = 0; i < depth; i++)
+        if (type[n - 1 - i] != ']') return false;
+    n -= depth;
+    for (size_t i = 0; i < sizeof scalar_types / sizeof scalar_types[0]; i++)
+        if (strlen(scalar_types[i]) == n && memcmp(scalar_types[i], type, n) == 0) return true;
+    return false;
+}
+
+int tio_container_meta_set_typed(tio_container *c, const char *key, const char *value,
+                                 const char *type, tio_error *err) {
+    if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "container is NULL");
+    if (!tio__meta_type_ok(type))
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "'%.64s' is not a metadata type (expected uint8 … float64, bool, "
+                        "string or array[T])",
+                        type ? type : "(null)");
+    int rc = tio__kv_set(&c->meta, key, value, err);
+    if (rc == TIO_OK) rc = tio__kv_set(&c->meta_types, key, type, err);
+    return rc;
+}
+
+int tio__meta_append_typed(tio_container *c, const char *key, const char *value,
+                           const char *type, tio_error *err) {
+    int rc = tio__kv_append(&c->meta, key, value, err);
+    if (rc == TIO_OK) rc = tio__kv_append(&c->meta_types, key, type, err);
+    return rc;
 }
 
 size_t tio_container_prop_count(const tio_container *c) { return c ? c->props.count : 0; }
@@ -195,15 +250,30 @@ static char *dup_name(const char *s) {
 }
 
 /* Shared by tio_container_add (copy or borrow) and decoders (views). */
-static int add_tensor(tio_container *c, const tio_tensor_desc *d, int copy,
+static int add_tensor(tio_container *c, const tio_tensor_desc *d, tio_quant quant, int copy,
                       int64_t source_offset, const char *format, tio_error *err) {
     int64_t off = source_offset;
     if (!c || !d) return tio__err(err, TIO_E_ARGUMENT, format, -1, "container or description is NULL");
     size_t esize = tio_dtype_size(d->dtype);
     if (esize == 0)
         return tio__err(err, TIO_E_DTYPE, format, off, "dtype %d is not a tio_dtype", (int)d->dtype);
-    if (d->layout != TIO_LAYOUT_DENSE && d->layout != TIO_LAYOUT_COO)
+    if (d->layout != TIO_LAYOUT_DENSE && d->layout != TIO_LAYOUT_COO &&
+        d->layout != TIO_LAYOUT_QUANT)
         return tio__err(err, TIO_E_ARGUMENT, format, off, "layout %d is not a tio_layout", (int)d->layout);
+    const tio_quant_info *qi = NULL;
+    if (d->layout == TIO_LAYOUT_QUANT) {
+        qi = tio__quant_info((int)quant);
+        if (!qi)
+            return tio__err(err, TIO_E_DTYPE, format, off, "quant type %d is not a tio_quant",
+                            (int)quant);
+        if (d->dtype != TIO_FLOAT32)
+            return tio__err(err, TIO_E_ARGUMENT, format, off,
+                            "a quantized tensor's dtype is float32 (found %s)",
+                            tio_dtype_name(d->dtype));
+    } else if (quant != TIO_QUANT_NONE) {
+        return tio__err(err, TIO_E_ARGUMENT, format, off, "quant type given for a %s tensor",
+                        d->layout == TIO_LAYOUT_COO ? "COO" : "dense");
+    }
     if (d->rank > API_MAX_RANK)
         return tio__err(err, TIO_E_LIMIT, format, off, "rank %zu exceeds %u", d->rank, API_MAX_RANK);
     if (d->rank > 0 && !d->shape)
@@ -227,10 +297,21 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, int copy,
     } else if (d->nnz || d->indices) {
         return tio__err(err, TIO_E_ARGUMENT, format, off, "nnz/indices given for a dense tensor");
     }
+    if (qi) {
+        int64_t last = d->rank ? d->shape[d->rank - 1] : 1;
+        if (last % qi->elems != 0)
+            return tio__err(err, TIO_E_CORRUPT, format, off,
+                            "%s: the last dim is %lld, not a multiple of the block's %u "
+                            "elements",
+                            qi->name, (long long)last, (unsigned)qi->elems);
+        /* numel / elems blocks of `bytes` each: no more than the dense size */
+        expect = (size_t)(numel / qi->elems) * qi->bytes;
+    }
     if (d->nbytes != expect)
         return tio__err(err, TIO_E_CORRUPT, format, off,
-                        "data has %zu bytes (expected %zu for this dtype and %s)", d->nbytes,
-                        expect, d->layout == TIO_LAYOUT_COO ? "nnz" : "shape");
+                        "data has %zu bytes (expected %zu for this %s and %s)", d->nbytes,
+                        expect, qi ? "quant type" : "dtype",
+                        d->layout == TIO_LAYOUT_COO ? "nnz" : "shape");
     if (expect && !d->data)
         return tio__err(err, TIO_E_ARGUMENT, format, off, "data is NULL");
     if (d->layout == TIO_LAYOUT_COO) {
@@ -258,6 +339,7 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, int copy,
     if (!t) return tio__nomem(err, format);
     t->dtype = d->dtype;
     t->layout = d->layout;
+    t->quant = quant;
     t->rank = d->rank;
     t->numel = numel;
     t->nbytes = d->nbytes;
@@ -301,7 +383,21 @@ nomem:
 
 int tio_container_add(tio_container *c, const tio_tensor_desc *desc, unsigned flags,
                       tio_tensor **out, tio_error *err) {
-    int rc = add_tensor(c, desc, !(flags & TIO_ADD_BORROW), -1, NULL, err);
+    if (desc && desc->layout == TIO_LAYOUT_QUANT)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "a quantized tensor is added with tio_container_add_quantized");
+    int rc = add_tensor(c, desc, TIO_QUANT_NONE, !(flags & TIO_ADD_BORROW), -1, NULL, err);
+    if (rc == TIO_OK && out) *out = c->tensors[c->count - 1];
+    return rc;
+}
+
+int tio_container_add_quantized(tio_container *c, const tio_tensor_desc *desc,
+                                tio_quant quant, unsigned flags, tio_tensor **out,
+                                tio_error *err) {
+    if (desc && desc->layout != TIO_LAYOUT_QUANT)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "tio_container_add_quantized: the layout must be TIO_LAYOUT_QUANT");
+    int rc = add_tensor(c, desc, quant, !(flags & TIO_ADD_BORROW), -1, NULL, err);
     if (rc == TIO_OK && out) *out = c->tensors[c->count - 1];
     return rc;
 }
@@ -316,6 +412,11 @@ int tio_container_add(tio_container *c, const tio_tensor_desc *desc, unsigned fl
 
 int tio__container_add_view(tio_container *c, const tio_tensor_desc *d,
                             int64_t source_offset, const char *format, tio_error *err) {
+    return tio__container_add_quant_view(c, d, TIO_QUANT_NONE, source_offset, format, err);
+}
+
+int tio__container_add_quant_view(tio_container *c, const tio_tensor_desc *d, tio_quant q,
+                                  int64_t source_offset, const char *format, tio_error *err) {
     if (c && d) {
         uint64_t ib = 0, total = 0, cap = 0;
         int over = tio__mul64_ovf(d->nnz, (uint64_t)d->rank, &ib) || tio__mul64_ovf(ib, 8, &ib) ||
@@ -331,7 +432,10 @@ int tio__container_add_view(tio_container *c, const tio_tensor_desc *d,
                             c->count, (unsigned long long)cap,
                             (unsigned long long)c->source_size);
     }
-    int rc = add_tensor(c, d, 0, source_offset, format, err);
+    if (d && (d->layout == TIO_LAYOUT_QUANT) != (q != TIO_QUANT_NONE))
+        return tio__err(err, TIO_E_ARGUMENT, format, source_offset,
+                        "a quant type goes with the quantized layout only");
+    int rc = add_tensor(c, d, q, 0, source_offset, format, err);
     if (rc == TIO_OK) c->view_bytes += d->nbytes + (size_t)(d->nnz * d->rank * 8);
     return rc;
 }

@@ -146,6 +146,17 @@ uint64_t tio__sink_pos(const tio_sink *s);
  * writes what it has gathered. */
 int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error *err);
 
+/* ------------------------------------------------------------ buffer */
+
+/* A growable byte buffer (a writer's header being built). Zeroed = empty;
+ * `oom` is set once an allocation failed, and later appends do nothing. */
+typedef struct tio_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} tio_buf;
+void tio__buf_put(tio_buf *b, const void *s, size_t n);
+
 /* --------------------------------------------------------- metadata */
 
 /* Ordered string pairs. Keys and first values are packed into chunks (a
@@ -176,6 +187,7 @@ struct tio_tensor {
     char *name; /* NULL when unnamed */
     tio_dtype dtype;
     tio_layout layout;
+    tio_quant quant;        /* TIO_LAYOUT_QUANT: the block type */
     size_t rank;
     int64_t *shape;         /* never NULL (points to shape0 for small ranks) */
     int64_t shape0[4];
@@ -197,6 +209,7 @@ struct tio_container {
     tio_tensor **tensors;
     size_t count, cap;
     tio_kv meta;
+    tio_kv meta_types;      /* key -> type of typed metadata ("" = a plain string) */
     tio_kv props;           /* facts about the source's layout (reader-set) */
     struct tio_graph *graph; /* root model graph or NULL (src/graph) */
     const char *format;     /* static string of the format read, or NULL */
@@ -239,6 +252,9 @@ void tio__container_ref(const tio_container *c);
 int tio__container_add_view(tio_container *c, const tio_tensor_desc *d,
                             int64_t source_offset, const char *format,
                             tio_error *err);
+/* The same for a quantized tensor (d->layout TIO_LAYOUT_QUANT) of type q. */
+int tio__container_add_quant_view(tio_container *c, const tio_tensor_desc *d, tio_quant q,
+                                  int64_t source_offset, const char *format, tio_error *err);
 
 /* ------------------------------------------------------------ reading */
 
@@ -286,11 +302,12 @@ int tio__open_rparts(const struct tio_format_desc *f, const tio_rpart *parts, si
 /* ------------------------------------------------------------ writing */
 
 /* What a writer sees of tensor i after the save options were applied:
- * names dropped, dtypes widened, COO densified. */
+ * names dropped, dtypes widened, COO densified, quantized blocks
+ * dequantized. */
 typedef struct tio_wtensor {
     const char *name; /* NULL when none (or dropped) */
     tio_dtype dtype;
-    tio_layout layout;
+    tio_layout layout; /* TIO_LAYOUT_QUANT only for formats with TIO_CAP_QUANT */
     size_t rank;
     const int64_t *shape;
     uint64_t numel;
@@ -386,6 +403,14 @@ typedef struct tio_format_desc {
     int (*read_parts)(tio_read_ctx *ctx, const tio_rpart *parts, size_t n, tio_error *err);
     int (*write_parts)(tio_write_plan *p, struct tio_message *m, tio_error *err);
 } tio_format_desc;
+
+/* The type of typed container metadata `key`, NULL for a plain string. */
+const char *tio__meta_type(const tio_container *c, const char *key);
+/* Appends typed metadata the caller knows is new (a decoder). */
+int tio__meta_append_typed(tio_container *c, const char *key, const char *value,
+                           const char *type, tio_error *err);
+/* Whether `type` is a metadata type name (see tio_container_meta_set_typed). */
+bool tio__meta_type_ok(const char *type);
 
 /* Resolves a tio_limits (NULL or zero fields = defaults). */
 tio_limits tio__limits_resolve(const tio_limits *l);

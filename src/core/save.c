@@ -6,6 +6,7 @@
 #endif
 #include "sink.h"
 #include "../graph/graph.h"
+#include "../quant/quant.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -375,6 +376,23 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
                             "tensor %zu%s has metadata and %s cannot store metadata "
                             "(TIO_SAVE_DROP_METADATA / --drop-metadata drops it)",
                             i, tlabel(s, lb, sizeof lb), fn);
+        if (s->layout == TIO_LAYOUT_QUANT && !(f->caps & TIO_CAP_QUANT)) {
+            const tio_quant_info *qi = tio__quant_info((int)s->quant);
+            const char *qn = qi ? qi->name : "?";
+            if (!(flags & TIO_SAVE_DEQUANTIZE))
+                return tio__err(err, TIO_E_LOSSY, fn, -1,
+                                "tensor %zu%s is quantized (%s blocks) and %s cannot store "
+                                "quantized tensors (TIO_SAVE_DEQUANTIZE / --dequantize writes "
+                                "it as float32)",
+                                i, tlabel(s, lb, sizeof lb), qn, fn);
+            if (!qi || !qi->dequantize)
+                return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
+                                "tensor %zu%s is quantized (%s blocks), which tensio cannot "
+                                "dequantize (it dequantizes q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K "
+                                "q4_K q5_K q6_K)",
+                                i, tlabel(s, lb, sizeof lb), qn);
+            w->layout = TIO_LAYOUT_DENSE; /* its dtype is float32 already */
+        }
         if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype)) && (f->caps & TIO__CAP_NARROW_SHAPES) &&
             (f->dtypes & TIO_DTYPE_BIT(TIO_INT32)) && narrow_shape(c, i, &p->shape_use)) {
             w->dtype = TIO_INT32;
@@ -410,7 +428,7 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
         uint64_t nb;
         if (tio__mul64_ovf(count, tio_dtype_size(w->dtype), &nb) || nb > SIZE_MAX)
             return tio__err(err, TIO_E_OVERFLOW, fn, -1, "tensor %zu: size overflows", i);
-        w->nbytes = (size_t)nb;
+        w->nbytes = w->layout == TIO_LAYOUT_QUANT ? s->nbytes : (size_t)nb;
     }
     int rc = f->check ? f->check(p, err) : TIO_OK;
     if (rc == TIO_OK) rc = plan_dense(p, reserve, err);
@@ -458,6 +476,14 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
     if (indices) *indices = w->layout == TIO_LAYOUT_COO ? s->indices : NULL;
     int densify = s->layout == TIO_LAYOUT_COO && w->layout == TIO_LAYOUT_DENSE;
     int widen = s->dtype != w->dtype;
+    if (s->layout == TIO_LAYOUT_QUANT && w->layout == TIO_LAYOUT_DENSE) {
+        /* dequantized: numel floats (the plan checked the type has a dequantizer) */
+        if (scratch_reserve(&p->scratch, &p->scratch_cap, w->nbytes) != TIO_OK)
+            return tio__nomem(err, p->fmt->name);
+        int rc = tio_tensor_densify(s, p->scratch, w->nbytes, err);
+        if (rc == TIO_OK) *data = p->scratch;
+        return rc;
+    }
     if (!densify && !widen) {
         *data = s->data;
         return TIO_OK;
@@ -512,6 +538,19 @@ int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *e
     if (src->layout == TIO_LAYOUT_COO && w->layout == TIO_LAYOUT_DENSE) {
         sink_walk sw = {s, src->dtype, w->dtype, tio_dtype_size(w->dtype), err};
         return tio__coo_walk(src, sink_walk_zeros, sink_walk_value, &sw, err);
+    }
+    if (src->layout == TIO_LAYOUT_QUANT && w->layout == TIO_LAYOUT_DENSE) {
+        /* dequantized a few blocks at a time, without a buffer of its size */
+        const tio_quant_info *qi = tio__quant_info((int)src->quant);
+        float buf[4096];
+        size_t per = sizeof buf / sizeof buf[0] / qi->elems, nb = (size_t)src->numel / qi->elems;
+        int rc = TIO_OK;
+        for (size_t b = 0; b < nb && rc == TIO_OK; b += per) {
+            size_t k = nb - b < per ? nb - b : per;
+            tio__dequantize(qi, src->data + b * qi->bytes, k, buf);
+            rc = tio__sink_write(s, buf, k * qi->elems * sizeof(float), err);
+        }
+        return rc;
     }
     const uint8_t *data = NULL;
     int rc = tio__plan_data(p, i, &data, NULL, err);

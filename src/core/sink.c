@@ -277,3 +277,26 @@ int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error
     }
     return rc;
 }
+
+void tio__buf_put(tio_buf *b, const void *s, size_t n) {
+    if (b->oom || n == 0) return;
+    if (b->cap - b->len < n) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc - b->len < n) {
+            if (nc > SIZE_MAX / 2) {
+                b->oom = 1;
+                return;
+            }
+            nc *= 2;
+        }
+        char *np = realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}

@@ -1,5 +1,6 @@
 /* Tensor accessors, materialisation, densification and hashing. */
 #include "internal.h"
+#include "quant/quant.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +17,12 @@ const void *tio_tensor_data(const tio_tensor *t) { return t ? t->data : NULL; }
 uint64_t tio_tensor_nnz(const tio_tensor *t) { return t ? t->nnz : 0; }
 const void *tio_tensor_indices(const tio_tensor *t) { return t ? t->indices : NULL; }
 int64_t tio_tensor_source_offset(const tio_tensor *t) { return t ? t->source_offset : -1; }
+tio_quant tio_tensor_quant(const tio_tensor *t) { return t ? t->quant : TIO_QUANT_NONE; }
 
 int tio_tensor_is_aligned(const tio_tensor *t) {
     if (!t) return 0;
-    size_t a = tio_dtype_size(t->dtype);
+    /* blocks are read bytewise: any address will do */
+    size_t a = t->layout == TIO_LAYOUT_QUANT ? 1 : tio_dtype_size(t->dtype);
     if (a > 1 && ((uintptr_t)t->data % a) != 0) return 0;
     if (t->indices && ((uintptr_t)t->indices % 8) != 0) return 0;
     return 1;
@@ -65,6 +68,25 @@ int tio_tensor_densify(const tio_tensor *t, void *dst, size_t dst_size, tio_erro
                         "destination has %zu bytes (expected %zu)", dst_size, need);
     if (t->layout == TIO_LAYOUT_DENSE) {
         if (need) memcpy(dst, t->data, need);
+        return TIO_OK;
+    }
+    if (t->layout == TIO_LAYOUT_QUANT) {
+        const tio_quant_info *qi = tio__quant_info((int)t->quant);
+        if (!qi || !qi->dequantize)
+            return tio__err(err, TIO_E_UNSUPPORTED, t->owner ? t->owner->format : NULL,
+                            t->source_offset,
+                            "tensor %zu: tensio cannot dequantize %s blocks (it dequantizes "
+                            "q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K)",
+                            t->index, qi ? qi->name : "?");
+        /* dst may be unaligned for floats: dequantize through a buffer */
+        float buf[1024];
+        size_t per = sizeof buf / sizeof buf[0] / qi->elems, nb = (size_t)t->numel / qi->elems;
+        uint8_t *d = dst;
+        for (size_t b = 0; b < nb; b += per) {
+            size_t k = nb - b < per ? nb - b : per;
+            tio__dequantize(qi, t->data + b * qi->bytes, k, buf);
+            memcpy(d + b * qi->elems * 4, buf, k * qi->elems * 4);
+        }
         return TIO_OK;
     }
     if (need) memset(dst, 0, need);
@@ -192,8 +214,8 @@ int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32], tio_error 
         uint8_t tmp[32];
         tio__sha256_final(h, tmp);
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "unknown hash selector %d", what);
-    } else if (t->layout == TIO_LAYOUT_DENSE) {
-        tio__sha256_update(h, t->data, t->nbytes);
+    } else if (t->layout != TIO_LAYOUT_COO) {
+        tio__sha256_update(h, t->data, t->nbytes); /* dense, or quantized blocks */
     } else {
         /* Stream the dense bytes: entries sorted by position, zero runs
          * between them. O(nnz) memory whatever the dense size. */

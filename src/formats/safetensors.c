@@ -890,34 +890,9 @@ static int st_read(tio_read_ctx *ctx, tio_error *err) {
 /* ------------------------------------------------------------------ write */
 
 /* A growable text buffer for the header. */
-typedef struct st_buf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} st_buf;
+typedef tio_buf st_buf;
 
-static void sb_put(st_buf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->len + n) {
-            if (nc > SIZE_MAX / 2) {
-                b->oom = 1;
-                return;
-            }
-            nc *= 2;
-        }
-        char *np = realloc(b->p, nc);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
+static void sb_put(st_buf *b, const char *s, size_t n) { tio__buf_put(b, s, n); }
 
 static void sb_str(st_buf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
