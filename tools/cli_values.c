@@ -125,6 +125,28 @@ int cli_elems_init(cli_elems *e, const tio_tensor *t, tio_error *err) {
     memset(e, 0, sizeof *e);
     e->size = tio_dtype_size(tio_tensor_dtype(t));
     e->numel = tio_tensor_numel(t);
+    if (tio_tensor_layout(t) == TIO_LAYOUT_QUANT) {
+        tio_quant q = tio_tensor_quant(t);
+        if (!tio_quant_can_dequantize(q)) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "%s blocks: tensio cannot dequantize them",
+                     tio_quant_name(q) ? tio_quant_name(q) : "quantized");
+            return elems_fail(err, TIO_E_UNSUPPORTED, msg);
+        }
+        e->size = 4;
+        if (e->numel > SIZE_MAX / 4) return elems_fail(err, TIO_E_LIMIT, "too many elements");
+        size_t bytes = (size_t)e->numel * 4;
+        e->owned = malloc(bytes ? bytes : 1);
+        if (!e->owned) return elems_fail(err, TIO_E_NOMEM, "out of memory");
+        int rc = tio_tensor_densify(t, e->owned, bytes, err);
+        if (rc != TIO_OK) {
+            free(e->owned);
+            e->owned = NULL;
+            return rc;
+        }
+        e->dense = e->owned;
+        return TIO_OK;
+    }
     if (tio_tensor_layout(t) != TIO_LAYOUT_COO) {
         e->dense = tio_tensor_data(t);
         if (!e->dense && e->numel) return elems_fail(err, TIO_E_ARGUMENT, "tensor without data");
@@ -170,6 +192,7 @@ int cli_elems_init(cli_elems *e, const tio_tensor *t, tio_error *err) {
 
 void cli_elems_free(cli_elems *e) {
     free(e->entries);
+    free(e->owned);
     memset(e, 0, sizeof *e);
 }
 

@@ -45,9 +45,13 @@ typedef struct cli_elems {
     const uint8_t *values;  /* COO: the stored values */
     cli_coo_entry *entries; /* COO: one per distinct coordinate, by flat index */
     size_t count, cursor;
+    void *owned;            /* a quantized tensor's dequantized float32 values */
 } cli_elems;
 
-/* TIO_OK, or TIO_E_NOMEM / TIO_E_CORRUPT (a coordinate out of range) in err. */
+/* TIO_OK, or TIO_E_NOMEM / TIO_E_CORRUPT (a coordinate out of range) in err.
+ * A quantized tensor is dequantized to float32 (tio_tensor_densify, within
+ * the container's max_dense_bytes); a block type tensio cannot dequantize is
+ * TIO_E_UNSUPPORTED. */
 int cli_elems_init(cli_elems *e, const tio_tensor *t, tio_error *err);
 void cli_elems_free(cli_elems *e);
 /* COO: the flat index of the next stored coordinate (UINT64_MAX when none

@@ -33,6 +33,7 @@ static const char diff_help[] =
     "      --ignore-dtype  a dtype difference alone (equal values) is no difference\n"
     "      --tensors-only  do not compare the model graphs\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
+    CLI_PROGRESS_HELP
     "  -h, --help          show this help and exit\n";
 
 enum {
@@ -49,11 +50,13 @@ static const cli_option diff_opts[] = {
     {"by-index", 0, 0, OPT_BY_INDEX},
     {"ignore-dtype", 0, 0, OPT_IGNORE_DTYPE},
     {"tensors-only", 0, 0, OPT_TENSORS_ONLY},
+    CLI_OPT_PROGRESS,
 };
 
 typedef struct diff_opts_t {
     double rtol, atol;
     int equal_nan, by_index, ignore_dtype, tensors_only, json;
+    int progress; /* CLI_PROGRESS_* */
 } diff_conf;
 
 /* Status of one pair, in the words the output uses. */
@@ -193,6 +196,15 @@ static void compare_pair(const diff_conf *o, const tio_tensor *ta, const tio_ten
     r->dtype_differs = da != db;
     if (!same_shape(ta, tb)) {
         r->status = ST_SHAPE;
+        return;
+    }
+    if (tio_tensor_layout(ta) == TIO_LAYOUT_QUANT && tio_tensor_layout(tb) == TIO_LAYOUT_QUANT &&
+        tio_tensor_quant(ta) == tio_tensor_quant(tb) &&
+        tio_tensor_nbytes(ta) == tio_tensor_nbytes(tb) &&
+        memcmp(tio_tensor_data(ta), tio_tensor_data(tb), tio_tensor_nbytes(ta)) == 0) {
+        r->compared = 1; /* the same blocks: the same values */
+        r->count = tio_tensor_numel(ta);
+        r->status = ST_EQUAL;
         return;
     }
     cli_elems ea, eb;
@@ -593,7 +605,10 @@ static int run_diff(diff_run *d, const char *const *sel, size_t nsel) {
     d->pairs = all;
     d->npairs = n;
     if (rc != CLI_EXIT_OK) return rc;
+    cli_progress prog; /* pairs compared */
+    cli_progress_init(&prog, o->progress, "diff", "tensors");
     for (size_t i = 0; i < n; i++) {
+        cli_progress_update(&prog, i, n);
         pair_result *r = &all[i];
         if (r->ib < 0)
             r->status = ST_ONLY_A;
@@ -603,6 +618,8 @@ static int run_diff(diff_run *d, const char *const *sel, size_t nsel) {
             compare_pair(o, side(d->a, r->ia), side(d->b, r->ib), r);
         d->counts[r->status]++;
     }
+    cli_progress_update(&prog, n, n);
+    cli_progress_end(&prog);
     if (!o->tensors_only && nsel == 0) {
         d->graph_compared = tio_container_graph(d->a) || tio_container_graph(d->b);
         diff_graph_compare(d->a, tio_container_graph(d->a), d->b, tio_container_graph(d->b),
@@ -619,7 +636,7 @@ int cli_cmd_diff(int argc, char **argv) {
     int rc = cli_parser_init(&p, "diff", argc, argv, diff_opts,
                              sizeof diff_opts / sizeof diff_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
-    diff_conf o = {1e-5, 1e-8, 0, 0, 0, 0, 0};
+    diff_conf o = {1e-5, 1e-8, 0, 0, 0, 0, 0, CLI_PROGRESS_AUTO};
     int id = CLI_PARSE_END;
     while (rc == CLI_EXIT_OK && (id = cli_parser_next(&p)) > 0) {
         switch (id) {
@@ -628,6 +645,8 @@ int cli_cmd_diff(int argc, char **argv) {
             cli_parser_free(&p);
             return CLI_EXIT_OK;
         case OPT_JSON: o.json = 1; break;
+        case CLI_OPT_PROGRESS_ID: o.progress = CLI_PROGRESS_ON; break;
+        case CLI_OPT_NO_PROGRESS_ID: o.progress = CLI_PROGRESS_OFF; break;
         case OPT_RTOL: rc = parse_tol("rtol", p.value, &o.rtol); break;
         case OPT_ATOL: rc = parse_tol("atol", p.value, &o.atol); break;
         case OPT_EQUAL_NAN: o.equal_nan = 1; break;

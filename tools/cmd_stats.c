@@ -27,6 +27,7 @@ static const char stats_help[] =
     "      --bins N        histogram bins, 1..1000 (default 16)\n"
     "      --sparkline     show the sparkline even when stdout is not a terminal\n"
     "  -f, --format FMT    read FILE as format FMT instead of detecting it\n"
+    CLI_PROGRESS_HELP
     "  -h, --help          show this help and exit\n";
 
 enum { OPT_HELP = 1, OPT_JSON, OPT_BINS, OPT_SPARK, OPT_FORMAT };
@@ -37,6 +38,7 @@ static const cli_option stats_opts[] = {
     {"bins", 0, 1, OPT_BINS},
     {"sparkline", 0, 0, OPT_SPARK},
     {"format", 'f', 1, OPT_FORMAT},
+    CLI_OPT_PROGRESS,
 };
 
 #define DEFAULT_BINS 16
@@ -178,10 +180,23 @@ static int compute(const char *path, size_t index, const tio_tensor *t, size_t n
     const uint8_t *p = tio_tensor_data(t);
     uint64_t n = tio_tensor_layout(t) == TIO_LAYOUT_COO ? tio_tensor_nnz(t)
                                                         : tio_tensor_numel(t);
-    if (tio_dtype_size(dt) == 0 || (n && !p))
+    cli_elems q; /* a quantized tensor: its values dequantized to float32 */
+    memset(&q, 0, sizeof q);
+    if (tio_tensor_layout(t) == TIO_LAYOUT_QUANT) {
+        tio_error err;
+        if (cli_elems_init(&q, t, &err) != TIO_OK)
+            return cli_error("%s: tensor %zu: %s", path, index, cli_errmsg(&err));
+        p = q.dense;
+        dt = TIO_FLOAT32;
+    }
+    if (tio_dtype_size(dt) == 0 || (n && !p)) {
+        cli_elems_free(&q);
         return cli_error("%s: tensor %zu: no data to summarise", path, index);
+    }
     pass_moments(s, dt, p, n);
-    return pass_histogram(s, dt, p, n, nbins);
+    int rc = pass_histogram(s, dt, p, n, nbins);
+    cli_elems_free(&q);
+    return rc;
 }
 
 /* ----------------------------------------------------------------- text */
@@ -324,8 +339,14 @@ static int parse_bins(const char *v, size_t *out) {
 }
 
 static int run_stats(const char *path, const tio_container *c, const size_t *sel,
-                     size_t nsel, size_t nbins, int json, int spark) {
+                     size_t nsel, size_t nbins, int json, int spark, int progress) {
     size_t n = sel ? nsel : tio_container_count(c);
+    /* bytes summarised, by tensor */
+    cli_progress prog;
+    cli_progress_init(&prog, progress, "stats", NULL);
+    uint64_t done = 0, total = 0;
+    for (size_t k = 0; k < n; k++)
+        total += tio_tensor_nbytes(tio_container_tensor(c, sel ? sel[k] : k));
     json_t *root = NULL, *list = NULL;
     cli_table tab;
     cli_table_init(&tab, spark ? 13 : 12, 1u << 0 | 1u << 4 | 1u << 9 | 1u << 10 | 1u << 11);
@@ -346,13 +367,22 @@ static int run_stats(const char *path, const tio_container *c, const size_t *sel
                                            "NAN",   "INF",  "HISTOGRAM"};
         for (size_t k = 0; k < tab.ncols; k++) cli_table_add(&tab, "%s", head[k]);
     }
-    int rc = CLI_EXIT_OK;
+    int rc = CLI_EXIT_OK, skipped = 0;
     for (size_t k = 0; k < n && rc == CLI_EXIT_OK; k++) {
         size_t i = sel ? sel[k] : k;
         const tio_tensor *t = tio_container_tensor(c, i);
         tensor_stats s;
-        rc = compute(path, i, t, nbins, &s);
-        if (rc == CLI_EXIT_OK) {
+        /* a tensor that cannot be summarised (said on stderr) is left out;
+         * the others are listed and the exit status is 1 */
+        int crc = compute(path, i, t, nbins, &s);
+        done += tio_tensor_nbytes(t);
+        cli_progress_update(&prog, done, total);
+        if (crc != CLI_EXIT_OK) {
+            skipped = 1;
+            free(s.counts);
+            continue;
+        }
+        {
             if (json) {
                 json_t *o = json_tensor(i, t, &s);
                 if (!o || json_array_append_new(list, o) != 0) rc = cli_error("out of memory");
@@ -362,14 +392,18 @@ static int run_stats(const char *path, const tio_container *c, const size_t *sel
         }
         free(s.counts);
     }
+    cli_progress_end(&prog);
     if (json) {
-        if (rc == CLI_EXIT_OK) return cli_json_print(root);
+        if (rc == CLI_EXIT_OK) {
+            rc = cli_json_print(root);
+            return rc == CLI_EXIT_OK && skipped ? CLI_EXIT_FAIL : rc;
+        }
         json_decref(root);
     } else if (rc == CLI_EXIT_OK) {
         rc = tab.nomem ? cli_error("out of memory") : cli_table_print(&tab, stdout);
     }
     cli_table_free(&tab);
-    return rc;
+    return rc == CLI_EXIT_OK && skipped ? CLI_EXIT_FAIL : rc;
 }
 
 int cli_cmd_stats(int argc, char **argv) {
@@ -377,7 +411,7 @@ int cli_cmd_stats(int argc, char **argv) {
     int rc = cli_parser_init(&p, "stats", argc, argv, stats_opts,
                              sizeof stats_opts / sizeof stats_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
-    int json = 0, spark = isatty(STDOUT_FILENO), id;
+    int json = 0, spark = isatty(STDOUT_FILENO), progress = CLI_PROGRESS_AUTO, id;
     size_t nbins = DEFAULT_BINS;
     const char *format = NULL;
     while (rc == CLI_EXIT_OK && (id = cli_parser_next(&p)) > 0) {
@@ -389,6 +423,8 @@ int cli_cmd_stats(int argc, char **argv) {
         case OPT_JSON: json = 1; break;
         case OPT_BINS: rc = parse_bins(p.value, &nbins); break;
         case OPT_SPARK: spark = 1; break;
+        case CLI_OPT_PROGRESS_ID: progress = CLI_PROGRESS_ON; break;
+        case CLI_OPT_NO_PROGRESS_ID: progress = CLI_PROGRESS_OFF; break;
         case OPT_FORMAT: format = p.value; break;
         default: break;
         }
@@ -409,7 +445,7 @@ int cli_cmd_stats(int argc, char **argv) {
         for (size_t k = 0; k < nsel && rc == CLI_EXIT_OK; k++)
             rc = cli_select_tensor(p.pos[0], c, p.pos[k + 1], &sel[k]);
     }
-    if (rc == CLI_EXIT_OK) rc = run_stats(p.pos[0], c, sel, nsel, nbins, json, spark);
+    if (rc == CLI_EXIT_OK) rc = run_stats(p.pos[0], c, sel, nsel, nbins, json, spark, progress);
     free(sel);
     tio_container_free(c);
     cli_parser_free(&p);

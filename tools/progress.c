@@ -78,7 +78,7 @@ static void draw(cli_progress *p, double t, int final) {
 void cli_progress_update(cli_progress *p, uint64_t done, uint64_t total) {
     p->done = done;
     p->total = total;
-    if (p->mode == CLI_PROGRESS_OFF) return;
+    if (p->mode == CLI_PROGRESS_OFF || done == 0) return; /* nothing done: nothing to say */
     if (p->mode == CLI_PROGRESS_AUTO && !p->tty) return;
     double t = now();
     if (p->mode == CLI_PROGRESS_AUTO && t - p->start < DELAY) return;

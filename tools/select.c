@@ -83,7 +83,10 @@ static int add_view(tio_container *dst, const tio_tensor *t, const char *name, t
         d.indices = tio_tensor_indices(t);
     }
     tio_tensor *nt = NULL;
-    int rc = tio_container_add(dst, &d, TIO_ADD_BORROW, &nt, err);
+    int rc = d.layout == TIO_LAYOUT_QUANT
+                 ? tio_container_add_quantized(dst, &d, tio_tensor_quant(t), TIO_ADD_BORROW, &nt,
+                                               err)
+                 : tio_container_add(dst, &d, TIO_ADD_BORROW, &nt, err);
     for (size_t k = 0; rc == TIO_OK && k < tio_tensor_meta_count(t); k++) {
         const char *key, *value;
         if (tio_tensor_meta_at(t, k, &key, &value) == TIO_OK)
@@ -103,7 +106,9 @@ static int copy_meta(tio_container *dst, const tio_container *src, const char *p
             return cli_error("metadata '%s' differs between %s and %s ('%s', '%s'); "
                              "join files that agree, or drop it first (convert "
                              "--drop-metadata)", key, first_path, path, have, value);
-        if (!have && tio_container_meta_set(dst, key, value, &err) != TIO_OK)
+        const char *type = tio_container_meta_type(src, key); /* GGUF's types kept */
+        if (!have && (type ? tio_container_meta_set_typed(dst, key, value, type, &err)
+                           : tio_container_meta_set(dst, key, value, &err)) != TIO_OK)
             return cli_error("%s", cli_errmsg(&err));
     }
     return CLI_EXIT_OK;

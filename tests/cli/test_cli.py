@@ -1085,6 +1085,36 @@ def t_filters_and_cat(tmp):
         res = run("ls", "--only", "x", model)
         expect(res, 1)
         assert "a model" in res.err, res
+    # GGUF through a filter that keeps everything: the same bytes (typed
+    # metadata, quantized blocks); a selection keeps the quantized layout
+    g = vec("gguf/plain.gguf")
+    q = vec("gguf/quant.gguf")
+    if g and q:
+        same = os.path.join(tmp, "same.gguf")
+        expect(run("convert", "--exclude", "no-such-*", g, same), 0)
+        assert read_bytes(same) == read_bytes(g)
+        sel = os.path.join(tmp, "q4.gguf")
+        expect(run("convert", "--only", "q_q4*", q, sel), 0)
+        ts = run_json("ls", "--json", sel)["tensors"]
+        assert [(t["name"], t["dtype"], t["layout"]) for t in ts] == [
+            ("q_q4_0", "q4_0", "quant"), ("q_q4_1", "q4_1", "quant"), ("q_q4_k", "q4_K", "quant")], ts
+
+
+def t_quant_stats_diff():
+    """stats and diff on quantized tensors: dequantized values (never the
+    blocks read as floats); a block type tensio cannot dequantize is said and
+    left out of stats (exit 1) and compared by its blocks in diff."""
+    q = vec("gguf/quant.gguf")
+    if q is None:
+        return
+    res = run("stats", "--json", q)
+    expect(res, 1)
+    assert "iq2_xxs blocks: tensio cannot dequantize them" in res.err, res
+    st = json.loads(res.out)["tensors"]
+    assert len(st) == 10 and all(t["count"] == (32 if i < 5 else 256) for i, t in enumerate(st)), st
+    assert all(abs(t["max"]) < 1e6 and abs(t["min"]) < 1e6 for t in st), st  # values, not bits
+    res = run("diff", q, q)
+    expect(res, 0)
 
 
 # -------------------------------------------------------------------- main
@@ -1777,6 +1807,7 @@ def main():
         case("validate and convert --json", t_validate_convert_json, tmp)
         case("progress", t_progress, tmp)
         case("filters and cat", t_filters_and_cat, tmp)
+        case("quantized stats and diff", t_quant_stats_diff)
         case("dense bombs: committed = generated", t_dense_bomb_files, tmp)
         for path, dense in dense_bombs():
             rel = os.path.relpath(path, REPO)

@@ -85,7 +85,7 @@ static void good(gb *b) {
 
 static int open_b(const gb *b, size_t n, const tio_limits *lim, unsigned flags,
                   tio_container **c, tio_error *e) {
-    tio_open_options o = {"gguf", flags, lim};
+    tio_open_options o = {.format = "gguf", .flags = flags, .limits = lim};
     *c = NULL;
     tio_error_clear(e);
     return tio_open_memory(b->p, n, &o, c, e);
@@ -128,7 +128,7 @@ static void test_good(void **state) {
     /* written back: the same bytes */
     void *out;
     size_t on;
-    tio_save_options so = {"gguf", 0, 0, NULL};
+    tio_save_options so = {.format = "gguf"};
     ASSERT_OK(tio_save_memory(c, &so, &out, &on, &e), e, "save");
     assert_int_equal(on, b.n);
     assert_memory_equal(out, b.p, b.n);
@@ -467,7 +467,7 @@ static void test_quant_api(void **state) {
     /* every writer without TIO_CAP_QUANT refuses it; --dequantize writes it */
     for (size_t i = 0; i < tio_format_count(); i++) {
         const char *fn = tio_format_name(i);
-        tio_save_options so = {fn, TIO_SAVE_DROP_NAMES, 0, NULL};
+        tio_save_options so = {.format = fn, .flags = TIO_SAVE_DROP_NAMES};
         int rc = tio_check_save(c, &so, &e);
         if (strcmp(fn, "gguf") == 0) {
             ASSERT_OK(rc, e, fn);
@@ -484,18 +484,18 @@ static void test_quant_api(void **state) {
         so.flags |= TIO_SAVE_DEQUANTIZE;
         ASSERT_OK(tio_check_save(c, &so, &e), e, fn);
     }
-    tio_save_options st = {"safetensors", TIO_SAVE_DEQUANTIZE, 0, NULL};
+    tio_save_options st = {.format = "safetensors", .flags = TIO_SAVE_DEQUANTIZE};
     void *out;
     size_t on;
     ASSERT_OK(tio_save_memory(c, &st, &out, &on, &e), e, "safetensors");
     tio_container *r;
-    tio_open_options oo = {"safetensors", 0, NULL};
+    tio_open_options oo = {.format = "safetensors"};
     ASSERT_OK(tio_open_memory(out, on, &oo, &r, &e), e, "reopen");
     assert_memory_equal(tio_tensor_data(tio_container_tensor(r, 0)), f, sizeof f);
     tio_container_free(r);
     tio_free(out);
     /* and GGUF keeps the blocks */
-    tio_save_options gs = {"gguf", 0, 0, NULL};
+    tio_save_options gs = {.format = "gguf"};
     ASSERT_OK(tio_save_memory(c, &gs, &out, &on, &e), e, "gguf");
     oo.format = "gguf";
     ASSERT_OK(tio_open_memory(out, on, &oo, &r, &e), e, "reopen gguf");
@@ -525,7 +525,7 @@ static void test_typed_meta(void **state) {
     assert_null(tio_container_meta_type(c, "d"));
     void *out;
     size_t on;
-    tio_save_options gs = {"gguf", 0, 0, NULL};
+    tio_save_options gs = {.format = "gguf"};
     ASSERT_OK(tio_save_memory(c, &gs, &out, &on, &e), e, "save");
     /* the exact bytes: header, then the four pairs */
     gb b;
@@ -580,7 +580,7 @@ static void test_writer_refusals(void **state) {
     uint8_t bytes[16] = {0};
     tio_tensor_desc d = {"t", TIO_UINT8, 1, s5 + 4, TIO_LAYOUT_DENSE, bytes, 2, 0, NULL};
     ASSERT_OK(tio_container_add(c, &d, 0, NULL, &e), e, "add");
-    tio_save_options gs = {"gguf", 0, 0, NULL};
+    tio_save_options gs = {.format = "gguf"};
     assert_int_equal(tio_check_save(c, &gs, &e), TIO_E_LOSSY); /* uint8: no ggml type */
     tio_container_free(c);
     c = tio_container_new();
