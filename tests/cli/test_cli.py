@@ -939,6 +939,15 @@ def t_stdio(tmp):
         assert got == want, (cmd, got, want)
     cp = run_in(raw, "ls", "--format", "btf", "-")
     assert cp.returncode == 0 and b"float32" in cp.stdout, cp
+    for cmd in (["stats", "--json"], ["diff", "--json", "--equal-nan", p]):  # diff: one side stdin
+        want = json.loads(run(*cmd, p).out)
+        piped = run_in(raw, *cmd, "-")
+        assert piped.returncode == 0, piped
+        got = json.loads(piped.stdout)
+        if cmd[0] == "diff":
+            assert got["equal"] is True and got["tensors"] == want["tensors"], got
+        else:
+            assert got["tensors"] == want["tensors"], got
     cp = run_in(raw, "validate", "-v", "-")
     assert cp.returncode == 0 and cp.stdout.startswith(b"-: ok (btf"), cp
     cp = run_in(raw[:50], "validate", "-")
