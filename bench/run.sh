@@ -126,12 +126,20 @@ if has open; then
   else
     echo "run.sh: no numpy under $PY: the np.load baseline is skipped" >&2
   fi
-  rm -f "$READ/bench-base.npy"
+  # .npy holds one array: tensio opens the same file as np.load
+  run $T files open "$READ/bench-base.npy" --group "$one"
+  has scan || rm -f "$READ/bench-base.npy"
 fi
 if has scan; then
   step "baseline for scan: memcpy and checksum in memory"
   run $T files memcpy --bytes "$SIZE" --group "$one"
   run $T files memcpy --bytes "$SIZE" --group "$many"
+  if [ ! -f "$READ/bench-base.npy" ]; then
+    run "$B" gen --format npy --size "$SIZE" --out "$READ/bench-base.npy"
+    cat "$READ/bench-base.npy" >/dev/null
+  fi
+  run $T files scan "$READ/bench-base.npy" --group "$one"
+  rm -f "$READ/bench-base.npy"
 fi
 
 # ------------------------------------------------------------ per format
