@@ -42,6 +42,8 @@ static const char convert_help[] =
     "                      BatchNormalization after a Conv or Gemm is folded into\n"
     "                      its weights and a Relu/Clip(0,6) after a Conv becomes\n"
     "                      its activation, as Tengine's convert_tool does\n"
+    "      --compress      npz: deflate the members, as np.savez_compressed does\n"
+    "                      (default: stored, as np.savez)\n"
     "      --force         overwrite OUT if it exists\n"
     "      --no-sync       do not fsync OUT and its directory (still atomic, not\n"
     "                      durable across a power loss)\n"
@@ -62,7 +64,8 @@ enum {
     OPT_VERSION,
     OPT_EXTERNAL,
     OPT_OPSET,
-    OPT_NO_FUSE
+    OPT_NO_FUSE,
+    OPT_COMPRESS
 };
 
 static const cli_option convert_opts[] = {
@@ -81,6 +84,7 @@ static const cli_option convert_opts[] = {
     {"external-data", 0, 1, OPT_EXTERNAL},
     {"opset", 0, 1, OPT_OPSET},
     {"no-fuse", 0, 0, OPT_NO_FUSE},
+    {"compress", 0, 0, OPT_COMPRESS},
     CLI_OPT_MAX_DENSE,
 };
 
@@ -221,7 +225,7 @@ int cli_cmd_convert(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
     const char *to = NULL, *from = NULL, *external = NULL, *opset = NULL;
     unsigned flags = 0, version = 0;
-    int force = 0, verbose = 0, no_fuse = 0, id;
+    int force = 0, verbose = 0, no_fuse = 0, compress = 0, id;
     tio_limits lim;
     memset(&lim, 0, sizeof lim);
     while ((id = cli_parser_next(&p)) > 0) {
@@ -240,6 +244,7 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_NO_SYNC: flags |= TIO_SAVE_NO_SYNC; break;
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_NO_FUSE: no_fuse = 1; break;
+        case OPT_COMPRESS: compress = 1; break;
         case OPT_EXTERNAL:
             if (strpbrk(p.value, ",=")) {
                 rc = cli_usage_error("convert", "--external-data: '%s' holds ',' or '='",
@@ -334,6 +339,10 @@ int cli_cmd_convert(int argc, char **argv) {
                  external ? external : "", external && opset ? "," : "",
                  opset ? "opset=" : "", opset ? opset : "",
                  no_fuse && (external || opset) ? "," : "", no_fuse ? "fuse=0" : "");
+        if (compress) {
+            size_t ol = strlen(opts);
+            snprintf(opts + ol, sizeof opts - ol, "%scompress=1", ol ? "," : "");
+        }
         if (opts[0]) o.options = opts;
         tio_error_clear(&err);
         if (tio_save(c, out, &o, &err) != TIO_OK) {
