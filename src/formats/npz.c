@@ -325,6 +325,11 @@ static int npz_zip64(npz_reader *r, const uint8_t *x, size_t xlen, uint64_t x_at
         }
         p += 4 + len;
     }
+    if (!*has && ((usize && *usize == 0xFFFFFFFFu) || (csize && *csize == 0xFFFFFFFFu) ||
+                  (offset && *offset == 0xFFFFFFFFu)))
+        return tio__err(r->err, TIO_E_CORRUPT, NPZ, npz_off(x_at),
+                        "a size or offset is 0xFFFFFFFF (a zip64 value), but the entry has no "
+                        "zip64 extra field");
     return TIO_OK;
 }
 
@@ -532,17 +537,17 @@ static int npz_disjoint(npz_reader *r) {
  * be what the stream produces, with the declared CRC-32. */
 static int npz_inflate(npz_reader *r, const npz_member *m, const char *nm, uint8_t **out) {
     uint64_t limit = r->ctx->limits.max_dense_bytes, total = 0, bound = 0;
+    if (tio__mul64_ovf(m->csize, NPZ_DEFLATE_RATIO, &bound) || m->usize > bound + 64)
+        return tio__err(r->err, TIO_E_CORRUPT, NPZ, npz_off(m->central + 24),
+                        "member '%s' declares %" PRIu64 " bytes inflated from %" PRIu64
+                        ", more than deflate can produce (%u to 1)",
+                        nm, m->usize, m->csize, NPZ_DEFLATE_RATIO);
     if (tio__add64_ovf(r->inflated, m->usize, &total) || total > limit)
         return tio__err(r->err, TIO_E_LIMIT, NPZ, npz_off(m->data_at),
                         "member '%s' inflates to %" PRIu64 " bytes, %" PRIu64
                         " in all with the members before it, above the limit (max_dense_bytes "
                         "%" PRIu64 ", --max-dense-bytes)",
                         nm, m->usize, total, limit);
-    if (tio__mul64_ovf(m->csize, NPZ_DEFLATE_RATIO, &bound) || m->usize > bound + 64)
-        return tio__err(r->err, TIO_E_CORRUPT, NPZ, npz_off(m->central + 24),
-                        "member '%s' declares %" PRIu64 " bytes inflated from %" PRIu64
-                        ", more than deflate can produce (%u to 1)",
-                        nm, m->usize, m->csize, NPZ_DEFLATE_RATIO);
     if (m->usize > SIZE_MAX - 1)
         return tio__err(r->err, TIO_E_LIMIT, NPZ, npz_off(m->data_at),
                         "member '%s' is too large to inflate here", nm);
