@@ -85,6 +85,8 @@ def main():
             put(out, "safetensors", d)
         for _, d in files(base, "npy/*.npy"):
             put(out, "npy", d)
+        for _, d in files(base, "npz/*.npz"):
+            put(out, "npz", d)
         for pat in ("onnx/**/*.onnx", "rten/*/*.onnx", "tmfile/*.onnx"):
             for _, d in files(base, pat):
                 put(out, "onnx", d)
@@ -100,7 +102,7 @@ def main():
                 if j is not None and len(j) <= MAX:
                     put(out, "zio", j)
     for t in ("btf", "tenbin", "rten", "flatbuf", "tmfile", "zio", "zmsg", "onnx", "pb",
-              "safetensors", "npy"):
+              "safetensors", "npy", "npz"):
         d = os.path.join(out, t)
         n = len(os.listdir(d)) if os.path.isdir(d) else 0
         if n == 0:

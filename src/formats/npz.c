@@ -663,6 +663,10 @@ static int npz_member_read(npz_reader *r, const npz_member *m) {
         if (rc) return rc;
     }
     size_t tl = m->name_len - 4;
+    if (tl == 0)
+        return tio__err(r->err, TIO_E_UNSUPPORTED, NPZ, npz_off(m->central + 46),
+                        "member '.npy' would be a tensor with an empty name (tensio's "
+                        "tensors are named or unnamed; np.savez names unnamed ones arr_<i>)");
     if (tl > r->ctx->limits.max_name_bytes)
         return tio__err(r->err, TIO_E_LIMIT, NPZ, npz_off(m->central + 46),
                         "member name of %zu bytes, above the limit (max_name_bytes %" PRIu32

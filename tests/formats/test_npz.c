@@ -555,6 +555,9 @@ static void test_names_and_members(void **state) {
     assert_int_equal(tio_container_warning_count(c), 1); /* no UTF-8 flag */
     tio_container_free(c);
     free(z.p);
+    z = by_hand(".npy", npy, len, 0, 0);
+    refused(&z, TIO_E_UNSUPPORTED, "empty name", "empty name");
+    free(z.p);
     z = by_hand("x.npy", npy, len, 0, 0);
     z.p[30 + 1] = 0;
     z.p[cd_at(&z) + 46 + 1] = 0;

@@ -213,6 +213,7 @@ const tvec_dir tvec_dirs[] = {
     {"tmfile", ".onnx", "onnx"},
     {"safetensors", ".safetensors", "safetensors"},
     {"npy", ".npy", "npy"},
+    {"npz", ".npz", "npz"},
     {NULL, NULL, NULL},
 };
 
