@@ -443,7 +443,7 @@ static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio_
     if (rc) return rc;
     if (r->n == 0 || r->h[r->n - 1] != '\n') {
         rc = tio__warn(ctx, r->fmt, AT(hstart + hlen), r->err,
-                       "%sthe header does not end with '\\n' (np.save ends it so)", src->what);
+                       "the header does not end with '\\n' (np.save ends it so)");
         if (rc) return rc;
     }
 
@@ -461,9 +461,9 @@ static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio_
     }
     if (avail > nbytes) {
         rc = tio__warn(ctx, r->fmt, AT(data_at + nbytes), r->err,
-                       "%s%" PRIu64 " trailing bytes after the array's %zu (np.load ignores "
+                       "%" PRIu64 " trailing bytes after the array's %zu (np.load ignores "
                        "them)",
-                       src->what, avail - nbytes, nbytes);
+                       avail - nbytes, nbytes);
         if (rc) return rc;
     }
     tio_tensor_desc td;
@@ -541,7 +541,6 @@ static int npy_read(tio_read_ctx *ctx, tio_error *err) {
     tio__npy_src src;
     memset(&src, 0, sizeof src);
     src.format = NPY;
-    src.what = "";
     src.props = 1;
     return tio__npy_read_array(ctx, ctx->data, ctx->size, &src, err);
 }

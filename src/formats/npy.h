@@ -15,7 +15,6 @@
 /* Where the .npy bytes given to tio__npy_read_array come from. */
 typedef struct tio__npy_src {
     const char *format;    /* the format named in messages: "npy", "npz" */
-    const char *what;      /* prefix of findings' messages ("member 'x.npy': "), or "" */
     const char *name;      /* the tensor's name, or NULL */
     uint64_t base;         /* the source offset of the first byte (for messages and views) */
     /* NULL: the bytes lie in the source (ctx->data), and the tensor views them.

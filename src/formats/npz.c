@@ -674,12 +674,9 @@ static int npz_member_read(npz_reader *r, const npz_member *m) {
                         m->name_len, r->ctx->limits.max_name_bytes);
     memcpy(r->tname, m->name, tl);
     r->tname[tl] = 0;
-    char what[100];
-    snprintf(what, sizeof what, "member '%s': ", nm);
     tio__npy_src src;
     memset(&src, 0, sizeof src);
     src.format = NPZ;
-    src.what = what;
     src.name = r->tname;
     const uint8_t *data = r->ctx->data + m->data_at;
     size_t size = (size_t)m->csize;
@@ -707,8 +704,14 @@ static int npz_member_read(npz_reader *r, const npz_member *m) {
         src.owned = buf;
         src.source_offset = npz_off(m->data_at);
     }
+    tio_container *c = r->ctx->c;
+    size_t w0 = c->warning_count;
     int rc = tio__npy_read_array(r->ctx, data, size, &src, r->err);
-    return rc ? npz_restate(r->err, rc, m, nm) : TIO_OK;
+    if (rc) return npz_restate(r->err, rc, m, nm);
+    /* the member's findings, restated as its errors are */
+    for (size_t k = w0; k < c->warning_count; k++)
+        npz_restate(&c->warnings[k], TIO_E_INVALID, m, nm);
+    return TIO_OK;
 }
 
 static int npz_read_all(npz_reader *r) {

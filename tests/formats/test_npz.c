@@ -585,7 +585,28 @@ static void test_inner_npy(void **state) {
     refused(&z, TIO_E_CORRUPT, "member 'k.npy' (deflated; at byte", "deflated header");
     free(z.p);
     free(npy);
+    /* findings inside a member name it once, at an offset inside the archive */
     npy = npy_u1(5, &len);
+    uint8_t *longer = calloc(1, len + 1);
+    assert_non_null(longer);
+    memcpy(longer, npy, len);
+    for (int deflated = 0; deflated < 2; deflated++) {
+        z = by_hand("t.npy", longer, len + 1, deflated, 0);
+        tio_container *c = opened(&z, 0);
+        assert_int_equal(tio_container_warning_count(c), 1);
+        const tio_error *w = tio_container_warning(c, 0);
+        const char *want = deflated ? "member 't.npy' (deflated; at byte 133 of its .npy): 1 "
+                                      "trailing bytes"
+                                    : "npz: offset 188: member 't.npy': 1 trailing bytes";
+        if (!strstr(w->message, want) || w->offset < 0 || (size_t)w->offset > z.n) {
+            fprintf(stderr, "%s (%lld)\n", w->message, (long long)w->offset);
+            fail();
+        }
+        tio_container_free(c);
+        refused_with(&z, TIO_OPEN_STRICT, NULL, TIO_E_INVALID, want, "strict finding");
+        free(z.p);
+    }
+    free(longer);
     z = by_hand("short.npy", npy, len - 1, 0, 0);
     refused(&z, TIO_E_TRUNCATED, "member 'short.npy': the data of shape [5]", "short data");
     free(z.p);
