@@ -376,6 +376,33 @@ static void test_zip64(void **state) {
     refused(&z, TIO_E_CORRUPT, "expected the same", "local zip64 value");
     free(z.p);
 
+    /* a central zip64 field holding both sizes and the offset (0xFFFFFFFF in
+     * the 32-bit fields), as zipfile.py writes for members past 2 GiB */
+    z = one(NULL);
+    cd = cd_at(&z);
+    zbuf x = {calloc(1, z.n + 28), z.n + 28};
+    assert_non_null(x.p);
+    memcpy(x.p, z.p, cd + 51);
+    uint8_t *ce = x.p + cd;
+    uint64_t usz = ld32(ce + 24);
+    st32(ce + 20, 0xFFFFFFFF);
+    st32(ce + 24, 0xFFFFFFFF);
+    st32(ce + 42, 0xFFFFFFFF);
+    st16(ce + 30, 28);
+    st16(ce + 51, 1);
+    st16(ce + 53, 24);
+    st64(ce + 55, usz);
+    st64(ce + 63, usz);
+    st64(ce + 71, 0);
+    memcpy(x.p + cd + 79, z.p + cd + 51, 22);
+    st32(x.p + cd + 79 + 12, 79);
+    tio_container_free(opened(&x, TIO_OPEN_STRICT));
+    st16(ce + 53, 16); /* the offset missing: the field says 16 bytes, 8 stay as another */
+    st16(ce + 71, 0x6375);
+    refused(&x, TIO_E_CORRUPT, "lacks the local header offset", "zip64 offset missing");
+    free(x.p);
+    free(z.p);
+
     /* a zip64 end record and locator before the end record */
     z = one(NULL);
     cd = cd_at(&z);
