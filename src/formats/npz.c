@@ -378,12 +378,11 @@ static int npz_central(npz_reader *r, npz_member *m) {
     if (m->flags & NPZ_FLAG_PATCHED)
         return tio__err(r->err, TIO_E_UNSUPPORTED, NPZ, npz_off(at + 8),
                         "member '%s' is compressed patched data (flag 0x0020)", nm);
-    uint64_t dsk = disk;
     int has = 0;
     rc = npz_zip64(r, x, xlen, at + 46 + nlen, 0, &m->usize, &m->csize, &m->local, &has);
     if (rc) return rc;
     m->zip64 = has;
-    if (dsk != 0 && dsk != 0xFFFF)
+    if (disk != 0)
         return tio__err(r->err, TIO_E_UNSUPPORTED, NPZ, npz_off(at + 34),
                         "member '%s' starts on disk %u (a multi-disk archive)", nm, disk);
     if (clen) {
