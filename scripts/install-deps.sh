@@ -12,6 +12,7 @@ PACKAGES=(
   libssl-dev                   # libcrypto: SHA-256
   libcmocka-dev                # unit tests
   libzmq3-dev                  # ZeroMQ transport (tensio send / recv)
+  zlib1g-dev                   # .npz: inflate/deflate of zip members
   python3                      # CLI tests
   python3-zmq python3-numpy    # the tensorcom peer in the streaming tests
   python3-onnx                 # the protobuf wire tests read and write ONNX models with it

@@ -48,6 +48,8 @@ static const char convert_help[] =
     "                      BatchNormalization after a Conv or Gemm is folded into\n"
     "                      its weights and a Relu/Clip(0,6) after a Conv becomes\n"
     "                      its activation, as Tengine's convert_tool does\n"
+    "      --compress      npz: deflate the members, as np.savez_compressed does\n"
+    "                      (default: stored, as np.savez)\n"
     "      --force         overwrite OUT if it exists\n"
     "      --no-sync       do not fsync OUT and its directory (still atomic, not\n"
     "                      durable across a power loss)\n"
@@ -74,7 +76,8 @@ enum {
     OPT_VERSION,
     OPT_EXTERNAL,
     OPT_OPSET,
-    OPT_NO_FUSE
+    OPT_NO_FUSE,
+    OPT_COMPRESS
 };
 
 static const cli_option convert_opts[] = {
@@ -95,6 +98,7 @@ static const cli_option convert_opts[] = {
     {"external-data", 0, 1, OPT_EXTERNAL},
     {"opset", 0, 1, OPT_OPSET},
     {"no-fuse", 0, 0, OPT_NO_FUSE},
+    {"compress", 0, 0, OPT_COMPRESS},
     CLI_OPT_MAX_DENSE,
     CLI_OPT_PROGRESS,
     CLI_OPT_FILTER,
@@ -340,7 +344,7 @@ int cli_cmd_convert(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
     const char *to = NULL, *from = NULL, *external = NULL, *opset = NULL;
     unsigned flags = 0, version = 0;
-    int force = 0, verbose = 0, json = 0, no_fuse = 0, progress = CLI_PROGRESS_AUTO, id;
+    int force = 0, verbose = 0, json = 0, no_fuse = 0, compress = 0, progress = CLI_PROGRESS_AUTO, id;
     cli_filter filt;
     memset(&filt, 0, sizeof filt);
     tio_limits lim;
@@ -373,6 +377,7 @@ int cli_cmd_convert(int argc, char **argv) {
             break;
         case CLI_OPT_NO_PROGRESS_ID: progress = CLI_PROGRESS_OFF; break;
         case OPT_NO_FUSE: no_fuse = 1; break;
+        case OPT_COMPRESS: compress = 1; break;
         case OPT_EXTERNAL:
             if (strpbrk(p.value, ",=")) {
                 rc = cli_usage_error("convert", "--external-data: '%s' holds ',' or '='",
@@ -443,6 +448,10 @@ int cli_cmd_convert(int argc, char **argv) {
              external ? external : "", external && opset ? "," : "", opset ? "opset=" : "",
              opset ? opset : "", no_fuse && (external || opset) ? "," : "",
              no_fuse ? "fuse=0" : "");
+    if (compress) {
+        size_t ol = strlen(opts);
+        snprintf(opts + ol, sizeof opts - ol, "%scompress=1", ol ? "," : "");
+    }
     cli_write_args w = {"convert", in, src, out, format, flags, version,
                         opts[0] ? opts : NULL, progress, verbose, json, NULL, 0};
     rc = cli_write_output(c, &w);

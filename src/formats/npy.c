@@ -13,7 +13,7 @@
  * to aligned memory. The writer writes what np.save writes, byte for byte.
  * docs/formats/npy.md.
  */
-#include "core/internal.h"
+#include "formats/npy.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -56,6 +56,8 @@ typedef struct npy_reader {
     const uint8_t *h;
     size_t n, pos;
     uint64_t base; /* file offset of h[0] */
+    const char *fmt; /* format name for messages ("npy", or "npz" for a member) */
+    int taken;       /* the tensor took src->owned */
     unsigned major;
     char str[64];  /* the last string literal (cut) */
     size_t slen;   /* its full length */
@@ -81,7 +83,7 @@ static int npy_syntax(npy_reader *r, const char *expected) {
         snprintf(found, sizeof found, "'%c'", (char)r->h[r->pos]);
     else
         snprintf(found, sizeof found, "byte 0x%02x", r->h[r->pos]);
-    return tio__err(r->err, TIO_E_CORRUPT, NPY, npy_at(r, r->pos),
+    return tio__err(r->err, TIO_E_CORRUPT, r->fmt, npy_at(r, r->pos),
                     "header: expected %s, found %s (the header is a Python dict literal)",
                     expected, found);
 }
@@ -103,13 +105,13 @@ static int npy_string(npy_reader *r, const char *what) {
     uint8_t q = r->h[r->pos];
     size_t at = r->pos;
     if (r->n - r->pos >= 3 && r->h[r->pos + 1] == q && r->h[r->pos + 2] == q)
-        return tio__err(r->err, TIO_E_UNSUPPORTED, NPY, npy_at(r, at),
+        return tio__err(r->err, TIO_E_UNSUPPORTED, r->fmt, npy_at(r, at),
                         "header: a triple-quoted string (np.save writes '...')");
     r->pos++;
     r->slen = 0;
     for (;;) {
         if (r->pos >= r->n || r->h[r->pos] == '\n')
-            return tio__err(r->err, TIO_E_CORRUPT, NPY, npy_at(r, at),
+            return tio__err(r->err, TIO_E_CORRUPT, r->fmt, npy_at(r, at),
                             "header: %s is not terminated", what);
         uint8_t c = r->h[r->pos++];
         if (c == q) break;
@@ -121,7 +123,7 @@ static int npy_string(npy_reader *r, const char *what) {
             case 'n': c = '\n'; break;
             case 't': c = '\t'; break;
             default:
-                return tio__err(r->err, TIO_E_UNSUPPORTED, NPY, npy_at(r, r->pos - 2),
+                return tio__err(r->err, TIO_E_UNSUPPORTED, r->fmt, npy_at(r, r->pos - 2),
                                 "header: escape '\\%c' in %s (np.save writes none)",
                                 e >= 0x20 && e < 0x7f ? (char)e : '?', what);
             }
@@ -132,7 +134,7 @@ static int npy_string(npy_reader *r, const char *what) {
     r->str[r->slen < sizeof r->str ? r->slen : sizeof r->str - 1] = 0;
     npy_ws(r);
     if (r->pos < r->n && (r->h[r->pos] == '\'' || r->h[r->pos] == '"'))
-        return tio__err(r->err, TIO_E_UNSUPPORTED, NPY, npy_at(r, r->pos),
+        return tio__err(r->err, TIO_E_UNSUPPORTED, r->fmt, npy_at(r, r->pos),
                         "header: adjacent string literals (np.save writes one)");
     return TIO_OK;
 }
@@ -161,19 +163,19 @@ static int npy_int(npy_reader *r, uint64_t *out) {
         return npy_syntax(r, "an integer (a dim of the shape)");
     }
     if (r->h[d0] == '0' && v != 0)
-        return tio__err(r->err, TIO_E_CORRUPT, NPY, npy_at(r, d0),
+        return tio__err(r->err, TIO_E_CORRUPT, r->fmt, npy_at(r, d0),
                         "header: an integer with a leading zero (not a Python literal)");
     if (r->major < 3 && r->pos < r->n && (r->h[r->pos] == 'L' || r->h[r->pos] == 'l'))
         r->pos++; /* Python 2's long, which format.py filters out */
     if (r->pos < r->n && (r->h[r->pos] == '.' || r->h[r->pos] == 'e' || r->h[r->pos] == 'E' ||
                           r->h[r->pos] == 'x' || r->h[r->pos] == 'j'))
-        return tio__err(r->err, TIO_E_CORRUPT, NPY, npy_at(r, at),
+        return tio__err(r->err, TIO_E_CORRUPT, r->fmt, npy_at(r, at),
                         "header: shape holds a number that is not a decimal integer");
     if (ovf || v > (uint64_t)INT64_MAX)
-        return tio__err(r->err, TIO_E_OVERFLOW, NPY, npy_at(r, at),
+        return tio__err(r->err, TIO_E_OVERFLOW, r->fmt, npy_at(r, at),
                         "header: a dim of the shape does not fit in int64");
     if (neg && v)
-        return tio__err(r->err, TIO_E_CORRUPT, NPY, npy_at(r, at),
+        return tio__err(r->err, TIO_E_CORRUPT, r->fmt, npy_at(r, at),
                         "header: a dim of the shape is negative (expected sizes >= 0)");
     *out = v;
     return TIO_OK;
@@ -184,7 +186,7 @@ static int npy_shape(npy_reader *r) {
     size_t at = r->pos;
     if (r->pos >= r->n || r->h[r->pos] != '(') {
         if (r->pos < r->n && r->h[r->pos] == '[')
-            return tio__err(r->err, TIO_E_CORRUPT, NPY, npy_at(r, at),
+            return tio__err(r->err, TIO_E_CORRUPT, r->fmt, npy_at(r, at),
                             "header: shape is a list (expected a tuple of ints, as numpy "
                             "requires)");
         return npy_syntax(r, "'(' (shape is a tuple of ints)");
@@ -203,13 +205,13 @@ static int npy_shape(npy_reader *r) {
         int rc = npy_int(r, &d);
         if (rc) return rc;
         if (r->rank >= r->ctx->limits.max_rank)
-            return tio__err(r->err, TIO_E_LIMIT, NPY, npy_at(r, at),
+            return tio__err(r->err, TIO_E_LIMIT, r->fmt, npy_at(r, at),
                             "header: rank above the limit (max_rank %" PRIu32 ")",
                             r->ctx->limits.max_rank);
         if (r->rank == r->dims_cap) {
             size_t nc = r->dims_cap ? r->dims_cap * 2 : 8;
             int64_t *nd = realloc(r->dims, nc * sizeof *nd);
-            if (!nd) return tio__nomem(r->err, NPY);
+            if (!nd) return tio__nomem(r->err, r->fmt);
             r->dims = nd;
             r->dims_cap = nc;
         }
@@ -219,7 +221,7 @@ static int npy_shape(npy_reader *r) {
         if (comma) r->pos++;
     }
     if (r->rank == 1 && !comma)
-        return tio__err(r->err, TIO_E_CORRUPT, NPY, npy_at(r, at),
+        return tio__err(r->err, TIO_E_CORRUPT, r->fmt, npy_at(r, at),
                         "header: shape is '(n)', an int, not a tuple (expected '(n,)')");
     return TIO_OK;
 }
@@ -249,7 +251,7 @@ static int npy_descr(npy_reader *r, npy_header *hd) {
     npy_ws(r);
     size_t at = r->pos;
     if (r->pos < r->n && r->h[r->pos] == '[')
-        return tio__err(r->err, TIO_E_UNSUPPORTED, NPY, npy_at(r, at),
+        return tio__err(r->err, TIO_E_UNSUPPORTED, r->fmt, npy_at(r, at),
                         "header: descr is a list: a structured dtype (record fields), which "
                         "tensio does not read (expected a simple dtype such as '<f4')");
     int rc = npy_string(r, "a string (descr, the dtype)");
@@ -269,12 +271,12 @@ static int npy_descr(npy_reader *r, npy_header *hd) {
     }
     int tail = *s != 0 || r->slen >= sizeof r->str;
     if (kind == 'O')
-        return tio__err(r->err, TIO_E_UNSUPPORTED, NPY, npy_at(r, at),
+        return tio__err(r->err, TIO_E_UNSUPPORTED, r->fmt, npy_at(r, at),
                         "header: descr '%s' is an object array (pickled Python objects), which "
                         "tensio refuses to read",
                         esc);
     if (kind == 'V' && !tail)
-        return tio__err(r->err, TIO_E_UNSUPPORTED, NPY, npy_at(r, at),
+        return tio__err(r->err, TIO_E_UNSUPPORTED, r->fmt, npy_at(r, at),
                         "header: descr '%s' is a void/structured dtype, which tensio does not "
                         "read",
                         esc);
@@ -289,7 +291,7 @@ static int npy_descr(npy_reader *r, npy_header *hd) {
                            : kind == 'M' || kind == 'm' ? "datetimes"
                            : kind == 'f' ? "a float of that size"
                                          : "not a dtype tensio knows";
-        return tio__err(r->err, TIO_E_DTYPE, NPY, npy_at(r, at),
+        return tio__err(r->err, TIO_E_DTYPE, r->fmt, npy_at(r, at),
                         "header: descr '%s' (%s) has no tensio dtype (expected b1, i1..i8, "
                         "u1..u8, f2, f4 or f8 with byte order '<', '>' or '|')",
                         esc, what);
@@ -318,13 +320,13 @@ static int npy_dict(npy_reader *r, npy_header *hd) {
         if (k < 0 || r->slen >= sizeof r->str) {
             char esc[64];
             tio__escape((const uint8_t *)r->str, strlen(r->str), esc, sizeof esc);
-            return tio__err(r->err, TIO_E_CORRUPT, NPY, npy_at(r, kat),
+            return tio__err(r->err, TIO_E_CORRUPT, r->fmt, npy_at(r, kat),
                             "header: key '%s' (numpy requires exactly descr, fortran_order "
                             "and shape)",
                             esc);
         }
         if (seen[k]++)
-            return tio__err(r->err, TIO_E_CORRUPT, NPY, npy_at(r, kat),
+            return tio__err(r->err, TIO_E_CORRUPT, r->fmt, npy_at(r, kat),
                             "header: key '%s' twice (numpy keeps the last; tensio refuses it)",
                             r->str);
         rc = npy_expect(r, ':', "':'");
@@ -343,7 +345,7 @@ static int npy_dict(npy_reader *r, npy_header *hd) {
         break;
     }
     if (!seen[0] || !seen[1] || !seen[2])
-        return tio__err(r->err, TIO_E_CORRUPT, NPY, npy_at(r, 0),
+        return tio__err(r->err, TIO_E_CORRUPT, r->fmt, npy_at(r, 0),
                         "header: key '%s' is missing (numpy requires descr, fortran_order "
                         "and shape)",
                         !seen[0] ? "descr" : !seen[1] ? "fortran_order" : "shape");
@@ -389,39 +391,39 @@ static void npy_reorder(const uint8_t *src, uint8_t *dst, const int64_t *dims, s
     }
 }
 
-static int npy_read_all(npy_reader *r) {
+static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio__npy_src *src) {
     tio_read_ctx *ctx = r->ctx;
-    const uint8_t *d = ctx->data;
-    size_t size = ctx->size;
+    uint64_t fb = src->base; /* file offset of d[0] */
+#define AT(x) npy_off(fb + (uint64_t)(x))
     if (size < NPY_MAGIC_LEN + 2)
-        return tio__err(r->err, TIO_E_TRUNCATED, NPY, 0,
+        return tio__err(r->err, TIO_E_TRUNCATED, r->fmt, AT(0),
                         "the magic and version need 8 bytes, found %zu", size);
     if (memcmp(d, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
-        return tio__err(r->err, TIO_E_MAGIC, NPY, 0,
+        return tio__err(r->err, TIO_E_MAGIC, r->fmt, AT(0),
                         "the file does not start with \\x93NUMPY (expected the .npy magic)");
     unsigned major = d[6], minor = d[7];
     if ((major != 1 && major != 2 && major != 3) || minor != 0)
-        return tio__err(r->err, TIO_E_UNSUPPORTED, NPY, 6,
+        return tio__err(r->err, TIO_E_UNSUPPORTED, r->fmt, AT(6),
                         "format version %u.%u (expected 1.0, 2.0 or 3.0)", major, minor);
     r->major = major;
     size_t lenbytes = major == 1 ? 2 : 4;
     if (size < 8 + lenbytes)
-        return tio__err(r->err, TIO_E_TRUNCATED, NPY, 8,
+        return tio__err(r->err, TIO_E_TRUNCATED, r->fmt, AT(8),
                         "the header length needs %zu bytes, found %zu", lenbytes, size - 8);
     uint64_t hlen = major == 1 ? tio__ld16(d + 8) : tio__ld32(d + 8);
     if (hlen > ctx->limits.max_header_bytes)
-        return tio__err(r->err, TIO_E_LIMIT, NPY, 8,
+        return tio__err(r->err, TIO_E_LIMIT, r->fmt, AT(8),
                         "the header is %" PRIu64 " bytes, above the limit (max_header_bytes %"
                         PRIu64 ")",
                         hlen, ctx->limits.max_header_bytes);
     uint64_t hstart = 8 + lenbytes;
     if (hlen > size - hstart)
-        return tio__err(r->err, TIO_E_TRUNCATED, NPY, npy_off(hstart),
+        return tio__err(r->err, TIO_E_TRUNCATED, r->fmt, AT(hstart),
                         "the header is %" PRIu64 " bytes, but only %zu follow its length field",
                         hlen, size - (size_t)hstart);
     r->h = d + hstart;
     r->n = (size_t)hlen;
-    r->base = hstart;
+    r->base = fb + hstart;
     if (major == 3) {
         /* UTF-8 in 3.0; the dict itself is ASCII (checked as parsed) */
         for (size_t i = 0; i < r->n; i++)
@@ -430,7 +432,7 @@ static int npy_read_all(npy_reader *r) {
                 int ok = k && r->n - i >= k;
                 for (size_t j = 1; ok && j < k; j++) ok = (r->h[i + j] & 0xC0) == 0x80;
                 if (!ok)
-                    return tio__err(r->err, TIO_E_CORRUPT, NPY, npy_at(r, i),
+                    return tio__err(r->err, TIO_E_CORRUPT, r->fmt, npy_at(r, i),
                                     "header: not valid UTF-8 (format 3.0 headers are UTF-8)");
                 i += k - 1;
             }
@@ -440,25 +442,25 @@ static int npy_read_all(npy_reader *r) {
     int rc = npy_dict(r, &hd);
     if (rc) return rc;
     if (r->n == 0 || r->h[r->n - 1] != '\n') {
-        rc = tio__warn(ctx, NPY, npy_off(hstart + hlen), r->err,
+        rc = tio__warn(ctx, r->fmt, AT(hstart + hlen), r->err,
                        "the header does not end with '\\n' (np.save ends it so)");
         if (rc) return rc;
     }
 
     size_t es = hd.type->size, nbytes = 0;
     uint64_t numel = 0;
-    rc = tio__shape_size(r->dims, r->rank, es, &numel, &nbytes, NPY, npy_off(hstart), r->err);
+    rc = tio__shape_size(r->dims, r->rank, es, &numel, &nbytes, r->fmt, AT(hstart), r->err);
     if (rc) return rc;
     uint64_t data_at = hstart + hlen, avail = size - data_at;
     if (avail < nbytes) {
         char shape[96];
         tio__shape_str(r->dims, r->rank, shape, sizeof shape);
-        return tio__err(r->err, TIO_E_TRUNCATED, NPY, npy_off(data_at),
+        return tio__err(r->err, TIO_E_TRUNCATED, r->fmt, AT(data_at),
                         "the data of shape %s '%s' need %zu bytes, found %" PRIu64, shape,
                         hd.descr, nbytes, avail);
     }
     if (avail > nbytes) {
-        rc = tio__warn(ctx, NPY, npy_off(data_at + nbytes), r->err,
+        rc = tio__warn(ctx, r->fmt, AT(data_at + nbytes), r->err,
                        "%" PRIu64 " trailing bytes after the array's %zu (np.load ignores "
                        "them)",
                        avail - nbytes, nbytes);
@@ -466,15 +468,25 @@ static int npy_read_all(npy_reader *r) {
     }
     tio_tensor_desc td;
     memset(&td, 0, sizeof td);
+    td.name = src->name;
     td.dtype = hd.type->dtype;
     td.rank = r->rank;
     td.shape = r->dims;
     td.layout = TIO_LAYOUT_DENSE;
     td.data = d + data_at;
     td.nbytes = nbytes;
-    rc = tio__container_add_view(ctx->c, &td, npy_off(data_at), NPY, r->err);
-    if (rc) return rc;
-    tio_tensor *t = ctx->c->tensors[ctx->c->count - 1];
+    tio_tensor *t = NULL;
+    if (src->owned) {
+        /* the data lie in the caller's buffer, which the tensor takes below */
+        rc = tio_container_add(ctx->c, &td, TIO_ADD_BORROW, &t, r->err);
+        if (rc) return rc;
+        t->source_offset = src->source_offset;
+    } else {
+        rc = tio__container_add_view(ctx->c, &td, AT(data_at), r->fmt, r->err);
+        if (rc) return rc;
+        t = ctx->c->tensors[ctx->c->count - 1];
+    }
+#undef AT
     int transpose = hd.fortran && r->rank > 1 && numel > 1;
     if (nbytes && (hd.big || transpose)) {
         /* a C-order little-endian copy, made once at open */
@@ -485,7 +497,7 @@ static int npy_read_all(npy_reader *r) {
             free(buf);
             free(idx);
             free(stride);
-            return tio__nomem(r->err, NPY);
+            return tio__nomem(r->err, r->fmt);
         }
         npy_reorder(d + data_at, buf, r->dims, r->rank, numel, es, transpose, hd.big, idx,
                     stride);
@@ -495,8 +507,12 @@ static int npy_read_all(npy_reader *r) {
         t->data = buf;
     } else if (nbytes && es > 1 && (uintptr_t)t->data % es) {
         rc = tio_tensor_materialize(t, r->err);
-        if (rc) return tio__nomem(r->err, NPY);
+        if (rc) return tio__nomem(r->err, r->fmt);
+    } else if (src->owned) {
+        t->owned_data = src->owned; /* the view into it stays valid */
+        r->taken = 1;
     }
+    if (!src->props) return TIO_OK;
     char v[24];
     tio_kv *props = &ctx->c->props;
     snprintf(v, sizeof v, "%u.0", major);
@@ -508,19 +524,30 @@ static int npy_read_all(npy_reader *r) {
     return rc;
 }
 
-static int npy_read(tio_read_ctx *ctx, tio_error *err) {
+int tio__npy_read_array(tio_read_ctx *ctx, const uint8_t *data, size_t size,
+                        const tio__npy_src *src, tio_error *err) {
     npy_reader r;
     memset(&r, 0, sizeof r);
     r.ctx = ctx;
     r.err = err;
-    int rc = npy_read_all(&r);
+    r.fmt = src->format;
+    int rc = npy_read_all(&r, data, size, src);
     free(r.dims);
+    if (src->owned && !r.taken) free(src->owned);
     return rc;
+}
+
+static int npy_read(tio_read_ctx *ctx, tio_error *err) {
+    tio__npy_src src;
+    memset(&src, 0, sizeof src);
+    src.format = NPY;
+    src.props = 1;
+    return tio__npy_read_array(ctx, ctx->data, ctx->size, &src, err);
 }
 
 /* ------------------------------------------------------------------ write */
 
-static const char *npy_descr_of(tio_dtype d) {
+const char *tio__npy_descr(tio_dtype d) {
     switch (d) {
     case TIO_BOOL: return "|b1";
     case TIO_INT8: return "|i1";
@@ -546,7 +573,7 @@ static int npy_check(const tio_write_plan *p, tio_error *err) {
                         "(write each to its own file)",
                         n);
     const tio_wtensor *w = tio__plan_tensor(p, 0);
-    if (!npy_descr_of(w->dtype))
+    if (!tio__npy_descr(w->dtype))
         return tio__err(err, TIO_E_DTYPE, NPY, -1, "tensor 0: dtype %s has no .npy descr",
                         tio_dtype_name(w->dtype) ? tio_dtype_name(w->dtype) : "?");
     return TIO_OK;
@@ -555,16 +582,18 @@ static int npy_check(const tio_write_plan *p, tio_error *err) {
 /* The header np.save writes: the dict with its keys sorted, the growth
  * spaces for dim 0, then spaces and '\n' up to a multiple of 64 (a full 64
  * when already aligned, as format.py's _wrap_header does). */
-static int npy_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
-    int rc = npy_check(p, err);
-    if (rc) return rc;
-    const tio_wtensor *w = tio__plan_tensor(p, 0);
-    unsigned version = tio__plan_version(p);
-    size_t cap = 96 + w->rank * 24 + NPY_GROWTH_DIGITS + NPY_ALIGN + 2;
-    char *h = malloc(cap);
-    if (!h) return tio__nomem(err, NPY);
-    size_t len = (size_t)snprintf(h, cap, "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                                  npy_descr_of(w->dtype));
+int tio__npy_header(const tio_wtensor *w, unsigned version, const char *format, uint8_t **out,
+                    size_t *out_len, tio_error *err) {
+    const char *descr = tio__npy_descr(w->dtype);
+    if (!descr)
+        return tio__err(err, TIO_E_DTYPE, format, -1, "dtype %s has no .npy descr",
+                        tio_dtype_name(w->dtype) ? tio_dtype_name(w->dtype) : "?");
+    size_t cap = 12 + 96 + w->rank * 24 + NPY_GROWTH_DIGITS + NPY_ALIGN + 2;
+    uint8_t *buf = malloc(cap);
+    if (!buf) return tio__nomem(err, format);
+    char *h = (char *)buf + 12; /* the dict; the prefix goes before it */
+    size_t len = (size_t)snprintf(h, cap - 12,
+                                  "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
     char dec[TIO__DEC_CAP];
     size_t first_digits = 0;
     for (size_t k = 0; k < w->rank; k++) {
@@ -590,15 +619,15 @@ static int npy_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     size_t prefix = 8 + (version == 1 ? 2u : 4u);
     size_t pad = NPY_ALIGN - (prefix + hlen) % NPY_ALIGN;
     if (version == 1 && hlen + pad > 65535) {
-        free(h);
-        return tio__err(err, TIO_E_UNSUPPORTED, NPY, -1,
+        free(buf);
+        return tio__err(err, TIO_E_UNSUPPORTED, format, -1,
                         "the header needs %zu bytes, more than format 1.0's 65535 (write 2.0)",
                         hlen + pad);
     }
     memset(h + len, ' ', pad);
     len += pad;
     h[len++] = '\n';
-    uint8_t pre[12];
+    uint8_t *pre = buf + 12 - prefix;
     memcpy(pre, NPY_MAGIC, NPY_MAGIC_LEN);
     pre[6] = (uint8_t)version;
     pre[7] = 0;
@@ -608,8 +637,20 @@ static int npy_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     } else {
         tio__st32(pre + 8, (uint32_t)len);
     }
-    rc = tio__sink_write(s, pre, prefix, err);
-    if (!rc) rc = tio__sink_write(s, h, len, err);
+    if (pre != buf) memmove(buf, pre, prefix + len);
+    *out = buf;
+    *out_len = prefix + len;
+    return TIO_OK;
+}
+
+static int npy_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
+    int rc = npy_check(p, err);
+    if (rc) return rc;
+    uint8_t *h = NULL;
+    size_t len = 0;
+    rc = tio__npy_header(tio__plan_tensor(p, 0), tio__plan_version(p), NPY, &h, &len, err);
+    if (rc) return rc;
+    rc = tio__sink_write(s, h, len, err);
     free(h);
     if (!rc) rc = tio__plan_sink_tensor(p, s, 0, err);
     return rc;
@@ -623,11 +664,7 @@ const tio_format_desc tio__format_npy = {
     .description = "NumPy .npy array file (one array), format versions 1.0, 2.0, 3.0",
     .extensions = ".npy",
     .caps = 0,
-    .dtypes = TIO_DTYPE_BIT(TIO_BOOL) | TIO_DTYPE_BIT(TIO_INT8) | TIO_DTYPE_BIT(TIO_INT16) |
-              TIO_DTYPE_BIT(TIO_INT32) | TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_UINT8) |
-              TIO_DTYPE_BIT(TIO_UINT16) | TIO_DTYPE_BIT(TIO_UINT32) |
-              TIO_DTYPE_BIT(TIO_UINT64) | TIO_DTYPE_BIT(TIO_FLOAT16) |
-              TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT64),
+    .dtypes = TIO__NPY_DTYPES,
     .versions = (1u << 1) | (1u << 2) | (1u << 3),
     .probe = npy_probe,
     .read = npy_read,

@@ -12,6 +12,7 @@ extern const tio_format_desc tio__format_onnx;
 extern const tio_format_desc tio__format_safetensors;
 extern const tio_format_desc tio__format_npy;
 extern const tio_format_desc tio__format_gguf;
+extern const tio_format_desc tio__format_npz;
 
 static const tio_format_desc *const registry[] = {
     &tio__format_btf,
@@ -23,6 +24,7 @@ static const tio_format_desc *const registry[] = {
     &tio__format_safetensors,
     &tio__format_npy,
     &tio__format_gguf,
+    &tio__format_npz,
 };
 
 size_t tio__format_count(void) { return sizeof registry / sizeof registry[0]; }

@@ -264,6 +264,13 @@ static void test_sweep_gguf(void **state) {
     report("gguf");
 }
 
+static void test_sweep_npz(void **state) {
+    (void)state;
+    sweep_format("npz");
+    assert_true(S.files >= 5);
+    report("npz");
+}
+
 int main(void) {
     tvec_note_shared();
     const struct CMUnitTest tests[] = {
@@ -272,6 +279,7 @@ int main(void) {
         cmocka_unit_test(test_sweep_zio),    cmocka_unit_test(test_sweep_onnx),
         cmocka_unit_test(test_sweep_safetensors), cmocka_unit_test(test_sweep_npy),
         cmocka_unit_test(test_sweep_gguf),
+        cmocka_unit_test(test_sweep_npz),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -214,6 +214,7 @@ const tvec_dir tvec_dirs[] = {
     {"safetensors", ".safetensors", "safetensors"},
     {"npy", ".npy", "npy"},
     {"gguf", ".gguf", "gguf"},
+    {"npz", ".npz", "npz"},
     {NULL, NULL, NULL},
 };
 

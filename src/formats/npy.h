@@ -1,0 +1,44 @@
+/* The .npy module's parts that the .npz module (a zip of .npy files) reuses:
+ * one array read from .npy bytes, and the header np.save writes. */
+#ifndef TIO_FORMATS_NPY_H
+#define TIO_FORMATS_NPY_H
+
+#include "core/internal.h"
+
+/* The dtypes a .npy file holds (tio_format_desc.dtypes). */
+#define TIO__NPY_DTYPES                                                                    \
+    (TIO_DTYPE_BIT(TIO_BOOL) | TIO_DTYPE_BIT(TIO_INT8) | TIO_DTYPE_BIT(TIO_INT16) |        \
+     TIO_DTYPE_BIT(TIO_INT32) | TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_UINT8) |      \
+     TIO_DTYPE_BIT(TIO_UINT16) | TIO_DTYPE_BIT(TIO_UINT32) | TIO_DTYPE_BIT(TIO_UINT64) |   \
+     TIO_DTYPE_BIT(TIO_FLOAT16) | TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT64))
+
+/* Where the .npy bytes given to tio__npy_read_array come from. */
+typedef struct tio__npy_src {
+    const char *format;    /* the format named in messages: "npy", "npz" */
+    const char *name;      /* the tensor's name, or NULL */
+    uint64_t base;         /* the source offset of the first byte (for messages and views) */
+    /* NULL: the bytes lie in the source (ctx->data), and the tensor views them.
+     * Otherwise a malloc'ed buffer holding them (an inflated member), which the
+     * call takes: the tensor keeps it as its data, or it is freed (also on
+     * failure). */
+    void *owned;
+    int64_t source_offset; /* the tensor's source offset when `owned` */
+    int props;             /* set the container's properties (version, descr, …) */
+} tio__npy_src;
+
+/* Reads the .npy file data[0..size) as one tensor appended to ctx->c: the
+ * header parsed, byte order and Fortran order copied to little-endian C
+ * order, unaligned data copied to aligned memory, else a view. */
+int tio__npy_read_array(tio_read_ctx *ctx, const uint8_t *data, size_t size,
+                        const tio__npy_src *src, tio_error *err);
+
+/* NumPy's dtype.str for a tensio dtype ("<f4", "|b1"), or NULL when none. */
+const char *tio__npy_descr(tio_dtype d);
+
+/* The bytes np.save writes before w's data (magic, version, header length,
+ * the padded dict) at `version` (0: 1.0, or 2.0 when 1.0 cannot hold it),
+ * malloc'ed into *out. */
+int tio__npy_header(const tio_wtensor *w, unsigned version, const char *format, uint8_t **out,
+                    size_t *out_len, tio_error *err);
+
+#endif
