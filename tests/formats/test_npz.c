@@ -63,7 +63,7 @@ static zbuf archive(const char *const *names, size_t n, size_t count, const char
         ASSERT_OK(tio_container_add(c, &d, 0, NULL, &e), e, "add");
     }
     free(data);
-    tio_save_options so = {"npz", 0, 0, options};
+    tio_save_options so = {.format = "npz", .options = options};
     void *out = NULL;
     size_t len = 0;
     ASSERT_OK(tio_save_memory(c, &so, &out, &len, &e), e, "save");
@@ -98,7 +98,7 @@ static void set_sizes(zbuf *z, size_t cd, uint64_t csize, uint64_t usize) {
 
 static int open_z(const zbuf *z, unsigned flags, const tio_limits *lim, tio_container **c,
                   tio_error *e) {
-    tio_open_options o = {"npz", flags, lim};
+    tio_open_options o = {.format = "npz", .flags = flags, .limits = lim};
     *c = NULL;
     return tio_open_memory(z->p, z->n, &o, c, e);
 }
@@ -670,7 +670,7 @@ static void test_write(void **state) {
         tio_tensor_desc d = {clash[i], TIO_UINT8, 0, NULL, TIO_LAYOUT_DENSE, &v, 1, 0, NULL};
         ASSERT_OK(tio_container_add(c, &d, 0, NULL, &e), e, "add");
     }
-    tio_save_options so = {"npz", 0, 0, NULL};
+    tio_save_options so = {.format = "npz"};
     void *out = NULL;
     size_t olen;
     assert_int_equal(tio_save_memory(c, &so, &out, &olen, &e), TIO_E_UNSUPPORTED);
@@ -705,7 +705,7 @@ static void test_registry(void **state) {
     (void)state;
     assert_string_equal(tio_format_for_path("a/b.npz"), "npz");
     zbuf z = one(NULL);
-    tio_open_options o = {NULL, 0, NULL};
+    tio_open_options o = {0};
     tio_container *c = NULL;
     tio_error e;
     ASSERT_OK(tio_open_memory(z.p, z.n, &o, &c, &e), e, "probe");
