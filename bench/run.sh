@@ -18,7 +18,7 @@
 #   BENCH_TENSORS  tensors in the many-tensor files [10000]
 #   BENCH_REPS     timed repetitions [5]      BENCH_WARMUP  untimed first [1]
 #   BENCH_CASES    [open scan sha256 write durable convert zmq model onnx recvfiles python]
-#   BENCH_FORMATS  [btf tenbin zio rten tmfile safetensors gguf]
+#   BENCH_FORMATS  [btf tenbin zio rten tmfile safetensors gguf npz]
 #   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated models (model, onnx) [1G, 1000]
 #   BENCH_ZMQ_SIZES [1K,4K,16K,64K,256K,1M,4M,16M]   BENCH_ZMQ_BUDGET [1G]
 #   BENCH_FILES_COUNTS [1000,10000,100000]  recvfiles: files per run (each >= 2)
@@ -51,7 +51,7 @@ MANY=${BENCH_TENSORS:-10000}
 REPS=${BENCH_REPS:-5}
 WARM=${BENCH_WARMUP:-1}
 CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model onnx recvfiles python}
-FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile safetensors gguf}
+FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile safetensors gguf npz}
 MSIZE=${BENCH_MODEL_SIZE:-1G}
 MCONSTS=${BENCH_MODEL_CONSTS:-1000}
 ZSIZES=${BENCH_ZMQ_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M}
@@ -76,11 +76,11 @@ trap 'rm -rf "$DATA"/bench-* "$READ"/bench-* "$PREV"' EXIT
 
 has() { [[ " $CASES " == *" $1 "* ]]; }
 ext() { case $1 in btf) echo btf ;; tenbin) echo ten ;; zio) echo zmsg ;; rten) echo rten ;;
-  tmfile) echo tmfile ;; safetensors) echo safetensors ;; gguf) echo gguf ;; esac; }
+  tmfile) echo tmfile ;; safetensors) echo safetensors ;; gguf) echo gguf ;; npz) echo npz ;; esac; }
 # Where each format's many-tensor file is converted to.
 convert_to() { case $1 in btf) echo tenbin ;; tenbin) echo btf ;; zio) echo tenbin ;;
   rten) echo tenbin ;; tmfile) echo btf ;; safetensors) echo tenbin ;; gguf) echo safetensors ;;
-  esac; }
+  npz) echo safetensors ;; esac; }
 run() { echo "+ $*" >&2; "$@" >>"$RAW"; }
 step() { echo "== $*" >&2; }
 

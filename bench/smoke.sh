@@ -21,7 +21,7 @@ for section in "## Goals" "## 1. Open + list" "## 2. Read all data" "## 3. Write
                "## 8. ONNX"; do
   grep -qF "$section" "$md" || { echo "bench_smoke: no '$section' in $md"; fail=1; }
 done
-for f in btf zio tenbin rten tmfile safetensors gguf npy; do
+for f in btf zio tenbin rten tmfile safetensors gguf npz npy; do
   grep -q "tensio:$f" "$md" || { echo "bench_smoke: nothing measured for $f"; fail=1; }
 done
 for s in base:read base:memcpy base:write base:cp base:libzmq tensio:zio tensio:tensorcom \
