@@ -24,11 +24,11 @@ static void same_types(const tio_container *a, const tio_container *b) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz_roundtrip_file(data, size, "gguf");
-    tio_open_options o = {"gguf", 0, NULL};
+    tio_open_options o = {.format = "gguf"};
     tio_container *c1 = NULL, *c2 = NULL;
     tio_error e;
     if (tio_open_memory(data, size, &o, &c1, &e) != TIO_OK) return 0;
-    tio_save_options so = {"gguf", 0, 0, NULL};
+    tio_save_options so = {.format = "gguf"};
     void *b = NULL;
     size_t n = 0;
     if (tio_save_memory(c1, &so, &b, &n, &e) != TIO_OK)
