@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (m->offset % 512 || m->offset > size || m->size > size - m->offset ||
             (const uint8_t *)m->data != data + m->offset)
             fz_fail("member %zu outside the input", i);
-        if (m->sample != TIO_SHARD_NO_SAMPLE) {
+        if (m->sample != TIO_SHARD_NONE) {
             grouped++;
             size_t kl = strlen(m->key);
             if (strncmp(m->name, m->key, kl) != 0 || m->name[kl] != '.' ||
@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t k = 0; k < tio_shard_sample_count(s); k++) {
         const tio_shard_sample *sm = tio_shard_sample_at(s, k);
         if (!sm->count) fz_fail("empty sample %zu", k);
-        if (sm->duplicate_of != TIO_SHARD_NO_SAMPLE &&
+        if (sm->duplicate_of != TIO_SHARD_NONE &&
             (sm->duplicate_of >= k ||
              strcmp(tio_shard_sample_at(s, sm->duplicate_of)->key, sm->key) != 0))
             fz_fail("sample %zu: bad duplicate_of", k);

@@ -603,7 +603,8 @@ TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_option
  * thread-safe against tio_shard_free; reading from several threads is. */
 typedef struct tio_shard tio_shard;
 
-#define TIO_SHARD_NO_SAMPLE ((size_t)-1)
+/* No such member or sample (and the sample of a member in none). */
+#define TIO_SHARD_NONE ((size_t)-1)
 
 typedef struct tio_shard_member {
     const char *name;   /* the member's path in the tar */
@@ -612,7 +613,7 @@ typedef struct tio_shard_member {
     uint64_t offset;    /* of its data in the shard (a multiple of 512) */
     uint64_t size;      /* bytes */
     const void *data;   /* size bytes: a view valid until tio_shard_free */
-    size_t sample;      /* its sample, or TIO_SHARD_NO_SAMPLE */
+    size_t sample;      /* its sample, or TIO_SHARD_NONE */
     int duplicate;      /* an earlier member of the same sample has the same
                            extension (ASCII case ignored, as WebDataset
                            lower-cases them): WebDataset fails on it */
@@ -623,7 +624,7 @@ typedef struct tio_shard_sample {
     size_t count;        /* members; see tio_shard_sample_member */
     size_t duplicate_of; /* an earlier sample with the same key (the key came
                             back after another one: WebDataset yields it as a
-                            second sample), else TIO_SHARD_NO_SAMPLE */
+                            second sample), else TIO_SHARD_NONE */
 } tio_shard_sample;
 
 /* Maps and indexes a shard file. limits: NULL = defaults. */
@@ -644,10 +645,10 @@ TIO_API size_t tio_shard_sample_count(const tio_shard *s);
 /* Sample i in archive order, or NULL past the end. */
 TIO_API const tio_shard_sample *tio_shard_sample_at(const tio_shard *s, size_t i);
 /* Index (for tio_shard_member_at) of member j of sample i, or
- * TIO_SHARD_NO_SAMPLE past the end. */
+ * TIO_SHARD_NONE past the end. */
 TIO_API size_t tio_shard_sample_member(const tio_shard *s, size_t i, size_t j);
-/* The first member named "KEY.EXT" (or with that exact path), or
- * TIO_SHARD_NO_SAMPLE. */
+/* The first member whose path is name ("train/000123.ten" = its key, a dot,
+ * its extension), or TIO_SHARD_NONE. O(members). */
 TIO_API size_t tio_shard_find(const tio_shard *s, const char *name);
 /* The tensio format for member i's extension (tio_format_for_path on its
  * name), or NULL when it is no tensor file (.cls, .json, .jpg …). */

@@ -37,8 +37,10 @@ static int open_shard(const char *path, tio_shard **out) {
     tio_error err;
     tio_error_clear(&err);
     if (tio_shard_open(path, NULL, out, &err) != TIO_OK) {
+        const char *msg = cli_errmsg(&err);
+        if (err.code == TIO_E_IO) return cli_error("%s", msg); /* it names the file */
         char *ep = cli_text_escape(path);
-        cli_error("%s: %s", ep ? ep : path, cli_errmsg(&err));
+        cli_error("%s: %s", ep ? ep : path, msg);
         free(ep);
         return CLI_EXIT_FAIL;
     }
@@ -232,7 +234,7 @@ int cli_shard_info(const char *path, int json) {
         const tio_shard_member *m = tio_shard_member_at(s, i);
         exts[i] = (count_item){m->ext[0] ? m->ext : "(none)", 1, m->size};
         member_bytes += m->size;
-        if (m->sample == TIO_SHARD_NO_SAMPLE) loose++;
+        if (m->sample == TIO_SHARD_NONE) loose++;
         if (!tio_shard_member_format(s, i)) continue;
         int f = 0;
         tio_container *c = open_member(path, s, i, &f);
@@ -356,7 +358,7 @@ size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
     size_t problems = 0, ntensors = 0, n = tio_shard_member_count(s);
     for (size_t i = 0; i < tio_shard_sample_count(s); i++) {
         const tio_shard_sample *sm = tio_shard_sample_at(s, i);
-        if (sm->duplicate_of == TIO_SHARD_NO_SAMPLE) continue;
+        if (sm->duplicate_of == TIO_SHARD_NONE) continue;
         const tio_shard_member *m = tio_shard_member_at(s, tio_shard_sample_member(s, i, 0));
         webdataset_finding(path, errors, m->offset,
                            "tar: member \"%s\": sample key \"%s\" came before, then another "
@@ -423,7 +425,7 @@ int cli_shard_open_member(const char *path, const char *member, tio_container **
     if (rc != CLI_EXIT_OK) return rc;
     size_t i = tio_shard_find(s, member);
     int failed = 0;
-    if (i == TIO_SHARD_NO_SAMPLE) {
+    if (i == TIO_SHARD_NONE) {
         char *ep = cli_text_escape(path), *em = cli_text_escape(member);
         rc = cli_error("%s: no member %s (see tensio ls)", ep ? ep : path, em ? em : "?");
         free(ep);

@@ -84,7 +84,7 @@ static void split_name(tio_shard_member *m, size_t len) {
         key[0] = 0;
         m->key = key;
         m->ext = name + len;
-        m->sample = TIO_SHARD_NO_SAMPLE;
+        m->sample = TIO_SHARD_NONE;
         return;
     }
     size_t kl = (size_t)(dot - name);
@@ -106,12 +106,12 @@ static int group(tio_shard *s, tio_error *err) {
     }
     for (size_t i = 0; i < n; i++) {
         tio_shard_member *m = &s->members[i];
-        if (m->sample == TIO_SHARD_NO_SAMPLE) continue;
+        if (m->sample == TIO_SHARD_NONE) continue;
         if (s->nsamples == 0 || strcmp(s->samples[s->nsamples - 1].key, m->key) != 0) {
             tio_shard_sample *sm = &s->samples[s->nsamples];
             sm->key = m->key;
             sm->count = 0;
-            sm->duplicate_of = TIO_SHARD_NO_SAMPLE;
+            sm->duplicate_of = TIO_SHARD_NONE;
             s->first[s->nsamples++] = grouped;
         }
         m->sample = s->nsamples - 1;
@@ -133,7 +133,7 @@ static int group(tio_shard *s, tio_error *err) {
         if (strcmp(items[k].s, items[k - 1].s) != 0) continue;
         size_t orig = s->samples[items[k - 1].index].duplicate_of;
         s->samples[items[k].index].duplicate_of =
-            orig == TIO_SHARD_NO_SAMPLE ? items[k - 1].index : orig;
+            orig == TIO_SHARD_NONE ? items[k - 1].index : orig;
     }
     free(items);
     return TIO_OK;
@@ -283,15 +283,15 @@ const tio_shard_sample *tio_shard_sample_at(const tio_shard *s, size_t i) {
 }
 
 size_t tio_shard_sample_member(const tio_shard *s, size_t i, size_t j) {
-    if (!s || i >= s->nsamples || j >= s->samples[i].count) return TIO_SHARD_NO_SAMPLE;
+    if (!s || i >= s->nsamples || j >= s->samples[i].count) return TIO_SHARD_NONE;
     return s->order[s->first[i] + j];
 }
 
 size_t tio_shard_find(const tio_shard *s, const char *name) {
-    if (!s || !name) return TIO_SHARD_NO_SAMPLE;
+    if (!s || !name) return TIO_SHARD_NONE;
     for (size_t i = 0; i < s->nmembers; i++)
         if (strcmp(s->members[i].name, name) == 0) return i;
-    return TIO_SHARD_NO_SAMPLE;
+    return TIO_SHARD_NONE;
 }
 
 const char *tio_shard_member_format(const tio_shard *s, size_t i) {

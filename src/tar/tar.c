@@ -37,8 +37,7 @@ int tio__tar_number(const uint8_t *f, size_t n, uint64_t at, const char *what,
     }
     size_t i = 0;
     while (i < n && (f[i] == ' ' || f[i] == 0)) i++; /* leading spaces (and empty) */
-    size_t digits = 0;
-    for (; i < n && f[i] >= '0' && f[i] <= '7'; i++, digits++) {
+    for (; i < n && f[i] >= '0' && f[i] <= '7'; i++) {
         if (v >> 60)
             return tio__err(err, TIO_E_OVERFLOW, FMT, (int64_t)at,
                             "%s: octal number exceeds 63 bits", what);
@@ -52,7 +51,6 @@ int tio__tar_number(const uint8_t *f, size_t n, uint64_t at, const char *what,
                             "%s: expected an octal number, found \"%s\"", what, shown);
         }
     }
-    (void)digits;
     *out = v;
     return TIO_OK;
 }
@@ -204,7 +202,9 @@ int tio__tar_next(tio_cursor *c, const tio_limits *lim, tio_tar_entry *e, int *d
         rc = tio__tar_number(h + H_SIZE, H_SIZE_N, at + H_SIZE, "member size", &size, err);
         if (rc != TIO_OK) break;
         uint8_t type = h[H_TYPE];
-        if (has_size && (type == '0' || type == 0 || type == '7')) size = pax_size;
+        /* a pax size replaces the next entry's (not that of a further extension record) */
+        int extension = type == 'L' || type == 'K' || type == 'x' || type == 'g';
+        if (has_size && !extension) size = pax_size;
         uint64_t data = c->pos, padded;
         if (!tio__align_up(size, TIO_TAR_BLOCK, &padded) || padded > tio__cursor_left(c)) {
             rc = tio__err(err, TIO_E_BOUNDS, FMT, (int64_t)(at + H_SIZE),
@@ -261,15 +261,23 @@ int tio__tar_next(tio_cursor *c, const tio_limits *lim, tio_tar_entry *e, int *d
                 rc = tio__err(err, TIO_E_CORRUPT, FMT, (int64_t)at, "member with an empty name");
                 break;
             }
+            if (name_len > lim->max_name_bytes) {
+                rc = tio__err(err, TIO_E_LIMIT, FMT, (int64_t)at,
+                              "member name of %zu bytes exceeds max_name_bytes %u", name_len,
+                              (unsigned)lim->max_name_bytes);
+                break;
+            }
             e->name = name;
             e->name_len = name_len;
             e->header = first;
             e->offset = data;
             e->size = size;
             return TIO_OK;
+        } else if (extension) {
+            /* 'g' global pax headers, GNU 'K' long link names: skipped, and
+             * what an 'L' or 'x' before them set still applies */
         } else {
-            /* directories, links, devices, fifos, 'g' global pax headers, GNU
-             * 'K' long link names and vendor types: no member of a sample */
+            /* directories, links, devices, fifos and vendor types: no member */
             free(name);
             name = NULL;
             name_len = 0;

@@ -146,12 +146,12 @@ static void test_samples(void **state) {
     const tio_shard_sample *s0 = tio_shard_sample_at(s, 0), *s1 = tio_shard_sample_at(s, 1);
     assert_string_equal(s0->key, "d/000");
     assert_int_equal(s0->count, 3);
-    assert_int_equal(s0->duplicate_of, TIO_SHARD_NO_SAMPLE);
+    assert_int_equal(s0->duplicate_of, TIO_SHARD_NONE);
     assert_string_equal(s1->key, "d/001");
     assert_int_equal(s1->count, 2);
     assert_null(tio_shard_sample_at(s, 2));
     assert_int_equal(tio_shard_sample_member(s, 0, 2), 3);
-    assert_int_equal(tio_shard_sample_member(s, 0, 3), TIO_SHARD_NO_SAMPLE);
+    assert_int_equal(tio_shard_sample_member(s, 0, 3), TIO_SHARD_NONE);
     const tio_shard_member *m = tio_shard_member_at(s, 3);
     assert_string_equal(m->name, "d/000.seg.ten");
     assert_string_equal(m->key, "d/000");
@@ -160,7 +160,7 @@ static void test_samples(void **state) {
     const tio_shard_member *r = tio_shard_member_at(s, 2);
     assert_string_equal(r->name, "d/README");
     assert_string_equal(r->ext, "");
-    assert_int_equal(r->sample, TIO_SHARD_NO_SAMPLE);
+    assert_int_equal(r->sample, TIO_SHARD_NONE);
     for (size_t i = 0; i < 6; i++) {
         const tio_shard_member *x = tio_shard_member_at(s, i);
         assert_int_equal(x->offset % 512, 0);
@@ -171,7 +171,7 @@ static void test_samples(void **state) {
     assert_string_equal(tio_shard_member_format(s, 0), "tenbin");
     assert_null(tio_shard_member_format(s, 1));
     assert_int_equal(tio_shard_find(s, "d/001.json"), 5);
-    assert_int_equal(tio_shard_find(s, "d/002.json"), TIO_SHARD_NO_SAMPLE);
+    assert_int_equal(tio_shard_find(s, "d/002.json"), TIO_SHARD_NONE);
     /* a member container: a view into the shard, alive after tio_shard_free */
     tio_container *c;
     assert_int_equal(tio_shard_open_member(s, 4, NULL, &c, &err), TIO_OK);
@@ -214,8 +214,8 @@ static void test_duplicates(void **state) {
     tio_error err;
     assert_int_equal(open_copy(&b, NULL, &s, &copy, &err), TIO_OK);
     assert_int_equal(tio_shard_sample_count(s), 4);
-    assert_int_equal(tio_shard_sample_at(s, 0)->duplicate_of, TIO_SHARD_NO_SAMPLE);
-    assert_int_equal(tio_shard_sample_at(s, 1)->duplicate_of, TIO_SHARD_NO_SAMPLE);
+    assert_int_equal(tio_shard_sample_at(s, 0)->duplicate_of, TIO_SHARD_NONE);
+    assert_int_equal(tio_shard_sample_at(s, 1)->duplicate_of, TIO_SHARD_NONE);
     assert_int_equal(tio_shard_sample_at(s, 2)->duplicate_of, 0);
     assert_int_equal(tio_shard_sample_at(s, 3)->duplicate_of, 1);
     assert_false(tio_shard_member_at(s, 0)->duplicate);
@@ -264,9 +264,41 @@ static void test_names(void **state) {
     assert_memory_equal(p->data, "{}", 2);
     tio_shard_free(s);
     free(copy);
-    /* a long name over max_name_bytes */
+    /* a long name over max_name_bytes, and a prefixed one */
     tio_limits lim = {.max_name_bytes = 100};
     expect_fail(&b, &lim, TIO_E_LIMIT, "max_name_bytes");
+    lim.max_name_bytes = 12;
+    expect_fail(&b, &lim, TIO_E_LIMIT, "max_name_bytes");
+    free(b.p);
+    /* an 'x' path kept across a 'g' header; a pax size on a directory skips its data */
+    memset(&b, 0, sizeof b);
+    tb_pax(&b, 'x', "9 size=3\n");
+    tb_header(&b, "dir/", '5', 0, USTAR);
+    tb_data(&b, "abc", 3);
+    tb_pax(&b, 'x', "15 path=k.json\n");
+    tb_pax(&b, 'g', "19 comment=ignored\n");
+    tb_file(&b, "other", "{}", 2);
+    tb_end(&b);
+    rc = open_copy(&b, NULL, &s, &copy, &err);
+    if (rc) fprintf(stderr, "%s\n", err.message);
+    assert_int_equal(rc, TIO_OK);
+    assert_int_equal(tio_shard_member_count(s), 1);
+    assert_string_equal(tio_shard_member_at(s, 0)->name, "k.json");
+    assert_memory_equal(tio_shard_member_at(s, 0)->data, "{}", 2);
+    tio_shard_free(s);
+    free(copy);
+    free(b.p);
+    /* empty names: in the header, in a pax path */
+    memset(&b, 0, sizeof b);
+    tb_file(&b, "", "1", 1);
+    tb_end(&b);
+    expect_fail(&b, NULL, TIO_E_CORRUPT, "empty name");
+    free(b.p);
+    memset(&b, 0, sizeof b);
+    tb_pax(&b, 'x', "8 path=\n");
+    tb_file(&b, "a.cls", "1", 1);
+    tb_end(&b);
+    expect_fail(&b, NULL, TIO_E_CORRUPT, "empty name");
     free(b.p);
 }
 
