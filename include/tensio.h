@@ -596,8 +596,10 @@ TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_option
  * not listed. Samples group members as WebDataset does: key = the member path
  * up to the first dot of its basename, extension = the rest ("a/0001.seg.ten":
  * key "a/0001", extension "seg.ten"); consecutive members with the same key
- * are one sample. A member whose basename has no dot, or starts with one,
- * belongs to no sample (WebDataset skips it). A compressed shard (.tar.gz …)
+ * are one sample. The split follows WebDataset's pattern exactly (a basename
+ * that starts with a dot: "x/.h" is key "x/", extension "h"); a member it
+ * does not split ("README", ".h", "a.b/.h") and a top-level "__X__" member
+ * belong to no sample (WebDataset skips them). A compressed shard (.tar.gz …)
  * is TIO_E_UNSUPPORTED. Opening is O(members); members ≤ max_tensors, a
  * member name ≤ max_name_bytes, one pax header ≤ max_header_bytes. Not
  * thread-safe against tio_shard_free; reading from several threads is. */

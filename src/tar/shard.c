@@ -73,14 +73,32 @@ static int cmp_key(const void *pa, const void *pb) {
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
-/* Key and extension of member m (its name buffer has room for the key). */
+/* Whether a basename that starts with a dot still splits, as WebDataset's
+ * pattern (see docs/formats/webdataset.md) splits it: when the path has a
+ * directory whose last component holds no dot ("x/.h": key "x/", extension
+ * "h"; "a.b/.h" and ".h" do not split). */
+static int leading_dot_splits(const char *name, const char *base) {
+    if (base == name) return 0;
+    const char *p = base - 1; /* the last '/' */
+    while (p > name && p[-1] != '/') {
+        p--;
+        if (*p == '.') return 0;
+    }
+    return 1;
+}
+
+/* Key and extension of member m (its name buffer has room for the key), as
+ * WebDataset's base_plus_ext splits the path; top-level "__X__" members
+ * (WebDataset's metadata) belong to no sample. */
 static void split_name(tio_shard_member *m, size_t len) {
     char *name = (char *)m->name;
     const char *slash = strrchr(name, '/');
     const char *base = slash ? slash + 1 : name;
     const char *dot = strchr(base, '.');
     char *key = name + len + 1;
-    if (!dot || dot == base) {
+    int meta = !slash && len >= 4 && memcmp(name, "__", 2) == 0 &&
+               memcmp(name + len - 2, "__", 2) == 0;
+    if (!dot || meta || (dot == base && !leading_dot_splits(name, base))) {
         key[0] = 0;
         m->key = key;
         m->ext = name + len;

@@ -18,6 +18,7 @@ import gzip
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -145,6 +146,22 @@ def test_duplicates(tmp, ten):
     check("dup member", p.returncode == 1 and "fails on it" in p.stdout, p.stdout)
 
 
+def test_split(tmp):
+    """Keys and extensions against WebDataset's own pattern (base_plus_ext)."""
+    names = ["a.b/c.d", "x/.hidden", "a.b/.h", ".top", "noext", "dir/noext", "c.", "d//.h",
+             "/.h", "__meta.x__", "__key__", "k.seg.cls", "dir.x/y/z.1.2", "p/q.r/s.t"]
+    path = os.path.join(tmp, "split.tar")
+    write_tar(path, [(n, b"1") for n in names], tarfile.PAX_FORMAT)
+    got = json.loads(run("ls", "--json", path).stdout)["members"]
+    check("split members", [m["member"] for m in got] == names, str(got))
+    for n, m in zip(names, got):
+        match = re.match(r"^((?:.*/|)[^.]+)[.]([^/]*)$", n)
+        if "/" not in n and n.startswith("__") and n.endswith("__"):
+            match = None
+        want = (match.group(1), match.group(2)) if match else (None, "")
+        check("split " + n, (m["key"], m["ext"]) == want, "%s != %s" % ((m["key"], m["ext"]), want))
+
+
 def expect_fail(name, path, *cmds):
     for cmd in cmds or (("ls",), ("info",), ("validate",)):
         p = run(*cmd, path, ok=False)
@@ -199,6 +216,7 @@ def main():
             ten = f.read()
         test_formats(tmp)
         test_duplicates(tmp, ten)
+        test_split(tmp)
         test_hostile(tmp, ten)
     for f in failures:
         print("FAIL:", f)

@@ -226,6 +226,36 @@ static void test_duplicates(void **state) {
     free(b.p);
 }
 
+/* Keys as WebDataset's pattern splits them, corner cases included. */
+static void test_split(void **state) {
+    (void)state;
+    static const char *const cases[][3] = {
+        /* name, key, extension (key NULL: no sample) */
+        {"a.b/c.d.e", "a.b/c", "d.e"}, {"x/.h", "x/", "h"},   {"a.b/.h", NULL, ""},
+        {".h", NULL, ""},              {"c.", "c", ""},        {"__m.x__", NULL, ""},
+        {"d/__m.x__", "d/__m", "x__"}, {"d//.h", "d//", "h"}, {"/.h", "/", "h"},
+    };
+    size_t n = sizeof cases / sizeof cases[0];
+    tb b = {0};
+    for (size_t i = 0; i < n; i++) tb_file(&b, cases[i][0], "1", 1);
+    tb_end(&b);
+    tio_shard *s;
+    uint8_t *copy;
+    tio_error err;
+    assert_int_equal(open_copy(&b, NULL, &s, &copy, &err), TIO_OK);
+    assert_int_equal(tio_shard_member_count(s), n);
+    for (size_t i = 0; i < n; i++) {
+        const tio_shard_member *m = tio_shard_member_at(s, i);
+        assert_string_equal(m->name, cases[i][0]);
+        assert_string_equal(m->key, cases[i][1] ? cases[i][1] : "");
+        assert_string_equal(m->ext, cases[i][2]);
+        assert_true((m->sample == TIO_SHARD_NONE) == (cases[i][1] == NULL));
+    }
+    tio_shard_free(s);
+    free(copy);
+    free(b.p);
+}
+
 static void test_names(void **state) {
     (void)state;
     tb b = {0};
@@ -533,6 +563,7 @@ static void test_sweeps(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_samples),     cmocka_unit_test(test_duplicates),
+        cmocka_unit_test(test_split),
         cmocka_unit_test(test_names),       cmocka_unit_test(test_bad_headers),
         cmocka_unit_test(test_bad_pax),     cmocka_unit_test(test_member_limit),
         cmocka_unit_test(test_sweeps),
