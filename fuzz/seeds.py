@@ -89,6 +89,8 @@ def main():
             put(out, "gguf", d)
         for _, d in files(base, "npz/*.npz"):
             put(out, "npz", d)
+        for _, d in files(base, "tar/*.tar"):
+            put(out, "tar", d)
         for pat in ("onnx/**/*.onnx", "rten/*/*.onnx", "tmfile/*.onnx"):
             for _, d in files(base, pat):
                 put(out, "onnx", d)
@@ -104,7 +106,7 @@ def main():
                 if j is not None and len(j) <= MAX:
                     put(out, "zio", j)
     for t in ("btf", "tenbin", "rten", "flatbuf", "tmfile", "zio", "zmsg", "onnx", "pb",
-              "safetensors", "npy", "gguf", "npz"):
+              "safetensors", "npy", "gguf", "npz", "tar"):
         d = os.path.join(out, t)
         n = len(os.listdir(d)) if os.path.isdir(d) else 0
         if n == 0:

@@ -588,6 +588,81 @@ TIO_API int tio_open(const char *path, const tio_open_options *opts,
 TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_options *opts,
                             tio_container **out, tio_error *err);
 
+/* ------------------------------------------------------- WebDataset shards */
+
+/* An uncompressed tar shard (ustar, GNU or pax), mapped: every member's data
+ * is a view into the mapping (tar data start on 512-byte boundaries). Members
+ * are the regular files in archive order; directories, links and devices are
+ * not listed. Samples group members as WebDataset does: key = the member path
+ * up to the first dot of its basename, extension = the rest ("a/0001.seg.ten":
+ * key "a/0001", extension "seg.ten"); consecutive members with the same key
+ * are one sample. The split follows WebDataset's pattern exactly (a basename
+ * that starts with a dot: "x/.h" is key "x/", extension "h"); a member it
+ * does not split ("README", ".h", "a.b/.h") and a top-level "__X__" member
+ * belong to no sample (WebDataset skips them). A compressed shard (.tar.gz …)
+ * is TIO_E_UNSUPPORTED. Opening is O(members); members ≤ max_tensors, a
+ * member name ≤ max_name_bytes, one pax header ≤ max_header_bytes. Not
+ * thread-safe against tio_shard_free; reading from several threads is. */
+typedef struct tio_shard tio_shard;
+
+/* No such member or sample (and the sample of a member in none). */
+#define TIO_SHARD_NONE ((size_t)-1)
+
+typedef struct tio_shard_member {
+    const char *name;   /* the member's path in the tar */
+    const char *key;    /* its sample key ("" when it has no sample) */
+    const char *ext;    /* its extension, without the dot ("" when none) */
+    uint64_t offset;    /* of its data in the shard (a multiple of 512) */
+    uint64_t size;      /* bytes */
+    const void *data;   /* size bytes: a view valid until tio_shard_free */
+    size_t sample;      /* its sample, or TIO_SHARD_NONE */
+    int duplicate;      /* an earlier member of the same sample has the same
+                           extension (ASCII case ignored, as WebDataset
+                           lower-cases them): WebDataset fails on it */
+} tio_shard_member;
+
+typedef struct tio_shard_sample {
+    const char *key;
+    size_t count;        /* members; see tio_shard_sample_member */
+    size_t duplicate_of; /* an earlier sample with the same key (the key came
+                            back after another one: WebDataset yields it as a
+                            second sample), else TIO_SHARD_NONE */
+} tio_shard_sample;
+
+/* Maps and indexes a shard file. limits: NULL = defaults. */
+TIO_API int tio_shard_open(const char *path, const tio_limits *limits, tio_shard **out,
+                           tio_error *err);
+/* The same over bytes in memory, borrowed: they must outlive the shard and
+ * every container opened from it. */
+TIO_API int tio_shard_open_memory(const void *data, size_t size, const tio_limits *limits,
+                                  tio_shard **out, tio_error *err);
+/* Releases the caller's hold (NULL is fine). The mapping stays until every
+ * container opened with tio_shard_open_member is freed too; the member and
+ * sample pointers and their strings are gone at once. */
+TIO_API void tio_shard_free(tio_shard *s);
+TIO_API size_t tio_shard_member_count(const tio_shard *s);
+/* Member i in archive order, or NULL past the end. */
+TIO_API const tio_shard_member *tio_shard_member_at(const tio_shard *s, size_t i);
+TIO_API size_t tio_shard_sample_count(const tio_shard *s);
+/* Sample i in archive order, or NULL past the end. */
+TIO_API const tio_shard_sample *tio_shard_sample_at(const tio_shard *s, size_t i);
+/* Index (for tio_shard_member_at) of member j of sample i, or
+ * TIO_SHARD_NONE past the end. */
+TIO_API size_t tio_shard_sample_member(const tio_shard *s, size_t i, size_t j);
+/* The first member whose path is name ("train/000123.ten" = its key, a dot,
+ * its extension), or TIO_SHARD_NONE. O(members). */
+TIO_API size_t tio_shard_find(const tio_shard *s, const char *name);
+/* The tensio format for member i's extension (tio_format_for_path on its
+ * name), or NULL when it is no tensor file (.cls, .json, .jpg …). */
+TIO_API const char *tio_shard_member_format(const tio_shard *s, size_t i);
+/* Opens member i as a container (tio_open_memory on its bytes; format from
+ * opts->format, else from the extension: TIO_E_FORMAT when it names none).
+ * Tensors are views into the shard's mapping (unless TIO_OPEN_COPY), which
+ * the container keeps alive: it may outlive tio_shard_free. The container's
+ * release callback (tio_container_on_release) is taken for that. */
+TIO_API int tio_shard_open_member(tio_shard *s, size_t i, const tio_open_options *opts,
+                                  tio_container **out, tio_error *err);
+
 /* --------------------------------------------------------------------- save */
 
 #define TIO_SAVE_DENSIFY 0x1u       /* write COO tensors densified to a dense-only format

@@ -294,4 +294,24 @@ json_t *cli_json_shape(const tio_tensor *t);
 /* Writes s as a JSON string (or null) to f. Returns 0 or -1. */
 int cli_json_write_string(FILE *f, const char *s);
 
+/* ------------------------------------------- WebDataset shards (cmd_shard.c) */
+
+/* Whether path is read as a tar shard: no --format, and a .tar name (.tar.gz
+ * and friends too, which the library refuses with its reason), or a file
+ * without a tensor format's extension holding a ustar header. */
+int cli_is_shard(const char *path, const char *format);
+/* tensio ls / info on a shard: a row per tensor of every tensor member, a
+ * row per other member (opaque bytes). */
+int cli_shard_ls(const char *path, int json);
+int cli_shard_info(const char *path, int json);
+/* Problems found (shard errors, undecodable members, WebDataset duplicates);
+ * with files (--json) appends its object there instead of printing lines. */
+size_t cli_shard_validate(const char *path, int verbose, json_t *files);
+/* validate --json: a new object {"file": path} appended to files, with a new
+ * errors array in *errors (set into the object by the caller); NULL when out
+ * of memory (tools/cmd_validate.c). */
+json_t *cli_validate_json_file(json_t *files, const char *path, json_t **errors);
+/* The container of member "KEY.EXT" (its path in the tar), for dump. */
+int cli_shard_open_member(const char *path, const char *member, tio_container **out);
+
 #endif /* TENSIO_CLI_H */

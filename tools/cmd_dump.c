@@ -16,6 +16,8 @@ static const char dump_help[] =
     "significant digits; bool as true/false.\n"
     "\n"
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "A WebDataset tar shard takes a member first: 'tensio dump shard.tar\n"
+    "KEY.EXT [TENSOR]' prints the tensors of that member.\n"
     "\n"
     "Options:\n"
     "  -n, --limit N       print at most N elements per tensor (default 100;\n"
@@ -355,7 +357,7 @@ int cli_cmd_dump(int argc, char **argv) {
         rc = CLI_EXIT_USAGE;
     } else if (p.npos == 0) {
         rc = cli_usage_error("dump", "missing FILE");
-    } else if (p.npos > 2) {
+    } else if (p.npos > (cli_is_shard(p.pos[0], format) ? 3u : 2u)) {
         rc = cli_usage_error("dump", "too many arguments (expected FILE [TENSOR])");
     } else if (format) {
         rc = cli_check_format("dump", "--format", format);
@@ -366,10 +368,18 @@ int cli_cmd_dump(int argc, char **argv) {
     }
     const char *path = p.pos[0];
     const char *sel = p.npos > 1 ? p.pos[1] : NULL;
-    cli_parser_free(&p);
-
     tio_container *c = NULL;
-    rc = cli_open(path, format, NULL, &c);
+    if (cli_is_shard(path, format)) { /* FILE KEY.EXT [TENSOR] */
+        if (!sel) {
+            cli_parser_free(&p);
+            return cli_usage_error("dump", "a tar shard needs a member (KEY.EXT)");
+        }
+        rc = cli_shard_open_member(path, sel, &c);
+        sel = p.npos > 2 ? p.pos[2] : NULL;
+    } else {
+        rc = cli_open(path, format, NULL, &c);
+    }
+    cli_parser_free(&p);
     if (rc != CLI_EXIT_OK) return rc;
 
     size_t first = 0, end = tio_container_count(c);

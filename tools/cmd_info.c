@@ -16,6 +16,8 @@ static const char info_help[] =
     "inputs, outputs and attributes (subgraphs indented below their operator).\n"
     "\n"
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "A WebDataset tar shard (FILE.tar): samples, members per extension, tensors\n"
+    "per dtype and bytes.\n"
     "\n"
     "Options:\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
@@ -941,6 +943,7 @@ int cli_cmd_info(int argc, char **argv) {
     rc = cli_one_file(&p, id, "info", format, &path);
     if (rc != CLI_EXIT_OK) return rc;
 
+    if (cli_is_shard(path, format)) return cli_shard_info(path, json);
     tio_container *c = NULL;
     rc = cli_open_flags(path, format, NULL, native ? TIO_OPEN_NATIVE_GRAPH : 0u, &c);
     if (rc != CLI_EXIT_OK) return rc;

@@ -12,6 +12,8 @@ static const char ls_help[] =
     "dtype, shape, layout, stored bytes and, for sparse (COO) tensors, nnz.\n"
     "\n"
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "A WebDataset tar shard (FILE.tar): a row per tensor of each tensor member\n"
+    "(KEY, MEMBER, INDEX, NAME, DTYPE, SHAPE, NBYTES), a row per other member.\n"
     "\n"
     "Options:\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
@@ -236,6 +238,12 @@ int cli_cmd_ls(int argc, char **argv) {
     rc = cli_one_file(&p, id, "ls", format, &path);
     if (rc != CLI_EXIT_OK) return rc;
 
+    if (cli_is_shard(path, format)) {
+        if (hash || cli_filter_active(&filt))
+            return cli_usage_error("ls", "--hash, --only, --exclude and --rename do not "
+                                   "apply to a tar shard");
+        return cli_shard_ls(path, json);
+    }
     tio_container *c = NULL;
     rc = cli_open(path, format, &lim, &c);
     if (rc == CLI_EXIT_OK) rc = cli_filter_apply(&filt, path, &c);

@@ -15,6 +15,8 @@ static const char validate_help[] =
     "print nothing. Exit status 0 when every file is valid, 1 otherwise.\n"
     "\n"
     "A FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "A WebDataset tar shard (FILE.tar): its tar structure, every tensor member\n"
+    "decoded, and keys and members WebDataset would see twice.\n"
     "\n"
     "Options:\n"
     "  -f, --format FMT    read the files as format FMT instead of detecting it\n"
@@ -41,6 +43,18 @@ static void report(const char *path, const char *message) {
     free(em);
 }
 
+json_t *cli_validate_json_file(json_t *files, const char *path, json_t **errors) {
+    json_t *fo = json_object();
+    *errors = json_array();
+    if (!fo || !*errors || json_array_append_new(files, fo) != 0) {
+        json_decref(*errors);
+        *errors = NULL;
+        return NULL;
+    }
+    cli_json_set(fo, "file", cli_json_str(path));
+    return fo;
+}
+
 /* Returns the number of problems found in one file; with files (--json)
  * appends its object there instead of printing lines. */
 static size_t validate_file(const char *path, const char *format, int verbose, json_t *files) {
@@ -50,16 +64,8 @@ static size_t validate_file(const char *path, const char *format, int verbose, j
     tio_error_clear(&err);
     o.format = format;
     tio_container *c = NULL;
-    json_t *fo = NULL, *errors = NULL;
-    if (files) {
-        fo = json_object();
-        errors = json_array();
-        if (!fo || !errors || json_array_append_new(files, fo) != 0) {
-            json_decref(errors);
-            return 1;
-        }
-        cli_json_set(fo, "file", cli_json_str(path));
-    }
+    json_t *errors = NULL, *fo = files ? cli_validate_json_file(files, path, &errors) : NULL;
+    if (files && !fo) return 1;
     size_t n;
     if (cli_open_opts(path, &o, &c, &err) != TIO_OK) {
         if (fo) {
@@ -139,7 +145,9 @@ int cli_cmd_validate(int argc, char **argv) {
                           "validate", "files");
         for (size_t i = 0; i < p.npos; i++) {
             cli_progress_pause(&prog);
-            problems += validate_file(p.pos[i], format, verbose, files);
+            problems += cli_is_shard(p.pos[i], format)
+                            ? cli_shard_validate(p.pos[i], verbose, files)
+                            : validate_file(p.pos[i], format, verbose, files);
             fflush(stdout);
             cli_progress_update(&prog, i + 1, p.npos);
         }

@@ -1,0 +1,35 @@
+/*
+ * A ustar/pax tar reader over the bounds-checked cursor (WebDataset shards).
+ * Internal: the public face is tio_shard_* in include/tensio.h.
+ */
+#ifndef TIO_TAR_H
+#define TIO_TAR_H
+
+#include "core/internal.h"
+
+#define TIO_TAR_BLOCK 512u
+
+/* One regular-file member: its path (NUL-terminated, owned by the caller of
+ * tio__tar_next) and where its data lie in the input. */
+typedef struct tio_tar_entry {
+    char *name;      /* malloc'd; the caller frees it */
+    size_t name_len;
+    uint64_t header; /* offset of its (first) header */
+    uint64_t offset; /* offset of its data; a multiple of 512 */
+    uint64_t size;
+} tio_tar_entry;
+
+/* Reads headers from c->pos on until the next regular file (directories,
+ * links, devices, global pax headers skipped; GNU 'L' long names and pax 'x'
+ * path/size applied): TIO_OK with *e filled and *done = 0, or TIO_OK with
+ * *done = 1 at the end-of-archive block. Errors name "tar", the offset and
+ * what was wrong. */
+int tio__tar_next(tio_cursor *c, const tio_limits *lim, tio_tar_entry *e, int *done,
+                  tio_error *err);
+
+/* A numeric header field (octal, or base-256 when its first byte has the
+ * high bit): TIO_OK or TIO_E_CORRUPT / TIO_E_OVERFLOW naming `what`. */
+int tio__tar_number(const uint8_t *field, size_t n, uint64_t at, const char *what,
+                    uint64_t *out, tio_error *err);
+
+#endif

@@ -1,0 +1,439 @@
+/* ls, info, validate and dump on WebDataset tar shards (tio_shard_*). */
+#include "cli.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    if (n < k) return 0;
+    for (size_t i = 0; i < k; i++) {
+        char a = s[n - k + i], b = suffix[i];
+        if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+        if (a != b) return 0;
+    }
+    return 1;
+}
+
+int cli_is_shard(const char *path, const char *format) {
+    if (format || !path || strcmp(path, "-") == 0) return 0;
+    if (ends_with(path, ".tar") || ends_with(path, ".tar.gz") || ends_with(path, ".tgz") ||
+        ends_with(path, ".tar.xz") || ends_with(path, ".tar.bz2") ||
+        ends_with(path, ".tar.zst"))
+        return 1;
+    /* no tensor format's extension: a ustar header at the start? */
+    if (tio_format_for_path(path)) return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char magic[5];
+    ssize_t got = pread(fd, magic, sizeof magic, 257);
+    close(fd);
+    return got == (ssize_t)sizeof magic && memcmp(magic, "ustar", 5) == 0;
+}
+
+static int open_shard(const char *path, tio_shard **out) {
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_shard_open(path, NULL, out, &err) != TIO_OK) {
+        const char *msg = cli_errmsg(&err);
+        if (err.code == TIO_E_IO) return cli_error("%s", msg); /* it names the file */
+        char *ep = cli_text_escape(path);
+        cli_error("%s: %s", ep ? ep : path, msg);
+        free(ep);
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Member i's container, or NULL with the reason printed (*failed set). */
+static tio_container *open_member(const char *path, tio_shard *s, size_t i, int *failed) {
+    tio_container *c = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_shard_open_member(s, i, NULL, &c, &err) != TIO_OK) {
+        char *ep = cli_text_escape(path);
+        char *en = cli_text_escape(tio_shard_member_at(s, i)->name);
+        cli_error("%s: member %s: %s", ep ? ep : path, en ? en : "?", cli_errmsg(&err));
+        free(ep);
+        free(en);
+        *failed = 1;
+    }
+    return c;
+}
+
+/* ------------------------------------------------------------------- ls */
+
+static int ls_shard_text(const char *path, tio_shard *s) {
+    cli_table tab;
+    cli_table_init(&tab, 7, 1u << 2 | 1u << 6);
+    const char *heads[] = {"KEY", "MEMBER", "INDEX", "NAME", "DTYPE", "SHAPE", "NBYTES"};
+    for (size_t k = 0; k < 7; k++) cli_table_add(&tab, "%s", heads[k]);
+    int failed = 0, rc = CLI_EXIT_OK;
+    size_t n = tio_shard_member_count(s);
+    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
+        const tio_shard_member *m = tio_shard_member_at(s, i);
+        char *ek = cli_text_escape(m->key), *em = cli_text_escape(m->name);
+        tio_container *c = tio_shard_member_format(s, i) ? open_member(path, s, i, &failed)
+                                                         : NULL;
+        size_t nt = c ? tio_container_count(c) : 0;
+        if (!ek || !em) rc = cli_error("out of memory");
+        for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
+            const tio_tensor *x = tio_container_tensor(c, t);
+            const char *name = tio_tensor_name(x);
+            char *ename = name ? cli_text_escape(name) : NULL;
+            char *shape = cli_shape_string(x);
+            if ((name && !ename) || !shape) rc = cli_error("out of memory");
+            cli_table_add(&tab, "%s", m->key[0] ? ek : "-");
+            cli_table_add(&tab, "%s", em);
+            cli_table_add(&tab, "%zu", t);
+            cli_table_add(&tab, "%s", ename ? ename : "-");
+            cli_table_add(&tab, "%s", cli_tensor_dtype_name(x));
+            cli_table_add(&tab, "%s", shape ? shape : "?");
+            cli_table_add(&tab, "%zu", tio_tensor_nbytes(x));
+            free(ename);
+            free(shape);
+        }
+        if (!c && rc == CLI_EXIT_OK) { /* opaque bytes (or a member that failed) */
+            cli_table_add(&tab, "%s", m->key[0] ? ek : "-");
+            cli_table_add(&tab, "%s", em);
+            cli_table_add(&tab, "-");
+            cli_table_add(&tab, "-");
+            cli_table_add(&tab, "bytes");
+            cli_table_add(&tab, "-");
+            cli_table_add(&tab, "%llu", (unsigned long long)m->size);
+        }
+        tio_container_free(c);
+        free(ek);
+        free(em);
+    }
+    if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
+    cli_table_free(&tab);
+    return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
+}
+
+static json_t *member_json(const tio_shard *s, size_t i) {
+    const tio_shard_member *m = tio_shard_member_at(s, i);
+    json_t *o = json_object();
+    if (!o) return NULL;
+    int bad = cli_json_set(o, "key", m->key[0] ? cli_json_str(m->key) : json_null());
+    bad |= cli_json_set(o, "member", cli_json_str(m->name));
+    bad |= cli_json_set(o, "ext", cli_json_str(m->ext));
+    bad |= cli_json_set(o, "offset", json_integer((json_int_t)m->offset));
+    bad |= cli_json_set(o, "size", json_integer((json_int_t)m->size));
+    bad |= cli_json_set(o, "format", cli_json_str(tio_shard_member_format(s, i)));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int ls_shard_json(const char *path, tio_shard *s) {
+    json_t *root = json_object(), *members = json_array(), *tensors = json_array();
+    int bad = !root || !members || !tensors;
+    bad |= cli_json_set(root, "file", cli_json_str(path));
+    bad |= cli_json_set(root, "format", json_string("tar"));
+    bad |= cli_json_set(root, "samples",
+                        json_integer((json_int_t)tio_shard_sample_count(s)));
+    bad |= cli_json_set(root, "members", members);
+    bad |= cli_json_set(root, "tensors", tensors);
+    int failed = 0;
+    size_t n = tio_shard_member_count(s);
+    for (size_t i = 0; i < n && !bad; i++) {
+        const tio_shard_member *m = tio_shard_member_at(s, i);
+        bad |= json_array_append_new(members, member_json(s, i)) != 0;
+        tio_container *c = tio_shard_member_format(s, i) ? open_member(path, s, i, &failed)
+                                                         : NULL;
+        size_t nt = c ? tio_container_count(c) : 0;
+        for (size_t t = 0; t < nt && !bad; t++) {
+            const tio_tensor *x = tio_container_tensor(c, t);
+            json_t *o = json_object();
+            bad |= !o || json_array_append_new(tensors, o) != 0;
+            if (bad) break;
+            bad |= cli_json_set(o, "key", m->key[0] ? cli_json_str(m->key) : json_null());
+            bad |= cli_json_set(o, "member", cli_json_str(m->name));
+            bad |= cli_json_set(o, "index", json_integer((json_int_t)t));
+            bad |= cli_json_set(o, "name", cli_json_str(tio_tensor_name(x)));
+            bad |= cli_json_set(o, "dtype", cli_json_str(cli_tensor_dtype_name(x)));
+            bad |= cli_json_set(o, "shape", cli_json_shape(x));
+            bad |= cli_json_set(o, "nbytes", json_integer((json_int_t)tio_tensor_nbytes(x)));
+        }
+        tio_container_free(c);
+    }
+    if (bad) {
+        json_decref(root);
+        return cli_error("out of memory");
+    }
+    int rc = cli_json_print(root);
+    return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
+}
+
+int cli_shard_ls(const char *path, int json) {
+    tio_shard *s = NULL;
+    int rc = open_shard(path, &s);
+    if (rc != CLI_EXIT_OK) return rc;
+    rc = json ? ls_shard_json(path, s) : ls_shard_text(path, s);
+    tio_shard_free(s);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- info */
+
+typedef struct count_item {
+    const char *name;
+    uint64_t count, bytes;
+} count_item;
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const count_item *)a)->name, ((const count_item *)b)->name);
+}
+
+/* Sorts items and folds equal names: returns the distinct count. */
+static size_t fold(count_item *it, size_t n) {
+    if (!n) return 0;
+    qsort(it, n, sizeof *it, by_name);
+    size_t k = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (strcmp(it[i].name, it[k].name) == 0) {
+            it[k].count += it[i].count;
+            it[k].bytes += it[i].bytes;
+        } else {
+            it[++k] = it[i];
+        }
+    }
+    return k + 1;
+}
+
+static json_t *counts_json(const count_item *it, size_t n) {
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < n; i++) {
+        json_t *e = json_object();
+        if (!e || cli_json_set(o, it[i].name, e) ||
+            cli_json_set(e, "count", json_integer((json_int_t)it[i].count)) ||
+            cli_json_set(e, "bytes", json_integer((json_int_t)it[i].bytes))) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+int cli_shard_info(const char *path, int json) {
+    tio_shard *s = NULL;
+    int rc = open_shard(path, &s);
+    if (rc != CLI_EXIT_OK) return rc;
+    size_t n = tio_shard_member_count(s), nd = 0, cap = 16, loose = 0, failed_n = 0;
+    int failed = 0;
+    uint64_t member_bytes = 0, tensor_bytes = 0, ntensors = 0;
+    count_item *exts = malloc((n ? n : 1) * sizeof *exts);
+    count_item *dts = malloc(cap * sizeof *dts);
+    if (!exts || !dts) rc = cli_error("out of memory");
+    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
+        const tio_shard_member *m = tio_shard_member_at(s, i);
+        exts[i] = (count_item){m->ext[0] ? m->ext : "(none)", 1, m->size};
+        member_bytes += m->size;
+        if (m->sample == TIO_SHARD_NONE) loose++;
+        if (!tio_shard_member_format(s, i)) continue;
+        int f = 0;
+        tio_container *c = open_member(path, s, i, &f);
+        failed |= f;
+        failed_n += (size_t)f;
+        size_t nt = c ? tio_container_count(c) : 0;
+        for (size_t t = 0; t < nt; t++) {
+            const tio_tensor *x = tio_container_tensor(c, t);
+            if (nd == cap) {
+                count_item *d = realloc(dts, 2 * cap * sizeof *d);
+                if (!d) {
+                    rc = cli_error("out of memory");
+                    break;
+                }
+                dts = d;
+                cap *= 2;
+            }
+            dts[nd++] = (count_item){cli_tensor_dtype_name(x), 1, tio_tensor_nbytes(x)};
+            tensor_bytes += tio_tensor_nbytes(x);
+            ntensors++;
+        }
+        tio_container_free(c); /* dtype names are static strings */
+        /* fold now and then so that dts stays small */
+        if (nd > 4096) nd = fold(dts, nd);
+    }
+    size_t ne = rc == CLI_EXIT_OK ? fold(exts, n) : 0;
+    nd = rc == CLI_EXIT_OK ? fold(dts, nd) : 0;
+    if (rc == CLI_EXIT_OK && json) {
+        json_t *root = json_object();
+        int bad = !root;
+        bad |= cli_json_set(root, "file", cli_json_str(path));
+        bad |= cli_json_set(root, "format", json_string("tar"));
+        bad |= cli_json_set(root, "samples",
+                            json_integer((json_int_t)tio_shard_sample_count(s)));
+        bad |= cli_json_set(root, "members", json_integer((json_int_t)n));
+        bad |= cli_json_set(root, "members_without_sample", json_integer((json_int_t)loose));
+        bad |= cli_json_set(root, "member_bytes", json_integer((json_int_t)member_bytes));
+        bad |= cli_json_set(root, "extensions", counts_json(exts, ne));
+        bad |= cli_json_set(root, "tensors", json_integer((json_int_t)ntensors));
+        bad |= cli_json_set(root, "tensor_bytes", json_integer((json_int_t)tensor_bytes));
+        bad |= cli_json_set(root, "dtypes", counts_json(dts, nd));
+        bad |= cli_json_set(root, "undecodable_members", json_integer((json_int_t)failed_n));
+        if (bad) {
+            json_decref(root);
+            rc = cli_error("out of memory");
+        } else {
+            rc = cli_json_print(root);
+        }
+    } else if (rc == CLI_EXIT_OK) {
+        char *ep = cli_text_escape(path);
+        printf("file: %s\nformat: tar (WebDataset shard)\n", ep ? ep : path);
+        free(ep);
+        printf("samples: %zu\nmembers: %zu (%zu in no sample), %llu bytes\n",
+               tio_shard_sample_count(s), n, loose, (unsigned long long)member_bytes);
+        printf("extensions:\n");
+        for (size_t i = 0; i < ne; i++) {
+            char *e = cli_text_escape(exts[i].name);
+            printf("  %-12s %llu member%s, %llu bytes\n", e ? e : "?",
+                   (unsigned long long)exts[i].count, exts[i].count == 1 ? "" : "s",
+                   (unsigned long long)exts[i].bytes);
+            free(e);
+        }
+        printf("tensors: %llu, %llu bytes\n", (unsigned long long)ntensors,
+               (unsigned long long)tensor_bytes);
+        printf("dtypes:\n");
+        for (size_t i = 0; i < nd; i++)
+            printf("  %-12s %llu tensor%s, %llu bytes\n", dts[i].name,
+                   (unsigned long long)dts[i].count, dts[i].count == 1 ? "" : "s",
+                   (unsigned long long)dts[i].bytes);
+        if (failed_n) printf("undecodable members: %zu\n", failed_n);
+    }
+    free(exts);
+    free(dts);
+    tio_shard_free(s);
+    return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
+}
+
+/* ------------------------------------------------------------- validate */
+
+static void finding(const char *path, json_t *errors, const tio_error *e) {
+    if (errors) {
+        json_array_append_new(errors, cli_json_error(e));
+        return;
+    }
+    char *ep = cli_text_escape(path);
+    char *em = cli_text_escape(cli_errmsg(e));
+    printf("%s: error: %s\n", ep ? ep : path, em ? em : cli_errmsg(e));
+    free(ep);
+    free(em);
+}
+
+static void webdataset_finding(const char *path, json_t *errors, uint64_t offset,
+                               const char *fmt, const char *a, const char *b) {
+    tio_error e;
+    tio_error_clear(&e);
+    e.code = TIO_E_INVALID;
+    e.offset = (int64_t)offset;
+    snprintf(e.format, sizeof e.format, "tar");
+    snprintf(e.message, sizeof e.message, fmt, a, b);
+    finding(path, errors, &e);
+}
+
+size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
+    json_t *errors = NULL, *fo = files ? cli_validate_json_file(files, path, &errors) : NULL;
+    if (files) {
+        if (!fo) return 1;
+        cli_json_set(fo, "format", json_string("tar"));
+        cli_json_set(fo, "errors", errors);
+    }
+    tio_shard *s = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_shard_open(path, NULL, &s, &err) != TIO_OK) {
+        finding(path, errors, &err);
+        if (fo) {
+            cli_json_set(fo, "valid", json_false());
+            cli_json_set(fo, "tensors", json_null());
+        }
+        return 1;
+    }
+    size_t problems = 0, ntensors = 0, n = tio_shard_member_count(s);
+    for (size_t i = 0; i < tio_shard_sample_count(s); i++) {
+        const tio_shard_sample *sm = tio_shard_sample_at(s, i);
+        if (sm->duplicate_of == TIO_SHARD_NONE) continue;
+        const tio_shard_member *m = tio_shard_member_at(s, tio_shard_sample_member(s, i, 0));
+        webdataset_finding(path, errors, m->offset,
+                           "tar: member \"%s\": sample key \"%s\" came before, then another "
+                           "key: WebDataset yields a second sample with it",
+                           m->name, sm->key);
+        problems++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const tio_shard_member *m = tio_shard_member_at(s, i);
+        if (m->duplicate) {
+            webdataset_finding(path, errors, m->offset,
+                               "tar: member \"%s\": sample \"%s\" has a member with this "
+                               "extension already: WebDataset fails on it",
+                               m->name, m->key);
+            problems++;
+        }
+        if (!tio_shard_member_format(s, i)) continue;
+        tio_container *c = NULL;
+        tio_open_options o;
+        memset(&o, 0, sizeof o);
+        tio_error_clear(&err);
+        if (tio_shard_open_member(s, i, &o, &c, &err) != TIO_OK) {
+            tio_error e = err;
+            snprintf(e.message, sizeof e.message, "member \"%s\": %s", m->name,
+                     cli_errmsg(&err));
+            finding(path, errors, &e);
+            problems++;
+            continue;
+        }
+        ntensors += tio_container_count(c);
+        for (size_t w = 0; w < tio_container_warning_count(c); w++) {
+            const tio_error *we = tio_container_warning(c, w);
+            if (!we) continue;
+            tio_error e = *we;
+            snprintf(e.message, sizeof e.message, "member \"%s\": %s", m->name,
+                     cli_errmsg(we));
+            finding(path, errors, &e);
+            problems++;
+        }
+        tio_container_free(c);
+    }
+    if (fo) {
+        cli_json_set(fo, "valid", json_boolean(problems == 0));
+        cli_json_set(fo, "samples", json_integer((json_int_t)tio_shard_sample_count(s)));
+        cli_json_set(fo, "members", json_integer((json_int_t)n));
+        cli_json_set(fo, "tensors", json_integer((json_int_t)ntensors));
+    } else if (!problems && verbose) {
+        char *ep = cli_text_escape(path);
+        printf("%s: ok (tar shard, %zu sample%s, %zu member%s, %zu tensor%s)\n",
+               ep ? ep : path, tio_shard_sample_count(s),
+               tio_shard_sample_count(s) == 1 ? "" : "s", n, n == 1 ? "" : "s", ntensors,
+               ntensors == 1 ? "" : "s");
+        free(ep);
+    }
+    tio_shard_free(s);
+    return problems;
+}
+
+/* ----------------------------------------------------------------- dump */
+
+int cli_shard_open_member(const char *path, const char *member, tio_container **out) {
+    tio_shard *s = NULL;
+    int rc = open_shard(path, &s);
+    if (rc != CLI_EXIT_OK) return rc;
+    size_t i = tio_shard_find(s, member);
+    int failed = 0;
+    if (i == TIO_SHARD_NONE) {
+        char *ep = cli_text_escape(path), *em = cli_text_escape(member);
+        rc = cli_error("%s: no member %s (see tensio ls)", ep ? ep : path, em ? em : "?");
+        free(ep);
+        free(em);
+    } else {
+        *out = open_member(path, s, i, &failed); /* keeps the mapping alive */
+        if (failed) rc = CLI_EXIT_FAIL;
+    }
+    tio_shard_free(s);
+    return rc;
+}
