@@ -1126,6 +1126,56 @@ def t_quant_stats_diff():
     expect(res, 0)
 
 
+def hashes_of(path):
+    ts = run_json("ls", "--json", "--hash", path)["tensors"]
+    return sorted(t["sha256"] for t in ts)
+
+
+def t_convert_every_pair(tmp):
+    """convert between every two of the ten formats, from a one-tensor file of
+    each tensor format and a model of each model format: a success writes a
+    file that validates (tensor formats: the same tensor bytes, whatever the
+    names); a refusal is exit 1 with its reason (a model format needs a graph;
+    .npy holds one array), never a crash or a usage error."""
+    fmts = [f["name"] for f in run_json("formats", "--json")["formats"]]
+    ext = {f["name"]: f["extensions"][0] for f in run_json("formats", "--json")["formats"]}
+    caps = {f["name"]: f["capabilities"] for f in run_json("formats", "--json")["formats"]}
+    base = vec("tenbin/dtype_float32.ten")  # one float32 tensor named x
+    models = {"rten": vec("rten/small_cnn/small_cnn.v2.rten"),
+              "onnx": vec("onnx/cnn_small.onnx"), "tmfile": vec("tmfile/cnn_small.tmfile")}
+    if base is None or None in models.values():
+        return
+    srcs = {}
+    for f in fmts:
+        if "graph" in caps[f]:
+            srcs[f] = models[f]
+            continue
+        p = os.path.join(tmp, "pair-src" + ext[f])
+        expect(run("convert", "--force", "--drop-names", "--drop-metadata", "--to", f, base, p), 0)
+        srcs[f] = p
+    want = hashes_of(base)
+    done = refused = 0
+    for a in fmts:
+        for b in fmts:
+            out = os.path.join(tmp, "pair-%s-to-%s%s" % (a, b, ext[b]))
+            res = run("convert", "--force", "--drop-names", "--drop-metadata", "--to", b,
+                      srcs[a], out)
+            assert res.rc in (0, 1), (a, b, res)
+            if res.rc == 1:
+                assert res.err.startswith("tensio: ") and not os.path.exists(out), (a, b, res)
+                if "graph" not in caps[a]:
+                    assert "graph" in caps[b], (a, b, res)  # only a model format refuses
+                refused += 1
+                continue
+            done += 1
+            expect(run("validate", out), 0)
+            if "graph" not in caps[a] and "graph" not in caps[b]:
+                assert hashes_of(out) == want, (a, b)
+            if "graph" in caps[a] and "graph" not in caps[b]:
+                assert hashes_of(out), (a, b)  # the weights
+    assert done + refused == len(fmts) ** 2 and done > refused, (done, refused)
+
+
 # -------------------------------------------------------------------- main
 
 # -------------------------------------------------------------------- rten
@@ -1817,6 +1867,7 @@ def main():
         case("progress", t_progress, tmp)
         case("filters and cat", t_filters_and_cat, tmp)
         case("quantized stats and diff", t_quant_stats_diff)
+        case("convert between every two formats", t_convert_every_pair, tmp)
         case("dense bombs: committed = generated", t_dense_bomb_files, tmp)
         for path, dense in dense_bombs():
             rel = os.path.relpath(path, REPO)
