@@ -27,19 +27,8 @@ import tempfile
 TENSIO = sys.argv[1]
 HERE = os.path.dirname(os.path.abspath(__file__))
 VEC = os.environ.get("TIO_TEST_VECTORS", os.path.join(os.path.dirname(HERE), "vectors"))
-failures = []
-
-
-def run(*args, ok=True):
-    p = subprocess.run([TENSIO, *args], capture_output=True, text=True)
-    if ok and p.returncode != 0:
-        raise AssertionError("tensio %s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr))
-    return p
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append(name + (": " + detail if detail else ""))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
+from clitest import failures, run, check  # noqa: E402
 
 
 def write_tar(path, members, fmt, dirs=()):

@@ -22,30 +22,8 @@ import tempfile
 
 import numpy as np
 
-TENSIO = sys.argv[1]
-failures = []
-
-
-def run(*args, ok=True):
-    p = subprocess.run([TENSIO, *args], capture_output=True, text=True)
-    if ok and p.returncode != 0:
-        raise AssertionError("tensio %s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr))
-    return p
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append(name + (": " + detail if detail else ""))
-
-
-def le_c(a):
-    """The array as tensio holds it: C order, little-endian."""
-    return np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False)
-
-
-DTYPES = ["?", "i1", "u1", "<i2", ">i2", "<u2", ">u2", "<i4", ">i4", "<u4", ">u4", "<i8", ">i8",
-          "<u8", ">u8", "<f2", ">f2", "<f4", ">f4", "<f8", ">f8"]
-NAMES = {"b": "bool", "i": "int", "u": "uint", "f": "float"}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from clitest import TENSIO, failures, run, check, le_c, DTYPES, NAMES  # noqa: E402
 
 
 def tensio_name(dt):
