@@ -26,22 +26,101 @@ void tio__container_ref(const tio_container *c) {
                               memory_order_relaxed);
 }
 
-static void tensor_free(tio_tensor *t) {
-    if (!t) return;
-    free(t->name);
-    if (t->shape != t->shape0) free(t->shape);
+/* ------------------------------------------------- the tensors' memory
+ *
+ * Tensor structs come from slabs of 4, 8, 16, 32, then 64 (the last slab of a
+ * large container wastes at most 63 slots, a small one little); names and
+ * shapes of rank > 4 are packed into chunks of up to 4 KiB (a longer one
+ * gets a chunk of its own). Nothing is freed before the container is. */
+struct tio_slab {
+    struct tio_slab *next;
+    size_t used, cap;
+    _Alignas(max_align_t) unsigned char mem[];
+};
+
+#define SLAB_MAX 64u
+#define CHUNK_MAX 4096u
+
+static tio_tensor *slab_take(tio_container *c) {
+    struct tio_slab *s = c->slabs;
+    if (!s || s->used == s->cap) {
+        size_t cap = s ? (s->cap < SLAB_MAX ? s->cap * 2 : SLAB_MAX) : 4;
+        s = malloc(sizeof *s + cap * sizeof(tio_tensor));
+        if (!s) return NULL;
+        s->used = 0;
+        s->cap = cap;
+        s->next = c->slabs;
+        c->slabs = s;
+    }
+    tio_tensor *t = (tio_tensor *)(void *)(s->mem + s->used++ * sizeof(tio_tensor));
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
+/* Gives back the slot slab_take returned last. */
+static void slab_untake(tio_container *c) { c->slabs->used--; }
+
+/* n bytes aligned to 8 from the chunks. */
+static void *chunk_alloc(tio_container *c, size_t n) {
+    n = (n + 7) & ~(size_t)7;
+    struct tio_slab *s = c->chunks;
+    if (!s || s->cap - s->used < n) {
+        size_t cap = s ? (s->cap < CHUNK_MAX ? s->cap * 2 : CHUNK_MAX) : 256;
+        if (n > cap / 2) cap = n; /* its own chunk: the current one goes on */
+        struct tio_slab *ns = malloc(sizeof *ns + cap);
+        if (!ns) return NULL;
+        ns->used = 0;
+        ns->cap = cap;
+        if (cap == n && s) { /* behind the current chunk, which keeps filling */
+            ns->next = s->next;
+            s->next = ns;
+        } else {
+            ns->next = s;
+            c->chunks = ns;
+        }
+        s = ns;
+    }
+    void *p = s->mem + s->used;
+    s->used += n;
+    return p;
+}
+
+static void slabs_free(struct tio_slab *s) {
+    while (s) {
+        struct tio_slab *next = s->next;
+        free(s);
+        s = next;
+    }
+}
+
+const tio_kv *tio__tensor_meta_view(const tio_tensor *t) {
+    static const tio_kv none;
+    return t->meta ? t->meta : &none;
+}
+
+tio_kv *tio__tensor_meta(tio_tensor *t) {
+    if (!t->meta) t->meta = calloc(1, sizeof *t->meta);
+    return t->meta;
+}
+
+/* What a tensor owns besides its slot and chunk bytes. */
+static void tensor_release(tio_tensor *t) {
     free(t->owned_data);
     free(t->owned_indices);
-    tio__kv_free(&t->meta);
-    free(t);
+    if (t->meta) {
+        tio__kv_free(t->meta);
+        free(t->meta);
+    }
 }
 
 void tio_container_free(tio_container *c) {
     if (!c) return;
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) return;
     if (c->native_free) c->native_free(c->native);
-    for (size_t i = 0; i < c->count; i++) tensor_free(c->tensors[i]);
+    for (size_t i = 0; i < c->count; i++) tensor_release(c->tensors[i]);
     free(c->tensors);
+    slabs_free(c->slabs);
+    slabs_free(c->chunks);
     tio__kv_free(&c->meta);
     tio__kv_free(&c->meta_types);
     tio__kv_free(&c->props);
@@ -242,12 +321,6 @@ int tio__shape_size(const int64_t *shape, size_t rank, size_t elem_size, uint64_
     return TIO_OK;
 }
 
-static char *dup_name(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
 
 /* Shared by tio_container_add (copy or borrow) and decoders (views). */
 static int add_tensor(tio_container *c, const tio_tensor_desc *d, tio_quant quant, int copy,
@@ -335,7 +408,7 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, tio_quant quan
         c->tensors = nt;
         c->cap = ncap;
     }
-    tio_tensor *t = calloc(1, sizeof *t);
+    tio_tensor *t = slab_take(c);
     if (!t) return tio__nomem(err, format);
     t->dtype = d->dtype;
     t->layout = d->layout;
@@ -349,13 +422,15 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, tio_quant quan
     t->index = c->count;
     t->shape = t->shape0;
     if (d->rank > 4) {
-        t->shape = malloc(d->rank * sizeof *t->shape);
+        t->shape = chunk_alloc(c, d->rank * sizeof *t->shape);
         if (!t->shape) goto nomem;
     }
     if (d->rank) memcpy(t->shape, d->shape, d->rank * sizeof *t->shape);
     if (d->name && d->name[0]) {
-        t->name = dup_name(d->name);
+        size_t n = strlen(d->name) + 1;
+        t->name = chunk_alloc(c, n);
         if (!t->name) goto nomem;
+        memcpy(t->name, d->name, n);
     }
     if (copy) {
         if (d->nbytes) {
@@ -377,7 +452,8 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, tio_quant quan
     c->tensors[c->count++] = t;
     return TIO_OK;
 nomem:
-    tensor_free(t);
+    tensor_release(t);
+    slab_untake(c);
     return tio__nomem(err, format);
 }
 

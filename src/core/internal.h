@@ -199,15 +199,22 @@ struct tio_tensor {
     void *owned_data;       /* non-NULL when data is ours */
     void *owned_indices;
     int64_t source_offset;
-    tio_kv meta;
+    tio_kv *meta;           /* NULL until a key is set (tio__tensor_meta) */
     const struct tio_container *owner; /* its limits bound work on the tensor */
     size_t index;                      /* its position in the owner */
 };
 
+struct tio_slab;
 struct tio_container {
     _Atomic size_t refs;    /* holds: the caller's (1) + messages lending its data */
     tio_tensor **tensors;
     size_t count, cap;
+    /* The tensors' own memory: structs in slabs of 4, 8, … 64, and names and
+     * long shapes packed into chunks (src/core/container.c). A container
+     * of many small tensors costs ~200 bytes a tensor, not three
+     * allocations each. Freed with the container. */
+    struct tio_slab *slabs;  /* newest first */
+    struct tio_slab *chunks; /* newest first */
     tio_kv meta;
     tio_kv meta_types;      /* key -> type of typed metadata ("" = a plain string) */
     tio_kv props;           /* facts about the source's layout (reader-set) */
@@ -241,6 +248,12 @@ struct tio_container {
     void (*release_fn)(void *ctx);
     void *release_ctx;
 };
+
+/* The tensor's metadata, created empty on first use; NULL when out of
+ * memory. */
+tio_kv *tio__tensor_meta(tio_tensor *t);
+/* The tensor's metadata to read: never NULL (an empty kv when it has none). */
+const tio_kv *tio__tensor_meta_view(const tio_tensor *t);
 
 /* Takes one more hold on c (tio_container_free releases one). */
 void tio__container_ref(const tio_container *c);

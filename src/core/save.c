@@ -370,7 +370,7 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
                                 i, s->name, fn);
             w->name = NULL;
         }
-        if (s->meta.count && !(f->caps & TIO_CAP_METADATA) &&
+        if (s->meta && s->meta->count && !(f->caps & TIO_CAP_METADATA) &&
             !(flags & TIO_SAVE_DROP_METADATA))
             return tio__err(err, TIO_E_LOSSY, fn, -1,
                             "tensor %zu%s has metadata and %s cannot store metadata "

@@ -231,20 +231,22 @@ int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32], tio_error 
     return TIO_OK;
 }
 
-size_t tio_tensor_meta_count(const tio_tensor *t) { return t ? t->meta.count : 0; }
+size_t tio_tensor_meta_count(const tio_tensor *t) { return t && t->meta ? t->meta->count : 0; }
 
 int tio_tensor_meta_at(const tio_tensor *t, size_t i, const char **key, const char **value) {
-    if (!t || i >= t->meta.count) return TIO_E_NOT_FOUND;
-    if (key) *key = t->meta.keys[i];
-    if (value) *value = t->meta.values[i];
+    if (!t || !t->meta || i >= t->meta->count) return TIO_E_NOT_FOUND;
+    if (key) *key = t->meta->keys[i];
+    if (value) *value = t->meta->values[i];
     return TIO_OK;
 }
 
 const char *tio_tensor_meta_get(const tio_tensor *t, const char *key) {
-    return t ? tio__kv_get(&t->meta, key) : NULL;
+    return t && t->meta ? tio__kv_get(t->meta, key) : NULL;
 }
 
 int tio_tensor_meta_set(tio_tensor *t, const char *key, const char *value, tio_error *err) {
     if (!t) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "tensor is NULL");
-    return tio__kv_set(&t->meta, key, value, err);
+    tio_kv *kv = tio__tensor_meta(t);
+    if (!kv) return tio__nomem(err, NULL);
+    return tio__kv_set(kv, key, value, err);
 }

@@ -426,7 +426,7 @@ static int gguf_check(const tio_write_plan *p, tio_error *err) {
                           "tensor %zu: its name '%.64s...' has %zu bytes; ggml reads names of "
                           "at most %u",
                           i, nm, names[i].n, GGUF_MAX_NAME - 1);
-        else if (w->src->meta.count && !(flags & TIO_SAVE_DROP_METADATA))
+        else if (tio_tensor_meta_count(w->src) && !(flags & TIO_SAVE_DROP_METADATA))
             rc = tio__err(err, TIO_E_LOSSY, G, -1,
                           "tensor %zu ('%s') has metadata and GGUF stores only the file's KV "
                           "pairs (TIO_SAVE_DROP_METADATA / --drop-metadata drops it)",

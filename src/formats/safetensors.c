@@ -1002,7 +1002,7 @@ static int st_prepare(const tio_write_plan *p, st_order *o, tio_error *err) {
                           "tensor %zu is named '__metadata__', the key safetensors reserves for "
                           "the metadata",
                           i);
-        if (!rc && w->src->meta.count && !(flags & TIO_SAVE_DROP_METADATA))
+        if (!rc && tio_tensor_meta_count(w->src) && !(flags & TIO_SAVE_DROP_METADATA))
             rc = tio__err(err, TIO_E_LOSSY, ST, -1,
                           "tensor %zu ('%s') has metadata and safetensors stores only the "
                           "file's __metadata__ (TIO_SAVE_DROP_METADATA / --drop-metadata drops "

@@ -997,7 +997,8 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
                                i, esc, zj_type(v));
                 if (rc) break;
             }
-            rc = zio_meta(r, &t->meta, what, key, v, err);
+            tio_kv *kv = tio__tensor_meta(t);
+            rc = kv ? zio_meta(r, kv, what, key, v, err) : tio__nomem(err, ZIO_FMT);
         }
         free(keys);
         if (rc) return rc;
@@ -1605,7 +1606,7 @@ static const zio_tstate *zio_tstate_of(const zio_native *nat, const tio_wtensor 
 /* Whether a tensor's name and its metadata entry "name" differ: both go to
  * metadata.name. */
 static bool zio_name_clash(const tio_wtensor *w) {
-    const char *mn = tio__kv_get(&w->src->meta, "name");
+    const char *mn = tio__kv_get(tio__tensor_meta_view(w->src), "name");
     return w->name && w->name[0] && mn && strcmp(mn, w->name) != 0;
 }
 
@@ -1638,7 +1639,7 @@ static int zio_check(const tio_write_plan *p, tio_error *err) {
                             "tensor %zu: the name is not valid UTF-8 (it is written as "
                             "metadata.name in the JSON label)",
                             i);
-        const tio_kv *m = &w->src->meta;
+        const tio_kv *m = tio__tensor_meta_view(w->src);
         for (size_t k = 0; k < m->count; k++) {
             if (!zio_utf8_ok(m->keys[k], strlen(m->keys[k])) ||
                 !zio_utf8_ok(m->values[k], strlen(m->values[k])))
@@ -1747,7 +1748,7 @@ static json_t *zio_entry(const tio_wtensor *w, const zio_tstate *ts, size_t part
         }
     ok = ok && json_object_set_new(e, "shape", shape) == 0;
     if (part_explicit) ok = ok && json_object_set_new(e, "part", json_integer((json_int_t)part)) == 0;
-    const tio_kv *m = &w->src->meta;
+    const tio_kv *m = tio__tensor_meta_view(w->src);
     if (m->count || (name && name[0]) || (ts && ts->meta))
         ok = ok && json_object_set_new(e, "metadata",
                                        zio_meta_object(m, name, ts ? ts->meta : NULL,
@@ -1781,7 +1782,7 @@ static bool zio_plain(const tio_write_plan *p, const zio_native *nat) {
         return false;
     for (size_t i = 0; i < n; i++) {
         const tio_wtensor *w = tio__plan_tensor(p, i);
-        if (w->src->meta.count) return false;
+        if (tio_tensor_meta_count(w->src)) return false;
         const zio_tstate *ts = zio_tstate_of(nat, w, i);
         if (nat && (!ts || ts->part != i || !ts->part_explicit)) return false;
     }

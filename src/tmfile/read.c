@@ -874,6 +874,7 @@ static int tm_writer_order(tio_container *c, tio_graph *g, tio_error *err) {
     for (size_t i = 0; i < n; i++) nt[i] = c->tensors[order[i]];
     for (size_t i = 0; i < n; i++) {
         c->tensors[i] = nt[i];
+        nt[i]->index = i;
         if (val[order[i]] >= 0) g->values[val[order[i]]].tensor = (int64_t)i;
     }
 out:

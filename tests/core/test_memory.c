@@ -96,6 +96,7 @@ typedef struct worst {
     size_t small_peak, small_input;
     double per_tensor; /* test_many_tiny: the largest peak / tensors (>= 1,000) */
     size_t pt_tensors;
+    double tiny_ratio; /* test_many_tiny: the largest peak / input */
 } worst;
 
 #define NW 16
@@ -106,7 +107,9 @@ static void note(const char *format, size_t input, size_t pk, size_t tensors, co
         if (W[i].format && strcmp(W[i].format, format) != 0) continue;
         W[i].format = format;
         W[i].decodes++;
-        if (tiny) { /* reported per tensor, apart from the ratios below */
+        if (tiny) { /* reported apart from the ratios below */
+            if (input >= 4096 && (double)pk / (double)input > W[i].tiny_ratio)
+                W[i].tiny_ratio = (double)pk / (double)input;
             if (tensors >= 1000 && (double)pk / (double)tensors > W[i].per_tensor) {
                 W[i].per_tensor = (double)pk / (double)tensors;
                 W[i].pt_tensors = tensors;
@@ -839,8 +842,9 @@ static void test_report(void **state) {
                W[i].what[0] ? W[i].what : "-", W[i].small_peak, W[i].small_input);
     for (size_t i = 0; i < NW && W[i].format; i++)
         if (W[i].pt_tensors)
-            printf("memory: %-11s many tensors: worst peak %.0f bytes per tensor (%zu tensors)\n",
-                   W[i].format, W[i].per_tensor, W[i].pt_tensors);
+            printf("memory: %-11s many tiny tensors: worst peak %.0f bytes per tensor (%zu "
+                   "tensors), %.2f x input\n",
+                   W[i].format, W[i].per_tensor, W[i].pt_tensors, W[i].tiny_ratio);
 }
 
 int main(void) {
