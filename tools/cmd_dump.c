@@ -13,7 +13,11 @@ static const char dump_help[] =
     "name). Dense tensors print their elements in C (row-major) order; sparse\n"
     "(COO) tensors print one '(i, j, ...) = value' line per stored value.\n"
     "Floats print with 9 (float16, bfloat16, float32) or 17 (float64)\n"
-    "significant digits; bool as true/false.\n"
+    "significant digits; bool as true/false. A block-quantized tensor (GGUF\n"
+    "q4_0, q8_0, q4_K ...) prints its values dequantized to float32, computing\n"
+    "only the blocks that hold the elements shown; one of a type tensio cannot\n"
+    "dequantize (iq*, tq* ...) prints a note instead of values (\"values\": null\n"
+    "with --json), or an error when it is the TENSOR asked for.\n"
     "\n"
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
     "A WebDataset tar shard takes a member first: 'tensio dump shard.tar\n"
@@ -185,17 +189,84 @@ typedef struct dump_view {
     uint64_t shown;     /* how many of them are printed */
     const uint8_t *data;
     const uint8_t *indices;
+    const char *quant;  /* a quantized tensor: its block type (data: deq) */
+    int opaque;         /* quantized as tensio cannot dequantize: no values */
+    float *deq;         /* the dequantized elements shown, malloc'ed */
 } dump_view;
 
-/* Checks that the tensor's buffers hold what its shape says. */
+static void free_view(dump_view *v) {
+    free(v->deq);
+    v->deq = NULL;
+}
+
+/* Dequantizes the blocks that hold the first v->shown elements of t: a
+ * borrowed view of those blocks in a container of its own, densified. The
+ * blocks run along the last dim, so the first elements in C order are the
+ * first blocks. */
+static int dequantize_shown(const char *path, size_t index, const tio_tensor *t,
+                            dump_view *v) {
+    size_t be = 0, bb = 0;
+    tio_quant q = tio_tensor_quant(t);
+    tio_error err;
+    if (tio_quant_block(q, &be, &bb) != TIO_OK || be == 0)
+        return cli_error("%s: tensor %zu: unknown quant type", path, index);
+    uint64_t blocks = (v->shown + be - 1) / be;
+    int64_t n = (int64_t)(blocks * be);
+    /* blocks <= the tensor's own blocks: its bytes bound both sizes */
+    tio_tensor_desc d = {0};
+    d.dtype = TIO_FLOAT32;
+    d.layout = TIO_LAYOUT_QUANT;
+    d.rank = 1;
+    d.shape = &n;
+    d.data = tio_tensor_data(t);
+    d.nbytes = (size_t)blocks * bb;
+    tio_container *tmp = tio_container_new();
+    tio_tensor *view = NULL;
+    v->deq = malloc(blocks ? (size_t)n * sizeof *v->deq : 1);
+    int rc = !tmp || !v->deq ? TIO_E_NOMEM : TIO_OK;
+    if (rc == TIO_OK) rc = tio_container_add_quantized(tmp, &d, q, TIO_ADD_BORROW, &view, &err);
+    if (rc == TIO_OK && blocks)
+        rc = tio_tensor_densify(view, v->deq, (size_t)n * sizeof *v->deq, &err);
+    tio_container_free(tmp);
+    if (rc != TIO_OK) {
+        free_view(v);
+        return rc == TIO_E_NOMEM ? cli_error("out of memory")
+                                 : cli_error("%s: tensor %zu: %s", path, index,
+                                             cli_errmsg(&err));
+    }
+    v->data = (const uint8_t *)v->deq;
+    return CLI_EXIT_OK;
+}
+
+#define DEQUANTIZABLE "q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K"
+
+/* Checks that the tensor's buffers hold what its shape says; with `values`,
+ * dequantizes what a quantized tensor shows (free_view frees it). With
+ * `opaque_ok`, a quant type tensio cannot dequantize is shown without values
+ * instead of failing. */
 static int make_view(const char *path, size_t index, const tio_tensor *t, uint64_t limit,
-                     dump_view *v) {
+                     int values, int opaque_ok, dump_view *v) {
     memset(v, 0, sizeof *v);
-    if (tio_tensor_layout(t) == TIO_LAYOUT_QUANT)
-        return cli_error("%s: tensor %zu is quantized (%s blocks of %zu bytes): dump shows "
-                         "element values; `tensio convert --dequantize` writes them as "
-                         "float32",
-                         path, index, cli_tensor_dtype_name(t), tio_tensor_nbytes(t));
+    if (tio_tensor_layout(t) == TIO_LAYOUT_QUANT) {
+        tio_quant q = tio_tensor_quant(t);
+        v->quant = cli_tensor_dtype_name(t);
+        v->dtype = TIO_FLOAT32;
+        if (!tio_quant_can_dequantize(q)) {
+            /* one tensor asked for: an error; in a whole file: a note */
+            if (!opaque_ok)
+                return cli_error("%s: tensor %zu is quantized as %s, which tensio cannot "
+                                 "dequantize (it can: " DEQUANTIZABLE ")",
+                                 path, index, v->quant);
+            v->opaque = 1;
+            v->rank = tio_tensor_rank(t);
+            return CLI_EXIT_OK;
+        }
+        v->esize = 4;
+        v->rank = tio_tensor_rank(t);
+        v->count = tio_tensor_numel(t);
+        v->shown = limit && v->count > limit ? limit : v->count;
+        return values ? dequantize_shown(path, index, t, v) : CLI_EXIT_OK;
+    }
     v->dtype = tio_tensor_dtype(t);
     v->esize = tio_dtype_size(v->dtype);
     v->coo = tio_tensor_layout(t) == TIO_LAYOUT_COO;
@@ -217,13 +288,21 @@ static int make_view(const char *path, size_t index, const tio_tensor *t, uint64
 
 static void dump_text_tensor(size_t index, const dump_view *v, const char *shape,
                              const char *name) {
-    const char *dtype = tio_dtype_name(v->dtype);
+    const char *dtype = v->quant ? v->quant : tio_dtype_name(v->dtype);
     printf("[%zu] %s %s %s %s", index, name ? name : "-", dtype ? dtype : "?", shape,
-           v->coo ? "coo" : "dense");
+           v->coo       ? "coo"
+           : v->opaque  ? "quantized"
+           : v->quant ? "quantized, values dequantized to float32"
+                        : "dense");
     if (v->coo) printf(" nnz=%llu", (unsigned long long)v->count);
     fputc('\n', stdout);
 
     char buf[64];
+    if (v->opaque) {
+        printf("  (%s blocks: tensio cannot dequantize them; it can " DEQUANTIZABLE ")\n",
+               v->quant);
+        return;
+    }
     if (v->coo) {
         if (v->count == 0) fputs("  (no stored values)\n", stdout);
         for (uint64_t i = 0; i < v->shown; i++) {
@@ -269,7 +348,11 @@ static void dump_json_tensor(size_t index, const tio_tensor *t, const dump_view 
     const int64_t *shape = tio_tensor_shape(t);
     for (size_t k = 0; k < v->rank; k++)
         printf("%s%lld", k ? ", " : "", (long long)shape[k]);
-    printf("], \"layout\": \"%s\"", v->coo ? "coo" : "dense");
+    printf("], \"layout\": \"%s\"", v->coo ? "coo" : v->quant ? "quant" : "dense");
+    if (v->quant) {
+        fputs(", \"quant\": ", stdout);
+        cli_json_write_string(stdout, v->quant);
+    }
     if (v->coo) {
         printf(", \"nnz\": %llu, \"indices\": [", (unsigned long long)v->count);
         for (uint64_t i = 0; i < v->shown; i++) {
@@ -278,6 +361,10 @@ static void dump_json_tensor(size_t index, const tio_tensor *t, const dump_view 
             fputc(']', stdout);
         }
         fputc(']', stdout);
+    }
+    if (v->opaque) {
+        fputs(", \"values\": null, \"truncated\": false}", stdout);
+        return;
     }
     fputs(", \"values\": [", stdout);
     char buf[64];
@@ -390,13 +477,13 @@ int cli_cmd_dump(int argc, char **argv) {
     /* Check every selected tensor first so that errors never cut the output. */
     for (size_t i = first; i < end && rc == CLI_EXIT_OK; i++) {
         dump_view v;
-        rc = make_view(path, i, tio_container_tensor(c, i), limit, &v);
+        rc = make_view(path, i, tio_container_tensor(c, i), limit, 0, !sel, &v);
     }
     if (rc == CLI_EXIT_OK && json) fputs("{\"tensors\": [", stdout);
     for (size_t i = first; i < end && rc == CLI_EXIT_OK; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
         dump_view v;
-        rc = make_view(path, i, t, limit, &v);
+        rc = make_view(path, i, t, limit, 1, !sel, &v);
         if (rc != CLI_EXIT_OK) break;
         if (json) {
             if (i > first) fputs(", ", stdout);
@@ -414,6 +501,7 @@ int cli_cmd_dump(int argc, char **argv) {
             free(ename);
             free(shape);
         }
+        free_view(&v);
         if (ferror(stdout)) break; /* reported by cli_finish_output */
     }
     if (rc == CLI_EXIT_OK && json) fputs("]}\n", stdout);

@@ -419,6 +419,20 @@ def test_dequantize(tmp, rng):
         got = arrays[name]
         assert got.dtype == np.float32 and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-30, err_msg=ty)
+    # dump prints the same values: all of them, and the first 40 (a part of the
+    # second block: only the blocks shown are dequantized)
+    for limit in ("0", "40"):
+        d = json.loads(run("dump", "--json", "-n", limit, path).stdout)["tensors"]
+        for t, (name, ty, ne, raw) in zip(d, tensors):
+            want = ref_dequantize(ty, raw)
+            n = len(want) if limit == "0" else 40
+            assert t["name"] == name and t["dtype"] == "float32" and t["layout"] == "quant"
+            assert t["quant"] == ty.lower().replace("_k", "_K")
+            assert t["truncated"] == (n < len(want)) and len(t["values"]) == n
+            np.testing.assert_allclose(np.array(t["values"], dtype=np.float32), want[:n],
+                                       rtol=2e-7, atol=1e-30, err_msg=ty)
+    text = run("dump", "-n", "3", path, "w_q4_k").stdout
+    assert text.startswith("[7] w_q4_k q4_K [3, 512] quantized, values dequantized to float32"), text
 
 
 @case("dequantize_refuses_by_name")
@@ -427,8 +441,13 @@ def test_refuse(tmp, rng):
     open(path, "wb").write(build([], [("iq", "IQ2_XXS", [256], random_blocks("IQ2_XXS", 1, rng))]))
     p = run("convert", path, os.path.join(tmp, "iq.npy"), "--dequantize", ok=False)
     assert p.returncode != 0 and "iq2_xxs" in p.stderr and "iq" in p.stderr, p.stderr
-    p = run("dump", path, ok=False)
-    assert p.returncode != 0 and "quantized" in p.stderr, p.stderr
+    # dump: the tensor asked for is an error; in the whole file, a note
+    p = run("dump", path, "iq", ok=False)
+    assert p.returncode != 0 and "iq2_xxs" in p.stderr and "cannot dequantize" in p.stderr, p.stderr
+    p = run("dump", path)
+    assert "(iq2_xxs blocks: tensio cannot dequantize them" in p.stdout, p.stdout
+    d = json.loads(run("dump", "--json", path).stdout)["tensors"]
+    assert d[0]["quant"] == "iq2_xxs" and d[0]["values"] is None, d
 
 
 @case("other_formats_to_gguf")
