@@ -37,5 +37,5 @@ def flags():
 
 f = flags()
 f["include_dirs"].append(numpy.get_include())
-setup(ext_modules=[Extension("tensio._tensio", ["tensio/_tensio.c"],
+setup(ext_modules=[Extension("tensio._tensio", ["tensio/_tensio.c", "tensio/_shard.c"],
                              extra_compile_args=["-std=c11"], **f)])

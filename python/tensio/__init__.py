@@ -26,7 +26,7 @@ from ._tensio import (  # noqa: F401  (re-exported)
 
 __version__ = LIB_VERSION
 __all__ = [
-    "Stream", "GraphBuilder", "zio", "open", "loads", "load", "save", "container", "loads_parts", "dumps_parts", "dumps", "convert", "formats", "dtype_name",
+    "Stream", "GraphBuilder", "zio", "Shard", "Member", "open", "loads", "load", "save", "container", "loads_parts", "dumps_parts", "dumps", "convert", "formats", "dtype_name",
     "Container", "Tensor", "Coo", "Typed", "Finding", "Graph", "Node", "Value", "Error", "ArgumentError",
     "NoMemoryError", "IOError", "FormatError", "TruncatedError", "MagicError",
     "BoundsError", "LimitError", "OverflowError", "DtypeError", "CorruptError",
@@ -664,3 +664,4 @@ def convert(src, dst, format=None, src_format=None, strict=False, limits=None, *
 from .stream import Stream  # noqa: E402  (they use the names above)
 from .builder import GraphBuilder  # noqa: E402
 from . import zio  # noqa: E402
+from .shard import Shard, Member  # noqa: E402

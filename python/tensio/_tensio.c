@@ -29,6 +29,8 @@
 
 #include <tensio.h>
 
+#include "_tensio.h"
+
 /* ----------------------------------------------------------------- errors */
 
 #define TIO_NCODES 18 /* TIO_OK .. TIO_E_TRANSPORT */
@@ -195,6 +197,27 @@ static int parse_open_args(PyObject *args, open_args *a)
         return -1;
     a->opts.limits = &a->limits;
     return parse_limits(lim, &a->limits);
+}
+
+PyObject *tio_py_raise(int rc, const tio_error *e) { return raise_tio(rc, e); }
+int tio_py_limits(PyObject *lim, tio_limits *out) { return parse_limits(lim, out); }
+
+PyObject *tio_py_owner_wrap(tio_container *c, PyObject *borrow)
+{
+    OwnerObject *o = owner_new(borrow != NULL ? 1 : 0);
+    if (o == NULL) {
+        tio_container_free(c);
+        return NULL;
+    }
+    const void *data;
+    size_t len;
+    if (borrow != NULL && owner_take_buffer(o, borrow, &data, &len) < 0) {
+        tio_container_free(c);
+        Py_DECREF(o);
+        return NULL;
+    }
+    o->c = c;
+    return (PyObject *)o;
 }
 
 /* The result of an open into o: o, or NULL with the error raised (o released). */
@@ -2112,6 +2135,7 @@ static PyMethodDef mod_methods[] = {
     {"stream_open", mod_stream_open, METH_VARARGS, "stream_open(endpoint, ...) -> _Stream"},
     {"formats", mod_formats, METH_NOARGS, "[(name, description, extensions, caps)]"},
     {"supports_dtype", mod_supports_dtype, METH_VARARGS, "supports_dtype(format, dtype)"},
+    {"shard_open", tio_py_shard_open, METH_VARARGS, "shard_open(path | buffer, limits) -> _Shard"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2170,7 +2194,8 @@ PyMODINIT_FUNC PyInit__tensio(void);
 PyMODINIT_FUNC PyInit__tensio(void)
 {
     import_array();
-    if (PyType_Ready(&OwnerType) < 0 || PyType_Ready(&StreamType) < 0)
+    if (PyType_Ready(&OwnerType) < 0 || PyType_Ready(&StreamType) < 0 ||
+        PyType_Ready(&tio_py_ShardType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)

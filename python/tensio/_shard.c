@@ -1,0 +1,223 @@
+/*
+ * tensio._tensio._Shard — a WebDataset tar shard (tio_shard_*), mapped or
+ * over a Python buffer. Members and samples are described by tuples; a
+ * member's bytes are copied out (bytes, as WebDataset hands them), a tensor
+ * member opens as an _Owner whose views point into the shard's mapping and
+ * keep it alive after the _Shard is gone. tensio/shard.py builds the
+ * user-facing iteration on top.
+ */
+#define PY_SSIZE_T_CLEAN
+#include "_tensio.h"
+
+typedef struct {
+    PyObject_HEAD
+    tio_shard *s;
+    Py_buffer buf; /* the bytes of a shard opened from memory (buf.obj set) */
+} ShardObject;
+
+static void shard_dealloc(ShardObject *self)
+{
+    /* The containers opened from it hold the mapping (or the bytes: see
+     * shard_open_member), not this object. */
+    tio_shard_free(self->s);
+    self->s = NULL;
+    if (self->buf.obj != NULL)
+        PyBuffer_Release(&self->buf);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The index argument (args: "n"), checked against n items; -1 with an
+ * exception set. */
+static Py_ssize_t index_arg(PyObject *args, size_t n, const char *what)
+{
+    Py_ssize_t i;
+    if (!PyArg_ParseTuple(args, "n", &i))
+        return -1;
+    if (i < 0 || (size_t)i >= n) {
+        PyErr_Format(PyExc_IndexError, "%s %zd out of range (%zu %ss)", what, i, n, what);
+        return -1;
+    }
+    return i;
+}
+
+static const tio_shard_member *member_arg(ShardObject *self, PyObject *args, Py_ssize_t *out)
+{
+    *out = index_arg(args, tio_shard_member_count(self->s), "member");
+    return *out < 0 ? NULL : tio_shard_member_at(self->s, (size_t)*out);
+}
+
+static PyObject *none_or_size(size_t v)
+{
+    return v == TIO_SHARD_NONE ? Py_NewRef(Py_None) : PyLong_FromSize_t(v);
+}
+
+static PyObject *shard_counts(ShardObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    return Py_BuildValue("nn", (Py_ssize_t)tio_shard_member_count(self->s),
+                         (Py_ssize_t)tio_shard_sample_count(self->s));
+}
+
+/* member(i) -> (name, key, ext, offset, size, sample | None, duplicate, format | None) */
+static PyObject *shard_member(ShardObject *self, PyObject *args)
+{
+    Py_ssize_t i;
+    const tio_shard_member *m = member_arg(self, args, &i);
+    if (m == NULL)
+        return NULL;
+    const char *fmt = tio_shard_member_format(self->s, (size_t)i);
+    PyObject *sample = none_or_size(m->sample);
+    if (sample == NULL)
+        return NULL;
+    return Py_BuildValue("(sssKKNOz)", m->name, m->key, m->ext, (unsigned long long)m->offset,
+                         (unsigned long long)m->size, sample,
+                         m->duplicate ? Py_True : Py_False, fmt);
+}
+
+/* sample(i) -> (key, (member indices...), duplicate_of | None) */
+static PyObject *shard_sample(ShardObject *self, PyObject *args)
+{
+    Py_ssize_t i = index_arg(args, tio_shard_sample_count(self->s), "sample");
+    if (i < 0)
+        return NULL;
+    const tio_shard_sample *sm = tio_shard_sample_at(self->s, (size_t)i);
+    PyObject *idx = PyTuple_New((Py_ssize_t)sm->count);
+    if (idx == NULL)
+        return NULL;
+    for (size_t j = 0; j < sm->count; j++) {
+        PyObject *v = PyLong_FromSize_t(tio_shard_sample_member(self->s, (size_t)i, j));
+        if (v == NULL) {
+            Py_DECREF(idx);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(idx, (Py_ssize_t)j, v);
+    }
+    PyObject *dup = none_or_size(sm->duplicate_of);
+    if (dup == NULL) {
+        Py_DECREF(idx);
+        return NULL;
+    }
+    return Py_BuildValue("(sNN)", sm->key, idx, dup);
+}
+
+/* find(name) -> member index or -1 */
+static PyObject *shard_find(ShardObject *self, PyObject *args)
+{
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    size_t i = tio_shard_find(self->s, name);
+    return PyLong_FromSsize_t(i == TIO_SHARD_NONE ? -1 : (Py_ssize_t)i);
+}
+
+/* data(i) -> bytes (a copy of the member's bytes) */
+static PyObject *shard_data(ShardObject *self, PyObject *args)
+{
+    Py_ssize_t i;
+    const tio_shard_member *m = member_arg(self, args, &i);
+    if (m == NULL)
+        return NULL;
+    return PyBytes_FromStringAndSize(m->data, (Py_ssize_t)m->size);
+}
+
+/* open_member(i, format, flags, limits) -> _Owner */
+static PyObject *shard_open_member(ShardObject *self, PyObject *args)
+{
+    Py_ssize_t i;
+    const char *format = NULL;
+    unsigned int flags = 0;
+    PyObject *lim = Py_None;
+    if (!PyArg_ParseTuple(args, "nzI|O", &i, &format, &flags, &lim))
+        return NULL;
+    if (i < 0 || (size_t)i >= tio_shard_member_count(self->s)) {
+        PyErr_Format(PyExc_IndexError, "member %zd out of range (%zu members)", i,
+                     tio_shard_member_count(self->s));
+        return NULL;
+    }
+    tio_limits limits;
+    if (tio_py_limits(lim, &limits) < 0)
+        return NULL;
+    tio_open_options opts = {.format = format, .flags = flags, .limits = &limits};
+    tio_container *c = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tio_shard_open_member(self->s, (size_t)i, &opts, &c, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != TIO_OK)
+        return tio_py_raise(rc, &err);
+    /* The mapping of a file shard is kept by the container itself; the
+     * Python bytes of a shard in memory by the _Owner, as for loads(). */
+    return tio_py_owner_wrap(c, self->buf.obj);
+}
+
+static PyMethodDef shard_methods[] = {
+    {"counts", (PyCFunction)shard_counts, METH_NOARGS, "counts() -> (members, samples)"},
+    {"member", (PyCFunction)shard_member, METH_VARARGS,
+     "member(i) -> (name, key, ext, offset, size, sample, duplicate, format)"},
+    {"sample", (PyCFunction)shard_sample, METH_VARARGS,
+     "sample(i) -> (key, member indices, duplicate_of)"},
+    {"find", (PyCFunction)shard_find, METH_VARARGS, "find(name) -> member index or -1"},
+    {"data", (PyCFunction)shard_data, METH_VARARGS, "data(i) -> bytes"},
+    {"open_member", (PyCFunction)shard_open_member, METH_VARARGS,
+     "open_member(i, format, flags, limits) -> _Owner"},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject tio_py_ShardType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tensio._tensio._Shard",
+    .tp_basicsize = sizeof(ShardObject),
+    .tp_dealloc = (destructor)shard_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A WebDataset tar shard (see tensio.Shard).",
+    .tp_methods = shard_methods,
+};
+
+/* shard_open(path | bytes-like, limits) -> _Shard. A str or os.PathLike is
+ * a file (mapped); anything else a C-contiguous buffer, borrowed. */
+PyObject *tio_py_shard_open(PyObject *m, PyObject *args)
+{
+    (void)m;
+    PyObject *src, *lim = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O", &src, &lim))
+        return NULL;
+    tio_limits limits;
+    if (tio_py_limits(lim, &limits) < 0)
+        return NULL;
+    ShardObject *self = PyObject_New(ShardObject, &tio_py_ShardType);
+    if (self == NULL)
+        return NULL;
+    self->s = NULL;
+    memset(&self->buf, 0, sizeof self->buf);
+    tio_error err;
+    tio_error_clear(&err);
+    int rc;
+    if (PyUnicode_Check(src) || PyObject_HasAttrString(src, "__fspath__")) {
+        PyObject *path = NULL;
+        if (!PyUnicode_FSConverter(src, &path)) {
+            Py_DECREF(self);
+            return NULL;
+        }
+        const char *p = PyBytes_AS_STRING(path);
+        Py_BEGIN_ALLOW_THREADS
+        rc = tio_shard_open(p, &limits, &self->s, &err);
+        Py_END_ALLOW_THREADS
+        Py_DECREF(path);
+    } else {
+        if (PyObject_GetBuffer(src, &self->buf, PyBUF_C_CONTIGUOUS) < 0) {
+            self->buf.obj = NULL;
+            Py_DECREF(self);
+            return NULL;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        rc = tio_shard_open_memory(self->buf.buf, (size_t)self->buf.len, &limits, &self->s,
+                                   &err);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc != TIO_OK) {
+        Py_DECREF(self);
+        return tio_py_raise(rc, &err);
+    }
+    return (PyObject *)self;
+}
