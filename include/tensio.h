@@ -777,10 +777,11 @@ typedef struct tio_shard_writer_options {
 } tio_shard_writer_options;
 
 /* Checks a member name a shard may hold and a reader may extract safely:
- * not empty, relative (no leading '/'), no empty, "." or ".." component, no
- * trailing '/', at most TIO_DEFAULT_MAX_NAME_BYTES bytes (what a reader takes by
- * default). TIO_OK or TIO_E_ARGUMENT naming the
- * rule. (A C string holds no NUL.) */
+ * not empty, relative (no leading '/'), no ".." component, not ending in
+ * '/' or a "." component (a directory), at most TIO_DEFAULT_MAX_NAME_BYTES
+ * bytes (what a reader takes by default). "." and empty components inside
+ * are kept ("./000001.ten", as `tar -cf x.tar .` writes names). TIO_OK or
+ * TIO_E_ARGUMENT naming the rule. (A C string holds no NUL.) */
 TIO_API int tio_shard_check_name(const char *name, tio_error *err);
 /* opts: NULL = the defaults. */
 TIO_API int tio_shard_writer_open(const char *path, const tio_shard_writer_options *opts,

@@ -36,21 +36,17 @@ int tio_shard_check_name(const char *name, tio_error *err) {
     if (name[0] == '/')
         return tio__err(err, TIO_E_ARGUMENT, FMT, -1,
                         "member name \"%s\" is an absolute path", shown);
-    for (const char *c = name; *c;) {
+    for (const char *c = name;;) { /* "." and empty components are harmless */
         const char *e = strchr(c, '/');
         size_t k = e ? (size_t)(e - c) : strlen(c);
-        if (k == 0)
+        if (k == 2 && c[0] == '.' && c[1] == '.')
             return tio__err(err, TIO_E_ARGUMENT, FMT, -1,
-                            "member name \"%s\" has an empty path component%s", shown,
-                            e ? "" : " (a trailing '/')");
-        if ((k == 1 && c[0] == '.') || (k == 2 && c[0] == '.' && c[1] == '.'))
+                            "member name \"%s\" has a \"..\" component", shown);
+        if (!e && (k == 0 || (k == 1 && c[0] == '.')))
             return tio__err(err, TIO_E_ARGUMENT, FMT, -1,
-                            "member name \"%s\" has a \"%.*s\" component", shown, (int)k, c);
+                            "member name \"%s\" names a directory, not a file", shown);
         if (!e) break;
         c = e + 1;
-        if (!*c)
-            return tio__err(err, TIO_E_ARGUMENT, FMT, -1,
-                            "member name \"%s\" ends with '/' (a directory)", shown);
     }
     return TIO_OK;
 }
