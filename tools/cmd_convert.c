@@ -464,11 +464,11 @@ int cli_cmd_convert(int argc, char **argv) {
     const char *in = p.npos > 0 ? p.pos[0] : NULL;
     const char *out = p.npos > 1 ? p.pos[1] : NULL;
     if (rc == CLI_EXIT_OK &&
-        (shard || (!from && !to && (cli_is_shard(in, NULL) || cli_is_shard_name(out))))) {
+        (shard || cli_is_shard(in, from) || (!from && !to && cli_is_shard_name(out)))) {
         const char *bad = to ? "--to (use --member-to)" : from ? "--from" : external ? "--external-data"
                           : cli_filter_active(&filt) ? "--only/--exclude/--rename" : NULL;
         cli_shard_convert a = {shard ? in : out, (const char *const *)p.pos + (shard ? 1 : 0),
-                               shard ? p.npos - 1 : 1, shard || !cli_is_shard(in, NULL),
+                               shard ? p.npos - 1 : 1, shard || !cli_is_shard(in, from),
                                {member_to, flags & ~TIO_SAVE_NO_SYNC, version, NULL, &lim},
                                flags & TIO_SAVE_NO_SYNC, force, verbose, json, progress};
         if (bad)
