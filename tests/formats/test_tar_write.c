@@ -2,6 +2,7 @@
  * reader, ustar name/prefix split and pax long names, padding, determinism,
  * refused names, containers as members, abort and failed writes. */
 #define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -383,11 +385,60 @@ static void test_failed_write(void **state) {
     assert_int_equal(access(path_of("full.tar"), F_OK), -1);
 }
 
+/* A member of 8 GiB + 1 byte (past 11 octal digits): a pax 'x' header with
+ * its size comes first and the ustar size field is 0. The data (a mapping
+ * that costs no memory) are cut short by a file size limit after the
+ * headers, which are read from the temporary file before close removes it. */
+static void test_huge_size(void **state) {
+    (void)state;
+    uint64_t size = (8ull << 30) + 1;
+    if (sizeof(size_t) < 8) skip();
+    void *zeros = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+    assert_true(zeros != MAP_FAILED);
+    tio_shard_writer *w = NULL;
+    OK(tio_shard_writer_open(path_of("huge.tar"), NULL, &w, &e_));
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    lim = old;
+    lim.rlim_cur = 8192;
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    tio_error e;
+    int rc = tio_shard_writer_add_bytes(w, "big.bin", zeros, size, &e);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, prev);
+    munmap(zeros, (size_t)size);
+    assert_int_equal(rc, TIO_E_IO);
+    /* the temporary file holds the two headers */
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char tmp[600] = "";
+    while ((de = readdir(d)))
+        if (strncmp(de->d_name, ".huge.tar.tio-", 14) == 0)
+            snprintf(tmp, sizeof tmp, "%s/%s", dir, de->d_name);
+    closedir(d);
+    assert_true(tmp[0]);
+    size_t n = 0;
+    uint8_t *b = slurp(tmp, &n);
+    assert_true(n >= 1536);
+    assert_int_equal(b[156], 'x');
+    assert_memory_equal(b, "././@PaxHeader", 15);
+    assert_memory_equal(b + 512, "19 size=8589934593\n", 19);
+    assert_int_equal(b[1024 + 156], '0');
+    assert_memory_equal(b + 1024, "big.bin", 8);
+    assert_memory_equal(b + 1024 + 124, "00000000000\0", 12);
+    free(b);
+    assert_int_equal(tio_shard_writer_close(w, &e), TIO_E_IO);
+    assert_int_equal(access(tmp, F_OK), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_determinism_and_options),
         cmocka_unit_test(test_bad_names),     cmocka_unit_test(test_containers),
         cmocka_unit_test(test_abort_and_replace), cmocka_unit_test(test_failed_write),
+        cmocka_unit_test(test_huge_size),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
