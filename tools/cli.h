@@ -353,4 +353,36 @@ typedef struct cli_shard_convert {
 int cli_convert_shard(const cli_shard_convert *a);
 int cli_cmd_extract(int argc, char **argv);
 
+/* ------------------------------------------- shards over ZeroMQ (shard_stream.c) */
+
+/* The messages tensio send makes of a shard: containers and their labels
+ * ("shard.tar:KEY", "shard.tar:KEY+3" for a batch of 4). */
+typedef struct cli_shard_msgs {
+    tio_container **containers;
+    char **labels;
+    size_t n, cap;
+} cli_shard_msgs;
+/* Appends shard path's messages to *m: one per sample holding its tensor
+ * members' tensors in member order (views into the shard; a sample without
+ * tensor members is skipped), or, batch > 0, one per `batch` samples (the
+ * last may have fewer) whose tensor k is tensor k of each sample stacked
+ * along a new first axis, as tensorcom batches are. */
+int cli_shard_messages(const char *path, size_t batch, const tio_limits *lim,
+                       cli_shard_msgs *m);
+/* Appends one message (takes c, also on failure) with a copy of label. */
+int cli_shard_msgs_push(cli_shard_msgs *m, tio_container *c, const char *label);
+void cli_shard_msgs_free(cli_shard_msgs *m);
+/* tensio recv --samples-per-shard: the shard being written. */
+typedef struct cli_shard_out {
+    tio_shard_writer *w; /* NULL: none open */
+    char *path;
+} cli_shard_out;
+/* Adds message c as member "SAMPLE.EXT" (SAMPLE as %06llu) in so->format,
+ * opening the shard `path` first when none is open (TIO_SAVE_NO_SYNC in
+ * so->flags: not synced at close). */
+int cli_shard_out_add(cli_shard_out *o, const char *path, uint64_t sample,
+                      const tio_container *c, const tio_save_options *so);
+/* Closes (commits) the open shard, if any. */
+int cli_shard_out_close(cli_shard_out *o);
+
 #endif /* TENSIO_CLI_H */

@@ -20,7 +20,11 @@
   same bytes twice; re-encoded tensors equal to the originals (dump --json,
   numpy for .npy); the loss rules of convert; `extract` writes the members
   byte-equal and refuses members that would leave DIR (.., absolute paths,
-  symbolic links), existing files without --force."""
+  symbolic links), existing files without --force.
+- `send SHARD.tar` over ZeroMQ: a message per sample with its tensors (sha256
+  equal to numpy's), `--batch N` stacked as tensorcom batches (the last
+  partial); `recv -o 'rx-%04d.tar' --samples-per-shard N` writes them back
+  into shards of N samples."""
 import gzip
 import io
 import json
@@ -451,6 +455,104 @@ def test_extract_hostile(tmp):
     check("extract usage", p.returncode == 2, p.stderr)
 
 
+def stream(tmp, name, recv_args, send_args):
+    """tensio recv (bound on an ipc endpoint) and tensio send: (recv, send)."""
+    ep = "ipc://" + os.path.join(tmp, name + ".ipc")
+    r = subprocess.Popen([TENSIO, "recv", "--bind", ep, "--timeout", "20", *recv_args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(200):  # until it is bound
+        if os.path.exists(ep[len("ipc://"):]):
+            break
+        import time
+        time.sleep(0.05)
+    sp = run("send", ep, *send_args, ok=False)
+    out, err = r.communicate(timeout=60)
+    return subprocess.CompletedProcess(r.args, r.returncode, out, err), sp
+
+
+def test_stream(tmp):
+    """send SHARD.tar: a message per sample (or --batch samples stacked);
+    recv --samples-per-shard: the messages written back into shards."""
+    import hashlib
+    import numpy as np
+    d = fresh(tmp, "s_src")
+    rng = np.random.default_rng(7)
+    samples, files = [], []
+    for i in range(5):
+        img = rng.standard_normal((2, 3)).astype("<f4")
+        cls = np.arange(4, dtype="<i8") * (i + 1)
+        samples.append((img, cls))
+        for ext, a in (("img.npy", img), ("cls.npy", cls)):
+            files.append(os.path.join(d, "%06d.%s" % (i, ext)))
+            np.save(files[-1], a)
+        files.append(os.path.join(d, "%06d.txt" % i))
+        with open(files[-1], "w") as f:
+            f.write("sample %d" % i)
+    shard = os.path.join(tmp, "s.tar")
+    run("convert", "--shard", shard, *files)
+
+    def sha(a):
+        return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+    def received(p):
+        return [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+
+    r, sp = stream(tmp, "one", ("--count", "5", "--json", "--hash"), (shard,))
+    check("stream send", sp.returncode == 0 and sp.stdout.count("sent ") == 5, sp.stderr)
+    check("stream send labels", "s.tar:000000 " in sp.stdout and "s.tar:000004 " in sp.stdout,
+          sp.stdout)
+    msgs = received(r)
+    check("stream recv", r.returncode == 0 and len(msgs) == 5, r.stderr)
+    for m, (img, cls) in zip(msgs, samples):
+        t = m["tensors"]
+        check("stream sample tensors", [x["shape"] for x in t] == [[2, 3], [4]] and
+              [x["sha256"] for x in t] == [sha(img), sha(cls)], str(t))
+    # --batch 2 over tensorcom: fields stacked, the last batch partial
+    r, sp = stream(tmp, "batch", ("--count", "3", "--json", "--hash"),
+                   ("--proto", "tensorcom", "--batch", "2", shard))
+    msgs = received(r)
+    check("stream batch", r.returncode == 0 and sp.returncode == 0 and len(msgs) == 3,
+          r.stderr + sp.stderr)
+    for k, m in enumerate(msgs):
+        group = samples[2 * k:2 * k + 2]
+        want = [np.stack([g[0] for g in group]), np.stack([g[1] for g in group])]
+        t = m["tensors"]
+        check("stream batch %d" % k, [x["shape"] for x in t] == [list(w.shape) for w in want]
+              and [x["sha256"] for x in t] == [sha(w) for w in want], str(t))
+    # back into shards: 2 samples per shard
+    pat = os.path.join(tmp, "rx-%04d.tar")
+    r, sp = stream(tmp, "shards", ("--count", "5", "-o", pat, "--samples-per-shard", "2"),
+                   (shard,))
+    check("stream to shards", r.returncode == 0 and sp.returncode == 0, r.stderr)
+    got = []
+    for k in range(3):
+        path = pat.replace("%04d", "%04d" % k)
+        mem = tar_members(path)
+        got += [n for n, _, _ in mem]
+        x = fresh(tmp, "rx%d" % k)
+        run("extract", path, x)
+        for n, _, _ in mem:
+            i = int(n[:6])
+            ls = json.loads(run("ls", "--json", "--hash", os.path.join(x, n)).stdout)["tensors"]
+            check("stream shard member " + n, [t["sha256"] for t in ls] ==
+                  [sha(samples[i][0]), sha(samples[i][1])], str(ls))
+    check("stream shard names", got == ["%06d.ten" % i for i in range(5)], str(got))
+    check("stream no fourth shard", not os.path.exists(pat.replace("%04d", "0003")))
+    # refusals
+    p = run("send", "ipc://" + os.path.join(tmp, "x.ipc"), "--batch", "2", files[0], ok=False)
+    check("--batch needs a shard", p.returncode == 2 and "shards" in p.stderr, p.stderr)
+    p = run("recv", "ipc://" + os.path.join(tmp, "y.ipc"), "-o", "x-%d.ten",
+            "--samples-per-shard", "2", ok=False)
+    check("--samples-per-shard needs .tar", p.returncode == 2 and ".tar" in p.stderr, p.stderr)
+    odd = os.path.join(d, "000009.img.npy")
+    np.save(odd, np.zeros((3, 3), dtype="<f4"))
+    bad = os.path.join(tmp, "s_bad.tar")
+    run("convert", "--shard", bad, files[0], odd)
+    p = run("send", "ipc://" + os.path.join(tmp, "z.ipc"), "--batch", "2", bad, ok=False)
+    check("--batch shapes differ", p.returncode == 1 and "cannot be stacked" in p.stderr,
+          p.stderr)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(VEC, "tenbin", "dtype_float32.ten"), "rb") as f:
@@ -463,6 +565,7 @@ def main():
         test_member_to(tmp)
         test_member_to_npy(tmp)
         test_extract_hostile(tmp)
+        test_stream(tmp)
     for f in failures:
         print("FAIL:", f)
     if failures:
