@@ -24,6 +24,27 @@ static void hold_free(void *ctx) {
     free(h);
 }
 
+/* A new container that frees *h (room for nmembers member containers and
+ * nbufs buffers) when it is released. */
+static int held_container(size_t nmembers, size_t nbufs, tio_container **c, hold **h) {
+    *c = tio_container_new();
+    *h = calloc(1, sizeof **h);
+    if (*h) {
+        (*h)->members = calloc(nmembers ? nmembers : 1, sizeof *(*h)->members);
+        (*h)->bufs = calloc(nbufs ? nbufs : 1, sizeof *(*h)->bufs);
+    }
+    tio_error err;
+    tio_error_clear(&err);
+    if (*c && *h && (*h)->members && (*h)->bufs &&
+        tio_container_on_release(*c, hold_free, *h, &err) == TIO_OK)
+        return CLI_EXIT_OK;
+    if (*h) hold_free(*h);
+    tio_container_free(*c);
+    *c = NULL;
+    *h = NULL;
+    return cli_error("out of memory");
+}
+
 static int shard_error(const char *path, const char *member, const char *msg) {
     char *ep = cli_text_escape(path), *em = member ? cli_text_escape(member) : NULL;
     if (em)
@@ -58,18 +79,12 @@ static int add_view(tio_container *c, const tio_tensor *t, size_t rank, const in
 static int sample_container(const char *path, tio_shard *s, size_t i, tio_container **out) {
     *out = NULL;
     const tio_shard_sample *sm = tio_shard_sample_at(s, i);
-    tio_container *c = tio_container_new();
-    hold *h = calloc(1, sizeof *h);
-    if (h) h->members = calloc(sm->count ? sm->count : 1, sizeof *h->members);
-    if (!c || !h || !h->members) {
-        if (h) hold_free(h);
-        tio_container_free(c);
-        return cli_error("out of memory");
-    }
+    tio_container *c = NULL;
+    hold *h = NULL;
+    int rc = held_container(sm->count, 0, &c, &h);
+    if (rc != CLI_EXIT_OK) return rc;
     tio_error err;
     tio_error_clear(&err);
-    tio_container_on_release(c, hold_free, h, &err);
-    int rc = CLI_EXIT_OK;
     for (size_t j = 0; j < sm->count && rc == CLI_EXIT_OK; j++) {
         size_t mi = tio_shard_sample_member(s, i, j);
         if (!tio_shard_member_format(s, mi)) continue;
@@ -106,19 +121,10 @@ static int stack(const char *path, tio_container **samples, size_t n, const char
                  tio_container **out) {
     *out = NULL;
     size_t nt = tio_container_count(samples[0]);
-    tio_container *c = tio_container_new();
-    hold *h = calloc(1, sizeof *h);
-    if (h) h->bufs = calloc(nt ? nt : 1, sizeof *h->bufs);
-    if (!c || !h || !h->bufs) {
-        if (h) free(h->bufs);
-        free(h);
-        tio_container_free(c);
-        return cli_error("out of memory");
-    }
-    tio_error err;
-    tio_error_clear(&err);
-    tio_container_on_release(c, hold_free, h, &err);
-    int rc = CLI_EXIT_OK;
+    tio_container *c = NULL;
+    hold *h = NULL;
+    int rc = held_container(0, nt, &c, &h);
+    if (rc != CLI_EXIT_OK) return rc;
     for (size_t k = 0; k < nt && rc == CLI_EXIT_OK; k++) {
         const tio_tensor *t0 = tio_container_tensor(samples[0], k);
         size_t rank = tio_tensor_rank(t0), nb = tio_tensor_nbytes(t0);
