@@ -308,11 +308,12 @@ static int precheck(const send_args *a, tio_container **cs) {
 
 static int report(const send_args *a, uint64_t index, size_t file, const tio_container *c,
                   uint64_t bytes) {
-    const char *src = tio_container_format(c);
+    const char *src = tio_container_format(c); /* NULL: a shard's sample(s), built here */
+    if (!src) src = "tar";
     size_t n = tio_container_count(c);
     if (!a->json) {
         printf("sent %llu: %s (%s, %zu tensor%s) as %s%s, %llu bytes", (unsigned long long)index,
-               a->msgs.labels[file], src ? src : "?", n, n == 1 ? "" : "s", cli_proto_name(a->proto),
+               a->msgs.labels[file], src, n, n == 1 ? "" : "s", cli_proto_name(a->proto),
                a->single ? " single-frame" : "", (unsigned long long)bytes);
         if (a->have_seqno)
             printf(", seqno %llu", (unsigned long long)(a->seqno_start + index));
