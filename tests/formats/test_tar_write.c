@@ -433,12 +433,33 @@ static void test_huge_size(void **state) {
     assert_int_equal(access(tmp, F_OK), -1);
 }
 
+/* What a killed writer leaves (its temporary file, named as tio_save names
+ * them) is removed by the next writer of the target with TIO_SAVE_CLEANUP;
+ * a live process's is not. */
+static void test_cleanup(void **state) {
+    (void)state;
+    char stale[600], live[600];
+    snprintf(stale, sizeof stale, "%s/.k.tar.tio-%ld-0123456789abcdef.tmp", dir, tvec_dead_pid());
+    snprintf(live, sizeof live, "%s/.k.tar.tio-%ld-0123456789abcdef.tmp", dir, (long)getppid());
+    assert_int_equal(tvec_write(stale, "x", 1), 0);
+    assert_int_equal(tvec_write(live, "x", 1), 0);
+    tio_shard_writer_options o;
+    memset(&o, 0, sizeof o);
+    o.flags = TIO_SAVE_CLEANUP | TIO_SAVE_NO_SYNC;
+    tio_shard_writer *w = NULL;
+    OK(tio_shard_writer_open(path_of("k.tar"), &o, &w, &e_));
+    assert_int_equal(access(stale, F_OK), -1);
+    assert_int_equal(access(live, F_OK), 0);
+    OK(tio_shard_writer_close(w, &e_));
+    unlink(live);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_determinism_and_options),
         cmocka_unit_test(test_bad_names),     cmocka_unit_test(test_containers),
         cmocka_unit_test(test_abort_and_replace), cmocka_unit_test(test_failed_write),
-        cmocka_unit_test(test_huge_size),
+        cmocka_unit_test(test_huge_size),     cmocka_unit_test(test_cleanup),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
