@@ -450,8 +450,9 @@ int cli_cmd_convert(int argc, char **argv) {
     if (id == CLI_PARSE_ERROR) {
         rc = CLI_EXIT_USAGE;
     } else if (p.npos < 2) {
-        rc = cli_usage_error("convert", shard ? (p.npos ? "missing FILE" : "missing OUT and FILE")
-                                        : p.npos ? "missing OUT" : "missing IN and OUT");
+        const char *what = shard ? (p.npos ? "missing FILE" : "missing OUT and FILE")
+                                 : (p.npos ? "missing OUT" : "missing IN and OUT");
+        rc = cli_usage_error("convert", "%s", what);
     } else if (p.npos > 2 && !shard) {
         rc = cli_usage_error("convert", "too many arguments (expected IN OUT)");
     } else if (from && cli_check_format("convert", "--from", from) != CLI_EXIT_OK) {
@@ -465,8 +466,12 @@ int cli_cmd_convert(int argc, char **argv) {
     const char *out = p.npos > 1 ? p.pos[1] : NULL;
     if (rc == CLI_EXIT_OK &&
         (shard || cli_is_shard(in, from) || (!from && !to && cli_is_shard_name(out)))) {
-        const char *bad = to ? "--to (use --member-to)" : from ? "--from" : external ? "--external-data"
-                          : cli_filter_active(&filt) ? "--only/--exclude/--rename" : NULL;
+        const char *bad = to                       ? "--to (use --member-to)"
+                          : from                     ? "--from"
+                          : external                 ? "--external-data"
+                          : opset                    ? "--opset"
+                          : cli_filter_active(&filt) ? "--only/--exclude/--rename"
+                                                     : NULL;
         cli_shard_convert a = {shard ? in : out, (const char *const *)p.pos + (shard ? 1 : 0),
                                shard ? p.npos - 1 : 1, shard || !cli_is_shard(in, from),
                                {member_to, flags & ~TIO_SAVE_NO_SYNC, version, NULL, &lim},

@@ -132,8 +132,8 @@ static int put_file(extract_ctx *x, const char *name, const void *data, size_t s
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        unsigned long long u = ((unsigned long long)ts.tv_nsec << 20) ^ (x->seq++ * 0x9e3779b97f4a7c15ull) ^
-                               (unsigned long long)ts.tv_sec;
+        unsigned long long u = ((unsigned long long)ts.tv_nsec << 20) ^
+                               (x->seq++ * 0x9e3779b97f4a7c15ull) ^ (unsigned long long)ts.tv_sec;
         snprintf(tmp, sizeof tmp, ".%.200s.tio-%ld-%016llx.tmp", base, (long)getpid(), u);
         fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST) break;
