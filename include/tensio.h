@@ -753,6 +753,62 @@ TIO_API void tio_free(void *p);
 TIO_API int tio_save_buffer(const tio_container *c, const tio_save_options *opts, void *buf,
                             size_t cap, size_t *out_size, tio_error *err);
 
+/* ------------------------------------------------- writing WebDataset shards */
+
+/* Writing a shard: a plain POSIX ustar archive, members in the order they
+ * are added, each a regular file with mode 0644, uid/gid 0, empty
+ * uname/gname and mtime opts->mtime (0 by default): the same members give the
+ * same bytes. A pax extended header ('x', path and/or size) comes before a
+ * member only when its name does not fit ustar's name/prefix fields or its
+ * size is 8 GiB or more. The archive ends with two zero blocks and is padded
+ * with zeros to a multiple of record_size (10240 by default, as GNU tar and
+ * Python's tarfile write). The file is written as tio_save writes one: a
+ * temporary file beside it, renamed over it by tio_shard_writer_close;
+ * tio_shard_writer_abort (or a failed close) removes it and leaves the
+ * target as it was. A writer is used by one thread at a time. */
+typedef struct tio_shard_writer tio_shard_writer;
+
+typedef struct tio_shard_writer_options {
+    unsigned flags;       /* TIO_SAVE_NO_SYNC, TIO_SAVE_CLEANUP: as for tio_save */
+    uint64_t mtime;       /* every header's modification time (seconds since
+                             1970; below 8^11); 0 by default */
+    uint32_t record_size; /* pad the archive to a multiple of this many bytes:
+                             a multiple of 512; 0 = 10240 (20 blocks) */
+} tio_shard_writer_options;
+
+/* Checks a member name a shard may hold and a reader may extract safely:
+ * not empty, relative (no leading '/'), no ".." component, not ending in
+ * '/' or a "." component (a directory), at most TIO_DEFAULT_MAX_NAME_BYTES
+ * bytes (what a reader takes by default). "." and empty components inside
+ * are kept ("./000001.ten", as `tar -cf x.tar .` writes names). TIO_OK or
+ * TIO_E_ARGUMENT naming the rule. (A C string holds no NUL.) */
+TIO_API int tio_shard_check_name(const char *name, tio_error *err);
+/* opts: NULL = the defaults. */
+TIO_API int tio_shard_writer_open(const char *path, const tio_shard_writer_options *opts,
+                                  tio_shard_writer **out, tio_error *err);
+/* Adds member `name` (tio_shard_check_name) holding data[0..size). A refused
+ * name or argument writes nothing and the writer stays usable; after a
+ * failed write (TIO_E_IO) every call fails and close removes the file. */
+TIO_API int tio_shard_writer_add_bytes(tio_shard_writer *w, const char *name, const void *data,
+                                       uint64_t size, tio_error *err);
+/* Adds c encoded in save_opts->format (required; flags, version, options as
+ * for tio_save_memory) as member "KEY.EXT", EXT the format's first
+ * extension without the dot ("ten", "npy"). A refused encoding
+ * (TIO_E_LOSSY …) writes nothing. *name_out (may be NULL) gets the member
+ * name, malloc'ed (tio_free). */
+TIO_API int tio_shard_writer_add_container(tio_shard_writer *w, const char *key,
+                                           const tio_container *c,
+                                           const tio_save_options *save_opts, char **name_out,
+                                           tio_error *err);
+/* Members added so far, and bytes written so far. */
+TIO_API uint64_t tio_shard_writer_count(const tio_shard_writer *w);
+TIO_API uint64_t tio_shard_writer_bytes(const tio_shard_writer *w);
+/* Ends the archive, syncs it (unless TIO_SAVE_NO_SYNC) and renames it over
+ * the target; frees w in every case. On failure the target is untouched. */
+TIO_API int tio_shard_writer_close(tio_shard_writer *w, tio_error *err);
+/* Removes the temporary file and frees w (NULL is fine). */
+TIO_API void tio_shard_writer_abort(tio_shard_writer *w);
+
 /* ----------------------------------------------------------------- messages */
 
 /* A message is an ordered list of byte parts (ZeroMQ frames). Two formats

@@ -194,6 +194,11 @@ typedef struct cli_write_args {
     size_t ninputs;
 } cli_write_args;
 int cli_write_output(const tio_container *c, const cli_write_args *w);
+/* Whether c can be written as `format` with the loss options `flags`: prints
+ * the refusal and the options that would allow it (CLI_EXIT_FAIL), else
+ * CLI_EXIT_OK. */
+int cli_check_loss(const tio_container *c, const char *format, unsigned version,
+                   unsigned flags);
 int cli_check_output(const char *cmd, const char *out, const char *to, int force, int json,
                      const char **format);
 int cli_check_not_onto(const char *in, const char *out);
@@ -313,5 +318,71 @@ size_t cli_shard_validate(const char *path, int verbose, json_t *files);
 json_t *cli_validate_json_file(json_t *files, const char *path, json_t **errors);
 /* The container of member "KEY.EXT" (its path in the tar), for dump. */
 int cli_shard_open_member(const char *path, const char *member, tio_container **out);
+
+/* --------------------------- writing shards (shard_convert.c, cmd_extract.c) */
+
+/* How tensor members are written: format NULL = kept byte for byte. */
+typedef struct cli_reencode {
+    const char *format;
+    unsigned flags, version; /* TIO_SAVE_* loss options, format version */
+    const char *options;     /* format options (npz compress=1 …) or NULL */
+    const tio_limits *limits; /* for reading the inputs */
+} cli_reencode;
+/* --member-to's value: a format name, or an extension ("ten", ".zmsg") of
+ * one. NULL after printing a usage error. */
+const char *cli_member_format(const char *cmd, const char *value);
+/* Whether path names a shard to write (ends in .tar, any case). */
+int cli_is_shard_name(const char *path);
+/* Member i of shard s (read from path) as it is to be written: its own
+ * bytes and name, or (a tensor member, how->format set) re-encoded, named
+ * with its last extension replaced by the format's; *owned (tio_free) holds
+ * re-encoded bytes, *name (free) the name. Errors printed. */
+int cli_shard_member_bytes(const char *path, tio_shard *s, size_t i, const cli_reencode *how,
+                           const void **data, size_t *size, void **owned, char **name);
+typedef struct cli_shard_convert {
+    const char *out;
+    const char *const *inputs; /* a shard, or (from_files) the member files */
+    size_t ninputs;
+    int from_files;
+    cli_reencode how;
+    unsigned save_flags; /* TIO_SAVE_NO_SYNC */
+    int force, verbose, json, progress;
+} cli_shard_convert;
+/* convert IN.tar OUT.tar and convert --shard OUT FILE...: OUT written
+ * atomically, every member in order. */
+int cli_convert_shard(const cli_shard_convert *a);
+int cli_cmd_extract(int argc, char **argv);
+
+/* ------------------------------------------- shards over ZeroMQ (shard_stream.c) */
+
+/* The messages tensio send makes of a shard: containers and their labels
+ * ("shard.tar:KEY", "shard.tar:KEY+3" for a batch of 4). */
+typedef struct cli_shard_msgs {
+    tio_container **containers;
+    char **labels;
+    size_t n, cap;
+} cli_shard_msgs;
+/* Appends shard path's messages to *m: one per sample holding its tensor
+ * members' tensors in member order (views into the shard; a sample without
+ * tensor members is skipped), or, batch > 0, one per `batch` samples (the
+ * last may have fewer) whose tensor k is tensor k of each sample stacked
+ * along a new first axis, as tensorcom batches are. */
+int cli_shard_messages(const char *path, size_t batch, const tio_limits *lim,
+                       cli_shard_msgs *m);
+/* Appends one message (takes c, also on failure) with a copy of label. */
+int cli_shard_msgs_push(cli_shard_msgs *m, tio_container *c, const char *label);
+void cli_shard_msgs_free(cli_shard_msgs *m);
+/* tensio recv --samples-per-shard: the shard being written. */
+typedef struct cli_shard_out {
+    tio_shard_writer *w; /* NULL: none open */
+    char *path;
+} cli_shard_out;
+/* Adds message c as member "SAMPLE.EXT" (SAMPLE as %06llu) in so->format,
+ * opening the shard `path` first when none is open (TIO_SAVE_NO_SYNC in
+ * so->flags: not synced at close). */
+int cli_shard_out_add(cli_shard_out *o, const char *path, uint64_t sample,
+                      const tio_container *c, const tio_save_options *so);
+/* Closes (commits) the open shard, if any. */
+int cli_shard_out_close(cli_shard_out *o);
 
 #endif /* TENSIO_CLI_H */

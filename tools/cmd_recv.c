@@ -48,6 +48,11 @@ static const char recv_help[] =
     "                      %% is a literal %; the format comes from the extension\n"
     "                      (.zmsg, .ten, .btf, ...) or --format\n"
     "      --format FMT    write the files as format FMT\n"
+    "      --samples-per-shard N\n"
+    "                      -o names WebDataset shards (.tar): write each message as\n"
+    "                      a sample, member KEY.ten (KEY its index, %06d; --format\n"
+    "                      for another member format), N samples per shard; the\n"
+    "                      pattern's %d is the shard's index\n"
     "      --densify       write sparse (COO) tensors as dense tensors\n"
     CLI_MAX_DENSE_HELP
     CLI_PROGRESS_HELP
@@ -83,7 +88,8 @@ enum {
     OPT_SYNC_EACH,
     OPT_NO_SYNC,
     OPT_JSON,
-    OPT_HASH
+    OPT_HASH,
+    OPT_SAMPLES_PER_SHARD
 };
 
 static const cli_option recv_opts[] = {
@@ -109,6 +115,7 @@ static const cli_option recv_opts[] = {
     {"widen", 0, 0, CLI_STREAM_OPT_WIDEN},
     {"json", 0, 0, OPT_JSON},
     {"hash", 0, 0, OPT_HASH},
+    {"samples-per-shard", 0, 1, OPT_SAMPLES_PER_SHARD},
     CLI_OPT_MAX_DENSE,
     CLI_OPT_PROGRESS,
 };
@@ -153,6 +160,7 @@ typedef struct recv_args {
     tio_limits limits; /* for received messages (--max-dense-bytes) */
     sync_mode sync;
     int sync_set; /* --sync-each or --no-sync given */
+    uint64_t per_shard; /* --samples-per-shard; 0: a file per message */
 } recv_args;
 
 /* ------------------------------------------------------------ output names */
@@ -241,6 +249,9 @@ static int parse_args(int argc, char **argv, recv_args *a) {
         case OPT_FORMAT: a->format = v; break;
         case OPT_JSON: a->json = 1; break;
         case OPT_HASH: a->hash = 1; break;
+        case OPT_SAMPLES_PER_SHARD:
+            rc = cli_parse_u64("recv", "--samples-per-shard", v, 1, UINT32_MAX, &a->per_shard);
+            break;
         case CLI_OPT_MAX_DENSE_ID: rc = cli_parse_max_dense("recv", v, &a->limits); break;
         case CLI_OPT_PROGRESS_ID: a->progress = CLI_PROGRESS_ON; break;
         case CLI_OPT_NO_PROGRESS_ID: a->progress = CLI_PROGRESS_OFF; break;
@@ -290,6 +301,12 @@ static int check_args(recv_args *a, int *binds) {
     if (a->sync_set && !a->output)
         return cli_usage_error("recv", "--sync-each and --no-sync apply to the files written "
                                        "with -o");
+    if (a->per_shard && !a->output)
+        return cli_usage_error("recv", "--samples-per-shard needs -o PATTERN (the shards)");
+    if (a->per_shard && !cli_is_shard_name(a->output))
+        return cli_usage_error("recv", "--samples-per-shard: -o '%s' does not end in .tar",
+                               a->output);
+    if (a->per_shard && !a->format) a->format = "tenbin";
     if (a->output) {
         int n = pattern_conversions(a->output);
         if (n < 0)
@@ -297,7 +314,7 @@ static int check_args(recv_args *a, int *binds) {
                                    "-o: '%s': a %% must start %%d, %%0Nd or %%Nd (the message "
                                    "index) or be written %%%%",
                                    a->output);
-        if (n == 0 && a->count != 1)
+        if (n == 0 && a->count != 1 && !(a->per_shard && a->count && a->count <= a->per_shard))
             return cli_usage_error("recv",
                                    "-o: '%s' has no %%d for the message index (needed unless "
                                    "--count 1)",
@@ -491,6 +508,7 @@ static int report_text(const recv_args *a, uint64_t index, const tio_container *
 typedef struct out_state {
     char *dir;           /* the directory of the last file, NULL before any */
     recv_syncer *sync;   /* SYNC_BATCH with -o */
+    cli_shard_out shard; /* --samples-per-shard: the shard being written */
 } out_state;
 
 /* The directory part of path ("." when it has none), malloc'ed. */
@@ -526,9 +544,30 @@ static int out_enter(const recv_args *a, out_state *o, const char *path) {
     return o->sync ? recv_syncer_track(o->sync, dir) : CLI_EXIT_OK;
 }
 
+/* --samples-per-shard: adds message `index` to its shard (the shard is
+ * committed when full); *path gets the shard's name. */
+static int write_sample(const recv_args *a, out_state *out, uint64_t index,
+                        const tio_container *c, char **path) {
+    *path = pattern_name(a->output, index / a->per_shard);
+    if (!*path) return cli_error("out of memory");
+    int rc = out->shard.w ? CLI_EXIT_OK : out_enter(a, out, *path);
+    tio_save_options o;
+    memset(&o, 0, sizeof o);
+    o.format = a->format;
+    o.flags = a->flags | (a->sync == SYNC_EACH ? 0u : TIO_SAVE_NO_SYNC);
+    if (rc == CLI_EXIT_OK) rc = cli_shard_out_add(&out->shard, *path, index, c, &o);
+    if (rc == CLI_EXIT_OK && (index + 1) % a->per_shard == 0) {
+        rc = cli_shard_out_close(&out->shard);
+        if (rc == CLI_EXIT_OK && out->sync) recv_syncer_saved(out->sync);
+    }
+    if (rc != CLI_EXIT_OK) fflush(stdout);
+    return rc;
+}
+
 /* Writes a received container to the file of its index; *path gets the name. */
 static int write_message(const recv_args *a, out_state *out, uint64_t index,
                          const tio_container *c, char **path) {
+    if (a->per_shard) return write_sample(a, out, index, c, path);
     *path = pattern_name(a->output, index);
     if (!*path) return cli_error("out of memory");
     int rc = out_enter(a, out, *path);
@@ -692,6 +731,12 @@ static int run_recv(recv_args *a) {
     fflush(stdout);
     cli_progress_end(&prog);
     tio_stream_close(s);
+    if (out.shard.w) { /* the last shard, not full: every way out commits it */
+        int cr = cli_shard_out_close(&out.shard);
+        if (rc == CLI_EXIT_OK) rc = cr;
+        if (cr == CLI_EXIT_OK && out.sync) recv_syncer_saved(out.sync);
+    }
+    free(out.shard.path);
     /* every way out (--count, --timeout, a signal, an error) syncs what was written */
     int sr = recv_syncer_finish(out.sync);
     if (rc == CLI_EXIT_OK) rc = sr;

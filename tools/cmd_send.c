@@ -18,6 +18,11 @@ static const char send_help[] =
     "\n"
     "A FILE '-' reads standard input into memory (format probed, or --from).\n"
     "\n"
+    "A WebDataset shard FILE (.tar) sends one message per sample: the tensors of\n"
+    "its tensor members, in member order (samples without any are skipped); with\n"
+    "--batch N, one message per N samples, each tensor the samples' tensors\n"
+    "stacked along a new first axis, as tensorcom batches them.\n"
+    "\n"
     "Options:\n"
     "      --socket TYPE   push (default), pub, dealer, router or pair\n"
     "      --bind          bind ENDPOINT (default: connect, or the URL scheme's choice)\n"
@@ -42,6 +47,8 @@ static const char send_help[] =
     "      --seqno-start N\n"
     "                      zio: number the messages N, N+1, ... (coordinate seqno)\n"
     "      --from FMT      read the FILEs as format FMT instead of detecting it\n"
+    "      --batch N       shards: stack N samples into each message (the last\n"
+    "                      message of a shard may hold fewer)\n"
     "      --densify       send sparse (COO) tensors as dense tensors\n"
     CLI_MAX_DENSE_HELP
     CLI_PROGRESS_HELP
@@ -70,7 +77,8 @@ enum {
     OPT_FORMAT_OPTION,
     OPT_SEQNO_START,
     OPT_FROM,
-    OPT_JSON
+    OPT_JSON,
+    OPT_BATCH
 };
 
 static const cli_option send_opts[] = {
@@ -89,6 +97,7 @@ static const cli_option send_opts[] = {
     {"format-option", 0, 1, OPT_FORMAT_OPTION},
     {"seqno-start", 0, 1, OPT_SEQNO_START},
     {"from", 0, 1, OPT_FROM},
+    {"batch", 0, 1, OPT_BATCH},
     {"densify", 0, 0, CLI_STREAM_OPT_DENSIFY},
     {"drop-names", 0, 0, CLI_STREAM_OPT_DROP_NAMES},
     {"drop-metadata", 0, 0, CLI_STREAM_OPT_DROP_METADATA},
@@ -125,6 +134,9 @@ typedef struct send_args {
     int json;
     int progress; /* CLI_PROGRESS_* */
     tio_limits limits; /* for opening the files (--max-dense-bytes) */
+    uint64_t batch;    /* --batch: samples per message of a shard; 0: one */
+    /* the messages: one per file, or per sample (batch) of a shard */
+    cli_shard_msgs msgs;
 } send_args;
 
 /* Decodes --peer: the bytes of ID, or of the hex digits after 0x. The
@@ -198,6 +210,7 @@ static int parse_args(int argc, char **argv, send_args *a) {
             break;
         case OPT_FROM: a->from = v; break;
         case OPT_JSON: a->json = 1; break;
+        case OPT_BATCH: rc = cli_parse_u64("send", "--batch", v, 1, UINT32_MAX, &a->batch); break;
         case CLI_OPT_MAX_DENSE_ID: rc = cli_parse_max_dense("send", v, &a->limits); break;
         case CLI_OPT_PROGRESS_ID: a->progress = CLI_PROGRESS_ON; break;
         case CLI_OPT_NO_PROGRESS_ID: a->progress = CLI_PROGRESS_OFF; break;
@@ -275,7 +288,7 @@ static int message_options(const send_args *a, uint64_t k, tio_save_options *o, 
 /* Before anything is sent: every file must encode under the options. A bad
  * --format-option is a usage error, a loss the flags do not allow a failure. */
 static int precheck(const send_args *a, tio_container **cs) {
-    for (size_t i = 0; i < a->nfiles; i++) {
+    for (size_t i = 0; i < a->msgs.n; i++) {
         tio_save_options o;
         char *buf = NULL;
         int rc = message_options(a, 0, &o, &buf);
@@ -287,7 +300,7 @@ static int precheck(const send_args *a, tio_container **cs) {
         free(buf);
         if (st == TIO_E_ARGUMENT) return cli_usage_error("send", "%s", cli_errmsg(&err));
         if (st != TIO_OK)
-            return cli_cmd_error("send", "%s: cannot send as %s: %s", a->files[i],
+            return cli_cmd_error("send", "%s: cannot send as %s: %s", a->msgs.labels[i],
                                  cli_proto_name(a->proto), cli_errmsg(&err));
     }
     return CLI_EXIT_OK;
@@ -295,11 +308,12 @@ static int precheck(const send_args *a, tio_container **cs) {
 
 static int report(const send_args *a, uint64_t index, size_t file, const tio_container *c,
                   uint64_t bytes) {
-    const char *src = tio_container_format(c);
+    const char *src = tio_container_format(c); /* NULL: a shard's sample(s), built here */
+    if (!src) src = "tar";
     size_t n = tio_container_count(c);
     if (!a->json) {
         printf("sent %llu: %s (%s, %zu tensor%s) as %s%s, %llu bytes", (unsigned long long)index,
-               a->files[file], src ? src : "?", n, n == 1 ? "" : "s", cli_proto_name(a->proto),
+               a->msgs.labels[file], src, n, n == 1 ? "" : "s", cli_proto_name(a->proto),
                a->single ? " single-frame" : "", (unsigned long long)bytes);
         if (a->have_seqno)
             printf(", seqno %llu", (unsigned long long)(a->seqno_start + index));
@@ -310,7 +324,7 @@ static int report(const send_args *a, uint64_t index, size_t file, const tio_con
     json_t *o = json_object();
     if (!o) return cli_error("out of memory");
     int bad = cli_json_set(o, "index", json_integer((json_int_t)index));
-    bad |= cli_json_set(o, "file", cli_json_str(a->files[file]));
+    bad |= cli_json_set(o, "file", cli_json_str(a->msgs.labels[file]));
     bad |= cli_json_set(o, "format", cli_json_str(src));
     bad |= cli_json_set(o, "proto", json_string(cli_proto_name(a->proto)));
     bad |= cli_json_set(o, "single", json_boolean(a->single));
@@ -332,10 +346,20 @@ static int run_send(send_args *a) {
     int rc = check_args(a, &binds);
     if (rc != CLI_EXIT_OK) return rc;
 
-    tio_container **cs = calloc(a->nfiles, sizeof *cs);
-    if (!cs) return cli_error("out of memory");
-    for (size_t i = 0; rc == CLI_EXIT_OK && i < a->nfiles; i++)
-        rc = cli_open(a->files[i], a->from, &a->limits, &cs[i]);
+    int shards = 0;
+    for (size_t i = 0; rc == CLI_EXIT_OK && i < a->nfiles; i++) {
+        if (cli_is_shard(a->files[i], a->from)) {
+            shards = 1;
+            rc = cli_shard_messages(a->files[i], (size_t)a->batch, &a->limits, &a->msgs);
+            continue;
+        }
+        tio_container *c = NULL;
+        rc = cli_open(a->files[i], a->from, &a->limits, &c);
+        if (rc == CLI_EXIT_OK) rc = cli_shard_msgs_push(&a->msgs, c, a->files[i]);
+    }
+    if (rc == CLI_EXIT_OK && a->batch && !shards)
+        rc = cli_usage_error("send", "--batch applies to shards (.tar FILEs)");
+    tio_container **cs = a->msgs.containers;
     if (rc == CLI_EXIT_OK) rc = precheck(a, cs);
 
     unsigned char *peer = NULL;
@@ -389,7 +413,7 @@ static int run_send(send_args *a) {
 
     uint64_t index = 0;
     for (uint64_t pass = 0; rc == CLI_EXIT_OK && pass < a->count; pass++) {
-        for (size_t i = 0; rc == CLI_EXIT_OK && i < a->nfiles; i++, index++) {
+        for (size_t i = 0; rc == CLI_EXIT_OK && i < a->msgs.n; i++, index++) {
             tio_save_options o;
             char *buf = NULL;
             rc = message_options(a, index, &o, &buf);
@@ -402,13 +426,13 @@ static int run_send(send_args *a) {
             cli_progress_pause(&prog); /* before a line or a message */
             if (st != TIO_OK) {
                 rc = cli_cmd_error("send", "message %llu (%s): %s", (unsigned long long)index,
-                                   a->files[i], cli_errmsg(&err));
+                                   a->msgs.labels[i], cli_errmsg(&err));
                 break;
             }
             tio_stream_get_stats(s, &after);
             rc = report(a, index, i, cs[i], after.bytes_sent - before.bytes_sent);
             fflush(stdout);
-            cli_progress_update(&prog, (uint64_t)i + 1, (uint64_t)a->nfiles);
+            cli_progress_update(&prog, (uint64_t)i + 1, (uint64_t)a->msgs.n);
         }
     }
     cli_progress_end(&prog);
@@ -421,8 +445,7 @@ static int run_send(send_args *a) {
                 (unsigned long long)st.bytes_sent);
     }
     free(peer);
-    for (size_t i = 0; i < a->nfiles; i++) tio_container_free(cs[i]);
-    free(cs);
+    cli_shard_msgs_free(&a->msgs);
     return rc;
 }
 

@@ -17,6 +17,7 @@ static const cli_command commands[] = {
     {"dump", cli_cmd_dump, "print tensor values"},
     {"convert", cli_cmd_convert, "convert a file to another format"},
     {"cat", cli_cmd_cat, "join the tensors of several files into one"},
+    {"extract", cli_cmd_extract, "write the members of a WebDataset shard as files"},
     {"validate", cli_cmd_validate, "check files and report every problem"},
     {"diff", cli_cmd_diff, "compare two files tensor by tensor (and their graphs)"},
     {"stats", cli_cmd_stats, "statistics and a histogram of each tensor's values"},

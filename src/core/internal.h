@@ -146,6 +146,17 @@ uint64_t tio__sink_pos(const tio_sink *s);
  * writes what it has gathered. */
 int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error *err);
 
+/* A file written atomically in pieces, as tio_save writes one (save.c):
+ * open creates the temporary file (TIO_SAVE_NO_SYNC and TIO_SAVE_CLEANUP as
+ * for tio_save); the caller writes to its fd (a file sink); commit syncs,
+ * names it `path` and frees it (on failure the temporary file is removed);
+ * abort removes it and frees it. */
+typedef struct tio__afile tio__afile;
+int tio__afile_open(const char *path, unsigned flags, tio__afile **out, tio_error *err);
+int tio__afile_fd(const tio__afile *a);
+int tio__afile_commit(tio__afile *a, tio_error *err);
+void tio__afile_abort(tio__afile *a);
+
 /* ------------------------------------------------------------ buffer */
 
 /* A growable byte buffer (a writer's header being built). Zeroed = empty;

@@ -1020,3 +1020,98 @@ int tio_save(const tio_container *c, const char *path, const tio_save_options *o
              tio_error *err) {
     return tio__save_file(c, path, opts, 0, err);
 }
+
+/* ------------------------------------------- atomic files written in pieces */
+
+/* The file of a writer that is given its bytes over many calls (the shard
+ * writer): the same temporary name, permissions and rename as tio_save, with
+ * the file open between the calls. Always a named temporary file: an
+ * unnamed one (O_TMPFILE) may turn out not to be linkable at the end (no
+ * /proc, an older kernel), when tio_save writes again by a name but these
+ * bytes are gone. A process killed meanwhile leaves the temporary file
+ * (TIO_SAVE_CLEANUP, tio_save_cleanup). */
+struct tio__afile {
+    save_names n;
+    int fd;
+};
+
+int tio__afile_open(const char *path, unsigned flags, tio__afile **out, tio_error *err) {
+    *out = NULL;
+    if (!path) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    tio__afile *a = calloc(1, sizeof *a);
+    if (!a) return tio__err(err, TIO_E_NOMEM, NULL, -1, "out of memory");
+    int rc = split_path(path, &a->n, err);
+    if (rc) {
+        free(a);
+        return rc;
+    }
+    a->n.sync = !(flags & TIO_SAVE_NO_SYNC);
+    a->n.fresh = 1;
+    if (flags & TIO_SAVE_CLEANUP) {
+        size_t gone = 0;
+        char what[256];
+        (void)remove_stale_temps(a->n.dir, a->n.stem, (size_t)a->n.stemlen, &gone, what,
+                                 sizeof what);
+    }
+    a->fd = -1;
+    for (unsigned attempt = 0; attempt < 100 && a->fd < 0; attempt++) {
+        rc = temp_name(&a->n, attempt, err);
+        if (rc) break;
+        a->fd = open(a->n.tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (a->fd < 0 && errno != EEXIST) {
+            int e = errno;
+            a->n.tmp[0] = 0;
+            rc = tio__err(err, TIO_E_IO, NULL, -1,
+                          "%s: cannot create a temporary file in %s: %s", path, a->n.dir,
+                          strerror(e));
+            break;
+        }
+    }
+    if (rc == TIO_OK && a->fd < 0)
+        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot create a unique temporary file",
+                      path);
+    if (rc) {
+        a->n.tmp[0] = 0;
+        free(a);
+        return rc;
+    }
+    *out = a;
+    return TIO_OK;
+}
+
+int tio__afile_fd(const tio__afile *a) { return a->fd; }
+
+void tio__afile_abort(tio__afile *a) {
+    if (!a) return;
+    if (a->fd >= 0) close(a->fd);
+    if (a->n.tmp[0]) unlink(a->n.tmp);
+    free(a);
+}
+
+int tio__afile_commit(tio__afile *a, tio_error *err) {
+    save_names *n = &a->n;
+    int rc = TIO_OK;
+    probe_target(n);
+    if (n->keep) fchmod(a->fd, n->keep->st_mode & 07777);
+    if (n->sync && fsync(a->fd) != 0) {
+        int e = errno;
+        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: fsync failed: %s", n->path, strerror(e));
+    }
+    if (close(a->fd) != 0 && rc == TIO_OK) {
+        int e = errno;
+        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: close failed: %s", n->path, strerror(e));
+    }
+    a->fd = -1;
+    if (rc == TIO_OK && rename(n->tmp, n->path) != 0) {
+        int e = errno;
+        rc = tio__err(err, TIO_E_IO, NULL, -1,
+                      "%s: cannot rename the temporary file into place: %s", n->path,
+                      strerror(e));
+    }
+    if (rc == TIO_OK) {
+        n->tmp[0] = 0;
+        if (n->sync) sync_dir(n->dir);
+    }
+    tio__afile_abort(a); /* frees; removes the temporary file on failure */
+    return rc;
+}

@@ -13,7 +13,18 @@
 - Keys that come back after another key and a sample with two members of one
   extension are flagged by validate (as WebDataset would see them).
 - Hostile shards (truncated, bad checksum, size past the end, compressed,
-  an undecodable member) fail with exit 1 and a message, never a crash."""
+  an undecodable member) fail with exit 1 and a message, never a crash.
+- Shards written by tensio (`convert --shard`, shard -> shard with and
+  without `--member-to`): read by tarfile and GNU tar with every member's
+  name, bytes and order intact, plain ustar (pax only for long names), the
+  same bytes twice; re-encoded tensors equal to the originals (dump --json,
+  numpy for .npy); the loss rules of convert; `extract` writes the members
+  byte-equal and refuses members that would leave DIR (.., absolute paths,
+  symbolic links), existing files without --force.
+- `send SHARD.tar` over ZeroMQ: a message per sample with its tensors (sha256
+  equal to numpy's), `--batch N` stacked as tensorcom batches (the last
+  partial); `recv -o 'rx-%04d.tar' --samples-per-shard N` writes them back
+  into shards of N samples."""
 import gzip
 import io
 import json
@@ -21,6 +32,7 @@ import os
 import re
 import subprocess
 import sys
+import shutil
 import tarfile
 import tempfile
 
@@ -199,6 +211,348 @@ def test_hostile(tmp, ten):
     check("dump needs a member", p.returncode == 2, p.stderr)
 
 
+def tar_members(path):
+    """[(name, bytes, TarInfo)] of the regular files, as tarfile reads them."""
+    out = []
+    with tarfile.open(path) as t:
+        for m in t:
+            if m.isfile():
+                out.append((m.name, t.extractfile(m).read(), m))
+    return out
+
+
+def gnu_tar(*args, ok=True):
+    p = subprocess.run(["tar", *args], capture_output=True, text=True)
+    if ok and p.returncode != 0:
+        raise AssertionError("tar %s: %s" % (" ".join(args), p.stderr))
+    return p
+
+
+def no_temp_files(name, d):
+    left = [f for f in os.listdir(d) if ".tio-" in f]
+    check(name + " no temporary files", not left, str(left))
+
+
+def fresh(tmp, name):
+    d = os.path.join(tmp, name)
+    os.mkdir(d)
+    return d
+
+
+def test_write_shard(tmp):
+    """convert --shard: tarfile and GNU tar read every member intact."""
+    src = fresh(tmp, "w_src")
+    files = []
+    for i, (data, _, _) in enumerate(ten_members(fresh(tmp, "w_ten"))):
+        for ext, d in (("ten", data), ("cls", b"%d" % i), ("json", b'{"i": %d}' % i)):
+            f = os.path.join(src, "%06d.%s" % (i, ext))
+            with open(f, "wb") as fh:
+                fh.write(d)
+            files.append(f)
+    out = os.path.join(tmp, "w.tar")
+    js = json.loads(run("convert", "--json", "--shard", out, *files).stdout)
+    check("shard json", js["members"] == len(files) and js["reencoded"] == 0, str(js))
+    with open(out, "rb") as f:
+        raw = f.read()
+    check("shard size", len(raw) % 10240 == 0 and js["bytes"] == len(raw), str(len(raw)))
+    got = tar_members(out)
+    check("shard tarfile names", [n for n, _, _ in got] == [os.path.basename(f) for f in files])
+    for f, (n, d, ti) in zip(files, got):
+        with open(f, "rb") as fh:
+            check("shard tarfile bytes " + n, fh.read() == d)
+        check("shard header " + n, (ti.mode, ti.uid, ti.gid, ti.mtime, ti.uname, ti.gname) ==
+              (0o644, 0, 0, 0, "", ""), str((ti.mode, ti.uid, ti.mtime, ti.uname)))
+    check("shard is ustar", b"ustar\x0000" in raw[:512] and raw[156:157] == b"0")
+    lst = gnu_tar("-tvf", out).stdout.splitlines()
+    check("gnu tar -tv", len(lst) == len(files) and all(" 0/0 " in ln for ln in lst), str(lst[:2]))
+    xdir = os.path.join(tmp, "w_x")
+    os.mkdir(xdir)
+    gnu_tar("-xf", out, "-C", xdir)
+    for f in files:
+        with open(f, "rb") as a, open(os.path.join(xdir, os.path.basename(f)), "rb") as b:
+            check("gnu tar -x " + f, a.read() == b.read())
+    # the same inputs, the same bytes
+    again = os.path.join(tmp, "w2.tar")
+    run("convert", "--shard", again, *files)
+    with open(again, "rb") as f:
+        check("shard deterministic", f.read() == raw)
+    # tensio reads its own shard as tarfile does
+    ls = json.loads(run("ls", "--json", out).stdout)
+    check("shard samples", ls["samples"] == len(files) // 3, str(ls["samples"]))
+    v = run("validate", out)
+    check("shard validates", v.returncode == 0, v.stdout)
+    # extract gives the files back, byte for byte
+    edir = os.path.join(tmp, "w_e")
+    run("extract", out, edir)
+    for f in files:
+        with open(f, "rb") as a, open(os.path.join(edir, os.path.basename(f)), "rb") as b:
+            check("extract " + f, a.read() == b.read())
+    no_temp_files("extract", edir)
+    # refusals: nothing written, no temporary files left
+    bad = os.path.join(tmp, "bad.tar")
+    noext = os.path.join(src, "README")
+    with open(noext, "wb") as fh:
+        fh.write(b"x")
+    for args, code, needle in (
+            ((bad, files[0], noext), 1, "KEY.EXT"),
+            ((bad, files[0], files[0]), 1, "both be member"),
+            ((bad, files[0], os.path.join(tmp, "missing.ten")), 1, "missing.ten"),
+            ((bad,), 2, "missing FILE"),
+            ((out, files[0]), 1, "already exists")):
+        p = run("convert", "--shard", *args, ok=False)
+        check("shard refused %s" % needle, p.returncode == code and needle in p.stderr,
+              "%d %s" % (p.returncode, p.stderr))
+    check("refused shard not written", not os.path.exists(bad))
+    no_temp_files("refused", tmp)
+    p = run("convert", files[0], os.path.join(tmp, "x.npy"), "--member-to", "npy", ok=False)
+    check("member-to needs a shard", p.returncode == 2 and "applies to shards" in p.stderr)
+    p = run("convert", out, os.path.join(tmp, "x.npy"), ok=False)
+    check("shard to a tensor file", p.returncode == 2 and "extract" in p.stderr, p.stderr)
+    p = run("convert", out, os.path.join(tmp, "y.tar"), "--to", "npy", ok=False)
+    check("--to on shards", p.returncode == 2 and "--member-to" in p.stderr, p.stderr)
+    # one tensor file to a .tar: a shard of one member
+    one = os.path.join(tmp, "one.tar")
+    run("convert", files[0], one)
+    check("file to tar", [n for n, _, _ in tar_members(one)] == [os.path.basename(files[0])])
+    return files
+
+
+def same_values(a, b):
+    """dump --json tensors equal in shape and values (names and dtype aside:
+    formats drop names, --widen changes dtypes)."""
+    if len(a) != len(b):
+        return False
+    key = (lambda t: t["name"]) if all(t["name"] for t in a + b) else (lambda t: t["index"])
+    for x, y in zip(sorted(a, key=key), sorted(b, key=key)):
+        if x["shape"] != y["shape"] or x["truncated"] or y["truncated"]:
+            return False
+        vx = [str(v) if isinstance(v, str) else float(v) for v in x["values"]]
+        vy = [str(v) if isinstance(v, str) else float(v) for v in y["values"]]
+        if vx != vy:
+            return False
+    return True
+
+
+LOSS = ("--drop-names", "--widen", "--drop-metadata")
+
+
+def test_member_to(tmp):
+    """shard -> shard: tensor members re-encoded, the others byte for byte."""
+    tens = ten_members(fresh(tmp, "m_ten"))
+    members = []
+    for i, (data, _, dump) in enumerate(tens):
+        key = ("train/" + "long" * 40 + "/%06d" if i % 2 else "train/%06d") % i
+        members += [(key + ".ten", data), (key + ".cls", b"%d" % i)]
+    src = os.path.join(tmp, "m_src.tar")
+    write_tar(src, members, tarfile.PAX_FORMAT, dirs=("train/",))
+    # no --member-to: every member as it was (long names through pax 'x')
+    same = os.path.join(tmp, "m_same.tar")
+    run("convert", src, same)
+    got = tar_members(same)
+    check("copy members", [(n, d) for n, d, _ in got] == members)
+    with open(same, "rb") as f:
+        raw = f.read()
+    check("copy pax only for long names", raw.count(b"././@PaxHeader") == 2 * (len(tens) // 2),
+          str(raw.count(b"././@PaxHeader")))
+    names = gnu_tar("-tf", same).stdout.splitlines()
+    check("gnu tar long names", names == [n for n, _ in members], str(names[:3]))
+    dumps = {key: json.loads(run("dump", "--json", src, key).stdout)["tensors"]
+             for key, _ in members if key.endswith(".ten")}
+    for fmt, ext in (("tenbin", "ten"), ("npz", "npz"), ("safetensors", "safetensors"),
+                     ("btf", "btf"), ("zmsg", "zmsg")):
+        out = os.path.join(tmp, "m_%s.tar" % ext)
+        p = run("convert", src, out, "--member-to", fmt, ok=False)
+        if p.returncode != 0:  # a loss: named, with the option(s) that allow it
+            check("member-to %s refusal" % fmt, p.returncode == 1 and "hint: use --" in p.stderr
+                  and not os.path.exists(out), p.stderr)
+            p = run("convert", src, out, "--member-to", fmt, *LOSS)
+        got = tar_members(out)
+        want = [(n[:-3] + ext if n.endswith(".ten") else n) for n, _ in members]
+        check("member-to %s names" % fmt, [n for n, _, _ in got] == want, str(got[:2]))
+        for (n, d), (gn, gd, _) in zip(members, got):
+            if not n.endswith(".ten"):
+                check("member-to %s kept %s" % (fmt, n), gd == d)
+                continue
+            t = json.loads(run("dump", "--json", out, gn).stdout)["tensors"]
+            check("member-to %s values %s" % (fmt, gn), same_values(t, dumps[n]),
+                  "%s != %s" % (t[:1], dumps[n][:1]))
+    p = run("convert", src, os.path.join(tmp, "m_gguf.tar"), "--member-to", "gguf", ok=False)
+    check("member-to gguf lossy", p.returncode == 1 and "gguf" in p.stderr, p.stderr)
+    check("member-to gguf not written", not os.path.exists(os.path.join(tmp, "m_gguf.tar")))
+    p = run("convert", src, os.path.join(tmp, "m_no.tar"), "--member-to", "nosuch", ok=False)
+    check("member-to unknown", p.returncode == 2 and "nosuch" in p.stderr, p.stderr)
+
+
+def test_member_to_npy(tmp):
+    """One tensor per member: --member-to npy, extracted, read by numpy."""
+    import numpy as np
+    vecs = [os.path.join(VEC, "tenbin", f) for f in
+            ("dtype_float32.ten", "dtype_int64.ten", "dtype_uint8.ten", "dtype_float64.ten")]
+    vecs = [v for v in vecs if os.path.exists(v)]
+    shard = os.path.join(tmp, "n.tar")
+    run("convert", "--shard", shard, *vecs)
+    out = os.path.join(tmp, "n_npy.tar")
+    run("convert", shard, out, "--member-to", "npy", "--drop-names")
+    d = os.path.join(tmp, "n_x")
+    run("extract", out, d)
+    for v in vecs:
+        stem = os.path.basename(v)[:-4]
+        a = np.load(os.path.join(d, stem + ".npy"))
+        t = json.loads(run("dump", "--json", v).stdout)["tensors"][0]
+        check("npy shape " + stem, list(a.shape) == t["shape"], str(a.shape))
+        check("npy dtype " + stem, a.dtype.name == t["dtype"], a.dtype.name)
+        want = np.array([float(x) if isinstance(x, str) else x for x in t["values"]],
+                        dtype=a.dtype).reshape(a.shape)
+        check("npy values " + stem, np.array_equal(a, want, equal_nan=a.dtype.kind == "f"))
+    # extract --member-to back to tenbin: the original tensors
+    d2 = os.path.join(tmp, "n_ten")
+    run("extract", "--member-to", "ten", out, d2)
+    for v in vecs:
+        stem = os.path.basename(v)[:-4]
+        a = json.loads(run("dump", "--json", os.path.join(d2, stem + ".ten")).stdout)["tensors"]
+        b = json.loads(run("dump", "--json", v).stdout)["tensors"]
+        check("extract member-to " + stem, same_values(a, b))
+
+
+def test_extract_hostile(tmp):
+    outside = os.path.join(tmp, "outside")
+    os.mkdir(outside)
+    names = ["../evil1.txt", "/tmp/evil2_%d.txt" % os.getpid(), "a/../../evil3.txt",
+             "ok/good.txt", "link/evil4.txt", "f.txt", "f.txt/x.txt", "./dot/g.txt", "a/."]
+    shard = os.path.join(tmp, "h.tar")
+    write_tar(shard, [(n, b"payload") for n in names], tarfile.PAX_FORMAT)
+    d = os.path.join(tmp, "h_x")
+    os.mkdir(d)
+    os.symlink(outside, os.path.join(d, "link"))
+    p = run("extract", shard, d, ok=False)
+    check("hostile exit", p.returncode == 1, p.stderr)
+    for n in ("evil1.txt", "evil3.txt", "evil4.txt"):
+        check("hostile " + n, not os.path.exists(os.path.join(tmp, n)) and
+              not os.path.exists(os.path.join(outside, n)))
+    check("hostile absolute", not os.path.exists("/tmp/evil2_%d.txt" % os.getpid()))
+    check("hostile messages", p.stderr.count("refusing member") == 4 and
+          p.stderr.count("symbolic link or a file") == 2, p.stderr)
+    check("hostile count", "6 of 9 members not written" in p.stderr, p.stderr)
+    for n in ("ok/good.txt", "f.txt", "dot/g.txt"):
+        with open(os.path.join(d, n), "rb") as f:
+            check("hostile kept " + n, f.read() == b"payload")
+    no_temp_files("hostile", d)
+    # an existing file: refused without --force, replaced with it
+    g = os.path.join(d, "ok", "good.txt")
+    with open(g, "wb") as f:
+        f.write(b"old")
+    p = run("extract", shard, d, ok=False)
+    with open(g, "rb") as f:
+        check("no clobber", f.read() == b"old" and "already exists" in p.stderr)
+    run("extract", "--force", os.path.join(tmp, "w.tar"), d)
+    p = run("extract", "--force", shard, d, ok=False)
+    with open(g, "rb") as f:
+        check("--force replaces", f.read() == b"payload")
+    check("--force still refuses escapes", not os.path.exists(os.path.join(outside, "evil4.txt")))
+    p = run("extract", os.path.join(tmp, "nope.tar"), d, ok=False)
+    check("extract missing shard", p.returncode == 1, p.stderr)
+    p = run("extract", shard, ok=False)
+    check("extract usage", p.returncode == 2, p.stderr)
+
+
+def stream(tmp, name, recv_args, send_args):
+    """tensio recv (bound on an ipc endpoint) and tensio send: (recv, send)."""
+    ep = "ipc://" + os.path.join(tmp, name + ".ipc")
+    r = subprocess.Popen([TENSIO, "recv", "--bind", ep, "--timeout", "20", *recv_args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(200):  # until it is bound
+        if os.path.exists(ep[len("ipc://"):]):
+            break
+        import time
+        time.sleep(0.05)
+    sp = run("send", ep, *send_args, ok=False)
+    out, err = r.communicate(timeout=60)
+    return subprocess.CompletedProcess(r.args, r.returncode, out, err), sp
+
+
+def test_stream(tmp):
+    """send SHARD.tar: a message per sample (or --batch samples stacked);
+    recv --samples-per-shard: the messages written back into shards."""
+    import hashlib
+    import numpy as np
+    d = fresh(tmp, "s_src")
+    rng = np.random.default_rng(7)
+    samples, files = [], []
+    for i in range(5):
+        img = rng.standard_normal((2, 3)).astype("<f4")
+        cls = np.arange(4, dtype="<i8") * (i + 1)
+        samples.append((img, cls))
+        for ext, a in (("img.npy", img), ("cls.npy", cls)):
+            files.append(os.path.join(d, "%06d.%s" % (i, ext)))
+            np.save(files[-1], a)
+        files.append(os.path.join(d, "%06d.txt" % i))
+        with open(files[-1], "w") as f:
+            f.write("sample %d" % i)
+    shard = os.path.join(tmp, "s.tar")
+    run("convert", "--shard", shard, *files)
+
+    def sha(a):
+        return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+    def received(p):
+        return [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+
+    r, sp = stream(tmp, "one", ("--count", "5", "--json", "--hash"), (shard,))
+    check("stream send", sp.returncode == 0 and sp.stdout.count("sent ") == 5, sp.stderr)
+    check("stream send labels", "s.tar:000000 " in sp.stdout and "s.tar:000004 " in sp.stdout,
+          sp.stdout)
+    msgs = received(r)
+    check("stream recv", r.returncode == 0 and len(msgs) == 5, r.stderr)
+    for m, (img, cls) in zip(msgs, samples):
+        t = m["tensors"]
+        check("stream sample tensors", [x["shape"] for x in t] == [[2, 3], [4]] and
+              [x["sha256"] for x in t] == [sha(img), sha(cls)], str(t))
+    # --batch 2 over tensorcom: fields stacked, the last batch partial
+    r, sp = stream(tmp, "batch", ("--count", "3", "--json", "--hash"),
+                   ("--proto", "tensorcom", "--batch", "2", shard))
+    msgs = received(r)
+    check("stream batch", r.returncode == 0 and sp.returncode == 0 and len(msgs) == 3,
+          r.stderr + sp.stderr)
+    for k, m in enumerate(msgs):
+        group = samples[2 * k:2 * k + 2]
+        want = [np.stack([g[0] for g in group]), np.stack([g[1] for g in group])]
+        t = m["tensors"]
+        check("stream batch %d" % k, [x["shape"] for x in t] == [list(w.shape) for w in want]
+              and [x["sha256"] for x in t] == [sha(w) for w in want], str(t))
+    # back into shards: 2 samples per shard
+    pat = os.path.join(tmp, "rx-%04d.tar")
+    r, sp = stream(tmp, "shards", ("--count", "5", "-o", pat, "--samples-per-shard", "2"),
+                   (shard,))
+    check("stream to shards", r.returncode == 0 and sp.returncode == 0, r.stderr)
+    got = []
+    for k in range(3):
+        path = pat.replace("%04d", "%04d" % k)
+        mem = tar_members(path)
+        got += [n for n, _, _ in mem]
+        x = fresh(tmp, "rx%d" % k)
+        run("extract", path, x)
+        for n, _, _ in mem:
+            i = int(n[:6])
+            ls = json.loads(run("ls", "--json", "--hash", os.path.join(x, n)).stdout)["tensors"]
+            check("stream shard member " + n, [t["sha256"] for t in ls] ==
+                  [sha(samples[i][0]), sha(samples[i][1])], str(ls))
+    check("stream shard names", got == ["%06d.ten" % i for i in range(5)], str(got))
+    check("stream no fourth shard", not os.path.exists(pat.replace("%04d", "0003")))
+    # refusals
+    p = run("send", "ipc://" + os.path.join(tmp, "x.ipc"), "--batch", "2", files[0], ok=False)
+    check("--batch needs a shard", p.returncode == 2 and "shards" in p.stderr, p.stderr)
+    p = run("recv", "ipc://" + os.path.join(tmp, "y.ipc"), "-o", "x-%d.ten",
+            "--samples-per-shard", "2", ok=False)
+    check("--samples-per-shard needs .tar", p.returncode == 2 and ".tar" in p.stderr, p.stderr)
+    odd = os.path.join(d, "000009.img.npy")
+    np.save(odd, np.zeros((3, 3), dtype="<f4"))
+    bad = os.path.join(tmp, "s_bad.tar")
+    run("convert", "--shard", bad, files[0], odd)
+    p = run("send", "ipc://" + os.path.join(tmp, "z.ipc"), "--batch", "2", bad, ok=False)
+    check("--batch shapes differ", p.returncode == 1 and "cannot be stacked" in p.stderr,
+          p.stderr)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(VEC, "tenbin", "dtype_float32.ten"), "rb") as f:
@@ -207,6 +561,11 @@ def main():
         test_duplicates(tmp, ten)
         test_split(tmp)
         test_hostile(tmp, ten)
+        test_write_shard(tmp)
+        test_member_to(tmp)
+        test_member_to_npy(tmp)
+        test_extract_hostile(tmp)
+        test_stream(tmp)
     for f in failures:
         print("FAIL:", f)
     if failures:
