@@ -2,7 +2,10 @@
  *
  *   files open PATH --group G [--cold]        open + list every tensor (tensio),
  *                                             paired with base:read: read() of the
- *                                             whole file into a warm buffer
+ *                                             whole file into a warm buffer; an
+ *                                             open under 1 ms is timed as the mean
+ *                                             of a batch of about 1 ms (fact
+ *                                             "batch", from the fastest of 5)
  *   files readall PATH --group G [--cold]     baseline alone: read() the whole file
  *   files touch PATH --group G [--touches N]  baseline: map the file, read one byte
  *                                             of N pages spread over it (default
@@ -132,7 +135,19 @@ static int cmd_open(bn_ctx *x, const char *path, const char *group, int cold) {
     memset(buf, 0, (size_t)size); /* the buffer is not what is measured */
     bn_paired p;
     if (bn_paired_init(&p, x, cas, group, "base:read", "tensio")) return 1;
-    int rc = 0;
+    /* An open of microseconds is timed over a batch of opens of about 1 ms
+     * in all (at most 1000), the time divided by it: one preemption or timer
+     * tick is then not the whole sample. Its size: from the fastest of 5. */
+    int rc = 0, batch = 1;
+    double fastest = 1;
+    for (int i = 0; i < 5 && !cold && !rc; i++) {
+        double t0 = bn_now();
+        rc = open_list(path, &n, &sink, p.subject[1], sizeof p.subject[1]);
+        double t = bn_now() - t0;
+        if (t < fastest) fastest = t;
+    }
+    if (fastest > 0 && fastest < 1e-3)
+        batch = fastest * 1000 < 1e-3 ? 1000 : (int)(1e-3 / fastest) + 1;
     for (int r = -x->warmup; !rc && (r < 0 || bn_paired_more(&p)); r++) {
         for (int k = 0; k < 2 && !rc; k++) {
             int s = bn_paired_order(&p, r, k);
@@ -143,8 +158,9 @@ static int cmd_open(bn_ctx *x, const char *path, const char *group, int cold) {
                 if (t < 0) rc = bn_fail("%s: short read", path);
             } else {
                 double t0 = bn_now();
-                rc = open_list(path, &n, &sink, p.subject[1], sizeof p.subject[1]);
-                t = bn_now() - t0;
+                for (int b = 0; b < batch && !rc; b++)
+                    rc = open_list(path, &n, &sink, p.subject[1], sizeof p.subject[1]);
+                t = (bn_now() - t0) / batch;
             }
             if (!rc && r >= 0) bn_paired_set(&p, s, t, size, s ? n : 1);
         }
@@ -153,6 +169,7 @@ static int cmd_open(bn_ctx *x, const char *path, const char *group, int cold) {
     if (!rc) {
         bn_paired_emit(&p);
         bn_fact(cas, group, p.subject[1], "tensors", "%" PRIu64, n);
+        bn_fact(cas, group, p.subject[1], "batch", "%d", batch);
     }
     bn_paired_free(&p);
     bn_big_free(buf, (size_t)size);
