@@ -1,25 +1,40 @@
 /* tio_bench files: the file cases and their baselines.
  *
- *   files open PATH --group G [--cold]        open + list every tensor (tensio)
- *   files readall PATH --group G [--cold]     baseline: read() the whole file
- *   files scan PATH --group G                 open + checksum every tensor's data
- *   files sha256 PATH --group G               open + SHA-256 every tensor; and
- *                                             OpenSSL over the same bytes in memory
+ *   files open PATH --group G [--cold]        open + list every tensor (tensio),
+ *                                             paired with base:read: read() of the
+ *                                             whole file into a warm buffer; an
+ *                                             open under 1 ms is timed as the mean
+ *                                             of a batch of about 1 ms (fact
+ *                                             "batch", from the fastest of 5)
+ *   files readall PATH --group G [--cold]     baseline alone: read() the whole file
+ *   files touch PATH --group G [--touches N]  baseline: map the file, read one byte
+ *                                             of N pages spread over it (default
+ *                                             every 4 KiB page), unmap (base:touch;
+ *                                             items = touches: the fault cost)
+ *   files scan PATH --group G                 open + checksum every tensor's data,
+ *                                             paired with base:memcpy of as many
+ *                                             bytes between two warm buffers
+ *   files sha256 PATH --group G               open + SHA-256 every tensor, paired
+ *                                             with OpenSSL over the same bytes in
+ *                                             memory
  *   files memcpy --bytes N --group G          baselines: memcpy N bytes, checksum N
  *                                             bytes in memory
  *   files write --format F --size B --tensors N --out PATH --group G [--sync]
  *                                             tio_save of N borrowed tensors (with
  *                                             TIO_SAVE_NO_SYNC unless --sync), each
- *                                             repetition after a raw write() of the
- *                                             same bytes (base:write[+fsync])
+ *                                             repetition paired with a raw write()
+ *                                             of the same bytes (base:write[+fsync])
  *   files spawn --case C --group G --subject S --out PATH [--warm B] [--bytes-of FILE]
  *               -- CMD ARGS...
+ *   files spawn --case C --group G --out PATH [--warm B]
+ *               :: base:S0 CMD0 ARGS... :: S1 CMD1 ARGS... [:: S2 ...]
  *       runs CMD once per repetition (PATH removed before each) and reports its
  *       wall time and its peak memory, sampled from /proc/PID/status: RssAnon,
  *       RssFile, RssShmem, and the kernel's peak RSS (VmHWM via wait4). --warm
  *       touches and frees B bytes first (see warm_memory). The bytes reported
  *       are OUT's size, or that of FILE with --bytes-of FILE (CMD's input, for
- *       a command whose output is small, such as a digest).
+ *       a command whose output is small, such as a digest). The second form
+ *       runs the commands paired and interleaved (bench.h), S0 the baseline.
  *   files convert-once IN OUT FORMAT          open + save, once (spawned by run.sh
  *                                             through `files spawn`)
  *   files sha256-once IN OUT                  baseline: mmap IN, SHA-256 of the whole
@@ -27,7 +42,8 @@
  *                                             (what rten's onnx_hash costs)
  *
  * --cold evicts the file from the page cache (posix_fadvise DONTNEED, untimed)
- * before each repetition; otherwise the cache is warm (a warm-up pass reads it). */
+ * before each repetition; otherwise the cache is warm (a warm-up pass reads it).
+ * Every paired case repeats until steady, up to --max-reps (bench.h). */
 #include "bench.h"
 
 #include <errno.h>
@@ -94,17 +110,70 @@ static int open_list(const char *path, uint64_t *count, uint64_t *sink, char *su
     return 0;
 }
 
+/* read() of the whole file into buf: seconds, or < 0. */
+static double read_whole(const char *path, unsigned char *buf, uint64_t size) {
+    double t0 = bn_now();
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    uint64_t got = 0;
+    while (got < size) {
+        ssize_t k = read(fd, buf + got, (size_t)(size - got));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (uint64_t)k;
+    }
+    close(fd);
+    double t1 = bn_now();
+    return got == size ? t1 - t0 : -1;
+}
+
 static int cmd_open(bn_ctx *x, const char *path, const char *group, int cold) {
     uint64_t size = file_size(path), n = 0, sink = 0;
-    char subject[64] = "tensio";
-    for (int r = -x->warmup; r < x->reps; r++) {
-        if (cold) evict(path);
+    const char *cas = cold ? "open-cold" : "open";
+    unsigned char *buf = bn_big_alloc((size_t)size);
+    if (!buf) return bn_fail("open: cannot allocate");
+    memset(buf, 0, (size_t)size); /* the buffer is not what is measured */
+    bn_paired p;
+    if (bn_paired_init(&p, x, cas, group, "base:read", "tensio")) return 1;
+    /* An open of microseconds is timed over a batch of opens of about 1 ms
+     * in all (at most 1000), the time divided by it: one preemption or timer
+     * tick is then not the whole sample. Its size: from the fastest of 5. */
+    int rc = 0, batch = 1;
+    double fastest = 1;
+    for (int i = 0; i < 5 && !cold && !rc; i++) {
         double t0 = bn_now();
-        if (open_list(path, &n, &sink, subject, sizeof subject)) return 1;
-        double t1 = bn_now();
-        if (r >= 0) bn_emit(cold ? "open-cold" : "open", group, subject, t1 - t0, size, n);
+        rc = open_list(path, &n, &sink, p.subject[1], sizeof p.subject[1]);
+        double t = bn_now() - t0;
+        if (t < fastest) fastest = t;
     }
-    bn_fact(cold ? "open-cold" : "open", group, subject, "tensors", "%" PRIu64, n);
+    if (fastest > 0 && fastest < 1e-3)
+        batch = fastest * 1000 < 1e-3 ? 1000 : (int)(1e-3 / fastest) + 1;
+    for (int r = -x->warmup; !rc && (r < 0 || bn_paired_more(&p)); r++) {
+        for (int k = 0; k < 2 && !rc; k++) {
+            int s = bn_paired_order(&p, r, k);
+            if (cold) evict(path);
+            double t;
+            if (s == 0) {
+                t = read_whole(path, buf, size);
+                if (t < 0) rc = bn_fail("%s: short read", path);
+            } else {
+                double t0 = bn_now();
+                for (int b = 0; b < batch && !rc; b++)
+                    rc = open_list(path, &n, &sink, p.subject[1], sizeof p.subject[1]);
+                t = (bn_now() - t0) / batch;
+            }
+            if (!rc && r >= 0) bn_paired_set(&p, s, t, size, s ? n : 1);
+        }
+        if (r >= 0) p.n++;
+    }
+    if (!rc) {
+        bn_paired_emit(&p);
+        bn_fact(cas, group, p.subject[1], "tensors", "%" PRIu64, n);
+        bn_fact(cas, group, p.subject[1], "batch", "%d", batch);
+    }
+    bn_paired_free(&p);
+    bn_big_free(buf, (size_t)size);
+    if (rc) return rc;
     return sink == 0 && n ? bn_fail("open: nothing listed") : 0;
 }
 
@@ -115,83 +184,104 @@ static int cmd_readall(bn_ctx *x, const char *path, const char *group, int cold)
     memset(buf, 0, (size_t)size); /* the buffer is not what is measured */
     for (int r = -x->warmup; r < x->reps; r++) {
         if (cold) evict(path);
-        double t0 = bn_now();
-        int fd = open(path, O_RDONLY);
-        if (fd < 0) return bn_fail("%s: %s", path, strerror(errno));
-        uint64_t got = 0;
-        while (got < size) {
-            ssize_t k = read(fd, buf + got, (size_t)(size - got));
-            if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) break;
-            got += (uint64_t)k;
-        }
-        close(fd);
-        double t1 = bn_now();
-        if (got != size) return bn_fail("%s: short read", path);
-        if (r >= 0) bn_emit(cold ? "open-cold" : "open", group, "base:read", t1 - t0, size, 1);
+        double t = read_whole(path, buf, size);
+        if (t < 0) return bn_fail("%s: short read", path);
+        if (r >= 0) bn_emit(cold ? "open-cold" : "open", group, "base:read", t, size, 1);
     }
     bn_big_free(buf, (size_t)size);
     return 0;
 }
 
+static int cmd_touch(bn_ctx *x, const char *path, const char *group, uint64_t touches) {
+    uint64_t n = 0, sink = 0;
+    for (int r = -x->warmup; r < x->reps; r++) {
+        double t = bn_touch(path, touches, &n, &sink);
+        if (t < 0) return bn_fail("%s: cannot map", path);
+        if (r >= 0) bn_emit("open", group, "base:touch", t, file_size(path), n);
+    }
+    bn_fact("open", group, "base:touch", "touches", "%" PRIu64, n);
+    return 0;
+}
+
 /* ------------------------------------------------------------ scan */
 
-static int cmd_scan(bn_ctx *x, const char *path, const char *group) {
-    uint64_t first = 0;
-    char subject[64] = "tensio";
-    for (int r = -x->warmup; r < x->reps; r++) {
-        double t0 = bn_now();
-        tio_container *c;
-        tio_error e;
-        if (tio_open(path, NULL, &c, &e)) return tio_failed(path, &e);
-        subject_of(c, subject, sizeof subject);
-        size_t n = tio_container_count(c);
-        uint64_t acc = 0, bytes = 0;
-        for (size_t i = 0; i < n; i++) {
-            const tio_tensor *t = tio_container_tensor(c, i);
-            size_t nb = tio_tensor_nbytes(t);
-            acc = bn_checksum(tio_tensor_data(t), nb, acc);
-            bytes += nb;
-        }
-        tio_container_free(c);
-        double t1 = bn_now();
-        if (r == -x->warmup) first = acc;
-        if (acc != first) return bn_fail("scan: checksum changed between repetitions");
-        if (r >= 0) bn_emit("scan", group, subject, t1 - t0, bytes, n);
+/* open + checksum of every tensor's data: seconds, or < 0 (reported). */
+static double scan_once(const char *path, uint64_t *acc, uint64_t *bytes, uint64_t *count,
+                        char *subject, size_t cap) {
+    double t0 = bn_now();
+    tio_container *c;
+    tio_error e;
+    if (tio_open(path, NULL, &c, &e)) return tio_failed(path, &e), -1;
+    subject_of(c, subject, cap);
+    size_t n = tio_container_count(c);
+    *acc = 0;
+    *bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tio_tensor *t = tio_container_tensor(c, i);
+        size_t nb = tio_tensor_nbytes(t);
+        *acc = bn_checksum(tio_tensor_data(t), nb, *acc);
+        *bytes += nb;
     }
-    bn_fact("scan", group, subject, "checksum", "%016" PRIx64, first);
-    return 0;
+    tio_container_free(c);
+    *count = n;
+    return bn_now() - t0;
+}
+
+static int cmd_scan(bn_ctx *x, const char *path, const char *group) {
+    uint64_t first = 0, acc = 0, bytes = 0, n = 0;
+    bn_paired p;
+    if (bn_paired_init(&p, x, "scan", group, "base:memcpy", NULL)) return 1;
+    /* the baseline copies as many bytes as the tensors hold */
+    unsigned char *a = NULL, *b = NULL;
+    if (scan_once(path, &first, &bytes, &n, p.subject[1], sizeof p.subject[1]) < 0 ||
+        !(a = bn_big_alloc((size_t)bytes)) || !(b = bn_big_alloc((size_t)bytes))) {
+        bn_paired_free(&p);
+        return bn_fail("scan: cannot open or allocate");
+    }
+    bn_fill(a, (size_t)bytes, 7);
+    memset(b, 1, (size_t)bytes);
+    int rc = 0;
+    for (int r = -x->warmup; !rc && (r < 0 || bn_paired_more(&p)); r++) {
+        for (int k = 0; k < 2 && !rc; k++) {
+            int s = bn_paired_order(&p, r, k);
+            double t;
+            if (s == 0) {
+                double t0 = bn_now();
+                memcpy(b, a, (size_t)bytes);
+                t = bn_now() - t0;
+                acc += b[(size_t)r & 4095];
+                if (r >= 0) bn_paired_set(&p, 0, t, bytes, 1);
+                continue;
+            }
+            uint64_t sum = 0;
+            t = scan_once(path, &sum, &bytes, &n, p.subject[1], sizeof p.subject[1]);
+            if (t < 0) rc = 1;
+            else if (sum != first) rc = bn_fail("scan: checksum changed between repetitions");
+            else if (r >= 0) bn_paired_set(&p, 1, t, bytes, n);
+        }
+        if (r >= 0) p.n++;
+    }
+    if (!rc) {
+        bn_paired_emit(&p);
+        bn_fact("scan", group, p.subject[1], "checksum", "%016" PRIx64, first);
+    }
+    bn_paired_free(&p);
+    bn_big_free(a, (size_t)bytes);
+    bn_big_free(b, (size_t)bytes);
+    return rc ? rc : acc == UINT64_MAX ? 1 : 0;
 }
 
 static int cmd_sha256(bn_ctx *x, const char *path, const char *group) {
     tio_container *c;
     tio_error e;
-    char subject[64] = "tensio";
-    /* tensio: open + tio_tensor_sha256 of every tensor. */
-    for (int r = -x->warmup; r < x->reps; r++) {
-        double t0 = bn_now();
-        if (tio_open(path, NULL, &c, &e)) return tio_failed(path, &e);
-        subject_of(c, subject, sizeof subject);
-        size_t n = tio_container_count(c);
-        uint64_t bytes = 0;
-        uint8_t d[32];
-        for (size_t i = 0; i < n; i++) {
-            const tio_tensor *t = tio_container_tensor(c, i);
-            if (tio_tensor_sha256(t, TIO_HASH_VALUES, d, &e)) return tio_failed(path, &e);
-            bytes += tio_tensor_nbytes(t);
-        }
-        tio_container_free(c);
-        double t1 = bn_now();
-        if (r >= 0) bn_emit("sha256", group, subject, t1 - t0, bytes, n);
-    }
     /* baseline: OpenSSL SHA-256 of the same tensors copied to memory. */
     if (tio_open(path, NULL, &c, &e)) return tio_failed(path, &e);
     size_t n = tio_container_count(c);
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) total += tio_tensor_nbytes(tio_container_tensor(c, i));
     unsigned char *buf = bn_big_alloc((size_t)total);
-    if (!buf) return bn_fail("sha256: cannot allocate");
     size_t *len = calloc(n ? n : 1, sizeof *len);
+    if (!buf || !len) return bn_fail("sha256: cannot allocate");
     uint64_t at = 0;
     for (size_t i = 0; i < n; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
@@ -200,23 +290,47 @@ static int cmd_sha256(bn_ctx *x, const char *path, const char *group) {
         at += len[i];
     }
     tio_container_free(c);
-    for (int r = -x->warmup; r < x->reps; r++) {
-        double t0 = bn_now();
-        unsigned char md[32];
-        unsigned int mdlen;
-        at = 0;
-        for (size_t i = 0; i < n; i++) {
-            EVP_Digest(buf + at, len[i], md, &mdlen, EVP_sha256(), NULL);
-            at += len[i];
+    bn_paired p;
+    if (bn_paired_init(&p, x, "sha256", group, "base:openssl-mem", "tensio")) return 1;
+    int rc = 0;
+    for (int r = -x->warmup; !rc && (r < 0 || bn_paired_more(&p)); r++) {
+        for (int k = 0; k < 2 && !rc; k++) {
+            int s = bn_paired_order(&p, r, k);
+            double t0 = bn_now();
+            if (s == 0) {
+                unsigned char md[32];
+                unsigned int mdlen;
+                at = 0;
+                for (size_t i = 0; i < n; i++) {
+                    EVP_Digest(buf + at, len[i], md, &mdlen, EVP_sha256(), NULL);
+                    at += len[i];
+                }
+                if (r >= 0) bn_paired_set(&p, 0, bn_now() - t0, total, n);
+                continue;
+            }
+            /* tensio: open + tio_tensor_sha256 of every tensor. */
+            if (tio_open(path, NULL, &c, &e)) {
+                rc = tio_failed(path, &e);
+                break;
+            }
+            subject_of(c, p.subject[1], sizeof p.subject[1]);
+            uint8_t d[32];
+            for (size_t i = 0; i < tio_container_count(c) && !rc; i++)
+                if (tio_tensor_sha256(tio_container_tensor(c, i), TIO_HASH_VALUES, d, &e))
+                    rc = tio_failed(path, &e);
+            tio_container_free(c);
+            if (!rc && r >= 0) bn_paired_set(&p, 1, bn_now() - t0, total, n);
         }
-        double t1 = bn_now();
-        if (r >= 0) bn_emit("sha256", group, "base:openssl-mem", t1 - t0, total, n);
+        if (r >= 0) p.n++;
     }
+    if (!rc) bn_paired_emit(&p);
+    bn_paired_free(&p);
     free(len);
     bn_big_free(buf, (size_t)total);
-    return 0;
+    return rc;
 }
 
+/* Standalone baselines (the scan table's reference rows). */
 static int cmd_memcpy(bn_ctx *x, uint64_t bytes, const char *group) {
     unsigned char *a = bn_big_alloc((size_t)bytes), *b = bn_big_alloc((size_t)bytes);
     if (!a || !b) return bn_fail("memcpy: cannot allocate");
@@ -306,24 +420,39 @@ static int cmd_write(bn_ctx *x, int argc, char **argv, const char *group) {
     snprintf(subject, sizeof subject, "tensio:%s%s", format, durable ? "+fsync" : "");
     snprintf(raw, sizeof raw, "%s.raw", out);
     uint64_t first = 0;
-    for (int r = -x->warmup; r < x->reps; r++) {
-        double tr = raw_write(raw, data, bytes, durable);
-        if (tr < 0) return bn_fail("%s: raw write: %s", raw, strerror(errno));
-        unlink(out);
-        sync(); /* each repetition starts with no dirty pages: untimed */
-        warm_memory(bytes + bytes / 2);
-        tio_error e;
-        double t0 = bn_now();
-        if (tio_save(c, out, &so, &e)) return tio_failed(out, &e);
-        double t1 = bn_now();
-        uint64_t fsz = file_size(out);
-        if (r == -x->warmup) first = fsz;
-        if (fsz != first) return bn_fail("write: output size changed between repetitions");
-        if (r >= 0) {
-            bn_emit("write", group, durable ? "base:write+fsync" : "base:write", tr, bytes, 1);
-            bn_emit("write", group, subject, t1 - t0, fsz, count);
+    bn_paired p;
+    if (bn_paired_init(&p, x, "write", group, durable ? "base:write+fsync" : "base:write",
+                       subject))
+        return 1;
+    int rc = 0;
+    for (int r = -x->warmup; !rc && (r < 0 || bn_paired_more(&p)); r++) {
+        for (int k = 0; k < 2 && !rc; k++) {
+            if (bn_paired_order(&p, r, k) == 0) {
+                double tr = raw_write(raw, data, bytes, durable);
+                if (tr < 0) rc = bn_fail("%s: raw write: %s", raw, strerror(errno));
+                else if (r >= 0) bn_paired_set(&p, 0, tr, bytes, 1);
+                continue;
+            }
+            unlink(out);
+            sync(); /* each repetition starts with no dirty pages: untimed */
+            warm_memory(bytes + bytes / 2);
+            tio_error e;
+            double t0 = bn_now();
+            if (tio_save(c, out, &so, &e)) {
+                rc = tio_failed(out, &e);
+                break;
+            }
+            double t1 = bn_now();
+            uint64_t fsz = file_size(out);
+            if (r == -x->warmup) first = fsz;
+            if (fsz != first) rc = bn_fail("write: output size changed between repetitions");
+            else if (r >= 0) bn_paired_set(&p, 1, t1 - t0, fsz, count);
         }
+        if (r >= 0) p.n++;
     }
+    if (!rc) bn_paired_emit(&p);
+    bn_paired_free(&p);
+    if (rc) return rc;
     bn_fact("write", group, subject, "file_bytes", "%" PRIu64, first);
     tio_container_free(c);
     bn_big_free(data, (size_t)bytes);
@@ -333,59 +462,113 @@ static int cmd_write(bn_ctx *x, int argc, char **argv, const char *group) {
 
 /* ------------------------------------------------------------ spawn */
 
+/* One command of `files spawn`, and the worst memory seen while it ran. */
+typedef struct spawn_cmd {
+    char **argv;
+    bn_mem worst;
+    long worst_hwm;
+} spawn_cmd;
+
+/* Runs cmd once (out removed first, warm bytes touched first): seconds, or
+ * < 0 (reported). Peaks go to cmd->worst when keep. */
+static double spawn_once(spawn_cmd *cmd, const char *out, uint64_t warm, int keep) {
+    unlink(out);
+    if (warm) warm_memory(warm);
+    bn_mem m = {0, 0, 0};
+    struct rusage ru;
+    int status = 0;
+    double t0 = bn_now();
+    pid_t pid = fork();
+    if (pid < 0) return bn_fail("fork: %s", strerror(errno)), -1;
+    if (pid == 0) {
+        execvp(cmd->argv[0], cmd->argv);
+        _exit(127);
+    }
+    for (;;) {
+        pid_t w = wait4(pid, &status, WNOHANG, &ru);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) return bn_fail("wait4: %s", strerror(errno)), -1;
+        bn_mem_sample((int)pid, &m);
+        struct timespec ts = {0, 500000};
+        nanosleep(&ts, NULL);
+    }
+    double t1 = bn_now();
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return bn_fail("spawn: %s failed (status %d)", cmd->argv[0], status), -1;
+    if (keep) {
+        if (m.anon > cmd->worst.anon) cmd->worst.anon = m.anon;
+        if (m.file > cmd->worst.file) cmd->worst.file = m.file;
+        if (m.shmem > cmd->worst.shmem) cmd->worst.shmem = m.shmem;
+        if (ru.ru_maxrss > cmd->worst_hwm) cmd->worst_hwm = ru.ru_maxrss;
+    }
+    return t1 - t0;
+}
+
+static void spawn_facts(const char *cas, const char *group, const char *subject,
+                        const spawn_cmd *cmd, const char *out) {
+    bn_fact(cas, group, subject, "peak_anon_kib", "%" PRIu64, cmd->worst.anon);
+    bn_fact(cas, group, subject, "peak_file_kib", "%" PRIu64, cmd->worst.file);
+    bn_fact(cas, group, subject, "peak_shmem_kib", "%" PRIu64, cmd->worst.shmem);
+    bn_fact(cas, group, subject, "maxrss_kib", "%ld", cmd->worst_hwm);
+    bn_fact(cas, group, subject, "out_bytes", "%" PRIu64, file_size(out));
+}
+
 static int cmd_spawn(bn_ctx *x, int argc, char **argv) {
     const char *cas = bn_opt(argc, argv, "--case", "convert");
     const char *group = bn_opt(argc, argv, "--group", "-");
     const char *subject = bn_opt(argc, argv, "--subject", NULL);
     const char *out = bn_opt(argc, argv, "--out", NULL);
-    int dd = 1;
-    while (dd < argc && strcmp(argv[dd], "--") != 0) dd++;
-    if (!subject || !out || dd + 1 >= argc) return bn_fail("spawn: --subject --out -- CMD");
-    char **cmd = argv + dd + 1;
     const char *bytes_of = bn_opt(argc, argv, "--bytes-of", out);
     uint64_t warm = bn_parse_size(bn_opt(argc, argv, "--warm", "0"));
-    bn_mem worst = {0, 0, 0};
-    long worst_hwm = 0;
-    for (int r = -x->warmup; r < x->reps; r++) {
+    int dd = 1;
+    while (dd < argc && strcmp(argv[dd], "--") != 0 && strcmp(argv[dd], "::") != 0) dd++;
+    if (!out || dd + 1 >= argc) return bn_fail("spawn: --out, then -- CMD or :: S CMD ...");
+    if (strcmp(argv[dd], "--") == 0) { /* one command, unpaired */
+        if (!subject) return bn_fail("spawn: --subject S -- CMD");
+        spawn_cmd cmd = {argv + dd + 1, {0, 0, 0}, 0};
+        for (int r = -x->warmup; r < x->reps; r++) {
+            double t = spawn_once(&cmd, out, warm, r >= 0);
+            if (t < 0) return 1;
+            if (r >= 0) bn_emit(cas, group, subject, t, file_size(bytes_of), 1);
+        }
+        spawn_facts(cas, group, subject, &cmd, out);
         unlink(out);
-        if (warm) warm_memory(warm);
-        bn_mem m = {0, 0, 0};
-        struct rusage ru;
-        int status = 0;
-        double t0 = bn_now();
-        pid_t pid = fork();
-        if (pid < 0) return bn_fail("fork: %s", strerror(errno));
-        if (pid == 0) {
-            execvp(cmd[0], cmd);
-            _exit(127);
-        }
-        for (;;) {
-            pid_t w = wait4(pid, &status, WNOHANG, &ru);
-            if (w == pid) break;
-            if (w < 0 && errno != EINTR) return bn_fail("wait4: %s", strerror(errno));
-            bn_mem_sample((int)pid, &m);
-            struct timespec ts = {0, 500000};
-            nanosleep(&ts, NULL);
-        }
-        double t1 = bn_now();
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            return bn_fail("spawn: %s failed (status %d)", cmd[0], status);
-        uint64_t sz = file_size(bytes_of);
-        if (r >= 0) {
-            bn_emit(cas, group, subject, t1 - t0, sz, 1);
-            if (m.anon > worst.anon) worst.anon = m.anon;
-            if (m.file > worst.file) worst.file = m.file;
-            if (m.shmem > worst.shmem) worst.shmem = m.shmem;
-            if (ru.ru_maxrss > worst_hwm) worst_hwm = ru.ru_maxrss;
-        }
+        return 0;
     }
-    bn_fact(cas, group, subject, "peak_anon_kib", "%" PRIu64, worst.anon);
-    bn_fact(cas, group, subject, "peak_file_kib", "%" PRIu64, worst.file);
-    bn_fact(cas, group, subject, "peak_shmem_kib", "%" PRIu64, worst.shmem);
-    bn_fact(cas, group, subject, "maxrss_kib", "%ld", worst_hwm);
-    bn_fact(cas, group, subject, "out_bytes", "%" PRIu64, file_size(out));
+    /* :: S0 CMD0 ... :: S1 CMD1 ...: the "::" become the NULLs ending each argv */
+    spawn_cmd cmds[BN_PAIR_MAX];
+    bn_paired p;
+    if (bn_paired_init(&p, x, cas, group, NULL, NULL)) return 1;
+    int n = 0;
+    for (int i = dd; i < argc; i++) {
+        if (strcmp(argv[i], "::") != 0) continue;
+        argv[i] = NULL;
+        if (i + 2 >= argc || n == BN_PAIR_MAX) return bn_fail("spawn: :: SUBJECT CMD, at most %d",
+                                                            BN_PAIR_MAX);
+        snprintf(p.subject[n], sizeof p.subject[n], "%s", argv[i + 1]);
+        cmds[n] = (spawn_cmd){argv + i + 2, {0, 0, 0}, 0};
+        n++;
+    }
+    if (n < 2 || strncmp(p.subject[0], "base:", 5) != 0)
+        return bn_fail("spawn: a base: subject first, then one to %d others", BN_PAIR_MAX - 1);
+    p.nsub = n;
+    int rc = 0;
+    for (int r = -x->warmup; !rc && (r < 0 || bn_paired_more(&p)); r++) {
+        for (int k = 0; k < n && !rc; k++) {
+            int s = bn_paired_order(&p, r, k);
+            double t = spawn_once(&cmds[s], out, warm, r >= 0);
+            if (t < 0) rc = 1;
+            else if (r >= 0) bn_paired_set(&p, s, t, file_size(out), 1);
+        }
+        if (r >= 0) p.n++;
+    }
+    if (!rc) {
+        bn_paired_emit(&p);
+        for (int s = 0; s < n; s++) spawn_facts(cas, group, p.subject[s], &cmds[s], out);
+    }
+    bn_paired_free(&p);
     unlink(out);
-    return 0;
+    return rc;
 }
 
 static int cmd_convert_once(const char *in, const char *out, const char *format) {
@@ -423,6 +606,9 @@ int bn_cmd_files(bn_ctx *x, int argc, char **argv) {
     int cold = bn_flag(argc, argv, "--cold");
     if (strcmp(what, "open") == 0 && argc > 2) return cmd_open(x, argv[2], group, cold);
     if (strcmp(what, "readall") == 0 && argc > 2) return cmd_readall(x, argv[2], group, cold);
+    if (strcmp(what, "touch") == 0 && argc > 2)
+        return cmd_touch(x, argv[2], group,
+                         strtoull(bn_opt(argc, argv, "--touches", "0"), NULL, 10));
     if (strcmp(what, "scan") == 0 && argc > 2) return cmd_scan(x, argv[2], group);
     if (strcmp(what, "sha256") == 0 && argc > 2) return cmd_sha256(x, argv[2], group);
     if (strcmp(what, "memcpy") == 0)

@@ -6,6 +6,9 @@
  *       graph: input x, then y_i = Add(y_{i-1}, t_i) for every constant.
  *   gen --format npy --size BYTES --out PATH
  *       one float32 array in NumPy's .npy format (written here, byte by byte).
+ *   gen --data-bytes --size BYTES --tensors N
+ *       prints the bytes of tensor data the first form writes (for a baseline
+ *       writing the same bytes).
  */
 #include "bench.h"
 
@@ -162,6 +165,10 @@ int bn_cmd_gen(bn_ctx *x, int argc, char **argv) {
     uint64_t size = bn_parse_size(bn_opt(argc, argv, "--size", "0"));
     uint64_t count = strtoull(bn_opt(argc, argv, "--tensors", "1"), NULL, 10);
     uint64_t seed = strtoull(bn_opt(argc, argv, "--seed", "1"), NULL, 10);
+    if (bn_flag(argc, argv, "--data-bytes") && size && count) {
+        printf("%" PRIu64 "\n", bn_data_bytes(size, count));
+        return 0;
+    }
     if (!format || !out || size == 0) return bn_fail("gen: --format, --out and --size needed");
     if (strcmp(format, "npy") == 0) return write_npy(out, size, seed);
     if (count == 0) return bn_fail("gen: --tensors must be at least 1");

@@ -7,19 +7,22 @@
 #include <string.h>
 
 static int usage(void) {
-    fputs("usage: tio_bench [--reps N] [--warmup N] [--check] COMMAND ARGS...\n"
+    fputs("usage: tio_bench [--reps N] [--max-reps N] [--warmup N] [--check] COMMAND ARGS...\n"
+          "  --max-reps: paired cases repeat until their last N are steady, at most this\n"
+          "              many times (default N: no extra repetitions)\n"
           "  gen ...     write benchmark data (see bench/gen.c)\n"
           "  files ...   open/scan/write/convert cases and their baselines\n"
           "  zmq ...     ZeroMQ loopback: tensio streams against raw libzmq\n"
           "  model ...   open + enumerate the constants of model files\n"
           "  recvfiles ... tensio recv -o, one file per message, against write()+rename()\n"
+          "  machine ...  page-fault cost and memcpy bandwidth (lines of machine.tsv)\n"
           "Output: one tab-separated line per repetition (see bench/bench.h).\n",
           stderr);
     return 2;
 }
 
 int main(int argc, char **argv) {
-    bn_ctx x = {5, 1, 0};
+    bn_ctx x = {5, 1, 0, 0};
     int i = 1;
     while (i < argc && strncmp(argv[i], "--", 2) == 0) {
         if (strcmp(argv[i], "--check") == 0) {
@@ -28,6 +31,9 @@ int main(int argc, char **argv) {
         } else if (i + 1 < argc && strcmp(argv[i], "--reps") == 0) {
             x.reps = atoi(argv[i + 1]);
             i += 2;
+        } else if (i + 1 < argc && strcmp(argv[i], "--max-reps") == 0) {
+            x.max_reps = atoi(argv[i + 1]);
+            i += 2;
         } else if (i + 1 < argc && strcmp(argv[i], "--warmup") == 0) {
             x.warmup = atoi(argv[i + 1]);
             i += 2;
@@ -35,7 +41,8 @@ int main(int argc, char **argv) {
             return usage();
         }
     }
-    if (i >= argc || x.reps < 1 || x.warmup < 0) return usage();
+    if (i >= argc || x.reps < 1 || x.warmup < 0 || x.max_reps < 0) return usage();
+    if (x.max_reps < x.reps) x.max_reps = x.reps;
     const char *cmd = argv[i];
     int sub_argc = argc - i;
     char **sub_argv = argv + i;
@@ -44,5 +51,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "zmq") == 0) return bn_cmd_zmq(&x, sub_argc, sub_argv);
     if (strcmp(cmd, "model") == 0) return bn_cmd_model(&x, sub_argc, sub_argv);
     if (strcmp(cmd, "recvfiles") == 0) return bn_cmd_recvfiles(&x, sub_argc, sub_argv);
+    if (strcmp(cmd, "machine") == 0) return bn_cmd_machine(&x, sub_argc, sub_argv);
     return usage();
 }

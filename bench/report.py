@@ -5,9 +5,14 @@ and latest.png (through gnuplot).
 usage: report.py RAW.tsv MACHINE.tsv OUTDIR
 
 Every table gives the median, min and max of the timed repetitions and the
-ratio to the baseline measured in the same run: baseline median time / the
-subject's median time, so 1.0 is "as fast as the baseline" and 2.0 "twice as
-fast". Goals are the issue's; each is checked here and marked met or missed.
+ratio to the baseline measured in the same run, so 1.0 is "as fast as the
+baseline" and 2.0 "twice as fast". Where the subject ran paired with its
+baseline (P lines: repetitions interleaved) the ratio is the median of the
+paired ratios, baseline time / subject time repetition by repetition, with
+the largest distance of one from that median (±x %; above STEADY "not
+steady"); otherwise (a baseline in a process of its own, or a latest.tsv of
+before the P lines) baseline median time / subject median time. Goals are
+the issue's; each is checked here and marked met or missed.
 """
 import collections
 import os
@@ -18,6 +23,8 @@ import sys
 
 RUNS = collections.OrderedDict()   # (case, group, subject) -> [(sec, bytes, items)]
 FACTS = collections.defaultdict(dict)  # (case, group, subject) -> {key: value}
+PAIRS = collections.defaultdict(list)  # (case, group, subject, baseline) -> [ratio]
+STEADY = 0.10  # bench.h's BN_STEADY
 
 
 def load(raw):
@@ -29,6 +36,8 @@ def load(raw):
                     (float(p[4]), int(p[5]), int(p[6])))
             elif p[0] == "M" and len(p) == 6:
                 FACTS[(p[1], p[2], p[3])][p[4]] = p[5]
+            elif p[0] == "P" and len(p) == 6:
+                PAIRS[(p[1], p[2], p[3], p[4])].append(float(p[5]))
 
 
 def med(key):
@@ -48,6 +57,8 @@ def subjects(case, group):
 
 
 def fmt_time(s):
+    if s < 1e-7:
+        return f"{s * 1e9:.1f} ns"
     if s < 1e-3:
         return f"{s * 1e6:.1f} µs"
     if s < 1:
@@ -61,11 +72,76 @@ def rate(key, unit=1e9):
     return statistics.median(r[1] for r in runs) / med(key) / unit
 
 
+# cases whose subjects run interleaved a fixed number of times, without P
+# lines: repetition i of each R list is one pair (bench/zmq.c, recvfiles.c),
+# except for a subject measured by a process of its own
+INTERLEAVED = ("zmq", "recvfiles")
+OWN_PROCESS = ("alt:python-tensorcom",)
+
+
+def pairs_of(case, group, subject, base):
+    """The paired ratios (baseline time / subject time), or None."""
+    pr = PAIRS.get((case, group, subject, base))
+    if pr:
+        return pr
+    b, k = RUNS.get((case, group, base)), RUNS.get((case, group, subject))
+    if (case in INTERLEAVED and subject not in OWN_PROCESS and subject != base and b and k
+            and len(b) == len(k)):
+        return [x[0] / y[0] for x, y in zip(b, k)]
+    return None
+
+
 def ratio(case, group, subject, base):
+    """The median of the paired ratios where there are some, else baseline
+    median time / subject median time."""
+    pr = pairs_of(case, group, subject, base)
+    if pr:
+        return statistics.median(pr)
     b = (case, group, base)
-    if b not in RUNS:
+    if b not in RUNS or (case, group, subject) not in RUNS:
         return None
     return med(b) / med((case, group, subject))
+
+
+def spread(case, group, subject, base):
+    """Largest relative distance of a paired ratio from their median, or None
+    (not paired)."""
+    pr = pairs_of(case, group, subject, base)
+    if not pr:
+        return None
+    m = statistics.median(pr)
+    return max(max(pr) / m - 1, 1 - min(pr) / m) if m > 0 else None
+
+
+def fp(case, group, subject, base):
+    """A table cell: the ratio, and for a paired one its spread."""
+    r = ratio(case, group, subject, base)
+    d = spread(case, group, subject, base)
+    if r is None or d is None:
+        return fr(r)
+    return f"{r:.2f}× ±{d * 100:.0f} %" + ("" if d <= STEADY else ", not steady")
+
+
+def steady_note(case, base):
+    """For Goals.ratio: the slowest one's spread, when it is not steady."""
+    def note(w):
+        d = spread(case, w[2], w[1], base)
+        return f"; not steady: ±{d * 100:.0f} %" if d is not None and d > STEADY else ""
+    return note
+
+
+def py_notes(case, pairs):
+    """Lines comparing tensio with a Python baseline run in a process of its
+    own: pairs = [(group, subject, base)]; medians, not paired."""
+    out = []
+    for g, s, b in pairs:
+        r = ratio(case, g, s, b)
+        if r is not None and (case, g, b) in RUNS:
+            out.append(f"{g}: `{s}` {r:.2f}× `{b}` ({fmt_time(med((case, g, s)))} against "
+                       f"{fmt_time(med((case, g, b)))})")
+    notes = sorted({fa["note"] for (c, _g, s), fa in FACTS.items()
+                    if c == case and "note" in fa and s in {b for _g, _s, b in pairs}})
+    return out, notes
 
 
 def paired(case, group, subject, base):
@@ -140,7 +216,8 @@ def convert_rows(case, group_list, rows, goals, what, plot, extra=None):
             fa = FACTS.get(k, {})
             mib = lambda key: f"{int(fa.get(key, 0)) / 1024:.1f}"
             r = ratio(case, g, s, "base:cp")
-            rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", fr(r), mib("peak_anon_kib"),
+            rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", fp(case, g, s, "base:cp"),
+                                             mib("peak_anon_kib"),
                                              mib("peak_file_kib"), mib("peak_shmem_kib"),
                                              mib("maxrss_kib")])
             plot(g, s, k)
@@ -149,7 +226,8 @@ def convert_rows(case, group_list, rows, goals, what, plot, extra=None):
                 anon = int(fa.get("peak_anon_kib", 0)) / 1024
                 if worst_mem is None or anon > worst_mem[0]:
                     worst_mem = (anon, s, g)
-    goals.ratio(what, "≥ 0.7× cp", worst, 0.7, extra)
+    sn = steady_note(case, "base:cp")
+    goals.ratio(what, "≥ 0.7× cp", worst, 0.7, lambda w: (extra(w) if extra else "") + sn(w))
     if worst_mem:
         goals.add(f"{what}, peak anonymous memory", "< 64 MiB", f"{worst_mem[0]:.1f} MiB",
                   worst_mem[0] < 64, f"largest: {worst_mem[1]} ({worst_mem[2]})")
@@ -297,15 +375,29 @@ def main():
             for s in subjects("open", g):
                 k = ("open", g, s)
                 items = RUNS[k][0][2]
-                per = fmt_time(med(k) / items) if s.startswith("tensio") and items else ""
-                rows.append([g, s] + stats(k) + [per, fr(ratio("open", g, s, "base:read")),
+                per = (fmt_time(med(k) / items) if (s.startswith("tensio") or s == "base:touch")
+                       and items else "")
+                rows.append([g, s] + stats(k) + [per, fp("open", g, s, "base:read"),
                                                  fr(ratio("open", g, s, "base:np.load"))])
                 plot.append((g, s, med(k) * 1e3))
         md.append("## 1. Open + list\n\nOpen the file and read every tensor's name, dtype, "
-                  "shape and size (no data). Baselines: `read()` of the whole file into memory, "
-                  "and `np.load(mmap_mode=\"r\")` of an .npy of the same size (one array).\n")
-        md.append(table(["file", "subject", "median", "min", "max", "per tensor",
-                         "vs read", "vs np.load"], rows))
+                  "shape and size (no data). Baselines: `read()` of the whole file into a warm "
+                  "buffer (paired with each open: the same file, repetitions interleaved), "
+                  "`np.load(mmap_mode=\"r\")` of the .npy file (one array, a Python process "
+                  "of its own), and for safetensors `base:py-safetensors(numpy)` (below). "
+                  "`base:touch` is the page-fault cost: the file mapped, one byte read from "
+                  "every 4 KiB page (1 tensor) or from as many pages as there are tensors, "
+                  "spread evenly (many tensors), unmapped; *per tensor* is then per touch.\n")
+        md.append(table(["file", "subject", "median", "min", "max", "per tensor / touch",
+                         "vs read", "vs np.load (not paired)"], rows))
+        lines, notes = py_notes("open", [(g, "tensio:safetensors", "base:py-safetensors(numpy)")
+                                         for g in groups("open")])
+        if lines:
+            md.append("\nsafetensors against `base:py-safetensors(numpy)` (bench/py/st_read.py: "
+                      "the JSON header parsed, the file mapped with `numpy.memmap`, one "
+                      "`np.frombuffer` view per tensor; medians, not paired): " +
+                      "; ".join(lines) + ". " + " ".join(n[0].upper() + n[1:] + "." for n in notes)
+                      + "\n")
         one = [med(k) for k in RUNS if k[0] == "open" and k[2].startswith("tensio")
                and RUNS[k][0][2] == 1]
         if one:
@@ -315,9 +407,12 @@ def main():
                 and k[2].startswith("tensio") and RUNS[k][0][2] > 1]
         if many:
             worst = max(many)
+            touch = ("open", worst[1][1], "base:touch")
             goals.add("open + list, many tensors", "O(tensors), not O(bytes)",
                       f"{fmt_time(worst[0])} per tensor", True,
-                      f"slowest: {worst[1][2]} ({worst[1][1]})")
+                      f"slowest: {worst[1][2]} ({worst[1][1]})" +
+                      (f"; a page fault here (base:touch): {fmt_time(med(touch) / RUNS[touch][0][2])}"
+                       " per touch" if touch in RUNS else ""))
         plots["open"] = plot
 
     # -------------------------------------------------------------- scan
@@ -329,17 +424,27 @@ def main():
             for s in subjects("scan", g):
                 k = ("scan", g, s)
                 r = ratio("scan", g, s, "base:memcpy")
-                rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", fr(r)])
+                rows.append([g, s] + stats(k) + [f"{rate(k):.2f}",
+                                                 fp("scan", g, s, "base:memcpy")])
                 plot.append((g, s, rate(k)))
                 if s.startswith("tensio"):
                     worst = lowest(worst, r, s, g)
         md.append("## 2. Read all data + checksum\n\nOpen, then a 64-bit checksum "
                   "(Fletcher-style, 4 lanes) of every tensor's bytes through the views the "
                   "library hands out, then free. Baselines: `memcpy` of the same number of "
-                  "bytes between two buffers already in memory, and the checksum alone over "
+                  "bytes between two buffers already in memory (paired with each scan, "
+                  "repetitions interleaved), and the checksum alone over "
                   "a buffer in memory. GB/s = 10⁹ bytes of tensor data per second.\n")
         md.append(table(["file", "subject", "median", "min", "max", "GB/s", "vs memcpy"], rows))
-        goals.ratio("read + checksum", "≥ 0.8× memcpy", worst, 0.8)
+        lines, notes = py_notes("scan", [(g, "tensio:safetensors", "base:py-safetensors(numpy)")
+                                         for g in groups("scan")])
+        if lines:
+            md.append("\nsafetensors against `base:py-safetensors(numpy)` (the reader of "
+                      "section 1, then a sum of each tensor's 64-bit words with NumPy; medians, "
+                      "not paired): " + "; ".join(lines) + ". " +
+                      " ".join(n[0].upper() + n[1:] + "." for n in notes) + "\n")
+        goals.ratio("read + checksum", "≥ 0.8× memcpy", worst, 0.8,
+                    steady_note("scan", "base:memcpy"))
         plots["scan"] = plot
     if groups("sha256"):
         rows = []
@@ -347,7 +452,7 @@ def main():
             for s in subjects("sha256", g):
                 k = ("sha256", g, s)
                 rows.append([g, s] + stats(k) + [f"{rate(k):.2f}",
-                                                 fr(ratio("sha256", g, s, "base:openssl-mem"))])
+                                                 fp("sha256", g, s, "base:openssl-mem")])
         md.append("\nSHA-256 of every tensor (`tio_tensor_sha256`), against OpenSSL's "
                   "`EVP_Digest` over the same bytes already in memory:\n")
         md.append(table(["file", "subject", "median", "min", "max", "GB/s", "vs OpenSSL"], rows))
@@ -362,7 +467,7 @@ def main():
             for s in subjects("write", g):
                 k = ("write", g, s)
                 r = ratio("write", g, s, base)
-                rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", fr(r)])
+                rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", fp("write", g, s, base)])
                 plot.append((g, s, rate(k)))
                 if s.startswith("tensio") and not g.endswith("+fsync"):
                     worst = lowest(worst, r, s, g)
@@ -371,11 +476,20 @@ def main():
                   "rows without `+fsync` use `TIO_SAVE_NO_SYNC` and are compared with "
                   "`open` + `write()` + `close` of the same number of bytes, the `+fsync` rows "
                   "with the library's default (fsync of the file and its directory) against "
-                  "`write()` + `fsync()`. Dirty pages are flushed (untimed) before each "
-                  "repetition. GB/s counts the bytes of the file written.\n")
+                  "`write()` + `fsync()`, paired (repetitions interleaved). Dirty pages are "
+                  "flushed (untimed) before each "
+                  "repetition. GB/s counts the bytes of the file written. .npy holds one "
+                  "array: its rows are one tensor, with `base:np.save` of an array of the same "
+                  "bytes beside them (bench/py/np_save.py, a Python process of its own).\n")
         md.append(table(["tensors", "subject", "median", "min", "max", "GB/s", "vs write()"],
                         rows))
-        goals.ratio("write each format", "≥ 0.8× write()", worst, 0.8)
+        lines, _notes = py_notes("write", [(g, "tensio:npy" + ("+fsync" if g.endswith("+fsync") else ""),
+                                            "base:np.save") for g in groups("write")])
+        if lines:
+            md.append("\n.npy against `np.save` (medians, not paired): " + "; ".join(lines) +
+                      ".\n")
+        goals.ratio("write each format", "≥ 0.8× write()", worst, 0.8,
+                    steady_note("write", "base:write"))
         plots["write"] = plot
 
     # -------------------------------------------------------------- convert
@@ -387,7 +501,8 @@ def main():
         md.append("## 4. Convert\n\nA separate process per repetition: `tensio:lib` is "
                   "`tio_open` + `tio_save` (`TIO_SAVE_NO_SYNC`, names dropped where the "
                   "target has none), `tensio:cli` is `tensio convert --no-sync`, `base:cp` is "
-                  "`cp` of the input file. Memory is sampled from /proc/PID/status every "
+                  "`cp` of the input file; the processes of a conversion run interleaved "
+                  "(paired repetitions). Memory is sampled from /proc/PID/status every "
                   "0.5 ms (peaks, MiB); max RSS is the kernel's high-water mark. File pages "
                   "are the input's mapping: page cache, shared and reclaimable, not "
                   "allocated. GB/s counts the bytes of the file written.\n")
@@ -408,7 +523,7 @@ def main():
                       paired("zmq", g, s, "base:libzmq-2frames") if s == "tensio:tensorcom"
                       else None)
                 rows.append([g, s] + stats(k) + [f"{rate(k, 1e6):.0f}", f"{n / med(k):.0f}",
-                                                 fr(r), fr(r3)])
+                                                 fp("zmq", g, s, "base:libzmq"), fr(r3)])
                 plot.append((g, s, rate(k, 1e6)))
                 if s.startswith("tensio"):
                     size = RUNS[k][0][1] // max(RUNS[k][0][2], 1)
@@ -480,9 +595,10 @@ def main():
                 items = RUNS[k][0][2]
                 per = med(k) / items
                 b = ("recvfiles", g, base)
-                r = (med(b) / RUNS[b][0][2]) / per if b in RUNS else None
+                r = paired("recvfiles", g, s, base) if b in RUNS else None
                 first = FACTS.get(k, {}).get("first_file_max_s")
-                rows.append([g, s] + stats(k) + [fmt_time(per), f"{1 / per:,.0f}", fr(r),
+                rows.append([g, s] + stats(k) + [fmt_time(per), f"{1 / per:,.0f}",
+                                                 fp("recvfiles", g, s, base) if r else fr(r),
                                                  fmt_time(float(first)) if first else ""])
                 files = int(g.split()[0])
                 per_file.setdefault(s, []).append((files, per))
@@ -531,8 +647,13 @@ def main():
 
     head = ["# tensio benchmarks: latest run\n",
             "Written by `make bench` (bench/run.sh, bench/report.py); how to read and "
-            "reproduce it: docs/performance.md. Ratios are baseline median time / tensio "
-            "median time, both measured in this run: above 1.0 tensio is faster.\n",
+            "reproduce it: docs/performance.md. Ratios compare tensio with a baseline "
+            "measured in this run, above 1.0 tensio is faster: where they ran interleaved "
+            "(paired repetitions), the median of the paired ratios (baseline time / tensio "
+            "time, repetition by repetition) and how far the farthest one is from it "
+            "(±x %; more than ±10 % after the cap of repetitions: *not steady*); "
+            "elsewhere baseline median time / tensio median time. The page-fault cost and "
+            "memcpy's bandwidth below are this machine's, measured by the run.\n",
             "## Machine\n", table(["", ""], mach),
             "\nPage cache: **warm** for every file case (each file is read once after it "
             "is written, and a warm-up repetition precedes the timed ones), except where a "

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make bench: generates the data, runs every case of bench/tio_bench (each
-# repetition timed after a warm-up), then writes bench/results/latest.md and
-# latest.png through bench/report.py and gnuplot. See docs/performance.md.
+# repetition timed after a warm-up; a case compared with a baseline runs
+# both interleaved and repeats until steady), then writes
+# bench/results/latest.md and latest.png through bench/report.py and
+# gnuplot. See docs/performance.md.
 #
 # usage: bench/run.sh BUILD_DIR
 # environment (defaults in brackets):
@@ -17,8 +19,13 @@
 #   BENCH_SIZE     bytes of each data file [1G]
 #   BENCH_TENSORS  tensors in the many-tensor files [10000]
 #   BENCH_REPS     timed repetitions [5]      BENCH_WARMUP  untimed first [1]
+#   BENCH_MAX_REPS paired cases (tensio against a baseline, interleaved) run
+#                  until their last BENCH_REPS paired ratios are within ±10 %
+#                  of their median, at most this many repetitions [4×BENCH_REPS]
+#   BENCH_FAULT_SIZE the file mapped to measure the page-fault cost [256M]
 #   BENCH_CASES    [open scan sha256 write durable convert zmq model onnx recvfiles python]
-#   BENCH_FORMATS  [btf tenbin zio rten tmfile safetensors gguf npz]
+#   BENCH_FORMATS  [btf tenbin zio rten tmfile safetensors gguf npz npy]
+#                  (npy: one tensor only, the format holds one array)
 #   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated models (model, onnx) [1G, 1000]
 #   BENCH_ZMQ_SIZES [1K,4K,16K,64K,256K,1M,4M,16M]   BENCH_ZMQ_BUDGET [1G]
 #   BENCH_FILES_COUNTS [1000,10000,100000]  recvfiles: files per run (each >= 2)
@@ -51,7 +58,9 @@ MANY=${BENCH_TENSORS:-10000}
 REPS=${BENCH_REPS:-5}
 WARM=${BENCH_WARMUP:-1}
 CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model onnx recvfiles python}
-FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile safetensors gguf npz}
+FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile safetensors gguf npz npy}
+MAXREPS=${BENCH_MAX_REPS:-$((4 * ${BENCH_REPS:-5}))}
+FAULT=${BENCH_FAULT_SIZE:-256M}
 MSIZE=${BENCH_MODEL_SIZE:-1G}
 MCONSTS=${BENCH_MODEL_CONSTS:-1000}
 ZSIZES=${BENCH_ZMQ_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M}
@@ -65,7 +74,7 @@ mkdir -p "$DATA" "$READ" "$OUT"
 DATA=$(cd "$DATA" && pwd)
 READ=$(cd "$READ" && pwd)
 RAW="$OUT/latest.tsv"
-T="$B --reps $REPS --warmup $WARM${BENCH_CHECK:+ --check}"
+T="$B --reps $REPS --max-reps $MAXREPS --warmup $WARM${BENCH_CHECK:+ --check}"
 # what is measured, before this run's own outputs make the tree dirty
 TENSIO_REV=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')
 PREV="$OUT/.previous.tsv"
@@ -76,20 +85,36 @@ trap 'rm -rf "$DATA"/bench-* "$READ"/bench-* "$PREV"' EXIT
 
 has() { [[ " $CASES " == *" $1 "* ]]; }
 ext() { case $1 in btf) echo btf ;; tenbin) echo ten ;; zio) echo zmsg ;; rten) echo rten ;;
-  tmfile) echo tmfile ;; safetensors) echo safetensors ;; gguf) echo gguf ;; npz) echo npz ;; esac; }
+  tmfile) echo tmfile ;; safetensors) echo safetensors ;; gguf) echo gguf ;; npz) echo npz ;;
+  npy) echo npy ;; esac; }
 # Where each format's many-tensor file is converted to.
 convert_to() { case $1 in btf) echo tenbin ;; tenbin) echo btf ;; zio) echo tenbin ;;
   rten) echo tenbin ;; tmfile) echo btf ;; safetensors) echo tenbin ;; gguf) echo safetensors ;;
   npz) echo safetensors ;; esac; }
 run() { echo "+ $*" >&2; "$@" >>"$RAW"; }
 step() { echo "== $*" >&2; }
+fstype() { df -PT "$1" | awk 'NR==2 {print $2}'; }
+# machine.tsv's measured lines: the page-fault cost of a tmpfs file and, when
+# the read files are on a disk file system, of a file there; memcpy's GB/s
+measure_machine() {
+  local dirs=() shm
+  if [ "$(fstype "$DATA")" = tmpfs ]; then shm=$DATA; elif [ "$(fstype /dev/shm 2>/dev/null)" = tmpfs ]; then
+    shm=/dev/shm; fi
+  [ -n "${shm:-}" ] && dirs+=(--fault-dir "$shm")
+  [ "$(fstype "$READ")" != tmpfs ] && dirs+=(--fault-dir "$READ")
+  "$B" machine --bytes "$FAULT" "${dirs[@]}"
+}
 
 # ------------------------------------------------------------ the machine
 if [ -f "$PREV" ] && [ -f "$OUT/machine.tsv" ]; then
   # the note of an earlier re-run of the same cases goes: its lines do
   grep -vF "re-run	$CASES only:" "$OUT/machine.tsv" >"$OUT/machine.tsv.new" || true
   mv "$OUT/machine.tsv.new" "$OUT/machine.tsv"
-  echo "re-run	$CASES only: $(date -u +%Y-%m-%dT%H:%MZ), tensio $TENSIO_REV, $REPS reps after $WARM warm-up, written to $(df -PT "$DATA" | awk 'NR==2 {print $2}') ($DATA); every other case is from the run above" >>"$OUT/machine.tsv"
+  echo "re-run	$CASES only: $(date -u +%Y-%m-%dT%H:%MZ), tensio $TENSIO_REV, $REPS reps after $WARM warm-up (paired cases up to $MAXREPS), written to $(df -PT "$DATA" | awk 'NR==2 {print $2}') ($DATA); every other case is from the run above" >>"$OUT/machine.tsv"
+  # the machine's measured figures: now, marked as of the re-run
+  grep -vE '^(page fault|memcpy)' "$OUT/machine.tsv" >"$OUT/machine.tsv.new" || true
+  measure_machine | sed 's/$/ (measured at the last re-run)/' >>"$OUT/machine.tsv.new"
+  mv "$OUT/machine.tsv.new" "$OUT/machine.tsv"
 else
 {
   echo "date	$(date -u +%Y-%m-%dT%H:%MZ)"
@@ -103,8 +128,9 @@ else
   echo "numpy	$($PY -c 'import numpy; print(numpy.__version__)' 2>/dev/null || echo '?')"
   echo "pyzmq	$($PY -c 'import zmq; print(zmq.__version__)' 2>/dev/null || echo '?')"
   echo "tensio	$TENSIO_REV"
-  echo "reps	$REPS timed after $WARM warm-up"
+  echo "reps	$REPS timed after $WARM warm-up; a case paired with a baseline: the last $REPS steady (paired ratios within ±10 % of their median), up to $MAXREPS run"
   echo "size	$SIZE per data file, $MANY tensors in the many-tensor files"
+  measure_machine
 } >"$OUT/machine.tsv"
 fi
 cat "$OUT/machine.tsv" >&2
@@ -113,80 +139,97 @@ one="1 tensor"
 many="$MANY tensors"
 
 # ------------------------------------------------------------ baselines
-if has open; then
-  step "baselines for open: read the whole file, np.load(mmap_mode=r)"
-  run "$B" gen --format npy --size "$SIZE" --out "$READ/bench-base.npy"
-  sync -f "$READ/bench-base.npy" # no write-back while timing
-  cat "$READ/bench-base.npy" >/dev/null
-  run $T files readall "$READ/bench-base.npy" --group "$one"
-  run $T files readall "$READ/bench-base.npy" --group "$many"
-  if [ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null; then
-    run $PY "$ROOT/bench/py/np_open.py" "$READ/bench-base.npy" --group "$one" --group "$many" \
-      --reps "$REPS" --warmup "$WARM"
-  else
-    echo "run.sh: no numpy under $PY: the np.load baseline is skipped" >&2
-  fi
-  # .npy holds one array: tensio opens the same file as np.load
-  run $T files open "$READ/bench-base.npy" --group "$one"
-  has scan || rm -f "$READ/bench-base.npy"
-fi
+# (read() of each file is paired with its open, memcpy with its scan; these
+# are the reference rows of the scan table)
 if has scan; then
   step "baseline for scan: memcpy and checksum in memory"
   run $T files memcpy --bytes "$SIZE" --group "$one"
   run $T files memcpy --bytes "$SIZE" --group "$many"
-  if [ ! -f "$READ/bench-base.npy" ]; then
-    run "$B" gen --format npy --size "$SIZE" --out "$READ/bench-base.npy"
-    cat "$READ/bench-base.npy" >/dev/null
-  fi
-  run $T files scan "$READ/bench-base.npy" --group "$one"
-  rm -f "$READ/bench-base.npy"
 fi
 
 # ------------------------------------------------------------ per format
+touched=
+pyok=
+[ -x "$PY" ] && $PY -c 'import numpy' 2>/dev/null && pyok=1
 for f in $FORMATS; do
   e=$(ext "$f")
   f1="$READ/bench-1.$e"
   fm="$READ/bench-many.$e"
+  # .npy holds one array: its tensor files are the 1-tensor ones only
+  only1=; [ "$f" = npy ] && only1=1
   if has open || has scan || has sha256 || has convert; then
-    step "$f: generate $one and $many"
+    step "$f: generate $one${only1:+ only}"
     run "$B" gen --format "$f" --size "$SIZE" --tensors 1 --out "$f1"
-    run "$B" gen --format "$f" --size "$SIZE" --tensors "$MANY" --out "$fm"
-    sync -f "$fm" # no write-back while timing
-    cat "$f1" "$fm" >/dev/null # warm the page cache
+    files=("$f1")
+    if [ -z "$only1" ]; then
+      run "$B" gen --format "$f" --size "$SIZE" --tensors "$MANY" --out "$fm"
+      files+=("$fm")
+    fi
+    sync -f "$f1" # no write-back while timing
+    cat "${files[@]}" >/dev/null # warm the page cache
   fi
   if has open; then
     run $T files open "$f1" --group "$one"
-    run $T files open "$fm" --group "$many"
+    if [ -z "$only1" ]; then run $T files open "$fm" --group "$many"; fi
+    if [ -z "$touched" ] && [ -z "$only1" ]; then
+      # the fault cost, read against the opens: every page of a 1-tensor
+      # file; one page per tensor, spread as the many-tensor file's are
+      run $T files touch "$f1" --group "$one"
+      run $T files touch "$fm" --group "$many" --touches "$MANY"
+      touched=1
+    fi
+    if [ "$f" = npy ]; then
+      if [ -n "$pyok" ]; then
+        run $PY "$ROOT/bench/py/np_open.py" "$f1" --group "$one" --group "$many" \
+          --reps "$REPS" --warmup "$WARM"
+      else
+        echo "run.sh: no numpy under $PY: the np.load baseline is skipped" >&2
+      fi
+    fi
   fi
   if has scan; then
     run $T files scan "$f1" --group "$one"
-    run $T files scan "$fm" --group "$many"
+    if [ -z "$only1" ]; then run $T files scan "$fm" --group "$many"; fi
+  fi
+  if [ "$f" = safetensors ] && { has open || has scan; }; then
+    # the reader a Python user without the safetensors package writes
+    cs=$(has open && echo open),$(has scan && echo scan)
+    cs=${cs#,}; cs=${cs%,}
+    if [ -n "$pyok" ]; then
+      run $PY "$ROOT/bench/py/st_read.py" "$f1" --group "$one" --cases "$cs" --reps "$REPS" --warmup "$WARM"
+      run $PY "$ROOT/bench/py/st_read.py" "$fm" --group "$many" --cases "$cs" --reps "$REPS" --warmup "$WARM"
+    else
+      echo "run.sh: no numpy under $PY: the Python safetensors baseline is skipped" >&2
+    fi
   fi
   if has sha256 && [ "$f" = btf ]; then
     run $T files sha256 "$fm" --group "$many"
   fi
-  if has convert; then
+  if has convert && [ -z "$only1" ]; then
     to=$(convert_to "$f")
     o="$DATA/bench-out.$(ext "$to")"
-    g="$f→$to"
-    run $T files spawn --case convert --group "$g" --subject "tensio:lib" --out "$o" --warm "$SIZE" -- \
-      "$B" files convert-once "$fm" "$o" "$to"
-    if [ "$f" = btf ]; then
-      run $T files spawn --case convert --group "$g" --subject "tensio:cli" --out "$o" --warm "$SIZE" -- \
-        "$CLI" convert --no-sync --drop-names --to "$to" "$fm" "$o"
-    fi
-    run $T files spawn --case convert --group "$g" --subject "base:cp" --out "$o" --warm "$SIZE" -- \
-      cp "$fm" "$o"
+    cli=()
+    [ "$f" = btf ] && cli=(:: tensio:cli "$CLI" convert --no-sync --drop-names --to "$to" "$fm" "$o")
+    # cp and tensio interleaved, one process per repetition each
+    run $T files spawn --case convert --group "$f→$to" --out "$o" --warm "$SIZE" \
+      :: base:cp cp "$fm" "$o" :: tensio:lib "$B" files convert-once "$fm" "$o" "$to" "${cli[@]}"
   fi
   rm -f "$f1" "$fm"
+  # the many-tensor files; one tensor for .npy, with np.save of it beside
+  wn=$MANY wg=$many
+  [ -n "$only1" ] && wn=1 wg=$one
   if has write; then
-    step "$f: write $many"
-    run $T files write --format "$f" --size "$SIZE" --tensors "$MANY" \
-      --out "$DATA/bench-w.$e" --group "$many"
+    step "$f: write $wg"
+    run $T files write --format "$f" --size "$SIZE" --tensors "$wn" \
+      --out "$DATA/bench-w.$e" --group "$wg"
+    if [ "$f" = npy ] && [ -n "$pyok" ]; then
+      run $PY "$ROOT/bench/py/np_save.py" "$DATA/bench-w-np.npy" --group "$wg" \
+        --bytes "$("$B" gen --data-bytes --size "$SIZE" --tensors 1)" --reps "$REPS" --warmup "$WARM"
+    fi
   fi
   if has durable; then
-    run $T files write --format "$f" --size "$SIZE" --tensors "$MANY" \
-      --out "$DATA/bench-w.$e" --group "$many+fsync" --sync
+    run $T files write --format "$f" --size "$SIZE" --tensors "$wn" \
+      --out "$DATA/bench-w.$e" --group "$wg+fsync" --sync
   fi
 done
 
@@ -245,21 +288,16 @@ if has onnx; then
       "$gi" "$PY" >>"$RAW"
   fi
   o="$DATA/bench-out.rten"
-  run $T files spawn --case onnx --group "onnx→rten" --subject "tensio:cli" --out "$o" --warm "$MSIZE" -- \
-    "$CLI" convert --no-sync "$on" "$o"
-  run $T files spawn --case onnx --group "onnx→rten" --subject "tensio:lib" --out "$o" --warm "$MSIZE" -- \
-    "$B" files convert-once "$on" "$o" rten
-  run $T files spawn --case onnx --group "onnx→rten" --subject "base:cp" --out "$o" --warm "$MSIZE" -- \
-    cp "$on" "$o"
+  run $T files spawn --case onnx --group "onnx→rten" --out "$o" --warm "$MSIZE" \
+    :: base:cp cp "$on" "$o" :: tensio:cli "$CLI" convert --no-sync "$on" "$o" \
+    :: tensio:lib "$B" files convert-once "$on" "$o" rten
   # rten's onnx_hash is the SHA-256 of the .onnx: that alone, over the same
   # mapped file, with the same OpenSSL
   run $T files spawn --case onnx --group "onnx→rten" --subject "base:sha256" --out "$o.sha256" \
     --bytes-of "$on" -- "$B" files sha256-once "$on" "$o.sha256"
   o="$DATA/bench-out.onnx"
-  run $T files spawn --case onnx --group "rten→onnx" --subject "tensio:cli" --out "$o" --warm "$MSIZE" -- \
-    "$CLI" convert --no-sync "$rt" "$o"
-  run $T files spawn --case onnx --group "rten→onnx" --subject "base:cp" --out "$o" --warm "$MSIZE" -- \
-    cp "$rt" "$o"
+  run $T files spawn --case onnx --group "rten→onnx" --out "$o" --warm "$MSIZE" \
+    :: base:cp cp "$rt" "$o" :: tensio:cli "$CLI" convert --no-sync "$rt" "$o"
   rm -f "$on" "$small" "$rt"
 fi
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The bench_smoke test: bench/run.sh end to end on tiny data (1 MiB files,
 # 10 tensors, 1 KiB and 64 KiB messages, one repetition), with tio_bench's
-# --check, into a scratch directory. It asserts that every case ran and the
-# report has every section; it never looks at a time.
+# --check, into a scratch directory. It asserts that every case ran (with
+# its baselines, paired where they are), that the report has every section
+# and the machine's measured figures; it never looks at a time.
 # usage: bench/smoke.sh BUILD_DIR SCRATCH_DIR
 set -euo pipefail
 BUILD=$1
@@ -11,7 +12,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$OUT"
 mkdir -p "$OUT/data" "$OUT/results"
 BENCH_DIR="$OUT/data" BENCH_OUT="$OUT/results" BENCH_SIZE=1M BENCH_TENSORS=10 \
-  BENCH_REPS=1 BENCH_WARMUP=0 BENCH_CHECK=1 BENCH_MODEL_SIZE=1M BENCH_MODEL_CONSTS=10 \
+  BENCH_REPS=1 BENCH_MAX_REPS=2 BENCH_WARMUP=0 BENCH_CHECK=1 BENCH_MODEL_SIZE=1M \
+  BENCH_MODEL_CONSTS=10 BENCH_FAULT_SIZE=1M \
   BENCH_ZMQ_SIZES=1K,64K BENCH_ZMQ_BUDGET=1M BENCH_FILES_COUNTS=10,100 \
   bash "$ROOT/bench/run.sh" "$BUILD" 2>"$OUT/run.log" || { cat "$OUT/run.log"; exit 1; }
 md="$OUT/results/latest.md"
@@ -28,9 +30,13 @@ for s in base:read base:memcpy base:write base:cp base:libzmq tensio:zio tensio:
          base:write+rename "tensio:recv --sync-each" "tensio:recv --no-sync" \
          "tensio: open + list" "| onnx→rten | tensio:cli" "| onnx→rten | tensio:lib" \
          "| rten→onnx | tensio:cli" "ONNX open + list" "ONNX→rten convert" \
-         "ONNX→rten convert, peak anonymous"; do
+         "ONNX→rten convert, peak anonymous" base:touch base:np.save "tensio:npy" \
+         "base:py-safetensors(numpy)" "| page fault, " "| memcpy |" "python3-safetensors"; do
   grep -qF "$s" "$md" || { echo "bench_smoke: no $s row"; fail=1; }
 done
+# paired cases: their ratios are the median of paired repetitions (P lines)
+grep -q "^P	open	" "$OUT/results/latest.tsv" || { echo "bench_smoke: no paired open"; fail=1; }
+grep -qE "× ±[0-9]+ %" "$md" || { echo "bench_smoke: no paired ratio in $md"; fail=1; }
 # onnx.load: measured, or a line saying why not (no python3-onnx)
 grep -qF "base:onnx.load" "$md" || { echo "bench_smoke: no base:onnx.load row or note"; fail=1; }
 # no data file left behind

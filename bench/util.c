@@ -150,3 +150,97 @@ void bn_mem_sample(int pid, bn_mem *m) {
         if (v > *slot) *slot = v;
     }
 }
+
+/* ------------------------------------------------------------ paired runs */
+
+int bn_paired_init(bn_paired *p, const bn_ctx *x, const char *cas, const char *group,
+                   const char *base, const char *subject) {
+    memset(p, 0, sizeof *p);
+    p->cas = cas;
+    p->group = group;
+    p->nsub = 2;
+    snprintf(p->subject[0], sizeof p->subject[0], "%s", base ? base : "");
+    snprintf(p->subject[1], sizeof p->subject[1], "%s", subject ? subject : "");
+    p->reps = x->reps;
+    p->max = x->max_reps > x->reps ? x->max_reps : x->reps;
+    p->t = calloc((size_t)p->max * BN_PAIR_MAX, sizeof *p->t);
+    return p->t ? 0 : bn_fail("paired: out of memory");
+}
+
+/* Repetition r runs subject (r + k) mod nsub k-th: each goes first in turn. */
+int bn_paired_order(const bn_paired *p, int r, int k) {
+    int v = (r + k) % p->nsub;
+    return v < 0 ? v + p->nsub : v;
+}
+
+void bn_paired_set(bn_paired *p, int s, double seconds, uint64_t bytes, uint64_t items) {
+    if (p->n >= p->max || s < 0 || s >= p->nsub) return;
+    p->t[(size_t)p->n * BN_PAIR_MAX + (size_t)s] = seconds;
+    p->bytes[s] = bytes;
+    p->items[s] = items;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double ratio_at(const bn_paired *p, int rep, int s) {
+    const double *row = p->t + (size_t)rep * BN_PAIR_MAX;
+    return row[s] > 0 ? row[0] / row[s] : 0;
+}
+
+/* The largest relative distance of a paired ratio from its subject's median
+ * over repetitions [from, from + len). */
+static double spread(const bn_paired *p, int from, int len) {
+    double worst = 0, r[BN_PAIR_MAX * 64];
+    if (len > (int)(sizeof r / sizeof r[0])) len = (int)(sizeof r / sizeof r[0]);
+    for (int s = 1; s < p->nsub; s++) {
+        for (int i = 0; i < len; i++) r[i] = ratio_at(p, from + i, s);
+        qsort(r, (size_t)len, sizeof r[0], cmp_double);
+        double med = len % 2 ? r[len / 2] : (r[len / 2 - 1] + r[len / 2]) / 2;
+        if (med <= 0) return 1e9;
+        double d = r[len - 1] / med - 1;
+        if (1 - r[0] / med > d) d = 1 - r[0] / med;
+        if (d > worst) worst = d;
+    }
+    return worst;
+}
+
+int bn_paired_more(const bn_paired *p) {
+    if (p->n < p->reps) return 1;
+    if (p->n >= p->max) return 0;
+    return spread(p, p->n - p->reps, p->reps) > BN_STEADY;
+}
+
+void bn_paired_emit(const bn_paired *p) {
+    int len = p->n < p->reps ? p->n : p->reps;
+    if (len == 0) return;
+    int from = p->n - len;
+    double best = spread(p, from, len);
+    if (best > BN_STEADY) /* the cap was reached: the steadiest window */
+        for (int f = p->n - len - 1; f >= 0; f--) {
+            double d = spread(p, f, len);
+            if (d < best) {
+                best = d;
+                from = f;
+            }
+        }
+    for (int i = from; i < from + len; i++)
+        for (int s = 0; s < p->nsub; s++)
+            bn_emit(p->cas, p->group, p->subject[s], p->t[(size_t)i * BN_PAIR_MAX + (size_t)s],
+                    p->bytes[s], p->items[s]);
+    for (int s = 1; s < p->nsub; s++) {
+        for (int i = from; i < from + len; i++)
+            printf("P\t%s\t%s\t%s\t%s\t%.6f\n", p->cas, p->group, p->subject[s], p->subject[0],
+                   ratio_at(p, i, s));
+        bn_fact(p->cas, p->group, p->subject[s], "reps", "%d of %d run (cap %d), %s", len, p->n,
+                p->max, best <= BN_STEADY ? "steady" : "not steady");
+    }
+    fflush(stdout);
+}
+
+void bn_paired_free(bn_paired *p) {
+    free(p->t);
+    p->t = NULL;
+}

@@ -1,0 +1,153 @@
+/* tio_bench machine: what this machine's memory costs, for the header of
+ * the report (lines of machine.tsv on stdout: key TAB value).
+ *
+ *   machine [--fault-dir DIR]... [--bytes B]
+ *
+ * For each DIR: a file of B bytes (default 256 MiB) is written there and
+ * read once (page cache warm), then mapped read-only and touched, one byte
+ * per 4 KiB page, and unmapped: the time of mmap + touches + munmap per page
+ * (median of 5). Touching every page lets the kernel map its neighbours in
+ * the same fault (fault-around, large folios), so a second figure touches
+ * one byte every 128 KiB (about one tensor header per touch in a 1 GiB file
+ * of 10,000 tensors): the cost of a fault on its own.
+ * Then memcpy of B bytes between two buffers already touched: GB/s (median
+ * of 5). */
+#include "bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "gen.h"
+
+#define PAGE 4096u
+
+double bn_touch(const char *path, uint64_t touches, uint64_t *done, uint64_t *sink) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)PAGE) {
+        close(fd);
+        return -1;
+    }
+    size_t size = (size_t)st.st_size;
+    uint64_t pages = size / PAGE;
+    if (touches == 0 || touches > pages) touches = pages;
+    uint64_t stride = pages / touches; /* in pages */
+    double t0 = bn_now();
+    const volatile unsigned char *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if ((const void *)p == MAP_FAILED) {
+        close(fd);
+        return -1;
+    }
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < touches; i++) acc += p[i * stride * PAGE];
+    munmap((void *)(uintptr_t)p, size);
+    double t1 = bn_now();
+    close(fd);
+    *done = touches;
+    *sink += acc;
+    return t1 - t0;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of 5 of bn_touch(path, touches): seconds per touch, or < 0. */
+static double fault_cost(const char *path, uint64_t touches, uint64_t *sink) {
+    double t[5];
+    uint64_t n = 0;
+    if (bn_touch(path, touches, &n, sink) < 0) return -1; /* warm-up */
+    for (int i = 0; i < 5; i++)
+        if ((t[i] = bn_touch(path, touches, &n, sink)) < 0) return -1;
+    qsort(t, 5, sizeof t[0], cmp_d);
+    return n ? t[2] / (double)n : -1;
+}
+
+static const char *fs_name(const char *dir) {
+    struct statfs sf;
+    if (statfs(dir, &sf) != 0) return "?";
+    switch ((unsigned long)sf.f_type) {
+    case 0x01021994UL: return "tmpfs";
+    case 0xEF53UL: return "ext4";
+    case 0x58465342UL: return "xfs";
+    case 0x9123683EUL: return "btrfs";
+    case 0x794c7630UL: return "overlayfs";
+    default: return "disk";
+    }
+}
+
+static int fault_line(const char *dir, uint64_t bytes, void *data, uint64_t *sink) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bench-fault.bin", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return bn_fail("%s: %s", path, strerror(errno));
+    uint64_t done = 0;
+    while (done < bytes) {
+        ssize_t k = write(fd, (unsigned char *)data + done, (size_t)(bytes - done));
+        if (k <= 0) {
+            close(fd);
+            unlink(path);
+            return bn_fail("%s: write: %s", path, strerror(errno));
+        }
+        done += (uint64_t)k;
+    }
+    fsync(fd); /* no write-back while timing */
+    close(fd);
+    uint64_t n = 0;
+    bn_touch(path, 0, &n, sink); /* page cache warm */
+    double every = fault_cost(path, 0, sink);
+    uint64_t apart = bytes / (128 * 1024);
+    double sparse = apart ? fault_cost(path, apart, sink) : -1;
+    unlink(path);
+    if (every < 0) return bn_fail("%s: cannot map", path);
+    char label[32];
+    bn_size_label(bytes, label, sizeof label);
+    printf("page fault, %s\t%.3f µs per 4 KiB page touching every page; ", fs_name(dir),
+           every * 1e6);
+    if (sparse >= 0) printf("%.2f µs per touch 128 KiB apart; ", sparse * 1e6);
+    printf("mmap + touches + munmap of a %s file in the page cache (%s), median of 5\n",
+           label, dir);
+    return 0;
+}
+
+int bn_cmd_machine(bn_ctx *x, int argc, char **argv) {
+    (void)x;
+    uint64_t bytes = bn_parse_size(bn_opt(argc, argv, "--bytes", "256M"));
+    if (bytes < 1024 * 1024) bytes = 1024 * 1024;
+    bytes &= ~(uint64_t)(PAGE - 1);
+    unsigned char *a = bn_big_alloc((size_t)bytes), *b = bn_big_alloc((size_t)bytes);
+    if (!a || !b) return bn_fail("machine: cannot allocate");
+    bn_fill(a, (size_t)bytes, 3);
+    memset(b, 1, (size_t)bytes);
+    uint64_t sink = 0;
+    int rc = 0;
+    for (int i = 1; i + 1 < argc && !rc; i++)
+        if (strcmp(argv[i], "--fault-dir") == 0) rc = fault_line(argv[++i], bytes, a, &sink);
+    double t[5];
+    memcpy(b, a, (size_t)bytes); /* warm-up */
+    for (int i = 0; i < 5; i++) {
+        double t0 = bn_now();
+        memcpy(b, a, (size_t)bytes);
+        t[i] = bn_now() - t0;
+        sink += b[(size_t)i * 4096 % bytes];
+    }
+    qsort(t, 5, sizeof t[0], cmp_d);
+    char label[32];
+    bn_size_label(bytes, label, sizeof label);
+    if (!rc)
+        printf("memcpy\t%.2f GB/s (%s between two buffers already touched, median of 5)\n",
+               (double)bytes / t[2] / 1e9, label);
+    fflush(stdout);
+    bn_big_free(a, (size_t)bytes);
+    bn_big_free(b, (size_t)bytes);
+    return rc ? rc : sink == 1 ? 1 : 0;
+}
