@@ -62,7 +62,7 @@ static int all_zero(const uint8_t *b) {
 }
 
 static int check_sum(const uint8_t *h, uint64_t at, tio_error *err) {
-    uint64_t stored;
+    uint64_t stored = 0;
     int rc = tio__tar_number(h + H_CHKSUM, H_CHKSUM_N, at + H_CHKSUM, "header checksum",
                              &stored, err);
     if (rc != TIO_OK) return rc;
@@ -198,7 +198,7 @@ int tio__tar_next(tio_cursor *c, const tio_limits *lim, tio_tar_entry *e, int *d
             break;
         }
         if ((rc = check_sum(h, at, err)) != TIO_OK) break;
-        uint64_t size;
+        uint64_t size = 0;
         rc = tio__tar_number(h + H_SIZE, H_SIZE_N, at + H_SIZE, "member size", &size, err);
         if (rc != TIO_OK) break;
         uint8_t type = h[H_TYPE];
