@@ -13,6 +13,7 @@ static int usage(void) {
           "  zmq ...     ZeroMQ loopback: tensio streams against raw libzmq\n"
           "  model ...   open + enumerate the constants of model files\n"
           "  recvfiles ... tensio recv -o, one file per message, against write()+rename()\n"
+          "  lmdb ...    random reads from an LMDB store growing 10 k -> 1 M records\n"
           "Output: one tab-separated line per repetition (see bench/bench.h).\n",
           stderr);
     return 2;
@@ -44,5 +45,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "zmq") == 0) return bn_cmd_zmq(&x, sub_argc, sub_argv);
     if (strcmp(cmd, "model") == 0) return bn_cmd_model(&x, sub_argc, sub_argv);
     if (strcmp(cmd, "recvfiles") == 0) return bn_cmd_recvfiles(&x, sub_argc, sub_argv);
+    if (strcmp(cmd, "lmdb") == 0) return bn_cmd_lmdb(&x, sub_argc, sub_argv);
     return usage();
 }
