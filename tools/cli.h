@@ -325,6 +325,8 @@ int cli_is_lmdb(const char *path);
 /* tensio ls: a row per key (its record's bytes), or with tensors a row per
  * tensor of each record. */
 int cli_lmdb_ls(const char *path, int tensors, int json);
+/* tensio info: the records' format, records, tensors and bytes. */
+int cli_lmdb_info(const char *path, int json);
 /* The record of key (tensio dump); the container keeps the store open. */
 int cli_lmdb_open_record(const char *path, const char *key, tio_container **out);
 /* Problems found: the store's, and every record that does not decode. */

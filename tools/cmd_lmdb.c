@@ -179,6 +179,62 @@ int cli_lmdb_ls(const char *path, int tensors, int json) {
     return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
 }
 
+/* ----------------------------------------------------------------- info */
+
+int cli_lmdb_info(const char *path, int json) {
+    tio_lmdb *db;
+    tio_lmdb_txn *txn;
+    int rc = open_store(path, &db, &txn);
+    if (rc != CLI_EXIT_OK) return rc;
+    uint64_t records = 0, record_bytes = 0, tensors = 0, tensor_bytes = 0, bad = 0;
+    tio_lmdb_record r;
+    tio_error err;
+    tio_error_clear(&err);
+    while (tio_lmdb_next(txn, &r, &err) == TIO_OK) {
+        records++;
+        record_bytes += r.size;
+        tio_container *c = NULL;
+        if (tio_lmdb_open_record(txn, &r, NULL, &c, &err) != TIO_OK) {
+            report(path, &err);
+            bad++;
+            continue;
+        }
+        for (size_t t = 0; t < tio_container_count(c); t++)
+            tensor_bytes += tio_tensor_nbytes(tio_container_tensor(c, t));
+        tensors += tio_container_count(c);
+        tio_container_free(c);
+    }
+    if (err.code != TIO_E_NOT_FOUND) {
+        report(path, &err);
+        bad++;
+    }
+    const char *rf = tio_lmdb_format(db);
+    if (json) {
+        json_t *o = json_object();
+        int nomem = !o;
+        nomem |= cli_json_set(o, "file", cli_json_str(path));
+        nomem |= cli_json_set(o, "format", json_string("lmdb"));
+        nomem |= cli_json_set(o, "record_format", cli_json_str(rf));
+        nomem |= cli_json_set(o, "records", json_integer((json_int_t)records));
+        nomem |= cli_json_set(o, "record_bytes", json_integer((json_int_t)record_bytes));
+        nomem |= cli_json_set(o, "tensors", json_integer((json_int_t)tensors));
+        nomem |= cli_json_set(o, "tensor_bytes", json_integer((json_int_t)tensor_bytes));
+        nomem |= cli_json_set(o, "undecodable_records", json_integer((json_int_t)bad));
+        rc = nomem ? (json_decref(o), cli_error("out of memory")) : cli_json_print(o);
+    } else {
+        char *ep = cli_text_escape(path);
+        printf("file: %s\nformat: lmdb (records: %s)\nrecords: %llu, %llu bytes\n"
+               "tensors: %llu, %llu bytes\n",
+               ep ? ep : path, rf ? rf : "format probed per record",
+               (unsigned long long)records, (unsigned long long)record_bytes,
+               (unsigned long long)tensors, (unsigned long long)tensor_bytes);
+        if (bad) printf("undecodable records: %llu\n", (unsigned long long)bad);
+        free(ep);
+    }
+    close_store(db, txn);
+    return rc == CLI_EXIT_OK && bad ? CLI_EXIT_FAIL : rc;
+}
+
 /* ----------------------------------------------------------------- dump */
 
 int cli_lmdb_open_record(const char *path, const char *key, tio_container **out) {

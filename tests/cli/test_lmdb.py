@@ -104,6 +104,10 @@ def test_tensio_writes(tmp):
     ls = json.loads(run("ls", "--json", "--tensors", db).stdout)
     check("ls records", ls["records"] == 12 and ls["record_format"] == "tenbin", repr(ls)[:200])
     check("ls tensors", len(ls["tensors"]) == sum(len(v) for v in expect.values()))
+    info = json.loads(run("info", "--json", db).stdout)
+    check("info", info["records"] == 12 and info["tensors"] == len(ls["tensors"]) and
+          info["tensor_bytes"] == sum(a.nbytes for v in expect.values() for _, a in v) and
+          info["undecodable_records"] == 0, repr(info))
     # a key already there needs --force
     p = run("convert", shard, db, ok=False)
     check("existing key refused", p.returncode == 1 and "--force" in p.stderr, p.stderr)
@@ -163,6 +167,9 @@ def test_python_writes(tmp):
     p = run("ls", "--tensors", path, ok=False)
     check("ls --tensors: bad record", p.returncode == 1 and 'record "broken"' in p.stderr,
           p.stderr)
+    p = run("info", path, ok=False)
+    check("info: bad record", p.returncode == 1 and "undecodable records: 1" in p.stdout,
+          p.stdout + p.stderr)
     p = run("dump", path, "nosuch", ok=False)
     check("dump: missing key", p.returncode == 1 and "nosuch" in p.stderr, p.stderr)
 
