@@ -367,6 +367,14 @@ static int convert_shard(convert_state *s, const char *in) {
     int rc = CLI_EXIT_OK;
     for (size_t i = 0; rc == CLI_EXIT_OK && i < tio_shard_sample_count(sh); i++) {
         const tio_shard_sample *sm = tio_shard_sample_at(sh, i);
+        if (sm->duplicate_of != TIO_SHARD_NONE && !s->force) {
+            /* a second record under the key would replace the first one */
+            char *ek = cli_text_escape(sm->key);
+            rc = cli_error("%s: sample key \"%s\" comes twice in the shard (--force keeps "
+                           "the last one)", in, ek ? ek : "?");
+            free(ek);
+            break;
+        }
         tio_container **cs = calloc(sm->count ? sm->count : 1, sizeof *cs);
         const char **names = calloc(sm->count ? sm->count : 1, sizeof *names);
         size_t n = 0;

@@ -112,6 +112,17 @@ def test_tensio_writes(tmp):
     p = run("convert", shard, db, ok=False)
     check("existing key refused", p.returncode == 1 and "--force" in p.stderr, p.stderr)
     run("convert", "--force", shard, db)
+    # a sample key that comes back after another key: refused, not overwritten
+    dup = os.path.join(tmp, "dup.tar")
+    data, _ = make_ten(tmp, 50, 0)
+    with tarfile.open(dup, "w") as t:
+        for key in ("a", "b", "a"):
+            ti = tarfile.TarInfo(key + ".ten")
+            ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data))
+    p = run("convert", dup, os.path.join(tmp, "dup.lmdb"), ok=False)
+    check("duplicate sample key refused", p.returncode == 1 and 'key "a" comes twice' in p.stderr,
+          p.stderr)
     # a single container: key = the file name without extensions
     _, ten = make_ten(tmp, 40, 0)
     run("convert", ten, db)
