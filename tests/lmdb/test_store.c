@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <lmdb.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -675,12 +676,62 @@ static void test_sigkill(void **state) {
     remove_tree(dir);
 }
 
+/* ------------------------------------------------- containers on threads */
+
+typedef struct held_record {
+    tio_container *c;
+    unsigned i;
+    int ok;
+} held_record;
+
+static void *check_and_free(void *arg) {
+    held_record *h = arg;
+    h->ok = record_equal(h->c, h->i, 3000);
+    tio_container_free(h->c); /* the last one ends the transaction, on this thread */
+    return NULL;
+}
+
+static void test_threads(void **state) {
+    (void)state;
+    char dir[] = "/tmp/tio-lmdb-XXXXXX";
+    make_dir(dir);
+    char path[300];
+    snprintf(path, sizeof path, "%s/t.lmdb", dir);
+    tio_lmdb *db = open_write(path, NULL, 0, 0);
+    put_records(db, 0, 8, 3000);
+    tio_lmdb_close(db);
+    for (int round = 0; round < 20; round++) {
+        db = open_read(path);
+        tio_lmdb_txn *txn = NULL;
+        tio_error e;
+        assert_int_equal(tio_lmdb_read_begin(db, &txn, &e), TIO_OK);
+        held_record h[8];
+        pthread_t th[8];
+        for (unsigned i = 0; i < 8; i++) {
+            char key[32];
+            key_of(i, key, sizeof key);
+            h[i] = (held_record){NULL, i, 0};
+            assert_int_equal(tio_lmdb_get(txn, key, strlen(key), NULL, &h[i].c, &e), TIO_OK);
+        }
+        tio_lmdb_read_end(txn);
+        tio_lmdb_close(db); /* the containers hold both */
+        for (unsigned i = 0; i < 8; i++)
+            assert_int_equal(pthread_create(&th[i], NULL, check_and_free, &h[i]), 0);
+        for (unsigned i = 0; i < 8; i++) {
+            assert_int_equal(pthread_join(th[i], NULL), 0);
+            EXPECT(h[i].ok, "round %d: record %u differs on its thread", round, i);
+        }
+    }
+    remove_tree(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_zero_copy),
         cmocka_unit_test(test_lifetime),     cmocka_unit_test(test_batches),
         cmocka_unit_test(test_bad_records),  cmocka_unit_test(test_bad_metadata),
         cmocka_unit_test(test_truncated_file), cmocka_unit_test(test_sigkill),
+        cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
