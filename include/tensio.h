@@ -684,7 +684,10 @@ TIO_API int tio_shard_open_member(tio_shard *s, size_t i, const tio_open_options
  * freed. Record views (tio_lmdb_record) are valid until tio_lmdb_read_end.
  * A transaction is used by one thread at a time; its containers may be
  * freed on any thread. Growing the map on a write needs no read transaction
- * of this process open (LMDB's rule): a full map then is TIO_E_LIMIT. */
+ * of this process open (LMDB's rule): a full map then is TIO_E_LIMIT.
+ * Open a store once per process (LMDB's locks are per process): a writer
+ * reads through its own tio_lmdb_read_begin. A writable store is used by one
+ * thread at a time. LMDB trusts its own pages: see docs/security.md. */
 typedef struct tio_lmdb tio_lmdb;
 typedef struct tio_lmdb_txn tio_lmdb_txn;
 
