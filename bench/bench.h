@@ -109,5 +109,6 @@ int bn_cmd_zmq(bn_ctx *x, int argc, char **argv);
 int bn_cmd_model(bn_ctx *x, int argc, char **argv);
 int bn_cmd_recvfiles(bn_ctx *x, int argc, char **argv);
 int bn_cmd_machine(bn_ctx *x, int argc, char **argv);
+int bn_cmd_lmdb(bn_ctx *x, int argc, char **argv);
 
 #endif

@@ -663,6 +663,108 @@ TIO_API const char *tio_shard_member_format(const tio_shard *s, size_t i);
 TIO_API int tio_shard_open_member(tio_shard *s, size_t i, const tio_open_options *opts,
                                   tio_container **out, tio_error *err);
 
+/* ------------------------------------------------------------- LMDB stores */
+
+/* A store of tensors in an LMDB database (docs/formats/lmdb.md): each key
+ * holds one record, a whole container encoded in one tensio format (tenbin
+ * by default). The reserved key "__tensio__" holds the store's metadata,
+ * JSON {"format": "tenbin", "version": 1}: the store says how to read it.
+ * A database without it (written by another program) is read with
+ * opts->format, else each record's format is probed.
+ * The path is a directory holding data.mdb (and lock.mdb), or a single file
+ * (and FILE-lock): an existing directory is a directory; an existing file, or
+ * a new path ending ".mdb", is a file; a new path otherwise (".lmdb") is
+ * created as a directory.
+ * Lifetime: a store is reference counted. tio_lmdb_close releases the
+ * caller's hold; every read transaction holds the store, and every container
+ * opened from a read transaction holds that transaction: its tensors are
+ * views into LMDB's map, valid as long as the container, because the read
+ * transaction (the LMDB snapshot that keeps those pages in place) ends only
+ * when tio_lmdb_read_end has been called AND every container opened in it is
+ * freed. Record views (tio_lmdb_record) are valid until tio_lmdb_read_end.
+ * A transaction is used by one thread at a time; its containers may be
+ * freed on any thread. Growing the map on a write needs no read transaction
+ * of this process open (LMDB's rule): a full map then is TIO_E_LIMIT.
+ * Open a store once per process (LMDB's locks are per process): a writer
+ * reads through its own tio_lmdb_read_begin. A writable store is used by one
+ * thread at a time. LMDB trusts its own pages: see docs/security.md. */
+typedef struct tio_lmdb tio_lmdb;
+typedef struct tio_lmdb_txn tio_lmdb_txn;
+
+#define TIO_LMDB_WRITE 0x1u  /* open for writing; created when missing */
+#define TIO_LMDB_FILE 0x2u   /* create a single-file store even without ".mdb" */
+
+/* Zero-initialise for the defaults. */
+typedef struct tio_lmdb_options {
+    unsigned flags;          /* TIO_LMDB_* */
+    const char *format;      /* creating: the records' format (default "tenbin"); reading a
+                                store without metadata: their format (NULL = probe each) */
+    size_t batch;            /* writes: records per committed transaction (0 = 1000) */
+    uint64_t map_size;       /* writes: initial map size in bytes (0 = 64 MiB); doubled
+                                whenever LMDB reports the map full */
+    const struct tio_save_options *save; /* writes: how records are encoded (NULL = defaults) */
+    const tio_limits *limits;     /* reads: limits for records (NULL = defaults) */
+} tio_lmdb_options;
+
+/* A record: views into LMDB's map, valid until tio_lmdb_read_end. Keys are
+ * bytes (not NUL-terminated). */
+typedef struct tio_lmdb_record {
+    const void *key;
+    size_t key_size;
+    const void *data;
+    size_t size;
+    const tio_lmdb_txn *txn; /* the transaction it was read in */
+} tio_lmdb_record;
+
+/* Opens (and with TIO_LMDB_WRITE creates) a store. Read-only opens use
+ * MDB_RDONLY; a data file shorter than its own meta pages say is refused
+ * (TIO_E_TRUNCATED) before any page is touched. */
+TIO_API int tio_lmdb_open(const char *path, const tio_lmdb_options *opts, tio_lmdb **out,
+                          tio_error *err);
+/* Commits pending writes (errors are lost: call tio_lmdb_commit first) and
+ * releases the caller's hold (NULL is fine). */
+TIO_API void tio_lmdb_close(tio_lmdb *db);
+/* The records' format ("tenbin"…), or NULL when they are probed. */
+TIO_API const char *tio_lmdb_format(const tio_lmdb *db);
+
+/* Encodes c in the store's format and stores it under key (replacing a
+ * record there). It is committed with the batch: every opts->batch puts, at
+ * tio_lmdb_commit and at tio_lmdb_close. "__tensio__" is TIO_E_ARGUMENT; an
+ * empty key, or one longer than LMDB takes (511 bytes), too. */
+TIO_API int tio_lmdb_put(tio_lmdb *db, const void *key, size_t key_size,
+                         const tio_container *c, tio_error *err);
+/* Stores bytes as they are (they must be a record in the store's format:
+ * they are decoded once first, TIO_E_* of the decoder otherwise). */
+TIO_API int tio_lmdb_put_bytes(tio_lmdb *db, const void *key, size_t key_size,
+                               const void *data, size_t size, tio_error *err);
+/* Commits the pending batch. */
+TIO_API int tio_lmdb_commit(tio_lmdb *db, tio_error *err);
+
+/* Begins a read transaction: a consistent snapshot of the store. */
+TIO_API int tio_lmdb_read_begin(tio_lmdb *db, tio_lmdb_txn **out, tio_error *err);
+/* Releases the caller's hold (NULL is fine); see the lifetime rule above. */
+TIO_API void tio_lmdb_read_end(tio_lmdb_txn *txn);
+/* Records in the snapshot (the metadata key not counted). */
+TIO_API uint64_t tio_lmdb_count(const tio_lmdb_txn *txn);
+/* The record of key: TIO_OK, or TIO_E_NOT_FOUND. */
+TIO_API int tio_lmdb_find(tio_lmdb_txn *txn, const void *key, size_t key_size,
+                          tio_lmdb_record *rec, tio_error *err);
+/* The next record in key order (the first after tio_lmdb_read_begin or
+ * tio_lmdb_rewind): TIO_OK, or TIO_E_NOT_FOUND after the last. */
+TIO_API int tio_lmdb_next(tio_lmdb_txn *txn, tio_lmdb_record *rec, tio_error *err);
+TIO_API void tio_lmdb_rewind(tio_lmdb_txn *txn);
+/* Opens the record of key (tio_lmdb_find + tio_lmdb_open_record). */
+TIO_API int tio_lmdb_get(tio_lmdb_txn *txn, const void *key, size_t key_size,
+                         const tio_open_options *opts, tio_container **out, tio_error *err);
+/* Opens a record of this transaction as a container (tio_open_memory on
+ * its bytes in the map, without a copy unless TIO_OPEN_COPY; the format is
+ * the store's unless opts->format). The container holds the transaction.
+ * Errors name the key. A record read in another transaction is
+ * TIO_E_ARGUMENT. */
+TIO_API int tio_lmdb_open_record(tio_lmdb_txn *txn, const tio_lmdb_record *rec,
+                                 const tio_open_options *opts, tio_container **out,
+                                 tio_error *err);
+
 /* --------------------------------------------------------------------- save */
 
 #define TIO_SAVE_DENSIFY 0x1u       /* write COO tensors densified to a dense-only format

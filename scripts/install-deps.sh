@@ -13,8 +13,10 @@ PACKAGES=(
   libcmocka-dev                # unit tests
   libzmq3-dev                  # ZeroMQ transport (tensio send / recv)
   zlib1g-dev                   # .npz: inflate/deflate of zip members
+  liblmdb-dev                  # LMDB stores of tensors (src/lmdb/)
   python3                      # CLI tests
   python3-zmq python3-numpy    # the tensorcom peer in the streaming tests
+  python3-lmdb                 # LMDB stores read/written by a Python peer in the tests
   python3-onnx                 # the protobuf wire tests read and write ONNX models with it
   python3-torch python3-torchvision  # the model-zoo test exports torchvision models to ONNX
   python3-dev python3-pytest   # the Python package (python/): its headers, its tests

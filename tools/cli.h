@@ -316,6 +316,9 @@ size_t cli_shard_validate(const char *path, int verbose, json_t *files);
  * errors array in *errors (set into the object by the caller); NULL when out
  * of memory (tools/cmd_validate.c). */
 json_t *cli_validate_json_file(json_t *files, const char *path, json_t **errors);
+/* One finding of a validation: appended to errors (--json), else printed as
+ * "PATH: error: MESSAGE". */
+void cli_validate_finding(const char *path, json_t *errors, const tio_error *e);
 /* The container of member "KEY.EXT" (its path in the tar), for dump. */
 int cli_shard_open_member(const char *path, const char *member, tio_container **out);
 
@@ -384,5 +387,25 @@ int cli_shard_out_add(cli_shard_out *o, const char *path, uint64_t sample,
                       const tio_container *c, const tio_save_options *so);
 /* Closes (commits) the open shard, if any. */
 int cli_shard_out_close(cli_shard_out *o);
+
+/* ------------------------------------------------- LMDB stores (cmd_lmdb.c) */
+
+/* Whether path names an LMDB store: it ends ".lmdb" or ".mdb", or it is a
+ * directory holding data.mdb. */
+int cli_is_lmdb(const char *path);
+/* tensio ls: a row per key (its record's bytes), or with tensors a row per
+ * tensor of each record. */
+int cli_lmdb_ls(const char *path, int tensors, int json);
+/* tensio info: the records' format, records, tensors and bytes. */
+int cli_lmdb_info(const char *path, int json);
+/* The record of key (tensio dump); the container keeps the store open. */
+int cli_lmdb_open_record(const char *path, const char *key, tio_container **out);
+/* Problems found: the store's, and every record that does not decode. */
+size_t cli_lmdb_validate(const char *path, int verbose, json_t *files);
+/* tensio convert IN OUT.lmdb: a tar shard (one record per sample) or one
+ * file (one record, key = its name without extensions); to = the records'
+ * format (NULL: the store's, tenbin for a new one). */
+int cli_lmdb_convert(const char *in, const char *from, const char *out, const char *to,
+                     unsigned save_flags, int force, int verbose, int json);
 
 #endif /* TENSIO_CLI_H */

@@ -18,6 +18,11 @@ static const char convert_help[] =
     "half-written. IN '-' reads standard input (the format probed, or --from);\n"
     "OUT '-' writes standard output (not atomic; --to required; refused on a\n"
     "terminal unless --force).\n"
+    "OUT an LMDB store (DIR with data.mdb, FILE.lmdb, FILE.mdb; created when\n"
+    "missing): IN a tar shard gives one record per sample (its tensor members'\n"
+    "tensors; other members are not stored), any other IN one record keyed by\n"
+    "its file name without extensions; --to names the records' format\n"
+    "(default tenbin); a key already in the store needs --force.\n"
     "\n"
     "WebDataset shards: IN.tar OUT.tar writes every member of IN, in order, with\n"
     "its name (its tensor members re-encoded with --member-to); a tensor file\n"
@@ -495,6 +500,8 @@ int cli_cmd_convert(int argc, char **argv) {
     cli_parser_free(&p);
     if (rc != CLI_EXIT_OK) return rc;
 
+    if (cli_is_lmdb(out) || cli_is_lmdb(in)) /* --to: the records' format */
+        return cli_lmdb_convert(in, from, out, to, flags, force, verbose, json);
     const char *format;
     rc = cli_check_not_onto(in, out);
     if (rc == CLI_EXIT_OK) rc = cli_check_output("convert", out, to, force, json, &format);

@@ -21,7 +21,8 @@ static const char dump_help[] =
     "\n"
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
     "A WebDataset tar shard takes a member first: 'tensio dump shard.tar\n"
-    "KEY.EXT [TENSOR]' prints the tensors of that member.\n"
+    "KEY.EXT [TENSOR]' prints the tensors of that member; an LMDB store takes a\n"
+    "key: 'tensio dump db.lmdb KEY [TENSOR]'.\n"
     "\n"
     "Options:\n"
     "  -n, --limit N       print at most N elements per tensor (default 100;\n"
@@ -444,7 +445,8 @@ int cli_cmd_dump(int argc, char **argv) {
         rc = CLI_EXIT_USAGE;
     } else if (p.npos == 0) {
         rc = cli_usage_error("dump", "missing FILE");
-    } else if (p.npos > (cli_is_shard(p.pos[0], format) ? 3u : 2u)) {
+    } else if (p.npos > (cli_is_shard(p.pos[0], format) ||
+                                 (!format && cli_is_lmdb(p.pos[0])) ? 3u : 2u)) {
         rc = cli_usage_error("dump", "too many arguments (expected FILE [TENSOR])");
     } else if (format) {
         rc = cli_check_format("dump", "--format", format);
@@ -456,7 +458,14 @@ int cli_cmd_dump(int argc, char **argv) {
     const char *path = p.pos[0];
     const char *sel = p.npos > 1 ? p.pos[1] : NULL;
     tio_container *c = NULL;
-    if (cli_is_shard(path, format)) { /* FILE KEY.EXT [TENSOR] */
+    if (!format && cli_is_lmdb(path)) { /* STORE KEY [TENSOR] */
+        if (!sel) {
+            cli_parser_free(&p);
+            return cli_usage_error("dump", "an LMDB store needs a KEY");
+        }
+        rc = cli_lmdb_open_record(path, sel, &c);
+        sel = p.npos > 2 ? p.pos[2] : NULL;
+    } else if (cli_is_shard(path, format)) { /* FILE KEY.EXT [TENSOR] */
         if (!sel) {
             cli_parser_free(&p);
             return cli_usage_error("dump", "a tar shard needs a member (KEY.EXT)");

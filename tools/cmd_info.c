@@ -17,7 +17,8 @@ static const char info_help[] =
     "\n"
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
     "A WebDataset tar shard (FILE.tar): samples, members per extension, tensors\n"
-    "per dtype and bytes.\n"
+    "per dtype and bytes. An LMDB store (DIR with data.mdb, FILE.lmdb, FILE.mdb):\n"
+    "its records' format, records, tensors and bytes.\n"
     "\n"
     "Options:\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
@@ -943,6 +944,7 @@ int cli_cmd_info(int argc, char **argv) {
     rc = cli_one_file(&p, id, "info", format, &path);
     if (rc != CLI_EXIT_OK) return rc;
 
+    if (!format && cli_is_lmdb(path)) return cli_lmdb_info(path, json);
     if (cli_is_shard(path, format)) return cli_shard_info(path, json);
     tio_container *c = NULL;
     rc = cli_open_flags(path, format, NULL, native ? TIO_OPEN_NATIVE_GRAPH : 0u, &c);

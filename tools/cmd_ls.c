@@ -14,9 +14,12 @@ static const char ls_help[] =
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
     "A WebDataset tar shard (FILE.tar): a row per tensor of each tensor member\n"
     "(KEY, MEMBER, INDEX, NAME, DTYPE, SHAPE, NBYTES), a row per other member.\n"
+    "An LMDB store (DIR with data.mdb, FILE.lmdb, FILE.mdb): a row per key and\n"
+    "its record's bytes; with --tensors a row per tensor of each record.\n"
     "\n"
     "Options:\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
+    "      --tensors       LMDB store: list each record's tensors\n"
     "      --hash          add the SHA-256 of each tensor: of its dense C-order\n"
     "                      little-endian bytes (COO tensors densified); with\n"
     "                      --json also of the COO indices and values. A tensor\n"
@@ -30,12 +33,13 @@ static const char ls_help[] =
     "  -f, --format FMT    read FILE as format FMT instead of detecting it\n"
     "  -h, --help          show this help and exit\n";
 
-enum { OPT_HELP = 1, OPT_JSON, OPT_HASH, OPT_FORMAT };
+enum { OPT_HELP = 1, OPT_JSON, OPT_HASH, OPT_FORMAT, OPT_TENSORS };
 
 static const cli_option ls_opts[] = {
     {"help", 'h', 0, OPT_HELP},
     {"json", 0, 0, OPT_JSON},
     {"hash", 0, 0, OPT_HASH},
+    {"tensors", 0, 0, OPT_TENSORS},
     {"format", 'f', 1, OPT_FORMAT},
     CLI_OPT_MAX_DENSE,
     CLI_OPT_PROGRESS,
@@ -200,7 +204,7 @@ int cli_cmd_ls(int argc, char **argv) {
     int rc = cli_parser_init(&p, "ls", argc, argv, ls_opts,
                              sizeof ls_opts / sizeof ls_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
-    int json = 0, hash = 0, progress = CLI_PROGRESS_AUTO, id;
+    int json = 0, hash = 0, tensors = 0, progress = CLI_PROGRESS_AUTO, id;
     cli_filter filt;
     memset(&filt, 0, sizeof filt);
     const char *format = NULL;
@@ -214,6 +218,7 @@ int cli_cmd_ls(int argc, char **argv) {
             return CLI_EXIT_OK;
         case OPT_JSON: json = 1; break;
         case OPT_HASH: hash = 1; break;
+        case OPT_TENSORS: tensors = 1; break;
         case CLI_OPT_PROGRESS_ID: progress = CLI_PROGRESS_ON; break;
         case CLI_OPT_ONLY_ID:
         case CLI_OPT_EXCLUDE_ID:
@@ -238,6 +243,13 @@ int cli_cmd_ls(int argc, char **argv) {
     rc = cli_one_file(&p, id, "ls", format, &path);
     if (rc != CLI_EXIT_OK) return rc;
 
+    if (!format && cli_is_lmdb(path)) {
+        if (hash || cli_filter_active(&filt))
+            return cli_usage_error("ls", "--hash, --only, --exclude and --rename do not "
+                                   "apply to an LMDB store");
+        return cli_lmdb_ls(path, tensors, json);
+    }
+    if (tensors) return cli_usage_error("ls", "--tensors applies to an LMDB store only");
     if (cli_is_shard(path, format)) {
         if (hash || cli_filter_active(&filt))
             return cli_usage_error("ls", "--hash, --only, --exclude and --rename do not "

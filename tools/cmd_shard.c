@@ -314,17 +314,6 @@ int cli_shard_info(const char *path, int json) {
 
 /* ------------------------------------------------------------- validate */
 
-static void finding(const char *path, json_t *errors, const tio_error *e) {
-    if (errors) {
-        json_array_append_new(errors, cli_json_error(e));
-        return;
-    }
-    char *ep = cli_text_escape(path);
-    char *em = cli_text_escape(cli_errmsg(e));
-    printf("%s: error: %s\n", ep ? ep : path, em ? em : cli_errmsg(e));
-    free(ep);
-    free(em);
-}
 
 static void webdataset_finding(const char *path, json_t *errors, uint64_t offset,
                                const char *fmt, const char *a, const char *b) {
@@ -334,7 +323,7 @@ static void webdataset_finding(const char *path, json_t *errors, uint64_t offset
     e.offset = (int64_t)offset;
     snprintf(e.format, sizeof e.format, "tar");
     snprintf(e.message, sizeof e.message, fmt, a, b);
-    finding(path, errors, &e);
+    cli_validate_finding(path, errors, &e);
 }
 
 size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
@@ -348,7 +337,7 @@ size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
     tio_error err;
     tio_error_clear(&err);
     if (tio_shard_open(path, NULL, &s, &err) != TIO_OK) {
-        finding(path, errors, &err);
+        cli_validate_finding(path, errors, &err);
         if (fo) {
             cli_json_set(fo, "valid", json_false());
             cli_json_set(fo, "tensors", json_null());
@@ -384,7 +373,7 @@ size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
             tio_error e = err;
             snprintf(e.message, sizeof e.message, "member \"%s\": %s", m->name,
                      cli_errmsg(&err));
-            finding(path, errors, &e);
+            cli_validate_finding(path, errors, &e);
             problems++;
             continue;
         }
@@ -395,7 +384,7 @@ size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
             tio_error e = *we;
             snprintf(e.message, sizeof e.message, "member \"%s\": %s", m->name,
                      cli_errmsg(we));
-            finding(path, errors, &e);
+            cli_validate_finding(path, errors, &e);
             problems++;
         }
         tio_container_free(c);

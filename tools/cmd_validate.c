@@ -17,6 +17,8 @@ static const char validate_help[] =
     "A FILE '-' reads standard input into memory (format probed, or --format).\n"
     "A WebDataset tar shard (FILE.tar): its tar structure, every tensor member\n"
     "decoded, and keys and members WebDataset would see twice.\n"
+    "An LMDB store (DIR with data.mdb, FILE.lmdb, FILE.mdb): its metadata, and\n"
+    "every record decoded; a bad record is reported with its key.\n"
     "\n"
     "Options:\n"
     "  -f, --format FMT    read the files as format FMT instead of detecting it\n"
@@ -53,6 +55,18 @@ json_t *cli_validate_json_file(json_t *files, const char *path, json_t **errors)
     }
     cli_json_set(fo, "file", cli_json_str(path));
     return fo;
+}
+
+void cli_validate_finding(const char *path, json_t *errors, const tio_error *e) {
+    if (errors) {
+        json_array_append_new(errors, cli_json_error(e));
+        return;
+    }
+    char *ep = cli_text_escape(path);
+    char *em = cli_text_escape(cli_errmsg(e));
+    printf("%s: error: %s\n", ep ? ep : path, em ? em : cli_errmsg(e));
+    free(ep);
+    free(em);
 }
 
 /* Returns the number of problems found in one file; with files (--json)
@@ -145,9 +159,12 @@ int cli_cmd_validate(int argc, char **argv) {
                           "validate", "files");
         for (size_t i = 0; i < p.npos; i++) {
             cli_progress_pause(&prog);
-            problems += cli_is_shard(p.pos[i], format)
-                            ? cli_shard_validate(p.pos[i], verbose, files)
-                            : validate_file(p.pos[i], format, verbose, files);
+            if (!format && cli_is_lmdb(p.pos[i]))
+                problems += cli_lmdb_validate(p.pos[i], verbose, files);
+            else
+                problems += cli_is_shard(p.pos[i], format)
+                                ? cli_shard_validate(p.pos[i], verbose, files)
+                                : validate_file(p.pos[i], format, verbose, files);
             fflush(stdout);
             cli_progress_update(&prog, i + 1, p.npos);
         }

@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""tensio and LMDB stores, against Debian's python3-lmdb.
+
+  test_lmdb.py TENSIO
+
+- A store written by tensio (`tensio convert shard.tar db.lmdb`, a tar shard
+  made with tarfile whose .ten members tensio converted from .npy files)
+  read with python3-lmdb: the metadata key, one record per sample, each
+  record decoded (a tenbin decoder of this test's own, NumPy) equal to the
+  arrays of the sample's tensor members; .cls members are not stored.
+- Stores written by python3-lmdb (records = tenbin bytes made by tensio's
+  CLI; with and without the metadata key, a directory and a single file)
+  read by tensio: ls --tensors, dump --json equal to the member files'.
+- A bad record put by python3-lmdb: validate and ls --tensors fail naming
+  its key; a key already in a store needs --force."""
+import json
+import io
+import os
+import sys
+import tarfile
+import tempfile
+
+import lmdb
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
+from clitest import failures, run, check  # noqa: E402
+
+CODES = {"f2": "<f2", "f4": "<f4", "f8": "<f8", "i1": "i1", "i2": "<i2", "i4": "<i4",
+         "i8": "<i8", "u1": "u1", "u2": "<u2", "u4": "<u4", "u8": "<u8"}
+
+
+def tenbin_decode(buf):
+    """[(name, array)] of tenbin bytes (docs/formats/tenbin.md)."""
+    chunks, pos = [], 0
+    while pos < len(buf):
+        assert buf[pos:pos + 8] == b"~TenBin~", "magic at %d" % pos
+        n = int.from_bytes(buf[pos + 8:pos + 16], "little")
+        chunks.append(buf[pos + 16:pos + 16 + n])
+        pos += 16 + (n + 63) // 64 * 64
+    out = []
+    for head, data in zip(chunks[0::2], chunks[1::2]):
+        code = head[0:8].rstrip(b"\0").decode()
+        name = head[8:16].strip(b"\0").decode()
+        ndim = int.from_bytes(head[16:24], "little")
+        dims = [int.from_bytes(head[24 + 8 * k:32 + 8 * k], "little") for k in range(ndim)]
+        out.append((name, np.frombuffer(data, dtype=CODES[code]).reshape(dims)))
+    return out
+
+
+def same(a, b):
+    return len(a) == len(b) and all(x[1].dtype == y[1].dtype and x[1].shape == y[1].shape and
+                                    x[1].tobytes() == y[1].tobytes() for x, y in zip(a, b))
+
+
+def make_ten(tmp, i, k):
+    """tenbin bytes made by tensio from a .npy of sample i, member k."""
+    rng = np.random.default_rng(i * 10 + k)
+    dt = ["<f4", "<i8", "u1", "<f2", "<f8", "<i2"][(i + k) % 6]
+    a = (rng.standard_normal((i % 3 + 1, 4)) * 100).astype(dt)
+    src, dst = os.path.join(tmp, "a%d_%d.npy" % (i, k)), os.path.join(tmp, "a%d_%d.ten" % (i, k))
+    np.save(src, a)
+    run("convert", src, dst)
+    with open(dst, "rb") as f:
+        return f.read(), dst
+
+
+def test_tensio_writes(tmp):
+    shard = os.path.join(tmp, "shard.tar")
+    expect = {}
+    with tarfile.open(shard, "w", format=tarfile.PAX_FORMAT) as t:
+        for i in range(12):
+            key = "train/%06d" % i
+            members = [("ten", 0)] + ([("seg.ten", 1)] if i % 2 else [])
+            arrays = []
+            for ext, k in members:
+                data, _ = make_ten(tmp, i, k)
+                arrays += tenbin_decode(data)
+                ti = tarfile.TarInfo("%s.%s" % (key, ext))
+                ti.size = len(data)
+                t.addfile(ti, io.BytesIO(data))
+            cls = b"%d" % (i % 5)
+            ti = tarfile.TarInfo(key + ".cls")
+            ti.size = len(cls)
+            t.addfile(ti, io.BytesIO(cls))
+            expect[key] = arrays
+    db = os.path.join(tmp, "w.lmdb")
+    p = run("convert", "-v", shard, db)
+    check("convert notes the .cls members", "12 members without a tensor format" in p.stderr,
+          p.stderr)
+    env = lmdb.open(db, readonly=True, lock=False)
+    with env.begin() as txn:
+        meta = txn.get(b"__tensio__")
+        check("metadata", meta is not None and
+              json.loads(meta) == {"format": "tenbin", "version": 1}, repr(meta))
+        keys = [k.decode() for k, _ in txn.cursor() if k != b"__tensio__"]
+        check("one record per sample", keys == sorted(expect), repr(keys))
+        for k in keys:
+            got = tenbin_decode(txn.get(k.encode()))
+            check("record %s decodes equal" % k, same(got, expect[k]))
+    env.close()
+    check("validate", run("validate", db, ok=False).returncode == 0)
+    ls = json.loads(run("ls", "--json", "--tensors", db).stdout)
+    check("ls records", ls["records"] == 12 and ls["record_format"] == "tenbin", repr(ls)[:200])
+    check("ls tensors", len(ls["tensors"]) == sum(len(v) for v in expect.values()))
+    info = json.loads(run("info", "--json", db).stdout)
+    check("info", info["records"] == 12 and info["tensors"] == len(ls["tensors"]) and
+          info["tensor_bytes"] == sum(a.nbytes for v in expect.values() for _, a in v) and
+          info["undecodable_records"] == 0, repr(info))
+    # a key already there needs --force
+    p = run("convert", shard, db, ok=False)
+    check("existing key refused", p.returncode == 1 and "--force" in p.stderr, p.stderr)
+    run("convert", "--force", shard, db)
+    # a sample key that comes back after another key: refused, not overwritten
+    dup = os.path.join(tmp, "dup.tar")
+    data, _ = make_ten(tmp, 50, 0)
+    with tarfile.open(dup, "w") as t:
+        for key in ("a", "b", "a"):
+            ti = tarfile.TarInfo(key + ".ten")
+            ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data))
+    p = run("convert", dup, os.path.join(tmp, "dup.lmdb"), ok=False)
+    check("duplicate sample key refused", p.returncode == 1 and 'key "a" comes twice' in p.stderr,
+          p.stderr)
+    # a single container: key = the file name without extensions
+    _, ten = make_ten(tmp, 40, 0)
+    run("convert", ten, db)
+    d1 = json.loads(run("dump", "--json", ten).stdout)
+    d2 = json.loads(run("dump", "--json", db, "a40_0").stdout)
+    check("dump of a single-file record", d1 == d2)
+    # another record format
+    npz = os.path.join(tmp, "z.lmdb")
+    run("convert", "--to", "npz", shard, npz)
+    env = lmdb.open(npz, readonly=True, lock=False)
+    with env.begin() as txn:
+        check("npz metadata", json.loads(txn.get(b"__tensio__"))["format"] == "npz")
+        rec = txn.get(b"train/000003")
+        z = np.load(io.BytesIO(rec))
+        check("npz record", same([(n, z[n]) for n in z.files], expect["train/000003"]) or
+              sorted(a.tobytes() for a in z.values()) ==
+              sorted(a.tobytes() for _, a in expect["train/000003"]))
+    env.close()
+
+
+def test_python_writes(tmp):
+    recs = {}
+    for i in range(8):
+        data, ten = make_ten(tmp, 100 + i, 0)
+        recs["k%02d" % i] = (data, ten)
+    for name, subdir, meta in (("p.lmdb", True, True), ("p2.lmdb", True, False),
+                               ("p3.mdb", False, True)):
+        path = os.path.join(tmp, name)
+        env = lmdb.open(path, subdir=subdir, map_size=1 << 24)
+        with env.begin(write=True) as txn:
+            if meta:
+                txn.put(b"__tensio__", b'{"format": "tenbin", "version": 1}')
+            for k, (data, _) in recs.items():
+                txn.put(k.encode(), data)
+        env.close()
+        ls = json.loads(run("ls", "--json", "--tensors", path).stdout)
+        check("%s: keys" % name, [k["key"] for k in ls["keys"]] == sorted(recs), repr(ls)[:200])
+        check("%s: record format" % name, ls["record_format"] == ("tenbin" if meta else None))
+        for k, (_, ten) in recs.items():
+            d1 = json.loads(run("dump", "--json", ten).stdout)
+            d2 = json.loads(run("dump", "--json", path, k).stdout)
+            check("%s: %s dumps equal" % (name, k), d1 == d2)
+        check("%s: validate" % name, run("validate", path, ok=False).returncode == 0)
+    # a bad record: reported with its key, never a crash
+    path = os.path.join(tmp, "p.lmdb")
+    env = lmdb.open(path, map_size=1 << 24)
+    with env.begin(write=True) as txn:
+        txn.put(b"broken", recs["k00"][0][:40])
+    env.close()
+    p = run("validate", path, ok=False)
+    check("validate: bad record", p.returncode == 1 and 'record "broken"' in p.stdout,
+          p.stdout + p.stderr)
+    p = run("ls", "--tensors", path, ok=False)
+    check("ls --tensors: bad record", p.returncode == 1 and 'record "broken"' in p.stderr,
+          p.stderr)
+    p = run("info", path, ok=False)
+    check("info: bad record", p.returncode == 1 and "undecodable records: 1" in p.stdout,
+          p.stdout + p.stderr)
+    p = run("dump", path, "nosuch", ok=False)
+    check("dump: missing key", p.returncode == 1 and "nosuch" in p.stderr, p.stderr)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        test_tensio_writes(tmp)
+        test_python_writes(tmp)
+    for f in failures:
+        print("FAIL:", f)
+    if failures:
+        sys.exit(1)
+    print("ok: LMDB stores")
+
+
+main()
