@@ -22,7 +22,9 @@ static const char convert_help[] =
     "missing): IN a tar shard gives one record per sample (its tensor members'\n"
     "tensors; other members are not stored), any other IN one record keyed by\n"
     "its file name without extensions; --to names the records' format\n"
-    "(default tenbin); a key already in the store needs --force.\n"
+    "(default tenbin); a key already in the store needs --force. IN an LMDB\n"
+    "store and OUT.tar: a member KEY.EXT per record in key order, the record's\n"
+    "bytes as stored (EXT from the store's format), or re-encoded with --to.\n"
     "\n"
     "WebDataset shards: IN.tar OUT.tar writes every member of IN, in order, with\n"
     "its name (its tensor members re-encoded with --member-to); a tensor file\n"
@@ -469,7 +471,8 @@ int cli_cmd_convert(int argc, char **argv) {
     }
     const char *in = p.npos > 0 ? p.pos[0] : NULL;
     const char *out = p.npos > 1 ? p.pos[1] : NULL;
-    if (rc == CLI_EXIT_OK &&
+    int lmdb = !shard && out && (cli_is_lmdb(out) || cli_is_lmdb(in));
+    if (rc == CLI_EXIT_OK && !lmdb &&
         (shard || cli_is_shard(in, from) || (!from && !to && cli_is_shard_name(out)))) {
         const char *bad = to                       ? "--to (use --member-to)"
                           : from                     ? "--from"
@@ -500,7 +503,7 @@ int cli_cmd_convert(int argc, char **argv) {
     cli_parser_free(&p);
     if (rc != CLI_EXIT_OK) return rc;
 
-    if (cli_is_lmdb(out) || cli_is_lmdb(in)) /* --to: the records' format */
+    if (lmdb) /* --to: the records' (or the members') format */
         return cli_lmdb_convert(in, from, out, to, flags, force, verbose, json);
     const char *format;
     rc = cli_check_not_onto(in, out);

@@ -427,11 +427,136 @@ static char *file_key(const char *path) {
     return k;
 }
 
+/* The first extension of a format, without the dot ("ten"), into buf. */
+static const char *first_ext(const char *format, char *buf, size_t cap) {
+    const char *e = format ? tio_format_extensions(format) : NULL;
+    if (!e || !*e) return NULL;
+    if (*e == '.') e++;
+    size_t n = strcspn(e, " ,;");
+    if (n == 0 || n >= cap) return NULL;
+    memcpy(buf, e, n);
+    buf[n] = 0;
+    return buf;
+}
+
+/* db.lmdb -> shard.tar: a member "KEY.EXT" per record, in key order. The
+ * record's bytes as stored (EXT from the store's format, or the format
+ * probed for a store without metadata), or with `to` re-encoded in it. */
+static int lmdb_to_tar(const char *in, const char *out, const char *to, unsigned save_flags,
+                       int verbose, int json) {
+    tio_lmdb *db = NULL;
+    tio_lmdb_txn *txn = NULL;
+    int rc = open_store(in, &db, &txn);
+    if (rc != CLI_EXIT_OK) return rc;
+    tio_error err;
+    tio_error_clear(&err);
+    tio_shard_writer_options wo;
+    memset(&wo, 0, sizeof wo);
+    wo.flags = save_flags & TIO_SAVE_NO_SYNC;
+    tio_shard_writer *w = NULL;
+    if (tio_shard_writer_open(out, &wo, &w, &err) != TIO_OK) {
+        report(out, &err);
+        close_store(db, txn);
+        return CLI_EXIT_FAIL;
+    }
+    tio_save_options so;
+    memset(&so, 0, sizeof so);
+    so.format = to;
+    so.flags = save_flags & ~TIO_SAVE_NO_SYNC;
+    tio_lmdb_record r;
+    size_t records = 0;
+    while (rc == CLI_EXIT_OK && tio_lmdb_next(txn, &r, &err) == TIO_OK) {
+        char *key = key_string(&r);
+        if (!key) {
+            rc = cli_error("out of memory");
+            break;
+        }
+        if (strlen(key) != r.key_size) {
+            char *ek = cli_text_escape(key);
+            rc = cli_error("%s: key '%s...' holds a NUL byte: no member name can hold it", in,
+                           ek ? ek : key);
+            free(ek);
+            free(key);
+            break;
+        }
+        tio_container *c = NULL;
+        const char *fmt = tio_lmdb_format(db);
+        char ext[32], *name = NULL;
+        if (to || !fmt) { /* decoded: to re-encode, or to learn its format */
+            if (tio_lmdb_open_record(txn, &r, NULL, &c, &err) != TIO_OK) {
+                report(in, &err);
+                rc = CLI_EXIT_FAIL;
+            } else {
+                fmt = tio_container_format(c);
+            }
+        }
+        if (rc == CLI_EXIT_OK && to) {
+            if (tio_shard_writer_add_container(w, key, c, &so, NULL, &err) != TIO_OK) {
+                report(out, &err);
+                rc = CLI_EXIT_FAIL;
+            }
+        } else if (rc == CLI_EXIT_OK) {
+            const char *e = first_ext(fmt, ext, sizeof ext);
+            name = e ? cli_strdup_printf("%s.%s", key, e) : NULL;
+            if (!name) {
+                rc = cli_error("%s: record '%s': no extension for format %s", in, key,
+                               fmt ? fmt : "?");
+            } else if (tio_shard_writer_add_bytes(w, name, r.data, r.size, &err) != TIO_OK) {
+                report(out, &err);
+                rc = CLI_EXIT_FAIL;
+            }
+        }
+        if (rc == CLI_EXIT_OK) records++;
+        free(name);
+        tio_container_free(c);
+        free(key);
+    }
+    if (rc == CLI_EXIT_OK && err.code != TIO_OK && err.code != TIO_E_NOT_FOUND) {
+        report(in, &err); /* the cursor failed */
+        rc = CLI_EXIT_FAIL;
+    }
+    if (rc == CLI_EXIT_OK) {
+        if (tio_shard_writer_close(w, &err) != TIO_OK) {
+            report(out, &err);
+            rc = CLI_EXIT_FAIL;
+        }
+    } else {
+        tio_shard_writer_abort(w);
+    }
+    const char *rf = to ? to : tio_lmdb_format(db);
+    if (rc == CLI_EXIT_OK && json) {
+        json_t *o = json_object();
+        int bad = !o;
+        bad |= cli_json_set(o, "input", cli_json_str(in));
+        bad |= cli_json_set(o, "input_format", json_string("lmdb"));
+        bad |= cli_json_set(o, "output", cli_json_str(out));
+        bad |= cli_json_set(o, "output_format", json_string("tar"));
+        bad |= cli_json_set(o, "member_format", cli_json_str(rf));
+        bad |= cli_json_set(o, "records", json_integer((json_int_t)records));
+        rc = bad ? (json_decref(o), cli_error("out of memory")) : cli_json_print(o);
+    } else if (rc == CLI_EXIT_OK && verbose) {
+        char *ei = cli_text_escape(in), *eo = cli_text_escape(out);
+        printf("%s (lmdb) -> %s (tar): %zu member%s (%s)\n", ei ? ei : in, eo ? eo : out,
+               records, records == 1 ? "" : "s", rf ? rf : "each record's format");
+        free(ei);
+        free(eo);
+    }
+    close_store(db, txn);
+    return rc;
+}
+
 int cli_lmdb_convert(const char *in, const char *from, const char *out, const char *to,
                      unsigned save_flags, int force, int verbose, int json) {
-    if (cli_is_lmdb(in))
-        return cli_error("%s: converting from an LMDB store is not supported yet (to a tar "
-                         "shard it needs the tar writer)", in);
+    if (cli_is_lmdb(in)) {
+        if (cli_is_lmdb(out))
+            return cli_error("%s: LMDB to LMDB is not supported (mdb_copy copies a store)", in);
+        if (!cli_is_shard_name(out))
+            return cli_error("%s: an LMDB store converts to a tar shard (OUT.tar)", in);
+        struct stat ost;
+        if (!force && stat(out, &ost) == 0)
+            return cli_error("%s: already exists (use --force to overwrite)", out);
+        return lmdb_to_tar(in, out, to, save_flags, verbose, json);
+    }
     struct stat st;
     int existed = stat(out, &st) == 0;
     tio_save_options so;

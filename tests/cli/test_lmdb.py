@@ -12,7 +12,9 @@
   CLI; with and without the metadata key, a directory and a single file)
   read by tensio: ls --tensors, dump --json equal to the member files'.
 - A bad record put by python3-lmdb: validate and ls --tensors fail naming
-  its key; a key already in a store needs --force."""
+  its key; a key already in a store needs --force.
+- A store converted to a tar shard: members KEY.EXT in key order holding the
+  records' bytes (tarfile), or re-encoded as .npy with --to; and back."""
 import json
 import io
 import os
@@ -185,10 +187,64 @@ def test_python_writes(tmp):
     check("dump: missing key", p.returncode == 1 and "nosuch" in p.stderr, p.stderr)
 
 
+def test_to_shard(tmp):
+    """db.lmdb -> shard.tar: a member KEY.EXT per record in key order, its bytes
+    the record's (read with tarfile and python3-lmdb), or re-encoded with --to."""
+    db = os.path.join(tmp, "s.lmdb")
+    env = lmdb.open(db, map_size=1 << 24)
+    recs = {}
+    with env.begin(write=True) as txn:
+        txn.put(b"__tensio__", json.dumps({"format": "tenbin", "version": 1}).encode())
+        for i in range(5):
+            data, _ = make_ten(tmp, 60 + i, 0)
+            key = "dir/%04d" % (4 - i)
+            txn.put(key.encode(), data)
+            recs[key] = data
+    env.close()
+    out = os.path.join(tmp, "from-lmdb.tar")
+    run("convert", db, out)
+    with tarfile.open(out) as t:
+        names = t.getnames()
+        check("members in key order", names == ["%s.ten" % k for k in sorted(recs)], repr(names))
+        for k in sorted(recs):
+            check("member %s = record bytes" % k,
+                  t.extractfile(k + ".ten").read() == recs[k])
+    p = run("convert", db, out, ok=False)
+    check("existing shard refused", p.returncode == 1 and "--force" in p.stderr, p.stderr)
+    out2 = os.path.join(tmp, "from-lmdb-npy.tar")
+    j = json.loads(run("convert", "--json", "--to", "npy", db, out2).stdout)
+    check("--to npy summary", j["records"] == 5 and j["member_format"] == "npy", repr(j))
+    with tarfile.open(out2) as t:
+        for k in sorted(recs):
+            a = np.load(io.BytesIO(t.extractfile(k + ".npy").read()))
+            want = tenbin_decode(recs[k])[0][1]
+            check("member %s.npy equal" % k, a.dtype == want.dtype and
+                  a.tobytes() == want.tobytes() and a.shape == want.shape)
+    # and back: the shard converts to a store with the same records
+    back = os.path.join(tmp, "back.lmdb")
+    run("convert", out, back)
+    env = lmdb.open(back, readonly=True, lock=False)
+    with env.begin() as txn:
+        for k in sorted(recs):
+            got = tenbin_decode(txn.get(k.encode()))
+            check("round trip %s" % k, same(got, tenbin_decode(recs[k])))
+    env.close()
+    # a key no member name can hold
+    env = lmdb.open(db, map_size=1 << 24)
+    with env.begin(write=True) as txn:
+        txn.put(b"bad\0key", recs["dir/0000"])
+    env.close()
+    p = run("convert", "--force", db, out, ok=False)
+    check("NUL key refused", p.returncode == 1 and "NUL" in p.stderr, p.stderr)
+    with tarfile.open(out) as t:
+        check("refused: the old shard kept", len(t.getnames()) == 5)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_tensio_writes(tmp)
         test_python_writes(tmp)
+        test_to_shard(tmp)
     for f in failures:
         print("FAIL:", f)
     if failures:
