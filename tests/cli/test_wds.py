@@ -538,6 +538,29 @@ def test_stream(tmp):
                   [sha(samples[i][0]), sha(samples[i][1])], str(ls))
     check("stream shard names", got == ["%06d.ten" % i for i in range(5)], str(got))
     check("stream no fourth shard", not os.path.exists(pat.replace("%04d", "0003")))
+    # fan-out: one sender PUSHes to two bound receivers (a brace URL); every
+    # sample reaches exactly one of them (how many each gets depends on when
+    # their connections complete: round-robin among the completed ones)
+    eps = ["ipc://" + os.path.join(tmp, "fan%d.ipc" % k) for k in (1, 2)]
+    rs = [subprocess.Popen([TENSIO, "recv", "--bind", ep, "--timeout", "3", "--json",
+                            "--hash"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True) for ep in eps]
+    import time
+    for _ in range(200):
+        if all(os.path.exists(ep[len("ipc://"):]) for ep in eps):
+            break
+        time.sleep(0.05)
+    sp = run("send", "ipc://" + os.path.join(tmp, "fan{1..2}.ipc"), shard, shard, ok=False)
+    outs = [r.communicate(timeout=60) for r in rs]
+    check("fan-out send", sp.returncode == 0 and sp.stdout.count("sent ") == 10, sp.stderr)
+    got = []
+    for r, (out, err) in zip(rs, outs):
+        check("fan-out recv", r.returncode == 0, err)
+        got += [tuple(t["sha256"] for t in json.loads(ln)["tensors"])
+                for ln in out.splitlines() if ln.startswith("{")]
+    want = [(sha(img), sha(cls)) for img, cls in samples] * 2
+    check("fan-out: every sample once", sorted(got) == sorted(want),
+          "%d received of %d" % (len(got), len(want)))
     # refusals
     p = run("send", "ipc://" + os.path.join(tmp, "x.ipc"), "--batch", "2", files[0], ok=False)
     check("--batch needs a shard", p.returncode == 2 and "shards" in p.stderr, p.stderr)
