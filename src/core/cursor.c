@@ -16,28 +16,28 @@ void tio__headsrc_init(tio_headsrc *h, int fd, const void *base, size_t size) {
 }
 
 const uint8_t *tio__headsrc_get(tio_headsrc *h, uint64_t off, size_t n) {
-    if (n > TIO__HEAD_PAGE || off > h->size || n > h->size - off) return NULL;
-    if (off >= h->win_off && off - h->win_off <= h->win_len &&
-        n <= h->win_len - (size_t)(off - h->win_off))
-        return h->win + (off - h->win_off);
-    /* The page holding off, and the next one when the bytes cross into it:
-     * one read per header page, as many as the faults it replaces at most. */
-    uint64_t start = off & ~(uint64_t)(TIO__HEAD_PAGE - 1);
-    size_t want = (size_t)(off - start) + n > TIO__HEAD_PAGE ? 2 * TIO__HEAD_PAGE
-                                                              : TIO__HEAD_PAGE;
-    if (want > h->size - start) want = (size_t)(h->size - start);
+    if (n > TIO__HEAD_MAX || off > h->size || n > h->size - off) return NULL;
+    uint64_t end = h->win_off + h->win_len;
+    if (off >= h->win_off && off <= end && n <= end - off) return h->win + (off - h->win_off);
+    /* Near the end of the last window (or in it, but longer): headers close
+     * together, read ahead; else just this header and a little more. */
+    size_t want = h->win_len && off >= end && off - end < TIO__HEAD_WINDOW / 4
+                      ? TIO__HEAD_WINDOW
+                      : (n > TIO__HEAD_NEAR ? n : TIO__HEAD_NEAR);
+    if (want > h->size - off) want = (size_t)(h->size - off);
     size_t got = 0;
     h->win_len = 0;
     while (got < want) {
-        ssize_t r = pread(h->fd, h->win + got, want - got, (off_t)(start + got));
+        ssize_t r = pread(h->fd, h->win + got, want - got, (off_t)(off + got));
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return NULL; /* error or shrunk file: the caller reads the mapping */
+        if (r <= 0) break; /* error or shrunk file */
         got += (size_t)r;
     }
+    if (got < n) return NULL; /* the caller reads the mapping */
     h->preads++;
-    h->win_off = start;
+    h->win_off = off;
     h->win_len = got;
-    return h->win + (off - start);
+    return h->win;
 }
 
 void tio__cursor_use_head(tio_cursor *c, const tio_read_ctx *ctx) {

@@ -101,12 +101,18 @@ static inline void tio__st64(uint8_t *p, uint64_t v) {
  * one. Failed reads set *err with the cursor's format name and the absolute
  * offset, naming `what` was being read, and leave the position unchanged. */
 /* Where a decoder's header reads come from when the input is a mapped file:
- * pread() of the file into a one- or two-page window, so that reading a few
- * header bytes per tensor does not fault in a page of the mapping per tensor
- * (a fault is 0.5 us on bare metal, 5-25 us under a paravirtualised MMU; a
- * pread of a page costs about the same everywhere). Data stays a view into
- * the mapping; only bytes read to be decoded go through the window. */
-#define TIO__HEAD_PAGE 4096u
+ * pread() of the file into a small window, so that reading a few header
+ * bytes per tensor does not fault in a page of the mapping per tensor (a
+ * fault costs 0.5 us on bare metal, 5-25 us under a paravirtualised MMU,
+ * where a pread of a few hundred bytes stays a plain system call). Data
+ * stays a view into the mapping; only bytes read to be decoded go through
+ * the window. A read far from the last one fetches TIO__HEAD_NEAR bytes (a
+ * record header); one just past the last window (headers packed closely:
+ * small tensors) fetches the whole window, so dense headers cost one call
+ * per TIO__HEAD_WINDOW bytes. See docs/performance.md. */
+#define TIO__HEAD_NEAR 256u       /* bytes read for a header far from the last */
+#define TIO__HEAD_MAX 4096u       /* larger reads go to the mapping */
+#define TIO__HEAD_WINDOW 16384u   /* bytes read when headers follow closely */
 typedef struct tio_headsrc {
     int fd;              /* the mapped file (read-only) */
     const uint8_t *base; /* the mapping of fd, from offset 0 */
@@ -114,14 +120,14 @@ typedef struct tio_headsrc {
     uint64_t win_off;    /* file offset of win[0] */
     size_t win_len;      /* valid bytes in win (0 = empty) */
     uint64_t preads;     /* windows read (tests, docs) */
-    uint8_t win[2 * TIO__HEAD_PAGE];
+    uint8_t win[TIO__HEAD_WINDOW];
 } tio_headsrc;
 
 /* Sets up h for the mapping base[0..size) of fd (the window starts empty). */
 void tio__headsrc_init(tio_headsrc *h, int fd, const void *base, size_t size);
 /* A pointer to bytes [off, off+n) of the file as read by pread(), valid until
- * the next call, or NULL when they cannot be had that way (n above a page,
- * a short read or an error): the caller then reads the mapping. The caller
+ * the next call, or NULL when they cannot be had that way (n above
+ * TIO__HEAD_MAX, a short read or an error): the caller then reads the mapping. The caller
  * has checked off + n <= h->size. */
 const uint8_t *tio__headsrc_get(tio_headsrc *h, uint64_t off, size_t n);
 
@@ -154,7 +160,7 @@ int tio__cursor_bytes(tio_cursor *c, uint64_t n, const uint8_t **out, const char
                       tio_error *err);
 /* The same for bytes the decoder reads at once and does not keep (a record
  * header, a length field): from c->head's window when the cursor has one and
- * the bytes fit a page, so the mapping is not touched. *out is valid only
+ * n <= TIO__HEAD_MAX, so the mapping is not touched. *out is valid only
  * until the next read through the cursor. The scalar reads below use it. */
 int tio__cursor_head(tio_cursor *c, uint64_t n, const uint8_t **out, const char *what,
                      tio_error *err);
