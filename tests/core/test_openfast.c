@@ -106,11 +106,50 @@ static void make_tenbin(int fd) {
     assert_int_equal(ftruncate(fd, (off_t)(COUNT * arr)), 0);
 }
 
+/* zio (.zmsg): per part a size field (0xff + big-endian u32 here), then the
+ * bytes: the prefix and TENS label, the coordinates, one part per tensor. */
+static void put_part_size(int fd, uint64_t off, size_t n) {
+    uint8_t z[5] = {0xff, (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8),
+                    (uint8_t)n};
+    put(fd, off, z, sizeof z);
+}
+
+static void make_zio(int fd) {
+    static const char entry[] = "{\"dtype\":\"u\",\"part\":%zu,\"shape\":[%u],\"word\":1}";
+    size_t cap = 64 + COUNT * 64, len = 0;
+    char *label = malloc(cap);
+    assert_non_null(label);
+    len += (size_t)snprintf(label, cap, "ZIO0TENS{\"TENS\":{\"tensors\":[");
+    for (size_t i = 0; i < COUNT; i++) {
+        if (i) label[len++] = ',';
+        len += (size_t)snprintf(label + len, cap - len, entry, i, TBYTES);
+    }
+    len += (size_t)snprintf(label + len, cap - len, "]}}");
+    assert_true(len < cap);
+    uint64_t off = 0;
+    put_part_size(fd, off, len);
+    put(fd, off + 5, label, len);
+    off += 5 + len;
+    uint8_t coord[24] = {0};
+    put_part_size(fd, off, sizeof coord);
+    put(fd, off + 5, coord, sizeof coord);
+    off += 5 + sizeof coord;
+    for (size_t i = 0; i < COUNT; i++) {
+        put_part_size(fd, off, TBYTES);
+        put_mark(fd, i, off + 5);
+        off += 5 + TBYTES;
+    }
+    free(label);
+    assert_int_equal(ftruncate(fd, (off_t)off), 0);
+}
+
 static void make_file(const char *path, const char *format) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
     if (strcmp(format, "btf") == 0)
         make_btf(fd);
+    else if (strcmp(format, "zio") == 0)
+        make_zio(fd);
     else
         make_tenbin(fd);
     assert_int_equal(close(fd), 0);
@@ -142,7 +181,8 @@ static void check_data(const tio_container *c, size_t count, size_t nbytes, size
 
 static void open_touches_no_page_per_tensor(const char *format) {
     char path[64];
-    snprintf(path, sizeof path, "%s/many.%s", dir, format);
+    snprintf(path, sizeof path, "%s/many.%s", dir,
+             strcmp(format, "zio") == 0 ? "zmsg" : format);
     make_file(path, format);
     /* once to warm the heap (and the page cache) */
     tio_container_free(open_file(path, 0));
@@ -177,6 +217,11 @@ static void test_btf_open(void **state) {
 static void test_tenbin_open(void **state) {
     (void)state;
     open_touches_no_page_per_tensor("tenbin");
+}
+
+static void test_zio_open(void **state) {
+    (void)state;
+    open_touches_no_page_per_tensor("zio");
 }
 
 /* A dense BTF of PF_COUNT tensors of PF_BYTES, by tio_save. */
@@ -329,13 +374,15 @@ static void spill(const char *path, const uint8_t *b, size_t n) {
 static void vectors_same_as_memory(const char *fmt) {
     char vdir[512], src[1024], tmp[64];
     snprintf(vdir, sizeof vdir, "%s/%s", TIO_TEST_VECTORS, fmt);
-    snprintf(tmp, sizeof tmp, "%s/mut.%s", dir, fmt);
+    snprintf(tmp, sizeof tmp, "%s/mut.%s", dir, strcmp(fmt, "zio") == 0 ? "zmsg" : fmt);
     DIR *d = opendir(vdir);
     assert_non_null(d);
     size_t files = 0;
     for (struct dirent *e; (e = readdir(d));) {
         const char *dot = strrchr(e->d_name, '.');
-        if (!dot || (strcmp(dot, ".btf") != 0 && strcmp(dot, ".ten") != 0)) continue;
+        if (!dot || (strcmp(dot, ".btf") != 0 && strcmp(dot, ".ten") != 0 &&
+                     strcmp(dot, ".zmsg") != 0))
+            continue;
         snprintf(src, sizeof src, "%s/%s", vdir, e->d_name);
         size_t n;
         uint8_t *b = slurp(src, &n);
@@ -370,14 +417,21 @@ static void test_tenbin_same_as_memory(void **state) {
     vectors_same_as_memory("tenbin");
 }
 
+static void test_zio_same_as_memory(void **state) {
+    (void)state;
+    vectors_same_as_memory("zio");
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_btf_open),
         cmocka_unit_test(test_tenbin_open),
+        cmocka_unit_test(test_zio_open),
         cmocka_unit_test(test_prefetch),
         cmocka_unit_test(test_btf_same_as_memory),
         cmocka_unit_test(test_tenbin_same_as_memory),
+        cmocka_unit_test(test_zio_same_as_memory),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     rmdir(dir);
