@@ -385,6 +385,12 @@ int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, 
  * its values, without a buffer of its dense size. For writers that only pass
  * the data through to the sink. */
 int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *err);
+/* What a format's check built (a lowered model, its layout) handed to its
+ * write on the same plan, so that the work is not done twice: keep stores it
+ * (freed with free_fn when the plan goes, or replaced); take returns it (the
+ * caller frees it then) or NULL when the check kept nothing. */
+void tio__plan_keep(tio_write_plan *p, void *state, void (*free_fn)(void *));
+void *tio__plan_take(tio_write_plan *p);
 const tio_container *tio__plan_container(const tio_write_plan *p);
 unsigned tio__plan_flags(const tio_write_plan *p);
 /* tio_save_options.version: the format version to write (0 = the format's
