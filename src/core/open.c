@@ -209,6 +209,10 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
     if (rc == TIO_OK && c->map) {
         head = malloc(sizeof *head);
         if (head) tio__headsrc_init(head, fd, c->map, c->map_size);
+        /* as the mapping's POSIX_MADV_RANDOM: a cold file reads the header
+         * pages, not readahead around each (the descriptor is ours, closed
+         * after decoding) */
+        posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
     }
     const tio_format_desc *f = NULL;
     if (rc == TIO_OK) rc = choose_format(opts, data, size, path, &f, err);
