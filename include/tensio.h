@@ -565,6 +565,10 @@ TIO_API const char *tio_format_probe(const void *data, size_t size);
  * (tmfile: Const and InputOp nodes, Tengine's param fields as attributes).
  * Formats that read ONNX-form graphs only (onnx, rten) ignore it. */
 #define TIO_OPEN_NATIVE_GRAPH 0x10u
+/* The caller will read every tensor: once decoded, the mapping is populated
+ * in one call (tio_container_prefetch). Without it, pages are read and mapped
+ * on first touch, one fault each (or 16 with the kernel's fault-around). */
+#define TIO_OPEN_PREFETCH 0x20u
 
 /* Zero-initialise for the defaults. */
 typedef struct tio_open_options {
@@ -587,6 +591,14 @@ TIO_API int tio_open(const char *path, const tio_open_options *opts,
  * unless TIO_OPEN_COPY is set. */
 TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_options *opts,
                             tio_container **out, tio_error *err);
+/* Makes every byte of a mapped container resident and mapped in one call,
+ * for a caller about to read all tensors: madvise(MADV_POPULATE_READ) on
+ * Linux >= 5.14 (reads the file and fills the page tables, large folios where
+ * the page cache has them), else MADV_WILLNEED (starts readahead; pages are
+ * still mapped one fault at a time). Blocks until done with the first.
+ * Nothing to do for a container in memory (TIO_OK). Only TIO_E_ARGUMENT or
+ * TIO_E_IO (an unexpected madvise error) fail; the tensors are unchanged. */
+TIO_API int tio_container_prefetch(tio_container *c, tio_error *err);
 
 /* ------------------------------------------------------- WebDataset shards */
 

@@ -477,6 +477,8 @@ int cli_cmd_dump(int argc, char **argv) {
     }
     cli_parser_free(&p);
     if (rc != CLI_EXIT_OK) return rc;
+    /* --limit 0 of every tensor reads all: map the file in one call (a hint) */
+    if (!sel && limit == 0) (void)tio_container_prefetch(c, NULL);
 
     size_t first = 0, end = tio_container_count(c);
     if (sel) {

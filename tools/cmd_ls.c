@@ -260,6 +260,9 @@ int cli_cmd_ls(int argc, char **argv) {
     rc = cli_open(path, format, &lim, &c);
     if (rc == CLI_EXIT_OK) rc = cli_filter_apply(&filt, path, &c);
     if (rc != CLI_EXIT_OK) return rc;
+    /* --hash reads every tensor: map the file in one call (a hint; its
+     * failure changes nothing) */
+    if (hash) (void)tio_container_prefetch(c, NULL);
     cli_progress prog;
     cli_progress_init(&prog, hash ? progress : CLI_PROGRESS_OFF, "ls --hash", NULL);
     rc = json ? ls_json(path, c, hash, &prog) : ls_text(path, c, hash, &prog);

@@ -439,6 +439,8 @@ int cli_cmd_stats(int argc, char **argv) {
     tio_container *c = NULL;
     rc = cli_open(p.pos[0], format, NULL, &c);
     size_t *sel = NULL, nsel = p.npos - 1;
+    /* every tensor is read: map the file in one call (a hint) */
+    if (rc == CLI_EXIT_OK && !nsel) (void)tio_container_prefetch(c, NULL);
     if (rc == CLI_EXIT_OK && nsel) {
         sel = calloc(nsel, sizeof *sel);
         if (!sel) rc = cli_error("out of memory");

@@ -80,8 +80,11 @@ def _limits_tuple(limits):
     return vals
 
 
-def _open_flags(strict, no_mmap=False, external_anywhere=False, native_graph=False):
+def _open_flags(strict, no_mmap=False, external_anywhere=False, native_graph=False,
+                prefetch=False):
     flags = 0
+    if prefetch:
+        flags |= _tensio.OPEN_PREFETCH
     if native_graph:
         flags |= _tensio.OPEN_NATIVE_GRAPH
     if strict:
@@ -421,14 +424,18 @@ class Container:
 
 
 def open(path, format=None, strict=False, limits=None, no_mmap=False,
-         external_anywhere=False, native_graph=False):
+         external_anywhere=False, native_graph=False, prefetch=False):
     """Opens a file (mapped) -> Container. format forces a format (default:
     probe the content, then the extension); strict makes a validation finding
     an error (InvalidError); limits is a dict of tio_limits fields (0 = the
     default); native_graph gives a model's graph as its file stores it
-    (tmfile: Tengine's ops, Const and InputOp nodes) instead of ONNX form."""
+    (tmfile: Tengine's ops, Const and InputOp nodes) instead of ONNX form;
+    prefetch, for a caller that reads every tensor, maps the whole file in one
+    call once it is decoded (TIO_OPEN_PREFETCH: MADV_POPULATE_READ, else
+    MADV_WILLNEED) instead of one page fault per page touched."""
     owner = _tensio.open_file(_os.fspath(path), format,
-                              _open_flags(strict, no_mmap, external_anywhere, native_graph),
+                              _open_flags(strict, no_mmap, external_anywhere, native_graph,
+                                          prefetch),
                               _limits_tuple(limits))
     return Container(owner)
 

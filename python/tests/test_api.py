@@ -377,3 +377,16 @@ def test_gil_released_threads():
             return [c.sha256(i) for i in range(len(c))]
     with concurrent.futures.ThreadPoolExecutor(4) as ex:
         assert all(r == want for r in ex.map(work, range(32)))
+
+
+def test_open_prefetch_same_arrays():
+    # prefetch=True maps the file in one call after decoding; the views are
+    # the same bytes (and still zero-copy views of the file)
+    for path in (F32, MULTI, COO):
+        with tensio.open(path) as a, tensio.open(path, prefetch=True) as b:
+            assert len(a) == len(b) > 0
+            for x, y in zip(a, b):
+                assert same(x.todense() if hasattr(x, "todense") else x,
+                            y.todense() if hasattr(y, "todense") else y)
+    with tensio.open(F32, no_mmap=True, prefetch=True) as c:
+        assert len(c) > 0

@@ -100,11 +100,43 @@ static inline void tio__st64(uint8_t *p, uint64_t v) {
 /* A bounds-checked reader over untrusted bytes. Every decoder reads through
  * one. Failed reads set *err with the cursor's format name and the absolute
  * offset, naming `what` was being read, and leave the position unchanged. */
+/* Where a decoder's header reads come from when the input is a mapped file:
+ * pread() of the file into a small window, so that reading a few header
+ * bytes per tensor does not fault in a page of the mapping per tensor (a
+ * fault costs 0.5 us on bare metal, 5-25 us under a paravirtualised MMU,
+ * where a pread of a few hundred bytes stays a plain system call). Data
+ * stays a view into the mapping; only bytes read to be decoded go through
+ * the window. A read far from the last one fetches TIO__HEAD_NEAR bytes (a
+ * record header); one just past the last window (headers packed closely:
+ * small tensors) fetches the whole window, so dense headers cost one call
+ * per TIO__HEAD_WINDOW bytes. See docs/performance.md. */
+#define TIO__HEAD_NEAR 256u       /* bytes read for a header far from the last */
+#define TIO__HEAD_MAX 4096u       /* larger reads go to the mapping */
+#define TIO__HEAD_WINDOW 16384u   /* bytes read when headers follow closely */
+typedef struct tio_headsrc {
+    int fd;              /* the mapped file (read-only) */
+    const uint8_t *base; /* the mapping of fd, from offset 0 */
+    size_t size;         /* its bytes */
+    uint64_t win_off;    /* file offset of win[0] */
+    size_t win_len;      /* valid bytes in win (0 = empty) */
+    uint64_t preads;     /* windows read (tests, docs) */
+    uint8_t win[TIO__HEAD_WINDOW];
+} tio_headsrc;
+
+/* Sets up h for the mapping base[0..size) of fd (the window starts empty). */
+void tio__headsrc_init(tio_headsrc *h, int fd, const void *base, size_t size);
+/* A pointer to bytes [off, off+n) of the file as read by pread(), valid until
+ * the next call, or NULL when they cannot be had that way (n above
+ * TIO__HEAD_MAX, a short read or an error): the caller then reads the mapping. The caller
+ * has checked off + n <= h->size. */
+const uint8_t *tio__headsrc_get(tio_headsrc *h, uint64_t off, size_t n);
+
 typedef struct tio_cursor {
     const uint8_t *base; /* start of the whole input */
     size_t size;         /* bytes in the whole input */
     size_t pos;          /* absolute position */
     const char *format;  /* for messages */
+    tio_headsrc *head;   /* NULL, or the source of tio__cursor_head (same bytes as base) */
 } tio_cursor;
 
 static inline void tio__cursor_init(tio_cursor *c, const void *base, size_t size,
@@ -113,6 +145,7 @@ static inline void tio__cursor_init(tio_cursor *c, const void *base, size_t size
     c->size = size;
     c->pos = 0;
     c->format = format;
+    c->head = NULL;
 }
 static inline size_t tio__cursor_left(const tio_cursor *c) {
     return c->pos <= c->size ? c->size - c->pos : 0;
@@ -121,9 +154,20 @@ static inline size_t tio__cursor_left(const tio_cursor *c) {
 int tio__cursor_seek(tio_cursor *c, uint64_t pos, const char *what, tio_error *err);
 /* Skips n bytes. */
 int tio__cursor_skip(tio_cursor *c, uint64_t n, const char *what, tio_error *err);
-/* Returns a pointer to the next n bytes and advances. */
+/* Returns a pointer to the next n bytes and advances: a view into the input,
+ * valid as long as the input (tensor data, names kept by pointer). */
 int tio__cursor_bytes(tio_cursor *c, uint64_t n, const uint8_t **out, const char *what,
                       tio_error *err);
+/* The same for bytes the decoder reads at once and does not keep (a record
+ * header, a length field): from c->head's window when the cursor has one and
+ * n <= TIO__HEAD_MAX, so the mapping is not touched. *out is valid only
+ * until the next read through the cursor. The scalar reads below use it. */
+int tio__cursor_head(tio_cursor *c, uint64_t n, const uint8_t **out, const char *what,
+                     tio_error *err);
+/* Attaches ctx's header source when the cursor reads ctx's input from its
+ * start (the whole of it or a prefix); no-op otherwise (memory input). */
+struct tio_read_ctx;
+void tio__cursor_use_head(tio_cursor *c, const struct tio_read_ctx *ctx);
 int tio__cursor_u8(tio_cursor *c, uint8_t *v, const char *what, tio_error *err);
 int tio__cursor_u32(tio_cursor *c, uint32_t *v, const char *what, tio_error *err);
 int tio__cursor_u64(tio_cursor *c, uint64_t *v, const char *what, tio_error *err);
@@ -291,6 +335,13 @@ int tio__container_add_quant_view(tio_container *c, const tio_tensor_desc *d, ti
 #define TIO__OPEN_FAST_ONLY 0x40000000u
 #define TIO__SAVE_FAST_ONLY 0x40000000u
 
+/* tio_container_prefetch telling in *how what it did (TIO_PREFETCH_*), for
+ * tests; force_willneed takes the fallback a kernel before 5.14 takes. */
+#define TIO_PREFETCH_NONE 0      /* nothing mapped (memory input), or the hint failed */
+#define TIO_PREFETCH_POPULATED 1 /* MADV_POPULATE_READ: pages read and mapped */
+#define TIO_PREFETCH_HINTED 2    /* MADV_WILLNEED: readahead started, nothing mapped */
+int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err);
+
 typedef struct tio_read_ctx {
     const uint8_t *data;
     size_t size;
@@ -300,6 +351,8 @@ typedef struct tio_read_ctx {
     const char *path;   /* the file opened (tio_open), or NULL (memory, parts):
                            for files a format finds beside it (ONNX external
                            data) */
+    tio_headsrc *head;  /* data is a mapped file: header reads by pread (see
+                           tio_headsrc), or NULL */
 } tio_read_ctx;
 
 /* Records a validation finding (TIO_E_INVALID) in the container. Returns
@@ -356,6 +409,12 @@ int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, 
  * its values, without a buffer of its dense size. For writers that only pass
  * the data through to the sink. */
 int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *err);
+/* What a format's check built (a lowered model, its layout) handed to its
+ * write on the same plan, so that the work is not done twice: keep stores it
+ * (freed with free_fn when the plan goes, or replaced); take returns it (the
+ * caller frees it then) or NULL when the check kept nothing. */
+void tio__plan_keep(tio_write_plan *p, void *state, void (*free_fn)(void *));
+void *tio__plan_take(tio_write_plan *p);
 const tio_container *tio__plan_container(const tio_write_plan *p);
 unsigned tio__plan_flags(const tio_write_plan *p);
 /* tio_save_options.version: the format version to write (0 = the format's

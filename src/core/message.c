@@ -69,6 +69,7 @@ int tio__open_rparts(const tio_format_desc *f, const tio_rpart *parts, size_t n,
     for (size_t i = 0; i < n; i++) total += parts[i].size;
     tio_read_ctx ctx;
     ctx.path = NULL;
+    ctx.head = NULL;
     ctx.limits = tio__limits_resolve(opts ? opts->limits : NULL);
     ctx.flags = opts ? opts->flags : 0;
     ctx.c = c;

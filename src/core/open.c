@@ -1,4 +1,8 @@
-/* Opening containers: sources (mmap, buffers), format choice, decoding. */
+/* Opening containers: sources (mmap, buffers), format choice, decoding,
+ * prefetching. */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* madvise (MADV_POPULATE_READ has no posix_madvise form) */
+#endif
 #include "internal.h"
 
 #include <errno.h>
@@ -54,9 +58,11 @@ static int choose_format(const tio_open_options *o, const uint8_t *data, size_t 
 }
 
 static int decode(tio_container *c, const tio_format_desc *f, const uint8_t *data,
-                  size_t size, const char *path, const tio_open_options *o, tio_error *err) {
+                  size_t size, const char *path, tio_headsrc *head,
+                  const tio_open_options *o, tio_error *err) {
     tio_read_ctx ctx;
     ctx.path = path;
+    ctx.head = head;
     ctx.data = data;
     ctx.size = size;
     ctx.limits = tio__limits_resolve(o ? o->limits : NULL);
@@ -89,7 +95,7 @@ int tio_open_memory(const void *data, size_t size, const tio_open_options *opts,
         memcpy(c->owned_buf, data, size);
         p = c->owned_buf;
     }
-    rc = decode(c, f, p, size, NULL, opts, err);
+    rc = decode(c, f, p, size, NULL, NULL, opts, err);
     if (rc) {
         tio_container_free(c);
         return rc;
@@ -197,11 +203,25 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
         c->owned_buf = b;
         data = b;
     }
-    close(fd);
+    /* Header reads by pread() while decoding (see tio_headsrc); on the heap:
+     * two pages are too much for the stack of a caller's small thread. */
+    tio_headsrc *head = NULL;
+    if (rc == TIO_OK && c->map) {
+        head = malloc(sizeof *head);
+        if (head) tio__headsrc_init(head, fd, c->map, c->map_size);
+        /* as the mapping's POSIX_MADV_RANDOM: a cold file reads the header
+         * pages, not readahead around each (the descriptor is ours, closed
+         * after decoding) */
+        posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    }
     const tio_format_desc *f = NULL;
     if (rc == TIO_OK) rc = choose_format(opts, data, size, path, &f, err);
-    if (rc == TIO_OK) rc = decode(c, f, data, size, path, opts, err);
+    if (rc == TIO_OK) rc = decode(c, f, data, size, path, head, opts, err);
+    free(head);
+    close(fd);
     if (c->map) posix_madvise(c->map, c->map_size, POSIX_MADV_NORMAL);
+    if (rc == TIO_OK && opts && (opts->flags & TIO_OPEN_PREFETCH))
+        rc = tio_container_prefetch(c, err);
     if (rc == TIO_OK && opts && opts->progress) opts->progress(opts->progress_ctx, size, size);
     if (rc) {
         tio_container_free(c);
@@ -209,4 +229,42 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
     }
     *out = c;
     return TIO_OK;
+}
+
+/* Linux >= 5.14; older headers lack the constant (older kernels: EINVAL). */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err) {
+    *how = TIO_PREFETCH_NONE;
+    if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    if (!c->map || !c->map_size) return TIO_OK; /* the bytes are in memory already */
+#ifdef __linux__
+    if (!force_willneed) {
+        int r;
+        do r = madvise(c->map, c->map_size, MADV_POPULATE_READ);
+        while (r != 0 && errno == EINTR);
+        if (r == 0) {
+            *how = TIO_PREFETCH_POPULATED;
+            return TIO_OK;
+        }
+        int e = errno;
+        /* EINVAL: a kernel before 5.14. EFAULT/EIO: the file shrank or cannot
+         * be read (touching those pages fails later as it would have);
+         * EAGAIN/ENOMEM: memory is short. The hint cannot fail that way. */
+        if (e != EINVAL && e != EFAULT && e != EIO && e != EAGAIN && e != ENOMEM)
+            return tio__err(err, TIO_E_IO, NULL, -1, "prefetch: madvise: %s", strerror(e));
+    }
+#else
+    (void)force_willneed;
+#endif
+    if (posix_madvise(c->map, c->map_size, POSIX_MADV_WILLNEED) == 0)
+        *how = TIO_PREFETCH_HINTED;
+    return TIO_OK; /* a failed hint is no error: reading still works */
+}
+
+int tio_container_prefetch(tio_container *c, tio_error *err) {
+    int how;
+    return tio__prefetch(c, false, &how, err);
 }

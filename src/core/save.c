@@ -35,6 +35,9 @@ struct tio_write_plan {
     void (*progress)(void *ctx, uint64_t done, uint64_t total); /* the options' */
     void *progress_ctx;
     int src_fd; /* the source file reopened for copy_file_range: -1 not yet, -2 no */
+    /* what the format's check built, for its write (tio__plan_keep) */
+    void *kept;
+    void (*kept_free)(void *kept);
 };
 
 /* Tensor data at least this large that lie unchanged in the source file go
@@ -243,6 +246,20 @@ static void plan_free(tio_write_plan *p) {
     tio__kv_free(&p->options);
     if (p->src_fd >= 0) close(p->src_fd);
     p->src_fd = -1;
+    if (p->kept) p->kept_free(p->kept);
+    p->kept = NULL;
+}
+
+void tio__plan_keep(tio_write_plan *p, void *state, void (*free_fn)(void *)) {
+    if (p->kept) p->kept_free(p->kept);
+    p->kept = state;
+    p->kept_free = free_fn;
+}
+
+void *tio__plan_take(tio_write_plan *p) {
+    void *k = p->kept;
+    p->kept = NULL;
+    return k;
 }
 
 /* Makes *buf hold at least n bytes (its contents are not kept). */

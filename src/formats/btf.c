@@ -186,7 +186,7 @@ static int btf_read_dims(btf_reader *r, size_t i, uint64_t rec, size_t n) {
         r->dims_cap = n;
     }
     uint64_t at = r->cur.pos;
-    rc = tio__cursor_bytes(&r->cur, (uint64_t)n * 8, &p, "DIMS", r->err);
+    rc = tio__cursor_head(&r->cur, (uint64_t)n * 8, &p, "DIMS", r->err);
     if (rc) return rc;
     for (size_t k = 0; k < n; k++) {
         int64_t v = btf_as_i64(tio__ld64(p + 8 * k));
@@ -285,7 +285,7 @@ static int btf_read_record(btf_reader *r, size_t i, uint64_t rec, btf_rec *out) 
     if (rc) return rc;
     rc = btf_need(r, i, rec, BTF_HEADER_BYTES, "the record header");
     if (rc) return rc;
-    rc = tio__cursor_bytes(&r->cur, BTF_HEADER_BYTES, &h, "record header", r->err);
+    rc = tio__cursor_head(&r->cur, BTF_HEADER_BYTES, &h, "record header", r->err);
     if (rc) return rc;
     uint64_t rank = tio__ld64(h);
     unsigned code = h[8], layout = h[9];
@@ -394,7 +394,7 @@ static int btf_check_padding(btf_reader *r, size_t index, uint64_t from, uint64_
     const uint8_t *p;
     int rc = tio__cursor_seek(&r->cur, from, "padding", r->err);
     if (rc) return rc;
-    rc = tio__cursor_bytes(&r->cur, to - from, &p, "padding", r->err);
+    rc = tio__cursor_head(&r->cur, to - from, &p, "padding", r->err);
     if (rc) return rc;
     for (uint64_t k = 0; k < to - from; k++)
         if (p[k])
@@ -496,6 +496,9 @@ static int btf_read_all(btf_reader *r, btf_rec **recs_out) {
                         "the header (NUM_TENSORS and %" PRIu64 " record offsets) is %" PRIu64
                         " bytes, above the limit (max_header_bytes %" PRIu64 ")",
                         n, table_end, ctx->limits.max_header_bytes);
+    const uint8_t *table = NULL;
+    rc = tio__cursor_bytes(&r->cur, 8 * n, &table, "record offsets", r->err);
+    if (rc) return rc;
     btf_rec *recs = NULL;
     if (count) {
         recs = calloc(count, sizeof *recs);
@@ -503,11 +506,10 @@ static int btf_read_all(btf_reader *r, btf_rec **recs_out) {
     }
     *recs_out = recs;
     for (size_t i = 0; i < count; i++) {
-        uint64_t slot = 8 + 8 * (uint64_t)i, rec = 0;
-        rc = tio__cursor_seek(&r->cur, slot, "record offset", r->err);
-        if (rc) return rc;
-        rc = tio__cursor_u64(&r->cur, &rec, "record offset", r->err);
-        if (rc) return rc;
+        uint64_t slot = 8 + 8 * (uint64_t)i;
+        /* the table is read from the mapping (n / 512 pages), the records
+         * through the header window (see tio_headsrc) */
+        uint64_t rec = tio__ld64(table + 8 * i);
         if (rec < table_end)
             return tio__err(r->err, TIO_E_CORRUPT, BTF, btf_off(slot),
                             "record %zu: offset %" PRIu64 " points into the file header "
@@ -540,6 +542,7 @@ static int btf_read(tio_read_ctx *ctx, tio_error *err) {
     r.ctx = ctx;
     r.err = err;
     tio__cursor_init(&r.cur, ctx->data, ctx->size, BTF);
+    tio__cursor_use_head(&r.cur, ctx);
     btf_rec *recs = NULL;
     int rc = btf_read_all(&r, &recs);
     free(recs);

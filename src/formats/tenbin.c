@@ -130,7 +130,7 @@ static int tb_read_chunk(tio_read_ctx *ctx, tio_cursor *cur, size_t index, bool 
                         "data end at offset %zu; expected a chunk starting \"~TenBin~\")",
                         index, off);
     if (left < sizeof tb_magic) {
-        rc = tio__cursor_bytes(cur, left, &m, "chunk magic", err);
+        rc = tio__cursor_head(cur, left, &m, "chunk magic", err);
         if (rc) return rc;
         if (memcmp(m, tb_magic, left) == 0)
             return tio__err(err, TIO_E_TRUNCATED, TB_FMT, (int64_t)off,
@@ -143,7 +143,7 @@ static int tb_read_chunk(tio_read_ctx *ctx, tio_cursor *cur, size_t index, bool 
                         "trailing byte%s \"%s\"",
                         index, kind, left, left == 1 ? "" : "s", esc);
     }
-    rc = tio__cursor_bytes(cur, sizeof tb_magic, &m, "chunk magic", err);
+    rc = tio__cursor_head(cur, sizeof tb_magic, &m, "chunk magic", err);
     if (rc) return rc;
     if (memcmp(m, tb_magic, sizeof tb_magic) != 0) {
         tio__escape(m, sizeof tb_magic, esc, sizeof esc);
@@ -195,7 +195,7 @@ static int tb_read_chunk(tio_read_ctx *ctx, tio_cursor *cur, size_t index, bool 
                         "offset %zu (%zu of %zu bytes) and no data chunk follows",
                         index, off, have, pad);
     const uint8_t *pp;
-    rc = tio__cursor_bytes(cur, have, &pp, "chunk padding", err);
+    rc = tio__cursor_head(cur, have, &pp, "chunk padding", err);
     if (rc) return rc;
     size_t nonzero = 0, first = 0;
     for (size_t i = 0; i < have; i++) {
@@ -343,14 +343,15 @@ static int tb_parse_header(tio_read_ctx *ctx, size_t index, const tb_chunk *ch, 
     /* A cursor bounded to the header payload. */
     tio_cursor hc;
     tio__cursor_init(&hc, ctx->data, ch->payload + ch->len, TB_FMT);
+    tio__cursor_use_head(&hc, ctx);
     rc = tio__cursor_seek(&hc, ch->payload, "header payload", err);
     if (rc) return rc;
     const uint8_t *f;
-    rc = tio__cursor_bytes(&hc, TB_WORD, &f, "dtype field", err);
+    rc = tio__cursor_head(&hc, TB_WORD, &f, "dtype field", err);
     if (rc) return rc;
     rc = tb_parse_dtype(ctx, index, ch, f, h, err);
     if (rc) return rc;
-    rc = tio__cursor_bytes(&hc, TB_WORD, &f, "info field", err);
+    rc = tio__cursor_head(&hc, TB_WORD, &f, "info field", err);
     if (rc) return rc;
     rc = tb_parse_info(ctx, index, ch, f, h, err);
     if (rc) return rc;
@@ -487,6 +488,7 @@ static int tb_read_array(tio_read_ctx *ctx, tio_cursor *cur, size_t index, tb_he
 static int tb_read(tio_read_ctx *ctx, tio_error *err) {
     tio_cursor cur;
     tio__cursor_init(&cur, ctx->data, ctx->size, TB_FMT);
+    tio__cursor_use_head(&cur, ctx); /* headers by pread, data as views */
     for (size_t index = 0; tio__cursor_left(&cur) > 0; index++) {
         if ((uint64_t)index >= ctx->limits.max_tensors)
             return tio__err(err, TIO_E_LIMIT, TB_FMT, (int64_t)cur.pos,

@@ -1447,14 +1447,18 @@ static int zio_read_parts(tio_read_ctx *ctx, const tio_rpart *parts, size_t n, t
     return zio_decode(ctx, parts, n, err);
 }
 
-/* Reads the size field of the part at `pos` (pos < size). */
-static int zio_part_size(tio_read_ctx *ctx, size_t pos, size_t index, bool report,
-                         size_t *hdr, size_t *len, tio_error *err) {
-    const uint8_t *d = ctx->data;
-    size_t left = ctx->size - pos;
-    if (d[pos] != ZIO_BIG_SIZE) {
+/* Reads the size field of the part at the cursor (not at the end): the
+ * size bytes come through the cursor's header window (a .zmsg of 10,000
+ * tensors has 20,000 size fields scattered over the file). */
+static int zio_part_size(tio_read_ctx *ctx, tio_cursor *cur, size_t index, size_t *hdr,
+                         size_t *len, tio_error *err) {
+    size_t pos = cur->pos, left = tio__cursor_left(cur);
+    const uint8_t *d;
+    int rc = tio__cursor_head(cur, left < 5 ? 1 : 5, &d, "part size", err);
+    if (rc) return rc;
+    if (d[0] != ZIO_BIG_SIZE) {
         *hdr = 1;
-        *len = d[pos];
+        *len = d[0];
     } else {
         if (left < 5)
             return tio__err(err, TIO_E_TRUNCATED, ZIO_FMT, (int64_t)pos,
@@ -1462,14 +1466,13 @@ static int zio_part_size(tio_read_ctx *ctx, size_t pos, size_t index, bool repor
                             "4 bytes of a big-endian size)",
                             index, left - 1);
         *hdr = 5;
-        *len = ((size_t)d[pos + 1] << 24) | ((size_t)d[pos + 2] << 16) |
-               ((size_t)d[pos + 3] << 8) | d[pos + 4];
-        if (report && *len < ZIO_BIG_SIZE) {
-            int rc = tio__warn(ctx, ZIO_FMT, (int64_t)pos, err,
-                               "part %zu: size %zu written in the 5-byte form (zmsg_encode "
-                               "uses one byte for sizes below 255; re-encoding changes the "
-                               "bytes)",
-                               index, *len);
+        *len = ((size_t)d[1] << 24) | ((size_t)d[2] << 16) | ((size_t)d[3] << 8) | d[4];
+        if (*len < ZIO_BIG_SIZE) {
+            rc = tio__warn(ctx, ZIO_FMT, (int64_t)pos, err,
+                           "part %zu: size %zu written in the 5-byte form (zmsg_encode "
+                           "uses one byte for sizes below 255; re-encoding changes the "
+                           "bytes)",
+                           index, *len);
             if (rc) return rc;
         }
     }
@@ -1478,41 +1481,48 @@ static int zio_part_size(tio_read_ctx *ctx, size_t pos, size_t index, bool repor
                         "part %zu: size %zu runs past the end of the data (expected at most "
                         "%zu, the bytes left)",
                         index, *len, left - *hdr);
-    return TIO_OK;
+    /* after the size field (the 5 bytes read may reach into a short part) */
+    return tio__cursor_seek(cur, pos + *hdr + *len, "part", err);
 }
 
-/* A .zmsg buffer: split into parts, then decoded as a message. */
+/* A .zmsg buffer: split into parts (one pass; the array doubles, bounded by
+ * the parts present), then decoded as a message. */
 static int zio_read(tio_read_ctx *ctx, tio_error *err) {
     uint64_t max_parts = ctx->limits.max_tensors;
     if (max_parts > (UINT64_MAX - 2) / 2) max_parts = UINT64_MAX;
     else max_parts = max_parts * 2 + 2;
-    size_t count = 0, pos = 0, hdr = 0, len = 0;
-    int rc;
-    while (pos < ctx->size) {
-        if ((uint64_t)count >= max_parts)
-            return tio__err(err, TIO_E_LIMIT, ZIO_FMT, (int64_t)pos,
-                            "part %zu: more parts than the limit of %llu (2 per tensor + 2)",
-                            count, (unsigned long long)max_parts);
-        rc = zio_part_size(ctx, pos, count, true, &hdr, &len, err);
-        if (rc) return rc;
-        pos += hdr + len;
+    size_t count = 0, cap = 0, hdr = 0, len = 0;
+    tio_rpart *parts = NULL;
+    tio_cursor cur;
+    tio__cursor_init(&cur, ctx->data, ctx->size, ZIO_FMT);
+    tio__cursor_use_head(&cur, ctx);
+    int rc = TIO_OK;
+    while (rc == TIO_OK && tio__cursor_left(&cur) > 0) {
+        size_t pos = cur.pos;
+        if ((uint64_t)count >= max_parts) {
+            rc = tio__err(err, TIO_E_LIMIT, ZIO_FMT, (int64_t)pos,
+                          "part %zu: more parts than the limit of %llu (2 per tensor + 2)",
+                          count, (unsigned long long)max_parts);
+            break;
+        }
+        rc = zio_part_size(ctx, &cur, count, &hdr, &len, err);
+        if (rc) break;
+        if (count == cap) {
+            size_t ncap = cap ? cap * 2 : 64; /* a part has >= 1 byte: ncap <= 2 * size */
+            tio_rpart *np = realloc(parts, ncap * sizeof *np);
+            if (!np) {
+                rc = tio__nomem(err, ZIO_FMT);
+                break;
+            }
+            parts = np;
+            cap = ncap;
+        }
+        parts[count].data = ctx->data + pos + hdr;
+        parts[count].size = len;
+        parts[count].offset = (int64_t)(pos + hdr);
         count++;
     }
-    tio_rpart *parts = calloc(count ? count : 1, sizeof *parts); /* <= 1 part per byte */
-    if (!parts) return tio__nomem(err, ZIO_FMT);
-    pos = 0;
-    for (size_t k = 0; k < count; k++) {
-        rc = zio_part_size(ctx, pos, k, false, &hdr, &len, err);
-        if (rc) {
-            free(parts);
-            return rc;
-        }
-        parts[k].data = ctx->data + pos + hdr;
-        parts[k].size = len;
-        parts[k].offset = (int64_t)(pos + hdr);
-        pos += hdr + len;
-    }
-    rc = zio_decode(ctx, parts, count, err);
+    if (rc == TIO_OK) rc = zio_decode(ctx, parts, count, err);
     free(parts);
     return rc;
 }

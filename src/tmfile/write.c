@@ -1053,7 +1053,19 @@ static int o_u32(tw_out *o, uint32_t v, tio_error *err) {
 static int o_words(tw_out *o, const uint32_t *w, size_t n, uint32_t *off, tio_error *err) {
     int rc = o_align(o, err);
     *off = o_at(o);
-    for (size_t k = 0; !rc && k < n; k++) rc = o_u32(o, w[k], err);
+    if (!o->s) { /* dry run: only the position */
+        o->pos += 4 * (uint64_t)n;
+        return rc;
+    }
+    /* one sink write per 64 words, not per word (a struct, a vector of
+     * 10,000 offsets) */
+    uint8_t b[256];
+    for (size_t k = 0; !rc && k < n;) {
+        size_t m = n - k < sizeof b / 4 ? n - k : sizeof b / 4;
+        for (size_t j = 0; j < m; j++) tio__st32(b + 4 * j, w[k + j]);
+        rc = o_bytes(o, b, 4 * m, err);
+        k += m;
+    }
     return rc;
 }
 static uint32_t f2u(double d) {
@@ -1242,25 +1254,56 @@ static int tw_emit(tw *w, tw_out *o, uint32_t root, uint32_t *root_out, tio_erro
     return rc;
 }
 
-int tio__tmfile_check(const tio_write_plan *p, tio_error *err) {
+/* The lowered model and its layout (a dry run), as the check leaves them
+ * for the write: lowering and laying out 10,000 tensors is most of the
+ * writer's own work, done once. */
+typedef struct tw_laid {
     tw w;
-    int rc = tw_prepare(&w, (tio_write_plan *)(uintptr_t)p, err);
-    tw_out o = {NULL, 0};
-    uint32_t root = 0;
-    if (!rc) rc = tw_emit(&w, &o, 0, &root, err);
-    tw_free(&w);
+    uint32_t root; /* offset of the header's root */
+    uint64_t size; /* bytes of the file */
+} tw_laid;
+
+static void tw_laid_free(void *p) {
+    tw_laid *l = p;
+    tw_free(&l->w);
+    free(l);
+}
+
+static int tw_lay_out(tio_write_plan *p, tw_laid *l, tio_error *err) {
+    tw_out dry = {NULL, 0};
+    l->root = 0;
+    int rc = tw_prepare(&l->w, p, err);
+    if (!rc) rc = tw_emit(&l->w, &dry, 0, &l->root, err);
+    l->size = dry.pos;
     return rc;
 }
 
+int tio__tmfile_check(const tio_write_plan *cp, tio_error *err) {
+    tio_write_plan *p = (tio_write_plan *)(uintptr_t)cp;
+    tw_laid *l = malloc(sizeof *l);
+    if (!l) return tio__nomem(err, TM_FMT);
+    int rc = tw_lay_out(p, l, err);
+    if (rc) {
+        tw_laid_free(l);
+        return rc;
+    }
+    tio__plan_keep(p, l, tw_laid_free);
+    return TIO_OK;
+}
+
 int tio__tmfile_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
-    tw w;
-    int rc = tw_prepare(&w, p, err);
-    tw_out dry = {.s = NULL}, real = {.s = s};
-    uint32_t root = 0, root2 = 0;
-    if (!rc) rc = tw_emit(&w, &dry, 0, &root, err);
-    if (!rc) rc = tw_emit(&w, &real, root, &root2, err);
-    if (!rc && (root2 != root || real.pos != dry.pos))
+    tw_laid local, *l = tio__plan_take(p);
+    int rc = TIO_OK;
+    if (!l) {
+        l = &local;
+        rc = tw_lay_out(p, l, err);
+    }
+    tw_out real = {.s = s};
+    uint32_t root2 = 0;
+    if (!rc) rc = tw_emit(&l->w, &real, l->root, &root2, err);
+    if (!rc && (root2 != l->root || real.pos != l->size))
         rc = tio__err(err, TIO_E_CORRUPT, TM_FMT, -1, "internal error: the layout changed");
-    tw_free(&w);
+    if (l == &local) tw_free(&local.w);
+    else tw_laid_free(l);
     return rc;
 }

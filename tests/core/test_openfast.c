@@ -1,0 +1,477 @@
+/* Opening a many-tensor file reads the record headers by pread(), not by
+ * touching the mapping (src/core/cursor.c, tio_headsrc): counted with the
+ * process's minor faults, which are deterministic where timings are not.
+ *
+ * The files are those of the benchmark's shape (10,000 tensors of 100 KiB, so
+ * every header is on a page of its own, 25 pages apart) but sparse: the test
+ * writes each record's header and the first bytes of its data, the rest are
+ * holes. A hole is not in the page cache, so the kernel's fault-around (which
+ * maps the cached pages near a fault, 64 KiB) maps no page of another record:
+ * a decoder that read the headers from the mapping would fault >= 10,000
+ * times, which the control measurement shows. On tmpfs (/dev/shm, 4 KiB
+ * pages) no 1 GiB is ever held.
+ *
+ * Then tio_container_prefetch: both of its paths (MADV_POPULATE_READ and the
+ * MADV_WILLNEED fallback of kernels before 5.14) keep the data unchanged, and
+ * after the first, reading every tensor faults no more. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+#define COUNT 10000u
+#define TBYTES (100u << 10) /* per tensor, as bench's 1 GiB / 10,000 */
+#define MARK 16u            /* data bytes written per tensor (the rest: a hole) */
+/* Pages of the mapping an open may map besides headers: the probes' and
+ * their fault-around (16 pages), the BTF offset table (20 pages), zio's JSON
+ * label (120 pages). Far below COUNT. */
+#define OPEN_PAGES_MAX (COUNT / 20u)
+
+static char dir[] = "/dev/shm/tio-openfast-XXXXXX";
+
+static long minflt(void) {
+    struct rusage u;
+    assert_int_equal(getrusage(RUSAGE_SELF, &u), 0);
+    return u.ru_minflt;
+}
+
+/* Pages of c's mapping that are mapped in this process (present in its page
+ * table, /proc/self/pagemap bit 63): what opening touched, whatever the heap
+ * (or a sanitizer's shadow memory) costs besides. */
+static size_t mapped_pages(const tio_container *c) {
+    long psz = sysconf(_SC_PAGESIZE);
+    assert_true(psz > 0);
+    uintptr_t first = (uintptr_t)c->map / (uintptr_t)psz;
+    size_t n = (c->map_size + (size_t)psz - 1) / (size_t)psz, present = 0;
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    assert_true(fd >= 0);
+    uint64_t e[512];
+    for (size_t k = 0; k < n;) {
+        size_t m = n - k < 512 ? n - k : 512;
+        ssize_t r = pread(fd, e, m * 8, (off_t)((first + k) * 8));
+        assert_int_equal(r, (ssize_t)(m * 8));
+        for (size_t j = 0; j < m; j++) present += (size_t)(e[j] >> 63);
+        k += m;
+    }
+    close(fd);
+    return present;
+}
+
+static uint8_t mark_of(size_t i, size_t k) {
+    return (uint8_t)(i * 31u + k * 7u + 1u);
+}
+
+static void put(int fd, uint64_t off, const void *p, size_t n) {
+    assert_int_equal(pwrite(fd, p, n, (off_t)off), (ssize_t)n);
+}
+
+static void st64(uint8_t *p, uint64_t v) {
+    for (int k = 0; k < 8; k++) p[k] = (uint8_t)(v >> (8 * k));
+}
+
+/* Writes tensor i's first MARK bytes at off. */
+static void put_mark(int fd, size_t i, uint64_t off) {
+    uint8_t m[MARK];
+    for (size_t k = 0; k < MARK; k++) m[k] = mark_of(i, k);
+    put(fd, off, m, MARK);
+}
+
+/* BTF: count, offset table, records (rank 1, uint8 = code 6, dense). */
+static void make_btf(int fd) {
+    uint64_t table_end = 8 + 8 * (uint64_t)COUNT, rec_bytes = 24 + TBYTES; /* 8-aligned */
+    uint8_t *table = calloc(COUNT + 1, 8);
+    assert_non_null(table);
+    st64(table, COUNT);
+    for (size_t i = 0; i < COUNT; i++) {
+        uint64_t rec = table_end + i * rec_bytes;
+        st64(table + 8 + 8 * i, rec);
+        uint8_t h[24] = {0};
+        st64(h, 1);
+        h[8] = 6;
+        st64(h + 16, TBYTES);
+        put(fd, rec, h, sizeof h);
+        put_mark(fd, i, rec + 24);
+    }
+    put(fd, 0, table, table_end);
+    free(table);
+    assert_int_equal(ftruncate(fd, (off_t)(table_end + COUNT * rec_bytes)), 0);
+}
+
+/* tenbin: per array a header chunk (u1, no name, ndim 1, dim) and a data
+ * chunk, each "~TenBin~", length, payload, padding to 64. */
+static void make_tenbin(int fd) {
+    uint64_t data_pad = (TBYTES + 63u) & ~63ull, arr = 16 + 64 + 16 + data_pad;
+    for (size_t i = 0; i < COUNT; i++) {
+        uint8_t h[16 + 64 + 16] = {0};
+        memcpy(h, "~TenBin~", 8);
+        st64(h + 8, 32);
+        memcpy(h + 16, "u1", 2);
+        st64(h + 32, 1);
+        st64(h + 40, TBYTES);
+        memcpy(h + 80, "~TenBin~", 8);
+        st64(h + 88, TBYTES);
+        put(fd, i * arr, h, sizeof h);
+        put_mark(fd, i, i * arr + sizeof h);
+    }
+    assert_int_equal(ftruncate(fd, (off_t)(COUNT * arr)), 0);
+}
+
+/* zio (.zmsg): per part a size field (0xff + big-endian u32 here), then the
+ * bytes: the prefix and TENS label, the coordinates, one part per tensor. */
+static void put_part_size(int fd, uint64_t off, size_t n) {
+    uint8_t z[5] = {0xff, (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8),
+                    (uint8_t)n};
+    put(fd, off, z, sizeof z);
+}
+
+static void make_zio(int fd) {
+    static const char entry[] = "{\"dtype\":\"u\",\"part\":%zu,\"shape\":[%u],\"word\":1}";
+    size_t cap = 64 + COUNT * 64, len = 0;
+    char *label = malloc(cap);
+    assert_non_null(label);
+    len += (size_t)snprintf(label, cap, "ZIO0TENS{\"TENS\":{\"tensors\":[");
+    for (size_t i = 0; i < COUNT; i++) {
+        if (i) label[len++] = ',';
+        len += (size_t)snprintf(label + len, cap - len, entry, i, TBYTES);
+    }
+    len += (size_t)snprintf(label + len, cap - len, "]}}");
+    assert_true(len < cap);
+    uint64_t off = 0;
+    put_part_size(fd, off, len);
+    put(fd, off + 5, label, len);
+    off += 5 + len;
+    uint8_t coord[24] = {0};
+    put_part_size(fd, off, sizeof coord);
+    put(fd, off + 5, coord, sizeof coord);
+    off += 5 + sizeof coord;
+    for (size_t i = 0; i < COUNT; i++) {
+        put_part_size(fd, off, TBYTES);
+        put_mark(fd, i, off + 5);
+        off += 5 + TBYTES;
+    }
+    free(label);
+    assert_int_equal(ftruncate(fd, (off_t)off), 0);
+}
+
+static void make_file(const char *path, const char *format) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    if (strcmp(format, "btf") == 0)
+        make_btf(fd);
+    else if (strcmp(format, "zio") == 0)
+        make_zio(fd);
+    else
+        make_tenbin(fd);
+    assert_int_equal(close(fd), 0);
+}
+
+static tio_container *open_file(const char *path, unsigned flags) {
+    tio_open_options o = {0};
+    o.flags = flags;
+    tio_container *c = NULL;
+    tio_error e;
+    int rc = tio_open(path, &o, &c, &e);
+    if (rc) fprintf(stderr, "%s: %s\n", path, e.message);
+    assert_int_equal(rc, TIO_OK);
+    return c;
+}
+
+/* Every tensor has its size and its first `checked` bytes are the marks
+ * (the sparse files' holes are not read: tmpfs would fill them with pages). */
+static void check_data(const tio_container *c, size_t count, size_t nbytes, size_t checked) {
+    assert_int_equal(tio_container_count(c), count);
+    for (size_t i = 0; i < count; i++) {
+        const tio_tensor *t = tio_container_tensor(c, i);
+        assert_int_equal(tio_tensor_nbytes(t), nbytes);
+        const uint8_t *p = tio_tensor_data(t);
+        for (size_t k = 0; k < checked; k++)
+            if (p[k] != mark_of(i, k)) fail_msg("tensor %zu byte %zu differs", i, k);
+    }
+}
+
+static void open_touches_no_page_per_tensor(const char *format) {
+    char path[64];
+    snprintf(path, sizeof path, "%s/many.%s", dir,
+             strcmp(format, "zio") == 0 ? "zmsg" : format);
+    make_file(path, format);
+    /* once to warm the heap (and the page cache) */
+    tio_container_free(open_file(path, 0));
+    long before = minflt();
+    tio_container *c = open_file(path, 0);
+    long faults = minflt() - before;
+    size_t pages = mapped_pages(c);
+    fprintf(stderr, "%s: open of %u tensors: %zu pages of the mapping mapped, %ld minor faults\n",
+            format, COUNT, pages, faults);
+    assert_true(pages < OPEN_PAGES_MAX);
+    /* What reading the headers from the mapping would have cost (the
+     * control: the measure sees it): one byte per tensor, beside its header. */
+    before = minflt();
+    unsigned sum = 0;
+    for (size_t i = 0; i < COUNT; i++)
+        sum += *(const volatile uint8_t *)tio_tensor_data(tio_container_tensor(c, i));
+    faults = minflt() - before;
+    pages = mapped_pages(c);
+    fprintf(stderr, "%s: then one byte of each tensor: %zu pages mapped, %ld minor faults (sum %u)\n",
+            format, pages, faults, sum);
+    assert_true(pages >= COUNT);
+    assert_true(faults >= (long)COUNT - 16); /* the probe mapped the first */
+    /* the tensors are views into the mapping, with the bytes written */
+    const uint8_t *p = tio_tensor_data(tio_container_tensor(c, 0));
+    assert_true(p >= (const uint8_t *)c->map && p < (const uint8_t *)c->map + c->map_size);
+    check_data(c, COUNT, TBYTES, MARK);
+    tio_container_free(c);
+    unlink(path);
+}
+
+static void test_btf_open(void **state) {
+    (void)state;
+    open_touches_no_page_per_tensor("btf");
+}
+
+static void test_tenbin_open(void **state) {
+    (void)state;
+    open_touches_no_page_per_tensor("tenbin");
+}
+
+static void test_zio_open(void **state) {
+    (void)state;
+    open_touches_no_page_per_tensor("zio");
+}
+
+/* A dense BTF of PF_COUNT tensors of PF_BYTES, by tio_save. */
+#define PF_COUNT 1000u
+#define PF_BYTES 4096u
+
+static void make_dense(const char *path) {
+    tio_container *c = tio_container_new();
+    assert_non_null(c);
+    uint8_t data[PF_BYTES];
+    int64_t shape[1] = {PF_BYTES};
+    for (size_t i = 0; i < PF_COUNT; i++) {
+        for (size_t k = 0; k < PF_BYTES; k++) data[k] = mark_of(i, k);
+        tio_tensor_desc d;
+        memset(&d, 0, sizeof d);
+        d.dtype = TIO_UINT8;
+        d.rank = 1;
+        d.shape = shape;
+        d.data = data;
+        d.nbytes = PF_BYTES;
+        tio_error e;
+        assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+    }
+    tio_save_options so = {0};
+    so.format = "btf";
+    so.flags = TIO_SAVE_NO_SYNC;
+    tio_error e;
+    assert_int_equal(tio_save(c, path, &so, &e), TIO_OK);
+    tio_container_free(c);
+}
+
+static void check_dense(const tio_container *c) {
+    check_data(c, PF_COUNT, PF_BYTES, PF_BYTES);
+}
+
+/* Kernel >= 5.14 has MADV_POPULATE_READ. */
+static int kernel_populates(void) {
+    struct utsname u;
+    assert_int_equal(uname(&u), 0);
+    unsigned maj = 0, min = 0;
+    if (sscanf(u.release, "%u.%u", &maj, &min) != 2) return 0;
+    return maj > 5 || (maj == 5 && min >= 14);
+}
+
+static void test_prefetch(void **state) {
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "%s/pf.btf", dir);
+    make_dense(path);
+    tio_error e;
+    int how = -1;
+
+    /* the fallback, as a kernel before 5.14 takes it */
+    tio_container *c = open_file(path, 0);
+    assert_int_equal(tio__prefetch(c, true, &how, &e), TIO_OK);
+    assert_int_equal(how, TIO_PREFETCH_HINTED);
+    check_dense(c);
+    tio_container_free(c);
+
+    /* MADV_POPULATE_READ: afterwards reading everything faults no more */
+    c = open_file(path, 0);
+    assert_int_equal(tio__prefetch(c, false, &how, &e), TIO_OK);
+    if (kernel_populates()) {
+        assert_int_equal(how, TIO_PREFETCH_POPULATED);
+        /* every page of the file is mapped */
+        long psz = sysconf(_SC_PAGESIZE);
+        assert_int_equal(mapped_pages(c), (c->map_size + (size_t)psz - 1) / (size_t)psz);
+        long before = minflt();
+        check_dense(c);
+        long faults = minflt() - before;
+        fprintf(stderr, "reading %u prefetched tensors: %ld minor faults\n", PF_COUNT, faults);
+        assert_true(faults < (long)(PF_COUNT / 100u));
+    } else {
+        assert_int_equal(how, TIO_PREFETCH_HINTED);
+        check_dense(c);
+    }
+    assert_int_equal(tio_container_prefetch(c, &e), TIO_OK); /* twice is fine */
+    tio_container_free(c);
+
+    /* the open flag */
+    c = open_file(path, TIO_OPEN_PREFETCH);
+    check_dense(c);
+    tio_container_free(c);
+
+    /* memory input: nothing to do */
+    c = open_file(path, TIO_OPEN_NO_MMAP | TIO_OPEN_PREFETCH);
+    assert_int_equal(tio__prefetch(c, false, &how, &e), TIO_OK);
+    assert_int_equal(how, TIO_PREFETCH_NONE);
+    check_dense(c);
+    tio_container_free(c);
+
+    assert_int_equal(tio_container_prefetch(NULL, &e), TIO_E_ARGUMENT);
+    unlink(path);
+}
+
+/* ----------------------------------------------- the same answers as memory */
+
+/* Opening `path` (mapped: headers by pread) and its bytes in memory (headers
+ * from the buffer) gives the same result: code, message, tensors, findings. */
+static void same_as_memory(const char *path, const uint8_t *bytes, size_t n, const char *fmt) {
+    tio_open_options o = {0};
+    o.format = fmt;
+    tio_container *a = NULL, *b = NULL;
+    tio_error ea, eb;
+    memset(&ea, 0, sizeof ea);
+    memset(&eb, 0, sizeof eb);
+    int ra = tio_open(path, &o, &a, &ea);
+    int rb = tio_open_memory(bytes, n, &o, &b, &eb);
+    if (ra != rb || (ra && strcmp(ea.message, eb.message) != 0))
+        fail_msg("%s: mapped %d \"%s\", memory %d \"%s\"", path, ra, ea.message, rb,
+                 eb.message);
+    if (ra == TIO_OK) {
+        assert_int_equal(tio_container_count(a), tio_container_count(b));
+        assert_int_equal(tio_container_warning_count(a), tio_container_warning_count(b));
+        for (size_t w = 0; w < tio_container_warning_count(a); w++)
+            assert_string_equal(tio_container_warning(a, w)->message,
+                                tio_container_warning(b, w)->message);
+        for (size_t i = 0; i < tio_container_count(a); i++) {
+            const tio_tensor *x = tio_container_tensor(a, i), *y = tio_container_tensor(b, i);
+            assert_int_equal(tio_tensor_nbytes(x), tio_tensor_nbytes(y));
+            assert_int_equal((const uint8_t *)tio_tensor_data(x) - (const uint8_t *)a->map,
+                             (const uint8_t *)tio_tensor_data(y) - bytes);
+        }
+    }
+    tio_container_free(a);
+    tio_container_free(b);
+}
+
+static uint8_t *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long len = ftell(f);
+    assert_true(len >= 0);
+    rewind(f);
+    uint8_t *b = malloc((size_t)len + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+static void spill(const char *path, const uint8_t *b, size_t n) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    if (n) put(fd, 0, b, n);
+    assert_int_equal(close(fd), 0);
+}
+
+/* Every test vector of the format, and each of them cut short at every length
+ * and with each byte set to 0xff (hostile headers read through the window). */
+static void vectors_same_as_memory(const char *fmt) {
+    char vdir[512], src[1024], tmp[64];
+    snprintf(vdir, sizeof vdir, "%s/%s", TIO_TEST_VECTORS, fmt);
+    snprintf(tmp, sizeof tmp, "%s/mut.%s", dir, strcmp(fmt, "zio") == 0 ? "zmsg" : fmt);
+    DIR *d = opendir(vdir);
+    assert_non_null(d);
+    size_t files = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *dot = strrchr(e->d_name, '.');
+        if (!dot || (strcmp(dot, ".btf") != 0 && strcmp(dot, ".ten") != 0 &&
+                     strcmp(dot, ".zmsg") != 0))
+            continue;
+        snprintf(src, sizeof src, "%s/%s", vdir, e->d_name);
+        size_t n;
+        uint8_t *b = slurp(src, &n);
+        files++;
+        same_as_memory(src, b, n, fmt);
+        size_t step = n > 4096 ? n / 512 : 1; /* big vectors: a sample */
+        for (size_t cut = 0; cut < n; cut += step) {
+            spill(tmp, b, cut);
+            same_as_memory(tmp, b, cut, fmt);
+        }
+        for (size_t k = 0; k < n; k += step) {
+            uint8_t old = b[k];
+            b[k] = 0xff;
+            spill(tmp, b, n);
+            same_as_memory(tmp, b, n, fmt);
+            b[k] = old;
+        }
+        free(b);
+    }
+    closedir(d);
+    unlink(tmp);
+    assert_true(files > 0);
+}
+
+static void test_btf_same_as_memory(void **state) {
+    (void)state;
+    vectors_same_as_memory("btf");
+}
+
+static void test_tenbin_same_as_memory(void **state) {
+    (void)state;
+    vectors_same_as_memory("tenbin");
+}
+
+static void test_zio_same_as_memory(void **state) {
+    (void)state;
+    vectors_same_as_memory("zio");
+}
+
+int main(void) {
+    if (!mkdtemp(dir)) return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_btf_open),
+        cmocka_unit_test(test_tenbin_open),
+        cmocka_unit_test(test_zio_open),
+        cmocka_unit_test(test_prefetch),
+        cmocka_unit_test(test_btf_same_as_memory),
+        cmocka_unit_test(test_tenbin_same_as_memory),
+        cmocka_unit_test(test_zio_same_as_memory),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    /* a failed test leaves its file: the sparse ones stand for 1 GiB */
+    static const char *const left[] = {"many.btf", "many.tenbin", "many.zmsg", "pf.btf",
+                                       "mut.btf", "mut.tenbin", "mut.zmsg"};
+    char path[96];
+    for (size_t k = 0; k < sizeof left / sizeof left[0]; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, left[k]);
+        unlink(path);
+    }
+    rmdir(dir);
+    return rc;
+}
