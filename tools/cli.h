@@ -268,7 +268,10 @@ typedef struct cli_table {
     size_t ncols;
     size_t ncells;
     size_t cap;
-    char **cells;       /* row-major */
+    size_t *at;         /* row-major: cell i's text at text + at[i] */
+    size_t *width;      /* cell i's display width */
+    char *text;         /* the cells' texts, each NUL-terminated */
+    size_t used, tcap;
     unsigned right;     /* bit i: right-align column i */
     int nomem;          /* an allocation failed */
 } cli_table;

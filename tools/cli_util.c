@@ -452,73 +452,157 @@ void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask) {
     t->right = right_align_mask;
 }
 
+/* Display width: UTF-8 code points (continuation bytes do not count). */
+static size_t display_width(const char *s, size_t n) {
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) w++;
+    return w;
+}
+
+/* Appends n bytes of s as a cell (room for them and the NUL made first). */
+static void table_put(cli_table *t, const char *s, size_t n) {
+    if (t->tcap - t->used <= n) {
+        size_t cap = t->tcap ? t->tcap : 4096;
+        while (cap - t->used <= n) cap *= 2;
+        char *text = realloc(t->text, cap);
+        if (!text) {
+            t->nomem = 1;
+            return;
+        }
+        t->text = text;
+        t->tcap = cap;
+    }
+    memcpy(t->text + t->used, s, n);
+    t->text[t->used + n] = '\0';
+    t->at[t->ncells] = t->used;
+    t->width[t->ncells++] = display_width(s, n);
+    t->used += n + 1;
+}
+
+/* Cells go into one text buffer (formatted in place: one vsnprintf, a
+ * second only when the buffer must grow; "%s", "%zu" and "%llu", most of
+ * the cells, without printf), with their offsets and widths: a listing of
+ * 10,000 tensors is not 70,000 allocations. */
 void cli_table_add(cli_table *t, const char *fmt, ...) {
     if (t->nomem) return;
     if (t->ncells == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 64;
-        char **cells = realloc(t->cells, cap * sizeof *cells);
-        if (!cells) {
+        size_t *at = realloc(t->at, cap * sizeof *at);
+        if (at) t->at = at;
+        size_t *w = at ? realloc(t->width, cap * sizeof *w) : NULL;
+        if (!w) {
             t->nomem = 1;
             return;
         }
-        t->cells = cells;
+        t->width = w;
         t->cap = cap;
     }
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = cli_vstrdup_printf(fmt, ap);
-    va_end(ap);
-    if (!s) {
-        t->nomem = 1;
+    int u = strcmp(fmt, "%zu") == 0 ? 1 : strcmp(fmt, "%llu") == 0 ? 2 : 0;
+    if (u || strcmp(fmt, "%s") == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (u) {
+            unsigned long long v = u == 1 ? (unsigned long long)va_arg(ap, size_t)
+                                          : va_arg(ap, unsigned long long);
+            char buf[24], *e = buf + sizeof buf, *b = e;
+            do
+                *--b = (char)('0' + v % 10);
+            while ((v /= 10) != 0);
+            table_put(t, b, (size_t)(e - b));
+        } else {
+            const char *str = va_arg(ap, const char *);
+            if (!str) str = "(null)"; /* as glibc's printf shows it */
+            table_put(t, str, strlen(str));
+        }
+        va_end(ap);
         return;
     }
-    t->cells[t->ncells++] = s;
-}
-
-/* Display width: UTF-8 code points (continuation bytes do not count). */
-static size_t display_width(const char *s) {
-    size_t w = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if ((*p & 0xC0) != 0x80) w++;
-    return w;
+    for (int pass = 0; pass < 2; pass++) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = t->tcap - t->used;
+        int n = vsnprintf(t->text ? t->text + t->used : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) break;
+        if ((size_t)n < room) {
+            t->at[t->ncells] = t->used;
+            t->width[t->ncells++] = display_width(t->text + t->used, (size_t)n);
+            t->used += (size_t)n + 1;
+            return;
+        }
+        size_t cap = t->tcap ? t->tcap : 4096;
+        while (cap - t->used <= (size_t)n) cap *= 2;
+        char *text = realloc(t->text, cap);
+        if (!text) break;
+        t->text = text;
+        t->tcap = cap;
+    }
+    t->nomem = 1;
 }
 
 int cli_table_print(const cli_table *t, FILE *f) {
     if (t->nomem) return cli_error("out of memory");
-    if (t->ncols == 0) return CLI_EXIT_OK;
+    if (t->ncols == 0 || t->ncells == 0) return CLI_EXIT_OK;
     size_t *width = calloc(t->ncols, sizeof *width);
     if (!width) return cli_error("out of memory");
     /* A cell wider than CLI_TABLE_MAX_PAD sets no width (it sticks out):
      * padding every row to one long name would make the output rows x that
      * name. */
     for (size_t i = 0; i < t->ncells; i++) {
-        size_t w = display_width(t->cells[i]);
+        size_t w = t->width[i];
         if (w > width[i % t->ncols] && w <= CLI_TABLE_MAX_PAD) width[i % t->ncols] = w;
     }
-    for (size_t i = 0; i < t->ncells; i++) {
+    /* one line at a time into a buffer, one fwrite each */
+    size_t cap = 256, len = 0;
+    char *line = malloc(cap);
+    int rc = line ? CLI_EXIT_OK : cli_error("out of memory");
+    for (size_t i = 0; i < t->ncells && rc == CLI_EXIT_OK; i++) {
         size_t col = i % t->ncols;
-        const char *cell = t->cells[i];
-        size_t cw = display_width(cell);
-        size_t pad = cw < width[col] ? width[col] - cw : 0;
+        const char *cell = t->text + t->at[i];
+        size_t n = strlen(cell);
+        size_t pad = t->width[i] < width[col] ? width[col] - t->width[i] : 0;
         int last = col + 1 == t->ncols || i + 1 == t->ncells;
-        if (col > 0) fputs("  ", f);
-        if (col < 32 && (t->right >> col) & 1u) {
-            for (size_t k = 0; k < pad; k++) fputc(' ', f);
-            fputs(cell, f);
-        } else {
-            fputs(cell, f);
-            if (!last)
-                for (size_t k = 0; k < pad; k++) fputc(' ', f);
+        int right = col < 32 && (t->right >> col) & 1u;
+        if (!right && last) pad = 0;
+        if (len + n + pad + 3 > cap) {
+            while (len + n + pad + 3 > cap) cap *= 2;
+            char *nl = realloc(line, cap);
+            if (!nl) {
+                rc = cli_error("out of memory");
+                break;
+            }
+            line = nl;
         }
-        if (last) fputc('\n', f);
+        if (col > 0) {
+            memcpy(line + len, "  ", 2);
+            len += 2;
+        }
+        if (right) {
+            memset(line + len, ' ', pad);
+            len += pad;
+        }
+        memcpy(line + len, cell, n);
+        len += n;
+        if (!right) {
+            memset(line + len, ' ', pad);
+            len += pad;
+        }
+        if (last) {
+            line[len++] = '\n';
+            fwrite(line, 1, len, f);
+            len = 0;
+        }
     }
+    free(line);
     free(width);
-    return CLI_EXIT_OK;
+    return rc;
 }
 
 void cli_table_free(cli_table *t) {
-    for (size_t i = 0; i < t->ncells; i++) free(t->cells[i]);
-    free(t->cells);
+    free(t->at);
+    free(t->width);
+    free(t->text);
     memset(t, 0, sizeof *t);
 }
 
