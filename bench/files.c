@@ -206,12 +206,13 @@ static int cmd_touch(bn_ctx *x, const char *path, const char *group, uint64_t to
 /* ------------------------------------------------------------ scan */
 
 /* open + checksum of every tensor's data: seconds, or < 0 (reported). */
-static double scan_once(const char *path, uint64_t *acc, uint64_t *bytes, uint64_t *count,
-                        char *subject, size_t cap) {
+static double scan_once(const char *path, unsigned flags, uint64_t *acc, uint64_t *bytes,
+                        uint64_t *count, char *subject, size_t cap) {
     double t0 = bn_now();
     tio_container *c;
     tio_error e;
-    if (tio_open(path, NULL, &c, &e)) return tio_failed(path, &e), -1;
+    tio_open_options o = {.flags = flags};
+    if (tio_open(path, &o, &c, &e)) return tio_failed(path, &e), -1;
     subject_of(c, subject, cap);
     size_t n = tio_container_count(c);
     *acc = 0;
@@ -227,13 +228,14 @@ static double scan_once(const char *path, uint64_t *acc, uint64_t *bytes, uint64
     return bn_now() - t0;
 }
 
-static int cmd_scan(bn_ctx *x, const char *path, const char *group) {
+/* flags: TIO_OPEN_PREFETCH to populate the mapping in one call first. */
+static int cmd_scan(bn_ctx *x, const char *path, const char *group, unsigned flags) {
     uint64_t first = 0, acc = 0, bytes = 0, n = 0;
     bn_paired p;
     if (bn_paired_init(&p, x, "scan", group, "base:memcpy", NULL)) return 1;
     /* the baseline copies as many bytes as the tensors hold */
     unsigned char *a = NULL, *b = NULL;
-    if (scan_once(path, &first, &bytes, &n, p.subject[1], sizeof p.subject[1]) < 0 ||
+    if (scan_once(path, flags, &first, &bytes, &n, p.subject[1], sizeof p.subject[1]) < 0 ||
         !(a = bn_big_alloc((size_t)bytes)) || !(b = bn_big_alloc((size_t)bytes))) {
         bn_paired_free(&p);
         return bn_fail("scan: cannot open or allocate");
@@ -254,7 +256,7 @@ static int cmd_scan(bn_ctx *x, const char *path, const char *group) {
                 continue;
             }
             uint64_t sum = 0;
-            t = scan_once(path, &sum, &bytes, &n, p.subject[1], sizeof p.subject[1]);
+            t = scan_once(path, flags, &sum, &bytes, &n, p.subject[1], sizeof p.subject[1]);
             if (t < 0) rc = 1;
             else if (sum != first) rc = bn_fail("scan: checksum changed between repetitions");
             else if (r >= 0) bn_paired_set(&p, 1, t, bytes, n);
@@ -609,7 +611,9 @@ int bn_cmd_files(bn_ctx *x, int argc, char **argv) {
     if (strcmp(what, "touch") == 0 && argc > 2)
         return cmd_touch(x, argv[2], group,
                          strtoull(bn_opt(argc, argv, "--touches", "0"), NULL, 10));
-    if (strcmp(what, "scan") == 0 && argc > 2) return cmd_scan(x, argv[2], group);
+    if (strcmp(what, "scan") == 0 && argc > 2)
+        return cmd_scan(x, argv[2], group,
+                        bn_flag(argc, argv, "--prefetch") ? TIO_OPEN_PREFETCH : 0u);
     if (strcmp(what, "sha256") == 0 && argc > 2) return cmd_sha256(x, argv[2], group);
     if (strcmp(what, "memcpy") == 0)
         return cmd_memcpy(x, bn_parse_size(bn_opt(argc, argv, "--bytes", "0")), group);

@@ -190,6 +190,9 @@ for f in $FORMATS; do
   if has scan; then
     run $T files scan "$f1" --group "$one"
     if [ -z "$only1" ]; then run $T files scan "$fm" --group "$many"; fi
+    # the same with TIO_OPEN_PREFETCH: the mapping populated in one call
+    run $T files scan "$f1" --group "$one, prefetch" --prefetch
+    if [ -z "$only1" ]; then run $T files scan "$fm" --group "$many, prefetch" --prefetch; fi
   fi
   if [ "$f" = safetensors ] && { has open || has scan; }; then
     # the reader a Python user without the safetensors package writes

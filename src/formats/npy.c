@@ -394,6 +394,13 @@ static void npy_reorder(const uint8_t *src, uint8_t *dst, const int64_t *dims, s
 static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio__npy_src *src) {
     tio_read_ctx *ctx = r->ctx;
     uint64_t fb = src->base; /* file offset of d[0] */
+    const uint8_t *data = d; /* the views: into the input */
+    if (src->head && src->head_n >= 12 && src->head_n <= size) {
+        /* the header from the copy when the copy holds all of it */
+        const uint8_t *h = src->head;
+        uint64_t end = h[6] == 1 ? 10u + (uint64_t)tio__ld16(h + 8) : 12u + tio__ld32(h + 8);
+        if (end <= src->head_n) d = h;
+    }
 #define AT(x) npy_off(fb + (uint64_t)(x))
     if (size < NPY_MAGIC_LEN + 2)
         return tio__err(r->err, TIO_E_TRUNCATED, r->fmt, AT(0),
@@ -473,7 +480,7 @@ static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio_
     td.rank = r->rank;
     td.shape = r->dims;
     td.layout = TIO_LAYOUT_DENSE;
-    td.data = d + data_at;
+    td.data = data + data_at;
     td.nbytes = nbytes;
     tio_tensor *t = NULL;
     if (src->owned) {
@@ -499,7 +506,7 @@ static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio_
             free(stride);
             return tio__nomem(r->err, r->fmt);
         }
-        npy_reorder(d + data_at, buf, r->dims, r->rank, numel, es, transpose, hd.big, idx,
+        npy_reorder(data + data_at, buf, r->dims, r->rank, numel, es, transpose, hd.big, idx,
                     stride);
         free(idx);
         free(stride);

@@ -23,6 +23,11 @@ typedef struct tio__npy_src {
      * failure). */
     void *owned;
     int64_t source_offset; /* the tensor's source offset when `owned` */
+    /* NULL, or a copy of the first head_n bytes of data (read by pread: the
+     * header is parsed from it when it holds the whole header, so that the
+     * mapping is not touched; data stay views into it) */
+    const uint8_t *head;
+    size_t head_n;
     int props;             /* set the container's properties (version, descr, …) */
 } tio__npy_src;
 

@@ -405,9 +405,12 @@ static int npz_local(npz_reader *r, npz_member *m) {
                         " is not before the central directory at %" PRIu64,
                         nm, m->local, r->cd_at);
     int rc = tio__cursor_seek(c, m->local, "a local header", r->err);
-    const uint8_t *h = NULL, *name = NULL, *x = NULL;
-    if (!rc) rc = tio__cursor_bytes(c, NPZ_LOCAL_SIZE, &h, "a local header", r->err);
+    const uint8_t *hp = NULL, *name = NULL, *x = NULL;
+    uint8_t h[NPZ_LOCAL_SIZE];
+    /* read through the cursor's header window (valid until its next read) */
+    if (!rc) rc = tio__cursor_head(c, NPZ_LOCAL_SIZE, &hp, "a local header", r->err);
     if (rc) return rc;
+    memcpy(h, hp, sizeof h);
     if (tio__ld32(h) != NPZ_LOCAL)
         return tio__err(r->err, TIO_E_MAGIC, NPZ, npz_off(m->local),
                         "member '%s': its local header starts with 0x%08" PRIx32
@@ -417,9 +420,11 @@ static int npz_local(npz_reader *r, npz_member *m) {
     uint32_t crc = tio__ld32(h + 14);
     uint64_t csize = tio__ld32(h + 18), usize = tio__ld32(h + 22);
     size_t nlen = tio__ld16(h + 26), xlen = tio__ld16(h + 28);
-    rc = tio__cursor_bytes(c, nlen, &name, "a local header's name", r->err);
-    if (!rc) rc = tio__cursor_bytes(c, xlen, &x, "a local extra field", r->err);
+    /* the name and the extra field in one read: both used before the next */
+    rc = tio__cursor_head(c, (uint64_t)nlen + xlen, &name, "a local header's name and extra field",
+                          r->err);
     if (rc) return rc;
+    x = name + nlen;
     if (nlen != m->name_len || memcmp(name, m->name, nlen) != 0) {
         char ln[80];
         tio__escape(name, nlen, ln, sizeof ln);
@@ -694,6 +699,11 @@ static int npz_member_read(npz_reader *r, const npz_member *m) {
                                 nm, crc, m->crc);
         }
         src.base = m->data_at;
+        if (r->ctx->head && size) { /* the .npy header by pread, not a fault */
+            size_t k = size < TIO__HEAD_MAX ? size : TIO__HEAD_MAX;
+            src.head = tio__headsrc_get(r->ctx->head, m->data_at, k);
+            src.head_n = src.head ? k : 0;
+        }
     } else {
         uint8_t *buf = NULL;
         int rc = npz_inflate(r, m, nm, &buf);
@@ -757,6 +767,7 @@ static int npz_read(tio_read_ctx *ctx, tio_error *err) {
     r.ctx = ctx;
     r.err = err;
     tio__cursor_init(&r.cur, ctx->data, ctx->size, NPZ);
+    tio__cursor_use_head(&r.cur, ctx); /* local headers by pread, data as views */
     int rc = npz_read_all(&r);
     free(r.m);
     free(r.tname);

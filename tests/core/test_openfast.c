@@ -37,7 +37,8 @@
 #define MARK 16u            /* data bytes written per tensor (the rest: a hole) */
 /* Pages of the mapping an open may map besides headers: the probes' and
  * their fault-around (16 pages), the BTF offset table (20 pages), zio's JSON
- * label (120 pages). Far below COUNT. */
+ * label (120 pages), the .npz central directory (130 pages). Far below
+ * COUNT. */
 #define OPEN_PAGES_MAX (COUNT / 20u)
 
 static char dir[] = "/dev/shm/tio-openfast-XXXXXX";
@@ -166,6 +167,68 @@ static void make_zio(int fd) {
     assert_int_equal(ftruncate(fd, (off_t)off), 0);
 }
 
+/* .npz (stored, as np.savez writes it): per tensor a local header, its
+ * name, a 128-byte .npy header (|u1, shape (TBYTES,)) and the data; then the
+ * central directory and the end record (CRCs 0: checked only under strict). */
+static void st16(uint8_t *p, unsigned v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static void st32(uint8_t *p, uint32_t v) {
+    st16(p, v & 0xffffu);
+    st16(p + 2, v >> 16);
+}
+
+static void make_npz(int fd) {
+    uint8_t npy[128];
+    memset(npy, ' ', sizeof npy);
+    memcpy(npy, "\x93NUMPY\x01\x00", 8);
+    st16(npy + 8, sizeof npy - 10);
+    char dict[100];
+    int dn = snprintf(dict, sizeof dict, "{'descr': '|u1', 'fortran_order': False, 'shape': (%u,), }",
+                      TBYTES);
+    memcpy(npy + 10, dict, (size_t)dn);
+    npy[sizeof npy - 1] = '\n';
+    uint32_t msize = (uint32_t)sizeof npy + TBYTES;
+    uint8_t *cd = calloc(COUNT, 46 + 16);
+    assert_non_null(cd);
+    uint64_t off = 0, cdlen = 0;
+    for (size_t i = 0; i < COUNT; i++) {
+        char name[16];
+        int nl = snprintf(name, sizeof name, "a%zu.npy", i);
+        uint8_t lh[30] = {0};
+        st32(lh, 0x04034b50u);
+        st16(lh + 4, 20);
+        st32(lh + 18, msize);
+        st32(lh + 22, msize);
+        st16(lh + 26, (unsigned)nl);
+        put(fd, off, lh, sizeof lh);
+        put(fd, off + 30, name, (size_t)nl);
+        put(fd, off + 30 + (uint64_t)nl, npy, sizeof npy);
+        put_mark(fd, i, off + 30 + (uint64_t)nl + sizeof npy);
+        uint8_t *c = cd + cdlen;
+        st32(c, 0x02014b50u);
+        st16(c + 4, 20);
+        st16(c + 6, 20);
+        st32(c + 20, msize);
+        st32(c + 24, msize);
+        st16(c + 28, (unsigned)nl);
+        st32(c + 42, (uint32_t)off);
+        memcpy(c + 46, name, (size_t)nl);
+        cdlen += 46 + (uint64_t)nl;
+        off += 30 + (uint64_t)nl + msize;
+    }
+    put(fd, off, cd, cdlen);
+    uint8_t end[22] = {0};
+    st32(end, 0x06054b50u);
+    st16(end + 8, COUNT);
+    st16(end + 10, COUNT);
+    st32(end + 12, (uint32_t)cdlen);
+    st32(end + 16, (uint32_t)off);
+    put(fd, off + cdlen, end, sizeof end);
+    free(cd);
+}
+
 static void make_file(const char *path, const char *format) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
@@ -173,6 +236,8 @@ static void make_file(const char *path, const char *format) {
         make_btf(fd);
     else if (strcmp(format, "zio") == 0)
         make_zio(fd);
+    else if (strcmp(format, "npz") == 0)
+        make_npz(fd);
     else
         make_tenbin(fd);
     assert_int_equal(close(fd), 0);
@@ -249,6 +314,11 @@ static void test_tenbin_open(void **state) {
 static void test_zio_open(void **state) {
     (void)state;
     open_touches_no_page_per_tensor("zio");
+}
+
+static void test_npz_open(void **state) {
+    (void)state;
+    open_touches_no_page_per_tensor("npz");
 }
 
 /* A dense BTF of PF_COUNT tensors of PF_BYTES, by tio_save. */
@@ -368,9 +438,17 @@ static void same_as_memory(const char *path, const uint8_t *bytes, size_t n, con
                                 tio_container_warning(b, w)->message);
         for (size_t i = 0; i < tio_container_count(a); i++) {
             const tio_tensor *x = tio_container_tensor(a, i), *y = tio_container_tensor(b, i);
-            assert_int_equal(tio_tensor_nbytes(x), tio_tensor_nbytes(y));
-            assert_int_equal((const uint8_t *)tio_tensor_data(x) - (const uint8_t *)a->map,
-                             (const uint8_t *)tio_tensor_data(y) - bytes);
+            size_t nb = tio_tensor_nbytes(x);
+            assert_int_equal(nb, tio_tensor_nbytes(y));
+            const uint8_t *px = tio_tensor_data(x), *py = tio_tensor_data(y);
+            const uint8_t *m = a->map;
+            int vx = px >= m && px < m + a->map_size, vy = py >= bytes && py < bytes + n;
+            assert_int_equal(vx, vy); /* both views, or both copies (.npz: inflated,
+                                         unaligned) */
+            if (vx)
+                assert_int_equal(px - m, py - bytes);
+            else if (nb)
+                assert_memory_equal(px, py, nb);
         }
     }
     tio_container_free(a);
@@ -411,7 +489,7 @@ static void vectors_same_as_memory(const char *fmt) {
     for (struct dirent *e; (e = readdir(d));) {
         const char *dot = strrchr(e->d_name, '.');
         if (!dot || (strcmp(dot, ".btf") != 0 && strcmp(dot, ".ten") != 0 &&
-                     strcmp(dot, ".zmsg") != 0))
+                     strcmp(dot, ".zmsg") != 0 && strcmp(dot, ".npz") != 0))
             continue;
         snprintf(src, sizeof src, "%s/%s", vdir, e->d_name);
         size_t n;
@@ -452,16 +530,23 @@ static void test_zio_same_as_memory(void **state) {
     vectors_same_as_memory("zio");
 }
 
+static void test_npz_same_as_memory(void **state) {
+    (void)state;
+    vectors_same_as_memory("npz");
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_btf_open),
         cmocka_unit_test(test_tenbin_open),
         cmocka_unit_test(test_zio_open),
+        cmocka_unit_test(test_npz_open),
         cmocka_unit_test(test_prefetch),
         cmocka_unit_test(test_btf_same_as_memory),
         cmocka_unit_test(test_tenbin_same_as_memory),
         cmocka_unit_test(test_zio_same_as_memory),
+        cmocka_unit_test(test_npz_same_as_memory),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     /* a failed test leaves its file: the sparse ones stand for 1 GiB */
