@@ -57,6 +57,10 @@ void bn_mem_sample(int pid, bn_mem *m);
 /* Prints "tio_bench: <msg>" to stderr and returns 1. */
 int bn_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* read() of the whole file PATH (size bytes) into buf, open to close:
+ * seconds, or < 0 (cannot open, or short). */
+double bn_read_whole(const char *path, unsigned char *buf, uint64_t size);
+
 /* Maps PATH read-only, reads one byte of `touches` pages spread evenly over
  * it (0: every 4 KiB page), unmaps: seconds (mmap to munmap), or < 0.
  * *done is the number of touches, *sink gets the bytes read. */
@@ -110,5 +114,6 @@ int bn_cmd_model(bn_ctx *x, int argc, char **argv);
 int bn_cmd_recvfiles(bn_ctx *x, int argc, char **argv);
 int bn_cmd_machine(bn_ctx *x, int argc, char **argv);
 int bn_cmd_lmdb(bn_ctx *x, int argc, char **argv);
+int bn_cmd_shards(bn_ctx *x, int argc, char **argv);
 
 #endif

@@ -110,23 +110,6 @@ static int open_list(const char *path, uint64_t *count, uint64_t *sink, char *su
     return 0;
 }
 
-/* read() of the whole file into buf: seconds, or < 0. */
-static double read_whole(const char *path, unsigned char *buf, uint64_t size) {
-    double t0 = bn_now();
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return -1;
-    uint64_t got = 0;
-    while (got < size) {
-        ssize_t k = read(fd, buf + got, (size_t)(size - got));
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        got += (uint64_t)k;
-    }
-    close(fd);
-    double t1 = bn_now();
-    return got == size ? t1 - t0 : -1;
-}
-
 static int cmd_open(bn_ctx *x, const char *path, const char *group, int cold) {
     uint64_t size = file_size(path), n = 0, sink = 0;
     const char *cas = cold ? "open-cold" : "open";
@@ -154,7 +137,7 @@ static int cmd_open(bn_ctx *x, const char *path, const char *group, int cold) {
             if (cold) evict(path);
             double t;
             if (s == 0) {
-                t = read_whole(path, buf, size);
+                t = bn_read_whole(path, buf, size);
                 if (t < 0) rc = bn_fail("%s: short read", path);
             } else {
                 double t0 = bn_now();
@@ -184,7 +167,7 @@ static int cmd_readall(bn_ctx *x, const char *path, const char *group, int cold)
     memset(buf, 0, (size_t)size); /* the buffer is not what is measured */
     for (int r = -x->warmup; r < x->reps; r++) {
         if (cold) evict(path);
-        double t = read_whole(path, buf, size);
+        double t = bn_read_whole(path, buf, size);
         if (t < 0) return bn_fail("%s: short read", path);
         if (r >= 0) bn_emit(cold ? "open-cold" : "open", group, "base:read", t, size, 1);
     }

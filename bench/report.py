@@ -204,11 +204,12 @@ CONVERT_HEAD = ["conversion", "subject", "median", "min", "max", "GB/s", "vs cp"
                 "file", "shmem", "max RSS"]
 
 
-def convert_rows(case, group_list, rows, goals, what, plot, extra=None):
+def convert_rows(case, group_list, rows, goals, what, plot, extra=None, timed=None):
     """The rows of a conversion table (CONVERT_HEAD) for the groups of case,
     plot(g, s, key) for each, and the goals named `what` over them all: the
-    slowest tensio subject ≥ 0.7× cp (extra as in Goals.ratio), the largest
-    peak of anonymous memory < 64 MiB."""
+    slowest tensio subject ≥ 0.7× cp (extra as in Goals.ratio; only the
+    subjects timed(s) is true of when given), the largest peak of anonymous
+    memory < 64 MiB."""
     worst = worst_mem = None
     for g in group_list:
         for s in subjects(case, g):
@@ -222,7 +223,8 @@ def convert_rows(case, group_list, rows, goals, what, plot, extra=None):
                                              mib("maxrss_kib")])
             plot(g, s, k)
             if s.startswith("tensio"):
-                worst = lowest(worst, r, s, g)
+                if timed is None or timed(s):
+                    worst = lowest(worst, r, s, g)
                 anon = int(fa.get("peak_anon_kib", 0)) / 1024
                 if worst_mem is None or anon > worst_mem[0]:
                     worst_mem = (anon, s, g)
@@ -312,6 +314,142 @@ def onnx_section(md, goals, plots):
                   "the bytes written (for `base:sha256`, read).\n")
         md.append(table(CONVERT_HEAD, rows))
     plots["onnx"] = plot
+
+
+def shards_section(md, goals):
+    """10. WebDataset shards and LMDB (issue 21): iterate a shard against cat,
+    convert shard→shard against cp, Python tarfile + tenbin.py against
+    tensio.Shard, LMDB random reads as the store grows."""
+    md.append("## 10. WebDataset shards and LMDB\n\nA WebDataset shard written by "
+              "`tio_bench shards gen` with `tio_shard_writer` (plain ustar): per sample "
+              "`KEY.ten` (tenbin: one float32 tensor, two in every other sample) and "
+              "`KEY.cls`, the tensors' bytes adding up to the data size. *iterate*: "
+              "`tio_shard_open`, then for every sample every tensor member opened "
+              "(`tio_shard_open_member`: views into the mapped shard) and every tensor's "
+              "bytes checksummed as in section 2, `tio_shard_free`; paired with `base:cat`: "
+              "`read()` of the whole shard into a warm buffer (page cache warm). The goal: "
+              "at least 0.8× the time of cat.\n")
+    rows = []
+    worst = None
+    for g in groups("shards"):
+        for s in subjects("shards", g):
+            k = ("shards", g, s)
+            fa = FACTS.get(k, {})
+            r = None if s == "base:cat" else ratio("shards", g, s, "base:cat")
+            per = (fmt_time(med(k) / int(fa["samples"])) if "samples" in fa else "")
+            rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", per, fa.get("tensors", ""),
+                                             "" if r is None else fp("shards", g, s,
+                                                                     "base:cat")])
+            if s.startswith("tensio"):
+                worst = lowest(worst, r, s, g)
+    if rows:
+        md.append(table(["shard", "subject", "median", "min", "max", "GB/s of shard",
+                         "per sample", "tensors", "vs cat"], rows))
+    goals.ratio("shard iterate + checksum", "≥ 0.8× cat", worst, 0.8,
+                steady_note("shards", "base:cat"))
+
+    rows = []
+    convert_rows("shards_convert", groups("shards_convert"), rows, goals,
+                 "shard→shard convert (members copied)", lambda g, s, k: None,
+                 timed=lambda s: s == "tensio:copy")
+    if rows:
+        md.append("\nshard → shard, one process per repetition as in section 4 (input in the "
+                  "page cache): `tensio:copy` is `tensio convert --no-sync IN.tar OUT.tar` "
+                  "(every member copied, in order, under its name), `tensio:--member-to F` "
+                  "the same with every .ten member re-encoded to F (npy holds one array and "
+                  "half the samples hold two: BENCH_SHARD_MEMBER_TO picks F), `base:cp` `cp` "
+                  "of the shard. The goal, ≥ 0.7× cp, is the copy's; the re-encoding is "
+                  "shown beside it.\n")
+        md.append(table(CONVERT_HEAD, rows))
+
+    rows = []
+    base = "base:tarfile+tenbin.py"
+    for g in groups("shards_py"):
+        for s in subjects("shards_py", g):
+            k = ("shards_py", g, s)
+            rows.append([g, s] + stats(k) + [f"{rate(k):.2f}",
+                                             fmt_time(med(k) / max(RUNS[k][0][2], 1)),
+                                             "" if s == base else fp("shards_py", g, s, base)])
+    missing = [f"`{s}` not measured: {fa['missing']}" for (c, g, s), fa in FACTS.items()
+               if c == "shards_py" and "missing" in fa]
+    if rows or missing:
+        md.append("\nPython, the same shard, `bench/py/shard_read.py` in one Debian python3 "
+                  "process, the two subjects interleaved: `base:tarfile+tenbin.py` reads it as "
+                  "WebDataset does (`tarfile` in streaming mode, each member's bytes read, "
+                  "members grouped into samples by key, every .ten decoded by tenbin.py's "
+                  "algorithm as in section 9); `tensio:Shard` iterates `tensio.Shard` "
+                  "(`sample[\"ten\"]` the list of arrays, views into the mapped shard). "
+                  "*decode*: the samples' arrays built; *decode + crc32*: and `zlib.crc32` "
+                  "over every array's bytes (both subjects read every byte; their crc32s "
+                  "agree).\n")
+        if rows:
+            md.append(table(["shard", "subject", "median", "min", "max", "GB/s of shard",
+                             "per sample", "vs tarfile"], rows))
+        if missing:
+            md.append("\n" + "; ".join(missing) + ".\n")
+
+    lmdb_table(md, goals)
+
+
+def fmt_ns(s):
+    """A time of about a microsecond, in ns (fmt_time keeps one decimal of µs)."""
+    return f"{s * 1e9:,.0f} ns"
+
+
+def lmdb_table(md, goals):
+    """Section 10's LMDB part: the time per random read at each store size."""
+    get = {}
+    rows = []
+    sizes = sorted((int(g) for g in groups("lmdb_read") if g.isdigit()))
+    for n in sizes:
+        g = str(n)
+        per = {}
+        for s in ("lmdb:find", "tensio:get", "tensio:get-first-touch"):
+            k = ("lmdb_read", g, s)
+            if k in RUNS:
+                per[s] = med(k) / max(RUNS[k][0][2], 1)
+        w = ("lmdb_write", g, "tensio:put")
+        wt = (f"{fmt_time(med(w))} ({fmt_ns(med(w) / max(RUNS[w][0][2], 1))} per record)"
+              if w in RUNS else "")
+        if "tensio:get" in per:
+            get[n] = per
+        own = (fmt_ns(per["tensio:get"] - per["lmdb:find"])
+               if "tensio:get" in per and "lmdb:find" in per else "")
+        rows.append([f"{n:,}", wt] + [fmt_ns(per[s]) if s in per else "—"
+                                      for s in ("lmdb:find", "tensio:get",
+                                                "tensio:get-first-touch")] + [own])
+    if not rows:
+        return
+    reads = RUNS[("lmdb_read", str(sizes[0]), "tensio:get")][0][2] if get else 0
+    md.append(f"\nLMDB random reads (`tio_bench lmdb`): one store growing through the sizes "
+              f"(records of one float32 [64] tensor in tenbin, put in batches of 1000; "
+              f"*added* is the time to add the records since the size before), then at each "
+              f"size {reads:,} random keys read in one read transaction per repetition. "
+              f"`tensio:get` is `tio_lmdb_get` (LMDB's lookup, then the record opened as "
+              f"views into LMDB's map) and a checksum of the tensor; `lmdb:find` is "
+              f"`tio_lmdb_find` alone (LMDB's `mdb_get`) and a checksum of the record's "
+              f"bytes: the B-tree's cost, which grows with log n and with the cache misses "
+              f"of a larger tree; *tensio's part* is the difference. The first pass over the "
+              f"keys (`get-first-touch`) also faults their pages into the process. Per read, "
+              f"medians.\n")
+    md.append(table(["records", "added", "lmdb:find", "tensio:get", "get, first touch",
+                     "tensio's part"], rows))
+    if len(get) > 1:
+        lo, hi = min(get), max(get)
+        g = get[hi]["tensio:get"] / get[lo]["tensio:get"]
+        note = (f"per read {fmt_ns(get[lo]['tensio:get'])} at {lo:,} records, "
+                f"{fmt_ns(get[hi]['tensio:get'])} at {hi:,}")
+        if "lmdb:find" in get[lo] and "lmdb:find" in get[hi]:
+            f = get[hi]["lmdb:find"] / get[lo]["lmdb:find"]
+            own_lo = get[lo]["tensio:get"] - get[lo]["lmdb:find"]
+            own_hi = get[hi]["tensio:get"] - get[hi]["lmdb:find"]
+            note += f"; LMDB's mdb_get alone {f:.2f}×"
+            goals.add(f"LMDB read, tensio's part (get − find), {lo:,} → {hi:,} records",
+                      "flat (≤ 1.5×)", f"{own_hi / own_lo:.2f}×" if own_lo > 0 else "—",
+                      own_lo > 0 and own_hi / own_lo <= 1.5,
+                      f"{fmt_ns(own_lo)} → {fmt_ns(own_hi)} per read")
+        goals.add(f"LMDB random read, {lo:,} → {hi:,} records", "flat (≤ 1.5×)",
+                  f"{g:.2f}×", g <= 1.5, note)
 
 
 def python_section(md, goals):
@@ -644,6 +782,8 @@ def main():
         onnx_section(md, goals, plots)
     if groups("python"):
         python_section(md, goals)
+    if groups("shards") or groups("shards_convert") or groups("lmdb_read"):
+        shards_section(md, goals)
 
     head = ["# tensio benchmarks: latest run\n",
             "Written by `make bench` (bench/run.sh, bench/report.py); how to read and "

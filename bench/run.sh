@@ -23,13 +23,19 @@
 #                  until their last BENCH_REPS paired ratios are within ±10 %
 #                  of their median, at most this many repetitions [4×BENCH_REPS]
 #   BENCH_FAULT_SIZE the file mapped to measure the page-fault cost [256M]
-#   BENCH_CASES    [open scan sha256 write durable convert zmq model onnx recvfiles python]
+#   BENCH_CASES    [open scan sha256 write durable convert zmq model onnx recvfiles shards
+#                  python]
 #   BENCH_FORMATS  [btf tenbin zio rten tmfile safetensors gguf npz npy]
 #                  (npy: one tensor only, the format holds one array)
 #   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated models (model, onnx) [1G, 1000]
 #   BENCH_ZMQ_SIZES [1K,4K,16K,64K,256K,1M,4M,16M]   BENCH_ZMQ_BUDGET [1G]
 #   BENCH_FILES_COUNTS [1000,10000,100000]  recvfiles: files per run (each >= 2)
 #   BENCH_FILES_MODES  [default,sync-each,no-sync]  recvfiles: tensio recv's durability
+#   BENCH_SHARD_SAMPLES [10000]  shards: samples in the shard of BENCH_SIZE
+#   BENCH_SHARD_MEMBER_TO [safetensors]  shards: the format convert --member-to
+#                  re-encodes the .ten members to (one that holds 2 tensors)
+#   BENCH_LMDB_COUNTS [10000,100000,1000000]  shards: the LMDB store's sizes
+#   BENCH_LMDB_READS  [10000]  shards: random reads per repetition and size
 #   BENCH_PY_SIZE  python: the .ten / .npy opened [BENCH_SIZE]
 #   BENCH_PY_STREAM_SIZES [1K,64K,1M,16M]  BENCH_PY_STREAM_BUDGET [256M]
 #   BENCH_OUT      results directory [bench/results]
@@ -57,7 +63,7 @@ SIZE=${BENCH_SIZE:-1G}
 MANY=${BENCH_TENSORS:-10000}
 REPS=${BENCH_REPS:-5}
 WARM=${BENCH_WARMUP:-1}
-CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model onnx recvfiles python}
+CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model onnx recvfiles shards python}
 FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile safetensors gguf npz npy}
 MAXREPS=${BENCH_MAX_REPS:-$((4 * ${BENCH_REPS:-5}))}
 FAULT=${BENCH_FAULT_SIZE:-256M}
@@ -67,6 +73,10 @@ ZSIZES=${BENCH_ZMQ_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M}
 ZBUDGET=${BENCH_ZMQ_BUDGET:-1G}
 FCOUNTS=${BENCH_FILES_COUNTS:-1000,10000,100000}
 FMODES=${BENCH_FILES_MODES:-default,sync-each,no-sync}
+SSAMPLES=${BENCH_SHARD_SAMPLES:-10000}
+SMEMBER=${BENCH_SHARD_MEMBER_TO:-safetensors}
+LCOUNTS=${BENCH_LMDB_COUNTS:-10000,100000,1000000}
+LREADS=${BENCH_LMDB_READS:-10000}
 OUT=${BENCH_OUT:-$ROOT/bench/results}
 
 [ -x "$B" ] || { echo "run.sh: $B missing (make bench builds it)" >&2; exit 1; }
@@ -311,6 +321,37 @@ if has recvfiles; then
   run "$B" gen --format zio --size 1K --tensors 1 --out "$msg"
   run $T recvfiles --cli "$CLI" --msg "$msg" --dir "$DATA" --counts "$FCOUNTS" --modes "$FMODES"
   rm -f "$msg"
+fi
+
+# ------------------------------------------------------------ shards, LMDB
+if has shards; then
+  step "shards: a WebDataset shard of $SSAMPLES samples in $SIZE: iterate vs cat, convert vs cp, Python; LMDB"
+  sh="$READ/bench-shard.tar"
+  sg="$SSAMPLES samples, $SIZE"
+  run "$B" shards gen --out "$sh" --size "$SIZE" --samples "$SSAMPLES"
+  sync -f "$sh" # no write-back while timing
+  cat "$sh" >/dev/null
+  run $T shards iterate "$sh" --group "$sg"
+  o="$DATA/bench-out-shard.tar"
+  # cp and the two conversions interleaved, one process per repetition each
+  run $T files spawn --case shards_convert --group "shard→shard, $sg" --out "$o" --warm "$SIZE" \
+    :: base:cp cp "$sh" "$o" :: tensio:copy "$CLI" convert --no-sync "$sh" "$o" \
+    :: "tensio:--member-to $SMEMBER" "$CLI" convert --no-sync --member-to "$SMEMBER" "$sh" "$o"
+  if [ -f "$BUILD/python/tensio/__init__.py" ] && $PY -c 'import numpy' 2>/dev/null; then
+    PRE=()
+    [ -n "${BENCH_PY_PRELOAD:-}" ] && PRE=(LD_PRELOAD="$BENCH_PY_PRELOAD" ASAN_OPTIONS=detect_leaks=0)
+    run env "${PRE[@]}" PYTHONPATH="$BUILD/python" $PY "$ROOT/bench/py/shard_read.py" "$sh" \
+      --group "$sg" --reps "$REPS" --max-reps "$MAXREPS" --warmup "$WARM"
+  else
+    echo "run.sh: no tensio package in $BUILD/python or no numpy: the Python shard reads are skipped" >&2
+    printf 'M\tshards_py\t%s\tbase:tarfile+tenbin.py\tmissing\tno tensio package in %s or no numpy under %s\n' \
+      "$sg" "$BUILD/python" "$PY" >>"$RAW"
+  fi
+  rm -f "$sh"
+  step "lmdb: $LREADS random reads from a store of $LCOUNTS records"
+  mkdir -p "$DATA/bench-lmdb"
+  run $T lmdb --dir "$DATA/bench-lmdb" --sizes "$LCOUNTS" --reads "$LREADS"
+  rm -rf "$DATA/bench-lmdb"
 fi
 
 # ------------------------------------------------------------ Python

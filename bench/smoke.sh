@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The bench_smoke test: bench/run.sh end to end on tiny data (1 MiB files,
-# 10 tensors, 1 KiB and 64 KiB messages, one repetition), with tio_bench's
+# 10 tensors, 1 KiB and 64 KiB messages, a shard of 10 samples, LMDB stores
+# of 100 and 1000 records, one repetition), with tio_bench's
 # --check, into a scratch directory. It asserts that every case ran (with
 # its baselines, paired where they are), that the report has every section
 # and the machine's measured figures; it never looks at a time.
@@ -15,12 +16,13 @@ BENCH_DIR="$OUT/data" BENCH_OUT="$OUT/results" BENCH_SIZE=1M BENCH_TENSORS=10 \
   BENCH_REPS=1 BENCH_MAX_REPS=2 BENCH_WARMUP=0 BENCH_CHECK=1 BENCH_MODEL_SIZE=1M \
   BENCH_MODEL_CONSTS=10 BENCH_FAULT_SIZE=1M \
   BENCH_ZMQ_SIZES=1K,64K BENCH_ZMQ_BUDGET=1M BENCH_FILES_COUNTS=10,100 \
+  BENCH_SHARD_SAMPLES=10 BENCH_LMDB_COUNTS=100,1000 BENCH_LMDB_READS=100 \
   bash "$ROOT/bench/run.sh" "$BUILD" 2>"$OUT/run.log" || { cat "$OUT/run.log"; exit 1; }
 md="$OUT/results/latest.md"
 fail=0
 for section in "## Goals" "## 1. Open + list" "## 2. Read all data" "## 3. Write" \
                "## 4. Convert" "## 5. ZeroMQ" "## 6. Model files" "## 7. recv -o" \
-               "## 8. ONNX"; do
+               "## 8. ONNX" "## 10. WebDataset shards and LMDB"; do
   grep -qF "$section" "$md" || { echo "bench_smoke: no '$section' in $md"; fail=1; }
 done
 for f in btf zio tenbin rten tmfile safetensors gguf npz npy; do
@@ -31,12 +33,17 @@ for s in base:read base:memcpy base:write base:cp base:libzmq tensio:zio tensio:
          "tensio: open + list" "| onnx→rten | tensio:cli" "| onnx→rten | tensio:lib" \
          "| rten→onnx | tensio:cli" "ONNX open + list" "ONNX→rten convert" \
          "ONNX→rten convert, peak anonymous" base:touch base:np.save "tensio:npy" \
-         "base:py-safetensors(numpy)" "| page fault, " "| memcpy |" "python3-safetensors"; do
+         "base:py-safetensors(numpy)" "| page fault, " "| memcpy |" "python3-safetensors" \
+         base:cat tensio:iterate "| tensio:copy |" "tensio:--member-to " \
+         "shard iterate + checksum" "shard→shard convert (members copied)" \
+         "| 1,000 | " "LMDB random read, 100 → 1,000 records"; do
   grep -qF "$s" "$md" || { echo "bench_smoke: no $s row"; fail=1; }
 done
 # paired cases: their ratios are the median of paired repetitions (P lines)
 grep -q "^P	open	" "$OUT/results/latest.tsv" || { echo "bench_smoke: no paired open"; fail=1; }
 grep -qE "× ±[0-9]+ %" "$md" || { echo "bench_smoke: no paired ratio in $md"; fail=1; }
+# shards: the Python side, measured or a line saying why not
+grep -qF "base:tarfile+tenbin.py" "$md" || { echo "bench_smoke: no tarfile+tenbin.py row or note"; fail=1; }
 # onnx.load: measured, or a line saying why not (no python3-onnx)
 grep -qF "base:onnx.load" "$md" || { echo "bench_smoke: no base:onnx.load row or note"; fail=1; }
 # no data file left behind

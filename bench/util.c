@@ -1,6 +1,7 @@
 /* tio_bench: timing, output lines, checksum, options. */
 #include "bench.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -243,4 +244,20 @@ void bn_paired_emit(const bn_paired *p) {
 void bn_paired_free(bn_paired *p) {
     free(p->t);
     p->t = NULL;
+}
+
+double bn_read_whole(const char *path, unsigned char *buf, uint64_t size) {
+    double t0 = bn_now();
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    uint64_t got = 0;
+    while (got < size) {
+        ssize_t k = read(fd, buf + got, (size_t)(size - got));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (uint64_t)k;
+    }
+    close(fd);
+    double t1 = bn_now();
+    return got == size ? t1 - t0 : -1;
 }
