@@ -88,6 +88,9 @@ bench: deps
 	cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release -DTIO_WERROR=ON \
 	  -DTIO_BUILD_TESTS=OFF $(CMAKE_ARGS)
 	cmake --build $(BENCH_BUILD) -j$(JOBS) --target tio_bench tensio_cli
+	# the Python package for the python and shards cases, where python/ builds it
+	# (python3-dev and NumPy present; else those cases say they were skipped)
+	cmake --build $(BENCH_BUILD) -j$(JOBS) --target tensio_python_files 2>/dev/null || true
 	bash bench/run.sh $(BENCH_BUILD)
 
 demo: build
