@@ -10,8 +10,11 @@ the manifests' frames joined as [u16 length][bytes]... (see fuzz_common.h).
 The flatbuf target gets the model data of every .rten (V1: the whole file;
 V2: the section the header points at). The onnx and pb (protobuf wire
 reader) targets get every .onnx (tests/vectors/onnx, rten/*/ and tmfile/)."""
+import bz2
 import glob
+import gzip
 import hashlib
+import lzma
 import os
 import re
 import struct
@@ -91,6 +94,11 @@ def main():
             put(out, "npz", d)
         for _, d in files(base, "tar/*.tar"):
             put(out, "tar", d)
+            # the same shard compressed: the decompressors' paths (gzip
+            # deterministic with mtime 0; bzip2 and xz from the stdlib)
+            put(out, "tar", gzip.compress(d, mtime=0))
+            put(out, "tar", bz2.compress(d))
+            put(out, "tar", lzma.compress(d))
         for pat in ("onnx/**/*.onnx", "rten/*/*.onnx", "tmfile/*.onnx"):
             for _, d in files(base, pat):
                 put(out, "onnx", d)

@@ -611,8 +611,12 @@ TIO_API int tio_container_prefetch(tio_container *c, tio_error *err);
  * are one sample. The split follows WebDataset's pattern exactly (a basename
  * that starts with a dot: "x/.h" is key "x/", extension "h"); a member it
  * does not split ("README", ".h", "a.b/.h") and a top-level "__X__" member
- * belong to no sample (WebDataset skips them). A compressed shard (.tar.gz …)
- * is TIO_E_UNSUPPORTED. Opening is O(members); members ≤ max_tensors, a
+ * belong to no sample (WebDataset skips them). A compressed shard (gzip,
+ * bzip2, xz or zstd, found by its magic: .tar.gz, .tgz, .tar.bz2, .tar.xz,
+ * .tar.zst) is read whole and decompressed into memory, not mapped, at most
+ * max_dense_bytes of tar (TIO_E_LIMIT past it); members are views into that
+ * copy, and error offsets past the decompression are offsets in the tar.
+ * Opening is O(members) (O(bytes) when compressed); members ≤ max_tensors, a
  * member name ≤ max_name_bytes, one pax header ≤ max_header_bytes. Not
  * thread-safe against tio_shard_free; reading from several threads is. */
 typedef struct tio_shard tio_shard;
@@ -653,6 +657,8 @@ TIO_API int tio_shard_open_memory(const void *data, size_t size, const tio_limit
  * sample pointers and their strings are gone at once. */
 TIO_API void tio_shard_free(tio_shard *s);
 TIO_API size_t tio_shard_member_count(const tio_shard *s);
+/* "gzip", "bzip2", "xz" or "zstd" for a shard that was compressed, else NULL. */
+TIO_API const char *tio_shard_compression(const tio_shard *s);
 /* Member i in archive order, or NULL past the end. */
 TIO_API const tio_shard_member *tio_shard_member_at(const tio_shard *s, size_t i);
 TIO_API size_t tio_shard_sample_count(const tio_shard *s);

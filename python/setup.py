@@ -3,7 +3,8 @@ python/CMakeLists.txt). Against an installed libtensio, found with
 `pkg-config tensio` (shared library), or, for a build tree, with
 TENSIO_INCLUDE_DIR=<repo>/include and TENSIO_STATIC_LIB=<build>/libtensio.a
 (then libtensio's own dependencies come from pkg-config: jansson, libcrypto,
-libzmq; and -llmdb, which has no pkg-config file on every Debian release)."""
+libzmq, zlib, liblzma, libzstd; and -llmdb, -lbz2, which have no pkg-config file on every
+Debian release)."""
 
 import os
 import shlex
@@ -27,8 +28,9 @@ def flags():
     static = os.environ.get("TENSIO_STATIC_LIB")
     if static:
         return {"include_dirs": [inc] if inc else [], "extra_objects": [static],
-                "extra_link_args": pkg_config("--libs", "jansson", "libcrypto", "libzmq")
-                + ["-llmdb", "-lpthread"]}
+                "extra_link_args": pkg_config("--libs", "jansson", "libcrypto", "libzmq", "zlib",
+                                              "liblzma", "libzstd")
+                + ["-llmdb", "-lbz2", "-lpthread"]}
     args = pkg_config("--cflags", "--libs", "tensio")
     return {"include_dirs": ([inc] if inc else []) + [a[2:] for a in args if a.startswith("-I")],
             "library_dirs": [a[2:] for a in args if a.startswith("-L")],

@@ -12,7 +12,9 @@ PACKAGES=(
   libssl-dev                   # libcrypto: SHA-256
   libcmocka-dev                # unit tests
   libzmq3-dev                  # ZeroMQ transport (tensio send / recv)
-  zlib1g-dev                   # .npz: inflate/deflate of zip members
+  zlib1g-dev                   # .npz: inflate/deflate of zip members; .tar.gz shards
+  libbz2-dev liblzma-dev libzstd-dev  # .tar.bz2, .tar.xz, .tar.zst shards (src/tar/decompress.c)
+  bzip2 xz-utils zstd          # the tests compress shards with the tools
   liblmdb-dev                  # LMDB stores of tensors (src/lmdb/)
   python3                      # CLI tests
   python3-zmq python3-numpy    # the tensorcom peer in the streaming tests

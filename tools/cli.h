@@ -310,7 +310,7 @@ int cli_json_write_string(FILE *f, const char *s);
 int cli_is_shard(const char *path, const char *format);
 /* tensio ls / info on a shard: a row per tensor of every tensor member, a
  * row per other member (opaque bytes). */
-int cli_shard_ls(const char *path, int json);
+int cli_shard_ls(const char *path, const tio_limits *lim, int json);
 int cli_shard_info(const char *path, int json);
 /* Problems found (shard errors, undecodable members, WebDataset duplicates);
  * with files (--json) appends its object there instead of printing lines. */

@@ -254,7 +254,7 @@ int cli_cmd_ls(int argc, char **argv) {
         if (hash || cli_filter_active(&filt))
             return cli_usage_error("ls", "--hash, --only, --exclude and --rename do not "
                                    "apply to a tar shard");
-        return cli_shard_ls(path, json);
+        return cli_shard_ls(path, &lim, json);
     }
     tio_container *c = NULL;
     rc = cli_open(path, format, &lim, &c);

@@ -33,10 +33,10 @@ int cli_is_shard(const char *path, const char *format) {
     return got == (ssize_t)sizeof magic && memcmp(magic, "ustar", 5) == 0;
 }
 
-static int open_shard(const char *path, tio_shard **out) {
+static int open_shard(const char *path, const tio_limits *lim, tio_shard **out) {
     tio_error err;
     tio_error_clear(&err);
-    if (tio_shard_open(path, NULL, out, &err) != TIO_OK) {
+    if (tio_shard_open(path, lim, out, &err) != TIO_OK) {
         const char *msg = cli_errmsg(&err);
         if (err.code == TIO_E_IO) return cli_error("%s", msg); /* it names the file */
         char *ep = cli_text_escape(path);
@@ -170,9 +170,9 @@ static int ls_shard_json(const char *path, tio_shard *s) {
     return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
 }
 
-int cli_shard_ls(const char *path, int json) {
+int cli_shard_ls(const char *path, const tio_limits *lim, int json) {
     tio_shard *s = NULL;
-    int rc = open_shard(path, &s);
+    int rc = open_shard(path, lim, &s);
     if (rc != CLI_EXIT_OK) return rc;
     rc = json ? ls_shard_json(path, s) : ls_shard_text(path, s);
     tio_shard_free(s);
@@ -222,7 +222,7 @@ static json_t *counts_json(const count_item *it, size_t n) {
 
 int cli_shard_info(const char *path, int json) {
     tio_shard *s = NULL;
-    int rc = open_shard(path, &s);
+    int rc = open_shard(path, NULL, &s);
     if (rc != CLI_EXIT_OK) return rc;
     size_t n = tio_shard_member_count(s), nd = 0, cap = 16, loose = 0, failed_n = 0;
     int failed = 0;
@@ -267,6 +267,7 @@ int cli_shard_info(const char *path, int json) {
         int bad = !root;
         bad |= cli_json_set(root, "file", cli_json_str(path));
         bad |= cli_json_set(root, "format", json_string("tar"));
+        bad |= cli_json_set(root, "compression", cli_json_str(tio_shard_compression(s)));
         bad |= cli_json_set(root, "samples",
                             json_integer((json_int_t)tio_shard_sample_count(s)));
         bad |= cli_json_set(root, "members", json_integer((json_int_t)n));
@@ -285,7 +286,9 @@ int cli_shard_info(const char *path, int json) {
         }
     } else if (rc == CLI_EXIT_OK) {
         char *ep = cli_text_escape(path);
-        printf("file: %s\nformat: tar (WebDataset shard)\n", ep ? ep : path);
+        const char *z = tio_shard_compression(s);
+        printf("file: %s\nformat: tar (WebDataset shard%s%s)\n", ep ? ep : path,
+               z ? ", " : "", z ? z : "");
         free(ep);
         printf("samples: %zu\nmembers: %zu (%zu in no sample), %llu bytes\n",
                tio_shard_sample_count(s), n, loose, (unsigned long long)member_bytes);
@@ -410,7 +413,7 @@ size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
 
 int cli_shard_open_member(const char *path, const char *member, tio_container **out) {
     tio_shard *s = NULL;
-    int rc = open_shard(path, &s);
+    int rc = open_shard(path, NULL, &s);
     if (rc != CLI_EXIT_OK) return rc;
     size_t i = tio_shard_find(s, member);
     int failed = 0;

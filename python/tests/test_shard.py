@@ -168,6 +168,22 @@ def test_duplicates_and_errors(shard_members):
         s.open("README")  # no format from its name
 
 
+def test_compressed_shards(tmp_path, shard_members):
+    import bz2
+    import gzip
+    import lzma
+    members, arrays = shard_members
+    raw = make_shard(members)
+    for name, data in (("s.tar.gz", gzip.compress(raw)), ("s.tar.bz2", bz2.compress(raw)),
+                       ("s.tar.xz", lzma.compress(raw))):
+        p = tmp_path / name
+        p.write_bytes(data)
+        check_against_reference(tensio.Shard(p), raw, arrays)
+        check_against_reference(tensio.Shard(data), raw, arrays)
+    with pytest.raises(tensio.LimitError):
+        tensio.Shard(gzip.compress(raw), limits={"max_dense_bytes": 4096})
+
+
 def test_hostile_shards(shard_members):
     members, _ = shard_members
     raw = make_shard(members)

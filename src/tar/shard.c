@@ -16,6 +16,8 @@ struct tio_shard {
     atomic_size_t refs; /* the caller's hold + one per open member container */
     void *map;          /* NULL for borrowed memory */
     size_t map_size;
+    uint8_t *owned;     /* a compressed shard: the tar, decompressed (base) */
+    const char *compression; /* "gzip" … or NULL */
     const uint8_t *base;
     size_t size;
     tio_limits limits;
@@ -36,12 +38,15 @@ static void shard_unref(void *ctx) {
     free(s->order);
     free(s->first);
     if (s->map) munmap(s->map, s->map_size);
+    free(s->owned);
     free(s);
 }
 
 void tio_shard_free(tio_shard *s) {
     if (s) shard_unref(s);
 }
+
+const char *tio_shard_compression(const tio_shard *s) { return s ? s->compression : NULL; }
 
 static int lower(int ch) { return ch >= 'A' && ch <= 'Z' ? ch + ('a' - 'A') : ch; }
 
@@ -157,20 +162,22 @@ static int group(tio_shard *s, tio_error *err) {
     return TIO_OK;
 }
 
-static const char *compression(const uint8_t *p, size_t n) {
-    if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) return "gzip";
-    if (n >= 3 && memcmp(p, "BZh", 3) == 0) return "bzip2";
-    if (n >= 6 && memcmp(p, "\xfd" "7zXZ\0", 6) == 0) return "xz";
-    if (n >= 4 && memcmp(p, "\x28\xb5\x2f\xfd", 4) == 0) return "zstd";
-    return NULL;
-}
-
 static int index_shard(tio_shard *s, tio_error *err) {
-    const char *z = compression(s->base, s->size);
-    if (z)
-        return tio__err(err, TIO_E_UNSUPPORTED, FMT, 0,
-                        "%s-compressed tar: only uncompressed shards are read (they are "
-                        "mapped; decompress it first)", z);
+    const char *z = tio__tar_compression(s->base, s->size);
+    if (z) {
+        /* read whole into memory, not mapped: members view the copy */
+        size_t n = 0;
+        int rc = tio__tar_decompress(z, s->base, s->size, s->limits.max_dense_bytes,
+                                     &s->owned, &n, err);
+        if (rc != TIO_OK) return rc;
+        if (s->map) { /* the compressed bytes are no longer needed */
+            munmap(s->map, s->map_size);
+            s->map = NULL;
+        }
+        s->compression = z;
+        s->base = s->owned;
+        s->size = n;
+    }
     tio_cursor c;
     tio__cursor_init(&c, s->base, s->size, FMT);
     size_t cap = 0;

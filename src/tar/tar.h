@@ -32,4 +32,14 @@ int tio__tar_next(tio_cursor *c, const tio_limits *lim, tio_tar_entry *e, int *d
 int tio__tar_number(const uint8_t *field, size_t n, uint64_t at, const char *what,
                     uint64_t *out, tio_error *err);
 
+/* src/tar/decompress.c: the compression of a stream from its magic
+ * ("gzip", "bzip2", "xz", "zstd"), or NULL. */
+const char *tio__tar_compression(const uint8_t *p, size_t n);
+/* Decompresses in[0..n) (of that kind) whole into a malloc'ed *out: at most
+ * `limit` bytes (TIO_E_LIMIT past it, before more is allocated), concatenated
+ * members/frames included. Errors: TIO_E_CORRUPT, TIO_E_TRUNCATED with the
+ * offset in the compressed input. */
+int tio__tar_decompress(const char *kind, const uint8_t *in, size_t n, uint64_t limit,
+                        uint8_t **out, size_t *out_len, tio_error *err);
+
 #endif

@@ -420,12 +420,20 @@ static void test_bad_headers(void **state) {
     record_case("././@LongLink", 'L', 100000, TIO_E_BOUNDS, "past the end");
     record_case("././@LongLink", 'L', 4, TIO_E_CORRUPT, "extended header");
     record_case("000.ten", 'S', 0, TIO_E_UNSUPPORTED, "sparse");
-    /* compressed */
+    /* compressed streams that are not (magic, then garbage; cut short) */
     memset(&b, 0, sizeof b);
     tb_grow(&b, 20);
     b.p[0] = 0x1f;
     b.p[1] = 0x8b;
-    expect_fail(&b, NULL, TIO_E_UNSUPPORTED, "gzip");
+    expect_fail(&b, NULL, TIO_E_CORRUPT, "gzip stream");
+    b.p[2] = 8; /* deflate, no flags: a header that then ends */
+    expect_fail(&b, NULL, TIO_E_CORRUPT, "gzip stream");
+    memcpy(b.p, "BZh9", 4);
+    expect_fail(&b, NULL, TIO_E_CORRUPT, "bzip2 stream");
+    memcpy(b.p, "\xfd" "7zXZ\0", 6);
+    expect_fail(&b, NULL, TIO_E_CORRUPT, "xz stream");
+    memcpy(b.p, "\x28\xb5\x2f\xfd", 4);
+    expect_fail(&b, NULL, TIO_E_CORRUPT, "zstd stream");
     free(b.p);
     /* empty */
     memset(&b, 0, sizeof b);
