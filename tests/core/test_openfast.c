@@ -32,6 +32,17 @@
 
 #include "core/internal.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define TSAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TSAN_BUILD 1
+#endif
+#endif
+#ifndef TSAN_BUILD
+#define TSAN_BUILD 0
+#endif
+
 #define COUNT 10000u
 #define TBYTES (100u << 10) /* per tensor, as bench's 1 GiB / 10,000 */
 #define MARK 16u            /* data bytes written per tensor (the rest: a hole) */
@@ -390,7 +401,11 @@ static void test_prefetch(void **state) {
         check_dense(c);
         long faults = minflt() - before;
         fprintf(stderr, "reading %u prefetched tensors: %ld minor faults\n", PF_COUNT, faults);
-        assert_true(faults < (long)(PF_COUNT / 100u));
+        /* Under TSan every byte read gets shadow memory of its own, whose
+         * pages fault in as the data are first read (4 MiB read: ~4,000
+         * shadow faults): the process's count then measures the sanitizer.
+         * The page table check above is the proof in every build. */
+        if (!TSAN_BUILD) assert_true(faults < (long)(PF_COUNT / 100u));
     } else {
         assert_int_equal(how, TIO_PREFETCH_HINTED);
         check_dense(c);
