@@ -89,14 +89,29 @@ static int tm_struct(tm_reader *r, uint32_t off, uint32_t len, const char *what,
     return TIO_OK;
 }
 
+/* The same checks, then the struct's bytes copied into out (len bytes):
+ * read by pread() through the header window when the input is a mapped
+ * file, so that the structs a tmfile keeps beside each tensor's buffer do
+ * not cost a page fault each (docs/performance.md). */
+static int tm_copy(tm_reader *r, uint32_t off, uint32_t len, const char *what, int64_t ref,
+                   uint8_t *out, tio_error *err) {
+    const uint8_t *p = NULL;
+    int rc = tm_struct(r, off, len, what, ref, &p, err);
+    if (rc) return rc;
+    const tio_headsrc *h = r->ctx->head;
+    const uint8_t *w = h && h->base == r->d ? tio__headsrc_get(r->ctx->head, off, len) : NULL;
+    memcpy(out, w ? w : p, len);
+    return TIO_OK;
+}
+
 /* A vector (u32 v_num, then v_num elements of `esz` bytes) at `off`; the
  * count is checked against the bytes left before anything else. */
 static int tm_vector(tm_reader *r, uint32_t off, uint32_t esz, const char *what, int64_t ref,
                      uint32_t *count, const uint8_t **elems, tio_error *err) {
-    const uint8_t *p = NULL;
-    int rc = tm_struct(r, off, 4, what, ref, &p, err);
+    uint8_t cnt[4];
+    int rc = tm_copy(r, off, 4, what, ref, cnt, err); /* the count by pread */
     if (rc) return rc;
-    uint32_t n = tio__ld32(p);
+    uint32_t n = tio__ld32(cnt);
     uint64_t left = r->size - (uint64_t)off - 4;
     if ((uint64_t)n * esz > left)
         return tio__err(err, TIO_E_BOUNDS, TM_FMT, off,
@@ -104,7 +119,7 @@ static int tm_vector(tm_reader *r, uint32_t off, uint32_t esz, const char *what,
                         "file (%llu bytes left)",
                         what, n, (unsigned long long)n * esz, (unsigned long long)left);
     *count = n;
-    *elems = p + 4;
+    *elems = r->d + off + 4; /* a view: the caller reads what it needs */
     return TIO_OK;
 }
 
@@ -115,8 +130,8 @@ static int tm_string(tm_reader *r, uint32_t off, const char *what, int64_t ref, 
                      tio_error *err) {
     *s = NULL;
     if (off == 0) return TIO_OK;
-    const uint8_t *p = NULL;
-    int rc = tm_struct(r, off, TM_STRING_LEN, what, ref, &p, err);
+    uint8_t p[TM_STRING_LEN];
+    int rc = tm_copy(r, off, TM_STRING_LEN, what, ref, p, err);
     if (rc) return rc;
     uint32_t n = tio__ld32(p), data = tio__ld32(p + 4);
     if (n > r->ctx->limits.max_name_bytes)
@@ -131,7 +146,14 @@ static int tm_string(tm_reader *r, uint32_t off, const char *what, int64_t ref, 
                         "%s: string data at offset %u (%u bytes) extends past the end of the "
                         "file (%zu bytes)",
                         what, data, n, r->size);
-    const uint8_t *sp = n ? r->d + data : (const uint8_t *)"";
+    /* the bytes by pread too (valid until the window's next read: none
+     * before they are copied below) */
+    const uint8_t *sp = (const uint8_t *)"";
+    if (n) {
+        const tio_headsrc *h = r->ctx->head;
+        sp = h && h->base == r->d ? tio__headsrc_get(r->ctx->head, data, n) : NULL;
+        if (!sp) sp = r->d + data;
+    }
     size_t len = n;
     if (len && sp[len - 1] == 0) len--;
     const uint8_t *nul = memchr(sp, 0, len);
@@ -172,11 +194,53 @@ static int tm_meta(tio_graph *g, const char *key, const char *fmt, ...) {
     return tio_graph_meta_set(g, key, buf, NULL);
 }
 
+/* Labels for messages are made for every tensor and node (and used only by
+ * the few that fail): built by appending, not by snprintf, which was half of
+ * opening a 10,000-tensor model. buf[cap] stays NUL-terminated, cut like
+ * snprintf cuts. */
+static void tm_put(char *buf, size_t cap, size_t *len, const char *s, size_t n) {
+    if (*len + n >= cap) n = cap - 1 - *len;
+    memcpy(buf + *len, s, n);
+    *len += n;
+    buf[*len] = '\0';
+}
+
+static void tm_puts(char *buf, size_t cap, size_t *len, const char *s) {
+    tm_put(buf, cap, len, s, strlen(s));
+}
+
+static void tm_putu(char *buf, size_t cap, size_t *len, uint64_t v) {
+    char d[TIO__DEC_CAP];
+    tm_puts(buf, cap, len, tio__u64_dec(d, v));
+}
+
+/* "KIND I" or "KIND I ('NAME')", the name cut at 48 bytes with "...". */
 static void tm_lbl(char *buf, size_t cap, const char *kind, size_t i, const char *name) {
-    if (name)
-        snprintf(buf, cap, "%s %zu ('%.48s%s')", kind, i, name, strlen(name) > 48 ? "..." : "");
-    else
-        snprintf(buf, cap, "%s %zu", kind, i);
+    size_t len = 0;
+    buf[0] = '\0';
+    tm_puts(buf, cap, &len, kind);
+    tm_put(buf, cap, &len, " ", 1);
+    tm_putu(buf, cap, &len, i);
+    if (name) {
+        size_t n = strlen(name);
+        tm_put(buf, cap, &len, " ('", 3);
+        tm_put(buf, cap, &len, name, n > 48 ? 48 : n);
+        if (n > 48) tm_put(buf, cap, &len, "...", 3);
+        tm_put(buf, cap, &len, "')", 2);
+    }
+}
+
+/* "A: B" or, with c, "A: B.C". */
+static void tm_what(char *buf, size_t cap, const char *a, const char *b, const char *c) {
+    size_t len = 0;
+    buf[0] = '\0';
+    tm_puts(buf, cap, &len, a);
+    tm_put(buf, cap, &len, ": ", 2);
+    tm_puts(buf, cap, &len, b);
+    if (c) {
+        tm_put(buf, cap, &len, ".", 1);
+        tm_puts(buf, cap, &len, c);
+    }
 }
 
 static float tm_f32(const uint8_t *p) {
@@ -192,10 +256,10 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
                      uint32_t vbufs, uint32_t nbuf, tio_error *err) {
     tio_read_ctx *ctx = r->ctx;
     tm_tinfo *ti = &r->t[i];
-    const uint8_t *p = NULL;
+    uint8_t p[TM_TENSOR_LEN];
     char lbl[96];
     tm_lbl(lbl, sizeof lbl, "tensor", i, NULL);
-    int rc = tm_struct(r, off, TM_TENSOR_LEN, lbl, slot, &p, err);
+    int rc = tm_copy(r, off, TM_TENSOR_LEN, lbl, slot, p, err);
     if (rc) return rc;
     ti->off = off;
     uint32_t tid = tio__ld32(p), bid = tio__ld32(p + 4), vd = tio__ld32(p + 8),
@@ -232,8 +296,10 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
     }
     if (vd) {
         uint32_t n;
-        const uint8_t *e = NULL;
-        rc = tm_vector(r, vd, 4, lbl, (int64_t)off + 8, &n, &e, err);
+        const uint8_t *ev = NULL;
+        uint8_t e[4 * TM_MAX_DIMS];
+        rc = tm_vector(r, vd, 4, lbl, (int64_t)off + 8, &n, &ev, err); /* checks */
+        (void)ev;
         if (rc) goto out;
         uint32_t maxr = ctx->limits.max_rank < TM_MAX_DIMS ? ctx->limits.max_rank : TM_MAX_DIMS;
         if (n > maxr) {
@@ -243,6 +309,9 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
                           lbl, n, maxr, TM_MAX_DIMS);
             goto out;
         }
+        /* the dims by pread (tm_vector checked them inside the file) */
+        if (n) rc = tm_copy(r, vd + 4, 4 * n, lbl, (int64_t)off + 8, e, err);
+        if (rc) goto out;
         rc = tm_count(r, n, vd, err);
         if (rc) goto out;
         for (uint32_t k = 0; k < n; k++) {
@@ -284,12 +353,16 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
                           bid, nbuf);
             goto out;
         }
-        const uint8_t *b = NULL;
+        uint8_t b[TM_BUFFER_LEN];
         char what[128];
-        snprintf(what, sizeof what, "%s: buffer %u", lbl, bid);
+        size_t wl = 0;
+        what[0] = '\0';
+        tm_puts(what, sizeof what, &wl, lbl);
+        tm_puts(what, sizeof what, &wl, ": buffer ");
+        tm_putu(what, sizeof what, &wl, bid);
         uint32_t boff = tio__ld32(buffers + 4u * bid);
-        rc = tm_struct(r, boff, TM_BUFFER_LEN, what, (int64_t)vbufs + 4 + 4 * (int64_t)bid, &b,
-                       err);
+        rc = tm_copy(r, boff, TM_BUFFER_LEN, what, (int64_t)vbufs + 4 + 4 * (int64_t)bid, b,
+                     err);
         if (rc) goto out;
         uint32_t bsize = tio__ld32(b), bdata = tio__ld32(b + 4);
         size_t nbytes = 0;
@@ -396,7 +469,7 @@ static int tm_read_param(tm_reader *r, const tm_pdef *pd, unsigned nf, uint32_t 
     unsigned size = tio__tmfile_layout(pd, nf, pos);
     const uint8_t *p = NULL;
     char what[160];
-    snprintf(what, sizeof what, "%s: %s", lbl, pd->name);
+    tm_what(what, sizeof what, lbl, pd->name, NULL);
     int rc = tm_struct(r, poff, size, what, ref, &p, err);
     if (rc) return rc;
     rc = tm_count(r, nf, poff, err);
@@ -413,7 +486,7 @@ static int tm_read_param(tm_reader *r, const tm_pdef *pd, unsigned nf, uint32_t 
         case TF_STR: {
             uint32_t so = tio__ld32(q);
             if (!so) break;
-            snprintf(what, sizeof what, "%s: %s.%s", lbl, pd->name, f->name);
+            tm_what(what, sizeof what, lbl, pd->name, f->name);
             rc = tm_string(r, so, what, (int64_t)poff + pos[k], &v->s, err);
             if (rc) return rc;
             v->present = true;
@@ -424,7 +497,7 @@ static int tm_read_param(tm_reader *r, const tm_pdef *pd, unsigned nf, uint32_t 
             if (!vo) break;
             const uint8_t *e = NULL;
             uint32_t esz = f->kind == TF_VANCHORS ? 16u : 4u;
-            snprintf(what, sizeof what, "%s: %s.%s", lbl, pd->name, f->name);
+            tm_what(what, sizeof what, lbl, pd->name, f->name);
             rc = tm_vector(r, vo, esz, what, (int64_t)poff + pos[k], &n, &e, err);
             if (rc) return rc;
             size_t cnt = (size_t)n * (esz / 4);
@@ -565,7 +638,7 @@ static int tm_indices(tm_reader *r, uint32_t off, const char *lbl, const char *w
     uint32_t cnt;
     const uint8_t *e = NULL;
     char w[160];
-    snprintf(w, sizeof w, "%s: %s", lbl, what);
+    tm_what(w, sizeof w, lbl, what, NULL);
     int rc = tm_vector(r, off, 4, w, ref, &cnt, &e, err);
     /* the ids here, and the graph's copy */
     if (!rc) rc = tm_count(r, cnt, off, err);
@@ -641,7 +714,7 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
     }
     const uint8_t *op = NULL;
     char what[160];
-    snprintf(what, sizeof what, "%s: TM2_Operator", lbl);
+    tm_what(what, sizeof what, lbl, "TM2_Operator", NULL);
     rc = tm_struct(r, top, TM_OP_LEN, what, (int64_t)off + 12, &op, err);
     if (rc) goto out;
     uint32_t op_ver = tio__ld32(op), code = tio__ld32(op + 4), poff = tio__ld32(op + 8);
