@@ -203,7 +203,7 @@ static double scan_once(const char *path, unsigned flags, uint64_t *acc, uint64_
     for (size_t i = 0; i < n; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
         size_t nb = tio_tensor_nbytes(t);
-        *acc = bn_checksum(tio_tensor_data(t), nb, *acc);
+        *acc = bn_checksum(tio_tensor_bytes(t), nb, *acc);
         *bytes += nb;
     }
     tio_container_free(c);

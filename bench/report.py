@@ -571,7 +571,8 @@ def main():
                     worst = lowest(worst, r, s, g)
         md.append("## 2. Read all data + checksum\n\nOpen, then a 64-bit checksum "
                   "(Fletcher-style, 4 lanes) of every tensor's bytes through the views the "
-                  "library hands out, then free. Baselines: `memcpy` of the same number of "
+                  "library hands out (`tio_tensor_bytes`: where they lie, aligned or not), "
+                  "then free. Baselines: `memcpy` of the same number of "
                   "bytes between two buffers already in memory (paired with each scan, "
                   "repetitions interleaved), and the checksum alone over "
                   "a buffer in memory. GB/s = 10⁹ bytes of tensor data per second.\n")

@@ -236,8 +236,16 @@ TIO_API size_t tio_tensor_nbytes(const tio_tensor *t);
 /* Dense: the elements. COO: the nnz values. Little-endian, C order.
  * A view into the source when possible. The pointer is aligned to the
  * element size unless tio_tensor_is_aligned() says otherwise (legacy files
- * with unaligned records); tio_tensor_materialize() fixes that. */
+ * with unaligned records); tio_tensor_materialize() fixes that. Where a
+ * format leaves data at an address the element size does not divide (most
+ * .npz members NumPy writes, .npy headers of other lengths, a safetensors
+ * header length), the first call makes an aligned copy, which later calls
+ * (from any thread) return: opening stays O(tensors) and only the tensors
+ * read are copied. */
 TIO_API const void *tio_tensor_data(const tio_tensor *t);
+/* The same bytes where they lie: always the view (never a copy), aligned or
+ * not. For readers that take bytes (hashing, copying, NumPy arrays). */
+TIO_API const void *tio_tensor_bytes(const tio_tensor *t);
 TIO_API int tio_tensor_is_aligned(const tio_tensor *t);
 /* TIO_LAYOUT_QUANT: the block type; TIO_QUANT_NONE for other layouts. */
 TIO_API tio_quant tio_tensor_quant(const tio_tensor *t);

@@ -754,8 +754,10 @@ static PyObject *owner_array(OwnerObject *self, PyObject *arg)
         int64_t nb = (int64_t)tio_tensor_nbytes(t);
         return view_array(self, NPY_UINT8, 1, &nb, tio_tensor_data(t));
     }
+    /* the bytes where they lie, aligned or not: NumPy takes unaligned views
+     * (an .npz member from NumPy stays zero-copy) */
     return view_array(self, tn, (int)tio_tensor_rank(t), tio_tensor_shape(t),
-                      tio_tensor_data(t));
+                      tio_tensor_bytes(t));
 }
 
 /* arrays() -> a list of read-only views of every tensor, in one call (the
@@ -777,7 +779,7 @@ static PyObject *owner_arrays(OwnerObject *self, PyObject *unused)
     for (size_t i = 0; i < n; i++) {
         const tio_tensor *t = tio_container_tensor(self->c, i);
         PyObject *a = view_array(self, npy_type(tio_tensor_dtype(t)), (int)tio_tensor_rank(t),
-                                 tio_tensor_shape(t), tio_tensor_data(t));
+                                 tio_tensor_shape(t), tio_tensor_bytes(t));
         if (a == NULL) {
             Py_DECREF(list);
             return NULL;

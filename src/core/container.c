@@ -105,6 +105,7 @@ tio_kv *tio__tensor_meta(tio_tensor *t) {
 
 /* What a tensor owns besides its slot and chunk bytes. */
 static void tensor_release(tio_tensor *t) {
+    free(atomic_load(&t->aligned_copy));
     free(t->owned_data);
     free(t->owned_indices);
     if (t->meta) {

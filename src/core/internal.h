@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #if defined(__GNUC__)
@@ -255,6 +256,13 @@ struct tio_tensor {
     void *owned_indices;
     int64_t source_offset;
     tio_kv *meta;           /* NULL until a key is set (tio__tensor_meta) */
+    /* data is a view the element size does not divide (a .npy or .npz
+     * member, a safetensors tensor where the header length leaves it):
+     * tio_tensor_data makes an aligned copy on first use (aligned_copy, set
+     * once with compare-and-swap: several threads may read), the library's
+     * own byte-wise readers use data as it is. */
+    unsigned char unaligned;
+    _Atomic(uint8_t *) aligned_copy;
     const struct tio_container *owner; /* its limits bound work on the tensor */
     size_t index;                      /* its position in the owner */
 };

@@ -1,5 +1,7 @@
 /* Tensor accessors, materialisation, densification and hashing. */
 #include "internal.h"
+
+#include <stdatomic.h>
 #include "quant/quant.h"
 
 #include <stdio.h>
@@ -13,7 +15,25 @@ size_t tio_tensor_rank(const tio_tensor *t) { return t ? t->rank : 0; }
 const int64_t *tio_tensor_shape(const tio_tensor *t) { return t ? t->shape : NULL; }
 uint64_t tio_tensor_numel(const tio_tensor *t) { return t ? t->numel : 0; }
 size_t tio_tensor_nbytes(const tio_tensor *t) { return t ? t->nbytes : 0; }
-const void *tio_tensor_data(const tio_tensor *t) { return t ? t->data : NULL; }
+const void *tio_tensor_data(const tio_tensor *t) {
+    if (!t) return NULL;
+    if (!t->unaligned) return t->data;
+    tio_tensor *mt = (tio_tensor *)(uintptr_t)t; /* the copy is not observable state */
+    uint8_t *p = atomic_load_explicit(&mt->aligned_copy, memory_order_acquire);
+    if (p) return p;
+    p = malloc(t->nbytes);
+    if (!p) return t->data; /* out of memory: the view (tio_tensor_is_aligned says so) */
+    memcpy(p, t->data, t->nbytes);
+    uint8_t *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&mt->aligned_copy, &none, p,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        free(p); /* another thread's copy won */
+        return none;
+    }
+    return p;
+}
+
+const void *tio_tensor_bytes(const tio_tensor *t) { return t ? t->data : NULL; }
 uint64_t tio_tensor_nnz(const tio_tensor *t) { return t ? t->nnz : 0; }
 const void *tio_tensor_indices(const tio_tensor *t) { return t ? t->indices : NULL; }
 int64_t tio_tensor_source_offset(const tio_tensor *t) { return t ? t->source_offset : -1; }
@@ -23,7 +43,13 @@ int tio_tensor_is_aligned(const tio_tensor *t) {
     if (!t) return 0;
     /* blocks are read bytewise: any address will do */
     size_t a = t->layout == TIO_LAYOUT_QUANT ? 1 : tio_dtype_size(t->dtype);
-    if (a > 1 && ((uintptr_t)t->data % a) != 0) return 0;
+    const uint8_t *d = t->data;
+    if (t->unaligned) { /* what tio_tensor_data gives: its copy, once made */
+        d = atomic_load_explicit(&((tio_tensor *)(uintptr_t)t)->aligned_copy,
+                                 memory_order_acquire);
+        if (!d) return 1; /* it will be aligned (malloc) unless memory runs out */
+    }
+    if (a > 1 && ((uintptr_t)d % a) != 0) return 0;
     if (t->indices && ((uintptr_t)t->indices % 8) != 0) return 0;
     return 1;
 }
@@ -31,11 +57,15 @@ int tio_tensor_is_aligned(const tio_tensor *t) {
 int tio_tensor_materialize(tio_tensor *t, tio_error *err) {
     if (!t) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "tensor is NULL");
     if (t->data && !t->owned_data && t->nbytes) {
-        void *p = malloc(t->nbytes);
-        if (!p) return tio__nomem(err, NULL);
-        memcpy(p, t->data, t->nbytes);
+        uint8_t *p = atomic_exchange(&t->aligned_copy, NULL); /* a copy made already */
+        if (!p) {
+            p = malloc(t->nbytes);
+            if (!p) return tio__nomem(err, NULL);
+            memcpy(p, t->data, t->nbytes);
+        }
         t->owned_data = p;
         t->data = p;
+        t->unaligned = 0;
     }
     if (t->indices && !t->owned_indices) {
         size_t n = (size_t)t->nnz * t->rank * 8; /* checked when the tensor was added */

@@ -513,8 +513,7 @@ static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio_
         t->owned_data = buf;
         t->data = buf;
     } else if (nbytes && es > 1 && (uintptr_t)t->data % es) {
-        rc = tio_tensor_materialize(t, r->err);
-        if (rc) return tio__nomem(r->err, r->fmt);
+        t->unaligned = 1; /* an aligned copy when tio_tensor_data asks, not at open */
     } else if (src->owned) {
         t->owned_data = src->owned; /* the view into it stays valid */
         r->taken = 1;

@@ -860,14 +860,12 @@ static int st_read_all(st_reader *r, st_range **ranges_out) {
                         bufsize, at, bufsize - at);
 
     /* data at an address not aligned to the element size get an aligned
-     * copy (at most the buffer once: the tensors do not overlap) */
+     * copy when tio_tensor_data asks for them (at most the buffer once: the
+     * tensors do not overlap), not at open */
     for (size_t i = 0; i < c->count; i++) {
         tio_tensor *t = c->tensors[i];
         size_t es = tio_dtype_size(t->dtype);
-        if (t->nbytes && es > 1 && ((uintptr_t)t->data % es) != 0) {
-            rc = tio_tensor_materialize(t, r->err);
-            if (rc) return tio__nomem(r->err, ST);
-        }
+        if (t->nbytes && es > 1 && ((uintptr_t)t->data % es) != 0) t->unaligned = 1;
     }
     char v[24];
     snprintf(v, sizeof v, "%" PRIu64, n);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -714,9 +715,87 @@ static void test_registry(void **state) {
     free(z.p);
 }
 
+/* np.savez leaves float32 data at odd offsets: tio_tensor_bytes is the view
+ * where it lies, tio_tensor_data an aligned copy made on first use (once,
+ * whichever of several threads asks first), tio_tensor_materialize keeps
+ * it; nothing is copied at open. */
+typedef struct lazy_arg {
+    const tio_tensor *t;
+    const void *got;
+} lazy_arg;
+
+static void *lazy_data(void *p) {
+    lazy_arg *a = p;
+    a->got = tio_tensor_data(a->t);
+    return NULL;
+}
+
+static void test_unaligned_lazy(void **state) {
+    (void)state;
+    float v[33];
+    for (int i = 0; i < 33; i++) v[i] = (float)i * 0.5f;
+    int64_t shape[1] = {33};
+    tio_container *src = tio_container_new();
+    assert_non_null(src);
+    tio_tensor_desc d = {0};
+    d.name = "a";
+    d.dtype = TIO_FLOAT32;
+    d.rank = 1;
+    d.shape = shape;
+    d.data = v;
+    d.nbytes = sizeof v;
+    tio_error e;
+    assert_int_equal(tio_container_add(src, &d, 0, NULL, &e), TIO_OK);
+    tio_save_options so = {0};
+    so.format = "npz";
+    void *buf = NULL;
+    size_t n = 0;
+    assert_int_equal(tio_save_memory(src, &so, &buf, &n, &e), TIO_OK);
+    tio_container_free(src);
+    for (int round = 0; round < 2; round++) {
+        tio_open_options o = {0};
+        o.format = "npz";
+        tio_container *c = NULL;
+        assert_int_equal(tio_open_memory(buf, n, &o, &c, &e), TIO_OK);
+        const tio_tensor *t = tio_container_tensor(c, 0);
+        const uint8_t *raw = tio_tensor_bytes(t);
+        assert_true(raw > (const uint8_t *)buf && raw + sizeof v <= (const uint8_t *)buf + n);
+        assert_true((uintptr_t)raw % 4 != 0); /* the layout np.savez writes */
+        assert_true(tio_tensor_is_aligned(t));
+        const void *a = NULL;
+        if (round == 0) {
+            a = tio_tensor_data(t);
+            assert_ptr_equal(tio_tensor_data(t), a);
+        } else { /* eight threads at once: one copy, the same pointer for all */
+            pthread_t th[8];
+            lazy_arg args[8];
+            for (int k = 0; k < 8; k++) {
+                args[k].t = t;
+                assert_int_equal(pthread_create(&th[k], NULL, lazy_data, &args[k]), 0);
+            }
+            for (int k = 0; k < 8; k++) assert_int_equal(pthread_join(th[k], NULL), 0);
+            a = args[0].got;
+            for (int k = 1; k < 8; k++) assert_ptr_equal(args[k].got, a);
+        }
+        assert_true((uintptr_t)a % 4 == 0);
+        assert_false((const uint8_t *)a >= (const uint8_t *)buf &&
+                     (const uint8_t *)a < (const uint8_t *)buf + n);
+        assert_memory_equal(a, v, sizeof v);
+        assert_memory_equal(raw, v, sizeof v);
+        if (round == 1) { /* materialize takes the copy over */
+            assert_int_equal(tio_tensor_materialize(tio_container_tensor(c, 0), &e), TIO_OK);
+            assert_ptr_equal(tio_tensor_data(t), a);
+            assert_ptr_equal(tio_tensor_bytes(t), a);
+        }
+        tio_container_free(c);
+    }
+    tio_free(buf);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_views),
+        cmocka_unit_test(test_unaligned_lazy),
         cmocka_unit_test(test_truncated_and_signatures),
         cmocka_unit_test(test_end_record_twice_and_comment),
         cmocka_unit_test(test_local_central_mismatch),
