@@ -1,5 +1,5 @@
 /* libFuzzer target: the WebDataset shard reader (ustar/GNU/pax headers,
- * grouping) on one buffer; every member that names a tensor format opened,
+ * grouping; gzip/bzip2/xz/zstd streams decompressed first) on one buffer; every member that names a tensor format opened,
  * its tensors read after the shard is released (the containers keep the
  * bytes alive). */
 #include "fuzz_common.h"
@@ -9,6 +9,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static volatile uint8_t sink;
+
+/* Whether the input starts with the magic of a compression the reader takes
+ * (gzip, bzip2, xz, zstd), as tio_shard_compression will say. */
+static int compressed(const uint8_t *p, size_t n) {
+    return (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) || (n >= 3 && memcmp(p, "BZh", 3) == 0) ||
+           (n >= 6 && memcmp(p, "\xfd" "7zXZ\0", 6) == 0) ||
+           (n >= 4 && memcmp(p, "\x28\xb5\x2f\xfd", 4) == 0);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tio_limits lim;
@@ -21,17 +29,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (s) fz_fail("failed open left a shard");
         if (e.code != rc || !e.message[0] || strcmp(e.format, "tar") != 0)
             fz_fail("error contract: code %d vs %d, format '%s'", e.code, rc, e.format);
-        if (e.offset > (int64_t)size) fz_fail("error offset %lld past the input",
+        /* a compressed shard's later errors name offsets in its tar */
+        uint64_t span = compressed(data, size) ? FZ_MAX_DENSE_BYTES : size;
+        if (e.offset > (int64_t)span) fz_fail("error offset %lld past the input",
                                               (long long)e.offset);
         return 0;
     }
+    /* members lie in the input, or (compressed) in the tar decompressed from
+     * it: one base for all, at most max_dense_bytes */
+    const char *z = tio_shard_compression(s);
+    if ((z != NULL) != compressed(data, size)) fz_fail("compression '%s' not its magic", z);
     size_t n = tio_shard_member_count(s), grouped = 0;
+    const uint8_t *base = z ? NULL : data;
+    uint64_t span = z ? FZ_MAX_DENSE_BYTES : size;
     tio_container *cs[8];
     size_t nc = 0;
     for (size_t i = 0; i < n; i++) {
         const tio_shard_member *m = tio_shard_member_at(s, i);
-        if (m->offset % 512 || m->offset > size || m->size > size - m->offset ||
-            (const uint8_t *)m->data != data + m->offset)
+        if (!base) base = (const uint8_t *)m->data - m->offset;
+        if (m->offset % 512 || m->offset > span || m->size > span - m->offset ||
+            (const uint8_t *)m->data != base + m->offset)
             fz_fail("member %zu outside the input", i);
         if (m->sample != TIO_SHARD_NONE) {
             grouped++;

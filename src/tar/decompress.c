@@ -161,11 +161,26 @@ static int bunzip(const uint8_t *in, size_t n, dbuf *b, tio_error *err) {
     return rc;
 }
 
+/* The decoders' own memory follows the output's bound: a stream whose
+ * header asks for a window larger than all the output allowed could need is
+ * refused instead of allocated (a few bytes must not buy 64 MiB). */
+static uint64_t xz_memlimit(uint64_t limit) {
+    /* what xz -9 needs (presets use at most 64 MiB of dictionary), and no
+     * more than twice the output's bound, 16 MiB at least */
+    uint64_t m = limit < (UINT64_C(64) << 20) ? 2 * limit : UINT64_C(128) << 20;
+    return m < (UINT64_C(16) << 20) ? UINT64_C(16) << 20 : m;
+}
+
+static int zstd_window_log(uint64_t limit) {
+    int lg = 10; /* zstd's smallest window */
+    while (lg < 27 && (UINT64_C(1) << lg) < limit) lg++;
+    return lg;
+}
+
 static int unxz(const uint8_t *in, size_t n, dbuf *b, tio_error *err) {
     lzma_stream z = LZMA_STREAM_INIT;
-    /* the decoder's own memory: what xz -9 needs (674 MiB is xz's default
-     * limit; presets use at most 65 MiB of dictionary) */
-    if (lzma_stream_decoder(&z, (uint64_t)128 << 20, LZMA_CONCATENATED) != LZMA_OK)
+    uint64_t mem = xz_memlimit(b->limit);
+    if (lzma_stream_decoder(&z, mem, LZMA_CONCATENATED) != LZMA_OK)
         return tio__nomem(err, FMT);
     z.next_in = in;
     z.avail_in = n;
@@ -183,7 +198,9 @@ static int unxz(const uint8_t *in, size_t n, dbuf *b, tio_error *err) {
         if (zr == LZMA_MEM_ERROR) rc = tio__nomem(err, FMT);
         else if (zr == LZMA_MEMLIMIT_ERROR)
             rc = tio__err(err, TIO_E_LIMIT, FMT, (int64_t)at,
-                          "xz stream: its decoder needs more than 128 MiB");
+                          "xz stream: its decoder needs more than %llu MiB (the output's "
+                          "bound, max_dense_bytes, allows no more)",
+                          (unsigned long long)(mem >> 20));
         else if (zr == LZMA_BUF_ERROR) rc = truncated("xz", at, err);
         else rc = corrupt("xz", at, zr == LZMA_FORMAT_ERROR ? "not an xz stream"
                                     : zr == LZMA_OPTIONS_ERROR ? "unsupported options"
@@ -198,8 +215,9 @@ static int unzstd(const uint8_t *in, size_t n, dbuf *b, tio_error *err) {
     ZSTD_DStream *z = ZSTD_createDStream();
     if (!z) return tio__nomem(err, FMT);
     /* a window up to 128 MiB (zstd's default maximum for decoding is 128 MiB
-     * too: frames made with --long=31 need more and are refused) */
-    ZSTD_DCtx_setParameter(z, ZSTD_d_windowLogMax, 27);
+     * too: frames made with --long=31 need more and are refused), and no
+     * larger than the output's bound */
+    ZSTD_DCtx_setParameter(z, ZSTD_d_windowLogMax, zstd_window_log(b->limit));
     ZSTD_inBuffer ib = {in, n, 0};
     size_t last = 1; /* ZSTD_decompressStream's hint: 0 when a frame is complete */
     int rc = TIO_OK;
