@@ -10,34 +10,58 @@ void tio__headsrc_init(tio_headsrc *h, int fd, const void *base, size_t size) {
     h->fd = fd;
     h->base = (const uint8_t *)base;
     h->size = size;
-    h->win_off = 0;
-    h->win_len = 0;
+    h->last = 0;
     h->preads = 0;
+    for (unsigned k = 0; k < 2; k++) h->w[k] = (tio_headwin){0, 0};
+}
+
+static int headwin_has(const tio_headwin *w, uint64_t off, size_t n) {
+    uint64_t end = w->off + w->len;
+    return w->len && off >= w->off && off <= end && n <= end - off;
+}
+
+/* Whether off is near w: within a quarter window before or after it. */
+static int headwin_near(const tio_headwin *w, uint64_t off) {
+    return w->len && off + TIO__HEAD_WINDOW / 4 >= w->off &&
+           off < w->off + w->len + TIO__HEAD_WINDOW / 4;
 }
 
 const uint8_t *tio__headsrc_get(tio_headsrc *h, uint64_t off, size_t n) {
     if (n > TIO__HEAD_MAX || off > h->size || n > h->size - off) return NULL;
-    uint64_t end = h->win_off + h->win_len;
-    if (off >= h->win_off && off <= end && n <= end - off) return h->win + (off - h->win_off);
-    /* Near the end of the last window (or in it, but longer): headers close
-     * together, read ahead; else just this header and a little more. */
-    size_t want = h->win_len && off >= end && off - end < TIO__HEAD_WINDOW / 4
-                      ? TIO__HEAD_WINDOW
-                      : (n > TIO__HEAD_NEAR ? n : TIO__HEAD_NEAR);
-    if (want > h->size - off) want = (size_t)(h->size - off);
+    unsigned a = h->last, o = 1 - a; /* the window used last, the other */
+    if (headwin_has(&h->w[a], off, n)) return h->bytes[a] + (off - h->w[a].off);
+    if (headwin_has(&h->w[o], off, n)) {
+        h->last = o;
+        return h->bytes[o] + (off - h->w[o].off);
+    }
+    /* Near a window: the headers around it, read ahead (and a little back:
+     * structs read in reverse within a record); else this header and a
+     * little more, into the window not used last. */
+    unsigned k = headwin_near(&h->w[a], off) ? a : o;
+    int near = headwin_near(&h->w[k], off);
+    uint64_t start = off;
+    size_t want = n > TIO__HEAD_NEAR ? n : TIO__HEAD_NEAR;
+    if (near) {
+        start = off - (off < TIO__HEAD_WINDOW / 4 ? off : TIO__HEAD_WINDOW / 4);
+        want = TIO__HEAD_WINDOW; /* >= (off - start) + n: n <= TIO__HEAD_MAX */
+    }
+    if (want > h->size - start) want = (size_t)(h->size - start);
+    tio_headwin *w = &h->w[k];
+    uint8_t *b = h->bytes[k];
     size_t got = 0;
-    h->win_len = 0;
+    w->len = 0;
     while (got < want) {
-        ssize_t r = pread(h->fd, h->win + got, want - got, (off_t)(off + got));
+        ssize_t r = pread(h->fd, b + got, want - got, (off_t)(start + got));
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break; /* error or shrunk file */
         got += (size_t)r;
     }
-    if (got < n) return NULL; /* the caller reads the mapping */
+    if (got < (off - start) + n) return NULL; /* the caller reads the mapping */
     h->preads++;
-    h->win_off = off;
-    h->win_len = got;
-    return h->win;
+    h->last = k;
+    w->off = start;
+    w->len = got;
+    return b + (off - start);
 }
 
 void tio__cursor_use_head(tio_cursor *c, const tio_read_ctx *ctx) {

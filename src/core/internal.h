@@ -102,26 +102,35 @@ static inline void tio__st64(uint8_t *p, uint64_t v) {
  * one. Failed reads set *err with the cursor's format name and the absolute
  * offset, naming `what` was being read, and leave the position unchanged. */
 /* Where a decoder's header reads come from when the input is a mapped file:
- * pread() of the file into a small window, so that reading a few header
+ * pread() of the file into small windows, so that reading a few header
  * bytes per tensor does not fault in a page of the mapping per tensor (a
  * fault costs 0.5 us on bare metal, 5-25 us under a paravirtualised MMU,
  * where a pread of a few hundred bytes stays a plain system call). Data
  * stays a view into the mapping; only bytes read to be decoded go through
- * the window. A read far from the last one fetches TIO__HEAD_NEAR bytes (a
- * record header); one just past the last window (headers packed closely:
- * small tensors) fetches the whole window, so dense headers cost one call
- * per TIO__HEAD_WINDOW bytes. See docs/performance.md. */
+ * the windows. There are two, so that a format whose structs live in two
+ * places (tmfile: a table of tensor structs, and a small struct beside each
+ * buffer) reads each place in its own. A read far from both fetches
+ * TIO__HEAD_NEAR bytes (a record header) into the one not used last;
+ * one near a window (within a quarter of a window before or after it:
+ * headers packed closely, read forwards or a little backwards) refills that
+ * window with TIO__HEAD_WINDOW bytes starting a quarter window before the
+ * read, so dense headers cost one call per 3/4 window. See
+ * docs/performance.md. */
 #define TIO__HEAD_NEAR 256u       /* bytes read for a header far from the last */
 #define TIO__HEAD_MAX 4096u       /* larger reads go to the mapping */
 #define TIO__HEAD_WINDOW 16384u   /* bytes read when headers follow closely */
+typedef struct tio_headwin {
+    uint64_t off; /* file offset of its bytes[0] */
+    size_t len;   /* valid bytes (0 = empty) */
+} tio_headwin;
 typedef struct tio_headsrc {
     int fd;              /* the mapped file (read-only) */
     const uint8_t *base; /* the mapping of fd, from offset 0 */
     size_t size;         /* its bytes */
-    uint64_t win_off;    /* file offset of win[0] */
-    size_t win_len;      /* valid bytes in win (0 = empty) */
+    unsigned last;       /* the window used last (0 or 1) */
     uint64_t preads;     /* windows read (tests, docs) */
-    uint8_t win[TIO__HEAD_WINDOW];
+    tio_headwin w[2];
+    uint8_t bytes[2][TIO__HEAD_WINDOW];
 } tio_headsrc;
 
 /* Sets up h for the mapping base[0..size) of fd (the window starts empty). */

@@ -506,24 +506,23 @@ static int npz_by_name(const void *a, const void *b) {
     return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
 }
 
-/* No two members share bytes, and no two share a name. */
-static int npz_disjoint(npz_reader *r) {
+static int npz_overlap(npz_reader *r, const npz_member *a, const npz_member *b) {
+    char an[80], bn[80];
+    npz_name_esc(a, an, sizeof an);
+    npz_name_esc(b, bn, sizeof bn);
+    return tio__err(r->err, TIO_E_CORRUPT, NPZ, npz_off(b->local),
+                    "members '%s' (offset %" PRIu64 " to %" PRIu64 ") and '%s' (offset %" PRIu64
+                    ") overlap (expected each byte in one member)",
+                    an, a->local, a->end, bn, b->local);
+}
+
+/* No two members share a name (the central directory's names). */
+static int npz_unique(npz_reader *r) {
     if (r->n < 2) return TIO_OK;
     npz_member **o = malloc(r->n * sizeof *o);
     if (!o) return tio__nomem(r->err, NPZ);
     for (size_t i = 0; i < r->n; i++) o[i] = &r->m[i];
     int rc = TIO_OK;
-    qsort(o, r->n, sizeof *o, npz_by_offset);
-    for (size_t i = 1; i < r->n && !rc; i++)
-        if (o[i]->local < o[i - 1]->end) {
-            char a[80], b[80];
-            npz_name_esc(o[i - 1], a, sizeof a);
-            npz_name_esc(o[i], b, sizeof b);
-            rc = tio__err(r->err, TIO_E_CORRUPT, NPZ, npz_off(o[i]->local),
-                          "members '%s' (offset %" PRIu64 " to %" PRIu64 ") and '%s' (offset %"
-                          PRIu64 ") overlap (expected each byte in one member)",
-                          a, o[i - 1]->local, o[i - 1]->end, b, o[i]->local);
-        }
     qsort(o, r->n, sizeof *o, npz_by_name);
     for (size_t i = 1; i < r->n && !rc; i++)
         if (npz_by_name(&o[i - 1], &o[i]) == 0) {
@@ -533,6 +532,20 @@ static int npz_disjoint(npz_reader *r) {
             rc = tio__err(r->err, TIO_E_CORRUPT, NPZ, npz_off(later->central),
                           "two members are named '%s' (np.load would see only one)", a);
         }
+    free(o);
+    return rc;
+}
+
+/* No two members share bytes (every local header read). */
+static int npz_disjoint(npz_reader *r) {
+    if (r->n < 2) return TIO_OK;
+    npz_member **o = malloc(r->n * sizeof *o);
+    if (!o) return tio__nomem(r->err, NPZ);
+    for (size_t i = 0; i < r->n; i++) o[i] = &r->m[i];
+    int rc = TIO_OK;
+    qsort(o, r->n, sizeof *o, npz_by_offset);
+    for (size_t i = 1; i < r->n && !rc; i++)
+        if (o[i]->local < o[i - 1]->end) rc = npz_overlap(r, o[i - 1], o[i]);
     free(o);
     return rc;
 }
@@ -699,10 +712,18 @@ static int npz_member_read(npz_reader *r, const npz_member *m) {
                                 nm, crc, m->crc);
         }
         src.base = m->data_at;
-        if (r->ctx->head && size) { /* the .npy header by pread, not a fault */
-            size_t k = size < TIO__HEAD_MAX ? size : TIO__HEAD_MAX;
-            src.head = tio__headsrc_get(r->ctx->head, m->data_at, k);
-            src.head_n = src.head ? k : 0;
+        if (r->ctx->head && size >= 12) {
+            /* the .npy header by pread, not a fault: its length first, then
+             * the header (usually both in the window of the local header) */
+            const uint8_t *h = tio__headsrc_get(r->ctx->head, m->data_at, 12);
+            if (h) {
+                uint64_t k = h[6] == 1 ? 10u + (uint64_t)tio__ld16(h + 8)
+                                       : 12u + (uint64_t)tio__ld32(h + 8);
+                if (k > size) k = size;
+                if (k > TIO__HEAD_MAX) k = TIO__HEAD_MAX;
+                src.head = tio__headsrc_get(r->ctx->head, m->data_at, (size_t)k);
+                src.head_n = src.head ? (size_t)k : 0;
+            }
         }
     } else {
         uint8_t *buf = NULL;
@@ -743,13 +764,33 @@ static int npz_read_all(npz_reader *r) {
                         "the %zu central directory entries end at %zu, but the directory is "
                         "%" PRIu64 " bytes from %" PRIu64 " (expected them to fill it)",
                         r->n, r->cur.pos, r->cd_size, r->cd_at);
-    for (size_t i = 0; i < r->n && !rc; i++) rc = npz_local(r, &r->m[i]);
-    if (!rc) rc = npz_disjoint(r);
-    if (rc) return rc;
     r->tname = malloc(longest + 1);
     if (!r->tname) return tio__nomem(r->err, NPZ);
-    /* the tensors in central directory order: np.load's NpzFile.files */
-    for (size_t i = 0; i < r->n && !rc; i++) rc = npz_member_read(r, &r->m[i]);
+    /* The tensors in central directory order (np.load's NpzFile.files).
+     * When the members lie in that order (every writer's), each is read
+     * right after its local header, which the header window still holds
+     * with the .npy header behind it: one pread per member. Overlap is
+     * then a check against the member before, made before a member is
+     * read (members sharing bytes would inflate the same stream twice).
+     * Otherwise every local header first, the overlap check over all,
+     * then the members. Names are unique either way (checked before any
+     * member is read). */
+    int ascending = 1;
+    for (size_t i = 1; i < r->n; i++) ascending &= r->m[i].local > r->m[i - 1].local;
+    if (ascending) {
+        rc = npz_unique(r);
+        for (size_t i = 0; i < r->n && !rc; i++) {
+            if (i && r->m[i].local < r->m[i - 1].end)
+                rc = npz_overlap(r, &r->m[i - 1], &r->m[i]);
+            if (!rc) rc = npz_local(r, &r->m[i]);
+            if (!rc) rc = npz_member_read(r, &r->m[i]);
+        }
+    } else {
+        for (size_t i = 0; i < r->n && !rc; i++) rc = npz_local(r, &r->m[i]);
+        if (!rc) rc = npz_disjoint(r);
+        if (!rc) rc = npz_unique(r);
+        for (size_t i = 0; i < r->n && !rc; i++) rc = npz_member_read(r, &r->m[i]);
+    }
     if (rc) return rc;
     char v[TIO__DEC_CAP];
     size_t deflated = 0;

@@ -550,6 +550,96 @@ static void test_npz_same_as_memory(void **state) {
     vectors_same_as_memory("npz");
 }
 
+/* The header windows themselves (src/core/cursor.c), on the access
+ * patterns of the readers that use them, counting pread() calls: tmfile's
+ * (a table of small structs read a little backwards within each record,
+ * and one struct beside each buffer, far away) and .npz's (a local header,
+ * then the .npy header just behind it). Every byte handed out is the
+ * file's. */
+#define HS_RECS 2000u
+#define HS_TABLE 56u          /* bytes of structs per record in the table */
+#define HS_FAR (64u << 10)    /* buffers 64 KiB apart */
+
+static void hs_same(const uint8_t *got, uint64_t off, size_t n) {
+    assert_non_null(got);
+    for (size_t k = 0; k < n; k++) assert_int_equal(got[k], mark_of(off + k, 3));
+}
+
+static void test_headsrc_windows(void **state) {
+    (void)state;
+    char path[96];
+    snprintf(path, sizeof path, "%s/hs.bin", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    uint64_t table = 4096, far0 = table + HS_RECS * HS_TABLE + HS_FAR;
+    uint64_t size = far0 + (uint64_t)HS_RECS * HS_FAR;
+    assert_int_equal(ftruncate(fd, (off_t)size), 0);
+    /* the bytes read: the table, and 1 KiB at each buffer */
+    uint8_t *b = malloc(HS_RECS * HS_TABLE);
+    assert_non_null(b);
+    for (size_t k = 0; k < HS_RECS * HS_TABLE; k++) b[k] = mark_of(table + k, 3);
+    put(fd, table, b, HS_RECS * HS_TABLE);
+    for (size_t i = 0; i < HS_RECS; i++) {
+        uint8_t m[1024];
+        uint64_t at = far0 + i * HS_FAR;
+        for (size_t k = 0; k < sizeof m; k++) m[k] = mark_of(at + k, 3);
+        put(fd, at, m, sizeof m);
+    }
+    free(b);
+    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+    assert_true(map != MAP_FAILED);
+    tio_headsrc *h = malloc(sizeof *h);
+    assert_non_null(h);
+
+    /* tmfile: per record, structs at +24, +8, +0 of its table slot, then
+     * the struct beside its buffer */
+    tio__headsrc_init(h, fd, map, (size_t)size);
+    for (size_t i = 0; i < HS_RECS; i++) {
+        uint64_t slot = table + i * HS_TABLE;
+        hs_same(tio__headsrc_get(h, slot + 24, 32), slot + 24, 32);
+        hs_same(tio__headsrc_get(h, slot + 8, 16), slot + 8, 16);
+        hs_same(tio__headsrc_get(h, slot, 8), slot, 8);
+        uint64_t buf = far0 + i * HS_FAR + 100;
+        hs_same(tio__headsrc_get(h, buf, 8), buf, 8);
+    }
+    /* one call per buffer, and one per 3/4 window of the table (not one per
+     * record, as a single window had) */
+    uint64_t table_reads = HS_RECS * HS_TABLE / (TIO__HEAD_WINDOW * 3 / 4) + 2;
+    assert_true(h->preads <= HS_RECS + table_reads);
+    assert_true(h->preads >= HS_RECS);
+
+    /* .npz: a 30-byte local header, its name, then 12 bytes and a 128-byte
+     * .npy header behind it: one call per member */
+    tio__headsrc_init(h, fd, map, (size_t)size);
+    for (size_t i = 0; i < HS_RECS; i++) {
+        uint64_t at = far0 + i * HS_FAR;
+        hs_same(tio__headsrc_get(h, at, 30), at, 30);
+        hs_same(tio__headsrc_get(h, at + 30, 10), at + 30, 10);
+        hs_same(tio__headsrc_get(h, at + 40, 12), at + 40, 12);
+        hs_same(tio__headsrc_get(h, at + 40, 128), at + 40, 128);
+    }
+    assert_int_equal(h->preads, HS_RECS);
+
+    /* headers packed closely, read in order: one call per 3/4 window */
+    tio__headsrc_init(h, fd, map, (size_t)size);
+    for (size_t k = 0; k + 24 <= HS_RECS * HS_TABLE; k += 24)
+        hs_same(tio__headsrc_get(h, table + k, 24), table + k, 24);
+    assert_true(h->preads <= table_reads);
+
+    /* what the windows do not serve: longer than TIO__HEAD_MAX, or past the
+     * end; the end itself is served */
+    assert_null(tio__headsrc_get(h, table, TIO__HEAD_MAX + 1));
+    assert_null(tio__headsrc_get(h, size - 4, 8));
+    assert_null(tio__headsrc_get(h, size + 1, 0));
+    const uint8_t *e = tio__headsrc_get(h, size - 8, 8);
+    assert_non_null(e);
+    for (size_t k = 0; k < 8; k++) assert_int_equal(e[k], 0); /* a hole */
+    free(h);
+    munmap(map, (size_t)size);
+    close(fd);
+    unlink(path);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     const struct CMUnitTest tests[] = {
@@ -558,6 +648,7 @@ int main(void) {
         cmocka_unit_test(test_zio_open),
         cmocka_unit_test(test_npz_open),
         cmocka_unit_test(test_prefetch),
+        cmocka_unit_test(test_headsrc_windows),
         cmocka_unit_test(test_btf_same_as_memory),
         cmocka_unit_test(test_tenbin_same_as_memory),
         cmocka_unit_test(test_zio_same_as_memory),
@@ -566,7 +657,7 @@ int main(void) {
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     /* a failed test leaves its file: the sparse ones stand for 1 GiB */
     static const char *const left[] = {"many.btf", "many.tenbin", "many.zmsg", "pf.btf",
-                                       "mut.btf", "mut.tenbin", "mut.zmsg"};
+                                       "mut.btf", "mut.tenbin", "mut.zmsg", "hs.bin"};
     char path[96];
     for (size_t k = 0; k < sizeof left / sizeof left[0]; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, left[k]);

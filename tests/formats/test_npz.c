@@ -563,6 +563,33 @@ static void test_duplicates_and_overlap(void **state) {
     memcpy(z.p + cd + 51, z.p + cd, 51);
     refused(&z, TIO_E_CORRUPT, "overlap", "overlap");
     free(z.p);
+    /* in ascending order, the second starting inside the first's data:
+     * refused before its local header is read */
+    z = archive(names, 2, 8, NULL);
+    cd = cd_at(&z);
+    st32(z.p + cd + 51 + 42, ld32(z.p + cd + 42) + 40);
+    refused(&z, TIO_E_CORRUPT, "overlap", "overlap, ascending");
+    free(z.p);
+}
+
+/* Members whose central entries are not in file order are read all the
+ * same, in central directory order (np.load's), through the other path. */
+static void test_central_order(void **state) {
+    (void)state;
+    const char *names[3] = {"a", "b", "c"};
+    zbuf z = archive(names, 3, 8, NULL);
+    size_t cd = cd_at(&z);
+    uint8_t tmp[51];
+    memcpy(tmp, z.p + cd, 51); /* swap the entries of a and c (same size) */
+    memcpy(z.p + cd, z.p + cd + 102, 51);
+    memcpy(z.p + cd + 102, tmp, 51);
+    tio_container *c = opened(&z, 0);
+    assert_int_equal(tio_container_count(c), 3);
+    assert_string_equal(tio_tensor_name(tio_container_tensor(c, 0)), "c");
+    assert_string_equal(tio_tensor_name(tio_container_tensor(c, 1)), "b");
+    assert_string_equal(tio_tensor_name(tio_container_tensor(c, 2)), "a");
+    tio_container_free(c);
+    free(z.p);
 }
 
 static void test_names_and_members(void **state) {
@@ -805,6 +832,7 @@ int main(void) {
         cmocka_unit_test(test_crc),
         cmocka_unit_test(test_zip_bomb),
         cmocka_unit_test(test_duplicates_and_overlap),
+        cmocka_unit_test(test_central_order),
         cmocka_unit_test(test_names_and_members),
         cmocka_unit_test(test_inner_npy),
         cmocka_unit_test(test_write),
