@@ -57,7 +57,19 @@ typedef struct tm_reader {
     tm_tinfo *t;
     size_t nt;
     size_t nconst_zero;
+    /* The object being decoded, for messages: "KIND I ('NAME'): SFX N". Its
+     * label is made only when a message needs it (tm_cur), not for every
+     * tensor and node. */
+    const char *cur_kind;
+    size_t cur_i;
+    const char *cur_name; /* or NULL */
+    const char *cur_sfx;  /* or NULL */
+    int64_t cur_n;        /* or -1 */
+    char *scratch;        /* the current tensor's or node's name (tm_name) */
+    size_t scratch_cap;
 } tm_reader;
+
+#define TM_LBL_CAP 160
 
 /* Counts decoded objects (nodes, tensors, dims, quant params, attribute
  * values). Vectors may be shared between structs, so the total is bounded
@@ -75,16 +87,22 @@ static int tm_mem(tm_reader *r, uint64_t bytes, int64_t off, tio_error *err) {
     return tio__budget_take(&r->mem, bytes, off, err);
 }
 
+static const char *tm_cur(const tm_reader *r, char *buf);
+/* `what` of the functions below: what is read, for messages, or NULL for
+ * the current object's label (tm_cur), made only when a message needs it */
+#define TM_WHAT(what, buf) ((what) ? (what) : tm_cur(r, (buf)))
+
 /* A struct of `len` bytes at `off`, which must be set and inside the file. */
 static int tm_struct(tm_reader *r, uint32_t off, uint32_t len, const char *what, int64_t ref,
                      const uint8_t **p, tio_error *err) {
+    char wb[TM_LBL_CAP];
     if (off == 0)
-        return tio__err(err, TIO_E_CORRUPT, TM_FMT, ref, "%s: the offset is 0 (not set)", what);
+        return tio__err(err, TIO_E_CORRUPT, TM_FMT, ref, "%s: the offset is 0 (not set)", TM_WHAT(what, wb));
     if ((uint64_t)off + len > r->size)
         return tio__err(err, TIO_E_BOUNDS, TM_FMT, ref,
                         "%s at offset %u (%u bytes) extends past the end of the file (%zu "
                         "bytes)",
-                        what, off, len, r->size);
+                        TM_WHAT(what, wb), off, len, r->size);
     *p = r->d + off;
     return TIO_OK;
 }
@@ -108,6 +126,7 @@ static int tm_copy(tm_reader *r, uint32_t off, uint32_t len, const char *what, i
  * count is checked against the bytes left before anything else. */
 static int tm_vector(tm_reader *r, uint32_t off, uint32_t esz, const char *what, int64_t ref,
                      uint32_t *count, const uint8_t **elems, tio_error *err) {
+    char wb[TM_LBL_CAP];
     uint8_t cnt[4];
     int rc = tm_copy(r, off, 4, what, ref, cnt, err); /* the count by pread */
     if (rc) return rc;
@@ -117,7 +136,7 @@ static int tm_vector(tm_reader *r, uint32_t off, uint32_t esz, const char *what,
         return tio__err(err, TIO_E_BOUNDS, TM_FMT, off,
                         "%s: a vector of %u entries (%llu bytes) extends past the end of the "
                         "file (%llu bytes left)",
-                        what, n, (unsigned long long)n * esz, (unsigned long long)left);
+                        TM_WHAT(what, wb), n, (unsigned long long)n * esz, (unsigned long long)left);
     *count = n;
     *elems = r->d + off + 4; /* a view: the caller reads what it needs */
     return TIO_OK;
@@ -126,8 +145,9 @@ static int tm_vector(tm_reader *r, uint32_t off, uint32_t esz, const char *what,
 /* A TM2_String as a new C string (*s NULL when off is 0). The stored size
  * counts the terminating NUL; a string without one is taken whole. The
  * graph's copy of it is charged to the memory budget. */
-static int tm_string(tm_reader *r, uint32_t off, const char *what, int64_t ref, char **s,
-                     tio_error *err) {
+static int tm_string_in(tm_reader *r, uint32_t off, const char *what, int64_t ref, char **s,
+                        bool scratch, tio_error *err) {
+    char wb[TM_LBL_CAP];
     *s = NULL;
     if (off == 0) return TIO_OK;
     uint8_t p[TM_STRING_LEN];
@@ -136,16 +156,16 @@ static int tm_string(tm_reader *r, uint32_t off, const char *what, int64_t ref, 
     uint32_t n = tio__ld32(p), data = tio__ld32(p + 4);
     if (n > r->ctx->limits.max_name_bytes)
         return tio__err(err, TIO_E_LIMIT, TM_FMT, off,
-                        "%s: string of %u bytes exceeds the limit of %u", what, n,
+                        "%s: string of %u bytes exceeds the limit of %u", TM_WHAT(what, wb), n,
                         r->ctx->limits.max_name_bytes);
     if (n && data == 0)
         return tio__err(err, TIO_E_CORRUPT, TM_FMT, off,
-                        "%s: a string of %u bytes whose data offset is 0 (not set)", what, n);
+                        "%s: a string of %u bytes whose data offset is 0 (not set)", TM_WHAT(what, wb), n);
     if (n && (uint64_t)data + n > r->size)
         return tio__err(err, TIO_E_BOUNDS, TM_FMT, off,
                         "%s: string data at offset %u (%u bytes) extends past the end of the "
                         "file (%zu bytes)",
-                        what, data, n, r->size);
+                        TM_WHAT(what, wb), data, n, r->size);
     /* the bytes by pread too (valid until the window's next read: none
      * before they are copied below) */
     const uint8_t *sp = (const uint8_t *)"";
@@ -161,17 +181,35 @@ static int tm_string(tm_reader *r, uint32_t off, const char *what, int64_t ref, 
         rc = tio__warn(r->ctx, TM_FMT, (int64_t)data, err,
                        "%s: the string has a NUL byte at position %zu of %u; Tengine reads it "
                        "as a C string, so the rest is ignored",
-                       what, (size_t)(nul - sp), n);
+                       TM_WHAT(what, wb), (size_t)(nul - sp), n);
         if (rc) return rc;
         len = (size_t)(nul - sp);
     }
     rc = tm_mem(r, tio__cost_str(len), off, err);
     if (rc) return rc;
-    *s = malloc(len + 1);
+    if (scratch && len + 1 > r->scratch_cap) {
+        size_t cap = len + 1 > 2 * r->scratch_cap ? len + 1 : 2 * r->scratch_cap;
+        char *b = realloc(r->scratch, cap);
+        if (!b) return tio__nomem(err, TM_FMT);
+        r->scratch = b;
+        r->scratch_cap = cap;
+    }
+    *s = scratch ? r->scratch : malloc(len + 1);
     if (!*s) return tio__nomem(err, TM_FMT);
     memcpy(*s, sp, len);
     (*s)[len] = 0;
     return TIO_OK;
+}
+
+static int tm_string(tm_reader *r, uint32_t off, const char *what, int64_t ref, char **s,
+                     tio_error *err) {
+    return tm_string_in(r, off, what, ref, s, false, err);
+}
+
+/* The name of a tensor or node, into the reader's scratch (valid until the
+ * next name: the graph and the container keep copies). */
+static int tm_name(tm_reader *r, uint32_t off, int64_t ref, char **s, tio_error *err) {
+    return tm_string_in(r, off, NULL, ref, s, true, err);
 }
 
 static int tm_prop(tio_container *c, const char *key, const char *fmt, ...) TIO_PRINTF(3, 4);
@@ -243,6 +281,30 @@ static void tm_what(char *buf, size_t cap, const char *a, const char *b, const c
     }
 }
 
+/* The current object's label (see tm_reader), made into buf
+ * (TM_LBL_CAP bytes). */
+static const char *tm_cur(const tm_reader *r, char *buf) {
+    tm_lbl(buf, TM_LBL_CAP, r->cur_kind ? r->cur_kind : "object", r->cur_i, r->cur_name);
+    if (r->cur_sfx) {
+        size_t len = strlen(buf);
+        tm_put(buf, TM_LBL_CAP, &len, ": ", 2);
+        tm_puts(buf, TM_LBL_CAP, &len, r->cur_sfx);
+        if (r->cur_n >= 0) {
+            tm_put(buf, TM_LBL_CAP, &len, " ", 1);
+            tm_putu(buf, TM_LBL_CAP, &len, (uint64_t)r->cur_n);
+        }
+    }
+    return buf;
+}
+
+static void tm_begin(tm_reader *r, const char *kind, size_t i) {
+    r->cur_kind = kind;
+    r->cur_i = i;
+    r->cur_name = NULL;
+    r->cur_sfx = NULL;
+    r->cur_n = -1;
+}
+
 static float tm_f32(const uint8_t *p) {
     uint32_t u = tio__ld32(p);
     float f;
@@ -257,9 +319,9 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
     tio_read_ctx *ctx = r->ctx;
     tm_tinfo *ti = &r->t[i];
     uint8_t p[TM_TENSOR_LEN];
-    char lbl[96];
-    tm_lbl(lbl, sizeof lbl, "tensor", i, NULL);
-    int rc = tm_copy(r, off, TM_TENSOR_LEN, lbl, slot, p, err);
+    char lb[TM_LBL_CAP]; /* the label, when a message needs it */
+    tm_begin(r, "tensor", i);
+    int rc = tm_copy(r, off, TM_TENSOR_LEN, NULL, slot, p, err);
     if (rc) return rc;
     ti->off = off;
     uint32_t tid = tio__ld32(p), bid = tio__ld32(p + 4), vd = tio__ld32(p + 8),
@@ -269,9 +331,9 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
     ti->dcode = (int32_t)tio__ld32(p + 28);
     ti->bufsize = -1;
     char *name = NULL;
-    rc = tm_string(r, sn, lbl, off, &name, err);
+    rc = tm_name(r, sn, off, &name, err);
     if (rc) return rc;
-    tm_lbl(lbl, sizeof lbl, "tensor", i, name);
+    r->cur_name = name;
     tio_dtype dt = tio__tmfile_dtype(ti->dcode);
     int64_t dims[TM_MAX_DIMS];
     tio_dim vdims[TM_MAX_DIMS];
@@ -284,21 +346,21 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
         rc = tio__err(err, TIO_E_DTYPE, TM_FMT, (int64_t)off + 28,
                       "%s: data_type %d is not a tmfile data type (expected 0..5: FP32, FP16, "
                       "INT8, UINT8, INT32, INT16)",
-                      lbl, ti->dcode);
+                      tm_cur(r, lb), ti->dcode);
         goto out;
     }
     if (tid != i) {
         rc = tio__warn(ctx, TM_FMT, (int64_t)off, err,
                        "%s: tensor_id is %u, not its index %zu (Tengine ignores it; a write "
                        "numbers tensors by position)",
-                       lbl, tid, i);
+                       tm_cur(r, lb), tid, i);
         if (rc) goto out;
     }
     if (vd) {
         uint32_t n;
         const uint8_t *ev = NULL;
         uint8_t e[4 * TM_MAX_DIMS];
-        rc = tm_vector(r, vd, 4, lbl, (int64_t)off + 8, &n, &ev, err); /* checks */
+        rc = tm_vector(r, vd, 4, NULL, (int64_t)off + 8, &n, &ev, err); /* checks */
         (void)ev;
         if (rc) goto out;
         uint32_t maxr = ctx->limits.max_rank < TM_MAX_DIMS ? ctx->limits.max_rank : TM_MAX_DIMS;
@@ -306,11 +368,11 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
             rc = tio__err(err, TIO_E_LIMIT, TM_FMT, (int64_t)vd,
                           "%s: %u dims exceed the limit of %u (Tengine's tensors hold at most "
                           "%u dims)",
-                          lbl, n, maxr, TM_MAX_DIMS);
+                          tm_cur(r, lb), n, maxr, TM_MAX_DIMS);
             goto out;
         }
         /* the dims by pread (tm_vector checked them inside the file) */
-        if (n) rc = tm_copy(r, vd + 4, 4 * n, lbl, (int64_t)off + 8, e, err);
+        if (n) rc = tm_copy(r, vd + 4, 4 * n, NULL, (int64_t)off + 8, e, err);
         if (rc) goto out;
         rc = tm_count(r, n, vd, err);
         if (rc) goto out;
@@ -318,7 +380,7 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
             int32_t v = (int32_t)tio__ld32(e + 4u * k);
             if (v < -1 || (v < 0 && ti->type == TM_T_CONST)) {
                 rc = tio__err(err, TIO_E_CORRUPT, TM_FMT, (int64_t)vd + 4 + 4 * k,
-                              "%s: dim %u is %d (expected a size >= 0%s)", lbl, k, v,
+                              "%s: dim %u is %d (expected a size >= 0%s)", tm_cur(r, lb), k, v,
                               ti->type == TM_T_CONST ? "" : ", or -1 for unknown");
                 goto out;
             }
@@ -331,14 +393,14 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
     if (vq) {
         uint32_t n;
         const uint8_t *e = NULL;
-        rc = tm_vector(r, vq, 4, lbl, (int64_t)off + 16, &n, &e, err);
+        rc = tm_vector(r, vq, 4, NULL, (int64_t)off + 16, &n, &e, err);
         if (rc) goto out;
         rc = tm_count(r, n, vq, err);
         if (rc) goto out;
         for (uint32_t k = 0; k < n; k++) {
             const uint8_t *q = NULL;
             char what[128];
-            snprintf(what, sizeof what, "%s: quant param %u", lbl, k);
+            snprintf(what, sizeof what, "%s: quant param %u", tm_cur(r, lb), k);
             rc = tm_struct(r, tio__ld32(e + 4u * k), TM_QUANT_LEN, what, (int64_t)vq + 4 + 4 * k,
                            &q, err);
             if (rc) goto out;
@@ -349,20 +411,17 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
     if (ti->type == TM_T_CONST) {
         if (bid >= nbuf) {
             rc = tio__err(err, TIO_E_CORRUPT, TM_FMT, (int64_t)off + 4,
-                          "%s: a constant with buffer_id %u, but the file has %u buffers", lbl,
+                          "%s: a constant with buffer_id %u, but the file has %u buffers", tm_cur(r, lb),
                           bid, nbuf);
             goto out;
         }
         uint8_t b[TM_BUFFER_LEN];
-        char what[128];
-        size_t wl = 0;
-        what[0] = '\0';
-        tm_puts(what, sizeof what, &wl, lbl);
-        tm_puts(what, sizeof what, &wl, ": buffer ");
-        tm_putu(what, sizeof what, &wl, bid);
         uint32_t boff = tio__ld32(buffers + 4u * bid);
-        rc = tm_copy(r, boff, TM_BUFFER_LEN, what, (int64_t)vbufs + 4 + 4 * (int64_t)bid, b,
+        r->cur_sfx = "buffer";
+        r->cur_n = bid;
+        rc = tm_copy(r, boff, TM_BUFFER_LEN, NULL, (int64_t)vbufs + 4 + 4 * (int64_t)bid, b,
                      err);
+        r->cur_sfx = NULL;
         if (rc) goto out;
         uint32_t bsize = tio__ld32(b), bdata = tio__ld32(b + 4);
         size_t nbytes = 0;
@@ -384,7 +443,7 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
             if (bsize < nbytes) {
                 rc = tio__err(err, TIO_E_CORRUPT, TM_FMT, (int64_t)boff,
                               "%s: buffer %u holds %u bytes, but %llu %s elements need %zu",
-                              lbl, bid, bsize, (unsigned long long)numel, tio_dtype_name(dt),
+                              tm_cur(r, lb), bid, bsize, (unsigned long long)numel, tio_dtype_name(dt),
                               nbytes);
                 goto out;
             }
@@ -392,26 +451,26 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
                 rc = tio__err(err, TIO_E_BOUNDS, TM_FMT, (int64_t)boff + 4,
                               "%s: buffer %u data at offset %u (%u bytes) extends past the end "
                               "of the file (%zu bytes)",
-                              lbl, bid, bdata, bsize, r->size);
+                              tm_cur(r, lb), bid, bdata, bsize, r->size);
                 goto out;
             }
             if (bsize > nbytes) {
                 rc = tio__warn(ctx, TM_FMT, (int64_t)boff, err,
                                "%s: buffer %u holds %u bytes, %zu more than the %zu its dims "
                                "need; the extra bytes are not kept",
-                               lbl, bid, bsize, (size_t)bsize - nbytes, nbytes);
+                               tm_cur(r, lb), bid, bsize, (size_t)bsize - nbytes, nbytes);
                 if (rc) goto out;
             }
             if (tio_dtype_size(dt) > 1 && bdata % tio_dtype_size(dt)) {
                 rc = tio__warn(ctx, TM_FMT, (int64_t)bdata, err,
                                "%s: constant data at offset %u is not aligned to its %zu-byte "
                                "elements (Tengine uses it in place)",
-                               lbl, bdata, tio_dtype_size(dt));
+                               tm_cur(r, lb), bdata, tio_dtype_size(dt));
                 if (rc) goto out;
             }
             if ((uint64_t)ctx->c->count >= ctx->limits.max_tensors) {
                 rc = tio__err(err, TIO_E_LIMIT, TM_FMT, (int64_t)off,
-                              "%s: more constants than the limit of %llu tensors", lbl,
+                              "%s: more constants than the limit of %llu tensors", tm_cur(r, lb),
                               (unsigned long long)ctx->limits.max_tensors);
                 goto out;
             }
@@ -439,7 +498,6 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
     rc = tm_mem(r, tio__cost_dims(rank > 0 ? (uint64_t)rank : 0), (int64_t)off, err);
     if (!rc) rc = tio_graph_add_value(r->g, &vi, &idx, err);
 out:
-    free(name);
     return rc;
 }
 
@@ -464,13 +522,14 @@ static void tm_pv_free(tm_pv *pv, unsigned n) {
 
 /* Reads a param struct (and the vectors and strings it names). */
 static int tm_read_param(tm_reader *r, const tm_pdef *pd, unsigned nf, uint32_t poff,
-                         int64_t ref, tm_pv *pv, const char *lbl, tio_error *err) {
+                         int64_t ref, tm_pv *pv, tio_error *err) {
     unsigned pos[32];
     unsigned size = tio__tmfile_layout(pd, nf, pos);
     const uint8_t *p = NULL;
-    char what[160];
-    tm_what(what, sizeof what, lbl, pd->name, NULL);
-    int rc = tm_struct(r, poff, size, what, ref, &p, err);
+    char what[160], lb[TM_LBL_CAP];
+    r->cur_sfx = pd->name; /* "LABEL: PARAM" */
+    int rc = tm_struct(r, poff, size, NULL, ref, &p, err);
+    r->cur_sfx = NULL;
     if (rc) return rc;
     rc = tm_count(r, nf, poff, err);
     if (rc) return rc;
@@ -486,7 +545,7 @@ static int tm_read_param(tm_reader *r, const tm_pdef *pd, unsigned nf, uint32_t 
         case TF_STR: {
             uint32_t so = tio__ld32(q);
             if (!so) break;
-            tm_what(what, sizeof what, lbl, pd->name, f->name);
+            tm_what(what, sizeof what, tm_cur(r, lb), pd->name, f->name);
             rc = tm_string(r, so, what, (int64_t)poff + pos[k], &v->s, err);
             if (rc) return rc;
             v->present = true;
@@ -497,7 +556,7 @@ static int tm_read_param(tm_reader *r, const tm_pdef *pd, unsigned nf, uint32_t 
             if (!vo) break;
             const uint8_t *e = NULL;
             uint32_t esz = f->kind == TF_VANCHORS ? 16u : 4u;
-            tm_what(what, sizeof what, lbl, pd->name, f->name);
+            tm_what(what, sizeof what, tm_cur(r, lb), pd->name, f->name);
             rc = tm_vector(r, vo, esz, what, (int64_t)poff + pos[k], &n, &e, err);
             if (rc) return rc;
             size_t cnt = (size_t)n * (esz / 4);
@@ -581,6 +640,7 @@ static int tm_output_attrs(tm_reader *r, size_t ni, int idx, const int64_t *outs
     int rc = tm_count(r, nq, -1, err);
     if (!rc) rc = tm_mem(r, tio__cost_i64s(n) + 3 * tio__cost_i64s(nq), -1, err);
     if (rc) return rc;
+    if (!lay && !typ && !buf && !nq) return TIO_OK; /* nothing to add */
     int64_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
     if (!tmp) return tio__nomem(err, TM_FMT);
     if (lay) {
@@ -630,28 +690,30 @@ static int tm_output_attrs(tm_reader *r, size_t ni, int idx, const int64_t *outs
 }
 
 /* A node's tensor indices (input or output vector). */
-static int tm_indices(tm_reader *r, uint32_t off, const char *lbl, const char *what, int64_t ref,
-                      int64_t **out, size_t *n, tio_error *err) {
+#define TM_FEW_IDS 8 /* a node's indices held by the caller, without a malloc */
+static int tm_indices(tm_reader *r, uint32_t off, const char *what, int64_t ref,
+                      int64_t *few, int64_t **out, size_t *n, tio_error *err) {
     *out = NULL;
     *n = 0;
     if (!off) return TIO_OK;
     uint32_t cnt;
     const uint8_t *e = NULL;
-    char w[160];
-    tm_what(w, sizeof w, lbl, what, NULL);
-    int rc = tm_vector(r, off, 4, w, ref, &cnt, &e, err);
+    char lb[TM_LBL_CAP];
+    r->cur_sfx = what;
+    int rc = tm_vector(r, off, 4, NULL, ref, &cnt, &e, err);
+    r->cur_sfx = NULL;
     /* the ids here, and the graph's copy */
     if (!rc) rc = tm_count(r, cnt, off, err);
     if (!rc) rc = tm_mem(r, 2 * tio__cost_i64s(cnt), (int64_t)off, err);
     if (rc) return rc;
-    int64_t *ids = malloc((cnt ? cnt : 1) * sizeof *ids);
+    int64_t *ids = cnt <= TM_FEW_IDS ? few : malloc(cnt * sizeof *ids);
     if (!ids) return tio__nomem(err, TM_FMT);
     for (uint32_t k = 0; k < cnt; k++) {
         uint32_t t = tio__ld32(e + 4u * k);
         if (t >= r->nt) {
-            free(ids);
+            if (ids != few) free(ids);
             return tio__err(err, TIO_E_CORRUPT, TM_FMT, (int64_t)off + 4 + 4 * k,
-                            "%s: %s %u is tensor %u, but the file has %zu tensors", lbl, what, k,
+                            "%s: %s %u is tensor %u, but the file has %zu tensors", tm_cur(r, lb), what, k,
                             t, r->nt);
         }
         ids[k] = t;
@@ -684,51 +746,51 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
     tio_read_ctx *ctx = r->ctx;
     tio_graph *g = r->g;
     const uint8_t *p = NULL;
-    char lbl[128];
-    tm_lbl(lbl, sizeof lbl, "node", i, NULL);
-    int rc = tm_struct(r, off, TM_NODE_LEN, lbl, slot, &p, err);
+    char lb[TM_LBL_CAP]; /* the label, when a message needs it */
+    tm_begin(r, "node", i);
+    int rc = tm_struct(r, off, TM_NODE_LEN, NULL, slot, &p, err);
     if (rc) return rc;
     uint32_t nid = tio__ld32(p), vin = tio__ld32(p + 4), vout = tio__ld32(p + 8),
              top = tio__ld32(p + 12), sn = tio__ld32(p + 16), vattr = tio__ld32(p + 20);
     uint8_t dyn = p[24];
     char *name = NULL;
-    int64_t *ins = NULL, *outs = NULL;
+    int64_t *ins = NULL, *outs = NULL, few_in[TM_FEW_IDS], few_out[TM_FEW_IDS];
     size_t nin = 0, nout = 0;
     tm_pv pv[32];
-    unsigned nf = 0;
-    memset(pv, 0, sizeof pv);
+    unsigned nf = 0; /* pv[0..nf) set below */
     int64_t *raw = NULL;
     size_t nraw = 0;
     char opq[200];
     opq[0] = 0;
-    rc = tm_string(r, sn, lbl, off + 16, &name, err);
+    rc = tm_name(r, sn, off + 16, &name, err);
     if (rc) goto out;
-    tm_lbl(lbl, sizeof lbl, "node", i, name);
-    rc = tm_indices(r, vin, lbl, "input", (int64_t)off + 4, &ins, &nin, err);
-    if (!rc) rc = tm_indices(r, vout, lbl, "output", (int64_t)off + 8, &outs, &nout, err);
+    r->cur_name = name;
+    rc = tm_indices(r, vin, "input", (int64_t)off + 4, few_in, &ins, &nin, err);
+    if (!rc) rc = tm_indices(r, vout, "output", (int64_t)off + 8, few_out, &outs, &nout, err);
     if (rc) goto out;
     if (nout == 0) {
         rc = tio__err(err, TIO_E_CORRUPT, TM_FMT, (int64_t)off + 8,
-                      "%s: the node has no outputs (Tengine refuses such a model)", lbl);
+                      "%s: the node has no outputs (Tengine refuses such a model)", tm_cur(r, lb));
         goto out;
     }
     const uint8_t *op = NULL;
-    char what[160];
-    tm_what(what, sizeof what, lbl, "TM2_Operator", NULL);
-    rc = tm_struct(r, top, TM_OP_LEN, what, (int64_t)off + 12, &op, err);
+    r->cur_sfx = "TM2_Operator";
+    rc = tm_struct(r, top, TM_OP_LEN, NULL, (int64_t)off + 12, &op, err);
+    r->cur_sfx = NULL;
     if (rc) goto out;
     uint32_t op_ver = tio__ld32(op), code = tio__ld32(op + 4), poff = tio__ld32(op + 8);
     if (i == 0) r->op_ver = op_ver;
     int idx = tio__tmfile_lite_index(r->old, code);
     const tm_pdef *pd = idx >= 0 ? tio__tmfile_param_of(idx, r->old, op_ver, &nf) : NULL;
+    memset(pv, 0, nf * sizeof *pv);
     if (pd && poff) {
-        rc = tm_read_param(r, pd, nf, poff, (int64_t)top + 8, pv, lbl, err);
+        rc = tm_read_param(r, pd, nf, poff, (int64_t)top + 8, pv, err);
         if (rc) goto out;
     } else if (pd) {
         rc = tio__warn(ctx, TM_FMT, (int64_t)top + 8, err,
                        "%s: %s has no param (offset_t_param is 0; Tengine would read the file "
                        "header as its %s); a write gives it a zeroed one",
-                       lbl, tio__tmfile_ops[idx].name, pd->name);
+                       tm_cur(r, lb), tio__tmfile_ops[idx].name, pd->name);
         if (rc) goto out;
     } else if (poff) {
         /* A param tensio has no struct for: kept as raw 32-bit words. Its size
@@ -740,7 +802,7 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
                      "TM2_Operator, so its size is unknown",
                      code, poff);
             rc = tio__warn(ctx, TM_FMT, (int64_t)top + 8, err, "%s: %s; it cannot be re-encoded",
-                           lbl, opq);
+                           tm_cur(r, lb), opq);
             if (rc) goto out;
         } else {
             nraw = (top - poff) / 4;
@@ -779,7 +841,7 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
         rc = tio__warn(ctx, TM_FMT, (int64_t)top + 4, err,
                        "%s: operator type %u is not in the %s operator table (Tengine refuses "
                        "the model); it is kept by number",
-                       lbl, code, r->old ? "old C++ (0..90)" : "Tengine-lite (0..107)");
+                       tm_cur(r, lb), code, r->old ? "old C++ (0..90)" : "Tengine-lite (0..107)");
         if (rc) goto out;
     }
     if (opq[0]) {
@@ -791,7 +853,7 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
         rc = tio__warn(ctx, TM_FMT, (int64_t)off, err,
                        "%s: node_id is %u, not its index %zu (a write numbers nodes by "
                        "position)",
-                       lbl, nid, i);
+                       tm_cur(r, lb), nid, i);
         if (rc) goto out;
     }
     /* params -> attributes named after the struct fields */
@@ -834,7 +896,7 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
             rc = tio__warn(ctx, TM_FMT, (int64_t)off + 8, err,
                            "%s: tensor %lld is also an output of node %lld; a write refuses "
                            "a tensor with two producers",
-                           lbl, (long long)outs[k], (long long)ti->producer);
+                           tm_cur(r, lb), (long long)outs[k], (long long)ti->producer);
             if (rc) goto out;
         }
     }
@@ -847,14 +909,13 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
                  vattr);
         rc = tm_mem(r, tio__cost_str(strlen(why)), (int64_t)off, err);
         if (!rc) rc = tio__graph_set_opaque(g, gi, why, err);
-        if (!rc) rc = tio__warn(ctx, TM_FMT, (int64_t)off + 20, err, "%s: %s", lbl, why);
+        if (!rc) rc = tio__warn(ctx, TM_FMT, (int64_t)off + 20, err, "%s: %s", tm_cur(r, lb), why);
     }
 out:
     tm_pv_free(pv, nf);
     free(raw);
-    free(name);
-    free(ins);
-    free(outs);
+    if (ins != few_in) free(ins);
+    if (outs != few_out) free(outs);
     return rc;
 }
 
@@ -1062,16 +1123,25 @@ static int tm_cmp_name(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* A value name "<base><suffix>[N]" that no value of the file has (`names`:
- * theirs, sorted; a bsearch each, so that many new names stay cheap). */
-static char *tm_fresh_name(const char *const *names, size_t n, const char *base,
-                           const char *suffix) {
+/* The file's value names, sorted when a new name is first made (most
+ * models need none: no sort for them). */
+typedef struct tm_names {
+    const char **v;
+    size_t n;
+    bool sorted;
+} tm_names;
+
+/* A value name "<base><suffix>[N]" that no value of the file has (a bsearch
+ * each in the file's names, so that many new names stay cheap). */
+static char *tm_fresh_name(tm_names *nm, const char *base, const char *suffix) {
     size_t cap = strlen(base) + strlen(suffix) + 24;
     char *s = malloc(cap);
     if (!s) return NULL;
+    if (!nm->sorted) qsort(nm->v, nm->n, sizeof *nm->v, tm_cmp_name);
+    nm->sorted = true;
     snprintf(s, cap, "%s%s", base, suffix);
-    for (unsigned k = 1; k < 1000000u && n && bsearch(&s, names, n, sizeof *names, tm_cmp_name);
-         k++)
+    for (unsigned k = 1;
+         k < 1000000u && nm->n && bsearch(&s, nm->v, nm->n, sizeof *nm->v, tm_cmp_name); k++)
         snprintf(s, cap, "%s%s%u", base, suffix, k);
     return s;
 }
@@ -1107,12 +1177,12 @@ static int tm_new_const(tm_reader *r, const char *name, tio_dtype dt, int64_t ra
 
 /* Clip's bounds for a ReLU6: min 0 and max 6 as new float32 scalar
  * constants "<base>:min" and "<base>:max" (a write drops them again). */
-static int tm_clip_consts(tm_reader *r, const char *base, const char *const *names,
-                          size_t nnames, int64_t vx[2], tio_error *err) {
+static int tm_clip_consts(tm_reader *r, const char *base, tm_names *nm, int64_t vx[2],
+                          tio_error *err) {
     static const char *const sfx[2] = {":min", ":max"};
     int rc = TIO_OK;
     for (int k = 0; !rc && k < 2; k++) {
-        char *vn = tm_fresh_name(names, nnames, base, sfx[k]);
+        char *vn = tm_fresh_name(nm, base, sfx[k]);
         if (!vn) return tio__nomem(err, TM_FMT);
         uint8_t le[4];
         uint32_t u = k ? 0x40c00000u : 0u; /* 6.0f, 0.0f */
@@ -1126,11 +1196,11 @@ static int tm_clip_consts(tm_reader *r, const char *base, const char *const *nam
 }
 
 /* ReLu6 as ONNX's Clip(x, 0, 6). */
-static int tm_clip_bounds(tm_reader *r, size_t j, const char *const *names, size_t nnames,
+static int tm_clip_bounds(tm_reader *r, size_t j, tm_names *nm,
                           tio_error *err) {
     int64_t vx[2];
     const char *base = r->g->nodes[j].name ? r->g->nodes[j].name : "relu6";
-    int rc = tm_clip_consts(r, base, names, nnames, vx, err);
+    int rc = tm_clip_consts(r, base, nm, vx, err);
     if (rc) return rc;
     tio_gnode *n = &r->g->nodes[j];
     int64_t *ins = realloc(n->inputs, 3 * sizeof *ins);
@@ -1148,7 +1218,7 @@ static int tm_clip_bounds(tm_reader *r, size_t j, const char *const *names, size
  * is none: the stand-in is appended), the ONNX form reads a new
  * int32 constant holding re_shape (int32: what tmfile stores) ("<name>:re_shape"); native_attrs keeps
  * 2 + the original input's value, so a write puts that back. */
-static int tm_reshape_stand_in(tm_reader *r, size_t j, const char *const *names, size_t nnames,
+static int tm_reshape_stand_in(tm_reader *r, size_t j, tm_names *nm,
                                tio_error *err) {
     tio_graph *g = r->g;
     tio_gnode *n = &g->nodes[j];
@@ -1167,7 +1237,7 @@ static int tm_reshape_stand_in(tm_reader *r, size_t j, const char *const *names,
     /* one input: the shape is appended (native_attrs names the stand-in itself) */
     int64_t orig = n->input_count == 2 ? n->inputs[1] : -1;
     const char *on = orig >= 0 ? g->values[orig].name : n->name;
-    char *vn = tm_fresh_name(names, nnames, on ? on : "shape", ":re_shape");
+    char *vn = tm_fresh_name(nm, on ? on : "shape", ":re_shape");
     if (!vn) return tio__nomem(err, TM_FMT);
     uint8_t data[4 * TM_MAX_DIMS];
     for (size_t k = 0; k < a->count; k++) {
@@ -1202,7 +1272,7 @@ static int tm_reshape_stand_in(tm_reader *r, size_t j, const char *const *names,
  * (opset 13) takes them as inputs: four new int32 constants
  * "<name>:starts" ... appended (a write makes them params again and drops
  * them). Left as attributes (ONNX refuses them) at the tensor limit. */
-static int tm_slice_inputs(tm_reader *r, size_t j, const char *const *names, size_t nnames,
+static int tm_slice_inputs(tm_reader *r, size_t j, tm_names *nm,
                            tio_error *err) {
     static const char *const key[4] = {"starts", "ends", "axes", "steps"};
     tio_graph *g = r->g;
@@ -1225,7 +1295,7 @@ static int tm_slice_inputs(tm_reader *r, size_t j, const char *const *names, siz
     for (int q = 0; q < 4; q++) {
         char sfx[16];
         snprintf(sfx, sizeof sfx, ":%s", key[q]);
-        char *vn = tm_fresh_name(names, nnames, base, sfx);
+        char *vn = tm_fresh_name(nm, base, sfx);
         if (!vn) return tio__nomem(err, TM_FMT);
         /* int32, as the params were (ONNX's Slice takes int32 or int64) */
         uint8_t le[4];
@@ -1266,13 +1336,13 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
     uint8_t *drop = calloc(nn ? nn : 1, 1);
     if (!drop) return tio__nomem(err, TM_FMT);
     int rc = tm_droppable(g, drop, err);
-    /* the file's value names, sorted: new names avoid them */
-    size_t nnames = 0;
-    const char **names = malloc((g->value_count ? g->value_count : 1) * sizeof *names);
-    if (!rc && !names) rc = tio__nomem(err, TM_FMT);
+    /* the file's value names: new names avoid them */
+    tm_names names = {malloc((g->value_count ? g->value_count : 1) * sizeof(const char *)), 0,
+                      false};
+    tm_names *nm = &names;
+    if (!rc && !names.v) rc = tio__nomem(err, TM_FMT);
     for (size_t i = 0; !rc && i < g->value_count; i++)
-        if (g->values[i].name) names[nnames++] = g->values[i].name;
-    if (!rc) qsort(names, nnames, sizeof *names, tm_cmp_name);
+        if (g->values[i].name) names.v[names.n++] = g->values[i].name;
     /* raise in place, counting the splits */
     size_t nsplit = 0, nsix = 0; /* splits; of them ReLU6 ones (two constants each, added below) */
     uint8_t *split = calloc(nn ? nn : 1, 1);
@@ -1331,9 +1401,9 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         n->attrs = na;
         n->attr_count = n->attr_cap = nna;
         n->native_attrs = 1;
-        if (idx == OP_RESHAPE) rc = tm_reshape_stand_in(r, j, names, nnames, err);
-        if (idx == OP_SLICE) rc = tm_slice_inputs(r, j, names, nnames, err);
-        if (idx == OP_RELU6) rc = tm_clip_bounds(r, j, names, nnames, err);
+        if (idx == OP_RESHAPE) rc = tm_reshape_stand_in(r, j, nm, err);
+        if (idx == OP_SLICE) rc = tm_slice_inputs(r, j, nm, err);
+        if (idx == OP_RELU6) rc = tm_clip_bounds(r, j, nm, err);
         if (sr) {
             split[j] = (uint8_t)(1 + act); /* 1 ReLU, 7 ReLU6 */
             nsplit++;
@@ -1350,7 +1420,7 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         for (size_t j = 0; !rc && j < nn; j++) {
             if (!split[j]) continue;
             const tio_gvalue *ov = &g->values[g->nodes[j].outputs[0]];
-            char *vn = tm_fresh_name(names, nnames, ov->name ? ov->name : "conv", ":conv");
+            char *vn = tm_fresh_name(nm, ov->name ? ov->name : "conv", ":conv");
             if (!vn) {
                 rc = tio__nomem(err, TM_FMT);
                 break;
@@ -1367,8 +1437,7 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
             free(vn);
             pre[j] = (int64_t)vx;
             if (!rc && split[j] == 7)
-                rc = tm_clip_consts(r, g->nodes[j].name ? g->nodes[j].name : "conv", names,
-                                    nnames, bounds + 2 * j, err);
+                rc = tm_clip_consts(r, g->nodes[j].name ? g->nodes[j].name : "conv", nm, bounds + 2 * j, err);
         }
     }
     size_t ndrop = 0;
@@ -1397,7 +1466,8 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
             relu->outputs = malloc(sizeof *relu->outputs);
             relu->op = tio__tmfile_dup(six ? "Clip" : "Relu");
             relu->native_op = tio__tmfile_dup(n->native_op ? n->native_op : "Convolution");
-            relu->name = tm_fresh_name(NULL, 0, n->name ? n->name : "conv", six ? ":clip" : ":relu");
+            tm_names none = {NULL, 0, true}; /* node names: any */
+            relu->name = tm_fresh_name(&none, n->name ? n->name : "conv", six ? ":clip" : ":relu");
             if (!relu->inputs || !relu->outputs || !relu->op || !relu->native_op || !relu->name) {
                 rc = tio__nomem(err, TM_FMT);
             } else {
@@ -1435,7 +1505,7 @@ out:
     free(split);
     free(pre);
     free(bounds);
-    free(names);
+    free(names.v);
     return rc;
 }
 
@@ -1615,5 +1685,6 @@ int tio__tmfile_read(tio_read_ctx *ctx, tio_error *err) {
     if (!rc) rc = tm_writer_order(c, g, err);
     if (!rc && !(ctx->flags & TIO_OPEN_NATIVE_GRAPH)) rc = tm_raise_graph(&r, err);
     free(r.t);
+    free(r.scratch);
     return rc;
 }
