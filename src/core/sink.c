@@ -142,7 +142,11 @@ static int file_write(tio_sink *s, const uint8_t *p, size_t n, int ref, tio_erro
         if (ref && k >= REF_MIN) {
             rc = gather(s, p, k, err);
         } else {
-            if (s->cap - s->len < k) {
+            /* Room in the buffer, and in iov[] for the piece: gather() must
+             * not write what is pending (which empties the buffer) after the
+             * bytes are copied in, or later copies overwrite them before
+             * they are written. */
+            if (s->cap - s->len < k || s->niov == TIO__SINK_IOV) {
                 rc = write_pending(s, err);
                 if (rc) return rc;
                 if (s->buf == s->first) { /* a large file: the large buffer */

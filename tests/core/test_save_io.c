@@ -97,10 +97,16 @@ static const size_t sizes[] = {4,           8192 - 8,       8192,     8192 + 4, 
                                32768,       32768 + 4,      100,      (1u << 20) - 4, 1u << 20,
                                (1u << 20) + 4, 12,          9u << 20};
 
+/* Then MID_COUNT tensors of MID_BYTES, apart in memory: each is referenced,
+ * not copied, and its header copied, so that a file sink's pieces fill its
+ * iov[] (2 per tensor) before they reach the 8 MiB flush point. */
+#define MID_COUNT 300u
+#define MID_BYTES (40u << 10)
+
 static tio_container *build(const char *format, uint8_t **data_out) {
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
-    total += 600 * 64;
+    total += 600 * 64 + MID_COUNT * (MID_BYTES + 64);
     uint8_t *data = malloc(total);
     assert_non_null(data);
     uint64_t seed = 7;
@@ -113,9 +119,9 @@ static tio_container *build(const char *format, uint8_t **data_out) {
     size_t k = 0;
     /* a format of one array (.npy): the largest alone, past the flush point */
     bool one = strcmp(format, "npy") == 0;
-    for (size_t i = one ? sizeof sizes / sizeof sizes[0] - 1 : 0;
-         i < sizeof sizes / sizeof sizes[0] + (one ? 0 : 600); i++) {
-        size_t n = i < sizeof sizes / sizeof sizes[0] ? sizes[i] : 64;
+    size_t ns = sizeof sizes / sizeof sizes[0];
+    for (size_t i = one ? ns - 1 : 0; i < ns + (one ? 0 : 600 + MID_COUNT); i++) {
+        size_t n = i < ns ? sizes[i] : i < ns + 600 ? 64 : MID_BYTES;
         int64_t shape[1] = {(int64_t)(n / 4)};
         tio_tensor_desc d = {0};
         snprintf(name, sizeof name, "t%zu", k++);
@@ -126,7 +132,7 @@ static tio_container *build(const char *format, uint8_t **data_out) {
         d.data = data + at;
         d.nbytes = n;
         assert_int_equal(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
-        at += n;
+        at += n + (i >= ns + 600 ? 64 : 0);
     }
     if (tio_format_caps(format) & TIO_CAP_GRAPH) {
         tio_graph *g;
