@@ -124,7 +124,10 @@ static int slurp(int fd, const char *path, const tio_open_options *opts, uint64_
             b = nb;
             cap *= 2;
         }
-        ssize_t r = read(fd, b + n, cap - n);
+        /* by MiB with a progress function: a call per MiB, not per doubling */
+        size_t want = cap - n;
+        if (opts && opts->progress && want > (1u << 20)) want = 1u << 20;
+        ssize_t r = read(fd, b + n, want);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
             int e = errno;
