@@ -550,6 +550,110 @@ static void test_npz_same_as_memory(void **state) {
     vectors_same_as_memory("npz");
 }
 
+/* tmfile, written by tio_save (TM_COUNT constants of TM_BYTES, each a
+ * Const node's output): its TM2_Tensor, name and dims lie in a table, its
+ * TM2_Buffer just behind its data. Opening maps the table's pages (and the
+ * kernel's fault-around, 16 pages, around each), not a page per tensor. */
+#define TM_COUNT 4000u
+#define TM_BYTES (32u << 10)
+
+/* A model for the constants: input x, then y_i = Add(y_{i-1}, t_i). */
+static void tm_chain(tio_container *c, size_t n, int64_t elems) {
+    tio_graph *g;
+    tio_error e;
+    assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+    tio_dim d = {elems, NULL};
+    tio_value_info x = {.name = "x", .dtype = TIO_FLOAT32, .rank = 1, .dims = &d, .tensor = -1};
+    size_t at[3]; /* y_{i-1}, t_i, y_i */
+    assert_int_equal(tio_graph_add_value(g, &x, &at[0], &e), TIO_OK);
+    int64_t io = (int64_t)at[0];
+    assert_int_equal(tio_graph_set_inputs(g, &io, 1, &e), TIO_OK);
+    for (size_t i = 0; i < n; i++) {
+        char y[32];
+        snprintf(y, sizeof y, "y%05zu", i);
+        tio_value_info t = {.name = tio_tensor_name(tio_container_tensor(c, i)),
+                            .tensor = (int64_t)i};
+        x.name = y;
+        assert_int_equal(tio_graph_add_value(g, &t, &at[1], &e), TIO_OK);
+        assert_int_equal(tio_graph_add_value(g, &x, &at[2], &e), TIO_OK);
+        int64_t ins[2] = {(int64_t)at[0], (int64_t)at[1]}, out = (int64_t)at[2];
+        tio_node_info add = {.name = y, .op = "Add", .native_id = -1, .inputs = ins,
+                             .input_count = 2, .outputs = &out, .output_count = 1};
+        size_t ni;
+        assert_int_equal(tio_graph_add_node(g, &add, &ni, &e), TIO_OK);
+        at[0] = at[2];
+    }
+    io = (int64_t)at[0];
+    assert_int_equal(tio_graph_set_outputs(g, &io, 1, &e), TIO_OK);
+}
+
+static void test_tmfile_open(void **state) {
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "%s/many.tmfile", dir);
+    uint8_t *data = malloc(TM_BYTES);
+    assert_non_null(data);
+    for (size_t k = 0; k < TM_BYTES; k++) data[k] = mark_of(7, k);
+    tio_container *w = tio_container_new();
+    assert_non_null(w);
+    int64_t shape[1] = {TM_BYTES / 4};
+    for (size_t i = 0; i < TM_COUNT; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "t%05zu", i);
+        tio_tensor_desc d;
+        memset(&d, 0, sizeof d);
+        d.name = name;
+        d.dtype = TIO_FLOAT32;
+        d.rank = 1;
+        d.shape = shape;
+        d.data = data; /* all the same bytes, borrowed */
+        d.nbytes = TM_BYTES;
+        tio_error e;
+        assert_int_equal(tio_container_add(w, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
+    }
+    tm_chain(w, TM_COUNT, TM_BYTES / 4);
+    tio_save_options so = {0};
+    so.format = "tmfile";
+    so.flags = TIO_SAVE_NO_SYNC;
+    tio_error e;
+    int rc = tio_save(w, path, &so, &e);
+    if (rc) fprintf(stderr, "save: %s\n", e.message);
+    assert_int_equal(rc, TIO_OK);
+    tio_container_free(w);
+
+    tio_container *c = NULL;
+    long before = minflt();
+    rc = tio_open(path, NULL, &c, &e);
+    if (rc) fprintf(stderr, "open: %s\n", e.message);
+    assert_int_equal(rc, TIO_OK);
+    long faults = minflt() - before;
+    size_t pages = mapped_pages(c);
+    fprintf(stderr, "tmfile: opened %zu tensors: %zu pages of the mapping mapped, %ld minor "
+            "faults\n", tio_container_count(c), pages, faults);
+    assert_int_equal(tio_container_count(c), TM_COUNT);
+    assert_true(pages < TM_COUNT / 4);
+    /* the control: one byte of each tensor maps a page per tensor */
+    unsigned sum = 0;
+    for (size_t i = 0; i < TM_COUNT; i++)
+        sum += *(const volatile uint8_t *)tio_tensor_bytes(tio_container_tensor(c, i));
+    pages = mapped_pages(c);
+    assert_true(pages >= TM_COUNT);
+    fprintf(stderr, "tmfile: then one byte of each tensor: %zu pages mapped\n", pages);
+    assert_int_equal(sum, (unsigned)mark_of(7, 0) * TM_COUNT);
+    assert_non_null(tio_container_graph(c));
+    for (size_t i = 0; i < TM_COUNT; i++) {
+        const tio_tensor *t = tio_container_tensor(c, i);
+        char name[32];
+        snprintf(name, sizeof name, "t%05zu", i);
+        assert_string_equal(tio_tensor_name(t), name);
+        assert_int_equal(tio_tensor_nbytes(t), TM_BYTES);
+        assert_memory_equal(tio_tensor_bytes(t), data, TM_BYTES);
+    }
+    tio_container_free(c);
+    free(data);
+    unlink(path);
+}
+
 /* The header windows themselves (src/core/cursor.c), on the access
  * patterns of the readers that use them, counting pread() calls: tmfile's
  * (a table of small structs read a little backwards within each record,
@@ -648,6 +752,7 @@ int main(void) {
         cmocka_unit_test(test_zio_open),
         cmocka_unit_test(test_npz_open),
         cmocka_unit_test(test_prefetch),
+        cmocka_unit_test(test_tmfile_open),
         cmocka_unit_test(test_headsrc_windows),
         cmocka_unit_test(test_btf_same_as_memory),
         cmocka_unit_test(test_tenbin_same_as_memory),
@@ -657,7 +762,7 @@ int main(void) {
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     /* a failed test leaves its file: the sparse ones stand for 1 GiB */
     static const char *const left[] = {"many.btf", "many.tenbin", "many.zmsg", "pf.btf",
-                                       "mut.btf", "mut.tenbin", "mut.zmsg", "hs.bin"};
+                                       "mut.btf", "mut.tenbin", "mut.zmsg", "hs.bin", "many.tmfile"};
     char path[96];
     for (size_t k = 0; k < sizeof left / sizeof left[0]; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, left[k]);
