@@ -402,11 +402,19 @@ char *cli_shape_string(const tio_tensor *t) {
     if (!s) return NULL;
     size_t used = 0;
     s[used++] = '[';
-    for (size_t i = 0; i < rank; i++) {
-        int n = snprintf(s + used, cap - used, "%s%lld", i ? ", " : "",
-                         (long long)shape[i]);
-        if (n < 0) n = 0;
-        used += (size_t)n;
+    for (size_t i = 0; i < rank; i++) { /* without printf: a listing has one per tensor */
+        if (i) {
+            s[used++] = ',';
+            s[used++] = ' ';
+        }
+        uint64_t v = shape[i] < 0 ? 0 - (uint64_t)shape[i] : (uint64_t)shape[i];
+        char d[20], *e = d + sizeof d, *b = e;
+        do
+            *--b = (char)('0' + v % 10);
+        while ((v /= 10) != 0);
+        if (shape[i] < 0) s[used++] = '-';
+        memcpy(s + used, b, (size_t)(e - b));
+        used += (size_t)(e - b);
     }
     s[used++] = ']';
     s[used] = '\0';
@@ -497,6 +505,10 @@ void cli_table_add(cli_table *t, const char *fmt, ...) {
         }
         t->width = w;
         t->cap = cap;
+    }
+    if (!strchr(fmt, '%')) { /* a literal cell ("-", a heading) */
+        table_put(t, fmt, strlen(fmt));
+        return;
     }
     int u = strcmp(fmt, "%zu") == 0 ? 1 : strcmp(fmt, "%llu") == 0 ? 2 : 0;
     if (u || strcmp(fmt, "%s") == 0) {

@@ -256,9 +256,12 @@ static int npy_descr(npy_reader *r, npy_header *hd) {
                         "tensio does not read (expected a simple dtype such as '<f4')");
     int rc = npy_string(r, "a string (descr, the dtype)");
     if (rc) return rc;
-    char esc[64];
-    tio__escape((const uint8_t *)r->str, strlen(r->str), esc, sizeof esc);
-    snprintf(hd->descr, sizeof hd->descr, "%s", r->str);
+    char esc[64]; /* the descr for messages, escaped when one is written */
+#define NPY_ESC (tio__escape((const uint8_t *)r->str, strlen(r->str), esc, sizeof esc), esc)
+    size_t dl = strlen(r->str);
+    if (dl >= sizeof hd->descr) dl = sizeof hd->descr - 1; /* as snprintf cut it */
+    memcpy(hd->descr, r->str, dl);
+    hd->descr[dl] = '\0';
     const char *s = r->str;
     char order = '=';
     if (*s == '<' || *s == '>' || *s == '|' || *s == '=') order = *s++;
@@ -274,12 +277,12 @@ static int npy_descr(npy_reader *r, npy_header *hd) {
         return tio__err(r->err, TIO_E_UNSUPPORTED, r->fmt, npy_at(r, at),
                         "header: descr '%s' is an object array (pickled Python objects), which "
                         "tensio refuses to read",
-                        esc);
+                        NPY_ESC);
     if (kind == 'V' && !tail)
         return tio__err(r->err, TIO_E_UNSUPPORTED, r->fmt, npy_at(r, at),
                         "header: descr '%s' is a void/structured dtype, which tensio does not "
                         "read",
-                        esc);
+                        NPY_ESC);
     if (!tail && digits) {
         for (size_t k = 0; k < NPY_NTYPES; k++)
             if (npy_types[k].kind == kind && npy_types[k].size == size) hd->type = &npy_types[k];
@@ -294,10 +297,11 @@ static int npy_descr(npy_reader *r, npy_header *hd) {
         return tio__err(r->err, TIO_E_DTYPE, r->fmt, npy_at(r, at),
                         "header: descr '%s' (%s) has no tensio dtype (expected b1, i1..i8, "
                         "u1..u8, f2, f4 or f8 with byte order '<', '>' or '|')",
-                        esc, what);
+                        NPY_ESC, what);
     }
     hd->big = order == '>' && size > 1;
     return TIO_OK;
+#undef NPY_ESC
 }
 
 static int npy_dict(npy_reader *r, npy_header *hd) {

@@ -130,6 +130,9 @@ static const char *npz_method_name(unsigned m) {
 static void npz_name_esc(const npz_member *m, char *out, size_t cap) {
     tio__escape(m->name, m->name_len, out, cap);
 }
+/* The same as an expression (buf an array), for the arguments of a message:
+ * the name is escaped only when a message is written. */
+#define NPZ_NM(m, buf) (npz_name_esc((m), (buf), sizeof(buf)), (buf))
 
 /* Finds the end record: the last "PK\5\6" in the final 65,557 bytes whose
  * comment reaches exactly to the end of the data. */
@@ -397,13 +400,12 @@ static int npz_central(npz_reader *r, npz_member *m) {
  * entry; then its data descriptor when it has one. */
 static int npz_local(npz_reader *r, npz_member *m) {
     tio_cursor *c = &r->cur;
-    char nm[80];
-    npz_name_esc(m, nm, sizeof nm);
+    char nm[80]; /* the name for messages, escaped when one is written */
     if (m->local >= r->cd_at)
         return tio__err(r->err, TIO_E_BOUNDS, NPZ, npz_off(m->central + 42),
                         "member '%s': local header offset %" PRIu64
                         " is not before the central directory at %" PRIu64,
-                        nm, m->local, r->cd_at);
+                        NPZ_NM(m, nm), m->local, r->cd_at);
     int rc = tio__cursor_seek(c, m->local, "a local header", r->err);
     const uint8_t *hp = NULL, *name = NULL, *x = NULL;
     uint8_t h[NPZ_LOCAL_SIZE];
@@ -415,7 +417,7 @@ static int npz_local(npz_reader *r, npz_member *m) {
         return tio__err(r->err, TIO_E_MAGIC, NPZ, npz_off(m->local),
                         "member '%s': its local header starts with 0x%08" PRIx32
                         " (expected \"PK\\3\\4\")",
-                        nm, tio__ld32(h));
+                        NPZ_NM(m, nm), tio__ld32(h));
     unsigned flags = tio__ld16(h + 6), method = tio__ld16(h + 8);
     uint32_t crc = tio__ld32(h + 14);
     uint64_t csize = tio__ld32(h + 18), usize = tio__ld32(h + 22);
@@ -431,13 +433,13 @@ static int npz_local(npz_reader *r, npz_member *m) {
         return tio__err(r->err, TIO_E_CORRUPT, NPZ, npz_off(m->local + 30),
                         "the local header names '%s', its central entry '%s' (expected the "
                         "same)",
-                        ln, nm);
+                        ln, NPZ_NM(m, nm));
     }
     if (flags != m->flags || method != m->method)
         return tio__err(r->err, TIO_E_CORRUPT, NPZ, npz_off(m->local + 6),
                         "member '%s': the local header has flags 0x%04x, method %u, the "
                         "central entry 0x%04x, %u (expected the same)",
-                        nm, flags, method, m->flags, m->method);
+                        NPZ_NM(m, nm), flags, method, m->flags, m->method);
     int has = 0;
     rc = npz_zip64(r, x, xlen, m->local + 30 + nlen, !(flags & NPZ_FLAG_DESCRIPTOR), &usize,
                    &csize, NULL, &has);
@@ -448,14 +450,14 @@ static int npz_local(npz_reader *r, npz_member *m) {
                         "member '%s': the local header has CRC 0x%08" PRIx32 ", sizes %" PRIu64
                         "/%" PRIu64 ", the central entry 0x%08" PRIx32 ", %" PRIu64 "/%" PRIu64
                         " (compressed/uncompressed; expected the same)",
-                        nm, crc, csize, usize, m->crc, m->csize, m->usize);
+                        NPZ_NM(m, nm), crc, csize, usize, m->crc, m->csize, m->usize);
     m->data_at = c->pos;
     uint64_t end = 0;
     if (tio__add64_ovf(m->data_at, m->csize, &end) || end > r->cd_at)
         return tio__err(r->err, TIO_E_BOUNDS, NPZ, npz_off(m->central + 20),
                         "member '%s': %" PRIu64 " bytes of data at offset %" PRIu64
                         " run past the central directory at %" PRIu64,
-                        nm, m->csize, m->data_at, r->cd_at);
+                        NPZ_NM(m, nm), m->csize, m->data_at, r->cd_at);
     m->end = end;
     if (desc) {
         /* the data descriptor: [signature] crc, sizes (8 bytes each with zip64) */
@@ -482,12 +484,12 @@ static int npz_local(npz_reader *r, npz_member *m) {
                             "member '%s': the data descriptor has CRC 0x%08" PRIx32
                             ", sizes %" PRIu64 "/%" PRIu64 ", the central entry 0x%08" PRIx32
                             ", %" PRIu64 "/%" PRIu64 " (expected the same)",
-                            nm, v, dc, du, m->crc, m->csize, m->usize);
+                            NPZ_NM(m, nm), v, dc, du, m->crc, m->csize, m->usize);
         if (c->pos > r->cd_at)
             return tio__err(r->err, TIO_E_BOUNDS, NPZ, npz_off(end),
                             "member '%s': its data descriptor runs into the central "
                             "directory at %" PRIu64,
-                            nm, r->cd_at);
+                            NPZ_NM(m, nm), r->cd_at);
         m->end = c->pos;
     }
     return TIO_OK;
@@ -496,14 +498,6 @@ static int npz_local(npz_reader *r, npz_member *m) {
 static int npz_by_offset(const void *a, const void *b) {
     const npz_member *x = *(const npz_member *const *)a, *y = *(const npz_member *const *)b;
     return x->local < y->local ? -1 : x->local > y->local;
-}
-
-static int npz_by_name(const void *a, const void *b) {
-    const npz_member *x = *(const npz_member *const *)a, *y = *(const npz_member *const *)b;
-    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
-    int k = memcmp(x->name, y->name, n);
-    if (k) return k;
-    return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
 }
 
 static int npz_overlap(npz_reader *r, const npz_member *a, const npz_member *b) {
@@ -516,23 +510,39 @@ static int npz_overlap(npz_reader *r, const npz_member *a, const npz_member *b) 
                     an, a->local, a->end, bn, b->local);
 }
 
-/* No two members share a name (the central directory's names). */
+static uint64_t npz_name_hash(const npz_member *m) {
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (size_t k = 0; k < m->name_len; k++) h = (h ^ m->name[k]) * 1099511628211u;
+    return h;
+}
+
+/* No two members share a name (the central directory's names): a hash set
+ * of the names, in central directory order, so the entry named is the
+ * later of two. O(members), not a sort. */
 static int npz_unique(npz_reader *r) {
     if (r->n < 2) return TIO_OK;
-    npz_member **o = malloc(r->n * sizeof *o);
-    if (!o) return tio__nomem(r->err, NPZ);
-    for (size_t i = 0; i < r->n; i++) o[i] = &r->m[i];
+    size_t cap = 4;
+    while (cap < 2 * r->n) cap *= 2; /* r->n <= max_tensors: no overflow */
+    size_t *slot = malloc(cap * sizeof *slot);
+    if (!slot) return tio__nomem(r->err, NPZ);
+    for (size_t k = 0; k < cap; k++) slot[k] = SIZE_MAX;
     int rc = TIO_OK;
-    qsort(o, r->n, sizeof *o, npz_by_name);
-    for (size_t i = 1; i < r->n && !rc; i++)
-        if (npz_by_name(&o[i - 1], &o[i]) == 0) {
-            char a[80];
-            npz_name_esc(o[i], a, sizeof a);
-            npz_member *later = o[i]->central > o[i - 1]->central ? o[i] : o[i - 1];
-            rc = tio__err(r->err, TIO_E_CORRUPT, NPZ, npz_off(later->central),
-                          "two members are named '%s' (np.load would see only one)", a);
+    for (size_t i = 0; i < r->n && !rc; i++) {
+        const npz_member *m = &r->m[i];
+        size_t k = (size_t)npz_name_hash(m) & (cap - 1);
+        for (; slot[k] != SIZE_MAX; k = (k + 1) & (cap - 1)) {
+            const npz_member *o = &r->m[slot[k]];
+            if (o->name_len == m->name_len && memcmp(o->name, m->name, m->name_len) == 0) {
+                char a[80];
+                npz_name_esc(m, a, sizeof a);
+                rc = tio__err(r->err, TIO_E_CORRUPT, NPZ, npz_off(m->central),
+                              "two members are named '%s' (np.load would see only one)", a);
+                break;
+            }
         }
-    free(o);
+        slot[k] = i;
+    }
+    free(slot);
     return rc;
 }
 
@@ -663,20 +673,19 @@ static int npz_restate(tio_error *err, int rc, const npz_member *m, const char *
 }
 
 static int npz_member_read(npz_reader *r, const npz_member *m) {
-    char nm[80];
-    npz_name_esc(m, nm, sizeof nm);
+    char nm[80]; /* the name for messages, escaped when one is written */
     if (m->name_len < 4 || memcmp(m->name + m->name_len - 4, ".npy", 4) != 0)
         return tio__warn(r->ctx, NPZ, npz_off(m->central + 46), r->err,
                          "member '%s' is not a .npy file (its name does not end in .npy): "
                          "skipped",
-                         nm);
+                         NPZ_NM(m, nm));
     int ascii = 1;
     for (size_t k = 0; k < m->name_len; k++) ascii &= m->name[k] < 0x80;
     if (!ascii && !(m->flags & NPZ_FLAG_UTF8)) {
         int rc = tio__warn(r->ctx, NPZ, npz_off(m->central + 46), r->err,
                            "member '%s': a name that is not ASCII without the UTF-8 flag "
                            "(0x0800; Python reads it as cp437, tensio keeps the bytes)",
-                           nm);
+                           NPZ_NM(m, nm));
         if (rc) return rc;
     }
     size_t tl = m->name_len - 4;
@@ -702,14 +711,14 @@ static int npz_member_read(npz_reader *r, const npz_member *m) {
             return tio__err(r->err, TIO_E_CORRUPT, NPZ, npz_off(m->central + 20),
                             "member '%s' is stored, but its sizes differ: %" PRIu64
                             " compressed, %" PRIu64 " uncompressed",
-                            nm, m->csize, m->usize);
+                            NPZ_NM(m, nm), m->csize, m->usize);
         if (r->ctx->flags & TIO_OPEN_STRICT) {
             uint32_t crc = npz_crc(0, data, size);
             if (crc != m->crc)
                 return tio__err(r->err, TIO_E_INVALID, NPZ, npz_off(m->central + 16),
                                 "member '%s': CRC-32 of the stored data is 0x%08" PRIx32
                                 ", its entry declares 0x%08" PRIx32,
-                                nm, crc, m->crc);
+                                NPZ_NM(m, nm), crc, m->crc);
         }
         src.base = m->data_at;
         if (r->ctx->head && size >= 12) {
@@ -727,7 +736,7 @@ static int npz_member_read(npz_reader *r, const npz_member *m) {
         }
     } else {
         uint8_t *buf = NULL;
-        int rc = npz_inflate(r, m, nm, &buf);
+        int rc = npz_inflate(r, m, NPZ_NM(m, nm), &buf);
         if (rc) return rc;
         data = buf;
         size = (size_t)m->usize;
@@ -737,10 +746,10 @@ static int npz_member_read(npz_reader *r, const npz_member *m) {
     tio_container *c = r->ctx->c;
     size_t w0 = c->warning_count;
     int rc = tio__npy_read_array(r->ctx, data, size, &src, r->err);
-    if (rc) return npz_restate(r->err, rc, m, nm);
+    if (rc) return npz_restate(r->err, rc, m, NPZ_NM(m, nm));
     /* the member's findings, restated as its errors are */
     for (size_t k = w0; k < c->warning_count; k++)
-        npz_restate(&c->warnings[k], TIO_E_INVALID, m, nm);
+        npz_restate(&c->warnings[k], TIO_E_INVALID, m, NPZ_NM(m, nm));
     return TIO_OK;
 }
 
