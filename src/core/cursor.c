@@ -102,7 +102,7 @@ int tio__cursor_bytes(tio_cursor *c, uint64_t n, const uint8_t **out, const char
 int tio__cursor_head(tio_cursor *c, uint64_t n, const uint8_t **out, const char *what,
                      tio_error *err) {
     if (n > tio__cursor_left(c)) return short_read(c, n, what, err);
-    const uint8_t *p = c->head ? tio__headsrc_get(c->head, c->pos, (size_t)n) : NULL;
+    const uint8_t *p = c->head ? tio__headsrc_at(c->head, c->pos, (size_t)n) : NULL;
     *out = p ? p : c->base + c->pos;
     c->pos += (size_t)n;
     return TIO_OK;

@@ -140,6 +140,13 @@ void tio__headsrc_init(tio_headsrc *h, int fd, const void *base, size_t size);
  * TIO__HEAD_MAX, a short read or an error): the caller then reads the mapping. The caller
  * has checked off + n <= h->size. */
 const uint8_t *tio__headsrc_get(tio_headsrc *h, uint64_t off, size_t n);
+/* The same, inline when the window used last holds the bytes (most reads). */
+static inline const uint8_t *tio__headsrc_at(tio_headsrc *h, uint64_t off, size_t n) {
+    const tio_headwin *w = &h->w[h->last];
+    if (off >= w->off && off - w->off <= w->len && n <= w->len - (size_t)(off - w->off))
+        return h->bytes[h->last] + (off - w->off);
+    return tio__headsrc_get(h, off, n);
+}
 
 typedef struct tio_cursor {
     const uint8_t *base; /* start of the whole input */

@@ -724,13 +724,13 @@ static int npz_member_read(npz_reader *r, const npz_member *m) {
         if (r->ctx->head && size >= 12) {
             /* the .npy header by pread, not a fault: its length first, then
              * the header (usually both in the window of the local header) */
-            const uint8_t *h = tio__headsrc_get(r->ctx->head, m->data_at, 12);
+            const uint8_t *h = tio__headsrc_at(r->ctx->head, m->data_at, 12);
             if (h) {
                 uint64_t k = h[6] == 1 ? 10u + (uint64_t)tio__ld16(h + 8)
                                        : 12u + (uint64_t)tio__ld32(h + 8);
                 if (k > size) k = size;
                 if (k > TIO__HEAD_MAX) k = TIO__HEAD_MAX;
-                src.head = tio__headsrc_get(r->ctx->head, m->data_at, (size_t)k);
+                src.head = tio__headsrc_at(r->ctx->head, m->data_at, (size_t)k);
                 src.head_n = src.head ? (size_t)k : 0;
             }
         }

@@ -117,7 +117,7 @@ static int tm_copy(tm_reader *r, uint32_t off, uint32_t len, const char *what, i
     int rc = tm_struct(r, off, len, what, ref, &p, err);
     if (rc) return rc;
     const tio_headsrc *h = r->ctx->head;
-    const uint8_t *w = h && h->base == r->d ? tio__headsrc_get(r->ctx->head, off, len) : NULL;
+    const uint8_t *w = h && h->base == r->d ? tio__headsrc_at(r->ctx->head, off, len) : NULL;
     memcpy(out, w ? w : p, len);
     return TIO_OK;
 }
@@ -171,7 +171,7 @@ static int tm_string_in(tm_reader *r, uint32_t off, const char *what, int64_t re
     const uint8_t *sp = (const uint8_t *)"";
     if (n) {
         const tio_headsrc *h = r->ctx->head;
-        sp = h && h->base == r->d ? tio__headsrc_get(r->ctx->head, data, n) : NULL;
+        sp = h && h->base == r->d ? tio__headsrc_at(r->ctx->head, data, n) : NULL;
         if (!sp) sp = r->d + data;
     }
     size_t len = n;
