@@ -428,6 +428,12 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
  * are the container's, copied when they are the plan's converted scratch. */
 int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, size_t n,
                         tio_error *err);
+/* tio__plan_sink_data that also continues *crc (tio__crc32) over the bytes
+ * in the same pass: each piece's CRC is taken just before it is written,
+ * while it is in the cache (a mapped source's bytes are written from the
+ * mapping then, not with copy_file_range()). */
+int tio__plan_sink_data_crc(const tio_write_plan *p, tio_sink *s, const void *data, size_t n,
+                            uint32_t *crc, tio_error *err);
 /* Writes tensor i's bytes as the plan has them (tio__plan_data then
  * tio__plan_sink_data), but a densified tensor is streamed: zero runs and
  * its values, without a buffer of its dense size. For writers that only pass
@@ -562,5 +568,14 @@ typedef struct tio_sha256_job tio_sha256_job;
 tio_sha256_job *tio__sha256_start(const void *p, size_t n);
 /* Waits for the digest, writes it to out and frees j; false: OpenSSL failed. */
 bool tio__sha256_join(tio_sha256_job *j, uint8_t out[32]);
+
+/* ---------------------------------------------------------- crc32 helper */
+/* zlib's crc32() (zip's CRC-32) of p[0..n), continuing from crc (0 to
+ * start), by carry-less multiplies where the processor has them (crc32.c). */
+uint32_t tio__crc32(uint32_t crc, const void *p, size_t n);
+/* The same, through zlib's crc32() alone when `generic` (tests). */
+uint32_t tio__crc32_with(uint32_t crc, const void *p, size_t n, int generic);
+/* Whether large inputs are folded with PCLMULQDQ here (tests, bench). */
+int tio__crc32_folds(void);
 
 #endif /* TIO_INTERNAL_H */

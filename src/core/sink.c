@@ -257,6 +257,34 @@ int tio__sink_zeros(tio_sink *s, size_t n, tio_error *err) {
 
 uint64_t tio__sink_pos(const tio_sink *s) { return s->pos; }
 
+/* Patches [at, at + n) in place when all of it is still pending in the copy
+ * buffer (not written yet, not a caller's referenced bytes): a header
+ * patched after its data costs no flush and pwrite(). Checks first (apply
+ * 0), then copies (apply 1); returns whether it can / did. */
+static int patch_pending(tio_sink *s, uint64_t at, const uint8_t *p, size_t n, int apply) {
+    uint64_t o = s->pos - s->pending;
+    if (at < o) return 0;
+    uintptr_t lo = (uintptr_t)s->buf, hi = lo + s->len; /* the copy buffer's bytes */
+    for (int i = 0; i < s->niov && n; i++) {
+        const struct iovec *v = &s->iov[i];
+        if (at >= o + v->iov_len) {
+            o += v->iov_len;
+            continue;
+        }
+        size_t skip = (size_t)(at - o), k = v->iov_len - skip;
+        if (k > n) k = n;
+        uint8_t *q = (uint8_t *)v->iov_base + skip;
+        uintptr_t a = (uintptr_t)q;
+        if (a < lo || a > hi || k > hi - a) return 0;
+        if (apply) memcpy(q, p, k);
+        p += k;
+        at += k;
+        n -= k;
+        o += v->iov_len;
+    }
+    return n == 0;
+}
+
 int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error *err) {
     if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
     if (at > s->pos || n > s->pos - at)
@@ -267,6 +295,10 @@ int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error
             if (n > s->cap - at) n = (size_t)(s->cap - at);
         }
         memcpy(s->buf + at, p, n);
+        return TIO_OK;
+    }
+    if (patch_pending(s, at, p, n, 0)) {
+        patch_pending(s, at, p, n, 1);
         return TIO_OK;
     }
     int rc = tio__sink_flush(s, err);

@@ -70,13 +70,7 @@ static int npz_probe(const uint8_t *data, size_t size) {
 
 /* CRC-32 (zlib's) of p[0..n), continuing from crc. */
 static uint32_t npz_crc(uint32_t crc, const uint8_t *p, size_t n) {
-    while (n) {
-        uInt k = n > UINT32_MAX ? UINT32_MAX : (uInt)n;
-        crc = (uint32_t)crc32(crc, p, k);
-        p += k;
-        n -= k;
-    }
-    return crc;
+    return tio__crc32(crc, p, n);
 }
 
 
@@ -976,7 +970,10 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
     m->local = tio__sink_pos(s);
     m->usize = (uint64_t)hlen + w->nbytes;
     m->csize = compress ? 0 : m->usize;
-    m->crc = npz_crc(npz_crc(0, hdr, hlen), data, w->nbytes);
+    /* stored: the data's CRC is taken as it is written (the local header
+     * gets it then); deflated: the CRC of everything now */
+    m->crc = npz_crc(0, hdr, hlen);
+    if (compress) m->crc = npz_crc(m->crc, data, w->nbytes);
     m->flags = 0;
     for (size_t k = 0; k < nlen; k++)
         if ((unsigned char)name[k] >= 0x80) m->flags = NPZ_FLAG_UTF8;
@@ -989,7 +986,12 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
     rc = tio__sink_write(s, lh, ll, err);
     if (!rc && !compress) {
         rc = tio__sink_write(s, hdr, hlen, err);
-        if (!rc) rc = tio__plan_sink_data(p, s, data, w->nbytes, err);
+        if (!rc) rc = tio__plan_sink_data_crc(p, s, data, w->nbytes, &m->crc, err);
+        if (!rc) {
+            uint8_t c[4];
+            tio__st32(c, m->crc);
+            rc = tio__sink_patch(s, m->local + 14, c, sizeof c, err);
+        }
     } else if (!rc) {
         /* zipfile.py's compressor: zlib level -1 (6), raw deflate (-15), memLevel 8 */
         if (deflateReset(z) != Z_OK) rc = tio__err(err, TIO_E_IO, NPZ, -1, "zlib failed");

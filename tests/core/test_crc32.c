@@ -1,0 +1,135 @@
+/* tio__crc32 (src/core/crc32.c) against zlib's crc32(): every length up to
+ * 1024 and a few large odd ones, every start alignment 0..63, continuation
+ * from any earlier value and at every split point, on the folding path and
+ * on the forced generic (zlib) path. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "core/internal.h"
+
+/* Deterministic bytes (xorshift), different for every seed. */
+static void fill(uint8_t *p, size_t n, uint32_t seed) {
+    uint32_t x = seed * 2654435761u + 1u;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (uint8_t)(x >> 24);
+    }
+}
+
+/* zlib's answer (every length here is far below 4 GiB) */
+static uint32_t ref(uint32_t crc, const uint8_t *p, size_t n) {
+    assert_true(n <= UINT_MAX);
+    return (uint32_t)crc32(crc, p, (uInt)n);
+}
+
+static void check(uint32_t crc, const uint8_t *p, size_t n) {
+    uint32_t want = ref(crc, p, n);
+    assert_int_equal(tio__crc32(crc, p, n), want);
+    assert_int_equal(tio__crc32_with(crc, p, n, 0), want);
+    assert_int_equal(tio__crc32_with(crc, p, n, 1), want);
+}
+
+static void test_known_values(void **state) {
+    (void)state;
+    /* the CRC-32 check value, and zlib's empty-input identity */
+    assert_int_equal(tio__crc32(0, "123456789", 9), 0xCBF43926u);
+    assert_int_equal(tio__crc32(0, "", 0), 0);
+    assert_int_equal(tio__crc32(0x12345678u, "", 0), 0x12345678u);
+    assert_int_equal(tio__crc32(0, NULL, 0), 0);
+    static uint8_t zeros[4096];
+    check(0, zeros, sizeof zeros);
+    uint8_t ones[777];
+    memset(ones, 0xFF, sizeof ones);
+    check(0, ones, sizeof ones);
+    check(0xFFFFFFFFu, ones, sizeof ones);
+}
+
+static void test_lengths(void **state) {
+    (void)state;
+    uint8_t *b = malloc(1024);
+    assert_non_null(b);
+    fill(b, 1024, 1);
+    for (size_t n = 0; n <= 1024; n++) {
+        check(0, b, n);
+        check(0xDEADBEEFu, b + (1024 - n), n);
+    }
+    free(b);
+}
+
+static void test_large(void **state) {
+    (void)state;
+    const size_t sizes[] = {(1u << 20) + 1, (1u << 20) + 63, (3u << 20) + 4093};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        uint8_t *b = malloc(sizes[i]);
+        assert_non_null(b);
+        fill(b, sizes[i], (uint32_t)i + 7);
+        check(0, b, sizes[i]);
+        check(0x9E3779B9u, b, sizes[i]);
+        free(b);
+    }
+}
+
+static void test_alignments(void **state) {
+    (void)state;
+    enum { N = 64 + 4096 + 64 };
+    uint8_t *b = malloc(N);
+    assert_non_null(b);
+    fill(b, N, 3);
+    const size_t lens[] = {255, 256, 257, 319, 320, 1000, 4096};
+    for (size_t a = 0; a < 64; a++)
+        for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) check(0, b + a, lens[i]);
+    free(b);
+}
+
+static void test_continuation(void **state) {
+    (void)state;
+    enum { N = 300 };
+    uint8_t b[N];
+    fill(b, N, 5);
+    uint32_t whole = ref(0, b, N);
+    for (size_t k = 0; k <= N; k++) {
+        assert_int_equal(tio__crc32(tio__crc32(0, b, k), b + k, N - k), whole);
+        assert_int_equal(tio__crc32_with(tio__crc32_with(0, b, k, 1), b + k, N - k, 1), whole);
+    }
+    /* large pieces after a small start, both paths mixed */
+    enum { L = 70000 };
+    uint8_t *big = malloc(L);
+    assert_non_null(big);
+    fill(big, L, 9);
+    uint32_t all = ref(0, big, L);
+    for (size_t k = 1; k < L; k = k * 3 + 1) {
+        assert_int_equal(tio__crc32(tio__crc32_with(0, big, k, 1), big + k, L - k), all);
+        assert_int_equal(tio__crc32_with(tio__crc32(0, big, k), big + k, L - k, 1), all);
+    }
+    free(big);
+}
+
+static void test_which_path(void **state) {
+    (void)state;
+    int f = tio__crc32_folds();
+    assert_true(f == 0 || f == 1);
+#if defined(__x86_64__) && defined(__GNUC__)
+    assert_int_equal(f, __builtin_cpu_supports("pclmul") ? 1 : 0);
+#else
+    assert_int_equal(f, 0);
+#endif
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_known_values), cmocka_unit_test(test_lengths),
+        cmocka_unit_test(test_large),        cmocka_unit_test(test_alignments),
+        cmocka_unit_test(test_continuation), cmocka_unit_test(test_which_path),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
