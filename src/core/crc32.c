@@ -45,6 +45,8 @@
 #include "internal.h"
 
 #include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <zlib.h>
 
 /* Below this, zlib's crc32() (the setup and the final lane cost more). */
@@ -128,4 +130,82 @@ int tio__crc32_folds(void) {
 #else
     return 0;
 #endif
+}
+
+/* ------------------------------------------------------------- a job */
+
+struct tio_crc_job {
+    const uint8_t *const *p;
+    const size_t *n;
+    size_t count;
+    uint32_t *crc;
+    size_t done; /* buffers whose CRC is in crc[] (under mu) */
+    bool stop;   /* under mu */
+    bool threaded;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+};
+
+static void *crc_job_run(void *arg) {
+    tio_crc_job *j = arg;
+    for (size_t i = 0; i < j->count; i++) {
+        pthread_mutex_lock(&j->mu);
+        bool stop = j->stop;
+        pthread_mutex_unlock(&j->mu);
+        if (stop) break;
+        uint32_t c = j->p[i] ? tio__crc32(0, j->p[i], j->n[i]) : 0;
+        pthread_mutex_lock(&j->mu);
+        j->crc[i] = c;
+        j->done = i + 1;
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+    }
+    return NULL;
+}
+
+tio_crc_job *tio__crc32_start(const uint8_t *const *p, const size_t *n, size_t count) {
+    tio_crc_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->crc = calloc(count ? count : 1, sizeof *j->crc);
+    if (!j->crc || pthread_mutex_init(&j->mu, NULL) != 0) {
+        free(j->crc);
+        free(j);
+        return NULL;
+    }
+    if (pthread_cond_init(&j->cv, NULL) != 0) {
+        pthread_mutex_destroy(&j->mu);
+        free(j->crc);
+        free(j);
+        return NULL;
+    }
+    j->p = p;
+    j->n = n;
+    j->count = count;
+    j->threaded = tio__spawn(&j->thread, crc_job_run, j);
+    return j;
+}
+
+uint32_t tio__crc32_wait(tio_crc_job *j, size_t i) {
+    if (i >= j->count) return 0;
+    if (!j->threaded) return j->p[i] ? tio__crc32(0, j->p[i], j->n[i]) : 0;
+    pthread_mutex_lock(&j->mu);
+    while (j->done <= i) pthread_cond_wait(&j->cv, &j->mu);
+    uint32_t c = j->crc[i];
+    pthread_mutex_unlock(&j->mu);
+    return c;
+}
+
+void tio__crc32_join(tio_crc_job *j) {
+    if (!j) return;
+    if (j->threaded) {
+        pthread_mutex_lock(&j->mu);
+        j->stop = true;
+        pthread_mutex_unlock(&j->mu);
+        pthread_join(j->thread, NULL);
+    }
+    pthread_cond_destroy(&j->cv);
+    pthread_mutex_destroy(&j->mu);
+    free(j->crc);
+    free(j);
 }

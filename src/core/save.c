@@ -509,6 +509,17 @@ static void widen_elems(tio_dtype from, const uint8_t *src, uint8_t *dst, uint64
     }
 }
 
+const uint8_t *tio__plan_view(const tio_write_plan *p, size_t i) {
+    if (i >= p->n) return NULL;
+    const tio_wtensor *w = &p->t[i];
+    const tio_tensor *s = w->src;
+    /* the cases in which tio__plan_data converts */
+    if (s->layout == TIO_LAYOUT_QUANT && w->layout == TIO_LAYOUT_DENSE) return NULL;
+    if ((s->layout == TIO_LAYOUT_COO && w->layout == TIO_LAYOUT_DENSE) || s->dtype != w->dtype)
+        return NULL;
+    return s->data;
+}
+
 int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
                    const uint8_t **indices, tio_error *err) {
     if (i >= p->n) return tio__err(err, TIO_E_ARGUMENT, p->fmt->name, -1, "no tensor %zu", i);

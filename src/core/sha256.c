@@ -3,7 +3,6 @@
 
 #include <openssl/evp.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,12 +46,7 @@ tio_sha256_job *tio__sha256_start(const void *p, size_t n) {
     if (!j) return NULL;
     j->p = p;
     j->n = n;
-    /* the thread takes no signal of the caller's: all blocked while it starts */
-    sigset_t all, old;
-    sigfillset(&all);
-    bool masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
-    j->threaded = pthread_create(&j->thread, NULL, job_run, j) == 0;
-    if (masked) pthread_sigmask(SIG_SETMASK, &old, NULL);
+    j->threaded = tio__spawn(&j->thread, job_run, j);
     return j;
 }
 

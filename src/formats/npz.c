@@ -952,9 +952,14 @@ static int npz_deflate(z_stream *z, tio_sink *s, uint8_t *out, size_t cap, const
     return TIO_OK;
 }
 
+/* Whether zlib's crc32_combine() takes a length of n bytes. */
+static int npz_combinable(size_t n) {
+    return sizeof(z_off_t) >= 8 || n <= 0x7fffffffu;
+}
+
 static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compress,
                             npz_wmember *m, const char *name, uint8_t *buf, size_t cap,
-                            z_stream *z, tio_error *err) {
+                            z_stream *z, tio_crc_job *job, tio_error *err) {
     const tio_wtensor *w = tio__plan_tensor(p, i);
     uint8_t *hdr = NULL;
     size_t hlen = 0;
@@ -984,7 +989,19 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
     }
     size_t ll = npz_local_header(lh, m, compress ? NPZ_DEFLATED : NPZ_STORED, name, nlen);
     rc = tio__sink_write(s, lh, ll, err);
-    if (!rc && !compress) {
+    if (!rc && !compress && job && data && data == tio__plan_view(p, i) &&
+        npz_combinable(w->nbytes)) {
+        /* the data's CRC from the job's thread, taken while this one writes */
+        rc = tio__sink_write(s, hdr, hlen, err);
+        if (!rc) rc = tio__plan_sink_data(p, s, data, w->nbytes, err);
+        if (!rc) {
+            uint32_t dc = tio__crc32_wait(job, i);
+            m->crc = (uint32_t)crc32_combine(m->crc, dc, (z_off_t)w->nbytes);
+            uint8_t c[4];
+            tio__st32(c, m->crc);
+            rc = tio__sink_patch(s, m->local + 14, c, sizeof c, err);
+        }
+    } else if (!rc && !compress) {
         rc = tio__sink_write(s, hdr, hlen, err);
         if (!rc) rc = tio__plan_sink_data_crc(p, s, data, w->nbytes, &m->crc, err);
         if (!rc) {
@@ -1102,6 +1119,8 @@ static int npz_write_end(tio_write_plan *p, tio_sink *s, const npz_wmember *ms,
     return tio__sink_write(s, e, el + NPZ_END_SIZE, err);
 }
 
+#define NPZ_CRC_JOB_MIN ((uint64_t)32 << 20)
+
 static int npz_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     int rc = npz_check(p, err);
     if (rc) return rc;
@@ -1123,11 +1142,34 @@ static int npz_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
         else
             zinit = 1;
     }
+    /* Stored members' CRCs by a thread of their own, beside the writes, when
+     * there is enough data that they cost something (docs/performance.md):
+     * the tensors the container holds as they are written. */
+    const uint8_t **views = NULL;
+    size_t *sizes = NULL;
+    tio_crc_job *job = NULL;
+    uint64_t viewed = 0;
+    for (size_t i = 0; i < n && !rc && !compress; i++)
+        if (tio__plan_view(p, i)) viewed += tio__plan_tensor(p, i)->nbytes;
+    if (!rc && viewed >= NPZ_CRC_JOB_MIN) {
+        views = calloc(n, sizeof *views);
+        sizes = calloc(n, sizeof *sizes);
+        for (size_t i = 0; views && sizes && i < n; i++) {
+            size_t nb = tio__plan_tensor(p, i)->nbytes;
+            views[i] = npz_combinable(nb) ? tio__plan_view(p, i) : NULL;
+            sizes[i] = nb;
+        }
+        if (views && sizes) job = tio__crc32_start(views, sizes, n); /* NULL: no job */
+    }
     for (size_t i = 0; i < n && !rc; i++) {
         names[i] = npz_member_name(tio__plan_tensor(p, i), i);
         if (!names[i]) rc = tio__nomem(err, NPZ);
-        if (!rc) rc = npz_write_member(p, s, i, compress, &ms[i], names[i], buf, cap, &z, err);
+        if (!rc)
+            rc = npz_write_member(p, s, i, compress, &ms[i], names[i], buf, cap, &z, job, err);
     }
+    tio__crc32_join(job);
+    free(views);
+    free(sizes);
     if (!rc) rc = npz_write_end(p, s, ms, names, compress, err);
     if (zinit) deflateEnd(&z);
     for (size_t i = 0; names && i < n; i++) free(names[i]);

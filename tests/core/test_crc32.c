@@ -125,11 +125,49 @@ static void test_which_path(void **state) {
 #endif
 }
 
+/* The job: CRC-32s of buffers by a thread, waited for in any order, NULL
+ * buffers 0; and joined before all are taken (it stops). */
+static void test_job(void **state) {
+    (void)state;
+    enum { N = 9 };
+    size_t sizes[N] = {0, 1, 255, 256, 4096, 1u << 20, 3, (1u << 20) + 17, 70000};
+    const uint8_t *bufs[N];
+    uint8_t *own[N];
+    uint64_t seed = 5;
+    for (size_t i = 0; i < N; i++) {
+        own[i] = malloc(sizes[i] ? sizes[i] : 1);
+        assert_non_null(own[i]);
+        for (size_t k = 0; k < sizes[i]; k++) {
+            seed = seed * 6364136223846793005u + 1442695040888963407u;
+            own[i][k] = (uint8_t)(seed >> 56);
+        }
+        bufs[i] = i == 6 ? NULL : own[i];
+    }
+    tio_crc_job *j = tio__crc32_start(bufs, sizes, N);
+    assert_non_null(j);
+    static const size_t order[N] = {8, 0, 3, 7, 1, 6, 2, 5, 4};
+    for (size_t k = 0; k < N; k++) {
+        size_t i = order[k];
+        uint32_t want = bufs[i] ? (uint32_t)crc32(0, own[i], (uInt)sizes[i]) : 0;
+        assert_int_equal(tio__crc32_wait(j, i), want);
+    }
+    assert_int_equal(tio__crc32_wait(j, N), 0); /* past the end */
+    tio__crc32_join(j);
+    /* joined early: the thread stops after its current buffer */
+    j = tio__crc32_start(bufs, sizes, N);
+    assert_non_null(j);
+    assert_int_equal(tio__crc32_wait(j, 0), 0);
+    tio__crc32_join(j);
+    tio__crc32_join(NULL);
+    for (size_t i = 0; i < N; i++) free(own[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_values), cmocka_unit_test(test_lengths),
         cmocka_unit_test(test_large),        cmocka_unit_test(test_alignments),
         cmocka_unit_test(test_continuation), cmocka_unit_test(test_which_path),
+        cmocka_unit_test(test_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

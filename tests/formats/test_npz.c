@@ -670,6 +670,55 @@ static void test_inner_npy(void **state) {
 
 /* ----------------------------------------------------------------- writing */
 
+/* A write of 32 MiB or more takes the stored members' CRCs on a thread of
+ * its own: every CRC right (a strict open checks each against its bytes),
+ * the same bytes as a write below the threshold would give (the converted
+ * member, bfloat16 widened, beside them takes the CRC in the writer's pass). */
+static void test_write_crc_thread(void **state) {
+    (void)state;
+    size_t big = 17u << 20;
+    uint8_t *data = malloc(big);
+    assert_non_null(data);
+    for (size_t k = 0; k < big; k++) data[k] = (uint8_t)(k * 131 + (k >> 13));
+    tio_container *c = tio_container_new();
+    tio_error e;
+    int64_t s1[1] = {(int64_t)(big / 4)}, s2[1] = {3}, s3[1] = {(int64_t)(big - 2) / 2};
+    uint16_t half[3] = {0x3c00, 0x4000, 0xc000};
+    tio_tensor_desc d1 = {"a", TIO_FLOAT32, 1, s1, TIO_LAYOUT_DENSE, data, big, 0, NULL};
+    tio_tensor_desc d2 = {"h", TIO_BFLOAT16, 1, s2, TIO_LAYOUT_DENSE, half, 6, 0, NULL};
+    tio_tensor_desc d3 = {"b", TIO_UINT16, 1, s3, TIO_LAYOUT_DENSE, data + 1, big - 2, 0, NULL};
+    ASSERT_OK(tio_container_add(c, &d1, TIO_ADD_BORROW, NULL, &e), e, "add a");
+    ASSERT_OK(tio_container_add(c, &d2, 0, NULL, &e), e, "add h");
+    ASSERT_OK(tio_container_add(c, &d3, TIO_ADD_BORROW, NULL, &e), e, "add b");
+    tio_save_options so = {.format = "npz", .flags = TIO_SAVE_WIDEN};
+    void *out = NULL;
+    size_t olen = 0;
+    ASSERT_OK(tio_save_memory(c, &so, &out, &olen, &e), e, "save");
+    tio_open_options oo = {.format = "npz", .flags = TIO_OPEN_STRICT};
+    tio_container *back = NULL;
+    ASSERT_OK(tio_open_memory(out, olen, &oo, &back, &e), e, "strict open");
+    assert_int_equal(tio_container_count(back), 3);
+    assert_memory_equal(tio_tensor_bytes(tio_container_find(back, "b")), data + 1, big - 2);
+    /* each member's CRC as zlib computes it over its stored bytes */
+    size_t cd = cd_at(&(zbuf){out, olen});
+    for (int k = 0; k < 3; k++) {
+        const uint8_t *ce = (const uint8_t *)out + cd;
+        uint64_t local = ld32(ce + 42), size = ld32(ce + 24);
+        size_t nlen = ld16(ce + 28), xlen = ld16(ce + 30);
+        if (size == 0xFFFFFFFFu || local == 0xFFFFFFFFu) fail_msg("zip64 sizes in this test");
+        const uint8_t *lh = (const uint8_t *)out + local;
+        const uint8_t *at = lh + 30 + ld16(lh + 26) + ld16(lh + 28);
+        uint32_t want = (uint32_t)crc32(0, at, (uInt)size);
+        assert_int_equal(ld32(ce + 16), want);
+        assert_int_equal(ld32(lh + 14), want);
+        cd += 46 + nlen + xlen + ld16(ce + 32);
+    }
+    tio_container_free(back);
+    tio_free(out);
+    tio_container_free(c);
+    free(data);
+}
+
 static void test_write(void **state) {
     (void)state;
     /* the layout np.savez writes (zipfile.py, force_zip64): checked field by field */
@@ -836,6 +885,7 @@ int main(void) {
         cmocka_unit_test(test_names_and_members),
         cmocka_unit_test(test_inner_npy),
         cmocka_unit_test(test_write),
+        cmocka_unit_test(test_write_crc_thread),
         cmocka_unit_test(test_registry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
