@@ -393,6 +393,16 @@ char *cli_strdup_printf(const char *fmt, ...) {
     return s;
 }
 
+/* The decimal digits of v, ending at the end of d[24] (no NUL); returns
+ * the first. Without printf: a listing formats numbers per tensor. */
+static const char *dec_digits(char d[24], uint64_t v) {
+    char *b = d + 24;
+    do
+        *--b = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    return b;
+}
+
 char *cli_shape_string(const tio_tensor *t) {
     size_t rank = tio_tensor_rank(t);
     const int64_t *shape = tio_tensor_shape(t);
@@ -402,19 +412,17 @@ char *cli_shape_string(const tio_tensor *t) {
     if (!s) return NULL;
     size_t used = 0;
     s[used++] = '[';
-    for (size_t i = 0; i < rank; i++) { /* without printf: a listing has one per tensor */
+    for (size_t i = 0; i < rank; i++) {
         if (i) {
             s[used++] = ',';
             s[used++] = ' ';
         }
-        uint64_t v = shape[i] < 0 ? 0 - (uint64_t)shape[i] : (uint64_t)shape[i];
-        char d[20], *e = d + sizeof d, *b = e;
-        do
-            *--b = (char)('0' + v % 10);
-        while ((v /= 10) != 0);
         if (shape[i] < 0) s[used++] = '-';
-        memcpy(s + used, b, (size_t)(e - b));
-        used += (size_t)(e - b);
+        char d[24];
+        const char *b = dec_digits(d, shape[i] < 0 ? 0 - (uint64_t)shape[i] : (uint64_t)shape[i]);
+        size_t k = (size_t)(d + sizeof d - b);
+        memcpy(s + used, b, k);
+        used += k;
     }
     s[used++] = ']';
     s[used] = '\0';
@@ -517,11 +525,9 @@ void cli_table_add(cli_table *t, const char *fmt, ...) {
         if (u) {
             unsigned long long v = u == 1 ? (unsigned long long)va_arg(ap, size_t)
                                           : va_arg(ap, unsigned long long);
-            char buf[24], *e = buf + sizeof buf, *b = e;
-            do
-                *--b = (char)('0' + v % 10);
-            while ((v /= 10) != 0);
-            table_put(t, b, (size_t)(e - b));
+            char buf[24];
+            const char *b = dec_digits(buf, v);
+            table_put(t, b, (size_t)(buf + sizeof buf - b));
         } else {
             const char *str = va_arg(ap, const char *);
             if (!str) str = "(null)"; /* as glibc's printf shows it */

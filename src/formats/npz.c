@@ -959,7 +959,8 @@ static int npz_combinable(size_t n) {
 
 static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compress,
                             npz_wmember *m, const char *name, uint8_t *buf, size_t cap,
-                            z_stream *z, tio_crc_job *job, tio_error *err) {
+                            z_stream *z, tio_crc_job *job, const uint8_t *view,
+                            tio_error *err) {
     const tio_wtensor *w = tio__plan_tensor(p, i);
     uint8_t *hdr = NULL;
     size_t hlen = 0;
@@ -989,21 +990,17 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
     }
     size_t ll = npz_local_header(lh, m, compress ? NPZ_DEFLATED : NPZ_STORED, name, nlen);
     rc = tio__sink_write(s, lh, ll, err);
-    if (!rc && !compress && job && data && data == tio__plan_view(p, i) &&
-        npz_combinable(w->nbytes)) {
-        /* the data's CRC from the job's thread, taken while this one writes */
+    if (!rc && !compress) {
+        /* the data's CRC from the job's thread, taken while this one writes,
+         * when the bytes are the ones it was given; else in the same pass */
+        bool threaded = job && view && data == view;
         rc = tio__sink_write(s, hdr, hlen, err);
-        if (!rc) rc = tio__plan_sink_data(p, s, data, w->nbytes, err);
-        if (!rc) {
-            uint32_t dc = tio__crc32_wait(job, i);
-            m->crc = (uint32_t)crc32_combine(m->crc, dc, (z_off_t)w->nbytes);
-            uint8_t c[4];
-            tio__st32(c, m->crc);
-            rc = tio__sink_patch(s, m->local + 14, c, sizeof c, err);
-        }
-    } else if (!rc && !compress) {
-        rc = tio__sink_write(s, hdr, hlen, err);
-        if (!rc) rc = tio__plan_sink_data_crc(p, s, data, w->nbytes, &m->crc, err);
+        if (!rc)
+            rc = threaded ? tio__plan_sink_data(p, s, data, w->nbytes, err)
+                          : tio__plan_sink_data_crc(p, s, data, w->nbytes, &m->crc, err);
+        if (!rc && threaded)
+            m->crc = (uint32_t)crc32_combine(m->crc, tio__crc32_wait(job, i),
+                                             (z_off_t)w->nbytes);
         if (!rc) {
             uint8_t c[4];
             tio__st32(c, m->crc);
@@ -1148,24 +1145,24 @@ static int npz_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     const uint8_t **views = NULL;
     size_t *sizes = NULL;
     tio_crc_job *job = NULL;
-    uint64_t viewed = 0;
-    for (size_t i = 0; i < n && !rc && !compress; i++)
-        if (tio__plan_view(p, i)) viewed += tio__plan_tensor(p, i)->nbytes;
-    if (!rc && viewed >= NPZ_CRC_JOB_MIN) {
-        views = calloc(n, sizeof *views);
-        sizes = calloc(n, sizeof *sizes);
-        for (size_t i = 0; views && sizes && i < n; i++) {
-            size_t nb = tio__plan_tensor(p, i)->nbytes;
-            views[i] = npz_combinable(nb) ? tio__plan_view(p, i) : NULL;
-            sizes[i] = nb;
-        }
-        if (views && sizes) job = tio__crc32_start(views, sizes, n); /* NULL: no job */
+    if (!rc && !compress) {
+        views = calloc(n ? n : 1, sizeof *views);
+        sizes = calloc(n ? n : 1, sizeof *sizes);
+        if (!views || !sizes) rc = tio__nomem(err, NPZ);
     }
+    uint64_t viewed = 0;
+    for (size_t i = 0; !rc && !compress && i < n; i++) {
+        sizes[i] = tio__plan_tensor(p, i)->nbytes;
+        views[i] = npz_combinable(sizes[i]) ? tio__plan_view(p, i) : NULL;
+        if (views[i]) viewed += sizes[i];
+    }
+    if (!rc && viewed >= NPZ_CRC_JOB_MIN) job = tio__crc32_start(views, sizes, n); /* NULL: none */
     for (size_t i = 0; i < n && !rc; i++) {
         names[i] = npz_member_name(tio__plan_tensor(p, i), i);
         if (!names[i]) rc = tio__nomem(err, NPZ);
         if (!rc)
-            rc = npz_write_member(p, s, i, compress, &ms[i], names[i], buf, cap, &z, job, err);
+            rc = npz_write_member(p, s, i, compress, &ms[i], names[i], buf, cap, &z, job,
+                                  views ? views[i] : NULL, err);
     }
     tio__crc32_join(job);
     free(views);

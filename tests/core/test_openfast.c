@@ -312,25 +312,8 @@ static void open_touches_no_page_per_tensor(const char *format) {
     unlink(path);
 }
 
-static void test_btf_open(void **state) {
-    (void)state;
-    open_touches_no_page_per_tensor("btf");
-}
-
-static void test_tenbin_open(void **state) {
-    (void)state;
-    open_touches_no_page_per_tensor("tenbin");
-}
-
-static void test_zio_open(void **state) {
-    (void)state;
-    open_touches_no_page_per_tensor("zio");
-}
-
-static void test_npz_open(void **state) {
-    (void)state;
-    open_touches_no_page_per_tensor("npz");
-}
+/* Per format (its name as the test's state). */
+static void test_open(void **state) { open_touches_no_page_per_tensor(*state); }
 
 /* A dense BTF of PF_COUNT tensors of PF_BYTES, by tio_save. */
 #define PF_COUNT 1000u
@@ -530,25 +513,9 @@ static void vectors_same_as_memory(const char *fmt) {
     assert_true(files > 0);
 }
 
-static void test_btf_same_as_memory(void **state) {
-    (void)state;
-    vectors_same_as_memory("btf");
-}
 
-static void test_tenbin_same_as_memory(void **state) {
-    (void)state;
-    vectors_same_as_memory("tenbin");
-}
 
-static void test_zio_same_as_memory(void **state) {
-    (void)state;
-    vectors_same_as_memory("zio");
-}
 
-static void test_npz_same_as_memory(void **state) {
-    (void)state;
-    vectors_same_as_memory("npz");
-}
 
 /* tmfile, written by tio_save (TM_COUNT constants of TM_BYTES, each a
  * Const node's output): its TM2_Tensor, name and dims lie in a table, its
@@ -744,20 +711,27 @@ static void test_headsrc_windows(void **state) {
     unlink(path);
 }
 
+static void test_same_as_memory(void **state) { vectors_same_as_memory(*state); }
+
+/* a test of one format, named after it (cmocka_unit_test_prestate without
+ * the format in the name) */
+#define PER_FORMAT(fn, f)                                                                  \
+    { .name = #fn " " f, .test_func = fn, .initial_state = f }
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_btf_open),
-        cmocka_unit_test(test_tenbin_open),
-        cmocka_unit_test(test_zio_open),
-        cmocka_unit_test(test_npz_open),
+        PER_FORMAT(test_open, "btf"),
+        PER_FORMAT(test_open, "tenbin"),
+        PER_FORMAT(test_open, "zio"),
+        PER_FORMAT(test_open, "npz"),
         cmocka_unit_test(test_prefetch),
         cmocka_unit_test(test_tmfile_open),
         cmocka_unit_test(test_headsrc_windows),
-        cmocka_unit_test(test_btf_same_as_memory),
-        cmocka_unit_test(test_tenbin_same_as_memory),
-        cmocka_unit_test(test_zio_same_as_memory),
-        cmocka_unit_test(test_npz_same_as_memory),
+        PER_FORMAT(test_same_as_memory, "btf"),
+        PER_FORMAT(test_same_as_memory, "tenbin"),
+        PER_FORMAT(test_same_as_memory, "zio"),
+        PER_FORMAT(test_same_as_memory, "npz"),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     /* a failed test leaves its file: the sparse ones stand for 1 GiB */
