@@ -15,12 +15,79 @@ static char *dupstr(const char *s) {
     return p;
 }
 
+/* ------------------------------------------------------------- arena */
+
+/* The small objects of a graph tree (names, index lists, dims, attribute
+ * values) are carved from chunks the root graph owns and frees at once: a
+ * model of 10,000 nodes costs a few dozen malloc() calls, not 100,000 (see
+ * docs/performance.md). Each chunk is half the size of the ones before it
+ * together (so few to search in tio__gfree, and at most a third unused);
+ * an object above GARENA_BIG gets a malloc() of its own. */
+struct tio_gchunk {
+    struct tio_gchunk *next;
+    size_t size, used;
+    size_t total; /* bytes of this chunk and the older ones */
+};
+#define GCHUNK_HDR ((sizeof(struct tio_gchunk) + 15u) & ~(size_t)15u)
+#define GCHUNK_MIN ((size_t)4096 - GCHUNK_HDR)
+#define GCHUNK_MAX (((size_t)16 << 20) - GCHUNK_HDR)
+#define GARENA_BIG 1024u
+
+void *tio__galloc(tio_graph *g, size_t n) {
+    tio_graph *r = g->root;
+    if (n > GARENA_BIG) return malloc(n);
+    n = (n + 7u) & ~(size_t)7u;
+    if (n == 0) n = 8;
+    struct tio_gchunk *c = r->chunks;
+    if (!c || c->size - c->used < n) {
+        /* half of what the arena holds, between 4 KiB and 16 MiB */
+        size_t total = c ? c->total : 0, sz = total / 2;
+        if (sz < GCHUNK_MIN) sz = GCHUNK_MIN;
+        if (sz > GCHUNK_MAX) sz = GCHUNK_MAX;
+        c = malloc(GCHUNK_HDR + sz);
+        if (!c) return NULL;
+        c->size = sz;
+        c->used = 0;
+        c->total = total + sz;
+        c->next = r->chunks;
+        r->chunks = c;
+    }
+    void *p = (unsigned char *)c + GCHUNK_HDR + c->used;
+    c->used += n;
+    return p;
+}
+
+void tio__gfree(const tio_graph *g, void *p) {
+    if (!p) return;
+    uintptr_t a = (uintptr_t)p;
+    for (const struct tio_gchunk *c = g->root->chunks; c; c = c->next) {
+        uintptr_t b = (uintptr_t)c + GCHUNK_HDR;
+        if (a >= b && a - b < c->size) return; /* freed with the root */
+    }
+    free(p);
+}
+
+void *tio__grealloc(tio_graph *g, void *p, size_t old, size_t n) {
+    void *q = tio__galloc(g, n);
+    if (!q) return NULL;
+    if (p) memcpy(q, p, old < n ? old : n);
+    tio__gfree(g, p);
+    return q;
+}
+
+char *tio__gstrdup(tio_graph *g, const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = tio__galloc(g, n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
 /* A copy of s, or NULL for NULL/"" (unnamed). Returns 0, or -1 when out of
  * memory. */
-static int dup_opt(const char *s, char **out) {
+static int dup_opt(tio_graph *g, const char *s, char **out) {
     *out = NULL;
     if (!s || !s[0]) return 0;
-    *out = dupstr(s);
+    *out = tio__gstrdup(g, s);
     return *out ? 0 : -1;
 }
 
@@ -42,48 +109,62 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem, tio_error *err)
     return TIO_OK;
 }
 
-/* A copy of n int64s (NULL when n is 0). */
-static int dup_i64(const int64_t *src, size_t n, int64_t **out, tio_error *err) {
+/* A copy of n elements of `elem` bytes from the arena (NULL when n is 0). */
+static int dup_arr(tio_graph *g, const void *src, size_t n, size_t elem, void **out,
+                   tio_error *err) {
     *out = NULL;
     if (n == 0) return TIO_OK;
     size_t bytes;
-    if (tio__mul_ovf(n, sizeof *src, &bytes))
+    if (tio__mul_ovf(n, elem, &bytes))
         return tio__err(err, TIO_E_OVERFLOW, NULL, -1, "graph: %zu indices overflow", n);
-    *out = malloc(bytes);
+    *out = tio__galloc(g, bytes);
     if (!*out) return tio__nomem(err, NULL);
     memcpy(*out, src, bytes);
     return TIO_OK;
 }
 
-static void value_clear(tio_gvalue *v) {
-    free(v->name);
-    if (v->dims && v->rank > 0)
-        for (int64_t k = 0; k < v->rank; k++) free((char *)v->dims[k].name);
-    free(v->dims);
+/* A copy of n int64s (NULL when n is 0). */
+static int dup_i64(tio_graph *g, const int64_t *src, size_t n, int64_t **out, tio_error *err) {
+    void *p;
+    int rc = dup_arr(g, src, n, sizeof *src, &p, err);
+    *out = p;
+    return rc;
 }
 
-static void attr_clear(tio_gattr *a) {
-    free(a->name);
-    free(a->s);
-    free(a->ints);
-    free(a->floats);
+static void value_clear(const tio_graph *g, tio_gvalue *v) {
+    tio__gfree(g, v->name);
+    if (v->dims && v->rank > 0)
+        for (int64_t k = 0; k < v->rank; k++) tio__gfree(g, (char *)v->dims[k].name);
+    tio__gfree(g, v->dims);
+}
+
+static void attr_clear(const tio_graph *g, tio_gattr *a) {
+    tio__gfree(g, a->name);
+    tio__gfree(g, a->s);
+    tio__gfree(g, a->ints);
+    tio__gfree(g, a->floats);
     if (a->strings)
-        for (size_t k = 0; k < a->count; k++) free(a->strings[k]);
-    free(a->strings);
-    free(a->graphs);
+        for (size_t k = 0; k < a->count; k++) tio__gfree(g, a->strings[k]);
+    tio__gfree(g, a->strings);
+    tio__gfree(g, a->graphs);
     /* a->graph is owned by the graph's subgraph list */
 }
 
-static void node_clear(tio_gnode *n) {
-    free(n->name);
-    free(n->op);
-    free(n->native_op);
-    free(n->inputs);
-    free(n->outputs);
-    for (size_t j = 0; j < n->attr_count; j++) attr_clear(&n->attrs[j]);
-    free(n->attrs);
-    free(n->opaque);
-    free(n->domain);
+void tio__gnode_clear(const tio_graph *g, tio_gnode *n) {
+    tio__gfree(g, n->name);
+    tio__gfree(g, n->op);
+    tio__gfree(g, n->native_op);
+    tio__gfree(g, n->inputs);
+    tio__gfree(g, n->outputs);
+    for (size_t j = 0; j < n->attr_count; j++) attr_clear(g, &n->attrs[j]);
+    tio__gfree(g, n->attrs);
+    tio__gfree(g, n->opaque);
+    tio__gfree(g, n->domain);
+}
+
+void tio__gattrs_free(const tio_graph *g, tio_gattr *a, size_t n) {
+    for (size_t j = 0; j < n; j++) attr_clear(g, &a[j]);
+    tio__gfree(g, a);
 }
 
 static tio_graph *graph_new(tio_container *c, tio_graph *parent) {
@@ -91,14 +172,15 @@ static tio_graph *graph_new(tio_container *c, tio_graph *parent) {
     if (!g) return NULL;
     g->c = c;
     g->parent = parent;
+    g->root = parent ? parent->root : g;
     return g;
 }
 
 void tio__graph_free(tio_graph *g) {
     if (!g) return;
-    for (size_t i = 0; i < g->value_count; i++) value_clear(&g->values[i]);
+    for (size_t i = 0; i < g->value_count; i++) value_clear(g, &g->values[i]);
     free(g->values);
-    for (size_t i = 0; i < g->node_count; i++) node_clear(&g->nodes[i]);
+    for (size_t i = 0; i < g->node_count; i++) tio__gnode_clear(g, &g->nodes[i]);
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);
@@ -111,6 +193,10 @@ void tio__graph_free(tio_graph *g) {
     for (size_t i = 0; i < g->opset_count; i++) free(g->opset_domains[i]);
     free(g->opset_domains);
     free(g->opset_versions);
+    for (struct tio_gchunk *c = g->chunks, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
     free(g);
 }
 
@@ -128,9 +214,9 @@ int tio__graph_set_opaque(tio_graph *g, size_t node, const char *why, tio_error 
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
                         "graph: node %zu does not exist (the graph has %zu nodes)", node,
                         g->node_count);
-    char *s = dupstr(why);
+    char *s = tio__gstrdup(g, why);
     if (!s) return tio__nomem(err, NULL);
-    free(g->nodes[node].opaque);
+    tio__gfree(g, g->nodes[node].opaque);
     g->nodes[node].opaque = s;
     return TIO_OK;
 }
@@ -347,17 +433,19 @@ int tio_graph_add_value(tio_graph *g, const tio_value_info *v, size_t *index,
     rc = grow(&p, &g->value_cap, g->value_count + 1, sizeof *g->values, err);
     g->values = p;
     if (rc) return rc;
-    if (dup_opt(v->name, &nv.name)) goto nomem;
+    if (dup_opt(g, v->name, &nv.name)) goto nomem;
     if (nv.rank > 0) {
-        nv.dims = calloc((size_t)nv.rank, sizeof *nv.dims);
+        /* rank <= TIO_GRAPH_API_MAX_RANK or a tensor's: no overflow */
+        nv.dims = tio__galloc(g, (size_t)nv.rank * sizeof *nv.dims);
         if (!nv.dims) goto nomem;
+        memset(nv.dims, 0, (size_t)nv.rank * sizeof *nv.dims);
         for (int64_t k = 0; k < nv.rank; k++) {
             if (t) {
                 nv.dims[k].value = t->shape[k];
             } else {
                 char *dn;
                 nv.dims[k].value = v->dims[k].value;
-                if (dup_opt(v->dims[k].name, &dn)) goto nomem;
+                if (dup_opt(g, v->dims[k].name, &dn)) goto nomem;
                 nv.dims[k].name = dn;
             }
         }
@@ -367,7 +455,7 @@ int tio_graph_add_value(tio_graph *g, const tio_value_info *v, size_t *index,
     g->value_count++;
     return TIO_OK;
 nomem:
-    value_clear(&nv);
+    value_clear(g, &nv);
     return tio__nomem(err, NULL);
 }
 
@@ -410,13 +498,13 @@ int tio_graph_add_node(tio_graph *g, const tio_node_info *n, size_t *index,
     const char *dom = n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0
                           ? n->domain
                           : NULL;
-    if (dup_opt(n->name, &nn.name) || dup_opt(n->op, &nn.op) ||
-        dup_opt(native, &nn.native_op) || dup_opt(dom, &nn.domain))
+    if (dup_opt(g, n->name, &nn.name) || dup_opt(g, n->op, &nn.op) ||
+        dup_opt(g, native, &nn.native_op) || dup_opt(g, dom, &nn.domain))
         goto nomem;
-    rc = dup_i64(n->inputs, n->input_count, &nn.inputs, err);
+    rc = dup_i64(g, n->inputs, n->input_count, &nn.inputs, err);
     if (rc) goto fail;
     nn.input_count = n->input_count;
-    rc = dup_i64(n->outputs, n->output_count, &nn.outputs, err);
+    rc = dup_i64(g, n->outputs, n->output_count, &nn.outputs, err);
     if (rc) goto fail;
     nn.output_count = n->output_count;
     g->nodes[g->node_count] = nn;
@@ -426,7 +514,7 @@ int tio_graph_add_node(tio_graph *g, const tio_node_info *n, size_t *index,
 nomem:
     rc = tio__nomem(err, NULL);
 fail:
-    node_clear(&nn);
+    tio__gnode_clear(g, &nn);
     return rc;
 }
 
@@ -574,68 +662,73 @@ int tio_graph_add_attr(tio_graph *g, size_t node, const tio_attr *a, tio_error *
     int rc = check_attr(g, node, a, &sub, err);
     if (rc) return rc;
     tio_gnode *n = &g->nodes[node];
-    void *p = n->attrs;
-    rc = grow(&p, &n->attr_cap, n->attr_count + 1, sizeof *n->attrs, err);
-    n->attrs = p;
-    if (rc) return rc;
+    if (n->attr_count == n->attr_cap) {
+        /* attr_count < max_objects: no overflow */
+        size_t cap = n->attr_cap ? 2 * n->attr_cap : 2;
+        tio_gattr *na = tio__grealloc(g, n->attrs, n->attr_count * sizeof *na, cap * sizeof *na);
+        if (!na) return tio__nomem(err, NULL);
+        n->attrs = na;
+        n->attr_cap = cap;
+    }
     tio_gattr na;
     memset(&na, 0, sizeof na);
     na.type = a->type;
-    na.name = dupstr(a->name);
+    na.name = tio__gstrdup(g, a->name);
     if (!na.name) goto nomem;
     size_t bytes;
     switch (a->type) {
     case TIO_ATTR_INT:
         na.i = a->i;
         if (a->label && a->label[0]) {
-            na.s = dupstr(a->label);
+            na.s = tio__gstrdup(g, a->label);
             if (!na.s) goto nomem;
         }
         break;
     case TIO_ATTR_TENSOR: na.i = a->i; break;
     case TIO_ATTR_FLOAT: na.f = a->f; break;
     case TIO_ATTR_STRING:
-        na.s = dupstr(a->s);
+        na.s = tio__gstrdup(g, a->s);
         if (!na.s) goto nomem;
         break;
     case TIO_ATTR_INTS:
-        rc = dup_i64(a->ints, a->count, &na.ints, err);
+        rc = dup_i64(g, a->ints, a->count, &na.ints, err);
         if (rc) goto fail;
         na.count = a->count;
         break;
     case TIO_ATTR_FLOATS:
         if (a->count) {
-            if (tio__mul_ovf(a->count, sizeof *na.floats, &bytes)) goto overflow;
-            na.floats = malloc(bytes);
-            if (!na.floats) goto nomem;
-            memcpy(na.floats, a->floats, bytes);
+            void *q;
+            rc = dup_arr(g, a->floats, a->count, sizeof *na.floats, &q, err);
+            na.floats = q;
+            if (rc) goto fail;
         }
         na.count = a->count;
         break;
     case TIO_ATTR_STRINGS:
         if (a->count) {
             if (tio__mul_ovf(a->count, sizeof *na.strings, &bytes)) goto overflow;
-            na.strings = calloc(a->count, sizeof *na.strings);
+            na.strings = tio__galloc(g, bytes);
             if (!na.strings) goto nomem;
+            memset(na.strings, 0, bytes);
             na.count = a->count;
             for (size_t k = 0; k < a->count; k++) {
-                na.strings[k] = dupstr(a->strings[k]);
+                na.strings[k] = tio__gstrdup(g, a->strings[k]);
                 if (!na.strings[k]) goto nomem;
             }
         }
         break;
     case TIO_ATTR_GRAPH: na.graph = sub; break;
     case TIO_ATTR_TENSORS:
-        rc = dup_i64(a->tensors, a->count, &na.ints, err);
+        rc = dup_i64(g, a->tensors, a->count, &na.ints, err);
         if (rc) goto fail;
         na.count = a->count;
         break;
     case TIO_ATTR_GRAPHS:
         if (a->count) {
-            if (tio__mul_ovf(a->count, sizeof *na.graphs, &bytes)) goto overflow;
-            na.graphs = malloc(bytes);
-            if (!na.graphs) goto nomem;
-            memcpy(na.graphs, a->graphs, bytes);
+            void *q;
+            rc = dup_arr(g, a->graphs, a->count, sizeof *na.graphs, &q, err);
+            na.graphs = q;
+            if (rc) goto fail;
         }
         na.count = a->count;
         break;
@@ -651,7 +744,7 @@ overflow:
 nomem:
     rc = tio__nomem(err, NULL);
 fail:
-    attr_clear(&na);
+    attr_clear(g, &na);
     return rc;
 }
 
@@ -682,9 +775,12 @@ static int set_list(tio_graph *g, int64_t **list, size_t *count, const int64_t *
                             "graph %s: entry %zu is value %lld (expected a value index "
                             "below %zu)",
                             what, k, (long long)values[k], g->value_count);
-    int64_t *copy;
-    int rc = dup_i64(values, n, &copy, err);
-    if (rc) return rc;
+    int64_t *copy = NULL;
+    if (n) {
+        copy = malloc(n * sizeof *copy); /* n <= value_count: no overflow */
+        if (!copy) return tio__nomem(err, NULL);
+        memcpy(copy, values, n * sizeof *copy);
+    }
     free(*list);
     *list = copy;
     *count = n;
@@ -708,8 +804,8 @@ int tio_graph_set_captures(tio_graph *g, const int64_t *values, size_t n, tio_er
 
 int tio_graph_set_native_format(tio_graph *g, const char *format, tio_error *err) {
     if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
-    char *s;
-    if (dup_opt(format, &s)) return tio__nomem(err, NULL);
+    char *s = NULL;
+    if (format && format[0] && !(s = dupstr(format))) return tio__nomem(err, NULL);
     free(g->native_format);
     g->native_format = s;
     return TIO_OK;

@@ -50,9 +50,12 @@ typedef struct tio_gnode {
     char *domain; /* NULL = the default ONNX domain */
 } tio_gnode;
 
+struct tio_gchunk;
 struct tio_graph {
     tio_container *c;    /* owner */
     tio_graph *parent;   /* NULL for the root */
+    tio_graph *root;     /* the root (itself for the root) */
+    struct tio_gchunk *chunks; /* the root's: the arena of the tree (newest first) */
     char *native_format; /* NULL if built through the API */
     tio_gvalue *values;
     size_t value_count, value_cap;
@@ -78,6 +81,23 @@ struct tio_graph {
 
 /* Frees a graph and its subgraphs (the root is freed by the container). */
 void tio__graph_free(tio_graph *g);
+
+/* The arena of a graph tree. The strings and arrays a value, node or
+ * attribute holds (names, op, domain, opaque, inputs, outputs, dims and
+ * their names, attribute s/ints/floats/strings/graphs) come from
+ * tio__galloc, or from malloc() where a reader builds one itself; either
+ * kind is released with tio__gfree (arena memory is freed with the root).
+ * So is a node's attrs array (grown with tio__grealloc). The arrays of the
+ * graph itself (values, nodes, inputs, outputs, ...) stay malloc()ed. */
+void *tio__galloc(tio_graph *g, size_t n);
+char *tio__gstrdup(tio_graph *g, const char *s);
+void tio__gfree(const tio_graph *g, void *p);
+/* A copy of p's first min(old, n) bytes in n bytes of the arena; p released. */
+void *tio__grealloc(tio_graph *g, void *p, size_t old, size_t n);
+/* Releases what a node holds (not the node). */
+void tio__gnode_clear(const tio_graph *g, tio_gnode *n);
+/* Releases n attributes and the array a. */
+void tio__gattrs_free(const tio_graph *g, tio_gattr *a, size_t n);
 
 /* Marks node i opaque with a message (see tio_gnode.opaque). */
 int tio__graph_set_opaque(tio_graph *g, size_t node, const char *why, tio_error *err);

@@ -465,10 +465,10 @@ out:
 
 /* ------------------------------------------------------------- types */
 
-static void ox_clear_dims(tio_gvalue *v) {
+static void ox_clear_dims(const tio_graph *g, tio_gvalue *v) {
     if (v->dims && v->rank > 0)
-        for (int64_t k = 0; k < v->rank; k++) free((char *)v->dims[k].name);
-    free(v->dims);
+        for (int64_t k = 0; k < v->rank; k++) tio__gfree(g, (char *)v->dims[k].name);
+    tio__gfree(g, v->dims);
     v->dims = NULL;
     v->rank = -1;
 }
@@ -484,7 +484,7 @@ static int ox_take_tensor_type(ox_reader *r, tio_gvalue *gv, int64_t t, int64_t 
     if (rc) return rc;
     tio_dim *dims = calloc(rank ? rank : 1, sizeof *dims);
     if (!dims) return tio__nomem(err, OX_FMT);
-    ox_clear_dims(gv);
+    ox_clear_dims(tio_container_graph(r->ctx->c), gv);
     const int64_t *shape = tio_tensor_shape(ts);
     for (size_t k = 0; k < rank; k++) dims[k].value = shape[k];
     gv->dims = dims;
@@ -545,7 +545,7 @@ static int ox_value_type(ox_reader *r, const tio_pb_reader *vi, ox_scope *sc, in
                         lbl, gv->name, (long long)code, dn ? dn : "unknown");
     }
     gv->dtype = dt;
-    ox_clear_dims(gv);
+    ox_clear_dims(tio_container_graph(r->ctx->c), gv);
     if (!have_shape) return TIO_OK;
     /* count the dims */
     size_t rank = 0;

@@ -1041,17 +1041,6 @@ static int tm_plain(const tio_graph *g, const tio_gnode *n, const uint8_t *isin)
     return 0;
 }
 
-static void tm_node_free(tio_gnode *n) {
-    free(n->name);
-    free(n->op);
-    free(n->native_op);
-    free(n->inputs);
-    free(n->outputs);
-    tio__tmfile_attrs_free(n->attrs, n->attr_count);
-    free(n->opaque);
-    free(n->domain);
-}
-
 /* Which Const and InputOp nodes become graph constants and inputs: all
  * plain ones when a write would give the same nodes in the same order
  * (it synthesizes a Const per unproduced constant in value order, then an
@@ -1203,7 +1192,7 @@ static int tm_clip_bounds(tm_reader *r, size_t j, tm_names *nm,
     int rc = tm_clip_consts(r, base, nm, vx, err);
     if (rc) return rc;
     tio_gnode *n = &r->g->nodes[j];
-    int64_t *ins = realloc(n->inputs, 3 * sizeof *ins);
+    int64_t *ins = tio__grealloc(r->g, n->inputs, n->input_count * sizeof *ins, 3 * sizeof *ins);
     if (!ins) return tio__nomem(err, TM_FMT);
     ins[1] = vx[0];
     ins[2] = vx[1];
@@ -1252,7 +1241,7 @@ static int tm_reshape_stand_in(tm_reader *r, size_t j, tm_names *nm,
     if (rc) return rc;
     n = &g->nodes[j];
     if (orig < 0) {
-        int64_t *ins = realloc(n->inputs, 2 * sizeof *ins);
+        int64_t *ins = tio__grealloc(g, n->inputs, n->input_count * sizeof *ins, 2 * sizeof *ins);
         if (!ins) return tio__nomem(err, TM_FMT);
         n->inputs = ins;
         n->input_count = 2;
@@ -1261,8 +1250,8 @@ static int tm_reshape_stand_in(tm_reader *r, size_t j, tm_names *nm,
     n->inputs[1] = (int64_t)vx;
     n->native_attrs = 2 + orig;
     /* the attribute now says nothing the graph does not */
-    free(n->attrs[at].name);
-    free(n->attrs[at].ints);
+    tio__gfree(g, n->attrs[at].name);
+    tio__gfree(g, n->attrs[at].ints);
     memmove(&n->attrs[at], &n->attrs[at + 1], (n->attr_count - at - 1) * sizeof *n->attrs);
     n->attr_count--;
     return TIO_OK;
@@ -1288,7 +1277,7 @@ static int tm_slice_inputs(tm_reader *r, size_t j, tm_names *nm,
     }
     if (n->input_count != 1 || (uint64_t)r->ctx->c->count + 4 > r->ctx->limits.max_tensors)
         return TIO_OK;
-    int64_t *ins = realloc(n->inputs, 5 * sizeof *ins);
+    int64_t *ins = tio__grealloc(g, n->inputs, n->input_count * sizeof *ins, 5 * sizeof *ins);
     if (!ins) return tio__nomem(err, TM_FMT);
     n->inputs = ins;
     const char *base = n->name ? n->name : "slice";
@@ -1315,8 +1304,8 @@ static int tm_slice_inputs(tm_reader *r, size_t j, tm_names *nm,
     for (size_t k = 0; k < n->attr_count; k++) {
         bool gone = k == at[0] || k == at[1] || k == at[2] || k == at[3];
         if (gone) {
-            free(n->attrs[k].name);
-            free(n->attrs[k].ints);
+            tio__gfree(g, n->attrs[k].name);
+            tio__gfree(g, n->attrs[k].ints);
         } else {
             n->attrs[m++] = n->attrs[k];
         }
@@ -1395,9 +1384,9 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
             n->native_op = n->op;
             n->op = NULL;
         }
-        free(n->op);
+        tio__gfree(g, n->op);
         n->op = nop;
-        tio__tmfile_attrs_free(n->attrs, n->attr_count);
+        tio__gattrs_free(g, n->attrs, n->attr_count);
         n->attrs = na;
         n->attr_count = n->attr_cap = nna;
         n->native_attrs = 1;
@@ -1442,14 +1431,22 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
     }
     size_t ndrop = 0;
     for (size_t j = 0; j < nn; j++) ndrop += drop[j] != 0;
-    if (!rc && (ndrop || nsplit)) {
+    if (!rc && ndrop && !nsplit) {
+        /* only drops: the array compacted in place */
+        size_t m = 0;
+        for (size_t j = 0; j < nn; j++) {
+            if (drop[j]) tio__gnode_clear(g, &g->nodes[j]);
+            else g->nodes[m++] = g->nodes[j];
+        }
+        g->node_count = m;
+    } else if (!rc && (ndrop || nsplit)) {
         size_t total = nn - ndrop + nsplit, m = 0;
         tio_gnode *nodes = calloc(total ? total : 1, sizeof *nodes);
         if (!nodes) rc = tio__nomem(err, TM_FMT);
         for (size_t j = 0; !rc && j < nn; j++) {
             tio_gnode *n = &g->nodes[j];
             if (drop[j]) {
-                tm_node_free(n);
+                tio__gnode_clear(g, n);
                 continue;
             }
             nodes[m] = *n;
@@ -1484,8 +1481,8 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
             m += 2;
             if (rc) {
                 /* free what the new array holds from here on (and the rest below) */
-                for (size_t k = 0; k < m; k++) tm_node_free(&nodes[k]);
-                for (size_t k = j + 1; k < nn; k++) tm_node_free(&g->nodes[k]);
+                for (size_t k = 0; k < m; k++) tio__gnode_clear(g, &nodes[k]);
+                for (size_t k = j + 1; k < nn; k++) tio__gnode_clear(g, &g->nodes[k]);
                 free(nodes);
                 free(g->nodes);
                 g->nodes = NULL;

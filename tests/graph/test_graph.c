@@ -685,6 +685,83 @@ static void test_internals_and_free(void **state) {
 }
 
 
+/* The arena: objects of the tree from it, from malloc() (a reader's own, or
+ * above the small-object size), released either way with tio__gfree; many
+ * chunks; a node's attributes grown past their capacity keep earlier ones;
+ * a subgraph shares the root's arena. ASan checks each release. */
+static void test_arena(void **state) {
+    (void)state;
+    tio_container *c = make_container();
+    tio_graph *g = NULL, *sub = NULL;
+    tio_error e;
+    assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+    assert_int_equal(tio_graph_new_subgraph(g, &sub, &e), TIO_OK);
+    assert_ptr_equal(g->root, g);
+    assert_ptr_equal(sub->root, g);
+    /* 1 MiB of small objects: many chunks, each distinct and intact */
+    enum { N = 20000 };
+    char **p = calloc(N, sizeof *p);
+    assert_non_null(p);
+    for (size_t i = 0; i < N; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "object %zu of the arena", i);
+        p[i] = tio__gstrdup(i % 2 ? sub : g, name);
+        assert_non_null(p[i]);
+        assert_int_equal((uintptr_t)p[i] % 8, 0);
+    }
+    for (size_t i = 0; i < N; i += 997) {
+        char name[48];
+        snprintf(name, sizeof name, "object %zu of the arena", i);
+        assert_string_equal(p[i], name);
+        tio__gfree(g, p[i]); /* arena: nothing to do, no crash */
+    }
+    free(p);
+    /* malloc()ed memory handed to the graph, and a large object */
+    char *own = malloc(16);
+    assert_non_null(own);
+    tio__gfree(sub, own);
+    uint8_t *big = tio__galloc(g, 100000);
+    assert_non_null(big);
+    memset(big, 7, 100000);
+    big = tio__grealloc(g, big, 100000, 16); /* into the arena; the big one freed */
+    assert_non_null(big);
+    assert_int_equal(big[15], 7);
+    int64_t *few = malloc(2 * sizeof *few);
+    assert_non_null(few);
+    few[0] = 5;
+    few[1] = 6;
+    few = tio__grealloc(g, few, 2 * sizeof *few, 5 * sizeof *few);
+    assert_non_null(few);
+    assert_int_equal(few[1], 6);
+    tio__gfree(g, few);
+    /* a node with many attributes and a value with named dims */
+    size_t j = add_node(g, "n", "Custom", NULL, -1, NULL, 0, NULL, 0);
+    for (int k = 0; k < 40; k++) {
+        char an[16];
+        snprintf(an, sizeof an, "a%d", k);
+        tio_attr a = attr(an, TIO_ATTR_INTS);
+        int64_t v[3] = {k, k + 1, k + 2};
+        a.ints = v;
+        a.count = 3;
+        add_attr_ok(g, j, &a);
+    }
+    tio_attr out;
+    assert_int_equal(tio_graph_find_attr(g, j, "a0", &out), TIO_OK);
+    assert_int_equal(out.ints[2], 2);
+    assert_int_equal(tio_graph_find_attr(g, j, "a39", &out), TIO_OK);
+    assert_int_equal(out.ints[0], 39);
+    tio_dim d[2] = {{-1, "batch"}, {3, NULL}};
+    size_t v = add_value(sub, "x", TIO_FLOAT32, 2, d, -1);
+    tio_value_info vi;
+    assert_int_equal(tio_graph_value(sub, v, &vi), TIO_OK);
+    assert_string_equal(vi.dims[0].name, "batch");
+    /* a node cleared by a reader, then the whole tree freed */
+    tio__gnode_clear(g, &g->nodes[j]);
+    memset(&g->nodes[j], 0, sizeof g->nodes[j]);
+    g->nodes[j].op = tio__gstrdup(g, "Dropped");
+    tio_container_free(c);
+}
+
 /* An INT attribute keeps its enum label (copied); other types have none. */
 static void test_enum_labels(void **state) {
     (void)state;
@@ -723,6 +800,7 @@ int main(void) {
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_internals_and_free),
         cmocka_unit_test(test_enum_labels),
+        cmocka_unit_test(test_arena),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
