@@ -17,6 +17,7 @@ the issue's; each is checked here and marked met or missed.
 import collections
 import os
 import shutil
+import re
 import statistics
 import subprocess
 import sys
@@ -554,6 +555,34 @@ def main():
                       (f"; a page fault here (base:touch): {fmt_time(med(touch) / RUNS[touch][0][2])}"
                        " per touch" if touch in RUNS else ""))
         plots["open"] = plot
+
+    # ------------------------------------------- tensio ls, a process each
+    if groups("ls"):
+        rows = []
+        worst = None
+        for g in groups("ls"):
+            one_k, many_k = ("ls", g, "base:ls-1"), ("ls", g, "tensio:ls")
+            m = re.search(r"(\d+) tensors", g)
+            if one_k not in RUNS or many_k not in RUNS or not m or int(m.group(1)) < 2:
+                continue
+            per = (med(many_k) - med(one_k)) / (int(m.group(1)) - 1)
+            rows.append([g, stats(one_k)[0], stats(many_k)[0], fmt_time(per),
+                         fp("ls", g, "tensio:ls", "base:ls-1")])
+            if worst is None or per > worst[0]:
+                worst = (per, g)
+        if rows:
+            md.append("\n### `tensio ls` in a process of its own\n\nThe CLI started for each "
+                      "listing (`tensio ls FILE`, output to /dev/null), of the 1-tensor file "
+                      "(`base:ls-1`: process start, dynamic linking, the mapping, one row) "
+                      "and of the many-tensor file, repetitions interleaved. *Per tensor* is "
+                      "the difference of the medians over the tensors added: the open, the "
+                      "heap the process faults in, the table it prints, the free.\n")
+            md.append(table(["format, file", "ls of 1 tensor", "ls of many", "per tensor",
+                             "1-tensor time / many (paired)"], rows))
+            goals.add("`tensio ls`, a process each, many tensors", "≤ 2 µs per tensor",
+                      f"{fmt_time(worst[0])} per tensor", worst[0] <= 2e-6,
+                      f"slowest: {worst[1]}; the process's start subtracted (ls of a "
+                      "1-tensor file)")
 
     # -------------------------------------------------------------- scan
     if groups("scan"):

@@ -180,7 +180,13 @@ for f in $FORMATS; do
   fi
   if has open; then
     run $T files open "$f1" --group "$one"
-    if [ -z "$only1" ]; then run $T files open "$fm" --group "$many"; fi
+    if [ -z "$only1" ]; then
+      run $T files open "$fm" --group "$many"
+      # `tensio ls` in a process of its own: of the 1-tensor file (the
+      # baseline: process start, the mapping) and of the many-tensor one
+      run $T files spawn --case ls --group "$f, $many" --out "$DATA/bench-ls.out" --quiet \
+        :: base:ls-1 "$CLI" ls "$f1" :: tensio:ls "$CLI" ls "$fm"
+    fi
     if [ -z "$touched" ] && [ -z "$only1" ]; then
       # the fault cost, read against the opens: every page of a 1-tensor
       # file; one page per tensor, spread as the many-tensor file's are

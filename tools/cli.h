@@ -277,6 +277,9 @@ typedef struct cli_table {
 } cli_table;
 
 void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask);
+/* Makes room for `rows` more rows of about `bytes_per_row` bytes of text (a
+ * hint: a listing of known length allocates once instead of doubling). */
+void cli_table_reserve(cli_table *t, size_t rows, size_t bytes_per_row);
 /* Appends one cell (rows fill left to right). Records out-of-memory. */
 void cli_table_add(cli_table *t, const char *fmt, ...) CLI_PRINTF(2, 3);
 /* Prints with columns padded to their widest cell of at most

@@ -468,6 +468,25 @@ void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask) {
     t->right = right_align_mask;
 }
 
+void cli_table_reserve(cli_table *t, size_t rows, size_t bytes_per_row) {
+    if (t->nomem || rows > SIZE_MAX / 2 / (t->ncols + 1) / (bytes_per_row + 1)) return;
+    size_t cells = t->ncells + rows * t->ncols, text = t->used + rows * bytes_per_row + 1;
+    if (cells > t->cap) {
+        size_t *at = realloc(t->at, cells * sizeof *at);
+        if (at) t->at = at;
+        size_t *w = at ? realloc(t->width, cells * sizeof *w) : NULL;
+        if (!w) return; /* a hint: cli_table_add grows as before */
+        t->width = w;
+        t->cap = cells;
+    }
+    if (text > t->tcap) {
+        char *b = realloc(t->text, text);
+        if (!b) return;
+        t->text = b;
+        t->tcap = text;
+    }
+}
+
 /* Display width: UTF-8 code points (continuation bytes do not count). */
 static size_t display_width(const char *s, size_t n) {
     size_t w = 0;

@@ -158,6 +158,7 @@ static int ls_text(const char *path, const tio_container *c, int hash, cli_progr
     cli_dense_budget_init(&budget, c);
     budget.prog = prog;
     size_t n = tio_container_count(c);
+    cli_table_reserve(&tab, n, hash ? 128 : 64);
     for (size_t i = 0; i < n; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
         const char *name = tio_tensor_name(t);
