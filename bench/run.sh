@@ -39,9 +39,10 @@
 #   BENCH_PY_SIZE  python: the .ten / .npy opened [BENCH_SIZE]
 #   BENCH_PY_STREAM_SIZES [1K,64K,1M,16M]  BENCH_PY_STREAM_BUDGET [256M]
 #   BENCH_OUT      results directory [bench/results]
-#   BENCH_KEEP     set: keep the lines of the cases not run from the previous
-#                  latest.tsv (a partial re-run; machine.tsv says which cases
-#                  were re-run, when, on which commit and file system)
+#   BENCH_KEEP     set: keep the lines of the previous latest.tsv that this
+#                  run does not measure again (by case, group and subject: a
+#                  partial re-run of some cases or formats; machine.tsv says
+#                  which cases were re-run, when, on which commit and file system)
 #   BENCH_CHECK    set: tio_bench --check (verify results; used by bench_smoke)
 set -euo pipefail
 BUILD=${1:?usage: bench/run.sh BUILD_DIR}
@@ -380,9 +381,11 @@ if has python; then
   fi
 fi
 
-# a partial re-run: the previous lines of every case not measured now
+# a partial re-run: the previous lines of every case, group and subject not
+# measured now (a re-run of some formats keeps the others' rows of its cases)
 if [ -f "$PREV" ]; then
-  awk -F'\t' 'NR == FNR { now[$2] = 1; next } !($2 in now)' "$RAW" "$PREV" >"$RAW.kept"
+  awk -F'\t' 'NR == FNR { now[$2 FS $3 FS $4] = 1; next } !(($2 FS $3 FS $4) in now)' \
+    "$RAW" "$PREV" >"$RAW.kept"
   cat "$RAW" >>"$RAW.kept"
   mv "$RAW.kept" "$RAW"
 fi

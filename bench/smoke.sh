@@ -36,7 +36,9 @@ for s in base:read base:memcpy base:write base:cp base:libzmq tensio:zio tensio:
          "base:py-safetensors(numpy)" "| page fault, " "| memcpy |" "python3-safetensors" \
          base:cat tensio:iterate "| tensio:copy |" "tensio:--member-to " \
          "shard iterate + checksum" "shard→shard convert (members copied)" \
-         "| 1,000 | " "LMDB random read, 100 → 1,000 records"; do
+         "| 1,000 | " "LMDB random read, 100 → 1,000 records" \
+         "### \`tensio ls\` in a process of its own" "| tmfile, 10 tensors |" \
+         "\`tensio ls\`, a process each, many tensors"; do
   grep -qF "$s" "$md" || { echo "bench_smoke: no $s row"; fail=1; }
 done
 # paired cases: their ratios are the median of paired repetitions (P lines)
