@@ -565,7 +565,7 @@ static void infer(pp *x, size_t j) {
             return;
         }
     if (!known(x, in) && strcmp(op, "ConstantOfShape") != 0) return;
-    int r = x->srank[in];
+    int r = in >= 0 ? x->srank[in] : -1; /* ConstantOfShape: its shape input may be absent */
     int64_t o[TM_MAX_DIMS], a[2 * TM_MAX_DIMS];
     size_t cnt;
     if (strcmp(op, "Conv") == 0 || strcmp(op, "MaxPool") == 0 ||
