@@ -236,6 +236,7 @@ static void visit(pp *x, size_t j) {
 /* Every use of value `from` reads `to` instead (applied when its readers
  * are visited, and for the graph's outputs when it is built). */
 static void replace_uses(pp *x, int64_t from, int64_t to) {
+    if (from < 0 || to < 0) return; /* callers check; an absent value has no uses */
     to = resolve(x, to);
     if (to == from) return; /* a node reading its own output (hostile): no cycle */
     x->alias[from] = to;
@@ -1067,7 +1068,8 @@ static bool only_attrs(const tio_gnode *n, const char *const *names) {
 static bool passthrough(const pp *x, const tio_gnode *n) {
     static const char *const none[] = {NULL}, *const drop[] = {"ratio", "seed", NULL},
                              *const pad[] = {"pads", "mode", "value", NULL};
-    if (n->input_count < 1 || n->inputs[0] < 0 || n->output_count < 1) return false;
+    if (n->input_count < 1 || n->inputs[0] < 0 || n->output_count < 1 || n->outputs[0] < 0)
+        return false;
     if (op_is(n, "Identity")) return n->output_count == 1 && only_attrs(n, none);
     if (op_is(n, "Dropout") && !only_attrs(n, drop)) return false;
     if (op_is(n, "Pad") && !only_attrs(n, pad)) return false;
