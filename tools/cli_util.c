@@ -468,17 +468,23 @@ void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask) {
     t->right = right_align_mask;
 }
 
+/* Room for `cap` cells in the offset and width arrays; 0, or -1 when out of
+ * memory (the table unchanged but for a larger t->at). */
+static int table_cells(cli_table *t, size_t cap) {
+    size_t *at = realloc(t->at, cap * sizeof *at);
+    if (at) t->at = at;
+    size_t *w = at ? realloc(t->width, cap * sizeof *w) : NULL;
+    if (!w) return -1;
+    t->width = w;
+    t->cap = cap;
+    return 0;
+}
+
 void cli_table_reserve(cli_table *t, size_t rows, size_t bytes_per_row) {
     if (t->nomem || rows > SIZE_MAX / 2 / (t->ncols + 1) / (bytes_per_row + 1)) return;
     size_t cells = t->ncells + rows * t->ncols, text = t->used + rows * bytes_per_row + 1;
-    if (cells > t->cap) {
-        size_t *at = realloc(t->at, cells * sizeof *at);
-        if (at) t->at = at;
-        size_t *w = at ? realloc(t->width, cells * sizeof *w) : NULL;
-        if (!w) return; /* a hint: cli_table_add grows as before */
-        t->width = w;
-        t->cap = cells;
-    }
+    /* a hint: when it fails, cli_table_add grows as before */
+    if (cells > t->cap && table_cells(t, cells)) return;
     if (text > t->tcap) {
         char *b = realloc(t->text, text);
         if (!b) return;
@@ -521,17 +527,9 @@ static void table_put(cli_table *t, const char *s, size_t n) {
  * 10,000 tensors is not 70,000 allocations. */
 void cli_table_add(cli_table *t, const char *fmt, ...) {
     if (t->nomem) return;
-    if (t->ncells == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        size_t *at = realloc(t->at, cap * sizeof *at);
-        if (at) t->at = at;
-        size_t *w = at ? realloc(t->width, cap * sizeof *w) : NULL;
-        if (!w) {
-            t->nomem = 1;
-            return;
-        }
-        t->width = w;
-        t->cap = cap;
+    if (t->ncells == t->cap && table_cells(t, t->cap ? t->cap * 2 : 64)) {
+        t->nomem = 1;
+        return;
     }
     if (!strchr(fmt, '%')) { /* a literal cell ("-", a heading) */
         table_put(t, fmt, strlen(fmt));
