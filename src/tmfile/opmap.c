@@ -134,11 +134,23 @@ const tio_tm_opmap *tio__tmfile_opmap_of(int idx) {
 
 /* ------------------------------------------------------ attribute lists */
 
+/* A list being built: in the arena of `arena` (the reader's graph, whose
+ * nodes take the list), or by malloc() (the writer's own node copies). */
 typedef struct tm_alist {
     tio_gattr *a;
     size_t n, cap;
     bool nomem;
+    tio_graph *arena;
 } tm_alist;
+
+static void *tm_alloc(tm_alist *l, size_t n) {
+    return l->arena ? tio__galloc(l->arena, n) : malloc(n);
+}
+
+static void tm_alist_free(tm_alist *l) {
+    if (l->arena) tio__gattrs_free(l->arena, l->a, l->n);
+    else tio__tmfile_attrs_free(l->a, l->n);
+}
 
 void tio__tmfile_attrs_free(tio_gattr *a, size_t n) {
     for (size_t k = 0; k < n; k++) {
@@ -161,7 +173,8 @@ static tio_gattr *tm_push(tm_alist *l, const char *prefix, const char *name) {
     if (l->nomem) return NULL;
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16;
-        tio_gattr *a = realloc(l->a, cap * sizeof *a);
+        tio_gattr *a = l->arena ? tio__grealloc(l->arena, l->a, l->cap * sizeof *a, cap * sizeof *a)
+                                : realloc(l->a, cap * sizeof *a);
         if (!a) {
             l->nomem = true;
             return NULL;
@@ -170,7 +183,7 @@ static tio_gattr *tm_push(tm_alist *l, const char *prefix, const char *name) {
         l->cap = cap;
     }
     size_t pl = prefix ? strlen(prefix) : 0, nl = strlen(name);
-    char *nm = malloc(pl + nl + 1);
+    char *nm = tm_alloc(l, pl + nl + 1);
     if (!nm) {
         l->nomem = true;
         return NULL;
@@ -200,7 +213,7 @@ static void tm_push_ints(tm_alist *l, const char *prefix, const char *name, cons
     tio_gattr *a = tm_push(l, prefix, name);
     if (!a) return;
     a->type = TIO_ATTR_INTS;
-    a->ints = malloc((n ? n : 1) * sizeof *a->ints);
+    a->ints = tm_alloc(l, (n ? n : 1) * sizeof *a->ints);
     if (!a->ints) {
         l->nomem = true;
         return;
@@ -216,14 +229,18 @@ static void tm_push_copy(tm_alist *l, const char *prefix, const char *name, cons
     a->i = src->i;
     a->f = src->f;
     a->count = src->count;
-    if (src->s && !(a->s = tio__tmfile_dup(src->s))) l->nomem = true;
+    if (src->s) {
+        size_t sn = strlen(src->s) + 1;
+        if ((a->s = tm_alloc(l, sn)) != NULL) memcpy(a->s, src->s, sn);
+        else l->nomem = true;
+    }
     if (src->ints) {
-        a->ints = malloc((src->count ? src->count : 1) * sizeof *a->ints);
+        a->ints = tm_alloc(l, (src->count ? src->count : 1) * sizeof *a->ints);
         if (!a->ints) l->nomem = true;
         else if (src->count) memcpy(a->ints, src->ints, src->count * sizeof *a->ints);
     }
     if (src->floats) {
-        a->floats = malloc((src->count ? src->count : 1) * sizeof *a->floats);
+        a->floats = tm_alloc(l, (src->count ? src->count : 1) * sizeof *a->floats);
         if (!a->floats) l->nomem = true;
         else if (src->count) memcpy(a->floats, src->floats, src->count * sizeof *a->floats);
     }
@@ -331,9 +348,9 @@ static const char *tm_pool_op(int64_t alg, int64_t global) {
     return NULL;
 }
 
-int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnode *n, int idx,
-                      tio_gattr **out, size_t *nout, const char **op, int *split_act,
-                      tio_error *err) {
+int tio__tmfile_raise(const tio_graph *g, tio_graph *arena, const tio_container *c,
+                      const tio_gnode *n, int idx, tio_gattr **out, size_t *nout, const char **op,
+                      int *split_act, tio_error *err) {
     *out = NULL;
     *nout = 0;
     *op = NULL;
@@ -357,9 +374,12 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
             if (f && !(f->type == TIO_ATTR_INTS && f->count == 0)) return TIO_OK;
         }
     }
-    uint8_t *used = calloc(n->attr_count ? n->attr_count : 1, 1);
+    uint8_t few[64]; /* most nodes' attributes: no calloc per node */
+    uint8_t *used = n->attr_count <= sizeof few ? few : calloc(n->attr_count, 1);
     if (!used) return tio__nomem(err, TM_FMT);
+    if (used == few) memset(few, 0, sizeof few);
     tm_alist l = {0};
+    l.arena = arena;
     bool ok = true, global = false;
     const char *name = m->onnx;
     const tio_gattr *a;
@@ -479,10 +499,12 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
         }
         if (cf && pd && cf->type == TIO_ATTR_INT && cf->i == 1 && pd->count == 4 &&
             pd->ints[0] == pd->ints[2] && pd->ints[1] == pd->ints[3]) {
-            char *nm = tio__tmfile_dup("ceil_mode");
+            char *nm = tm_alloc(&l, sizeof "ceil_mode");
             if (!nm) l.nomem = true;
             else {
-                free(cf->name);
+                memcpy(nm, "ceil_mode", sizeof "ceil_mode");
+                if (l.arena) tio__gfree(l.arena, cf->name);
+                else free(cf->name);
                 cf->name = nm;
             }
         }
@@ -496,13 +518,13 @@ int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnod
         else if (strncmp(x->name, "tm2_", 4) == 0) tm_push_copy(&l, NULL, x->name, x);
         else tm_push_copy(&l, "tmfile.", x->name, x);
     }
-    free(used);
+    if (used != few) free(used);
     if (l.nomem) {
-        tio__tmfile_attrs_free(l.a, l.n);
+        tm_alist_free(&l);
         return tio__nomem(err, TM_FMT);
     }
     if (!ok || !name) {
-        tio__tmfile_attrs_free(l.a, l.n);
+        tm_alist_free(&l);
         *split_act = -1;
         return TIO_OK;
     }

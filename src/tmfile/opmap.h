@@ -89,10 +89,13 @@ void tio__tmfile_attrs_free(tio_gattr *a, size_t n);
  * hold), *out is NULL, *op NULL and TIO_OK is returned. c holds the
  * constants the graph's values refer to. *split_act: a Convolution whose
  * activation is ReLU (0) or ReLU6 (6), else -1; its ONNX form is Conv
- * followed by a Relu or a Clip(0, 6), which the caller adds. */
-int tio__tmfile_raise(const tio_graph *g, const tio_container *c, const tio_gnode *n, int idx,
-                      tio_gattr **out, size_t *nout, const char **op, int *split_act,
-                      tio_error *err);
+ * followed by a Relu or a Clip(0, 6), which the caller adds. The list is
+ * allocated in the arena of `arena` (the graph that takes it: release it
+ * with tio__gattrs_free), or by malloc() when arena is NULL
+ * (tio__tmfile_attrs_free). */
+int tio__tmfile_raise(const tio_graph *g, tio_graph *arena, const tio_container *c,
+                      const tio_gnode *n, int idx, tio_gattr **out, size_t *nout, const char **op,
+                      int *split_act, tio_error *err);
 
 /* Lowers a raised node back to its Tengine param fields: *out gets the
  * field attributes (and the tm2_* ones, copied). `fused_act`: the

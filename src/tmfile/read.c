@@ -40,6 +40,8 @@ typedef struct tm_tinfo {
     uint32_t qvec;     /* offset of the quant params vector, 0 = none */
     uint32_t qcount;
     int64_t bufsize;   /* a constant without data: its buffer size; else -1 */
+    uint32_t bid;      /* a constant's buffer_id */
+    bool cst;          /* a constant (its buffer read by tm_buffers) */
     int64_t producer;  /* first node that outputs it, or -1 */
 } tm_tinfo;
 
@@ -67,6 +69,9 @@ typedef struct tm_reader {
     int64_t cur_n;        /* or -1 */
     char *scratch;        /* the current tensor's or node's name (tm_name) */
     size_t scratch_cap;
+    tio_preads *pre;      /* the TM2_Buffer structs read ahead, or NULL */
+    int32_t *nop;         /* each node's operator table index (-1 none), for
+                             tm_output_attrs after tm_buffers */
 } tm_reader;
 
 #define TM_LBL_CAP 160
@@ -314,8 +319,8 @@ static float tm_f32(const uint8_t *p) {
 
 /* One tensor: its value in the graph, and for a constant with data a
  * tensor of the container. */
-static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const uint8_t *buffers,
-                     uint32_t vbufs, uint32_t nbuf, tio_error *err) {
+static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, uint32_t nbuf,
+                     tio_error *err) {
     tio_read_ctx *ctx = r->ctx;
     tm_tinfo *ti = &r->t[i];
     uint8_t p[TM_TENSOR_LEN];
@@ -335,7 +340,6 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
     if (rc) return rc;
     r->cur_name = name;
     tio_dtype dt = tio__tmfile_dtype(ti->dcode);
-    int64_t dims[TM_MAX_DIMS];
     tio_dim vdims[TM_MAX_DIMS];
     int64_t rank = -1;
     tio_value_info vi;
@@ -384,7 +388,6 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
                               ti->type == TM_T_CONST ? "" : ", or -1 for unknown");
                 goto out;
             }
-            dims[k] = v;
             vdims[k].value = v;
             vdims[k].name = NULL;
         }
@@ -415,89 +418,142 @@ static int tm_tensor(tm_reader *r, size_t i, uint32_t off, int64_t slot, const u
                           bid, nbuf);
             goto out;
         }
-        uint8_t b[TM_BUFFER_LEN];
-        uint32_t boff = tio__ld32(buffers + 4u * bid);
-        r->cur_sfx = "buffer";
-        r->cur_n = bid;
-        rc = tm_copy(r, boff, TM_BUFFER_LEN, NULL, (int64_t)vbufs + 4 + 4 * (int64_t)bid, b,
-                     err);
-        r->cur_sfx = NULL;
-        if (rc) goto out;
-        uint32_t bsize = tio__ld32(b), bdata = tio__ld32(b + 4);
-        size_t nbytes = 0;
-        uint64_t numel = 0;
-        size_t rk = rank < 0 ? 0 : (size_t)rank;
-        rc = tio__shape_size(dims, rk, tio_dtype_size(dt), &numel, &nbytes, TM_FMT, (int64_t)off,
-                             err);
-        if (rc) goto out;
-        if (bdata == 0) {
-            /* TM_FOR_BENCHMARK files: Tengine allocates zeros. Nothing is
-             * materialised here: the value has no container tensor. */
-            r->nconst_zero++;
-            if ((uint64_t)bsize != nbytes) ti->bufsize = bsize;
-            else ti->bufsize = -2;
-            vi.dtype = dt;
-            vi.rank = rank < 0 ? 0 : rank;
-            vi.dims = vdims;
-        } else {
-            if (bsize < nbytes) {
-                rc = tio__err(err, TIO_E_CORRUPT, TM_FMT, (int64_t)boff,
-                              "%s: buffer %u holds %u bytes, but %llu %s elements need %zu",
-                              tm_cur(r, lb), bid, bsize, (unsigned long long)numel, tio_dtype_name(dt),
-                              nbytes);
-                goto out;
-            }
-            if ((uint64_t)bdata + bsize > r->size) {
-                rc = tio__err(err, TIO_E_BOUNDS, TM_FMT, (int64_t)boff + 4,
-                              "%s: buffer %u data at offset %u (%u bytes) extends past the end "
-                              "of the file (%zu bytes)",
-                              tm_cur(r, lb), bid, bdata, bsize, r->size);
-                goto out;
-            }
-            if (bsize > nbytes) {
-                rc = tio__warn(ctx, TM_FMT, (int64_t)boff, err,
-                               "%s: buffer %u holds %u bytes, %zu more than the %zu its dims "
-                               "need; the extra bytes are not kept",
-                               tm_cur(r, lb), bid, bsize, (size_t)bsize - nbytes, nbytes);
-                if (rc) goto out;
-            }
-            if (tio_dtype_size(dt) > 1 && bdata % tio_dtype_size(dt)) {
-                rc = tio__warn(ctx, TM_FMT, (int64_t)bdata, err,
-                               "%s: constant data at offset %u is not aligned to its %zu-byte "
-                               "elements (Tengine uses it in place)",
-                               tm_cur(r, lb), bdata, tio_dtype_size(dt));
-                if (rc) goto out;
-            }
-            if ((uint64_t)ctx->c->count >= ctx->limits.max_tensors) {
-                rc = tio__err(err, TIO_E_LIMIT, TM_FMT, (int64_t)off,
-                              "%s: more constants than the limit of %llu tensors", tm_cur(r, lb),
-                              (unsigned long long)ctx->limits.max_tensors);
-                goto out;
-            }
-            rc = tm_mem(r, tio__cost_tensor(name ? strlen(name) : 0, rk), (int64_t)off, err);
-            if (rc) goto out;
-            tio_tensor_desc desc;
-            memset(&desc, 0, sizeof desc);
-            desc.name = name;
-            desc.dtype = dt;
-            desc.rank = rk;
-            desc.shape = dims;
-            desc.layout = TIO_LAYOUT_DENSE;
-            desc.data = r->d + bdata;
-            desc.nbytes = nbytes;
-            rc = tio__container_add_view(ctx->c, &desc, (int64_t)bdata, TM_FMT, err);
-            if (rc) goto out;
-            vi.tensor = (int64_t)ctx->c->count - 1;
-        }
-    } else {
-        vi.dtype = dt;
-        vi.rank = rank;
-        vi.dims = rank > 0 ? vdims : NULL;
+        /* its buffer is read after the nodes (tm_buffers): the value holds
+         * the dtype and dims meanwhile, as a constant without data keeps */
+        ti->cst = true;
+        ti->bid = bid;
+        rank = rank < 0 ? 0 : rank;
     }
+    vi.dtype = dt;
+    vi.rank = rank;
+    vi.dims = rank > 0 ? vdims : NULL;
     size_t idx;
     rc = tm_mem(r, tio__cost_dims(rank > 0 ? (uint64_t)rank : 0), (int64_t)off, err);
     if (!rc) rc = tio_graph_add_value(r->g, &vi, &idx, err);
 out:
+    return rc;
+}
+
+/* The TM2_Buffer structs lie beside their buffers' data, one per constant,
+ * and far apart when the constants are large: each costs a pread() of its
+ * own (a system call and a cold page-cache lookup, about 1.2 µs here; a
+ * fault of the mapping costs more, docs/performance.md). When there are
+ * many and they are sparser than the header window, a thread reads them
+ * from the last one down while this one decodes the tensors from the first
+ * one up, taking what the thread has read (tio_preads). Nothing is decided
+ * by the thread: every struct is checked here as before, and one it has not
+ * read (or could not) is read here. Only where every buffer could be a
+ * tensor's (nbuf <= nten, counted and limited already), so that the thread
+ * reads no more structs than the decode could. */
+#define TM_PREFETCH_MIN 256u
+static void tm_prefetch(tm_reader *r, const uint8_t *be, uint32_t nbuf, uint32_t nten,
+                        uint64_t **boffs) {
+    const tio_headsrc *h = r->ctx->head;
+    if (!h || h->base != r->d || nbuf < TM_PREFETCH_MIN || nbuf > nten ||
+        r->size / nbuf < TIO__HEAD_WINDOW)
+        return;
+    uint64_t *o = malloc((size_t)nbuf * sizeof *o);
+    if (!o) return; /* read here, one by one */
+    for (uint32_t i = 0; i < nbuf; i++) {
+        uint32_t v = tio__ld32(be + 4u * i);
+        o[i] = v ? v : UINT64_MAX;
+    }
+    r->pre = tio__preads_start(h->fd, o, nbuf, TM_BUFFER_LEN, r->size);
+    if (r->pre) *boffs = o;
+    else free(o);
+}
+
+/* The constants' buffers, after the nodes (so that the thread of
+ * tm_prefetch reads their structs while the tensors and nodes decode): each
+ * TM2_Buffer is checked against its constant's dims, which its value holds;
+ * a constant with data becomes a container tensor (a view into the file),
+ * in tensor order, one without data (offset_data 0) stays a value. */
+static int tm_buffers(tm_reader *r, const uint8_t *buffers, uint32_t vbufs, tio_error *err) {
+    tio_read_ctx *ctx = r->ctx;
+    tio_graph *g = r->g;
+    char lb[TM_LBL_CAP];
+    int rc = TIO_OK;
+    for (size_t i = 0; !rc && i < r->nt; i++) {
+        tm_tinfo *ti = &r->t[i];
+        if (!ti->cst) continue;
+        tio_gvalue *gv = &g->values[i];
+        uint32_t off = ti->off, bid = ti->bid;
+        tm_begin(r, "tensor", i);
+        r->cur_name = gv->name;
+        tio_dtype dt = gv->dtype;
+        size_t rk = (size_t)gv->rank;
+        int64_t dims[TM_MAX_DIMS];
+        for (size_t k = 0; k < rk; k++) dims[k] = gv->dims[k].value;
+        uint8_t b[TM_BUFFER_LEN];
+        uint32_t boff = tio__ld32(buffers + 4u * bid);
+        r->cur_sfx = "buffer";
+        r->cur_n = bid;
+        int64_t bref = (int64_t)vbufs + 4 + 4 * (int64_t)bid;
+        const uint8_t *bp = NULL;
+        rc = tm_struct(r, boff, TM_BUFFER_LEN, NULL, bref, &bp, err);
+        /* read by the prefetch thread, or here */
+        if (!rc && !tio__preads_take(r->pre, bid, b))
+            rc = tm_copy(r, boff, TM_BUFFER_LEN, NULL, bref, b, err);
+        r->cur_sfx = NULL;
+        if (rc) break;
+        uint32_t bsize = tio__ld32(b), bdata = tio__ld32(b + 4);
+        size_t nbytes = 0;
+        uint64_t numel = 0;
+        rc = tio__shape_size(dims, rk, tio_dtype_size(dt), &numel, &nbytes, TM_FMT, (int64_t)off,
+                             err);
+        if (rc) break;
+        if (bdata == 0) {
+            /* TM_FOR_BENCHMARK files: Tengine allocates zeros. Nothing is
+             * materialised here: the value has no container tensor. */
+            r->nconst_zero++;
+            ti->bufsize = (uint64_t)bsize != nbytes ? (int64_t)bsize : -2;
+            continue;
+        }
+        if (bsize < nbytes) {
+            rc = tio__err(err, TIO_E_CORRUPT, TM_FMT, (int64_t)boff,
+                          "%s: buffer %u holds %u bytes, but %llu %s elements need %zu",
+                          tm_cur(r, lb), bid, bsize, (unsigned long long)numel, tio_dtype_name(dt),
+                          nbytes);
+            break;
+        }
+        if ((uint64_t)bdata + bsize > r->size) {
+            rc = tio__err(err, TIO_E_BOUNDS, TM_FMT, (int64_t)boff + 4,
+                          "%s: buffer %u data at offset %u (%u bytes) extends past the end "
+                          "of the file (%zu bytes)",
+                          tm_cur(r, lb), bid, bdata, bsize, r->size);
+            break;
+        }
+        if (bsize > nbytes) {
+            rc = tio__warn(ctx, TM_FMT, (int64_t)boff, err,
+                           "%s: buffer %u holds %u bytes, %zu more than the %zu its dims "
+                           "need; the extra bytes are not kept",
+                           tm_cur(r, lb), bid, bsize, (size_t)bsize - nbytes, nbytes);
+            if (rc) break;
+        }
+        if (tio_dtype_size(dt) > 1 && bdata % tio_dtype_size(dt)) {
+            rc = tio__warn(ctx, TM_FMT, (int64_t)bdata, err,
+                           "%s: constant data at offset %u is not aligned to its %zu-byte "
+                           "elements (Tengine uses it in place)",
+                           tm_cur(r, lb), bdata, tio_dtype_size(dt));
+            if (rc) break;
+        }
+        if ((uint64_t)ctx->c->count >= ctx->limits.max_tensors) {
+            rc = tio__err(err, TIO_E_LIMIT, TM_FMT, (int64_t)off,
+                          "%s: more constants than the limit of %llu tensors", tm_cur(r, lb),
+                          (unsigned long long)ctx->limits.max_tensors);
+            break;
+        }
+        const char *name = gv->name;
+        rc = tm_mem(r, tio__cost_tensor(name ? strlen(name) : 0, rk), (int64_t)off, err);
+        if (rc) break;
+        tio_tensor_desc desc = {.name = name, .dtype = dt, .rank = rk, .shape = dims,
+                                .layout = TIO_LAYOUT_DENSE, .data = r->d + bdata,
+                                .nbytes = nbytes};
+        rc = tio__container_add_view(ctx->c, &desc, (int64_t)bdata, TM_FMT, err);
+        if (rc) break;
+        gv->tensor = (int64_t)ctx->c->count - 1; /* dtype and dims as the tensor's */
+    }
+    r->cur_sfx = NULL;
     return rc;
 }
 
@@ -886,7 +942,7 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
     if (!rc && raw) rc = tm_add_ints(r, gi, "tm2_param", raw, nraw, err);
     if (!rc && op_ver != r->op_ver) rc = tm_add_int(r, gi, "tm2_op_ver", op_ver, NULL, err);
     if (!rc && dyn) rc = tm_add_int(r, gi, "tm2_dynamic_shape", dyn, NULL, err);
-    if (!rc) rc = tm_output_attrs(r, gi, idx, outs, nout, err);
+    r->nop[i] = idx; /* tm_output_attrs, once the buffers are read */
     if (rc) goto out;
     for (size_t k = 0; k < nout; k++) {
         tm_tinfo *ti = &r->t[outs[k]];
@@ -1339,7 +1395,10 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
     for (size_t j = 0; !rc && j < nn; j++) {
         tio_gnode *n = &g->nodes[j];
         if (drop[j]) continue;
-        int idx = tio__tmfile_find_op(n->native_op ? n->native_op : n->op);
+        /* the index tm_node found, while the node's op is still that one */
+        int idx = r->nop[j];
+        if (idx < 0 || !n->native_op || strcmp(n->native_op, tio__tmfile_ops[idx].name) != 0)
+            idx = tio__tmfile_find_op(n->native_op ? n->native_op : n->op);
         if (idx < 0) continue;
         /* ReLu6 becomes Clip(x, 0, 6): two new constants, float32 like x */
         if (idx == OP_RELU6 &&
@@ -1351,7 +1410,7 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         size_t nna = 0;
         const char *op = NULL;
         int act = -1;
-        rc = tio__tmfile_raise(g, r->ctx->c, n, idx, &na, &nna, &op, &act, err);
+        rc = tio__tmfile_raise(g, g, r->ctx->c, n, idx, &na, &nna, &op, &act, err);
         if (rc || !op) continue;
         /* a split activation needs one output; ReLU6's bounds a float32 one
          * and room for two constants */
@@ -1360,12 +1419,12 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
                    (act == 6 && (g->values[n->outputs[0]].dtype != TIO_FLOAT32 ||
                                  (uint64_t)r->ctx->c->count + 2 * (nsix + 1) >
                                      r->ctx->limits.max_tensors)))) {
-            tio__tmfile_attrs_free(na, nna);
+            tio__gattrs_free(g, na, nna);
             continue;
         }
-        char *nop = tio__tmfile_dup(op);
+        char *nop = tio__gstrdup(g, op);
         if (!nop) {
-            tio__tmfile_attrs_free(na, nna);
+            tio__gattrs_free(g, na, nna);
             rc = tio__nomem(err, TM_FMT);
             break;
         }
@@ -1375,8 +1434,8 @@ static int tm_raise_graph(tm_reader *r, tio_error *err) {
         if (sr) cost += tio__cost_grown(sizeof(tio_gnode)) + tio__cost_value() + 64;
         rc = tm_mem(r, cost, -1, err);
         if (rc) {
-            free(nop);
-            tio__tmfile_attrs_free(na, nna);
+            tio__gfree(g, nop);
+            tio__gattrs_free(g, na, nna);
             break;
         }
         if (!n->native_op && strcmp(n->op, nop) != 0) {
@@ -1636,19 +1695,38 @@ int tio__tmfile_read(tio_read_ctx *ctx, tio_error *err) {
     if (!rc)
         rc = tm_mem(&r,
                     (uint64_t)nten * (tio__cost_value() + sizeof *r.t) +
-                        (uint64_t)nnode * tio__cost_grown(sizeof(tio_gnode)),
+                        (uint64_t)nnode * (tio__cost_grown(sizeof(tio_gnode)) + sizeof(int32_t)),
                     (int64_t)vtens, err);
     if (rc) return rc;
     r.nt = nten;
     r.t = calloc(nten ? nten : 1, sizeof *r.t);
-    if (!r.t) return tio__nomem(err, TM_FMT);
+    r.nop = malloc((nnode ? nnode : 1) * sizeof *r.nop);
+    if (!r.t || !r.nop) {
+        free(r.t);
+        free(r.nop);
+        return tio__nomem(err, TM_FMT);
+    }
     rc = tio__graph_reserve(g, nten, nnode, err);
     for (size_t i = 0; !rc && i < nten; i++) r.t[i].producer = -1;
+    uint64_t *boffs = NULL;
+    if (!rc) tm_prefetch(&r, be, nbuf, nten, &boffs);
     for (size_t i = 0; !rc && i < nten; i++)
-        rc = tm_tensor(&r, i, tio__ld32(te + 4 * i), (int64_t)vtens + 4 + 4 * (int64_t)i, be,
-                       vbufs, nbuf, err);
+        rc = tm_tensor(&r, i, tio__ld32(te + 4 * i), (int64_t)vtens + 4 + 4 * (int64_t)i, nbuf,
+                       err);
     for (size_t i = 0; !rc && i < nnode; i++)
         rc = tm_node(&r, i, tio__ld32(ne + 4 * i), (int64_t)vnodes + 4 + 4 * (int64_t)i, err);
+    if (!rc) rc = tm_buffers(&r, be, vbufs, err);
+    tio__preads_end(r.pre);
+    r.pre = NULL;
+    free(boffs);
+    /* the per-output facts, the nodes' last attributes (tm2_buffer_size
+     * needs the buffers) */
+    for (size_t i = 0; !rc && i < nnode; i++) {
+        const tio_gnode *n = &g->nodes[i];
+        tm_begin(&r, "node", i);
+        r.cur_name = n->name;
+        rc = tm_output_attrs(&r, i, r.nop[i], n->outputs, n->output_count, err);
+    }
     if (!rc)
         rc = tm_io(&r, vin, "TM2_Subgraph input node", (int64_t)soff + 12, true, err);
     if (!rc)
@@ -1682,6 +1760,7 @@ int tio__tmfile_read(tio_read_ctx *ctx, tio_error *err) {
     if (!rc) rc = tm_writer_order(c, g, err);
     if (!rc && !(ctx->flags & TIO_OPEN_NATIVE_GRAPH)) rc = tm_raise_graph(&r, err);
     free(r.t);
+    free(r.nop);
     free(r.scratch);
     return rc;
 }

@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/internal.h"
@@ -616,8 +617,131 @@ static void test_tmfile_open(void **state) {
         assert_int_equal(tio_tensor_nbytes(t), TM_BYTES);
         assert_memory_equal(tio_tensor_bytes(t), data, TM_BYTES);
     }
+    /* the TM2_Buffer structs (beside each constant's data, 32 KiB apart)
+     * were read by tmfile's prefetch thread: the same as a decode of the
+     * same bytes in memory, which reads each itself, also where a struct is
+     * wrong (an error or a warning, at the first constant, in the middle,
+     * at the last, which the thread reads first) */
+    int64_t at[TM_COUNT];
+    for (size_t i = 0; i < TM_COUNT; i++)
+        at[i] = tio_tensor_source_offset(tio_container_tensor(c, i));
+    const tio_graph *g = tio_container_graph(c);
+    size_t nodes = tio_graph_node_count(g);
     tio_container_free(c);
+    size_t n;
+    uint8_t *b = slurp(path, &n);
+    same_as_memory(path, b, n, "tmfile");
+    char tmp[96];
+    snprintf(tmp, sizeof tmp, "%s/mut.tmfile", dir);
+    static const struct {
+        size_t k;   /* the constant */
+        unsigned field; /* 0 size, 4 offset_data */
+        uint32_t v;
+        const char *says; /* in the error, or NULL: a warning or none */
+    } muts[] = {
+        {0, 0, TM_BYTES - 4, "buffer 0 holds 32764 bytes"},
+        {2500, 0, TM_BYTES - 1, "buffer 2500 holds 32767 bytes"},
+        {TM_COUNT - 1, 4, 0xfffffff0u, "extends past the end"},
+        {1234, 0, TM_BYTES + 8, NULL}, /* more bytes than its dims need: a warning */
+        {3998, 4, 0, NULL},            /* no data: a value without a tensor */
+    };
+    for (size_t m = 0; m < sizeof muts / sizeof *muts; m++) {
+        size_t bo = (size_t)at[muts[m].k] + TM_BYTES + muts[m].field;
+        uint8_t old[4];
+        memcpy(old, b + bo, 4);
+        for (int q = 0; q < 4; q++) b[bo + (size_t)q] = (uint8_t)(muts[m].v >> (8 * q));
+        spill(tmp, b, n);
+        same_as_memory(tmp, b, n, "tmfile");
+        tio_container *x = NULL;
+        rc = tio_open(tmp, NULL, &x, &e);
+        if (muts[m].says) {
+            assert_int_not_equal(rc, TIO_OK);
+            if (!strstr(e.message, muts[m].says)) fail_msg("%s", e.message);
+        } else {
+            assert_int_equal(rc, TIO_OK);
+            size_t want = muts[m].field ? TM_COUNT - 1 : TM_COUNT;
+            assert_int_equal(tio_container_count(x), want);
+            assert_int_equal(tio_container_warning_count(x), 1);
+            if (muts[m].field) {
+                /* the constant is a graph value only; its Const node is no
+                 * longer one a write would synthesize, so every Const and the
+                 * InputOp stay nodes */
+                assert_null(tio_container_find(x, "t03998"));
+                assert_int_equal(tio_graph_node_count(tio_container_graph(x)),
+                                 2 * TM_COUNT + 1);
+            } else {
+                assert_int_equal(tio_graph_node_count(tio_container_graph(x)), nodes);
+            }
+        }
+        tio_container_free(x);
+        memcpy(b + bo, old, 4);
+    }
+    free(b);
+    unlink(tmp);
     free(data);
+    unlink(path);
+}
+
+/* tio_preads (src/core/preads.c): small reads at scattered offsets taken by
+ * a thread while the caller takes them in any order, reads some itself,
+ * takes some twice, or ends before the thread is done. */
+#define PR_COUNT 3000u
+#define PR_SIZE (4u << 20)
+static void test_preads(void **state) {
+    (void)state;
+    char path[96];
+    snprintf(path, sizeof path, "%s/pr.bin", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    uint8_t *b = malloc(PR_SIZE);
+    assert_non_null(b);
+    for (size_t k = 0; k < PR_SIZE; k++) b[k] = mark_of(k, 5);
+    put(fd, 0, b, PR_SIZE);
+    uint64_t *off = malloc(PR_COUNT * sizeof *off);
+    assert_non_null(off);
+    uint64_t r = 88172645463325252u; /* xorshift */
+    for (size_t i = 0; i < PR_COUNT; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        off[i] = r % (PR_SIZE - 8);
+    }
+    off[7] = UINT64_MAX;       /* none */
+    off[100] = PR_SIZE - 4;    /* 8 bytes past the end */
+    off[PR_COUNT - 1] = PR_SIZE - 8; /* the last 8 bytes: served */
+    /* arguments the helper refuses: the caller reads every struct itself */
+    assert_null(tio__preads_start(-1, off, PR_COUNT, 8, PR_SIZE));
+    assert_null(tio__preads_start(fd, off, 0, 8, PR_SIZE));
+    assert_null(tio__preads_start(fd, off, PR_COUNT, TIO__PREADS_MAX + 1, PR_SIZE));
+    uint8_t got[8];
+    assert_false(tio__preads_take(NULL, 0, got));
+    for (int order = 0; order < 4; order++) {
+        tio_preads *j = tio__preads_start(fd, off, PR_COUNT, 8, PR_SIZE);
+        assert_non_null(j);
+        /* order 3: forwards after the thread had time to read ahead */
+        if (order == 3) nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL);
+        size_t mine = 0, theirs = 0, stop = order == 2 ? PR_COUNT / 3 : PR_COUNT;
+        for (size_t q = 0; q < stop; q++) {
+            size_t i = order == 1 ? PR_COUNT - 1 - q : q; /* forwards, backwards */
+            for (int twice = 0; twice < 2; twice++) {
+                if (tio__preads_take(j, i, got)) {
+                    theirs++;
+                    assert_true(off[i] != UINT64_MAX && off[i] + 8 <= PR_SIZE);
+                    assert_memory_equal(got, b + off[i], 8);
+                } else {
+                    mine++; /* the caller's to read: never one the thread read */
+                }
+            }
+        }
+        assert_false(tio__preads_take(j, PR_COUNT, got));
+        tio__preads_end(j); /* order 2: ends with most entries untaken */
+        fprintf(stderr, "preads, order %d: %zu taken from the thread, %zu left to the "
+                "caller\n", order, theirs, mine);
+        assert_int_equal(mine + theirs, 2 * stop);
+        assert_true(mine >= 4); /* the two unreadable ones, each taken twice */
+        if (order == 3) assert_true(theirs > 0);
+    }
+    free(off);
+    free(b);
+    close(fd);
     unlink(path);
 }
 
@@ -727,6 +851,7 @@ int main(void) {
         PER_FORMAT(test_open, "npz"),
         cmocka_unit_test(test_prefetch),
         cmocka_unit_test(test_tmfile_open),
+        cmocka_unit_test(test_preads),
         cmocka_unit_test(test_headsrc_windows),
         PER_FORMAT(test_same_as_memory, "btf"),
         PER_FORMAT(test_same_as_memory, "tenbin"),

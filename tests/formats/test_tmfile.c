@@ -1381,7 +1381,7 @@ static void test_opmap_round_trip(void **state) {
             size_t nr = 0, nl = 0;
             const char *onnx = NULL;
             int split = -1;
-            assert_int_equal(tio__tmfile_raise(g, c, n, m->idx, &ra, &nr, &onnx, &split, &e),
+            assert_int_equal(tio__tmfile_raise(g, NULL, c, n, m->idx, &ra, &nr, &onnx, &split, &e),
                              TIO_OK);
             if (!onnx) fail_msg("%s (set %d): not raised", op->name, canon);
             assert_int_equal(split, canon && m->idx == 5 ? 0 : -1);
