@@ -248,8 +248,13 @@ const char *cli_layout_name(tio_layout layout);
 const char *cli_tensor_dtype_name(const tio_tensor *t);
 /* "[2, 3]" (rank 0: "[]"); malloc'ed, NULL when out of memory. */
 char *cli_shape_string(const tio_tensor *t);
+/* The same into buf (cap bytes): 0, or the bytes it needs when cap is too
+ * small (buf untouched): a listing formats most shapes on the stack. */
+size_t cli_shape_into(const tio_tensor *t, char *buf, size_t cap);
 /* A copy of s with control characters written as \xNN; malloc'ed. */
 char *cli_text_escape(const char *s);
+/* 1 when s has nothing cli_text_escape would escape. */
+int cli_text_plain(const char *s);
 /* Lowercase hex of a SHA-256 digest. */
 void cli_hex32(const uint8_t digest[32], char out[65]);
 /* printf into a new malloc'ed string; NULL when out of memory. */
@@ -282,6 +287,9 @@ void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask);
 void cli_table_reserve(cli_table *t, size_t rows, size_t bytes_per_row);
 /* Appends one cell (rows fill left to right). Records out-of-memory. */
 void cli_table_add(cli_table *t, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* The same for a cell of plain text (NULL: "(null)") and of a number. */
+void cli_table_add_str(cli_table *t, const char *s);
+void cli_table_add_u64(cli_table *t, uint64_t v);
 /* Prints with columns padded to their widest cell of at most
  * CLI_TABLE_MAX_PAD columns (a wider cell sticks out), separated by two
  * spaces. Returns CLI_EXIT_OK or CLI_EXIT_FAIL (out of memory, reported). */

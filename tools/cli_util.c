@@ -403,30 +403,42 @@ static const char *dec_digits(char d[24], uint64_t v) {
     return b;
 }
 
-char *cli_shape_string(const tio_tensor *t) {
+size_t cli_shape_into(const tio_tensor *t, char *buf, size_t cap) {
     size_t rank = tio_tensor_rank(t);
     const int64_t *shape = tio_tensor_shape(t);
     /* "-9223372036854775808" is 20 chars; ", " adds 2. */
-    size_t cap = 3 + rank * 22;
-    char *s = malloc(cap);
-    if (!s) return NULL;
+    size_t need = 3 + rank * 22;
+    if (cap < need) return need;
     size_t used = 0;
-    s[used++] = '[';
+    buf[used++] = '[';
     for (size_t i = 0; i < rank; i++) {
         if (i) {
-            s[used++] = ',';
-            s[used++] = ' ';
+            buf[used++] = ',';
+            buf[used++] = ' ';
         }
-        if (shape[i] < 0) s[used++] = '-';
+        if (shape[i] < 0) buf[used++] = '-';
         char d[24];
         const char *b = dec_digits(d, shape[i] < 0 ? 0 - (uint64_t)shape[i] : (uint64_t)shape[i]);
         size_t k = (size_t)(d + sizeof d - b);
-        memcpy(s + used, b, k);
+        memcpy(buf + used, b, k);
         used += k;
     }
-    s[used++] = ']';
-    s[used] = '\0';
+    buf[used++] = ']';
+    buf[used] = '\0';
+    return 0;
+}
+
+char *cli_shape_string(const tio_tensor *t) {
+    size_t cap = 3 + tio_tensor_rank(t) * 22;
+    char *s = malloc(cap);
+    if (s) (void)cli_shape_into(t, s, cap);
     return s;
+}
+
+int cli_text_plain(const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) return 0;
+    return 1;
 }
 
 char *cli_text_escape(const char *s) {
@@ -576,6 +588,29 @@ void cli_table_add(cli_table *t, const char *fmt, ...) {
     t->nomem = 1;
 }
 
+/* One cell of text, without a format (a listing's hot path). */
+void cli_table_add_str(cli_table *t, const char *s) {
+    if (t->nomem) return;
+    if (t->ncells == t->cap && table_cells(t, t->cap ? t->cap * 2 : 64)) {
+        t->nomem = 1;
+        return;
+    }
+    if (!s) s = "(null)";
+    table_put(t, s, strlen(s));
+}
+
+/* One cell holding the decimal digits of v. */
+void cli_table_add_u64(cli_table *t, uint64_t v) {
+    if (t->nomem) return;
+    if (t->ncells == t->cap && table_cells(t, t->cap ? t->cap * 2 : 64)) {
+        t->nomem = 1;
+        return;
+    }
+    char buf[24];
+    const char *b = dec_digits(buf, v);
+    table_put(t, b, (size_t)(buf + sizeof buf - b));
+}
+
 int cli_table_print(const cli_table *t, FILE *f) {
     if (t->nomem) return cli_error("out of memory");
     if (t->ncols == 0 || t->ncells == 0) return CLI_EXIT_OK;
@@ -592,10 +627,11 @@ int cli_table_print(const cli_table *t, FILE *f) {
     size_t cap = 256, len = 0;
     char *line = malloc(cap);
     int rc = line ? CLI_EXIT_OK : cli_error("out of memory");
-    for (size_t i = 0; i < t->ncells && rc == CLI_EXIT_OK; i++) {
-        size_t col = i % t->ncols;
+    for (size_t i = 0, col = 0; i < t->ncells && rc == CLI_EXIT_OK;
+         i++, col = col + 1 == t->ncols ? 0 : col + 1) {
         const char *cell = t->text + t->at[i];
-        size_t n = strlen(cell);
+        /* the cells lie one after the other, each with its NUL */
+        size_t n = (i + 1 < t->ncells ? t->at[i + 1] : t->used) - t->at[i] - 1;
         size_t pad = t->width[i] < width[col] ? width[col] - t->width[i] : 0;
         int last = col + 1 == t->ncols || i + 1 == t->ncells;
         int right = col < 32 && (t->right >> col) & 1u;

@@ -162,26 +162,28 @@ static int ls_text(const char *path, const tio_container *c, int hash, cli_progr
     for (size_t i = 0; i < n; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
         const char *name = tio_tensor_name(t);
-        char *ename = name ? cli_text_escape(name) : NULL;
-        char *shape = cli_shape_string(t);
-        if ((name && !ename) || !shape) {
+        /* a copy only for a name to escape, or a shape of many dims */
+        int plain = !name || cli_text_plain(name);
+        char *ename = plain ? NULL : cli_text_escape(name);
+        char few[3 + 8 * 22], *shape = few;
+        if (cli_shape_into(t, few, sizeof few)) shape = cli_shape_string(t);
+        if ((!plain && !ename) || !shape) {
             free(ename);
-            free(shape);
             rc = cli_error("out of memory");
             break;
         }
-        cli_table_add(&tab, "%zu", i);
-        cli_table_add(&tab, "%s", ename ? ename : "-");
-        cli_table_add(&tab, "%s", cli_tensor_dtype_name(t));
-        cli_table_add(&tab, "%s", shape);
-        cli_table_add(&tab, "%s", cli_layout_name(tio_tensor_layout(t)));
-        cli_table_add(&tab, "%zu", tio_tensor_nbytes(t));
+        cli_table_add_u64(&tab, i);
+        cli_table_add_str(&tab, ename ? ename : name ? name : "-");
+        cli_table_add_str(&tab, cli_tensor_dtype_name(t));
+        cli_table_add_str(&tab, shape);
+        cli_table_add_str(&tab, cli_layout_name(tio_tensor_layout(t)));
+        cli_table_add_u64(&tab, tio_tensor_nbytes(t));
         if (tio_tensor_layout(t) == TIO_LAYOUT_COO)
-            cli_table_add(&tab, "%llu", (unsigned long long)tio_tensor_nnz(t));
+            cli_table_add_u64(&tab, tio_tensor_nnz(t));
         else
-            cli_table_add(&tab, "-");
+            cli_table_add_str(&tab, "-");
         free(ename);
-        free(shape);
+        if (shape != few) free(shape);
         if (hash) {
             char hex[65];
             tio_error err;
