@@ -452,6 +452,11 @@ static void tm_prefetch(tm_reader *r, const uint8_t *be, uint32_t nbuf, uint32_t
     if (!h || h->base != r->d || nbuf < TM_PREFETCH_MIN || nbuf > nten ||
         r->size / nbuf < TIO__HEAD_WINDOW)
         return;
+    /* its arrays (offsets, structs, states: at most ~0.1 % of the input, as
+     * the buffers are 16 KiB apart) are charged to the decode's memory */
+    uint64_t need = (uint64_t)nbuf * (sizeof(uint64_t) + TM_BUFFER_LEN + 1) + 3 * 32;
+    if (r->mem.used > r->mem.cap || need > r->mem.cap - r->mem.used) return;
+    r->mem.used += need;
     uint64_t *o = malloc((size_t)nbuf * sizeof *o);
     if (!o) return; /* read here, one by one */
     for (uint32_t i = 0; i < nbuf; i++) {
