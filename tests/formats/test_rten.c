@@ -941,6 +941,7 @@ typedef struct mb {
     int inline_short;      /* inline data shorter than the shape */
     int nest;              /* If nesting depth */
     int extra_graph_field; /* add an unknown field id to the Graph table */
+    const char *op_name;   /* the operator node's name ("op" when NULL) */
 } mb;
 
 static tio_fb_off mk_str(tio_fb_builder *b, const char *s) {
@@ -1010,7 +1011,7 @@ static tio_fb_off mk_graph(mb *m, int depth) {
     tio__fb_add_offset(b, RTEN_OperatorNode_inputs, iv, NULL);
     tio__fb_add_offset(b, RTEN_OperatorNode_outputs, ov, NULL);
     tio__fb_end_table(b, &op, NULL);
-    nodes[2] = mk_node(b, "op", RTEN_NodeKind_OperatorNode, op);
+    nodes[2] = mk_node(b, m->op_name ? m->op_name : "op", RTEN_NodeKind_OperatorNode, op);
     tio_fb_off nv;
     tio__fb_create_offset_vector(b, nodes, 3, &nv, NULL);
     tio__fb_start_table(b, NULL);
@@ -1064,8 +1065,23 @@ static void test_handmade_models(void **state) {
     /* operator inputs that are not values */
     m.bad_input = 1;
     b = mk_model(&m, &len);
-    expect_fail(b, len, TIO_E_CORRUPT, "refers to node 7");
+    expect_fail(b, len, TIO_E_CORRUPT, "node 2 ('op'): inputs[1] refers to node 7");
     free(b);
+    /* the label names a node by at most 48 bytes of its name, "..." after */
+    char name[64];
+    memset(name, 'n', 60);
+    name[60] = 0;
+    m.op_name = name;
+    b = mk_model(&m, &len);
+    expect_fail(b, len, TIO_E_CORRUPT,
+                "node 2 ('nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn...'): inputs[1] refers");
+    free(b);
+    name[48] = 0; /* exactly 48: whole, no "..." */
+    b = mk_model(&m, &len);
+    expect_fail(b, len, TIO_E_CORRUPT,
+                "node 2 ('nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn'): inputs[1] refers");
+    free(b);
+    m.op_name = NULL;
     m.bad_input = 2;
     b = mk_model(&m, &len);
     expect_fail(b, len, TIO_E_CORRUPT, "operator");

@@ -367,6 +367,21 @@ static void test_handmade(void **state) {
     n = put_chunk(buf, n, vals, sizeof vals);
     assert_int_equal(tio_open_memory(buf, n, &forced, &c, &err), TIO_E_DTYPE);
     assert_non_null(strstr(err.message, "\"f4\""));
+    /* the chunk is named by its kind and offset: the second array's header */
+    {
+        uint8_t two[2048];
+        size_t h2 = make_header(hdr, "f4", "", 1, dims3, 0);
+        size_t m = put_chunk(two, 0, hdr, h2);
+        m = put_chunk(two, m, vals, sizeof vals);
+        size_t second = m;
+        h2 = make_header(hdr, "F4", "", 1, dims3, 0);
+        m = put_chunk(two, m, hdr, h2);
+        m = put_chunk(two, m, vals, sizeof vals);
+        assert_int_equal(tio_open_memory(two, m, &forced, &c, &err), TIO_E_DTYPE);
+        char want[64];
+        snprintf(want, sizeof want, "array 1: header chunk at offset %zu: ", second);
+        if (!strstr(err.message, want)) fail_msg("'%s' not in: %s", want, err.message);
+    }
     hl = make_header(hdr, "F4", "", 1, dims3, 0);
     n = put_chunk(buf, 0, hdr, hl);
     n = put_chunk(buf, n, vals, sizeof vals);
