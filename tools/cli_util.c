@@ -533,16 +533,22 @@ static void table_put(cli_table *t, const char *s, size_t n) {
     t->used += n + 1;
 }
 
+/* Room for one more cell: 0, or -1 once an allocation has failed. */
+static int table_room(cli_table *t) {
+    if (t->nomem) return -1;
+    if (t->ncells == t->cap && table_cells(t, t->cap ? t->cap * 2 : 64)) {
+        t->nomem = 1;
+        return -1;
+    }
+    return 0;
+}
+
 /* Cells go into one text buffer (formatted in place: one vsnprintf, a
  * second only when the buffer must grow; "%s", "%zu" and "%llu", most of
  * the cells, without printf), with their offsets and widths: a listing of
  * 10,000 tensors is not 70,000 allocations. */
 void cli_table_add(cli_table *t, const char *fmt, ...) {
-    if (t->nomem) return;
-    if (t->ncells == t->cap && table_cells(t, t->cap ? t->cap * 2 : 64)) {
-        t->nomem = 1;
-        return;
-    }
+    if (table_room(t)) return;
     if (!strchr(fmt, '%')) { /* a literal cell ("-", a heading) */
         table_put(t, fmt, strlen(fmt));
         return;
@@ -551,17 +557,9 @@ void cli_table_add(cli_table *t, const char *fmt, ...) {
     if (u || strcmp(fmt, "%s") == 0) {
         va_list ap;
         va_start(ap, fmt);
-        if (u) {
-            unsigned long long v = u == 1 ? (unsigned long long)va_arg(ap, size_t)
-                                          : va_arg(ap, unsigned long long);
-            char buf[24];
-            const char *b = dec_digits(buf, v);
-            table_put(t, b, (size_t)(buf + sizeof buf - b));
-        } else {
-            const char *str = va_arg(ap, const char *);
-            if (!str) str = "(null)"; /* as glibc's printf shows it */
-            table_put(t, str, strlen(str));
-        }
+        if (u == 1) cli_table_add_u64(t, va_arg(ap, size_t));
+        else if (u == 2) cli_table_add_u64(t, va_arg(ap, unsigned long long));
+        else cli_table_add_str(t, va_arg(ap, const char *));
         va_end(ap);
         return;
     }
@@ -590,22 +588,14 @@ void cli_table_add(cli_table *t, const char *fmt, ...) {
 
 /* One cell of text, without a format (a listing's hot path). */
 void cli_table_add_str(cli_table *t, const char *s) {
-    if (t->nomem) return;
-    if (t->ncells == t->cap && table_cells(t, t->cap ? t->cap * 2 : 64)) {
-        t->nomem = 1;
-        return;
-    }
-    if (!s) s = "(null)";
+    if (table_room(t)) return;
+    if (!s) s = "(null)"; /* as glibc's printf shows it */
     table_put(t, s, strlen(s));
 }
 
 /* One cell holding the decimal digits of v. */
 void cli_table_add_u64(cli_table *t, uint64_t v) {
-    if (t->nomem) return;
-    if (t->ncells == t->cap && table_cells(t, t->cap ? t->cap * 2 : 64)) {
-        t->nomem = 1;
-        return;
-    }
+    if (table_room(t)) return;
     char buf[24];
     const char *b = dec_digits(buf, v);
     table_put(t, b, (size_t)(buf + sizeof buf - b));

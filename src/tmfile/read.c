@@ -112,19 +112,23 @@ static int tm_struct(tm_reader *r, uint32_t off, uint32_t len, const char *what,
     return TIO_OK;
 }
 
-/* The same checks, then the struct's bytes copied into out (len bytes):
- * read by pread() through the header window when the input is a mapped
- * file, so that the structs a tmfile keeps beside each tensor's buffer do
- * not cost a page fault each (docs/performance.md). */
+/* The bytes of a struct tm_struct checked (p, in the mapping) copied into
+ * out (len bytes): read by pread() through the header window when the input
+ * is a mapped file, so that the structs a tmfile keeps beside each tensor's
+ * buffer do not cost a page fault each (docs/performance.md). */
+static void tm_fetch(tm_reader *r, uint32_t off, uint32_t len, const uint8_t *p, uint8_t *out) {
+    const tio_headsrc *h = r->ctx->head;
+    const uint8_t *w = h && h->base == r->d ? tio__headsrc_at(r->ctx->head, off, len) : NULL;
+    memcpy(out, w ? w : p, len);
+}
+
+/* tm_struct's checks, then tm_fetch. */
 static int tm_copy(tm_reader *r, uint32_t off, uint32_t len, const char *what, int64_t ref,
                    uint8_t *out, tio_error *err) {
     const uint8_t *p = NULL;
     int rc = tm_struct(r, off, len, what, ref, &p, err);
-    if (rc) return rc;
-    const tio_headsrc *h = r->ctx->head;
-    const uint8_t *w = h && h->base == r->d ? tio__headsrc_at(r->ctx->head, off, len) : NULL;
-    memcpy(out, w ? w : p, len);
-    return TIO_OK;
+    if (!rc) tm_fetch(r, off, len, p, out); /* p: the checked bytes in the mapping */
+    return rc;
 }
 
 /* A vector (u32 v_num, then v_num elements of `esz` bytes) at `off`; the
@@ -497,8 +501,7 @@ static int tm_buffers(tm_reader *r, const uint8_t *buffers, uint32_t vbufs, tio_
         const uint8_t *bp = NULL;
         rc = tm_struct(r, boff, TM_BUFFER_LEN, NULL, bref, &bp, err);
         /* read by the prefetch thread, or here */
-        if (!rc && !tio__preads_take(r->pre, bid, b))
-            rc = tm_copy(r, boff, TM_BUFFER_LEN, NULL, bref, b, err);
+        if (!rc && !tio__preads_take(r->pre, bid, b)) tm_fetch(r, boff, TM_BUFFER_LEN, bp, b);
         r->cur_sfx = NULL;
         if (rc) break;
         uint32_t bsize = tio__ld32(b), bdata = tio__ld32(b + 4);
