@@ -414,8 +414,8 @@ static int open_tensio(pair *p, const zopts *zo) {
 static void close_pair(pair *p, const zopts *zo) {
     if (p->ssock) zmq_close(p->ssock);
     if (p->rsock) zmq_close(p->rsock);
-    tio_stream_close(p->ss);
-    tio_stream_close(p->rs);
+    tio_stream_close(p->ss, NULL);
+    tio_stream_close(p->rs, NULL);
     if (!zo->shared) { /* after the sockets: zmq_ctx_term waits for them */
         if (p->sctx) zmq_ctx_term(p->sctx);
         if (p->rctx) zmq_ctx_term(p->rctx);

@@ -1010,8 +1010,10 @@ typedef struct tio_stream_options {
     tio_proto proto;
     unsigned flags;          /* TIO_STREAM_* */
     int timeout_ms;          /* send/receive timeout; 0 = wait forever */
-    int linger_ms;           /* how long close waits for unsent messages; 0 = default
-                                (1000 ms); < 0 = drop them at once */
+    int linger_ms;           /* how long tio_stream_close waits for the messages
+                                libzmq still queues: 0 = as long as it takes (the
+                                default, as libzmq's own); > 0 = that many ms; < 0 =
+                                not at all. What it drops, it reports. */
     int hwm;                 /* high-water mark in messages; 0 = libzmq's default */
     const char *topic;       /* SUB: subscription prefix (NULL = the URL's #fragment,
                                 or everything) */
@@ -1031,6 +1033,8 @@ typedef struct tio_stream_stats {
     uint64_t sent, received;  /* messages */
     uint64_t malformed;       /* received messages that could not be decoded */
     uint64_t bytes_sent, bytes_received;
+    uint64_t queued;          /* messages sent that libzmq has not yet written to a
+                                 connection (always 0 over inproc://) */
 } tio_stream_stats;
 
 /* Opens a socket on an endpoint: tcp://host:port, ipc://path, inproc://name,
@@ -1059,6 +1063,9 @@ TIO_API int tio_stream_recv(tio_stream *s, tio_container **out, tio_error *err);
  * as in tio_stream_options; 0 = wait forever). The linger time at close is
  * not changed. TIO_E_ARGUMENT for a negative timeout. */
 TIO_API int tio_stream_set_timeout(tio_stream *s, int timeout_ms, tio_error *err);
+/* Changes how long tio_stream_close waits (linger_ms as in
+ * tio_stream_options: 0 = as long as it takes, < 0 = not at all). */
+TIO_API int tio_stream_set_linger(tio_stream *s, int linger_ms, tio_error *err);
 /* PUB: waits until n subscribers have subscribed (TIO_E_TIMEOUT otherwise;
  * timeout_ms 0 = forever). Messages published before that are dropped by
  * ZeroMQ, so a publisher that must not lose any waits first. */
@@ -1071,7 +1078,26 @@ TIO_API int tio_stream_wait_subscribers(tio_stream *s, unsigned n, int timeout_m
 TIO_API int tio_stream_set_peer(tio_stream *s, const void *id, size_t size,
                                 tio_error *err);
 TIO_API void tio_stream_get_stats(const tio_stream *s, tio_stream_stats *out);
-TIO_API void tio_stream_close(tio_stream *s); /* NULL is fine */
+/* Waits until libzmq has written every message sent so far to its
+ * connection (timeout_ms 0 = as long as it takes). TIO_E_TIMEOUT, naming how
+ * many are still queued, when it has not in time; nothing is dropped. */
+TIO_API int tio_stream_flush(tio_stream *s, int timeout_ms, tio_error *err);
+/* Closes the stream and frees it (always, whatever it returns; NULL is fine).
+ * First it waits, up to the linger time (tio_stream_options.linger_ms; by
+ * default as long as it takes), until libzmq has written every message sent
+ * to its connection. Messages still queued then are dropped, and close says
+ * so: TIO_E_TIMEOUT with their number. TIO_OK means nothing was dropped.
+ *
+ * What is and is not guaranteed: "written" means handed to the connection
+ * (the kernel's socket for tcp:// and ipc://): a peer that crashes or
+ * disconnects loses what it had not read, as with any socket, and a peer
+ * that is slow is waited for. Over inproc:// a message is in the peer's
+ * queue as soon as tio_stream_send returns and stays readable after the
+ * sender closes, so close has nothing to wait for; a sending stream cannot
+ * mix inproc:// with other transports. A PUB drops messages for subscribers
+ * that are not there or past their high-water mark (ZeroMQ's rule): those
+ * are not counted as queued. */
+TIO_API int tio_stream_close(tio_stream *s, tio_error *err);
 
 #ifdef __cplusplus
 }

@@ -645,7 +645,7 @@ static int run_recv(recv_args *a) {
     memset(&out, 0, sizeof out);
     if (a->output && a->sync == SYNC_BATCH) rc = recv_syncer_start(&out.sync);
     if (rc != CLI_EXIT_OK) {
-        tio_stream_close(s);
+        tio_stream_close(s, NULL);
         return rc;
     }
     int tty = isatty(STDOUT_FILENO);
@@ -730,7 +730,7 @@ static int run_recv(recv_args *a) {
     }
     fflush(stdout);
     cli_progress_end(&prog);
-    tio_stream_close(s);
+    tio_stream_close(s, NULL);
     if (out.shard.w) { /* the last shard, not full: every way out commits it */
         int cr = cli_shard_out_close(&out.shard);
         if (rc == CLI_EXIT_OK) rc = cr;

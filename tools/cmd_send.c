@@ -34,6 +34,8 @@ static const char send_help[] =
     "      --timeout SEC   fail when a send (or --subscribers) takes longer than SEC\n"
     "                      seconds (fractions allowed; default: wait forever); also\n"
     "                      how long the exit waits for queued messages to go out\n"
+    "                      (messages it then drops are counted, and the exit\n"
+    "                      status is 1)\n"
     "      --subscribers N\n"
     "                      PUB: wait until N subscribers have subscribed before the\n"
     "                      first send (a PUB drops messages nobody subscribed to)\n"
@@ -391,8 +393,9 @@ static int run_send(send_args *a) {
                    (a->single ? TIO_STREAM_SINGLE : 0u);
         so.timeout_ms = a->timeout_ms;
         /* Closing waits for queued messages: as long as --timeout, or (like
-         * a send without a timeout) as long as it takes. */
-        so.linger_ms = a->timeout_ms ? a->timeout_ms : INT_MAX;
+         * a send without a timeout) as long as it takes; what it drops is an
+         * error. */
+        so.linger_ms = a->timeout_ms;
         so.hwm = (int)a->hwm;
         so.identity = a->identity;
         rc = cli_stream_open("send", a->endpoint, &so, binds, &s);
@@ -439,10 +442,16 @@ static int run_send(send_args *a) {
     if (s) {
         tio_stream_stats st;
         tio_stream_get_stats(s, &st);
-        tio_stream_close(s); /* waits (linger) for what is still queued */
+        tio_error_clear(&err);
+        /* waits (linger) for what is still queued */
+        int closed = tio_stream_close(s, &err);
         fprintf(stderr, "tensio send: sent %llu message%s (%llu bytes)\n",
                 (unsigned long long)st.sent, st.sent == 1 ? "" : "s",
                 (unsigned long long)st.bytes_sent);
+        if (closed != TIO_OK) {
+            int crc = cli_cmd_error("send", "%s", cli_errmsg(&err));
+            if (rc == CLI_EXIT_OK) rc = crc;
+        }
     }
     free(peer);
     cli_shard_msgs_free(&a->msgs);

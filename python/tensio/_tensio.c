@@ -1827,6 +1827,7 @@ typedef struct {
     tio_stream *s;
     int busy;
     int timeout_ms; /* the default of send/recv; 0 = forever */
+    int linger_ms;  /* as tio_stream_options: 0 = close waits as long as it takes */
 } StreamObject;
 
 static PyTypeObject StreamType;
@@ -1835,21 +1836,55 @@ static PyTypeObject StreamType;
  * (KeyboardInterrupt), with the GIL released during each slice. */
 #define TIO_PY_RECV_SLICE_MS 100
 
-static void stream_close_now(StreamObject *self)
+/* Closes the stream: tio_stream_close, which waits up to the linger time
+ * for what libzmq still queues. A stream that waits as long as it takes
+ * (linger 0) first flushes in slices, checking for signals in between, so
+ * Ctrl-C interrupts it: then close drops what is left, and the signal's
+ * exception is what is raised. 0, or -1 with an exception set. */
+static int stream_close_now(StreamObject *self)
 {
     tio_stream *s = self->s;
     self->s = NULL;
-    if (s != NULL) {
-        Py_BEGIN_ALLOW_THREADS /* close waits up to the linger time */
-        tio_stream_close(s);
-        Py_END_ALLOW_THREADS
+    if (s == NULL)
+        return 0;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc = TIO_OK, interrupted = 0;
+    if (self->linger_ms == 0) {
+        for (;;) {
+            Py_BEGIN_ALLOW_THREADS
+            rc = tio_stream_flush(s, TIO_PY_RECV_SLICE_MS, &err);
+            Py_END_ALLOW_THREADS
+            if (rc != TIO_E_TIMEOUT)
+                break;
+            if (PyErr_CheckSignals() < 0) {
+                interrupted = 1;
+                break;
+            }
+        }
     }
+    if (interrupted) /* drop what is left: the interrupt is the error raised */
+        tio_stream_set_linger(s, -1, NULL);
+    Py_BEGIN_ALLOW_THREADS /* close waits up to the linger time */
+    rc = tio_stream_close(s, interrupted ? NULL : &err);
+    Py_END_ALLOW_THREADS
     lent_drain(); /* what this stream lent is released by now */
+    if (interrupted)
+        return -1;
+    if (rc != TIO_OK) {
+        raise_tio(rc, &err);
+        return -1;
+    }
+    return 0;
 }
 
 static void stream_dealloc(StreamObject *self)
 {
-    stream_close_now(self);
+    /* a stream never closed: its close's error has no caller to go to, so
+     * it is reported as an unraisable exception (as Python reports one
+     * raised in __del__) */
+    if (stream_close_now(self) < 0)
+        PyErr_WriteUnraisable((PyObject *)self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1899,6 +1934,7 @@ static PyObject *mod_stream_open(PyObject *m, PyObject *args)
     so->s = NULL;
     so->busy = 0;
     so->timeout_ms = o.timeout_ms;
+    so->linger_ms = o.linger_ms;
     tio_error err;
     tio_error_clear(&err);
     int rc;
@@ -2023,6 +2059,50 @@ static PyObject *stream_wait_subscribers(StreamObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* flush(timeout_ms): tio_stream_flush in slices, checking for signals in
+ * between (0 = as long as it takes) */
+static PyObject *stream_flush(StreamObject *self, PyObject *args)
+{
+    int timeout;
+    if (!PyArg_ParseTuple(args, "i", &timeout))
+        return NULL;
+    if (stream_enter(self) < 0)
+        return NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    tio_stream *s = self->s;
+    int rc = TIO_OK, left = timeout;
+    for (;;) {
+        int slice = timeout == 0 || left > TIO_PY_RECV_SLICE_MS ? TIO_PY_RECV_SLICE_MS : left;
+        Py_BEGIN_ALLOW_THREADS
+        rc = tio_stream_flush(s, slice, &err);
+        Py_END_ALLOW_THREADS
+        if (rc != TIO_E_TIMEOUT)
+            break;
+        if (timeout != 0) {
+            left -= slice;
+            if (left <= 0) { /* the whole timeout, named in the message */
+                tio_stream_stats st;
+                tio_stream_get_stats(s, &st);
+                snprintf(err.message, sizeof err.message,
+                         "%s: %llu of the %llu messages sent are still queued after %d ms "
+                         "(the peer has not read them)",
+                         tio_stream_endpoint(s), (unsigned long long)st.queued,
+                         (unsigned long long)st.sent, timeout);
+                break;
+            }
+        }
+        if (PyErr_CheckSignals() < 0) {
+            self->busy = 0;
+            return NULL;
+        }
+    }
+    self->busy = 0;
+    if (rc != TIO_OK)
+        return raise_tio(rc, &err);
+    Py_RETURN_NONE;
+}
+
 /* set_peer(bytes or None) */
 static PyObject *stream_set_peer(StreamObject *self, PyObject *arg)
 {
@@ -2047,10 +2127,10 @@ static PyObject *stream_stats(StreamObject *self, PyObject *noargs)
     (void)noargs;
     tio_stream_stats st;
     tio_stream_get_stats(self->s, &st);
-    return Py_BuildValue("(KKKKK)", (unsigned long long)st.sent,
+    return Py_BuildValue("(KKKKKK)", (unsigned long long)st.sent,
                          (unsigned long long)st.received, (unsigned long long)st.malformed,
                          (unsigned long long)st.bytes_sent,
-                         (unsigned long long)st.bytes_received);
+                         (unsigned long long)st.bytes_received, (unsigned long long)st.queued);
 }
 
 static PyObject *stream_endpoint(StreamObject *self, PyObject *noargs)
@@ -2066,13 +2146,15 @@ static PyObject *stream_close(StreamObject *self, PyObject *noargs)
         PyErr_SetString(PyExc_RuntimeError, "tensio.Stream: close while another thread uses it");
         return NULL;
     }
-    stream_close_now(self);
+    if (stream_close_now(self) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
 static PyMethodDef stream_methods[] = {
     {"send", (PyCFunction)stream_send, METH_VARARGS, "tio_stream_send"},
     {"recv", (PyCFunction)stream_recv, METH_VARARGS, "tio_stream_recv -> _Owner"},
+    {"flush", (PyCFunction)stream_flush, METH_VARARGS, "tio_stream_flush in slices"},
     {"wait_subscribers", (PyCFunction)stream_wait_subscribers, METH_VARARGS,
      "tio_stream_wait_subscribers"},
     {"set_peer", (PyCFunction)stream_set_peer, METH_O, "tio_stream_set_peer"},

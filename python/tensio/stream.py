@@ -40,8 +40,10 @@ class Stream:
     "zio", "tensorcom" or None (send: ZIO, tensorcom for a tensorcom URL;
     receive: decided per message). timeout: the default of send/recv in
     seconds (None: wait forever). single: send each message as one frame (its
-    file encoding). linger: seconds close waits for queued messages (None:
-    1 s; 0: drop them). hwm: high-water mark in messages. topic, identity,
+    file encoding). linger: seconds close waits for the messages libzmq
+    still queues (None: as long as it takes, as libzmq; 0: not at all);
+    close raises tensio.TimeoutError naming how many it dropped, so nothing
+    is lost silently. hwm: high-water mark in messages. topic, identity,
     max_frame_bytes, strict, limits: as tio_stream_options.
     """
 
@@ -82,9 +84,11 @@ class Stream:
 
     @property
     def stats(self):
-        """{"sent", "received", "malformed", "bytes_sent", "bytes_received"}."""
-        return dict(zip(("sent", "received", "malformed", "bytes_sent", "bytes_received"),
-                        self._s().stats()))
+        """{"sent", "received", "malformed", "bytes_sent", "bytes_received",
+        "queued"}; queued: messages sent that libzmq has not yet written to a
+        connection (0 over inproc://)."""
+        return dict(zip(("sent", "received", "malformed", "bytes_sent", "bytes_received",
+                         "queued"), self._s().stats()))
 
     def send(self, arrays, names=None, metadata=None, format=None, timeout=None, copy=True,
              **options):
@@ -150,8 +154,18 @@ class Stream:
             peer = peer.encode()
         self._s().set_peer(peer)
 
+    def flush(self, timeout=None):
+        """Waits until libzmq has written every message sent so far to its
+        connection; tensio.TimeoutError after timeout seconds (None: as long
+        as it takes), naming how many are still queued. Drops nothing."""
+        s = self._s()
+        t = _ms(timeout, "timeout")
+        s.flush(max(t, 0))
+
     def close(self):
-        """Closes the socket, waiting up to `linger` for queued messages."""
+        """Closes the socket, waiting up to `linger` for the messages libzmq
+        still queues. Raises tensio.TimeoutError naming how many it dropped
+        when the linger time ran out (the stream is closed either way)."""
         s, self._stream = self._stream, None
         if s is not None:
             s.close()
@@ -161,8 +175,15 @@ class Stream:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:  # the exception under way is the one raised; a drop is still told
+            try:
+                self.close()
+            except Exception as e:  # noqa: BLE001
+                import warnings
+                warnings.warn("tensio.Stream close: %s" % e, RuntimeWarning, stacklevel=2)
         return False
 
     def __repr__(self):

@@ -204,6 +204,56 @@ def test_push_to_nobody_times_out():
             tx.send([np.ones(2)], timeout=0.2)
 
 
+def test_close_waits_for_a_late_reader():
+    """A PUSH sends 2,500 messages (40 MiB) and closes before its PULL reads
+    one (default linger: as long as it takes): every message arrives, in
+    order, and close raised nothing."""
+    n = 2500
+    rx = tensio.Stream("tcp://127.0.0.1:*", socket="pull", bind=True, timeout=60, hwm=2)
+    result = {}
+
+    def send():
+        try:
+            with tensio.Stream(rx.endpoint, socket="push", hwm=n + 16) as tx:
+                for i in range(n):
+                    tx.send([np.full(4096, i, dtype=np.float32)])
+            result["ok"] = True
+        except Exception as e:  # noqa: BLE001 - reported below
+            result["error"] = e
+
+    t = threading.Thread(target=send)
+    t.start()
+    time.sleep(0.5)  # the sender is closing: nothing has been read yet
+    with rx:
+        got = [int(rx.recv()[0][0]) for _ in range(n)]
+    t.join(60)
+    assert result == {"ok": True}
+    assert got == list(range(n))
+
+
+def test_close_reports_what_linger_dropped():
+    """A bounded linger that runs out: close raises TimeoutError naming how
+    many messages it dropped, and the stream is closed anyway; flush waits
+    without dropping."""
+    rx = tensio.Stream("tcp://127.0.0.1:*", socket="pull", bind=True, timeout=2, hwm=2)
+    tx = tensio.Stream(rx.endpoint, socket="push", hwm=600, linger=0.3)
+    for i in range(500):
+        tx.send([np.full(16384, i, dtype=np.float32)])
+    with pytest.raises(tensio.TimeoutError, match="still queued after 100 ms"):
+        tx.flush(timeout=0.1)
+    assert 0 < tx.stats["queued"] <= 500
+    with pytest.raises(tensio.TimeoutError) as e:
+        tx.close()
+    assert tx.closed
+    m = re.search(r"close dropped (\d+) of the 500 messages sent", str(e.value))
+    assert m, e.value
+    dropped = int(m.group(1))
+    got = list(rx)  # until none comes within 2 s
+    rx.close()
+    assert abs(len(got) + dropped - 500) <= 1, (len(got), dropped)  # ±1: see tio_stream_close
+    assert [int(c[0][0]) for c in got] == list(range(len(got)))
+
+
 def test_malformed_message_counted():
     zmq = pytest.importorskip("zmq")
     with tensio.Stream("tcp://127.0.0.1:*", socket="pull", bind=True, timeout=10) as rx:

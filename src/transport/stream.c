@@ -5,10 +5,22 @@
  * parts to libzmq (zmq_msg_init_data): each lent frame holds a reference on
  * the message, which holds the container, until libzmq calls back. Receiving
  * keeps the frames (zmq_msg_t) as the container's backing memory, so tensors
- * are views into them. */
+ * are views into them.
+ *
+ * Nothing is dropped silently at close. libzmq tells no one what its linger
+ * time discards, so the stream counts for itself: the last frame of every
+ * message sent over tcp:// or ipc:// carries a free function, which libzmq
+ * calls once it has written the message to the connection (or dropped it
+ * with a peer that went away). Messages sent minus messages released is what
+ * libzmq still queues; close (and tio_stream_flush) waits for that to reach
+ * 0, up to the linger time, and reports what is left. Over inproc:// a sent
+ * message is already in the peer's queue, where it stays readable after the
+ * sender closes (libzmq 4.3), so nothing is counted there; a sending stream
+ * may not mix inproc:// with the other transports. */
 #include "transport/transport.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +31,19 @@
 #define LEND_MIN 1024u
 /* Frames of a message handled without a heap array (send and receive). */
 #define FRAMES_INLINE 8u
-#define DEFAULT_LINGER_MS 1000
+/* Longest nap while close or tio_stream_flush waits for libzmq to take the
+ * queued messages (naps start at 1 ms and double up to this). */
+#define FLUSH_NAP_MAX_MS 10
 /* ZeroMQ routing ids are 1..255 bytes. */
 #define ID_MAX 255u
+
+/* What libzmq has released of the messages sent (see the top of this file).
+ * Shared by the stream and by every message libzmq still holds, because a
+ * stream on a shared context may be freed before libzmq releases them. */
+typedef struct track {
+    atomic_uint_least64_t released; /* messages whose last frame libzmq freed */
+    atomic_size_t refs;             /* the stream's hold + one per message held */
+} track;
 
 struct tio_stream {
     void *ctx;
@@ -42,6 +64,9 @@ struct tio_stream {
     size_t peer_len;
     uint64_t subscribers;   /* PUB: subscribe messages seen */
     uint64_t seq;           /* messages read, good or bad */
+    int linger_ms;          /* as in tio_stream_options */
+    track *track;           /* NULL for inproc:// and receive-only streams */
+    uint64_t tracked;       /* messages sent with a counted last frame */
     tio_stream_stats stats;
 };
 
@@ -121,9 +146,20 @@ static void hex(const uint8_t *p, size_t n, char *out) {
 
 /* ------------------------------------------------------------------ open */
 
+static void track_release(track *t) {
+    if (t && atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) free(t);
+}
+
+/* Messages sent that libzmq has not yet written to a connection. */
+static uint64_t queued(const tio_stream *s) {
+    if (!s->track) return 0;
+    return s->tracked - atomic_load_explicit(&s->track->released, memory_order_acquire);
+}
+
 static void stream_destroy(tio_stream *s) {
     if (!s) return;
     if (s->sock) zmq_close(s->sock);
+    track_release(s->track);
     if (s->ctx && s->own_ctx) {
         while (zmq_ctx_term(s->ctx) == -1 && errno == EINTR) {
         }
@@ -145,7 +181,9 @@ static int attach(tio_stream *s, const char *ep, int bind, tio_error *err) {
 
 static int configure(tio_stream *s, const tio_stream_options *o, const tio_url *u, int bind,
                      tio_error *err) {
-    int linger = o->linger_ms == 0 ? DEFAULT_LINGER_MS : o->linger_ms < 0 ? 0 : o->linger_ms;
+    /* libzmq's own linger, for what close does not count (inproc://, and
+     * the bytes of a message libzmq has taken but not yet written) */
+    int linger = o->linger_ms == 0 ? -1 : o->linger_ms < 0 ? 0 : o->linger_ms;
     int rc = setopt_int(s, ZMQ_LINGER, linger, "ZMQ_LINGER", err);
     if (rc == TIO_OK && o->hwm > 0) {
         rc = setopt_int(s, ZMQ_SNDHWM, o->hwm, "ZMQ_SNDHWM", err);
@@ -233,6 +271,14 @@ int tio_stream_open(const char *endpoint, const tio_stream_options *opts, tio_st
                       "tensorcom scheme (zpush://, zpull://, …)",
                       endpoint);
     }
+    size_t inproc = 0;
+    for (size_t i = 0; rc == TIO_OK && i < u.count; i++)
+        if (strncmp(u.endpoints[i], "inproc://", 9) == 0) inproc++;
+    if (rc == TIO_OK && type && can_send(type) && inproc && inproc < u.count)
+        rc = tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                      "'%.200s': a %s stream cannot mix inproc:// with other transports "
+                      "(close could not tell what it still has to deliver)",
+                      endpoint, socket_name(type));
     if (rc) {
         tio__url_free(&u);
         return rc;
@@ -253,6 +299,16 @@ int tio_stream_open(const char *endpoint, const tio_stream_options *opts, tio_st
     s->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 0;
     s->limits = tio__limits_resolve(o.limits);
     s->open_flags = o.open_flags;
+    s->linger_ms = o.linger_ms;
+    if (can_send(type) && !inproc) {
+        s->track = malloc(sizeof *s->track);
+        if (!s->track) {
+            rc = tio__nomem(err, NULL);
+        } else {
+            atomic_init(&s->track->released, 0);
+            atomic_init(&s->track->refs, 1);
+        }
+    }
     if (o.zmq_context) {
         s->ctx = o.zmq_context;
     } else {
@@ -310,12 +366,91 @@ int tio_stream_set_timeout(tio_stream *s, int timeout_ms, tio_error *err) {
     return rc;
 }
 
-void tio_stream_close(tio_stream *s) { stream_destroy(s); }
+int tio_stream_flush(tio_stream *s, int timeout_ms, tio_error *err) {
+    if (!s) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL stream");
+    if (timeout_ms < 0)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "negative timeout %d", timeout_ms);
+    int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+    long nap = 1;
+    for (;;) {
+        uint64_t q = queued(s);
+        if (q == 0) return TIO_OK;
+        long wait = nap;
+        if (timeout_ms > 0) {
+            int64_t left = deadline - now_ms();
+            if (left <= 0)
+                return tio__err(err, TIO_E_TIMEOUT, NULL, -1,
+                                "%s %s: %llu of the %llu messages sent are still queued after "
+                                "%d ms (the peer has not read them)",
+                                socket_name(s->type), s->endpoint ? s->endpoint : "",
+                                (unsigned long long)q, (unsigned long long)s->stats.sent,
+                                timeout_ms);
+            if (left < wait) wait = (long)left;
+        }
+        sleep_ms(wait);
+        if (nap < FLUSH_NAP_MAX_MS) nap *= 2;
+    }
+}
+
+int tio_stream_close(tio_stream *s, tio_error *err) {
+    if (!s) return TIO_OK;
+    int64_t start = now_ms();
+    if (s->linger_ms >= 0 && queued(s)) {
+        tio_error e;
+        tio_error_clear(&e);
+        tio_stream_flush(s, s->linger_ms, &e); /* what is left is counted below */
+    }
+    uint64_t lost = queued(s), sent = s->stats.sent;
+    /* libzmq's own linger: 0 when messages are dropped anyway; otherwise
+     * what is left of the stream's (forever by default), so that libzmq
+     * writes the bytes of the last messages it took, which its session waits
+     * for before it ends */
+    int zl = -1;
+    if (lost || s->linger_ms < 0) {
+        zl = 0;
+    } else if (s->linger_ms > 0) {
+        int64_t left = (int64_t)s->linger_ms - (now_ms() - start);
+        zl = left < 1 ? 1 : (int)left;
+    }
+    zmq_setsockopt(s->sock, ZMQ_LINGER, &zl, sizeof zl);
+    char what[TIO_URL_MAX + 16];
+    snprintf(what, sizeof what, "%s %s", socket_name(s->type), s->endpoint ? s->endpoint : "");
+    int own = s->own_ctx, linger = s->linger_ms;
+    int64_t t0 = now_ms();
+    stream_destroy(s);
+    /* An own context's end waits for the sessions: if that took the whole
+     * of a bounded linger, a message libzmq had taken (counted as written)
+     * may still have had bytes in its buffer when the session ended. */
+    int cut = own && zl > 0 && now_ms() - t0 >= zl;
+    if (lost)
+        return tio__err(err, TIO_E_TIMEOUT, NULL, -1,
+                        "%s: close dropped %llu of the %llu messages sent, %s: the peer had "
+                        "not read them (give or take the one libzmq was writing then, which "
+                        "may or may not reach the peer whole)",
+                        what, (unsigned long long)lost, (unsigned long long)sent,
+                        linger < 0 ? "at once (linger < 0)" : "when the linger time ran out");
+    if (cut)
+        return tio__err(err, TIO_E_TIMEOUT, NULL, -1,
+                        "%s: the linger time of %d ms ran out while libzmq was still writing: "
+                        "the last message sent may be cut short",
+                        what, linger);
+    return TIO_OK;
+}
+
+int tio_stream_set_linger(tio_stream *s, int linger_ms, tio_error *err) {
+    if (!s) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL stream");
+    s->linger_ms = linger_ms;
+    return TIO_OK;
+}
 
 void tio_stream_get_stats(const tio_stream *s, tio_stream_stats *out) {
     if (!out) return;
-    if (s) *out = s->stats;
-    else memset(out, 0, sizeof *out);
+    if (s) {
+        *out = s->stats;
+        out->queued = queued(s);
+    } else {
+        memset(out, 0, sizeof *out);
+    }
 }
 
 /* ------------------------------------------------------------ PUB side */
@@ -425,6 +560,57 @@ static void lend_free(void *data, void *hint) {
     tio__message_unref((struct tio_message *)hint);
 }
 
+/* The last frame of a counted message (tcp://, ipc://): its free function
+ * tells the stream's track that libzmq has written the message. Its bytes
+ * are lent from the message (m held) or copied into `copy`. */
+typedef struct tail {
+    track *t;
+    tio_message *m; /* held while lent, or NULL */
+    unsigned char copy[];
+} tail;
+
+static void tail_free(void *data, void *hint) {
+    (void)data;
+    tail *tl = hint;
+    lent_freed(tl);
+    if (tl->m) {
+        lent_freed(tl->m);
+        tio__message_unref(tl->m);
+    }
+    atomic_fetch_add_explicit(&tl->t->released, 1, memory_order_release);
+    track_release(tl->t);
+    free(tl);
+}
+
+/* Makes the counted last frame f of message m from part p. */
+static int frame_tail(tio_stream *s, zmq_msg_t *f, tio_message *m, tio_part p, int lend,
+                      tio_error *err) {
+    size_t extra = lend ? 0 : p.size;
+    tail *tl = malloc(sizeof *tl + extra);
+    if (!tl) return tio__nomem(err, NULL);
+    tl->t = s->track;
+    tl->m = NULL;
+    void *data = (void *)(uintptr_t)p.data;
+    if (lend) {
+        tio__message_ref(m);
+        tl->m = m;
+    } else {
+        if (p.size) memcpy(tl->copy, p.data, p.size);
+        data = tl->copy;
+    }
+    if (zmq_msg_init_data(f, data, p.size, tail_free, tl) != 0) {
+        if (tl->m) tio__message_unref(tl->m);
+        free(tl);
+        return tio__nomem(err, NULL);
+    }
+    /* counted now: the free function runs once whether libzmq sends the
+     * frame or the send fails and the frame is closed here */
+    atomic_fetch_add_explicit(&s->track->refs, 1, memory_order_relaxed);
+    s->tracked++;
+    lent_sending(tl);
+    return TIO_OK;
+}
+
 static int frame_copy(zmq_msg_t *f, const void *data, size_t size, tio_error *err) {
     if (zmq_msg_init_size(f, size) != 0) return tio__nomem(err, NULL);
     if (size) memcpy(zmq_msg_data(f), data, size);
@@ -500,7 +686,11 @@ int tio_stream_send(tio_stream *s, const tio_container *c, const tio_save_option
     if (rc == TIO_OK && nenv) rc = frame_copy(&f[ready++], NULL, 0, err);
     for (size_t i = 0; rc == TIO_OK && i < np; i++) {
         tio_part p = tio_message_part(m, i);
-        if (!(s->flags & TIO_STREAM_COPY) && p.size >= LEND_MIN) {
+        int lend = !(s->flags & TIO_STREAM_COPY) && p.size >= LEND_MIN;
+        if (s->track && i + 1 == np) {
+            rc = frame_tail(s, &f[ready], m, p, lend, err);
+            if (rc == TIO_OK) ready++;
+        } else if (lend) {
             tio__message_ref(m);
             if (zmq_msg_init_data(&f[ready], (void *)(uintptr_t)p.data, p.size, lend_free, m) !=
                 0) {

@@ -17,7 +17,7 @@ Needs pyzmq and numpy (Debian: python3-zmq python3-numpy), so run it with
 
 Usage:
   tensorcom_peer.py send URL [--count N] [--single] [--timeout SEC]
-  tensorcom_peer.py recv URL [--count N] [--timeout SEC]
+  tensorcom_peer.py recv URL [--count N] [--timeout SEC] [--hold SEC] [--hwm N]
   tensorcom_peer.py raw URL [--timeout SEC]
 
 URL is a tensorcom URL: zpush:// zpull:// zpub:// zsub:// (PUSH connects, PULL
@@ -30,7 +30,7 @@ send: sends N batches of four deterministic arrays (float32 [2,3,4], int16
 one JSON line per batch: {"index", "arrays": [{"name", "dtype", "shape",
 "sha256"}]}.
 
-recv: receives N batches and prints one JSON line per batch: {"index",
+recv: (after --hold seconds) receives N batches and prints one JSON line per batch: {"index",
 "frames", "bytes", "arrays": [...]} as above. A batch it cannot decode is an
 error (exit 1).
 
@@ -47,6 +47,7 @@ import hashlib
 import json
 import struct
 import sys
+import time
 
 try:
     import numpy as np
@@ -273,9 +274,12 @@ def parse_url(url):
     return stype, bind, endpoint, topic
 
 
-def open_socket(ctx, url, timeout):
+def open_socket(ctx, url, timeout, hwm=0):
     stype, bind, endpoint, topic = parse_url(url)
     s = ctx.socket(stype)
+    if hwm:
+        s.setsockopt(zmq.RCVHWM, hwm)
+        s.setsockopt(zmq.SNDHWM, hwm)
     ms = int(timeout * 1000)
     s.setsockopt(zmq.SNDTIMEO, ms)
     s.setsockopt(zmq.RCVTIMEO, ms)
@@ -314,6 +318,8 @@ def mode_send(s, args):
 
 
 def mode_recv(s, args):
+    if args.hold:
+        time.sleep(args.hold)
     for i in range(args.count):
         try:
             frames = s.recv_multipart(copy=True)
@@ -343,12 +349,15 @@ def main():
     ap.add_argument("--count", type=int, default=1)
     ap.add_argument("--single", action="store_true")
     ap.add_argument("--timeout", type=float, default=10.0)
+    ap.add_argument("--hold", type=float, default=0.0,
+                    help="recv: wait this many seconds before reading")
+    ap.add_argument("--hwm", type=int, default=0, help="the socket's high-water marks")
     args = ap.parse_args()
     if args.count < 1 or args.timeout <= 0:
         ap.error("--count and --timeout must be positive")
     ctx = zmq.Context()
     try:
-        s = open_socket(ctx, args.url, args.timeout)
+        s = open_socket(ctx, args.url, args.timeout, args.hwm)
         try:
             {"send": mode_send, "recv": mode_recv, "raw": mode_raw}[args.mode](s, args)
         finally:

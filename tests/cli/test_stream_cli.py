@@ -351,6 +351,47 @@ def t_send_to_peer(single):
             assert [a["name"] for a in b["arrays"]] == [t[0] for t in ls_hashes(f)], (f, b)
 
 
+def big_npy(path, mib):
+    """A float32 .npy of `mib` MiB of zeros, written by hand (standard library)."""
+    n = mib << 18
+    head = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }" % n
+    head += " " * (63 - (10 + len(head)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head.encode())
+        f.truncate(f.tell() + n * 4)
+    return path
+
+
+def t_send_waits_for_late_reader(tmp):
+    """tensio send sends 40 MiB and exits only once they are written, while
+    the receiver reads nothing for its first 2 s: every message arrives."""
+    f = big_npy(os.path.join(tmp, "late.npy"), 4)
+    p = peer("recv", f"zpull://{HOST}:*", "--count", "10", "--timeout", "15", "--hold", "2",
+             "--hwm", "2")
+    ep = p.wait_bound()
+    s = tensio("send", f"zpush://{HOST}:{port_of(ep)}", "--count", "10", f)
+    s.finish()
+    p.finish()
+    expect_rc(s, 0)
+    expect_rc(p, 0)
+    assert len(json_lines(p.out)) == 10, p
+
+
+def t_send_timeout_drop_reported(tmp):
+    """With --timeout, what is still queued when it runs out at exit is
+    dropped, counted, and the exit status is 1."""
+    f = big_npy(os.path.join(tmp, "drop.npy"), 4)
+    p = peer("recv", f"zpull://{HOST}:*", "--count", "1", "--timeout", "15", "--hold", "15",
+             "--hwm", "2")
+    ep = p.wait_bound()
+    s = tensio("send", f"zpush://{HOST}:{port_of(ep)}", "--timeout", "0.5", "--count", "20", f)
+    s.finish()
+    p.kill()
+    expect_rc(s, 1)
+    m = re.search(r"close dropped (\d+) of the 20 messages sent", s.err)
+    assert m and 1 <= int(m.group(1)) <= 20, s
+
+
 def t_malformed():
     r = tensio("recv", f"zpull://{HOST}:*", "--count", "4", "--timeout", "10", "--json",
                "--hash")
@@ -878,6 +919,9 @@ def main():
         case("peer send -> tensio recv (single)", t_peer_to_recv, True, tmp)
         case("tensio send -> peer recv (multipart)", t_send_to_peer, False)
         case("tensio send -> peer recv (single)", t_send_to_peer, True)
+        case("send waits at exit for a receiver that reads late", t_send_waits_for_late_reader,
+             tmp)
+        case("send --timeout: a drop at exit is an error", t_send_timeout_drop_reported, tmp)
         case("malformed messages interleaved", t_malformed)
         case("--timeout before --count", t_timeout_count_not_reached)
         case("--timeout after some messages", t_timeout_partial)

@@ -307,8 +307,8 @@ static void run_case(pair_kind k, const framing *fr) {
     assert_int_equal(sc.bytes_sent, sb.bytes_received);
     assert_int_equal(sb.sent + sc.sent, k == K_PAIR || k == K_ROUTER_DEALER ? 2 : 1);
     assert_int_equal(sb.malformed + sc.malformed, 0);
-    tio_stream_close(c);
-    tio_stream_close(b);
+    tio_stream_close(c, NULL);
+    tio_stream_close(b, NULL);
     tio_container_free(src);
 }
 
@@ -420,9 +420,9 @@ static void test_tensorcom_golden_frames(void **state) {
         for (size_t k = 0; k < nf; k++) free(bufs[k]);
         tio_container_free(src);
     }
-    tio_stream_close(tx);
-    tio_stream_close(tx1);
-    tio_stream_close(rx);
+    tio_stream_close(tx, NULL);
+    tio_stream_close(tx1, NULL);
+    tio_stream_close(rx, NULL);
     zmq_close(push);
     zmq_close(pull);
     zmq_ctx_term(ctx);
@@ -508,9 +508,9 @@ static void test_zio_golden_frames(void **state) {
         tested++;
     }
     assert_true(tested >= 5);
-    tio_stream_close(tx);
-    tio_stream_close(tx1);
-    tio_stream_close(rx);
+    tio_stream_close(tx, NULL);
+    tio_stream_close(tx1, NULL);
+    tio_stream_close(rx, NULL);
     zmq_close(push);
     zmq_close(pull);
     zmq_ctx_term(ctx);
@@ -566,8 +566,8 @@ static void zero_copy_case(const char *format, unsigned flags, int expect_same) 
     uint8_t have[32];
     sha_of(t, have);
     assert_memory_equal(have, want, 32);
-    tio_stream_close(tx); /* the received container outlives both streams */
-    tio_stream_close(rx);
+    tio_stream_close(tx, NULL); /* the received container outlives both streams */
+    tio_stream_close(rx, NULL);
     sha_of(t, have);
     assert_memory_equal(have, want, 32);
     tio_container_free(got);
@@ -636,8 +636,8 @@ static void test_release_after_lent_send(void **state) {
     tio_container_free(got); /* the last hold: the frame, then the container */
     assert_int_equal(atomic_load(&released), 1);
     free(buf);
-    tio_stream_close(tx);
-    tio_stream_close(rx);
+    tio_stream_close(tx, NULL);
+    tio_stream_close(rx, NULL);
     zmq_ctx_term(ctx);
 
     /* without a send: released by the caller's free, once */
@@ -663,7 +663,7 @@ static void test_free_after_send_tcp(void **state) {
         xsend(tx, c, &so);
         tio_container_free(c);
     }
-    tio_stream_close(tx); /* lingers until sent */
+    tio_stream_close(tx, NULL); /* lingers until sent */
     for (int i = 0; i < 8; i++) {
         tio_container *got = xrecv(rx);
         uint8_t have[32];
@@ -675,7 +675,7 @@ static void test_free_after_send_tcp(void **state) {
     tio_stream_get_stats(rx, &st);
     assert_int_equal(st.received, 8);
     assert_int_equal(st.malformed, 0);
-    tio_stream_close(rx);
+    tio_stream_close(rx, NULL);
 }
 
 /* A send that times out (a PUSH without peers) closes the frames it made:
@@ -700,7 +700,7 @@ static void test_send_timeout_releases(void **state) {
     assert_int_equal(st.sent, 0);
     assert_int_equal(st.bytes_sent, 0);
     tio_container_free(c);
-    tio_stream_close(s);
+    tio_stream_close(s, NULL);
 }
 
 /* ------------------------------------------------------------- malformed */
@@ -845,7 +845,7 @@ static void test_malformed_interleaved(void **state) {
     free(btf);
     zmq_close(push);
     zmq_ctx_term(ctx);
-    tio_stream_close(rx);
+    tio_stream_close(rx, NULL);
 }
 
 /* A DEALER with an empty message ([empty] alone) and a ROUTER with a bare
@@ -880,7 +880,7 @@ static void test_empty_envelope(void **state) {
     free(btf);
     zmq_close(dealer);
     zmq_ctx_term(ctx);
-    tio_stream_close(rx);
+    tio_stream_close(rx, NULL);
 }
 
 /* --------------------------------------------------------------- timeout */
@@ -904,8 +904,8 @@ static void test_pair_bound_sender_repeated(void **state) {
             assert_same_tensors(c, r);
             tio_container_free(r);
         }
-        tio_stream_close(rcv);
-        tio_stream_close(snd);
+        tio_stream_close(rcv, NULL);
+        tio_stream_close(snd, NULL);
     }
     tio_container_free(c);
 }
@@ -919,7 +919,7 @@ static void test_push_to_nobody_times_out(void **state) {
     tio_stream *b = xopen("tcp://127.0.0.1:*", &bo);
     char ep[128];
     snprintf(ep, sizeof ep, "%s", tio_stream_endpoint(b));
-    tio_stream_close(b);
+    tio_stream_close(b, NULL);
     tio_stream_options o = sopts(TIO_SOCKET_PUSH, 0);
     o.timeout_ms = 200;
     o.linger_ms = -1;
@@ -931,7 +931,7 @@ static void test_push_to_nobody_times_out(void **state) {
     tio_stream_get_stats(s, &st);
     assert_int_equal(st.sent, 0);
     tio_container_free(c);
-    tio_stream_close(s);
+    tio_stream_close(s, NULL);
 }
 
 static void test_recv_timeout(void **state) {
@@ -951,7 +951,7 @@ static void test_recv_timeout(void **state) {
     tio_stream_stats st;
     tio_stream_get_stats(s, &st);
     assert_int_equal(st.received + st.malformed, 0);
-    tio_stream_close(s);
+    tio_stream_close(s, NULL);
 }
 
 /* tio_stream_set_timeout: a stream opened without a timeout gets one, and
@@ -980,8 +980,8 @@ static void test_set_timeout(void **state) {
     assert_int_equal(tio_container_count(c), tio_container_count(m));
     tio_container_free(c);
     tio_container_free(m);
-    tio_stream_close(tx);
-    tio_stream_close(rx);
+    tio_stream_close(tx, NULL);
+    tio_stream_close(rx, NULL);
 }
 
 /* A frame above max_frame_bytes never reaches the receiver: libzmq drops
@@ -1024,7 +1024,7 @@ static void test_max_frame_bytes(void **state) {
     free(btf);
     zmq_close(push);
     zmq_ctx_term(ctx);
-    tio_stream_close(rx);
+    tio_stream_close(rx, NULL);
 }
 
 static void test_wait_subscribers_timeout(void **state) {
@@ -1039,7 +1039,7 @@ static void test_wait_subscribers_timeout(void **state) {
     /* a PUB cannot receive; a SUB has no subscribers to wait for */
     tio_container *c;
     ASSERT_CODE(tio_stream_recv(s, &c, &err), TIO_E_ARGUMENT, err, "recv on PUB");
-    tio_stream_close(s);
+    tio_stream_close(s, NULL);
 }
 
 /* A set peer that is not connected: retried until the send timeout, then
@@ -1063,7 +1063,7 @@ static void test_router_unknown_peer(void **state) {
     tio_stream_get_stats(s, &st);
     assert_int_equal(st.sent, 0);
     tio_container_free(c);
-    tio_stream_close(s);
+    tio_stream_close(s, NULL);
 }
 
 /* A peer set by id that connects later gets the message; clearing it goes
@@ -1110,9 +1110,9 @@ static void test_router_set_peer(void **state) {
     tio_container_free(got);
     tio_container_free(c16);
     tio_container_free(c8);
-    tio_stream_close(a);
-    tio_stream_close(b);
-    tio_stream_close(r);
+    tio_stream_close(a, NULL);
+    tio_stream_close(b, NULL);
+    tio_stream_close(r, NULL);
 }
 
 /* ------------------------------------------------------------------ URLs */
@@ -1264,7 +1264,7 @@ static void test_open_errors_and_roles(void **state) {
     o.identity = "id";
     s = xopen("tcp://127.0.0.1:1", &o);
     assert_string_equal(tio_stream_endpoint(s), "tcp://127.0.0.1:1");
-    tio_stream_close(s);
+    tio_stream_close(s, NULL);
     s = NULL;
 
     /* zpull binds (port * resolved); the same socket type given explicitly is fine */
@@ -1282,11 +1282,11 @@ static void test_open_errors_and_roles(void **state) {
     tio_stream *rpull = xopen(again + 0, &(tio_stream_options){.socket = TIO_SOCKET_PULL,
                                                               .flags = TIO_STREAM_CONNECT});
     assert_string_equal(tio_stream_endpoint(rpull), ep);
-    tio_stream_close(rpull);
+    tio_stream_close(rpull, NULL);
     snprintf(again, sizeof again, "zrpull://%s", ep + 6);
     rpull = xopen(again, NULL);
     assert_string_equal(tio_stream_endpoint(rpull), ep); /* connected: as written */
-    tio_stream_close(rpull);
+    tio_stream_close(rpull, NULL);
     /* a bad address for libzmq */
     o = sopts(TIO_SOCKET_PUSH, 0);
     ASSERT_CODE(tio_stream_open("tcp://no-port-here", &o, &s, &err), TIO_E_TRANSPORT, err,
@@ -1302,9 +1302,9 @@ static void test_open_errors_and_roles(void **state) {
     ASSERT_CODE(tio_stream_wait_subscribers(push, 1, 10, &err), TIO_E_ARGUMENT, err, "wait");
     ASSERT_CODE(tio_stream_set_peer(push, "x", 1, &err), TIO_E_ARGUMENT, err, "set_peer");
     tio_container_free(c);
-    tio_stream_close(push);
-    tio_stream_close(pull);
-    tio_stream_close(NULL);
+    tio_stream_close(push, NULL);
+    tio_stream_close(pull, NULL);
+    tio_stream_close(NULL, NULL);
     assert_null(tio_stream_endpoint(NULL));
 }
 
@@ -1328,8 +1328,8 @@ static void test_tensorcom_urls(void **state) {
     assert_prop(got, "proto", "tensorcom");
     assert_prop(got, "frames", "4");
     tio_container_free(got);
-    tio_stream_close(push);
-    tio_stream_close(pull);
+    tio_stream_close(push, NULL);
+    tio_stream_close(pull, NULL);
 
     /* +ipc, reversed roles: zrpush binds, zrpull connects */
     snprintf(url, sizeof url, "zrpush+ipc:///tmp/tio-test-stream-%d.sock", (int)getpid());
@@ -1342,8 +1342,8 @@ static void test_tensorcom_urls(void **state) {
     got = xrecv(pull);
     assert_same_tensors(src, got);
     tio_container_free(got);
-    tio_stream_close(pull);
-    tio_stream_close(push);
+    tio_stream_close(pull, NULL);
+    tio_stream_close(push, NULL);
 
     /* braces: one SUB connects to two publishers */
     tio_stream *pub1 = xopen("zpub://127.0.0.1:*", &o);
@@ -1362,7 +1362,7 @@ static void test_tensorcom_urls(void **state) {
     got = xrecv(sub);
     assert_same_tensors(src, got);
     tio_container_free(got);
-    tio_stream_close(sub);
+    tio_stream_close(sub, NULL);
 
     /* #topic: tensorcom frames start with the dtype code, so "f4" passes the
      * float32-first batch and "i2" filters it out */
@@ -1395,12 +1395,12 @@ static void test_tensorcom_urls(void **state) {
     tio_container_free(got);
     got = NULL;
     ASSERT_CODE(tio_stream_recv(sub_opt_i2, &got, &err), TIO_E_TIMEOUT, err, "opt topic");
-    tio_stream_close(sub_opt);
-    tio_stream_close(sub_opt_i2);
-    tio_stream_close(sub_i2);
-    tio_stream_close(sub_f4);
-    tio_stream_close(pub1);
-    tio_stream_close(pub2);
+    tio_stream_close(sub_opt, NULL);
+    tio_stream_close(sub_opt_i2, NULL);
+    tio_stream_close(sub_i2, NULL);
+    tio_stream_close(sub_f4, NULL);
+    tio_stream_close(pub1, NULL);
+    tio_stream_close(pub2, NULL);
     tio_container_free(src);
 }
 
@@ -1444,8 +1444,8 @@ static void test_proto(void **state) {
             tio_stream_get_stats(rx, &st);
             assert_int_equal(st.malformed, 1);
         }
-        tio_stream_close(tx);
-        tio_stream_close(rx);
+        tio_stream_close(tx, NULL);
+        tio_stream_close(rx, NULL);
     }
     tio_container_free(src);
 }
@@ -1509,8 +1509,8 @@ static void test_stats(void **state) {
     assert_int_equal(st.sent + st.received + st.malformed + st.bytes_sent + st.bytes_received, 0);
     tio_container_free(src);
     tio_container_free(many);
-    tio_stream_close(a);
-    tio_stream_close(b);
+    tio_stream_close(a, NULL);
+    tio_stream_close(b, NULL);
 }
 
 /* A container without tensors: a zio message (prefix and coordinates) and a
@@ -1537,8 +1537,8 @@ static void test_empty_container(void **state) {
     tio_stream_get_stats(tx, &st);
     assert_int_equal(st.sent, 2);
     tio_container_free(empty);
-    tio_stream_close(tx);
-    tio_stream_close(rx);
+    tio_stream_close(tx, NULL);
+    tio_stream_close(rx, NULL);
 }
 
 /* Throughput over loopback TCP (printed, not asserted): batches of 200
@@ -1572,8 +1572,8 @@ static void test_throughput(void **state) {
     }
     tio_container_free(small);
     tio_container_free(big);
-    tio_stream_close(tx);
-    tio_stream_close(rx);
+    tio_stream_close(tx, NULL);
+    tio_stream_close(rx, NULL);
 }
 
 int main(void) {

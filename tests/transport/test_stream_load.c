@@ -323,7 +323,7 @@ static void test_receiver_under_load(void **state) {
     assert_int_equal(got_good, NMSG + 1 - bad);
     assert_int_equal(st.malformed, bad);
     assert_int_equal(st.received, NMSG + 1 - bad);
-    tio_stream_close(rx);
+    tio_stream_close(rx, NULL);
     free(want);
 }
 
