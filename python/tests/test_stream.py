@@ -181,12 +181,12 @@ def test_timeout_and_iteration():
         t0 = time.monotonic()
         with pytest.raises(tensio.TimeoutError) as e:
             rx.recv()
-        assert 0.15 < time.monotonic() - t0 < 5
+        assert 0.15 < time.monotonic() - t0 < 60  # 60 s: far above what it needs
         assert isinstance(e.value, TimeoutError) and e.value.code == tensio._tensio.TIO_E_TIMEOUT
         t0 = time.monotonic()
         with pytest.raises(tensio.TimeoutError):
             rx.recv(timeout=0.35)
-        assert 0.3 < time.monotonic() - t0 < 5
+        assert 0.3 < time.monotonic() - t0 < 60
         with tensio.Stream(rx.endpoint, socket="push", timeout=10) as tx:
             for i in range(5):
                 tx.send([np.full(2, i)])
@@ -319,7 +319,7 @@ def test_keyboard_interrupt_during_recv():
         t0 = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             rx.recv()  # no timeout: waits forever, but in slices
-        assert time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 < 60  # far above the 0.3 s it needs
         timer.join()
 
 

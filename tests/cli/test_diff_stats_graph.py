@@ -335,7 +335,10 @@ def t_diff_coo_dense():
             f.write(raw)
         start = time.monotonic()
         t = one_tensor(run_json(0, "diff", big, big), "equal")
-        assert time.monotonic() - start < 5 and t["count"] == 2 * 3 * 2**40 * 2, t
+        # < 1 s of work (not 2**40 elements); 60 s is far above what a loaded machine needs
+        took = time.monotonic() - start
+        assert took < 60, f"took {took:.1f} s, a limit far above the < 1 s it needs"
+        assert t["count"] == 2 * 3 * 2**40 * 2, t
 
 
 def t_diff_graph_change():

@@ -946,7 +946,7 @@ static void test_recv_timeout(void **state) {
     int64_t dt = now_ms() - t0;
     assert_null(c);
     assert_int_equal(err.code, TIO_E_TIMEOUT);
-    assert_true(dt >= 150 && dt < 3000);
+    assert_true(dt >= 150 && dt < 60000); /* 60 s: far above what it needs */
     assert_non_null(strstr(err.message, "200 ms"));
     tio_stream_stats st;
     tio_stream_get_stats(s, &st);
@@ -968,7 +968,7 @@ static void test_set_timeout(void **state) {
     int64_t t0 = now_ms();
     ASSERT_CODE(tio_stream_recv(rx, &c, &err), TIO_E_TIMEOUT, err, "recv");
     int64_t dt = now_ms() - t0;
-    assert_true(dt >= 70 && dt < 3000);
+    assert_true(dt >= 70 && dt < 60000);
     assert_non_null(strstr(err.message, "100 ms"));
     tio_stream_options to = sopts(TIO_SOCKET_PUSH, 0);
     tio_stream *tx = xopen(tio_stream_endpoint(rx), &to);

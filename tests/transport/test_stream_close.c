@@ -85,16 +85,18 @@ static tio_stream *xopen(const char *ep, const tio_stream_options *o) {
 }
 
 /* A PULL bound on `ep` (tcp://127.0.0.1:* or an ipc:// path) that queues at
- * most 2 messages of its own, so the sender's side holds the rest. */
-static tio_stream *receiver(const char *ep) {
+ * most `hwm` messages of its own, so the sender's side holds the rest. */
+static tio_stream *receiver_hwm(const char *ep, int hwm) {
     tio_stream_options o;
     memset(&o, 0, sizeof o);
     o.socket = TIO_SOCKET_PULL;
     o.flags = TIO_STREAM_BIND;
-    o.hwm = 2;
+    o.hwm = hwm;
     o.timeout_ms = LIMIT_MS;
     return xopen(ep, &o);
 }
+
+static tio_stream *receiver(const char *ep) { return receiver_hwm(ep, 2); }
 
 /* ------------------------------------------------------- the sender thread */
 
@@ -176,8 +178,8 @@ static void ipc_path(char *out, size_t cap, const char *what) {
 /* The sender sends everything and closes before the receiver reads a
  * message; close (default linger: as long as it takes) returns when libzmq
  * has written the last one, and every message arrives, in order. */
-static void close_waits(const char *bind_ep, uint32_t count, size_t elems) {
-    tio_stream *rx = receiver(bind_ep);
+static void close_waits(const char *bind_ep, int hwm, uint32_t count, size_t elems) {
+    tio_stream *rx = receiver_hwm(bind_ep, hwm);
     sender sd;
     start(&sd, tio_stream_endpoint(rx), 0, count, elems);
     sleep_ms(HOLD_MS); /* the receiver has not started: the sender is closing */
@@ -199,20 +201,26 @@ static void close_waits(const char *bind_ep, uint32_t count, size_t elems) {
 
 static void test_close_waits_tcp_large(void **state) {
     (void)state;
-    close_waits("tcp://127.0.0.1:*", 500, 16384); /* 32 MiB, lent */
+    close_waits("tcp://127.0.0.1:*", 2, 500, 16384); /* 32 MiB, lent */
 }
 
 static void test_close_waits_tcp_small(void **state) {
     (void)state;
-    close_waits("tcp://127.0.0.1:*", 25000, 200); /* 20 MB in 800-byte copies */
+    close_waits("tcp://127.0.0.1:*", 2, 25000, 200); /* 20 MB in 800-byte copies */
 }
 
+/* Over ipc:// the receiver may not be at its high-water mark when the
+ * sender's close ends the connection: libzmq 4.3 (to this day) then stops
+ * the receiving connection at the hang-up and drops what the kernel still
+ * holds for it, after the sender had written it (docs/streaming.md,
+ * "Closing"). So here the receiver has room for every message: what the
+ * sender's close guarantees is still tested, a receiver that starts late. */
 static void test_close_waits_ipc(void **state) {
     (void)state;
     char ep[128];
     ipc_path(ep, sizeof ep, "wait");
-    close_waits(ep, 400, 16384);
-    close_waits(ep, 20000, 200);
+    close_waits(ep, 416, 400, 16384);
+    close_waits(ep, 20016, 20000, 200);
 }
 
 /* "close dropped K of the N messages sent": K */
