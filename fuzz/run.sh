@@ -9,7 +9,9 @@
 #
 # TARGETS="btf zio" picks targets; JOBS (default: nproc) targets run at once;
 # FUZZ_RUNS=N stops a target after N executions instead of after SECONDS;
-# FUZZ_MAX_LEN=N caps the input size (default 65536).
+# FUZZ_MAX_LEN=N caps the input size (default 65536); FUZZ_TIMEOUT=S the
+# seconds an input may take (default 2; libFuzzer counts wall-clock time, so
+# `make test`, which may run on a loaded machine, passes 20).
 # A crash, leak, sanitizer report, broken round trip, a single allocation over
 # 64 MiB (inputs are at most 64 KiB) or an input that takes over 2 s (-timeout;
 # the targets bound dense work at 1 MiB, see fuzz_common.h) fails the run; the
@@ -31,7 +33,8 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 rm -rf "$seeds"
 python3 "$here/seeds.py" "$seeds" >/dev/null
 
-limits=(-max_len="${FUZZ_MAX_LEN:-65536}" -malloc_limit_mb=64 -rss_limit_mb=2048 -timeout=2)
+limits=(-max_len="${FUZZ_MAX_LEN:-65536}" -malloc_limit_mb=64 -rss_limit_mb=2048
+        -timeout="${FUZZ_TIMEOUT:-2}")
 
 run_one() {
     local t="$1" log="$bin/logs/$1.log" corpus
