@@ -16,6 +16,7 @@ typedef struct ox_i64_input {
 } ox_i64_input;
 
 static const ox_i64_input ox_i64_inputs[] = {
+    {"Loop", 0, 1},              /* M (the trip count) */
     {"Reshape", 1, 5},           /* shape */
     {"Expand", 1, 8},            /* shape */
     {"ConstantOfShape", 0, 9},   /* input (the shape) */
