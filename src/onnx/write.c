@@ -426,8 +426,9 @@ static int ox_initializers(const tio_graph *g, ox_tv **out, size_t *n, tio_error
  * narrowed int64 to int32). */
 typedef struct ox_fix {
     uint8_t *widen;  /* an int32 constant whose every use requires int64: written as int64 */
-    uint8_t *cast;   /* an int32 value some int64-only input uses: a Cast to int64 first */
-    uint8_t *casted; /* that Cast was written (in this pass) */
+    uint8_t *cast;   /* an int32 value some int64-only input uses (OX_TO_INT64) or a
+                        condition (OX_TO_BOOL): a Cast first */
+    uint8_t *casted; /* those Casts written (in this pass) */
     uint8_t *nohint; /* its recorded int32 type may not be ONNX's: no value_info */
     int64_t *producer; /* the node that outputs the value, or -1 */
     /* ONNX types it int64 whatever the graph records (int32, or nothing):
@@ -439,6 +440,9 @@ typedef struct ox_fix {
     uint8_t *bound64;
     size_t *first;
 } ox_fix;
+
+/* ox_fix.cast bits: the Casts an int32 value gets */
+enum { OX_TO_INT64 = 1, OX_TO_BOOL = 2 };
 
 static bool ox_i64_use(const ox_writer *w, const ox_fix *f, const tio_graph *g, size_t j,
                        size_t k) {
@@ -581,12 +585,18 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, bool loop_body, o
         for (size_t k = 0; k < n->input_count; k++) {
             int64_t v = n->inputs[k];
             if (v < 0 || f->is64[v] || !ox_is_int32(w, g, v)) continue;
-            if (ox_i64_use(w, f, g, j, k)) f->cast[v] = 1;
-            else other[v] = 1;
+            if (ox_i64_use(w, f, g, j, k)) {
+                f->cast[v] |= OX_TO_INT64;
+            } else {
+                other[v] = 1;
+                /* a condition rten records as int32 (it has no bool) */
+                if (ox_default_domain(n) && tio__onnx_input_bool(n->op, k))
+                    f->cast[v] |= OX_TO_BOOL;
+            }
         }
     }
     for (size_t v = 0; v < g->value_count; v++)
-        if (f->cast[v] && g->values[v].tensor >= 0 && !other[v] && !subgraphs) {
+        if ((f->cast[v] & OX_TO_INT64) && g->values[v].tensor >= 0 && !other[v] && !subgraphs) {
             f->widen[v] = 1;
             f->cast[v] = 0;
         }
@@ -609,7 +619,7 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, bool loop_body, o
     return TIO_OK;
 }
 
-/* The name of value v's int64 cast ("<name>:int64"), malloc'd. */
+/* The name of value v's cast ("<name>:int64"), malloc'd. */
 static char *ox_cast_name(const char *name, const char *suffix) {
     size_t n = strlen(name) + strlen(suffix) + 1;
     char *s = malloc(n);
@@ -617,9 +627,24 @@ static char *ox_cast_name(const char *name, const char *suffix) {
     return s;
 }
 
-/* Cast(v) -> "<v>:int64", named "<v>:to-int64". */
-static int ox_put_cast(tio_pb_writer *pw, const char *name, tio_error *err) {
-    char *out = ox_cast_name(name, ":int64"), *nm = ox_cast_name(name, ":to-int64");
+/* The Cast (OX_TO_*) that input k of node j reads, or 0. */
+static unsigned ox_cast_use(const ox_writer *w, const ox_fix *f, const tio_graph *g, size_t j,
+                            size_t k) {
+    const tio_gnode *n = &g->nodes[j];
+    int64_t v = k < n->input_count ? n->inputs[k] : -1;
+    if (v < 0) return 0;
+    if ((f->cast[v] & OX_TO_INT64) && ox_i64_use(w, f, g, j, k)) return OX_TO_INT64;
+    if ((f->cast[v] & OX_TO_BOOL) && ox_default_domain(n) && tio__onnx_input_bool(n->op, k))
+        return OX_TO_BOOL;
+    return 0;
+}
+
+/* Cast(v) -> "<v>:int64", named "<v>:to-int64" (to bool: "<v>:bool",
+ * "<v>:to-bool"). */
+static int ox_put_cast(tio_pb_writer *pw, const char *name, unsigned to, tio_error *err) {
+    bool b = to == OX_TO_BOOL;
+    char *out = ox_cast_name(name, b ? ":bool" : ":int64");
+    char *nm = ox_cast_name(name, b ? ":to-bool" : ":to-int64");
     int rc = out && nm ? TIO_OK : tio__nomem(err, OX_FMT);
     if (!rc) rc = tio__pb_begin(pw, 1, err);
     if (!rc) rc = tio__pb_put_string(pw, 1, name, err);
@@ -628,7 +653,7 @@ static int ox_put_cast(tio_pb_writer *pw, const char *name, tio_error *err) {
     if (!rc) rc = tio__pb_put_string(pw, 4, "Cast", err);
     if (!rc) rc = tio__pb_begin(pw, 5, err);
     if (!rc) rc = tio__pb_put_string(pw, 1, "to", err);
-    if (!rc) rc = tio__pb_put_int64(pw, 3, tio__onnx_code(TIO_INT64), err);
+    if (!rc) rc = tio__pb_put_int64(pw, 3, tio__onnx_code(b ? TIO_BOOL : TIO_INT64), err);
     if (!rc) rc = tio__pb_put_int64(pw, 20, 2, err); /* INT */
     if (!rc) rc = tio__pb_end(pw, err);
     if (!rc) rc = tio__pb_end(pw, err);
@@ -972,9 +997,10 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
     int rc = TIO_OK;
     for (size_t k = 0; !rc && k < n->input_count; k++) {
         int64_t v = n->inputs[k];
-        if (v >= 0 && f->cast[v] && !f->casted[v] && ox_i64_use(w, f, g, j, k)) {
-            rc = ox_put_cast(pw, g->values[v].name, err);
-            f->casted[v] = 1;
+        unsigned to = ox_cast_use(w, f, g, j, k);
+        if (to && !(f->casted[v] & to)) {
+            rc = ox_put_cast(pw, g->values[v].name, to, err);
+            f->casted[v] |= (uint8_t)to;
         }
     }
     ox_form fm;
@@ -985,8 +1011,9 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
         int64_t v = k < n->input_count ? n->inputs[k] : -1;
         if (k < 8 && fm.added[k]) {
             rc = tio__pb_put_string(pw, 1, fm.added[k], err);
-        } else if (v >= 0 && f->cast[v] && ox_i64_use(w, f, g, j, k)) {
-            char *nm = ox_cast_name(g->values[v].name, ":int64");
+        } else if (ox_cast_use(w, f, g, j, k)) {
+            bool b = ox_cast_use(w, f, g, j, k) == OX_TO_BOOL;
+            char *nm = ox_cast_name(g->values[v].name, b ? ":bool" : ":int64");
             rc = nm ? tio__pb_put_string(pw, 1, nm, err) : tio__nomem(err, OX_FMT);
             free(nm);
         } else {

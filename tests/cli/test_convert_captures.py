@@ -6,9 +6,11 @@ Usage: /usr/bin/python3 test_convert_captures.py /path/to/tensio [--ort]
 
 The models are built here with Debian's python3-onnx (opset 13) and pass
 onnx.checker (full_check):
-- if_capture: the case of issue 33. The then-branch adds the outer input x to
-  a constant of its own, the else-branch multiplies a slice of an outer
-  initializer by x.
+- if_capture: the case of issue 33. An If on a bool input whose then-branch
+  adds the outer input x to a constant of its own and whose else-branch
+  multiplies a slice of an outer initializer by x. (rten has no bool: the
+  condition is an int32 input of the rten file and of its ONNX conversion,
+  which casts it for the If; onnxruntime is fed it as int32 there.)
 - if_nested: an If in an If's then-branch (two deep). The branches capture an
   outer input, an outer initializer, an outer intermediate value (Relu's), an
   outer Constant operator's output, the then-branch's own intermediate value
@@ -49,6 +51,7 @@ status is non-zero on any failure.
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -78,18 +81,17 @@ def if_capture():
          helper.make_node("Mul", ["sl", "x"], ["e_out"], name="else_mul")], "else", [],
         [vi("e_out", F, [3])])
     g = helper.make_graph(
-        [helper.make_node("Greater", ["s", "zero"], ["cond"], name="gt"),
-         helper.make_node("If", ["cond"], ["y"], name="if", then_branch=then_g,
+        [helper.make_node("If", ["cond"], ["y"], name="if", then_branch=then_g,
                           else_branch=else_g)],
-        "if_capture", [vi("x", F, [3]), vi("s", F, [1])], [vi("y", F, [3])],
+        "if_capture", [vi("cond", TensorProto.BOOL, []), vi("x", F, [3])], [vi("y", F, [3])],
         [init("c2", np.arange(5, dtype=np.float32)), init("st", np.array([1], np.int64)),
-         init("en", np.array([4], np.int64)), init("zero", np.zeros(1, np.float32))])
+         init("en", np.array([4], np.int64))])
 
-    def ref(x, s):
-        return x + np.array([1, 2, 3], np.float32) if s[0] > 0 else np.arange(5.0)[1:4] * x
+    def ref(cond, x):
+        return x + np.array([1, 2, 3], np.float32) if cond else np.arange(5.0)[1:4] * x
 
     x = np.array([0.5, -1, 2], np.float32)
-    return g, ref, [{"x": x, "s": np.array([v], np.float32)} for v in (1, -1)]
+    return g, ref, [{"cond": np.array(v), "x": x} for v in (True, False)]
 
 
 def then_with_if(a, b, inits):
@@ -207,12 +209,13 @@ def structure(g, ordered, cast=None):
     """What must survive of a graph (info --json): its inputs and outputs by
     name, its operators (Constant ones left out) with their subgraphs, its
     captures (as a set unless `ordered`). The Casts the ONNX writer adds
-    where ONNX wants int64 and rten has int32 ("V:to-int64", V -> "V:int64",
-    docs/formats/onnx.md) are left out, their outputs read as V."""
+    where ONNX wants int64 or bool and rten has int32 ("V:to-int64", V ->
+    "V:int64"; "V:to-bool", docs/formats/onnx.md) are left out, their
+    outputs read as V."""
     cast = dict(cast or {})
     nodes = []
     for n in g["nodes"]:
-        if n["op"] == "Cast" and (n.get("name") or "").endswith(":to-int64"):
+        if n["op"] == "Cast" and (n.get("name") or "").endswith((":to-int64", ":to-bool")):
             cast[n["outputs"][0]] = n["inputs"][0]
             continue
         if n["op"] == "Constant":
@@ -288,9 +291,30 @@ def convert(src, dst, *opts):
 
 def check_onnx(path, src, vecs):
     check_same(path, src, False)
-    onnx.checker.check_model(onnx.load(path), full_check=True)
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    int32 = {i.name for i in model.graph.input
+             if i.type.tensor_type.elem_type == TensorProto.INT32}
     for d in vecs:
-        run_in_ort(path, d)
+        run_in_ort(path, as_int32(d, int32))
+
+
+def as_int32(d, names):
+    """Vector directory d, or a copy of it whose bool inputs among `names`
+    are int32 (what an rten file takes for a bool input)."""
+    with open(os.path.join(d, "reference_io.json")) as f:
+        io = json.load(f)
+    bools = [i for i in io["inputs"] if i["name"] in names and
+             np.load(os.path.join(d, i["file"])).dtype == np.bool_]
+    if not bools:
+        return d
+    out = d + "-int32"
+    if not os.path.isdir(out):
+        shutil.copytree(d, out)
+        for i in bools:
+            np.save(os.path.join(out, i["file"]),
+                    np.load(os.path.join(d, i["file"])).astype(np.int32))
+    return out
 
 
 def same_bytes(a, b):
