@@ -22,16 +22,16 @@ onnx.checker (full_check):
   body's input and intermediate value, and of the then-branch's.
 
 Each is converted ONNX -> rten V2, ONNX -> rten V1, rten V1 -> V2, V2 -> V2
-(twice), V1 -> V1 (twice), rten (V2 and V1) -> ONNX and ONNX -> ONNX; every result passes
-`tensio validate` and has, by `tensio info --json`, the source's operators (name,
+(twice), V1 -> V1 (twice), rten (V2 and V1) -> ONNX and ONNX -> ONNX; every
+result passes `tensio validate` and has, by `tensio info --json`, the source's operators (name,
 op, inputs, outputs; Constant operators left out: rten makes them constants)
 with the same subgraphs, each with the same captures (in the same order for
 rten files; as a set for ONNX, which has no capture list: a reader finds them
 in the order the file uses them). A file tensio wrote from rten, written
 again, gives the same bytes (V2 -> V2, V1 -> V1), and rten V1 -> V2 gives the
-bytes of V2 -> V2. (ONNX -> rten followed by rten -> rten does not: a model
-written from ONNX form and one written as read differ in some tables' layout,
-not in what they decode to.) Every ONNX result passes onnx.checker
+bytes of V2 -> V2. (ONNX -> rten followed by rten -> rten need not: a model
+written from ONNX form and one written as read may differ in some tables'
+layout, not in what they decode to; small_cnn's do too.) Every ONNX result passes onnx.checker
 (full_check).
 
 With --ort, the original model runs in onnxruntime (npm's onnxruntime-node in
