@@ -200,6 +200,16 @@ void tio__graph_free(tio_graph *g) {
     free(g);
 }
 
+const char *tio__graph_native(const tio_graph *g) {
+    while (g && !g->native_format) g = g->parent;
+    return g ? g->native_format : NULL;
+}
+
+bool tio__graph_native_is(const tio_graph *g, const char *format) {
+    const char *f = tio__graph_native(g);
+    return f && strcmp(f, format) == 0;
+}
+
 int tio__graph_set_graph_opaque(tio_graph *g, const char *why, tio_error *err) {
     if (!g || !why) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph or reason is NULL");
     if (g->opaque) return TIO_OK;

@@ -79,6 +79,15 @@ struct tio_graph {
     size_t opset_count;
 };
 
+/* The format the graph was read from (tio_graph.native_format): its own,
+ * else its nearest enclosing graph's. Readers set it on the root only, and a
+ * subgraph is read by the same reader as its root, so a writer asking about a
+ * subgraph gets the tree's answer (asking the subgraph's own field said "built
+ * through the API" for every subgraph of a file). NULL if built. */
+const char *tio__graph_native(const tio_graph *g);
+/* Whether tio__graph_native(g) is `format`. */
+bool tio__graph_native_is(const tio_graph *g, const char *format);
+
 /* Frees a graph and its subgraphs (the root is freed by the container). */
 void tio__graph_free(tio_graph *g);
 

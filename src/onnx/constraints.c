@@ -1,8 +1,8 @@
 /* ONNX's own typing rules that the writer needs, as data (from the ONNX
  * operator docs, default domain): the inputs whose type constraint is
- * tensor(int64) only, the outputs that are always int64, the inputs and
- * outputs that one type parameter binds, and attributes that
- * an opset introduced (with their default). Inputs typed Tind
+ * tensor(int64) only, those that are tensor(bool) only, the outputs that
+ * are always int64, the inputs and outputs that one type parameter binds,
+ * and attributes that an opset introduced (with their default). Inputs typed Tind
  * (int32 or int64: Gather, Slice, GatherElements, ScatterElements, CumSum's
  * axis, Pad's axes, ...) are not listed: int32 is valid there. */
 #include "onnx/onnx.h"
@@ -16,6 +16,7 @@ typedef struct ox_i64_input {
 } ox_i64_input;
 
 static const ox_i64_input ox_i64_inputs[] = {
+    {"Loop", 0, 1},              /* M (the trip count) */
     {"Reshape", 1, 5},           /* shape */
     {"Expand", 1, 8},            /* shape */
     {"ConstantOfShape", 0, 9},   /* input (the shape) */
@@ -40,6 +41,12 @@ static const ox_i64_input ox_i64_inputs[] = {
     {"Col2Im", 1, 18},           /* image_shape */
     {"Col2Im", 2, 18},           /* block_shape */
 };
+
+/* Conditions: tensor(bool) only, in every opset that has the op. */
+static const struct {
+    const char *op;
+    unsigned input;
+} ox_bool_inputs[] = {{"If", 0}, {"Loop", 1}, {"Where", 0}};
 
 typedef struct ox_i64_output {
     const char *op;
@@ -109,6 +116,12 @@ bool tio__onnx_input_int64(const char *op, size_t input, int64_t opset) {
         if (ox_i64_inputs[i].input == input && opset >= ox_i64_inputs[i].since &&
             strcmp(ox_i64_inputs[i].op, op) == 0)
             return true;
+    return false;
+}
+
+bool tio__onnx_input_bool(const char *op, size_t input) {
+    for (size_t i = 0; i < sizeof ox_bool_inputs / sizeof ox_bool_inputs[0]; i++)
+        if (ox_bool_inputs[i].input == input && strcmp(ox_bool_inputs[i].op, op) == 0) return true;
     return false;
 }
 

@@ -41,6 +41,9 @@ int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool
  * attribute `attr` of `op` (0 when not listed) and its default. */
 bool tio__onnx_input_int64(const char *op, size_t input, int64_t opset);
 bool tio__onnx_output_int64(const char *op, size_t output);
+/* Whether input `input` of `op` is tensor(bool) only (a condition: If's,
+ * Loop's, Where's). */
+bool tio__onnx_input_bool(const char *op, size_t input);
 int tio__onnx_attr_since(const char *op, const char *attr, int64_t *dflt);
 /* The i-th group of inputs and outputs of `op` that one type parameter
  * binds to one type (false past the last); tio__onnx_in_group: whether a

@@ -35,6 +35,9 @@ typedef struct ox_writer {
     /* the graph was read from a tmfile: its tm2_* storage attributes are
      * left out, its other tmfile facts refused */
     bool from_tmfile;
+    /* set by ox_put_attr for the graph it writes next: a Loop's body (its
+     * signature's types, ox_signature_dtype) */
+    bool loop_body;
 } ox_writer;
 
 /* Whether a node is of the default (ONNX) domain, where the rules of
@@ -361,6 +364,8 @@ static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, cons
         break;
     }
     case TIO_ATTR_GRAPH:
+        w->loop_body = ox_default_domain(n) && strcmp(n->op, "Loop") == 0 &&
+                       strcmp(a->name, "body") == 0;
         if (!rc) rc = ox_put_graph(w, pw, 6, a->graph, err);
         break;
     case TIO_ATTR_FLOATS:
@@ -421,8 +426,9 @@ static int ox_initializers(const tio_graph *g, ox_tv **out, size_t *n, tio_error
  * narrowed int64 to int32). */
 typedef struct ox_fix {
     uint8_t *widen;  /* an int32 constant whose every use requires int64: written as int64 */
-    uint8_t *cast;   /* an int32 value some int64-only input uses: a Cast to int64 first */
-    uint8_t *casted; /* that Cast was written (in this pass) */
+    uint8_t *cast;   /* an int32 value some int64-only input uses (OX_TO_INT64) or a
+                        condition (OX_TO_BOOL): a Cast first */
+    uint8_t *casted; /* those Casts written (in this pass) */
     uint8_t *nohint; /* its recorded int32 type may not be ONNX's: no value_info */
     int64_t *producer; /* the node that outputs the value, or -1 */
     /* ONNX types it int64 whatever the graph records (int32, or nothing):
@@ -435,6 +441,9 @@ typedef struct ox_fix {
     size_t *first;
 } ox_fix;
 
+/* ox_fix.cast bits: the Casts an int32 value gets */
+enum { OX_TO_INT64 = 1, OX_TO_BOOL = 2 };
+
 static bool ox_i64_use(const ox_writer *w, const ox_fix *f, const tio_graph *g, size_t j,
                        size_t k) {
     const tio_gnode *n = &g->nodes[j];
@@ -442,13 +451,25 @@ static bool ox_i64_use(const ox_writer *w, const ox_fix *f, const tio_graph *g, 
     return tio__onnx_input_int64(n->op, k, w->opset) || f->bound64[f->first[j] + k];
 }
 
-static tio_dtype ox_dtype(const ox_writer *w, const tio_gvalue *v) {
-    if (v->tensor >= 0) return tio__plan_tensor(w->plan, (size_t)v->tensor)->dtype;
-    return v->dtype;
+/* Value v's recorded element type. A subgraph's capture has none of its
+ * own: it is the type of the enclosing graph's value of that name. */
+static tio_dtype ox_dtype(const ox_writer *w, const tio_graph *g, int64_t v) {
+    for (;;) { /* up the parents, to the root at most */
+        const tio_gvalue *gv = &g->values[v];
+        if (gv->tensor >= 0) return tio__plan_tensor(w->plan, (size_t)gv->tensor)->dtype;
+        if (gv->dtype != TIO_DTYPE_INVALID || !gv->name || !g->parent) return gv->dtype;
+        bool captured = false;
+        for (size_t k = 0; k < g->capture_count && !captured; k++) captured = g->captures[k] == v;
+        if (!captured) return gv->dtype;
+        int64_t outer = tio_graph_find_value(g->parent, gv->name);
+        if (outer < 0) return gv->dtype;
+        g = g->parent;
+        v = outer;
+    }
 }
 
-static bool ox_is_int32(const ox_writer *w, const tio_gvalue *v) {
-    return ox_dtype(w, v) == TIO_INT32;
+static bool ox_is_int32(const ox_writer *w, const tio_graph *g, int64_t v) {
+    return ox_dtype(w, g, v) == TIO_INT32;
 }
 
 static void ox_fix_free(ox_fix *f) {
@@ -466,7 +487,7 @@ static void ox_fix_free(ox_fix *f) {
  * int32 or not at all (another dtype is left to ONNX's checker). */
 static void ox_mark64(const ox_writer *w, const tio_graph *g, ox_fix *f, int64_t v) {
     if (v < 0) return;
-    tio_dtype d = ox_dtype(w, &g->values[v]);
+    tio_dtype d = ox_dtype(w, g, v);
     if (d == TIO_INT32 || d == TIO_DTYPE_INVALID) f->is64[v] = 1;
 }
 
@@ -486,13 +507,13 @@ static void ox_bind64(const ox_writer *w, const tio_graph *g, ox_fix *f) {
             for (size_t k = 0; k < n->input_count && !any; k++) {
                 int64_t v = n->inputs[k];
                 any = v >= 0 && tio__onnx_in_group(ins, k) &&
-                      (f->is64[v] || ox_dtype(w, &g->values[v]) == TIO_INT64);
+                      (f->is64[v] || ox_dtype(w, g, v) == TIO_INT64);
             }
             if (!any) continue;
             for (size_t k = 0; k < n->input_count; k++) {
                 int64_t v = n->inputs[k];
                 if (v >= 0 && tio__onnx_in_group(ins, k) && !f->is64[v] &&
-                    ox_is_int32(w, &g->values[v]))
+                    ox_is_int32(w, g, v))
                     f->bound64[f->first[j] + k] = 1;
             }
             for (size_t k = 0; k < n->output_count; k++)
@@ -501,7 +522,23 @@ static void ox_bind64(const ox_writer *w, const tio_graph *g, ox_fix *f) {
     }
 }
 
-static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_error *err) {
+/* The type value v is written with in g's signature: a Loop body's
+ * (inputs: iteration number, condition, carried values; outputs: condition,
+ * ...) iteration number int64 and its conditions bool, where a graph raised
+ * from another format recorded int32 (rten has neither type); else v's
+ * own. */
+static tio_dtype ox_signature_dtype(const ox_writer *w, const tio_graph *g, const tio_gvalue *v,
+                                    bool loop_body) {
+    if (w->faithful || !loop_body || v->tensor >= 0 || v->dtype != TIO_INT32) return v->dtype;
+    if (g->input_count > 0 && v == &g->values[g->inputs[0]]) return TIO_INT64;
+    if ((g->input_count > 1 && v == &g->values[g->inputs[1]]) ||
+        (g->output_count > 0 && v == &g->values[g->outputs[0]]))
+        return TIO_BOOL;
+    return v->dtype;
+}
+
+static int ox_fix_plan(const ox_writer *w, const tio_graph *g, bool loop_body, ox_fix *f,
+                       tio_error *err) {
     size_t nv = g->value_count ? g->value_count : 1;
     f->widen = calloc(nv, 1);
     f->cast = calloc(nv, 1);
@@ -530,6 +567,8 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_er
         free(other);
         return TIO_OK;
     }
+    /* a Loop body's iteration number is int64 (ox_signature_dtype) */
+    if (g->input_count > 0 && loop_body) ox_mark64(w, g, f, g->inputs[0]);
     ox_bind64(w, g, f);
     /* a subgraph may capture any value by name: then nothing is widened in
      * place (a Cast serves the int64 uses) */
@@ -545,13 +584,19 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_er
         const tio_gnode *n = &g->nodes[j];
         for (size_t k = 0; k < n->input_count; k++) {
             int64_t v = n->inputs[k];
-            if (v < 0 || f->is64[v] || !ox_is_int32(w, &g->values[v])) continue;
-            if (ox_i64_use(w, f, g, j, k)) f->cast[v] = 1;
-            else other[v] = 1;
+            if (v < 0 || f->is64[v] || !ox_is_int32(w, g, v)) continue;
+            if (ox_i64_use(w, f, g, j, k)) {
+                f->cast[v] |= OX_TO_INT64;
+            } else {
+                other[v] = 1;
+                /* a condition rten records as int32 (it has no bool) */
+                if (ox_default_domain(n) && tio__onnx_input_bool(n->op, k))
+                    f->cast[v] |= OX_TO_BOOL;
+            }
         }
     }
     for (size_t v = 0; v < g->value_count; v++)
-        if (f->cast[v] && g->values[v].tensor >= 0 && !other[v] && !subgraphs) {
+        if ((f->cast[v] & OX_TO_INT64) && g->values[v].tensor >= 0 && !other[v] && !subgraphs) {
             f->widen[v] = 1;
             f->cast[v] = 0;
         }
@@ -567,14 +612,14 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_er
         }
         for (size_t k = 0; k < n->output_count; k++) {
             int64_t v = n->outputs[k];
-            if (v >= 0 && ox_is_int32(w, &g->values[v]) && (taint || f->is64[v]))
+            if (v >= 0 && ox_is_int32(w, g, v) && (taint || f->is64[v]))
                 f->nohint[v] = 1;
         }
     }
     return TIO_OK;
 }
 
-/* The name of value v's int64 cast ("<name>:int64"), malloc'd. */
+/* The name of value v's cast ("<name>:int64"), malloc'd. */
 static char *ox_cast_name(const char *name, const char *suffix) {
     size_t n = strlen(name) + strlen(suffix) + 1;
     char *s = malloc(n);
@@ -582,9 +627,24 @@ static char *ox_cast_name(const char *name, const char *suffix) {
     return s;
 }
 
-/* Cast(v) -> "<v>:int64", named "<v>:to-int64". */
-static int ox_put_cast(tio_pb_writer *pw, const char *name, tio_error *err) {
-    char *out = ox_cast_name(name, ":int64"), *nm = ox_cast_name(name, ":to-int64");
+/* The Cast (OX_TO_*) that input k of node j reads, or 0. */
+static unsigned ox_cast_use(const ox_writer *w, const ox_fix *f, const tio_graph *g, size_t j,
+                            size_t k) {
+    const tio_gnode *n = &g->nodes[j];
+    int64_t v = k < n->input_count ? n->inputs[k] : -1;
+    if (v < 0) return 0;
+    if ((f->cast[v] & OX_TO_INT64) && ox_i64_use(w, f, g, j, k)) return OX_TO_INT64;
+    if ((f->cast[v] & OX_TO_BOOL) && ox_default_domain(n) && tio__onnx_input_bool(n->op, k))
+        return OX_TO_BOOL;
+    return 0;
+}
+
+/* Cast(v) -> "<v>:int64", named "<v>:to-int64" (to bool: "<v>:bool",
+ * "<v>:to-bool"). */
+static int ox_put_cast(tio_pb_writer *pw, const char *name, unsigned to, tio_error *err) {
+    bool b = to == OX_TO_BOOL;
+    char *out = ox_cast_name(name, b ? ":bool" : ":int64");
+    char *nm = ox_cast_name(name, b ? ":to-bool" : ":to-int64");
     int rc = out && nm ? TIO_OK : tio__nomem(err, OX_FMT);
     if (!rc) rc = tio__pb_begin(pw, 1, err);
     if (!rc) rc = tio__pb_put_string(pw, 1, name, err);
@@ -593,7 +653,7 @@ static int ox_put_cast(tio_pb_writer *pw, const char *name, tio_error *err) {
     if (!rc) rc = tio__pb_put_string(pw, 4, "Cast", err);
     if (!rc) rc = tio__pb_begin(pw, 5, err);
     if (!rc) rc = tio__pb_put_string(pw, 1, "to", err);
-    if (!rc) rc = tio__pb_put_int64(pw, 3, tio__onnx_code(TIO_INT64), err);
+    if (!rc) rc = tio__pb_put_int64(pw, 3, tio__onnx_code(b ? TIO_BOOL : TIO_INT64), err);
     if (!rc) rc = tio__pb_put_int64(pw, 20, 2, err); /* INT */
     if (!rc) rc = tio__pb_end(pw, err);
     if (!rc) rc = tio__pb_end(pw, err);
@@ -778,7 +838,7 @@ static bool ox_keeps_type(const char *op) {
  * keep their input's type; TIO_DTYPE_INVALID when not known. */
 static tio_dtype ox_type_of(const ox_writer *w, const tio_graph *g, const ox_fix *f, int64_t v) {
     for (size_t steps = 0; v >= 0 && steps <= g->node_count; steps++) {
-        tio_dtype d = ox_dtype(w, &g->values[v]);
+        tio_dtype d = ox_dtype(w, g, v);
         if (d != TIO_DTYPE_INVALID) return d;
         int64_t j = f->producer[v];
         if (j < 0 || !ox_default_domain(&g->nodes[j]) || !ox_keeps_type(g->nodes[j].op) ||
@@ -937,9 +997,10 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
     int rc = TIO_OK;
     for (size_t k = 0; !rc && k < n->input_count; k++) {
         int64_t v = n->inputs[k];
-        if (v >= 0 && f->cast[v] && !f->casted[v] && ox_i64_use(w, f, g, j, k)) {
-            rc = ox_put_cast(pw, g->values[v].name, err);
-            f->casted[v] = 1;
+        unsigned to = ox_cast_use(w, f, g, j, k);
+        if (to && !(f->casted[v] & to)) {
+            rc = ox_put_cast(pw, g->values[v].name, to, err);
+            f->casted[v] |= (uint8_t)to;
         }
     }
     ox_form fm;
@@ -950,8 +1011,9 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
         int64_t v = k < n->input_count ? n->inputs[k] : -1;
         if (k < 8 && fm.added[k]) {
             rc = tio__pb_put_string(pw, 1, fm.added[k], err);
-        } else if (v >= 0 && f->cast[v] && ox_i64_use(w, f, g, j, k)) {
-            char *nm = ox_cast_name(g->values[v].name, ":int64");
+        } else if (ox_cast_use(w, f, g, j, k)) {
+            bool b = ox_cast_use(w, f, g, j, k) == OX_TO_BOOL;
+            char *nm = ox_cast_name(g->values[v].name, b ? ":bool" : ":int64");
             rc = nm ? tio__pb_put_string(pw, 1, nm, err) : tio__nomem(err, OX_FMT);
             free(nm);
         } else {
@@ -991,9 +1053,11 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
 
 static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const tio_graph *g,
                         tio_error *err) {
+    bool loop_body = w->loop_body;
+    w->loop_body = false;
     ox_fix f;
     memset(&f, 0, sizeof f);
-    int rc = ox_fix_plan(w, g, &f, err);
+    int rc = ox_fix_plan(w, g, loop_body, &f, err);
     if (!rc) rc = tio__pb_begin(pw, number, err);
     for (size_t j = 0; !rc && j < g->node_count; j++)
         rc = ox_put_node(w, pw, g, &f, j, err);
@@ -1013,10 +1077,13 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
     if (!rc && gdoc) rc = tio__pb_put_string(pw, 10, gdoc, err);
     /* every graph input, a constant one too: an input whose initializer
      * gives its default (the caller may feed it) stays one */
-    for (size_t i = 0; !rc && i < g->input_count; i++)
-        rc = ox_put_value_info(w, pw, 11, &g->values[g->inputs[i]], err);
-    for (size_t i = 0; !rc && i < g->output_count; i++)
-        rc = ox_put_value_info(w, pw, 12, &g->values[g->outputs[i]], err);
+    for (size_t k = 0; !rc && k < g->input_count + g->output_count; k++) {
+        bool in = k < g->input_count;
+        const tio_gvalue *src = &g->values[in ? g->inputs[k] : g->outputs[k - g->input_count]];
+        tio_gvalue v = *src;
+        v.dtype = ox_signature_dtype(w, g, src, loop_body);
+        rc = ox_put_value_info(w, pw, in ? 11 : 12, &v, err);
+    }
     /* value_info: typed runtime values that are neither inputs nor outputs */
     for (size_t i = 0; !rc && i < g->value_count; i++) {
         const tio_gvalue *v = &g->values[i];

@@ -295,11 +295,17 @@ static int rt_lower_onnx(const tio_container *c, const tio_graph *g, rt_lgraph *
     for (size_t i = 0; rc == TIO_OK && i < nv; i++)
         if (map[i] < 0 && (g->values[i].dtype != TIO_DTYPE_INVALID || g->values[i].rank >= 0))
             RT_PLACE(i);
-    /* 4. per operator: its new outputs, its generated constants, the operator */
+    /* 4. per operator: the inputs not placed yet (a subgraph's captures: values
+     * of an enclosing graph, which have no type here), its new outputs, its
+     * generated constants, the operator. rten-convert adds a capture's value
+     * node just before the first operator that reads it; an input placed
+     * only after its operator would be written as absent (-1). */
     for (size_t j = 0; rc == TIO_OK && j < g->node_count; j++) {
         const tio_gnode *n = &g->nodes[j];
         if (strcmp(n->op, "Constant") == 0) continue;
         snprintf(lbl, sizeof lbl, "node %zu ('%.48s', %s)", j, n->name ? n->name : "", n->op);
+        for (size_t k = 0; k < n->input_count; k++)
+            if (n->inputs[k] >= 0 && map[n->inputs[k]] < 0) RT_PLACE((size_t)n->inputs[k]);
         for (size_t k = 0; k < n->output_count; k++)
             if (n->outputs[k] >= 0 && map[n->outputs[k]] < 0) RT_PLACE((size_t)n->outputs[k]);
         tio_gnode *o = &lg->ops[lg->nops++];

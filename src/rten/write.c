@@ -41,9 +41,8 @@ typedef struct rt_writer {
     uint64_t ext_end; /* bytes of tensor data */
 } rt_writer;
 
-static bool rt_native(const tio_graph *g) {
-    return g->native_format && strcmp(g->native_format, RT_FMT) == 0;
-}
+/* Read from rten (a subgraph: its root was): written as read. */
+static bool rt_native(const tio_graph *g) { return tio__graph_native_is(g, RT_FMT); }
 
 /* A lowered node: the attributes under rten's field names, with rten's
  * values (see tio__rten_lower). */
@@ -256,8 +255,7 @@ static int rt_op_code(const tio_graph *g, const tio_gnode *n, const char *lbl, u
             *out = k;
             return TIO_OK;
         }
-    if (g->native_format && strcmp(g->native_format, RT_FMT) == 0 && n->native_id >= 0 &&
-        n->native_id <= 255) {
+    if (rt_native(g) && n->native_id >= 0 && n->native_id <= 255) {
         *out = (unsigned)n->native_id;
         return TIO_OK;
     }

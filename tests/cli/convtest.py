@@ -88,15 +88,17 @@ def tmfile_vector(name, tmp, input_key):
     return d
 
 
-def run_in_ort(model, vdir):
+def run_in_ort(model, vdir, write=False):
     """The model in onnxruntime on the vector directory's inputs, against its
-    outputs; run_model.js's report ("ok max_abs_diff=D")."""
+    outputs; run_model.js's report ("ok max_abs_diff=D"). write: the model's
+    outputs are written as the directory's outputs instead (run_model.js
+    --write)."""
     ort_dir = os.path.join(REPO, "tests", "ort")
     if not os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node")):
         raise AssertionError("onnxruntime-node is not installed: run scripts/install-ort.sh")
     env = dict(os.environ, NODE_PATH=os.path.join(ort_dir, "node_modules"))
-    r = subprocess.run(["node", os.path.join(ort_dir, "run_model.js"), model, vdir],
-                       capture_output=True, text=True, env=env)
+    argv = ["node", os.path.join(ort_dir, "run_model.js")] + (["--write"] if write else [])
+    r = subprocess.run(argv + [model, vdir], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise AssertionError("onnxruntime: " + (r.stderr or r.stdout).strip())
     return r.stdout.strip()

@@ -18,6 +18,7 @@ const ort = require('onnxruntime-node');
 const TYPES = {
   '<f4': ['float32', Float32Array], '<i4': ['int32', Int32Array],
   '<i8': ['int64', BigInt64Array], '|u1': ['uint8', Uint8Array], '|i1': ['int8', Int8Array],
+  '|b1': ['bool', Uint8Array],
 };
 
 // A .npy file (format 1.0 or 2.0, C order, little-endian) as an ort.Tensor.
