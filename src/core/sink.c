@@ -153,17 +153,19 @@ static int pwrite_all(tio_sink *s, const uint8_t *p, size_t n, uint64_t at, tio_
     return TIO_OK;
 }
 
-/* Copies the run (one copy_file_range() call, or pieces of RUN_PROGRESS
- * with a progress function), writing from the mapping what the kernel does
- * not copy, then writes its patches over it. The file position moves past
- * the run; what is pending comes after it. */
+/* Copies the run (one copy_file_range() call per GiB, or pieces of
+ * RUN_PROGRESS with a progress function, the last up to twice that),
+ * writing from the mapping what the kernel does not copy, then writes its
+ * patches over it. The file position moves past the run; what is pending
+ * comes after it. */
 static int run_end(tio_sink *s, tio_error *err) {
     size_t n = s->run_len, done = 0;
     s->run_len = 0;
-    size_t piece = s->progress ? RUN_PROGRESS : WRITE_MAX;
     while (done < n && !s->no_copy) {
         loff_t in_off = (loff_t)(s->run_src + done); /* checked when the run grew */
-        size_t k = n - done > piece ? piece : n - done;
+        size_t k = n - done;
+        if (s->progress && k >= 2 * RUN_PROGRESS) k = RUN_PROGRESS; /* no small last piece */
+        if (k > WRITE_MAX) k = WRITE_MAX;
         ssize_t w = copy_file_range(s->run_fd, &in_off, s->fd, NULL, k, 0);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) { /* not here (EXDEV, ENOSYS, EINVAL…) or the source shrank */
