@@ -26,7 +26,7 @@
  *                                             of the same bytes (base:write[+fsync])
  *   files spawn --case C --group G --subject S --out PATH [--warm B] [--bytes-of FILE]
  *               -- CMD ARGS...
- *   files spawn --case C --group G --out PATH [--warm B] [--quiet]
+ *   files spawn --case C --group G --out PATH [--warm B] [--quiet] [--sync-first]
  *               :: base:S0 CMD0 ARGS... :: S1 CMD1 ARGS... [:: S2 ...]
  *       runs CMD once per repetition (PATH removed before each) and reports its
  *       wall time and its peak memory, sampled from /proc/PID/status: RssAnon,
@@ -35,7 +35,9 @@
  *       are OUT's size, or that of FILE with --bytes-of FILE (CMD's input, for
  *       a command whose output is small, such as a digest). The second form
  *       runs the commands paired and interleaved (bench.h), S0 the baseline.
- *       --quiet sends the commands' standard output to /dev/null.
+ *       --quiet sends the commands' standard output to /dev/null. --sync-first
+ *       writes every dirty page back (sync(), untimed) before each run: onto a
+ *       disk file system each run then starts without the last one's write-back.
  *   files convert-once IN OUT FORMAT          open + save, once (spawned by run.sh
  *                                             through `files spawn`)
  *   files sha256-once IN OUT                  baseline: mmap IN, SHA-256 of the whole
@@ -454,12 +456,15 @@ typedef struct spawn_cmd {
     bn_mem worst;
     long worst_hwm;
     int quiet; /* stdout to /dev/null */
+    int sync_first; /* sync() before each run, untimed */
 } spawn_cmd;
 
-/* Runs cmd once (out removed first, warm bytes touched first): seconds, or
- * < 0 (reported). Peaks go to cmd->worst when keep. */
+/* Runs cmd once (out removed first, then with sync_first every dirty page
+ * written back, warm bytes touched first): seconds, or < 0 (reported).
+ * Peaks go to cmd->worst when keep. */
 static double spawn_once(spawn_cmd *cmd, const char *out, uint64_t warm, int keep) {
     unlink(out);
+    if (cmd->sync_first) sync();
     if (warm) warm_memory(warm);
     bn_mem m = {0, 0, 0};
     struct rusage ru;
@@ -513,12 +518,13 @@ static int cmd_spawn(bn_ctx *x, int argc, char **argv) {
     const char *bytes_of = bn_opt(argc, argv, "--bytes-of", out);
     uint64_t warm = bn_parse_size(bn_opt(argc, argv, "--warm", "0"));
     int quiet = bn_flag(argc, argv, "--quiet");
+    int sync_first = bn_flag(argc, argv, "--sync-first");
     int dd = 1;
     while (dd < argc && strcmp(argv[dd], "--") != 0 && strcmp(argv[dd], "::") != 0) dd++;
     if (!out || dd + 1 >= argc) return bn_fail("spawn: --out, then -- CMD or :: S CMD ...");
     if (strcmp(argv[dd], "--") == 0) { /* one command, unpaired */
         if (!subject) return bn_fail("spawn: --subject S -- CMD");
-        spawn_cmd cmd = {argv + dd + 1, {0, 0, 0}, 0, quiet};
+        spawn_cmd cmd = {argv + dd + 1, {0, 0, 0}, 0, quiet, sync_first};
         for (int r = -x->warmup; r < x->reps; r++) {
             double t = spawn_once(&cmd, out, warm, r >= 0);
             if (t < 0) return 1;
@@ -539,7 +545,7 @@ static int cmd_spawn(bn_ctx *x, int argc, char **argv) {
         if (i + 2 >= argc || n == BN_PAIR_MAX) return bn_fail("spawn: :: SUBJECT CMD, at most %d",
                                                             BN_PAIR_MAX);
         snprintf(p.subject[n], sizeof p.subject[n], "%s", argv[i + 1]);
-        cmds[n] = (spawn_cmd){argv + i + 2, {0, 0, 0}, 0, quiet};
+        cmds[n] = (spawn_cmd){argv + i + 2, {0, 0, 0}, 0, quiet, sync_first};
         n++;
     }
     if (n < 2 || strncmp(p.subject[0], "base:", 5) != 0)

@@ -692,6 +692,26 @@ def main():
         md.append(table(CONVERT_HEAD, rows))
         plots["convert"] = plot
 
+    # -------------------------------------------------------------- convert_disk
+    if groups("convert_disk"):
+        # issue 38: onto the file system the data files live on (a disk's)
+        fs = sorted({g.split(", ")[2] for g in groups("convert_disk") if g.count(", ") >= 2})
+        rows = []
+        convert_rows("convert_disk", groups("convert_disk"), rows, goals,
+                     f"convert onto {'/'.join(fs) or 'the data files’ file system'}",
+                     lambda g, s, k: None, threshold=0.9)
+        md.append(f"## 4b. Convert onto {'/'.join(fs)}, where the data files are\n\n"
+                  "The conversions of section 4 (and of the 1-tensor files) written onto the "
+                  "file system of the input files rather than the tmpfs, every repetition "
+                  "starting with no dirty pages (`sync`, untimed), paired with `cp`: "
+                  "`tensio:cli` is `tensio convert --no-sync` against `cp`; in the rows "
+                  "ending in `fsync`, `tensio convert` with its default durability (fsync "
+                  "of the file and its directory) against `cp` followed by `sync` of the "
+                  "file (its fsync). On ext4 `cp` copies with `copy_file_range()`, which "
+                  "tensio uses only where the output offsets are congruent with the "
+                  "source's (docs/performance.md).\n")
+        md.append(table(CONVERT_HEAD, rows))
+
     # -------------------------------------------------------------- zmq
     if groups("zmq"):
         rows = []

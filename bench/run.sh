@@ -15,7 +15,10 @@
 #                  BUILD_DIR/data]: a disk file system's page cache maps large
 #                  folios, tmpfs 4 KiB pages (see docs/performance.md). The
 #                  report names both file systems. Every bench-* file made in
-#                  either is removed.
+#                  either is removed. When it is on another file system than
+#                  BENCH_DIR, write, durable and convert also write there
+#                  (rows named by that file system, e.g. "ext4"): where a
+#                  user's files are, what a tmpfs hides (issue 38).
 #   BENCH_SIZE     bytes of each data file [1G]
 #   BENCH_TENSORS  tensors in the many-tensor files [10000]
 #   BENCH_REPS     timed repetitions [5]      BENCH_WARMUP  untimed first [1]
@@ -148,6 +151,10 @@ cat "$OUT/machine.tsv" >&2
 
 one="1 tensor"
 many="$MANY tensors"
+# The data files' own file system, when the other rows write elsewhere: the
+# writes and conversions are measured there too, named by it.
+DISK= DFS=
+if [ "$(fstype "$READ")" != "$(fstype "$DATA")" ]; then DISK=$READ DFS=$(fstype "$READ"); fi
 
 # ------------------------------------------------------------ baselines
 # (read() of each file is paired with its open, memcpy with its scan; these
@@ -233,6 +240,24 @@ for f in $FORMATS; do
     # cp and tensio interleaved, one process per repetition each
     run $T files spawn --case convert --group "$f→$to" --out "$o" --warm "$SIZE" \
       :: base:cp cp "$fm" "$o" :: tensio:lib "$B" files convert-once "$fm" "$o" "$to" "${cli[@]}"
+    if [ -n "$DISK" ]; then
+      # onto the data files' file system, 1 and many tensors, every run
+      # starting with no dirty pages (sync, untimed): --no-sync against cp,
+      # the default durability (fsync of the file and its directory) against
+      # cp followed by sync of the file
+      od="$DISK/bench-out.$(ext "$to")"
+      for which in "$one" "$many"; do
+        in=$fm; [ "$which" = "$one" ] && in=$f1
+        run $T files spawn --case convert_disk --group "$f→$to, $which, $DFS" --out "$od" \
+          --warm "$SIZE" --sync-first \
+          :: base:cp cp "$in" "$od" \
+          :: tensio:cli "$CLI" convert --no-sync --drop-names --to "$to" "$in" "$od"
+        run $T files spawn --case convert_disk --group "$f→$to, $which, $DFS, fsync" --out "$od" \
+          --warm "$SIZE" --sync-first \
+          :: base:cp sh -c 'cp "$1" "$2" && sync "$2"' cp+sync "$in" "$od" \
+          :: tensio:cli "$CLI" convert --drop-names --to "$to" "$in" "$od"
+      done
+    fi
   fi
   rm -f "$f1" "$fm"
   # the many-tensor files; one tensor for .npy, with np.save of it beside
@@ -250,6 +275,14 @@ for f in $FORMATS; do
   if has durable; then
     run $T files write --format "$f" --size "$SIZE" --tensors "$wn" \
       --out "$DATA/bench-w.$e" --group "$wg+fsync" --sync
+  fi
+  if [ -n "$DISK" ] && has write; then
+    run $T files write --format "$f" --size "$SIZE" --tensors "$wn" \
+      --out "$DISK/bench-w.$e" --group "$wg, $DFS"
+  fi
+  if [ -n "$DISK" ] && has durable; then
+    run $T files write --format "$f" --size "$SIZE" --tensors "$wn" \
+      --out "$DISK/bench-w.$e" --group "$wg, $DFS+fsync" --sync
   fi
 done
 

@@ -40,10 +40,12 @@ struct tio_write_plan {
     void (*kept_free)(void *kept);
 };
 
-/* Tensor data at least this large that lie unchanged in the source file go
- * file to file in the kernel (tio__sink_copy_range); smaller ones are
- * gathered into the next writev(), which costs fewer system calls. */
-#define COPY_MIN (1u << 20)
+/* Tensor data at least this large that lie unchanged in the source file are
+ * offered to the sink as a range of the source (tio__sink_copy_range: copied
+ * in the kernel where the offsets allow, in one call per run of them);
+ * smaller ones are gathered into the next writev(), or join a run as bytes
+ * between its ranges. */
+#define COPY_MIN (32u << 10)
 
 /* The source file, reopened once per save: only if it is still the file that
  * was mapped (device, inode, size, modification time), else -2. */
@@ -92,10 +94,12 @@ int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, 
     const uint8_t *d = data;
     if (d == p->scratch || d == p->scratch2) return tio__sink_write(s, data, n, err);
     const uint8_t *map = p->c->map;
-    if (n >= COPY_MIN && tio__sink_is_file(s) && map && d >= map &&
-        (size_t)(d - map) <= p->c->map_size && n <= p->c->map_size - (size_t)(d - map)) {
-        int fd = source_fd((tio_write_plan *)(uintptr_t)p);
-        if (fd >= 0) return tio__sink_copy_range(s, fd, (uint64_t)(d - map), data, n, err);
+    size_t size = p->c->map_size;
+    if (tio__sink_is_file(s) && map && (uintptr_t)d >= (uintptr_t)map &&
+        (uintptr_t)d - (uintptr_t)map <= size && n <= size - ((uintptr_t)d - (uintptr_t)map)) {
+        size_t off = (size_t)((uintptr_t)d - (uintptr_t)map);
+        int fd = n >= COPY_MIN ? source_fd((tio_write_plan *)(uintptr_t)p) : -1;
+        return tio__sink_copy_range(s, fd, map, size, off, n, err);
     }
     return tio__sink_write_ref(s, data, n, err);
 }

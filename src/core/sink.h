@@ -31,6 +31,25 @@ struct tio_sink {
     void *progress_ctx;
     uint64_t progress_total, progress_next;
     int no_copy; /* copy_file_range() failed once: write the mapped bytes */
+    /* File: how bytes of a mapped source file go (tio__sink_copy_range). */
+    size_t flush_at;   /* gathered bytes are written once they reach this */
+    uint64_t base;     /* the file offset of position 0; UINT64_MAX: not a file */
+    size_t page;       /* congruence: source and output offsets equal modulo this */
+    int copy_any;      /* copy_file_range() also at non-congruent offsets (NFS, SMB) */
+    /* The copy run: run_len bytes at run_src of run_fd (mapped at run_map)
+     * that go at position run_dst, copied in one copy_file_range() once the
+     * run ends; bytes written after it are pending in iov[] and, when the
+     * run is extended over them, become patches where they differ from the
+     * source's. run_len 0: no run. */
+    int run_fd;
+    uint64_t run_src, run_dst;
+    size_t run_len;
+    const uint8_t *run_map;
+    struct tio__sink_patch *patch; /* pwrite()n over the run once it is copied */
+    size_t npatch, patch_cap;
+    uint8_t *pbytes;               /* the patches' bytes */
+    size_t plen, pcap;
+    uintptr_t pop_lo, pop_hi;      /* the source mapping's pages populated last */
     uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
 };
 
@@ -41,21 +60,35 @@ void tio__sink_init_fixed(tio_sink *s, void *buf, size_t cap);
 int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err);
 int tio__sink_flush(tio_sink *s, tio_error *err);
 void tio__sink_dispose(tio_sink *s);
-/* Writes n bytes that are both at offset `off` of file in_fd and mapped at
- * `mapped`: a file sink copies them in the kernel (copy_file_range(), what
- * cp does: the mapping is not touched), falling back to writing the mapped
- * bytes where the file systems cannot (or the source shrank); other sinks
- * write the mapped bytes. Returns TIO_OK or an error. */
+/* Writes the n bytes at offset `off` of file in_fd, which is mapped whole
+ * at `map` (map_size bytes, valid until the sink is flushed). A file sink
+ * copies them in the kernel (copy_file_range(), what cp does: the mapping is
+ * not touched) when the output offset is congruent with `off` modulo the
+ * page size, in one call per run of source bytes that lie at the same
+ * distance in the output (pieces written between them that differ from the
+ * source's bytes are written over the copy with pwrite()); it falls back to
+ * writing the mapped bytes where the file systems cannot copy (EXDEV,
+ * EINVAL, ENOSYS…) or the source shrank. Other bytes, and other sinks,
+ * write the mapped bytes, the mapping's pages populated ahead in one call
+ * (MADV_POPULATE_READ) rather than faulted in by the writes: on ext4
+ * copy_file_range() at non-congruent offsets costs ~1.5x writing them
+ * (docs/performance.md). The caller checked off + n <= map_size. Returns
+ * TIO_OK or an error. */
 static inline int tio__sink_is_file(const tio_sink *s) { return s->fd >= 0; }
-int tio__sink_copy_range(tio_sink *s, int in_fd, uint64_t off, const void *mapped, size_t n,
-                         tio_error *err);
+int tio__sink_copy_range(tio_sink *s, int in_fd, const void *map, size_t map_size, size_t off,
+                         size_t n, tio_error *err);
 #define TIO__PROGRESS_STEP (1u << 20)
-/* Reports progress if a MiB passed since the last report. */
-static inline void tio__sink_progress(tio_sink *s) {
-    if (s->progress && s->pos >= s->progress_next) {
-        s->progress(s->progress_ctx, s->pos, s->progress_total > s->pos ? s->progress_total : s->pos);
-        s->progress_next = s->pos + TIO__PROGRESS_STEP;
+/* Reports progress at `at` bytes if a MiB passed since the last report. */
+static inline void tio__sink_progress_at(tio_sink *s, uint64_t at) {
+    if (s->progress && at >= s->progress_next) {
+        s->progress(s->progress_ctx, at, s->progress_total > at ? s->progress_total : at);
+        s->progress_next = at + TIO__PROGRESS_STEP;
     }
+}
+/* Reports progress at the sink's position, if a MiB passed since the last
+ * report; not while a copy run is pending (its bytes are not written yet). */
+static inline void tio__sink_progress(tio_sink *s) {
+    if (s->run_len == 0) tio__sink_progress_at(s, s->pos);
 }
 
 #endif
