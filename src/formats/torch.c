@@ -24,6 +24,7 @@
 #include <string.h>
 
 #define TH "torch"
+#define TH_MAX_RANK 64u /* dims of a tensor here (torch's own limit is 64 too) */
 #define TH_LEGACY_MAGIC_LEN 10
 static const uint8_t th_legacy_magic[TH_LEGACY_MAGIC_LEN] = {0x6c, 0xfc, 0x9c, 0x46, 0xf9,
                                                              0x20, 0x6a, 0xa8, 0x50, 0x19};
@@ -33,6 +34,60 @@ static int64_t th_off(uint64_t v) { return tio__zip_off(v); }
 static int th_ends(const uint8_t *s, size_t n, const char *suffix) {
     size_t k = strlen(suffix);
     return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+/* ------------------------------------------------------------ an index */
+
+/* Open addressing over (hash, index + 1) pairs: the zip members by name, the
+ * storages by key, the names given so far. The caller compares the entries
+ * whose hash matches. Grows at half full, so every lookup is O(1) expected
+ * and the reader stays linear in its input. */
+typedef struct th_slot {
+    uint64_t h;
+    size_t idx; /* index + 1; 0 = empty */
+} th_slot;
+typedef struct th_index {
+    th_slot *slot;
+    size_t cap, n;
+} th_index;
+
+static uint64_t th_fnv(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t k = 0; k < n; k++) h = (h ^ b[k]) * 1099511628211u;
+    return h;
+}
+#define TH_FNV0 1469598103934665603u
+
+/* The first entry of hash h for which eq(ctx, index) holds, or SIZE_MAX. */
+static size_t th_find(const th_index *x, uint64_t h, int (*eq)(const void *ctx, size_t i),
+                      const void *ctx) {
+    if (!x->cap) return SIZE_MAX;
+    for (size_t k = (size_t)h & (x->cap - 1); x->slot[k].idx; k = (k + 1) & (x->cap - 1))
+        if (x->slot[k].h == h && eq(ctx, x->slot[k].idx - 1)) return x->slot[k].idx - 1;
+    return SIZE_MAX;
+}
+
+static int th_insert(th_index *x, uint64_t h, size_t i) {
+    if (2 * (x->n + 1) > x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 64;
+        th_slot *s = calloc(cap, sizeof *s);
+        if (!s) return TIO_E_NOMEM;
+        for (size_t k = 0; k < x->cap; k++) {
+            if (!x->slot[k].idx) continue;
+            size_t j = (size_t)x->slot[k].h & (cap - 1);
+            while (s[j].idx) j = (j + 1) & (cap - 1);
+            s[j] = x->slot[k];
+        }
+        free(x->slot);
+        x->slot = s;
+        x->cap = cap;
+    }
+    size_t j = (size_t)h & (x->cap - 1);
+    while (x->slot[j].idx) j = (j + 1) & (x->cap - 1);
+    x->slot[j].h = h;
+    x->slot[j].idx = i + 1;
+    x->n++;
+    return TIO_OK;
 }
 
 static int th_probe(const uint8_t *data, size_t size) {
@@ -81,6 +136,13 @@ typedef struct th_reader {
     th_storage *st;
     size_t nst, capst;
     uint64_t dense;      /* bytes copied for strided views and swaps (max_dense_bytes) */
+    th_index members;    /* zip members by name */
+    th_index keys;       /* storages by key */
+    th_index names;      /* the tensor and metadata names given (tio_container's) */
+    const char **given;  /* the names given (r->names indexes them) */
+    size_t ngiven, given_cap;
+    const char *probe_s[3]; /* a lookup's pieces (th_member) */
+    size_t probe_n[3];
     char *name;          /* the path being walked */
     size_t name_len, name_cap;
 } th_reader;
@@ -92,21 +154,40 @@ static void th_free_storages(th_reader *r) {
     r->nst = r->capst = 0;
 }
 
-/* The zip member named prefix + "/" + rest (rest n bytes), or SIZE_MAX. */
-static size_t th_member(const th_reader *r, const char *rest, const uint8_t *rest2,
-                        size_t rest2_len) {
-    size_t rl = strlen(rest), pl = r->prefix_len;
-    for (size_t i = 0; i < r->zip.n; i++) {
-        const tio_zip_member *m = &r->zip.m[i];
-        size_t want = (pl ? pl + 1 : 0) + rl + rest2_len;
-        if (m->name_len != want) continue;
-        const uint8_t *s = m->name;
-        if (pl && (memcmp(s, r->prefix, pl) != 0 || s[pl] != '/')) continue;
-        s += pl ? pl + 1 : 0;
-        if (memcmp(s, rest, rl) != 0 || memcmp(s + rl, rest2, rest2_len) != 0) continue;
-        return i;
+static int th_member_eq(const void *ctx, size_t i) {
+    const th_reader *r = ctx;
+    const tio_zip_member *m = &r->zip.m[i];
+    size_t at = 0;
+    for (int k = 0; k < 3; k++) {
+        if (!r->probe_n[k]) continue;
+        if (r->probe_n[k] > m->name_len - at ||
+            memcmp(m->name + at, r->probe_s[k], r->probe_n[k]) != 0)
+            return 0;
+        at += r->probe_n[k];
     }
-    return SIZE_MAX;
+    return at == m->name_len;
+}
+
+/* The zip member named prefix + "/" + rest + rest2 (rest2_len bytes), or
+ * SIZE_MAX. */
+static size_t th_member(th_reader *r, const char *rest, const uint8_t *rest2, size_t rest2_len) {
+    r->probe_s[0] = r->prefix;
+    r->probe_n[0] = r->prefix_len ? r->prefix_len + 1 : 0; /* with its '/' */
+    r->probe_s[1] = rest;
+    r->probe_n[1] = strlen(rest);
+    r->probe_s[2] = (const char *)rest2;
+    r->probe_n[2] = rest2_len;
+    uint64_t h = TH_FNV0;
+    for (int k = 0; k < 3; k++)
+        if (r->probe_n[k]) h = th_fnv(h, r->probe_s[k], r->probe_n[k]);
+    return th_find(&r->members, h, th_member_eq, r);
+}
+
+static int th_index_members(th_reader *r) {
+    for (size_t i = 0; i < r->zip.n; i++)
+        if (th_insert(&r->members, th_fnv(TH_FNV0, r->zip.m[i].name, r->zip.m[i].name_len), i))
+            return tio__nomem(r->err, TH);
+    return TIO_OK;
 }
 
 /* A member's bytes: a view when stored, else inflated (*owned set). */
@@ -167,23 +248,37 @@ static int th_str_eq(const tio_pk_obj *o, const char *s) {
     return o && o->kind == TIO_PK_STR && o->n == strlen(s) && memcmp(o->u.s, s, o->n) == 0;
 }
 
+static int th_key_eq(const void *ctx, size_t i) {
+    const th_reader *r = ctx;
+    return r->st[i].key_len == r->probe_n[0] && memcmp(r->st[i].key, r->probe_s[0], r->probe_n[0]) == 0;
+}
+
+/* The storage of that key, or SIZE_MAX; *h gets the key's hash. */
+static size_t th_key_find(th_reader *r, const uint8_t *k, size_t n, uint64_t *h) {
+    r->probe_s[0] = (const char *)k;
+    r->probe_n[0] = n;
+    *h = th_fnv(TH_FNV0, k, n);
+    return th_find(&r->keys, *h, th_key_eq, r);
+}
+
 /* The legacy layout's storages are found before the walk (th_legacy); the
  * zip layout's on first use here. */
 static int th_storage_zip(th_reader *r, const tio_pk_obj *key, tio_dtype dtype, uint64_t at,
                           th_storage **out) {
-    for (size_t i = 0; i < r->nst; i++)
-        if (r->st[i].key_len == key->n && memcmp(r->st[i].key, key->u.s, key->n) == 0) {
-            if (r->st[i].dtype != dtype) {
-                char k[64];
-                tio__escape(key->u.s, key->n, k, sizeof k);
-                return tio__err(r->err, TIO_E_UNSUPPORTED, TH, th_off(at),
-                                "storage '%s' is viewed as %s and as %s (tensors of "
-                                "different dtypes over one storage)",
-                                k, tio_dtype_name(r->st[i].dtype), tio_dtype_name(dtype));
-            }
-            *out = &r->st[i];
-            return TIO_OK;
+    uint64_t kh = 0;
+    size_t found = th_key_find(r, key->u.s, key->n, &kh);
+    if (found != SIZE_MAX) {
+        if (r->st[found].dtype != dtype) {
+            char k[64];
+            tio__escape(key->u.s, key->n, k, sizeof k);
+            return tio__err(r->err, TIO_E_UNSUPPORTED, TH, th_off(at),
+                            "storage '%s' is viewed as %s and as %s (tensors of different "
+                            "dtypes over one storage)",
+                            k, tio_dtype_name(r->st[found].dtype), tio_dtype_name(dtype));
         }
+        *out = &r->st[found];
+        return TIO_OK;
+    }
     if (!r->is_zip) {
         char k[64];
         tio__escape(key->u.s, key->n, k, sizeof k);
@@ -212,6 +307,7 @@ static int th_storage_zip(th_reader *r, const tio_pk_obj *key, tio_dtype dtype, 
     s->at = r->zip.m[mi].data_at;
     int rc = th_member_bytes(r, mi, &s->data, &s->nbytes, &s->owned);
     if (rc) return rc;
+    if (th_insert(&r->keys, kh, r->nst)) return tio__nomem(r->err, TH);
     r->nst++;
     size_t es = th_dtype_size(dtype);
     if (r->big_endian && es > 1) {
@@ -260,10 +356,53 @@ static const char *th_gname(const tio_pk_obj *g, char *out, size_t cap) {
     return out;
 }
 
-static int th_meta(th_reader *r, const char *value, const char *type) {
+static int th_name_eq(const void *ctx, size_t i) {
+    const th_reader *r = ctx;
+    return strcmp(r->given[i], r->probe_s[0]) == 0;
+}
+
+/* Whether `name` was given to a tensor or a metadata key already (a dict key
+ * repeated, or "a.b" beside {"a": {"b": …}}): a finding, and the later one is
+ * dropped. *h gets the name's hash for th_name_add. */
+static int th_name_taken(th_reader *r, const char *name, uint64_t *h, int *taken, uint64_t at) {
+    r->probe_s[0] = name;
+    *h = th_fnv(TH_FNV0, name, strlen(name));
+    *taken = th_find(&r->names, *h, th_name_eq, r) != SIZE_MAX;
+    if (!*taken) return TIO_OK;
+    char e[80];
+    tio__escape((const uint8_t *)name, strlen(name), e, sizeof e);
+    return tio__warn(r->ctx, TH, th_off(at), r->err,
+                     "the name '%s' is given twice (a repeated key, or a key holding '.' beside "
+                     "a nested one): the later value is dropped",
+                     e);
+}
+
+/* Records a name the container now holds (stable: its own copy). */
+static int th_name_add(th_reader *r, const char *stored, uint64_t h) {
+    if (r->ngiven == r->given_cap) {
+        size_t cap = r->given_cap ? 2 * r->given_cap : 64;
+        const char **g = realloc(r->given, cap * sizeof *g);
+        if (!g) return tio__nomem(r->err, TH);
+        r->given = g;
+        r->given_cap = cap;
+    }
+    r->given[r->ngiven] = stored;
+    if (th_insert(&r->names, h, r->ngiven)) return tio__nomem(r->err, TH);
+    r->ngiven++;
+    return TIO_OK;
+}
+
+/* A non-tensor leaf: container metadata under the name walked (type NULL:
+ * a plain string). O(1): keys are unique by th_name_taken. */
+static int th_meta(th_reader *r, const char *value, const char *type, uint64_t at) {
     const char *key = r->name_len ? r->name : "(root)";
-    if (type) return tio_container_meta_set_typed(r->ctx->c, key, value, type, r->err);
-    return tio_container_meta_set(r->ctx->c, key, value, r->err);
+    uint64_t h = 0;
+    int taken = 0;
+    int rc = th_name_taken(r, key, &h, &taken, at);
+    if (rc || taken) return rc;
+    tio_container *c = r->ctx->c;
+    rc = tio__meta_append_typed(c, key, value, type ? type : "", r->err);
+    return rc ? rc : th_name_add(r, c->meta.keys[c->meta.count - 1], h);
 }
 
 /* An int64 argument. */
@@ -285,10 +424,11 @@ static int th_ints(th_reader *r, const tio_pk_obj *o, const char *what, uint64_t
     if (!o || (o->kind != TIO_PK_TUPLE && o->kind != TIO_PK_LIST))
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at), "the tensor's %s is not a tuple",
                         what);
-    if (o->n > r->ctx->limits.max_rank)
+    if (o->n > r->ctx->limits.max_rank || o->n > TH_MAX_RANK)
         return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
-                        "the tensor's %s has %" PRIu32 " dims, above the limit (max_rank %" PRIu32 ")",
-                        what, o->n, r->ctx->limits.max_rank);
+                        "the tensor's %s has %" PRIu32 " dims, above the limit (max_rank %" PRIu32
+                        ", and at most %u here)",
+                        what, o->n, r->ctx->limits.max_rank, TH_MAX_RANK);
     for (size_t k = 0; k < o->n; k++) {
         int rc = th_int(r, tio__pk_item(p, o, k), what, at, &out[k]);
         if (rc) return rc;
@@ -389,9 +529,9 @@ static int th_persid(th_reader *r, const tio_pk_obj *o, tio_dtype v3_dtype, uint
 static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj *args,
                      uint64_t at, unsigned depth) {
     const tio_pickle *p = &r->pk;
-    if (depth > r->ctx->limits.max_pickle_depth)
-        return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
-                        "tensors rebuilt from tensors nested %u deep (max_pickle_depth)", depth);
+    if (depth > 8) /* a Parameter of a tensor: 1; of a subclass: 2 */
+        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                        "tensors rebuilt from tensors nested %u deep", depth);
     if (!args || args->kind != TIO_PK_TUPLE)
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at), "%s's arguments are not a tuple",
                         e->name);
@@ -438,10 +578,8 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
     uint64_t base = 0;
     int rc = th_persid(r, tio__pk_item(p, args, 0), v3, at, &st, &base);
     if (rc) return rc;
-    int64_t off = 0, size[TIO_MAX_DEPTH_CAP], stride[TIO_MAX_DEPTH_CAP];
+    int64_t off = 0, size[TH_MAX_RANK], stride[TH_MAX_RANK];
     size_t rank = 0, srank = 0;
-    if (r->ctx->limits.max_rank > TIO_MAX_DEPTH_CAP)
-        return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at), "max_rank above %u", TIO_MAX_DEPTH_CAP);
     rc = th_int(r, tio__pk_item(p, args, 1), "the storage offset", at, &off);
     if (!rc) rc = th_ints(r, tio__pk_item(p, args, 2), "size", at, size, &rank);
     if (!rc) rc = th_ints(r, tio__pk_item(p, args, 3), "stride", at, stride, &srank);
@@ -478,6 +616,13 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
                         r->name_len ? r->name : "(root)", shape, off, k, elems,
                         tio_dtype_name(st->dtype));
     }
+    tio_container *c = r->ctx->c;
+    if (c->count >= r->ctx->limits.max_tensors)
+        return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
+                        "more than %" PRIu64 " tensors (max_tensors)", r->ctx->limits.max_tensors);
+    uint64_t nh = 0;
+    int taken = 0;
+    if (r->name_len && ((rc = th_name_taken(r, r->name, &nh, &taken, at)) || taken)) return rc;
     tio_tensor_desc td;
     memset(&td, 0, sizeof td);
     td.name = r->name_len ? r->name : NULL;
@@ -498,7 +643,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
                             r->name_len ? r->name : "(root)", shape, nb,
                             r->ctx->limits.max_dense_bytes);
         }
-        int64_t idx[TIO_MAX_DEPTH_CAP];
+        int64_t idx[TH_MAX_RANK];
         copy = malloc((size_t)nb);
         if (!copy) return tio__nomem(r->err, TH);
         th_gather(copy, st->data + start * es, size, stride, rank, es, numel, idx);
@@ -513,8 +658,8 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
         free(copy);
         return rc;
     }
-    tio_container *c = r->ctx->c;
     tio_tensor *t = c->tensors[c->count - 1];
+    if (t->name && (rc = th_name_add(r, t->name, nh))) return rc;
     if (copy) {
         t->owned_data = copy;
     } else if (st->owned) {
@@ -529,15 +674,11 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
     }
     /* tied weights: the tensors share a storage (props "shares_storage.NAME") */
     const char *first = c->tensors[st->first]->name;
-    size_t mark = r->name_len;
-    rc = th_name_push(r, "", 0, &mark, at); /* room for the key below */
-    th_name_pop(r, mark);
-    if (rc) return rc;
     char *key = malloc(r->name_len + 16);
     if (!key) return tio__nomem(r->err, TH);
     memcpy(key, "shares_storage.", 15);
     memcpy(key + 15, r->name_len ? r->name : "", r->name_len + 1);
-    rc = tio__kv_set(&c->props, key, first ? first : "(root)", r->err);
+    rc = tio__kv_append(&c->props, key, first ? first : "(root)", r->err); /* names are unique */
     free(key);
     return rc;
 }
@@ -611,41 +752,41 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
                         r->ctx->limits.max_pickle_depth);
     char v[256];
     switch (o->kind) {
-    case TIO_PK_NONE: return th_meta(r, "None", NULL);
-    case TIO_PK_BOOL: return th_meta(r, o->u.i ? "true" : "false", "bool");
+    case TIO_PK_NONE: return th_meta(r, "None", NULL, o->off);
+    case TIO_PK_BOOL: return th_meta(r, o->u.i ? "true" : "false", "bool", o->off);
     case TIO_PK_INT:
         snprintf(v, sizeof v, "%" PRId64, o->u.i);
-        return th_meta(r, v, "int64");
+        return th_meta(r, v, "int64", o->off);
     case TIO_PK_FLOAT:
         th_float_text(o->u.f, v, sizeof v);
-        return th_meta(r, v, "float64");
+        return th_meta(r, v, "float64", o->off);
     case TIO_PK_BIGINT:
-        return th_meta(r, "(an integer past int64)", NULL);
+        return th_meta(r, "(an integer past int64)", NULL, o->off);
     case TIO_PK_STR: {
         if (memchr(o->u.s, 0, o->n) || o->n > r->ctx->limits.max_name_bytes) {
             snprintf(v, sizeof v, "(a str of %" PRIu32 " bytes)", o->n);
-            return th_meta(r, v, NULL);
+            return th_meta(r, v, NULL, o->off);
         }
         char *s = malloc((size_t)o->n + 1);
         if (!s) return tio__nomem(r->err, TH);
         memcpy(s, o->u.s, o->n);
         s[o->n] = 0;
-        int rc = th_meta(r, s, "string");
+        int rc = th_meta(r, s, "string", o->off);
         free(s);
         return rc;
     }
     case TIO_PK_BYTES:
         snprintf(v, sizeof v, "(%" PRIu32 " bytes)", o->n);
-        return th_meta(r, v, NULL);
+        return th_meta(r, v, NULL, o->off);
     case TIO_PK_GLOBAL: {
         char g[200];
         const tio_pk_vocab_entry *e = tio__pk_vocab_at(o->vocab);
-        if (e && e->id == TIO_PKV_DTYPE) return th_meta(r, th_gname(o, g, sizeof g), NULL);
+        if (e && e->id == TIO_PKV_DTYPE) return th_meta(r, th_gname(o, g, sizeof g), NULL, o->off);
         snprintf(v, sizeof v, "(global %s)", th_gname(o, g, sizeof g));
-        return th_meta(r, v, NULL);
+        return th_meta(r, v, NULL, o->off);
     }
     case TIO_PK_PERSID:
-        return th_meta(r, "(a storage)", NULL);
+        return th_meta(r, "(a storage)", NULL, o->off);
     default:
         break;
     }
@@ -689,7 +830,7 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
     char g[200];
     snprintf(v, sizeof v, "(object of %s)",
              f->kind == TIO_PK_GLOBAL ? th_gname(f, g, sizeof g) : "a computed class");
-    return th_meta(r, v, NULL);
+    return th_meta(r, v, NULL, o->off);
 }
 
 /* ------------------------------------------------------------ scanning */
@@ -749,6 +890,7 @@ static int th_each(void *arg, size_t i) {
 static int th_read_zip(th_reader *r) {
     int rc = tio__zip_open(&r->zip, r->ctx, TH, "torch.save", r->err);
     if (!rc) rc = tio__zip_each(&r->zip, th_each, r);
+    if (!rc) rc = th_index_members(r);
     if (rc) return rc;
     r->is_zip = 1;
     /* the pickle: <prefix>/data.pkl, prefix one directory (or none) */
@@ -893,11 +1035,16 @@ static int th_legacy_storages(th_reader *r, const tio_pickle *keys, uint64_t *po
                           kn, numel, tio_dtype_name(f->dtype), (uint64_t)(r->ctx->size - *pos - 8));
             break;
         }
-        for (size_t j = 0; j < r->nst && !rc; j++)
-            if (r->st[j].key_len == k->n && memcmp(r->st[j].key, k->u.s, k->n) == 0)
-                rc = tio__err(r->err, TIO_E_CORRUPT, TH, th_off(*pos),
-                              "storage '%s' is listed twice", kn);
-        if (rc) break;
+        uint64_t kh = 0;
+        if (th_key_find(r, k->u.s, k->n, &kh) != SIZE_MAX) {
+            rc = tio__err(r->err, TIO_E_CORRUPT, TH, th_off(*pos), "storage '%s' is listed twice",
+                          kn);
+            break;
+        }
+        if (th_insert(&r->keys, kh, r->nst)) {
+            rc = tio__nomem(r->err, TH);
+            break;
+        }
         th_storage *s = &r->st[r->nst++];
         s->key = k->u.s;
         s->key_len = k->n;
@@ -966,6 +1113,10 @@ static int th_read(tio_read_ctx *ctx, tio_error *err) {
     tio__pickle_free(&r.pk);
     tio__zip_free(&r.zip);
     th_free_storages(&r);
+    free(r.members.slot);
+    free(r.keys.slot);
+    free(r.names.slot);
+    free(r.given);
     free(r.seen);
     free(r.name);
     return rc;

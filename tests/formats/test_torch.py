@@ -237,6 +237,14 @@ def attempt(what, data, expect_ok=False, must=(), validate_rc=None, opts=()):
         return msg
 
 
+def info_bytes(data):
+    with tempfile.NamedTemporaryFile(suffix=".pt") as f:
+        f.write(data)
+        f.flush()
+        p = subprocess.run([TENSIO, "info", "--json", f.name], capture_output=True, text=True)
+        return json.loads(p.stdout) if p.stdout.strip() else {}
+
+
 def hostile():
     import builtins
     import runpy
@@ -297,6 +305,33 @@ def hostile():
         b += b"](" + (b"h" + bytes([lvl - 1])) * 1000 + b"eq" + bytes([lvl]) + b"0"
     b += b"h\x0c."
     attempt("memo bomb", archive(bytes(b)), expect_ok=True, validate_rc=0)
+    # work linear in the input: 300,000 scalars, 100,000 names of one tensor,
+    # 100,000 repeated keys
+    import time
+    b = bytearray(b"\x80\x02}(")
+    for i in range(300000):
+        b += b"J" + struct.pack("<i", i) + b"K\x01"
+    t0 = time.time()
+    attempt("300,000 scalars", archive(bytes(b + b"u.")), expect_ok=True)
+    check("300,000 scalars: time", time.time() - t0 < 20, "%.1f s" % (time.time() - t0))
+    b = bytearray(b"\x80\x02}(J\x00\x00\x00\x00" + dumps(good)[2:-1] + b"q\xff")
+    for i in range(1, 100000):
+        b += b"J" + struct.pack("<i", i) + b"h\xff"
+    t0 = time.time()
+    # (the core refuses tensors viewing over twice the input: aliasing bound)
+    attempt("100,000 aliases", archive(bytes(b + b"u."), rec), must=("share their data",))
+    check("100,000 aliases: time", time.time() - t0 < 20, "%.1f s" % (time.time() - t0))
+    attempt("repeated keys", archive(b"\x80\x02}(" + b"K\x01K\x02" * 100000 + b"u."),
+            expect_ok=True, validate_rc=1, must=("given twice",))
+    # an object of a class outside the vocabulary beside the weights (an
+    # argparse.Namespace, as research checkpoints hold): its fields walked,
+    # the weights read, the class reported
+    import argparse
+    pkl = dumps({"args": argparse.Namespace(lr=0.5, name="x"), "w": good})
+    msg = attempt("Namespace", archive(pkl, rec), expect_ok=True, validate_rc=1,
+                  must=("calls argparse.Namespace",))
+    inf = info_bytes(archive(pkl, rec))
+    check("Namespace fields", inf.get("metadata", {}).get("args.lr") == "0.5", str(inf))
     # 100,000-deep nesting: marks, and lists in lists
     attempt("deep marks", archive(b"\x80\x02" + b"(" * 100000 + b"."), must=("max_pickle_depth",))
     attempt("deep lists", archive(b"\x80\x02" + b"]" * 100000 + b"a" * 99999 + b"."),
