@@ -136,6 +136,7 @@ typedef struct th_reader {
     th_storage *st;
     size_t nst, capst;
     uint64_t dense;      /* bytes copied for strided views and swaps (max_dense_bytes) */
+    const char *storage_dir; /* "data/", or "constants/" (TorchScript's constants.pkl) */
     th_index members;    /* zip members by name */
     th_index keys;       /* storages by key */
     th_index names;      /* the tensor and metadata names given (tio_container's) */
@@ -285,12 +286,12 @@ static int th_storage_zip(th_reader *r, const tio_pk_obj *key, tio_dtype dtype, 
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
                         "storage '%s' is not among the storages after the pickle", k);
     }
-    size_t mi = th_member(r, "data/", key->u.s, key->n);
+    size_t mi = th_member(r, r->storage_dir, key->u.s, key->n);
     if (mi == SIZE_MAX) {
         char k[64];
         tio__escape(key->u.s, key->n, k, sizeof k);
         return tio__err(r->err, TIO_E_NOT_FOUND, TH, th_off(at),
-                        "storage '%s': the archive has no record data/%s", k, k);
+                        "storage '%s': the archive has no record %s%s", k, r->storage_dir, k);
     }
     if (r->nst == r->capst) {
         size_t cap = r->capst ? 2 * r->capst : 16;
@@ -870,13 +871,15 @@ static int th_run(th_reader *r, const uint8_t *data, size_t size, uint64_t base,
     return rc ? rc : th_scan(r, pkl);
 }
 
-/* Walks what r->pk built. */
-static int th_walk_root(th_reader *r) {
+/* Walks what r->pk built, its names under `prefix` (NULL: none). */
+static int th_walk_root(th_reader *r, const char *prefix) {
     free(r->seen);
     r->seen = calloc(r->pk.count ? r->pk.count : 1, 1);
     if (!r->seen) return tio__nomem(r->err, TH);
     r->name_len = 0;
-    return th_walk(r, r->pk.root, 0);
+    size_t mark = 0;
+    int rc = prefix ? th_name_push(r, prefix, strlen(prefix), &mark, r->pkl_base) : TIO_OK;
+    return rc ? rc : th_walk(r, r->pk.root, 0);
 }
 
 /* ------------------------------------------------------------ zip layout */
@@ -947,7 +950,19 @@ static int th_read_zip(th_reader *r) {
     rc = th_member_bytes(r, pk, &d, &n, &owned);
     if (rc) return rc;
     rc = th_run(r, d, (size_t)n, owned ? 0 : r->zip.m[pk].data_at, "data.pkl");
-    if (!rc) rc = th_walk_root(r);
+    if (!rc) rc = th_walk_root(r, NULL);
+    free(owned);
+    size_t cp = r->script ? th_member(r, "constants.pkl", NULL, 0) : SIZE_MAX;
+    if (rc || cp == SIZE_MAX) return rc;
+    /* TorchScript's constants: their storages in constants/<key>, named
+     * constants.<index> */
+    th_free_storages(r);
+    free(r->keys.slot);
+    memset(&r->keys, 0, sizeof r->keys);
+    r->storage_dir = "constants/";
+    rc = th_member_bytes(r, cp, &d, &n, &owned);
+    if (!rc) rc = th_run(r, d, (size_t)n, owned ? 0 : r->zip.m[cp].data_at, "constants.pkl");
+    if (!rc) rc = th_walk_root(r, "constants");
     free(owned);
     return rc;
 }
@@ -1097,7 +1112,7 @@ static int th_read_legacy(th_reader *r) {
     if (!rc && pos < r->ctx->size)
         rc = tio__warn(r->ctx, TH, th_off(pos), r->err,
                        "%" PRIu64 " bytes after the last storage", (uint64_t)(r->ctx->size - pos));
-    return rc ? rc : th_walk_root(r);
+    return rc ? rc : th_walk_root(r, NULL);
 }
 
 static int th_read(tio_read_ctx *ctx, tio_error *err) {
@@ -1105,6 +1120,7 @@ static int th_read(tio_read_ctx *ctx, tio_error *err) {
     memset(&r, 0, sizeof r);
     r.ctx = ctx;
     r.err = err;
+    r.storage_dir = "data/";
     int rc;
     if (ctx->size >= 4 && tio__ld32(ctx->data) != TIO_ZIP_LOCAL && th_probe(ctx->data, ctx->size) == 100)
         rc = th_read_legacy(&r);

@@ -97,6 +97,16 @@ def compare(what, path, obj):
         check(what + " meta " + name, meta.get(name) == want_s, "%r vs %r" % (meta.get(name), want_s))
 
 
+class WithConstant(torch.nn.Module):
+    """Frozen, its buffer becomes a TorchScript constant (constants.pkl)."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("b", torch.arange(3.0) * 1.5)
+
+    def forward(self, x):
+        return x + torch.tensor([1.0, 2.0, 4.0]) + self.b
+
+
 def real_files(tmp):
     torch.manual_seed(1)
     sd = collections.OrderedDict()
@@ -165,6 +175,14 @@ def real_files(tmp):
     check("script layout", info(p)["props"].get("layout") == "torchscript")
     v = subprocess.run([TENSIO, "validate", p], capture_output=True, text=True)
     check("script validate", v.returncode == 0, v.stdout + v.stderr)
+    # TorchScript constants (a frozen module): constants.pkl, constants/<key>
+    p = os.path.join(tmp, "frozen.pt")
+    torch.jit.save(torch.jit.freeze(torch.jit.script(WithConstant()).eval()), p)
+    ts = json.loads(run("ls", "--json", "--hash", p).stdout)["tensors"]
+    want = {hashlib.sha256(tbytes(t)).hexdigest()
+            for t in (torch.tensor([1.0, 2.0, 4.0]), torch.arange(3.0) * 1.5)}
+    check("constants", {t["sha256"] for t in ts} == want and
+          all(t["name"].startswith("constants.") for t in ts), str(ts))
     # complex: refused by name (no tensio dtype yet)
     p = os.path.join(tmp, "complex.pt")
     torch.save({"c": torch.ones(2, dtype=torch.complex64)}, p)
