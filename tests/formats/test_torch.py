@@ -175,6 +175,27 @@ def real_files(tmp):
     check("script layout", info(p)["props"].get("layout") == "torchscript")
     v = subprocess.run([TENSIO, "validate", p], capture_output=True, text=True)
     check("script validate", v.returncode == 0, v.stdout + v.stderr)
+    # a big-endian archive (byteorder "big"): the storages swapped on read
+    import numpy as np
+    sd = collections.OrderedDict(f=torch.randn(3, 2), d=torch.randn(4, dtype=torch.float64),
+                                 i=torch.arange(5, dtype=torch.int16), u=torch.arange(3, dtype=torch.uint8))
+    buf = io.BytesIO()
+    torch.save(sd, buf)
+    kinds = {}
+    p = os.path.join(tmp, "big.pt")
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as zi, zipfile.ZipFile(p, "w") as zo:
+        pkl = zi.read("archive/data.pkl")
+        for name, t in sd.items():  # each tensor has its own storage, keys in order
+            kinds[str(len(kinds))] = t.numpy().dtype
+        for i in zi.infolist():
+            data = zi.read(i)
+            if "/data/" in i.filename:
+                data = np.frombuffer(data, kinds[i.filename.rsplit("/", 1)[1]]).byteswap().tobytes()
+            if not i.filename.endswith("byteorder"):
+                zo.writestr(i.filename, data)
+        zo.writestr("archive/byteorder", b"big")
+    compare("big-endian", p, sd)
+    check("big-endian prop", info(p)["props"].get("byteorder") == "big")
     # TorchScript constants (a frozen module): constants.pkl, constants/<key>
     p = os.path.join(tmp, "frozen.pt")
     torch.jit.save(torch.jit.freeze(torch.jit.script(WithConstant()).eval()), p)
