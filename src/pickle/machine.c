@@ -207,7 +207,7 @@ static int pk_pop(pk_run *r, size_t n, uint32_t *out) {
 static int pk_pop_mark(pk_run *r, const uint32_t **items, size_t *n) {
     if (!r->mn) return pk_err(r, TIO_E_CORRUPT, "no MARK before it (marks unbalanced)");
     size_t m = r->marks[--r->mn];
-    *items = r->stack + m;
+    *items = r->stack ? r->stack + m : NULL; /* NULL: nothing was ever pushed */
     *n = r->sn - m;
     r->sn = m;
     return TIO_OK;
