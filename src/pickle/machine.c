@@ -374,9 +374,14 @@ static int pk_call(pk_run *r, uint32_t func, uint32_t args, uint32_t kwargs) {
 
 static int pk_memo_put(pk_run *r, uint64_t key) {
     if (r->sn == pk_floor(r)) return pk_err(r, TIO_E_CORRUPT, "nothing on the stack to memoize");
-    if (key >= r->max_objects)
-        return pk_err(r, TIO_E_LIMIT, "memo key %" PRIu64 " (at most max_pickle_objects, %" PRIu64 ")",
-                      key, r->max_objects);
+    /* The memo is an array: keys below max_pickle_objects and below the
+     * pickle's size (picklers count keys up from 0, one per PUT of two or
+     * more bytes), so that its memory follows the input. */
+    if (key >= r->max_objects || key >= r->size)
+        return pk_err(r, TIO_E_LIMIT,
+                      "memo key %" PRIu64 " (at most max_pickle_objects, %" PRIu64
+                      ", and below the pickle's %zu bytes)",
+                      key, r->max_objects, r->size);
     if (key >= r->memo_cap) {
         size_t cap = r->memo_cap ? r->memo_cap : 64;
         while (cap <= key) cap *= 2;
