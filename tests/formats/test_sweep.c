@@ -271,6 +271,13 @@ static void test_sweep_npz(void **state) {
     report("npz");
 }
 
+static void test_sweep_torch(void **state) {
+    (void)state;
+    sweep_format("torch");
+    assert_true(S.files >= 3);
+    report("torch");
+}
+
 int main(void) {
     tvec_note_shared();
     const struct CMUnitTest tests[] = {
@@ -279,7 +286,7 @@ int main(void) {
         cmocka_unit_test(test_sweep_zio),    cmocka_unit_test(test_sweep_onnx),
         cmocka_unit_test(test_sweep_safetensors), cmocka_unit_test(test_sweep_npy),
         cmocka_unit_test(test_sweep_gguf),
-        cmocka_unit_test(test_sweep_npz),
+        cmocka_unit_test(test_sweep_npz),    cmocka_unit_test(test_sweep_torch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
