@@ -280,6 +280,8 @@ static void test_sweep_torch(void **state) {
 
 int main(void) {
     tvec_note_shared();
+    /* TIO_SWEEP_ONLY=test_sweep_torch runs one format's sweep */
+    if (getenv("TIO_SWEEP_ONLY")) cmocka_set_test_filter(getenv("TIO_SWEEP_ONLY"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sweep_btf),    cmocka_unit_test(test_sweep_tenbin),
         cmocka_unit_test(test_sweep_rten),   cmocka_unit_test(test_sweep_tmfile),
