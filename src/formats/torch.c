@@ -140,6 +140,7 @@ typedef struct th_reader {
     th_index members;    /* zip members by name */
     th_index keys;       /* storages by key */
     th_index names;      /* the tensor and metadata names given (tio_container's) */
+    char scratch[256], gscratch[200]; /* th_walk's leaf text */
     const char **given;  /* the names given (r->names indexes them) */
     size_t ngiven, given_cap;
     const char *probe_s[3]; /* a lookup's pieces (th_member) */
@@ -751,21 +752,21 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
         return tio__err(r->err, TIO_E_LIMIT, TH, th_off(o->off),
                         "objects nested more than %" PRIu32 " deep (max_pickle_depth)",
                         r->ctx->limits.max_pickle_depth);
-    char v[256];
+    char *v = r->scratch; /* not on the stack: th_walk recurses */
     switch (o->kind) {
     case TIO_PK_NONE: return th_meta(r, "None", NULL, o->off);
     case TIO_PK_BOOL: return th_meta(r, o->u.i ? "true" : "false", "bool", o->off);
     case TIO_PK_INT:
-        snprintf(v, sizeof v, "%" PRId64, o->u.i);
+        snprintf(v, sizeof r->scratch, "%" PRId64, o->u.i);
         return th_meta(r, v, "int64", o->off);
     case TIO_PK_FLOAT:
-        th_float_text(o->u.f, v, sizeof v);
+        th_float_text(o->u.f, v, sizeof r->scratch);
         return th_meta(r, v, "float64", o->off);
     case TIO_PK_BIGINT:
         return th_meta(r, "(an integer past int64)", NULL, o->off);
     case TIO_PK_STR: {
         if (memchr(o->u.s, 0, o->n) || o->n > r->ctx->limits.max_name_bytes) {
-            snprintf(v, sizeof v, "(a str of %" PRIu32 " bytes)", o->n);
+            snprintf(v, sizeof r->scratch, "(a str of %" PRIu32 " bytes)", o->n);
             return th_meta(r, v, NULL, o->off);
         }
         char *s = malloc((size_t)o->n + 1);
@@ -777,13 +778,13 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
         return rc;
     }
     case TIO_PK_BYTES:
-        snprintf(v, sizeof v, "(%" PRIu32 " bytes)", o->n);
+        snprintf(v, sizeof r->scratch, "(%" PRIu32 " bytes)", o->n);
         return th_meta(r, v, NULL, o->off);
     case TIO_PK_GLOBAL: {
-        char g[200];
+        char *g = r->gscratch;
         const tio_pk_vocab_entry *e = tio__pk_vocab_at(o->vocab);
-        if (e && e->id == TIO_PKV_DTYPE) return th_meta(r, th_gname(o, g, sizeof g), NULL, o->off);
-        snprintf(v, sizeof v, "(global %s)", th_gname(o, g, sizeof g));
+        if (e && e->id == TIO_PKV_DTYPE) return th_meta(r, th_gname(o, g, sizeof r->gscratch), NULL, o->off);
+        snprintf(v, sizeof r->scratch, "(global %s)", th_gname(o, g, sizeof r->gscratch));
         return th_meta(r, v, NULL, o->off);
     }
     case TIO_PK_PERSID:
@@ -828,9 +829,9 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
         return th_walk(r, o->state, depth + 1);
     }
     const tio_pk_obj *f = tio__pk(p, o->u.call.func);
-    char g[200];
-    snprintf(v, sizeof v, "(object of %s)",
-             f->kind == TIO_PK_GLOBAL ? th_gname(f, g, sizeof g) : "a computed class");
+    char *g = r->gscratch;
+    snprintf(v, sizeof r->scratch, "(object of %s)",
+             f->kind == TIO_PK_GLOBAL ? th_gname(f, g, sizeof r->gscratch) : "a computed class");
     return th_meta(r, v, NULL, o->off);
 }
 
