@@ -14,11 +14,13 @@ import bz2
 import glob
 import gzip
 import hashlib
+import io
 import lzma
 import os
 import re
 import struct
 import sys
+import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX = 1 << 20
@@ -92,6 +94,15 @@ def main():
             put(out, "gguf", d)
         for _, d in files(base, "npz/*.npz"):
             put(out, "npz", d)
+        for _, d in files(base, "torch/*.pt"):
+            put(out, "torch", d)
+            if d[:4] == b"PK\x03\x04":  # its data.pkl (stored) for the pickle machine
+                z = zipfile.ZipFile(io.BytesIO(d))
+                for n in z.namelist():
+                    if n.endswith(".pkl"):
+                        put(out, "pickle", z.read(n))
+            else:  # the legacy layout: pickles one after another
+                put(out, "pickle", d)
         for _, d in files(base, "tar/*.tar"):
             put(out, "tar", d)
             # the same shard compressed: the decompressors' paths (gzip
@@ -114,7 +125,7 @@ def main():
                 if j is not None and len(j) <= MAX:
                     put(out, "zio", j)
     for t in ("btf", "tenbin", "rten", "flatbuf", "tmfile", "zio", "zmsg", "onnx", "pb",
-              "safetensors", "npy", "gguf", "npz", "tar"):
+              "safetensors", "npy", "gguf", "npz", "tar", "torch", "pickle"):
         d = os.path.join(out, t)
         n = len(os.listdir(d)) if os.path.isdir(d) else 0
         if n == 0:

@@ -152,6 +152,11 @@ typedef struct tio_limits {
                                   sparse (COO) tensors: the dense hash of one
                                   tensor, or all the tensors one save or encode
                                   densifies (TIO_SAVE_DENSIFY) */
+    uint64_t max_pickle_bytes;   /* one pickle (a PyTorch checkpoint's data.pkl) */
+    uint64_t max_pickle_objects; /* objects one pickle makes, and its memo keys */
+    uint32_t max_pickle_depth;   /* marks open at once in a pickle, and the nesting
+                                    of its objects (at most TIO_MAX_PICKLE_DEPTH_CAP:
+                                    a larger value is taken as it) */
 } tio_limits;
 
 #define TIO_DEFAULT_MAX_TENSORS (1u << 24)
@@ -162,6 +167,10 @@ typedef struct tio_limits {
 #define TIO_MAX_DEPTH_CAP 256u
 #define TIO_DEFAULT_MAX_OBJECTS (1u << 24)
 #define TIO_DEFAULT_MAX_DENSE_BYTES (UINT64_C(256) << 20)
+#define TIO_DEFAULT_MAX_PICKLE_BYTES (UINT64_C(1) << 30)
+#define TIO_DEFAULT_MAX_PICKLE_OBJECTS (1u << 22)
+#define TIO_DEFAULT_MAX_PICKLE_DEPTH 256u
+#define TIO_MAX_PICKLE_DEPTH_CAP 1024u
 
 /* ------------------------------------------------------------------ tensors */
 
@@ -553,6 +562,8 @@ TIO_API const char *tio_format_description(const char *format);
 /* Space-separated file extensions, e.g. ".ten" */
 TIO_API const char *tio_format_extensions(const char *format);
 TIO_API unsigned tio_format_caps(const char *format);
+/* Whether tensio can write the format (1), or only read it (0: torch). */
+TIO_API int tio_format_can_write(const char *format);
 /* Whether a format can store a dtype. */
 TIO_API int tio_format_supports_dtype(const char *format, tio_dtype dtype);
 /* The format whose extension the path has, or NULL. */

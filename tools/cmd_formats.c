@@ -9,7 +9,8 @@ static const char formats_help[] =
     "\n"
     "List the formats this build can read and write: name, file extensions,\n"
     "capabilities (sparse: COO tensors, names: tensor names, metadata,\n"
-    "graph: a model graph) and description.\n"
+    "graph: a model graph, quant: block-quantized tensors; read-only: a\n"
+    "format tensio reads but does not write, torch) and description.\n"
     "\n"
     "Options:\n"
     "      --json          print one JSON object instead (also lists the dtypes\n"
@@ -75,6 +76,7 @@ static int formats_json(void) {
         bad |= cli_json_set(o, "name", cli_json_str(name));
         bad |= cli_json_set(o, "description", cli_json_str(tio_format_description(name)));
         bad |= cli_json_set(o, "extensions", split_extensions(tio_format_extensions(name)));
+        bad |= cli_json_set(o, "write", json_boolean(tio_format_can_write(name)));
         json_t *capl = json_array();
         bad |= cli_json_set(o, "capabilities", capl);
         for (size_t k = 0; k < NCAPS && !bad; k++)
@@ -110,6 +112,10 @@ static int formats_text(void) {
             if (!(caps & cap_names[k].cap)) continue;
             int w = snprintf(capbuf + used, sizeof capbuf - used, "%s%s", used ? "," : "",
                              cap_names[k].name);
+            if (w > 0 && (size_t)w < sizeof capbuf - used) used += (size_t)w;
+        }
+        if (!tio_format_can_write(name)) {
+            int w = snprintf(capbuf + used, sizeof capbuf - used, "%sread-only", used ? "," : "");
             if (w > 0 && (size_t)w < sizeof capbuf - used) used += (size_t)w;
         }
         const char *ext = tio_format_extensions(name);

@@ -484,12 +484,14 @@ def dtype_name(container, key):
 
 def formats():
     """{name: {"description", "extensions", "sparse", "names", "metadata",
-    "graph"}} for every format libtensio knows."""
+    "graph", "write"}} for every format libtensio knows ("write": False for a
+    format tensio only reads)."""
     out = {}
-    for name, desc, exts, caps in _tensio.formats():
+    for name, desc, exts, caps, write in _tensio.formats():
         out[name] = {"description": desc, "extensions": exts.split(),
                      "sparse": bool(caps & 1), "names": bool(caps & 2),
-                     "metadata": bool(caps & 4), "graph": bool(caps & 8)}
+                     "metadata": bool(caps & 4), "graph": bool(caps & 8),
+                     "write": bool(write)}
     return out
 
 

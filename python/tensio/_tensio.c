@@ -2188,8 +2188,9 @@ static PyObject *mod_formats(PyObject *m, PyObject *noargs)
         const char *f = tio_format_name(i);
         if (f == NULL)
             break;
-        PyObject *t = Py_BuildValue("(sssI)", f, tio_format_description(f),
-                                    tio_format_extensions(f), tio_format_caps(f));
+        PyObject *t = Py_BuildValue("(sssIi)", f, tio_format_description(f),
+                                    tio_format_extensions(f), tio_format_caps(f),
+                                    tio_format_can_write(f));
         if (t == NULL || PyList_Append(l, t) < 0) {
             Py_XDECREF(t);
             Py_DECREF(l);

@@ -26,6 +26,11 @@ unsigned tio_format_caps(const char *format) {
     return f ? f->caps : 0;
 }
 
+int tio_format_can_write(const char *format) {
+    const tio_format_desc *f = tio__format_find(format);
+    return f && f->write;
+}
+
 int tio_format_supports_dtype(const char *format, tio_dtype dtype) {
     const tio_format_desc *f = tio__format_find(format);
     if (!f || (unsigned)dtype >= TIO_DTYPE_COUNT) return 0;

@@ -18,7 +18,8 @@ tio_limits tio__limits_resolve(const tio_limits *l) {
     tio_limits r = {TIO_DEFAULT_MAX_TENSORS,      TIO_DEFAULT_MAX_RANK,
                     TIO_DEFAULT_MAX_HEADER_BYTES, TIO_DEFAULT_MAX_NAME_BYTES,
                     TIO_DEFAULT_MAX_DEPTH,        TIO_DEFAULT_MAX_OBJECTS,
-                    TIO_DEFAULT_MAX_DENSE_BYTES};
+                    TIO_DEFAULT_MAX_DENSE_BYTES,  TIO_DEFAULT_MAX_PICKLE_BYTES,
+                    TIO_DEFAULT_MAX_PICKLE_OBJECTS, TIO_DEFAULT_MAX_PICKLE_DEPTH};
     if (l) {
         if (l->max_depth) r.max_depth = l->max_depth;
         /* Nesting is walked recursively (graphs, subgraphs): a raised depth
@@ -30,6 +31,12 @@ tio_limits tio__limits_resolve(const tio_limits *l) {
         if (l->max_header_bytes) r.max_header_bytes = l->max_header_bytes;
         if (l->max_name_bytes) r.max_name_bytes = l->max_name_bytes;
         if (l->max_dense_bytes) r.max_dense_bytes = l->max_dense_bytes;
+        if (l->max_pickle_bytes) r.max_pickle_bytes = l->max_pickle_bytes;
+        if (l->max_pickle_objects) r.max_pickle_objects = l->max_pickle_objects;
+        if (l->max_pickle_depth) r.max_pickle_depth = l->max_pickle_depth;
+        /* the reader walks a pickle's objects recursively */
+        if (r.max_pickle_depth > TIO_MAX_PICKLE_DEPTH_CAP)
+            r.max_pickle_depth = TIO_MAX_PICKLE_DEPTH_CAP;
     }
     return r;
 }

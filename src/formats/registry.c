@@ -13,6 +13,7 @@ extern const tio_format_desc tio__format_safetensors;
 extern const tio_format_desc tio__format_npy;
 extern const tio_format_desc tio__format_gguf;
 extern const tio_format_desc tio__format_npz;
+extern const tio_format_desc tio__format_torch;
 
 static const tio_format_desc *const registry[] = {
     &tio__format_btf,
@@ -25,6 +26,7 @@ static const tio_format_desc *const registry[] = {
     &tio__format_npy,
     &tio__format_gguf,
     &tio__format_npz,
+    &tio__format_torch,
 };
 
 size_t tio__format_count(void) { return sizeof registry / sizeof registry[0]; }

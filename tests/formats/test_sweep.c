@@ -271,15 +271,24 @@ static void test_sweep_npz(void **state) {
     report("npz");
 }
 
+static void test_sweep_torch(void **state) {
+    (void)state;
+    sweep_format("torch");
+    assert_true(S.files >= 3);
+    report("torch");
+}
+
 int main(void) {
     tvec_note_shared();
+    /* TIO_SWEEP_ONLY=test_sweep_torch runs one format's sweep */
+    if (getenv("TIO_SWEEP_ONLY")) cmocka_set_test_filter(getenv("TIO_SWEEP_ONLY"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sweep_btf),    cmocka_unit_test(test_sweep_tenbin),
         cmocka_unit_test(test_sweep_rten),   cmocka_unit_test(test_sweep_tmfile),
         cmocka_unit_test(test_sweep_zio),    cmocka_unit_test(test_sweep_onnx),
         cmocka_unit_test(test_sweep_safetensors), cmocka_unit_test(test_sweep_npy),
         cmocka_unit_test(test_sweep_gguf),
-        cmocka_unit_test(test_sweep_npz),
+        cmocka_unit_test(test_sweep_npz),    cmocka_unit_test(test_sweep_torch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

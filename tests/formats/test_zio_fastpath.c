@@ -736,11 +736,11 @@ static void test_fast_limits(void **state) {
         tio_limits lim;
         int rc;
     } cases[] = {
-        {{0, 0, 0, 0, 0, 0, 0}, TIO_OK},
-        {{1, 0, 0, 0, 0, 0, 0}, TIO_E_LIMIT},  /* tensors */
-        {{0, 1, 0, 0, 0, 0, 0}, TIO_E_LIMIT},  /* rank */
-        {{0, 0, 40, 0, 0, 0, 0}, TIO_E_LIMIT}, /* header bytes */
-        {{0, 0, 0, 0, 3, 0, 0}, TIO_E_LIMIT},  /* depth */
+        {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, TIO_OK},
+        {{1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, TIO_E_LIMIT},  /* tensors */
+        {{0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, TIO_E_LIMIT},  /* rank */
+        {{0, 0, 40, 0, 0, 0, 0, 0, 0, 0}, TIO_E_LIMIT}, /* header bytes */
+        {{0, 0, 0, 0, 3, 0, 0, 0, 0, 0}, TIO_E_LIMIT},  /* depth */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         for (int k = 0; k < 2; k++) {

@@ -28,6 +28,7 @@ int main(void) {
         so.format = tio_format_name(i);
         /* A model format needs a graph; this container holds tensors only. */
         if (tio_format_caps(so.format) & TIO_CAP_GRAPH) continue;
+        if (!tio_format_can_write(so.format)) continue; /* read only (torch) */
         void *buf;
         size_t len;
         tio_container *r = NULL;

@@ -215,6 +215,7 @@ const tvec_dir tvec_dirs[] = {
     {"npy", ".npy", "npy"},
     {"gguf", ".gguf", "gguf"},
     {"npz", ".npz", "npz"},
+    {"torch", ".pt", "torch"},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,140 @@
+/*
+ * tensio's pickle machine: Python pickles of protocols 0-5 read as data.
+ * Internal (docs/formats/torch.md).
+ *
+ * Nothing is imported, called or evaluated. Every GLOBAL/STACK_GLOBAL/INST
+ * becomes a GLOBAL object carrying its module, name and byte offset, and is
+ * looked up in a fixed vocabulary (vocab.c, a table); REDUCE, NEWOBJ,
+ * NEWOBJ_EX, INST and OBJ become CALL objects (what would be called and
+ * with what), which the reader interprets for the vocabulary's functions
+ * only. The one exception is collections.OrderedDict() with no arguments,
+ * which is a dict from the start so that SETITEM(S) can fill it.
+ *
+ * Objects live in one array and refer to each other by index: the memo
+ * hands out references, never copies, so a memo bomb costs O(bytes). Every
+ * opcode's operands are checked (SETITEM/SETITEMS on dicts only,
+ * APPEND/APPENDS on lists only, ADDITEMS on sets, memo keys that were set,
+ * lengths inside the pickle, marks balanced at STOP); the pickle's size,
+ * its objects and its marks are bounded by tio_limits (max_pickle_bytes,
+ * max_pickle_objects, max_pickle_depth).
+ */
+#ifndef TIO_PICKLE_H
+#define TIO_PICKLE_H
+
+#include "core/internal.h"
+
+#define TIO_PK_NIL UINT32_MAX /* no object */
+
+typedef enum tio_pk_kind {
+    TIO_PK_NONE = 1,
+    TIO_PK_BOOL,    /* i: 0 or 1 */
+    TIO_PK_INT,     /* i */
+    TIO_PK_BIGINT,  /* an integer past int64: s/n its two's-complement bytes
+                       (LONG1/LONG4) or its decimal text (LONG) */
+    TIO_PK_FLOAT,   /* f */
+    TIO_PK_STR,     /* s/n: UTF-8 bytes (a view into the pickle) */
+    TIO_PK_BYTES,   /* s/n: a view into the pickle */
+    TIO_PK_TUPLE,   /* kids[0..n) */
+    TIO_PK_LIST,    /* kids[0..n) */
+    TIO_PK_DICT,    /* n pairs: kids[2k] the key, kids[2k+1] the value; state:
+                       what BUILD set (an OrderedDict's attributes) */
+    TIO_PK_SET,     /* kids[0..n) (EMPTY_SET + ADDITEMS) */
+    TIO_PK_FROZENSET,
+    TIO_PK_GLOBAL,  /* g: module.name; vocab: its entry (0: outside) */
+    TIO_PK_CALL,    /* call: func (a GLOBAL or any object), args, kwargs
+                       (NEWOBJ_EX); state: what BUILD set; how: the opcode */
+    TIO_PK_PERSID   /* call.args: the persistent id (BINPERSID's object, or
+                       PERSID's text as a STR) */
+} tio_pk_kind;
+
+/* The vocabulary: globals with a known meaning (vocab.c). */
+typedef enum tio_pk_vocab {
+    TIO_PKV_NONE = 0,          /* outside the vocabulary */
+    TIO_PKV_REBUILD_TENSOR,    /* torch._utils._rebuild_tensor */
+    TIO_PKV_REBUILD_TENSOR_V2, /* torch._utils._rebuild_tensor_v2 */
+    TIO_PKV_REBUILD_TENSOR_V3, /* torch._utils._rebuild_tensor_v3 */
+    TIO_PKV_REBUILD_PARAMETER, /* torch._utils._rebuild_parameter */
+    TIO_PKV_REBUILD_PARAMETER_STATE, /* ..._with_state */
+    TIO_PKV_REBUILD_FROM_TYPE, /* torch._tensor._rebuild_from_type_v2 */
+    TIO_PKV_REBUILD_QTENSOR,   /* torch._utils._rebuild_qtensor: refused by name */
+    TIO_PKV_STORAGE,           /* torch.FloatStorage …: dtype */
+    TIO_PKV_UNTYPED_STORAGE,   /* torch.storage.UntypedStorage (+ a dtype elsewhere) */
+    TIO_PKV_ORDERED_DICT,      /* collections.OrderedDict */
+    TIO_PKV_SIZE,              /* torch.Size */
+    TIO_PKV_DEVICE,            /* torch.device */
+    TIO_PKV_DTYPE,             /* torch.float32 …: dtype */
+    TIO_PKV_SET,               /* builtins.set */
+    TIO_PKV_FROZENSET,         /* builtins.frozenset */
+    TIO_PKV_SLICE,             /* builtins.slice */
+    TIO_PKV_CODECS_ENCODE,     /* _codecs.encode (protocol 2's bytes) */
+    TIO_PKV_NP_RECONSTRUCT,    /* numpy.core.multiarray._reconstruct */
+    TIO_PKV_NP_DTYPE,          /* numpy.dtype */
+    TIO_PKV_NP_NDARRAY,        /* numpy.ndarray */
+    TIO_PKV_NP_SCALAR,         /* numpy.core.multiarray.scalar */
+    TIO_PKV_JIT_LIST,          /* torch.jit._pickle.build_intlist …: (list,) */
+    TIO_PKV_JIT_TYPE_TAG,      /* torch.jit._pickle.restore_type_tag: (value, type) */
+    TIO_PKV_JIT_TENSOR_ID      /* torch.jit._pickle.build_tensor_from_id: (index,) */
+} tio_pk_vocab;
+
+typedef struct tio_pk_vocab_entry {
+    const char *module;
+    const char *name;
+    tio_pk_vocab id;
+    tio_dtype dtype;    /* STORAGE, DTYPE: the element type (INVALID: known to
+                           torch, not to tensio: refused by name) */
+} tio_pk_vocab_entry;
+
+/* The entry of module.name (1-based, for tio_pk_obj.vocab), or 0: outside
+ * the vocabulary. */
+unsigned tio__pk_vocab_find(const uint8_t *mod, size_t mod_len, const uint8_t *name,
+                            size_t name_len);
+/* Entry v (1-based), or NULL for 0. */
+const tio_pk_vocab_entry *tio__pk_vocab_at(unsigned v);
+
+typedef struct tio_pk_obj {
+    uint8_t kind;    /* tio_pk_kind */
+    uint8_t how;     /* CALL: the opcode that made it ('R' REDUCE, 0x81 NEWOBJ, …) */
+    uint16_t vocab;  /* GLOBAL: its vocabulary entry (tio__pk_vocab_at), 0: outside */
+    uint32_t n;      /* items (DICT: pairs); STR/BYTES/BIGINT: bytes */
+    uint32_t cap;    /* kids allocated */
+    uint32_t state;  /* DICT, CALL: BUILD's state, or TIO_PK_NIL */
+    uint64_t off;    /* byte offset of the opcode that made it, in the source */
+    union {
+        int64_t i;
+        double f;
+        const uint8_t *s;
+        uint32_t *kids;
+        struct {
+            uint32_t func, args, kwargs;
+        } call;
+        struct {
+            const uint8_t *mod, *name;
+            uint32_t mod_len, name_len;
+        } g;
+    } u;
+} tio_pk_obj;
+
+typedef struct tio_pickle {
+    tio_pk_obj *obj;   /* obj[0..count): 0 None, 1 False, 2 True */
+    size_t count, cap;
+    uint32_t root;     /* what STOP returned */
+    int protocol;      /* PROTO's operand, 0 without one */
+    uint64_t end;      /* offset in the source just past STOP */
+} tio_pickle;
+
+/* Runs the pickle that starts at data[0] (source offset base) and ends at
+ * its STOP, at most size bytes on (bytes after STOP are not read: *p->end
+ * tells where it ended). Errors name `format` and the source offset. */
+int tio__pickle_run(tio_pickle *p, const uint8_t *data, size_t size, uint64_t base,
+                    const char *format, const tio_limits *lim, tio_error *err);
+void tio__pickle_free(tio_pickle *p);
+
+static inline const tio_pk_obj *tio__pk(const tio_pickle *p, uint32_t i) {
+    return i < p->count ? &p->obj[i] : NULL;
+}
+/* Item k of a TUPLE/LIST/SET (a DICT: kid k), or NULL. */
+const tio_pk_obj *tio__pk_item(const tio_pickle *p, const tio_pk_obj *o, size_t k);
+/* The vocabulary entry a CALL's function is, or NULL. */
+const tio_pk_vocab_entry *tio__pk_callee(const tio_pickle *p, const tio_pk_obj *o);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * A zip archive reader over the bounds-checked cursor (PKWARE's APPNOTE.TXT,
+ * the layout of Python's zipfile.py and of miniz): shared by the .npz and
+ * torch formats. Internal.
+ *
+ *   per member: local header "PK\3\4" | name | extra (zip64: sizes) | data
+ *   (stored or raw deflate) [| data descriptor] ; the central directory: one
+ *   "PK\1\2" entry per member ; [zip64 end record "PK\6\6" | its locator
+ *   "PK\6\7"] ; the end record "PK\5\6" | comment.
+ *
+ * Every structure is read through the cursor; zlib only inflates. Errors
+ * and findings name the caller's format.
+ */
+#ifndef TIO_ZIP_H
+#define TIO_ZIP_H
+
+#include "core/internal.h"
+
+#define TIO_ZIP_LOCAL 0x04034b50u
+#define TIO_ZIP_END 0x06054b50u
+#define TIO_ZIP_LOCAL_SIZE 30u
+#define TIO_ZIP_END_SIZE 22u
+#define TIO_ZIP_STORED 0u
+#define TIO_ZIP_DEFLATED 8u
+#define TIO_ZIP_FLAG_UTF8 0x0800u
+
+typedef struct tio_zip_member {
+    const uint8_t *name; /* a view into the input (not NUL-terminated) */
+    size_t name_len;
+    uint64_t local;     /* offset of the local header */
+    uint64_t csize, usize;
+    uint32_t crc;
+    unsigned method, flags;
+    int zip64;          /* the entry has a zip64 extra field */
+    uint64_t data_at;   /* the member's (compressed) data (after tio__zip_each) */
+    uint64_t end;       /* past its data and data descriptor */
+    uint64_t central;   /* offset of its central directory entry */
+} tio_zip_member;
+
+typedef struct tio_zip {
+    tio_read_ctx *ctx;
+    tio_error *err;
+    tio_cursor cur;
+    const char *format;  /* the format named in messages ("npz") */
+    const char *writer;  /* the writer the findings compare with ("np.savez") */
+    tio_zip_member *m;   /* in central directory order */
+    size_t n;
+    size_t longest;      /* the longest member name */
+    uint64_t cd_at, cd_size;
+    uint64_t inflated;   /* bytes inflated so far (bounded by max_dense_bytes) */
+} tio_zip;
+
+/* Reads the end records and the central directory of ctx's input (local
+ * headers not yet). z is set up here; free it with tio__zip_free. */
+int tio__zip_open(tio_zip *z, tio_read_ctx *ctx, const char *format, const char *writer,
+                  tio_error *err);
+/* Reads every member's local header (data_at, end), checks that no two
+ * members share a name or bytes, and calls each(arg, i) for the members in
+ * central directory order, stopping at its first nonzero return. When the
+ * members lie in that order each is visited right after its local header
+ * (one header window per member). */
+int tio__zip_each(tio_zip *z, int (*each)(void *arg, size_t i), void *arg);
+/* A deflated member's bytes inflated into a malloc'ed buffer of its declared
+ * size, which must be what the stream produces, with the declared CRC-32;
+ * all inflations of one archive bounded by max_dense_bytes together. nm: the
+ * member's name for messages. */
+int tio__zip_inflate(tio_zip *z, const tio_zip_member *m, const char *nm, uint8_t **out);
+/* The member's name escaped for a message. */
+void tio__zip_name(const tio_zip_member *m, char *out, size_t cap);
+void tio__zip_free(tio_zip *z);
+
+/* An offset for a message (saturated to INT64_MAX). */
+static inline int64_t tio__zip_off(uint64_t v) {
+    return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+#endif
