@@ -1841,6 +1841,38 @@ static PyTypeObject StreamType;
  * (linger 0) first flushes in slices, checking for signals in between, so
  * Ctrl-C interrupts it: then close drops what is left, and the signal's
  * exception is what is raised. 0, or -1 with an exception set. */
+/* tio_stream_flush in slices of TIO_PY_RECV_SLICE_MS with the GIL released,
+ * checking for signals in between (timeout_ms 0 = as long as it takes).
+ * The tio code, or -1 with the signal's exception set. */
+static int flush_in_slices(tio_stream *s, int timeout_ms, tio_error *err)
+{
+    int left = timeout_ms;
+    for (;;) {
+        int slice = timeout_ms == 0 || left > TIO_PY_RECV_SLICE_MS ? TIO_PY_RECV_SLICE_MS : left;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = tio_stream_flush(s, slice, err);
+        Py_END_ALLOW_THREADS
+        if (rc != TIO_E_TIMEOUT)
+            return rc;
+        if (timeout_ms != 0) {
+            left -= slice;
+            if (left <= 0) { /* the whole timeout, named in the message */
+                tio_stream_stats st;
+                tio_stream_get_stats(s, &st);
+                snprintf(err->message, sizeof err->message,
+                         "%s: %llu of the %llu messages sent are still queued after %d ms "
+                         "(the peer has not read them)",
+                         tio_stream_endpoint(s), (unsigned long long)st.queued,
+                         (unsigned long long)st.sent, timeout_ms);
+                return rc;
+            }
+        }
+        if (PyErr_CheckSignals() < 0)
+            return -1;
+    }
+}
+
 static int stream_close_now(StreamObject *self)
 {
     tio_stream *s = self->s;
@@ -1849,20 +1881,7 @@ static int stream_close_now(StreamObject *self)
         return 0;
     tio_error err;
     tio_error_clear(&err);
-    int rc = TIO_OK, interrupted = 0;
-    if (self->linger_ms == 0) {
-        for (;;) {
-            Py_BEGIN_ALLOW_THREADS
-            rc = tio_stream_flush(s, TIO_PY_RECV_SLICE_MS, &err);
-            Py_END_ALLOW_THREADS
-            if (rc != TIO_E_TIMEOUT)
-                break;
-            if (PyErr_CheckSignals() < 0) {
-                interrupted = 1;
-                break;
-            }
-        }
-    }
+    int rc, interrupted = self->linger_ms == 0 && flush_in_slices(s, 0, &err) < 0;
     if (interrupted) /* drop what is left: the interrupt is the error raised */
         tio_stream_set_linger(s, -1, NULL);
     Py_BEGIN_ALLOW_THREADS /* close waits up to the linger time */
@@ -2070,34 +2089,10 @@ static PyObject *stream_flush(StreamObject *self, PyObject *args)
         return NULL;
     tio_error err;
     tio_error_clear(&err);
-    tio_stream *s = self->s;
-    int rc = TIO_OK, left = timeout;
-    for (;;) {
-        int slice = timeout == 0 || left > TIO_PY_RECV_SLICE_MS ? TIO_PY_RECV_SLICE_MS : left;
-        Py_BEGIN_ALLOW_THREADS
-        rc = tio_stream_flush(s, slice, &err);
-        Py_END_ALLOW_THREADS
-        if (rc != TIO_E_TIMEOUT)
-            break;
-        if (timeout != 0) {
-            left -= slice;
-            if (left <= 0) { /* the whole timeout, named in the message */
-                tio_stream_stats st;
-                tio_stream_get_stats(s, &st);
-                snprintf(err.message, sizeof err.message,
-                         "%s: %llu of the %llu messages sent are still queued after %d ms "
-                         "(the peer has not read them)",
-                         tio_stream_endpoint(s), (unsigned long long)st.queued,
-                         (unsigned long long)st.sent, timeout);
-                break;
-            }
-        }
-        if (PyErr_CheckSignals() < 0) {
-            self->busy = 0;
-            return NULL;
-        }
-    }
+    int rc = flush_in_slices(self->s, timeout, &err);
     self->busy = 0;
+    if (rc < 0) /* a signal's exception */
+        return NULL;
     if (rc != TIO_OK)
         return raise_tio(rc, &err);
     Py_RETURN_NONE;
