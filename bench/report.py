@@ -496,6 +496,42 @@ def python_section(md, goals):
                     worst["decode"], 5)
 
 
+def torch_section(md, goals):
+    """11. PyTorch checkpoints (issue 34): tensio against torch.load of the
+    same files, written by torch.save; open + list and .pt → safetensors are
+    rows of sections 1 and 4 (subject tensio:torch, group torch→safetensors)."""
+    rows = []
+    for g in groups("torch"):
+        base = ("torch", g, "base:torch.load")
+        for s in subjects("torch", g):
+            k = ("torch", g, s)
+            r = med(base) / med(k) if base in RUNS and s != base[2] else None
+            rows.append([g, s] + stats(k) + [str(RUNS[k][0][2]), fr(r)])
+    md.append("## 11. PyTorch checkpoints\n\nFiles written by Debian's `torch.save` "
+              "(zip layout): one float32 tensor, the many-tensor state dict of the format "
+              "rows, and torchvision's resnet18 state dict (random weights). "
+              "`bench/py/torch_bench.py`, one Python process per file, the subjects' "
+              "repetitions interleaved: `base:torch.load` is `torch.load(weights_only=True)` "
+              "(reads every byte into tensors); `tensio:open+arrays` is `tensio.open` and a "
+              "NumPy array of every tensor (views into the mapping); `tensio:open+sum` the "
+              "same, then each array summed, its bytes paged in as torch.load's are. "
+              "Ratio: torch.load's median / the subject's median. Open + list in C is in "
+              "section 1 (`tensio:torch`), `.pt` → safetensors in section 4.\n")
+    md.append(table(["file", "subject", "median", "min", "max", "tensors",
+                     "vs torch.load"], rows))
+    for g, target, limit in (("1 tensor", "< 1 ms", None), (None, "≤ 2 µs per tensor", 2e-6)):
+        ks = [k for k in RUNS if k[0] == "open" and k[2] == "tensio:torch"
+              and ((g and k[1] == g) or (not g and RUNS[k][0][2] > 1))]
+        for k in ks:
+            if limit is None:
+                goals.add("torch: open + list, 1 tensor", target, fmt_time(med(k)),
+                          med(k) < 1e-3, f"file of {fmt_bytes(RUNS[k][0][1])}")
+            else:
+                per = med(k) / RUNS[k][0][2]
+                goals.add(f"torch: open + list, {RUNS[k][0][2]} tensors", target,
+                          f"{fmt_time(per)} per tensor", per <= limit, "")
+
+
 def main():
     raw, machine, outdir = sys.argv[1:4]
     load(raw)
@@ -849,6 +885,8 @@ def main():
         python_section(md, goals)
     if groups("shards") or groups("shards_convert") or groups("lmdb_read"):
         shards_section(md, goals)
+    if groups("torch"):
+        torch_section(md, goals)
 
     head = ["# tensio benchmarks: latest run\n",
             "Written by `make bench` (bench/run.sh, bench/report.py); how to read and "

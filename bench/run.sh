@@ -27,7 +27,8 @@
 #                  of their median, at most this many repetitions [4×BENCH_REPS]
 #   BENCH_FAULT_SIZE the file mapped to measure the page-fault cost [256M]
 #   BENCH_CASES    [open scan sha256 write durable convert zmq model onnx recvfiles shards
-#                  python]
+#                  torch python]  (torch: checkpoints torch.save writes, BENCH_SIZE and
+#                  BENCH_TENSORS as the formats' files, and torchvision's resnet18)
 #   BENCH_FORMATS  [btf tenbin zio rten tmfile safetensors gguf npz npy]
 #                  (npy: one tensor only, the format holds one array)
 #   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated models (model, onnx) [1G, 1000]
@@ -67,7 +68,7 @@ SIZE=${BENCH_SIZE:-1G}
 MANY=${BENCH_TENSORS:-10000}
 REPS=${BENCH_REPS:-5}
 WARM=${BENCH_WARMUP:-1}
-CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model onnx recvfiles shards python}
+CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model onnx recvfiles shards torch python}
 FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile safetensors gguf npz npy}
 MAXREPS=${BENCH_MAX_REPS:-$((4 * ${BENCH_REPS:-5}))}
 FAULT=${BENCH_FAULT_SIZE:-256M}
@@ -392,6 +393,47 @@ if has shards; then
   mkdir -p "$DATA/bench-lmdb"
   run $T lmdb --dir "$DATA/bench-lmdb" --sizes "$LCOUNTS" --reads "$LREADS"
   rm -rf "$DATA/bench-lmdb"
+fi
+
+# ------------------------------------------------------------ PyTorch
+if has torch; then
+  step "torch: checkpoints written by torch.save: open + list, torch.load, .pt → safetensors"
+  if [ -f "$BUILD/python/tensio/__init__.py" ] && $PY -c 'import torch, torchvision, numpy' 2>/dev/null; then
+    TB="$ROOT/bench/py/torch_bench.py"
+    p1="$READ/bench-1.pt" pm="$READ/bench-many.pt" pr="$READ/bench-resnet18.pt"
+    bytes=$("$B" gen --data-bytes --size "$SIZE" --tensors 1)
+    run $PY "$TB" gen "$p1" --bytes "$bytes" --tensors 1
+    run $PY "$TB" gen "$pm" --bytes "$bytes" --tensors "$MANY"
+    run $PY "$TB" gen "$pr" --resnet18
+    sync -f "$p1"
+    cat "$p1" "$pm" "$pr" >/dev/null
+    # the open case's rows (section 1): tensio:torch beside the other formats
+    run $T files open "$p1" --group "$one"
+    run $T files open "$pm" --group "$many"
+    PRE=()
+    [ -n "${BENCH_PY_PRELOAD:-}" ] && PRE=(LD_PRELOAD="$BENCH_PY_PRELOAD" ASAN_OPTIONS=detect_leaks=0)
+    for pair in "$p1:torch.save, $one" "$pm:torch.save, $many" "$pr:resnet18 state dict"; do
+      run env "${PRE[@]}" PYTHONPATH="$BUILD/python" $PY "$TB" load "${pair%%:*}" \
+        --group "${pair#*:}" --reps "$REPS" --warmup "$WARM"
+    done
+    # .bin → .safetensors, what people run torch.load for (section 4)
+    o="$DATA/bench-out.safetensors"
+    for which in "$one" "$many"; do
+      in=$pm; [ "$which" = "$one" ] && in=$p1
+      run $T files spawn --case convert --group "torch→safetensors, $which" --out "$o" \
+        --warm "$SIZE" :: base:cp cp "$in" "$o" \
+        :: tensio:cli "$CLI" convert --no-sync --to safetensors "$in" "$o"
+      if [ -n "$DISK" ]; then
+        od="$DISK/bench-out.safetensors"
+        run $T files spawn --case convert_disk --group "torch→safetensors, $which, $DFS" \
+          --out "$od" --warm "$SIZE" --sync-first :: base:cp cp "$in" "$od" \
+          :: tensio:cli "$CLI" convert --no-sync --to safetensors "$in" "$od"
+      fi
+    done
+    rm -f "$p1" "$pm" "$pr"
+  else
+    echo "run.sh: no tensio package in $BUILD/python or no torch/torchvision/numpy under $PY: torch skipped" >&2
+  fi
 fi
 
 # ------------------------------------------------------------ Python
