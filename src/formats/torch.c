@@ -218,16 +218,6 @@ static int th_member_bytes(th_reader *r, size_t i, const uint8_t **data, uint64_
 
 static size_t th_dtype_size(tio_dtype d) { return tio_dtype_size(d); }
 
-/* Byte-swaps n elements of size es in place. */
-static void th_swap(uint8_t *p, uint64_t n, size_t es) {
-    for (uint64_t i = 0; i < n; i++, p += es)
-        for (size_t a = 0, b = es - 1; a < b; a++, b--) {
-            uint8_t t = p[a];
-            p[a] = p[b];
-            p[b] = t;
-        }
-}
-
 /* Copies a storage's bytes for a byte swap, within max_dense_bytes. */
 static int th_own(th_reader *r, th_storage *s, uint64_t at) {
     uint64_t total = 0;
@@ -315,7 +305,7 @@ static int th_storage_zip(th_reader *r, const tio_pk_obj *key, tio_dtype dtype, 
     if (r->big_endian && es > 1) {
         if (!s->owned) rc = th_own(r, s, s->at);
         if (rc) return rc;
-        th_swap(s->owned, s->nbytes / es, es);
+        tio__swap_units(s->owned, (size_t)s->nbytes, tio__dtype_swap_unit(dtype));
     }
     *out = s;
     return TIO_OK;
