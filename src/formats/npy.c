@@ -49,6 +49,12 @@ static const npy_type npy_types[] = {
 };
 #define NPY_NTYPES (sizeof npy_types / sizeof npy_types[0])
 
+tio_dtype tio__npy_kind_dtype(char kind, unsigned size) {
+    for (size_t k = 0; k < NPY_NTYPES; k++)
+        if (npy_types[k].kind == kind && npy_types[k].size == size) return npy_types[k].dtype;
+    return TIO_DTYPE_INVALID;
+}
+
 /* ------------------------------------------------------------- the header */
 
 typedef struct npy_reader {

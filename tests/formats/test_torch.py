@@ -204,11 +204,11 @@ def real_files(tmp):
             for t in (torch.tensor([1.0, 2.0, 4.0]), torch.arange(3.0) * 1.5)}
     check("constants", {t["sha256"] for t in ts} == want and
           all(t["name"].startswith("constants.") for t in ts), str(ts))
-    # complex: refused by name (no tensio dtype yet)
+    # complex: read (values, quantized tensors and NumPy objects: test_torch_objects.py)
     p = os.path.join(tmp, "complex.pt")
     torch.save({"c": torch.ones(2, dtype=torch.complex64)}, p)
-    e = run("ls", p, ok=False)
-    check("complex refused", e.returncode == 1 and "ComplexFloatStorage" in e.stderr, e.stderr)
+    e = run("ls", "--json", p)
+    check("complex read", json.loads(e.stdout)["tensors"][0]["dtype"] == "complex64", e.stdout)
 
 
 # ----------------------------------------------------------------- hostile
