@@ -37,7 +37,8 @@ from clitest import TENSIO, failures, run, check  # noqa: E402
 
 DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
           torch.bfloat16: "bfloat16", torch.int8: "int8", torch.uint8: "uint8",
-          torch.int16: "int16", torch.int32: "int32", torch.int64: "int64", torch.bool: "bool"}
+          torch.int16: "int16", torch.int32: "int32", torch.int64: "int64", torch.bool: "bool",
+          torch.complex64: "complex64", torch.complex128: "complex128"}
 
 
 def tbytes(t):
@@ -113,6 +114,8 @@ def real_files(tmp):
     for dt in DTYPES:
         if dt == torch.bool:
             sd["t_bool"] = torch.rand(3, 5) > 0.5
+        elif dt.is_complex:
+            sd["t_" + DTYPES[dt]] = torch.randn(4, 3, dtype=dt) * 100
         elif dt.is_floating_point:
             sd["t_" + DTYPES[dt]] = (torch.randn(4, 3) * 100).to(dt)
         else:
@@ -178,7 +181,9 @@ def real_files(tmp):
     # a big-endian archive (byteorder "big"): the storages swapped on read
     import numpy as np
     sd = collections.OrderedDict(f=torch.randn(3, 2), d=torch.randn(4, dtype=torch.float64),
-                                 i=torch.arange(5, dtype=torch.int16), u=torch.arange(3, dtype=torch.uint8))
+                                 i=torch.arange(5, dtype=torch.int16), u=torch.arange(3, dtype=torch.uint8),
+                                 c=torch.randn(3, dtype=torch.complex64),  # swapped part by part
+                                 z=torch.randn(2, 2, dtype=torch.complex128))
     buf = io.BytesIO()
     torch.save(sd, buf)
     kinds = {}
