@@ -617,13 +617,14 @@ static int th_quant(th_reader *r, const tio_qparams *q, const int64_t *size, uin
     return rc;
 }
 
-/* A tensor: rebuild function `e` applied to `args`. */
+/* A tensor: rebuild function `e` applied to `args`, at walk depth `depth`,
+ * `nest` rebuilds deep (a Parameter of a tensor: 1). */
 static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj *args,
-                     uint64_t at, unsigned depth) {
+                     uint64_t at, unsigned depth, unsigned nest) {
     const tio_pickle *p = &r->pk;
-    if (depth > 8) /* a Parameter of a tensor: 1; of a subclass: 2 */
+    if (nest > 8) /* a Parameter of a tensor: 1; of a subclass: 2 */
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
-                        "tensors rebuilt from tensors nested %u deep", depth);
+                        "tensors rebuilt from tensors nested %u deep", nest);
     if (!args || args->kind != TIO_PK_TUPLE)
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at), "%s's arguments are not a tuple",
                         e->name);
@@ -635,7 +636,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
         if (!f)
             return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
                             "a Parameter whose data are not a tensor");
-        return th_tensor(r, f, tio__pk(p, t->u.call.args), t->off, depth + 1);
+        return th_tensor(r, f, tio__pk(p, t->u.call.args), t->off, depth, nest + 1);
     }
     case TIO_PKV_REBUILD_FROM_TYPE: { /* (func, type, args, state) */
         const tio_pk_obj *f = tio__pk_item(p, args, 0);
@@ -643,7 +644,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
         if (!fe || fe->id < TIO_PKV_REBUILD_TENSOR || fe->id > TIO_PKV_REBUILD_FROM_TYPE)
             return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
                             "_rebuild_from_type_v2 of a function that rebuilds no tensor");
-        return th_tensor(r, fe, tio__pk_item(p, args, 2), at, depth + 1);
+        return th_tensor(r, fe, tio__pk_item(p, args, 2), at, depth, nest + 1);
     }
     default:
         break;
@@ -920,7 +921,7 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
     const tio_pk_obj *args = tio__pk(p, o->u.call.args);
     if (e && e->id >= TIO_PKV_REBUILD_TENSOR && e->id <= TIO_PKV_REBUILD_QTENSOR) {
         r->seen[idx] = 0; /* the same tensor under several names: listed under each */
-        return th_tensor(r, e, args, o->off, depth);
+        return th_tensor(r, e, args, o->off, depth, 0);
     }
     if (e && e->id == TIO_PKV_NP_RECONSTRUCT) {
         r->seen[idx] = 0; /* as a tensor: listed under each name */

@@ -209,6 +209,15 @@ def real_files(tmp):
             for t in (torch.tensor([1.0, 2.0, 4.0]), torch.arange(3.0) * 1.5)}
     check("constants", {t["sha256"] for t in ts} == want and
           all(t["name"].startswith("constants.") for t in ts), str(ts))
+    # a tensor nested 20 dicts deep (the walk's depth is max_pickle_depth's, not the
+    # bound on tensors rebuilt from tensors)
+    p = os.path.join(tmp, "deep.pt")
+    d = torch.ones(1)
+    for k in range(20):
+        d = {"k%d" % k: d}
+    torch.save(d, p)
+    e = run("ls", "--json", p)
+    check("deep tensor read", json.loads(e.stdout)["tensors"][0]["name"].count(".") == 19, e.stdout)
     # complex: read (values, quantized tensors and NumPy objects: test_torch_objects.py)
     p = os.path.join(tmp, "complex.pt")
     torch.save({"c": torch.ones(2, dtype=torch.complex64)}, p)
