@@ -95,7 +95,7 @@ static void element_text(tio_dtype dt, const uint8_t *p, char *buf, size_t size,
         double re, im;
         cli_load_complex(dt, p, &re, &im);
         int digits = dt == TIO_COMPLEX128 ? 17 : 9, neg = !isnan(im) && signbit(im);
-        char r[32], i[32];
+        char r[26], i[26]; /* %.17g of a double: 24 characters at most */
         cli_format_double(r, sizeof r, re, digits);
         cli_format_double(i, sizeof i, neg ? -im : im, digits);
         snprintf(buf, size, "%s%c%sj", r, neg ? '-' : '+', i);

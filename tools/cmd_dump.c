@@ -181,7 +181,7 @@ static void format_value(char *buf, size_t size, tio_dtype dt, const uint8_t *p,
             re = (double)fr;
             im = (double)fi;
         }
-        char r[32], i[32];
+        char r[26], i[26]; /* %.17g of a double: 24 characters at most */
         int neg = !json && !isnan(im) && signbit(im);
         format_float(r, sizeof r, re, wide ? 17 : 9, json);
         format_float(i, sizeof i, neg ? -im : im, wide ? 17 : 9, json);
