@@ -192,6 +192,7 @@ typedef struct cli_write_args {
     int progress, verbose, json;
     const char *const *inputs; /* cat: the inputs, for --json's "input" list */
     size_t ninputs;
+    uint64_t max_shard;  /* > 0: a Hugging Face sharded checkpoint (tio_save_options) */
 } cli_write_args;
 int cli_write_output(const tio_container *c, const cli_write_args *w);
 /* Whether c can be written as `format` with the loss options `flags`: prints

@@ -471,6 +471,11 @@ void tio__plan_destroy(tio_write_plan *p);
 int tio__save_file(const tio_container *c, const char *path, const tio_save_options *opts,
                    unsigned how, tio_error *err);
 
+/* tio_save with opts->max_shard_bytes: a Hugging Face sharded checkpoint
+ * (formats/hfsave.c). */
+int tio__save_sharded(const tio_container *c, const char *path, const tio_save_options *opts,
+                      tio_error *err);
+
 /* A message being built by a format's write_parts. Parts are appended in
  * order. */
 struct tio_message;
@@ -528,6 +533,15 @@ int tio__meta_append_typed(tio_container *c, const char *key, const char *value,
                            const char *type, tio_error *err);
 /* Whether `type` is a metadata type name (see tio_container_meta_set_typed). */
 bool tio__meta_type_ok(const char *type);
+
+/* Opens a Hugging Face model directory: the first of model.safetensors,
+ * model.safetensors.index.json, pytorch_model.bin, pytorch_model.bin.index.json
+ * it holds, as transformers looks for them (formats/hfindex.c). */
+int tio__open_model_dir(const char *dir, const tio_open_options *opts, tio_container **out,
+                        tio_error *err);
+
+/* "DIR/NAME", malloc'ed; NULL when out of memory. */
+char *tio__path_join(const char *dir, const char *name);
 
 /* Resolves a tio_limits (NULL or zero fields = defaults). */
 tio_limits tio__limits_resolve(const tio_limits *l);
