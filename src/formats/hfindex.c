@@ -121,6 +121,7 @@ typedef struct hf_reader {
     char *dir;          /* the index's directory as given */
     char *rdir;         /* its real path */
     char *rblobs;       /* the cache's blobs directory for a snapshot, or NULL */
+    char **paths;       /* per shard: its real path, resolved before any is opened */
     hf_shards *held;
 } hf_reader;
 
@@ -255,16 +256,23 @@ static int hf_take_tensors(hf_reader *r, size_t k, tio_container *sub) {
     return TIO_OK;
 }
 
-static int hf_open_shard(hf_reader *r, size_t k) {
-    const char *name = r->names[k];
-    const char *fmt = tio_format_for_path(name);
+/* The format of shard k by its name: safetensors or torch, never another
+ * index. */
+static int hf_shard_format(hf_reader *r, size_t k, const char **out) {
+    const char *fmt = tio_format_for_path(r->names[k]);
     if (!fmt || (strcmp(fmt, "safetensors") != 0 && strcmp(fmt, "torch") != 0))
         return tio__err(r->err, TIO_E_UNSUPPORTED, HF, -1,
                         "shard '%.200s': expected a .safetensors or PyTorch (.bin .pt .pth "
                         ".ckpt) file name",
-                        name);
-    char *path = NULL;
-    int rc = hf_shard_path(r, name, &path);
+                        r->names[k]);
+    *out = fmt;
+    return TIO_OK;
+}
+
+static int hf_open_shard(hf_reader *r, size_t k) {
+    const char *name = r->names[k];
+    const char *fmt = NULL, *path = r->paths[k];
+    int rc = hf_shard_format(r, k, &fmt);
     if (rc) return rc;
     tio_open_options so;
     memset(&so, 0, sizeof so);
@@ -275,7 +283,6 @@ static int hf_open_shard(hf_reader *r, size_t k) {
     tio_error se;
     tio_error_clear(&se);
     rc = tio_open(path, &so, &sub, &se);
-    free(path);
     if (rc) return hf_shard_err(r->err, name, &se);
     r->held->subs[r->held->n++] = sub;
     tio_container *c = r->ctx->c;
@@ -476,6 +483,14 @@ static int hf_read(tio_read_ctx *ctx, tio_error *err) {
             ctx->c->backing_free = hf_shards_free;
         }
     }
+    /* every shard named checked and found before any is opened */
+    if (rc == TIO_OK && !(r.paths = calloc(r.nshards ? r.nshards : 1, sizeof *r.paths)))
+        rc = tio__nomem(err, HF);
+    for (size_t k = 0; rc == TIO_OK && k < r.nshards; k++) {
+        const char *fmt = NULL;
+        rc = hf_shard_format(&r, k, &fmt);
+        if (rc == TIO_OK) rc = hf_shard_path(&r, r.names[k], &r.paths[k]);
+    }
     for (size_t k = 0; rc == TIO_OK && k < r.nshards; k++) rc = hf_open_shard(&r, k);
     if (rc == TIO_OK) {
         /* every tensor the map names was found where it says */
@@ -495,6 +510,8 @@ static int hf_read(tio_read_ctx *ctx, tio_error *err) {
     if (rc == TIO_OK) rc = hf_summary(&r);
     json_decref(r.root);
     json_decref(r.shards);
+    for (size_t k = 0; r.paths && k < r.nshards; k++) free(r.paths[k]);
+    free(r.paths);
     free(r.names);
     free(r.marks);
     free(r.dir);
