@@ -29,20 +29,11 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from clitest import TENSIO, failures, run, check  # noqa: E402
+from test_torch import DTYPES, tbytes  # noqa: E402  (torch's dtype names, C-order bytes)
 
-DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
-          torch.bfloat16: "bfloat16", torch.int8: "int8", torch.uint8: "uint8",
-          torch.int16: "int16", torch.int32: "int32", torch.int64: "int64", torch.bool: "bool"}
 ST_DTYPES = {"F32": "float32", "F64": "float64", "F16": "float16", "BF16": "bfloat16",
              "I8": "int8", "U8": "uint8", "I16": "int16", "I32": "int32", "I64": "int64",
              "BOOL": "bool"}
-
-
-def tbytes(t):
-    t = t.detach().contiguous()
-    if t.dtype == torch.bfloat16:
-        t = t.view(torch.int16)
-    return t.numpy().tobytes()
 
 
 def state_dict():
