@@ -418,6 +418,11 @@ static int check_repo_output(const char *out, const char *to, const char *size, 
     int dir = !cli_is_stdio(out) &&
               ((ol && out[ol - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode)));
     *max_shard = 0;
+    const char *named = dir || cli_is_stdio(out) ? NULL : tio_format_for_path(out);
+    if (!to && named && strcmp(named, "hfindex") == 0)
+        return cli_usage_error("convert", "OUT '%s' names an index, which is written with its "
+                               "shards: give the weights file's name (DIR/model.safetensors) "
+                               "or a directory, and --max-shard-size", out);
     if (!size && !dir) return CLI_EXIT_OK;
     (void)json;
     if (cli_is_stdio(out))
