@@ -199,7 +199,9 @@ static int hf_take_tensors(hf_reader *r, size_t k, tio_container *sub) {
         const tio_tensor *t = sub->tensors[i];
         json_t *v = t->name ? json_object_get(r->wm, t->name) : NULL;
         char tn[128] = "";
-        if (t->name) tio__escape((const uint8_t *)t->name, strlen(t->name), tn, sizeof tn);
+        /* the name for a message, escaped only on the way to one */
+        if (t->name && (!v || !json_is_string(v) || strcmp(json_string_value(v), name) != 0))
+            tio__escape((const uint8_t *)t->name, strlen(t->name), tn, sizeof tn);
         if (!v) {
             int rc = tio__warn(r->ctx, HF, -1, r->err,
                                "shard '%.100s' holds tensor %s%s%s, which weight_map does not "
