@@ -153,6 +153,15 @@ static int hf_shard_path(hf_reader *r, const char *name, char **out) {
         free(real);
         return rc;
     }
+    struct stat st;
+    if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int rc = tio__err(err, TIO_E_UNSUPPORTED, HF, -1,
+                          "shard '%.200s' is not a regular file (a directory, a pipe, a "
+                          "device); refused",
+                          name);
+        free(real);
+        return rc;
+    }
     *out = real;
     return TIO_OK;
 }

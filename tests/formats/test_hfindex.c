@@ -242,6 +242,18 @@ static void test_hostile_paths(void **state) {
                   TIO_E_UNSUPPORTED, "expected a .safetensors or PyTorch");
     refused_index("npy", "{\"weight_map\": {\"a\": \"x.npy\"}}", TIO_E_UNSUPPORTED,
                   "expected a .safetensors");
+    /* a shard that is a directory or a pipe (opening it would block) */
+    make_repo("notreg", dir, sizeof dir,
+              "{\"weight_map\": {\"a\": \"d.safetensors\", \"b\": \"p.safetensors\"}}");
+    snprintf(p, sizeof p, "%s/d.safetensors", dir);
+    assert_int_equal(mkdir(p, 0777), 0);
+    write_shard(p, "model.safetensors", "a");
+    snprintf(p, sizeof p, "%s/p.safetensors", dir);
+    assert_int_equal(mkfifo(p, 0666), 0);
+    refused(dir, 0, TIO_E_UNSUPPORTED, "shard 'd.safetensors' is not a regular file");
+    write_text(dir, "model.safetensors.index.json",
+               "{\"weight_map\": {\"b\": \"p.safetensors\"}}");
+    refused(dir, 0, TIO_E_UNSUPPORTED, "shard 'p.safetensors' is not a regular file");
     /* a symbolic link out of the directory: refused, unless the caller allows it */
     make_repo("link", dir, sizeof dir,
               "{\"weight_map\": {\"x\": \"model-00003-of-00003.safetensors\"}}");
