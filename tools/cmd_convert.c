@@ -40,7 +40,9 @@ static const char convert_help[] =
     "writes: DIR/model.safetensors when the tensors fit in one shard, else\n"
     "model-00001-of-0000N.safetensors ... and model.safetensors.index.json (named\n"
     "after OUT's file name when OUT is one); shards of an earlier save that\n"
-    "this one does not replace are removed (docs/formats/hf.md).\n"
+    "this one does not replace are removed (docs/formats/hf.md). Tied weights\n"
+    "(tensors of a PyTorch checkpoint that are one storage, the same view) go\n"
+    "to safetensors once, as the first name; each alias is named on stderr.\n"
     "\n";
 /* in two pieces: C99 compilers need take only 4095 bytes in one literal */
 static const char convert_help_options[] =
@@ -603,7 +605,11 @@ int cli_cmd_convert(int argc, char **argv) {
     rc = cli_open(in, from, &lim, &c);
     const char *src = c ? tio_container_format(c) : NULL; /* a static name */
     if (rc == CLI_EXIT_OK) rc = cli_filter_apply(&filt, in, &c);
-    if (rc != CLI_EXIT_OK) return rc;
+    if (rc == CLI_EXIT_OK && strcmp(format, "safetensors") == 0) rc = cli_untie(in, &c);
+    if (rc != CLI_EXIT_OK) {
+        tio_container_free(c);
+        return rc;
+    }
 
     char opts[4200];
     snprintf(opts, sizeof opts, "%s%s%s%s%s%s%s", external ? "external_data=" : "",

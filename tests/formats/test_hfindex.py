@@ -14,6 +14,8 @@
   its documented rule), each shard parses as a safetensors file by hand
   (8-byte length, JSON header, data) with torch's bytes and
   {"format": "pt"} metadata; sizes as transformers parses them;
+- tied weights (one storage, the same view) converted to safetensors: written
+  once, the alias named on stderr, as transformers leaves them out;
 - hostile indexes through the CLI: path traversal, missing shards, tensors
   missing or in two shards, malformed JSON: exit 1 with a message naming
   the index problem, never a crash."""
@@ -241,6 +243,30 @@ def writing(tmp, sd):
               p.stderr)
 
 
+def tied(tmp):
+    """Tied weights (one storage, the same view) to safetensors: written once,
+    as the first name, the alias named on stderr; another view of the same
+    storage (a slice) is its own tensor, written."""
+    g = torch.Generator().manual_seed(1)
+    w = torch.randn(10, 4, generator=g)
+    sd = {"embed.weight": w, "bias": torch.ones(4), "lm_head.weight": w, "part": w[2:4]}
+    src = os.path.join(tmp, "tied.bin")
+    torch.save(sd, src)
+    for out, extra in ((os.path.join(tmp, "tied.safetensors"), ()),
+                       (os.path.join(tmp, "tied-repo") + "/", ("--max-shard-size", "100"))):
+        p = run("convert", src, out, *extra)
+        check("tied warning " + out, "'lm_head.weight' is 'embed.weight'" in p.stderr and
+              "written once, as 'embed.weight'" in p.stderr and "part" not in p.stderr, p.stderr)
+        lst = ls_json(out)
+        want = {k: v for k, v in sd.items() if k != "lm_head.weight"}
+        check_listing("tied " + out, lst, want)
+    # other formats keep every name (each tensor its own bytes)
+    out = os.path.join(tmp, "tied.npz")
+    p = run("convert", src, out)
+    check("tied npz", sorted(t["name"] for t in ls_json(out)["tensors"]) == sorted(sd) and
+          "tied" not in p.stderr, p.stderr)
+
+
 def hostile(tmp):
     sd = {"a": torch.ones(3), "b": torch.zeros(2, dtype=torch.int64)}
     cases = [
@@ -295,6 +321,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         sd = reading(tmp)
         writing(tmp, sd)
+        tied(tmp)
         hostile(tmp)
     for f in failures:
         print("FAIL:", f)
