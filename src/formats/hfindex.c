@@ -191,8 +191,8 @@ static int hf_merge_meta(hf_reader *r, const tio_container *sub, const char *nam
                       : tio__kv_append(&c->meta, k, v, r->err);
         } else if (strcmp(have, v) != 0) {
             rc = tio__warn(r->ctx, HF, -1, r->err,
-                           "shard '%.100s' has metadata '%.100s' = '%.100s', another shard '%.100s'; "
-                           "the first is kept",
+                           "shard '%.100s' has metadata '%.100s' = '%.100s', an earlier "
+                           "shard '%.100s'; the first is kept",
                            name, k, v, have);
         }
         if (rc) return rc;
