@@ -69,9 +69,12 @@ static void write_text(const char *dir, const char *name, const char *text) {
 }
 
 /* A safetensors file dir/name holding float32 tensors `names` (space
- * separated), tensor k of shape [k+1] with values k*10 + i. */
-static void write_shard(const char *dir, const char *name, const char *names) {
+ * separated), tensor k of shape [k+1] with values k*10 + i, and metadata
+ * "format" = fmt unless NULL. */
+static void write_shard_meta(const char *dir, const char *name, const char *names,
+                             const char *fmt) {
     tio_container *c = tio_container_new();
+    if (fmt) assert_int_equal(tio_container_meta_set(c, "format", fmt, NULL), TIO_OK);
     assert_non_null(c);
     char buf[256];
     snprintf(buf, sizeof buf, "%s", names);
@@ -92,6 +95,10 @@ static void write_shard(const char *dir, const char *name, const char *names) {
     tio_error e;
     assert_int_equal(tio_save(c, p, &o, &e), TIO_OK);
     tio_container_free(c);
+}
+
+static void write_shard(const char *dir, const char *name, const char *names) {
+    write_shard_meta(dir, name, names, NULL);
 }
 
 /* The usual two-shard repo: a, b in shard 1; c in shard 2. */
@@ -224,6 +231,27 @@ static void test_findings(void **state) {
               "\"model-00001-of-00002.safetensors\", \"c\": \"model-00002-of-00002.safetensors\"}}");
     assert_int_equal(open_dir(dir, TIO_OPEN_STRICT, NULL, &c, &e), TIO_OK);
     assert_int_equal(tio_container_count(c), 3);
+    tio_container_free(c);
+}
+
+static void test_metadata(void **state) {
+    (void)state;
+    char dir[512];
+    make_repo("meta", dir, sizeof dir, two_shards);
+    write_shard_meta(dir, "model-00001-of-00002.safetensors", "a b", "pt");
+    write_shard_meta(dir, "model-00002-of-00002.safetensors", "c", "pt");
+    tio_container *c = NULL;
+    tio_error e;
+    assert_int_equal(open_dir(dir, TIO_OPEN_STRICT, NULL, &c, &e), TIO_OK);
+    assert_string_equal(tio_container_meta_get(c, "format"), "pt");
+    assert_int_equal(tio_container_meta_count(c), 1);
+    tio_container_free(c);
+    write_shard_meta(dir, "model-00002-of-00002.safetensors", "c", "tf");
+    assert_int_equal(open_dir(dir, 0, NULL, &c, &e), TIO_OK);
+    assert_string_equal(tio_container_meta_get(c, "format"), "pt");
+    assert_int_equal(tio_container_warning_count(c), 1);
+    assert_non_null(strstr(tio_container_warning(c, 0)->message,
+                           "has metadata 'format' = 'tf', an earlier shard 'pt'"));
     tio_container_free(c);
 }
 
@@ -571,7 +599,8 @@ static void test_save_single_and_stale(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_shards),     cmocka_unit_test(test_model_dir),
-        cmocka_unit_test(test_findings),       cmocka_unit_test(test_hostile_paths),
+        cmocka_unit_test(test_findings),       cmocka_unit_test(test_metadata),
+        cmocka_unit_test(test_hostile_paths),
         cmocka_unit_test(test_hostile_maps),   cmocka_unit_test(test_limits),
         cmocka_unit_test(test_parse_size),     cmocka_unit_test(test_save_packing),
         cmocka_unit_test(test_save_single_and_stale),
