@@ -564,7 +564,8 @@ int tio__open_model_dir(const char *dir, const tio_open_options *opts, tio_conta
 const tio_format_desc tio__format_hfindex = {
     .name = HF,
     .description = "Hugging Face sharded checkpoint (model.safetensors.index.json, "
-                   "pytorch_model.bin.index.json) or model directory, over its shards",
+                   "pytorch_model.bin.index.json) or model directory, over its shards "
+                   "(written by tio_save's max_shard_bytes, convert --max-shard-size)",
     .extensions = ".index.json",
     .caps = TIO_CAP_NAMES | TIO_CAP_METADATA,
     .dtypes = 0,
