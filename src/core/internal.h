@@ -366,6 +366,10 @@ int tio__container_add_quant_view(tio_container *c, const tio_tensor_desc *d, ti
 #define TIO_PREFETCH_POPULATED 1 /* MADV_POPULATE_READ: pages read and mapped */
 #define TIO_PREFETCH_HINTED 2    /* MADV_WILLNEED: readahead started, nothing mapped */
 int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err);
+/* tio__prefetch of every shard of a Hugging Face index's container (*how:
+ * the last shard's); TIO_OK doing nothing for any other container
+ * (formats/hfindex.c). */
+int tio__hf_prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err);
 
 typedef struct tio_read_ctx {
     const uint8_t *data;

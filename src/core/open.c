@@ -252,7 +252,8 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
 int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err) {
     *how = TIO_PREFETCH_NONE;
     if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
-    if (!c->map || !c->map_size) return TIO_OK; /* the bytes are in memory already */
+    if (!c->map) return tio__hf_prefetch(c, force_willneed, how, err); /* its shards */
+    if (!c->map_size) return TIO_OK; /* the bytes are in memory already */
 #ifdef __linux__
     if (!force_willneed) {
         int r;

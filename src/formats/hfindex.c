@@ -82,6 +82,16 @@ char *tio__path_join(const char *dir, const char *name) {
     return p;
 }
 
+int tio__hf_prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err) {
+    if (c->backing_free != hf_shards_free) return TIO_OK;
+    const hf_shards *s = c->backing;
+    for (size_t k = 0; k < s->n; k++) {
+        int rc = tio__prefetch(s->subs[k], force_willneed, how, err);
+        if (rc) return rc;
+    }
+    return TIO_OK;
+}
+
 /* A shard name an index may use: a plain file name. */
 static const char *hf_bad_name(const char *name, size_t len) {
     if (!len) return "is empty";

@@ -169,7 +169,10 @@ static void test_two_shards(void **state) {
         assert_string_equal(tio_container_prop_get(c, "shards"), "2");
         assert_string_equal(tio_container_prop_get(c, "total_size"), "16");
         assert_int_equal(tio_container_warning_count(c), 0);
-        /* the shards' metadata (tensio's safetensors writer wrote none) */
+        /* prefetching the index's container prefetches its shards */
+        int how = -1;
+        assert_int_equal(tio__prefetch(c, false, &how, &e), TIO_OK);
+        assert_int_not_equal(how, TIO_PREFETCH_NONE);
         tio_container_free(c); /* the shards' mappings go with it (ASan) */
     }
     /* from memory there is no directory to find the shards in */
