@@ -192,6 +192,7 @@ typedef struct hf_plan {
     uint64_t *shard_bytes;
     /* progress over all the files */
     uint64_t done_before, grand_total;
+    bool make_dir; /* "DIR/": created when missing, once the checks passed */
 } hf_plan;
 
 static void hf_plan_free(hf_plan *p) {
@@ -229,12 +230,7 @@ static int hf_target(hf_plan *p, const char *path, tio_error *err) {
         if (!fmt) fmt = tio_format_for_path(path);
     }
     if (!p->dir || !p->weights) return tio__nomem(err, HF);
-    /* "DIR/" that is not there yet: created, as save_pretrained does */
-    if (is_dir && mkdir(p->dir, 0777) != 0 && errno != EEXIST) {
-        int e = errno;
-        return tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot create the directory: %s",
-                        p->dir, strerror(e));
-    }
+    p->make_dir = is_dir;
     if (!fmt || (strcmp(fmt, "safetensors") != 0 && strcmp(fmt, "torch") != 0))
         return tio__err(err, TIO_E_UNSUPPORTED, HF, -1,
                         "%s: a sharded save writes safetensors or PyTorch shards, not %s", path,
@@ -546,10 +542,16 @@ int tio__save_sharded(const tio_container *c, const char *path, const tio_save_o
     if (rc == TIO_OK) rc = hf_pack(&p, err);
     p.grand_total = p.total_size;
     tio_buf index = {0};
+    if (rc == TIO_OK && p.nshards > 1) rc = hf_build_index(&p, &index, err);
+    /* "DIR/" that is not there yet: created, as save_pretrained does */
+    if (rc == TIO_OK && p.make_dir && mkdir(p.dir, 0777) != 0 && errno != EEXIST) {
+        int e = errno;
+        rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot create the directory: %s", p.dir,
+                      strerror(e));
+    }
     if (rc == TIO_OK && p.nshards <= 1) {
         rc = hf_write_file(&p, SIZE_MAX, p.weights, err);
     } else if (rc == TIO_OK) {
-        rc = hf_build_index(&p, &index, err);
         for (size_t k = 0; rc == TIO_OK && k < p.nshards; k++) {
             char *name = hf_shard_name(&p, k, p.nshards);
             rc = name ? hf_write_file(&p, k, name, err) : tio__nomem(err, HF);

@@ -581,6 +581,10 @@ static void test_save_single_and_stale(void **state) {
     tio_tensor *t = tio_container_tensor(c, 1);
     assert_int_equal(tio_tensor_meta_set(t, "k", "v", &e), TIO_OK);
     assert_int_equal(tio_save(c, path, &o, &e), TIO_E_LOSSY);
+    char newdir[600];
+    snprintf(newdir, sizeof newdir, "%s/new/", dir);
+    assert_int_equal(tio_save(c, newdir, &o, &e), TIO_E_LOSSY);
+    assert_false(exists(dir, "new")); /* not even the directory */
     tio_container_free(c);
     c = tio_container_new();
     float v = 1;
