@@ -543,22 +543,28 @@ static int hf_read(tio_read_ctx *ctx, tio_error *err) {
 
 /* ------------------------------------------------------ opening a directory */
 
-/* The weights file of a model directory, in the order transformers looks. */
-static const char *const hf_dir_files[] = {
-    "model.safetensors",
-    "model.safetensors.index.json",
-    "pytorch_model.bin",
-    "pytorch_model.bin.index.json",
+/* The weights file of a model directory, in the order transformers looks,
+ * and the format its name says (not probed: an index that is not JSON is
+ * refused as one, not read as whatever its bytes look like). */
+static const char *const hf_dir_files[][2] = {
+    {"model.safetensors", "safetensors"},
+    {"model.safetensors.index.json", HF},
+    {"pytorch_model.bin", "torch"},
+    {"pytorch_model.bin.index.json", HF},
 };
 
 int tio__open_model_dir(const char *dir, const tio_open_options *opts, tio_container **out,
                         tio_error *err) {
     for (size_t i = 0; i < sizeof hf_dir_files / sizeof hf_dir_files[0]; i++) {
-        char *p = tio__path_join(dir, hf_dir_files[i]);
+        char *p = tio__path_join(dir, hf_dir_files[i][0]);
         if (!p) return tio__nomem(err, NULL);
         struct stat st;
         if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
-            int rc = tio_open(p, opts, out, err);
+            tio_open_options o;
+            memset(&o, 0, sizeof o);
+            if (opts) o = *opts;
+            if (!o.format) o.format = hf_dir_files[i][1];
+            int rc = tio_open(p, &o, out, err);
             free(p);
             return rc;
         }

@@ -193,6 +193,23 @@ static void test_model_dir(void **state) {
     char dir[512];
     fresh_dir("empty", dir, sizeof dir);
     refused(dir, 0, TIO_E_IO, "is a directory without model.safetensors");
+    /* each file as the format its name says, not probed: an index that is
+     * not JSON is refused as an index (not read as the BTF it is) */
+    fresh_dir("notjson", dir, sizeof dir);
+    {
+        char src[600];
+        snprintf(src, sizeof src, "%s/model.safetensors.index.json", dir);
+        int64_t one = 1;
+        float v = 1;
+        tio_container *c = tio_container_new();
+        tio_tensor_desc d = {NULL, TIO_FLOAT32, 1, &one, TIO_LAYOUT_DENSE, &v, 4, 0, NULL};
+        tio_error e;
+        assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+        tio_save_options o = {.format = "btf", .flags = TIO_SAVE_NO_SYNC};
+        assert_int_equal(tio_save(c, src, &o, &e), TIO_OK);
+        tio_container_free(c);
+    }
+    refused(dir, 0, TIO_E_CORRUPT, "the index is not valid JSON");
     /* a single file wins over an index, as transformers looks */
     make_repo("both", dir, sizeof dir, two_shards);
     write_shard(dir, "model.safetensors", "x");
