@@ -9,7 +9,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "fuzz_common.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,29 +42,53 @@ static void shard(const char *name, const char *names) {
     tio_container_free(c);
 }
 
-static void cleanup(void) {
+/* Removes what cleanup() removes in dir d (another process's, gone). */
+static void remove_dir(const char *d);
+
+/* libFuzzer ends a run with _Exit() (no atexit) and a crash ends it too: the
+ * directories of processes that are gone ("tio-fuzz-hf-PID-XXXXXX") are
+ * removed when the next run starts. */
+static void remove_stale(const char *base) {
+    DIR *dd = opendir(base);
+    if (!dd) return;
+    struct dirent *de;
+    while ((de = readdir(dd)) != NULL) {
+        long pid = 0;
+        if (sscanf(de->d_name, "tio-fuzz-hf-%ld-", &pid) != 1 || pid <= 0) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char p[300];
+        snprintf(p, sizeof p, "%s/%s", base, de->d_name);
+        remove_dir(p);
+    }
+    closedir(dd);
+}
+
+static void cleanup(void) { remove_dir(dir); }
+
+static void remove_dir(const char *d) {
     static const char *const files[] = {"model.safetensors.index.json",
                                         "model-00001-of-00002.safetensors",
                                         "model-00002-of-00002.safetensors",
                                         "model-00003-of-00003.bin", "out.safetensors"};
-    char p[192];
+    char p[400];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        snprintf(p, sizeof p, "%s/%s", d, files[i]);
         unlink(p);
     }
-    snprintf(p, sizeof p, "%s/sub.safetensors", dir);
+    snprintf(p, sizeof p, "%s/sub.safetensors", d);
     rmdir(p);
-    rmdir(dir);
+    rmdir(d);
 }
 
 static void setup(void) {
     /* tmpfs where there is one: on ext4 rewriting the index (O_TRUNC) makes
      * close() flush it (auto_da_alloc), 3-5 ms an input */
     struct stat st;
-    snprintf(dir, sizeof dir, "%s/tio-fuzz-hf-XXXXXX",
-             stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp");
+    const char *base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
+    remove_stale(base);
+    snprintf(dir, sizeof dir, "%s/tio-fuzz-hf-%ld-XXXXXX", base, (long)getpid());
     if (!mkdtemp(dir)) {
-        snprintf(dir, sizeof dir, "/tmp/tio-fuzz-hf-XXXXXX");
+        snprintf(dir, sizeof dir, "/tmp/tio-fuzz-hf-%ld-XXXXXX", (long)getpid());
         if (!mkdtemp(dir)) fz_fail("setup: mkdtemp");
     }
     snprintf(index_path, sizeof index_path, "%s/model.safetensors.index.json", dir);
