@@ -124,8 +124,12 @@ def main():
                 j = join_frames(frames)
                 if j is not None and len(j) <= MAX:
                     put(out, "zio", j)
+    # hfindex: indexes over fuzz_hfindex.c's fixed shards (its regression inputs)
+    for p in sorted(glob.glob(os.path.join(ROOT, "fuzz", "regress", "hfindex", "seed-*"))):
+        with open(p, "rb") as f:
+            put(out, "hfindex", f.read())
     for t in ("btf", "tenbin", "rten", "flatbuf", "tmfile", "zio", "zmsg", "onnx", "pb",
-              "safetensors", "npy", "gguf", "npz", "tar", "torch", "pickle"):
+              "safetensors", "npy", "gguf", "npz", "tar", "torch", "pickle", "hfindex"):
         d = os.path.join(out, t)
         n = len(os.listdir(d)) if os.path.isdir(d) else 0
         if n == 0:

@@ -160,6 +160,8 @@ typedef struct tio_limits {
     uint32_t max_pickle_depth;   /* marks open at once in a pickle, and the nesting
                                     of its objects (at most TIO_MAX_PICKLE_DEPTH_CAP:
                                     a larger value is taken as it) */
+    uint32_t max_shards;         /* files a Hugging Face index may name (its shards:
+                                    each is opened and mapped) */
 } tio_limits;
 
 #define TIO_DEFAULT_MAX_TENSORS (1u << 24)
@@ -174,6 +176,7 @@ typedef struct tio_limits {
 #define TIO_DEFAULT_MAX_PICKLE_OBJECTS (1u << 22)
 #define TIO_DEFAULT_MAX_PICKLE_DEPTH 256u
 #define TIO_MAX_PICKLE_DEPTH_CAP 1024u
+#define TIO_DEFAULT_MAX_SHARDS 16384u
 
 /* ------------------------------------------------------------------ tensors */
 
@@ -849,6 +852,18 @@ typedef struct tio_save_options {
      * output's size. NULL: none. */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
+    /* tio_save: > 0 writes a Hugging Face sharded checkpoint, as transformers'
+     * save_pretrained writes one, of files of at most this many tensor bytes
+     * (a tensor larger than that gets a file of its own). The path is a
+     * directory (an existing one, or one ending in '/': the files are named
+     * model.safetensors, or pytorch_model.bin for format "torch") or the
+     * weights file's name in one (DIR/model.safetensors). One file is written
+     * as WEIGHTS alone; more as STEM-00001-of-0000N.EXT and WEIGHTS.index.json
+     * (docs/formats/hf.md: packing, the index, the files of an earlier save
+     * that are removed). Formats: safetensors, torch (when tensio writes it).
+     * Each file is atomic; the index is written last. tio_parse_size reads
+     * "5GB" as transformers does. tio_save_memory/tio_save_buffer ignore it. */
+    uint64_t max_shard_bytes;
 } tio_save_options;
 
 /* A container with a graph saved to a format without TIO_CAP_GRAPH writes its
@@ -873,6 +888,12 @@ TIO_API int tio_check_save(const tio_container *c, const tio_save_options *opts,
  * processes. */
 TIO_API int tio_save(const tio_container *c, const char *path,
                      const tio_save_options *opts, tio_error *err);
+/* A size as transformers' max_shard_size takes it: digits, then KB, MB, GB,
+ * TB (powers of 1000; "Gb" with a lowercase b is gigabits, divided by 8),
+ * KiB, MiB, GiB, TiB (powers of 1024), any case; or digits alone, or with
+ * "B" (bytes). TIO_OK, or TIO_E_ARGUMENT for anything else, 0 or an
+ * overflow. */
+TIO_API int tio_parse_size(const char *text, uint64_t *out, tio_error *err);
 /* Removes from directory `dir` the temporary files that saves of processes
  * no longer running left behind (".<name>.tio-<pid>-<16 hex>.tmp", any
  * target): regular files only, never through a symlink, never a live

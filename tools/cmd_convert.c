@@ -32,6 +32,17 @@ static const char convert_help[] =
     "a member named as the file (KEY.EXT, directories left out). Shards written\n"
     "are plain ustar, as Python's tarfile and GNU tar read them; the loss\n"
     "options apply to every re-encoded member.\n"
+    "\n"
+    "Hugging Face checkpoints: IN may be a model directory or its index\n"
+    "(model.safetensors.index.json, pytorch_model.bin.index.json), read as one\n"
+    "container over its shards. OUT a directory (existing, or ending in '/'), or\n"
+    "any OUT with --max-shard-size, writes what transformers' save_pretrained\n"
+    "writes: DIR/model.safetensors when the tensors fit in one shard, else\n"
+    "model-00001-of-0000N.safetensors ... and model.safetensors.index.json (named\n"
+    "after OUT's file name when OUT is one); shards of an earlier save that\n"
+    "this one does not replace are removed (docs/formats/hf.md). Tied weights\n"
+    "(tensors of a PyTorch checkpoint that are one storage, the same view) go\n"
+    "to safetensors once, as the first name; each alias is named on stderr.\n"
     "\n";
 /* in two pieces: C99 compilers need take only 4095 bytes in one literal */
 static const char convert_help_options[] =
@@ -64,6 +75,12 @@ static const char convert_help_options[] =
     "                      BatchNormalization after a Conv or Gemm is folded into\n"
     "                      its weights and a Relu/Clip(0,6) after a Conv becomes\n"
     "                      its activation, as Tengine's convert_tool does\n"
+    "      --max-shard-size SIZE\n"
+    "                      write a Hugging Face sharded checkpoint of shards of at\n"
+    "                      most SIZE tensor bytes (a larger tensor gets a shard of\n"
+    "                      its own): 5GB, 500MB, 10KB (powers of 1000), 2GiB (of\n"
+    "                      1024), or bytes; as transformers' max_shard_size.\n"
+    "                      Default 5GB when OUT is a directory\n"
     "      --compress      npz: deflate the members, as np.savez_compressed does\n"
     "                      (default: stored, as np.savez)\n"
     "      --force         overwrite OUT if it exists\n"
@@ -102,7 +119,8 @@ enum {
     OPT_NO_FUSE,
     OPT_COMPRESS,
     OPT_SHARD,
-    OPT_MEMBER_TO
+    OPT_MEMBER_TO,
+    OPT_MAX_SHARD
 };
 
 static const cli_option convert_opts[] = {
@@ -126,6 +144,7 @@ static const cli_option convert_opts[] = {
     {"compress", 0, 0, OPT_COMPRESS},
     {"shard", 0, 0, OPT_SHARD},
     {"member-to", 0, 1, OPT_MEMBER_TO},
+    {"max-shard-size", 0, 1, OPT_MAX_SHARD},
     CLI_OPT_MAX_DENSE,
     CLI_OPT_PROGRESS,
     CLI_OPT_FILTER,
@@ -288,6 +307,7 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
     o.flags = w->flags | TIO_SAVE_CLEANUP; /* one save per process: it may list OUT's dir */
     o.version = w->version;
     o.options = w->options;
+    o.max_shard_bytes = w->max_shard;
     cli_progress prog;
     cli_progress_init(&prog, w->progress, w->cmd, NULL);
     o.progress = cli_progress_cb;
@@ -306,9 +326,23 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
     }
     if (rc == CLI_EXIT_OK && strcmp(format, "rten") == 0) rten_conversion_notes(c);
     if (rc != CLI_EXIT_OK || !(w->verbose || w->json)) return rc;
-    unsigned long long size = out_size;
+    unsigned long long size = out_size, shards = 0;
     if (!to_stdout && stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;
     size_t n = tio_container_count(c);
+    if (w->max_shard) {
+        /* what was written, read back: its files' bytes and shard count */
+        tio_container *back = NULL;
+        char *ipath = cli_strdup_printf("%s.index.json", out);
+        const char *bpath = stat(out, &sout) == 0 ? out : ipath; /* a directory, WEIGHTS */
+        tio_error_clear(&err);
+        if (bpath && tio_open(bpath, NULL, &back, &err) == TIO_OK) {
+            size = tio_container_source_size(back);
+            const char *s = tio_container_prop_get(back, "shards");
+            shards = s ? strtoull(s, NULL, 10) : 1;
+        }
+        tio_container_free(back);
+        free(ipath);
+    }
     if (w->json) {
         json_t *root = json_object();
         int bad = !root;
@@ -321,6 +355,7 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
         bad |= cli_json_set(root, "format", cli_json_str(format));
         bad |= cli_json_set(root, "tensors", json_integer((json_int_t)n));
         bad |= cli_json_set(root, "bytes", json_integer((json_int_t)size));
+        if (w->max_shard) bad |= cli_json_set(root, "shards", json_integer((json_int_t)shards));
         if (bad) {
             json_decref(root);
             root = NULL;
@@ -328,8 +363,11 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
         return cli_json_print(root);
     }
     /* the summary goes to stderr when the data go to stdout */
-    fprintf(to_stdout ? stderr : stdout, "%s (%s) -> %s (%s): %zu tensor%s, %llu bytes\n",
+    fprintf(to_stdout ? stderr : stdout, "%s (%s) -> %s (%s): %zu tensor%s, %llu bytes",
             w->in, w->src ? w->src : "?", out, format, n, n == 1 ? "" : "s", size);
+    if (w->max_shard)
+        fprintf(to_stdout ? stderr : stdout, " in %llu shard%s", shards, shards == 1 ? "" : "s");
+    fputc('\n', to_stdout ? stderr : stdout);
     return CLI_EXIT_OK;
 }
 
@@ -371,6 +409,51 @@ int cli_check_not_onto(const char *in, const char *out) {
     return CLI_EXIT_OK;
 }
 
+/* A Hugging Face sharded checkpoint as OUT: --max-shard-size, or OUT a
+ * directory (then 5GB, transformers' default). Sets *max_shard (0: not one)
+ * and *format; refuses '-' and, without force, a weights file or index that
+ * exists. */
+static int check_repo_output(const char *out, const char *to, const char *size, int force,
+                             int json, const char **format, uint64_t *max_shard) {
+    struct stat st;
+    size_t ol = strlen(out);
+    int dir = !cli_is_stdio(out) &&
+              ((ol && out[ol - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode)));
+    *max_shard = 0;
+    const char *named = dir || cli_is_stdio(out) ? NULL : tio_format_for_path(out);
+    if (!to && named && strcmp(named, "hfindex") == 0)
+        return cli_usage_error("convert", "OUT '%s' names an index, which is written with its "
+                               "shards: give the weights file's name (DIR/model.safetensors) "
+                               "or a directory, and --max-shard-size", out);
+    if (!size && !dir) return CLI_EXIT_OK;
+    (void)json;
+    if (cli_is_stdio(out))
+        return cli_usage_error("convert", "--max-shard-size: OUT is a directory or a file "
+                               "name, not standard output");
+    tio_error err;
+    tio_error_clear(&err);
+    if (size && tio_parse_size(size, max_shard, &err) != TIO_OK)
+        return cli_usage_error("convert", "--max-shard-size: %s", cli_errmsg(&err));
+    if (!size) *max_shard = UINT64_C(5000000000);
+    *format = to ? to : dir ? "safetensors" : tio_format_for_path(out);
+    if (!*format)
+        return cli_usage_error("convert", "cannot tell the shards' format from '%s'; use --to "
+                               "safetensors (or torch)", out);
+    if (force) return CLI_EXIT_OK;
+    const char *weights = strcmp(*format, "torch") == 0 ? "pytorch_model.bin" : "model.safetensors";
+    char *w = dir ? cli_strdup_printf("%s%s%s", out, out[ol - 1] == '/' ? "" : "/", weights)
+                  : cli_strdup_printf("%s", out);
+    char *idx = w ? cli_strdup_printf("%s.index.json", w) : NULL;
+    int rc = CLI_EXIT_OK;
+    if (!idx) rc = cli_error("out of memory");
+    else if (stat(w, &st) == 0 || stat(idx, &st) == 0)
+        rc = cli_error("%s: already exists (use --force to overwrite)",
+                       stat(w, &st) == 0 ? w : idx);
+    free(w);
+    free(idx);
+    return rc;
+}
+
 int cli_cmd_convert(int argc, char **argv) {
     cli_parser p;
     int rc = cli_parser_init(&p, "convert", argc, argv, convert_opts,
@@ -380,6 +463,7 @@ int cli_cmd_convert(int argc, char **argv) {
     unsigned flags = 0, version = 0;
     int force = 0, verbose = 0, json = 0, no_fuse = 0, compress = 0, progress = CLI_PROGRESS_AUTO, id;
     int shard = 0;
+    const char *max_shard_text = NULL;
     cli_filter filt;
     memset(&filt, 0, sizeof filt);
     tio_limits lim;
@@ -416,6 +500,7 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_COMPRESS: compress = 1; break;
         case OPT_SHARD: shard = 1; break;
         case OPT_MEMBER_TO: member_to = p.value; break;
+        case OPT_MAX_SHARD: max_shard_text = p.value; break;
         case OPT_EXTERNAL:
             if (strpbrk(p.value, ",=")) {
                 rc = cli_usage_error("convert", "--external-data: '%s' holds ',' or '='",
@@ -503,18 +588,28 @@ int cli_cmd_convert(int argc, char **argv) {
     cli_parser_free(&p);
     if (rc != CLI_EXIT_OK) return rc;
 
+    if (lmdb && max_shard_text)
+        return cli_usage_error("convert", "--max-shard-size does not apply to LMDB stores");
     if (lmdb) /* --to: the records' (or the members') format */
         return cli_lmdb_convert(in, from, out, to, flags, force, verbose, json);
     const char *format;
+    uint64_t max_shard = 0;
     rc = cli_check_not_onto(in, out);
-    if (rc == CLI_EXIT_OK) rc = cli_check_output("convert", out, to, force, json, &format);
+    if (rc == CLI_EXIT_OK)
+        rc = check_repo_output(out, to, max_shard_text, force, json, &format, &max_shard);
+    if (rc == CLI_EXIT_OK && !max_shard)
+        rc = cli_check_output("convert", out, to, force, json, &format);
     if (rc != CLI_EXIT_OK) return rc;
 
     tio_container *c = NULL;
     rc = cli_open(in, from, &lim, &c);
     const char *src = c ? tio_container_format(c) : NULL; /* a static name */
     if (rc == CLI_EXIT_OK) rc = cli_filter_apply(&filt, in, &c);
-    if (rc != CLI_EXIT_OK) return rc;
+    if (rc == CLI_EXIT_OK && strcmp(format, "safetensors") == 0) rc = cli_untie(in, &c);
+    if (rc != CLI_EXIT_OK) {
+        tio_container_free(c);
+        return rc;
+    }
 
     char opts[4200];
     snprintf(opts, sizeof opts, "%s%s%s%s%s%s%s", external ? "external_data=" : "",
@@ -526,7 +621,7 @@ int cli_cmd_convert(int argc, char **argv) {
         snprintf(opts + ol, sizeof opts - ol, "%scompress=1", ol ? "," : "");
     }
     cli_write_args w = {"convert", in, src, out, format, flags, version,
-                        opts[0] ? opts : NULL, progress, verbose, json, NULL, 0};
+                        opts[0] ? opts : NULL, progress, verbose, json, NULL, 0, max_shard};
     rc = cli_write_output(c, &w);
     tio_container_free(c);
     return rc;

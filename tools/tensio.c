@@ -42,6 +42,9 @@ static void print_help(FILE *f) {
           "  -h, --help     show this help and exit\n"
           "  -V, --version  show the version and exit\n"
           "\n"
+          "A FILE may be a Hugging Face model directory or its index\n"
+          "(model.safetensors.index.json): one container over its shards.\n"
+          "\n"
           "Run 'tensio COMMAND --help' for the options of a command.\n"
           "Exit status: 0 success, 1 invalid data or failed operation, 2 usage error.\n",
           f);

@@ -639,9 +639,14 @@ def save(path, arrays, format=None, names=None, metadata=None, **options):
     extension. Options: densify, drop_names, drop_metadata, widen, cleanup
     (booleans: the TIO_SAVE_* flags), sync=False (TIO_SAVE_NO_SYNC), version
     (int), and format options as keywords (zio: level, form, origin, granule,
-    seqno) or options="k=v,...". Without the flags, any loss is a LossyError."""
+    seqno) or options="k=v,...". Without the flags, any loss is a LossyError.
+    max_shard_size (bytes, or a str as transformers takes it: "5GB", "500MB",
+    "2GiB") writes a Hugging Face sharded checkpoint as save_pretrained does:
+    path a directory (model.safetensors, or model-00001-of-0000N.safetensors
+    and model.safetensors.index.json) or the weights file's name in one."""
+    shard = options.pop("max_shard_size", None)
     owner = _owner_for(arrays, names, metadata)
-    owner.save(_os.fspath(path), *_save_args(format, options))
+    owner.save(_os.fspath(path), *_save_args(format, options), shard)
 
 
 def dumps(arrays, format, names=None, metadata=None, as_bytearray=False, **options):

@@ -861,18 +861,37 @@ static PyObject *owner_sha256(OwnerObject *self, PyObject *args)
     return PyBytes_FromStringAndSize((const char *)out, 32);
 }
 
-/* save(path, format, flags, version, options) */
+/* save(path, format, flags, version, options[, max_shard_size]): the size an
+ * int (bytes) or a str as transformers takes it ("5GB"), None for none */
 static PyObject *owner_save(OwnerObject *self, PyObject *args)
 {
-    PyObject *path;
+    PyObject *path, *shard = Py_None;
     tio_save_options o;
     memset(&o, 0, sizeof o);
-    if (!PyArg_ParseTuple(args, "O&zIIz", PyUnicode_FSConverter, &path, &o.format, &o.flags,
-                          &o.version, &o.options))
+    if (!PyArg_ParseTuple(args, "O&zIIz|O", PyUnicode_FSConverter, &path, &o.format, &o.flags,
+                          &o.version, &o.options, &shard))
         return NULL;
     tio_error err;
     tio_error_clear(&err);
     int rc;
+    if (PyUnicode_Check(shard)) {
+        const char *text = PyUnicode_AsUTF8(shard);
+        if (text == NULL || (rc = tio_parse_size(text, &o.max_shard_bytes, &err)) != TIO_OK) {
+            Py_DECREF(path);
+            return text == NULL ? NULL : raise_tio(rc, &err);
+        }
+    } else if (shard != Py_None) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(shard);
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+            Py_DECREF(path);
+            return NULL;
+        }
+        if (v == 0) {
+            Py_DECREF(path);
+            return raise_code(TIO_E_ARGUMENT, "max_shard_size: expected a positive size");
+        }
+        o.max_shard_bytes = v;
+    }
     const char *p = PyBytes_AS_STRING(path);
     Py_BEGIN_ALLOW_THREADS
     rc = tio_save(self->c, p, &o, &err);

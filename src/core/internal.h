@@ -366,6 +366,10 @@ int tio__container_add_quant_view(tio_container *c, const tio_tensor_desc *d, ti
 #define TIO_PREFETCH_POPULATED 1 /* MADV_POPULATE_READ: pages read and mapped */
 #define TIO_PREFETCH_HINTED 2    /* MADV_WILLNEED: readahead started, nothing mapped */
 int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err);
+/* tio__prefetch of every shard of a Hugging Face index's container (*how:
+ * the last shard's); TIO_OK doing nothing for any other container
+ * (formats/hfindex.c). */
+int tio__hf_prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err);
 
 typedef struct tio_read_ctx {
     const uint8_t *data;
@@ -471,6 +475,11 @@ void tio__plan_destroy(tio_write_plan *p);
 int tio__save_file(const tio_container *c, const char *path, const tio_save_options *opts,
                    unsigned how, tio_error *err);
 
+/* tio_save with opts->max_shard_bytes: a Hugging Face sharded checkpoint
+ * (formats/hfsave.c). */
+int tio__save_sharded(const tio_container *c, const char *path, const tio_save_options *opts,
+                      tio_error *err);
+
 /* A message being built by a format's write_parts. Parts are appended in
  * order. */
 struct tio_message;
@@ -528,6 +537,15 @@ int tio__meta_append_typed(tio_container *c, const char *key, const char *value,
                            const char *type, tio_error *err);
 /* Whether `type` is a metadata type name (see tio_container_meta_set_typed). */
 bool tio__meta_type_ok(const char *type);
+
+/* Opens a Hugging Face model directory: the first of model.safetensors,
+ * model.safetensors.index.json, pytorch_model.bin, pytorch_model.bin.index.json
+ * it holds, as transformers looks for them (formats/hfindex.c). */
+int tio__open_model_dir(const char *dir, const tio_open_options *opts, tio_container **out,
+                        tio_error *err);
+
+/* "DIR/NAME", malloc'ed; NULL when out of memory. */
+char *tio__path_join(const char *dir, const char *name);
 
 /* Resolves a tio_limits (NULL or zero fields = defaults). */
 tio_limits tio__limits_resolve(const tio_limits *l);

@@ -19,7 +19,8 @@ tio_limits tio__limits_resolve(const tio_limits *l) {
                     TIO_DEFAULT_MAX_HEADER_BYTES, TIO_DEFAULT_MAX_NAME_BYTES,
                     TIO_DEFAULT_MAX_DEPTH,        TIO_DEFAULT_MAX_OBJECTS,
                     TIO_DEFAULT_MAX_DENSE_BYTES,  TIO_DEFAULT_MAX_PICKLE_BYTES,
-                    TIO_DEFAULT_MAX_PICKLE_OBJECTS, TIO_DEFAULT_MAX_PICKLE_DEPTH};
+                    TIO_DEFAULT_MAX_PICKLE_OBJECTS, TIO_DEFAULT_MAX_PICKLE_DEPTH,
+                    TIO_DEFAULT_MAX_SHARDS};
     if (l) {
         if (l->max_depth) r.max_depth = l->max_depth;
         /* Nesting is walked recursively (graphs, subgraphs): a raised depth
@@ -34,6 +35,7 @@ tio_limits tio__limits_resolve(const tio_limits *l) {
         if (l->max_pickle_bytes) r.max_pickle_bytes = l->max_pickle_bytes;
         if (l->max_pickle_objects) r.max_pickle_objects = l->max_pickle_objects;
         if (l->max_pickle_depth) r.max_pickle_depth = l->max_pickle_depth;
+        if (l->max_shards) r.max_shards = l->max_shards;
         /* the reader walks a pickle's objects recursively */
         if (r.max_pickle_depth > TIO_MAX_PICKLE_DEPTH_CAP)
             r.max_pickle_depth = TIO_MAX_PICKLE_DEPTH_CAP;
@@ -170,7 +172,8 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
     }
     if (S_ISDIR(st.st_mode)) {
         close(fd);
-        return tio__err(err, TIO_E_IO, NULL, -1, "%s: is a directory", path);
+        /* a Hugging Face model directory: its weights file or index */
+        return tio__open_model_dir(path, opts, out, err);
     }
     tio_container *c = tio_container_new();
     if (!c) {
@@ -249,7 +252,8 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
 int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err) {
     *how = TIO_PREFETCH_NONE;
     if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
-    if (!c->map || !c->map_size) return TIO_OK; /* the bytes are in memory already */
+    if (!c->map) return tio__hf_prefetch(c, force_willneed, how, err); /* its shards */
+    if (!c->map_size) return TIO_OK; /* the bytes are in memory already */
 #ifdef __linux__
     if (!force_willneed) {
         int r;

@@ -1074,6 +1074,8 @@ int tio__save_file(const tio_container *c, const char *path, const tio_save_opti
 
 int tio_save(const tio_container *c, const char *path, const tio_save_options *opts,
              tio_error *err) {
+    if (c && path && opts && opts->max_shard_bytes)
+        return tio__save_sharded(c, path, opts, err);
     return tio__save_file(c, path, opts, 0, err);
 }
 

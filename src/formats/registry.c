@@ -14,6 +14,7 @@ extern const tio_format_desc tio__format_npy;
 extern const tio_format_desc tio__format_gguf;
 extern const tio_format_desc tio__format_npz;
 extern const tio_format_desc tio__format_torch;
+extern const tio_format_desc tio__format_hfindex;
 
 static const tio_format_desc *const registry[] = {
     &tio__format_btf,
@@ -27,6 +28,7 @@ static const tio_format_desc *const registry[] = {
     &tio__format_gguf,
     &tio__format_npz,
     &tio__format_torch,
+    &tio__format_hfindex,
 };
 
 size_t tio__format_count(void) { return sizeof registry / sizeof registry[0]; }

@@ -1183,6 +1183,15 @@ def t_convert_every_pair(tmp):
         if "graph" in caps[f]:
             srcs[f] = models[f]
             continue
+        if f == "hfindex":  # read only: an index over one shard holding base's tensor
+            d = os.path.join(tmp, "pair-src-hf")
+            os.makedirs(d, exist_ok=True)
+            shard = os.path.join(d, "model-00001-of-00001.safetensors")
+            expect(run("convert", "--force", "--to", "safetensors", base, shard), 0)
+            srcs[f] = os.path.join(d, "model.safetensors.index.json")
+            with open(srcs[f], "w") as idx:
+                json.dump({"weight_map": {"x": "model-00001-of-00001.safetensors"}}, idx)
+            continue
         if not writable[f]:  # read only (torch): base's tensor in a hand-made checkpoint
             srcs[f] = os.path.join(tmp, "pair-src" + ext[f])
             torch_checkpoint(base, srcs[f], tmp)

@@ -736,11 +736,11 @@ static void test_fast_limits(void **state) {
         tio_limits lim;
         int rc;
     } cases[] = {
-        {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, TIO_OK},
-        {{1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, TIO_E_LIMIT},  /* tensors */
-        {{0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, TIO_E_LIMIT},  /* rank */
-        {{0, 0, 40, 0, 0, 0, 0, 0, 0, 0}, TIO_E_LIMIT}, /* header bytes */
-        {{0, 0, 0, 0, 3, 0, 0, 0, 0, 0}, TIO_E_LIMIT},  /* depth */
+        {{.max_tensors = 0}, TIO_OK},
+        {{.max_tensors = 1}, TIO_E_LIMIT},
+        {{.max_rank = 1}, TIO_E_LIMIT},
+        {{.max_header_bytes = 40}, TIO_E_LIMIT},
+        {{.max_depth = 3}, TIO_E_LIMIT},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         for (int k = 0; k < 2; k++) {

@@ -216,6 +216,7 @@ const tvec_dir tvec_dirs[] = {
     {"gguf", ".gguf", "gguf"},
     {"npz", ".npz", "npz"},
     {"torch", ".pt", "torch"},
+    {"hfindex", ".index.json", "hfindex"}, /* indexes; their shards beside them */
     {NULL, NULL, NULL},
 };
 
