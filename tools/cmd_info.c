@@ -821,6 +821,7 @@ static int info_json(const char *path, const tio_container *c, const info_stats 
     }
     const tio_graph *g = tio_container_graph(c);
     if (g && !bad) bad |= cli_json_set(root, "graph", json_graph(c, g, nat));
+    if (!bad) bad |= cli_tree_json(c, root) != 0;
     if (bad) {
         json_decref(root);
         return cli_error("out of memory");
@@ -917,7 +918,7 @@ static int info_text(const char *path, const tio_container *c, const info_stats 
         const tio_error *w = tio_container_warning(c, i);
         if (w && print_escaped("  ", cli_errmsg(w)) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
     }
-    if (props_text(c) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
+    if (props_text(c) != CLI_EXIT_OK || cli_tree_text(c) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
     return model_text(c, nat);
 }
 
