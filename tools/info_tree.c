@@ -249,7 +249,8 @@ static json_t *kids_json(tree_out *w, const tio_object *o) {
  * everything else an object tagged by its kind ({"dict": [[k, v], …]},
  * {"list": […]}, {"tensor": i, "name": …}, {"opaque": "mod.name",
  * "offset": n, "state": …}, {"bytes": "hex"}, …). A shared object carries
- * "id" where it is shown, {"ref": id} at its other places. */
+ * "id" where it is shown, {"ref": id} at its other places (but tensors,
+ * and strs and bytes of up to TREE_JSON_REPEAT bytes, are repeated). */
 static json_t *tree_json(tree_out *w, const tio_object *o) {
     tio_object_kind kind = tio_object_kind_of(o);
     size_t n = 0, id = tio_object_id(o);
@@ -265,8 +266,9 @@ static json_t *tree_json(tree_out *w, const tio_object *o) {
     }
     default: break;
     }
-    int repeatable = (kind == TIO_OBJ_STR || kind == TIO_OBJ_BYTES || kind == TIO_OBJ_BIGINT) &&
-                     n <= TREE_JSON_REPEAT;
+    int repeatable = kind == TIO_OBJ_TENSOR ||
+                     ((kind == TIO_OBJ_STR || kind == TIO_OBJ_BYTES || kind == TIO_OBJ_BIGINT) &&
+                      n <= TREE_JSON_REPEAT);
     if (tio_object_shared(o) && !repeatable && w->seen[id])
         return tagged("ref", json_integer((json_int_t)id));
     w->seen[id] = 1;
