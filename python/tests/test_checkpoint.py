@@ -236,7 +236,9 @@ def test_lifetime(tmp_path):
 
 
 def cli(*args):
-    r = subprocess.run([CLI] + list(args), capture_output=True, text=True)
+    # without the sanitizer build's LD_PRELOAD (meant for python3, not the CLI)
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    r = subprocess.run([CLI] + list(args), capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
