@@ -446,8 +446,9 @@ TIO_API int64_t tio_object_tensor(const tio_object *o);
 /* OPAQUE: its state (BUILD's, or the first of a (state, slots) pair), or NULL. */
 TIO_API const tio_object *tio_object_state(const tio_object *o);
 /* The byte offset in the source of what made the object (the pickle
- * opcode), or -1 when it has none (made by the reader, or the pickle was
- * inflated from a deflated record: then the offset of that record). */
+ * opcode; an OPAQUE object's: the global that names it), or -1 when it has
+ * none (made by the reader, or its pickle was inflated from a deflated
+ * record). */
 TIO_API int64_t tio_object_offset(const tio_object *o);
 /* A number unique to the object in its tree, below tio_container_object_count. */
 TIO_API size_t tio_object_id(const tio_object *o);
