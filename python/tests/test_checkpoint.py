@@ -278,3 +278,31 @@ def test_info_tree_truncated(tmp_path):
     assert len(lines) < 260
     j = json.loads(cli("info", "--json", p))["object"]
     assert len(j["dict"]) == 500  # --json carries the whole tree
+
+
+LEGACY_HEAD = (b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19."
+               b"\x80\x02M\xe9\x03." b"\x80\x02}.")
+
+
+def hand_made(tmp_path, pickle_bytes):
+    """A legacy-layout checkpoint around a hand-made pickle (no storages)."""
+    p = str(tmp_path / "hand.pt")
+    with open(p, "wb") as f:
+        f.write(LEGACY_HEAD + pickle_bytes + b"\x80\x02].")
+    return p
+
+
+def test_hostile_structures(tmp_path):
+    # a dict keyed by a list: no Python dict can hold it
+    p = hand_made(tmp_path, b"\x80\x02}]K\x01aK\x02s.")  # {[1]: 2}
+    with pytest.raises(tensio.UnsupportedError, match="unhashable"):
+        tensio.load_checkpoint(p)
+    # a list that holds itself: the tree is acyclic
+    p = hand_made(tmp_path, b"\x80\x02]q\x00h\x00a.")
+    ours = tensio.load_checkpoint(p)
+    assert isinstance(ours, list) and isinstance(ours[0], tensio.Opaque)
+    assert ours[0].name == "(recursive reference)"
+    # os.system("x"): an Opaque, never called
+    p = hand_made(tmp_path, b"\x80\x02cos\nsystem\nX\x01\x00\x00\x00x\x85R.")
+    ours = tensio.load_checkpoint(p)
+    assert ours.name == "os.system" and ours.state is None and ours.offset == len(LEGACY_HEAD) + 2
