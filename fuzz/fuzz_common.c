@@ -92,7 +92,7 @@ static void touch_object(const tio_container *c, const tio_object *o, uint8_t *s
     if (!tio_object_kind_name(k)) fz_fail("object tree: kind %d", (int)k);
     const char *s = tio_object_bytes(o, &n);
     if (s && s[n] != 0) fz_fail("object tree: bytes not NUL-terminated");
-    if (k == TIO_OBJ_TENSOR && (tio_object_tensor(o) < 0 ||
+    if (k == TIO_OBJ_TENSOR && (!c || tio_object_tensor(o) < 0 ||
                                 (size_t)tio_object_tensor(o) >= tio_container_count(c)))
         fz_fail("object tree: tensor %lld of %zu", (long long)tio_object_tensor(o),
                 tio_container_count(c));
@@ -107,15 +107,16 @@ static void touch_object(const tio_container *c, const tio_object *o, uint8_t *s
     }
 }
 
+void fz_check_tree(const tio_container *c, const tio_object *root, size_t count) {
+    uint8_t *seen = calloc(count ? count : 1, 1);
+    if (!seen) fz_fail("out of memory");
+    touch_object(c, root, seen, count, 0);
+    free(seen);
+}
+
 static void touch(const tio_container *c) {
     const tio_object *root = tio_container_object(c);
-    if (root) {
-        size_t count = tio_container_object_count(c);
-        uint8_t *seen = calloc(count ? count : 1, 1);
-        if (!seen) fz_fail("out of memory");
-        touch_object(c, root, seen, count, 0);
-        free(seen);
-    }
+    if (root) fz_check_tree(c, root, tio_container_object_count(c));
     for (size_t i = 0; i < tio_container_count(c); i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
         uint8_t h[32];
