@@ -517,7 +517,7 @@ class CheckpointArray(_np.ndarray):
     (bfloat16 included). An array derived from it (a slice, a sum) is an
     ordinary array of this class with no tie to the file: its DLPack export
     is NumPy's (a read-only slice: a copy's). A tensor stored unaligned (the
-    legacy layout) exports an aligned copy."""
+    legacy layout) exports the aligned copy the library makes of it."""
 
     def __array_finalize__(self, obj):
         self._tio = None  # (owner, index) only on the view load_checkpoint made

@@ -194,6 +194,8 @@ def test_from_dlpack_zero_copy(tmp_path):
 
 
 def test_from_dlpack_legacy_unaligned(tmp_path):
+    # the legacy layout puts storages at any offset: the export is then the
+    # library's aligned copy
     p = str(tmp_path / "legacy.pt")
     sd = {"w": torch.randn(3, 3, dtype=torch.float64), "h": torch.randn(2).half()}
     torch.save(sd, p, _use_new_zipfile_serialization=False)
