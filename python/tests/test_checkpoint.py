@@ -53,6 +53,11 @@ def same(ours, ref, path="root", seen=None):
             assert seen[key] is ours, path + ": a tensor referenced twice became two arrays"
         seen[key] = ours
         return
+    if isinstance(ref, np.ndarray):  # a NumPy array inside the checkpoint: a tensor too
+        assert isinstance(ours, tensio.CheckpointArray), path
+        assert ours.dtype == ref.dtype and ours.shape == ref.shape, path
+        assert np.ascontiguousarray(ours).tobytes() == np.ascontiguousarray(ref).tobytes(), path
+        return
     if isinstance(ref, argparse.Namespace):
         assert isinstance(ours, tensio.Opaque), path
         assert ours.name == "argparse.Namespace" and ours.offset > 0, path
@@ -157,6 +162,7 @@ def training_checkpoint():
         "tied": {"encoder": shared, "decoder": shared},
         "history": [[1, 0.5], [2, 0.25]],
         "cfg": cfg, "cfg_again": cfg,
+        "mask": np.arange(12, dtype=np.int16).reshape(3, 4),
         "nested": {"list": [shared, {"deep": (shared, 1)}]},
     }
 
