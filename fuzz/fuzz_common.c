@@ -77,7 +77,46 @@ void fz_check_same(const tio_container *c1, const tio_container *c2, const char 
 
 /* Every accessor on every tensor, so a view past the input shows up under
  * ASan: the hashes read every byte the container hands out. */
+/* Every object of the tree once (seen by id), checking what the API
+ * promises: ids below the count, children present, tensors of the
+ * container, strings NUL-terminated at their length. */
+static void touch_object(const tio_container *c, const tio_object *o, uint8_t *seen,
+                         size_t count, unsigned depth) {
+    if (!o) fz_fail("object tree: a NULL child");
+    size_t id = tio_object_id(o), n = 0;
+    if (id >= count) fz_fail("object tree: id %zu of %zu", id, count);
+    if (depth > TIO_MAX_PICKLE_DEPTH_CAP + 2) fz_fail("object tree: deeper than the cap");
+    if (seen[id]) return;
+    seen[id] = 1;
+    tio_object_kind k = tio_object_kind_of(o);
+    if (!tio_object_kind_name(k)) fz_fail("object tree: kind %d", (int)k);
+    const char *s = tio_object_bytes(o, &n);
+    if (s && s[n] != 0) fz_fail("object tree: bytes not NUL-terminated");
+    if (k == TIO_OBJ_TENSOR && (!c || tio_object_tensor(o) < 0 ||
+                                (size_t)tio_object_tensor(o) >= tio_container_count(c)))
+        fz_fail("object tree: tensor %lld of %zu", (long long)tio_object_tensor(o),
+                tio_container_count(c));
+    if (k == TIO_OBJ_OPAQUE && tio_object_state(o))
+        touch_object(c, tio_object_state(o), seen, count, depth + 1);
+    if (k == TIO_OBJ_LIST || k == TIO_OBJ_TUPLE || k == TIO_OBJ_SET || k == TIO_OBJ_DICT) {
+        for (size_t i = 0; i < tio_object_len(o); i++) {
+            touch_object(c, tio_object_item(o, i), seen, count, depth + 1);
+            if (k == TIO_OBJ_DICT) touch_object(c, tio_object_key(o, i), seen, count, depth + 1);
+        }
+        if (tio_object_item(o, tio_object_len(o))) fz_fail("object tree: an item past the end");
+    }
+}
+
+void fz_check_tree(const tio_container *c, const tio_object *root, size_t count) {
+    uint8_t *seen = calloc(count ? count : 1, 1);
+    if (!seen) fz_fail("out of memory");
+    touch_object(c, root, seen, count, 0);
+    free(seen);
+}
+
 static void touch(const tio_container *c) {
+    const tio_object *root = tio_container_object(c);
+    if (root) fz_check_tree(c, root, tio_container_object_count(c));
     for (size_t i = 0; i < tio_container_count(c); i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
         uint8_t h[32];

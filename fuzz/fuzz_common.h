@@ -17,6 +17,10 @@ void fz_fail(const char *fmt, ...);
 /* The error contract of a failed call: a code that matches the return value,
  * a non-empty message, and no container. */
 void fz_check_error(int rc, const tio_error *e, const tio_container *c);
+/* Walks an object tree (tio_object) once through the API and checks what
+ * it promises: ids below count, children present, tensors of c (none when c
+ * is NULL), bytes NUL-terminated. */
+void fz_check_tree(const tio_container *c, const tio_object *root, size_t count);
 
 /* c1 and c2 hold the same tensors: names, dtypes, layouts, shapes, nnz,
  * values, indices and per-tensor metadata. */

@@ -5,9 +5,13 @@
  *    object that exists, every string view lies inside the input, STOP ended
  *    inside it, and a second run gives the same objects.
  *  - Tight limits never accept what the defaults refuse.
+ *  - What ran becomes an object tree (src/pickle/tree.c) that is acyclic,
+ *    within max_pickle_depth, walked through the public API.
  * Nothing here may crash, leak or read outside the input. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/object.h"
 #include "fuzz_common.h"
 #include "pickle/pickle.h"
 
@@ -97,6 +101,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_objects(&p1, data, size);
         if (p1.count != p2.count || p1.root != p2.root || p1.end != p2.end)
             fz_fail("two runs built different objects");
+        tio_objtree *t = calloc(1, sizeof *t);
+        const tio_object *root = NULL;
+        if (!t) fz_fail("out of memory");
+        int rt = tio__pickle_tree(&p1, p1.root, NULL, 1, &loose, t, "torch", &e3, &root);
+        if (rt) {
+            check_err(rt, &e3, size);
+        } else {
+            fz_check_tree(NULL, root, t->count);
+        }
+        tio__objtree_free(t);
     }
     int r3 = tio__pickle_run(&p3, data, size, 0, "torch", &tight, &e3);
     if (r3) check_err(r3, &e3, size);

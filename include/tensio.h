@@ -376,6 +376,91 @@ TIO_API int tio_container_prop_at(const tio_container *c, size_t i, const char *
                                   const char **value);
 TIO_API const char *tio_container_prop_get(const tio_container *c, const char *key);
 
+/* ------------------------------------------------------------ object tree */
+
+/* The object a checkpoint stores, as data (a PyTorch checkpoint: the
+ * unpickled object, never run): dicts, lists, tuples, sets, scalars,
+ * strings, bytes, references to the container's tensors, and opaque
+ * objects (a class tensio does not rebuild: its module.name, the byte
+ * offset where the file names it, and the state the file gives it).
+ *
+ * The tree belongs to the container and lives as long as it; nothing in it
+ * is global. Children are reached by index in O(1). An object the file
+ * references from several places (the pickle's memo: a tensor saved twice,
+ * an optimizer's param groups) is one object reached twice, never a copy:
+ * walking code that follows every reference should stop at objects it has
+ * seen (tio_object_id, tio_object_shared). The tree is acyclic: a
+ * reference from an object to itself or an ancestor is an OPAQUE object
+ * named "(recursive reference)". Its size is bounded by the pickle's
+ * limits (max_pickle_objects objects, max_pickle_depth deep).
+ *
+ * Formats without such a tree (every format but torch: their structure is
+ * the tensor list and the metadata) have none: tio_container_object gives
+ * NULL. */
+typedef struct tio_object tio_object;
+
+typedef enum tio_object_kind {
+    TIO_OBJ_NONE = 1,
+    TIO_OBJ_BOOL = 2,   /* tio_object_int: 0 or 1 */
+    TIO_OBJ_INT = 3,    /* tio_object_int */
+    TIO_OBJ_BIGINT = 4, /* an int past int64: tio_object_bytes gives its two's
+                           complement, little-endian (Python's int.from_bytes(b,
+                           "little", signed=True)) */
+    TIO_OBJ_FLOAT = 5,  /* tio_object_float */
+    TIO_OBJ_STR = 6,    /* tio_object_bytes: UTF-8 as stored, NUL-terminated
+                           (it may hold NULs: use the length) */
+    TIO_OBJ_BYTES = 7,  /* tio_object_bytes */
+    TIO_OBJ_LIST = 8,   /* tio_object_len items (tio_object_item) */
+    TIO_OBJ_TUPLE = 9,
+    TIO_OBJ_SET = 10,   /* set and frozenset */
+    TIO_OBJ_DICT = 11,  /* tio_object_len pairs, in the file's order: tio_object_key
+                           and tio_object_item (dict and OrderedDict) */
+    TIO_OBJ_TENSOR = 12, /* tio_object_tensor: the index of a tensor of the container */
+    TIO_OBJ_OPAQUE = 13  /* tio_object_bytes: "module.name" of its class (or of the
+                            function that would make it); tio_object_state: what
+                            the file sets as its state (an argparse.Namespace's
+                            fields), or NULL */
+} tio_object_kind;
+
+/* The root object, or NULL when the container has no tree. */
+TIO_API const tio_object *tio_container_object(const tio_container *c);
+/* The number of distinct objects in the tree (tio_object_id is below it). */
+TIO_API size_t tio_container_object_count(const tio_container *c);
+
+TIO_API tio_object_kind tio_object_kind_of(const tio_object *o);
+/* "dict", "list", …, "tensor", "opaque" (NULL for an unknown kind). */
+TIO_API const char *tio_object_kind_name(tio_object_kind kind);
+/* Items of a LIST/TUPLE/SET, pairs of a DICT, bytes of a STR/BYTES/BIGINT/
+ * OPAQUE's name; 0 for the others. */
+TIO_API size_t tio_object_len(const tio_object *o);
+/* Item i of a LIST/TUPLE/SET, the value of pair i of a DICT; NULL past the end. */
+TIO_API const tio_object *tio_object_item(const tio_object *o, size_t i);
+/* The key of pair i of a DICT (any kind: str, int, tuple…); NULL else. */
+TIO_API const tio_object *tio_object_key(const tio_object *o, size_t i);
+/* The value of a DICT under the str key `key` (the first pair that has it),
+ * or NULL. Linear in the dict's size. */
+TIO_API const tio_object *tio_object_get(const tio_object *o, const char *key);
+/* BOOL, INT: the value; 0 for the others. */
+TIO_API int64_t tio_object_int(const tio_object *o);
+/* FLOAT: the value; INT, BOOL: converted; 0 for the others. */
+TIO_API double tio_object_float(const tio_object *o);
+/* STR, BYTES, BIGINT, OPAQUE: the bytes (NUL-terminated) and, if len is not
+ * NULL, their count; NULL for the others. */
+TIO_API const char *tio_object_bytes(const tio_object *o, size_t *len);
+/* TENSOR: the container index of the tensor; -1 for the others. */
+TIO_API int64_t tio_object_tensor(const tio_object *o);
+/* OPAQUE: its state (BUILD's, or the first of a (state, slots) pair), or NULL. */
+TIO_API const tio_object *tio_object_state(const tio_object *o);
+/* The byte offset in the source of what made the object (the pickle
+ * opcode; an OPAQUE object's: the global that names it), or -1 when it has
+ * none (made by the reader, or its pickle was inflated from a deflated
+ * record). */
+TIO_API int64_t tio_object_offset(const tio_object *o);
+/* A number unique to the object in its tree, below tio_container_object_count. */
+TIO_API size_t tio_object_id(const tio_object *o);
+/* Whether the object is reached from more than one place in the tree. */
+TIO_API int tio_object_shared(const tio_object *o);
+
 /* Describes a tensor to add. */
 typedef struct tio_tensor_desc {
     const char *name;      /* NULL or "" = unnamed */

@@ -39,5 +39,6 @@ def flags():
 
 f = flags()
 f["include_dirs"].append(numpy.get_include())
-setup(ext_modules=[Extension("tensio._tensio", ["tensio/_tensio.c", "tensio/_shard.c"],
+setup(ext_modules=[Extension("tensio._tensio", ["tensio/_tensio.c", "tensio/_shard.c",
+                                                    "tensio/_checkpoint.c"],
                              extra_compile_args=["-std=c11"], **f)])

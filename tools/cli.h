@@ -47,6 +47,12 @@ int cli_cmd_diff(int argc, char **argv);
 int cli_cmd_stats(int argc, char **argv);
 int cli_cmd_graph(int argc, char **argv);
 
+/* `info`'s object tree (tools/info_tree.c): the text outline of a container
+ * that has one (tio_container_object), or nothing; and its JSON set as
+ * root["object"] (0, or -1 when out of memory). */
+int cli_tree_text(const tio_container *c);
+int cli_tree_json(const tio_container *c, json_t *root);
+
 /* -------------------------------------------------------- option parsing */
 
 typedef struct cli_option {

@@ -11,9 +11,12 @@ static const char info_help[] =
     "Summarise FILE: format, file size, tensor count, total data bytes, tensors\n"
     "per dtype and per layout, container metadata and the validation findings\n"
     "(readable-but-invalid details; 'tensio validate' reports them as errors).\n"
-    "Then, when the format records them, details of the file's layout, and for\n"
-    "a model its graph: metadata, inputs, outputs and every operator with its\n"
-    "inputs, outputs and attributes (subgraphs indented below their operator).\n"
+    "Then, when the format records them, details of the file's layout; for a\n"
+    "PyTorch checkpoint the object it stores, as an indented outline (dicts,\n"
+    "lists, scalars, tensors by index, opaque objects by module.name and byte\n"
+    "offset; cut at 200 lines, --json has all of it); and for a model its\n"
+    "graph: metadata, inputs, outputs and every operator with its inputs,\n"
+    "outputs and attributes (subgraphs indented below their operator).\n"
     "\n"
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
     "A WebDataset tar shard (FILE.tar): samples, members per extension, tensors\n"
@@ -821,6 +824,7 @@ static int info_json(const char *path, const tio_container *c, const info_stats 
     }
     const tio_graph *g = tio_container_graph(c);
     if (g && !bad) bad |= cli_json_set(root, "graph", json_graph(c, g, nat));
+    if (!bad) bad |= cli_tree_json(c, root) != 0;
     if (bad) {
         json_decref(root);
         return cli_error("out of memory");
@@ -917,7 +921,7 @@ static int info_text(const char *path, const tio_container *c, const info_stats 
         const tio_error *w = tio_container_warning(c, i);
         if (w && print_escaped("  ", cli_errmsg(w)) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
     }
-    if (props_text(c) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
+    if (props_text(c) != CLI_EXIT_OK || cli_tree_text(c) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
     return model_text(c, nat);
 }
 

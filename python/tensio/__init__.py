@@ -26,8 +26,8 @@ from ._tensio import (  # noqa: F401  (re-exported)
 
 __version__ = LIB_VERSION
 __all__ = [
-    "Stream", "GraphBuilder", "zio", "Shard", "Member", "open", "loads", "load", "save", "container", "loads_parts", "dumps_parts", "dumps", "convert", "formats", "dtype_name",
-    "Container", "Tensor", "Coo", "Typed", "Finding", "Graph", "Node", "Value", "Error", "ArgumentError",
+    "Stream", "GraphBuilder", "zio", "Shard", "Member", "open", "loads", "load", "load_checkpoint", "save", "container", "loads_parts", "dumps_parts", "dumps", "convert", "formats", "dtype_name",
+    "Container", "Tensor", "Coo", "Opaque", "CheckpointArray", "Typed", "Finding", "Graph", "Node", "Value", "Error", "ArgumentError",
     "NoMemoryError", "IOError", "FormatError", "TruncatedError", "MagicError",
     "BoundsError", "LimitError", "OverflowError", "DtypeError", "CorruptError",
     "UnsupportedError", "LossyError", "NotFoundError", "InvalidError",
@@ -411,6 +411,21 @@ class Container:
                         doc="validation findings (open with strict=True to make them errors)")
     limits = property(lambda self: dict(zip(_LIMIT_FIELDS, self._o().limits())))
 
+    def object_tree(self):
+        """The object the file stores (a PyTorch checkpoint's unpickled
+        object) as Python data, its tensors CheckpointArray views and the
+        objects tensio does not rebuild Opaque; None when the format has no
+        object tree (see load_checkpoint)."""
+        o = self._o()
+        arrays = {}
+
+        def tensor(i):
+            a = arrays.get(i)
+            if a is None:
+                a = arrays[i] = _checkpoint_item(o, i)
+            return a
+        return o.object_tree(tensor, Opaque)
+
     @property
     def graph(self):
         """The model graph (Graph), or None for a tensor-only container."""
@@ -473,6 +488,86 @@ def load(path, as_dict=False, **open_options):
         d = {}
         for k, v in zip(c.keys(), c):
             d.setdefault(k, v)
+        return d
+
+
+class Opaque:
+    """An object of a checkpoint that tensio does not rebuild (and never
+    imports or calls): .name is its class's (or function's) "module.name",
+    .offset the byte offset in the file where the pickle names it (None when
+    unknown: a deflated record), .state what the file sets as its state (an
+    argparse.Namespace's fields as a dict), or None."""
+
+    __slots__ = ("name", "offset", "state")
+
+    def __init__(self, name, offset, state):
+        self.name = name
+        self.offset = offset
+        self.state = state
+
+    def __repr__(self):
+        at = "" if self.offset is None else " at offset %d" % self.offset
+        return "<opaque %s%s>" % (self.name, at)
+
+
+class CheckpointArray(_np.ndarray):
+    """A read-only NumPy view of a checkpoint's tensor (load_checkpoint) that
+    also exports DLPack, which NumPy refuses for read-only arrays: so
+    torch.from_dlpack(a) shares the file's memory with the real dtype
+    (bfloat16 included). An array derived from it (a slice, a sum) is an
+    ordinary array of this class with no tie to the file: its DLPack export
+    is NumPy's (a read-only slice: a copy's). A tensor stored unaligned (the
+    legacy layout) exports the aligned copy the library makes of it."""
+
+    def __array_finalize__(self, obj):
+        self._tio = None  # (owner, index) only on the view load_checkpoint made
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        t = self._tio
+        if t is not None:
+            tensor = Tensor(t[0], t[1])
+            if tensor.aligned:
+                return tensor.__dlpack__(stream, max_version, dl_device, copy)
+        a = self.view(_np.ndarray)
+        if not a.flags.writeable:
+            a = _np.array(a)
+        return a.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU, device 0
+
+
+def _checkpoint_item(owner, i):
+    a = _item(owner, i)
+    if not isinstance(a, _np.ndarray):
+        return a
+    v = a.view(CheckpointArray)
+    v._tio = (owner, i)
+    return v
+
+
+def load_checkpoint(path, format=None, strict=False, limits=None, no_mmap=False):
+    """The object a checkpoint stores, read without running it: for a
+    PyTorch checkpoint (.pt/.pth/.bin/.ckpt) the nested structure torch.load
+    would return, as data: dict (and OrderedDict) as dict, list, tuple,
+    set, int, float, str, bytes, bool and None as themselves, torch.Size as
+    a tuple, torch.device as its str, tensors as CheckpointArray (read-only
+    NumPy views into the mapped file where the tensor is contiguous, which
+    keep the file alive; torch.from_dlpack works on them), and every other
+    object as an Opaque (its module.name, offset and state). An object the
+    file stores once and references twice (a tensor under two keys) is one
+    Python object in both places. For a format without an object tree
+    (safetensors, .npz, …): a dict name -> array, its state dict. Options as
+    for open()."""
+    with open(path, format=format, strict=strict, limits=limits, no_mmap=no_mmap) as c:
+        tree = c.object_tree()
+        if tree is not None:
+            return tree
+        o = c._o()
+        d = {}
+        for i, k in enumerate(c.keys()):
+            if k not in d:
+                d[k] = _checkpoint_item(o, i)
         return d
 
 

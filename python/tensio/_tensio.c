@@ -1311,6 +1311,15 @@ static PyObject *owner_graph(OwnerObject *self, PyObject *noargs)
     return g ? graph_dict(g, 0) : Py_NewRef(Py_None);
 }
 
+/* object_tree(tensor, opaque) (tensio/_checkpoint.c) */
+static PyObject *owner_object_tree(OwnerObject *self, PyObject *args)
+{
+    PyObject *tensor_fn, *opaque_fn;
+    if (!PyArg_ParseTuple(args, "OO", &tensor_fn, &opaque_fn))
+        return NULL;
+    return tio_py_object_tree(self->c, tensor_fn, opaque_fn);
+}
+
 static PyMethodDef owner_methods[] = {
     {"count", (PyCFunction)owner_count, METH_NOARGS, "number of tensors"},
     {"format", (PyCFunction)owner_format, METH_NOARGS, "source format name or None"},
@@ -1334,6 +1343,8 @@ static PyMethodDef owner_methods[] = {
     {"dumps", (PyCFunction)owner_dumps, METH_VARARGS, "tio_save_memory"},
     {"encode", (PyCFunction)owner_encode, METH_VARARGS, "tio_message_encode"},
     {"graph", (PyCFunction)owner_graph, METH_NOARGS, "the model graph as data, or None"},
+    {"object_tree", (PyCFunction)owner_object_tree, METH_VARARGS,
+     "object_tree(tensor, opaque): the object tree as Python data, or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,6 +19,11 @@ int tio_py_limits(PyObject *lim, tio_limits *out);
  * and NULL returned with an exception set. */
 PyObject *tio_py_owner_wrap(tio_container *c, PyObject *borrow);
 
+/* tensio/_checkpoint.c: c's object tree (tio_container_object) as Python
+ * data, tensor(index) called for each tensor and opaque(name, offset,
+ * state) for each opaque object; None when c has no tree. */
+PyObject *tio_py_object_tree(const tio_container *c, PyObject *tensor_fn, PyObject *opaque_fn);
+
 /* tensio/_shard.c: the _Shard type, and shard_open(path | buffer, limits). */
 extern PyTypeObject tio_py_ShardType;
 PyObject *tio_py_shard_open(PyObject *m, PyObject *args);

@@ -1,5 +1,6 @@
 /* Containers: ordered tensors, metadata, validation findings, the source. */
 #include "internal.h"
+#include "core/object.h"
 #include "graph/graph.h"
 #include "quant/quant.h"
 
@@ -126,6 +127,7 @@ void tio_container_free(tio_container *c) {
     tio__kv_free(&c->meta_types);
     tio__kv_free(&c->props);
     tio__graph_free(c->graph);
+    tio__objtree_free(c->objects);
     free(c->warnings);
     if (c->map) munmap(c->map, c->map_size);
     free(c->map_path);

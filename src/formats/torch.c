@@ -15,6 +15,7 @@
  * by their path in the object ("optimizer.state.0.exp_avg"), other leaves
  * container metadata, and every global outside the vocabulary a finding.
  */
+#include "core/object.h"
 #include "formats/torch_objects.h"
 #include "pickle/pickle.h"
 #include "zip/zip.h"
@@ -135,6 +136,7 @@ typedef struct th_reader {
     const uint8_t *pk_data; /* the pickle's first byte */
     tio_pickle pk;
     uint8_t *seen;       /* per object: a container already walked */
+    int64_t *tensor_of;  /* per object: the tensor it was read as (container index), or -1 */
     th_storage *st;
     size_t nst, capst;
     uint64_t dense;      /* bytes copied for strided views and swaps (max_dense_bytes) */
@@ -854,6 +856,14 @@ static int th_walk_dict(th_reader *r, const tio_pk_obj *o, unsigned depth) {
     return TIO_OK;
 }
 
+/* rc of reading object idx as a tensor; records the tensor it became (the
+ * first, for the object tree) when it became one. */
+static int th_tensor_of(th_reader *r, uint32_t idx, size_t before, int rc) {
+    if (!rc && r->ctx->c->count > before && r->tensor_of[idx] < 0)
+        r->tensor_of[idx] = (int64_t)before;
+    return rc;
+}
+
 static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
     const tio_pickle *p = &r->pk;
     const tio_pk_obj *o = tio__pk(p, idx);
@@ -921,11 +931,13 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
     const tio_pk_obj *args = tio__pk(p, o->u.call.args);
     if (e && e->id >= TIO_PKV_REBUILD_TENSOR && e->id <= TIO_PKV_REBUILD_QTENSOR) {
         r->seen[idx] = 0; /* the same tensor under several names: listed under each */
-        return th_tensor(r, e, args, o->off, depth, 0);
+        size_t before = r->ctx->c->count;
+        return th_tensor_of(r, idx, before, th_tensor(r, e, args, o->off, depth, 0));
     }
     if (e && e->id == TIO_PKV_NP_RECONSTRUCT) {
         r->seen[idx] = 0; /* as a tensor: listed under each name */
-        return th_ndarray(r, o);
+        size_t before = r->ctx->c->count;
+        return th_tensor_of(r, idx, before, th_ndarray(r, o));
     }
     if (e && e->id == TIO_PKV_NP_SCALAR) {
         const char *type = NULL;
@@ -993,15 +1005,48 @@ static int th_run(th_reader *r, const uint8_t *data, size_t size, uint64_t base,
     return rc ? rc : th_scan(r, pkl);
 }
 
-/* Walks what r->pk built, its names under `prefix` (NULL: none). */
+/* The object tree (tio_container_object) of what r->pk built: the root,
+ * or with TorchScript's constants.pkl (prefix "constants") a dict
+ * {"data": data.pkl's object, "constants": constants.pkl's}. */
+static int th_tree(th_reader *r, const char *prefix) {
+    tio_objtree *t = tio__container_objects(r->ctx->c);
+    if (!t) return tio__nomem(r->err, TH);
+    const tio_object *root = NULL;
+    int rc = tio__pickle_tree(&r->pk, r->pk.root, r->tensor_of, r->pkl_base != 0,
+                              &r->ctx->limits, t, TH, r->err, &root);
+    if (rc || !prefix || !t->root) {
+        if (!rc) t->root = root;
+        return rc;
+    }
+    tio_object *d = tio__obj_new(t, TIO_OBJ_DICT, -1);
+    tio_object *k0 = tio__obj_new(t, TIO_OBJ_STR, -1), *k1 = tio__obj_new(t, TIO_OBJ_STR, -1);
+    if (!d || !k0 || !k1 || tio__obj_set_bytes(t, k0, "data", 4) ||
+        tio__obj_set_bytes(t, k1, prefix, strlen(prefix)) || tio__obj_set_kids(t, d, 4))
+        return tio__nomem(r->err, TH);
+    d->kids[0] = k0;
+    d->kids[1] = t->root;
+    d->kids[2] = k1;
+    d->kids[3] = root;
+    d->n = 2;
+    t->root = d;
+    return TIO_OK;
+}
+
+/* Walks what r->pk built, its names under `prefix` (NULL: none), then makes
+ * its object tree. */
 static int th_walk_root(th_reader *r, const char *prefix) {
+    size_t n = r->pk.count ? r->pk.count : 1;
     free(r->seen);
-    r->seen = calloc(r->pk.count ? r->pk.count : 1, 1);
-    if (!r->seen) return tio__nomem(r->err, TH);
+    free(r->tensor_of);
+    r->seen = calloc(n, 1);
+    r->tensor_of = malloc(n * sizeof *r->tensor_of);
+    if (!r->seen || !r->tensor_of) return tio__nomem(r->err, TH);
+    for (size_t i = 0; i < n; i++) r->tensor_of[i] = -1;
     r->name_len = 0;
     size_t mark = 0;
     int rc = prefix ? th_name_push(r, prefix, strlen(prefix), &mark, r->pkl_base) : TIO_OK;
-    return rc ? rc : th_walk(r, r->pk.root, 0);
+    if (!rc) rc = th_walk(r, r->pk.root, 0);
+    return rc ? rc : th_tree(r, prefix);
 }
 
 /* ------------------------------------------------------------ zip layout */
@@ -1256,6 +1301,7 @@ static int th_read(tio_read_ctx *ctx, tio_error *err) {
     free(r.names.slot);
     free(r.given);
     free(r.seen);
+    free(r.tensor_of);
     free(r.name);
     return rc;
 }

@@ -297,7 +297,11 @@ static int pk_decimal(pk_run *r, const uint8_t *s, size_t n) {
             return pk_err(r, TIO_E_CORRUPT, "'%c' in a decimal integer", s[j] >= 32 && s[j] < 127 ? s[j] : '?');
         if (tio__mul64_ovf(v, 10, &v) || tio__add64_ovf(v, (uint64_t)(s[j] - '0'), &v)) big = 1;
     }
-    if (big || v > (uint64_t)INT64_MAX + (uint64_t)neg) return pk_bytes(r, TIO_PK_BIGINT, s, n);
+    if (big || v > (uint64_t)INT64_MAX + (uint64_t)neg) {
+        int rc = pk_bytes(r, TIO_PK_BIGINT, s, n);
+        if (!rc) r->p->obj[r->p->count - 1].how = 'L'; /* decimal text, not two's complement */
+        return rc;
+    }
     int64_t i = neg ? (int64_t)(0 - v) : (int64_t)v;
     return pk_scalar(r, TIO_PK_INT, i);
 }

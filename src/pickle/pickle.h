@@ -30,7 +30,7 @@ typedef enum tio_pk_kind {
     TIO_PK_BOOL,    /* i: 0 or 1 */
     TIO_PK_INT,     /* i */
     TIO_PK_BIGINT,  /* an integer past int64: s/n its two's-complement bytes
-                       (LONG1/LONG4) or its decimal text (LONG) */
+                       (LONG1/LONG4) or its decimal text (LONG, INT: how 'L') */
     TIO_PK_FLOAT,   /* f */
     TIO_PK_STR,     /* s/n: UTF-8 bytes (a view into the pickle) */
     TIO_PK_BYTES,   /* s/n: a view into the pickle */
@@ -139,5 +139,19 @@ static inline const tio_pk_obj *tio__pk(const tio_pickle *p, uint32_t i) {
 const tio_pk_obj *tio__pk_item(const tio_pickle *p, const tio_pk_obj *o, size_t k);
 /* The vocabulary entry a CALL's function is, or NULL. */
 const tio_pk_vocab_entry *tio__pk_callee(const tio_pickle *p, const tio_pk_obj *o);
+
+/* The object tree (tio_object, core/object.h) of object `root` of p, made in
+ * t (tree.c): dicts, lists, tuples, sets and scalars as they are, CALLs
+ * tensor_of[] names as TENSOR objects (tensor_of[i]: the container index
+ * of the tensor object i was read as, or -1), the vocabulary's torch.Size,
+ * set, frozenset, torch.device and _codecs.encode rebuilt as data, any other
+ * global, call or object OPAQUE (its module.name, offset and state). An
+ * object the pickle reaches twice is made once (shared). Offsets are the
+ * source's when source_offsets is set, else -1. Nesting is bounded by
+ * lim->max_pickle_depth. */
+struct tio_objtree;
+int tio__pickle_tree(const tio_pickle *p, uint32_t root, const int64_t *tensor_of,
+                     int source_offsets, const tio_limits *lim, struct tio_objtree *t,
+                     const char *format, tio_error *err, const tio_object **out);
 
 #endif
