@@ -262,6 +262,24 @@ static void rten_conversion_notes(const tio_container *c) {
     }
 }
 
+/* Tied weights written to safetensors: each alias (tio_tensor_alias) was not
+ * written, one copy was, under the name of the tensor it aliases (as
+ * transformers' save_pretrained does; safetensors refuses shared tensors). */
+static void alias_notes(const tio_container *c) {
+    for (size_t i = 0; i < tio_container_count(c); i++) {
+        const tio_tensor *t = tio_container_tensor(c, i), *a = tio_tensor_alias(t);
+        if (!a) continue;
+        char *et = cli_text_escape(tio_tensor_name(t) ? tio_tensor_name(t) : "");
+        char *ea = cli_text_escape(tio_tensor_name(a) ? tio_tensor_name(a) : "");
+        fprintf(stderr,
+                "tensio: warning: '%s' not written: it is tied to '%s' (one storage); "
+                "safetensors keeps one copy, under '%s'\n",
+                et ? et : "?", ea ? ea : "?", ea ? ea : "?");
+        free(et);
+        free(ea);
+    }
+}
+
 int cli_check_loss(const tio_container *c, const char *format, unsigned version,
                    unsigned flags) {
     tio_error err;
@@ -305,6 +323,7 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
         }
     }
     if (rc == CLI_EXIT_OK && strcmp(format, "rten") == 0) rten_conversion_notes(c);
+    if (rc == CLI_EXIT_OK && strcmp(format, "safetensors") == 0) alias_notes(c);
     if (rc != CLI_EXIT_OK || !(w->verbose || w->json)) return rc;
     unsigned long long size = out_size;
     if (!to_stdout && stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;

@@ -15,6 +15,7 @@
  * by their path in the object ("optimizer.state.0.exp_avg"), other leaves
  * container metadata, and every global outside the vocabulary a finding.
  */
+#include "formats/torch_write.h"
 #include "pickle/pickle.h"
 #include "zip/zip.h"
 
@@ -674,8 +675,13 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
         st->first = c->count - 1;
         return TIO_OK;
     }
-    /* tied weights: the tensors share a storage (props "shares_storage.NAME") */
-    const char *first = c->tensors[st->first]->name;
+    /* tied weights: the tensors share a storage (props "shares_storage.NAME");
+     * the same view of it is an alias (tio_tensor_alias) */
+    const tio_tensor *f = c->tensors[st->first];
+    if (!copy && f->data == t->data && f->nbytes == t->nbytes && f->rank == t->rank &&
+        (!rank || memcmp(f->shape, t->shape, rank * sizeof *size) == 0))
+        t->alias = f;
+    const char *first = f->name;
     char *key = malloc(r->name_len + 16);
     if (!key) return tio__nomem(r->err, TH);
     memcpy(key, "shares_storage.", 15);
@@ -1142,10 +1148,13 @@ static int th_read(tio_read_ctx *ctx, tio_error *err) {
 const tio_format_desc tio__format_torch = {
     .name = "torch",
     .description = "PyTorch checkpoint (torch.save zip and legacy layouts, TorchScript "
-                   "archives): read without running the pickle",
+                   "archives): read without running the pickle; written as torch.save's zip",
     .extensions = ".pt .pth .bin .ckpt",
     .caps = TIO_CAP_NAMES | TIO_CAP_METADATA,
-    .dtypes = 0,
+    .dtypes = TIO__TORCH_DTYPES,
     .probe = th_probe,
     .read = th_read,
+    .check = tio__torch_check,
+    .write = tio__torch_write, /* torch_write.c */
+    .options = TIO__TORCH_OPTIONS,
 };
