@@ -264,11 +264,16 @@ static void rten_conversion_notes(const tio_container *c) {
 
 /* Tied weights written to safetensors: each alias (tio_tensor_alias) was not
  * written, one copy was, under the name of the tensor it aliases (as
- * transformers' save_pretrained does; safetensors refuses shared tensors). */
-static void alias_notes(const tio_container *c) {
+ * transformers' save_pretrained does; safetensors refuses shared tensors).
+ * Returns how many were left out; `warn`: names each on stderr. */
+static size_t alias_notes(const tio_container *c, const char *format, int warn) {
+    size_t n = 0;
+    if (strcmp(format, "safetensors") != 0) return 0;
     for (size_t i = 0; i < tio_container_count(c); i++) {
         const tio_tensor *t = tio_container_tensor(c, i), *a = tio_tensor_alias(t);
         if (!a) continue;
+        n++;
+        if (!warn) continue;
         char *et = cli_text_escape(tio_tensor_name(t) ? tio_tensor_name(t) : "");
         char *ea = cli_text_escape(tio_tensor_name(a) ? tio_tensor_name(a) : "");
         fprintf(stderr,
@@ -278,6 +283,7 @@ static void alias_notes(const tio_container *c) {
         free(et);
         free(ea);
     }
+    return n;
 }
 
 int cli_check_loss(const tio_container *c, const char *format, unsigned version,
@@ -323,11 +329,11 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
         }
     }
     if (rc == CLI_EXIT_OK && strcmp(format, "rten") == 0) rten_conversion_notes(c);
-    if (rc == CLI_EXIT_OK && strcmp(format, "safetensors") == 0) alias_notes(c);
+    if (rc == CLI_EXIT_OK) alias_notes(c, format, 1);
     if (rc != CLI_EXIT_OK || !(w->verbose || w->json)) return rc;
     unsigned long long size = out_size;
     if (!to_stdout && stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;
-    size_t n = tio_container_count(c);
+    size_t n = tio_container_count(c) - alias_notes(c, format, 0);
     if (w->json) {
         json_t *root = json_object();
         int bad = !root;

@@ -197,9 +197,11 @@ def tied(P):
     check("tied .pt one record", len(names) == 2, str(names))
     # -> safetensors: one copy, the alias named on stderr
     st = P("tio", "tied.safetensors")
-    p = convert(src, st)
+    p = convert(src, st, "--json")
     check("tied safetensors warning",
           "'lm_head.weight' not written" in p.stderr and "'embed.weight'" in p.stderr, p.stderr)
+    check("tied safetensors --json counts what was written",
+          json.loads(p.stdout)["tensors"] == 2, p.stdout)
     got = [t["name"] for t in json.loads(run("ls", "--json", st).stdout)["tensors"]]
     check("tied safetensors names", sorted(got) == ["embed.weight", "norm"], str(got))
     h = json.loads(run("ls", "--json", "--hash", st).stdout)["tensors"]
