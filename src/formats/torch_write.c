@@ -209,13 +209,20 @@ typedef struct tw_storage {
 } tw_storage;
 
 /* A C-contiguous tensor's strides as torch computes them (a dim of size 0
- * counts as 1). */
-static void tw_strides(const tio_wtensor *t, int64_t *st) {
-    int64_t acc = 1;
+ * counts as 1, so an empty tensor's strides may exceed its element count:
+ * refused past int64). */
+static int tw_strides(const tio_wtensor *t, int64_t *st, tio_error *err) {
+    uint64_t acc = 1;
     for (size_t k = t->rank; k-- > 0;) {
-        st[k] = acc;
-        acc *= t->shape[k] > 1 ? t->shape[k] : 1;
+        if (acc > INT64_MAX)
+            return tio__err(err, TIO_E_UNSUPPORTED, TW, -1,
+                            "an empty tensor of %zu dims whose strides would overflow int64 "
+                            "(torch counts a dim of 0 as 1)",
+                            t->rank);
+        st[k] = (int64_t)acc;
+        if (t->shape[k] > 1 && tio__mul64_ovf(acc, (uint64_t)t->shape[k], &acc)) acc = UINT64_MAX;
     }
+    return TIO_OK;
 }
 
 static void tw_ints_tuple(tio_pkw *w, const int64_t *v, size_t n) {
@@ -251,7 +258,8 @@ static int tw_tensor(tio_pkw *w, tw_memo *m, const tio_wtensor *t, tw_storage *s
     if (t->rank > TIO_DEFAULT_MAX_RANK)
         return tio__err(err, TIO_E_LIMIT, TW, -1, "a tensor of %zu dims (torch takes 64)",
                         t->rank);
-    tw_strides(t, stride);
+    int rc = tw_strides(t, stride, err);
+    if (rc) return rc;
     tw_ints_tuple(w, t->shape, t->rank);
     tw_ints_tuple(w, stride, t->rank);
     tio__pkw_op(w, TIO_PKO_NEWFALSE); /* requires_grad */

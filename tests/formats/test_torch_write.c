@@ -142,6 +142,14 @@ static void test_refused(void **state) {
     assert_int_equal(save(c2, 0, NULL, &out, &n, &e), TIO_E_UNSUPPORTED);
     assert_non_null(strstr(e.message, "named '1'"));
     tio_container_free(c2);
+    /* an empty tensor whose strides (torch counts a 0 dim as 1) pass int64 */
+    c2 = tio_container_new();
+    int64_t wide[3] = {0, INT64_C(1) << 40, INT64_C(1) << 40};
+    tio_tensor_desc empty = {"e", TIO_FLOAT32, 3, wide, TIO_LAYOUT_DENSE, NULL, 0, 0, NULL};
+    assert_int_equal(tio_container_add(c2, &empty, 0, NULL, &e), TIO_OK);
+    assert_int_equal(save(c2, 0, NULL, &out, &n, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "strides"));
+    tio_container_free(c2);
     tio_container_free(c);
 }
 
