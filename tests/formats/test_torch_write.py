@@ -4,9 +4,10 @@
   test_torch_write.py TENSIO
 
 - every dtype torch 1.13 and tensio share, from .npz files written by
-  np.savez and from .safetensors and .pt files, converted to .pt by tensio
-  and loaded back by torch.load(weights_only=True): an OrderedDict with the
-  same names, dtypes, shapes and values;
+  np.savez and from .safetensors and .pt files (zip and legacy layouts, a
+  nested checkpoint made flat), converted to .pt by tensio and loaded back
+  by torch.load(weights_only=True): an OrderedDict with the same names,
+  dtypes, shapes and values;
 - byte for byte against torch.save of the same OrderedDict, written here
   (the archive is named after the file, so both files get the same name in
   two directories): all dtypes, scalars and empty tensors, dims that take
@@ -142,6 +143,30 @@ def dtypes_from_pt_and_safetensors(P):
     names = [t["name"] for t in json.loads(run("ls", "--json", st).stdout)["tensors"]]
     against_torch_save("safetensors all dtypes", P, st, "all_st",
                        collections.OrderedDict((n, sd[n]) for n in names))
+
+
+def other_layouts(P):
+    """The legacy layout (torch < 1.6) and a nested checkpoint, written as a
+    flat state dict: names joined with '.', the non-tensor leaves metadata
+    (dropped with --drop-metadata only)."""
+    sd = collections.OrderedDict([("a.w", sample("float32", (3, 2), 50)),
+                                  ("a.b", sample("int64", (4,), 51))])
+    src = P("src", "legacy.pt")
+    torch.save(sd, src, _use_new_zipfile_serialization=False)
+    against_torch_save("legacy -> zip", P, src, "legacy", sd)
+    nested = {"model": sd, "optimizer": {"state": {0: {"exp_avg": sample("float32", (2,), 52)}},
+                                         "lr": 0.1}, "epoch": 3}
+    src = P("src", "nested.pt")
+    torch.save(nested, src)
+    out = P("tio", "nested.pt")
+    p = convert(src, out, ok=False)
+    check("nested: leaves are metadata", p.returncode == 1 and "--drop-metadata" in p.stderr,
+          p.stderr)
+    convert(src, out, "--drop-metadata")
+    flat = collections.OrderedDict([("model.a.w", sd["a.w"]), ("model.a.b", sd["a.b"]),
+                                    ("optimizer.state.0.exp_avg",
+                                     nested["optimizer"]["state"][0]["exp_avg"])])
+    same_dict("nested, flat", load(out), flat)
 
 
 def shapes_and_names(P):
@@ -298,6 +323,7 @@ def main():
         P = Dirs(tmp)
         dtypes_from_npz(P)
         dtypes_from_pt_and_safetensors(P)
+        other_layouts(P)
         shapes_and_names(P)
         many(P)
         tied(P)
