@@ -286,6 +286,26 @@ static size_t alias_notes(const tio_container *c, const char *format, int warn) 
     return n;
 }
 
+/* A .pt's top directory as torch.save names it after the file: OUT's name up
+ * to its last '.' ("model.pt" -> "model"): the options with archive=STEM
+ * added, in buf; `options` as they were (the library's "archive") when the
+ * stem is empty, too long, or holds a byte outside printable ASCII or one an
+ * option value cannot (',' '=' '\\'). */
+#define CLI_ARCHIVE_OPTS 512
+static const char *torch_archive(const char *out, const char *options, char buf[CLI_ARCHIVE_OPTS]) {
+    const char *b = strrchr(out, '/');
+    b = b ? b + 1 : out;
+    const char *dot = strrchr(b, '.');
+    size_t n = dot ? (size_t)(dot - b) : strlen(b);
+    if (n == 0 || n > 255) return options;
+    for (size_t k = 0; k < n; k++)
+        if (b[k] < 0x20 || b[k] > 0x7E || b[k] == ',' || b[k] == '=' || b[k] == '\\')
+            return options;
+    int k = snprintf(buf, CLI_ARCHIVE_OPTS, "%s%sarchive=%.*s", options ? options : "",
+                     options ? "," : "", (int)n, b);
+    return k > 0 && k < CLI_ARCHIVE_OPTS ? buf : options;
+}
+
 int cli_check_loss(const tio_container *c, const char *format, unsigned version,
                    unsigned flags) {
     tio_error err;
@@ -312,6 +332,8 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
     o.flags = w->flags | TIO_SAVE_CLEANUP; /* one save per process: it may list OUT's dir */
     o.version = w->version;
     o.options = w->options;
+    char opts[CLI_ARCHIVE_OPTS];
+    if (!to_stdout && strcmp(format, "torch") == 0) o.options = torch_archive(out, w->options, opts);
     cli_progress prog;
     cli_progress_init(&prog, w->progress, w->cmd, NULL);
     o.progress = cli_progress_cb;

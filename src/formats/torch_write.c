@@ -85,32 +85,21 @@ static size_t tw_alias(const tio_write_plan *p, size_t i) {
     return a->index;
 }
 
-/* The archive's name: option archive=NAME, else what PyTorchStreamWriter
- * takes from the path (the file name up to its last '.'), else "archive". */
+/* The archive's name (the zip's top directory): option archive=NAME, else
+ * "archive", as torch.save names it writing to a file object. torch.save to
+ * a path names it after the file; tio_save does not, so that a file's bytes
+ * are the memory encoding's whatever its name (`tensio convert` passes
+ * archive=STEM). */
 static int tw_archive(const tio_write_plan *p, char *out, size_t cap, tio_error *err) {
-    const char *opt = tio__plan_option(p, "archive");
-    const char *path = tio__plan_path(p);
-    size_t n = 0;
-    const char *s = "";
-    if (opt) {
-        s = opt;
-        n = strlen(opt);
-        if (n == 0 || n > TW_ARCHIVE_MAX || strchr(opt, '/') || strchr(opt, '\\') ||
-            tio__utf8_bad((const uint8_t *)opt, n) != n)
-            return tio__err(err, TIO_E_ARGUMENT, TW, -1,
-                            "option archive=%.64s: expected 1 to %u bytes of UTF-8 without "
-                            "'/' or '\\'",
-                            opt, TW_ARCHIVE_MAX);
-    } else if (path) {
-        const char *b = path;
-        for (const char *q = path; *q; q++)
-            if (*q == '/' || *q == '\\') b = q + 1;
-        const char *dot = strrchr(b, '.');
-        s = b;
-        n = dot ? (size_t)(dot - b) : strlen(b);
-        if (n > TW_ARCHIVE_MAX || tio__utf8_bad((const uint8_t *)s, n) != n) n = 0;
-    }
-    if (n == 0) {
+    const char *s = tio__plan_option(p, "archive");
+    size_t n = s ? strlen(s) : 0;
+    if (s && (n == 0 || n > TW_ARCHIVE_MAX || strchr(s, '/') || strchr(s, '\\') ||
+              tio__utf8_bad((const uint8_t *)s, n) != n))
+        return tio__err(err, TIO_E_ARGUMENT, TW, -1,
+                        "option archive=%.64s: expected 1 to %u bytes of UTF-8 without '/' or "
+                        "'\\'",
+                        s, TW_ARCHIVE_MAX);
+    if (!s) {
         s = "archive";
         n = 7;
     }
