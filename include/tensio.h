@@ -116,14 +116,17 @@ typedef enum tio_dtype {
     TIO_FLOAT8_E4M3FN = 14, /* 8-bit float: 4 exponent bits (bias 7), 3 mantissa
                                bits, no infinities, NaN = S.1111.111 (OCP E4M3;
                                safetensors F8_E4M3, ml_dtypes float8_e4m3fn) */
-    TIO_FLOAT8_E5M2 = 15    /* 8-bit float: 5 exponent bits (bias 15), 2 mantissa
+    TIO_FLOAT8_E5M2 = 15,   /* 8-bit float: 5 exponent bits (bias 15), 2 mantissa
                                bits, IEEE-like infinities and NaNs (the upper byte of
                                a float16; safetensors F8_E5M2) */
+    TIO_COMPLEX64 = 16,     /* a float32 real part then a float32 imaginary part
+                               (NumPy complex64, C float complex, torch.complex64) */
+    TIO_COMPLEX128 = 17     /* two float64s, real then imaginary (complex128) */
 } tio_dtype;
-#define TIO_DTYPE_COUNT 16
+#define TIO_DTYPE_COUNT 18
 
-/* NumPy names ("float32", "bool"; "bfloat16", "float8_e4m3fn", "float8_e5m2" as
- * ml_dtypes); NULL if invalid. */
+/* NumPy names ("float32", "bool", "complex64"; "bfloat16", "float8_e4m3fn",
+ * "float8_e5m2" as ml_dtypes); NULL if invalid. */
 TIO_API const char *tio_dtype_name(tio_dtype dtype);
 /* Inverse of tio_dtype_name; TIO_DTYPE_INVALID if unknown. */
 TIO_API tio_dtype tio_dtype_from_name(const char *name);

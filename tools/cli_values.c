@@ -69,8 +69,28 @@ uint64_t cli_load_u64(tio_dtype dt, const uint8_t *p) {
     return le_bytes(p, tio_dtype_size(dt));
 }
 
+int cli_is_complex(tio_dtype dt) { return dt == TIO_COMPLEX64 || dt == TIO_COMPLEX128; }
+
+void cli_load_complex(tio_dtype dt, const uint8_t *p, double *re, double *im) {
+    if (!cli_is_complex(dt)) {
+        *re = cli_load_f64(dt, p);
+        *im = 0;
+        return;
+    }
+    tio_dtype part = dt == TIO_COMPLEX64 ? TIO_FLOAT32 : TIO_FLOAT64;
+    *re = cli_load_f64(part, p);
+    *im = cli_load_f64(part, p + tio_dtype_size(part));
+}
+
 double cli_load_f64(tio_dtype dt, const uint8_t *p) {
     switch (dt) {
+    case TIO_COMPLEX64:
+    case TIO_COMPLEX128: {
+        double re, im;
+        cli_load_complex(dt, p, &re, &im);
+        if (isnan(re) || isnan(im)) return NAN; /* hypot(inf, nan) would be inf */
+        return hypot(re, im);
+    }
     case TIO_FLOAT32: {
         uint32_t u = (uint32_t)le_bytes(p, 4);
         float f;

@@ -14,7 +14,8 @@
 
 /* How a dtype's values are compared and summed. */
 typedef enum cli_num_kind {
-    CLI_NUM_FLOAT = 0, /* float16/bfloat16/float8/float32/float64: as double */
+    CLI_NUM_FLOAT = 0, /* float16/bfloat16/float8/float32/float64: as double;
+                          complex64/complex128 too (see cli_load_complex) */
     CLI_NUM_INT = 1,   /* int8..int64: exactly as int64 */
     CLI_NUM_UINT = 2   /* bool and uint8..uint64: exactly as uint64 */
 } cli_num_kind;
@@ -25,6 +26,11 @@ cli_num_kind cli_dtype_kind(tio_dtype dt);
  * cli_load_f64 converts every dtype exactly except 64-bit integers beyond
  * 2^53 (rounded). cli_load_i64 / cli_load_u64 only for their kind. */
 double cli_load_f64(tio_dtype dt, const uint8_t *p);
+/* A complex element's real and imaginary parts (any other dtype: its value
+ * and 0). cli_load_f64 of a complex element is its magnitude |z| (hypot),
+ * what stats summarises; cli_is_complex says which dtypes these are. */
+void cli_load_complex(tio_dtype dt, const uint8_t *p, double *re, double *im);
+int cli_is_complex(tio_dtype dt);
 int64_t cli_load_i64(tio_dtype dt, const uint8_t *p);
 uint64_t cli_load_u64(tio_dtype dt, const uint8_t *p);
 

@@ -73,7 +73,7 @@ typedef struct pair_result {
     double max_abs, max_rel;
     int has_first;
     uint64_t first;
-    char first_a[40], first_b[40]; /* the values there, as text */
+    char first_a[64], first_b[64]; /* the values there, as text */
     json_t *ja, *jb;               /* and as JSON (owned) */
     char error[TIO_ERROR_MESSAGE_MAX];
 } pair_result;
@@ -91,11 +91,42 @@ static void element_text(tio_dtype dt, const uint8_t *p, char *buf, size_t size,
         uint64_t v = cli_load_u64(dt, p);
         snprintf(buf, size, "%llu", (unsigned long long)v);
         *j = v > (uint64_t)INT64_MAX ? json_string(buf) : json_integer((json_int_t)v);
+    } else if (cli_is_complex(dt)) { /* text re+imj, JSON [re, im] */
+        double re, im;
+        cli_load_complex(dt, p, &re, &im);
+        int digits = dt == TIO_COMPLEX128 ? 17 : 9, neg = !isnan(im) && signbit(im);
+        char r[26], i[26]; /* %.17g of a double: 24 characters at most */
+        cli_format_double(r, sizeof r, re, digits);
+        cli_format_double(i, sizeof i, neg ? -im : im, digits);
+        snprintf(buf, size, "%s%c%sj", r, neg ? '-' : '+', i);
+        *j = json_array();
+        if (*j) {
+            json_array_append_new(*j, cli_json_double(re));
+            json_array_append_new(*j, cli_json_double(im));
+        }
     } else {
         double v = cli_load_f64(dt, p);
         cli_format_double(buf, size, v, dt == TIO_FLOAT64 ? 17 : 9);
         *j = cli_json_double(v);
     }
+}
+
+/* Two elements as complex numbers (either side complex), as numpy.isclose
+ * compares them: |a - b| <= atol + rtol * |b| with |.| the magnitude; a NaN
+ * part makes the number NaN, an infinite one equals only the same number. */
+static int complex_equal(const diff_conf *o, tio_dtype da, const uint8_t *a, tio_dtype db,
+                         const uint8_t *b, double *d, double *rel) {
+    double ar, ai, br, bi;
+    cli_load_complex(da, a, &ar, &ai);
+    cli_load_complex(db, b, &br, &bi);
+    int na = isnan(ar) || isnan(ai), nb = isnan(br) || isnan(bi);
+    *d = *rel = 0;
+    if (na || nb) return na && nb && o->equal_nan;
+    if (isinf(ar) || isinf(ai) || isinf(br) || isinf(bi)) return ar == br && ai == bi;
+    double mag = hypot(br, bi);
+    *d = hypot(ar - br, ai - bi);
+    *rel = *d == 0 ? 0 : mag == 0 ? INFINITY : *d / mag;
+    return *d <= o->atol + o->rtol * mag;
 }
 
 /* Two integers of any integer kinds: equal?, and |a - b| into *diff, |b| into *mag. */
@@ -138,6 +169,8 @@ static void compare_one(const diff_conf *o, tio_dtype da, const uint8_t *a, tio_
         eq = int_equal(da, a, db, b, &ld, &mag);
         d = (double)ld;
         rel = ld == 0 ? 0 : mag == 0 ? INFINITY : (double)(ld / mag);
+    } else if (cli_is_complex(da) || cli_is_complex(db)) {
+        eq = complex_equal(o, da, a, db, b, &d, &rel);
     } else {
         double x = cli_load_f64(da, a), y = cli_load_f64(db, b);
         if (isnan(x) || isnan(y)) {

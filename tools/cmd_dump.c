@@ -164,6 +164,33 @@ static void format_value(char *buf, size_t size, tio_dtype dt, const uint8_t *p,
         format_float(buf, size, d, 17, json);
         return;
     }
+    case TIO_COMPLEX64:
+    case TIO_COMPLEX128: {
+        /* text: re+imj as Python writes complex numbers; JSON: [re, im] */
+        int wide = dt == TIO_COMPLEX128;
+        double re, im;
+        if (wide) {
+            uint64_t a = load_le(p, 8), b = load_le(p + 8, 8);
+            memcpy(&re, &a, 8);
+            memcpy(&im, &b, 8);
+        } else {
+            uint32_t a = (uint32_t)load_le(p, 4), b = (uint32_t)load_le(p + 4, 4);
+            float fr, fi;
+            memcpy(&fr, &a, 4);
+            memcpy(&fi, &b, 4);
+            re = (double)fr;
+            im = (double)fi;
+        }
+        char r[26], i[26]; /* %.17g of a double: 24 characters at most */
+        int neg = !json && !isnan(im) && signbit(im);
+        format_float(r, sizeof r, re, wide ? 17 : 9, json);
+        format_float(i, sizeof i, neg ? -im : im, wide ? 17 : 9, json);
+        if (json)
+            snprintf(buf, size, "[%s, %s]", r, i);
+        else
+            snprintf(buf, size, "%s%c%sj", r, neg ? '-' : '+', i);
+        return;
+    }
     case TIO_DTYPE_INVALID: break;
     }
     snprintf(buf, size, json ? "null" : "?");

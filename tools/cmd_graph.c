@@ -112,6 +112,8 @@ static const char *short_dtype(tio_dtype dt) {
     case TIO_FLOAT64: return "f64";
     case TIO_FLOAT8_E4M3FN: return "f8e4m3";
     case TIO_FLOAT8_E5M2: return "f8e5m2";
+    case TIO_COMPLEX64: return "c64";
+    case TIO_COMPLEX128: return "c128";
     case TIO_DTYPE_INVALID: break;
     }
     return NULL;

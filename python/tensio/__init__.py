@@ -502,7 +502,7 @@ def formats():
 
 # The little-endian (native) NumPy dtypes tensio stores, to their names: a
 # dict lookup, where dtype.name costs some 1.5 µs per call.
-_NATIVE_NAMES = {_np.dtype(c).newbyteorder("<"): _np.dtype(c).name for c in "?bhilqBHILQefd"}
+_NATIVE_NAMES = {_np.dtype(c).newbyteorder("<"): _np.dtype(c).name for c in "?bhilqBHILQefdFD"}
 
 
 def _le_bytes(arr):
@@ -517,7 +517,7 @@ def _le_bytes(arr):
         if arr.dtype.byteorder == ">":
             arr = arr.astype(arr.dtype.newbyteorder("<"))
         name = arr.dtype.name
-        if arr.dtype.kind not in "biuf":
+        if arr.dtype.kind not in "biufc":
             raise DtypeError("dtype %s has no tensio equivalent" % arr.dtype)
     shape = arr.shape  # before ascontiguousarray, which makes rank 0 rank 1
     arr = _np.ascontiguousarray(arr)

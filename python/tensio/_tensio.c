@@ -685,6 +685,8 @@ static int npy_type(tio_dtype d)
     case TIO_BFLOAT16: return NPY_UINT16; /* bits; __init__ re-views as ml_dtypes */
     case TIO_FLOAT32: return NPY_FLOAT32;
     case TIO_FLOAT64: return NPY_FLOAT64;
+    case TIO_COMPLEX64: return NPY_COMPLEX64;
+    case TIO_COMPLEX128: return NPY_COMPLEX128;
     default: return -1;
     }
 }
@@ -986,7 +988,7 @@ typedef struct DLManagedTensor {
 } DLManagedTensor;
 
 enum { kDLCPU = 1 };
-enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
+enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 };
 
 typedef struct {
     DLManagedTensor m;
@@ -1042,6 +1044,7 @@ static PyObject *owner_dlpack(OwnerObject *self, PyObject *args)
     case TIO_UINT8: case TIO_UINT16: case TIO_UINT32: case TIO_UINT64: dl.code = kDLUInt; break;
     case TIO_FLOAT16: case TIO_FLOAT32: case TIO_FLOAT64: dl.code = kDLFloat; break;
     case TIO_BFLOAT16: dl.code = kDLBfloat; break;
+    case TIO_COMPLEX64: case TIO_COMPLEX128: dl.code = kDLComplex; break; /* bits: both parts */
     default: return raise_code(TIO_E_DTYPE, "DLPack: no DLPack type for this dtype");
     }
     size_t rank = tio_tensor_rank(t);

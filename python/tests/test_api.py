@@ -287,6 +287,8 @@ def test_save_lossy_and_options(tmp_path):
     with pytest.raises(tensio.ArgumentError):
         tensio.save(tmp_path / "c.btf", [np.zeros(1)], nosuchoption=1)
     with pytest.raises(tensio.DtypeError):
+        tensio.save(tmp_path / "c.ten", [np.zeros(2, np.clongdouble)])
+    with pytest.raises(tensio.LossyError, match="complex64"):  # a tensio dtype tenbin lacks
         tensio.save(tmp_path / "c.ten", [np.zeros(2, np.complex64)])
     with pytest.raises(TypeError):
         tensio.save(tmp_path / "c.ten", np.zeros(2))
@@ -408,3 +410,17 @@ def test_tied_weights(tmp_path):
     assert list(d) == ["embed.weight", "lm_head.weight"]
     assert d["lm_head.weight"].data_ptr() == d["embed.weight"].data_ptr()
     assert torch.equal(d["embed.weight"], e)
+
+
+def test_complex(tmp_path):
+    """complex64/complex128: NumPy views, .npz round trip, DLPack (kDLComplex)."""
+    a = np.array([[1 + 2j, 3 - 4j]], np.complex64)
+    b = (np.arange(3) * (0.5 - 1j)).astype(">c16")  # big-endian: swapped part by part
+    tensio.save(tmp_path / "c.npz", {"a": a, "b": b})
+    with tensio.open(tmp_path / "c.npz") as c:
+        assert c["a"].dtype == np.complex64 and np.array_equal(c["a"], a)
+        assert c["b"].dtype == np.complex128 and np.array_equal(c["b"], b)
+        assert c.tensor("a").dtype_name == "complex64"
+        import torch  # Debian python3-torch, a test dependency
+        t = torch.from_dlpack(c.tensor("b"))
+        assert t.dtype == torch.complex128 and np.array_equal(t.numpy(), b)

@@ -16,6 +16,8 @@ static const struct {
     [TIO_FLOAT32] = {"float32", 4},  [TIO_FLOAT64] = {"float64", 8},
     [TIO_FLOAT8_E4M3FN] = {"float8_e4m3fn", 1},
     [TIO_FLOAT8_E5M2] = {"float8_e5m2", 1},
+    [TIO_COMPLEX64] = {"complex64", 8},
+    [TIO_COMPLEX128] = {"complex128", 16},
 };
 
 const char *tio_dtype_name(tio_dtype d) {
@@ -26,6 +28,21 @@ const char *tio_dtype_name(tio_dtype d) {
 size_t tio_dtype_size(tio_dtype d) {
     if ((unsigned)d >= TIO_DTYPE_COUNT) return 0;
     return dtype_table[d].size;
+}
+
+size_t tio__dtype_swap_unit(tio_dtype d) {
+    size_t n = tio_dtype_size(d);
+    return d == TIO_COMPLEX64 || d == TIO_COMPLEX128 ? n / 2 : n;
+}
+
+void tio__swap_units(uint8_t *p, size_t nbytes, size_t unit) {
+    if (unit < 2) return;
+    for (size_t i = 0; i + unit <= nbytes; i += unit)
+        for (size_t a = i, b = i + unit - 1; a < b; a++, b--) {
+            uint8_t t = p[a];
+            p[a] = p[b];
+            p[b] = t;
+        }
 }
 
 tio_dtype tio_dtype_from_name(const char *name) {

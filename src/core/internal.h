@@ -575,6 +575,11 @@ float tio__bf16_to_float(uint16_t h);
 /* 8-bit floats (TIO_FLOAT8_E4M3FN, TIO_FLOAT8_E5M2) to float; exact. */
 float tio__f8e4m3fn_to_float(uint8_t b);
 float tio__f8e5m2_to_float(uint8_t b);
+/* The bytes a byte swap reverses: the element size, or a complex number's
+ * part size (each part is swapped on its own). */
+size_t tio__dtype_swap_unit(tio_dtype d);
+/* Reverses every `unit` bytes of p[0..nbytes) in place (unit < 2: nothing). */
+void tio__swap_units(uint8_t *p, size_t nbytes, size_t unit);
 
 /* --------------------------------------------------------- sha256 helper */
 typedef struct tio_sha256 tio_sha256;

@@ -36,7 +36,7 @@ static int npy_probe(const uint8_t *data, size_t size) {
 /* ------------------------------------------------------------------ dtypes */
 
 typedef struct npy_type {
-    char kind; /* b i u f */
+    char kind; /* b i u f c */
     unsigned size;
     tio_dtype dtype;
 } npy_type;
@@ -45,8 +45,15 @@ static const npy_type npy_types[] = {
     {'b', 1, TIO_BOOL},    {'i', 1, TIO_INT8},    {'i', 2, TIO_INT16},   {'i', 4, TIO_INT32},
     {'i', 8, TIO_INT64},   {'u', 1, TIO_UINT8},   {'u', 2, TIO_UINT16},  {'u', 4, TIO_UINT32},
     {'u', 8, TIO_UINT64},  {'f', 2, TIO_FLOAT16}, {'f', 4, TIO_FLOAT32}, {'f', 8, TIO_FLOAT64},
+    {'c', 8, TIO_COMPLEX64}, {'c', 16, TIO_COMPLEX128},
 };
 #define NPY_NTYPES (sizeof npy_types / sizeof npy_types[0])
+
+tio_dtype tio__npy_kind_dtype(char kind, unsigned size) {
+    for (size_t k = 0; k < NPY_NTYPES; k++)
+        if (npy_types[k].kind == kind && npy_types[k].size == size) return npy_types[k].dtype;
+    return TIO_DTYPE_INVALID;
+}
 
 /* ------------------------------------------------------------- the header */
 
@@ -288,7 +295,7 @@ static int npy_descr(npy_reader *r, npy_header *hd) {
             if (npy_types[k].kind == kind && npy_types[k].size == size) hd->type = &npy_types[k];
     }
     if (!hd->type) {
-        const char *what = kind == 'c'   ? "complex numbers"
+        const char *what = kind == 'c'   ? "complex numbers of that size"
                            : kind == 'S' ? "byte strings"
                            : kind == 'U' ? "unicode strings"
                            : kind == 'M' || kind == 'm' ? "datetimes"
@@ -296,7 +303,7 @@ static int npy_descr(npy_reader *r, npy_header *hd) {
                                          : "not a dtype tensio knows";
         return tio__err(r->err, TIO_E_DTYPE, r->fmt, npy_at(r, at),
                         "header: descr '%s' (%s) has no tensio dtype (expected b1, i1..i8, "
-                        "u1..u8, f2, f4 or f8 with byte order '<', '>' or '|')",
+                        "u1..u8, f2, f4, f8, c8 or c16 with byte order '<', '>' or '|')",
                         NPY_ESC, what);
     }
     hd->big = order == '>' && size > 1;
@@ -360,9 +367,10 @@ static int npy_dict(npy_reader *r, npy_header *hd) {
 
 /* ------------------------------------------------------------------- read */
 
-/* dst (C order, little-endian) from src (the file's order and byte order). */
+/* dst (C order, little-endian) from src (the file's order; swap: the bytes
+ * reversed for '>' data, 0 for none). */
 static void npy_reorder(const uint8_t *src, uint8_t *dst, const int64_t *dims, size_t rank,
-                        uint64_t numel, size_t es, int fortran, int big, int64_t *idx,
+                        uint64_t numel, size_t es, int fortran, size_t swap, int64_t *idx,
                         uint64_t *stride) {
     if (fortran && rank > 1) {
         /* F-order strides in elements: dim 0 varies fastest */
@@ -378,10 +386,8 @@ static void npy_reorder(const uint8_t *src, uint8_t *dst, const int64_t *dims, s
         uint64_t from = fortran && rank > 1 ? off : e;
         const uint8_t *p = src + from * es;
         uint8_t *q = dst + e * es;
-        if (big)
-            for (size_t b = 0; b < es; b++) q[b] = p[es - 1 - b];
-        else
-            memcpy(q, p, es);
+        memcpy(q, p, es);
+        tio__swap_units(q, es, swap); /* '>' data: each part of a complex on its own */
         if (fortran && rank > 1) {
             /* the next C-order index: the last dim varies fastest */
             for (size_t k = rank; k-- > 0;) {
@@ -510,7 +516,8 @@ static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio_
             free(stride);
             return tio__nomem(r->err, r->fmt);
         }
-        npy_reorder(data + data_at, buf, r->dims, r->rank, numel, es, transpose, hd.big, idx,
+        npy_reorder(data + data_at, buf, r->dims, r->rank, numel, es, transpose,
+                    hd.big ? tio__dtype_swap_unit(hd.type->dtype) : 0, idx,
                     stride);
         free(idx);
         free(stride);
@@ -571,6 +578,8 @@ const char *tio__npy_descr(tio_dtype d) {
     case TIO_FLOAT16: return "<f2";
     case TIO_FLOAT32: return "<f4";
     case TIO_FLOAT64: return "<f8";
+    case TIO_COMPLEX64: return "<c8";
+    case TIO_COMPLEX128: return "<c16";
     default: return NULL;
     }
 }

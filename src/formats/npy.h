@@ -10,7 +10,12 @@
     (TIO_DTYPE_BIT(TIO_BOOL) | TIO_DTYPE_BIT(TIO_INT8) | TIO_DTYPE_BIT(TIO_INT16) |        \
      TIO_DTYPE_BIT(TIO_INT32) | TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_UINT8) |      \
      TIO_DTYPE_BIT(TIO_UINT16) | TIO_DTYPE_BIT(TIO_UINT32) | TIO_DTYPE_BIT(TIO_UINT64) |   \
-     TIO_DTYPE_BIT(TIO_FLOAT16) | TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT64))
+     TIO_DTYPE_BIT(TIO_FLOAT16) | TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT64) |  \
+     TIO_DTYPE_BIT(TIO_COMPLEX64) | TIO_DTYPE_BIT(TIO_COMPLEX128))
+
+/* The dtype of a NumPy kind and item size ('f', 4: float32; 'c', 8:
+ * complex64), or TIO_DTYPE_INVALID. */
+tio_dtype tio__npy_kind_dtype(char kind, unsigned size);
 
 /* Where the .npy bytes given to tio__npy_read_array come from. */
 typedef struct tio__npy_src {

@@ -14,7 +14,8 @@ const tio_format_desc tio__format_onnx = {
               TIO_DTYPE_BIT(TIO_UINT16) | TIO_DTYPE_BIT(TIO_UINT32) |
               TIO_DTYPE_BIT(TIO_UINT64) | TIO_DTYPE_BIT(TIO_FLOAT16) |
               TIO_DTYPE_BIT(TIO_BFLOAT16) | TIO_DTYPE_BIT(TIO_FLOAT32) |
-              TIO_DTYPE_BIT(TIO_FLOAT64),
+              TIO_DTYPE_BIT(TIO_FLOAT64) | TIO_DTYPE_BIT(TIO_COMPLEX64) |
+              TIO_DTYPE_BIT(TIO_COMPLEX128),
     .probe = tio__onnx_probe,
     .read = tio__onnx_read,
     .check = tio__onnx_check,

@@ -53,7 +53,7 @@ static const st_dtype st_dtypes[] = {
     {"I32", TIO_INT32, NULL},
     {"U32", TIO_UINT32, NULL},
     {"F32", TIO_FLOAT32, NULL},
-    {"C64", TIO_DTYPE_INVALID, "complex numbers"},
+    {"C64", TIO_COMPLEX64, NULL},
     {"F64", TIO_FLOAT64, NULL},
     {"I64", TIO_INT64, NULL},
     {"U64", TIO_UINT64, NULL},
@@ -459,7 +459,7 @@ static int st_entry_parse(st_reader *r, const char *name, size_t key_at, st_entr
                     return tio__err(r->err, TIO_E_DTYPE, ST, st_at(r, e->dt_at),
                                     "tensor '%s': dtype \"%s\" is not a safetensors dtype "
                                     "(expected BOOL, U8, I8, I16, U16, F16, BF16, I32, U32, "
-                                    "F32, F64, I64, U64, F8_E4M3, F8_E5M2, ...)",
+                                    "F32, F64, I64, U64, C64, F8_E4M3, F8_E5M2, ...)",
                                     name, esc);
                 }
             } else if (strcmp(field, "shape") == 0) {
@@ -733,7 +733,7 @@ static int st_read_all(st_reader *r, st_range **ranges_out) {
                     rc = tio__err(r->err, TIO_E_DTYPE, ST, st_at(r, e.dt_at),
                                   "tensor '%s': dtype %s (%s) has no tensio dtype (expected "
                                   "BOOL, U8, I8, I16, U16, F16, BF16, I32, U32, F32, F64, I64, "
-                                  "U64, F8_E4M3 or F8_E5M2)",
+                                  "U64, C64, F8_E4M3 or F8_E5M2)",
                                   name, e.dt->name, e.dt->why);
                 size_t nbytes = 0;
                 if (!rc)
@@ -1113,7 +1113,7 @@ const tio_format_desc tio__format_safetensors = {
               TIO_DTYPE_BIT(TIO_UINT64) | TIO_DTYPE_BIT(TIO_FLOAT16) |
               TIO_DTYPE_BIT(TIO_BFLOAT16) | TIO_DTYPE_BIT(TIO_FLOAT32) |
               TIO_DTYPE_BIT(TIO_FLOAT64) | TIO_DTYPE_BIT(TIO_FLOAT8_E4M3FN) |
-              TIO_DTYPE_BIT(TIO_FLOAT8_E5M2),
+              TIO_DTYPE_BIT(TIO_FLOAT8_E5M2) | TIO_DTYPE_BIT(TIO_COMPLEX64),
     .probe = st_probe,
     .read = st_read,
     .check = st_check,

@@ -15,6 +15,7 @@
  * by their path in the object ("optimizer.state.0.exp_avg"), other leaves
  * container metadata, and every global outside the vocabulary a finding.
  */
+#include "formats/torch_objects.h"
 #include "formats/torch_write.h"
 #include "pickle/pickle.h"
 #include "zip/zip.h"
@@ -132,6 +133,7 @@ typedef struct th_reader {
     size_t prefix_len;
     const char *pkl_name; /* "data.pkl" … for messages */
     uint64_t pkl_base;    /* source offset of the pickle's first byte (0: inflated) */
+    const uint8_t *pk_data; /* the pickle's first byte */
     tio_pickle pk;
     uint8_t *seen;       /* per object: a container already walked */
     th_storage *st;
@@ -218,16 +220,6 @@ static int th_member_bytes(th_reader *r, size_t i, const uint8_t **data, uint64_
 }
 
 static size_t th_dtype_size(tio_dtype d) { return tio_dtype_size(d); }
-
-/* Byte-swaps n elements of size es in place. */
-static void th_swap(uint8_t *p, uint64_t n, size_t es) {
-    for (uint64_t i = 0; i < n; i++, p += es)
-        for (size_t a = 0, b = es - 1; a < b; a++, b--) {
-            uint8_t t = p[a];
-            p[a] = p[b];
-            p[b] = t;
-        }
-}
 
 /* Copies a storage's bytes for a byte swap, within max_dense_bytes. */
 static int th_own(th_reader *r, th_storage *s, uint64_t at) {
@@ -316,7 +308,7 @@ static int th_storage_zip(th_reader *r, const tio_pk_obj *key, tio_dtype dtype, 
     if (r->big_endian && es > 1) {
         if (!s->owned) rc = th_own(r, s, s->at);
         if (rc) return rc;
-        th_swap(s->owned, s->nbytes / es, es);
+        tio__swap_units(s->owned, (size_t)s->nbytes, tio__dtype_swap_unit(dtype));
     }
     *out = s;
     return TIO_OK;
@@ -466,7 +458,7 @@ static void th_gather(uint8_t *dst, const uint8_t *base, const int64_t *size,
 /* The storage of a persistent id ('storage', type, key, location, numel
  * [, view_metadata]). */
 static int th_persid(th_reader *r, const tio_pk_obj *o, tio_dtype v3_dtype, uint64_t at,
-                     th_storage **st, uint64_t *view_off) {
+                     th_storage **st, uint64_t *view_off, int *quant) {
     const tio_pickle *p = &r->pk;
     *view_off = 0;
     if (!o || o->kind != TIO_PK_PERSID)
@@ -479,11 +471,13 @@ static int th_persid(th_reader *r, const tio_pk_obj *o, tio_dtype v3_dtype, uint
     const tio_pk_obj *type = tio__pk_item(p, pid, 1), *key = tio__pk_item(p, pid, 2);
     const tio_pk_vocab_entry *e = type && type->kind == TIO_PK_GLOBAL ? tio__pk_vocab_at(type->vocab) : NULL;
     char gn[200];
-    if (!e || (e->id != TIO_PKV_STORAGE && e->id != TIO_PKV_UNTYPED_STORAGE))
+    if (!e || (e->id != TIO_PKV_STORAGE && e->id != TIO_PKV_UNTYPED_STORAGE &&
+               e->id != TIO_PKV_QSTORAGE))
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(o->off),
                         "the persistent id's storage type is %s (expected a torch storage class)",
                         type && type->kind == TIO_PK_GLOBAL ? th_gname(type, gn, sizeof gn) : "not a global");
     tio_dtype dt = e->id == TIO_PKV_UNTYPED_STORAGE ? v3_dtype : e->dtype;
+    *quant = e->id == TIO_PKV_QSTORAGE;
     if (dt == TIO_DTYPE_INVALID)
         return tio__err(r->err, TIO_E_DTYPE, TH, th_off(type->off),
                         "a storage of %s: tensio has no such dtype (yet)",
@@ -528,13 +522,110 @@ static int th_persid(th_reader *r, const tio_pk_obj *o, tio_dtype v3_dtype, uint
     return TIO_OK;
 }
 
-/* A tensor: rebuild function `e` applied to `args`. */
-static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj *args,
-                     uint64_t at, unsigned depth) {
-    const tio_pickle *p = &r->pk;
-    if (depth > 8) /* a Parameter of a tensor: 1; of a subclass: 2 */
+/* Room for one more tensor named as walked: max_tensors, and a name not
+ * given yet (*taken: it was, a finding, and the tensor is dropped). */
+static int th_room(th_reader *r, uint64_t at, uint64_t *nh, int *taken) {
+    *taken = 0;
+    if (r->ctx->c->count >= r->ctx->limits.max_tensors)
+        return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
+                        "more than %" PRIu64 " tensors (max_tensors)", r->ctx->limits.max_tensors);
+    return r->name_len ? th_name_taken(r, r->name, nh, taken, at) : TIO_OK;
+}
+
+/* Counts nb more bytes copied (strided views, swaps, NumPy arrays) against
+ * max_dense_bytes; the message says what for ("what shape how"). */
+static int th_budget(th_reader *r, uint64_t nb, uint64_t at, const char *what,
+                     const char *shape, const char *how) {
+    uint64_t total = 0;
+    if (tio__add64_ovf(r->dense, nb, &total) || total > r->ctx->limits.max_dense_bytes)
+        return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
+                        "'%s': %s %s %s needs %" PRIu64 " bytes, above max_dense_bytes %" PRIu64
+                        " (--max-dense-bytes)",
+                        r->name_len ? r->name : "(root)", what, shape, how, nb,
+                        r->ctx->limits.max_dense_bytes);
+    r->dense = total;
+    return TIO_OK;
+}
+
+/* Appends td, named as walked (th_room said the name is free, its hash nh):
+ * its data a view, or `copy`, which the tensor takes (freed on failure). */
+static int th_append(th_reader *r, tio_tensor_desc *td, uint8_t *copy, int64_t src_off,
+                     uint64_t nh, tio_tensor **out) {
+    td->name = r->name_len ? r->name : NULL;
+    int rc = tio__container_add_view(r->ctx->c, td, src_off, TH, r->err);
+    if (rc) {
+        free(copy);
+        return rc;
+    }
+    tio_tensor *t = r->ctx->c->tensors[r->ctx->c->count - 1];
+    t->owned_data = copy;
+    *out = t;
+    return t->name ? th_name_add(r, t->name, nh) : TIO_OK;
+}
+
+/* A metadata leaf under the name walked + "." + `leaf`. */
+static int th_meta_leaf(th_reader *r, const char *leaf, const char *value, const char *type,
+                        uint64_t at) {
+    size_t mark = 0;
+    int rc = th_name_push(r, leaf, strlen(leaf), &mark, at);
+    if (!rc) rc = th_meta(r, value, type, at);
+    th_name_pop(r, mark);
+    return rc;
+}
+
+static int th_walk_child(th_reader *r, uint32_t kid, const char *s, size_t n, uint64_t at,
+                         unsigned depth);
+
+/* A per-channel quantizer's tensor (scales or zero points), walked as NAME.`leaf`: one
+ * dim of size[axis] elements. */
+static int th_qchannel(th_reader *r, uint32_t obj, const char *leaf, int64_t channels,
+                       uint64_t at, unsigned depth) {
+    tio_container *c = r->ctx->c;
+    size_t before = c->count;
+    int rc = th_walk_child(r, obj, leaf, strlen(leaf), at, depth);
+    if (rc) return rc;
+    const tio_tensor *t = c->count == before + 1 ? c->tensors[before] : NULL;
+    if (!t || t->rank != 1 || t->shape[0] != channels)
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
-                        "tensors rebuilt from tensors nested %u deep", depth);
+                        "quantized tensor '%s': its per-channel %s %s (expected a tensor of "
+                        "%" PRId64 " elements, one per channel along the axis)",
+                        r->name_len ? r->name : "(root)", leaf,
+                        !t ? "are not a tensor" : "have another shape", channels);
+    return TIO_OK;
+}
+
+/* A quantized tensor's parameters, beside it: NAME.qscheme, and
+ * NAME.q_scale, NAME.q_zero_point (per tensor) or NAME.q_per_channel_axis
+ * and the tensors NAME.q_per_channel_scales, NAME.q_per_channel_zero_points
+ * (per channel), as torch's accessors name them. */
+static int th_quant(th_reader *r, const tio_qparams *q, const int64_t *size, uint64_t at,
+                    unsigned depth) {
+    char v[64];
+    snprintf(v, sizeof v, "torch.%s", q->scheme);
+    int rc = th_meta_leaf(r, "qscheme", v, "string", at);
+    if (rc) return rc;
+    if (!q->per_channel) {
+        tio__th_float_text(q->scale, 0, v, sizeof v);
+        rc = th_meta_leaf(r, "q_scale", v, "float64", at);
+        snprintf(v, sizeof v, "%" PRId64, q->zero_point);
+        return rc ? rc : th_meta_leaf(r, "q_zero_point", v, "int64", at);
+    }
+    snprintf(v, sizeof v, "%" PRId64, q->axis);
+    rc = th_meta_leaf(r, "q_per_channel_axis", v, "int64", at);
+    if (!rc) rc = th_qchannel(r, q->scales, "q_per_channel_scales", size[q->axis], at, depth);
+    if (!rc)
+        rc = th_qchannel(r, q->zero_points, "q_per_channel_zero_points", size[q->axis], at, depth);
+    return rc;
+}
+
+/* A tensor: rebuild function `e` applied to `args`, at walk depth `depth`,
+ * `nest` rebuilds deep (a Parameter of a tensor: 1). */
+static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj *args,
+                     uint64_t at, unsigned depth, unsigned nest) {
+    const tio_pickle *p = &r->pk;
+    if (nest > 8) /* a Parameter of a tensor: 1; of a subclass: 2 */
+        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                        "tensors rebuilt from tensors nested %u deep", nest);
     if (!args || args->kind != TIO_PK_TUPLE)
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at), "%s's arguments are not a tuple",
                         e->name);
@@ -546,7 +637,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
         if (!f)
             return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
                             "a Parameter whose data are not a tensor");
-        return th_tensor(r, f, tio__pk(p, t->u.call.args), t->off, depth + 1);
+        return th_tensor(r, f, tio__pk(p, t->u.call.args), t->off, depth, nest + 1);
     }
     case TIO_PKV_REBUILD_FROM_TYPE: { /* (func, type, args, state) */
         const tio_pk_obj *f = tio__pk_item(p, args, 0);
@@ -554,13 +645,8 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
         if (!fe || fe->id < TIO_PKV_REBUILD_TENSOR || fe->id > TIO_PKV_REBUILD_FROM_TYPE)
             return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
                             "_rebuild_from_type_v2 of a function that rebuilds no tensor");
-        return th_tensor(r, fe, tio__pk_item(p, args, 2), at, depth + 1);
+        return th_tensor(r, fe, tio__pk_item(p, args, 2), at, depth, nest + 1);
     }
-    case TIO_PKV_REBUILD_QTENSOR:
-        return tio__err(r->err, TIO_E_UNSUPPORTED, TH, th_off(at),
-                        "'%s' is a quantized tensor (torch._utils._rebuild_qtensor): not read "
-                        "yet",
-                        r->name_len ? r->name : "(root)");
     default:
         break;
     }
@@ -579,8 +665,14 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
     }
     th_storage *st = NULL;
     uint64_t base = 0;
-    int rc = th_persid(r, tio__pk_item(p, args, 0), v3, at, &st, &base);
+    int quant = 0;
+    int rc = th_persid(r, tio__pk_item(p, args, 0), v3, at, &st, &base, &quant);
     if (rc) return rc;
+    if (quant != (e->id == TIO_PKV_REBUILD_QTENSOR))
+        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                        "'%s': %s over a %s storage",
+                        r->name_len ? r->name : "(root)", e->name,
+                        quant ? "quantized" : "non-quantized");
     int64_t off = 0, size[TH_MAX_RANK], stride[TH_MAX_RANK];
     size_t rank = 0, srank = 0;
     rc = th_int(r, tio__pk_item(p, args, 1), "the storage offset", at, &off);
@@ -619,16 +711,16 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
                         r->name_len ? r->name : "(root)", shape, off, k, elems,
                         tio_dtype_name(st->dtype));
     }
+    tio_qparams qp;
+    if (quant && (rc = tio__th_qparams(p, tio__pk_item(p, args, 4), rank, TH, r->name, at, &qp,
+                                       r->err)))
+        return rc;
     tio_container *c = r->ctx->c;
-    if (c->count >= r->ctx->limits.max_tensors)
-        return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
-                        "more than %" PRIu64 " tensors (max_tensors)", r->ctx->limits.max_tensors);
     uint64_t nh = 0;
     int taken = 0;
-    if (r->name_len && ((rc = th_name_taken(r, r->name, &nh, &taken, at)) || taken)) return rc;
+    if ((rc = th_room(r, at, &nh, &taken)) || taken) return rc;
     tio_tensor_desc td;
     memset(&td, 0, sizeof td);
-    td.name = r->name_len ? r->name : NULL;
     td.dtype = st->dtype;
     td.rank = rank;
     td.shape = size;
@@ -636,36 +728,22 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
     td.nbytes = (size_t)(numel * es); /* <= storage bytes when contiguous */
     uint8_t *copy = NULL;
     if (numel && !contiguous) {
-        uint64_t nb = 0, total = 0;
-        if (tio__mul64_ovf(numel, es, &nb) || tio__add64_ovf(r->dense, nb, &total) ||
-            total > r->ctx->limits.max_dense_bytes) {
-            tio__shape_str(size, rank, shape, sizeof shape);
-            return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
-                            "'%s': making the strided view of shape %s contiguous needs %" PRIu64
-                            " bytes, above max_dense_bytes %" PRIu64 " (--max-dense-bytes)",
-                            r->name_len ? r->name : "(root)", shape, nb,
-                            r->ctx->limits.max_dense_bytes);
-        }
+        uint64_t nb = numel * es; /* <= elems * es: the bounds check above */
+        tio__shape_str(size, rank, shape, sizeof shape);
+        if ((rc = th_budget(r, nb, at, "making the strided view of shape", shape, "contiguous")))
+            return rc;
         int64_t idx[TH_MAX_RANK];
         copy = malloc((size_t)nb);
         if (!copy) return tio__nomem(r->err, TH);
         th_gather(copy, st->data + start * es, size, stride, rank, es, numel, idx);
-        r->dense = total;
         td.nbytes = (size_t)nb;
     }
     td.data = copy ? copy : numel ? st->data + start * es : st->data;
     if (!copy && numel && !st->data) td.data = NULL;
     int64_t src_off = th_off(st->owned ? st->at : st->at + start * es);
-    rc = tio__container_add_view(r->ctx->c, &td, src_off, TH, r->err);
-    if (rc) {
-        free(copy);
-        return rc;
-    }
-    tio_tensor *t = c->tensors[c->count - 1];
-    if (t->name && (rc = th_name_add(r, t->name, nh))) return rc;
-    if (copy) {
-        t->owned_data = copy;
-    } else if (st->owned) {
+    tio_tensor *t = NULL;
+    if ((rc = th_append(r, &td, copy, src_off, nh, &t))) return rc;
+    if (!copy && st->owned) {
         t->owned_data = st->owned; /* the first tensor over it frees it */
         st->owned = NULL;
     } else if (numel && es > 1 && (uintptr_t)t->data % es) {
@@ -673,22 +751,65 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
     }
     if (st->tensors++ == 0) {
         st->first = c->count - 1;
-        return TIO_OK;
+    } else { /* tied weights: the tensors share a storage (props "shares_storage.NAME");
+              * the same view of it is an alias (tio_tensor_alias) */
+        const tio_tensor *f = c->tensors[st->first];
+        if (!quant && !copy && f->data == t->data && f->nbytes == t->nbytes &&
+            f->rank == t->rank && (!rank || memcmp(f->shape, t->shape, rank * sizeof *size) == 0))
+            t->alias = f;
+        const char *first = f->name;
+        char *key = malloc(r->name_len + 16);
+        if (!key) return tio__nomem(r->err, TH);
+        memcpy(key, "shares_storage.", 15);
+        memcpy(key + 15, r->name_len ? r->name : "", r->name_len + 1);
+        rc = tio__kv_append(&c->props, key, first ? first : "(root)", r->err); /* names are unique */
+        free(key);
+        if (rc) return rc;
     }
-    /* tied weights: the tensors share a storage (props "shares_storage.NAME");
-     * the same view of it is an alias (tio_tensor_alias) */
-    const tio_tensor *f = c->tensors[st->first];
-    if (!copy && f->data == t->data && f->nbytes == t->nbytes && f->rank == t->rank &&
-        (!rank || memcmp(f->shape, t->shape, rank * sizeof *size) == 0))
-        t->alias = f;
-    const char *first = f->name;
-    char *key = malloc(r->name_len + 16);
-    if (!key) return tio__nomem(r->err, TH);
-    memcpy(key, "shares_storage.", 15);
-    memcpy(key + 15, r->name_len ? r->name : "", r->name_len + 1);
-    rc = tio__kv_append(&c->props, key, first ? first : "(root)", r->err); /* names are unique */
-    free(key);
-    return rc;
+    return quant ? th_quant(r, &qp, size, at, depth) : TIO_OK;
+}
+
+/* A NumPy array (numpy.core.multiarray._reconstruct + BUILD): a tensor,
+ * viewing the pickle's bytes when they are C-ordered little-endian bytes in
+ * the mapped file, else decoded into a copy within max_dense_bytes. */
+static int th_ndarray(th_reader *r, const tio_pk_obj *o) {
+    tio_np_array a;
+    int rc = tio__np_array(&r->pk, o, TH, r->name, &a, r->err);
+    if (rc) return rc;
+    uint64_t nh = 0;
+    int taken = 0;
+    if ((rc = th_room(r, o->off, &nh, &taken)) || taken) return rc;
+    tio_tensor_desc td;
+    memset(&td, 0, sizeof td);
+    td.dtype = a.dtype;
+    td.rank = a.rank;
+    td.shape = a.shape;
+    td.layout = TIO_LAYOUT_DENSE;
+    td.nbytes = (size_t)a.nbytes;
+    uint8_t *copy = NULL;
+    /* a view only into the mapped file: an inflated pickle is freed after the walk */
+    int view = tio__np_array_is_view(&a) && r->pkl_base != 0;
+    if (!view && a.nbytes) {
+        char shape[96];
+        tio__shape_str(a.shape, a.rank, shape, sizeof shape);
+        if ((rc = th_budget(r, a.nbytes, o->off, "decoding the NumPy array of shape", shape, "")))
+            return rc;
+        int64_t idx[TIO_NP_MAX_RANK];
+        copy = malloc((size_t)a.nbytes);
+        if (!copy || tio__np_array_bytes(&a, copy, idx)) {
+            free(copy);
+            return tio__nomem(r->err, TH);
+        }
+    }
+    td.data = copy ? copy : a.nbytes ? a.src : NULL;
+    int64_t src_off = th_off(r->pkl_base && a.src && !a.latin1
+                                 ? r->pkl_base + (uint64_t)(a.src - r->pk_data)
+                                 : a.at);
+    tio_tensor *t = NULL;
+    if ((rc = th_append(r, &td, copy, src_off, nh, &t))) return rc;
+    size_t es = tio_dtype_size(a.dtype);
+    if (!copy && a.nbytes && es > 1 && (uintptr_t)t->data % es) t->unaligned = 1;
+    return TIO_OK;
 }
 
 static int th_walk(th_reader *r, uint32_t idx, unsigned depth);
@@ -739,17 +860,6 @@ static int th_walk_dict(th_reader *r, const tio_pk_obj *o, unsigned depth) {
     return TIO_OK;
 }
 
-static void th_float_text(double v, char *s, size_t cap) {
-    if (v != v) {
-        snprintf(s, cap, "nan");
-        return;
-    }
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(s, cap, "%.*g", prec, v);
-        if (strtod(s, NULL) == v) return;
-    }
-}
-
 static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
     const tio_pickle *p = &r->pk;
     const tio_pk_obj *o = tio__pk(p, idx);
@@ -766,7 +876,7 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
         snprintf(v, sizeof r->scratch, "%" PRId64, o->u.i);
         return th_meta(r, v, "int64", o->off);
     case TIO_PK_FLOAT:
-        th_float_text(o->u.f, v, sizeof r->scratch);
+        tio__th_float_text(o->u.f, 0, v, sizeof r->scratch);
         return th_meta(r, v, "float64", o->off);
     case TIO_PK_BIGINT:
         return th_meta(r, "(an integer past int64)", NULL, o->off);
@@ -789,7 +899,8 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
     case TIO_PK_GLOBAL: {
         char *g = r->gscratch;
         const tio_pk_vocab_entry *e = tio__pk_vocab_at(o->vocab);
-        if (e && e->id == TIO_PKV_DTYPE) return th_meta(r, th_gname(o, g, sizeof r->gscratch), NULL, o->off);
+        if (e && (e->id == TIO_PKV_DTYPE || e->id == TIO_PKV_QSCHEME))
+            return th_meta(r, th_gname(o, g, sizeof r->gscratch), NULL, o->off);
         snprintf(v, sizeof r->scratch, "(global %s)", th_gname(o, g, sizeof r->gscratch));
         return th_meta(r, v, NULL, o->off);
     }
@@ -816,7 +927,16 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
     const tio_pk_obj *args = tio__pk(p, o->u.call.args);
     if (e && e->id >= TIO_PKV_REBUILD_TENSOR && e->id <= TIO_PKV_REBUILD_QTENSOR) {
         r->seen[idx] = 0; /* the same tensor under several names: listed under each */
-        return th_tensor(r, e, args, o->off, depth);
+        return th_tensor(r, e, args, o->off, depth, 0);
+    }
+    if (e && e->id == TIO_PKV_NP_RECONSTRUCT) {
+        r->seen[idx] = 0; /* as a tensor: listed under each name */
+        return th_ndarray(r, o);
+    }
+    if (e && e->id == TIO_PKV_NP_SCALAR) {
+        const char *type = NULL;
+        int rc = tio__np_scalar(p, o, TH, r->name, v, sizeof r->scratch, &type, r->err);
+        return rc ? rc : th_meta(r, v, type, o->off);
     }
     if (e && (e->id == TIO_PKV_SIZE || e->id == TIO_PKV_SET || e->id == TIO_PKV_FROZENSET ||
               e->id == TIO_PKV_JIT_LIST || e->id == TIO_PKV_JIT_TYPE_TAG) &&
@@ -874,6 +994,7 @@ static int th_run(th_reader *r, const uint8_t *data, size_t size, uint64_t base,
                   const char *pkl) {
     tio__pickle_free(&r->pk);
     r->pkl_base = base;
+    r->pk_data = data;
     int rc = tio__pickle_run(&r->pk, data, size, base, TH, &r->ctx->limits, r->err);
     return rc ? rc : th_scan(r, pkl);
 }

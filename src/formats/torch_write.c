@@ -63,6 +63,8 @@ static const char *tw_storage_class(tio_dtype d) {
     case TIO_BFLOAT16: return "BFloat16Storage";
     case TIO_FLOAT32: return "FloatStorage";
     case TIO_FLOAT64: return "DoubleStorage";
+    case TIO_COMPLEX64: return "ComplexFloatStorage";
+    case TIO_COMPLEX128: return "ComplexDoubleStorage";
     default: return NULL;
     }
 }

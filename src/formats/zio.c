@@ -35,6 +35,7 @@ static const struct zio_kind {
     {'f', 2, TIO_FLOAT16}, {'f', 4, TIO_FLOAT32}, {'f', 8, TIO_FLOAT64}, {'i', 1, TIO_INT8},
     {'i', 2, TIO_INT16},   {'i', 4, TIO_INT32},   {'i', 8, TIO_INT64},   {'u', 1, TIO_UINT8},
     {'u', 2, TIO_UINT16},  {'u', 4, TIO_UINT32},  {'u', 8, TIO_UINT64},  {'b', 1, TIO_BOOL},
+    {'c', 8, TIO_COMPLEX64}, {'c', 16, TIO_COMPLEX128},
 };
 #define ZIO_NKINDS (sizeof zio_kinds / sizeof zio_kinds[0])
 
@@ -837,14 +838,14 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
     if (!kind) {
         tio__escape((const uint8_t *)ks, kl, esc, sizeof esc);
         const char *why = "";
-        if (kl == 1 && ks[0] == 'c') why = "; complex numbers are not supported";
+        if (kl == 1 && ks[0] == 'c') why = "; complex numbers of that size are not supported";
         else if (kl == 1 && ks[0] == '?') why = "; kind '?' (unknown) is not supported";
         else if (kl == 1 && ks[0] == 'f' && wv == 16)
             why = "; f16 is a long double, which is not supported";
         else if (kl != 1) why = "; the kind is one character, the size is in \"word\"";
         return zio_lerr(r, err, TIO_E_DTYPE,
                         "tensor %zu: dtype kind \"%s\" with word %lld is not supported "
-                        "(expected f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1)%s",
+                        "(expected f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1 c8 c16)%s",
                         i, esc, (long long)wv, why);
     }
 
@@ -2052,7 +2053,8 @@ const tio_format_desc tio__format_zio = {
               TIO_DTYPE_BIT(TIO_INT32) | TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_UINT8) |
               TIO_DTYPE_BIT(TIO_UINT16) | TIO_DTYPE_BIT(TIO_UINT32) |
               TIO_DTYPE_BIT(TIO_UINT64) | TIO_DTYPE_BIT(TIO_FLOAT16) |
-              TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT64),
+              TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT64) |
+              TIO_DTYPE_BIT(TIO_COMPLEX64) | TIO_DTYPE_BIT(TIO_COMPLEX128),
     .probe = zio_probe,
     .read = zio_read,
     .check = zio_check,

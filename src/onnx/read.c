@@ -178,7 +178,8 @@ static int ox_typed(const tio_pb_reader *rd, uint32_t want, tio_dtype dt, uint8_
                     uint64_t numel, const char *lbl, tio_error *err) {
     tio_pb_reader it = *rd;
     uint64_t k = 0;
-    size_t esz = tio_dtype_size(dt);
+    size_t esz = tio__dtype_swap_unit(dt); /* a complex number is two values, real first */
+    if (esz && esz < tio_dtype_size(dt)) numel *= tio_dtype_size(dt) / esz;
     tio_pb_wire ew = (want == 4) ? TIO_PB_I32 : (want == 10) ? TIO_PB_I64 : TIO_PB_VARINT;
     tio_pb_field f;
     while (!tio__pb_done(&it)) {
@@ -220,9 +221,11 @@ static int ox_typed(const tio_pb_reader *rd, uint32_t want, tio_dtype dt, uint8_
 /* The typed field a dtype's values go in (TensorProto field numbers). */
 static uint32_t ox_typed_field(tio_dtype dt) {
     switch (dt) {
-    case TIO_FLOAT32: return 4;
+    case TIO_FLOAT32:
+    case TIO_COMPLEX64: return 4;
     case TIO_INT64: return 7;
-    case TIO_FLOAT64: return 10;
+    case TIO_FLOAT64:
+    case TIO_COMPLEX128: return 10;
     case TIO_UINT32:
     case TIO_UINT64: return 11;
     default: return 5; /* int32_data: the 8- and 16-bit types, int32, bool */

@@ -56,7 +56,7 @@ typedef enum tio_pk_vocab {
     TIO_PKV_REBUILD_PARAMETER, /* torch._utils._rebuild_parameter */
     TIO_PKV_REBUILD_PARAMETER_STATE, /* ..._with_state */
     TIO_PKV_REBUILD_FROM_TYPE, /* torch._tensor._rebuild_from_type_v2 */
-    TIO_PKV_REBUILD_QTENSOR,   /* torch._utils._rebuild_qtensor: refused by name */
+    TIO_PKV_REBUILD_QTENSOR,   /* torch._utils._rebuild_qtensor */
     TIO_PKV_STORAGE,           /* torch.FloatStorage …: dtype */
     TIO_PKV_UNTYPED_STORAGE,   /* torch.storage.UntypedStorage (+ a dtype elsewhere) */
     TIO_PKV_ORDERED_DICT,      /* collections.OrderedDict */
@@ -73,15 +73,18 @@ typedef enum tio_pk_vocab {
     TIO_PKV_NP_SCALAR,         /* numpy.core.multiarray.scalar */
     TIO_PKV_JIT_LIST,          /* torch.jit._pickle.build_intlist …: (list,) */
     TIO_PKV_JIT_TYPE_TAG,      /* torch.jit._pickle.restore_type_tag: (value, type) */
-    TIO_PKV_JIT_TENSOR_ID      /* torch.jit._pickle.build_tensor_from_id: (index,) */
+    TIO_PKV_JIT_TENSOR_ID,     /* torch.jit._pickle.build_tensor_from_id: (index,) */
+    TIO_PKV_QSTORAGE,          /* torch.QInt8Storage …: a quantized tensor's integers */
+    TIO_PKV_QSCHEME,           /* torch.per_tensor_affine …: a quantization scheme */
+    TIO_PKV_BYTES              /* builtins.bytes (protocol 2's b'': bytes()) */
 } tio_pk_vocab;
 
 typedef struct tio_pk_vocab_entry {
     const char *module;
     const char *name;
     tio_pk_vocab id;
-    tio_dtype dtype;    /* STORAGE, DTYPE: the element type (INVALID: known to
-                           torch, not to tensio: refused by name) */
+    tio_dtype dtype;    /* STORAGE, QSTORAGE, DTYPE: the element type (INVALID:
+                           known to torch, not to tensio: refused by name) */
 } tio_pk_vocab_entry;
 
 /* The entry of module.name (1-based, for tio_pk_obj.vocab), or 0: outside

@@ -73,8 +73,9 @@ static void test_dtypes(void **state) {
     static const char *names[] = {"bool", "int8", "int16", "int32", "int64",
                                   "uint8", "uint16", "uint32", "uint64", "float16",
                                   "bfloat16", "float32", "float64", "float8_e4m3fn",
-                                  "float8_e5m2"};
-    static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1};
+                                  "float8_e5m2", "complex64", "complex128"};
+    static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1, 8, 16};
+    assert_int_equal(sizeof sizes / sizeof sizes[0], TIO_DTYPE_COUNT - 1);
     for (int i = 1; i < TIO_DTYPE_COUNT; i++) {
         assert_string_equal(tio_dtype_name((tio_dtype)i), names[i - 1]);
         assert_int_equal(tio_dtype_size((tio_dtype)i), sizes[i - 1]);

@@ -152,7 +152,7 @@ static void test_refusals(void **state) {
             TIO_E_UNSUPPORTED, "structured");
     refused("{'descr': '|V8', 'fortran_order': False, 'shape': (1,), }", 8, TIO_E_UNSUPPORTED,
             "void/structured");
-    refused("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", 8, TIO_E_DTYPE,
+    refused("{'descr': '<c32', 'fortran_order': False, 'shape': (1,), }", 32, TIO_E_DTYPE,
             "complex");
     refused("{'descr': '<U3', 'fortran_order': False, 'shape': (1,), }", 12, TIO_E_DTYPE,
             "unicode");

@@ -9,8 +9,8 @@
   sha256 of the C-order little-endian bytes, and `tensio convert x.npy y.npy`
   must write exactly what np.save writes for the same array (so np.load reads
   it equal).
-- What NumPy refuses to be converted to (structured, object, complex) tensio
-  refuses too, with a message.
+- What tensio has no dtype for (structured, object, long double complex) it
+  refuses, with a message.
 - convert between npy, safetensors, btf and tenbin, and back: equal arrays."""
 import hashlib
 import io
@@ -28,17 +28,19 @@ from clitest import TENSIO, failures, run, check, le_c, DTYPES, NAMES  # noqa: E
 
 def tensio_name(dt):
     dt = np.dtype(dt)
-    return "bool" if dt.kind == "b" else "%s%d" % (NAMES[dt.kind], dt.itemsize * 8)
+    return "bool" if dt.kind == "b" else "%s%d" % (dict(NAMES, c="complex")[dt.kind], dt.itemsize * 8)
 
 
 def main():
     rng = np.random.default_rng(19)
     tmp = tempfile.mkdtemp(prefix="tio-npy-")
     n = 0
-    for dt in DTYPES:
+    for dt in DTYPES + ["<c8", ">c8", "<c16", ">c16"]:
         for shape in [(), (0,), (5,), (3, 4), (2, 0, 3), (2, 3, 4)]:
             base = rng.integers(0, 100, size=shape) if shape else np.array(rng.integers(0, 100))
             a = (base % 2 == 0) if dt == "?" else base.astype(dt)
+            if np.dtype(dt).kind == "c":  # the parts differ, so a swap of the whole shows
+                a = (a * (1 - 2j) + 0.5j).astype(dt)
             for order in "CF":
                 arr = np.asfortranarray(a) if order == "F" else np.ascontiguousarray(a)
                 for version in (None, (1, 0), (2, 0), (3, 0)):
@@ -74,7 +76,7 @@ def main():
     # refusals, by name
     for label, arr in [("structured", np.zeros(2, dtype=[("a", "<i4"), ("b", "<f4")])),
                        ("object", np.array([1, "x"], dtype=object)),
-                       ("complex", np.zeros(2, dtype="<c8")),
+                       ("long double complex", np.zeros(2, dtype=np.clongdouble)),
                        ("unicode", np.array(["ab"]))]:
         src = os.path.join(tmp, label + ".npy")
         np.save(src, arr, allow_pickle=True)

@@ -150,7 +150,7 @@ def main():
 
     # refusals, by name
     for label, arr in [("object", np.array([1, "x"], dtype=object)),
-                       ("complex", np.zeros(2, dtype="<c8"))]:
+                       ("long double complex", np.zeros(2, dtype=np.clongdouble))]:
         src = os.path.join(tmp, label + ".npz")
         np.savez(src, v=arr)
         p = run("ls", src, ok=False)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/torch_objects.h"
 #include "pickle/pickle.h"
 #include "tvec.h"
 
@@ -199,11 +200,157 @@ static void test_vectors(void **state) {
     }
 }
 
+/* objects.pt (torch 1.13, pickle protocol 2): complex, quantized tensors
+ * with their parameters, NumPy arrays (big-endian, Fortran order) and a
+ * scalar; objects_p4.pt: a NumPy array at protocol 4, viewed in the file. */
+static void test_objects(void **state) {
+    (void)state;
+    char *path = tvec_path("torch/objects.pt");
+    assert_non_null(path);
+    tio_container *c = NULL;
+    tio_error e;
+    assert_int_equal(tio_open(path, NULL, &c, &e), TIO_OK);
+    const tio_tensor *t = tio_container_find(c, "c");
+    assert_int_equal(tio_tensor_dtype(t), TIO_COMPLEX64);
+    const float *cv = tio_tensor_data(t);
+    assert_true(cv[0] == 1.0f && cv[1] == 2.0f && cv[2] == 0.0f && cv[3] == -3.5f);
+    t = tio_container_find(c, "q"); /* round(x / 0.5) + 3 */
+    assert_int_equal(tio_tensor_dtype(t), TIO_INT8);
+    const int8_t *qv = tio_tensor_data(t);
+    assert_true(qv[0] == 4 && qv[1] == 5 && qv[2] == 0);
+    assert_string_equal(tio_container_meta_get(c, "q.qscheme"), "torch.per_tensor_affine");
+    assert_string_equal(tio_container_meta_get(c, "q.q_scale"), "0.5");
+    assert_string_equal(tio_container_meta_get(c, "q.q_zero_point"), "3");
+    assert_string_equal(tio_container_meta_type(c, "q.q_zero_point"), "int64");
+    assert_int_equal(tio_tensor_dtype(tio_container_find(c, "qc")), TIO_UINT8);
+    assert_string_equal(tio_container_meta_get(c, "qc.q_per_channel_axis"), "0");
+    const tio_tensor *sc = tio_container_find(c, "qc.q_per_channel_scales");
+    assert_int_equal(tio_tensor_dtype(sc), TIO_FLOAT64);
+    assert_true(((const double *)tio_tensor_data(sc))[1] == 0.2);
+    assert_non_null(tio_container_find(c, "qc.q_per_channel_zero_points"));
+    const tio_tensor *a = tio_container_find(c, "a"), *f = tio_container_find(c, "f");
+    assert_int_equal(tio_tensor_dtype(a), TIO_INT16);
+    assert_int_equal(tio_tensor_dtype(f), TIO_FLOAT32);
+    assert_int_equal(tio_tensor_rank(f), 2);
+    assert_int_equal(tio_tensor_shape(f)[1], 3);
+    for (int i = 0; i < 6; i++) { /* big-endian and Fortran order, both read as C order */
+        assert_int_equal(((const int16_t *)tio_tensor_data(a))[i], i);
+        assert_true(((const float *)tio_tensor_data(f))[i] == (float)i);
+    }
+    assert_string_equal(tio_container_meta_get(c, "s"), "1.5");
+    assert_string_equal(tio_container_meta_type(c, "s"), "float32");
+    assert_int_equal(tio_container_warning_count(c), 0);
+    tio_container_free(c);
+    free(path);
+    /* protocol 4: the array's bytes are BINBYTES in the stored data.pkl, a view */
+    path = tvec_path("torch/objects_p4.pt");
+    assert_non_null(path);
+    assert_int_equal(tio_open(path, NULL, &c, &e), TIO_OK);
+    a = tio_container_find(c, "a");
+    int64_t at = tio_tensor_source_offset(a);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    int16_t raw[6];
+    assert_int_equal(fseek(fp, (long)at, SEEK_SET), 0);
+    assert_int_equal(fread(raw, 2, 6, fp), 6);
+    fclose(fp);
+    for (int i = 0; i < 6; i++) assert_int_equal(raw[i], i);
+    assert_int_equal(((const int16_t *)tio_tensor_data(a))[5], 5);
+    assert_string_equal(tio_container_meta_get(c, "z"), "1-2j");
+    tio_container_free(c);
+    free(path);
+}
+
+/* A pickle of _reconstruct(ndarray, (0,), b'b') with BUILD (1, shape, dtype,
+ * fortran, data), its parts given as pickle text: the decoder's answer. */
+static int np_try(const char *shape, const char *dtype_code, const char *order,
+                  const char *data, size_t data_n, tio_np_array *a, tio_error *e) {
+    char buf[512];
+    size_t n = 0;
+#define PUT(s, len) (memcpy(buf + n, s, len), n += (len))
+#define PUTS(s) PUT(s, strlen(s))
+#define LIT(s) PUT(s, sizeof(s) - 1) /* a literal holding NUL bytes */
+    LIT("\x80\x03" "cnumpy.core.multiarray\n_reconstruct\n" "cnumpy\nndarray\n"
+        "K\x00\x85" "C\x01" "b" "\x87R" "(K\x01");
+    PUTS(shape);
+    LIT("cnumpy\ndtype\n" "X");
+    char len4[4] = {(char)strlen(dtype_code), 0, 0, 0};
+    PUT(len4, 4);
+    PUTS(dtype_code);
+    LIT("\x89\x88\x87R" "(K\x03" "X\x01\x00\x00\x00");
+    PUTS(order);
+    LIT("NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb" "\x89");
+    PUT(data, data_n);
+    LIT("tb.");
+#undef LIT
+#undef PUT
+#undef PUTS
+    tio_pickle pk;
+    int rc = run(buf, n, &pk, e, NULL);
+    if (rc == TIO_OK) {
+        rc = tio__np_array(&pk, tio__pk(&pk, pk.root), "torch", "x", a, e);
+        if (rc == TIO_OK) { /* the decoded bytes, while the pickle lives */
+            static uint8_t out[64];
+            int64_t idx[TIO_NP_MAX_RANK];
+            assert_true(a->nbytes <= sizeof out);
+            assert_int_equal(tio__np_array_bytes(a, out, idx), TIO_OK);
+            a->src = out;
+        }
+        tio__pickle_free(&pk);
+    }
+    return rc;
+}
+
+static void test_numpy_decoder(void **state) {
+    (void)state;
+    tio_np_array a;
+    tio_error e;
+    /* good: int16 (2, 3) little-endian, then big-endian */
+    const char le[] = "C\x0c\x00\x00\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00";
+    const char be[] = "C\x0c\x00\x00\x00\x01\x00\x02\x00\x03\x00\x04\x00\x05";
+    assert_int_equal(np_try("K\x02K\x03\x86", "i2", "<", le, sizeof le - 1, &a, &e), TIO_OK);
+    assert_int_equal(a.dtype, TIO_INT16);
+    assert_int_equal(a.rank, 2);
+    assert_int_equal(np_try("K\x02K\x03\x86", "i2", ">", be, sizeof be - 1, &a, &e), TIO_OK);
+    assert_int_equal(a.src[10], 5); /* swapped to little-endian */
+    /* shape x item size past the bytes */
+    assert_int_equal(np_try("K\x02K\x04\x86", "i2", "<", le, sizeof le - 1, &a, &e),
+                     TIO_E_BOUNDS);
+    assert_non_null(strstr(e.message, "needs 16 bytes, its data hold 12"));
+    /* bad dtype strings, object arrays */
+    assert_int_equal(np_try("K\x06\x85", "i3", "<", le, sizeof le - 1, &a, &e), TIO_E_DTYPE);
+    assert_non_null(strstr(e.message, "'i3'"));
+    assert_int_equal(np_try("K\x06\x85", "x2", "<", le, sizeof le - 1, &a, &e), TIO_E_DTYPE);
+    assert_int_equal(np_try("K\x01\x85", "O8", "|", "]K\x01" "a", 4, &a, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "object array"));
+    assert_int_equal(np_try("K\x06\x85", "i2", "?", le, sizeof le - 1, &a, &e), TIO_E_CORRUPT);
+    assert_non_null(strstr(e.message, "byte order"));
+    /* a negative dim, a shape that is not a tuple */
+    assert_int_equal(np_try("J\xff\xff\xff\xff\x85", "i2", "<", le, sizeof le - 1, &a, &e),
+                     TIO_E_CORRUPT);
+    assert_int_equal(np_try("K\x06", "i2", "<", le, sizeof le - 1, &a, &e), TIO_E_CORRUPT);
+    assert_non_null(strstr(e.message, "shape is not a tuple"));
+    /* latin-1 text (protocol 2's _codecs.encode): U+00FF is the byte 0xFF,
+     * U+0100 is refused */
+    const char lat[] = "c_codecs\nencode\nX\x04\x00\x00\x00\xc3\xbf\x01" "A"
+                       "X\x06\x00\x00\x00latin1\x86R";
+    assert_int_equal(np_try("K\x03\x85", "u1", "|", lat, sizeof lat - 1, &a, &e), TIO_OK);
+    assert_true(a.src[0] == 0xFF && a.src[1] == 1 && a.src[2] == 'A');
+    const char bad[] = "c_codecs\nencode\nX\x02\x00\x00\x00\xc4\x80"
+                       "X\x06\x00\x00\x00latin1\x86R";
+    assert_int_equal(np_try("K\x01\x85", "u1", "|", bad, sizeof bad - 1, &a, &e), TIO_E_CORRUPT);
+    assert_non_null(strstr(e.message, "U+00FF"));
+    const char cut[] = "c_codecs\nencode\nX\x01\x00\x00\x00\xc3"
+                       "X\x06\x00\x00\x00latin1\x86R";
+    assert_int_equal(np_try("K\x01\x85", "u1", "|", cut, sizeof cut - 1, &a, &e), TIO_E_CORRUPT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_operands_checked), cmocka_unit_test(test_limits),
         cmocka_unit_test(test_memo_bomb),        cmocka_unit_test(test_globals_kept),
         cmocka_unit_test(test_truncation),       cmocka_unit_test(test_vectors),
+        cmocka_unit_test(test_objects),          cmocka_unit_test(test_numpy_decoder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

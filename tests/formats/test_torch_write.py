@@ -3,7 +3,7 @@
 
   test_torch_write.py TENSIO
 
-- every dtype torch 1.13 and tensio share, from .npz files written by
+- every dtype torch 1.13 and tensio share (complex64/128 too), from .npz files written by
   np.savez and from .safetensors and .pt files (zip and legacy layouts, a
   nested checkpoint made flat), converted to .pt by tensio and loaded back
   by torch.load(weights_only=True): an OrderedDict with the same names,
@@ -43,12 +43,15 @@ NP = {"bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32,
       "float64": np.float64}
 TORCH = {"bool": torch.bool, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
          "int64": torch.int64, "uint8": torch.uint8, "float16": torch.float16,
-         "float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
+         "float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16,
+         "complex64": torch.complex64, "complex128": torch.complex128}
 
 
 def sample(dtype, shape, seed):
     g = torch.Generator().manual_seed(seed)
     t = torch.randn(shape, generator=g, dtype=torch.float64) * 100
+    if dtype.startswith("complex"):
+        return torch.complex(t, -t / 3).to(TORCH[dtype])
     if dtype == "bool":
         return t > 0
     return t.to(TORCH[dtype])
@@ -137,6 +140,9 @@ def dtypes_from_pt_and_safetensors(P):
     pt = P("src", "all.pt")
     torch.save(sd, pt)
     against_torch_save(".pt -> .pt", P, pt, "all_pt", sd)
+    del sd["w.complex128"]  # safetensors has C64, not C128
+    pt = P("src", "all_st.pt")
+    torch.save(sd, pt)
     st = P("src", "all.safetensors")
     convert(pt, st)
     # tensio lists a safetensors file in its order (dtype, then name)

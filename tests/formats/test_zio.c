@@ -569,7 +569,7 @@ static const mrow mrows[] = {
     {"word a string", NULL, 0, LBL("{\"dtype\":\"f\",\"shape\":[3],\"word\":\"4\"}"), 0, 0, 1, {12}, TIO_E_CORRUPT, "\"word\" is a string"},
     {"no dtype", NULL, 0, LBL("{\"shape\":[3],\"word\":4}"), 0, 0, 1, {12}, TIO_E_CORRUPT, "no \"dtype\""},
     {"dtype an integer", NULL, 0, LBL("{\"dtype\":4,\"shape\":[3],\"word\":4}"), 0, 0, 1, {12}, TIO_E_CORRUPT, "\"dtype\" is an integer"},
-    {"complex", NULL, 0, LBL("{\"dtype\":\"c\",\"shape\":[3],\"word\":8}"), 0, 0, 1, {24}, TIO_E_DTYPE, "complex"},
+    {"complex", NULL, 0, LBL("{\"dtype\":\"c\",\"shape\":[3],\"word\":32}"), 0, 0, 1, {24}, TIO_E_DTYPE, "complex"},
     {"f3", NULL, 0, LBL("{\"dtype\":\"f\",\"shape\":[3],\"word\":3}"), 0, 0, 1, {9}, TIO_E_DTYPE, "kind \"f\" with word 3"},
     {"long double", NULL, 0, LBL("{\"dtype\":\"f\",\"shape\":[3],\"word\":16}"), 0, 0, 1, {48}, TIO_E_DTYPE, "long double"},
     {"unknown kind ?", NULL, 0, LBL("{\"dtype\":\"?\",\"shape\":[3],\"word\":1}"), 0, 0, 1, {3}, TIO_E_DTYPE, "'?'"},
@@ -1419,6 +1419,8 @@ static void test_registry(void **state) {
     for (int d = 1; d < TIO_DTYPE_COUNT; d++)
         assert_int_equal(tio_format_supports_dtype("zio", (tio_dtype)d),
                          d != TIO_BFLOAT16 && d != TIO_FLOAT8_E4M3FN && d != TIO_FLOAT8_E5M2);
+    /* complex as TENS kind 'c', word 8 / 16 */
+    assert_true(tio_format_supports_dtype("zio", TIO_COMPLEX64));
     /* probe: the first size field and "ZIO" */
     static const uint8_t small[12] = {11, 'Z', 'I', 'O', '0', 'T', 'E', 'N', 'S', '{', '}', 24};
     assert_string_equal(tio_format_probe(small, sizeof small), "zio");

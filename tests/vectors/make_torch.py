@@ -2,10 +2,13 @@
 """Writes the PyTorch checkpoint vectors (tests/vectors/torch) with Debian's
 python3-torch: torch.save's zip layout, the legacy layout
 (_use_new_zipfile_serialization=False) and a TorchScript archive
-(torch.jit.save). Run from this directory: /usr/bin/python3 make_torch.py"""
+(torch.jit.save); objects.pt: complex, quantized tensors and NumPy objects
+(pickle protocol 2), objects_p4.pt: NumPy arrays at protocol 4 (bytes the
+reader views). Run from this directory: /usr/bin/python3 make_torch.py"""
 import collections
 import os
 
+import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,6 +36,18 @@ def main():
     torch.manual_seed(0)
     m = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2)))
     torch.jit.save(m, os.path.join(out, "script.pt"))
+    objs = collections.OrderedDict()
+    objs["c"] = torch.tensor([1 + 2j, -3.5j], dtype=torch.complex64)
+    objs["q"] = torch.quantize_per_tensor(torch.tensor([0.5, 1.0, -1.5]), 0.5, 3, torch.qint8)
+    objs["qc"] = torch.quantize_per_channel(torch.tensor([[0.1, 0.2], [0.3, -0.4]]),
+                                            torch.tensor([0.1, 0.2], dtype=torch.float64),
+                                            torch.tensor([0, 1]), 0, torch.quint8)
+    objs["a"] = np.arange(6, dtype=">i2").reshape(2, 3)
+    objs["f"] = np.asfortranarray(np.arange(6, dtype="<f4").reshape(2, 3))
+    objs["s"] = np.float32(1.5)
+    torch.save(objs, os.path.join(out, "objects.pt"))
+    torch.save({"a": np.arange(6, dtype="<i2").reshape(2, 3), "z": np.complex128(1 - 2j)},
+               os.path.join(out, "objects_p4.pt"), pickle_protocol=4)
 
 
 if __name__ == "__main__":
