@@ -270,6 +270,21 @@ TIO_API uint64_t tio_tensor_nnz(const tio_tensor *t);
 TIO_API const void *tio_tensor_indices(const tio_tensor *t);
 /* Byte offset of the tensor's record in the source, or -1. */
 TIO_API int64_t tio_tensor_source_offset(const tio_tensor *t);
+/* Tied weights. A tensor that is the same view of the same storage as an
+ * earlier tensor of its container (a PyTorch checkpoint's lm_head.weight
+ * saved tied to embed.weight: one storage, the same offset, shape and
+ * strides, so the same elements) is an alias of it: this returns that
+ * earlier tensor (the first over the storage, itself no alias), else NULL.
+ * Tensors that share a storage without being the same view (slices of one
+ * buffer) are no aliases; the torch reader names them in the container's
+ * props ("shares_storage.NAME"). Writers: torch keeps an alias tied (one
+ * storage, as torch.save writes a state dict's tied weights); safetensors,
+ * which refuses shared tensors, writes one copy: an alias is not written
+ * (as transformers' save_pretrained drops tied weights; `tensio convert`
+ * names each in a warning); the other formats write every tensor (a copy
+ * of the same bytes). An alias is the reader's finding: a container built
+ * with tio_container_add has none. */
+TIO_API const tio_tensor *tio_tensor_alias(const tio_tensor *t);
 
 /* Copies the tensor's data (and indices) into memory the tensor owns, aligned;
  * afterwards its views no longer refer to the source. */

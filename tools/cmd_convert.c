@@ -281,6 +281,50 @@ static void rten_conversion_notes(const tio_container *c) {
     }
 }
 
+/* Tied weights written to safetensors: each alias (tio_tensor_alias) was not
+ * written, one copy was, under the name of the tensor it aliases (as
+ * transformers' save_pretrained does; safetensors refuses shared tensors).
+ * Returns how many were left out; `warn`: names each on stderr. */
+static size_t alias_notes(const tio_container *c, const char *format, int warn) {
+    size_t n = 0;
+    if (strcmp(format, "safetensors") != 0) return 0;
+    for (size_t i = 0; i < tio_container_count(c); i++) {
+        const tio_tensor *t = tio_container_tensor(c, i), *a = tio_tensor_alias(t);
+        if (!a) continue;
+        n++;
+        if (!warn) continue;
+        char *et = cli_text_escape(tio_tensor_name(t) ? tio_tensor_name(t) : "");
+        char *ea = cli_text_escape(tio_tensor_name(a) ? tio_tensor_name(a) : "");
+        fprintf(stderr,
+                "tensio: warning: '%s' not written: it is tied to '%s' (one storage); "
+                "safetensors keeps one copy, under '%s'\n",
+                et ? et : "?", ea ? ea : "?", ea ? ea : "?");
+        free(et);
+        free(ea);
+    }
+    return n;
+}
+
+/* A .pt's top directory as torch.save names it after the file: OUT's name up
+ * to its last '.' ("model.pt" -> "model"): the options with archive=STEM
+ * added, in buf; `options` as they were (the library's "archive") when the
+ * stem is empty, too long, or holds a byte outside printable ASCII or one an
+ * option value cannot (',' '=' '\\'). */
+#define CLI_ARCHIVE_OPTS 512
+static const char *torch_archive(const char *out, const char *options, char buf[CLI_ARCHIVE_OPTS]) {
+    const char *b = strrchr(out, '/');
+    b = b ? b + 1 : out;
+    const char *dot = strrchr(b, '.');
+    size_t n = dot ? (size_t)(dot - b) : strlen(b);
+    if (n == 0 || n > 255) return options;
+    for (size_t k = 0; k < n; k++)
+        if (b[k] < 0x20 || b[k] > 0x7E || b[k] == ',' || b[k] == '=' || b[k] == '\\')
+            return options;
+    int k = snprintf(buf, CLI_ARCHIVE_OPTS, "%s%sarchive=%.*s", options ? options : "",
+                     options ? "," : "", (int)n, b);
+    return k > 0 && k < CLI_ARCHIVE_OPTS ? buf : options;
+}
+
 int cli_check_loss(const tio_container *c, const char *format, unsigned version,
                    unsigned flags) {
     tio_error err;
@@ -308,6 +352,8 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
     o.version = w->version;
     o.options = w->options;
     o.max_shard_bytes = w->max_shard;
+    char opts[CLI_ARCHIVE_OPTS];
+    if (!to_stdout && strcmp(format, "torch") == 0) o.options = torch_archive(out, w->options, opts);
     cli_progress prog;
     cli_progress_init(&prog, w->progress, w->cmd, NULL);
     o.progress = cli_progress_cb;
@@ -325,10 +371,11 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
         }
     }
     if (rc == CLI_EXIT_OK && strcmp(format, "rten") == 0) rten_conversion_notes(c);
+    if (rc == CLI_EXIT_OK) alias_notes(c, format, 1);
     if (rc != CLI_EXIT_OK || !(w->verbose || w->json)) return rc;
     unsigned long long size = out_size, shards = 0;
     if (!to_stdout && stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;
-    size_t n = tio_container_count(c);
+    size_t n = tio_container_count(c) - alias_notes(c, format, 0);
     if (w->max_shard) {
         /* what was written, read back: its files' bytes and shard count */
         tio_container *back = NULL;

@@ -70,6 +70,30 @@ static void collect(const tio_container *c, info_stats *s) {
 
 /* ------------------------------------------------------- format details */
 
+/* A tensor's name, "(root)" for the unnamed one (a checkpoint of one tensor). */
+static const char *tname(const tio_tensor *t) {
+    return tio_tensor_name(t) ? tio_tensor_name(t) : "(root)";
+}
+
+/* Tied weights: each alias and the tensor it aliases (tio_tensor_alias). */
+static int aliases_text(const tio_container *c) {
+    size_t n = tio_container_count(c), na = 0;
+    for (size_t i = 0; i < n; i++) na += tio_tensor_alias(tio_container_tensor(c, i)) != NULL;
+    if (!na) return CLI_EXIT_OK;
+    printf("tied weights: %zu (aliases of an earlier tensor: one storage)\n", na);
+    for (size_t i = 0; i < n; i++) {
+        const tio_tensor *t = tio_container_tensor(c, i), *a = tio_tensor_alias(t);
+        if (!a) continue;
+        char *et = cli_text_escape(tname(t));
+        char *ea = cli_text_escape(tname(a));
+        if (et && ea) printf("  %s -> %s\n", et, ea);
+        free(et);
+        free(ea);
+        if (!et || !ea) return cli_error("out of memory");
+    }
+    return CLI_EXIT_OK;
+}
+
 static int props_text(const tio_container *c) {
     size_t np = tio_container_prop_count(c);
     if (np == 0) return CLI_EXIT_OK;
@@ -822,6 +846,14 @@ static int info_json(const char *path, const tio_container *c, const info_stats 
             bad |= cli_json_set(props, k, cli_json_str(v ? v : ""));
         }
     }
+    /* tied weights: alias name -> the tensor it aliases (tio_tensor_alias) */
+    json_t *aliases = NULL;
+    for (size_t i = 0; i < tio_container_count(c) && !bad; i++) {
+        const tio_tensor *t = tio_container_tensor(c, i), *a = tio_tensor_alias(t);
+        if (!a) continue;
+        if (!aliases) bad |= cli_json_set(root, "aliases", aliases = json_object());
+        if (!bad) bad |= cli_json_set(aliases, tname(t), cli_json_str(tname(a)));
+    }
     const tio_graph *g = tio_container_graph(c);
     if (g && !bad) bad |= cli_json_set(root, "graph", json_graph(c, g, nat));
     if (!bad) bad |= cli_tree_json(c, root) != 0;
@@ -921,7 +953,9 @@ static int info_text(const char *path, const tio_container *c, const info_stats 
         const tio_error *w = tio_container_warning(c, i);
         if (w && print_escaped("  ", cli_errmsg(w)) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
     }
-    if (props_text(c) != CLI_EXIT_OK || cli_tree_text(c) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
+    if (props_text(c) != CLI_EXIT_OK || aliases_text(c) != CLI_EXIT_OK ||
+        cli_tree_text(c) != CLI_EXIT_OK)
+        return CLI_EXIT_FAIL;
     return model_text(c, nat);
 }
 

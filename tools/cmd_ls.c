@@ -122,6 +122,8 @@ static int ls_json(const char *path, const tio_container *c, int hash, cli_progr
         bad |= cli_json_set(o, "layout", json_string(cli_layout_name(tio_tensor_layout(t))));
         bad |= cli_json_set(o, "nbytes", json_integer((json_int_t)tio_tensor_nbytes(t)));
         if (coo) bad |= cli_json_set(o, "nnz", json_integer((json_int_t)tio_tensor_nnz(t)));
+        const tio_tensor *alias = tio_tensor_alias(t); /* tied weights */
+        if (alias) bad |= cli_json_set(o, "alias_of", cli_json_str(tio_tensor_name(alias)));
         if (bad || !hash) continue;
         if (coo) {
             bad |= json_hash(o, "indices_sha256", path, i, t, TIO_HASH_INDICES, &budget,

@@ -128,7 +128,7 @@ class Coo:
 
 class Tensor:
     """One tensor with its tensio dtype: .name, .dtype_name, .shape, .layout
-    ("dense" / "coo"), .metadata, .array (the NumPy view, bfloat16 as uint16
+    ("dense" / "coo"), .alias_of (tied weights), .metadata, .array (the NumPy view, bfloat16 as uint16
     without ml_dtypes), .sha256(), and DLPack: __dlpack__ / __dlpack_device__
     export the data zero-copy with the real type (bfloat16 as kDLBfloat, bool
     as kDLBool), so torch.from_dlpack(t) works where NumPy refuses read-only
@@ -144,6 +144,9 @@ class Tensor:
         self.aligned = info[6]
         self.source_offset = None if info[7] < 0 else info[7]
         self.quant = info[8]  # the block type of a quantized tensor ("q4_K"), else None
+        # tied weights: the name of the earlier tensor this one is an alias of
+        # (the same view of one storage in a PyTorch checkpoint), else None
+        self.alias_of = info[9]
 
     @property
     def array(self):

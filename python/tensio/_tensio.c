@@ -647,7 +647,7 @@ static PyObject *shape_tuple(const tio_tensor *t)
 }
 
 /* info(i) -> (name, dtype_name, layout, shape, nnz, nbytes, aligned, source_offset,
- *            quant type name or None) */
+ *            quant type name or None, the name of the tensor it aliases or None) */
 static PyObject *owner_info(OwnerObject *self, PyObject *arg)
 {
     tio_tensor *t = arg_tensor(self, arg);
@@ -657,12 +657,13 @@ static PyObject *owner_info(OwnerObject *self, PyObject *arg)
     PyObject *shape = shape_tuple(t);
     PyObject *r = NULL;
     if (name && shape)
-        r = Py_BuildValue("(OsiOKnNLz)", name, tio_dtype_name(tio_tensor_dtype(t)),
+        r = Py_BuildValue("(OsiOKnNLzz)", name, tio_dtype_name(tio_tensor_dtype(t)),
                           (int)tio_tensor_layout(t), shape,
                           (unsigned long long)tio_tensor_nnz(t), (Py_ssize_t)tio_tensor_nbytes(t),
                           PyBool_FromLong(tio_tensor_is_aligned(t)),
                           (long long)tio_tensor_source_offset(t),
-                          tio_quant_name(tio_tensor_quant(t)));
+                          tio_quant_name(tio_tensor_quant(t)),
+                          tio_tensor_alias(t) ? tio_tensor_name(tio_tensor_alias(t)) : NULL);
     Py_XDECREF(name);
     Py_XDECREF(shape);
     return r;

@@ -394,6 +394,24 @@ def test_open_prefetch_same_arrays():
         assert len(c) > 0
 
 
+def test_tied_weights(tmp_path):
+    """A PyTorch checkpoint's tied weights (Debian's torch writes it): the
+    alias says which tensor it is; a .pt written by tensio keeps them tied."""
+    import collections
+    import torch
+    e = torch.arange(6.0).reshape(2, 3)
+    torch.save(collections.OrderedDict([("embed.weight", e), ("lm_head.weight", e.detach())]),
+               tmp_path / "t.pt")
+    with tensio.open(tmp_path / "t.pt") as c:
+        assert c.tensor("embed.weight").alias_of is None
+        assert c.tensor("lm_head.weight").alias_of == "embed.weight"
+    tensio.convert(tmp_path / "t.pt", tmp_path / "u.pt")
+    d = torch.load(tmp_path / "u.pt", weights_only=True)
+    assert list(d) == ["embed.weight", "lm_head.weight"]
+    assert d["lm_head.weight"].data_ptr() == d["embed.weight"].data_ptr()
+    assert torch.equal(d["embed.weight"], e)
+
+
 def test_complex(tmp_path):
     """complex64/complex128: NumPy views, .npz round trip, DLPack (kDLComplex)."""
     a = np.array([[1 + 2j, 3 - 4j]], np.complex64)

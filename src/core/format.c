@@ -23,7 +23,7 @@ const char *tio_format_extensions(const char *format) {
 
 unsigned tio_format_caps(const char *format) {
     const tio_format_desc *f = tio__format_find(format);
-    return f ? f->caps : 0;
+    return f ? f->caps & TIO__CAP_PUBLIC : 0;
 }
 
 int tio_format_can_write(const char *format) {

@@ -40,6 +40,12 @@ int tio__nomem(tio_error *err, const char *format);
 void tio__escape(const uint8_t *p, size_t n, char *out, size_t cap);
 /* "[2,3,4]" for a message (truncated with "..." for long shapes). */
 void tio__shape_str(const int64_t *dims, size_t rank, char *out, size_t cap);
+/* The offset of the first byte of p[0..n) that is not valid UTF-8 (an
+ * overlong form, a surrogate, past U+10FFFF, a sequence cut short), or n. */
+size_t tio__utf8_bad(const uint8_t *p, size_t n);
+/* Sorts v[0..n) (strcmp order) and returns a string that occurs twice, or
+ * NULL. */
+const char *tio__sorted_dup(const char **v, size_t n);
 /* v in decimal, NUL-terminated, without snprintf (for per-message paths):
  * written at the end of buf, returns its first digit. */
 #define TIO__DEC_CAP 21u /* 20 digits + NUL */
@@ -282,6 +288,9 @@ struct tio_tensor {
     _Atomic(uint8_t *) aligned_copy;
     const struct tio_container *owner; /* its limits bound work on the tensor */
     size_t index;                      /* its position in the owner */
+    /* tied weights: the earlier tensor of the owner whose view of one
+     * storage this one is (tio_tensor_alias), or NULL */
+    const struct tio_tensor *alias;
 };
 
 struct tio_slab;
@@ -504,6 +513,14 @@ void tio__message_unref(struct tio_message *m);
  * a graph from another format are passed to the writer in any dtype, since it
  * folds them into params (or refuses what it would have to store). */
 #define TIO__CAP_NARROW_SHAPES 0x100u
+/* The TIO_CAP_* bits tio_format_caps reports; the format-private ones
+ * (TIO__CAP_*) start above them. */
+#define TIO__CAP_PUBLIC 0xFFu
+/* Format-private capability: a tensor that is an alias of another
+ * (tio_tensor_alias) is not written, only the tensor it aliases (tied
+ * weights in safetensors: one copy, as transformers' save_pretrained keeps
+ * it). The plan leaves such tensors out. */
+#define TIO__CAP_ONE_COPY 0x200u
 
 typedef struct tio_format_desc {
     const char *name;        /* "btf" */

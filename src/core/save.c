@@ -475,6 +475,13 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
             return tio__err(err, TIO_E_OVERFLOW, fn, -1, "tensor %zu: size overflows", i);
         w->nbytes = w->layout == TIO_LAYOUT_QUANT ? s->nbytes : (size_t)nb;
     }
+    if (f->caps & TIO__CAP_ONE_COPY) {
+        /* tied weights: the tensor aliased is written, its aliases are not */
+        size_t k = 0;
+        for (size_t i = 0; i < p->n; i++)
+            if (!p->t[i].src->alias || p->t[i].src->alias->owner != c) p->t[k++] = p->t[i];
+        p->n = k;
+    }
     int rc = f->check ? f->check(p, err) : TIO_OK;
     if (rc == TIO_OK) rc = plan_dense(p, reserve, err);
     return rc;

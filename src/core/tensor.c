@@ -37,6 +37,7 @@ const void *tio_tensor_bytes(const tio_tensor *t) { return t ? t->data : NULL; }
 uint64_t tio_tensor_nnz(const tio_tensor *t) { return t ? t->nnz : 0; }
 const void *tio_tensor_indices(const tio_tensor *t) { return t ? t->indices : NULL; }
 int64_t tio_tensor_source_offset(const tio_tensor *t) { return t ? t->source_offset : -1; }
+const tio_tensor *tio_tensor_alias(const tio_tensor *t) { return t ? t->alias : NULL; }
 tio_quant tio_tensor_quant(const tio_tensor *t) { return t ? t->quant : TIO_QUANT_NONE; }
 
 int tio_tensor_is_aligned(const tio_tensor *t) {

@@ -27,16 +27,10 @@
 
 #define NPZ "npz"
 #define NPZ_LOCAL 0x04034b50u
-#define NPZ_CENTRAL 0x02014b50u
 #define NPZ_END 0x06054b50u
-#define NPZ_END64 0x06064b50u
-#define NPZ_LOC64 0x07064b50u
 #define NPZ_DESCRIPTOR 0x08074b50u
 #define NPZ_LOCAL_SIZE 30u
-#define NPZ_CENTRAL_SIZE 46u
 #define NPZ_END_SIZE 22u
-#define NPZ_END64_SIZE 56u
-#define NPZ_LOC64_SIZE 20u
 #define NPZ_STORED 0u
 #define NPZ_DEFLATED 8u
 #define NPZ_FLAG_ENCRYPTED 0x0001u
@@ -288,11 +282,7 @@ static int npz_check(const tio_write_plan *p, tio_error *err) {
 }
 
 /* What the central directory needs of a written member. */
-typedef struct npz_wmember {
-    uint64_t local, csize, usize;
-    uint32_t crc;
-    unsigned flags;
-} npz_wmember;
+typedef tio_zipw_member npz_wmember;
 
 /* zipfile.py's FileHeader(zip64=True): sizes in the 32-bit fields up to
  * ZIP64_LIMIT, and always a zip64 extra field with both; date 1980-01-01
@@ -385,6 +375,7 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
     m->crc = npz_crc(0, hdr, hlen);
     if (compress) m->crc = npz_crc(m->crc, data, w->nbytes);
     m->flags = 0;
+    m->method = compress ? NPZ_DEFLATED : NPZ_STORED;
     for (size_t k = 0; k < nlen; k++)
         if ((unsigned char)name[k] >= 0x80) m->flags = NPZ_FLAG_UTF8;
     uint8_t *lh = malloc(30 + nlen + 20);
@@ -427,97 +418,32 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
     return rc;
 }
 
+/* zipfile.py's style (src/zip/write.c writes the central directory and
+ * the end records): version 20 (45 with zip64 fields), made on Unix,
+ * 1980-01-01, ?rw-------, zip64 fields past ZIP64_LIMIT. */
+static const tio_zipw_style npz_style = {
+    .version = 20,
+    .version64 = 45,
+    .made_os = 3,
+    .date = 0x21,
+    .external = 0600u << 16,
+    .limit = NPZ_ZIP64_LIMIT,
+    .end64_always = 0,
+    .end64_made = 45,
+    .end64_need = 45,
+};
+
 /* The central directory and end records, as zipfile.py's _write_end_record
  * writes them. */
 static int npz_write_end(tio_write_plan *p, tio_sink *s, const npz_wmember *ms,
-                         char *const *names, int compress, tio_error *err) {
+                         char *const *names, tio_error *err) {
     size_t n = tio__plan_count(p);
     uint64_t cd_at = tio__sink_pos(s);
     int rc = TIO_OK;
     for (size_t i = 0; i < n && !rc; i++) {
-        const npz_wmember *m = &ms[i];
-        uint8_t h[46 + 28];
-        size_t nlen = strlen(names[i]);
-        int big = m->usize > NPZ_ZIP64_LIMIT || m->csize > NPZ_ZIP64_LIMIT;
-        int far = m->local > NPZ_ZIP64_LIMIT;
-        size_t xl = (big ? 16u : 0u) + (far ? 8u : 0u);
-        uint8_t ver = big || far ? 45 : 20;
-        tio__st32(h, NPZ_CENTRAL);
-        h[4] = ver;
-        h[5] = 3; /* made on Unix */
-        h[6] = ver;
-        h[7] = 0;
-        h[8] = (uint8_t)m->flags;
-        h[9] = (uint8_t)(m->flags >> 8);
-        h[10] = compress ? NPZ_DEFLATED : NPZ_STORED;
-        h[11] = 0;
-        h[12] = h[13] = 0;
-        h[14] = 0x21;
-        h[15] = 0;
-        tio__st32(h + 16, m->crc);
-        tio__st32(h + 20, big ? 0xFFFFFFFFu : (uint32_t)m->csize);
-        tio__st32(h + 24, big ? 0xFFFFFFFFu : (uint32_t)m->usize);
-        h[28] = (uint8_t)nlen;
-        h[29] = (uint8_t)(nlen >> 8);
-        h[30] = (uint8_t)(xl ? xl + 4 : 0);
-        h[31] = 0;
-        memset(h + 32, 0, 6);           /* comment length, disk, internal attributes */
-        tio__st32(h + 38, 0600u << 16); /* ?rw------- */
-        tio__st32(h + 42, far ? 0xFFFFFFFFu : (uint32_t)m->local);
-        rc = tio__sink_write(s, h, 46, err);
-        if (!rc) rc = tio__sink_write(s, names[i], nlen, err);
-        if (!rc && xl) {
-            uint8_t *x = h + 46;
-            size_t k = 4;
-            x[0] = 1;
-            x[1] = 0;
-            x[2] = (uint8_t)xl;
-            x[3] = 0;
-            if (big) {
-                tio__st64(x + k, m->usize);
-                tio__st64(x + k + 8, m->csize);
-                k += 16;
-            }
-            if (far) {
-                tio__st64(x + k, m->local);
-                k += 8;
-            }
-            rc = tio__sink_write(s, x, k, err);
-        }
+        rc = tio__zipw_central(s, &npz_style, &ms[i], names[i], strlen(names[i]), err);
     }
-    if (rc) return rc;
-    uint64_t cd_end = tio__sink_pos(s), cd_size = cd_end - cd_at;
-    uint8_t e[NPZ_END64_SIZE + NPZ_LOC64_SIZE + NPZ_END_SIZE];
-    size_t el = 0;
-    if (n > 0xFFFF || cd_at > NPZ_ZIP64_LIMIT || cd_size > NPZ_ZIP64_LIMIT) {
-        tio__st32(e, NPZ_END64);
-        tio__st64(e + 4, 44);
-        e[12] = 45;
-        e[13] = 0;
-        e[14] = 45;
-        e[15] = 0;
-        tio__st32(e + 16, 0);
-        tio__st32(e + 20, 0);
-        tio__st64(e + 24, n);
-        tio__st64(e + 32, n);
-        tio__st64(e + 40, cd_size);
-        tio__st64(e + 48, cd_at);
-        tio__st32(e + 56, NPZ_LOC64);
-        tio__st32(e + 60, 0);
-        tio__st64(e + 64, cd_end);
-        tio__st32(e + 72, 1);
-        el = NPZ_END64_SIZE + NPZ_LOC64_SIZE;
-    }
-    uint8_t *q = e + el;
-    uint64_t nn = n > 0xFFFF ? 0xFFFF : n;
-    tio__st32(q, NPZ_END);
-    tio__st32(q + 4, 0);
-    q[8] = q[10] = (uint8_t)nn;
-    q[9] = q[11] = (uint8_t)(nn >> 8);
-    tio__st32(q + 12, cd_size > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)cd_size);
-    tio__st32(q + 16, cd_at > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)cd_at);
-    q[20] = q[21] = 0;
-    return tio__sink_write(s, e, el + NPZ_END_SIZE, err);
+    return rc ? rc : tio__zipw_end(s, &npz_style, n, cd_at, err);
 }
 
 #define NPZ_CRC_JOB_MIN ((uint64_t)32 << 20)
@@ -571,7 +497,7 @@ static int npz_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     tio__crc32_join(job);
     free(views);
     free(sizes);
-    if (!rc) rc = npz_write_end(p, s, ms, names, compress, err);
+    if (!rc) rc = npz_write_end(p, s, ms, names, err);
     if (zinit) deflateEnd(&z);
     for (size_t i = 0; names && i < n; i++) free(names[i]);
     free(names);

@@ -400,26 +400,6 @@ static int st_skip(st_reader *r, uint32_t depth) {
 
 /* ------------------------------------------------------------------- read */
 
-/* The position of the first byte of p[0..n) that is not valid UTF-8 (as
- * Rust's from_utf8: no overlongs, surrogates or code points > U+10FFFF),
- * or n. */
-static size_t st_utf8_bad(const uint8_t *p, size_t n) {
-    for (size_t i = 0; i < n;) {
-        uint8_t b = p[i];
-        size_t k = b < 0x80 ? 1 : (b >= 0xC2 && b <= 0xDF) ? 2 : (b >= 0xE0 && b <= 0xEF) ? 3
-                                 : (b >= 0xF0 && b <= 0xF4) ? 4 : 0;
-        int ok = k != 0 && n - i >= k;
-        for (size_t j = 1; ok && j < k; j++) ok = (p[i + j] & 0xC0) == 0x80;
-        if (ok && k == 3)
-            ok = !(b == 0xE0 && p[i + 1] < 0xA0) && !(b == 0xED && p[i + 1] >= 0xA0);
-        if (ok && k == 4)
-            ok = !(b == 0xF0 && p[i + 1] < 0x90) && !(b == 0xF4 && p[i + 1] >= 0x90);
-        if (!ok) return i;
-        i += k;
-    }
-    return n;
-}
-
 typedef struct st_range {
     uint64_t begin, end;
     size_t index;      /* container tensor */
@@ -690,7 +670,7 @@ static int st_read_all(st_reader *r, st_range **ranges_out) {
     uint64_t bufsize = ctx->size - 8 - r->n;
 
     /* valid UTF-8, as from_utf8 (no overlongs, surrogates, > U+10FFFF) */
-    size_t bad = st_utf8_bad(r->h, r->n);
+    size_t bad = tio__utf8_bad(r->h, r->n);
     if (bad < r->n)
         return tio__err(r->err, TIO_E_CORRUPT, ST, st_at(r, bad),
                         "the header is not valid UTF-8 (byte 0x%02x)", r->h[bad]);
@@ -938,7 +918,7 @@ static void sb_json(st_buf *b, const char *s) {
     sb_put(b, "\"", 1);
 }
 
-static int st_utf8_ok(const char *s) { return st_utf8_bad((const uint8_t *)s, strlen(s)) == strlen(s); }
+static int st_utf8_ok(const char *s) { return tio__utf8_bad((const uint8_t *)s, strlen(s)) == strlen(s); }
 
 /* The name tensor i is written under: its own, or its index in decimal
  * when it has none. */
@@ -1126,7 +1106,7 @@ const tio_format_desc tio__format_safetensors = {
     .name = "safetensors",
     .description = "Hugging Face safetensors (JSON header + byte buffer)",
     .extensions = ".safetensors",
-    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA,
+    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA | TIO__CAP_ONE_COPY,
     .dtypes = TIO_DTYPE_BIT(TIO_BOOL) | TIO_DTYPE_BIT(TIO_INT8) | TIO_DTYPE_BIT(TIO_INT16) |
               TIO_DTYPE_BIT(TIO_INT32) | TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_UINT8) |
               TIO_DTYPE_BIT(TIO_UINT16) | TIO_DTYPE_BIT(TIO_UINT32) |

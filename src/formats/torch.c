@@ -17,6 +17,7 @@
  */
 #include "core/object.h"
 #include "formats/torch_objects.h"
+#include "formats/torch_write.h"
 #include "pickle/pickle.h"
 #include "zip/zip.h"
 
@@ -752,8 +753,13 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
     }
     if (st->tensors++ == 0) {
         st->first = c->count - 1;
-    } else { /* tied weights: the tensors share a storage (props "shares_storage.NAME") */
-        const char *first = c->tensors[st->first]->name;
+    } else { /* tied weights: the tensors share a storage (props "shares_storage.NAME");
+              * the same view of it is an alias (tio_tensor_alias) */
+        const tio_tensor *f = c->tensors[st->first];
+        if (!quant && !copy && f->data == t->data && f->nbytes == t->nbytes &&
+            f->rank == t->rank && (!rank || memcmp(f->shape, t->shape, rank * sizeof *size) == 0))
+            t->alias = f;
+        const char *first = f->name;
         char *key = malloc(r->name_len + 16);
         if (!key) return tio__nomem(r->err, TH);
         memcpy(key, "shares_storage.", 15);
@@ -1309,10 +1315,13 @@ static int th_read(tio_read_ctx *ctx, tio_error *err) {
 const tio_format_desc tio__format_torch = {
     .name = "torch",
     .description = "PyTorch checkpoint (torch.save zip and legacy layouts, TorchScript "
-                   "archives): read without running the pickle",
+                   "archives): read without running the pickle; written as torch.save's zip",
     .extensions = ".pt .pth .bin .ckpt",
     .caps = TIO_CAP_NAMES | TIO_CAP_METADATA,
-    .dtypes = 0,
+    .dtypes = TIO__TORCH_DTYPES,
     .probe = th_probe,
     .read = th_read,
+    .check = tio__torch_check,
+    .write = tio__torch_write, /* torch_write.c */
+    .options = TIO__TORCH_OPTIONS,
 };

@@ -154,4 +154,44 @@ int tio__pickle_tree(const tio_pickle *p, uint32_t root, const int64_t *tensor_o
                      int source_offsets, const tio_limits *lim, struct tio_objtree *t,
                      const char *format, tio_error *err, const tio_object **out);
 
+/* ------------------------------------------------------------ writing */
+
+/* A pickle being written (write.c): opcodes of protocol 2 as CPython's
+ * pickler writes them, into a growable buffer. The caller decides what to
+ * memoize, as the pickler would (tio__pkw_put after an object, then
+ * tio__pkw_get to refer to it again); keys count up from 0. Out of memory
+ * is sticky: w->b.oom. */
+typedef struct tio_pkw {
+    tio_buf b;
+    uint32_t memo; /* the next memo key */
+} tio_pkw;
+
+void tio__pkw_op(tio_pkw *w, uint8_t op); /* one opcode without operands */
+void tio__pkw_proto(tio_pkw *w, uint8_t proto);
+/* BININT1, BININT2 or BININT where v fits in int32, else LONG1 (protocol 2). */
+void tio__pkw_int(tio_pkw *w, int64_t v);
+/* BINUNICODE of s[0..n) (UTF-8, the caller's to check). */
+void tio__pkw_str(tio_pkw *w, const char *s, size_t n);
+/* GLOBAL "module\nname\n". */
+void tio__pkw_global(tio_pkw *w, const char *module, const char *name);
+/* Memoizes the object on top of the stack (BINPUT, LONG_BINPUT from key
+ * 256 on): returns its key. */
+uint32_t tio__pkw_put(tio_pkw *w);
+void tio__pkw_get(tio_pkw *w, uint32_t key); /* BINGET / LONG_BINGET */
+/* A tuple of n items, as save_tuple writes it: tuple_begin before its
+ * items (MARK when n > 3), tuple_end after them (EMPTY_TUPLE, TUPLE1..3 or
+ * TUPLE). */
+void tio__pkw_tuple_begin(tio_pkw *w, size_t n);
+void tio__pkw_tuple_end(tio_pkw *w, size_t n);
+
+/* Opcodes the writers use. */
+#define TIO_PKO_MARK 0x28u      /* '(' */
+#define TIO_PKO_STOP 0x2Eu      /* '.' */
+#define TIO_PKO_REDUCE 0x52u    /* 'R' */
+#define TIO_PKO_BINPERSID 0x51u /* 'Q' */
+#define TIO_PKO_SETITEM 0x73u   /* 's' */
+#define TIO_PKO_SETITEMS 0x75u  /* 'u' */
+#define TIO_PKO_NEWTRUE 0x88u
+#define TIO_PKO_NEWFALSE 0x89u
+
 #endif

@@ -69,6 +69,38 @@ int tio__zip_inflate(tio_zip *z, const tio_zip_member *m, const char *nm, uint8_
 void tio__zip_name(const tio_zip_member *m, char *out, size_t cap);
 void tio__zip_free(tio_zip *z);
 
+/* ------------------------------------------------------------ writing */
+
+/* What differs between the zip writers tensio follows: Python's zipfile.py
+ * (np.savez: versions 20/45, made on Unix, 1980-01-01, mode 0600, zip64
+ * fields past ZIP64_LIMIT) and miniz as PyTorch's writer drives it (version
+ * 0 for stored records, no date, no attributes, zip64 fields from
+ * 0xFFFFFFFF on, the zip64 end records always). */
+typedef struct tio_zipw_style {
+    uint8_t version, version64; /* "version needed" (and made by) without / with zip64 fields */
+    uint8_t made_os;            /* "version made by" high byte: 3 Unix, 0 */
+    uint16_t date;              /* DOS date (0x21: 1980-01-01); the time is 0 */
+    uint32_t external;          /* external attributes */
+    uint64_t limit;             /* a size or offset above this gets zip64 fields */
+    int end64_always;           /* the zip64 end record and locator even when not needed */
+    uint16_t end64_made, end64_need; /* their "version made by" and "needed" */
+} tio_zipw_style;
+
+/* What the central directory needs of a written member. */
+typedef struct tio_zipw_member {
+    uint64_t local, csize, usize;
+    uint32_t crc;
+    unsigned method, flags;
+} tio_zipw_member;
+
+/* Writes member m's central directory entry named name[0..nlen). */
+int tio__zipw_central(tio_sink *s, const tio_zipw_style *st, const tio_zipw_member *m,
+                      const char *name, size_t nlen, tio_error *err);
+/* Writes the end records of n members whose central directory starts at
+ * cd_at and ends at the sink's position. */
+int tio__zipw_end(tio_sink *s, const tio_zipw_style *st, uint64_t n, uint64_t cd_at,
+                  tio_error *err);
+
 /* An offset for a message (saturated to INT64_MAX). */
 static inline int64_t tio__zip_off(uint64_t v) {
     return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;

@@ -33,7 +33,7 @@ import zipfile
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from clitest import TENSIO, failures, run, check  # noqa: E402
+from clitest import TENSIO, failures, run, check, report  # noqa: E402
 
 DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
           torch.bfloat16: "bfloat16", torch.int8: "int8", torch.uint8: "uint8",
@@ -472,10 +472,7 @@ def main():
         real_files(tmp)
         hostile()
         truncations(tmp)
-    for f in failures:
-        print("FAIL:", f)
-    print("%d failures" % len(failures))
-    return 1 if failures else 0
+    return report()
 
 
 if __name__ == "__main__":

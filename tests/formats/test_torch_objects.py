@@ -22,7 +22,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from clitest import TENSIO, failures, run, check  # noqa: E402
+from clitest import TENSIO, run, check, report  # noqa: E402
 from test_torch import Pickler, Storage, archive  # noqa: E402  (torch.save-like zips)
 
 
@@ -377,10 +377,7 @@ def main():
         quantized(tmp)
         numpy_inside(tmp)
         hostile()
-    for f in failures:
-        print("FAIL:", f)
-    print("%d failures" % len(failures))
-    return 1 if failures else 0
+    return report()
 
 
 if __name__ == "__main__":

@@ -21,6 +21,14 @@ def check(name, cond, detail=""):
         failures.append(name + (": " + detail if detail else ""))
 
 
+def report():
+    """Prints the failures; the exit status: 1 when there were any."""
+    for f in failures:
+        print("FAIL:", f)
+    print("%d failures" % len(failures))
+    return 1 if failures else 0
+
+
 def le_c(a):
     """The array as tensio holds it: C order, little-endian."""
     import numpy as np
