@@ -174,7 +174,6 @@ void cli_progress_pause(cli_progress *p);
 typedef struct cli_filter {
     const char *only[CLI_FILTER_MAX], *exclude[CLI_FILTER_MAX], *rename[CLI_FILTER_MAX];
     size_t nonly, nexclude, nrename;
-    const unsigned char *drop; /* NULL, or per tensor of the first source: leave it out */
 } cli_filter;
 /* Records an --only/--exclude/--rename value (other ids: nothing). */
 int cli_filter_option(cli_filter *f, int id, const char *value, const char *cmd);
@@ -182,13 +181,6 @@ int cli_filter_active(const cli_filter *f);
 /* Replaces *c by the selected tensors (views; it holds the original). A
  * model with a graph is refused. No filter: *c unchanged. */
 int cli_filter_apply(const cli_filter *f, const char *path, tio_container **c);
-/* Tied weights for a safetensors OUT (docs/formats/hf.md): a tensor that the
- * reader says shares its storage with an earlier one (prop
- * "shares_storage.NAME") and views the very same bytes with the same dtype
- * and shape is left out, as transformers' save_pretrained leaves tied
- * weights out, each named on stderr. *c replaced as by cli_filter_apply;
- * unchanged when there is none. */
-int cli_untie(const char *path, tio_container **c);
 /* Joins the selected tensors of n containers (taken: released with *out, or
  * on failure) into *out; names must not clash unless prefix_with_file
  * ("STEM/NAME", "STEM/INDEX"); container metadata merged (a key with two

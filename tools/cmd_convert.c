@@ -652,7 +652,6 @@ int cli_cmd_convert(int argc, char **argv) {
     rc = cli_open(in, from, &lim, &c);
     const char *src = c ? tio_container_format(c) : NULL; /* a static name */
     if (rc == CLI_EXIT_OK) rc = cli_filter_apply(&filt, in, &c);
-    if (rc == CLI_EXIT_OK && strcmp(format, "safetensors") == 0) rc = cli_untie(in, &c);
     if (rc != CLI_EXIT_OK) {
         tio_container_free(c);
         return rc;

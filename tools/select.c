@@ -168,7 +168,6 @@ int cli_join(tio_container **srcs, const char *const *paths, size_t n, const cli
                     }
             }
             if (keep && any_match(f->exclude, f->nexclude, m)) keep = 0;
-            if (keep && f->drop && s == 0 && f->drop[i]) keep = 0;
             if (!keep) continue;
             const char *name = tio_tensor_name(t);
             for (size_t k = 0; name && k < f->nrename; k++) {
@@ -223,49 +222,5 @@ int cli_filter_apply(const cli_filter *f, const char *path, tio_container **c) {
     *c = NULL;
     int rc = cli_join(&src, &path, 1, f, 0, &out);
     *c = out;
-    return rc;
-}
-
-int cli_untie(const char *path, tio_container **c) {
-    const tio_container *src = *c;
-    size_t n = tio_container_count(src), aliases = 0;
-    unsigned char *drop = NULL;
-    for (size_t k = 0; k < tio_container_prop_count(src); k++) {
-        const char *key, *first;
-        if (tio_container_prop_at(src, k, &key, &first) != TIO_OK ||
-            strncmp(key, "shares_storage.", 15) != 0)
-            continue;
-        const tio_tensor *a = tio_container_find(src, key + 15);
-        const tio_tensor *b = tio_container_find(src, first);
-        if (!a || !b || a == b || tio_tensor_dtype(a) != tio_tensor_dtype(b) ||
-            tio_tensor_layout(a) != TIO_LAYOUT_DENSE || tio_tensor_bytes(a) != tio_tensor_bytes(b) ||
-            tio_tensor_nbytes(a) != tio_tensor_nbytes(b) || tio_tensor_rank(a) != tio_tensor_rank(b) ||
-            memcmp(tio_tensor_shape(a), tio_tensor_shape(b),
-                   tio_tensor_rank(a) * sizeof(int64_t)) != 0)
-            continue; /* another view of the storage: its own bytes, written */
-        if (!drop && !(drop = calloc(n ? n : 1, 1))) return cli_error("out of memory");
-        for (size_t i = 0; i < n; i++)
-            if (tio_container_tensor(src, i) == a && !drop[i]) {
-                drop[i] = 1;
-                aliases++;
-                fprintf(stderr,
-                        "tensio: warning: '%s' is '%s' (tied weights: one storage, the same "
-                        "view): written once, as '%s' (safetensors holds no aliases; "
-                        "transformers ties them again when it loads)\n",
-                        key + 15, first, first);
-            }
-    }
-    if (!aliases) {
-        free(drop);
-        return CLI_EXIT_OK;
-    }
-    cli_filter f;
-    memset(&f, 0, sizeof f);
-    f.drop = drop;
-    tio_container *in = *c, *out = NULL;
-    *c = NULL;
-    int rc = cli_join(&in, &path, 1, &f, 0, &out);
-    *c = out;
-    free(drop);
     return rc;
 }

@@ -193,7 +193,15 @@ typedef struct hf_plan {
     /* progress over all the files */
     uint64_t done_before, grand_total;
     bool make_dir; /* "DIR/": created when missing, once the checks passed */
+    bool one_copy; /* the format keeps one copy of tied weights (safetensors) */
 } hf_plan;
+
+/* A tied weight the format keeps one copy of (TIO__CAP_ONE_COPY): an alias
+ * of another tensor of the container, in no shard and not in the index, as
+ * tio_save leaves it out of a single file. */
+static bool hf_dropped(const hf_plan *p, const tio_tensor *t) {
+    return p->one_copy && t->alias && t->alias->owner == p->c;
+}
 
 static void hf_plan_free(hf_plan *p) {
     free(p->dir);
@@ -266,6 +274,10 @@ static int hf_pack(hf_plan *p, tio_error *err) {
     uint64_t cur = 0;
     for (size_t i = 0; i < n; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
+        if (hf_dropped(p, t)) {
+            p->shard_of[i] = SIZE_MAX;
+            continue;
+        }
         uint64_t s = tio_tensor_numel(t) * tio_dtype_size(tio_tensor_dtype(t)); /* fits */
         p->total_size += s;
         p->total_params += tio_tensor_numel(t);
@@ -320,7 +332,7 @@ static int hf_write_file(hf_plan *p, size_t k, const char *name, tio_error *err)
         !tio_container_meta_get(sub, "format"))
         rc = tio_container_meta_set(sub, "format", "pt", err);
     for (size_t i = 0; rc == TIO_OK && i < tio_container_count(c); i++) {
-        if (k != SIZE_MAX && p->shard_of[i] != k) continue;
+        if (p->shard_of[i] == SIZE_MAX || (k != SIZE_MAX && p->shard_of[i] != k)) continue;
         const tio_tensor *t = tio_container_tensor(c, i);
         tio_tensor_desc d;
         memset(&d, 0, sizeof d);
@@ -376,10 +388,13 @@ static int hf_build_index(hf_plan *p, tio_buf *b, tio_error *err) {
     if (!e || !names) rc = tio__nomem(err, HF);
     for (size_t k = 0; rc == TIO_OK && k < p->nshards; k++)
         if (!(names[k] = hf_shard_name(p, k, p->nshards))) rc = tio__nomem(err, HF);
+    size_t m = 0; /* the tensors written (tied weights' aliases are not) */
     for (size_t i = 0; rc == TIO_OK && i < n; i++) {
-        e[i].name = tio_tensor_name(tio_container_tensor(c, i));
-        e[i].shard = p->shard_of[i];
+        if (p->shard_of[i] == SIZE_MAX) continue;
+        e[m].name = tio_tensor_name(tio_container_tensor(c, i));
+        e[m++].shard = p->shard_of[i];
     }
+    n = m;
     if (rc == TIO_OK) qsort(e, n, sizeof *e, hf_entry_cmp);
     for (size_t i = 1; rc == TIO_OK && i < n; i++)
         if (strcmp(e[i - 1].name, e[i].name) == 0)
@@ -539,7 +554,11 @@ int tio__save_sharded(const tio_container *c, const char *path, const tio_save_o
                           "tensor %zu has no name: a sharded checkpoint's index maps names "
                           "to shards",
                           i);
-    if (rc == TIO_OK) rc = hf_pack(&p, err);
+    if (rc == TIO_OK) {
+        const tio_format_desc *f = tio__format_find(p.format);
+        p.one_copy = f && (f->caps & TIO__CAP_ONE_COPY);
+        rc = hf_pack(&p, err);
+    }
     p.grand_total = p.total_size;
     tio_buf index = {0};
     if (rc == TIO_OK && p.nshards > 1) rc = hf_build_index(&p, &index, err);
