@@ -90,24 +90,7 @@ static void test_limits(void **state) {
 static void test_memo_bomb(void **state) {
     (void)state;
     char p[40000];
-    size_t n = 0;
-    memcpy(p, "\x80\x02]q\x00" "0", 6);
-    n = 6;
-    for (int lvl = 1; lvl <= 12; lvl++) {
-        p[n++] = ']';
-        p[n++] = '(';
-        for (int k = 0; k < 1000; k++) {
-            p[n++] = 'h';
-            p[n++] = (char)(lvl - 1);
-        }
-        p[n++] = 'e';
-        p[n++] = 'q';
-        p[n++] = (char)lvl;
-        p[n++] = '0';
-    }
-    p[n++] = 'h';
-    p[n++] = 12;
-    p[n++] = '.';
+    size_t n = tvec_memo_bomb(p);
     tio_pickle pk;
     tio_error e;
     assert_int_equal(run(p, n, &pk, &e, NULL), TIO_OK);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tensio.h"
+#include "tvec.h"
 
 static const char head[] = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19."
                            "\x80\x02M\xe9\x03."
@@ -171,24 +172,7 @@ static void test_memo_bomb(void **state) {
     (void)state;
     char *p = malloc(40000);
     assert_non_null(p);
-    size_t n = 0;
-    memcpy(p, "\x80\x02]q\x00" "0", 6);
-    n = 6;
-    for (int lvl = 1; lvl <= 12; lvl++) {
-        p[n++] = ']';
-        p[n++] = '(';
-        for (int k = 0; k < 1000; k++) {
-            p[n++] = 'h';
-            p[n++] = (char)(lvl - 1);
-        }
-        p[n++] = 'e';
-        p[n++] = 'q';
-        p[n++] = (char)lvl;
-        p[n++] = '0';
-    }
-    p[n++] = 'h';
-    p[n++] = 12;
-    p[n++] = '.';
+    size_t n = tvec_memo_bomb(p);
     tio_container *c = NULL;
     const tio_object *o = opened(&c, p, n);
     assert_int_equal(tio_container_object_count(c), 13);

@@ -231,3 +231,25 @@ uint64_t tvec_rand(uint64_t *s) {
     *s ^= *s << 17;
     return *s;
 }
+
+size_t tvec_memo_bomb(char *p) {
+    size_t n = 0;
+    memcpy(p, "\x80\x02]q\x00" "0", 6);
+    n = 6;
+    for (int lvl = 1; lvl <= 12; lvl++) {
+        p[n++] = ']';
+        p[n++] = '(';
+        for (int k = 0; k < 1000; k++) {
+            p[n++] = 'h';
+            p[n++] = (char)(lvl - 1);
+        }
+        p[n++] = 'e';
+        p[n++] = 'q';
+        p[n++] = (char)lvl;
+        p[n++] = '0';
+    }
+    p[n++] = 'h';
+    p[n++] = 12;
+    p[n++] = '.';
+    return n;
+}

@@ -63,6 +63,10 @@ void tvec_sha256_hex(const void *p, size_t n, char out[65]);
  * shared directory together. Free with tvec_list_free. */
 char **tvec_list(const char *reldir, const char *suffix, size_t *count);
 void tvec_list_free(char **names, size_t count);
+/* A protocol-2 pickle memo bomb into p (at least 24,100 bytes): 12 levels of
+ * lists, each holding the list below 1,000 times through the memo; 13 lists,
+ * 12,000 references. Returns its length. */
+size_t tvec_memo_bomb(char *p);
 
 /* Every directory of vectors in a format tensio reads, with the files'
  * extension and the format that reads them ("zio/tensorcom" holds tenbin
