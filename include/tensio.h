@@ -154,7 +154,9 @@ typedef struct tio_limits {
     uint64_t max_dense_bytes;  /* bytes one operation may produce by expanding
                                   sparse (COO) tensors: the dense hash of one
                                   tensor, or all the tensors one save or encode
-                                  densifies (TIO_SAVE_DENSIFY) */
+                                  densifies (TIO_SAVE_DENSIFY); one strided view
+                                  of a PyTorch checkpoint made C-contiguous;
+                                  all a checkpoint's records inflated */
     uint64_t max_pickle_bytes;   /* one pickle (a PyTorch checkpoint's data.pkl) */
     uint64_t max_pickle_objects; /* objects one pickle makes, and its memo keys */
     uint32_t max_pickle_depth;   /* marks open at once in a pickle, and the nesting

@@ -86,6 +86,8 @@ static void *chunk_alloc(tio_container *c, size_t n) {
     return p;
 }
 
+void *tio__container_chunk(tio_container *c, size_t n) { return chunk_alloc(c, n); }
+
 static void slabs_free(struct tio_slab *s) {
     while (s) {
         struct tio_slab *next = s->next;

@@ -291,7 +291,32 @@ struct tio_tensor {
     /* tied weights: the earlier tensor of the owner whose view of one
      * storage this one is (tio_tensor_alias), or NULL */
     const struct tio_tensor *alias;
+    /* A strided view (a PyTorch tensor transposed, sliced or expanded over
+     * a mapped storage): data is NULL and nbytes the C-contiguous size;
+     * the elements are at strided->base + sum(i_k * stride_k) * element
+     * size. tio_tensor_data makes the C-contiguous copy on first use
+     * (aligned_copy, as for unaligned views); hashing, densify and writers
+     * walk the runs (tio__strided_runs) without one. */
+    const struct tio_strided *strided;
 };
+
+typedef struct tio_strided {
+    const uint8_t *base; /* element (0, …, 0) */
+    int64_t stride[];    /* rank strides, in elements, each >= 0 */
+} tio_strided;
+
+/* Calls fn(ctx, bytes, n) for the tensor's dense bytes in C order, stopping
+ * at the first non-zero return: runs as long as the view's innermost
+ * contiguous dims allow (a row, a block of rows) straight from the storage
+ * when they are at least cap / 4 bytes, shorter ones (a transpose's single
+ * elements) gathered into buf (cap bytes) first. p lies in buf or in the
+ * storage; buf is reused once fn returns. */
+int tio__strided_runs(const tio_tensor *t, uint8_t *buf, size_t cap,
+                      int (*fn)(void *ctx, const uint8_t *p, size_t n), void *ctx);
+/* The dense bytes of t into dst (t->nbytes). */
+void tio__strided_gather(const tio_tensor *t, uint8_t *dst);
+/* n bytes aligned to 8 that live as long as the container (chunk memory). */
+void *tio__container_chunk(tio_container *c, size_t n);
 
 struct tio_slab;
 struct tio_container {

@@ -526,7 +526,8 @@ const uint8_t *tio__plan_view(const tio_write_plan *p, size_t i) {
     const tio_tensor *s = w->src;
     /* the cases in which tio__plan_data converts */
     if (s->layout == TIO_LAYOUT_QUANT && w->layout == TIO_LAYOUT_DENSE) return NULL;
-    if ((s->layout == TIO_LAYOUT_COO && w->layout == TIO_LAYOUT_DENSE) || s->dtype != w->dtype)
+    if ((s->layout == TIO_LAYOUT_COO && w->layout == TIO_LAYOUT_DENSE) || s->dtype != w->dtype ||
+        s->strided)
         return NULL;
     return s->data;
 }
@@ -547,11 +548,17 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
         if (rc == TIO_OK) *data = p->scratch;
         return rc;
     }
+    const uint8_t *src = s->data;
+    if (s->strided) { /* made C-contiguous, into scratch memory the plan keeps */
+        if (scratch_reserve(&p->scratch2, &p->scratch2_cap, s->nbytes) != TIO_OK)
+            return tio__nomem(err, p->fmt->name);
+        tio__strided_gather(s, p->scratch2);
+        src = p->scratch2;
+    }
     if (!densify && !widen) {
-        *data = s->data;
+        *data = src;
         return TIO_OK;
     }
-    const uint8_t *src = s->data;
     uint64_t count = s->layout == TIO_LAYOUT_COO && !densify ? s->nnz : s->numel;
     if (densify) {
         /* plan_dense reserved room for the largest densified tensor */
@@ -594,6 +601,22 @@ static int sink_walk_value(void *ctx, const uint8_t *elem) {
     return tio__sink_write(w->s, buf, w->out_es, w->err);
 }
 
+typedef struct {
+    tio_write_plan *p;
+    tio_sink *s;
+    tio_error *err;
+    uint8_t buf[16384];
+} plan_sink_run;
+
+/* A strided view's run: the walk's buffer is copied (it is reused), a long
+ * run of the storage is written as a view's bytes are. */
+static int plan_sink_runfn(void *ctx, const uint8_t *data, size_t n) {
+    plan_sink_run *r = ctx;
+    uintptr_t d = (uintptr_t)data, b = (uintptr_t)r->buf;
+    if (d >= b && d - b < sizeof r->buf) return tio__sink_write(r->s, data, n, r->err);
+    return tio__plan_sink_data(r->p, r->s, data, n, r->err);
+}
+
 int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *err) {
     if (i >= p->n) return tio__err(err, TIO_E_ARGUMENT, p->fmt->name, -1, "no tensor %zu", i);
     const tio_wtensor *w = &p->t[i];
@@ -614,6 +637,14 @@ int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *e
             rc = tio__sink_write(s, buf, k * qi->elems * sizeof(float), err);
         }
         return rc;
+    }
+    if (src->strided && src->dtype == w->dtype) { /* streamed run by run, no copy of it */
+        plan_sink_run r;
+        r.p = p;
+        r.s = s;
+        r.err = err;
+        int rc = tio__strided_runs(src, r.buf, sizeof r.buf, plan_sink_runfn, &r);
+        return rc == TIO_E_NOMEM ? tio__nomem(err, p->fmt->name) : rc;
     }
     const uint8_t *data = NULL;
     int rc = tio__plan_data(p, i, &data, NULL, err);

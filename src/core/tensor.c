@@ -15,15 +15,108 @@ size_t tio_tensor_rank(const tio_tensor *t) { return t ? t->rank : 0; }
 const int64_t *tio_tensor_shape(const tio_tensor *t) { return t ? t->shape : NULL; }
 uint64_t tio_tensor_numel(const tio_tensor *t) { return t ? t->numel : 0; }
 size_t tio_tensor_nbytes(const tio_tensor *t) { return t ? t->nbytes : 0; }
+/* ------------------------------------------------------------ strided views */
+
+/* Where a strided walk puts its runs: into buf (flushed to fn when full, or
+ * buf is the whole destination and fn NULL); runs of at least `big` bytes
+ * go to fn directly. */
+typedef struct {
+    uint8_t *buf;
+    size_t cap, used, big;
+    int (*fn)(void *ctx, const uint8_t *p, size_t n);
+    void *ctx;
+} sr_out;
+
+static int sr_flush(sr_out *o) {
+    int rc = o->used && o->fn ? o->fn(o->ctx, o->buf, o->used) : 0;
+    if (o->fn) o->used = 0;
+    return rc;
+}
+
+static int sr_put(sr_out *o, const uint8_t *p, size_t n) {
+    if (o->fn && n >= o->big) {
+        int rc = sr_flush(o);
+        return rc ? rc : o->fn(o->ctx, p, n);
+    }
+    if (o->cap - o->used < n) {
+        int rc = sr_flush(o);
+        if (rc) return rc;
+    }
+    memcpy(o->buf + o->used, p, n);
+    o->used += n;
+    return 0;
+}
+
+#define SR_STACK_RANK 16u
+
+/* The runs of t in C order into o. The innermost dims the view keeps
+ * contiguous (stride = the product of the sizes inside them) are one run;
+ * the outer ones are counted with an odometer. The reader checked that
+ * every element lies inside the storage. */
+static int sr_walk(const tio_tensor *t, sr_out *o) {
+    const tio_strided *v = t->strided;
+    size_t es = tio_dtype_size(t->dtype), rank = t->rank, inner = rank;
+    if (!t->numel) return 0;
+    uint64_t run = 1;
+    while (inner > 0 && (t->shape[inner - 1] == 1 || (uint64_t)v->stride[inner - 1] == run)) {
+        run *= (uint64_t)t->shape[inner - 1];
+        inner--;
+    }
+    size_t rb = (size_t)run * es;
+    int64_t small[SR_STACK_RANK];
+    int64_t *idx = inner <= SR_STACK_RANK ? small : calloc(inner, sizeof *idx);
+    if (!idx) return TIO_E_NOMEM;
+    if (inner) memset(idx, 0, inner * sizeof *idx);
+    uint64_t off = 0;
+    int rc = 0;
+    for (;;) {
+        if ((rc = sr_put(o, v->base + off * es, rb))) break;
+        size_t k = inner;
+        while (k > 0) {
+            k--;
+            if (++idx[k] < t->shape[k]) {
+                off += (uint64_t)v->stride[k];
+                break;
+            }
+            off -= (uint64_t)v->stride[k] * (uint64_t)(t->shape[k] - 1);
+            idx[k] = 0;
+            if (k == 0) {
+                inner = 0; /* wrapped: done */
+                break;
+            }
+        }
+        if (inner == 0) break;
+    }
+    if (idx != small) free(idx);
+    return rc ? rc : sr_flush(o);
+}
+
+void tio__strided_gather(const tio_tensor *t, uint8_t *dst) {
+    sr_out o = {dst, t->nbytes, 0, 0, NULL, NULL};
+    (void)sr_walk(t, &o); /* into dst: nothing fails */
+}
+
+int tio__strided_runs(const tio_tensor *t, uint8_t *buf, size_t cap,
+                      int (*fn)(void *ctx, const uint8_t *p, size_t n), void *ctx) {
+    sr_out o = {buf, cap, 0, cap / 4, fn, ctx};
+    return sr_walk(t, &o);
+}
+
+/* ------------------------------------------------------------------ access */
+
 const void *tio_tensor_data(const tio_tensor *t) {
     if (!t) return NULL;
-    if (!t->unaligned) return t->data;
+    if (!t->unaligned && !t->strided) return t->data;
     tio_tensor *mt = (tio_tensor *)(uintptr_t)t; /* the copy is not observable state */
     uint8_t *p = atomic_load_explicit(&mt->aligned_copy, memory_order_acquire);
     if (p) return p;
-    p = malloc(t->nbytes);
-    if (!p) return t->data; /* out of memory: the view (tio_tensor_is_aligned says so) */
-    memcpy(p, t->data, t->nbytes);
+    p = malloc(t->nbytes ? t->nbytes : 1);
+    if (!p) return t->data; /* out of memory: the view (tio_tensor_is_aligned says so);
+                             * NULL for a strided view */
+    if (t->strided)
+        tio__strided_gather(t, p);
+    else
+        memcpy(p, t->data, t->nbytes);
     uint8_t *none = NULL;
     if (!atomic_compare_exchange_strong_explicit(&mt->aligned_copy, &none, p,
                                                  memory_order_acq_rel, memory_order_acquire)) {
@@ -33,7 +126,9 @@ const void *tio_tensor_data(const tio_tensor *t) {
     return p;
 }
 
-const void *tio_tensor_bytes(const tio_tensor *t) { return t ? t->data : NULL; }
+const void *tio_tensor_bytes(const tio_tensor *t) {
+    return t && t->strided ? tio_tensor_data(t) : t ? t->data : NULL;
+}
 uint64_t tio_tensor_nnz(const tio_tensor *t) { return t ? t->nnz : 0; }
 const void *tio_tensor_indices(const tio_tensor *t) { return t ? t->indices : NULL; }
 int64_t tio_tensor_source_offset(const tio_tensor *t) { return t ? t->source_offset : -1; }
@@ -45,7 +140,7 @@ int tio_tensor_is_aligned(const tio_tensor *t) {
     /* blocks are read bytewise: any address will do */
     size_t a = t->layout == TIO_LAYOUT_QUANT ? 1 : tio_dtype_size(t->dtype);
     const uint8_t *d = t->data;
-    if (t->unaligned) { /* what tio_tensor_data gives: its copy, once made */
+    if (t->unaligned || t->strided) { /* what tio_tensor_data gives: its copy, once made */
         d = atomic_load_explicit(&((tio_tensor *)(uintptr_t)t)->aligned_copy,
                                  memory_order_acquire);
         if (!d) return 1; /* it will be aligned (malloc) unless memory runs out */
@@ -57,6 +152,18 @@ int tio_tensor_is_aligned(const tio_tensor *t) {
 
 int tio_tensor_materialize(tio_tensor *t, tio_error *err) {
     if (!t) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "tensor is NULL");
+    if (t->strided) { /* the C-contiguous copy, owned; the view is gone */
+        uint8_t *p = atomic_exchange(&t->aligned_copy, NULL);
+        if (!p) {
+            p = malloc(t->nbytes ? t->nbytes : 1);
+            if (!p) return tio__nomem(err, NULL);
+            tio__strided_gather(t, p);
+        }
+        free(t->owned_data); /* a strided view owns no storage (the reader's rule) */
+        t->owned_data = p;
+        t->data = p;
+        t->strided = NULL;
+    }
     if (t->data && !t->owned_data && t->nbytes) {
         uint8_t *p = atomic_exchange(&t->aligned_copy, NULL); /* a copy made already */
         if (!p) {
@@ -98,7 +205,10 @@ int tio_tensor_densify(const tio_tensor *t, void *dst, size_t dst_size, tio_erro
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
                         "destination has %zu bytes (expected %zu)", dst_size, need);
     if (t->layout == TIO_LAYOUT_DENSE) {
-        if (need) memcpy(dst, t->data, need);
+        if (t->strided)
+            tio__strided_gather(t, dst);
+        else if (need)
+            memcpy(dst, t->data, need);
         return TIO_OK;
     }
     if (t->layout == TIO_LAYOUT_QUANT) {
@@ -181,6 +291,11 @@ static int hash_zeros(void *ctx, uint64_t n) {
     return TIO_OK;
 }
 
+static int hash_run(void *ctx, const uint8_t *p, size_t n) {
+    tio__sha256_update(ctx, p, n);
+    return 0;
+}
+
 static int hash_value(void *ctx, const uint8_t *elem) {
     hash_walk *w = ctx;
     tio__sha256_update(w->h, elem, w->es);
@@ -237,7 +352,14 @@ int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32], tio_error 
     }
     tio_sha256 *h = tio__sha256_new();
     if (!h) return tio__nomem(err, NULL);
-    if (what == TIO_HASH_VALUES) {
+    if (t->strided && (what == TIO_HASH_VALUES || what == TIO_HASH_DENSE)) {
+        uint8_t buf[16384]; /* element-wide runs (a transpose) hashed in blocks */
+        if (tio__strided_runs(t, buf, sizeof buf, hash_run, h)) {
+            uint8_t tmp[32];
+            tio__sha256_final(h, tmp);
+            return tio__nomem(err, NULL);
+        }
+    } else if (what == TIO_HASH_VALUES) {
         tio__sha256_update(h, t->data, t->nbytes);
     } else if (what == TIO_HASH_INDICES) {
         if (t->indices) tio__sha256_update(h, t->indices, (size_t)t->nnz * t->rank * 8);

@@ -251,7 +251,7 @@ static int hf_take_tensors(hf_reader *r, size_t k, tio_container *sub) {
         d.rank = t->rank;
         d.shape = t->shape;
         d.layout = t->layout;
-        d.data = t->data;
+        d.data = t->strided ? t->strided->base : t->data; /* a strided view stays one */
         d.nbytes = t->nbytes;
         d.nnz = t->nnz;
         d.indices = (const int64_t *)(const void *)t->indices;
@@ -260,6 +260,10 @@ static int hf_take_tensors(hf_reader *r, size_t k, tio_container *sub) {
         if (rc) return rc;
         tio_tensor *nt = c->tensors[c->count - 1];
         nt->unaligned = t->unaligned;
+        if (t->strided) {
+            nt->strided = t->strided; /* in the shard's memory, which the index keeps */
+            nt->data = NULL;
+        }
         const tio_kv *m = tio__tensor_meta_view(t);
         for (size_t j = 0; j < m->count; j++) {
             tio_kv *nm = tio__tensor_meta(nt);

@@ -341,7 +341,7 @@ static int hf_write_file(hf_plan *p, size_t k, const char *name, tio_error *err)
         d.rank = tio_tensor_rank(t);
         d.shape = tio_tensor_shape(t);
         d.layout = tio_tensor_layout(t);
-        d.data = tio_tensor_bytes(t);
+        d.data = t->strided ? t->strided->base : tio_tensor_bytes(t); /* stays a view */
         d.nbytes = tio_tensor_nbytes(t);
         d.nnz = tio_tensor_nnz(t);
         d.indices = tio_tensor_indices(t);
@@ -350,6 +350,10 @@ static int hf_write_file(hf_plan *p, size_t k, const char *name, tio_error *err)
                  ? tio_container_add_quantized(sub, &d, tio_tensor_quant(t), TIO_ADD_BORROW,
                                                &nt, err)
                  : tio_container_add(sub, &d, TIO_ADD_BORROW, &nt, err);
+        if (rc == TIO_OK && t->strided) { /* made contiguous as it is written */
+            nt->strided = t->strided;
+            nt->data = NULL;
+        }
         for (size_t j = 0; rc == TIO_OK && j < tio_tensor_meta_count(t); j++) {
             const char *key = NULL, *val = NULL;
             tio_tensor_meta_at(t, j, &key, &val);

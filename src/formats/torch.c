@@ -191,6 +191,14 @@ static size_t th_member(th_reader *r, const char *rest, const uint8_t *rest2, si
 }
 
 static int th_index_members(th_reader *r) {
+    /* sized once: at most half full, as th_insert keeps it */
+    size_t cap = 64;
+    while (cap / 2 < r->zip.n + 1 && cap < SIZE_MAX / 4) cap *= 2;
+    if (!r->members.cap && cap > 64) {
+        r->members.slot = calloc(cap, sizeof *r->members.slot);
+        if (!r->members.slot) return tio__nomem(r->err, TH);
+        r->members.cap = cap;
+    }
     for (size_t i = 0; i < r->zip.n; i++)
         if (th_insert(&r->members, th_fnv(TH_FNV0, r->zip.m[i].name, r->zip.m[i].name_len), i))
             return tio__nomem(r->err, TH);
@@ -202,10 +210,9 @@ static int th_member_bytes(th_reader *r, size_t i, const uint8_t **data, uint64_
                            uint8_t **owned) {
     const tio_zip_member *m = &r->zip.m[i];
     char nm[80];
-    tio__zip_name(m, nm, sizeof nm);
     *owned = NULL;
     if (m->method == TIO_ZIP_STORED) {
-        if (m->csize != m->usize)
+        if (m->csize != m->usize && (tio__zip_name(m, nm, sizeof nm), 1))
             return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(m->central + 20),
                             "record '%s' is stored, but its sizes differ: %" PRIu64
                             " compressed, %" PRIu64 " uncompressed",
@@ -214,6 +221,7 @@ static int th_member_bytes(th_reader *r, size_t i, const uint8_t **data, uint64_
         *n = m->usize;
         return TIO_OK;
     }
+    tio__zip_name(m, nm, sizeof nm);
     int rc = tio__zip_inflate(&r->zip, m, nm, owned);
     if (rc) return rc;
     *data = *owned;
@@ -498,7 +506,9 @@ static int th_persid(th_reader *r, const tio_pk_obj *o, tio_dtype v3_dtype, uint
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(o->off),
                         "storage size %" PRId64 " is negative or overflows", numel);
     char k[64];
-    tio__escape(key->u.s, key->n, k, sizeof k);
+    k[0] = 0;
+    if ((*st)->nbytes < want || pid->n >= 6) /* named in the messages below */
+        tio__escape(key->u.s, key->n, k, sizeof k);
     if ((*st)->nbytes < want)
         return tio__err(r->err, TIO_E_BOUNDS, TH, th_off((*st)->at),
                         "storage '%s' declares %" PRId64 " elements of %s (%" PRIu64
@@ -702,10 +712,10 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
         if (tio__mul64_ovf(want, (uint64_t)size[k], &want)) want = UINT64_MAX;
     }
     char shape[96];
-    char k[64];
-    tio__escape(st->key, st->key_len, k, sizeof k);
     if (tio__add64_ovf(base, (uint64_t)off, &start) ||
         (numel && (tio__add64_ovf(start, last, &last) || last >= elems)) || start > elems) {
+        char k[64];
+        tio__escape(st->key, st->key_len, k, sizeof k);
         tio__shape_str(size, rank, shape, sizeof shape);
         return tio__err(r->err, TIO_E_BOUNDS, TH, th_off(at),
                         "'%s': a view of shape %s at offset %" PRId64 " reaches past its storage "
@@ -729,15 +739,36 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
     td.layout = TIO_LAYOUT_DENSE;
     td.nbytes = (size_t)(numel * es); /* <= storage bytes when contiguous */
     uint8_t *copy = NULL;
+    tio_strided *sv = NULL;
     if (numel && !contiguous) {
-        uint64_t nb = numel * es; /* <= elems * es: the bounds check above */
+        /* numel * es fits: an expanded view (stride 0) may claim more than
+         * its storage holds, but numel < 2^64 / es was checked with size */
+        uint64_t nb = 0;
+        if (tio__mul64_ovf(numel, es, &nb) || nb > SIZE_MAX)
+            return tio__err(r->err, TIO_E_OVERFLOW, TH, th_off(at),
+                            "numel x element size overflows");
         tio__shape_str(size, rank, shape, sizeof shape);
-        if ((rc = th_budget(r, nb, at, "making the strided view of shape", shape, "contiguous")))
-            return rc;
-        int64_t idx[TH_MAX_RANK];
-        copy = malloc((size_t)nb);
-        if (!copy) return tio__nomem(r->err, TH);
-        th_gather(copy, st->data + start * es, size, stride, rank, es, numel, idx);
+        if (st->owned) { /* a storage decoded into memory (inflated, swapped): copied now */
+            if ((rc = th_budget(r, nb, at, "making the strided view of shape", shape,
+                                "contiguous")))
+                return rc;
+            int64_t idx[TH_MAX_RANK];
+            copy = malloc((size_t)nb);
+            if (!copy) return tio__nomem(r->err, TH);
+            th_gather(copy, st->data + start * es, size, stride, rank, es, numel, idx);
+        } else { /* a view of the mapped storage, made contiguous when asked for */
+            if (nb > r->ctx->limits.max_dense_bytes)
+                return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
+                                "'%s': making the strided view of shape %s contiguous needs "
+                                "%" PRIu64 " bytes, above max_dense_bytes %" PRIu64
+                                " (--max-dense-bytes)",
+                                r->name_len ? r->name : "(root)", shape, nb,
+                                r->ctx->limits.max_dense_bytes);
+            sv = tio__container_chunk(c, sizeof *sv + rank * sizeof sv->stride[0]);
+            if (!sv) return tio__nomem(r->err, TH);
+            sv->base = st->data + start * es;
+            memcpy(sv->stride, stride, rank * sizeof *stride);
+        }
         td.nbytes = (size_t)nb;
     }
     td.data = copy ? copy : numel ? st->data + start * es : st->data;
@@ -745,7 +776,10 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
     int64_t src_off = th_off(st->owned ? st->at : st->at + start * es);
     tio_tensor *t = NULL;
     if ((rc = th_append(r, &td, copy, src_off, nh, &t))) return rc;
-    if (!copy && st->owned) {
+    if (sv) {
+        t->strided = sv;
+        t->data = NULL;
+    } else if (!copy && st->owned) {
         t->owned_data = st->owned; /* the first tensor over it frees it */
         st->owned = NULL;
     } else if (numel && es > 1 && (uintptr_t)t->data % es) {
@@ -756,7 +790,8 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
     } else { /* tied weights: the tensors share a storage (props "shares_storage.NAME");
               * the same view of it is an alias (tio_tensor_alias) */
         const tio_tensor *f = c->tensors[st->first];
-        if (!quant && !copy && f->data == t->data && f->nbytes == t->nbytes &&
+        if (!quant && !copy && !sv && !f->strided && f->data == t->data &&
+            f->nbytes == t->nbytes &&
             f->rank == t->rank && (!rank || memcmp(f->shape, t->shape, rank * sizeof *size) == 0))
             t->alias = f;
         const char *first = f->name;
@@ -957,6 +992,11 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
     if (e && e->id == TIO_PKV_DEVICE && args && args->n >= 1 &&
         tio__pk_item(p, args, 0)->kind == TIO_PK_STR)
         return th_walk(r, args->u.kids[0], depth + 1);
+    uint64_t nbytes = 0; /* protocol 2's bytes: bytes() and _codecs.encode */
+    if (tio__th_bytes_len(p, o, &nbytes)) {
+        snprintf(v, sizeof r->scratch, "(%" PRIu64 " bytes)", nbytes);
+        return th_meta(r, v, NULL, o->off);
+    }
     /* an object of a class outside the vocabulary (or a call of one): its
      * state walked when it has one (an argparse.Namespace's fields, a
      * TorchScript module's parameters) */
@@ -978,13 +1018,17 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
 /* Every global outside the vocabulary, as a finding. */
 static int th_scan(th_reader *r, const char *pkl) {
     const tio_pickle *p = &r->pk;
+    size_t first = 0; /* the first global outside the vocabulary: none in most files */
+    while (first < p->count && (p->obj[first].kind != TIO_PK_GLOBAL || p->obj[first].vocab))
+        first++;
+    if (first == p->count) return TIO_OK;
     uint8_t *called = calloc(p->count ? p->count : 1, 1);
     if (!called) return tio__nomem(r->err, TH);
     for (size_t i = 0; i < p->count; i++)
         if (p->obj[i].kind == TIO_PK_CALL && p->obj[i].u.call.func < p->count)
             called[p->obj[i].u.call.func] = 1;
     int rc = TIO_OK;
-    for (size_t i = 0; i < p->count && !rc; i++) {
+    for (size_t i = first; i < p->count && !rc; i++) {
         const tio_pk_obj *o = &p->obj[i];
         if (o->kind != TIO_PK_GLOBAL || o->vocab) continue;
         /* TorchScript's own classes (compiled from code/, never imported) */

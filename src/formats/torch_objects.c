@@ -165,6 +165,17 @@ static int np_data(const tio_pickle *p, const tio_pk_obj *o, const char *fmt, co
     return TIO_OK;
 }
 
+int tio__th_bytes_len(const tio_pickle *p, const tio_pk_obj *o, uint64_t *n) {
+    tio_pk_vocab v = np_callee(p, o);
+    if (!o || (o->kind != TIO_PK_BYTES && v != TIO_PKV_BYTES && v != TIO_PKV_CODECS_ENCODE))
+        return 0;
+    const uint8_t *src = NULL;
+    size_t src_n = 0;
+    int latin1 = 0;
+    tio_error e;
+    return np_data(p, o, "torch", "", &src, &src_n, &latin1, n, &e) == TIO_OK;
+}
+
 /* n bytes of what np_data described, decoded, into dst. */
 static void np_copy(const uint8_t *src, size_t src_n, int latin1, uint8_t *dst, uint64_t n) {
     if (!latin1) {

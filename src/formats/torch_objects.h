@@ -53,6 +53,10 @@ static inline int tio__np_array_is_view(const tio_np_array *a) {
 int tio__np_scalar(const tio_pickle *p, const tio_pk_obj *o, const char *fmt, const char *name,
                    char *text, size_t cap, const char **type, tio_error *err);
 
+/* Whether o is a bytes object as protocol 2 pickles one (bytes() for b'',
+ * _codecs.encode(str, 'latin1') otherwise) or a BINBYTES; *n its length. */
+int tio__th_bytes_len(const tio_pickle *p, const tio_pk_obj *o, uint64_t *n);
+
 /* A float as the shortest text that reads back to the same value (as a
  * float32 when `single`), "nan", "inf", "-inf". */
 void tio__th_float_text(double v, int single, char *s, size_t cap);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "formats/torch_objects.h"
 #include "pickle/pickle.h"
 #include "tvec.h"
@@ -328,12 +329,120 @@ static void test_numpy_decoder(void **state) {
     assert_int_equal(np_try("K\x01\x85", "u1", "|", cut, sizeof cut - 1, &a, &e), TIO_E_CORRUPT);
 }
 
+/* A strided view (state.pt's "wt", w transposed) is not copied at open:
+ * hashing, densify, every writer and a message walk it; tio_tensor_data
+ * makes the C-contiguous copy once; materialize owns it. */
+static void same_hash(const tio_tensor *a, const tio_tensor *b) {
+    uint8_t ha[32], hb[32];
+    tio_error e;
+    assert_int_equal(tio_tensor_sha256(a, TIO_HASH_DENSE, ha, &e), TIO_OK);
+    assert_int_equal(tio_tensor_sha256(b, TIO_HASH_DENSE, hb, &e), TIO_OK);
+    assert_memory_equal(ha, hb, 32);
+}
+
+static void test_strided_lazy(void **state) {
+    (void)state;
+    char *path = tvec_path("torch/state.pt");
+    assert_non_null(path);
+    tio_container *c = NULL;
+    tio_error e;
+    assert_int_equal(tio_open(path, NULL, &c, &e), TIO_OK);
+    tio_tensor *wt = tio_container_find(c, "wt");
+    assert_non_null(wt);
+    assert_non_null(wt->strided); /* a view, nothing copied */
+    assert_null(wt->data);
+    assert_null(atomic_load(&wt->aligned_copy));
+    assert_int_equal(tio_tensor_nbytes(wt), 48);
+    float want[12];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) want[j * 3 + i] = (float)(i * 4 + j);
+    /* hashing and densify walk the view: still no copy */
+    uint8_t h[32], hw[32];
+    assert_int_equal(tio_tensor_sha256(wt, TIO_HASH_DENSE, h, &e), TIO_OK);
+    assert_int_equal(tio_tensor_sha256(wt, TIO_HASH_VALUES, hw, &e), TIO_OK);
+    assert_memory_equal(h, hw, 32);
+    float d[12];
+    assert_int_equal(tio_tensor_densify(wt, d, sizeof d, &e), TIO_OK);
+    assert_memory_equal(d, want, sizeof want);
+    assert_null(atomic_load(&wt->aligned_copy));
+    /* every writer, and a message, from the view */
+    const char *fmts[] = {"safetensors", "npz", "torch", "gguf", "zio", "tenbin"};
+    for (size_t k = 0; k < sizeof fmts / sizeof *fmts; k++) {
+        tio_save_options o;
+        memset(&o, 0, sizeof o);
+        o.format = fmts[k];
+        o.flags = TIO_SAVE_DROP_NAMES | TIO_SAVE_DROP_METADATA;
+        void *buf = NULL;
+        size_t n = 0;
+        assert_int_equal(tio_save_memory(c, &o, &buf, &n, &e), TIO_OK);
+        tio_container *back = NULL;
+        tio_open_options oo;
+        memset(&oo, 0, sizeof oo);
+        oo.format = fmts[k];
+        assert_int_equal(tio_open_memory(buf, n, &oo, &back, &e), TIO_OK);
+        const tio_tensor *b = tio_container_find(back, "wt");
+        if (!b) b = tio_container_tensor(back, wt->index); /* names dropped */
+        assert_non_null(b);
+        assert_int_equal(tio_tensor_nbytes(b), 48);
+        assert_memory_equal(tio_tensor_data(b), want, sizeof want);
+        tio_container_free(back);
+        tio_free(buf);
+    }
+    tio_save_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.format = "zio";
+    tio_message *m = NULL;
+    assert_int_equal(tio_message_encode(c, &mo, &m, &e), TIO_OK);
+    tio_container *back = NULL;
+    tio_part parts[64];
+    size_t np = tio_message_part_count(m);
+    assert_true(np <= 64);
+    for (size_t i = 0; i < np; i++) parts[i] = tio_message_part(m, i);
+    tio_open_options oo;
+    memset(&oo, 0, sizeof oo);
+    oo.format = "zio";
+    assert_int_equal(tio_open_parts(parts, np, &oo, &back, &e), TIO_OK);
+    assert_memory_equal(tio_tensor_data(tio_container_find(back, "wt")), want, sizeof want);
+    tio_container_free(back);
+    tio_message_free(m);
+    assert_null(atomic_load(&wt->aligned_copy));
+    /* asked for: one copy, the same every time, aligned */
+    const float *v = tio_tensor_data(wt);
+    assert_non_null(v);
+    assert_memory_equal(v, want, sizeof want);
+    assert_ptr_equal(tio_tensor_data(wt), v);
+    assert_ptr_equal(tio_tensor_bytes(wt), v);
+    assert_true(tio_tensor_is_aligned(wt));
+    uint8_t h2[32];
+    assert_int_equal(tio_tensor_sha256(wt, TIO_HASH_DENSE, h2, &e), TIO_OK);
+    assert_memory_equal(h, h2, 32);
+    same_hash(wt, wt);
+    /* materialized: owned, no longer a view */
+    assert_int_equal(tio_tensor_materialize(wt, &e), TIO_OK);
+    assert_null(wt->strided);
+    assert_memory_equal(tio_tensor_data(wt), want, sizeof want);
+    assert_null(tio_tensor_alias(wt));
+    tio_container_free(c);
+    /* max_dense_bytes bounds each view made contiguous, checked at open */
+    tio_open_options lo;
+    memset(&lo, 0, sizeof lo);
+    tio_limits lim;
+    memset(&lim, 0, sizeof lim); /* 0: the default */
+    lim.max_dense_bytes = 47;
+    lo.limits = &lim;
+    assert_int_equal(tio_open(path, &lo, &c, &e), TIO_E_LIMIT);
+    assert_non_null(strstr(e.message, "'wt'"));
+    assert_non_null(strstr(e.message, "max_dense_bytes"));
+    free(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_operands_checked), cmocka_unit_test(test_limits),
         cmocka_unit_test(test_memo_bomb),        cmocka_unit_test(test_globals_kept),
         cmocka_unit_test(test_truncation),       cmocka_unit_test(test_vectors),
         cmocka_unit_test(test_objects),          cmocka_unit_test(test_numpy_decoder),
+        cmocka_unit_test(test_strided_lazy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,7 +180,9 @@ def numpy_inside(tmp):
     want_s = {"b": "1.5", "i": "-3", "u": "250", "t": "true", "d": "0.1", "x": "1-2j"}
     for proto in (2, 4):
         p = os.path.join(tmp, "np%d.pt" % proto)
-        torch.save(dict(arrs, **scalars), p, pickle_protocol=proto)
+        # bytes leaves: protocol 2 pickles b'' as bytes() and b'\xff\x00a' as
+        # _codecs.encode(str, 'latin1'), both calls into the vocabulary
+        torch.save(dict(arrs, **scalars, eb=b"", nb=b"\xff\x00a"), p, pickle_protocol=proto)
         loaded = torch.load(p)
         check("torch reads it back", np.array_equal(loaded["f"], arrs["f"]))
         got, m = ls(p), meta(p)
@@ -189,6 +191,8 @@ def numpy_inside(tmp):
             same("numpy p%d %s" % (proto, k), got[k], k, le.dtype.name, le, a.shape)
         for k, s in want_s.items():
             check("numpy p%d scalar %s" % (proto, k), m.get(k) == s, str(m.get(k)))
+        check("bytes leaves p%d" % proto, m.get("eb") == "(0 bytes)" and m.get("nb") == "(3 bytes)",
+              "%s %s" % (m.get("eb"), m.get("nb")))
         v = run("validate", p)
         check("numpy p%d validates" % proto, v.returncode == 0, v.stdout)
     # the example, as written
