@@ -733,6 +733,17 @@ int tio__pickle_run(tio_pickle *p, const uint8_t *data, size_t size, uint64_t ba
         r.op = data[r.pos++];
         rc = pk_step(&r, &stop);
     }
+    if (rc == TIO_E_TRUNCATED && limited) { /* the pickle goes on past the limit */
+        char was[sizeof err->message], pre[96];
+        const char *m = err->message;
+        int pn = snprintf(pre, sizeof pre, "%s: offset %lld: ", format, (long long)err->offset);
+        size_t skip = pn > 0 && strncmp(m, pre, (size_t)pn) == 0 ? (size_t)pn : 0; /* said again */
+        snprintf(was, sizeof was, "%s", m + skip);
+        rc = tio__err(err, TIO_E_LIMIT, format, err->offset,
+                      "the pickle is larger than max_pickle_bytes (%" PRIu64
+                      "), which it is read within: %s",
+                      lim->max_pickle_bytes, was);
+    }
     if (!rc) p->end = base + r.pos;
     free(r.stack);
     free(r.marks);
