@@ -28,7 +28,7 @@ static const char diff_help[] =
     "Options:\n"
     "      --rtol X        relative tolerance (default 1e-05)\n"
     "      --atol X        absolute tolerance (default 1e-08)\n"
-    "      --equal-nan     NaN equals NaN\n"
+    "      --equal-nan     NaN equals NaN (the same bits always do)\n"
     "      --by-index      pair tensors by index even when they have names\n"
     "      --ignore-dtype  a dtype difference alone (equal values) is no difference\n"
     "      --tensors-only  do not compare the model graphs\n"
@@ -164,7 +164,9 @@ static void compare_one(const diff_conf *o, tio_dtype da, const uint8_t *a, tio_
                         const uint8_t *b, uint64_t i, int ints, pair_result *r) {
     int eq;
     double d = 0, rel = 0;
-    if (ints) {
+    if (da == db && memcmp(a, b, tio_dtype_size(da)) == 0) {
+        eq = 1; /* the same bits are never a difference, NaN or not */
+    } else if (ints) {
         long double ld, mag;
         eq = int_equal(da, a, db, b, &ld, &mag);
         d = (double)ld;
