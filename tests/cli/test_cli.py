@@ -1125,6 +1125,21 @@ def t_quant_stats_diff():
     assert all(abs(t["max"]) < 1e6 and abs(t["min"]) < 1e6 for t in st), st  # values, not bits
     res = run("diff", q, q)
     expect(res, 0)
+    # dequantizing is bounded by max_dense_bytes before anything is allocated:
+    # 32 elements need 128 bytes of float32
+    res = run("stats", "--max-dense-bytes", "100", q)
+    expect(res, 1)
+    assert "tensor 0: dequantizing its 32 elements to float32 needs 128 bytes, above " \
+        "max_dense_bytes 100" in res.err, res
+    expect(run("stats", "--max-dense-bytes", "128", q, "q_q4_0"), 0)
+    with tempfile.TemporaryDirectory() as tmp:
+        dq = os.path.join(tmp, "dq.safetensors")
+        expect(run("convert", "--dequantize", "--exclude", "q_iq2_xxs", q, dq), 0)
+        # the same values, dequantized
+        expect(run("diff", "--ignore-dtype", q, dq, "q_q4_0", "q_q2_k"), 0)
+        res = run("diff", "--max-dense-bytes", "100", "--ignore-dtype", q, dq, "q_q4_0")
+        expect(res, 1)
+        assert "above max_dense_bytes 100" in res.out + res.err, res
 
 
 def hashes_of(path):
