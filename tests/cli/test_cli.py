@@ -1142,6 +1142,37 @@ def t_quant_stats_diff():
         assert "above max_dense_bytes 100" in res.out + res.err, res
 
 
+def t_bookkeeping_metadata(tmp):
+    """Another model format's own fields (onnx.ir_version, tmfile.graph_layout)
+    are dropped by a writer without --drop-metadata (issue 37); a user's
+    metadata (ONNX metadata_props) still needs it."""
+    src = vec("onnx/cnn_small.onnx")
+    if src is None:
+        return
+    tm = os.path.join(tmp, "bk.tmfile")
+    expect(run("convert", src, tm), 0)  # onnx.ir_version, onnx.producer_name ...
+    meta = run_json("info", "--json", tm).get("graph", {}).get("metadata", {})
+    assert "tmfile.graph_layout" in meta and not any(k.startswith("onnx.") for k in meta), meta
+    expect(run("convert", tm, os.path.join(tmp, "bk.rten")), 0)  # tmfile.* on to rten
+    expect(run("convert", tm, os.path.join(tmp, "bk.onnx")), 0)  # ONNX keeps them
+    try:
+        import onnx  # noqa: F401 (Debian's python3-onnx)
+    except ImportError:
+        return
+    import onnx
+    m = onnx.load(src)
+    m.metadata_props.add(key="author", value="someone")
+    withp = os.path.join(tmp, "bk_props.onnx")
+    onnx.save(m, withp)
+    res = run("convert", withp, os.path.join(tmp, "bk2.tmfile"))
+    expect(res, 1)
+    assert "model metadata 'author' has no place in a tmfile" in res.err, res
+    res = run("convert", withp, os.path.join(tmp, "bk2.rten"))
+    expect(res, 1)
+    assert "'author'" in res.err, res
+    expect(run("convert", "--drop-metadata", withp, os.path.join(tmp, "bk2.tmfile")), 0)
+
+
 def hashes_of(path):
     ts = run_json("ls", "--json", "--hash", path)["tensors"]
     return sorted(t["sha256"] for t in ts)
@@ -1930,6 +1961,7 @@ def main():
         case("progress", t_progress, tmp)
         case("filters and cat", t_filters_and_cat, tmp)
         case("quantized stats and diff", t_quant_stats_diff)
+        case("another format's own metadata dropped", t_bookkeeping_metadata, tmp)
         case("convert between every two formats", t_convert_every_pair, tmp)
         case("dense bombs: committed = generated", t_dense_bomb_files, tmp)
         for path, dense in dense_bombs():
