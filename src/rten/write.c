@@ -137,7 +137,8 @@ static int rt_lower(const rt_writer *w, const tio_graph *g, const tio_gnode *n, 
     int rc = TIO_OK;
     for (size_t k = 0; rc == TIO_OK && k < n->attr_count; k++) {
         const tio_gattr *a = &n->attrs[k];
-        if (tio__tmfile_storage_attr(a->name)) continue; /* how a tmfile stored it */
+        if (tio__tmfile_storage_attr(a->name) || tio__tmfile_idle_attr(n->op, a->name))
+            continue; /* how a tmfile stored it; a global pool's window */
         if (strncmp(a->name, "rten.", 5) == 0) {
             o[m] = *a;
             o[m++].name = a->name + 5;
