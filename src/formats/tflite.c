@@ -39,6 +39,7 @@ typedef struct tfl_reader {
     char *text;           /* scratch for names and props */
     size_t text_cap;
     unsigned forms;       /* 1: inline buffers seen, 2: offset buffers seen */
+    uint64_t viewed;      /* bytes the tensors view so far */
 } tfl_reader;
 
 /* The FlatBuffers model is the whole file: buffer positions are file offsets. */
@@ -217,6 +218,24 @@ static int tfl_meta(tfl_reader *r, const char *name, const char *leaf, const cha
     return rc;
 }
 
+/* Charges a view of n bytes for tensor `name`: at most max_tensors tensors,
+ * and, as for ONNX, the views may not alias the same bytes over and over
+ * (many tensors on one buffer would multiply every per-byte operation): at
+ * most 2 x the file + 64 KiB in all. */
+static int tfl_view_take(tfl_reader *r, uint64_t n, int64_t at, const char *name) {
+    if (r->ctx->c->count >= r->ctx->limits.max_tensors)
+        return tio__err(r->err, TIO_E_LIMIT, TFL, at,
+                        "tensor '%s': more than %llu tensors (max_tensors)", name,
+                        (unsigned long long)r->ctx->limits.max_tensors);
+    uint64_t cap = 2 * (uint64_t)r->ctx->size + (64u << 10);
+    if (tio__add64_ovf(r->viewed, n, &r->viewed) || r->viewed > cap)
+        return tio__err(r->err, TIO_E_LIMIT, TFL, at,
+                        "tensor '%s': the tensors view more than %llu bytes (2 x the %zu bytes "
+                        "of the file + 64 KiB): their buffers alias the same bytes",
+                        name, (unsigned long long)cap, r->ctx->size);
+    return TIO_OK;
+}
+
 /* A [float] vector (min, max) as metadata: one value, or a JSON array. */
 static int tfl_meta_floats(tfl_reader *r, const char *name, const char *leaf,
                            const tio_fb_vec *v) {
@@ -263,7 +282,8 @@ static int tfl_qvector(tfl_reader *r, const char *name, const char *leaf, const 
     d.layout = TIO_LAYOUT_DENSE;
     d.data = tio__fb_vec_data(v);
     d.nbytes = (size_t)v->count * tio_dtype_size(dt);
-    int rc = tio__container_add_view(r->ctx->c, &d, tfl_off(r, v->data), TFL, r->err);
+    int rc = tfl_view_take(r, d.nbytes, tfl_off(r, v->data), key);
+    if (!rc) rc = tio__container_add_view(r->ctx->c, &d, tfl_off(r, v->data), TFL, r->err);
     free(key);
     return rc;
 }
@@ -409,6 +429,7 @@ static int tfl_tensor(tfl_reader *r, uint32_t sg, uint32_t i, const tio_fb_ref *
                       "%s needs %zu",
                       name, b, (unsigned long long)n, (unsigned long long)numel,
                       tio_dtype_name(dt), nbytes);
+    if (!rc) rc = tfl_view_take(r, nbytes, at, name);
     if (!rc) {
         tio_tensor_desc d;
         memset(&d, 0, sizeof d);

@@ -547,6 +547,24 @@ static void test_handmade_hostile(void **state) {
     m.opcode_index = 5;
     hm_expect(&m, TIO_E_CORRUPT, "opcode_index 5 is out of range");
 
+    /* tensors aliasing one buffer past 2 x the file + 64 KiB */
+    m = base_model();
+    uint8_t *big = calloc(100000, 1);
+    assert_non_null(big);
+    m.b[1] = (hm_buffer){big, 100000, 0, 0};
+    m.nt = 4;
+    for (int k = 0; k < 4; k++)
+        m.t[k] = (hm_tensor){.name = "alias", .type = TFL_TensorType_FLOAT32, .rank = 1,
+                             .dims = {25000}, .buffer = 1};
+    hm_expect(&m, TIO_E_LIMIT, "their buffers alias the same bytes");
+    m.nt = 2;
+    buf = hm_build(&m, &len);
+    c = hm_open(buf, len, TIO_OK, NULL);
+    assert_int_equal(tio_container_count(c), 2);
+    tio_container_free(c);
+    free(buf);
+    free(big);
+
     /* not TFL3; too short */
     m = base_model();
     buf = hm_build(&m, &len);
