@@ -303,10 +303,16 @@ static int tfl_quant(tfl_reader *r, const tio_fb_ref *tt, const char *name, cons
     int32_t axis = tio__fb_i32(&q, TFL_QuantizationParameters_quantized_dimension, 0);
     char v[64];
     int rc = TIO_OK;
-    if (hz && (!hs || zv.count != sv.count))
-        return tio__err(r->err, TIO_E_CORRUPT, TFL, tfl_off(r, zv.data),
-                        "tensor '%s': %u zero points for %u scales (expected one per scale)",
-                        name, zv.count, hs ? sv.count : 0);
+    if (hz && (!hs || zv.count != sv.count)) {
+        /* readable, but the zero points cannot be paired: a finding, and they
+         * are left out */
+        rc = tio__warn(r->ctx, TFL, tfl_off(r, zv.data), r->err,
+                       "tensor '%s': %u zero points for %u scales (expected one per scale); "
+                       "the zero points are ignored",
+                       name, zv.count, hs ? sv.count : 0);
+        if (rc) return rc;
+        hz = false;
+    }
     if (hs && sv.count == 1 && axis == 0) {
         float f;
         uint32_t u = tio__ld32(tio__fb_vec_data(&sv));
@@ -552,6 +558,7 @@ static int tfl_subgraph(tfl_reader *r, uint32_t sg, const tio_fb_ref *st,
     snprintf(key, sizeof key, "subgraph%u.tensors", sg);
     if (!rc) rc = tfl_prop_u64(r, key, nt);
     size_t len = 0;
+    unsigned listed = 0;
     snprintf(one, sizeof one, "%u", nops);
     if (!rc) rc = tfl_cat(r, &len, one);
     for (uint32_t k = 0; k < nops && !rc; k++) {
@@ -561,8 +568,7 @@ static int tfl_subgraph(tfl_reader *r, uint32_t sg, const tio_fb_ref *st,
         if (!counts[oc]) continue;
         char nm[72];
         tfl_code_name(r, codes, oc, nm, sizeof nm);
-        snprintf(one, sizeof one, "%s%s x%u", len > 8 && r->text[len - 1] != ':' ? ", " : ": ",
-                 nm, counts[oc]);
+        snprintf(one, sizeof one, "%s%s x%u", listed++ ? ", " : ": ", nm, counts[oc]);
         counts[oc] = 0; /* listed once, in order of first use */
         rc = tfl_cat(r, &len, one);
     }

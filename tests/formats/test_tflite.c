@@ -242,6 +242,7 @@ typedef struct hm_tensor {
     int sparse;
     uint32_t external;
     int nscales;
+    int nzps; /* zero points written (0: one per scale) */
     float scales[4];
     int64_t zps[4];
     int32_t qdim;
@@ -295,7 +296,8 @@ static uint8_t *hm_build(const hm_model *m, size_t *len) {
         if (t->nscales) {
             tio_fb_off sc, zp;
             OK_(tio__fb_create_vector(b, t->scales, (size_t)t->nscales, 4, 4, &sc, &e));
-            OK_(tio__fb_create_vector(b, t->zps, (size_t)t->nscales, 8, 8, &zp, &e));
+            OK_(tio__fb_create_vector(b, t->zps, (size_t)(t->nzps ? t->nzps : t->nscales), 8, 8,
+                                      &zp, &e));
             OK_(tio__fb_start_table(b, &e));
             OK_(tio__fb_add_offset(b, TFL_QuantizationParameters_scale, sc, &e));
             OK_(tio__fb_add_offset(b, TFL_QuantizationParameters_zero_point, zp, &e));
@@ -467,6 +469,16 @@ static void test_handmade_ok(void **state) {
     assert_string_equal(tio_container_meta_get(c, "w.q_zero_point"), "-3");
     tio_container_free(c);
     free(buf);
+    /* zero points that do not pair with the scales: a finding, left out */
+    m.t[0].nzps = 2;
+    buf = hm_build(&m, &len);
+    c = hm_open(buf, len, TIO_OK, NULL);
+    assert_int_equal(tio_container_warning_count(c), 1);
+    assert_string_equal(tio_container_meta_get(c, "w.q_scale"), "0.5");
+    assert_null(tio_container_meta_get(c, "w.q_zero_point"));
+    tio_container_free(c);
+    free(buf);
+    m.t[0].nzps = 0;
     m.t[0].nscales = 4;
     m.t[0].qdim = 1;
     buf = hm_build(&m, &len);
