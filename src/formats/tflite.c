@@ -158,7 +158,7 @@ static int tfl_buffer(tfl_reader *r, uint32_t b, bool first, const uint8_t **dat
         if (inl && first) {
             int rc = tio__warn(r->ctx, TFL, tfl_off(r, bt.pos), r->err,
                                "buffer %u has both inline data (%u bytes) and an offset "
-                               "(%llu); the inline data are used (as TensorFlow Lite does)",
+                               "(%llu); the inline data are used",
                                b, dv.count, (unsigned long long)off);
             if (rc) return rc;
         } else if (!inl) {
