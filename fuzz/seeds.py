@@ -103,6 +103,8 @@ def main():
                         put(out, "pickle", z.read(n))
             else:  # the legacy layout: pickles one after another
                 put(out, "pickle", d)
+        for _, d in files(base, "tflite/**/*.tflite"):
+            put(out, "tflite", d)
         for _, d in files(base, "tar/*.tar"):
             put(out, "tar", d)
             # the same shard compressed: the decompressors' paths (gzip
@@ -129,7 +131,7 @@ def main():
         with open(p, "rb") as f:
             put(out, "hfindex", f.read())
     for t in ("btf", "tenbin", "rten", "flatbuf", "tmfile", "zio", "zmsg", "onnx", "pb",
-              "safetensors", "npy", "gguf", "npz", "tar", "torch", "pickle", "hfindex"):
+              "safetensors", "npy", "gguf", "npz", "tar", "torch", "pickle", "hfindex", "tflite"):
         d = os.path.join(out, t)
         n = len(os.listdir(d)) if os.path.isdir(d) else 0
         if n == 0:

@@ -7,6 +7,9 @@ Run from the repository root:  python3 scripts/gen_rten_schema.py [SPECS_DIR]
 The generated files are committed; the build does not run this script."""
 import re, sys, os
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fbs_cdata import field_row  # noqa: E402
+
 specs = sys.argv[1] if len(sys.argv) > 1 else os.path.join('..', 'shared', 'specs')
 schema = open(os.path.join(specs, 'rten-schema.md')).read()
 opsmd = open(os.path.join(specs, 'rten-op-attrs.md')).read()
@@ -43,51 +46,8 @@ for line in schema.splitlines():
         tables[m.group(1)] = fields
         order.append(m.group(1))
 
-SCALARS = {'bool': 'BOOL', 'byte': 'I8', 'ubyte': 'U8', 'short': 'I16', 'ushort': 'U16',
-           'int': 'I32', 'int32': 'I32', 'uint': 'U32', 'uint32': 'U32', 'long': 'I64',
-           'int64': 'I64', 'ulong': 'U64', 'uint64': 'U64', 'float': 'F32', 'float32': 'F32',
-           'double': 'F64', 'float64': 'F64'}
-
 def cfield(tname, f):
-    t = f['type']
-    kind, elem, table, un, enum = 'NONE', 'NONE', 'NULL', 'NULL', 'NULL'
-    optional, default = 0, '0'
-    if f['tag']:
-        kind, un = 'UNION_TYPE', '&u_' + f['tag']
-    elif t.startswith('['):
-        kind = 'VECTOR'
-        e = t[1:-1]
-        if e in SCALARS:
-            elem = SCALARS[e]
-        elif e == 'string':
-            elem = 'STRING'
-        else:
-            elem, table = 'TABLE', '&t_' + e
-    elif t == 'string':
-        kind = 'STRING'
-    elif t in SCALARS:
-        kind = SCALARS[t]
-    elif t in enums:
-        kind = SCALARS[enums[t][0]]
-        enum = '"%s"' % t
-    elif t in unions:
-        kind, un = 'UNION', '&u_' + t
-    elif t in tables:
-        kind, table = 'TABLE', '&t_' + t
-    else:
-        raise SystemExit('unknown type %s in %s' % (t, tname))
-    d = f['default']
-    if d is not None:
-        if d == 'null':
-            optional = 1
-        elif d in ('true', 'false'):
-            default = '1' if d == 'true' else '0'
-        elif t in enums:
-            default = str(dict(enums[t][1])[d])
-        else:
-            default = d
-    return '{"%s", TIO_FB_%s, TIO_FB_%s, %d, %d, %s, %s, %s, %s}' % (
-        f['name'], kind, elem, 1 if f['required'] else 0, optional, default, table, un, enum)
+    return field_row(tname, f, enums, unions, tables)
 
 ops = []
 for line in opsmd.splitlines():

@@ -15,6 +15,7 @@ extern const tio_format_desc tio__format_gguf;
 extern const tio_format_desc tio__format_npz;
 extern const tio_format_desc tio__format_torch;
 extern const tio_format_desc tio__format_hfindex;
+extern const tio_format_desc tio__format_tflite;
 
 static const tio_format_desc *const registry[] = {
     &tio__format_btf,
@@ -29,6 +30,7 @@ static const tio_format_desc *const registry[] = {
     &tio__format_npz,
     &tio__format_torch,
     &tio__format_hfindex,
+    &tio__format_tflite,
 };
 
 size_t tio__format_count(void) { return sizeof registry / sizeof registry[0]; }

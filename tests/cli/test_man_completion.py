@@ -112,7 +112,7 @@ def test_bash(helps, script):
             (["tensio", "convert", "--t"], ["--to"]),
             (["tensio", "convert", "--to", "r"], ["rten"]),
             (["tensio", "ls", "-f", "s"], ["safetensors"]),
-            (["tensio", "recv", "--format", "t"], ["tenbin", "tmfile", "torch"]),
+            (["tensio", "recv", "--format", "t"], ["tenbin", "tflite", "tmfile", "torch"]),
             (["tensio", "convert", "--no-"], ["--no-fuse", "--no-progress", "--no-sync"]),
             (["tensio", "ls", ""], ["a.ten", "b.onnx", "d.safetensors", "sub/"]),
             (["tensio", "convert", "--to", "npy", "a"], ["a.ten"]),

@@ -1108,6 +1108,11 @@ static void test_work_bounds_onnx(void **state) {
     sweep_format("onnx", "onnx", 7);
 }
 
+static void test_work_bounds_tflite(void **state) {
+    (void)state;
+    sweep_format("tflite", "tflite", 8);
+}
+
 int main(void) {
     /* TIO_WORK_BOUND_ONLY=test_work_bounds_btf runs one group (cmocka pattern) */
     const char *only = getenv("TIO_WORK_BOUND_ONLY");
@@ -1117,6 +1122,7 @@ int main(void) {
         cmocka_unit_test(test_work_bounds_btf),    cmocka_unit_test(test_work_bounds_tenbin),
         cmocka_unit_test(test_work_bounds_rten),   cmocka_unit_test(test_work_bounds_tmfile),
         cmocka_unit_test(test_work_bounds_zio),    cmocka_unit_test(test_work_bounds_onnx),
+        cmocka_unit_test(test_work_bounds_tflite),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -116,7 +116,7 @@ static void decode(const uint8_t *buf, size_t len, const char *format, const cha
 static size_t header_region(const uint8_t *buf, size_t len, const char *format, size_t *start) {
     *start = 0;
     size_t n = len < 4096 ? len : 4096;
-    if (strcmp(format, "tmfile") == 0 && len <= 65536) n = len;
+    if ((strcmp(format, "tmfile") == 0 || strcmp(format, "tflite") == 0) && len <= 65536) n = len;
     if (strcmp(format, "rten") == 0 && len >= 32 && memcmp(buf, "RTEN", 4) == 0) {
         uint64_t off = 0, ml = 0;
         for (int k = 0; k < 8; k++) off |= (uint64_t)buf[8 + k] << (8 * k);
@@ -271,6 +271,13 @@ static void test_sweep_npz(void **state) {
     report("npz");
 }
 
+static void test_sweep_tflite(void **state) {
+    (void)state;
+    sweep_format("tflite");
+    assert_true(S.files >= 8);
+    report("tflite");
+}
+
 static void test_sweep_torch(void **state) {
     (void)state;
     sweep_format("torch");
@@ -289,6 +296,7 @@ int main(void) {
         cmocka_unit_test(test_sweep_safetensors), cmocka_unit_test(test_sweep_npy),
         cmocka_unit_test(test_sweep_gguf),
         cmocka_unit_test(test_sweep_npz),    cmocka_unit_test(test_sweep_torch),
+        cmocka_unit_test(test_sweep_tflite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -217,6 +217,7 @@ const tvec_dir tvec_dirs[] = {
     {"npz", ".npz", "npz"},
     {"torch", ".pt", "torch"},
     {"hfindex", ".index.json", "hfindex"}, /* indexes; their shards beside them */
+    {"tflite/small", ".tflite", "tflite"}, /* local copies of the small TFLM models */
     {NULL, NULL, NULL},
 };
 
