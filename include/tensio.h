@@ -164,6 +164,14 @@ typedef struct tio_limits {
                                     a larger value is taken as it) */
     uint32_t max_shards;         /* files a Hugging Face index may name (its shards:
                                     each is opened and mapped) */
+    /* http:// and https:// sources (docs/sources.md) */
+    uint64_t max_remote_bytes;   /* a remote file's size, or the body of a server
+                                    that ignores ranges (refused past it) */
+    uint32_t max_redirects;      /* redirects followed by one request */
+    uint32_t max_retries;        /* times one request is resumed (Range) after the
+                                    connection drops, stalls or the body ends early */
+    uint32_t timeout_ms;         /* to connect; and a transfer that receives
+                                    nothing for this long (rounded to seconds) fails */
 } tio_limits;
 
 #define TIO_DEFAULT_MAX_TENSORS (1u << 24)
@@ -179,6 +187,10 @@ typedef struct tio_limits {
 #define TIO_DEFAULT_MAX_PICKLE_DEPTH 256u
 #define TIO_MAX_PICKLE_DEPTH_CAP 1024u
 #define TIO_DEFAULT_MAX_SHARDS 16384u
+#define TIO_DEFAULT_MAX_REMOTE_BYTES (UINT64_C(1) << 40)
+#define TIO_DEFAULT_MAX_REDIRECTS 8u
+#define TIO_DEFAULT_MAX_RETRIES 4u
+#define TIO_DEFAULT_TIMEOUT_MS 30000u
 
 /* ------------------------------------------------------------------ tensors */
 
@@ -696,6 +708,12 @@ TIO_API const char *tio_format_probe(const void *data, size_t size);
  * in one call (tio_container_prefetch). Without it, pages are read and mapped
  * on first touch, one fault each (or 16 with the kernel's fault-around). */
 #define TIO_OPEN_PREFETCH 0x20u
+/* An http:// or https:// source: fetch the header only; a tensor's data are
+ * fetched by tio_container_fetch() (or all by tio_container_prefetch()), and
+ * until then tio_tensor_data() returns NULL for it and saving or hashing it
+ * fails. Without it, open fetches every tensor's bytes (not the rest). No
+ * effect on other sources. */
+#define TIO_OPEN_LAZY 0x40u
 
 /* Zero-initialise for the defaults. */
 typedef struct tio_open_options {
@@ -711,7 +729,10 @@ typedef struct tio_open_options {
     void *progress_ctx;
 } tio_open_options;
 
-/* Opens a file. It is mapped; tensors are views into the mapping. */
+/* Opens a file. It is mapped; tensors are views into the mapping. An
+ * http:// or https:// URL is read by range requests (libcurl) into a sparse
+ * buffer: the header, then the tensors' bytes (see TIO_OPEN_LAZY and the
+ * remote limits in tio_limits; docs/sources.md). */
 TIO_API int tio_open(const char *path, const tio_open_options *opts,
                      tio_container **out, tio_error *err);
 /* Opens bytes in memory. They are borrowed (must outlive the container)
@@ -724,8 +745,15 @@ TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_option
  * the page cache has them), else MADV_WILLNEED (starts readahead; pages are
  * still mapped one fault at a time). Blocks until done with the first.
  * Nothing to do for a container in memory (TIO_OK). Only TIO_E_ARGUMENT or
- * TIO_E_IO (an unexpected madvise error) fail; the tensors are unchanged. */
+ * TIO_E_IO (an unexpected madvise error) fail; the tensors are unchanged.
+ * A container opened from a URL fetches every tensor's bytes not yet
+ * fetched (errors as tio_open's: TIO_E_IO, TIO_E_TIMEOUT naming the URL). */
 TIO_API int tio_container_prefetch(tio_container *c, tio_error *err);
+/* Fetches the bytes of tensor i (its data, and its indices for COO) of a
+ * container opened from a URL with TIO_OPEN_LAZY, by range requests for the
+ * 64 KiB chunks not yet held. TIO_OK doing nothing for any other container.
+ * It changes the container: no other call on it may run meanwhile. */
+TIO_API int tio_container_fetch(tio_container *c, size_t i, tio_error *err);
 
 /* ------------------------------------------------------- WebDataset shards */
 

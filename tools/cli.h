@@ -219,6 +219,8 @@ int cli_open_opts(const char *path, const tio_open_options *o, tio_container **o
                   tio_error *err);
 /* "-": standard input or output. */
 int cli_is_stdio(const char *path);
+/* Whether path is an http:// or https:// URL (tio_open reads it by range requests). */
+int cli_is_url(const char *path);
 /* Writes the container to standard output in `o`'s format (not atomic);
  * refuses a terminal unless force. Returns a CLI_EXIT_* status. */
 struct cli_progress;

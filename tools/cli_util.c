@@ -180,6 +180,9 @@ int cli_open(const char *path, const char *format, const tio_limits *limits,
 }
 
 int cli_is_stdio(const char *path) { return path && strcmp(path, "-") == 0; }
+int cli_is_url(const char *path) {
+    return path && (strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0);
+}
 
 /* Standard input to its end, in a buffer grown by doubling: 0, or -1 with
  * errno set (ENOMEM included). */

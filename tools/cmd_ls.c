@@ -262,7 +262,10 @@ int cli_cmd_ls(int argc, char **argv) {
         return cli_shard_ls(path, &lim, json);
     }
     tio_container *c = NULL;
-    rc = cli_open(path, format, &lim, &c);
+    /* a URL: the header only, unless the tensors are read (--hash) or
+     * filtered into another container */
+    int lazy = !hash && !cli_filter_active(&filt);
+    rc = cli_open_flags(path, format, &lim, lazy ? TIO_OPEN_LAZY : 0u, &c);
     if (rc == CLI_EXIT_OK) rc = cli_filter_apply(&filt, path, &c);
     if (rc != CLI_EXIT_OK) return rc;
     /* --hash reads every tensor: map the file in one call (a hint; its
