@@ -151,13 +151,15 @@ static int parse_limits(PyObject *lim, tio_limits *out)
     memset(out, 0, sizeof *out);
     if (lim == NULL || lim == Py_None)
         return 0;
-    unsigned long long v[7];
-    if (!PyArg_ParseTuple(lim, "KKKKKKK;limits: a tuple of 7 ints", &v[0], &v[1], &v[2],
-                          &v[3], &v[4], &v[5], &v[6]))
+    unsigned long long v[11];
+    if (!PyArg_ParseTuple(lim, "KKKKKKKKKKK;limits: a tuple of 11 ints", &v[0], &v[1], &v[2],
+                          &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]))
         return -1;
-    if (v[1] > UINT32_MAX || v[3] > UINT32_MAX || v[4] > UINT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "limits: max_rank, max_name_bytes and "
-                                             "max_depth must fit in 32 bits");
+    if (v[1] > UINT32_MAX || v[3] > UINT32_MAX || v[4] > UINT32_MAX || v[8] > UINT32_MAX ||
+        v[9] > UINT32_MAX || v[10] > UINT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "limits: max_rank, max_name_bytes, max_depth, "
+                                             "max_redirects, max_retries and timeout_ms "
+                                             "must fit in 32 bits");
         return -1;
     }
     out->max_tensors = v[0];
@@ -167,6 +169,10 @@ static int parse_limits(PyObject *lim, tio_limits *out)
     out->max_depth = (uint32_t)v[4];
     out->max_objects = v[5];
     out->max_dense_bytes = v[6];
+    out->max_remote_bytes = v[7];
+    out->max_redirects = (uint32_t)v[8];
+    out->max_retries = (uint32_t)v[9];
+    out->timeout_ms = (uint32_t)v[10];
     return 0;
 }
 
@@ -603,10 +609,12 @@ static PyObject *owner_limits(OwnerObject *self, PyObject *noargs)
     (void)noargs;
     tio_limits l;
     tio_container_get_limits(self->c, &l);
-    return Py_BuildValue("(KIKIIKK)", (unsigned long long)l.max_tensors, l.max_rank,
+    return Py_BuildValue("(KIKIIKKKIII)", (unsigned long long)l.max_tensors, l.max_rank,
                          (unsigned long long)l.max_header_bytes, l.max_name_bytes, l.max_depth,
                          (unsigned long long)l.max_objects,
-                         (unsigned long long)l.max_dense_bytes);
+                         (unsigned long long)l.max_dense_bytes,
+                         (unsigned long long)l.max_remote_bytes, l.max_redirects,
+                         l.max_retries, l.timeout_ms);
 }
 
 /* find(name) -> index or -1 */

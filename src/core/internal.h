@@ -352,7 +352,6 @@ struct tio_container {
     /* an http(s) source: the sparse buffer the views point into, its
      * chunks fetched on demand (src/source/remote.c), or NULL */
     struct tio_remote *remote;
-    const uint8_t *map_remote_base; /* its bytes (the input decoded) */
     /* other memory the views point into (received frames), released last */
     void *backing;
     void (*backing_free)(void *backing);

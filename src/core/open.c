@@ -162,46 +162,11 @@ static int slurp(int fd, const char *path, const tio_open_options *opts, uint64_
     return TIO_OK;
 }
 
-/* Fetches the bytes of tensor t of a remote container (data, COO indices). */
-static int fetch_tensor(tio_container *c, const tio_tensor *t, tio_error *err) {
-    const uint8_t *base = c->map_remote_base;
-    const uint8_t *ptrs[2] = {t->data, t->indices};
-    size_t lens[2] = {t->nbytes, t->indices ? (size_t)(t->nnz * t->rank * 8) : 0};
-    for (int k = 0; k < 2; k++) {
-        /* views only: a decoded copy (owned) holds its bytes already */
-        if (!ptrs[k] || ptrs[k] < base || ptrs[k] >= base + c->source_size) continue;
-        int rc = tio__remote_need(c->remote, (uint64_t)(ptrs[k] - base), lens[k], err);
-        if (rc) return rc;
-    }
-    return TIO_OK;
-}
-
 int tio_container_fetch(tio_container *c, size_t i, tio_error *err) {
     if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
     if (i >= c->count)
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "tensor %zu of %zu", i, c->count);
-    return c->remote ? fetch_tensor(c, c->tensors[i], err) : TIO_OK;
-}
-
-static int fetch_all(tio_container *c, tio_error *err) {
-    for (size_t i = 0; i < c->count; i++) {
-        int rc = fetch_tensor(c, c->tensors[i], err);
-        if (rc) return rc;
-    }
-    return TIO_OK;
-}
-
-int tio__tensor_fetched(const tio_tensor *t) {
-    const tio_container *c = t->owner;
-    if (!c || !c->remote) return 1;
-    const uint8_t *base = c->map_remote_base;
-    if (t->data && t->data >= base && t->data < base + c->source_size &&
-        !tio__remote_has(c->remote, (uint64_t)(t->data - base), t->nbytes))
-        return 0;
-    if (t->indices && t->indices >= base && t->indices < base + c->source_size &&
-        !tio__remote_has(c->remote, (uint64_t)(t->indices - base), t->nnz * t->rank * 8))
-        return 0;
-    return 1;
+    return c->remote ? tio__remote_fetch(c, c->tensors[i], err) : TIO_OK;
 }
 
 int tio__need_fetched(const tio_container *c, const tio_tensor *t, tio_error *err) {
@@ -244,10 +209,9 @@ static int open_url(const char *url, const tio_open_options *opts, tio_container
         have = (size_t)want;
     }
     if (rc == TIO_OK && !f->head) rc = tio__remote_need(c->remote, 0, size, err);
-    c->map_remote_base = base;
     /* no path: nothing is looked up beside a URL (ONNX external data) */
     if (rc == TIO_OK) rc = decode(c, f, base, size, NULL, NULL, opts, err);
-    if (rc == TIO_OK && !(opts && (opts->flags & TIO_OPEN_LAZY))) rc = fetch_all(c, err);
+    if (rc == TIO_OK && !(opts && (opts->flags & TIO_OPEN_LAZY))) rc = tio__remote_fetch(c, NULL, err);
     if (rc == TIO_OK && opts && opts->progress) opts->progress(opts->progress_ctx, size, size);
     if (rc) {
         tio_container_free(c);
@@ -355,7 +319,7 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
 int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err) {
     *how = TIO_PREFETCH_NONE;
     if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
-    if (c->remote) return fetch_all(c, err);
+    if (c->remote) return tio__remote_fetch(c, NULL, err);
     if (!c->map) return tio__hf_prefetch(c, force_willneed, how, err); /* its shards */
     if (!c->map_size) return TIO_OK; /* the bytes are in memory already */
 #ifdef __linux__

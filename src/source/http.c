@@ -309,6 +309,8 @@ static int request(tio_http *h, tio_error *err) {
     for (;;) {
         CURLcode rc = transfer(h);
         const http_resp *r = &h->resp;
+        if (rc == CURLE_OK && !h->checked && !h->fail && r->status < 300)
+            (void)check_response(h); /* an empty body: no byte came to check it */
         if (h->fail)
             return tio__err(err, h->fail_code, NULL, -1, "%s: %s", h->name, h->why);
         if ((rc == CURLE_OK || rc == CURLE_WRITE_ERROR) && r->status >= 300)

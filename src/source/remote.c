@@ -131,3 +131,54 @@ int tio__remote_open(const char *url, const tio_limits *limits, tio_remote **out
     *have = (size_t)got;
     return TIO_OK;
 }
+
+typedef struct span {
+    uint64_t off, len;
+} span;
+
+static int span_cmp(const void *a, const void *b) {
+    uint64_t x = ((const span *)a)->off, y = ((const span *)b)->off;
+    return x < y ? -1 : x > y;
+}
+
+/* The ranges of r's buffer t views (its data, its COO indices); a copy
+ * made at open (owned) holds its bytes already. */
+static size_t tensor_spans(const tio_remote *r, const tio_tensor *t, span out[2]) {
+    const uint8_t *ptrs[2] = {t->data, t->indices};
+    uint64_t lens[2] = {t->nbytes, t->indices ? t->nnz * t->rank * 8 : 0};
+    size_t n = 0;
+    for (int k = 0; k < 2; k++)
+        if (ptrs[k] && lens[k] && ptrs[k] >= r->base && ptrs[k] < r->base + r->size)
+            out[n++] = (span){(uint64_t)(ptrs[k] - r->base), lens[k]};
+    return n;
+}
+
+int tio__tensor_fetched(const tio_tensor *t) {
+    const tio_remote *r = t->owner ? t->owner->remote : NULL;
+    if (!r || !r->have) return 1;
+    span s[2];
+    size_t n = tensor_spans(r, t, s);
+    for (size_t k = 0; k < n; k++)
+        if (!tio__remote_has(r, s[k].off, s[k].len)) return 0;
+    return 1;
+}
+
+int tio__remote_fetch(tio_container *c, const tio_tensor *t, tio_error *err) {
+    tio_remote *r = c->remote;
+    if (!r || !r->have) return TIO_OK;
+    size_t count = t ? 1 : c->count;
+    span *s = count ? malloc(2 * count * sizeof *s) : NULL;
+    if (count && !s) return tio__nomem(err, NULL);
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) n += tensor_spans(r, t ? t : c->tensors[i], s + n);
+    if (n) qsort(s, n, sizeof *s, span_cmp);
+    int rc = TIO_OK;
+    for (size_t i = 0; i < n && rc == TIO_OK;) {
+        uint64_t off = s[i].off, end = off + s[i].len;
+        for (i++; i < n && s[i].off <= end; i++)
+            if (s[i].off + s[i].len > end) end = s[i].off + s[i].len;
+        rc = tio__remote_need(r, off, end - off, err);
+    }
+    free(s);
+    return rc;
+}

@@ -54,5 +54,9 @@ int tio__remote_has(const tio_remote *r, uint64_t off, uint64_t len);
 /* Bytes fetched (body bytes received). */
 uint64_t tio__remote_received(const tio_remote *r);
 void tio__remote_free(tio_remote *r);
+/* Fetches the bytes tensor t of c (every tensor when t is NULL) views in
+ * c's remote buffer: ranges sorted and joined where they touch, so that
+ * tensors stored one after another come in one request. */
+int tio__remote_fetch(tio_container *c, const tio_tensor *t, tio_error *err);
 
 #endif
