@@ -184,8 +184,8 @@ int tio__need_fetched(const tio_container *c, const tio_tensor *t, tio_error *er
 }
 
 /* An http(s) URL: its first bytes; the format; the header as the format
- * says (or the whole file); decoding; then every tensor's bytes unless
- * TIO_OPEN_LAZY. */
+ * says (or the whole file); unless TIO_OPEN_LAZY every tensor's bytes; then
+ * decoding. */
 static int open_url(const char *url, const tio_open_options *opts, tio_container **out,
                     tio_error *err) {
     tio_limits lim = tio__limits_resolve(opts ? opts->limits : NULL);
@@ -209,9 +209,23 @@ static int open_url(const char *url, const tio_open_options *opts, tio_container
         have = (size_t)want;
     }
     if (rc == TIO_OK && !f->head) rc = tio__remote_need(c->remote, 0, size, err);
+    int lazy = opts && (opts->flags & TIO_OPEN_LAZY);
+    if (rc == TIO_OK && f->head && !lazy) {
+        /* A first decode finds the tensors' ranges; once they are fetched
+         * the file is decoded again, so that checks of the bytes between
+         * tensors (GGUF's padding) see them as a local open does. */
+        tio_container *pre = tio_container_new();
+        if (!pre) rc = tio__nomem(err, NULL);
+        if (pre) {
+            pre->remote = c->remote; /* borrowed */
+            rc = decode(pre, f, base, size, NULL, NULL, opts, err);
+            if (rc == TIO_OK) rc = tio__remote_fetch(pre, NULL, err);
+            pre->remote = NULL;
+            tio_container_free(pre);
+        }
+    }
     /* no path: nothing is looked up beside a URL (ONNX external data) */
     if (rc == TIO_OK) rc = decode(c, f, base, size, NULL, NULL, opts, err);
-    if (rc == TIO_OK && !(opts && (opts->flags & TIO_OPEN_LAZY))) rc = tio__remote_fetch(c, NULL, err);
     if (rc == TIO_OK && opts && opts->progress) opts->progress(opts->progress_ctx, size, size);
     if (rc) {
         tio_container_free(c);

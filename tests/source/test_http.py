@@ -120,6 +120,44 @@ def main():
         sent = ng.bytes_sent()
         check(sent <= 65536, f"ls x.npy fetched {sent} bytes (the first 64 KiB at most)")
 
+        # GGUF (written by tensio from the safetensors file): the header only
+        gg = os.path.join(www, "big.gguf")
+        rc, _, err = run("convert", big, gg)
+        check(rc == 0, f"convert to gguf: {err}")
+        gsize = os.path.getsize(gg)
+        ng.log_lines()
+        same_as_local(f"{U}/big.gguf", gg, "ls", "@", what="ls big.gguf")
+        sent = ng.bytes_sent()
+        check(0 < sent < gsize // 100, f"ls of gguf fetched {sent} of {gsize} bytes")
+        print(f"ls of gguf over HTTP: {sent} bytes of {gsize} ({100 * sent / gsize:.3f} %)")
+        same_as_local(f"{U}/big.gguf", gg, "dump", "@", "small", what="dump gguf small")
+        same_as_local(f"{U}/big.gguf", gg, "validate", "@", what="validate big.gguf")
+
+        # every vector (well-formed and hostile): ls and validate as locally,
+        # dump too for the formats whose header alone is fetched
+        vecs = os.environ.get("TIO_TEST_VECTORS") or os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors")
+        os.symlink(os.path.abspath(vecs), os.path.join(www, "vectors"))
+        n = 0
+        for dirpath, _, files in sorted(os.walk(vecs)):
+            for fn in sorted(files):
+                local = os.path.join(dirpath, fn)
+                if fn.endswith((".py", ".md", ".json")) or os.path.getsize(local) > (1 << 20):
+                    continue
+                url = f"{U}/vectors/{os.path.relpath(local, vecs)}"
+                cmds = [("ls", "@"), ("validate", "@")]
+                if fn.endswith((".safetensors", ".npy", ".gguf")):
+                    cmds.append(("dump", "@"))
+                for cmd in cmds:
+                    rl = run(*[local if x == "@" else x for x in cmd])
+                    ru = run(*[url if x == "@" else x for x in cmd])
+                    check(rl[0] == ru[0] and rl[1].replace(local, "F") == ru[1].replace(url, "F")
+                          and rl[2].replace(local, "F") == ru[2].replace(url, "F"),
+                          f"{cmd[0]} {url}: exit {ru[0]} {ru[2]!r}, locally {rl[0]} {rl[2]!r}")
+                n += 1
+        check(n > 100, f"only {n} vectors found in {vecs}")
+        print(f"{n} vectors over HTTP as locally")
+
         # a redirect, a loop of them, a 404
         same_as_local(f"{U}/moved.safetensors", big, "ls", "@", what="ls through a redirect")
         rc, out, err = run("ls", f"{U}/loop.safetensors")
