@@ -20,6 +20,8 @@ static const char dump_help[] =
     "with --json), or an error when it is the TENSOR asked for.\n"
     "\n"
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "FILE may be an http:// or https:// URL: its header and the bytes of the\n"
+    "tensors printed are fetched (range requests), nothing else.\n"
     "A WebDataset tar shard takes a member first: 'tensio dump shard.tar\n"
     "KEY.EXT [TENSOR]' prints the tensors of that member; an LMDB store takes a\n"
     "key: 'tensio dump db.lmdb KEY [TENSOR]'.\n"

@@ -12,6 +12,8 @@ static const char ls_help[] =
     "dtype, shape, layout, stored bytes and, for sparse (COO) tensors, nnz.\n"
     "\n"
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "FILE may be an http:// or https:// URL: only its header is fetched (range\n"
+    "requests), unless --hash or a filter reads the tensors.\n"
     "A WebDataset tar shard (FILE.tar): a row per tensor of each tensor member\n"
     "(KEY, MEMBER, INDEX, NAME, DTYPE, SHAPE, NBYTES), a row per other member.\n"
     "An LMDB store (DIR with data.mdb, FILE.lmdb, FILE.mdb): a row per key and\n"

@@ -142,7 +142,9 @@ def main():
         for dirpath, _, files in sorted(os.walk(vecs)):
             for fn in sorted(files):
                 local = os.path.join(dirpath, fn)
-                if fn.endswith((".py", ".md", ".json")) or os.path.getsize(local) > (1 << 20):
+                # tar shards over HTTP are not read yet (docs/sources.md)
+                if (fn.endswith((".py", ".md", ".json", ".tar")) or
+                        os.path.getsize(local) > (1 << 20)):
                     continue
                 url = f"{U}/vectors/{os.path.relpath(local, vecs)}"
                 cmds = [("ls", "@"), ("validate", "@")]
