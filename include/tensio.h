@@ -172,6 +172,8 @@ typedef struct tio_limits {
                                     connection drops, stalls or the body ends early */
     uint32_t timeout_ms;         /* to connect; and a transfer that receives
                                     nothing for this long (rounded to seconds) fails */
+    uint64_t max_member_bytes;   /* a shard read as a stream: one member with its
+                                    headers, the memory it may take */
 } tio_limits;
 
 #define TIO_DEFAULT_MAX_TENSORS (1u << 24)
@@ -191,6 +193,7 @@ typedef struct tio_limits {
 #define TIO_DEFAULT_MAX_REDIRECTS 8u
 #define TIO_DEFAULT_MAX_RETRIES 4u
 #define TIO_DEFAULT_TIMEOUT_MS 30000u
+#define TIO_DEFAULT_MAX_MEMBER_BYTES (UINT64_C(4) << 30)
 
 /* ------------------------------------------------------------------ tensors */
 
@@ -835,6 +838,30 @@ TIO_API const char *tio_shard_member_format(const tio_shard *s, size_t i);
  * release callback (tio_container_on_release) is taken for that. */
 TIO_API int tio_shard_open_member(tio_shard *s, size_t i, const tio_open_options *opts,
                                   tio_container **out, tio_error *err);
+
+/* A shard read in one pass, member by member (no index, no mapping, nothing
+ * written to disk): from a file path (or file:PATH), from a command's
+ * standard output ("pipe:COMMAND", run by /bin/sh -c; its exit status must
+ * be 0), or from an http:// or https:// URL (sequential range requests,
+ * resumed and checked as for tio_open; docs/sources.md). One buffer holds
+ * the member handed out and its headers: memory is bounded by the largest
+ * member and limits->max_member_bytes. Uncompressed tar only. */
+typedef struct tio_shard_stream tio_shard_stream;
+TIO_API int tio_shard_stream_open(const char *source, const tio_limits *limits,
+                                  tio_shard_stream **out, tio_error *err);
+/* The next member (regular files in archive order): TIO_OK with *m, valid
+ * until the next call (its data too: tio_open_memory over it, or copy), or
+ * TIO_OK with *m NULL at the end of the archive (the command's exit status
+ * checked then). m->offset is the data's offset in the stream; m->sample
+ * counts runs of one key (TIO_SHARD_NONE for members of no sample);
+ * m->duplicate is not computed (0). Errors as tio_shard_open's, offsets in
+ * the stream, the source named. */
+TIO_API int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **m,
+                                  tio_error *err);
+/* Samples begun so far. */
+TIO_API size_t tio_shard_stream_samples(const tio_shard_stream *s);
+/* Stops a command not read to its end (SIGTERM), frees everything. */
+TIO_API void tio_shard_stream_free(tio_shard_stream *s);
 
 /* ------------------------------------------------------------- LMDB stores */
 

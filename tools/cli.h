@@ -296,6 +296,9 @@ void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask);
 void cli_table_reserve(cli_table *t, size_t rows, size_t bytes_per_row);
 /* Appends one cell (rows fill left to right). Records out-of-memory. */
 void cli_table_add(cli_table *t, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* Adds the cells INDEX NAME DTYPE SHAPE NBYTES of tensor x (its index t):
+ * CLI_EXIT_OK, or the error printed (out of memory). */
+int cli_table_tensor(cli_table *tab, size_t t, const tio_tensor *x);
 /* The same for a cell of plain text (NULL: "(null)") and of a number. */
 void cli_table_add_str(cli_table *t, const char *s);
 void cli_table_add_u64(cli_table *t, uint64_t v);

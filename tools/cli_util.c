@@ -800,3 +800,18 @@ int cli_one_file(cli_parser *p, int last_id, const char *cmd, const char *format
     cli_parser_free(p);
     return rc;
 }
+
+int cli_table_tensor(cli_table *tab, size_t t, const tio_tensor *x) {
+    const char *name = tio_tensor_name(x);
+    char *ename = name ? cli_text_escape(name) : NULL;
+    char *shape = cli_shape_string(x);
+    int rc = (name && !ename) || !shape ? cli_error("out of memory") : CLI_EXIT_OK;
+    cli_table_add(tab, "%zu", t);
+    cli_table_add(tab, "%s", ename ? ename : "-");
+    cli_table_add(tab, "%s", cli_tensor_dtype_name(x));
+    cli_table_add(tab, "%s", shape ? shape : "?");
+    cli_table_add(tab, "%zu", tio_tensor_nbytes(x));
+    free(ename);
+    free(shape);
+    return rc;
+}

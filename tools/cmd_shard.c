@@ -19,6 +19,7 @@ static int ends_with(const char *s, const char *suffix) {
 
 int cli_is_shard(const char *path, const char *format) {
     if (format || !path || strcmp(path, "-") == 0) return 0;
+    if (strncmp(path, "pipe:", 5) == 0) return 1; /* only shards come from commands */
     if (ends_with(path, ".tar") || ends_with(path, ".tar.gz") || ends_with(path, ".tgz") ||
         ends_with(path, ".tar.xz") || ends_with(path, ".tar.bz2") ||
         ends_with(path, ".tar.zst"))
@@ -36,6 +37,9 @@ int cli_is_shard(const char *path, const char *format) {
 static int open_shard(const char *path, const tio_limits *lim, tio_shard **out) {
     tio_error err;
     tio_error_clear(&err);
+    if (cli_is_url(path) || strncmp(path, "pipe:", 5) == 0)
+        return cli_error("%s: a shard from a URL or a command is read by ls (text) only so far",
+                         path);
     if (tio_shard_open(path, lim, out, &err) != TIO_OK) {
         const char *msg = cli_errmsg(&err);
         if (err.code == TIO_E_IO) return cli_error("%s", msg); /* it names the file */
@@ -65,49 +69,89 @@ static tio_container *open_member(const char *path, tio_shard *s, size_t i, int 
 
 /* ------------------------------------------------------------------- ls */
 
+/* The rows of member m (its container c, or NULL: a row of bytes). */
+static int ls_rows(cli_table *tab, const tio_shard_member *m, tio_container *c) {
+    int rc = CLI_EXIT_OK;
+    char *ek = cli_text_escape(m->key), *em = cli_text_escape(m->name);
+    size_t nt = c ? tio_container_count(c) : 0;
+    if (!ek || !em) rc = cli_error("out of memory");
+    for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
+        cli_table_add(tab, "%s", m->key[0] ? ek : "-");
+        cli_table_add(tab, "%s", em);
+        rc = cli_table_tensor(tab, t, tio_container_tensor(c, t));
+    }
+    if (!c && rc == CLI_EXIT_OK) { /* opaque bytes (or a member that failed) */
+        cli_table_add(tab, "%s", m->key[0] ? ek : "-");
+        cli_table_add(tab, "%s", em);
+        cli_table_add(tab, "-");
+        cli_table_add(tab, "-");
+        cli_table_add(tab, "bytes");
+        cli_table_add(tab, "-");
+        cli_table_add(tab, "%llu", (unsigned long long)m->size);
+    }
+    free(ek);
+    free(em);
+    return rc;
+}
+
+static void ls_heads(cli_table *tab) {
+    cli_table_init(tab, 7, 1u << 2 | 1u << 6);
+    const char *heads[] = {"KEY", "MEMBER", "INDEX", "NAME", "DTYPE", "SHAPE", "NBYTES"};
+    for (size_t k = 0; k < 7; k++) cli_table_add(tab, "%s", heads[k]);
+}
+
 static int ls_shard_text(const char *path, tio_shard *s) {
     cli_table tab;
-    cli_table_init(&tab, 7, 1u << 2 | 1u << 6);
-    const char *heads[] = {"KEY", "MEMBER", "INDEX", "NAME", "DTYPE", "SHAPE", "NBYTES"};
-    for (size_t k = 0; k < 7; k++) cli_table_add(&tab, "%s", heads[k]);
+    ls_heads(&tab);
     int failed = 0, rc = CLI_EXIT_OK;
     size_t n = tio_shard_member_count(s);
     for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
-        const tio_shard_member *m = tio_shard_member_at(s, i);
-        char *ek = cli_text_escape(m->key), *em = cli_text_escape(m->name);
         tio_container *c = tio_shard_member_format(s, i) ? open_member(path, s, i, &failed)
                                                          : NULL;
-        size_t nt = c ? tio_container_count(c) : 0;
-        if (!ek || !em) rc = cli_error("out of memory");
-        for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
-            const tio_tensor *x = tio_container_tensor(c, t);
-            const char *name = tio_tensor_name(x);
-            char *ename = name ? cli_text_escape(name) : NULL;
-            char *shape = cli_shape_string(x);
-            if ((name && !ename) || !shape) rc = cli_error("out of memory");
-            cli_table_add(&tab, "%s", m->key[0] ? ek : "-");
-            cli_table_add(&tab, "%s", em);
-            cli_table_add(&tab, "%zu", t);
-            cli_table_add(&tab, "%s", ename ? ename : "-");
-            cli_table_add(&tab, "%s", cli_tensor_dtype_name(x));
-            cli_table_add(&tab, "%s", shape ? shape : "?");
-            cli_table_add(&tab, "%zu", tio_tensor_nbytes(x));
-            free(ename);
-            free(shape);
-        }
-        if (!c && rc == CLI_EXIT_OK) { /* opaque bytes (or a member that failed) */
-            cli_table_add(&tab, "%s", m->key[0] ? ek : "-");
-            cli_table_add(&tab, "%s", em);
-            cli_table_add(&tab, "-");
-            cli_table_add(&tab, "-");
-            cli_table_add(&tab, "bytes");
-            cli_table_add(&tab, "-");
-            cli_table_add(&tab, "%llu", (unsigned long long)m->size);
-        }
+        rc = ls_rows(&tab, tio_shard_member_at(s, i), c);
         tio_container_free(c);
-        free(ek);
-        free(em);
     }
+    if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
+    cli_table_free(&tab);
+    return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
+}
+
+/* ls of a shard read as a stream (a URL, pipe:COMMAND): the same rows,
+ * each member decoded as it passes. */
+static int ls_stream_text(const char *path, const tio_limits *lim) {
+    tio_shard_stream *st = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_shard_stream_open(path, lim, &st, &err) != TIO_OK)
+        return cli_error("%s", cli_errmsg(&err));
+    cli_table tab;
+    ls_heads(&tab);
+    int failed = 0, rc = CLI_EXIT_OK;
+    for (;;) {
+        const tio_shard_member *m = NULL;
+        if (tio_shard_stream_next(st, &m, &err) != TIO_OK) {
+            rc = cli_error("%s", cli_errmsg(&err));
+            break;
+        }
+        if (!m) break;
+        const char *fmt = tio_format_for_path(m->name);
+        tio_container *c = NULL;
+        if (fmt) {
+            tio_open_options o = {.format = fmt, .limits = lim};
+            if (tio_open_memory(m->data, (size_t)m->size, &o, &c, &err) != TIO_OK) {
+                char *ep = cli_text_escape(path), *en = cli_text_escape(m->name);
+                cli_error("%s: member %s: %s", ep ? ep : path, en ? en : "?", cli_errmsg(&err));
+                free(ep);
+                free(en);
+                failed = 1;
+                c = NULL;
+            }
+        }
+        rc = ls_rows(&tab, m, c);
+        tio_container_free(c); /* its views die with the next member */
+        if (rc != CLI_EXIT_OK) break;
+    }
+    tio_shard_stream_free(st);
     if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
     cli_table_free(&tab);
     return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
@@ -171,6 +215,8 @@ static int ls_shard_json(const char *path, tio_shard *s) {
 }
 
 int cli_shard_ls(const char *path, const tio_limits *lim, int json) {
+    if (!json && (cli_is_url(path) || strncmp(path, "pipe:", 5) == 0))
+        return ls_stream_text(path, lim); /* --json: open_shard says it is not there */
     tio_shard *s = NULL;
     int rc = open_shard(path, lim, &s);
     if (rc != CLI_EXIT_OK) return rc;

@@ -151,9 +151,9 @@ static int parse_limits(PyObject *lim, tio_limits *out)
     memset(out, 0, sizeof *out);
     if (lim == NULL || lim == Py_None)
         return 0;
-    unsigned long long v[11];
-    if (!PyArg_ParseTuple(lim, "KKKKKKKKKKK;limits: a tuple of 11 ints", &v[0], &v[1], &v[2],
-                          &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]))
+    unsigned long long v[12];
+    if (!PyArg_ParseTuple(lim, "KKKKKKKKKKKK;limits: a tuple of 12 ints", &v[0], &v[1], &v[2],
+                          &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11]))
         return -1;
     if (v[1] > UINT32_MAX || v[3] > UINT32_MAX || v[4] > UINT32_MAX || v[8] > UINT32_MAX ||
         v[9] > UINT32_MAX || v[10] > UINT32_MAX) {
@@ -173,6 +173,7 @@ static int parse_limits(PyObject *lim, tio_limits *out)
     out->max_redirects = (uint32_t)v[8];
     out->max_retries = (uint32_t)v[9];
     out->timeout_ms = (uint32_t)v[10];
+    out->max_member_bytes = v[11];
     return 0;
 }
 
@@ -609,12 +610,13 @@ static PyObject *owner_limits(OwnerObject *self, PyObject *noargs)
     (void)noargs;
     tio_limits l;
     tio_container_get_limits(self->c, &l);
-    return Py_BuildValue("(KIKIIKKKIII)", (unsigned long long)l.max_tensors, l.max_rank,
+    return Py_BuildValue("(KIKIIKKKIIIK)", (unsigned long long)l.max_tensors, l.max_rank,
                          (unsigned long long)l.max_header_bytes, l.max_name_bytes, l.max_depth,
                          (unsigned long long)l.max_objects,
                          (unsigned long long)l.max_dense_bytes,
                          (unsigned long long)l.max_remote_bytes, l.max_redirects,
-                         l.max_retries, l.timeout_ms);
+                         l.max_retries, l.timeout_ms,
+                         (unsigned long long)l.max_member_bytes);
 }
 
 /* find(name) -> index or -1 */

@@ -23,7 +23,7 @@ tio_limits tio__limits_resolve(const tio_limits *l) {
                     TIO_DEFAULT_MAX_PICKLE_OBJECTS, TIO_DEFAULT_MAX_PICKLE_DEPTH,
                     TIO_DEFAULT_MAX_SHARDS,       TIO_DEFAULT_MAX_REMOTE_BYTES,
                     TIO_DEFAULT_MAX_REDIRECTS,    TIO_DEFAULT_MAX_RETRIES,
-                    TIO_DEFAULT_TIMEOUT_MS};
+                    TIO_DEFAULT_TIMEOUT_MS,       TIO_DEFAULT_MAX_MEMBER_BYTES};
     if (l) {
         if (l->max_depth) r.max_depth = l->max_depth;
         /* Nesting is walked recursively (graphs, subgraphs): a raised depth
@@ -43,6 +43,7 @@ tio_limits tio__limits_resolve(const tio_limits *l) {
         if (l->max_redirects) r.max_redirects = l->max_redirects;
         if (l->max_retries) r.max_retries = l->max_retries;
         if (l->timeout_ms) r.timeout_ms = l->timeout_ms;
+        if (l->max_member_bytes) r.max_member_bytes = l->max_member_bytes;
         /* the reader walks a pickle's objects recursively */
         if (r.max_pickle_depth > TIO_MAX_PICKLE_DEPTH_CAP)
             r.max_pickle_depth = TIO_MAX_PICKLE_DEPTH_CAP;

@@ -142,12 +142,12 @@ def main():
         for dirpath, _, files in sorted(os.walk(vecs)):
             for fn in sorted(files):
                 local = os.path.join(dirpath, fn)
-                # tar shards over HTTP are not read yet (docs/sources.md)
-                if (fn.endswith((".py", ".md", ".json", ".tar")) or
-                        os.path.getsize(local) > (1 << 20)):
+                if fn.endswith((".py", ".md", ".json")) or os.path.getsize(local) > (1 << 20):
                     continue
                 url = f"{U}/vectors/{os.path.relpath(local, vecs)}"
                 cmds = [("ls", "@"), ("validate", "@")]
+                if fn.endswith(".tar"):  # a shard over HTTP: ls only, streamed
+                    cmds = [("ls", "@")]
                 if fn.endswith((".safetensors", ".npy", ".gguf")):
                     cmds.append(("dump", "@"))
                 for cmd in cmds:
@@ -159,6 +159,44 @@ def main():
                 n += 1
         check(n > 100, f"only {n} vectors found in {vecs}")
         print(f"{n} vectors over HTTP as locally")
+
+        # a shard of 48 members of 1 MiB (tensio writes it), streamed in one
+        # pass: ls as locally, over HTTP and from a command; each byte once
+        parts = []
+        for i in range(24):
+            p = os.path.join(tmp, f"{i:06d}.npy")
+            np.save(p, np.full((512, 512), i, dtype=np.float32))
+            q = os.path.join(tmp, f"{i:06d}.cls")
+            with open(q, "w") as f:
+                f.write(str(i))
+            parts += [p, q]
+        shard = os.path.join(www, "shard-000.tar")
+        rc, _, err = run("convert", "--shard", shard, *parts)
+        check(rc == 0, f"convert --shard: {err}")
+        ssize = os.path.getsize(shard)
+        ng.log_lines()
+        same_as_local(f"{U}/shard-000.tar", shard, "ls", "@", what="ls of a shard over HTTP")
+        sent = ng.bytes_sent()
+        check(ssize // 2 < sent <= ssize, f"a shard streamed: {sent} bytes of {ssize}")
+        rl, rp = run("ls", shard), run("ls", f"pipe:cat '{shard}'")
+        check(rl == rp, f"ls pipe:cat: {rp[2]}")
+        rc, _, err = run("ls", f"pipe:cat '{shard}'; exit 5")
+        check(rc == 1 and "exited with status 5" in err, f"a failing command: {err}")
+        # cut shards: the errors of the local file, over HTTP and from a command
+        with open(shard, "rb") as f:
+            data = f.read()
+        os.makedirs(os.path.join(www, "scuts"))
+        for n in (700, 1024, 300000, len(data) - 20000):
+            p = os.path.join(www, "scuts", f"s{n}.tar")
+            with open(p, "wb") as f:
+                f.write(data[:n])
+            url = f"{U}/scuts/s{n}.tar"
+            rl, ru, rp = run("ls", p), run("ls", url), run("ls", f"pipe:cat {p}")
+            want = rl[2].replace(f"{p}: ", "").rstrip("\n")
+            check(rl[0] == ru[0] == rp[0] == 1 and
+                  ru[2] == f"tensio: {want[8:]} (in {url}, read as a stream)\n" and
+                  rp[2] == f"tensio: {want[8:]} (in pipe:cat {p}, read as a stream)\n",
+                  f"cut shard {n}: {rl[2]!r} locally, {ru[2]!r} over HTTP, {rp[2]!r} piped")
 
         # a redirect, a loop of them, a 404
         same_as_local(f"{U}/moved.safetensors", big, "ls", "@", what="ls through a redirect")
@@ -208,6 +246,11 @@ def main():
         check(len(ranges) == 3 and starts[2] > starts[1] > 0 and ends[2] == ends[1],
               f"drop-once: expected the first request, the dropped one and its resumption "
               f"from a later offset, saw {ranges}")
+
+        srv.dropped = False
+        rc, out, err = run("ls", f"{S}/drop-once/shard-000.tar")
+        check(rc == 0 and out == run("ls", os.path.join(www, "shard-000.tar"))[1],
+              f"a shard resumed after a drop: {err}")
 
         def fails(mode, name, *want, args=("convert",), code=1):
             url = f"{S}/{mode}/{name}"
