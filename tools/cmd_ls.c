@@ -16,6 +16,8 @@ static const char ls_help[] =
     "requests), unless --hash or a filter reads the tensors.\n"
     "A WebDataset tar shard (FILE.tar): a row per tensor of each tensor member\n"
     "(KEY, MEMBER, INDEX, NAME, DTYPE, SHAPE, NBYTES), a row per other member.\n"
+    "A shard at a URL, or 'pipe:COMMAND' (its standard output; exit status\n"
+    "checked), is read as a stream, member by member.\n"
     "An LMDB store (DIR with data.mdb, FILE.lmdb, FILE.mdb): a row per key and\n"
     "its record's bytes; with --tensors a row per tensor of each record.\n"
     "\n"
