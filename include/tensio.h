@@ -163,7 +163,8 @@ typedef struct tio_limits {
                                     of its objects (at most TIO_MAX_PICKLE_DEPTH_CAP:
                                     a larger value is taken as it) */
     uint32_t max_shards;         /* files a Hugging Face index may name (its shards:
-                                    each is opened and mapped) */
+                                    each is opened and mapped); names a shard list
+                                    expands to (tio_shard_list_expand) */
     /* http:// and https:// sources (docs/sources.md) */
     uint64_t max_remote_bytes;   /* a remote file's size, or the body of a server
                                     that ignores ranges (refused past it) */
@@ -862,6 +863,18 @@ TIO_API int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **
 TIO_API size_t tio_shard_stream_samples(const tio_shard_stream *s);
 /* Stops a command not read to its end (SIGTERM), frees everything. */
 TIO_API void tio_shard_stream_free(tio_shard_stream *s);
+
+/* WebDataset's notation for shard lists: "https://h/shard-{000..099}.tar"
+ * (a range: zero-padded as written, descending when the first is larger),
+ * "{train,val}" (a list), several braces in one name (every combination,
+ * the last brace varying fastest), "::" between lists. Braces do not nest;
+ * text without braces is one name. *out: a malloc'ed array of *n malloc'ed
+ * names (tio_shard_list_free). More than limits->max_shards names is
+ * TIO_E_LIMIT before any is made; a malformed brace TIO_E_ARGUMENT with
+ * its offset in spec. */
+TIO_API int tio_shard_list_expand(const char *spec, const tio_limits *limits, char ***out,
+                                  size_t *n, tio_error *err);
+TIO_API void tio_shard_list_free(char **list, size_t n);
 
 /* ------------------------------------------------------------- LMDB stores */
 

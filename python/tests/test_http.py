@@ -26,7 +26,24 @@ def www(tmp_path_factory):
     root.mkdir()
     write_safetensors(str(root / "s.safetensors"), [("a", A), ("b", B)])
     np.save(str(root / "x.npy"), np.arange(70000, dtype=np.int64))
+    for k in range(3):  # shards: .npy and .cls members, 4 samples each
+        tmp = d / f"parts{k}"
+        tmp.mkdir()
+        files = []
+        for i in range(4):
+            np.save(str(tmp / f"{k}{i:03d}.npy"), np.full((100, 100), 10 * k + i, np.float32))
+            (tmp / f"{k}{i:03d}.cls").write_text(str(10 * k + i))
+            files += [str(tmp / f"{k}{i:03d}.npy"), str(tmp / f"{k}{i:03d}.cls")]
+        tensio_cli_shard(str(root / f"shard-{k:03d}.tar"), files)
     return d
+
+
+def tensio_cli_shard(out, files):
+    """A shard of files in order, through tensio's own writer (the CLI)."""
+    import subprocess
+    cli = os.environ.get("TIO_CLI") or os.path.join(
+        os.path.dirname(os.path.dirname(HERE)), "build", "tensio")
+    subprocess.run([cli, "convert", "--shard", out, *files], check=True)
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +94,35 @@ def test_endless_body_bounded(own):
 def test_stall_times_out(own):
     with pytest.raises(tensio.Error, match="stall/s.safetensors.*1 retry"):
         tensio.open(own + "/stall/s.safetensors", limits={"timeout_ms": 1000, "max_retries": 1})
+
+
+def test_shard_list():
+    assert tensio.shard_list("a-{08..10}.tar::b{x,y}") == [
+        "a-08.tar", "a-09.tar", "a-10.tar", "bx", "by"]
+    with pytest.raises(tensio.LimitError, match="max_shards"):
+        tensio.shard_list("{0..99}{0..99}", limits={"max_shards": 1000})
+    with pytest.raises(tensio.ArgumentError):
+        tensio.shard_list("a{1..2")
+
+
+def test_stream_shards(www, nginx):
+    local = [s for k in range(3) for s in tensio.Shard(str(www / "www" / f"shard-{k:03d}.tar"))]
+    for spec in (nginx + "/shard-{000..002}.tar",
+                 "::".join("pipe:cat " + str(www / "www" / f"shard-{k:03d}.tar")
+                           for k in range(3))):
+        got = list(tensio.stream_shards(spec))
+        assert len(got) == len(local) == 12
+        for a, b in zip(got, local):
+            assert a["__key__"] == b["__key__"] and a["cls"] == b["cls"]
+            assert np.array_equal(a["npy"], b["npy"])
+    assert [s["__url__"] for s in got][::4] == ["pipe:cat " + str(www / "www" / f"shard-{k:03d}.tar")
+                                                for k in range(3)]
+
+
+def test_stream_shards_errors(www, nginx):
+    with pytest.raises(tensio.IOError, match="missing.tar: HTTP 404"):
+        list(tensio.stream_shards(nginx + "/shard-000.tar::" + nginx + "/missing.tar"))
+    with pytest.raises(tensio.IOError, match="exited with status 2"):
+        list(tensio.stream_shards("pipe:cat " + str(www / "www" / "shard-000.tar") + "; exit 2"))
+    with pytest.raises(tensio.LimitError, match="max_member_bytes"):
+        list(tensio.stream_shards(nginx + "/shard-000.tar", limits={"max_member_bytes": 20000}))

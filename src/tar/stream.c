@@ -175,6 +175,12 @@ int tio_shard_stream_open(const char *source, const tio_limits *limits, tio_shar
     return TIO_OK;
 }
 
+static int too_large(const tio_shard_stream *s, tio_error *err) {
+    return tio__err(err, TIO_E_LIMIT, FMT, (int64_t)s->base,
+                    "%s: a member and its headers take more than max_member_bytes (%" PRIu64
+                    ")", s->label, s->lim.max_member_bytes);
+}
+
 /* Doubles the buffer, up to the limit. */
 static int grow(tio_shard_stream *s, uint64_t limit, tio_error *err) {
     uint64_t nc = (uint64_t)s->cap * 2 > limit ? limit : (uint64_t)s->cap * 2;
@@ -191,10 +197,7 @@ static int fill(tio_shard_stream *s, tio_error *err) {
     uint64_t limit = s->lim.max_member_bytes;
     int rc = TIO_OK;
     if (s->cap - s->len < FIRST_CAP && s->cap < limit) rc = grow(s, limit, err); /* no tiny reads */
-    if (rc == TIO_OK && s->len == s->cap && s->cap >= limit)
-        rc = tio__err(err, TIO_E_LIMIT, FMT, (int64_t)s->base,
-                      "%s: a member and its headers take more than max_member_bytes "
-                      "(%" PRIu64 ")", s->label, limit);
+    if (rc == TIO_OK && s->len == s->cap && s->cap >= limit) rc = too_large(s, err);
     if (rc) return rc;
     size_t got;
     rc = src_read(s, s->buf + s->len, s->cap - s->len, &got, err);
@@ -266,6 +269,11 @@ int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio
             s->len = 0;
             int rr = reap(s, rc ? NULL : err);
             return rc ? rc : rr;
+        }
+        if (rc == TIO_OK && cur.pos > s->lim.max_member_bytes) { /* fit in a larger buffer */
+            free(e.name);
+            s->done = 1;
+            return too_large(s, err);
         }
         if (rc == TIO_OK) {
             free(s->name);

@@ -197,12 +197,56 @@ static void test_cuts(void **state) {
     }
 }
 
+/* WebDataset's shard-list notation (tio_shard_list_expand). */
+static void expect_list(const char *spec, const char *const *want, size_t nwant) {
+    char **l;
+    size_t n;
+    tio_error e;
+    OK(tio_shard_list_expand(spec, NULL, &l, &n, &e));
+    assert_int_equal(n, nwant);
+    for (size_t i = 0; i < n; i++) assert_string_equal(l[i], want[i]);
+    tio_shard_list_free(l, n);
+}
+
+static void test_lists(void **state) {
+    (void)state;
+    const char *a[] = {"s-08.tar", "s-09.tar", "s-10.tar"};
+    expect_list("s-{08..10}.tar", a, 3);
+    const char *b[] = {"x/a-1", "x/a-2", "x/b-1", "x/b-2", "y3", "y2"};
+    expect_list("x/{a,b}-{1..2}::y{3..2}", b, 6);
+    const char *c[] = {"https://h/p.tar"};
+    expect_list("https://h/p.tar", c, 1);
+    const char *d[] = {"s-0.tar", "s-1.tar", "s-009.tar", "s-010.tar"};
+    expect_list("s-{0..1}.tar::s-{9..010}.tar", d, 4); /* padded where written so */
+    char **l;
+    size_t n;
+    tio_error e;
+    const char *bad[] = {"a{1..2", "a}b", "a{x}b", "a{{1..2}}", "a{1..2}{"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(tio_shard_list_expand(bad[i], NULL, &l, &n, &e), TIO_E_ARGUMENT);
+        assert_null(l);
+    }
+    tio_limits lim = {0};
+    lim.max_shards = 100;
+    OK(tio_shard_list_expand("{0..9}{0..9}", &lim, &l, &n, &e));
+    assert_int_equal(n, 100);
+    assert_string_equal(l[57], "57");
+    tio_shard_list_free(l, n);
+    assert_int_equal(tio_shard_list_expand("{0..9}{0..9}::z", &lim, &l, &n, &e), TIO_E_LIMIT);
+    /* a huge product is refused before anything is made */
+    assert_int_equal(tio_shard_list_expand("{0..999999}{0..999999}{0..999999}", NULL, &l, &n,
+                                           &e), TIO_E_LIMIT);
+    assert_int_equal(tio_shard_list_expand("{0..99999999999999999999}", NULL, &l, &n, &e),
+                     TIO_E_ARGUMENT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sources),
         cmocka_unit_test(test_member_limit),
         cmocka_unit_test(test_command_status),
         cmocka_unit_test(test_cuts),
+        cmocka_unit_test(test_lists),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
