@@ -38,7 +38,7 @@ static int open_shard(const char *path, const tio_limits *lim, tio_shard **out) 
     tio_error err;
     tio_error_clear(&err);
     if (cli_is_url(path) || strncmp(path, "pipe:", 5) == 0)
-        return cli_error("%s: a shard from a URL or a command is read by ls (text) only so far",
+        return cli_error("%s: a shard from a URL or a command is read by ls only so far",
                          path);
     if (tio_shard_open(path, lim, out, &err) != TIO_OK) {
         const char *msg = cli_errmsg(&err);
@@ -100,65 +100,88 @@ static void ls_heads(cli_table *tab) {
     for (size_t k = 0; k < 7; k++) cli_table_add(tab, "%s", heads[k]);
 }
 
-static int ls_shard_text(const char *path, tio_shard *s) {
-    cli_table tab;
-    ls_heads(&tab);
-    int failed = 0, rc = CLI_EXIT_OK;
-    size_t n = tio_shard_member_count(s);
-    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
-        tio_container *c = tio_shard_member_format(s, i) ? open_member(path, s, i, &failed)
-                                                         : NULL;
-        rc = ls_rows(&tab, tio_shard_member_at(s, i), c);
-        tio_container_free(c);
-    }
-    if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
-    cli_table_free(&tab);
-    return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
-}
+/* The members of a mapped shard, or of one read as a stream (a URL,
+ * pipe:COMMAND), one at a time with their containers. */
+typedef struct msrc {
+    const char *path;
+    const tio_limits *lim;
+    tio_shard *s; /* mapped */
+    size_t i;
+    tio_shard_stream *st; /* or streamed */
+    int failed;           /* a member did not decode (reported) */
+} msrc;
 
-/* ls of a shard read as a stream (a URL, pipe:COMMAND): the same rows,
- * each member decoded as it passes. */
-static int ls_stream_text(const char *path, const tio_limits *lim) {
-    tio_shard_stream *st = NULL;
+static int msrc_open(msrc *q, const char *path, const tio_limits *lim) {
+    memset(q, 0, sizeof *q);
+    q->path = path;
+    q->lim = lim;
+    if (!cli_is_url(path) && strncmp(path, "pipe:", 5) != 0) return open_shard(path, lim, &q->s);
     tio_error err;
     tio_error_clear(&err);
-    if (tio_shard_stream_open(path, lim, &st, &err) != TIO_OK)
+    if (tio_shard_stream_open(path, lim, &q->st, &err) != TIO_OK)
         return cli_error("%s", cli_errmsg(&err));
-    cli_table tab;
-    ls_heads(&tab);
-    int failed = 0, rc = CLI_EXIT_OK;
-    for (;;) {
-        const tio_shard_member *m = NULL;
-        if (tio_shard_stream_next(st, &m, &err) != TIO_OK) {
-            rc = cli_error("%s", cli_errmsg(&err));
-            break;
-        }
-        if (!m) break;
-        const char *fmt = tio_format_for_path(m->name);
-        tio_container *c = NULL;
-        if (fmt) {
-            tio_open_options o = {.format = fmt, .limits = lim};
-            if (tio_open_memory(m->data, (size_t)m->size, &o, &c, &err) != TIO_OK) {
-                char *ep = cli_text_escape(path), *en = cli_text_escape(m->name);
-                cli_error("%s: member %s: %s", ep ? ep : path, en ? en : "?", cli_errmsg(&err));
-                free(ep);
-                free(en);
-                failed = 1;
-                c = NULL;
-            }
-        }
-        rc = ls_rows(&tab, m, c);
-        tio_container_free(c); /* its views die with the next member */
-        if (rc != CLI_EXIT_OK) break;
-    }
-    tio_shard_stream_free(st);
-    if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
-    cli_table_free(&tab);
-    return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
+    return CLI_EXIT_OK;
 }
 
-static json_t *member_json(const tio_shard *s, size_t i) {
-    const tio_shard_member *m = tio_shard_member_at(s, i);
+static void msrc_close(msrc *q) {
+    tio_shard_free(q->s);
+    tio_shard_stream_free(q->st);
+}
+
+/* The next member (*m NULL at the end), its tensor format (NULL: none) and
+ * its container (NULL for no format, or a member that failed: reported). */
+static int msrc_next(msrc *q, const tio_shard_member **m, const char **fmt, tio_container **c) {
+    *c = NULL;
+    *fmt = NULL;
+    if (q->s) {
+        *m = tio_shard_member_at(q->s, q->i);
+        if (!*m) return CLI_EXIT_OK;
+        *fmt = tio_shard_member_format(q->s, q->i);
+        if (*fmt) *c = open_member(q->path, q->s, q->i, &q->failed);
+        q->i++;
+        return CLI_EXIT_OK;
+    }
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_shard_stream_next(q->st, m, &err) != TIO_OK) return cli_error("%s", cli_errmsg(&err));
+    if (!*m) return CLI_EXIT_OK;
+    *fmt = tio_format_for_path((*m)->name);
+    tio_open_options o = {.format = *fmt, .limits = q->lim};
+    if (*fmt && tio_open_memory((*m)->data, (size_t)(*m)->size, &o, c, &err) != TIO_OK) {
+        char *ep = cli_text_escape(q->path), *en = cli_text_escape((*m)->name);
+        cli_error("%s: member %s: %s", ep ? ep : q->path, en ? en : "?", cli_errmsg(&err));
+        free(ep);
+        free(en);
+        q->failed = 1;
+        *c = NULL; /* its views die with the next member: freed before */
+    }
+    return CLI_EXIT_OK;
+}
+
+static size_t msrc_samples(const msrc *q) {
+    return q->s ? tio_shard_sample_count(q->s) : tio_shard_stream_samples(q->st);
+}
+
+static int ls_shard_text(msrc *q) {
+    cli_table tab;
+    ls_heads(&tab);
+    int rc = CLI_EXIT_OK;
+    for (;;) {
+        const tio_shard_member *m;
+        const char *fmt;
+        tio_container *c;
+        rc = msrc_next(q, &m, &fmt, &c);
+        if (rc != CLI_EXIT_OK || !m) break;
+        rc = ls_rows(&tab, m, c);
+        tio_container_free(c);
+        if (rc != CLI_EXIT_OK) break;
+    }
+    if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
+    cli_table_free(&tab);
+    return rc == CLI_EXIT_OK && q->failed ? CLI_EXIT_FAIL : rc;
+}
+
+static json_t *member_json(const tio_shard_member *m, const char *fmt) {
     json_t *o = json_object();
     if (!o) return NULL;
     int bad = cli_json_set(o, "key", m->key[0] ? cli_json_str(m->key) : json_null());
@@ -166,7 +189,7 @@ static json_t *member_json(const tio_shard *s, size_t i) {
     bad |= cli_json_set(o, "ext", cli_json_str(m->ext));
     bad |= cli_json_set(o, "offset", json_integer((json_int_t)m->offset));
     bad |= cli_json_set(o, "size", json_integer((json_int_t)m->size));
-    bad |= cli_json_set(o, "format", cli_json_str(tio_shard_member_format(s, i)));
+    bad |= cli_json_set(o, "format", cli_json_str(fmt));
     if (bad) {
         json_decref(o);
         return NULL;
@@ -174,22 +197,19 @@ static json_t *member_json(const tio_shard *s, size_t i) {
     return o;
 }
 
-static int ls_shard_json(const char *path, tio_shard *s) {
+static int ls_shard_json(msrc *q) {
     json_t *root = json_object(), *members = json_array(), *tensors = json_array();
     int bad = !root || !members || !tensors;
-    bad |= cli_json_set(root, "file", cli_json_str(path));
+    bad |= cli_json_set(root, "file", cli_json_str(q->path));
     bad |= cli_json_set(root, "format", json_string("tar"));
-    bad |= cli_json_set(root, "samples",
-                        json_integer((json_int_t)tio_shard_sample_count(s)));
-    bad |= cli_json_set(root, "members", members);
-    bad |= cli_json_set(root, "tensors", tensors);
-    int failed = 0;
-    size_t n = tio_shard_member_count(s);
-    for (size_t i = 0; i < n && !bad; i++) {
-        const tio_shard_member *m = tio_shard_member_at(s, i);
-        bad |= json_array_append_new(members, member_json(s, i)) != 0;
-        tio_container *c = tio_shard_member_format(s, i) ? open_member(path, s, i, &failed)
-                                                         : NULL;
+    int rc = CLI_EXIT_OK;
+    while (!bad) {
+        const tio_shard_member *m;
+        const char *fmt;
+        tio_container *c;
+        rc = msrc_next(q, &m, &fmt, &c);
+        if (rc != CLI_EXIT_OK || !m) break;
+        bad |= json_array_append_new(members, member_json(m, fmt)) != 0;
         size_t nt = c ? tio_container_count(c) : 0;
         for (size_t t = 0; t < nt && !bad; t++) {
             const tio_tensor *x = tio_container_tensor(c, t);
@@ -206,22 +226,33 @@ static int ls_shard_json(const char *path, tio_shard *s) {
         }
         tio_container_free(c);
     }
+    /* (keys in the order of a mapped shard's output: samples before the lists) */
+    json_t *out = json_object();
+    bad |= !out || cli_json_set(out, "file", json_incref(json_object_get(root, "file"))) ||
+           cli_json_set(out, "format", json_string("tar")) ||
+           cli_json_set(out, "samples", json_integer((json_int_t)msrc_samples(q))) ||
+           cli_json_set(out, "members", json_incref(members)) ||
+           cli_json_set(out, "tensors", json_incref(tensors));
+    json_decref(root);
+    json_decref(members);
+    json_decref(tensors);
+    if (rc != CLI_EXIT_OK) {
+        json_decref(out);
+        return rc;
+    }
     if (bad) {
-        json_decref(root);
+        json_decref(out);
         return cli_error("out of memory");
     }
-    int rc = cli_json_print(root);
-    return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
+    rc = cli_json_print(out);
+    return rc == CLI_EXIT_OK && q->failed ? CLI_EXIT_FAIL : rc;
 }
 
 int cli_shard_ls(const char *path, const tio_limits *lim, int json) {
-    if (!json && (cli_is_url(path) || strncmp(path, "pipe:", 5) == 0))
-        return ls_stream_text(path, lim); /* --json: open_shard says it is not there */
-    tio_shard *s = NULL;
-    int rc = open_shard(path, lim, &s);
-    if (rc != CLI_EXIT_OK) return rc;
-    rc = json ? ls_shard_json(path, s) : ls_shard_text(path, s);
-    tio_shard_free(s);
+    msrc q;
+    int rc = msrc_open(&q, path, lim);
+    if (rc == CLI_EXIT_OK) rc = json ? ls_shard_json(&q) : ls_shard_text(&q);
+    msrc_close(&q);
     return rc;
 }
 

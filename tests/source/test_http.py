@@ -147,7 +147,7 @@ def main():
                 url = f"{U}/vectors/{os.path.relpath(local, vecs)}"
                 cmds = [("ls", "@"), ("validate", "@")]
                 if fn.endswith(".tar"):  # a shard over HTTP: ls only, streamed
-                    cmds = [("ls", "@")]
+                    cmds = [("ls", "@"), ("ls", "--json", "@")]
                 if fn.endswith((".safetensors", ".npy", ".gguf")):
                     cmds.append(("dump", "@"))
                 for cmd in cmds:
@@ -180,6 +180,9 @@ def main():
         check(ssize // 2 < sent <= ssize, f"a shard streamed: {sent} bytes of {ssize}")
         rl, rp = run("ls", shard), run("ls", f"pipe:cat '{shard}'")
         check(rl == rp, f"ls pipe:cat: {rp[2]}")
+        rl, rp = run("ls", "--json", shard), run("ls", "--json", f"pipe:cat '{shard}'")
+        check(rp[0] == 0 and rl[1].replace(shard, "F") == rp[1].replace(f"pipe:cat '{shard}'", "F"),
+              f"ls --json pipe:cat: {rp[2]}")
         rc, _, err = run("ls", f"pipe:cat '{shard}'; exit 5")
         check(rc == 1 and "exited with status 5" in err, f"a failing command: {err}")
         # cut shards: the errors of the local file, over HTTP and from a command
