@@ -132,7 +132,8 @@ class Handler(socketserver.BaseRequestHandler):
         mode, _, name = target.lstrip("/").partition("/")
         with srv.lock:
             srv.log.append((mode, rng))
-            nth = sum(1 for m, _ in srv.log if m == mode)
+            srv.names.append((mode, name))
+            nth = srv.names.count((mode, name))  # the first request for this file
         path = os.path.join(srv.root, name)
         data = b""
         if os.path.exists(path):
@@ -205,6 +206,6 @@ class Server(socketserver.ThreadingTCPServer):
 
 def own_server(root):
     srv = Server(("127.0.0.1", 0), Handler)
-    srv.root, srv.log, srv.lock, srv.dropped = root, [], threading.Lock(), False
+    srv.root, srv.log, srv.names, srv.lock, srv.dropped = root, [], [], threading.Lock(), False
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv, f"http://127.0.0.1:{srv.server_address[1]}"

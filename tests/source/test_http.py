@@ -269,6 +269,11 @@ def main():
         fails("etag", "big.safetensors", "ETag")
         fails("huge", "big.safetensors", "max_remote_bytes", args=("ls",))
         fails("hugelen", "big.safetensors", "max_remote_bytes", args=("ls",))
+        rc, out, err = run("ls", f"{S}/norange/shard-000.tar")
+        check(rc == 0 and out == run("ls", os.path.join(www, "shard-000.tar"))[1],
+              f"a shard from a server without ranges: {err}")
+        fails("badlen", "shard-000.tar", "disagrees", args=("ls",))
+        fails("grow", "shard-000.tar", "size changed", args=("ls",))
         # a server without ranges: the whole body, once
         rc, out, err = run("ls", f"{S}/norange/small.safetensors")
         check(rc == 0 and out == run("ls", small)[1], f"a server without ranges: {err}")
