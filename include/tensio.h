@@ -736,7 +736,9 @@ typedef struct tio_open_options {
 /* Opens a file. It is mapped; tensors are views into the mapping. An
  * http:// or https:// URL is read by range requests (libcurl) into a sparse
  * buffer: the header, then the tensors' bytes (see TIO_OPEN_LAZY and the
- * remote limits in tio_limits; docs/sources.md). */
+ * remote limits in tio_limits; docs/sources.md). "pipe:COMMAND" runs the
+ * command (/bin/sh -c) and reads its standard output into memory; a
+ * non-zero exit status is TIO_E_IO. */
 TIO_API int tio_open(const char *path, const tio_open_options *opts,
                      tio_container **out, tio_error *err);
 /* Opens bytes in memory. They are borrowed (must outlive the container)

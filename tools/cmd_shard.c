@@ -19,7 +19,17 @@ static int ends_with(const char *s, const char *suffix) {
 
 int cli_is_shard(const char *path, const char *format) {
     if (format || !path || strcmp(path, "-") == 0) return 0;
-    if (strncmp(path, "pipe:", 5) == 0) return 1; /* only shards come from commands */
+    /* a command's output: a file when the command ends with a tensor
+     * format's extension ("pipe:curl -s URL/m.safetensors"), else a shard
+     * ("pipe:aws s3 cp s3://b/shard-000.tar -") */
+    if (strncmp(path, "pipe:", 5) == 0) {
+        size_t n = strlen(path);
+        while (n > 5 && strchr(" \t'\"", path[n - 1])) n--; /* quotes around the last word */
+        char *cmd = strndup(path, n);
+        int shard = cmd && !tio_format_for_path(cmd);
+        free(cmd);
+        return shard;
+    }
     if (ends_with(path, ".tar") || ends_with(path, ".tar.gz") || ends_with(path, ".tgz") ||
         ends_with(path, ".tar.xz") || ends_with(path, ".tar.bz2") ||
         ends_with(path, ".tar.zst"))

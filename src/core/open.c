@@ -236,11 +236,48 @@ static int open_url(const char *url, const tio_open_options *opts, tio_container
     return TIO_OK;
 }
 
+/* pipe:COMMAND: its standard output read into memory, its exit status
+ * checked, then decoded (format probed, else the command's extension). */
+static int open_pipe(const char *path, const tio_open_options *opts, tio_container **out,
+                     tio_error *err) {
+    int fd;
+    pid_t pid;
+    int rc = tio__pipe_start(path + 5, path, &fd, &pid, err);
+    if (rc) return rc;
+    uint8_t *b = NULL;
+    size_t size = 0;
+    rc = slurp(fd, path, opts, 0, &b, &size, err);
+    int rr = tio__pipe_finish(fd, pid, rc != TIO_OK, path, rc ? NULL : err);
+    if (rc == TIO_OK) rc = rr;
+    tio_container *c = rc == TIO_OK ? tio_container_new() : NULL;
+    if (rc == TIO_OK && !c) rc = tio__nomem(err, NULL);
+    if (c) c->owned_buf = b;
+    else free(b);
+    static const uint8_t empty[1];
+    const uint8_t *data = b ? b : empty;
+    /* the extension of the command's last word, quotes left out */
+    size_t n = strlen(path);
+    while (n > 5 && strchr(" \t'\"", path[n - 1])) n--;
+    char *name = rc == TIO_OK ? strndup(path, n) : NULL;
+    if (rc == TIO_OK && !name) rc = tio__nomem(err, NULL);
+    const tio_format_desc *f = NULL;
+    if (rc == TIO_OK) rc = choose_format(opts, data, size, name, &f, err);
+    free(name);
+    if (rc == TIO_OK) rc = decode(c, f, data, size, NULL, NULL, opts, err);
+    if (rc) {
+        tio_container_free(c);
+        return rc;
+    }
+    *out = c;
+    return TIO_OK;
+}
+
 int tio_open(const char *path, const tio_open_options *opts, tio_container **out,
              tio_error *err) {
     if (!path || !out) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
     *out = NULL;
     if (tio__is_url(path)) return open_url(path, opts, out, err);
+    if (strncmp(path, "pipe:", 5) == 0) return open_pipe(path, opts, out, err);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;

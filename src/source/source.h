@@ -5,6 +5,8 @@
 
 #include "core/internal.h"
 
+#include <sys/types.h>
+
 /* ------------------------------------------------------------- http.c */
 
 /* One URL read through libcurl: redirects followed (at most
@@ -36,6 +38,15 @@ const char *tio__http_name(const tio_http *h);
 
 /* Whether path is an http:// or https:// URL (case-insensitive scheme). */
 int tio__is_url(const char *path);
+
+/* ------------------------------------------------------------- pipe.c */
+
+/* Starts COMMAND (/bin/sh -c) with its standard output on *fd (close-on-
+ * exec), its process *pid. Messages name label. */
+int tio__pipe_start(const char *cmd, const char *label, int *fd, pid_t *pid, tio_error *err);
+/* Closes fd and waits for pid (SIGTERM first when stop): TIO_OK for exit
+ * status 0, else TIO_E_IO naming label and the status or signal. */
+int tio__pipe_finish(int fd, pid_t pid, int stop, const char *label, tio_error *err);
 
 /* ----------------------------------------------------------- remote.c */
 

@@ -9,19 +9,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define FMT "tar"
 #define WINDOW ((size_t)1 << 22) /* bytes one range request asks for */
 #define FIRST_CAP ((size_t)1 << 16)
-
-extern char **environ;
 
 struct tio_shard_stream {
     char *label;       /* the source as messages name it */
@@ -74,53 +69,17 @@ static int src_read(tio_shard_stream *s, uint8_t *dst, size_t n, size_t *got, ti
     }
 }
 
-/* The command's exit: TIO_OK for status 0. */
-static int reap(tio_shard_stream *s, tio_error *err) {
-    if (s->fd >= 0) close(s->fd);
+/* The command's exit (stopped first when stop): TIO_OK for status 0. */
+static int reap(tio_shard_stream *s, int stop, tio_error *err) {
+    int rc = tio__pipe_finish(s->fd, s->pid, stop, s->label, err);
     s->fd = -1;
-    if (!s->pid) return TIO_OK;
-    int st = 0;
-    pid_t r;
-    do r = waitpid(s->pid, &st, 0);
-    while (r < 0 && errno == EINTR);
     s->pid = 0;
-    if (r < 0) return tio__err(err, TIO_E_IO, NULL, -1, "%s: waitpid: %s", s->label, strerror(errno));
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return TIO_OK;
-    if (WIFEXITED(st))
-        return tio__err(err, TIO_E_IO, NULL, -1, "%s: the command exited with status %d",
-                        s->label, WEXITSTATUS(st));
-    return tio__err(err, TIO_E_IO, NULL, -1, "%s: the command was killed by signal %d",
-                    s->label, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-}
-
-static int spawn(tio_shard_stream *s, const char *cmd, tio_error *err) {
-    int p[2];
-    if (pipe(p) != 0)
-        return tio__err(err, TIO_E_IO, NULL, -1, "%s: pipe: %s", s->label, strerror(errno));
-    posix_spawn_file_actions_t fa;
-    int rc = posix_spawn_file_actions_init(&fa);
-    if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
-    if (!rc) rc = posix_spawn_file_actions_addclose(&fa, p[0]);
-    if (!rc) rc = posix_spawn_file_actions_addclose(&fa, p[1]);
-    char *argv[] = {"sh", "-c", (char *)(uintptr_t)cmd, NULL};
-    if (!rc) rc = posix_spawn(&s->pid, "/bin/sh", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    if (rc) {
-        close(p[0]);
-        s->pid = 0;
-        return tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot start /bin/sh: %s", s->label,
-                        strerror(rc));
-    }
-    fcntl(p[0], F_SETFD, FD_CLOEXEC);
-    s->fd = p[0];
-    return TIO_OK;
+    return rc;
 }
 
 void tio_shard_stream_free(tio_shard_stream *s) {
     if (!s) return;
-    if (s->pid) kill(s->pid, SIGTERM); /* not read to its end: stop it */
-    (void)reap(s, NULL);
+    (void)reap(s, 1, NULL); /* a command not read to its end is stopped */
     tio__http_free(s->h);
     free(s->whole);
     free(s->buf);
@@ -144,7 +103,7 @@ int tio_shard_stream_open(const char *source, const tio_limits *limits, tio_shar
     s->label = strdup(source);
     int rc = s->buf && s->label ? TIO_OK : tio__nomem(err, FMT);
     if (rc == TIO_OK && strncmp(source, "pipe:", 5) == 0) {
-        rc = spawn(s, source + 5, err);
+        rc = tio__pipe_start(source + 5, s->label, &s->fd, &s->pid, err);
     } else if (rc == TIO_OK && tio__is_url(source)) {
         uint8_t *first = NULL;
         uint64_t got = 0;
@@ -211,8 +170,8 @@ static int fill(tio_shard_stream *s, tio_error *err) {
  * says so instead (its output was cut short for a reason). */
 static int stream_error(tio_shard_stream *s, int rc, const tio_error *terr, tio_error *err) {
     tio_error cmd;
-    if (s->pid && !s->eof) kill(s->pid, SIGTERM); /* its output is not wanted any more */
-    if (reap(s, &cmd) != TIO_OK && s->eof) {
+    /* a command whose output is not wanted any more is stopped */
+    if (reap(s, !s->eof, &cmd) != TIO_OK && s->eof) {
         if (err) *err = cmd;
         return cmd.code;
     }
@@ -267,7 +226,7 @@ int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio
                                   "after the end-of-archive block", s->label);
             }
             s->len = 0;
-            int rr = reap(s, rc ? NULL : err);
+            int rr = reap(s, 0, rc ? NULL : err);
             return rc ? rc : rr;
         }
         if (rc == TIO_OK && cur.pos > s->lim.max_member_bytes) { /* fit in a larger buffer */

@@ -185,6 +185,19 @@ def main():
               f"ls --json pipe:cat: {rp[2]}")
         rc, _, err = run("ls", f"pipe:cat '{shard}'; exit 5")
         check(rc == 1 and "exited with status 5" in err, f"a failing command: {err}")
+        # single files from a command (tio_open of pipe:COMMAND)
+        for name in ("x.npy", "small.safetensors", "z.npz"):
+            local = os.path.join(www, name)
+            for cmd in (("ls",), ("dump",)):
+                rl, rp = run(*cmd, local), run(*cmd, f"pipe:cat '{local}'")
+                check(rp[0] == rl[0] == 0 and rp[1] == rl[1], f"{cmd} pipe:cat {name}: {rp[2]}")
+        out_p = os.path.join(tmp, "p.npz")
+        rc, _, err = run("convert", f"pipe:curl -s {U}/big.safetensors", out_p)
+        check(rc == 0 and open(out_p, "rb").read() == open(out_l, "rb").read(),
+              f"convert from pipe:curl: {err}")
+        rc, _, err = run("ls", f"pipe:cat '{os.path.join(www, 'x.npy')}'; exit 7 # x.npy")
+        check(rc == 1 and "exited with status 7" in err, f"a failing command: {err}")
+
         # cut shards: the errors of the local file, over HTTP and from a command
         with open(shard, "rb") as f:
             data = f.read()
