@@ -206,10 +206,6 @@ int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio
             rc = tio__err(&terr, TIO_E_UNSUPPORTED, FMT, 0,
                           "a %s-compressed shard is not read as a stream (uncompressed tar "
                           "only)", z);
-        else if (s->len < TIO_TAR_BLOCK && s->len && s->eof) /* (the cursor's is relative) */
-            rc = tio__err(&terr, TIO_E_TRUNCATED, FMT, (int64_t)s->base,
-                          "header block: expected 512 bytes, found %zu before the end of the "
-                          "data", s->len);
         else
             rc = tio__tar_next(&cur, s->base, &s->lim, &e, &done, &terr);
         if (rc == TIO_OK && done) {

@@ -179,6 +179,12 @@ int tio__tar_next(tio_cursor *c, uint64_t origin, const tio_limits *lim, tio_tar
                           "missing end-of-archive block (two zero blocks) at the end");
             break;
         }
+        if (tio__cursor_left(c) < TIO_TAR_BLOCK) { /* (the cursor's words, at's offset) */
+            rc = tio__err(err, TIO_E_TRUNCATED, FMT, (int64_t)at,
+                          "header block: expected %u bytes, found %zu before the end of the "
+                          "data", TIO_TAR_BLOCK, tio__cursor_left(c));
+            break;
+        }
         rc = tio__cursor_bytes(c, TIO_TAR_BLOCK, &h, "header block", err);
         if (rc != TIO_OK) break;
         if (all_zero(h)) {
