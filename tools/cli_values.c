@@ -2,6 +2,7 @@
 #include "cli_values.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,7 +142,7 @@ static int elems_fail(tio_error *err, int code, const char *msg) {
     return code;
 }
 
-int cli_elems_init(cli_elems *e, const tio_tensor *t, tio_error *err) {
+int cli_elems_init(cli_elems *e, const tio_tensor *t, uint64_t max_dense, tio_error *err) {
     memset(e, 0, sizeof *e);
     e->size = tio_dtype_size(tio_tensor_dtype(t));
     e->numel = tio_tensor_numel(t);
@@ -154,7 +155,16 @@ int cli_elems_init(cli_elems *e, const tio_tensor *t, tio_error *err) {
             return elems_fail(err, TIO_E_UNSUPPORTED, msg);
         }
         e->size = 4;
-        if (e->numel > SIZE_MAX / 4) return elems_fail(err, TIO_E_LIMIT, "too many elements");
+        if (e->numel > SIZE_MAX / 4)
+            return elems_fail(err, TIO_E_LIMIT, "too many elements to dequantize");
+        if (e->numel * 4 > max_dense) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "dequantizing its %" PRIu64 " elements to float32 needs %" PRIu64
+                     " bytes, above max_dense_bytes %" PRIu64 " (--max-dense-bytes)",
+                     e->numel, e->numel * 4, max_dense);
+            return elems_fail(err, TIO_E_LIMIT, msg);
+        }
         size_t bytes = (size_t)e->numel * 4;
         e->owned = malloc(bytes ? bytes : 1);
         if (!e->owned) return elems_fail(err, TIO_E_NOMEM, "out of memory");

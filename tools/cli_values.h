@@ -55,10 +55,11 @@ typedef struct cli_elems {
 } cli_elems;
 
 /* TIO_OK, or TIO_E_NOMEM / TIO_E_CORRUPT (a coordinate out of range) in err.
- * A quantized tensor is dequantized to float32 (tio_tensor_densify, within
- * the container's max_dense_bytes); a block type tensio cannot dequantize is
- * TIO_E_UNSUPPORTED. */
-int cli_elems_init(cli_elems *e, const tio_tensor *t, tio_error *err);
+ * A quantized tensor is dequantized to float32 (tio_tensor_densify) when its
+ * numel x 4 bytes are at most max_dense (the container's max_dense_bytes),
+ * checked before anything is allocated, else TIO_E_LIMIT; a block type
+ * tensio cannot dequantize is TIO_E_UNSUPPORTED. */
+int cli_elems_init(cli_elems *e, const tio_tensor *t, uint64_t max_dense, tio_error *err);
 void cli_elems_free(cli_elems *e);
 /* COO: the flat index of the next stored coordinate (UINT64_MAX when none
  * is left); dense: UINT64_MAX. */

@@ -28,11 +28,14 @@ static const char diff_help[] =
     "Options:\n"
     "      --rtol X        relative tolerance (default 1e-05)\n"
     "      --atol X        absolute tolerance (default 1e-08)\n"
-    "      --equal-nan     NaN equals NaN\n"
+    "      --equal-nan     NaN equals NaN (the same bits always do)\n"
     "      --by-index      pair tensors by index even when they have names\n"
     "      --ignore-dtype  a dtype difference alone (equal values) is no difference\n"
     "      --tensors-only  do not compare the model graphs\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
+    "      --max-dense-bytes N\n"
+    "                      dequantize a quantized tensor to at most N bytes of\n"
+    "                      float32 (K, M, G, T suffixes; 'unlimited'; default 256M)\n"
     CLI_PROGRESS_HELP
     "  -h, --help          show this help and exit\n";
 
@@ -50,6 +53,7 @@ static const cli_option diff_opts[] = {
     {"by-index", 0, 0, OPT_BY_INDEX},
     {"ignore-dtype", 0, 0, OPT_IGNORE_DTYPE},
     {"tensors-only", 0, 0, OPT_TENSORS_ONLY},
+    CLI_OPT_MAX_DENSE,
     CLI_OPT_PROGRESS,
 };
 
@@ -164,7 +168,9 @@ static void compare_one(const diff_conf *o, tio_dtype da, const uint8_t *a, tio_
                         const uint8_t *b, uint64_t i, int ints, pair_result *r) {
     int eq;
     double d = 0, rel = 0;
-    if (ints) {
+    if (da == db && memcmp(a, b, tio_dtype_size(da)) == 0) {
+        eq = 1; /* the same bits are never a difference, NaN or not */
+    } else if (ints) {
         long double ld, mag;
         eq = int_equal(da, a, db, b, &ld, &mag);
         d = (double)ld;
@@ -224,7 +230,7 @@ static int same_shape(const tio_tensor *a, const tio_tensor *b) {
 }
 
 static void compare_pair(const diff_conf *o, const tio_tensor *ta, const tio_tensor *tb,
-                         pair_result *r) {
+                         uint64_t max_dense_a, uint64_t max_dense_b, pair_result *r) {
     tio_dtype da = tio_tensor_dtype(ta), db = tio_tensor_dtype(tb);
     r->dtype_differs = da != db;
     if (!same_shape(ta, tb)) {
@@ -242,9 +248,9 @@ static void compare_pair(const diff_conf *o, const tio_tensor *ta, const tio_ten
     }
     cli_elems ea, eb;
     tio_error err;
-    int st = cli_elems_init(&ea, ta, &err);
+    int st = cli_elems_init(&ea, ta, max_dense_a, &err);
     if (st == TIO_OK) {
-        st = cli_elems_init(&eb, tb, &err);
+        st = cli_elems_init(&eb, tb, max_dense_b, &err);
         if (st != TIO_OK) cli_elems_free(&ea);
     }
     if (st != TIO_OK) {
@@ -640,6 +646,9 @@ static int run_diff(diff_run *d, const char *const *sel, size_t nsel) {
     if (rc != CLI_EXIT_OK) return rc;
     cli_progress prog; /* pairs compared */
     cli_progress_init(&prog, o->progress, "diff", "tensors");
+    tio_limits la, lb; /* dequantizing a side: within its container's max_dense_bytes */
+    tio_container_get_limits(d->a, &la);
+    tio_container_get_limits(d->b, &lb);
     for (size_t i = 0; i < n; i++) {
         cli_progress_update(&prog, i, n);
         pair_result *r = &all[i];
@@ -648,7 +657,8 @@ static int run_diff(diff_run *d, const char *const *sel, size_t nsel) {
         else if (r->ia < 0)
             r->status = ST_ONLY_B;
         else
-            compare_pair(o, side(d->a, r->ia), side(d->b, r->ib), r);
+            compare_pair(o, side(d->a, r->ia), side(d->b, r->ib), la.max_dense_bytes,
+                         lb.max_dense_bytes, r);
         d->counts[r->status]++;
     }
     cli_progress_update(&prog, n, n);
@@ -670,6 +680,8 @@ int cli_cmd_diff(int argc, char **argv) {
                              sizeof diff_opts / sizeof diff_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
     diff_conf o = {1e-5, 1e-8, 0, 0, 0, 0, 0, CLI_PROGRESS_AUTO};
+    tio_limits olim; /* 0: the defaults */
+    memset(&olim, 0, sizeof olim);
     int id = CLI_PARSE_END;
     while (rc == CLI_EXIT_OK && (id = cli_parser_next(&p)) > 0) {
         switch (id) {
@@ -686,6 +698,7 @@ int cli_cmd_diff(int argc, char **argv) {
         case OPT_BY_INDEX: o.by_index = 1; break;
         case OPT_IGNORE_DTYPE: o.ignore_dtype = 1; break;
         case OPT_TENSORS_ONLY: o.tensors_only = 1; break;
+        case CLI_OPT_MAX_DENSE_ID: rc = cli_parse_max_dense("diff", p.value, &olim); break;
         default: break;
         }
     }
@@ -702,8 +715,8 @@ int cli_cmd_diff(int argc, char **argv) {
     d.path_a = p.pos[0];
     d.path_b = p.pos[1];
     tio_container *a = NULL, *b = NULL;
-    rc = cli_open(d.path_a, NULL, NULL, &a);
-    if (rc == CLI_EXIT_OK) rc = cli_open(d.path_b, NULL, NULL, &b);
+    rc = cli_open(d.path_a, NULL, &olim, &a);
+    if (rc == CLI_EXIT_OK) rc = cli_open(d.path_b, NULL, &olim, &b);
     if (rc == CLI_EXIT_OK) {
         /* the tensors of both are compared: map each in one call (a hint) */
         (void)tio_container_prefetch(a, NULL);

@@ -29,6 +29,9 @@ static const char stats_help[] =
     "      --bins N        histogram bins, 1..1000 (default 16)\n"
     "      --sparkline     show the sparkline even when stdout is not a terminal\n"
     "  -f, --format FMT    read FILE as format FMT instead of detecting it\n"
+    "      --max-dense-bytes N\n"
+    "                      dequantize a quantized tensor to at most N bytes of\n"
+    "                      float32 (K, M, G, T suffixes; 'unlimited'; default 256M)\n"
     CLI_PROGRESS_HELP
     "  -h, --help          show this help and exit\n";
 
@@ -40,6 +43,7 @@ static const cli_option stats_opts[] = {
     {"bins", 0, 1, OPT_BINS},
     {"sparkline", 0, 0, OPT_SPARK},
     {"format", 'f', 1, OPT_FORMAT},
+    CLI_OPT_MAX_DENSE,
     CLI_OPT_PROGRESS,
 };
 
@@ -176,7 +180,7 @@ static void sparkline(const tensor_stats *s, char *buf, size_t size) {
 }
 
 static int compute(const char *path, size_t index, const tio_tensor *t, size_t nbins,
-                   tensor_stats *s) {
+                   uint64_t max_dense, tensor_stats *s) {
     memset(s, 0, sizeof *s);
     tio_dtype dt = tio_tensor_dtype(t);
     const uint8_t *p = tio_tensor_data(t);
@@ -186,7 +190,7 @@ static int compute(const char *path, size_t index, const tio_tensor *t, size_t n
     memset(&q, 0, sizeof q);
     if (tio_tensor_layout(t) == TIO_LAYOUT_QUANT) {
         tio_error err;
-        if (cli_elems_init(&q, t, &err) != TIO_OK)
+        if (cli_elems_init(&q, t, max_dense, &err) != TIO_OK)
             return cli_error("%s: tensor %zu: %s", path, index, cli_errmsg(&err));
         p = q.dense;
         dt = TIO_FLOAT32;
@@ -370,13 +374,15 @@ static int run_stats(const char *path, const tio_container *c, const size_t *sel
         for (size_t k = 0; k < tab.ncols; k++) cli_table_add(&tab, "%s", head[k]);
     }
     int rc = CLI_EXIT_OK, skipped = 0;
+    tio_limits lim;
+    tio_container_get_limits(c, &lim);
     for (size_t k = 0; k < n && rc == CLI_EXIT_OK; k++) {
         size_t i = sel ? sel[k] : k;
         const tio_tensor *t = tio_container_tensor(c, i);
         tensor_stats s;
         /* a tensor that cannot be summarised (said on stderr) is left out;
          * the others are listed and the exit status is 1 */
-        int crc = compute(path, i, t, nbins, &s);
+        int crc = compute(path, i, t, nbins, lim.max_dense_bytes, &s);
         done += tio_tensor_nbytes(t);
         cli_progress_update(&prog, done, total);
         if (crc != CLI_EXIT_OK) {
@@ -416,6 +422,8 @@ int cli_cmd_stats(int argc, char **argv) {
     int json = 0, spark = isatty(STDOUT_FILENO), progress = CLI_PROGRESS_AUTO, id;
     size_t nbins = DEFAULT_BINS;
     const char *format = NULL;
+    tio_limits olim; /* 0: the defaults */
+    memset(&olim, 0, sizeof olim);
     while (rc == CLI_EXIT_OK && (id = cli_parser_next(&p)) > 0) {
         switch (id) {
         case OPT_HELP:
@@ -428,6 +436,7 @@ int cli_cmd_stats(int argc, char **argv) {
         case CLI_OPT_PROGRESS_ID: progress = CLI_PROGRESS_ON; break;
         case CLI_OPT_NO_PROGRESS_ID: progress = CLI_PROGRESS_OFF; break;
         case OPT_FORMAT: format = p.value; break;
+        case CLI_OPT_MAX_DENSE_ID: rc = cli_parse_max_dense("stats", p.value, &olim); break;
         default: break;
         }
     }
@@ -439,7 +448,7 @@ int cli_cmd_stats(int argc, char **argv) {
         return rc;
     }
     tio_container *c = NULL;
-    rc = cli_open(p.pos[0], format, NULL, &c);
+    rc = cli_open(p.pos[0], format, &olim, &c);
     size_t *sel = NULL, nsel = p.npos - 1;
     /* every tensor is read: map the file in one call (a hint) */
     if (rc == CLI_EXIT_OK && !nsel) (void)tio_container_prefetch(c, NULL);

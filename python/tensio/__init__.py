@@ -41,10 +41,11 @@ except ImportError:  # pragma: no cover - depends on the system
     _BFLOAT16 = None
 
 _LIMIT_FIELDS = ("max_tensors", "max_rank", "max_header_bytes", "max_name_bytes",
-                 "max_depth", "max_objects", "max_dense_bytes",
-                 # http(s) sources (docs/sources.md)
+                 "max_depth", "max_objects", "max_dense_bytes", "max_pickle_bytes",
+                 "max_pickle_objects", "max_pickle_depth", "max_shards",
+                 # http(s) sources and shard streams (docs/sources.md)
                  "max_remote_bytes", "max_redirects", "max_retries", "timeout_ms",
-                 "max_member_bytes", "max_shards")
+                 "max_member_bytes")
 _SAVE_FLAGS = {
     "densify": _tensio.SAVE_DENSIFY,
     "drop_names": _tensio.SAVE_DROP_NAMES,

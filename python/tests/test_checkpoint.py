@@ -314,3 +314,37 @@ def test_hostile_structures(tmp_path):
     p = hand_made(tmp_path, b"\x80\x02cos\nsystem\nX\x01\x00\x00\x00x\x85R.")
     ours = tensio.load_checkpoint(p)
     assert ours.name == "os.system" and ours.state is None and ours.offset == len(LEGACY_HEAD) + 2
+
+
+def test_pickle_limits(tmp_path):
+    """The pickle's limits from Python: the defaults read back, and each
+    tightened one refuses a checkpoint the defaults open."""
+    p = str(tmp_path / "nested.pt")
+    torch.save({"a": [[[torch.ones(2)]]], "n": list(range(50))}, p)
+    with tensio.open(p) as c:
+        lim = c.limits
+        assert lim["max_pickle_bytes"] == 1 << 30 and lim["max_shards"] > 0
+        assert lim["max_pickle_depth"] > 0 and lim["max_pickle_objects"] > 0
+    with tensio.open(p, limits={"max_pickle_depth": 32, "max_pickle_objects": 1000}) as c:
+        assert c.limits["max_pickle_depth"] == 32 and c.limits["max_pickle_objects"] == 1000
+    for lim, what in (({"max_pickle_bytes": 64}, "max_pickle_bytes"),
+                      ({"max_pickle_objects": 20}, "max_pickle_objects"),
+                      ({"max_pickle_depth": 2}, "max_pickle_depth")):
+        with pytest.raises(tensio.LimitError, match=what):
+            tensio.open(p, limits=lim)
+        with pytest.raises(tensio.LimitError, match=what):
+            tensio.load_checkpoint(p, limits=lim)
+
+
+def test_strided_views_on_first_use(tmp_path):
+    """Transposed and expanded tensors are views until asked for: their
+    arrays equal torch's, and DLPack hands torch the same values."""
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    p = str(tmp_path / "strided.pt")
+    torch.save({"t": base.t(), "e": torch.tensor([1.0, 2.0]).expand(3, 2)}, p)
+    with tensio.open(p) as c:
+        np.testing.assert_array_equal(np.asarray(c["t"]), base.t().numpy())
+        np.testing.assert_array_equal(np.asarray(c["e"]), np.array([[1.0, 2.0]] * 3, np.float32))
+        assert np.asarray(c["t"]).flags["C_CONTIGUOUS"]
+    ck = tensio.load_checkpoint(p)
+    assert torch.equal(torch.from_dlpack(ck["t"]), base.t().contiguous())

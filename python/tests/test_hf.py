@@ -63,3 +63,12 @@ def test_hostile_index(tmp_path):
         json.dumps({"weight_map": {"a": "../../etc/passwd"}}))
     with pytest.raises(tensio.Error, match="is a path, not a file name"):
         tensio.open(str(d))
+
+
+def test_max_shards_limit(tmp_path):
+    out = str(tmp_path / "repo") + "/"
+    tensio.save(out, arrays(), max_shard_size="1KB")
+    with tensio.open(out, limits={"max_shards": 2}) as c:
+        assert c.limits["max_shards"] == 2
+    with pytest.raises(tensio.LimitError, match="max_shards"):
+        tensio.open(out, limits={"max_shards": 1})

@@ -54,12 +54,48 @@ typedef struct th_index {
     size_t cap, n;
 } th_index;
 
-static uint64_t th_fnv(uint64_t h, const void *p, size_t n) {
-    const uint8_t *b = p;
-    for (size_t k = 0; k < n; k++) h = (h ^ b[k]) * 1099511628211u;
-    return h;
+/* The indexes' hash of a name: 8 bytes a step, the same however the name
+ * is split among th_hash_add calls (a member's name is looked up in three
+ * pieces), keyed by a seed per open so that names chosen to collide cannot
+ * be prepared in advance. */
+typedef struct th_hash {
+    uint64_t h, tail, len;
+} th_hash;
+
+static void th_hash_word(th_hash *x, uint64_t w) {
+    x->h = (x->h ^ w) * 0x9fb21c651e98df25u;
+    x->h ^= x->h >> 28;
 }
-#define TH_FNV0 1469598103934665603u
+
+static void th_hash_add(th_hash *x, const void *p, size_t n) {
+    const uint8_t *b = p;
+    unsigned have = (unsigned)(x->len & 7);
+    x->len += n;
+    while (have && n) { /* finish the word a previous piece began */
+        x->tail |= (uint64_t)*b++ << (8 * have);
+        n--;
+        if (++have == 8) {
+            th_hash_word(x, x->tail);
+            x->tail = 0;
+            have = 0;
+        }
+    }
+    for (; n >= 8; b += 8, n -= 8) th_hash_word(x, tio__ld64(b));
+    for (unsigned k = 0; k < n; k++) x->tail |= (uint64_t)b[k] << (8 * (have + k));
+}
+
+static uint64_t th_hash_end(th_hash *x) {
+    uint64_t h = x->h ^ x->tail ^ (x->len * 0xff51afd7ed558ccdu);
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53u;
+    return h ^ (h >> 33);
+}
+
+static uint64_t th_hash_of(uint64_t seed, const void *p, size_t n) {
+    th_hash x = {seed, 0, 0};
+    th_hash_add(&x, p, n);
+    return th_hash_end(&x);
+}
 
 /* The first entry of hash h for which eq(ctx, index) holds, or SIZE_MAX. */
 static size_t th_find(const th_index *x, uint64_t h, int (*eq)(const void *ctx, size_t i),
@@ -148,6 +184,7 @@ typedef struct th_reader {
     char scratch[256], gscratch[200]; /* th_walk's leaf text */
     const char **given;  /* the names given (r->names indexes them) */
     size_t ngiven, given_cap;
+    uint64_t seed;          /* the indexes' hash key (th_hash) */
     const char *probe_s[3]; /* a lookup's pieces (th_member) */
     size_t probe_n[3];
     char *name;          /* the path being walked */
@@ -184,31 +221,38 @@ static size_t th_member(th_reader *r, const char *rest, const uint8_t *rest2, si
     r->probe_n[1] = strlen(rest);
     r->probe_s[2] = (const char *)rest2;
     r->probe_n[2] = rest2_len;
-    uint64_t h = TH_FNV0;
-    for (int k = 0; k < 3; k++)
-        if (r->probe_n[k]) h = th_fnv(h, r->probe_s[k], r->probe_n[k]);
+    th_hash x = {r->seed, 0, 0};
+    for (int k = 0; k < 3; k++) th_hash_add(&x, r->probe_s[k], r->probe_n[k]);
+    uint64_t h = th_hash_end(&x);
     return th_find(&r->members, h, th_member_eq, r);
 }
 
-static int th_index_members(th_reader *r) {
-    /* sized once: at most half full, as th_insert keeps it */
+/* Sizes an empty index for n entries at once (at most half full, as
+ * th_insert keeps it), so that it is not rehashed as it fills. */
+static int th_index_reserve(th_index *x, size_t n) {
     size_t cap = 64;
-    while (cap / 2 < r->zip.n + 1 && cap < SIZE_MAX / 4) cap *= 2;
-    if (!r->members.cap && cap > 64) {
-        r->members.slot = calloc(cap, sizeof *r->members.slot);
-        if (!r->members.slot) return tio__nomem(r->err, TH);
-        r->members.cap = cap;
-    }
+    while (cap / 2 < n + 1 && cap < SIZE_MAX / 4 / sizeof *x->slot) cap *= 2;
+    if (x->cap || cap <= 64) return TIO_OK;
+    x->slot = calloc(cap, sizeof *x->slot);
+    if (!x->slot) return TIO_E_NOMEM;
+    x->cap = cap;
+    return TIO_OK;
+}
+
+static int th_index_members(th_reader *r) {
+    /* a record per storage, a storage per tensor or so: the other two too */
+    if (th_index_reserve(&r->members, r->zip.n) || th_index_reserve(&r->keys, r->zip.n) ||
+        th_index_reserve(&r->names, r->zip.n))
+        return tio__nomem(r->err, TH);
     for (size_t i = 0; i < r->zip.n; i++)
-        if (th_insert(&r->members, th_fnv(TH_FNV0, r->zip.m[i].name, r->zip.m[i].name_len), i))
+        if (th_insert(&r->members, th_hash_of(r->seed, r->zip.m[i].name, r->zip.m[i].name_len), i))
             return tio__nomem(r->err, TH);
     return TIO_OK;
 }
 
 /* A member's bytes: a view when stored, else inflated (*owned set). */
-static int th_member_bytes(th_reader *r, size_t i, const uint8_t **data, uint64_t *n,
-                           uint8_t **owned) {
-    const tio_zip_member *m = &r->zip.m[i];
+static int th_bytes_of(th_reader *r, const tio_zip_member *m, const uint8_t **data, uint64_t *n,
+                       uint8_t **owned) {
     char nm[80];
     *owned = NULL;
     if (m->method == TIO_ZIP_STORED) {
@@ -227,6 +271,11 @@ static int th_member_bytes(th_reader *r, size_t i, const uint8_t **data, uint64_
     *data = *owned;
     *n = m->usize;
     return TIO_OK;
+}
+
+static int th_member_bytes(th_reader *r, size_t i, const uint8_t **data, uint64_t *n,
+                           uint8_t **owned) {
+    return th_bytes_of(r, &r->zip.m[i], data, n, owned);
 }
 
 static size_t th_dtype_size(tio_dtype d) { return tio_dtype_size(d); }
@@ -262,7 +311,7 @@ static int th_key_eq(const void *ctx, size_t i) {
 static size_t th_key_find(th_reader *r, const uint8_t *k, size_t n, uint64_t *h) {
     r->probe_s[0] = (const char *)k;
     r->probe_n[0] = n;
-    *h = th_fnv(TH_FNV0, k, n);
+    *h = th_hash_of(r->seed, k, n);
     return th_find(&r->keys, *h, th_key_eq, r);
 }
 
@@ -371,7 +420,7 @@ static int th_name_eq(const void *ctx, size_t i) {
  * dropped. *h gets the name's hash for th_name_add. */
 static int th_name_taken(th_reader *r, const char *name, uint64_t *h, int *taken, uint64_t at) {
     r->probe_s[0] = name;
-    *h = th_fnv(TH_FNV0, name, strlen(name));
+    *h = th_hash_of(r->seed, name, strlen(name));
     *taken = th_find(&r->names, *h, th_name_eq, r) != SIZE_MAX;
     if (!*taken) return TIO_OK;
     char e[80];
@@ -1018,10 +1067,8 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
 /* Every global outside the vocabulary, as a finding. */
 static int th_scan(th_reader *r, const char *pkl) {
     const tio_pickle *p = &r->pk;
-    size_t first = 0; /* the first global outside the vocabulary: none in most files */
-    while (first < p->count && (p->obj[first].kind != TIO_PK_GLOBAL || p->obj[first].vocab))
-        first++;
-    if (first == p->count) return TIO_OK;
+    size_t first = p->first_unknown; /* none in most files */
+    if (first >= p->count) return TIO_OK;
     uint8_t *called = calloc(p->count ? p->count : 1, 1);
     if (!called) return tio__nomem(r->err, TH);
     for (size_t i = 0; i < p->count; i++)
@@ -1045,13 +1092,18 @@ static int th_scan(th_reader *r, const char *pkl) {
     return rc;
 }
 
-/* Runs a pickle into r->pk and reports its globals. */
-static int th_run(th_reader *r, const uint8_t *data, size_t size, uint64_t base,
-                  const char *pkl) {
+/* Runs a pickle into r->pk. */
+static int th_machine(th_reader *r, const uint8_t *data, size_t size, uint64_t base) {
     tio__pickle_free(&r->pk);
     r->pkl_base = base;
     r->pk_data = data;
-    int rc = tio__pickle_run(&r->pk, data, size, base, TH, &r->ctx->limits, r->err);
+    return tio__pickle_run(&r->pk, data, size, base, TH, &r->ctx->limits, r->err);
+}
+
+/* Runs a pickle into r->pk and reports its globals. */
+static int th_run(th_reader *r, const uint8_t *data, size_t size, uint64_t base,
+                  const char *pkl) {
+    int rc = th_machine(r, data, size, base);
     return rc ? rc : th_scan(r, pkl);
 }
 
@@ -1107,28 +1159,76 @@ static int th_each(void *arg, size_t i) {
     return TIO_OK;
 }
 
-static int th_read_zip(th_reader *r) {
-    int rc = tio__zip_open(&r->zip, r->ctx, TH, "torch.save", r->err);
-    if (!rc) rc = tio__zip_each(&r->zip, th_each, r);
-    if (!rc) rc = th_index_members(r);
-    if (rc) return rc;
-    r->is_zip = 1;
-    /* the pickle: <prefix>/data.pkl, prefix one directory (or none) */
-    size_t pk = SIZE_MAX;
-    for (size_t i = 0; i < r->zip.n && pk == SIZE_MAX; i++) {
+static int th_read_zip_rest(th_reader *r, size_t pk, int prc, const tio_error *perr);
+
+/* The data.pkl member (<prefix>/data.pkl, prefix one directory or none),
+ * or SIZE_MAX; sets r->prefix. */
+static size_t th_find_pickle(th_reader *r) {
+    for (size_t i = 0; i < r->zip.n; i++) {
         const tio_zip_member *m = &r->zip.m[i];
         if (!th_ends(m->name, m->name_len, "data.pkl")) continue;
         size_t pl = m->name_len - 8;
         if (pl == 0 || (m->name[pl - 1] == '/' && !memchr(m->name, '/', pl - 1))) {
-            pk = i;
             r->prefix = (const char *)m->name;
             r->prefix_len = pl ? pl - 1 : 0;
+            return i;
         }
     }
+    return SIZE_MAX;
+}
+
+/* With many records, their local headers are read on a thread while this
+ * one runs data.pkl (src/zip: tio__zip_locals_start), its local header read
+ * here into a copy. The pickle's outcome waits in *perr until the archive
+ * is checked, so that errors come in the order of a reader without the
+ * thread: the archive's first. Returns -1 when it did not run (no thread). */
+static int th_pickle_early(th_reader *r, size_t pk, const uint8_t **d, uint64_t *n,
+                           uint8_t **owned, tio_error *perr) {
+    if (pk == SIZE_MAX) return -1;
+    tio_zip_member pm = r->zip.m[pk]; /* z->m is the thread's from here */
+    tio_zip_locals *lj = tio__zip_locals_start(&r->zip);
+    if (!lj) return -1;
+    tio_error *err = r->err;
+    tio_error_clear(perr);
+    r->err = r->zip.err = perr;
+    int rc = tio__zip_local_of(&r->zip, &pm);
+    if (!rc) rc = th_bytes_of(r, &pm, d, n, owned);
+    if (!rc) rc = th_machine(r, *d, (size_t)*n, *owned ? 0 : pm.data_at);
+    r->err = r->zip.err = err;
+    tio__zip_locals_end(&r->zip, lj);
+    return rc;
+}
+
+static int th_read_zip(th_reader *r) {
+    int rc = tio__zip_open(&r->zip, r->ctx, TH, "torch.save", r->err);
+    if (rc) return rc;
+    size_t pk = th_find_pickle(r);
+    const uint8_t *pd = NULL;
+    uint64_t pn = 0;
+    uint8_t *powned = NULL;
+    tio_error perr;
+    int prc = th_pickle_early(r, pk, &pd, &pn, &powned, &perr);
+    rc = tio__zip_each(&r->zip, th_each, r);
+    if (!rc) rc = th_index_members(r);
+    if (rc) {
+        free(powned);
+        return rc;
+    }
+    r->is_zip = 1;
     if (pk == SIZE_MAX)
         return tio__err(r->err, TIO_E_FORMAT, TH, 0,
                         "a zip archive without a data.pkl record (expected <dir>/data.pkl, as "
                         "torch.save writes)");
+    rc = th_read_zip_rest(r, pk, prc, &perr);
+    free(powned); /* data.pkl inflated: walked by now */
+    return rc;
+}
+
+/* The rest of th_read_zip, the archive checked: its props, data.pkl (run
+ * here unless it ran already: prc its outcome, -1 not run, perr its error),
+ * the walk, and TorchScript's constants.pkl. */
+static int th_read_zip_rest(th_reader *r, size_t pk, int prc, const tio_error *perr) {
+    int rc = TIO_OK;
     const uint8_t *d = NULL;
     uint64_t n = 0;
     uint8_t *owned = NULL;
@@ -1164,11 +1264,20 @@ static int th_read_zip(th_reader *r) {
     }
     rc = tio__kv_set(&r->ctx->c->props, "layout", r->script ? "torchscript" : "zip", r->err);
     if (rc) return rc;
-    rc = th_member_bytes(r, pk, &d, &n, &owned);
-    if (rc) return rc;
-    rc = th_run(r, d, (size_t)n, owned ? 0 : r->zip.m[pk].data_at, "data.pkl");
+    if (prc > 0) { /* it ran, and failed */
+        *r->err = *perr;
+        return prc;
+    }
+    if (prc == 0) {
+        rc = th_scan(r, "data.pkl");
+    } else {
+        rc = th_member_bytes(r, pk, &d, &n, &owned);
+        if (rc) return rc;
+        rc = th_run(r, d, (size_t)n, owned ? 0 : r->zip.m[pk].data_at, "data.pkl");
+    }
     if (!rc) rc = th_walk_root(r, NULL);
     free(owned);
+    owned = NULL;
     size_t cp = r->script ? th_member(r, "constants.pkl", NULL, 0) : SIZE_MAX;
     if (rc || cp == SIZE_MAX) return rc;
     /* TorchScript's constants: their storages in constants/<key>, named
@@ -1338,6 +1447,8 @@ static int th_read(tio_read_ctx *ctx, tio_error *err) {
     r.ctx = ctx;
     r.err = err;
     r.storage_dir = "data/";
+    /* the mapping's and the stack's addresses, which ASLR places anew */
+    r.seed = th_hash_of((uint64_t)(uintptr_t)ctx->data, &r, sizeof r.ctx) ^ (uint64_t)(uintptr_t)&r;
     int rc;
     if (ctx->size >= 4 && tio__ld32(ctx->data) != TIO_ZIP_LOCAL && th_probe(ctx->data, ctx->size) == 100)
         rc = th_read_legacy(&r);

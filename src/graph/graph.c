@@ -854,3 +854,15 @@ int tio_graph_set_opset(tio_graph *g, const char *domain, int64_t version, tio_e
     g->opset_versions[g->opset_count++] = version;
     return TIO_OK;
 }
+
+bool tio__graph_meta_foreign(const char *key, const char *own) {
+    /* the formats whose readers keep their own fields as model metadata */
+    static const char *const formats[] = {"onnx", "tmfile", "rten"};
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        size_t n = strlen(formats[i]);
+        if (strncmp(key, formats[i], n) == 0 && key[n] == '.' && key[n + 1] &&
+            (!own || strcmp(own, formats[i]) != 0))
+            return true;
+    }
+    return false;
+}

@@ -122,4 +122,13 @@ int tio__graph_set_graph_opaque(tio_graph *g, const char *why, tio_error *err);
  * (a hint; may be 0). */
 int tio__graph_reserve(tio_graph *g, size_t values, size_t nodes, tio_error *err);
 
+/* Whether model metadata `key` is another model format's own field: what
+ * that format's reader set from the file's structure ("onnx.ir_version",
+ * "onnx.producer_name", "tmfile.graph_layout"), not the user's metadata.
+ * A writer of format `own` ("rten", "tmfile") drops those of the other
+ * formats without TIO_SAVE_DROP_METADATA: converting an ONNX model to a
+ * tmfile loses nothing a user wrote. User metadata (ONNX metadata_props,
+ * under their own keys) still needs the flag. */
+bool tio__graph_meta_foreign(const char *key, const char *own);
+
 #endif /* TIO_GRAPH_H */

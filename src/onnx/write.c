@@ -1027,7 +1027,9 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
     if (!rc) rc = tio__pb_put_string(pw, 4, n->op, err);
     for (size_t a = 0; !rc && a < n->attr_count; a++) {
         const tio_gattr *at = &n->attrs[a];
-        if (w->from_tmfile && tio__tmfile_storage_attr(at->name)) continue;
+        if (w->from_tmfile && (tio__tmfile_storage_attr(at->name) ||
+                               tio__tmfile_idle_attr(n->op, at->name)))
+            continue;
         if (w->from_tmfile && tio__tmfile_private_attr(at->name))
             rc = tio__err(err, TIO_E_LOSSY, OX_FMT, -1,
                           "node '%s' (%s): attribute '%s' is a Tengine fact ONNX has no form "

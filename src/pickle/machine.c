@@ -215,6 +215,21 @@ static int pk_pop_mark(pk_run *r, const uint32_t **items, size_t *n) {
 
 static tio_pk_obj *pk_obj(pk_run *r, uint32_t i) { return &r->p->obj[i]; }
 
+/* Notes that object i's kids are now malloc'ed (tio__pickle_free frees
+ * them without a pass over every object). */
+static int pk_heap_note(pk_run *r, uint32_t i) {
+    tio_pickle *p = r->p;
+    if (p->nheap == p->heap_cap) {
+        size_t cap = p->heap_cap ? 2 * p->heap_cap : 64;
+        uint32_t *h = realloc(p->heap, cap * sizeof *h);
+        if (!h) return tio__nomem(r->err, r->fmt);
+        p->heap = h;
+        p->heap_cap = cap;
+    }
+    p->heap[p->nheap++] = i;
+    return TIO_OK;
+}
+
 /* Appends kids[0..n) (n 1, or 2 for a dict's key and value) to a
  * LIST/SET/DICT: one more item. */
 static int pk_add(pk_run *r, uint32_t into, const uint32_t *kids, uint32_t n) {
@@ -224,6 +239,8 @@ static int pk_add(pk_run *r, uint32_t into, const uint32_t *kids, uint32_t n) {
         if (o->cap >= UINT32_MAX / 4)
             return pk_err(r, TIO_E_LIMIT, "a container of more than 2^30 items");
         uint32_t cap = o->cap ? o->cap * 2 : 4;
+        if (!o->cap && pk_heap_note(r, into)) return TIO_E_NOMEM;
+        o = pk_obj(r, into);
         uint32_t *k = realloc(o->u.kids, cap * sizeof *k);
         if (!k) return tio__nomem(r->err, r->fmt);
         o->u.kids = k;
@@ -234,6 +251,33 @@ static int pk_add(pk_run *r, uint32_t into, const uint32_t *kids, uint32_t n) {
     return TIO_OK;
 }
 
+/* Tuples and frozensets never grow: their kids are packed into chunks of
+ * PK_CHUNK indices (a bigger one gets its own), freed with the pickle. */
+#define PK_CHUNK 4096u
+struct tio_pk_chunk {
+    struct tio_pk_chunk *next;
+    size_t used, cap;
+    uint32_t kids[];
+};
+
+static uint32_t *pk_chunk_take(tio_pickle *p, size_t n) {
+    struct tio_pk_chunk *c = p->chunks;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > PK_CHUNK ? n : PK_CHUNK;
+        struct tio_pk_chunk *nc = malloc(sizeof *nc + cap * sizeof nc->kids[0]);
+        if (!nc) return NULL;
+        nc->used = 0;
+        nc->cap = cap;
+        nc->next = c;
+        p->chunks = c = nc;
+    }
+    uint32_t *k = c->kids + c->used;
+    c->used += n;
+    return k;
+}
+
+static int pk_grows(unsigned kind) { return kind != TIO_PK_TUPLE && kind != TIO_PK_FROZENSET; }
+
 /* A new TUPLE/LIST/DICT/SET/FROZENSET holding items[0..n) (a copy of the
  * indices: the items were pushed by opcodes, so this is O(bytes)). */
 static int pk_seq(pk_run *r, tio_pk_kind kind, const uint32_t *items, size_t n, uint32_t *idx) {
@@ -241,7 +285,8 @@ static int pk_seq(pk_run *r, tio_pk_kind kind, const uint32_t *items, size_t n, 
     /* items may point into the stack, which pk_new does not move */
     int rc = pk_new(r, kind, idx);
     if (rc || !n) return rc;
-    uint32_t *k = malloc(n * sizeof *k);
+    if (pk_grows(kind) && (rc = pk_heap_note(r, *idx))) return rc;
+    uint32_t *k = pk_grows(kind) ? malloc(n * sizeof *k) : pk_chunk_take(r->p, n);
     if (!k) return tio__nomem(r->err, r->fmt);
     memcpy(k, items, n * sizeof *k);
     tio_pk_obj *o = pk_obj(r, *idx);
@@ -349,6 +394,7 @@ static int pk_global(pk_run *r, const uint8_t *mod, size_t ml, const uint8_t *na
     o->u.g.name = name;
     o->u.g.name_len = (uint32_t)nl;
     o->vocab = (uint16_t)tio__pk_vocab_find(mod, ml, name, nl);
+    if (!o->vocab && r->p->first_unknown == SIZE_MAX) r->p->first_unknown = *idx;
     return TIO_OK;
 }
 
@@ -694,6 +740,7 @@ static int pk_step(pk_run *r, int *stop) {
 int tio__pickle_run(tio_pickle *p, const uint8_t *data, size_t size, uint64_t base,
                     const char *format, const tio_limits *lim, tio_error *err) {
     memset(p, 0, sizeof *p);
+    p->first_unknown = SIZE_MAX;
     pk_run r;
     memset(&r, 0, sizeof r);
     r.p = p;
@@ -733,7 +780,19 @@ int tio__pickle_run(tio_pickle *p, const uint8_t *data, size_t size, uint64_t ba
         r.op = data[r.pos++];
         rc = pk_step(&r, &stop);
     }
+    if (rc == TIO_E_TRUNCATED && limited) { /* the pickle goes on past the limit */
+        char was[sizeof err->message], pre[96];
+        const char *m = err->message;
+        int pn = snprintf(pre, sizeof pre, "%s: offset %lld: ", format, (long long)err->offset);
+        size_t skip = pn > 0 && strncmp(m, pre, (size_t)pn) == 0 ? (size_t)pn : 0; /* said again */
+        snprintf(was, sizeof was, "%s", m + skip);
+        rc = tio__err(err, TIO_E_LIMIT, format, err->offset,
+                      "the pickle is larger than max_pickle_bytes (%" PRIu64
+                      "), which it is read within: %s",
+                      lim->max_pickle_bytes, was);
+    }
     if (!rc) p->end = base + r.pos;
+    if (p->first_unknown == SIZE_MAX) p->first_unknown = p->count;
     free(r.stack);
     free(r.marks);
     free(r.memo);
@@ -742,11 +801,11 @@ int tio__pickle_run(tio_pickle *p, const uint8_t *data, size_t size, uint64_t ba
 }
 
 void tio__pickle_free(tio_pickle *p) {
-    for (size_t i = 0; i < p->count; i++) {
-        unsigned k = p->obj[i].kind;
-        if (k == TIO_PK_TUPLE || k == TIO_PK_LIST || k == TIO_PK_DICT || k == TIO_PK_SET ||
-            k == TIO_PK_FROZENSET)
-            free(p->obj[i].u.kids);
+    for (size_t i = 0; i < p->nheap; i++) free(p->obj[p->heap[i]].u.kids);
+    free(p->heap);
+    for (struct tio_pk_chunk *c = p->chunks, *next; c; c = next) {
+        next = c->next;
+        free(c);
     }
     free(p->obj);
     memset(p, 0, sizeof *p);

@@ -123,6 +123,10 @@ typedef struct tio_pickle {
     uint32_t root;     /* what STOP returned */
     int protocol;      /* PROTO's operand, 0 without one */
     uint64_t end;      /* offset in the source just past STOP */
+    size_t first_unknown; /* the first GLOBAL outside the vocabulary (count: none) */
+    struct tio_pk_chunk *chunks; /* the kids of tuples and frozensets (never grown) */
+    uint32_t *heap;    /* the lists, dicts and sets whose kids are malloc'ed */
+    size_t nheap, heap_cap;
 } tio_pickle;
 
 /* Runs the pickle that starts at data[0] (source offset base) and ends at

@@ -137,7 +137,8 @@ static int rt_lower(const rt_writer *w, const tio_graph *g, const tio_gnode *n, 
     int rc = TIO_OK;
     for (size_t k = 0; rc == TIO_OK && k < n->attr_count; k++) {
         const tio_gattr *a = &n->attrs[k];
-        if (tio__tmfile_storage_attr(a->name)) continue; /* how a tmfile stored it */
+        if (tio__tmfile_storage_attr(a->name) || tio__tmfile_idle_attr(n->op, a->name))
+            continue; /* how a tmfile stored it; a global pool's window */
         if (strncmp(a->name, "rten.", 5) == 0) {
             o[m] = *a;
             o[m++].name = a->name + 5;
@@ -547,10 +548,10 @@ int tio__rten_check(const tio_write_plan *p, tio_error *err) {
     if (rc) return rc;
     const tio_kv *meta = &c->graph->meta;
     for (size_t k = 0; k < meta->count; k++) {
-        /* the ONNX reader's model fields (onnx.ir_version, onnx.producer_name,
-         * ...) are facts of the ONNX file, not of the model: rten-convert does
-         * not keep them either */
-        bool known = strncmp(meta->keys[k], "onnx.", 5) == 0;
+        /* the ONNX and tmfile readers' model fields (onnx.ir_version,
+         * tmfile.graph_layout, ...) are facts of their files, not of the
+         * model: rten-convert does not keep them either */
+        bool known = tio__graph_meta_foreign(meta->keys[k], "rten");
         for (size_t m = 0; m < RT_META_COUNT; m++)
             if (strcmp(meta->keys[k], tio__rten_meta_keys[m]) == 0) known = true;
         if (!known && !(tio__plan_flags(p) & TIO_SAVE_DROP_METADATA))

@@ -493,6 +493,12 @@ bool tio__tmfile_storage_attr(const char *name) {
     return false;
 }
 
+bool tio__tmfile_idle_attr(const char *op, const char *name) {
+    if (strcmp(op, "GlobalAveragePool") != 0 && strcmp(op, "GlobalMaxPool") != 0) return false;
+    return strncmp(name, "tmfile.kernel_", 14) == 0 || strncmp(name, "tmfile.stride_", 14) == 0 ||
+           strncmp(name, "tmfile.pad_", 11) == 0;
+}
+
 bool tio__tmfile_private_attr(const char *name) {
     return strncmp(name, "tm2_", 4) == 0 || strncmp(name, "tmfile.", 7) == 0;
 }

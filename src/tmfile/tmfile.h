@@ -130,6 +130,12 @@ const char *tio__tmfile_label(int idx, const char *field, int64_t v);
 bool tio__tmfile_storage_attr(const char *name);
 /* Whether an attribute is tmfile's own (tm2_* or tmfile.*). */
 bool tio__tmfile_private_attr(const char *name);
+/* Whether a raised node's tmfile.* attribute means nothing outside a tmfile:
+ * the window fields (kernel_*, stride_*, pad_*) of a global pool, which
+ * Tengine replaces from the input's shape (a writer other than convert_tool
+ * leaves other values there; the raise keeps them for tmfile -> tmfile).
+ * Writers of other formats drop them. */
+bool tio__tmfile_idle_attr(const char *op, const char *name);
 
 /* tmfile/read.c */
 int tio__tmfile_probe(const uint8_t *d, size_t n);

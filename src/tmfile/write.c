@@ -127,7 +127,8 @@ static int tw_graph_meta(tw *w, unsigned flags, tio_error *err) {
             w->mname = s;
         } else if (strcmp(key, "tmfile.subgraph_name") == 0) {
             w->sname = s;
-        } else if (!(flags & TIO_SAVE_DROP_METADATA)) {
+        } else if (!(flags & TIO_SAVE_DROP_METADATA) && !tio__graph_meta_foreign(key, "tmfile")) {
+            /* another format's own fields (onnx.ir_version ...) are dropped */
             rc = tio__err(err, TIO_E_LOSSY, TM_FMT, -1,
                           "model metadata '%s' has no place in a tmfile (it stores "
                           "tmfile.orig_format, tmfile.graph_layout, tmfile.model_layout, "

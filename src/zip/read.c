@@ -607,6 +607,51 @@ int tio__zip_open(tio_zip *z, tio_read_ctx *ctx, const char *format, const char 
     return TIO_OK;
 }
 
+struct tio_zip_locals {
+    pthread_t thread;
+    tio_zip wz;       /* a copy of the caller's: its own cursor, header window and error */
+    tio_headsrc head;
+    tio_error err;
+    size_t done;      /* members read before the first failure (or all) */
+};
+
+static void *zip_locals_main(void *arg) {
+    tio_zip_locals *j = arg;
+    tio_zip *z = &j->wz;
+    size_t i = 0;
+    while (i < z->n && zip_local(z, &z->m[i]) == TIO_OK) i++;
+    j->done = i;
+    return NULL;
+}
+
+tio_zip_locals *tio__zip_locals_start(tio_zip *z) {
+    const tio_read_ctx *ctx = z->ctx;
+    if (z->n < TIO_ZIP_LOCALS_MIN || !ctx->head || ctx->head->base != ctx->data) return NULL;
+    tio_zip_locals *j = malloc(sizeof *j);
+    if (!j) return NULL;
+    j->wz = *z;
+    j->wz.err = &j->err;
+    j->done = 0;
+    tio_error_clear(&j->err);
+    tio__headsrc_init(&j->head, ctx->head->fd, ctx->head->base, ctx->head->size);
+    tio__cursor_init(&j->wz.cur, ctx->data, ctx->size, z->format);
+    j->wz.cur.head = &j->head;
+    if (!tio__spawn(&j->thread, zip_locals_main, j)) {
+        free(j);
+        return NULL;
+    }
+    return j;
+}
+
+void tio__zip_locals_end(tio_zip *z, tio_zip_locals *j) {
+    if (!j) return;
+    pthread_join(j->thread, NULL);
+    z->locals_done = j->done; /* the failure, if any, is read again by tio__zip_each */
+    free(j);
+}
+
+int tio__zip_local_of(tio_zip *z, tio_zip_member *m) { return zip_local(z, m); }
+
 int tio__zip_each(tio_zip *z, int (*each)(void *arg, size_t i), void *arg) {
     /* When the members lie in central directory order (every writer's),
      * each is visited right after its local header, which the header window
@@ -623,11 +668,11 @@ int tio__zip_each(tio_zip *z, int (*each)(void *arg, size_t i), void *arg) {
         for (size_t i = 0; i < z->n && !rc; i++) {
             if (i && z->m[i].local < z->m[i - 1].end)
                 rc = zip_overlap(z, &z->m[i - 1], &z->m[i]);
-            if (!rc) rc = zip_local(z, &z->m[i]);
+            if (!rc && i >= z->locals_done) rc = zip_local(z, &z->m[i]);
             if (!rc) rc = each(arg, i);
         }
     } else {
-        for (size_t i = 0; i < z->n && !rc; i++) rc = zip_local(z, &z->m[i]);
+        for (size_t i = z->locals_done; i < z->n && !rc; i++) rc = zip_local(z, &z->m[i]);
         if (!rc) rc = zip_disjoint(z);
         if (!rc) rc = zip_unique(z);
         for (size_t i = 0; i < z->n && !rc; i++) rc = each(arg, i);

@@ -1125,6 +1125,91 @@ def t_quant_stats_diff():
     assert all(abs(t["max"]) < 1e6 and abs(t["min"]) < 1e6 for t in st), st  # values, not bits
     res = run("diff", q, q)
     expect(res, 0)
+    # dequantizing is bounded by max_dense_bytes before anything is allocated:
+    # 32 elements need 128 bytes of float32
+    res = run("stats", "--max-dense-bytes", "100", q)
+    expect(res, 1)
+    assert "tensor 0: dequantizing its 32 elements to float32 needs 128 bytes, above " \
+        "max_dense_bytes 100" in res.err, res
+    expect(run("stats", "--max-dense-bytes", "128", q, "q_q4_0"), 0)
+    with tempfile.TemporaryDirectory() as tmp:
+        dq = os.path.join(tmp, "dq.safetensors")
+        expect(run("convert", "--dequantize", "--exclude", "q_iq2_xxs", q, dq), 0)
+        # the same values, dequantized
+        expect(run("diff", "--ignore-dtype", q, dq, "q_q4_0", "q_q2_k"), 0)
+        res = run("diff", "--max-dense-bytes", "100", "--ignore-dtype", q, dq, "q_q4_0")
+        expect(res, 1)
+        assert "above max_dense_bytes 100" in res.out + res.err, res
+
+
+def t_bookkeeping_metadata(tmp):
+    """Another model format's own fields (onnx.ir_version, tmfile.graph_layout)
+    are dropped by a writer without --drop-metadata (issue 37); a user's
+    metadata (ONNX metadata_props) still needs it."""
+    src = vec("onnx/cnn_small.onnx")
+    if src is None:
+        return
+    tm = os.path.join(tmp, "bk.tmfile")
+    expect(run("convert", src, tm), 0)  # onnx.ir_version, onnx.producer_name ...
+    meta = run_json("info", "--json", tm).get("graph", {}).get("metadata", {})
+    assert "tmfile.graph_layout" in meta and not any(k.startswith("onnx.") for k in meta), meta
+    expect(run("convert", tm, os.path.join(tmp, "bk.rten")), 0)  # tmfile.* on to rten
+    expect(run("convert", tm, os.path.join(tmp, "bk.onnx")), 0)  # ONNX keeps them
+    try:
+        import onnx  # noqa: F401 (Debian's python3-onnx)
+    except ImportError:
+        return
+    import onnx
+    m = onnx.load(src)
+    m.metadata_props.add(key="author", value="someone")
+    withp = os.path.join(tmp, "bk_props.onnx")
+    onnx.save(m, withp)
+    res = run("convert", withp, os.path.join(tmp, "bk2.tmfile"))
+    expect(res, 1)
+    assert "model metadata 'author' has no place in a tmfile" in res.err, res
+    res = run("convert", withp, os.path.join(tmp, "bk2.rten"))
+    expect(res, 1)
+    assert "'author'" in res.err, res
+    expect(run("convert", "--drop-metadata", withp, os.path.join(tmp, "bk2.tmfile")), 0)
+
+
+def t_tmfile_global_pool_fields(tmp):
+    """A tmfile global pool whose window fields are not convert_tool's
+    (2, 2, 1, 1), as other tmfile writers leave them: they mean nothing
+    (Tengine takes the window from the input), so ONNX and rten are written
+    without them, and tmfile -> tmfile keeps them byte for byte (issue 37)."""
+    try:
+        import onnx
+        from onnx import TensorProto, helper
+    except ImportError:
+        print("SKIPPED: tmfile global pool fields (no python3-onnx)")
+        return
+    n = helper.make_node("GlobalAveragePool", ["x"], ["y"], name="gap")
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 1, 1])])
+    src = os.path.join(tmp, "gap.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), src)
+    tm = os.path.join(tmp, "gap.tmfile")
+    expect(run("convert", src, tm), 0)
+    b = bytearray(read_bytes(tm))
+    # TM2_PoolParam: alg 1 (avg), kernel 2x2, stride 1x1, global 1, caffe 0, pads 0
+    at = b.find(struct.pack("<11i", 1, 2, 2, 1, 1, 1, 0, 0, 0, 0, 0))
+    assert at >= 0, "the pool's param"
+    struct.pack_into("<4i", b, at + 4, 8, 8, 2, 2)
+    odd = os.path.join(tmp, "gap_odd.tmfile")
+    with open(odd, "wb") as f:
+        f.write(b)
+    j = run_json("info", "--json", odd)
+    assert "tmfile.kernel_h" in json.dumps(j["graph"]["nodes"][0]), j["graph"]["nodes"][0]
+    out = os.path.join(tmp, "gap_odd.onnx")
+    expect(run("convert", odd, out), 0)
+    onnx.checker.check_model(onnx.load(out), full_check=True)
+    assert [nd.op_type for nd in onnx.load(out).graph.node] == ["GlobalAveragePool"]
+    assert not onnx.load(out).graph.node[0].attribute
+    expect(run("convert", odd, os.path.join(tmp, "gap_odd.rten")), 0)
+    again = os.path.join(tmp, "gap_again.tmfile")
+    expect(run("convert", odd, again), 0)
+    assert read_bytes(again) == bytes(b), "tmfile -> tmfile keeps the fields"
 
 
 def hashes_of(path):
@@ -1915,6 +2000,8 @@ def main():
         case("progress", t_progress, tmp)
         case("filters and cat", t_filters_and_cat, tmp)
         case("quantized stats and diff", t_quant_stats_diff)
+        case("another format's own metadata dropped", t_bookkeeping_metadata, tmp)
+        case("tmfile global pool window fields", t_tmfile_global_pool_fields, tmp)
         case("convert between every two formats", t_convert_every_pair, tmp)
         case("dense bombs: committed = generated", t_dense_bomb_files, tmp)
         for path, dense in dense_bombs():

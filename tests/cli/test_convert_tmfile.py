@@ -10,8 +10,8 @@ found in both is taken from the first):
   (Debian's python3-onnx) and, with --ort, onnxruntime (tests/ort/run_model.js)
   run on the inputs Tengine ran (<name>.in*.bin) gives the outputs Tengine
   computed (<name>.out*.bin), abs 1e-4 + rel 1e-4.
-- tmfile -> .rten (--drop-metadata: the tmfile.* model metadata has no rten
-  field): `tensio validate` reads it back, and its ONNX re-export passes the
+- tmfile -> .rten (the tmfile.* model metadata, tmfile's own fields, are
+  dropped without --drop-metadata; the test passes it anyway): `tensio validate` reads it back, and its ONNX re-export passes the
   checker and runs the same in onnxruntime.
 - tmfile -> tmfile reproduces the file outside the byte ranges the manifest
   (<name>.json, nondeterministic_bytes) masks.

@@ -120,7 +120,9 @@ def t_diff_same_file():
         p = vec(rel)
         if not p:
             continue
-        # the float vectors hold a NaN: equal to itself only with --equal-nan
+        # the float vectors hold a NaN: the same bits are equal without --equal-nan
+        res = expect(run("diff", p, p), 0)
+        assert re.search(r"^equal: 1 tensor compared, 0 differ", res.stdout, re.M), res
         res = expect(run("diff", "--equal-nan", p, p), 0)
         assert re.search(r"^equal: 1 tensor compared, 0 differ", res.stdout, re.M), res
         d = run_json(0, "diff", "--equal-nan", p, p)
@@ -135,7 +137,18 @@ def t_diff_converted_npy():
         return
     out = tmp("rank3.npy")
     expect(run("convert", "--drop-names", p, out), 0)
-    expect(run("diff", p, out), 1)  # it holds a NaN
+    expect(run("diff", p, out), 0)  # its NaN has the same bits in both
+    # a NaN of another payload differs, unless --equal-nan
+    a = np.load(out)
+    nan_at = np.flatnonzero(np.isnan(a))
+    assert nan_at.size, "the vector holds a NaN"
+    other = a.copy().reshape(-1)
+    other.view(np.uint32)[nan_at[0]] ^= 1  # still a NaN, other bits
+    assert np.isnan(other[nan_at[0]])
+    out2 = tmp("rank3_payload.npy")
+    np.save(out2, other.reshape(a.shape))
+    expect(run("diff", p, out2), 1)
+    expect(run("diff", "--equal-nan", p, out2), 0)
     d = run_json(0, "diff", "--equal-nan", p, out)
     assert d["paired_by"] == "index", d  # npy has no names
     assert d["a"]["format"] == "tenbin" and d["b"]["format"] == "npy", d
@@ -280,9 +293,16 @@ def t_diff_tolerances():
 def t_diff_nan_inf():
     a = np.array([np.nan, np.inf, -np.inf, 1.0], dtype=np.float32)
     pa = save_npy("nan_a.npy", a)
-    t = one_tensor(run_json(1, "diff", pa, pa), "values")
+    # the same bits: equal, NaN and all
+    assert one_tensor(run_json(0, "diff", pa, pa), "equal")["mismatched"] == 0
+    # a NaN of another payload is another NaN: a difference without --equal-nan
+    q = a.copy()
+    q.view(np.uint32)[0] ^= 1
+    pq = save_npy("nan_q.npy", q)
+    t = one_tensor(run_json(1, "diff", pa, pq), "values")
     assert t["mismatched"] == 1 and t["first_mismatch"]["index"] == [0], t
     assert t["first_mismatch"]["a"] == "nan", t
+    assert one_tensor(run_json(0, "diff", "--equal-nan", pa, pq), "equal")["mismatched"] == 0
     d = run_json(0, "diff", "--equal-nan", pa, pa)
     assert d["equal_nan"] is True, d
     pb = save_npy("nan_b.npy", np.array([np.nan, -np.inf, -np.inf, 1.0], dtype=np.float32))
@@ -291,8 +311,13 @@ def t_diff_nan_inf():
     assert t["first_mismatch"]["b"] == "-inf", t
     p = vec("tenbin/dtype_float32.ten")  # holds a NaN
     if p:
-        expect(run("diff", p, p), 1)
+        expect(run("diff", p, p), 0)
         expect(run("diff", "--equal-nan", p, p), 0)
+    # a float16 NaN against its float32 widening: not the same bits
+    h = save_npy("nan_h.npy", np.array([np.nan, 1.0], dtype=np.float16))
+    w = save_npy("nan_w.npy", np.array([np.nan, 1.0], dtype=np.float32))
+    expect(run("diff", "--ignore-dtype", h, w), 1)
+    expect(run("diff", "--ignore-dtype", "--equal-nan", h, w), 0)
 
 
 def t_diff_coo_dense():

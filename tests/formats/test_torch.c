@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/internal.h"
 #include "formats/torch_objects.h"
@@ -436,13 +437,113 @@ static void test_strided_lazy(void **state) {
     free(path);
 }
 
+/* Many records: their local headers are read on a thread beside the
+ * pickle (src/zip: tio__zip_locals_start). Values, and the errors of a
+ * reader without the thread: a bad local header is reported for its
+ * record, before a bad pickle. Runs under TSan too. */
+static void many_path(char *out, size_t cap, const char *tag) {
+    const char *dir = getenv("TMPDIR");
+    snprintf(out, cap, "%s/tio_torch_many_%s_%ld.pt", dir && dir[0] ? dir : "/tmp", tag,
+             (long)getpid());
+}
+
+static void test_many_records_thread(void **state) {
+    (void)state;
+    enum { N = 600 };
+    tio_container *c = tio_container_new();
+    assert_non_null(c);
+    static int32_t vals[N][3];
+    tio_error e;
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "layer.%d.w", i);
+        for (int k = 0; k < 3; k++) vals[i][k] = i * 3 + k;
+        int64_t shape[1] = {3};
+        tio_tensor_desc d;
+        memset(&d, 0, sizeof d);
+        d.name = name;
+        d.dtype = TIO_INT32;
+        d.rank = 1;
+        d.shape = shape;
+        d.data = vals[i];
+        d.nbytes = sizeof vals[i];
+        assert_int_equal(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
+    }
+    tio_save_options o;
+    memset(&o, 0, sizeof o);
+    o.format = "torch";
+    o.flags = TIO_SAVE_NO_SYNC;
+    char path[256];
+    many_path(path, sizeof path, "ok");
+    assert_int_equal(tio_save(c, path, &o, &e), TIO_OK);
+    tio_container_free(c);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(tvec_read(path, &buf, &len), 0);
+    for (int round = 0; round < 3; round++) { /* the thread's race, a few times */
+        tio_container *r = NULL;
+        assert_int_equal(tio_open(path, NULL, &r, &e), TIO_OK);
+        assert_int_equal(tio_container_count(r), N);
+        for (int i = 0; i < N; i += 37) {
+            char name[32];
+            snprintf(name, sizeof name, "layer.%d.w", i);
+            const tio_tensor *t = tio_container_find(r, name);
+            assert_non_null(t);
+            assert_memory_equal(tio_tensor_data(t), vals[i], sizeof vals[i]);
+        }
+        tio_container_free(r);
+    }
+    /* record 300's local header broken: named, whatever else is wrong */
+    const char key[] = "/data/300";
+    uint8_t *hit = NULL; /* its local header: "PK\3\4", a name ending /data/300 */
+    for (size_t i = 0; i + 30 < len && !hit; i++) {
+        if (tio__ld32(buf + i) != 0x04034b50u) continue;
+        size_t nl = tio__ld16(buf + i + 26);
+        if (nl >= sizeof key - 1 && i + 30 + nl <= len &&
+            memcmp(buf + i + 30 + nl - (sizeof key - 1), key, sizeof key - 1) == 0)
+            hit = buf + i;
+    }
+    assert_non_null(hit);
+    uint8_t *bad = malloc(len);
+    assert_non_null(bad);
+    memcpy(bad, buf, len);
+    bad[hit - buf] = 'X';
+    char bpath[256];
+    many_path(bpath, sizeof bpath, "bad");
+    assert_int_equal(tvec_write(bpath, bad, len), 0);
+    tio_container *r = NULL;
+    assert_int_equal(tio_open(bpath, NULL, &r, &e), TIO_E_MAGIC);
+    assert_non_null(strstr(e.message, "data/300"));
+    assert_int_equal(e.offset, hit - buf);
+    /* and a pickle cut short too: still the archive's error first */
+    size_t pk = 0;
+    while (pk + 4 < len && memcmp(bad + pk, "data.pkl", 8) != 0) pk++;
+    assert_true(pk + 8 < len);
+    size_t first = pk + 8 + tio__ld16(bad + 28); /* the pickle's first byte: after the extra */
+    bad[first] = 0xff;                           /* not PROTO: an unknown opcode */
+    assert_int_equal(tvec_write(bpath, bad, len), 0);
+    assert_int_equal(tio_open(bpath, NULL, &r, &e), TIO_E_MAGIC);
+    assert_non_null(strstr(e.message, "data/300"));
+    /* the pickle alone broken: its error */
+    memcpy(bad, buf, len);
+    bad[first] = 0xff;
+    assert_int_equal(tvec_write(bpath, bad, len), 0);
+    int rc = tio_open(bpath, NULL, &r, &e);
+    assert_true(rc != TIO_OK);
+    assert_non_null(strstr(e.message, "0xff"));
+    free(bad);
+    free(buf);
+    remove(path);
+    remove(bpath);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_operands_checked), cmocka_unit_test(test_limits),
         cmocka_unit_test(test_memo_bomb),        cmocka_unit_test(test_globals_kept),
         cmocka_unit_test(test_truncation),       cmocka_unit_test(test_vectors),
         cmocka_unit_test(test_objects),          cmocka_unit_test(test_numpy_decoder),
-        cmocka_unit_test(test_strided_lazy),
+        cmocka_unit_test(test_strided_lazy),     cmocka_unit_test(test_many_records_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
