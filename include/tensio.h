@@ -163,7 +163,18 @@ typedef struct tio_limits {
                                     of its objects (at most TIO_MAX_PICKLE_DEPTH_CAP:
                                     a larger value is taken as it) */
     uint32_t max_shards;         /* files a Hugging Face index may name (its shards:
-                                    each is opened and mapped) */
+                                    each is opened and mapped); names a shard list
+                                    expands to (tio_shard_list_expand) */
+    /* http:// and https:// sources (docs/sources.md) */
+    uint64_t max_remote_bytes;   /* a remote file's size, or the body of a server
+                                    that ignores ranges (refused past it) */
+    uint32_t max_redirects;      /* redirects followed by one request */
+    uint32_t max_retries;        /* times one request is resumed (Range) after the
+                                    connection drops, stalls or the body ends early */
+    uint32_t timeout_ms;         /* to connect; and a transfer that receives
+                                    nothing for this long (rounded to seconds) fails */
+    uint64_t max_member_bytes;   /* a shard read as a stream: one member with its
+                                    headers, the memory it may take */
 } tio_limits;
 
 #define TIO_DEFAULT_MAX_TENSORS (1u << 24)
@@ -179,6 +190,11 @@ typedef struct tio_limits {
 #define TIO_DEFAULT_MAX_PICKLE_DEPTH 256u
 #define TIO_MAX_PICKLE_DEPTH_CAP 1024u
 #define TIO_DEFAULT_MAX_SHARDS 16384u
+#define TIO_DEFAULT_MAX_REMOTE_BYTES (UINT64_C(1) << 40)
+#define TIO_DEFAULT_MAX_REDIRECTS 8u
+#define TIO_DEFAULT_MAX_RETRIES 4u
+#define TIO_DEFAULT_TIMEOUT_MS 30000u
+#define TIO_DEFAULT_MAX_MEMBER_BYTES (UINT64_C(4) << 30)
 
 /* ------------------------------------------------------------------ tensors */
 
@@ -696,6 +712,12 @@ TIO_API const char *tio_format_probe(const void *data, size_t size);
  * in one call (tio_container_prefetch). Without it, pages are read and mapped
  * on first touch, one fault each (or 16 with the kernel's fault-around). */
 #define TIO_OPEN_PREFETCH 0x20u
+/* An http:// or https:// source: fetch the header only; a tensor's data are
+ * fetched by tio_container_fetch() (or all by tio_container_prefetch()), and
+ * until then tio_tensor_data() returns NULL for it and saving or hashing it
+ * fails. Without it, open fetches every tensor's bytes (not the rest). No
+ * effect on other sources. */
+#define TIO_OPEN_LAZY 0x40u
 
 /* Zero-initialise for the defaults. */
 typedef struct tio_open_options {
@@ -711,7 +733,12 @@ typedef struct tio_open_options {
     void *progress_ctx;
 } tio_open_options;
 
-/* Opens a file. It is mapped; tensors are views into the mapping. */
+/* Opens a file. It is mapped; tensors are views into the mapping. An
+ * http:// or https:// URL is read by range requests (libcurl) into a sparse
+ * buffer: the header, then the tensors' bytes (see TIO_OPEN_LAZY and the
+ * remote limits in tio_limits; docs/sources.md). "pipe:COMMAND" runs the
+ * command (/bin/sh -c) and reads its standard output into memory; a
+ * non-zero exit status is TIO_E_IO. */
 TIO_API int tio_open(const char *path, const tio_open_options *opts,
                      tio_container **out, tio_error *err);
 /* Opens bytes in memory. They are borrowed (must outlive the container)
@@ -724,8 +751,15 @@ TIO_API int tio_open_memory(const void *data, size_t size, const tio_open_option
  * the page cache has them), else MADV_WILLNEED (starts readahead; pages are
  * still mapped one fault at a time). Blocks until done with the first.
  * Nothing to do for a container in memory (TIO_OK). Only TIO_E_ARGUMENT or
- * TIO_E_IO (an unexpected madvise error) fail; the tensors are unchanged. */
+ * TIO_E_IO (an unexpected madvise error) fail; the tensors are unchanged.
+ * A container opened from a URL fetches every tensor's bytes not yet
+ * fetched (errors as tio_open's: TIO_E_IO, TIO_E_TIMEOUT naming the URL). */
 TIO_API int tio_container_prefetch(tio_container *c, tio_error *err);
+/* Fetches the bytes of tensor i (its data, and its indices for COO) of a
+ * container opened from a URL with TIO_OPEN_LAZY, by range requests for the
+ * 64 KiB chunks not yet held. TIO_OK doing nothing for any other container.
+ * It changes the container: no other call on it may run meanwhile. */
+TIO_API int tio_container_fetch(tio_container *c, size_t i, tio_error *err);
 
 /* ------------------------------------------------------- WebDataset shards */
 
@@ -807,6 +841,42 @@ TIO_API const char *tio_shard_member_format(const tio_shard *s, size_t i);
  * release callback (tio_container_on_release) is taken for that. */
 TIO_API int tio_shard_open_member(tio_shard *s, size_t i, const tio_open_options *opts,
                                   tio_container **out, tio_error *err);
+
+/* A shard read in one pass, member by member (no index, no mapping, nothing
+ * written to disk): from a file path (or file:PATH), from a command's
+ * standard output ("pipe:COMMAND", run by /bin/sh -c; its exit status must
+ * be 0), or from an http:// or https:// URL (sequential range requests,
+ * resumed and checked as for tio_open; docs/sources.md). One buffer holds
+ * the member handed out and its headers: memory is bounded by the largest
+ * member and limits->max_member_bytes. Uncompressed tar only. */
+typedef struct tio_shard_stream tio_shard_stream;
+TIO_API int tio_shard_stream_open(const char *source, const tio_limits *limits,
+                                  tio_shard_stream **out, tio_error *err);
+/* The next member (regular files in archive order): TIO_OK with *m, valid
+ * until the next call (its data too: tio_open_memory over it, or copy), or
+ * TIO_OK with *m NULL at the end of the archive (the command's exit status
+ * checked then). m->offset is the data's offset in the stream; m->sample
+ * counts runs of one key (TIO_SHARD_NONE for members of no sample);
+ * m->duplicate is not computed (0). Errors as tio_shard_open's, offsets in
+ * the stream, the source named. */
+TIO_API int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **m,
+                                  tio_error *err);
+/* Samples begun so far. */
+TIO_API size_t tio_shard_stream_samples(const tio_shard_stream *s);
+/* Stops a command not read to its end (SIGTERM), frees everything. */
+TIO_API void tio_shard_stream_free(tio_shard_stream *s);
+
+/* WebDataset's notation for shard lists: "https://h/shard-{000..099}.tar"
+ * (a range: zero-padded as written, descending when the first is larger),
+ * "{train,val}" (a list), several braces in one name (every combination,
+ * the last brace varying fastest), "::" between lists. Braces do not nest;
+ * text without braces is one name. *out: a malloc'ed array of *n malloc'ed
+ * names (tio_shard_list_free). More than limits->max_shards names is
+ * TIO_E_LIMIT before any is made; a malformed brace TIO_E_ARGUMENT with
+ * its offset in spec. */
+TIO_API int tio_shard_list_expand(const char *spec, const tio_limits *limits, char ***out,
+                                  size_t *n, tio_error *err);
+TIO_API void tio_shard_list_free(char **list, size_t n);
 
 /* ------------------------------------------------------------- LMDB stores */
 

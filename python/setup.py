@@ -3,7 +3,7 @@ python/CMakeLists.txt). Against an installed libtensio, found with
 `pkg-config tensio` (shared library), or, for a build tree, with
 TENSIO_INCLUDE_DIR=<repo>/include and TENSIO_STATIC_LIB=<build>/libtensio.a
 (then libtensio's own dependencies come from pkg-config: jansson, libcrypto,
-libzmq, zlib, liblzma, libzstd; and -llmdb, -lbz2, which have no pkg-config file on every
+libzmq, libcurl, zlib, liblzma, libzstd; and -llmdb, -lbz2, which have no pkg-config file on every
 Debian release)."""
 
 import os
@@ -28,8 +28,8 @@ def flags():
     static = os.environ.get("TENSIO_STATIC_LIB")
     if static:
         return {"include_dirs": [inc] if inc else [], "extra_objects": [static],
-                "extra_link_args": pkg_config("--libs", "jansson", "libcrypto", "libzmq", "zlib",
-                                              "liblzma", "libzstd")
+                "extra_link_args": pkg_config("--libs", "jansson", "libcrypto", "libzmq", "libcurl",
+                                              "zlib", "liblzma", "libzstd")
                 + ["-llmdb", "-lbz2", "-lpthread"]}
     args = pkg_config("--cflags", "--libs", "tensio")
     return {"include_dirs": ([inc] if inc else []) + [a[2:] for a in args if a.startswith("-I")],

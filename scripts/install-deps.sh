@@ -16,6 +16,8 @@ PACKAGES=(
   libbz2-dev liblzma-dev libzstd-dev  # .tar.bz2, .tar.xz, .tar.zst shards (src/tar/decompress.c)
   bzip2 xz-utils zstd          # the tests compress shards with the tools
   liblmdb-dev                  # LMDB stores of tensors (src/lmdb/)
+  libcurl4-openssl-dev         # http:// and https:// sources (src/source/http.c)
+  nginx                        # the HTTP source tests serve files with it on 127.0.0.1
   python3                      # CLI tests
   python3-zmq python3-numpy    # the tensorcom peer in the streaming tests
   python3-lmdb                 # LMDB stores read/written by a Python peer in the tests

@@ -219,6 +219,8 @@ int cli_open_opts(const char *path, const tio_open_options *o, tio_container **o
                   tio_error *err);
 /* "-": standard input or output. */
 int cli_is_stdio(const char *path);
+/* Whether path is an http:// or https:// URL (tio_open reads it by range requests). */
+int cli_is_url(const char *path);
 /* Writes the container to standard output in `o`'s format (not atomic);
  * refuses a terminal unless force. Returns a CLI_EXIT_* status. */
 struct cli_progress;
@@ -294,6 +296,9 @@ void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask);
 void cli_table_reserve(cli_table *t, size_t rows, size_t bytes_per_row);
 /* Appends one cell (rows fill left to right). Records out-of-memory. */
 void cli_table_add(cli_table *t, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* Adds the cells INDEX NAME DTYPE SHAPE NBYTES of tensor x (its index t):
+ * CLI_EXIT_OK, or the error printed (out of memory). */
+int cli_table_tensor(cli_table *tab, size_t t, const tio_tensor *x);
 /* The same for a cell of plain text (NULL: "(null)") and of a number. */
 void cli_table_add_str(cli_table *t, const char *s);
 void cli_table_add_u64(cli_table *t, uint64_t v);

@@ -180,6 +180,9 @@ int cli_open(const char *path, const char *format, const tio_limits *limits,
 }
 
 int cli_is_stdio(const char *path) { return path && strcmp(path, "-") == 0; }
+int cli_is_url(const char *path) {
+    return path && (strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0);
+}
 
 /* Standard input to its end, in a buffer grown by doubling: 0, or -1 with
  * errno set (ENOMEM included). */
@@ -795,5 +798,20 @@ int cli_one_file(cli_parser *p, int last_id, const char *cmd, const char *format
         rc = cli_check_format(cmd, "--format", format);
     if (rc == CLI_EXIT_OK) *path = p->pos[0];
     cli_parser_free(p);
+    return rc;
+}
+
+int cli_table_tensor(cli_table *tab, size_t t, const tio_tensor *x) {
+    const char *name = tio_tensor_name(x);
+    char *ename = name ? cli_text_escape(name) : NULL;
+    char *shape = cli_shape_string(x);
+    int rc = (name && !ename) || !shape ? cli_error("out of memory") : CLI_EXIT_OK;
+    cli_table_add(tab, "%zu", t);
+    cli_table_add(tab, "%s", ename ? ename : "-");
+    cli_table_add(tab, "%s", cli_tensor_dtype_name(x));
+    cli_table_add(tab, "%s", shape ? shape : "?");
+    cli_table_add(tab, "%zu", tio_tensor_nbytes(x));
+    free(ename);
+    free(shape);
     return rc;
 }

@@ -447,7 +447,7 @@ int cli_check_output(const char *cmd, const char *out, const char *to, int force
 /* Refuses IN and OUT being the same file. */
 int cli_check_not_onto(const char *in, const char *out) {
     struct stat sin, sout;
-    if (cli_is_stdio(in)) return CLI_EXIT_OK;
+    if (cli_is_stdio(in) || cli_is_url(in) || strncmp(in, "pipe:", 5) == 0) return CLI_EXIT_OK;
     if (stat(in, &sin) != 0) return cli_error("%s: %s", in, strerror(errno));
     if (!cli_is_stdio(out) &&
         (strcmp(in, out) == 0 ||

@@ -20,6 +20,8 @@ static const char dump_help[] =
     "with --json), or an error when it is the TENSOR asked for.\n"
     "\n"
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "FILE may be an http:// or https:// URL: its header and the bytes of the\n"
+    "tensors printed are fetched (range requests), nothing else.\n"
     "A WebDataset tar shard takes a member first: 'tensio dump shard.tar\n"
     "KEY.EXT [TENSOR]' prints the tensors of that member; an LMDB store takes a\n"
     "key: 'tensio dump db.lmdb KEY [TENSOR]'.\n"
@@ -499,8 +501,8 @@ int cli_cmd_dump(int argc, char **argv) {
         }
         rc = cli_shard_open_member(path, sel, &c);
         sel = p.npos > 2 ? p.pos[2] : NULL;
-    } else {
-        rc = cli_open(path, format, NULL, &c);
+    } else { /* a URL: the header, then the selected tensors' bytes (below) */
+        rc = cli_open_flags(path, format, NULL, TIO_OPEN_LAZY, &c);
     }
     cli_parser_free(&p);
     if (rc != CLI_EXIT_OK) return rc;
@@ -511,6 +513,11 @@ int cli_cmd_dump(int argc, char **argv) {
     if (sel) {
         rc = select_tensor(path, c, sel, &first);
         end = first + 1;
+    }
+    for (size_t i = first; i < end && rc == CLI_EXIT_OK; i++) { /* a no-op but for URLs */
+        tio_error ferr;
+        tio_error_clear(&ferr);
+        if (tio_container_fetch(c, i, &ferr) != TIO_OK) rc = cli_error("%s", cli_errmsg(&ferr));
     }
     /* Check every selected tensor first so that errors never cut the output. */
     for (size_t i = first; i < end && rc == CLI_EXIT_OK; i++) {

@@ -65,19 +65,8 @@ static int ls_record_text(cli_table *tab, const char *key, const tio_container *
     char *ek = cli_text_escape(key);
     int rc = ek ? CLI_EXIT_OK : cli_error("out of memory");
     for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
-        const tio_tensor *x = tio_container_tensor(c, t);
-        const char *name = tio_tensor_name(x);
-        char *ename = name ? cli_text_escape(name) : NULL;
-        char *shape = cli_shape_string(x);
-        if ((name && !ename) || !shape) rc = cli_error("out of memory");
         cli_table_add(tab, "%s", ek);
-        cli_table_add(tab, "%zu", t);
-        cli_table_add(tab, "%s", ename ? ename : "-");
-        cli_table_add(tab, "%s", cli_tensor_dtype_name(x));
-        cli_table_add(tab, "%s", shape ? shape : "?");
-        cli_table_add(tab, "%zu", tio_tensor_nbytes(x));
-        free(ename);
-        free(shape);
+        rc = cli_table_tensor(tab, t, tio_container_tensor(c, t));
     }
     free(ek);
     return rc;

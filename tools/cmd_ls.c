@@ -12,8 +12,12 @@ static const char ls_help[] =
     "dtype, shape, layout, stored bytes and, for sparse (COO) tensors, nnz.\n"
     "\n"
     "FILE '-' reads standard input into memory (format probed, or --format).\n"
+    "FILE may be an http:// or https:// URL: only its header is fetched (range\n"
+    "requests), unless --hash or a filter reads the tensors.\n"
     "A WebDataset tar shard (FILE.tar): a row per tensor of each tensor member\n"
     "(KEY, MEMBER, INDEX, NAME, DTYPE, SHAPE, NBYTES), a row per other member.\n"
+    "A shard at a URL, or 'pipe:COMMAND' (its standard output; exit status\n"
+    "checked), is read as a stream, member by member.\n"
     "An LMDB store (DIR with data.mdb, FILE.lmdb, FILE.mdb): a row per key and\n"
     "its record's bytes; with --tensors a row per tensor of each record.\n"
     "\n"
@@ -262,7 +266,10 @@ int cli_cmd_ls(int argc, char **argv) {
         return cli_shard_ls(path, &lim, json);
     }
     tio_container *c = NULL;
-    rc = cli_open(path, format, &lim, &c);
+    /* a URL: the header only, unless the tensors are read (--hash) or
+     * filtered into another container */
+    int lazy = !hash && !cli_filter_active(&filt);
+    rc = cli_open_flags(path, format, &lim, lazy ? TIO_OPEN_LAZY : 0u, &c);
     if (rc == CLI_EXIT_OK) rc = cli_filter_apply(&filt, path, &c);
     if (rc != CLI_EXIT_OK) return rc;
     /* --hash reads every tensor: map the file in one call (a hint; its

@@ -19,6 +19,17 @@ static int ends_with(const char *s, const char *suffix) {
 
 int cli_is_shard(const char *path, const char *format) {
     if (format || !path || strcmp(path, "-") == 0) return 0;
+    /* a command's output: a file when the command ends with a tensor
+     * format's extension ("pipe:curl -s URL/m.safetensors"), else a shard
+     * ("pipe:aws s3 cp s3://b/shard-000.tar -") */
+    if (strncmp(path, "pipe:", 5) == 0) {
+        size_t n = strlen(path);
+        while (n > 5 && strchr(" \t'\"", path[n - 1])) n--; /* quotes around the last word */
+        char *cmd = strndup(path, n);
+        int shard = cmd && !tio_format_for_path(cmd);
+        free(cmd);
+        return shard;
+    }
     if (ends_with(path, ".tar") || ends_with(path, ".tar.gz") || ends_with(path, ".tgz") ||
         ends_with(path, ".tar.xz") || ends_with(path, ".tar.bz2") ||
         ends_with(path, ".tar.zst"))
@@ -36,6 +47,9 @@ int cli_is_shard(const char *path, const char *format) {
 static int open_shard(const char *path, const tio_limits *lim, tio_shard **out) {
     tio_error err;
     tio_error_clear(&err);
+    if (cli_is_url(path) || strncmp(path, "pipe:", 5) == 0)
+        return cli_error("%s: a shard from a URL or a command is read by ls only so far",
+                         path);
     if (tio_shard_open(path, lim, out, &err) != TIO_OK) {
         const char *msg = cli_errmsg(&err);
         if (err.code == TIO_E_IO) return cli_error("%s", msg); /* it names the file */
@@ -65,56 +79,119 @@ static tio_container *open_member(const char *path, tio_shard *s, size_t i, int 
 
 /* ------------------------------------------------------------------- ls */
 
-static int ls_shard_text(const char *path, tio_shard *s) {
-    cli_table tab;
-    cli_table_init(&tab, 7, 1u << 2 | 1u << 6);
+/* The rows of member m (its container c, or NULL: a row of bytes). */
+static int ls_rows(cli_table *tab, const tio_shard_member *m, tio_container *c) {
+    int rc = CLI_EXIT_OK;
+    char *ek = cli_text_escape(m->key), *em = cli_text_escape(m->name);
+    size_t nt = c ? tio_container_count(c) : 0;
+    if (!ek || !em) rc = cli_error("out of memory");
+    for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
+        cli_table_add(tab, "%s", m->key[0] ? ek : "-");
+        cli_table_add(tab, "%s", em);
+        rc = cli_table_tensor(tab, t, tio_container_tensor(c, t));
+    }
+    if (!c && rc == CLI_EXIT_OK) { /* opaque bytes (or a member that failed) */
+        cli_table_add(tab, "%s", m->key[0] ? ek : "-");
+        cli_table_add(tab, "%s", em);
+        cli_table_add(tab, "-");
+        cli_table_add(tab, "-");
+        cli_table_add(tab, "bytes");
+        cli_table_add(tab, "-");
+        cli_table_add(tab, "%llu", (unsigned long long)m->size);
+    }
+    free(ek);
+    free(em);
+    return rc;
+}
+
+static void ls_heads(cli_table *tab) {
+    cli_table_init(tab, 7, 1u << 2 | 1u << 6);
     const char *heads[] = {"KEY", "MEMBER", "INDEX", "NAME", "DTYPE", "SHAPE", "NBYTES"};
-    for (size_t k = 0; k < 7; k++) cli_table_add(&tab, "%s", heads[k]);
-    int failed = 0, rc = CLI_EXIT_OK;
-    size_t n = tio_shard_member_count(s);
-    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
-        const tio_shard_member *m = tio_shard_member_at(s, i);
-        char *ek = cli_text_escape(m->key), *em = cli_text_escape(m->name);
-        tio_container *c = tio_shard_member_format(s, i) ? open_member(path, s, i, &failed)
-                                                         : NULL;
-        size_t nt = c ? tio_container_count(c) : 0;
-        if (!ek || !em) rc = cli_error("out of memory");
-        for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
-            const tio_tensor *x = tio_container_tensor(c, t);
-            const char *name = tio_tensor_name(x);
-            char *ename = name ? cli_text_escape(name) : NULL;
-            char *shape = cli_shape_string(x);
-            if ((name && !ename) || !shape) rc = cli_error("out of memory");
-            cli_table_add(&tab, "%s", m->key[0] ? ek : "-");
-            cli_table_add(&tab, "%s", em);
-            cli_table_add(&tab, "%zu", t);
-            cli_table_add(&tab, "%s", ename ? ename : "-");
-            cli_table_add(&tab, "%s", cli_tensor_dtype_name(x));
-            cli_table_add(&tab, "%s", shape ? shape : "?");
-            cli_table_add(&tab, "%zu", tio_tensor_nbytes(x));
-            free(ename);
-            free(shape);
-        }
-        if (!c && rc == CLI_EXIT_OK) { /* opaque bytes (or a member that failed) */
-            cli_table_add(&tab, "%s", m->key[0] ? ek : "-");
-            cli_table_add(&tab, "%s", em);
-            cli_table_add(&tab, "-");
-            cli_table_add(&tab, "-");
-            cli_table_add(&tab, "bytes");
-            cli_table_add(&tab, "-");
-            cli_table_add(&tab, "%llu", (unsigned long long)m->size);
-        }
+    for (size_t k = 0; k < 7; k++) cli_table_add(tab, "%s", heads[k]);
+}
+
+/* The members of a mapped shard, or of one read as a stream (a URL,
+ * pipe:COMMAND), one at a time with their containers. */
+typedef struct msrc {
+    const char *path;
+    const tio_limits *lim;
+    tio_shard *s; /* mapped */
+    size_t i;
+    tio_shard_stream *st; /* or streamed */
+    int failed;           /* a member did not decode (reported) */
+} msrc;
+
+static int msrc_open(msrc *q, const char *path, const tio_limits *lim) {
+    memset(q, 0, sizeof *q);
+    q->path = path;
+    q->lim = lim;
+    if (!cli_is_url(path) && strncmp(path, "pipe:", 5) != 0) return open_shard(path, lim, &q->s);
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_shard_stream_open(path, lim, &q->st, &err) != TIO_OK)
+        return cli_error("%s", cli_errmsg(&err));
+    return CLI_EXIT_OK;
+}
+
+static void msrc_close(msrc *q) {
+    tio_shard_free(q->s);
+    tio_shard_stream_free(q->st);
+}
+
+/* The next member (*m NULL at the end), its tensor format (NULL: none) and
+ * its container (NULL for no format, or a member that failed: reported). */
+static int msrc_next(msrc *q, const tio_shard_member **m, const char **fmt, tio_container **c) {
+    *c = NULL;
+    *fmt = NULL;
+    if (q->s) {
+        *m = tio_shard_member_at(q->s, q->i);
+        if (!*m) return CLI_EXIT_OK;
+        *fmt = tio_shard_member_format(q->s, q->i);
+        if (*fmt) *c = open_member(q->path, q->s, q->i, &q->failed);
+        q->i++;
+        return CLI_EXIT_OK;
+    }
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_shard_stream_next(q->st, m, &err) != TIO_OK) return cli_error("%s", cli_errmsg(&err));
+    if (!*m) return CLI_EXIT_OK;
+    *fmt = tio_format_for_path((*m)->name);
+    tio_open_options o = {.format = *fmt, .limits = q->lim};
+    if (*fmt && tio_open_memory((*m)->data, (size_t)(*m)->size, &o, c, &err) != TIO_OK) {
+        char *ep = cli_text_escape(q->path), *en = cli_text_escape((*m)->name);
+        cli_error("%s: member %s: %s", ep ? ep : q->path, en ? en : "?", cli_errmsg(&err));
+        free(ep);
+        free(en);
+        q->failed = 1;
+        *c = NULL; /* its views die with the next member: freed before */
+    }
+    return CLI_EXIT_OK;
+}
+
+static size_t msrc_samples(const msrc *q) {
+    return q->s ? tio_shard_sample_count(q->s) : tio_shard_stream_samples(q->st);
+}
+
+static int ls_shard_text(msrc *q) {
+    cli_table tab;
+    ls_heads(&tab);
+    int rc = CLI_EXIT_OK;
+    for (;;) {
+        const tio_shard_member *m;
+        const char *fmt;
+        tio_container *c;
+        rc = msrc_next(q, &m, &fmt, &c);
+        if (rc != CLI_EXIT_OK || !m) break;
+        rc = ls_rows(&tab, m, c);
         tio_container_free(c);
-        free(ek);
-        free(em);
+        if (rc != CLI_EXIT_OK) break;
     }
     if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
     cli_table_free(&tab);
-    return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
+    return rc == CLI_EXIT_OK && q->failed ? CLI_EXIT_FAIL : rc;
 }
 
-static json_t *member_json(const tio_shard *s, size_t i) {
-    const tio_shard_member *m = tio_shard_member_at(s, i);
+static json_t *member_json(const tio_shard_member *m, const char *fmt) {
     json_t *o = json_object();
     if (!o) return NULL;
     int bad = cli_json_set(o, "key", m->key[0] ? cli_json_str(m->key) : json_null());
@@ -122,7 +199,7 @@ static json_t *member_json(const tio_shard *s, size_t i) {
     bad |= cli_json_set(o, "ext", cli_json_str(m->ext));
     bad |= cli_json_set(o, "offset", json_integer((json_int_t)m->offset));
     bad |= cli_json_set(o, "size", json_integer((json_int_t)m->size));
-    bad |= cli_json_set(o, "format", cli_json_str(tio_shard_member_format(s, i)));
+    bad |= cli_json_set(o, "format", cli_json_str(fmt));
     if (bad) {
         json_decref(o);
         return NULL;
@@ -130,22 +207,19 @@ static json_t *member_json(const tio_shard *s, size_t i) {
     return o;
 }
 
-static int ls_shard_json(const char *path, tio_shard *s) {
+static int ls_shard_json(msrc *q) {
     json_t *root = json_object(), *members = json_array(), *tensors = json_array();
     int bad = !root || !members || !tensors;
-    bad |= cli_json_set(root, "file", cli_json_str(path));
+    bad |= cli_json_set(root, "file", cli_json_str(q->path));
     bad |= cli_json_set(root, "format", json_string("tar"));
-    bad |= cli_json_set(root, "samples",
-                        json_integer((json_int_t)tio_shard_sample_count(s)));
-    bad |= cli_json_set(root, "members", members);
-    bad |= cli_json_set(root, "tensors", tensors);
-    int failed = 0;
-    size_t n = tio_shard_member_count(s);
-    for (size_t i = 0; i < n && !bad; i++) {
-        const tio_shard_member *m = tio_shard_member_at(s, i);
-        bad |= json_array_append_new(members, member_json(s, i)) != 0;
-        tio_container *c = tio_shard_member_format(s, i) ? open_member(path, s, i, &failed)
-                                                         : NULL;
+    int rc = CLI_EXIT_OK;
+    while (!bad) {
+        const tio_shard_member *m;
+        const char *fmt;
+        tio_container *c;
+        rc = msrc_next(q, &m, &fmt, &c);
+        if (rc != CLI_EXIT_OK || !m) break;
+        bad |= json_array_append_new(members, member_json(m, fmt)) != 0;
         size_t nt = c ? tio_container_count(c) : 0;
         for (size_t t = 0; t < nt && !bad; t++) {
             const tio_tensor *x = tio_container_tensor(c, t);
@@ -162,20 +236,33 @@ static int ls_shard_json(const char *path, tio_shard *s) {
         }
         tio_container_free(c);
     }
+    /* (keys in the order of a mapped shard's output: samples before the lists) */
+    json_t *out = json_object();
+    bad |= !out || cli_json_set(out, "file", json_incref(json_object_get(root, "file"))) ||
+           cli_json_set(out, "format", json_string("tar")) ||
+           cli_json_set(out, "samples", json_integer((json_int_t)msrc_samples(q))) ||
+           cli_json_set(out, "members", json_incref(members)) ||
+           cli_json_set(out, "tensors", json_incref(tensors));
+    json_decref(root);
+    json_decref(members);
+    json_decref(tensors);
+    if (rc != CLI_EXIT_OK) {
+        json_decref(out);
+        return rc;
+    }
     if (bad) {
-        json_decref(root);
+        json_decref(out);
         return cli_error("out of memory");
     }
-    int rc = cli_json_print(root);
-    return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
+    rc = cli_json_print(out);
+    return rc == CLI_EXIT_OK && q->failed ? CLI_EXIT_FAIL : rc;
 }
 
 int cli_shard_ls(const char *path, const tio_limits *lim, int json) {
-    tio_shard *s = NULL;
-    int rc = open_shard(path, lim, &s);
-    if (rc != CLI_EXIT_OK) return rc;
-    rc = json ? ls_shard_json(path, s) : ls_shard_text(path, s);
-    tio_shard_free(s);
+    msrc q;
+    int rc = msrc_open(&q, path, lim);
+    if (rc == CLI_EXIT_OK) rc = json ? ls_shard_json(&q) : ls_shard_text(&q);
+    msrc_close(&q);
     return rc;
 }
 

@@ -44,6 +44,11 @@ static void print_help(FILE *f) {
           "\n"
           "A FILE may be a Hugging Face model directory or its index\n"
           "(model.safetensors.index.json): one container over its shards.\n"
+          "A FILE may be an http:// or https:// URL, read by range requests: ls\n"
+          "fetches the header only, dump the header and the tensors it prints.\n"
+          "A FILE 'pipe:COMMAND' is the command's standard output (exit status\n"
+          "checked): a file when its last word has a tensor format's extension,\n"
+          "else a WebDataset shard.\n"
           "\n"
           "Run 'tensio COMMAND --help' for the options of a command.\n"
           "Exit status: 0 success, 1 invalid data or failed operation, 2 usage error.\n",

@@ -26,7 +26,7 @@ from ._tensio import (  # noqa: F401  (re-exported)
 
 __version__ = LIB_VERSION
 __all__ = [
-    "Stream", "GraphBuilder", "zio", "Shard", "Member", "open", "loads", "load", "load_checkpoint", "save", "container", "loads_parts", "dumps_parts", "dumps", "convert", "formats", "dtype_name",
+    "Stream", "GraphBuilder", "zio", "Shard", "Member", "shard_list", "stream_shards", "open", "loads", "load", "load_checkpoint", "save", "container", "loads_parts", "dumps_parts", "dumps", "convert", "formats", "dtype_name",
     "Container", "Tensor", "Coo", "Opaque", "CheckpointArray", "Typed", "Finding", "Graph", "Node", "Value", "Error", "ArgumentError",
     "NoMemoryError", "IOError", "FormatError", "TruncatedError", "MagicError",
     "BoundsError", "LimitError", "OverflowError", "DtypeError", "CorruptError",
@@ -42,7 +42,10 @@ except ImportError:  # pragma: no cover - depends on the system
 
 _LIMIT_FIELDS = ("max_tensors", "max_rank", "max_header_bytes", "max_name_bytes",
                  "max_depth", "max_objects", "max_dense_bytes", "max_pickle_bytes",
-                 "max_pickle_objects", "max_pickle_depth", "max_shards")
+                 "max_pickle_objects", "max_pickle_depth", "max_shards",
+                 # http(s) sources and shard streams (docs/sources.md)
+                 "max_remote_bytes", "max_redirects", "max_retries", "timeout_ms",
+                 "max_member_bytes")
 _SAVE_FLAGS = {
     "densify": _tensio.SAVE_DENSIFY,
     "drop_names": _tensio.SAVE_DROP_NAMES,
@@ -777,4 +780,4 @@ def convert(src, dst, format=None, src_format=None, strict=False, limits=None, *
 from .stream import Stream  # noqa: E402  (they use the names above)
 from .builder import GraphBuilder  # noqa: E402
 from . import zio  # noqa: E402
-from .shard import Shard, Member  # noqa: E402
+from .shard import Shard, Member, shard_list, stream_shards  # noqa: E402

@@ -221,3 +221,137 @@ PyObject *tio_py_shard_open(PyObject *m, PyObject *args)
     }
     return (PyObject *)self;
 }
+
+/* ------------------------------------------------------ shards as streams */
+
+typedef struct {
+    PyObject_HEAD
+    tio_shard_stream *s;
+} StreamShardObject;
+
+/* next() -> (name, key, ext, offset, size, sample, data bytes), or None at
+ * the end. The bytes are copied out: the stream's buffer is reused. */
+static PyObject *sstream_next(StreamShardObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (self->s == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the shard stream is closed");
+        return NULL;
+    }
+    const tio_shard_member *m = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tio_shard_stream_next(self->s, &m, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != TIO_OK)
+        return tio_py_raise(rc, &err);
+    if (m == NULL)
+        Py_RETURN_NONE;
+    PyObject *sample = none_or_size(m->sample);
+    if (sample == NULL)
+        return NULL;
+    return Py_BuildValue("(sssKKNy#)", m->name, m->key, m->ext, (unsigned long long)m->offset,
+                         (unsigned long long)m->size, sample, (const char *)m->data,
+                         (Py_ssize_t)m->size);
+}
+
+static PyObject *sstream_close(StreamShardObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    tio_shard_stream *s = self->s;
+    self->s = NULL;
+    if (s) {
+        Py_BEGIN_ALLOW_THREADS
+        tio_shard_stream_free(s);
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
+static void sstream_dealloc(StreamShardObject *self)
+{
+    Py_XDECREF(sstream_close(self, NULL));
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef sstream_methods[] = {
+    {"next", (PyCFunction)sstream_next, METH_NOARGS,
+     "next() -> (name, key, ext, offset, size, sample, data) or None at the end"},
+    {"close", (PyCFunction)sstream_close, METH_NOARGS, "close(): stops and frees the stream"},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject tio_py_ShardStreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tensio._tensio._ShardStream",
+    .tp_basicsize = sizeof(StreamShardObject),
+    .tp_dealloc = (destructor)sstream_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A shard read as a stream (see tensio.stream_shards).",
+    .tp_methods = sstream_methods,
+};
+
+/* shard_stream_open(source, limits) -> _ShardStream */
+PyObject *tio_py_shard_stream_open(PyObject *m, PyObject *args)
+{
+    (void)m;
+    PyObject *lim = Py_None, *path = NULL;
+    if (!PyArg_ParseTuple(args, "O&|O", PyUnicode_FSConverter, &path, &lim))
+        return NULL;
+    tio_limits limits;
+    if (tio_py_limits(lim, &limits) < 0) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    StreamShardObject *self = PyObject_New(StreamShardObject, &tio_py_ShardStreamType);
+    if (self == NULL) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    self->s = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc;
+    const char *p = PyBytes_AS_STRING(path);
+    Py_BEGIN_ALLOW_THREADS
+    rc = tio_shard_stream_open(p, &limits, &self->s, &err);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path);
+    if (rc != TIO_OK) {
+        Py_DECREF(self);
+        return tio_py_raise(rc, &err);
+    }
+    return (PyObject *)self;
+}
+
+/* shard_list(spec, limits) -> [names] (tio_shard_list_expand) */
+PyObject *tio_py_shard_list(PyObject *m, PyObject *args)
+{
+    (void)m;
+    const char *spec;
+    PyObject *lim = Py_None;
+    if (!PyArg_ParseTuple(args, "s|O", &spec, &lim))
+        return NULL;
+    tio_limits limits;
+    if (tio_py_limits(lim, &limits) < 0)
+        return NULL;
+    char **list = NULL;
+    size_t n = 0;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc = tio_shard_list_expand(spec, &limits, &list, &n, &err);
+    if (rc != TIO_OK)
+        return tio_py_raise(rc, &err);
+    PyObject *out = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; out != NULL && i < n; i++) {
+        PyObject *s = PyUnicode_DecodeFSDefault(list[i]);
+        if (s == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, s);
+    }
+    tio_shard_list_free(list, n);
+    return out;
+}

@@ -151,15 +151,16 @@ static int parse_limits(PyObject *lim, tio_limits *out)
     memset(out, 0, sizeof *out);
     if (lim == NULL || lim == Py_None)
         return 0;
-    unsigned long long v[11];
-    if (!PyArg_ParseTuple(lim, "KKKKKKKKKKK;limits: a tuple of 11 ints", &v[0], &v[1], &v[2],
-                          &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]))
+    unsigned long long v[16];
+    if (!PyArg_ParseTuple(lim, "KKKKKKKKKKKKKKKK;limits: a tuple of 16 ints", &v[0], &v[1],
+                          &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
+                          &v[11], &v[12], &v[13], &v[14], &v[15]))
         return -1;
     if (v[1] > UINT32_MAX || v[3] > UINT32_MAX || v[4] > UINT32_MAX || v[9] > UINT32_MAX ||
-        v[10] > UINT32_MAX) {
+        v[10] > UINT32_MAX || v[12] > UINT32_MAX || v[13] > UINT32_MAX || v[14] > UINT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "limits: max_rank, max_name_bytes, max_depth, "
-                                             "max_pickle_depth and max_shards must fit in 32 "
-                                             "bits");
+                                             "max_pickle_depth, max_shards, max_redirects, "
+                                             "max_retries and timeout_ms must fit in 32 bits");
         return -1;
     }
     out->max_tensors = v[0];
@@ -173,6 +174,11 @@ static int parse_limits(PyObject *lim, tio_limits *out)
     out->max_pickle_objects = v[8];
     out->max_pickle_depth = (uint32_t)v[9];
     out->max_shards = (uint32_t)v[10];
+    out->max_remote_bytes = v[11];
+    out->max_redirects = (uint32_t)v[12];
+    out->max_retries = (uint32_t)v[13];
+    out->timeout_ms = (uint32_t)v[14];
+    out->max_member_bytes = v[15];
     return 0;
 }
 
@@ -609,13 +615,14 @@ static PyObject *owner_limits(OwnerObject *self, PyObject *noargs)
     (void)noargs;
     tio_limits l;
     tio_container_get_limits(self->c, &l);
-    return Py_BuildValue("(KIKIIKKKKII)", (unsigned long long)l.max_tensors, l.max_rank,
+    return Py_BuildValue("(KIKIIKKKKIIKIIIK)", (unsigned long long)l.max_tensors, l.max_rank,
                          (unsigned long long)l.max_header_bytes, l.max_name_bytes, l.max_depth,
                          (unsigned long long)l.max_objects,
                          (unsigned long long)l.max_dense_bytes,
                          (unsigned long long)l.max_pickle_bytes,
                          (unsigned long long)l.max_pickle_objects, l.max_pickle_depth,
-                         l.max_shards);
+                         l.max_shards, (unsigned long long)l.max_remote_bytes, l.max_redirects,
+                         l.max_retries, l.timeout_ms, (unsigned long long)l.max_member_bytes);
 }
 
 /* find(name) -> index or -1 */
@@ -2259,6 +2266,9 @@ static PyMethodDef mod_methods[] = {
     {"formats", mod_formats, METH_NOARGS, "[(name, description, extensions, caps)]"},
     {"supports_dtype", mod_supports_dtype, METH_VARARGS, "supports_dtype(format, dtype)"},
     {"shard_open", tio_py_shard_open, METH_VARARGS, "shard_open(path | buffer, limits) -> _Shard"},
+    {"shard_stream_open", tio_py_shard_stream_open, METH_VARARGS,
+     "shard_stream_open(source, limits) -> _ShardStream"},
+    {"shard_list", tio_py_shard_list, METH_VARARGS, "shard_list(spec, limits) -> [names]"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2318,7 +2328,7 @@ PyMODINIT_FUNC PyInit__tensio(void)
 {
     import_array();
     if (PyType_Ready(&OwnerType) < 0 || PyType_Ready(&StreamType) < 0 ||
-        PyType_Ready(&tio_py_ShardType) < 0)
+        PyType_Ready(&tio_py_ShardType) < 0 || PyType_Ready(&tio_py_ShardStreamType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)

@@ -27,5 +27,8 @@ PyObject *tio_py_object_tree(const tio_container *c, PyObject *tensor_fn, PyObje
 /* tensio/_shard.c: the _Shard type, and shard_open(path | buffer, limits). */
 extern PyTypeObject tio_py_ShardType;
 PyObject *tio_py_shard_open(PyObject *m, PyObject *args);
+extern PyTypeObject tio_py_ShardStreamType;
+PyObject *tio_py_shard_stream_open(PyObject *m, PyObject *args);
+PyObject *tio_py_shard_list(PyObject *m, PyObject *args);
 
 #endif

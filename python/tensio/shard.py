@@ -133,3 +133,57 @@ class Shard:
         return "<tensio.Shard %s: %d samples, %d members%s>" % (
             self.url or "(bytes)", self._nsamples, len(self.members),
             ", closed" if self.closed else "")
+
+
+def shard_list(spec, limits=None):
+    """The names WebDataset's shard-list notation expands to:
+    "https://h/shard-{000..099}.tar" (zero-padded as written), "{a,b}",
+    several braces (every combination, the last varying fastest), "::"
+    between lists (tio_shard_list_expand; at most limits["max_shards"])."""
+    return _tensio.shard_list(_os.fspath(spec), _limits_tuple(limits))
+
+
+def _format_for(name, exts):
+    base = name.rsplit("/", 1)[-1].lower()
+    best = None
+    for ext, fmt in exts:
+        if base.endswith(ext) and (best is None or len(ext) > len(best[0])):
+            best = (ext, fmt)
+    return best[1] if best else None
+
+
+def stream_shards(spec, limits=None, decode=True):
+    """Samples of every shard `spec` names (shard_list), each shard read
+    in one pass as a stream (tio_shard_stream: a path, "pipe:COMMAND" or an
+    http(s) URL; memory bounded by the largest member and
+    limits["max_member_bytes"]): WebDataset-style dicts {"__key__": key,
+    "__url__": shard, ext: value}, a sample per run of members with one key,
+    values decoded as tensio.Shard decodes them (decode=False: bytes)."""
+    from . import formats, loads
+    exts = [(e.lower(), n) for n, f in formats().items() for e in f["extensions"]]
+    lim = _limits_tuple(limits)
+    for url in shard_list(spec, limits):
+        s = _tensio.shard_stream_open(url, lim)
+        try:
+            cur, sample = None, None
+            while True:
+                m = s.next()
+                if m is None:
+                    break
+                name, key, ext, _, _, idx, data = m
+                if idx is None:  # no sample (WebDataset's __X__ metadata)
+                    continue
+                if idx != cur:
+                    if sample is not None:
+                        yield sample
+                    cur, sample = idx, {"__key__": key, "__url__": url}
+                fmt = _format_for(name, exts) if decode else None
+                if fmt is None:
+                    sample[ext.lower()] = data
+                    continue
+                c = loads(data, format=fmt, limits=limits)
+                sample[ext.lower()] = list(c) if fmt == "tenbin" else c[0] if fmt == "npy" else c
+            if sample is not None:
+                yield sample
+        finally:
+            s.close()

@@ -1,5 +1,6 @@
 /* Containers: ordered tensors, metadata, validation findings, the source. */
 #include "internal.h"
+#include "source/source.h"
 #include "core/object.h"
 #include "graph/graph.h"
 #include "quant/quant.h"
@@ -134,6 +135,7 @@ void tio_container_free(tio_container *c) {
     if (c->map) munmap(c->map, c->map_size);
     free(c->map_path);
     free(c->owned_buf);
+    tio__remote_free(c->remote);
     if (c->backing_free) c->backing_free(c->backing);
     void (*release)(void *) = c->release_fn;
     void *ctx = c->release_ctx;

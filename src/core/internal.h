@@ -349,6 +349,9 @@ struct tio_container {
     uint64_t map_dev, map_ino;
     int64_t map_mtime_sec, map_mtime_nsec;
     void *owned_buf;        /* malloc'ed copy of the input or NULL */
+    /* an http(s) source: the sparse buffer the views point into, its
+     * chunks fetched on demand (src/source/remote.c), or NULL */
+    struct tio_remote *remote;
     /* other memory the views point into (received frames), released last */
     void *backing;
     void (*backing_free)(void *backing);
@@ -401,6 +404,12 @@ int tio__container_add_quant_view(tio_container *c, const tio_tensor_desc *d, ti
 #define TIO_PREFETCH_POPULATED 1 /* MADV_POPULATE_READ: pages read and mapped */
 #define TIO_PREFETCH_HINTED 2    /* MADV_WILLNEED: readahead started, nothing mapped */
 int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err);
+/* Whether t's bytes are present: 0 only for a tensor of a container opened
+ * from a URL with TIO_OPEN_LAZY whose bytes were not fetched yet. */
+int tio__tensor_fetched(const tio_tensor *t);
+/* TIO_OK, or TIO_E_ARGUMENT naming the tensor when t (every tensor of c when
+ * t is NULL) was not fetched. */
+int tio__need_fetched(const tio_container *c, const tio_tensor *t, tio_error *err);
 /* tio__prefetch of every shard of a Hugging Face index's container (*how:
  * the last shard's); TIO_OK doing nothing for any other container
  * (formats/hfindex.c). */
@@ -560,6 +569,14 @@ typedef struct tio_format_desc {
     int (*probe)(const uint8_t *data, size_t size);
     /* Decodes ctx->data into ctx->c. */
     int (*read)(tio_read_ctx *ctx, tio_error *err);
+    /* Optional, for formats whose header is at the start and whose read()
+     * touches no byte past it but tensor data (views): from the first
+     * `have` bytes of a `size`-byte file, *need = the bytes from the start
+     * read() reads (more than `have` when it cannot tell yet: called again
+     * with those). A remote source fetches just those before read(); a
+     * format without it is fetched whole. */
+    void (*head)(const uint8_t *data, size_t have, uint64_t size, const tio_limits *limits,
+                 uint64_t *need);
     /* Optional: format-specific losses beyond caps/dtypes (name length…),
      * called with the plan already built. */
     int (*check)(const tio_write_plan *p, tio_error *err);

@@ -4,6 +4,7 @@
 #define _DEFAULT_SOURCE /* madvise (MADV_POPULATE_READ has no posix_madvise form) */
 #endif
 #include "internal.h"
+#include "source/source.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +21,9 @@ tio_limits tio__limits_resolve(const tio_limits *l) {
                     TIO_DEFAULT_MAX_DEPTH,        TIO_DEFAULT_MAX_OBJECTS,
                     TIO_DEFAULT_MAX_DENSE_BYTES,  TIO_DEFAULT_MAX_PICKLE_BYTES,
                     TIO_DEFAULT_MAX_PICKLE_OBJECTS, TIO_DEFAULT_MAX_PICKLE_DEPTH,
-                    TIO_DEFAULT_MAX_SHARDS};
+                    TIO_DEFAULT_MAX_SHARDS,       TIO_DEFAULT_MAX_REMOTE_BYTES,
+                    TIO_DEFAULT_MAX_REDIRECTS,    TIO_DEFAULT_MAX_RETRIES,
+                    TIO_DEFAULT_TIMEOUT_MS,       TIO_DEFAULT_MAX_MEMBER_BYTES};
     if (l) {
         if (l->max_depth) r.max_depth = l->max_depth;
         /* Nesting is walked recursively (graphs, subgraphs): a raised depth
@@ -36,6 +39,11 @@ tio_limits tio__limits_resolve(const tio_limits *l) {
         if (l->max_pickle_objects) r.max_pickle_objects = l->max_pickle_objects;
         if (l->max_pickle_depth) r.max_pickle_depth = l->max_pickle_depth;
         if (l->max_shards) r.max_shards = l->max_shards;
+        if (l->max_remote_bytes) r.max_remote_bytes = l->max_remote_bytes;
+        if (l->max_redirects) r.max_redirects = l->max_redirects;
+        if (l->max_retries) r.max_retries = l->max_retries;
+        if (l->timeout_ms) r.timeout_ms = l->timeout_ms;
+        if (l->max_member_bytes) r.max_member_bytes = l->max_member_bytes;
         /* the reader walks a pickle's objects recursively */
         if (r.max_pickle_depth > TIO_MAX_PICKLE_DEPTH_CAP)
             r.max_pickle_depth = TIO_MAX_PICKLE_DEPTH_CAP;
@@ -155,10 +163,121 @@ static int slurp(int fd, const char *path, const tio_open_options *opts, uint64_
     return TIO_OK;
 }
 
+int tio_container_fetch(tio_container *c, size_t i, tio_error *err) {
+    if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    if (i >= c->count)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "tensor %zu of %zu", i, c->count);
+    return c->remote ? tio__remote_fetch(c, c->tensors[i], err) : TIO_OK;
+}
+
+int tio__need_fetched(const tio_container *c, const tio_tensor *t, tio_error *err) {
+    if (t && !tio__tensor_fetched(t))
+        return tio__err(err, TIO_E_ARGUMENT, c ? c->format : NULL, -1,
+                        "tensor %zu (%s): its bytes were not fetched (opened with "
+                        "TIO_OPEN_LAZY: tio_container_fetch)", t->index,
+                        t->name ? t->name : "unnamed");
+    if (t || !c) return TIO_OK;
+    for (size_t i = 0; i < c->count; i++) {
+        int rc = tio__need_fetched(c, c->tensors[i], err);
+        if (rc) return rc;
+    }
+    return TIO_OK;
+}
+
+/* An http(s) URL: its first bytes; the format; the header as the format
+ * says (or the whole file); unless TIO_OPEN_LAZY every tensor's bytes; then
+ * decoding. */
+static int open_url(const char *url, const tio_open_options *opts, tio_container **out,
+                    tio_error *err) {
+    tio_limits lim = tio__limits_resolve(opts ? opts->limits : NULL);
+    tio_container *c = tio_container_new();
+    if (!c) return tio__nomem(err, NULL);
+    const uint8_t *base;
+    size_t size, have;
+    int rc = tio__remote_open(url, &lim, &c->remote, &base, &size, &have, err);
+    /* the extension from the path, without ?query or #fragment */
+    char *name = rc == TIO_OK ? strndup(url, strcspn(url, "?#")) : NULL;
+    if (rc == TIO_OK && !name) rc = tio__nomem(err, NULL);
+    const tio_format_desc *f = NULL;
+    if (rc == TIO_OK) rc = choose_format(opts, base, have, name, &f, err);
+    free(name);
+    while (rc == TIO_OK && f->head && have < size) { /* have grows each time */
+        uint64_t want = size;
+        f->head(base, have, size, &lim, &want);
+        if (want <= have) break;
+        if (want > size) want = size;
+        rc = tio__remote_need(c->remote, 0, want, err);
+        have = (size_t)want;
+    }
+    if (rc == TIO_OK && !f->head) rc = tio__remote_need(c->remote, 0, size, err);
+    int lazy = opts && (opts->flags & TIO_OPEN_LAZY);
+    if (rc == TIO_OK && f->head && !lazy) {
+        /* A first decode finds the tensors' ranges; once they are fetched
+         * the file is decoded again, so that checks of the bytes between
+         * tensors (GGUF's padding) see them as a local open does. */
+        tio_container *pre = tio_container_new();
+        if (!pre) rc = tio__nomem(err, NULL);
+        if (pre) {
+            pre->remote = c->remote; /* borrowed */
+            rc = decode(pre, f, base, size, NULL, NULL, opts, err);
+            if (rc == TIO_OK) rc = tio__remote_fetch(pre, NULL, err);
+            pre->remote = NULL;
+            tio_container_free(pre);
+        }
+    }
+    /* no path: nothing is looked up beside a URL (ONNX external data) */
+    if (rc == TIO_OK) rc = decode(c, f, base, size, NULL, NULL, opts, err);
+    if (rc == TIO_OK && opts && opts->progress) opts->progress(opts->progress_ctx, size, size);
+    if (rc) {
+        tio_container_free(c);
+        return rc;
+    }
+    *out = c;
+    return TIO_OK;
+}
+
+/* pipe:COMMAND: its standard output read into memory, its exit status
+ * checked, then decoded (format probed, else the command's extension). */
+static int open_pipe(const char *path, const tio_open_options *opts, tio_container **out,
+                     tio_error *err) {
+    int fd;
+    pid_t pid;
+    int rc = tio__pipe_start(path + 5, path, &fd, &pid, err);
+    if (rc) return rc;
+    uint8_t *b = NULL;
+    size_t size = 0;
+    rc = slurp(fd, path, opts, 0, &b, &size, err);
+    int rr = tio__pipe_finish(fd, pid, rc != TIO_OK, path, rc ? NULL : err);
+    if (rc == TIO_OK) rc = rr;
+    tio_container *c = rc == TIO_OK ? tio_container_new() : NULL;
+    if (rc == TIO_OK && !c) rc = tio__nomem(err, NULL);
+    if (c) c->owned_buf = b;
+    else free(b);
+    static const uint8_t empty[1];
+    const uint8_t *data = b ? b : empty;
+    /* the extension of the command's last word, quotes left out */
+    size_t n = strlen(path);
+    while (n > 5 && strchr(" \t'\"", path[n - 1])) n--;
+    char *name = rc == TIO_OK ? strndup(path, n) : NULL;
+    if (rc == TIO_OK && !name) rc = tio__nomem(err, NULL);
+    const tio_format_desc *f = NULL;
+    if (rc == TIO_OK) rc = choose_format(opts, data, size, name, &f, err);
+    free(name);
+    if (rc == TIO_OK) rc = decode(c, f, data, size, NULL, NULL, opts, err);
+    if (rc) {
+        tio_container_free(c);
+        return rc;
+    }
+    *out = c;
+    return TIO_OK;
+}
+
 int tio_open(const char *path, const tio_open_options *opts, tio_container **out,
              tio_error *err) {
     if (!path || !out) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
     *out = NULL;
+    if (tio__is_url(path)) return open_url(path, opts, out, err);
+    if (strncmp(path, "pipe:", 5) == 0) return open_pipe(path, opts, out, err);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
@@ -252,6 +371,7 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
 int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err) {
     *how = TIO_PREFETCH_NONE;
     if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    if (c->remote) return tio__remote_fetch(c, NULL, err);
     if (!c->map) return tio__hf_prefetch(c, force_willneed, how, err); /* its shards */
     if (!c->map_size) return TIO_OK; /* the bytes are in memory already */
 #ifdef __linux__

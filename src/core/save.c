@@ -370,6 +370,10 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
     p->src_fd = -1;
     p->progress = opts ? opts->progress : NULL;
     p->progress_ctx = opts ? opts->progress_ctx : NULL;
+    if (c->remote) { /* TIO_OPEN_LAZY: every tensor's bytes must be here */
+        int frc = tio__need_fetched(c, NULL, err);
+        if (frc) return frc;
+    }
     const char *fn = f->name;
     if (p->version && !(p->version < 32 && (f->versions & (1u << p->version))))
         return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,

@@ -105,7 +105,7 @@ int tio__strided_runs(const tio_tensor *t, uint8_t *buf, size_t cap,
 /* ------------------------------------------------------------------ access */
 
 const void *tio_tensor_data(const tio_tensor *t) {
-    if (!t) return NULL;
+    if (!t || !tio__tensor_fetched(t)) return NULL;
     if (!t->unaligned && !t->strided) return t->data;
     tio_tensor *mt = (tio_tensor *)(uintptr_t)t; /* the copy is not observable state */
     uint8_t *p = atomic_load_explicit(&mt->aligned_copy, memory_order_acquire);
@@ -127,6 +127,7 @@ const void *tio_tensor_data(const tio_tensor *t) {
 }
 
 const void *tio_tensor_bytes(const tio_tensor *t) {
+    if (t && !tio__tensor_fetched(t)) return NULL;
     return t && t->strided ? tio_tensor_data(t) : t ? t->data : NULL;
 }
 uint64_t tio_tensor_nnz(const tio_tensor *t) { return t ? t->nnz : 0; }
@@ -199,6 +200,8 @@ static uint64_t coo_linear(const tio_tensor *t, uint64_t i) {
 
 int tio_tensor_densify(const tio_tensor *t, void *dst, size_t dst_size, tio_error *err) {
     if (!t || (!dst && dst_size)) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    int frc = tio__need_fetched(t->owner, t, err);
+    if (frc) return frc;
     size_t es = tio_dtype_size(t->dtype);
     size_t need = (size_t)t->numel * es; /* fits: checked when added */
     if (dst_size < need)
@@ -339,6 +342,8 @@ int tio__dense_limit_err(tio_error *err, const char *format, int64_t offset,
 
 int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32], tio_error *err) {
     if (!t || !out) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    int frc = tio__need_fetched(t->owner, t, err);
+    if (frc) return frc;
     size_t es = tio_dtype_size(t->dtype);
     if (what == TIO_HASH_DENSE && t->layout == TIO_LAYOUT_COO) {
         /* The dense size is what the input claims, not what it holds. */

@@ -501,6 +501,80 @@ static int gguf_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     return rc;
 }
 
+/* The header's extent, for a remote source: the KV pairs and tensor infos
+ * walked as read() walks them, to the data section's padded start; where
+ * the bytes run out, twice as many are asked for. Anything read() refuses
+ * (a type it does not know, too many dims) ends the walk: read() names it
+ * from the bytes at hand. */
+static void gguf_head(const uint8_t *d, size_t have, uint64_t size, const tio_limits *limits,
+                      uint64_t *need) {
+    static const uint8_t scalar[GGUF_TYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    (void)limits;
+    (void)size;
+    uint64_t pos = 24, n;
+    *need = have; /* read() decides */
+    if (have < 24) {
+        *need = 24;
+        return;
+    }
+#define GH_HAVE(k) ((k) <= have - pos)
+#define GH_MORE()                                                          \
+    do {                                                                   \
+        *need = have > UINT64_MAX / 2 ? UINT64_MAX : (uint64_t)have * 2;   \
+        return;                                                            \
+    } while (0)
+    uint64_t n_t = tio__ld64(d + 8), n_kv = tio__ld64(d + 16);
+    uint64_t align = GGUF_DEFAULT_ALIGN;
+    for (uint64_t i = 0; i < n_kv; i++) {
+        if (!GH_HAVE(8)) GH_MORE();
+        n = tio__ld64(d + pos);
+        pos += 8;
+        if (!GH_HAVE(n) || 4 > have - pos - n) GH_MORE();
+        int is_align = n == 17 && memcmp(d + pos, "general.alignment", 17) == 0;
+        pos += n;
+        uint32_t type = tio__ld32(d + pos), et = type;
+        pos += 4;
+        uint64_t count = 1;
+        if (type == GGUF_ARRAY) {
+            if (!GH_HAVE(12)) GH_MORE();
+            et = tio__ld32(d + pos);
+            count = tio__ld64(d + pos + 4);
+            pos += 12;
+        }
+        if (et >= GGUF_TYPE_COUNT || et == GGUF_ARRAY) return;
+        if (is_align && type == GGUF_U32 && GH_HAVE(4)) align = tio__ld32(d + pos);
+        if (et == GGUF_STRING) {
+            for (uint64_t k = 0; k < count; k++) {
+                if (!GH_HAVE(8)) GH_MORE();
+                n = tio__ld64(d + pos);
+                pos += 8;
+                if (!GH_HAVE(n)) GH_MORE();
+                pos += n;
+            }
+        } else {
+            if (count > (have - pos) / scalar[et]) GH_MORE();
+            pos += count * scalar[et];
+        }
+    }
+    for (uint64_t i = 0; i < n_t; i++) {
+        if (!GH_HAVE(8)) GH_MORE();
+        n = tio__ld64(d + pos);
+        pos += 8;
+        if (!GH_HAVE(n) || 4 > have - pos - n) GH_MORE();
+        pos += n;
+        uint32_t nd = tio__ld32(d + pos);
+        pos += 4;
+        if (nd > GGUF_MAX_DIMS) return;
+        if (!GH_HAVE(8u * nd + 12)) GH_MORE();
+        pos += 8u * nd + 12;
+    }
+#undef GH_HAVE
+#undef GH_MORE
+    if (align == 0 || (align & (align - 1))) return;
+    uint64_t at;
+    *need = n_t && tio__align_up(pos, align, &at) ? at : pos;
+}
+
 /* ------------------------------------------------------------- descriptor */
 
 extern const tio_format_desc tio__format_gguf;
@@ -516,6 +590,7 @@ const tio_format_desc tio__format_gguf = {
     .versions = (1u << 2) | (1u << 3),
     .probe = gguf_probe,
     .read = gguf_read,
+    .head = gguf_head,
     .check = gguf_check,
     .write = gguf_write,
 };

@@ -675,6 +675,31 @@ static int npy_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     return rc;
 }
 
+/* The header's extent, for a remote source: magic, version, length and the
+ * dict. A big-endian or Fortran-order array is reordered at open, so then
+ * the whole file (conservatively: any '>' or "True" in the dict). */
+static void npy_head(const uint8_t *data, size_t have, uint64_t size, const tio_limits *limits,
+                     uint64_t *need) {
+    (void)limits;
+    if (have < 12) {
+        *need = 12;
+        return;
+    }
+    uint64_t end = data[6] == 1 ? 10u + (uint64_t)tio__ld16(data + 8) : 12u + tio__ld32(data + 8);
+    if (end > size) { /* read() says it is cut */
+        *need = have;
+        return;
+    }
+    if (end > have) {
+        *need = end;
+        return;
+    }
+    const char *h = (const char *)data + 10, *e = (const char *)data + end;
+    int reorder = memchr(h, '>', (size_t)(e - h)) != NULL;
+    for (const char *q = h; !reorder && q + 4 <= e; q++) reorder = memcmp(q, "True", 4) == 0;
+    *need = reorder ? size : end;
+}
+
 /* ------------------------------------------------------------- descriptor */
 
 extern const tio_format_desc tio__format_npy;
@@ -687,6 +712,7 @@ const tio_format_desc tio__format_npy = {
     .versions = (1u << 1) | (1u << 2) | (1u << 3),
     .probe = npy_probe,
     .read = npy_read,
+    .head = npy_head,
     .check = npy_check,
     .write = npy_write,
 };

@@ -1099,6 +1099,19 @@ static int st_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     return rc;
 }
 
+/* The header's extent, for a remote source: the size field and the JSON
+ * after it (the tensors' bytes are only viewed). */
+static void st_head(const uint8_t *data, size_t have, uint64_t size, const tio_limits *limits,
+                    uint64_t *need) {
+    if (have < 8) {
+        *need = 8;
+        return;
+    }
+    uint64_t n = tio__ld64(data);
+    /* past the limits read() fails on the size field alone */
+    *need = n > size - 8 || n > ST_MAX_HEADER || n > limits->max_header_bytes ? have : 8 + n;
+}
+
 /* ------------------------------------------------------------- descriptor */
 
 extern const tio_format_desc tio__format_safetensors;
@@ -1116,6 +1129,7 @@ const tio_format_desc tio__format_safetensors = {
               TIO_DTYPE_BIT(TIO_FLOAT8_E5M2) | TIO_DTYPE_BIT(TIO_COMPLEX64),
     .probe = st_probe,
     .read = st_read,
+    .head = st_head,
     .check = st_check,
     .write = st_write,
 };

@@ -95,7 +95,7 @@ static int leading_dot_splits(const char *name, const char *base) {
 /* Key and extension of member m (its name buffer has room for the key), as
  * WebDataset's base_plus_ext splits the path; top-level "__X__" members
  * (WebDataset's metadata) belong to no sample. */
-static void split_name(tio_shard_member *m, size_t len) {
+void tio__shard_split_name(tio_shard_member *m, size_t len) {
     char *name = (char *)m->name;
     const char *slash = strrchr(name, '/');
     const char *base = slash ? slash + 1 : name;
@@ -184,7 +184,7 @@ static int index_shard(tio_shard *s, tio_error *err) {
     for (;;) {
         tio_tar_entry e;
         int done = 0;
-        int rc = tio__tar_next(&c, &s->limits, &e, &done, err);
+        int rc = tio__tar_next(&c, 0, &s->limits, &e, &done, err);
         if (rc != TIO_OK) return rc;
         if (done) break;
         if (s->nmembers >= s->limits.max_tensors) {
@@ -215,7 +215,7 @@ static int index_shard(tio_shard *s, tio_error *err) {
         m->size = e.size;
         m->data = s->base + e.offset;
         m->sample = 0;
-        split_name(m, e.name_len);
+        tio__shard_split_name(m, e.name_len);
     }
     return group(s, err);
 }

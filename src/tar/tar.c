@@ -164,19 +164,25 @@ static int read_pax(const uint8_t *p, size_t n, uint64_t at, const tio_limits *l
     return TIO_OK;
 }
 
-int tio__tar_next(tio_cursor *c, const tio_limits *lim, tio_tar_entry *e, int *done,
-                  tio_error *err) {
+int tio__tar_next(tio_cursor *c, uint64_t origin, const tio_limits *lim, tio_tar_entry *e,
+                  int *done, tio_error *err) {
     char *name = NULL;
     size_t name_len = 0;
     uint64_t pax_size = 0, first = c->pos;
     int has_size = 0, pending = 0, rc = TIO_OK;
     *done = 0;
     for (;;) {
-        uint64_t at = c->pos;
+        uint64_t at = origin + c->pos; /* offsets in messages: the input's */
         const uint8_t *h;
         if (tio__cursor_left(c) == 0) {
             rc = tio__err(err, TIO_E_TRUNCATED, FMT, (int64_t)at,
                           "missing end-of-archive block (two zero blocks) at the end");
+            break;
+        }
+        if (tio__cursor_left(c) < TIO_TAR_BLOCK) { /* (the cursor's words, at's offset) */
+            rc = tio__err(err, TIO_E_TRUNCATED, FMT, (int64_t)at,
+                          "header block: expected %u bytes, found %zu before the end of the "
+                          "data", TIO_TAR_BLOCK, tio__cursor_left(c));
             break;
         }
         rc = tio__cursor_bytes(c, TIO_TAR_BLOCK, &h, "header block", err);
@@ -205,7 +211,7 @@ int tio__tar_next(tio_cursor *c, const tio_limits *lim, tio_tar_entry *e, int *d
         /* a pax size replaces the next entry's (not that of a further extension record) */
         int extension = type == 'L' || type == 'K' || type == 'x' || type == 'g';
         if (has_size && !extension) size = pax_size;
-        uint64_t data = c->pos, padded;
+        uint64_t data_in = c->pos, data = origin + data_in, padded;
         if (!tio__align_up(size, TIO_TAR_BLOCK, &padded) || padded > tio__cursor_left(c)) {
             rc = tio__err(err, TIO_E_BOUNDS, FMT, (int64_t)(at + H_SIZE),
                           "member data of %llu bytes at offset %llu run past the end "
@@ -214,7 +220,7 @@ int tio__tar_next(tio_cursor *c, const tio_limits *lim, tio_tar_entry *e, int *d
                           tio__cursor_left(c));
             break;
         }
-        const uint8_t *body = c->base + data;
+        const uint8_t *body = c->base + data_in;
         if ((rc = tio__cursor_skip(c, padded, "member data", err)) != TIO_OK) break;
         if (type == 'L') { /* GNU long name: the next header's path */
             rc = set_name(&name, &name_len, body, (size_t)size, data, lim, err);
@@ -270,7 +276,7 @@ int tio__tar_next(tio_cursor *c, const tio_limits *lim, tio_tar_entry *e, int *d
             e->name = name;
             e->name_len = name_len;
             e->header = first;
-            e->offset = data;
+            e->offset = data_in;
             e->size = size;
             return TIO_OK;
         } else if (extension) {

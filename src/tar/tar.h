@@ -23,14 +23,21 @@ typedef struct tio_tar_entry {
  * links, devices, global pax headers skipped; GNU 'L' long names and pax 'x'
  * path/size applied): TIO_OK with *e filled and *done = 0, or TIO_OK with
  * *done = 1 at the end-of-archive block. Errors name "tar", the offset and
- * what was wrong. */
-int tio__tar_next(tio_cursor *c, const tio_limits *lim, tio_tar_entry *e, int *done,
-                  tio_error *err);
+ * what was wrong; offsets in errors are origin + the cursor's (the cursor
+ * over a window of a stream), those in *e the cursor's. */
+int tio__tar_next(tio_cursor *c, uint64_t origin, const tio_limits *lim, tio_tar_entry *e,
+                  int *done, tio_error *err);
 
 /* A numeric header field (octal, or base-256 when its first byte has the
  * high bit): TIO_OK or TIO_E_CORRUPT / TIO_E_OVERFLOW naming `what`. */
 int tio__tar_number(const uint8_t *field, size_t n, uint64_t at, const char *what,
                     uint64_t *out, tio_error *err);
+
+/* Key and extension of member m as WebDataset splits its path (shard.c):
+ * m->name (len bytes) must be followed by room for len + 1 more bytes, where
+ * the key is written; m->sample is set to TIO_SHARD_NONE for a member of no
+ * sample and left alone otherwise. */
+void tio__shard_split_name(tio_shard_member *m, size_t len);
 
 /* src/tar/decompress.c: the compression of a stream from its magic
  * ("gzip", "bzip2", "xz", "zstd"), or NULL. */

@@ -25,7 +25,7 @@ cc -o "$tmp/pc_shared" "$here/consumer.c" $(pkg-config "${pcflags[@]}" --cflags 
 LD_LIBRARY_PATH="$libdir" "$tmp/pc_shared"
 # pkg-config, static
 cc -o "$tmp/pc_static" "$here/consumer.c" $(pkg-config "${pcflags[@]}" --cflags tensio) \
-   "$libdir/libtensio.a" $(pkg-config --libs libcrypto jansson libzmq zlib) -lm
+   "$libdir/libtensio.a" $(pkg-config --libs libcrypto jansson libzmq libcurl zlib) -lm
 "$tmp/pc_static"
 # find_package(tensio)
 cmake -S "$here" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$root" >/dev/null

@@ -1,0 +1,274 @@
+/* WebDataset shards read in one pass, member by member, from a file, a
+ * command's standard output (pipe:COMMAND) or an http(s) URL (sequential
+ * range requests through src/source/http.c). One buffer holds the member
+ * being handed out and its headers: memory is bounded by the largest member
+ * and max_member_bytes. docs/sources.md. */
+#include "source/source.h"
+#include "tar/tar.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FMT "tar"
+#define WINDOW ((size_t)1 << 22) /* bytes one range request asks for */
+#define FIRST_CAP ((size_t)1 << 16)
+
+struct tio_shard_stream {
+    char *label;       /* the source as messages name it */
+    tio_limits lim;
+    int fd;            /* a file or the command's stdout, or -1 */
+    pid_t pid;         /* pipe: the command, or 0 */
+    tio_http *h;       /* a URL, or NULL */
+    uint8_t *whole;    /* a URL whose server ignores ranges: the body */
+    uint64_t wlen;
+    uint64_t at;       /* URL: the next byte to fetch */
+    uint8_t *buf;      /* stream bytes [base, base + len) */
+    size_t cap, len, used; /* used: bytes of buf handed out already */
+    uint64_t base;
+    int eof, done;
+    tio_shard_member m;
+    char *name;        /* m's name and key */
+    char *last_key;    /* the previous member's key (samples: runs of one key) */
+    size_t samples;
+};
+
+/* Up to n bytes of the source into dst: *got 0 at its end. */
+static int src_read(tio_shard_stream *s, uint8_t *dst, size_t n, size_t *got, tio_error *err) {
+    *got = 0;
+    if (s->h && s->whole) {
+        uint64_t left = s->wlen - s->at;
+        size_t k = n < left ? n : (size_t)left;
+        memcpy(dst, s->whole + s->at, k);
+        s->at += k;
+        *got = k;
+        return TIO_OK;
+    }
+    if (s->h) {
+        uint64_t left = tio__http_size(s->h) - s->at;
+        size_t k = n < left ? n : (size_t)left;
+        if (k > WINDOW) k = WINDOW;
+        int rc = tio__http_range(s->h, s->at, k, dst, err);
+        if (rc) return rc;
+        s->at += k;
+        *got = k;
+        return TIO_OK;
+    }
+    for (;;) {
+        ssize_t r = read(s->fd, dst, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0)
+            return tio__err(err, TIO_E_IO, NULL, -1, "%s: read failed: %s", s->label,
+                            strerror(errno));
+        *got = (size_t)r;
+        return TIO_OK;
+    }
+}
+
+/* The command's exit (stopped first when stop): TIO_OK for status 0. */
+static int reap(tio_shard_stream *s, int stop, tio_error *err) {
+    int rc = tio__pipe_finish(s->fd, s->pid, stop, s->label, err);
+    s->fd = -1;
+    s->pid = 0;
+    return rc;
+}
+
+void tio_shard_stream_free(tio_shard_stream *s) {
+    if (!s) return;
+    (void)reap(s, 1, NULL); /* a command not read to its end is stopped */
+    tio__http_free(s->h);
+    free(s->whole);
+    free(s->buf);
+    free(s->name);
+    free(s->last_key);
+    free(s->label);
+    free(s);
+}
+
+int tio_shard_stream_open(const char *source, const tio_limits *limits, tio_shard_stream **out,
+                          tio_error *err) {
+    if (!source || !out)
+        return tio__err(err, TIO_E_ARGUMENT, FMT, -1, "tio_shard_stream_open: bad arguments");
+    *out = NULL;
+    tio_shard_stream *s = calloc(1, sizeof *s);
+    if (!s) return tio__nomem(err, FMT);
+    s->fd = -1;
+    s->lim = tio__limits_resolve(limits);
+    s->cap = FIRST_CAP;
+    s->buf = malloc(s->cap);
+    s->label = strdup(source);
+    int rc = s->buf && s->label ? TIO_OK : tio__nomem(err, FMT);
+    if (rc == TIO_OK && strncmp(source, "pipe:", 5) == 0) {
+        rc = tio__pipe_start(source + 5, s->label, &s->fd, &s->pid, err);
+    } else if (rc == TIO_OK && tio__is_url(source)) {
+        uint8_t *first = NULL;
+        uint64_t got = 0;
+        rc = tio__http_new(source, &s->lim, &s->h, err);
+        free(s->label);
+        s->label = rc == TIO_OK ? strdup(tio__http_name(s->h)) : NULL;
+        if (rc == TIO_OK && !s->label) rc = tio__nomem(err, FMT);
+        if (rc == TIO_OK) rc = tio__http_first(s->h, s->cap, &first, &got, err);
+        if (rc == TIO_OK && !tio__http_ranges(s->h)) {
+            s->whole = first; /* the server sent it all: served from there */
+            s->wlen = got;
+        } else if (rc == TIO_OK) {
+            memcpy(s->buf, first, (size_t)got);
+            free(first);
+            s->len = (size_t)got;
+            s->at = got;
+        }
+    } else if (rc == TIO_OK) {
+        const char *path = strncmp(source, "file:", 5) == 0 ? source + 5 : source;
+        s->fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (s->fd < 0) rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: %s", path, strerror(errno));
+    }
+    if (rc) {
+        tio_shard_stream_free(s);
+        return rc;
+    }
+    *out = s;
+    return TIO_OK;
+}
+
+static int too_large(const tio_shard_stream *s, tio_error *err) {
+    return tio__err(err, TIO_E_LIMIT, FMT, (int64_t)s->base,
+                    "%s: a member and its headers take more than max_member_bytes (%" PRIu64
+                    ")", s->label, s->lim.max_member_bytes);
+}
+
+/* Doubles the buffer, up to the limit. */
+static int grow(tio_shard_stream *s, uint64_t limit, tio_error *err) {
+    uint64_t nc = (uint64_t)s->cap * 2 > limit ? limit : (uint64_t)s->cap * 2;
+    if (nc > SIZE_MAX) nc = SIZE_MAX;
+    uint8_t *nb = realloc(s->buf, (size_t)nc);
+    if (!nb) return tio__nomem(err, FMT);
+    s->buf = nb;
+    s->cap = (size_t)nc;
+    return TIO_OK;
+}
+
+/* More bytes into the buffer (grown up to max_member_bytes). */
+static int fill(tio_shard_stream *s, tio_error *err) {
+    uint64_t limit = s->lim.max_member_bytes;
+    int rc = TIO_OK;
+    if (s->cap - s->len < FIRST_CAP && s->cap < limit) rc = grow(s, limit, err); /* no tiny reads */
+    if (rc == TIO_OK && s->len == s->cap && s->cap >= limit) rc = too_large(s, err);
+    if (rc) return rc;
+    size_t got;
+    rc = src_read(s, s->buf + s->len, s->cap - s->len, &got, err);
+    if (rc) return rc;
+    s->len += got;
+    if (!got) s->eof = 1;
+    return TIO_OK;
+}
+
+/* An error of the tar reader: the source named; a command that failed
+ * says so instead (its output was cut short for a reason). */
+static int stream_error(tio_shard_stream *s, int rc, const tio_error *terr, tio_error *err) {
+    tio_error cmd;
+    /* a command whose output is not wanted any more is stopped */
+    if (reap(s, !s->eof, &cmd) != TIO_OK && s->eof) {
+        if (err) *err = cmd;
+        return cmd.code;
+    }
+    char msg[TIO_ERROR_MESSAGE_MAX];
+    snprintf(msg, sizeof msg, "%s", terr->message);
+    const char *m = msg;
+    size_t fl = strlen(FMT ": ");
+    if (strncmp(m, FMT ": ", fl) == 0) m += fl; /* tio__err puts it back */
+    const char *o = strncmp(m, "offset ", 7) == 0 ? strstr(m, ": ") : NULL;
+    if (o) m = o + 2;
+    return tio__err(err, rc, FMT, terr->offset, "%s (in %s, read as a stream)", m, s->label);
+}
+
+int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio_error *err) {
+    if (!s || !out) return tio__err(err, TIO_E_ARGUMENT, FMT, -1, "tio_shard_stream_next: bad arguments");
+    *out = NULL;
+    if (s->done) return TIO_OK;
+    /* drop what was handed out */
+    memmove(s->buf, s->buf + s->used, s->len - s->used);
+    s->len -= s->used;
+    s->base += s->used;
+    s->used = 0;
+    for (;;) {
+        tio_cursor cur;
+        tio__cursor_init(&cur, s->buf, s->len, FMT);
+        tio_tar_entry e;
+        int done = 0;
+        tio_error terr;
+        int rc;
+        const char *z = s->base == 0 ? tio__tar_compression(s->buf, s->len) : NULL;
+        if (z)
+            rc = tio__err(&terr, TIO_E_UNSUPPORTED, FMT, 0,
+                          "a %s-compressed shard is not read as a stream (uncompressed tar "
+                          "only)", z);
+        else
+            rc = tio__tar_next(&cur, s->base, &s->lim, &e, &done, &terr);
+        if (rc == TIO_OK && done) {
+            s->done = 1;
+            /* the rest (the second zero block, the record's padding) drained,
+             * so that the command is not killed writing it; bounded */
+            uint64_t drained = 0;
+            while (s->pid && !s->eof && rc == TIO_OK) {
+                s->len = s->used = 0;
+                rc = fill(s, err);
+                drained += s->len;
+                if (drained > s->lim.max_header_bytes)
+                    rc = tio__err(err, TIO_E_LIMIT, FMT, -1, "%s: more than max_header_bytes "
+                                  "after the end-of-archive block", s->label);
+            }
+            s->len = 0;
+            int rr = reap(s, 0, rc ? NULL : err);
+            return rc ? rc : rr;
+        }
+        if (rc == TIO_OK && cur.pos > s->lim.max_member_bytes) { /* fit in a larger buffer */
+            free(e.name);
+            s->done = 1;
+            return too_large(s, err);
+        }
+        if (rc == TIO_OK) {
+            free(s->name);
+            s->name = realloc(e.name, 2 * e.name_len + 2); /* room for the key */
+            if (!s->name) {
+                free(e.name);
+                return tio__nomem(err, FMT);
+            }
+            memset(&s->m, 0, sizeof s->m);
+            s->m.name = s->name;
+            s->m.offset = s->base + e.offset;
+            s->m.size = e.size;
+            s->m.data = s->buf + e.offset;
+            s->m.sample = 0;
+            tio__shard_split_name(&s->m, e.name_len);
+            if (s->m.sample != TIO_SHARD_NONE) { /* a run of one key is one sample */
+                if (!s->last_key || strcmp(s->last_key, s->m.key) != 0) {
+                    s->samples++;
+                    free(s->last_key);
+                    s->last_key = strdup(s->m.key);
+                    if (!s->last_key) return tio__nomem(err, FMT);
+                }
+                s->m.sample = s->samples - 1;
+            }
+            s->used = cur.pos;
+            *out = &s->m;
+            return TIO_OK;
+        }
+        /* the bytes at hand end inside a header or a member: more, unless
+         * the source has ended (then the error stands) */
+        if ((terr.code != TIO_E_TRUNCATED && terr.code != TIO_E_BOUNDS) || s->eof || z) {
+            s->done = 1;
+            return stream_error(s, rc, &terr, err);
+        }
+        rc = fill(s, err);
+        if (rc) {
+            s->done = 1;
+            return rc;
+        }
+    }
+}
+
+size_t tio_shard_stream_samples(const tio_shard_stream *s) { return s ? s->samples : 0; }
