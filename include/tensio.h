@@ -418,14 +418,19 @@ TIO_API const char *tio_container_prop_get(const tio_container *c, const char *k
  * offset where the file names it, and the state the file gives it).
  *
  * The tree belongs to the container and lives as long as it; nothing in it
- * is global. Children are reached by index in O(1). An object the file
+ * is global. It is made when first asked for (tio_container_object or
+ * tio_container_object_count, from any thread, once), not by the open:
+ * listing tensors costs nothing for it; until then the container keeps the
+ * pickle's decoded objects (about 50 bytes per object the pickle made). Children are reached by index in O(1). An object the file
  * references from several places (the pickle's memo: a tensor saved twice,
  * an optimizer's param groups) is one object reached twice, never a copy:
  * walking code that follows every reference should stop at objects it has
  * seen (tio_object_id, tio_object_shared). The tree is acyclic: a
  * reference from an object to itself or an ancestor is an OPAQUE object
  * named "(recursive reference)". Its size is bounded by the pickle's
- * limits (max_pickle_objects objects, max_pickle_depth deep).
+ * limits (max_pickle_objects objects, max_pickle_depth deep: what lies
+ * deeper where the open's walk did not go, a tuple used as a dict key, is
+ * one OPAQUE object named "(nested past max_pickle_depth)").
  *
  * Formats without such a tree (every format but torch: their structure is
  * the tensor list and the metadata) have none: tio_container_object gives
@@ -455,7 +460,8 @@ typedef enum tio_object_kind {
                             fields), or NULL */
 } tio_object_kind;
 
-/* The root object, or NULL when the container has no tree. */
+/* The root object, or NULL when the container has no tree (or memory ran
+ * short making it). */
 TIO_API const tio_object *tio_container_object(const tio_container *c);
 /* The number of distinct objects in the tree (tio_object_id is below it). */
 TIO_API size_t tio_container_object_count(const tio_container *c);

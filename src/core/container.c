@@ -131,6 +131,7 @@ void tio_container_free(tio_container *c) {
     tio__kv_free(&c->props);
     tio__graph_free(c->graph);
     tio__objtree_free(c->objects);
+    tio__objlater_free(c->objects_later);
     free(c->warnings);
     if (c->map) munmap(c->map, c->map_size);
     free(c->map_path);

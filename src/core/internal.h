@@ -333,6 +333,7 @@ struct tio_container {
     tio_kv meta_types;      /* key -> type of typed metadata ("" = a plain string) */
     tio_kv props;           /* facts about the source's layout (reader-set) */
     struct tio_objtree *objects; /* the object tree (core/object.h), or NULL */
+    struct tio_objlater *objects_later; /* how to make it on first use, or NULL */
     struct tio_graph *graph; /* root model graph or NULL (src/graph) */
     const char *format;     /* static string of the format read, or NULL */
     uint64_t source_size;

@@ -5,6 +5,7 @@
  */
 #include "core/object.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,14 +83,71 @@ tio_objtree *tio__container_objects(tio_container *c) {
     return c->objects;
 }
 
+struct tio_objlater {
+    pthread_mutex_t mu;
+    int done;
+    int (*build)(void *state, tio_objtree *t);
+    void (*release)(void *state);
+    void *state;
+};
+
+int tio__container_objects_later(tio_container *c, int (*build)(void *state, tio_objtree *t),
+                                 void (*release)(void *state), void *state) {
+    if (c->objects || c->objects_later) { /* one tree, made one way */
+        release(state);
+        return TIO_E_ARGUMENT;
+    }
+    struct tio_objlater *l = calloc(1, sizeof *l);
+    if (!l || pthread_mutex_init(&l->mu, NULL)) {
+        free(l);
+        release(state);
+        return TIO_E_NOMEM;
+    }
+    l->build = build;
+    l->release = release;
+    l->state = state;
+    c->objects_later = l;
+    return TIO_OK;
+}
+
+void tio__objlater_free(struct tio_objlater *l) {
+    if (!l) return;
+    if (l->state) l->release(l->state);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}
+
+/* Makes the tree if it is made on first use and not yet. The container is
+ * const to its readers: this is the one change a reader makes, once. */
+static const tio_objtree *obj_settled(const tio_container *c) {
+    struct tio_objlater *l = c->objects_later;
+    if (!l) return c->objects;
+    pthread_mutex_lock(&l->mu);
+    if (!l->done) {
+        tio_container *mc = (tio_container *)(uintptr_t)c;
+        tio_objtree *t = tio__container_objects(mc);
+        if (t && l->build(l->state, t) != TIO_OK) { /* only memory runs short */
+            tio__objtree_free(t);
+            mc->objects = NULL;
+        }
+        l->release(l->state);
+        l->state = NULL;
+        l->done = 1;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return c->objects;
+}
+
 /* ------------------------------------------------------------ the API */
 
 const tio_object *tio_container_object(const tio_container *c) {
-    return c && c->objects ? c->objects->root : NULL;
+    const tio_objtree *t = c ? obj_settled(c) : NULL;
+    return t ? t->root : NULL;
 }
 
 size_t tio_container_object_count(const tio_container *c) {
-    return c && c->objects && c->objects->root ? c->objects->count : 0;
+    const tio_objtree *t = c ? obj_settled(c) : NULL;
+    return t && t->root ? t->count : 0;
 }
 
 tio_object_kind tio_object_kind_of(const tio_object *o) {

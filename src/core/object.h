@@ -29,6 +29,15 @@ typedef struct tio_objtree {
     struct tio_objblock *blocks; /* newest first: objects, kid arrays, strings */
 } tio_objtree;
 
+/* A tree made when first asked for (tio_container_object), not at open:
+ * build(state, t) fills the empty tree t, then release(state) frees what it
+ * read, as the container does when no one asked. Built once, under a lock,
+ * whichever thread asks first; a build that fails leaves no tree. */
+int tio__container_objects_later(tio_container *c, int (*build)(void *state, tio_objtree *t),
+                                 void (*release)(void *state), void *state);
+/* Frees what tio__container_objects_later kept (tio_container_free). */
+void tio__objlater_free(struct tio_objlater *l);
+
 /* The container's tree, made empty on first use (NULL: out of memory). */
 tio_objtree *tio__container_objects(tio_container *c);
 void tio__objtree_free(tio_objtree *t);

@@ -43,11 +43,12 @@ static int th_ends(const uint8_t *s, size_t n, const char *suffix) {
 
 /* Open addressing over (hash, index + 1) pairs: the zip members by name, the
  * storages by key, the names given so far. The caller compares the entries
- * whose hash matches. Grows at half full, so every lookup is O(1) expected
- * and the reader stays linear in its input. */
+ * whose hash matches (its low 32 bits: 8-byte slots keep a large index in
+ * cache). Grows at half full, so every lookup is O(1) expected and the
+ * reader stays linear in its input. */
 typedef struct th_slot {
-    uint64_t h;
-    size_t idx; /* index + 1; 0 = empty */
+    uint32_t h;
+    uint32_t idx; /* index + 1; 0 = empty */
 } th_slot;
 typedef struct th_index {
     th_slot *slot;
@@ -101,12 +102,14 @@ static uint64_t th_hash_of(uint64_t seed, const void *p, size_t n) {
 static size_t th_find(const th_index *x, uint64_t h, int (*eq)(const void *ctx, size_t i),
                       const void *ctx) {
     if (!x->cap) return SIZE_MAX;
-    for (size_t k = (size_t)h & (x->cap - 1); x->slot[k].idx; k = (k + 1) & (x->cap - 1))
-        if (x->slot[k].h == h && eq(ctx, x->slot[k].idx - 1)) return x->slot[k].idx - 1;
+    uint32_t h32 = (uint32_t)h;
+    for (size_t k = h32 & (x->cap - 1); x->slot[k].idx; k = (k + 1) & (x->cap - 1))
+        if (x->slot[k].h == h32 && eq(ctx, x->slot[k].idx - 1)) return x->slot[k].idx - 1;
     return SIZE_MAX;
 }
 
 static int th_insert(th_index *x, uint64_t h, size_t i) {
+    if (i >= UINT32_MAX - 1 || x->cap > UINT32_MAX) return TIO_E_NOMEM; /* past any limit */
     if (2 * (x->n + 1) > x->cap) {
         size_t cap = x->cap ? 2 * x->cap : 64;
         th_slot *s = calloc(cap, sizeof *s);
@@ -121,10 +124,10 @@ static int th_insert(th_index *x, uint64_t h, size_t i) {
         x->slot = s;
         x->cap = cap;
     }
-    size_t j = (size_t)h & (x->cap - 1);
+    size_t j = (uint32_t)h & (x->cap - 1);
     while (x->slot[j].idx) j = (j + 1) & (x->cap - 1);
-    x->slot[j].h = h;
-    x->slot[j].idx = i + 1;
+    x->slot[j].h = (uint32_t)h;
+    x->slot[j].idx = (uint32_t)(i + 1);
     x->n++;
     return TIO_OK;
 }
@@ -172,6 +175,9 @@ typedef struct th_reader {
     uint64_t pkl_base;    /* source offset of the pickle's first byte (0: inflated) */
     const uint8_t *pk_data; /* the pickle's first byte */
     tio_pickle pk;
+    uint8_t *pk_owned;   /* its bytes when inflated (th_machine), else NULL */
+    struct th_later *later; /* the container's tree to be (th_tree) */
+    tio_zip_locals *locals; /* the thread reading local headers (th_early), or NULL */
     uint8_t *seen;       /* per object: a container already walked */
     int64_t *tensor_of;  /* per object: the tensor it was read as (container index), or -1 */
     th_storage *st;
@@ -180,6 +186,9 @@ typedef struct th_reader {
     const char *storage_dir; /* "data/", or "constants/" (TorchScript's constants.pkl) */
     th_index members;    /* zip members by name */
     th_index keys;       /* storages by key */
+    uint32_t *key_at;    /* storages by decimal key, index + 1 (th_dec) */
+    uint32_t *member_at; /* <prefix>/<member_dir><decimal key> records, index + 1 */
+    const char *member_dir; /* the storage_dir member_at is filled for, or NULL */
     th_index names;      /* the tensor and metadata names given (tio_container's) */
     char scratch[256], gscratch[200]; /* th_walk's leaf text */
     const char **given;  /* the names given (r->names indexes them) */
@@ -212,9 +221,47 @@ static int th_member_eq(const void *ctx, size_t i) {
     return at == m->name_len;
 }
 
+/* torch.save names storages "0", "1", … in order of first use and stores
+ * each as <prefix>/data/<key>. A key written so (decimal, without a leading
+ * zero) and below the number of records indexes arrays, r->key_at and
+ * r->member_at, read in nearly the order they were filled; the hashes serve
+ * every other key. Either way a key has one place to be found. SIZE_MAX:
+ * not such a key. */
+static size_t th_dec(const th_reader *r, const uint8_t *s, size_t n) {
+    if (!r->key_at || !n || n > 10 || (n > 1 && s[0] == '0')) return SIZE_MAX;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return SIZE_MAX;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    return v < r->zip.n ? (size_t)v : SIZE_MAX;
+}
+
+/* Fills r->member_at for r->storage_dir: one pass over the records. */
+static void th_member_at(th_reader *r) {
+    size_t pl = r->prefix_len ? r->prefix_len + 1 : 0, dl = strlen(r->storage_dir);
+    memset(r->member_at, 0, r->zip.n * sizeof *r->member_at);
+    for (size_t i = 0; i < r->zip.n; i++) {
+        const tio_zip_member *m = &r->zip.m[i];
+        if (m->name_len <= pl + dl || memcmp(m->name, r->prefix, pl) != 0 ||
+            memcmp(m->name + pl, r->storage_dir, dl) != 0)
+            continue;
+        size_t d = th_dec(r, m->name + pl + dl, m->name_len - pl - dl);
+        if (d != SIZE_MAX && !r->member_at[d]) r->member_at[d] = (uint32_t)(i + 1);
+    }
+    r->member_dir = r->storage_dir;
+}
+
 /* The zip member named prefix + "/" + rest + rest2 (rest2_len bytes), or
  * SIZE_MAX. */
 static size_t th_member(th_reader *r, const char *rest, const uint8_t *rest2, size_t rest2_len) {
+    size_t d = rest2 && r->storage_dir && strcmp(rest, r->storage_dir) == 0
+                   ? th_dec(r, rest2, rest2_len)
+                   : SIZE_MAX;
+    if (d != SIZE_MAX) {
+        if (r->member_dir != r->storage_dir) th_member_at(r);
+        return r->member_at[d] ? r->member_at[d] - 1 : SIZE_MAX;
+    }
     r->probe_s[0] = r->prefix;
     r->probe_n[0] = r->prefix_len ? r->prefix_len + 1 : 0; /* with its '/' */
     r->probe_s[1] = rest;
@@ -244,6 +291,11 @@ static int th_index_members(th_reader *r) {
     if (th_index_reserve(&r->members, r->zip.n) || th_index_reserve(&r->keys, r->zip.n) ||
         th_index_reserve(&r->names, r->zip.n))
         return tio__nomem(r->err, TH);
+    if (r->zip.n && r->zip.n < UINT32_MAX) {
+        r->key_at = calloc(r->zip.n, sizeof *r->key_at);
+        r->member_at = calloc(r->zip.n, sizeof *r->member_at);
+        if (!r->key_at || !r->member_at) return tio__nomem(r->err, TH);
+    }
     for (size_t i = 0; i < r->zip.n; i++)
         if (th_insert(&r->members, th_hash_of(r->seed, r->zip.m[i].name, r->zip.m[i].name_len), i))
             return tio__nomem(r->err, TH);
@@ -273,9 +325,15 @@ static int th_bytes_of(th_reader *r, const tio_zip_member *m, const uint8_t **da
     return TIO_OK;
 }
 
+/* Record i's bytes; *at (if given) gets their offset. While the locals'
+ * thread runs, through its copy of the record (tio__zip_locals_member). */
 static int th_member_bytes(th_reader *r, size_t i, const uint8_t **data, uint64_t *n,
-                           uint8_t **owned) {
-    return th_bytes_of(r, &r->zip.m[i], data, n, owned);
+                           uint8_t **owned, uint64_t *at) {
+    tio_zip_member m;
+    *owned = NULL;
+    int rc = tio__zip_locals_member(&r->zip, r->locals, i, &m);
+    if (!rc && at) *at = m.data_at;
+    return rc ? rc : th_bytes_of(r, &m, data, n, owned);
 }
 
 static size_t th_dtype_size(tio_dtype d) { return tio_dtype_size(d); }
@@ -309,10 +367,25 @@ static int th_key_eq(const void *ctx, size_t i) {
 
 /* The storage of that key, or SIZE_MAX; *h gets the key's hash. */
 static size_t th_key_find(th_reader *r, const uint8_t *k, size_t n, uint64_t *h) {
+    size_t d = th_dec(r, k, n);
+    if (d != SIZE_MAX) {
+        *h = 0;
+        return r->key_at[d] ? r->key_at[d] - 1 : SIZE_MAX;
+    }
     r->probe_s[0] = (const char *)k;
     r->probe_n[0] = n;
     *h = th_hash_of(r->seed, k, n);
     return th_find(&r->keys, *h, th_key_eq, r);
+}
+
+/* Records storage i under key k (hash h from th_key_find). */
+static int th_key_add(th_reader *r, const uint8_t *k, size_t n, uint64_t h, size_t i) {
+    size_t d = th_dec(r, k, n);
+    if (d != SIZE_MAX) {
+        r->key_at[d] = (uint32_t)(i + 1); /* i < the records, below UINT32_MAX */
+        return TIO_OK;
+    }
+    return th_insert(&r->keys, h, i) ? tio__nomem(r->err, TH) : TIO_OK;
 }
 
 /* The legacy layout's storages are found before the walk (th_legacy); the
@@ -358,10 +431,9 @@ static int th_storage_zip(th_reader *r, const tio_pk_obj *key, tio_dtype dtype, 
     s->key = key->u.s;
     s->key_len = key->n;
     s->dtype = dtype;
-    s->at = r->zip.m[mi].data_at;
-    int rc = th_member_bytes(r, mi, &s->data, &s->nbytes, &s->owned);
+    int rc = th_member_bytes(r, mi, &s->data, &s->nbytes, &s->owned, &s->at);
     if (rc) return rc;
-    if (th_insert(&r->keys, kh, r->nst)) return tio__nomem(r->err, TH);
+    if ((rc = th_key_add(r, key->u.s, key->n, kh, r->nst))) return rc;
     r->nst++;
     size_t es = th_dtype_size(dtype);
     if (r->big_endian && es > 1) {
@@ -1093,44 +1165,101 @@ static int th_scan(th_reader *r, const char *pkl) {
 }
 
 /* Runs a pickle into r->pk. */
-static int th_machine(th_reader *r, const uint8_t *data, size_t size, uint64_t base) {
+/* Runs the pickle data[0..size) into r->pk; owned (the bytes when
+ * inflated, else NULL) is the reader's from here, then the tree's. */
+static int th_machine(th_reader *r, const uint8_t *data, size_t size, uint64_t base,
+                      uint8_t *owned) {
     tio__pickle_free(&r->pk);
+    free(r->pk_owned);
+    r->pk_owned = owned;
     r->pkl_base = base;
     r->pk_data = data;
     return tio__pickle_run(&r->pk, data, size, base, TH, &r->ctx->limits, r->err);
 }
 
 /* Runs a pickle into r->pk and reports its globals. */
-static int th_run(th_reader *r, const uint8_t *data, size_t size, uint64_t base,
+static int th_run(th_reader *r, const uint8_t *data, size_t size, uint64_t base, uint8_t *owned,
                   const char *pkl) {
-    int rc = th_machine(r, data, size, base);
+    int rc = th_machine(r, data, size, base, owned);
     return rc ? rc : th_scan(r, pkl);
 }
 
-/* The object tree (tio_container_object) of what r->pk built: the root,
- * or with TorchScript's constants.pkl (prefix "constants") a dict
- * {"data": data.pkl's object, "constants": constants.pkl's}. */
-static int th_tree(th_reader *r, const char *prefix) {
-    tio_objtree *t = tio__container_objects(r->ctx->c);
-    if (!t) return tio__nomem(r->err, TH);
-    const tio_object *root = NULL;
-    int rc = tio__pickle_tree(&r->pk, r->pk.root, r->tensor_of, r->pkl_base != 0,
-                              &r->ctx->limits, t, TH, r->err, &root);
-    if (rc || !prefix || !t->root) {
-        if (!rc) t->root = root;
-        return rc;
+/* The object tree (tio_container_object) is made when first asked for,
+ * from what the pickles built, kept until then: data.pkl's object as the
+ * root, or with TorchScript's constants.pkl a dict {"data": data.pkl's
+ * object, "constants": constants.pkl's}. */
+typedef struct th_later_part {
+    tio_pickle pk;
+    int64_t *tensor_of; /* per object: the container index of its tensor, or -1 */
+    uint8_t *owned;     /* the pickle's bytes when inflated, else NULL (mapped) */
+    int offs;           /* the objects' offsets are the source's */
+    const char *prefix; /* the part's key, NULL for the root alone */
+} th_later_part;
+typedef struct th_later {
+    th_later_part part[2];
+    size_t n;
+    tio_limits lim;
+} th_later;
+
+static void th_later_free(void *state) {
+    th_later *l = state;
+    for (size_t k = 0; k < l->n; k++) {
+        tio__pickle_free(&l->part[k].pk);
+        free(l->part[k].tensor_of);
+        free(l->part[k].owned);
     }
-    tio_object *d = tio__obj_new(t, TIO_OBJ_DICT, -1);
-    tio_object *k0 = tio__obj_new(t, TIO_OBJ_STR, -1), *k1 = tio__obj_new(t, TIO_OBJ_STR, -1);
-    if (!d || !k0 || !k1 || tio__obj_set_bytes(t, k0, "data", 4) ||
-        tio__obj_set_bytes(t, k1, prefix, strlen(prefix)) || tio__obj_set_kids(t, d, 4))
-        return tio__nomem(r->err, TH);
-    d->kids[0] = k0;
-    d->kids[1] = t->root;
-    d->kids[2] = k1;
-    d->kids[3] = root;
-    d->n = 2;
-    t->root = d;
+    free(l);
+}
+
+static int th_later_build(void *state, tio_objtree *t) {
+    th_later *l = state;
+    tio_error e;
+    for (size_t k = 0; k < l->n; k++) {
+        th_later_part *p = &l->part[k];
+        const tio_object *root = NULL;
+        int rc = tio__pickle_tree(&p->pk, p->pk.root, p->tensor_of, p->offs, &l->lim, t, TH, &e,
+                                  &root);
+        if (rc) return rc;
+        if (!p->prefix || !t->root) {
+            t->root = root;
+            continue;
+        }
+        tio_object *d = tio__obj_new(t, TIO_OBJ_DICT, -1);
+        tio_object *k0 = tio__obj_new(t, TIO_OBJ_STR, -1), *k1 = tio__obj_new(t, TIO_OBJ_STR, -1);
+        if (!d || !k0 || !k1 || tio__obj_set_bytes(t, k0, "data", 4) ||
+            tio__obj_set_bytes(t, k1, p->prefix, strlen(p->prefix)) || tio__obj_set_kids(t, d, 4))
+            return TIO_E_NOMEM;
+        d->kids[0] = k0;
+        d->kids[1] = t->root;
+        d->kids[2] = k1;
+        d->kids[3] = root;
+        d->n = 2;
+        t->root = d;
+    }
+    return TIO_OK;
+}
+
+/* Hands what r->pk built, walked, to the container's tree made later. */
+static int th_tree(th_reader *r, const char *prefix) {
+    th_later *l = r->later;
+    if (!l) {
+        if (!(l = calloc(1, sizeof *l))) return tio__nomem(r->err, TH);
+        l->lim = r->ctx->limits;
+        if (tio__container_objects_later(r->ctx->c, th_later_build, th_later_free, l))
+            return tio__nomem(r->err, TH); /* l released */
+        r->later = l;
+    }
+    if (l->n == sizeof l->part / sizeof l->part[0])
+        return tio__err(r->err, TIO_E_CORRUPT, TH, -1, "a third pickle's tree");
+    th_later_part *p = &l->part[l->n++];
+    p->pk = r->pk;
+    memset(&r->pk, 0, sizeof r->pk);
+    p->tensor_of = r->tensor_of;
+    r->tensor_of = NULL;
+    p->owned = r->pk_owned;
+    r->pk_owned = NULL;
+    p->offs = r->pkl_base != 0;
+    p->prefix = prefix;
     return TIO_OK;
 }
 
@@ -1178,55 +1307,55 @@ static size_t th_find_pickle(th_reader *r) {
 }
 
 /* With many records, their local headers are read on a thread while this
- * one runs data.pkl (src/zip: tio__zip_locals_start), its local header read
- * here into a copy. The pickle's outcome waits in *perr until the archive
- * is checked, so that errors come in the order of a reader without the
- * thread: the archive's first. Returns -1 when it did not run (no thread). */
-static int th_pickle_early(th_reader *r, size_t pk, const uint8_t **d, uint64_t *n,
-                           uint8_t **owned, tio_error *perr) {
+ * one runs data.pkl and walks it (src/zip: tio__zip_locals_start): data.pkl's
+ * local header read here into a copy, a storage's waited for when the walk
+ * reaches it (th_member_bytes). What this finds waits in *herr until the
+ * archive is checked, so that errors come in the order of a reader without
+ * the thread: the archive's first. Returns -1 when nothing ran (no thread). */
+static int th_early(th_reader *r, size_t pk, tio_error *herr) {
     if (pk == SIZE_MAX) return -1;
-    tio_zip_member pm = r->zip.m[pk]; /* z->m is the thread's from here */
+    tio_zip_member pm = r->zip.m[pk]; /* z->m's locals are the thread's from here */
     tio_zip_locals *lj = tio__zip_locals_start(&r->zip);
     if (!lj) return -1;
     tio_error *err = r->err;
-    tio_error_clear(perr);
-    r->err = r->zip.err = perr;
+    tio_error_clear(herr);
+    r->err = r->zip.err = herr;
+    r->locals = lj;
+    const uint8_t *d = NULL;
+    uint64_t n = 0;
+    uint8_t *owned = NULL;
     int rc = tio__zip_local_of(&r->zip, &pm);
-    if (!rc) rc = th_bytes_of(r, &pm, d, n, owned);
-    if (!rc) rc = th_machine(r, *d, (size_t)*n, *owned ? 0 : pm.data_at);
+    if (!rc) rc = th_bytes_of(r, &pm, &d, &n, &owned);
+    if (!rc) rc = th_machine(r, d, (size_t)n, owned ? 0 : pm.data_at, owned);
+    rc = th_read_zip_rest(r, pk, rc, herr);
     r->err = r->zip.err = err;
     tio__zip_locals_end(&r->zip, lj);
+    r->locals = NULL;
     return rc;
 }
 
 static int th_read_zip(th_reader *r) {
     int rc = tio__zip_open(&r->zip, r->ctx, TH, "torch.save", r->err);
-    if (rc) return rc;
-    size_t pk = th_find_pickle(r);
-    const uint8_t *pd = NULL;
-    uint64_t pn = 0;
-    uint8_t *powned = NULL;
-    tio_error perr;
-    int prc = th_pickle_early(r, pk, &pd, &pn, &powned, &perr);
-    rc = tio__zip_each(&r->zip, th_each, r);
     if (!rc) rc = th_index_members(r);
-    if (rc) {
-        free(powned);
-        return rc;
-    }
+    if (rc) return rc;
     r->is_zip = 1;
+    size_t pk = th_find_pickle(r);
+    tio_error herr;
+    int hrc = th_early(r, pk, &herr);
+    rc = tio__zip_each(&r->zip, th_each, r);
+    if (rc) return rc;
     if (pk == SIZE_MAX)
         return tio__err(r->err, TIO_E_FORMAT, TH, 0,
                         "a zip archive without a data.pkl record (expected <dir>/data.pkl, as "
                         "torch.save writes)");
-    rc = th_read_zip_rest(r, pk, prc, &perr);
-    free(powned); /* data.pkl inflated: walked by now */
-    return rc;
+    if (hrc > 0) *r->err = herr;
+    return hrc >= 0 ? hrc : th_read_zip_rest(r, pk, -1, NULL);
 }
 
-/* The rest of th_read_zip, the archive checked: its props, data.pkl (run
- * here unless it ran already: prc its outcome, -1 not run, perr its error),
- * the walk, and TorchScript's constants.pkl. */
+/* The rest of th_read_zip: its props, data.pkl (run here unless it ran
+ * already: prc its outcome, -1 not run, perr its error), the walk, and
+ * TorchScript's constants.pkl. The archive is checked, or its locals' thread
+ * runs (r->locals, th_early). */
 static int th_read_zip_rest(th_reader *r, size_t pk, int prc, const tio_error *perr) {
     int rc = TIO_OK;
     const uint8_t *d = NULL;
@@ -1234,12 +1363,13 @@ static int th_read_zip_rest(th_reader *r, size_t pk, int prc, const tio_error *p
     uint8_t *owned = NULL;
     size_t bo = th_member(r, "byteorder", NULL, 0);
     if (bo != SIZE_MAX) {
-        rc = th_member_bytes(r, bo, &d, &n, &owned);
+        uint64_t bo_at = 0;
+        rc = th_member_bytes(r, bo, &d, &n, &owned, &bo_at);
         if (rc) return rc;
         if (n == 3 && memcmp(d, "big", 3) == 0)
             r->big_endian = 1;
         else if (!(n == 6 && memcmp(d, "little", 6) == 0))
-            rc = tio__err(r->err, TIO_E_CORRUPT, TH, th_off(r->zip.m[bo].data_at),
+            rc = tio__err(r->err, TIO_E_CORRUPT, TH, th_off(bo_at),
                           "the byteorder record holds neither \"little\" nor \"big\"");
         free(owned);
         if (rc) return rc;
@@ -1248,7 +1378,7 @@ static int th_read_zip_rest(th_reader *r, size_t pk, int prc, const tio_error *p
     }
     size_t ver = th_member(r, "version", NULL, 0);
     if (ver != SIZE_MAX) {
-        rc = th_member_bytes(r, ver, &d, &n, &owned);
+        rc = th_member_bytes(r, ver, &d, &n, &owned, NULL);
         if (rc) return rc;
         char v[24];
         size_t k = 0;
@@ -1271,13 +1401,13 @@ static int th_read_zip_rest(th_reader *r, size_t pk, int prc, const tio_error *p
     if (prc == 0) {
         rc = th_scan(r, "data.pkl");
     } else {
-        rc = th_member_bytes(r, pk, &d, &n, &owned);
+        uint64_t at = 0;
+        rc = th_member_bytes(r, pk, &d, &n, &owned, &at);
         if (rc) return rc;
-        rc = th_run(r, d, (size_t)n, owned ? 0 : r->zip.m[pk].data_at, "data.pkl");
+        rc = th_run(r, d, (size_t)n, owned ? 0 : at, owned, "data.pkl");
+        owned = NULL; /* the reader's now */
     }
     if (!rc) rc = th_walk_root(r, NULL);
-    free(owned);
-    owned = NULL;
     size_t cp = r->script ? th_member(r, "constants.pkl", NULL, 0) : SIZE_MAX;
     if (rc || cp == SIZE_MAX) return rc;
     /* TorchScript's constants: their storages in constants/<key>, named
@@ -1285,11 +1415,12 @@ static int th_read_zip_rest(th_reader *r, size_t pk, int prc, const tio_error *p
     th_free_storages(r);
     free(r->keys.slot);
     memset(&r->keys, 0, sizeof r->keys);
+    if (r->key_at) memset(r->key_at, 0, r->zip.n * sizeof *r->key_at);
     r->storage_dir = "constants/";
-    rc = th_member_bytes(r, cp, &d, &n, &owned);
-    if (!rc) rc = th_run(r, d, (size_t)n, owned ? 0 : r->zip.m[cp].data_at, "constants.pkl");
+    uint64_t cp_at = 0;
+    rc = th_member_bytes(r, cp, &d, &n, &owned, &cp_at);
+    if (!rc) rc = th_run(r, d, (size_t)n, owned ? 0 : cp_at, owned, "constants.pkl");
     if (!rc) rc = th_walk_root(r, "constants");
-    free(owned);
     return rc;
 }
 
@@ -1382,10 +1513,7 @@ static int th_legacy_storages(th_reader *r, const tio_pickle *keys, uint64_t *po
                           kn);
             break;
         }
-        if (th_insert(&r->keys, kh, r->nst)) {
-            rc = tio__nomem(r->err, TH);
-            break;
-        }
+        if ((rc = th_key_add(r, k->u.s, k->n, kh, r->nst))) break;
         th_storage *s = &r->st[r->nst++];
         s->key = k->u.s;
         s->key_len = k->n;
@@ -1425,7 +1553,7 @@ static int th_read_legacy(th_reader *r) {
         tio__pickle_free(&p);
     }
     if (!rc) rc = tio__kv_set(&r->ctx->c->props, "layout", "legacy", r->err);
-    if (!rc) rc = th_run(r, r->ctx->data + pos, r->ctx->size - (size_t)pos, pos, "the pickle");
+    if (!rc) rc = th_run(r, r->ctx->data + pos, r->ctx->size - (size_t)pos, pos, NULL, "the pickle");
     if (rc) return rc;
     pos = r->pk.end;
     tio_pickle keys;
@@ -1455,9 +1583,12 @@ static int th_read(tio_read_ctx *ctx, tio_error *err) {
     else
         rc = th_read_zip(&r);
     tio__pickle_free(&r.pk);
+    free(r.pk_owned);
     tio__zip_free(&r.zip);
     th_free_storages(&r);
     free(r.members.slot);
+    free(r.key_at);
+    free(r.member_at);
     free(r.keys.slot);
     free(r.names.slot);
     free(r.given);

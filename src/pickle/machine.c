@@ -162,7 +162,11 @@ static int pk_new(pk_run *r, tio_pk_kind kind, uint32_t *idx) {
                       " objects (max_pickle_objects)",
                       r->max_objects);
     if (p->count == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 256;
+        /* First sized from the pickle: a torch.save pickle makes an object
+         * per 6 or 7 bytes, so a quarter of its size is rarely outgrown and
+         * the pool is seldom copied; pages never reached are never touched. */
+        size_t cap = p->cap ? p->cap * 2 : r->size / 4 + 256;
+        if (cap > r->max_objects) cap = (size_t)r->max_objects; /* > count: checked above */
         tio_pk_obj *o = realloc(p->obj, cap * sizeof *o);
         if (!o) return tio__nomem(r->err, r->fmt);
         p->obj = o;

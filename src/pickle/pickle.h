@@ -152,7 +152,8 @@ const tio_pk_vocab_entry *tio__pk_callee(const tio_pickle *p, const tio_pk_obj *
  * global, call or object OPAQUE (its module.name, offset and state). An
  * object the pickle reaches twice is made once (shared). Offsets are the
  * source's when source_offsets is set, else -1. Nesting is bounded by
- * lim->max_pickle_depth. */
+ * lim->max_pickle_depth: an object deeper is OPAQUE "(nested past
+ * max_pickle_depth)", so that only memory running short fails it. */
 struct tio_objtree;
 int tio__pickle_tree(const tio_pickle *p, uint32_t root, const int64_t *tensor_of,
                      int source_offsets, const tio_limits *lim, struct tio_objtree *t,

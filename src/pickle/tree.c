@@ -287,10 +287,12 @@ static int pt_conv(pt_run *r, uint32_t idx, unsigned depth, const tio_object **o
         *out = r->made[idx];
         return TIO_OK;
     }
-    if (depth > r->max_depth)
-        return tio__err(r->err, TIO_E_LIMIT, r->fmt, r->offs ? (int64_t)o->off : -1,
-                        "objects nested more than %" PRIu32 " deep (max_pickle_depth)",
-                        r->max_depth);
+    if (depth > r->max_depth) { /* where the walk did not go (a tuple as a dict key) */
+        tio_object *x = NULL;
+        int rc = pt_opaque(r, o, NULL, "(nested past max_pickle_depth)", &x);
+        *out = x;
+        return rc;
+    }
     r->open[idx] = 1;
     tio_object *x = NULL;
     int rc = pt_make(r, idx, o, depth, &x);

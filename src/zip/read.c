@@ -6,6 +6,8 @@
 #include "zip/zip.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,8 +290,11 @@ static int zip_central(tio_zip *r, tio_zip_member *m) {
     if (!rc) rc = tio__cursor_bytes(c, clen, &cm, "a member comment", r->err);
     if (rc) return rc;
     m->name_len = nlen;
-    char nm[80];
-    tio__zip_name(m, nm, sizeof nm);
+    char nm[80] = "";
+    if (nlen == 0 || memchr(m->name, 0, nlen) || (m->flags & (ZIP_FLAG_ENCRYPTED | ZIP_FLAG_STRONG |
+                                                              ZIP_FLAG_PATCHED)) ||
+        (m->method != ZIP_STORED && m->method != ZIP_DEFLATED) || disk != 0 || clen)
+        tio__zip_name(m, nm, sizeof nm); /* named only when it is said */
     if (nlen == 0 || memchr(m->name, 0, nlen))
         return tio__err(r->err, TIO_E_CORRUPT, r->format, tio__zip_off(at + 46),
                         "member %zu's name '%s' is %s", (size_t)(m - r->m), nm,
@@ -612,16 +617,115 @@ struct tio_zip_locals {
     tio_zip wz;       /* a copy of the caller's: its own cursor, header window and error */
     tio_headsrc head;
     tio_error err;
-    size_t done;      /* members read before the first failure (or all) */
+    /* Members are claimed from the front by the thread, from the back by the
+     * caller while it would wait (tio__zip_locals_member): claim packs the
+     * next at the front (low 32 bits) and the first claimed at the back;
+     * each member is read by whoever claimed it. */
+    atomic_uint_fast64_t claim;
+    /* members [0, progress) are read by the thread; finished once it is done,
+     * short or not; a waiter is woken once progress reaches want (0: none) */
+    atomic_size_t progress, want;
+    atomic_int finished, failed; /* failed: a member's local header did not read */
+    size_t back_bad;  /* the caller's: the member it failed to read, or SIZE_MAX */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
 };
+
+static void zip_locals_wake(tio_zip_locals *j) {
+    pthread_mutex_lock(&j->mu);
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* Claims the next member at the front (back = 0) or the back: its index, or
+ * SIZE_MAX when none is left. */
+static size_t zip_locals_claim(tio_zip_locals *j, int back) {
+    uint_fast64_t c = atomic_load(&j->claim);
+    for (;;) {
+        uint_fast64_t f = c & 0xffffffffu, b = c >> 32;
+        if (f >= b) return SIZE_MAX;
+        uint_fast64_t next = back ? f | ((b - 1) << 32) : c + 1;
+        if (atomic_compare_exchange_weak(&j->claim, &c, next)) return (size_t)(back ? b - 1 : f);
+    }
+}
 
 static void *zip_locals_main(void *arg) {
     tio_zip_locals *j = arg;
     tio_zip *z = &j->wz;
-    size_t i = 0;
-    while (i < z->n && zip_local(z, &z->m[i]) == TIO_OK) i++;
-    j->done = i;
+    size_t i;
+    while ((i = zip_locals_claim(j, 0)) != SIZE_MAX) {
+        if (zip_local(z, &z->m[i]) != TIO_OK) {
+            atomic_store(&j->failed, 1);
+            break;
+        }
+        atomic_store(&j->progress, i + 1);
+        size_t want = atomic_load(&j->want);
+        if (want && i + 1 >= want) zip_locals_wake(j);
+    }
+    atomic_store(&j->finished, 1);
+    zip_locals_wake(j);
     return NULL;
+}
+
+/* m's central entry, not data_at and end: which the thread may be writing */
+static void zip_central_copy(const tio_zip_member *m, tio_zip_member *out) {
+    memset(out, 0, sizeof *out);
+    out->name = m->name;
+    out->name_len = m->name_len;
+    out->local = m->local;
+    out->csize = m->csize;
+    out->usize = m->usize;
+    out->crc = m->crc;
+    out->method = m->method;
+    out->flags = m->flags;
+    out->zip64 = m->zip64;
+    out->central = m->central;
+}
+
+/* Whether member i was claimed at the back (by the caller, read already). */
+static int zip_locals_back(tio_zip_locals *j, size_t i) {
+    return i >= (size_t)(atomic_load(&j->claim) >> 32);
+}
+
+int tio__zip_locals_member(tio_zip *z, tio_zip_locals *j, size_t i, tio_zip_member *out) {
+    if (!j) {
+        *out = z->m[i];
+        return TIO_OK;
+    }
+    for (;;) {
+        size_t p = atomic_load(&j->progress);
+        if (p > i || (zip_locals_back(j, i) && i != j->back_bad)) {
+            *out = z->m[i];
+            return TIO_OK;
+        }
+        if (zip_locals_back(j, i) || atomic_load(&j->finished) ||
+            i - p >= TIO_ZIP_LOCALS_BATCH)
+            break; /* read it here: see below */
+        /* the thread is about to read it: rather than wait, read members
+         * from the back, which the thread then need not */
+        size_t b = j->back_bad == SIZE_MAX ? zip_locals_claim(j, 1) : SIZE_MAX;
+        if (b != SIZE_MAX) {
+            tio_error *err = z->err, scratch;
+            z->err = &scratch;
+            if (zip_local(z, &z->m[b]) != TIO_OK) {
+                j->back_bad = b;
+                atomic_store(&j->failed, 1);
+            }
+            z->err = err;
+            continue;
+        }
+        /* nothing left to claim: the thread is reading it; wait */
+        pthread_mutex_lock(&j->mu);
+        atomic_store(&j->want, i + 1);
+        while (atomic_load(&j->progress) <= i && !atomic_load(&j->finished))
+            pthread_cond_wait(&j->cv, &j->mu);
+        atomic_store(&j->want, 0);
+        pthread_mutex_unlock(&j->mu);
+    }
+    /* far ahead of the thread (a record at the archive's end), the thread
+     * stopped short of it, or it failed here before: read into the copy */
+    zip_central_copy(&z->m[i], out);
+    return zip_local(z, out);
 }
 
 tio_zip_locals *tio__zip_locals_start(tio_zip *z) {
@@ -629,14 +733,34 @@ tio_zip_locals *tio__zip_locals_start(tio_zip *z) {
     if (z->n < TIO_ZIP_LOCALS_MIN || !ctx->head || ctx->head->base != ctx->data) return NULL;
     tio_zip_locals *j = malloc(sizeof *j);
     if (!j) return NULL;
+    if (z->n > UINT32_MAX) { /* claim packs two 32-bit indexes */
+        free(j);
+        return NULL;
+    }
     j->wz = *z;
     j->wz.err = &j->err;
-    j->done = 0;
+    j->back_bad = SIZE_MAX;
+    atomic_init(&j->claim, (uint_fast64_t)z->n << 32);
+    atomic_init(&j->progress, 0);
+    atomic_init(&j->finished, 0);
+    atomic_init(&j->failed, 0);
+    atomic_init(&j->want, 0);
+    if (pthread_mutex_init(&j->mu, NULL)) {
+        free(j);
+        return NULL;
+    }
+    if (pthread_cond_init(&j->cv, NULL)) {
+        pthread_mutex_destroy(&j->mu);
+        free(j);
+        return NULL;
+    }
     tio_error_clear(&j->err);
     tio__headsrc_init(&j->head, ctx->head->fd, ctx->head->base, ctx->head->size);
     tio__cursor_init(&j->wz.cur, ctx->data, ctx->size, z->format);
     j->wz.cur.head = &j->head;
     if (!tio__spawn(&j->thread, zip_locals_main, j)) {
+        pthread_cond_destroy(&j->cv);
+        pthread_mutex_destroy(&j->mu);
         free(j);
         return NULL;
     }
@@ -646,7 +770,11 @@ tio_zip_locals *tio__zip_locals_start(tio_zip *z) {
 void tio__zip_locals_end(tio_zip *z, tio_zip_locals *j) {
     if (!j) return;
     pthread_join(j->thread, NULL);
-    z->locals_done = j->done; /* the failure, if any, is read again by tio__zip_each */
+    /* every member read, or (a failure) the thread's first ones: the rest,
+     * and the failure, read again by tio__zip_each */
+    z->locals_done = atomic_load(&j->failed) ? atomic_load(&j->progress) : z->n;
+    pthread_cond_destroy(&j->cv);
+    pthread_mutex_destroy(&j->mu);
     free(j);
 }
 

@@ -62,21 +62,30 @@ int tio__zip_open(tio_zip *z, tio_read_ctx *ctx, const char *format, const char 
  * (one header window per member). */
 int tio__zip_each(tio_zip *z, int (*each)(void *arg, size_t i), void *arg);
 /* Many members' local headers read on a thread of the library's own while
- * the caller does other work (the torch reader runs its pickle): a local
+ * the caller does other work (the torch reader runs its pickle and walks it): a local
  * header is a pread() of a page far from the last, ~0.7 us of system time
  * per member, and two cores halve an open of 10,000. Started only for a
  * mapped file (ctx->head) of at least TIO_ZIP_LOCALS_MIN members; NULL when
  * not (or pthread_create failed): tio__zip_each then reads them all. The
  * thread reads with its own cursor and header window, writes only the
  * members' data_at and end, and stops at its first failure; the caller must
- * not touch z->m until tio__zip_locals_end, which joins it and sets
+ * not read the members' data_at and end but through tio__zip_locals_member
+ * until tio__zip_locals_end, which joins the thread and sets
  * locals_done to the members read before that failure (tio__zip_each reads
  * the rest itself, in its own order, so that errors are the ones a reader
  * without the thread reports). NULL is fine. */
 #define TIO_ZIP_LOCALS_MIN 256u
+#define TIO_ZIP_LOCALS_BATCH 128u /* members a waiter lets the thread read first */
 typedef struct tio_zip_locals tio_zip_locals;
 tio_zip_locals *tio__zip_locals_start(tio_zip *z);
 void tio__zip_locals_end(tio_zip *z, tio_zip_locals *j);
+/* While the thread runs: member i with its local header read (data_at,
+ * end) into *out, a copy. The thread's reading when it has got there, or
+ * waited for when it is about to; else (a record far ahead, or the thread
+ * stopped short of it) read here with the caller's cursor and error. The
+ * caller's work started before tio__zip_each must hold its errors until
+ * tio__zip_each has checked the archive. j NULL: z->m[i] as it is. */
+int tio__zip_locals_member(tio_zip *z, tio_zip_locals *j, size_t i, tio_zip_member *out);
 /* The local header of *m, a copy of one of z->m made before the thread
  * above started (z->m is the thread's until it ends): sets m's data_at and
  * end. */

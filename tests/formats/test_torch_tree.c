@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,89 @@ static void test_depth_limit(void **state) {
     free(p);
 }
 
+/* A dict whose key is a tuple nested 400 deep: the walk names the value by
+ * the key's position and never goes into the key; the tree does, and past
+ * max_pickle_depth it makes the rest one OPAQUE object, not an error (the
+ * tree is made after the open, when first asked for). */
+static void test_depth_in_key(void **state) {
+    (void)state;
+    enum { D = 400 };
+    tio_limits lim = {.max_pickle_depth = 300};
+    char *p = malloc(8 + 2 * D);
+    assert_non_null(p);
+    size_t n = 0;
+    p[n++] = '\x80';
+    p[n++] = 2;
+    p[n++] = '}';
+    p[n++] = ')';
+    memset(p + n, '\x85', D - 1); /* TUPLE1: ((((),),),) */
+    n += D - 1;
+    p[n++] = 'N';
+    p[n++] = 's';
+    p[n++] = '.';
+    tio_container *c = NULL;
+    tio_error e;
+    assert_int_equal(open_pickle(p, n, &lim, &c, &e), TIO_OK);
+    const tio_object *d = tio_container_object(c);
+    assert_int_equal(tio_object_kind_of(d), TIO_OBJ_DICT);
+    const tio_object *k = tio_object_key(d, 0);
+    size_t depth = 1;
+    while (tio_object_kind_of(k) == TIO_OBJ_TUPLE) {
+        k = tio_object_item(k, 0);
+        depth++;
+    }
+    assert_int_equal(depth, 301); /* the dict at 0, tuples at 1 … 300 */
+    assert_int_equal(tio_object_kind_of(k), TIO_OBJ_OPAQUE);
+    assert_string_equal(tio_object_bytes(k, NULL), "(nested past max_pickle_depth)");
+    assert_int_equal(tio_object_kind_of(tio_object_item(d, 0)), TIO_OBJ_NONE);
+    tio_container_free(c);
+    free(p);
+}
+
+/* The tree is made once, when first asked for, by whichever of several
+ * threads asks first: every one sees the same objects. */
+typedef struct tree_ask {
+    const tio_container *c;
+    const tio_object *root;
+    size_t count;
+} tree_ask;
+
+static void *ask_tree(void *arg) {
+    tree_ask *a = arg;
+    a->root = tio_container_object(a->c);
+    a->count = tio_container_object_count(a->c);
+    return NULL;
+}
+
+static void test_tree_made_once(void **state) {
+    (void)state;
+    char *path = tvec_path("torch/objects.pt");
+    tio_container *c = NULL;
+    tio_error e;
+    assert_int_equal(tio_open(path, NULL, &c, &e), TIO_OK);
+    enum { T = 4 };
+    pthread_t th[T];
+    tree_ask a[T];
+    for (int i = 0; i < T; i++) {
+        a[i] = (tree_ask){c, NULL, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, ask_tree, &a[i]), 0);
+    }
+    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    assert_non_null(a[0].root);
+    assert_true(a[0].count > 10);
+    for (int i = 1; i < T; i++) {
+        assert_ptr_equal(a[i].root, a[0].root);
+        assert_int_equal(a[i].count, a[0].count);
+    }
+    assert_ptr_equal(tio_container_object(c), a[0].root);
+    tio_container_free(c);
+    /* never asked for: freed with the container (the sanitizers check) */
+    assert_int_equal(tio_open(path, NULL, &c, &e), TIO_OK);
+    assert_true(tio_container_count(c) > 0);
+    tio_container_free(c);
+    free(path);
+}
+
 /* argparse.Namespace(lr=0.5) (NEWOBJ + BUILD), and os.system("x") (REDUCE):
  * opaque objects with their names and offsets, the first with its state. */
 static void test_opaque(void **state) {
@@ -271,7 +355,8 @@ int main(void) {
         cmocka_unit_test(test_kinds),        cmocka_unit_test(test_bigints),
         cmocka_unit_test(test_memo_shared),  cmocka_unit_test(test_memo_bomb),
         cmocka_unit_test(test_recursive),    cmocka_unit_test(test_depth_limit),
-        cmocka_unit_test(test_opaque),
+        cmocka_unit_test(test_opaque),       cmocka_unit_test(test_depth_in_key),
+        cmocka_unit_test(test_tree_made_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
