@@ -107,6 +107,7 @@ def main():
             put(out, "tflite", d)
         for _, d in files(base, "tar/*.tar"):
             put(out, "tar", d)
+            put(out, "tar_stream", d)  # a stream reads them uncompressed only
             # the same shard compressed: the decompressors' paths (gzip
             # deterministic with mtime 0; bzip2 and xz from the stdlib)
             put(out, "tar", gzip.compress(d, mtime=0))
