@@ -207,7 +207,9 @@ static json_t *member_json(const tio_shard_member *m, const char *fmt) {
     return o;
 }
 
-static int ls_shard_json(msrc *q) {
+/* The shard's listing as JSON into *out (NULL on failure: reported). */
+static int ls_shard_obj(msrc *q, json_t **out_obj) {
+    *out_obj = NULL;
     json_t *root = json_object(), *members = json_array(), *tensors = json_array();
     int bad = !root || !members || !tensors;
     bad |= cli_json_set(root, "file", cli_json_str(q->path));
@@ -254,15 +256,60 @@ static int ls_shard_json(msrc *q) {
         json_decref(out);
         return cli_error("out of memory");
     }
-    rc = cli_json_print(out);
-    return rc == CLI_EXIT_OK && q->failed ? CLI_EXIT_FAIL : rc;
+    *out_obj = out;
+    return q->failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
-int cli_shard_ls(const char *path, const tio_limits *lim, int json) {
+/* One shard: its listing printed, or (into != NULL) appended to into. */
+static int ls_one_shard(const char *path, const tio_limits *lim, int json, json_t *into) {
     msrc q;
     int rc = msrc_open(&q, path, lim);
-    if (rc == CLI_EXIT_OK) rc = json ? ls_shard_json(&q) : ls_shard_text(&q);
+    if (rc == CLI_EXIT_OK && !json) rc = ls_shard_text(&q);
+    if (rc == CLI_EXIT_OK && json) {
+        json_t *o = NULL;
+        rc = ls_shard_obj(&q, &o);
+        if (o && into && json_array_append_new(into, o) != 0) rc = cli_error("out of memory");
+        if (o && !into) {
+            int prc = cli_json_print(o);
+            if (rc == CLI_EXIT_OK) rc = prc;
+        }
+    }
     msrc_close(&q);
+    return rc;
+}
+
+/* A shard, or a list in WebDataset's notation ("shard-{000..099}.tar",
+ * "{train,val}-{0..9}.tar", "::" between lists): each shard listed in turn
+ * under its name (with --json, an array of the shards' objects); a shard
+ * that fails is reported and the others still listed (exit 1). */
+int cli_shard_ls(const char *path, const tio_limits *lim, int json) {
+    if (!strchr(path, '{') && !strstr(path, "::")) return ls_one_shard(path, lim, json, NULL);
+    char **list = NULL;
+    size_t n = 0;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_shard_list_expand(path, lim, &list, &n, &err) != TIO_OK) {
+        char *ep = cli_text_escape(path);
+        cli_error("%s: %s", ep ? ep : path, cli_errmsg(&err));
+        free(ep);
+        return CLI_EXIT_FAIL;
+    }
+    json_t *all = json ? json_array() : NULL;
+    int rc = json && !all ? cli_error("out of memory") : CLI_EXIT_OK;
+    for (size_t i = 0; i < n && !(json && !all); i++) {
+        if (!json) {
+            char *en = cli_text_escape(list[i]);
+            printf("%s%s:\n", i ? "\n" : "", en ? en : list[i]);
+            free(en);
+            fflush(stdout); /* before a failure's message on stderr */
+        }
+        if (ls_one_shard(list[i], lim, json, all) != CLI_EXIT_OK) rc = CLI_EXIT_FAIL;
+    }
+    if (all) {
+        int prc = cli_json_print(all);
+        if (rc == CLI_EXIT_OK) rc = prc;
+    }
+    tio_shard_list_free(list, n);
     return rc;
 }
 

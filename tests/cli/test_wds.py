@@ -10,6 +10,8 @@
   member file alone does, with its key and member; `info --json` counts
   samples, members per extension and dtypes; `validate` passes; `dump --json
   shard KEY.ten` prints what dump of the member file prints.
+- A shard list in WebDataset's notation (`ls 'train-{000..002}.tar'`, `{a,b}`,
+  `::`): each shard under its name, a missing one reported (exit 1).
 - Keys that come back after another key and a sample with two members of one
   extension are flagged by validate (as WebDataset would see them).
 - Hostile shards (truncated, bad checksum, size past the end, compressed,
@@ -208,6 +210,40 @@ def test_split(tmp):
             match = None
         want = (match.group(1), match.group(2)) if match else (None, "")
         check("split " + n, (m["key"], m["ext"]) == want, "%s != %s" % ((m["key"], m["ext"]), want))
+
+
+def test_brace_list(tmp, ten):
+    """`ls` of a shard list in WebDataset's notation: each shard in turn under
+    its name, --json an array in the list's order; a missing shard reported
+    with the others listed (exit 1); a malformed brace refused."""
+    d = os.path.join(tmp, "brace")
+    os.makedirs(d)
+    for s in ("train", "val"):
+        for i in range(3):
+            write_tar(os.path.join(d, "%s-%03d.tar" % (s, i)),
+                      [("%s%d%03d.ten" % (s, i, k), ten) for k in range(i + 1)], tarfile.USTAR_FORMAT)
+    spec = os.path.join(d, "{train,val}-{000..002}.tar")
+    names = [os.path.join(d, "%s-%03d.tar" % (s, i)) for s in ("train", "val") for i in range(3)]
+    got = json.loads(run("ls", "--json", spec).stdout)
+    check("brace json files", [g["file"] for g in got] == names, str([g.get("file") for g in got]))
+    check("brace json members", [len(g["members"]) for g in got] == [1, 2, 3, 1, 2, 3],
+          str([len(g["members"]) for g in got]))
+    one = json.loads(run("ls", "--json", names[4]).stdout)
+    check("brace json = ls of the shard", got[4] == one)
+    text = run("ls", spec).stdout
+    heads = [ln[:-1] for ln in text.splitlines() if ln.endswith(".tar:")]
+    check("brace text heads", heads == names, str(heads))
+    check("brace text rows", text.count(".ten ") == 12, text)
+    both = run("ls", "--json", os.path.join(d, "train-{002..000}.tar") + "::" +
+               os.path.join(d, "val-000.tar")).stdout
+    check("brace descending and ::", [g["file"] for g in json.loads(both)] ==
+          [names[2], names[1], names[0], names[3]], both)
+    p = run("ls", os.path.join(d, "train-{001..003}.tar"), ok=False)
+    check("brace missing exit", p.returncode == 1, str(p.returncode))
+    check("brace missing named", "train-003.tar" in p.stderr, p.stderr)
+    check("brace missing others listed", p.stdout.count(".ten ") == 5, p.stdout)
+    p = run("ls", os.path.join(d, "train-{000..0x}.tar"), ok=False)
+    check("brace malformed", p.returncode == 1 and "neither a range" in p.stderr, p.stderr)
 
 
 def expect_fail(name, path, *cmds):
@@ -647,6 +683,7 @@ def main():
         test_formats(tmp)
         test_duplicates(tmp, ten)
         test_split(tmp)
+        test_brace_list(tmp, ten)
         test_compressed(tmp)
         test_hostile(tmp, ten)
         test_write_shard(tmp)
