@@ -244,6 +244,15 @@ void cli_dense_budget_init(cli_dense_budget *b, const tio_container *c);
  * filled, naming the tensor, the sizes and --max-dense-bytes) past it. */
 int cli_hash_dense(const tio_tensor *t, size_t index, cli_dense_budget *b, uint8_t out[32],
                    tio_error *err);
+/* SHA-256 hex of a tensor (what: TIO_HASH_*; dense within the budget, its
+ * progress counted). On failure prints "PATH: tensor I: reason" and returns
+ * the library's status; a listing goes on without that hash. */
+int cli_hash_hex(const char *path, size_t index, const tio_tensor *t, int what,
+                 cli_dense_budget *budget, char out[65], tio_error *err);
+/* o[key]: the hex digest, or null plus KEY_error {code, message} when the
+ * hash could not be made (*missing is then set). Nonzero: out of memory. */
+int cli_json_hash(json_t *o, const char *key, const char *path, size_t index,
+                  const tio_tensor *t, int what, cli_dense_budget *budget, int *missing);
 
 /* Flushes stdout; CLI_EXIT_FAIL (with a message) if anything written to it
  * failed, otherwise rc. */
@@ -333,7 +342,7 @@ int cli_json_write_string(FILE *f, const char *s);
 int cli_is_shard(const char *path, const char *format);
 /* tensio ls / info on a shard: a row per tensor of every tensor member, a
  * row per other member (opaque bytes). */
-int cli_shard_ls(const char *path, const tio_limits *lim, int json);
+int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash);
 int cli_shard_info(const char *path, int json);
 /* Problems found (shard errors, undecodable members, WebDataset duplicates);
  * with files (--json) appends its object there instead of printing lines. */

@@ -345,6 +345,52 @@ int cli_hash_dense(const tio_tensor *t, size_t index, cli_dense_budget *b, uint8
     return st;
 }
 
+/* SHA-256 hex of a tensor. On failure prints "PATH: tensor I: reason" and
+ * returns the library's status; the listing goes on without that hash. */
+int cli_hash_hex(const char *path, size_t index, const tio_tensor *t, int what,
+                 cli_dense_budget *budget, char out[65], tio_error *err) {
+    uint8_t digest[32];
+    tio_error_clear(err);
+    int st = what == TIO_HASH_DENSE ? cli_hash_dense(t, index, budget, digest, err)
+                                    : tio_tensor_sha256(t, what, digest, err);
+    if (budget->prog && what == TIO_HASH_DENSE) {
+        budget->done += tio_tensor_nbytes(t);
+        cli_progress_update(budget->prog, budget->done, budget->total);
+    }
+    if (st != TIO_OK) {
+        cli_progress_pause(budget->prog);
+        const char *msg = cli_errmsg(err);
+        if (strstr(msg, "tensor ")) /* the library's message names it */
+            cli_error("%s: %s", path, msg);
+        else
+            cli_error("%s: tensor %zu: %s", path, index, msg);
+        return st;
+    }
+    cli_hex32(digest, out);
+    return TIO_OK;
+}
+
+/* key: the hex digest, or null plus KEY_error {code, message} when the hash
+ * could not be made (*missing is then set). */
+int cli_json_hash(json_t *o, const char *key, const char *path, size_t index,
+                  const tio_tensor *t, int what, cli_dense_budget *budget, int *missing) {
+    char hex[65];
+    tio_error err;
+    if (cli_hash_hex(path, index, t, what, budget, hex, &err) == TIO_OK)
+        return cli_json_set(o, key, json_string(hex));
+    *missing = 1;
+    char ekey[32];
+    snprintf(ekey, sizeof ekey, "%s_error", key);
+    json_t *e = json_object();
+    int bad = cli_json_set(o, key, json_null());
+    bad |= cli_json_set(o, ekey, e);
+    if (!bad) {
+        bad |= cli_json_set(e, "code", json_string(tio_status_name(err.code)));
+        bad |= cli_json_set(e, "message", json_string(cli_errmsg(&err)));
+    }
+    return bad;
+}
+
 int cli_finish_output(int rc) {
     int bad = fflush(stdout) != 0;
     int e = errno;

@@ -54,52 +54,6 @@ static const cli_option ls_opts[] = {
     CLI_OPT_FILTER,
 };
 
-/* SHA-256 hex of a tensor. On failure prints "PATH: tensor I: reason" and
- * returns the library's status; the listing goes on without that hash. */
-static int hash_hex(const char *path, size_t index, const tio_tensor *t, int what,
-                    cli_dense_budget *budget, char out[65], tio_error *err) {
-    uint8_t digest[32];
-    tio_error_clear(err);
-    int st = what == TIO_HASH_DENSE ? cli_hash_dense(t, index, budget, digest, err)
-                                    : tio_tensor_sha256(t, what, digest, err);
-    if (budget->prog && what == TIO_HASH_DENSE) {
-        budget->done += tio_tensor_nbytes(t);
-        cli_progress_update(budget->prog, budget->done, budget->total);
-    }
-    if (st != TIO_OK) {
-        cli_progress_pause(budget->prog);
-        const char *msg = cli_errmsg(err);
-        if (strstr(msg, "tensor ")) /* the library's message names it */
-            cli_error("%s: %s", path, msg);
-        else
-            cli_error("%s: tensor %zu: %s", path, index, msg);
-        return st;
-    }
-    cli_hex32(digest, out);
-    return TIO_OK;
-}
-
-/* key: the hex digest, or null plus KEY_error {code, message} when the hash
- * could not be made (*missing is then set). */
-static int json_hash(json_t *o, const char *key, const char *path, size_t index,
-                     const tio_tensor *t, int what, cli_dense_budget *budget, int *missing) {
-    char hex[65];
-    tio_error err;
-    if (hash_hex(path, index, t, what, budget, hex, &err) == TIO_OK)
-        return cli_json_set(o, key, json_string(hex));
-    *missing = 1;
-    char ekey[32];
-    snprintf(ekey, sizeof ekey, "%s_error", key);
-    json_t *e = json_object();
-    int bad = cli_json_set(o, key, json_null());
-    bad |= cli_json_set(o, ekey, e);
-    if (!bad) {
-        bad |= cli_json_set(e, "code", json_string(tio_status_name(err.code)));
-        bad |= cli_json_set(e, "message", json_string(cli_errmsg(&err)));
-    }
-    return bad;
-}
-
 static int ls_json(const char *path, const tio_container *c, int hash, cli_progress *prog) {
     json_t *root = json_object();
     json_t *list = json_array();
@@ -134,12 +88,12 @@ static int ls_json(const char *path, const tio_container *c, int hash, cli_progr
         if (alias) bad |= cli_json_set(o, "alias_of", cli_json_str(tio_tensor_name(alias)));
         if (bad || !hash) continue;
         if (coo) {
-            bad |= json_hash(o, "indices_sha256", path, i, t, TIO_HASH_INDICES, &budget,
+            bad |= cli_json_hash(o, "indices_sha256", path, i, t, TIO_HASH_INDICES, &budget,
                              &missing);
-            bad |= json_hash(o, "values_sha256", path, i, t, TIO_HASH_VALUES, &budget,
+            bad |= cli_json_hash(o, "values_sha256", path, i, t, TIO_HASH_VALUES, &budget,
                              &missing);
         }
-        bad |= json_hash(o, "sha256", path, i, t, TIO_HASH_DENSE, &budget, &missing);
+        bad |= cli_json_hash(o, "sha256", path, i, t, TIO_HASH_DENSE, &budget, &missing);
     }
     cli_progress_end(prog);
     if (bad) {
@@ -197,7 +151,7 @@ static int ls_text(const char *path, const tio_container *c, int hash, cli_progr
         if (hash) {
             char hex[65];
             tio_error err;
-            if (hash_hex(path, i, t, TIO_HASH_DENSE, &budget, hex, &err) == TIO_OK) {
+            if (cli_hash_hex(path, i, t, TIO_HASH_DENSE, &budget, hex, &err) == TIO_OK) {
                 cli_table_add(&tab, "%s", hex);
             } else {
                 cli_table_add(&tab, "-");
@@ -264,10 +218,10 @@ int cli_cmd_ls(int argc, char **argv) {
     }
     if (tensors) return cli_usage_error("ls", "--tensors applies to an LMDB store only");
     if (cli_is_shard(path, format)) {
-        if (hash || cli_filter_active(&filt))
-            return cli_usage_error("ls", "--hash, --only, --exclude and --rename do not "
-                                   "apply to a tar shard");
-        return cli_shard_ls(path, &lim, json);
+        if (cli_filter_active(&filt))
+            return cli_usage_error("ls", "--only, --exclude and --rename do not apply to a "
+                                   "tar shard");
+        return cli_shard_ls(path, &lim, json, hash);
     }
     tio_container *c = NULL;
     /* a URL: the header only, unless the tensors are read (--hash) or

@@ -80,15 +80,52 @@ static tio_container *open_member(const char *path, tio_shard *s, size_t i, int 
 /* ------------------------------------------------------------------- ls */
 
 /* The rows of member m (its container c, or NULL: a row of bytes). */
-static int ls_rows(cli_table *tab, const tio_shard_member *m, tio_container *c) {
+/* ls --hash of a shard: the dense budget over the whole listing (from the
+ * first member's limits, which every member shares), a hash missing. */
+typedef struct shard_hash {
+    int on, set, missing;
+    cli_dense_budget budget;
+} shard_hash;
+
+/* "SHARD: MEMBER", what a hash's failure is reported under. */
+static char *member_label(const char *path, const tio_shard_member *m) {
+    char *ep = cli_text_escape(path), *em = cli_text_escape(m->name);
+    size_t n = (ep ? strlen(ep) : 0) + (em ? strlen(em) : 0) + 3;
+    char *s = ep && em ? malloc(n) : NULL;
+    if (s) snprintf(s, n, "%s: %s", ep, em);
+    free(ep);
+    free(em);
+    return s;
+}
+
+static void hash_start(shard_hash *h, const tio_container *c) {
+    if (h->set) return;
+    cli_dense_budget_init(&h->budget, c);
+    h->set = 1;
+}
+
+static int ls_rows(cli_table *tab, const char *path, const tio_shard_member *m, tio_container *c,
+                   shard_hash *h) {
     int rc = CLI_EXIT_OK;
     char *ek = cli_text_escape(m->key), *em = cli_text_escape(m->name);
+    char *label = h->on && c ? member_label(path, m) : NULL;
     size_t nt = c ? tio_container_count(c) : 0;
-    if (!ek || !em) rc = cli_error("out of memory");
+    if (!ek || !em || (h->on && c && !label)) rc = cli_error("out of memory");
+    if (c && h->on) hash_start(h, c);
     for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
+        const tio_tensor *x = tio_container_tensor(c, t);
         cli_table_add(tab, "%s", m->key[0] ? ek : "-");
         cli_table_add(tab, "%s", em);
-        rc = cli_table_tensor(tab, t, tio_container_tensor(c, t));
+        rc = cli_table_tensor(tab, t, x);
+        if (rc != CLI_EXIT_OK || !h->on) continue;
+        char hex[65];
+        tio_error err;
+        if (cli_hash_hex(label, t, x, TIO_HASH_DENSE, &h->budget, hex, &err) == TIO_OK) {
+            cli_table_add(tab, "%s", hex);
+        } else {
+            cli_table_add(tab, "-");
+            h->missing = 1;
+        }
     }
     if (!c && rc == CLI_EXIT_OK) { /* opaque bytes (or a member that failed) */
         cli_table_add(tab, "%s", m->key[0] ? ek : "-");
@@ -98,16 +135,18 @@ static int ls_rows(cli_table *tab, const tio_shard_member *m, tio_container *c) 
         cli_table_add(tab, "bytes");
         cli_table_add(tab, "-");
         cli_table_add(tab, "%llu", (unsigned long long)m->size);
+        if (h->on) cli_table_add(tab, "-");
     }
     free(ek);
     free(em);
+    free(label);
     return rc;
 }
 
-static void ls_heads(cli_table *tab) {
-    cli_table_init(tab, 7, 1u << 2 | 1u << 6);
-    const char *heads[] = {"KEY", "MEMBER", "INDEX", "NAME", "DTYPE", "SHAPE", "NBYTES"};
-    for (size_t k = 0; k < 7; k++) cli_table_add(tab, "%s", heads[k]);
+static void ls_heads(cli_table *tab, int hash) {
+    cli_table_init(tab, hash ? 8 : 7, 1u << 2 | 1u << 6);
+    const char *heads[] = {"KEY", "MEMBER", "INDEX", "NAME", "DTYPE", "SHAPE", "NBYTES", "SHA256"};
+    for (size_t k = 0; k < (hash ? 8u : 7u); k++) cli_table_add(tab, "%s", heads[k]);
 }
 
 /* The members of a mapped shard, or of one read as a stream (a URL,
@@ -119,6 +158,7 @@ typedef struct msrc {
     size_t i;
     tio_shard_stream *st; /* or streamed */
     int failed;           /* a member did not decode (reported) */
+    shard_hash hash;      /* ls --hash */
 } msrc;
 
 static int msrc_open(msrc *q, const char *path, const tio_limits *lim) {
@@ -174,7 +214,7 @@ static size_t msrc_samples(const msrc *q) {
 
 static int ls_shard_text(msrc *q) {
     cli_table tab;
-    ls_heads(&tab);
+    ls_heads(&tab, q->hash.on);
     int rc = CLI_EXIT_OK;
     for (;;) {
         const tio_shard_member *m;
@@ -182,13 +222,13 @@ static int ls_shard_text(msrc *q) {
         tio_container *c;
         rc = msrc_next(q, &m, &fmt, &c);
         if (rc != CLI_EXIT_OK || !m) break;
-        rc = ls_rows(&tab, m, c);
+        rc = ls_rows(&tab, q->path, m, c, &q->hash);
         tio_container_free(c);
         if (rc != CLI_EXIT_OK) break;
     }
     if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
     cli_table_free(&tab);
-    return rc == CLI_EXIT_OK && q->failed ? CLI_EXIT_FAIL : rc;
+    return rc == CLI_EXIT_OK && (q->failed || q->hash.missing) ? CLI_EXIT_FAIL : rc;
 }
 
 static json_t *member_json(const tio_shard_member *m, const char *fmt) {
@@ -223,6 +263,9 @@ static int ls_shard_obj(msrc *q, json_t **out_obj) {
         if (rc != CLI_EXIT_OK || !m) break;
         bad |= json_array_append_new(members, member_json(m, fmt)) != 0;
         size_t nt = c ? tio_container_count(c) : 0;
+        char *label = q->hash.on && c ? member_label(q->path, m) : NULL;
+        bad |= q->hash.on && c && !label;
+        if (c && q->hash.on) hash_start(&q->hash, c);
         for (size_t t = 0; t < nt && !bad; t++) {
             const tio_tensor *x = tio_container_tensor(c, t);
             json_t *o = json_object();
@@ -235,7 +278,17 @@ static int ls_shard_obj(msrc *q, json_t **out_obj) {
             bad |= cli_json_set(o, "dtype", cli_json_str(cli_tensor_dtype_name(x)));
             bad |= cli_json_set(o, "shape", cli_json_shape(x));
             bad |= cli_json_set(o, "nbytes", json_integer((json_int_t)tio_tensor_nbytes(x)));
+            if (bad || !q->hash.on) continue;
+            if (tio_tensor_layout(x) == TIO_LAYOUT_COO) {
+                bad |= cli_json_hash(o, "indices_sha256", label, t, x, TIO_HASH_INDICES,
+                                     &q->hash.budget, &q->hash.missing);
+                bad |= cli_json_hash(o, "values_sha256", label, t, x, TIO_HASH_VALUES,
+                                     &q->hash.budget, &q->hash.missing);
+            }
+            bad |= cli_json_hash(o, "sha256", label, t, x, TIO_HASH_DENSE, &q->hash.budget,
+                                 &q->hash.missing);
         }
+        free(label);
         tio_container_free(c);
     }
     /* (keys in the order of a mapped shard's output: samples before the lists) */
@@ -257,13 +310,15 @@ static int ls_shard_obj(msrc *q, json_t **out_obj) {
         return cli_error("out of memory");
     }
     *out_obj = out;
-    return q->failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    return q->failed || q->hash.missing ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 /* One shard: its listing printed, or (into != NULL) appended to into. */
-static int ls_one_shard(const char *path, const tio_limits *lim, int json, json_t *into) {
+static int ls_one_shard(const char *path, const tio_limits *lim, int json, int hash,
+                        json_t *into) {
     msrc q;
     int rc = msrc_open(&q, path, lim);
+    q.hash.on = hash;
     if (rc == CLI_EXIT_OK && !json) rc = ls_shard_text(&q);
     if (rc == CLI_EXIT_OK && json) {
         json_t *o = NULL;
@@ -282,8 +337,9 @@ static int ls_one_shard(const char *path, const tio_limits *lim, int json, json_
  * "{train,val}-{0..9}.tar", "::" between lists): each shard listed in turn
  * under its name (with --json, an array of the shards' objects); a shard
  * that fails is reported and the others still listed (exit 1). */
-int cli_shard_ls(const char *path, const tio_limits *lim, int json) {
-    if (!strchr(path, '{') && !strstr(path, "::")) return ls_one_shard(path, lim, json, NULL);
+int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash) {
+    if (!strchr(path, '{') && !strstr(path, "::"))
+        return ls_one_shard(path, lim, json, hash, NULL);
     char **list = NULL;
     size_t n = 0;
     tio_error err;
@@ -303,7 +359,7 @@ int cli_shard_ls(const char *path, const tio_limits *lim, int json) {
             free(en);
             fflush(stdout); /* before a failure's message on stderr */
         }
-        if (ls_one_shard(list[i], lim, json, all) != CLI_EXIT_OK) rc = CLI_EXIT_FAIL;
+        if (ls_one_shard(list[i], lim, json, hash, all) != CLI_EXIT_OK) rc = CLI_EXIT_FAIL;
     }
     if (all) {
         int prc = cli_json_print(all);

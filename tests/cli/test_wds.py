@@ -8,7 +8,8 @@
   .ten members made by `tensio convert` from tests/vectors and .cls/.json
   members: `tensio ls --json` lists every tensor as `tensio ls --json` of the
   member file alone does, with its key and member; `info --json` counts
-  samples, members per extension and dtypes; `validate` passes; `dump --json
+  samples, members per extension and dtypes; `ls --hash` gives each tensor
+  the digest `ls --hash` of its member file gives; `validate` passes; `dump --json
   shard KEY.ten` prints what dump of the member file prints.
 - A shard list in WebDataset's notation (`ls 'train-{000..002}.tar'`, `{a,b}`,
   `::`): each shard under its name, a missing one reported (exit 1).
@@ -129,6 +130,21 @@ def test_formats(tmp):
         check(fname + " dump one tensor", d["tensors"] == dump_first(expect[0][2]))
         text = run("ls", path).stdout
         check(fname + " ls text", ".cls" in text and "bytes" in text and expect[0][0] in text)
+        # --hash: each tensor's digest as ls --hash of its member file gives it
+        hashed = json.loads(run("ls", "--hash", "--json", path).stdout)["tensors"]
+        want_h = []
+        for i, (data, _, _) in enumerate(tens):
+            one = os.path.join(tmp, "hash%d.ten" % i)
+            with open(one, "wb") as f:
+                f.write(data)
+            want_h += [t["sha256"] for t in
+                       json.loads(run("ls", "--hash", "--json", one).stdout)["tensors"]]
+        check(fname + " ls --hash", [t.get("sha256") for t in hashed] == want_h,
+              "%s != %s" % ([t.get("sha256") for t in hashed][:2], want_h[:2]))
+        check(fname + " ls --hash rest", [{k: v for k, v in t.items() if k != "sha256"}
+                                          for t in hashed] == want)
+        text = run("ls", "--hash", path).stdout
+        check(fname + " ls --hash text", "SHA256" in text and all(h in text for h in want_h))
 
 
 def dump_first(dump):

@@ -22,6 +22,7 @@
   an endless body and a stall, are in python/tests/test_http.py).
 
 nginx missing is a failure, never a pass."""
+import json
 import os
 import re
 import shutil
@@ -178,6 +179,14 @@ def main():
         same_as_local(f"{U}/shard-000.tar", shard, "ls", "@", what="ls of a shard over HTTP")
         sent = ng.bytes_sent()
         check(ssize // 2 < sent <= ssize, f"a shard streamed: {sent} bytes of {ssize}")
+        same_as_local(f"{U}/shard-000.tar", shard, "ls", "--hash", "@",
+                      what="ls --hash of a shard over HTTP")
+        # a brace list over HTTP: each shard under its name
+        shutil.copy(shard, os.path.join(www, "shard-001.tar"))
+        rc, out, err = run("ls", "--json", f"{U}/shard-{{000..001}}.tar")
+        got = json.loads(out) if rc == 0 else []
+        check([g["file"] for g in got] == [f"{U}/shard-000.tar", f"{U}/shard-001.tar"] and
+              got[0]["tensors"] == got[1]["tensors"], f"ls of a brace list over HTTP: {err}")
         rl, rp = run("ls", shard), run("ls", f"pipe:cat '{shard}'")
         check(rl == rp, f"ls pipe:cat: {rp[2]}")
         rl, rp = run("ls", "--json", shard), run("ls", "--json", f"pipe:cat '{shard}'")
