@@ -254,6 +254,7 @@ int cli_hash_hex(const char *path, size_t index, const tio_tensor *t, int what,
 int cli_json_hash(json_t *o, const char *key, const char *path, size_t index,
                   const tio_tensor *t, int what, cli_dense_budget *budget, int *missing);
 
+
 /* Flushes stdout; CLI_EXIT_FAIL (with a message) if anything written to it
  * failed, otherwise rc. */
 int cli_finish_output(int rc);
@@ -298,6 +299,26 @@ typedef struct cli_table {
     unsigned right;     /* bit i: right-align column i */
     int nomem;          /* an allocation failed */
 } cli_table;
+
+/* a + sep + b, a and b escaped for a terminal (cli_text_escape): a label
+ * such as "SHARD: MEMBER" for messages; malloc'ed, NULL when out of memory. */
+char *cli_escaped_pair(const char *a, const char *sep, const char *b);
+
+/* ls --hash over many containers (a shard's members, a store's records):
+ * one dense budget for all of them (from the first container's limits,
+ * which they share), and whether a hash is missing (exit 1). */
+typedef struct cli_hash_run {
+    int on, set, missing;
+    cli_dense_budget budget;
+} cli_hash_run;
+/* The SHA256 cell of tensor index of c ("-" when it cannot be made: the
+ * reason on stderr under label). */
+void cli_hash_cell(cli_table *tab, cli_hash_run *h, const char *label, const tio_container *c,
+                   size_t index);
+/* o's sha256 (and a COO tensor's indices_sha256, values_sha256) of tensor
+ * index of c. Nonzero: out of memory. */
+int cli_hash_keys(json_t *o, cli_hash_run *h, const char *label, const tio_container *c,
+                  size_t index);
 
 void cli_table_init(cli_table *t, size_t ncols, unsigned right_align_mask);
 /* Makes room for `rows` more rows of about `bytes_per_row` bytes of text (a
@@ -430,7 +451,7 @@ int cli_shard_out_close(cli_shard_out *o);
 int cli_is_lmdb(const char *path);
 /* tensio ls: a row per key (its record's bytes), or with tensors a row per
  * tensor of each record. */
-int cli_lmdb_ls(const char *path, int tensors, int json);
+int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_limits *lim);
 /* tensio info: the records' format, records, tensors and bytes. */
 int cli_lmdb_info(const char *path, int json);
 /* The record of key (tensio dump); the container keeps the store open. */

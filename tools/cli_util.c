@@ -391,6 +391,51 @@ int cli_json_hash(json_t *o, const char *key, const char *path, size_t index,
     return bad;
 }
 
+char *cli_escaped_pair(const char *a, const char *sep, const char *b) {
+    char *ea = cli_text_escape(a), *eb = cli_text_escape(b);
+    size_t n = (ea ? strlen(ea) : 0) + strlen(sep) + (eb ? strlen(eb) : 0) + 1;
+    char *s = ea && eb ? malloc(n) : NULL;
+    if (s) snprintf(s, n, "%s%s%s", ea, sep, eb);
+    free(ea);
+    free(eb);
+    return s;
+}
+
+static void hash_run_start(cli_hash_run *h, const tio_container *c) {
+    if (h->set) return;
+    cli_dense_budget_init(&h->budget, c);
+    h->set = 1;
+}
+
+void cli_hash_cell(cli_table *tab, cli_hash_run *h, const char *label, const tio_container *c,
+                   size_t index) {
+    hash_run_start(h, c);
+    char hex[65];
+    tio_error err;
+    if (cli_hash_hex(label, index, tio_container_tensor(c, index), TIO_HASH_DENSE, &h->budget,
+                     hex, &err) == TIO_OK) {
+        cli_table_add(tab, "%s", hex);
+    } else {
+        cli_table_add(tab, "-");
+        h->missing = 1;
+    }
+}
+
+int cli_hash_keys(json_t *o, cli_hash_run *h, const char *label, const tio_container *c,
+                  size_t index) {
+    hash_run_start(h, c);
+    const tio_tensor *t = tio_container_tensor(c, index);
+    int bad = 0;
+    if (tio_tensor_layout(t) == TIO_LAYOUT_COO) {
+        bad |= cli_json_hash(o, "indices_sha256", label, index, t, TIO_HASH_INDICES, &h->budget,
+                             &h->missing);
+        bad |= cli_json_hash(o, "values_sha256", label, index, t, TIO_HASH_VALUES, &h->budget,
+                             &h->missing);
+    }
+    return bad | cli_json_hash(o, "sha256", label, index, t, TIO_HASH_DENSE, &h->budget,
+                               &h->missing);
+}
+
 int cli_finish_output(int rc) {
     int bad = fflush(stdout) != 0;
     int e = errno;

@@ -60,19 +60,22 @@ static void close_store(tio_lmdb *db, tio_lmdb_txn *txn) {
 
 /* ------------------------------------------------------------------- ls */
 
-static int ls_record_text(cli_table *tab, const char *key, const tio_container *c) {
+static int ls_record_text(cli_table *tab, const char *key, const tio_container *c,
+                          cli_hash_run *h, const char *label) {
     size_t nt = tio_container_count(c);
     char *ek = cli_text_escape(key);
     int rc = ek ? CLI_EXIT_OK : cli_error("out of memory");
     for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
         cli_table_add(tab, "%s", ek);
         rc = cli_table_tensor(tab, t, tio_container_tensor(c, t));
+        if (rc == CLI_EXIT_OK && h->on) cli_hash_cell(tab, h, label, c, t);
     }
     free(ek);
     return rc;
 }
 
-static json_t *tensors_json(const char *key, const tio_container *c) {
+static json_t *tensors_json(const char *key, const tio_container *c, cli_hash_run *h,
+                            const char *label) {
     json_t *arr = json_array();
     for (size_t t = 0; arr && t < tio_container_count(c); t++) {
         const tio_tensor *x = tio_container_tensor(c, t);
@@ -85,6 +88,7 @@ static json_t *tensors_json(const char *key, const tio_container *c) {
             bad |= cli_json_set(o, "dtype", cli_json_str(cli_tensor_dtype_name(x)));
             bad |= cli_json_set(o, "shape", cli_json_shape(x));
             bad |= cli_json_set(o, "nbytes", json_integer((json_int_t)tio_tensor_nbytes(x)));
+            if (!bad && h->on) bad |= cli_hash_keys(o, h, label, c, t);
         }
         if (bad) {
             json_decref(arr);
@@ -94,16 +98,21 @@ static json_t *tensors_json(const char *key, const tio_container *c) {
     return arr;
 }
 
-int cli_lmdb_ls(const char *path, int tensors, int json) {
+int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_limits *lim) {
     tio_lmdb *db;
     tio_lmdb_txn *txn;
     int rc = open_store(path, &db, &txn);
     if (rc != CLI_EXIT_OK) return rc;
+    cli_hash_run h;
+    memset(&h, 0, sizeof h);
+    h.on = hash;
+    tensors |= hash; /* the records' tensors, hashed */
     cli_table tab;
-    cli_table_init(&tab, tensors ? 6 : 2, tensors ? (1u << 1 | 1u << 5) : 1u << 1);
+    size_t ncols = tensors ? (hash ? 7u : 6u) : 2u;
+    cli_table_init(&tab, ncols, tensors ? (1u << 1 | 1u << 5) : 1u << 1);
     if (tensors) {
-        const char *heads[] = {"KEY", "INDEX", "NAME", "DTYPE", "SHAPE", "NBYTES"};
-        for (size_t k = 0; k < 6; k++) cli_table_add(&tab, "%s", heads[k]);
+        const char *heads[] = {"KEY", "INDEX", "NAME", "DTYPE", "SHAPE", "NBYTES", "SHA256"};
+        for (size_t k = 0; k < ncols; k++) cli_table_add(&tab, "%s", heads[k]);
     } else {
         cli_table_add(&tab, "KEY");
         cli_table_add(&tab, "BYTES");
@@ -131,9 +140,19 @@ int cli_lmdb_ls(const char *path, int tensors, int json) {
             break;
         }
         tio_container *c = NULL;
-        if (tensors && tio_lmdb_open_record(txn, &r, NULL, &c, &err) != TIO_OK) {
+        tio_open_options oo;
+        memset(&oo, 0, sizeof oo);
+        oo.limits = lim; /* --max-dense-bytes */
+        if (tensors && tio_lmdb_open_record(txn, &r, &oo, &c, &err) != TIO_OK) {
             report(path, &err);
             failed = 1;
+        }
+        char *label = c && hash ? cli_escaped_pair(path, ": key ", key) : NULL;
+        if (c && hash && !label) {
+            tio_container_free(c);
+            free(key);
+            rc = cli_error("out of memory");
+            break;
         }
         if (json) {
             json_t *o = json_object();
@@ -141,13 +160,13 @@ int cli_lmdb_ls(const char *path, int tensors, int json) {
             bad |= cli_json_set(o, "key", cli_json_str(key));
             bad |= cli_json_set(o, "size", json_integer((json_int_t)r.size));
             if (c) {
-                json_t *a = tensors_json(key, c);
+                json_t *a = tensors_json(key, c, &h, label);
                 bad |= !a || json_array_extend(tens, a) != 0;
                 json_decref(a);
             }
             if (bad) rc = cli_error("out of memory");
         } else if (tensors) {
-            if (c) rc = ls_record_text(&tab, key, c);
+            if (c) rc = ls_record_text(&tab, key, c, &h, label);
         } else {
             char *ek = cli_text_escape(key);
             cli_table_add(&tab, "%s", ek ? ek : "?");
@@ -155,6 +174,7 @@ int cli_lmdb_ls(const char *path, int tensors, int json) {
             free(ek);
         }
         tio_container_free(c);
+        free(label);
         free(key);
     }
     if (rc == CLI_EXIT_OK && err.code != TIO_E_NOT_FOUND) {
@@ -165,7 +185,7 @@ int cli_lmdb_ls(const char *path, int tensors, int json) {
     else json_decref(root);
     cli_table_free(&tab);
     close_store(db, txn);
-    return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
+    return rc == CLI_EXIT_OK && (failed || h.missing) ? CLI_EXIT_FAIL : rc;
 }
 
 /* ----------------------------------------------------------------- info */

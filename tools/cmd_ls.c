@@ -23,7 +23,9 @@ static const char ls_help[] =
     "(--json: an array of their objects); one that fails is reported, the\n"
     "others still listed, and the exit status is 1.\n"
     "An LMDB store (DIR with data.mdb, FILE.lmdb, FILE.mdb): a row per key and\n"
-    "its record's bytes; with --tensors a row per tensor of each record.\n"
+    "its record's bytes; with --tensors (or --hash) a row per tensor of each\n"
+    "record. --hash also applies to shards and stores, one --max-dense-bytes\n"
+    "budget for all their sparse tensors.\n"
     "\n"
     "Options:\n"
     "      --json          print one JSON object instead (see docs/cli.md)\n"
@@ -211,10 +213,10 @@ int cli_cmd_ls(int argc, char **argv) {
     if (rc != CLI_EXIT_OK) return rc;
 
     if (!format && cli_is_lmdb(path)) {
-        if (hash || cli_filter_active(&filt))
-            return cli_usage_error("ls", "--hash, --only, --exclude and --rename do not "
-                                   "apply to an LMDB store");
-        return cli_lmdb_ls(path, tensors, json);
+        if (cli_filter_active(&filt))
+            return cli_usage_error("ls", "--only, --exclude and --rename do not apply to an "
+                                   "LMDB store");
+        return cli_lmdb_ls(path, tensors, json, hash, &lim);
     }
     if (tensors) return cli_usage_error("ls", "--tensors applies to an LMDB store only");
     if (cli_is_shard(path, format)) {

@@ -80,52 +80,18 @@ static tio_container *open_member(const char *path, tio_shard *s, size_t i, int 
 /* ------------------------------------------------------------------- ls */
 
 /* The rows of member m (its container c, or NULL: a row of bytes). */
-/* ls --hash of a shard: the dense budget over the whole listing (from the
- * first member's limits, which every member shares), a hash missing. */
-typedef struct shard_hash {
-    int on, set, missing;
-    cli_dense_budget budget;
-} shard_hash;
-
-/* "SHARD: MEMBER", what a hash's failure is reported under. */
-static char *member_label(const char *path, const tio_shard_member *m) {
-    char *ep = cli_text_escape(path), *em = cli_text_escape(m->name);
-    size_t n = (ep ? strlen(ep) : 0) + (em ? strlen(em) : 0) + 3;
-    char *s = ep && em ? malloc(n) : NULL;
-    if (s) snprintf(s, n, "%s: %s", ep, em);
-    free(ep);
-    free(em);
-    return s;
-}
-
-static void hash_start(shard_hash *h, const tio_container *c) {
-    if (h->set) return;
-    cli_dense_budget_init(&h->budget, c);
-    h->set = 1;
-}
-
 static int ls_rows(cli_table *tab, const char *path, const tio_shard_member *m, tio_container *c,
-                   shard_hash *h) {
+                   cli_hash_run *h) {
     int rc = CLI_EXIT_OK;
     char *ek = cli_text_escape(m->key), *em = cli_text_escape(m->name);
-    char *label = h->on && c ? member_label(path, m) : NULL;
+    char *label = h->on && c ? cli_escaped_pair(path, ": ", m->name) : NULL;
     size_t nt = c ? tio_container_count(c) : 0;
     if (!ek || !em || (h->on && c && !label)) rc = cli_error("out of memory");
-    if (c && h->on) hash_start(h, c);
     for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
-        const tio_tensor *x = tio_container_tensor(c, t);
         cli_table_add(tab, "%s", m->key[0] ? ek : "-");
         cli_table_add(tab, "%s", em);
-        rc = cli_table_tensor(tab, t, x);
-        if (rc != CLI_EXIT_OK || !h->on) continue;
-        char hex[65];
-        tio_error err;
-        if (cli_hash_hex(label, t, x, TIO_HASH_DENSE, &h->budget, hex, &err) == TIO_OK) {
-            cli_table_add(tab, "%s", hex);
-        } else {
-            cli_table_add(tab, "-");
-            h->missing = 1;
-        }
+        rc = cli_table_tensor(tab, t, tio_container_tensor(c, t));
+        if (rc == CLI_EXIT_OK && h->on) cli_hash_cell(tab, h, label, c, t);
     }
     if (!c && rc == CLI_EXIT_OK) { /* opaque bytes (or a member that failed) */
         cli_table_add(tab, "%s", m->key[0] ? ek : "-");
@@ -158,7 +124,7 @@ typedef struct msrc {
     size_t i;
     tio_shard_stream *st; /* or streamed */
     int failed;           /* a member did not decode (reported) */
-    shard_hash hash;      /* ls --hash */
+    cli_hash_run hash;    /* ls --hash */
 } msrc;
 
 static int msrc_open(msrc *q, const char *path, const tio_limits *lim) {
@@ -263,9 +229,8 @@ static int ls_shard_obj(msrc *q, json_t **out_obj) {
         if (rc != CLI_EXIT_OK || !m) break;
         bad |= json_array_append_new(members, member_json(m, fmt)) != 0;
         size_t nt = c ? tio_container_count(c) : 0;
-        char *label = q->hash.on && c ? member_label(q->path, m) : NULL;
+        char *label = q->hash.on && c ? cli_escaped_pair(q->path, ": ", m->name) : NULL;
         bad |= q->hash.on && c && !label;
-        if (c && q->hash.on) hash_start(&q->hash, c);
         for (size_t t = 0; t < nt && !bad; t++) {
             const tio_tensor *x = tio_container_tensor(c, t);
             json_t *o = json_object();
@@ -278,15 +243,7 @@ static int ls_shard_obj(msrc *q, json_t **out_obj) {
             bad |= cli_json_set(o, "dtype", cli_json_str(cli_tensor_dtype_name(x)));
             bad |= cli_json_set(o, "shape", cli_json_shape(x));
             bad |= cli_json_set(o, "nbytes", json_integer((json_int_t)tio_tensor_nbytes(x)));
-            if (bad || !q->hash.on) continue;
-            if (tio_tensor_layout(x) == TIO_LAYOUT_COO) {
-                bad |= cli_json_hash(o, "indices_sha256", label, t, x, TIO_HASH_INDICES,
-                                     &q->hash.budget, &q->hash.missing);
-                bad |= cli_json_hash(o, "values_sha256", label, t, x, TIO_HASH_VALUES,
-                                     &q->hash.budget, &q->hash.missing);
-            }
-            bad |= cli_json_hash(o, "sha256", label, t, x, TIO_HASH_DENSE, &q->hash.budget,
-                                 &q->hash.missing);
+            if (!bad && q->hash.on) bad |= cli_hash_keys(o, &q->hash, label, c, t);
         }
         free(label);
         tio_container_free(c);

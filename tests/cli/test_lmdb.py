@@ -15,6 +15,7 @@
   its key; a key already in a store needs --force.
 - A store converted to a tar shard: members KEY.EXT in key order holding the
   records' bytes (tarfile), or re-encoded as .npy with --to; and back."""
+import hashlib
 import json
 import io
 import os
@@ -106,6 +107,16 @@ def test_tensio_writes(tmp):
     ls = json.loads(run("ls", "--json", "--tensors", db).stdout)
     check("ls records", ls["records"] == 12 and ls["record_format"] == "tenbin", repr(ls)[:200])
     check("ls tensors", len(ls["tensors"]) == sum(len(v) for v in expect.values()))
+    # --hash: each tensor's SHA-256, numpy's of its C-order little-endian bytes
+    hashed = json.loads(run("ls", "--json", "--hash", db).stdout)["tensors"]
+    want = [hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+            for k in sorted(expect) for _, a in expect[k]]  # tenbin's dtypes: little-endian
+    check("ls --hash", [t.get("sha256") for t in hashed] == want,
+          "%s != %s" % ([t.get("sha256") for t in hashed][:2], want[:2]))
+    check("ls --hash keeps the rest", [{k: v for k, v in t.items() if k != "sha256"}
+                                       for t in hashed] == ls["tensors"])
+    text = run("ls", "--hash", db).stdout
+    check("ls --hash text", "SHA256" in text and all(h in text for h in want), text[:300])
     info = json.loads(run("info", "--json", db).stdout)
     check("info", info["records"] == 12 and info["tensors"] == len(ls["tensors"]) and
           info["tensor_bytes"] == sum(a.nbytes for v in expect.values() for _, a in v) and
