@@ -176,7 +176,7 @@ typedef struct th_reader {
     const uint8_t *pk_data; /* the pickle's first byte */
     tio_pickle pk;
     uint8_t *pk_owned;   /* its bytes when inflated (th_machine), else NULL */
-    struct th_later *later; /* the container's tree to be (th_tree) */
+    struct tio_pk_later *later; /* the container's tree to be (th_tree) */
     tio_zip_locals *locals; /* the thread reading local headers (th_early), or NULL */
     uint8_t *seen;       /* per object: a container already walked */
     int64_t *tensor_of;  /* per object: the tensor it was read as (container index), or -1 */
@@ -1184,82 +1184,17 @@ static int th_run(th_reader *r, const uint8_t *data, size_t size, uint64_t base,
     return rc ? rc : th_scan(r, pkl);
 }
 
-/* The object tree (tio_container_object) is made when first asked for,
- * from what the pickles built, kept until then: data.pkl's object as the
- * root, or with TorchScript's constants.pkl a dict {"data": data.pkl's
- * object, "constants": constants.pkl's}. */
-typedef struct th_later_part {
-    tio_pickle pk;
-    int64_t *tensor_of; /* per object: the container index of its tensor, or -1 */
-    uint8_t *owned;     /* the pickle's bytes when inflated, else NULL (mapped) */
-    int offs;           /* the objects' offsets are the source's */
-    const char *prefix; /* the part's key, NULL for the root alone */
-} th_later_part;
-typedef struct th_later {
-    th_later_part part[2];
-    size_t n;
-    tio_limits lim;
-} th_later;
-
-static void th_later_free(void *state) {
-    th_later *l = state;
-    for (size_t k = 0; k < l->n; k++) {
-        tio__pickle_free(&l->part[k].pk);
-        free(l->part[k].tensor_of);
-        free(l->part[k].owned);
-    }
-    free(l);
-}
-
-static int th_later_build(void *state, tio_objtree *t) {
-    th_later *l = state;
-    tio_error e;
-    for (size_t k = 0; k < l->n; k++) {
-        th_later_part *p = &l->part[k];
-        const tio_object *root = NULL;
-        int rc = tio__pickle_tree(&p->pk, p->pk.root, p->tensor_of, p->offs, &l->lim, t, TH, &e,
-                                  &root);
-        if (rc) return rc;
-        if (!p->prefix || !t->root) {
-            t->root = root;
-            continue;
-        }
-        tio_object *d = tio__obj_new(t, TIO_OBJ_DICT, -1);
-        tio_object *k0 = tio__obj_new(t, TIO_OBJ_STR, -1), *k1 = tio__obj_new(t, TIO_OBJ_STR, -1);
-        if (!d || !k0 || !k1 || tio__obj_set_bytes(t, k0, "data", 4) ||
-            tio__obj_set_bytes(t, k1, p->prefix, strlen(p->prefix)) || tio__obj_set_kids(t, d, 4))
-            return TIO_E_NOMEM;
-        d->kids[0] = k0;
-        d->kids[1] = t->root;
-        d->kids[2] = k1;
-        d->kids[3] = root;
-        d->n = 2;
-        t->root = d;
-    }
-    return TIO_OK;
-}
-
-/* Hands what r->pk built, walked, to the container's tree made later. */
+/* Hands what r->pk built, walked, to the container's object tree, made
+ * when first asked for (src/pickle: tio__pickle_tree_later): data.pkl's
+ * object as the root, or with TorchScript's constants.pkl (prefix
+ * "constants") a dict {"data": data.pkl's object, "constants": its}. */
 static int th_tree(th_reader *r, const char *prefix) {
-    th_later *l = r->later;
-    if (!l) {
-        if (!(l = calloc(1, sizeof *l))) return tio__nomem(r->err, TH);
-        l->lim = r->ctx->limits;
-        if (tio__container_objects_later(r->ctx->c, th_later_build, th_later_free, l))
-            return tio__nomem(r->err, TH); /* l released */
-        r->later = l;
-    }
-    if (l->n == sizeof l->part / sizeof l->part[0])
-        return tio__err(r->err, TIO_E_CORRUPT, TH, -1, "a third pickle's tree");
-    th_later_part *p = &l->part[l->n++];
-    p->pk = r->pk;
-    memset(&r->pk, 0, sizeof r->pk);
-    p->tensor_of = r->tensor_of;
-    r->tensor_of = NULL;
-    p->owned = r->pk_owned;
+    int rc = tio__pickle_tree_later(r->ctx->c, &r->later, &r->pk, r->tensor_of, r->pk_owned,
+                                    r->pkl_base != 0, prefix ? prefix : "data",
+                                    &r->ctx->limits);
+    if (rc) return tio__err(r->err, rc, TH, -1, "keeping the pickle's objects for its tree");
+    r->tensor_of = NULL; /* the tree's now, as r->pk's objects */
     r->pk_owned = NULL;
-    p->offs = r->pkl_base != 0;
-    p->prefix = prefix;
     return TIO_OK;
 }
 

@@ -159,6 +159,21 @@ int tio__pickle_tree(const tio_pickle *p, uint32_t root, const int64_t *tensor_o
                      int source_offsets, const tio_limits *lim, struct tio_objtree *t,
                      const char *format, tio_error *err, const tio_object **out);
 
+/* The container's object tree made when first asked for (tio_container_
+ * object), from pickles kept until then. Each call hands a part to c: p's
+ * objects (p is left empty), tensor_of (as above) and owned (the pickle's
+ * bytes when they are not the container's own, else NULL), all freed with
+ * the tree's making or the container. One part makes the tree's root;
+ * several a dict {key: root} in the order handed (at most
+ * TIO_PK_LATER_PARTS; key a string that outlives c, a literal). *later: NULL before the first part, then the
+ * holder the next part goes to. On failure (TIO_E_NOMEM, TIO_E_LIMIT)
+ * nothing was handed: the caller still owns p, tensor_of and owned. */
+#define TIO_PK_LATER_PARTS 4u
+struct tio_pk_later;
+int tio__pickle_tree_later(tio_container *c, struct tio_pk_later **later, tio_pickle *p,
+                           int64_t *tensor_of, uint8_t *owned, int source_offsets,
+                           const char *key, const tio_limits *lim);
+
 /* ------------------------------------------------------------ writing */
 
 /* A pickle being written (write.c): opcodes of protocol 2 as CPython's

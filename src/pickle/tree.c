@@ -322,3 +322,79 @@ int tio__pickle_tree(const tio_pickle *p, uint32_t root, const int64_t *tensor_o
     free(r.open);
     return rc;
 }
+
+/* ------------------------------------------------- the tree made later */
+
+typedef struct pk_later_part {
+    tio_pickle pk;
+    int64_t *tensor_of;
+    uint8_t *owned;
+    int offs;
+    const char *key;
+} pk_later_part;
+
+struct tio_pk_later {
+    pk_later_part part[TIO_PK_LATER_PARTS];
+    size_t n;
+    tio_limits lim;
+};
+
+static void pk_later_free(void *state) {
+    struct tio_pk_later *l = state;
+    for (size_t k = 0; k < l->n; k++) {
+        tio__pickle_free(&l->part[k].pk);
+        free(l->part[k].tensor_of);
+        free(l->part[k].owned);
+    }
+    free(l);
+}
+
+static int pk_later_build(void *state, tio_objtree *t) {
+    struct tio_pk_later *l = state;
+    tio_error e;
+    const tio_object *root[TIO_PK_LATER_PARTS];
+    for (size_t k = 0; k < l->n; k++) {
+        pk_later_part *p = &l->part[k];
+        int rc = tio__pickle_tree(&p->pk, p->pk.root, p->tensor_of, p->offs, &l->lim, t, "pickle",
+                                  &e, &root[k]);
+        if (rc) return rc;
+    }
+    if (l->n == 1) {
+        t->root = root[0];
+        return TIO_OK;
+    }
+    tio_object *d = tio__obj_new(t, TIO_OBJ_DICT, -1);
+    if (!d || tio__obj_set_kids(t, d, 2 * l->n)) return TIO_E_NOMEM;
+    for (size_t k = 0; k < l->n; k++) {
+        tio_object *key = tio__obj_new(t, TIO_OBJ_STR, -1);
+        if (!key || tio__obj_set_bytes(t, key, l->part[k].key, strlen(l->part[k].key)))
+            return TIO_E_NOMEM;
+        d->kids[2 * k] = key;
+        d->kids[2 * k + 1] = root[k];
+    }
+    d->n = (uint32_t)l->n;
+    t->root = d;
+    return TIO_OK;
+}
+
+int tio__pickle_tree_later(tio_container *c, struct tio_pk_later **later, tio_pickle *p,
+                           int64_t *tensor_of, uint8_t *owned, int source_offsets,
+                           const char *key, const tio_limits *lim) {
+    struct tio_pk_later *l = *later;
+    if (!l) {
+        if (!(l = calloc(1, sizeof *l))) return TIO_E_NOMEM;
+        l->lim = *lim;
+        if (tio__container_objects_later(c, pk_later_build, pk_later_free, l))
+            return TIO_E_NOMEM; /* l released, no part in it */
+        *later = l;
+    }
+    if (l->n == TIO_PK_LATER_PARTS) return TIO_E_LIMIT;
+    pk_later_part *part = &l->part[l->n++];
+    part->pk = *p;
+    memset(p, 0, sizeof *p);
+    part->tensor_of = tensor_of;
+    part->owned = owned;
+    part->offs = source_offsets;
+    part->key = key;
+    return TIO_OK;
+}
