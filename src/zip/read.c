@@ -264,6 +264,12 @@ static int zip_zip64(tio_zip *r, const uint8_t *x, size_t xlen, uint64_t x_at, i
     return TIO_OK;
 }
 
+/* m's name escaped into nm (80 bytes), for a message. */
+static const char *zip_nm(const tio_zip_member *m, char *nm) {
+    tio__zip_name(m, nm, 80);
+    return nm;
+}
+
 static int zip_central(tio_zip *r, tio_zip_member *m) {
     tio_cursor *c = &r->cur;
     uint64_t at = c->pos;
@@ -290,39 +296,36 @@ static int zip_central(tio_zip *r, tio_zip_member *m) {
     if (!rc) rc = tio__cursor_bytes(c, clen, &cm, "a member comment", r->err);
     if (rc) return rc;
     m->name_len = nlen;
-    char nm[80] = "";
-    if (nlen == 0 || memchr(m->name, 0, nlen) || (m->flags & (ZIP_FLAG_ENCRYPTED | ZIP_FLAG_STRONG |
-                                                              ZIP_FLAG_PATCHED)) ||
-        (m->method != ZIP_STORED && m->method != ZIP_DEFLATED) || disk != 0 || clen)
-        tio__zip_name(m, nm, sizeof nm); /* named only when it is said */
+    char nm[80]; /* the name escaped, made only for a message (zip_nm) */
     if (nlen == 0 || memchr(m->name, 0, nlen))
         return tio__err(r->err, TIO_E_CORRUPT, r->format, tio__zip_off(at + 46),
-                        "member %zu's name '%s' is %s", (size_t)(m - r->m), nm,
+                        "member %zu's name '%s' is %s", (size_t)(m - r->m), zip_nm(m, nm),
                         nlen ? "holding a NUL byte" : "empty");
     if (m->flags & (ZIP_FLAG_ENCRYPTED | ZIP_FLAG_STRONG))
         return tio__err(r->err, TIO_E_UNSUPPORTED, r->format, tio__zip_off(at + 8),
                         "member '%s' is encrypted (flags 0x%04x): tensio reads no encrypted "
                         "members",
-                        nm, m->flags);
+                        zip_nm(m, nm), m->flags);
     if (m->method != ZIP_STORED && m->method != ZIP_DEFLATED)
         return tio__err(r->err, TIO_E_UNSUPPORTED, r->format, tio__zip_off(at + 10),
                         "member '%s' uses compression method %u (%s); tensio reads stored "
                         "(0) and deflated (8) members, as %s writes",
-                        nm, m->method, zip_method_name(m->method), r->writer);
+                        zip_nm(m, nm), m->method, zip_method_name(m->method), r->writer);
     if (m->flags & ZIP_FLAG_PATCHED)
         return tio__err(r->err, TIO_E_UNSUPPORTED, r->format, tio__zip_off(at + 8),
-                        "member '%s' is compressed patched data (flag 0x0020)", nm);
+                        "member '%s' is compressed patched data (flag 0x0020)", zip_nm(m, nm));
     int has = 0;
     rc = zip_zip64(r, x, xlen, at + 46 + nlen, 0, &m->usize, &m->csize, &m->local, &has);
     if (rc) return rc;
     m->zip64 = has;
     if (disk != 0)
         return tio__err(r->err, TIO_E_UNSUPPORTED, r->format, tio__zip_off(at + 34),
-                        "member '%s' starts on disk %u (a multi-disk archive)", nm, disk);
+                        "member '%s' starts on disk %u (a multi-disk archive)", zip_nm(m, nm),
+                        disk);
     if (clen) {
         rc = tio__warn(r->ctx, r->format, tio__zip_off(at + 46 + nlen + xlen), r->err,
-                       "member '%s' has a %zu-byte comment (%s writes none)", nm, clen,
-                       r->writer);
+                       "member '%s' has a %zu-byte comment (%s writes none)", zip_nm(m, nm),
+                       clen, r->writer);
         if (rc) return rc;
     }
     return TIO_OK;

@@ -75,7 +75,7 @@ int tio__zip_each(tio_zip *z, int (*each)(void *arg, size_t i), void *arg);
  * the rest itself, in its own order, so that errors are the ones a reader
  * without the thread reports). NULL is fine. */
 #define TIO_ZIP_LOCALS_MIN 256u
-#define TIO_ZIP_LOCALS_BATCH 128u /* members a waiter lets the thread read first */
+#define TIO_ZIP_LOCALS_BATCH 128u /* a record this far ahead of the thread is read by the caller */
 typedef struct tio_zip_locals tio_zip_locals;
 tio_zip_locals *tio__zip_locals_start(tio_zip *z);
 void tio__zip_locals_end(tio_zip *z, tio_zip_locals *j);
