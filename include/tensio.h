@@ -170,7 +170,8 @@ typedef struct tio_limits {
                                     that ignores ranges (refused past it) */
     uint32_t max_redirects;      /* redirects followed by one request */
     uint32_t max_retries;        /* times one request is resumed (Range) after the
-                                    connection drops, stalls or the body ends early */
+                                    connection drops, stalls or the body ends early
+                                    (a shard read as a stream: times in all) */
     uint32_t timeout_ms;         /* to connect; and a transfer that receives
                                     nothing for this long (rounded to seconds) fails */
     uint64_t max_member_bytes;   /* a shard read as a stream: one member with its

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #define HTTP_TAG_MAX 128 /* an ETag longer than this is compared by its prefix */
+#define HTTP_STREAM_BUFFER (256 * 1024) /* libcurl's receive buffer for a stream */
 
 /* What one response said, reset at each status line (a redirect's too). */
 typedef struct http_resp {
@@ -48,6 +49,15 @@ struct tio_http {
     int fail;                   /* a callback refused the response: permanent */
     int fail_code;
     char why[200];
+    /* a streamed GET (tio__http_stream_*): got counts body bytes taken, from 0 */
+    CURLM *multi;               /* NULL until the stream starts */
+    int streaming, attached, s_end, s_paused;
+    uint64_t s_skip;            /* bytes still to drop of a 200 to a resumption */
+    uint32_t s_tries;
+    uint8_t *rdst;              /* the reader's buffer during a read */
+    size_t rn, rgot;
+    uint8_t *spill;             /* bytes of a callback past the reader's buffer */
+    size_t spill_cap, spill_len, spill_at;
 };
 
 int tio__is_url(const char *path) {
@@ -192,9 +202,12 @@ static size_t check_response(tio_http *h) {
     return 1;
 }
 
+static size_t on_stream_body(tio_http *h, const char *buf, size_t len);
+
 static size_t on_body(char *buf, size_t size, size_t n, void *ud) {
     tio_http *h = ud;
     size_t len = size * n;
+    if (h->streaming) return on_stream_body(h, buf, len);
     if (!h->checked) {
         if (check_response(h) == 0) return 0;
         h->checked = 1;
@@ -274,6 +287,11 @@ int tio__http_new(const char *url, const tio_limits *limits, tio_http **out, tio
 
 void tio__http_free(tio_http *h) {
     if (!h) return;
+    if (h->multi) {
+        if (h->attached) curl_multi_remove_handle(h->multi, h->curl);
+        curl_multi_cleanup(h->multi);
+    }
+    free(h->spill);
     if (h->curl) curl_easy_cleanup(h->curl);
     free(h->url);
     free(h->name);
@@ -300,6 +318,45 @@ static CURLcode transfer(tio_http *h) {
     return curl_easy_perform(h->curl);
 }
 
+static size_t check_stream(tio_http *h);
+
+/* What a transfer's end means: TIO_OK with *again 0 when the request is
+ * complete, 1 when it is to be resumed (tries so far: tries), or the
+ * error naming the URL. */
+static int settle(tio_http *h, CURLcode rc, uint32_t tries, int *again, tio_error *err) {
+    const http_resp *r = &h->resp;
+    *again = 0;
+    if (rc == CURLE_OK && !h->checked && !h->fail && r->status < 300) /* an empty body: */
+        (void)(h->streaming ? check_stream(h) : check_response(h)); /* no byte checked it */
+    if (h->fail) return tio__err(err, h->fail_code, NULL, -1, "%s: %s", h->name, h->why);
+    if (h->streaming && r->status == 416 && h->expect != UINT64_MAX && h->got == h->expect)
+        return TIO_OK; /* resumed at the very end */
+    if ((rc == CURLE_OK || rc == CURLE_WRITE_ERROR) && r->status >= 300)
+        return tio__err(err, TIO_E_IO, NULL, -1, "%s: HTTP %ld%s", h->name, r->status,
+                        r->status < 400 ? " (a redirect past max_redirects or without a "
+                                          "Location)" : "");
+    if (rc == CURLE_TOO_MANY_REDIRECTS)
+        return tio__err(err, TIO_E_LIMIT, NULL, -1, "%s: more redirects than the limit "
+                        "(max_redirects)", h->name);
+    if (rc == CURLE_OK && (h->got >= h->expect || h->expect == UINT64_MAX)) return TIO_OK;
+    if (rc != CURLE_OK && !transient(rc))
+        return tio__err(err, rc == CURLE_OPERATION_TIMEDOUT ? TIO_E_TIMEOUT : TIO_E_IO, NULL,
+                        -1, "%s: %s", h->name, curl_easy_strerror(rc));
+    /* dropped, stalled or short: resume where it stopped */
+    if (tries >= h->max_retries) {
+        const char *what = rc == CURLE_OK ? "the body ended early" : curl_easy_strerror(rc);
+        char total[32] = "?";
+        if (h->expect != UINT64_MAX) snprintf(total, sizeof total, "%" PRIu64, h->expect);
+        return tio__err(err, rc == CURLE_OPERATION_TIMEDOUT ? TIO_E_TIMEOUT : TIO_E_IO, NULL,
+                        (int64_t)(h->off + h->got),
+                        "%s: %s after %" PRIu64 " of %s bytes (from offset %" PRIu64 "), %u "
+                        "retr%s", h->name, what, h->got, total, h->off, tries,
+                        tries == 1 ? "y" : "ies");
+    }
+    *again = 1;
+    return TIO_OK;
+}
+
 /* Runs the request set up in h (off, want, dst/cap, first) to its end:
  * resumed after a drop, at most max_retries times. */
 static int request(tio_http *h, tio_error *err) {
@@ -307,35 +364,8 @@ static int request(tio_http *h, tio_error *err) {
     h->fail = 0;
     h->expect = h->want;
     for (;;) {
-        CURLcode rc = transfer(h);
-        const http_resp *r = &h->resp;
-        if (rc == CURLE_OK && !h->checked && !h->fail && r->status < 300)
-            (void)check_response(h); /* an empty body: no byte came to check it */
-        if (h->fail)
-            return tio__err(err, h->fail_code, NULL, -1, "%s: %s", h->name, h->why);
-        if ((rc == CURLE_OK || rc == CURLE_WRITE_ERROR) && r->status >= 300)
-            return tio__err(err, TIO_E_IO, NULL, -1, "%s: HTTP %ld%s", h->name, r->status,
-                            r->status < 400 ? " (a redirect past max_redirects or without a "
-                                              "Location)" : "");
-        if (rc == CURLE_TOO_MANY_REDIRECTS)
-            return tio__err(err, TIO_E_LIMIT, NULL, -1, "%s: more redirects than the limit "
-                            "(max_redirects)", h->name);
-        if (rc == CURLE_OK && (h->got >= h->expect || h->expect == UINT64_MAX)) return TIO_OK;
-        if (rc != CURLE_OK && !transient(rc))
-            return tio__err(err, rc == CURLE_OPERATION_TIMEDOUT ? TIO_E_TIMEOUT : TIO_E_IO,
-                            NULL, -1, "%s: %s", h->name, curl_easy_strerror(rc));
-        /* dropped, stalled or short: resume where it stopped */
-        if (tries >= h->max_retries) {
-            const char *what = rc == CURLE_OK ? "the body ended early"
-                                              : curl_easy_strerror(rc);
-            char total[32] = "?";
-            if (h->expect != UINT64_MAX) snprintf(total, sizeof total, "%" PRIu64, h->expect);
-            return tio__err(err, rc == CURLE_OPERATION_TIMEDOUT ? TIO_E_TIMEOUT : TIO_E_IO,
-                            NULL, (int64_t)(h->off + h->got),
-                            "%s: %s after %" PRIu64 " of %s bytes (from offset %" PRIu64
-                            "), %u retr%s", h->name, what, h->got, total, h->off, tries,
-                            tries == 1 ? "y" : "ies");
-        }
+        int again, rc = settle(h, transfer(h), tries, &again, err);
+        if (rc != TIO_OK || !again) return rc;
         tries++;
         if (h->grow) h->got = 0; /* no ranges: start again */
     }
@@ -402,5 +432,179 @@ int tio__http_range(tio_http *h, uint64_t off, uint64_t len, uint8_t *dst, tio_e
     setup(h, 0, off, len, dst);
     int rc = request(h, err);
     h->dst = NULL;
+    return rc;
+}
+
+/* ------------------------------------------------------------ streaming */
+
+/* A streamed GET's response, at its first body byte: 200 (the whole file;
+ * a resumption's bytes already taken are dropped again) or 206 from
+ * exactly the next byte to the end; the size and ETag those of the first
+ * answer. */
+static size_t check_stream(tio_http *h) {
+    const http_resp *r = &h->resp;
+    if (r->status >= 300 || r->status < 200) return 0; /* reported after the transfer */
+    uint64_t at = h->got, total = 0;
+    int known = 0;
+    h->s_skip = 0;
+    if (r->status == 206) {
+        if (!r->have_range || !r->have_total)
+            return refuse(h, TIO_E_IO, "a 206 response without a complete Content-Range");
+        if (r->have_length && r->length != r->r_end - r->r_start + 1)
+            return refuse(h, TIO_E_IO, "Content-Length %" PRIu64 " disagrees with "
+                          "Content-Range bytes %" PRIu64 "-%" PRIu64, r->length, r->r_start,
+                          r->r_end);
+        known = 1;
+        total = r->r_total;
+    } else if (r->status == 200) {
+        known = r->have_length;
+        total = r->length;
+        h->s_skip = at;
+    } else {
+        return refuse(h, TIO_E_IO, "HTTP %ld to a GET (expected 200 or 206)", r->status);
+    }
+    if (known && total > h->max_bytes)
+        return refuse(h, TIO_E_LIMIT, "the file is %" PRIu64 " bytes, above the limit "
+                      "(max_remote_bytes %" PRIu64 ")", total, h->max_bytes);
+    if ((h->size_known && known && total != h->size) || (known && total < at))
+        return refuse(h, TIO_E_IO, "the file's size changed from %" PRIu64 " to %" PRIu64
+                      " bytes between requests", h->size_known ? h->size : at, total);
+    if (r->status == 206 && (r->r_start != at || r->r_end + 1 != r->r_total))
+        return refuse(h, TIO_E_IO, "asked for bytes %" PRIu64 "- (to the end), the server "
+                      "sent bytes %" PRIu64 "-%" PRIu64 " of %" PRIu64, at, r->r_start,
+                      r->r_end, r->r_total);
+    if (at && h->etag[0] && r->etag[0] && strcmp(h->etag, r->etag) != 0)
+        return refuse(h, TIO_E_IO, "the file changed between requests (ETag %s, then %s)",
+                      h->etag, r->etag);
+    if (!at) memcpy(h->etag, r->etag, sizeof h->etag);
+    if (known && !h->size_known) {
+        h->size_known = 1;
+        h->size = total;
+    }
+    h->expect = h->size_known ? h->size : UINT64_MAX;
+    return 1;
+}
+
+static size_t on_stream_body(tio_http *h, const char *buf, size_t len) {
+    size_t all = len;
+    if (!h->checked) {
+        if (check_stream(h) == 0) return 0;
+        h->checked = 1;
+    }
+    size_t skip = len < h->s_skip ? len : (size_t)h->s_skip; /* a 200 to a resumption: */
+    uint64_t lim = h->size_known ? h->size : h->max_bytes;  /* the bytes taken already */
+    len -= skip;
+    if (len > lim - h->got)
+        return h->size_known
+                   ? refuse(h, TIO_E_IO, "the server sent more than the file's %" PRIu64
+                            " bytes", h->size)
+                   : refuse(h, TIO_E_LIMIT, "the body passed %" PRIu64 " bytes "
+                            "(max_remote_bytes)", h->max_bytes);
+    size_t room = h->rn - h->rgot;
+    if (len > room && h->rgot) { /* the reader has bytes: this chunk for its next read */
+        h->s_paused = 1;         /* (libcurl keeps it and hands it over when resumed) */
+        return CURL_WRITEFUNC_PAUSE;
+    }
+    h->received += all;
+    h->s_skip -= skip;
+    buf += skip;
+    size_t k = room < len ? room : len;
+    if (k) memcpy(h->rdst + h->rgot, buf, k);
+    h->rgot += k;
+    if (len > k) { /* a chunk larger than the reader's room: the rest kept here */
+        size_t rest = len - k;
+        if (rest > h->spill_cap - h->spill_len) {
+            size_t nc = h->spill_len + rest;
+            uint8_t *nb = realloc(h->spill, nc);
+            if (!nb) return refuse(h, TIO_E_NOMEM, "out of memory for the body");
+            h->spill = nb;
+            h->spill_cap = nc;
+        }
+        memcpy(h->spill + h->spill_len, buf + k, rest);
+        h->spill_len += rest;
+    }
+    h->got += len;
+    return all;
+}
+
+/* (Re)starts the transfer at byte got: a plain GET, or Range "got-". */
+static int stream_attach(tio_http *h, tio_error *err) {
+    char range[32];
+    memset(&h->resp, 0, sizeof h->resp);
+    h->checked = 0;
+    h->fail = 0;
+    h->s_skip = 0;
+    snprintf(range, sizeof range, "%" PRIu64 "-", h->got);
+    if (curl_easy_setopt(h->curl, CURLOPT_RANGE, h->got ? range : NULL) != CURLE_OK ||
+        curl_multi_add_handle(h->multi, h->curl) != CURLM_OK)
+        return tio__err(err, TIO_E_IO, NULL, -1, "%s: libcurl refused the request", h->name);
+    h->attached = 1;
+    return TIO_OK;
+}
+
+int tio__http_stream_start(tio_http *h, tio_error *err) {
+    if (h->streaming || h->size_known)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "%s: already read", h->name);
+    h->multi = curl_multi_init();
+    if (!h->multi) return tio__nomem(err, NULL);
+    /* larger reads than libcurl's 16 KiB default: fewer callbacks (curl's own is 100 KiB) */
+    if (curl_easy_setopt(h->curl, CURLOPT_BUFFERSIZE, (long)HTTP_STREAM_BUFFER) != CURLE_OK)
+        return tio__err(err, TIO_E_IO, NULL, -1, "libcurl refused a buffer size");
+    h->streaming = 1;
+    h->got = h->off = 0;
+    h->expect = UINT64_MAX;
+    return stream_attach(h, err);
+}
+
+int tio__http_stream_read(tio_http *h, uint8_t *dst, size_t n, size_t *got, tio_error *err) {
+    *got = 0;
+    if (!h->streaming)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "%s: not a stream", h->name);
+    if (h->spill_at < h->spill_len) {
+        size_t k = h->spill_len - h->spill_at < n ? h->spill_len - h->spill_at : n;
+        memcpy(dst, h->spill + h->spill_at, k);
+        h->spill_at += k;
+        if (h->spill_at == h->spill_len) h->spill_at = h->spill_len = 0;
+        *got = k;
+        return TIO_OK;
+    }
+    h->rdst = dst;
+    h->rn = n;
+    h->rgot = 0;
+    int rc = TIO_OK;
+    if (h->s_paused && n) { /* the chunk held back comes now, into dst */
+        h->s_paused = 0;
+        if (curl_easy_pause(h->curl, CURLPAUSE_CONT) != CURLE_OK)
+            rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: libcurl cannot resume", h->name);
+        if (h->fail) rc = tio__err(err, h->fail_code, NULL, -1, "%s: %s", h->name, h->why);
+    }
+    while (n && !h->rgot && !h->s_end && rc == TIO_OK) {
+        int running = 0;
+        CURLMcode mc = curl_multi_perform(h->multi, &running);
+        if (mc == CURLM_OK && !h->rgot && running)
+            mc = curl_multi_poll(h->multi, NULL, 0, 1000, NULL);
+        if (mc != CURLM_OK) {
+            rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: libcurl: %s", h->name,
+                          curl_multi_strerror(mc));
+        } else if (!running && !h->rgot) { /* the transfer ended */
+            CURLcode res = CURLE_OK;
+            int left;
+            CURLMsg *msg;
+            while ((msg = curl_multi_info_read(h->multi, &left)) != NULL)
+                if (msg->msg == CURLMSG_DONE) res = msg->data.result;
+            curl_multi_remove_handle(h->multi, h->curl);
+            h->attached = 0;
+            int again;
+            rc = settle(h, res, h->s_tries, &again, err);
+            if (rc == TIO_OK && again) {
+                h->s_tries++;
+                rc = stream_attach(h, err);
+            } else if (rc == TIO_OK) {
+                h->s_end = 1;
+            }
+        }
+    }
+    h->rdst = NULL;
+    *got = h->rgot;
     return rc;
 }

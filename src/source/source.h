@@ -31,6 +31,15 @@ int tio__http_ranges(const tio_http *h);
  * where a transfer drops). The server must answer with exactly those
  * bytes of a file of the same size (and ETag, when it sends one). */
 int tio__http_range(tio_http *h, uint64_t off, uint64_t len, uint8_t *dst, tio_error *err);
+/* The file as one streamed GET, handed out in order by
+ * tio__http_stream_read: memory is one transfer buffer whatever the size.
+ * A drop, a stall or a short body is resumed with Range from the next
+ * byte, at most limits.max_retries times in all (a 200 to a resumption:
+ * the bytes taken already are dropped again); the size, the ETag and each
+ * response are checked as for range requests. Not with tio__http_first. */
+int tio__http_stream_start(tio_http *h, tio_error *err);
+/* Up to n bytes into dst: at least one, or *got 0 at the end of the file. */
+int tio__http_stream_read(tio_http *h, uint8_t *dst, size_t n, size_t *got, tio_error *err);
 /* Body bytes received so far (every request, retries included). */
 uint64_t tio__http_received(const tio_http *h);
 /* The URL as messages show it (user:password@ left out). */

@@ -1,8 +1,8 @@
 /* WebDataset shards read in one pass, member by member, from a file, a
- * command's standard output (pipe:COMMAND) or an http(s) URL (sequential
- * range requests through src/source/http.c). One buffer holds the member
- * being handed out and its headers: memory is bounded by the largest member
- * and max_member_bytes. docs/sources.md. */
+ * command's standard output (pipe:COMMAND) or an http(s) URL (one streamed
+ * GET through src/source/http.c, resumed with Range after a drop). One
+ * buffer holds the member being handed out and its headers: memory is
+ * bounded by the largest member and max_member_bytes. docs/sources.md. */
 #include "source/source.h"
 #include "tar/tar.h"
 
@@ -15,8 +15,9 @@
 #include <unistd.h>
 
 #define FMT "tar"
-#define WINDOW ((size_t)1 << 22) /* bytes one range request asks for */
 #define FIRST_CAP ((size_t)1 << 16)
+#define STREAM_BUF ((size_t)1 << 22) /* the buffer's size before it is compacted */
+#define READ_MAX ((size_t)1 << 20)   /* bytes one read asks for */
 
 struct tio_shard_stream {
     char *label;       /* the source as messages name it */
@@ -24,9 +25,6 @@ struct tio_shard_stream {
     int fd;            /* a file or the command's stdout, or -1 */
     pid_t pid;         /* pipe: the command, or 0 */
     tio_http *h;       /* a URL, or NULL */
-    uint8_t *whole;    /* a URL whose server ignores ranges: the body */
-    uint64_t wlen;
-    uint64_t at;       /* URL: the next byte to fetch */
     uint8_t *buf;      /* stream bytes [base, base + len) */
     size_t cap, len, used; /* used: bytes of buf handed out already */
     uint64_t base;
@@ -40,24 +38,7 @@ struct tio_shard_stream {
 /* Up to n bytes of the source into dst: *got 0 at its end. */
 static int src_read(tio_shard_stream *s, uint8_t *dst, size_t n, size_t *got, tio_error *err) {
     *got = 0;
-    if (s->h && s->whole) {
-        uint64_t left = s->wlen - s->at;
-        size_t k = n < left ? n : (size_t)left;
-        memcpy(dst, s->whole + s->at, k);
-        s->at += k;
-        *got = k;
-        return TIO_OK;
-    }
-    if (s->h) {
-        uint64_t left = tio__http_size(s->h) - s->at;
-        size_t k = n < left ? n : (size_t)left;
-        if (k > WINDOW) k = WINDOW;
-        int rc = tio__http_range(s->h, s->at, k, dst, err);
-        if (rc) return rc;
-        s->at += k;
-        *got = k;
-        return TIO_OK;
-    }
+    if (s->h) return tio__http_stream_read(s->h, dst, n, got, err);
     for (;;) {
         ssize_t r = read(s->fd, dst, n);
         if (r < 0 && errno == EINTR) continue;
@@ -81,13 +62,14 @@ void tio_shard_stream_free(tio_shard_stream *s) {
     if (!s) return;
     (void)reap(s, 1, NULL); /* a command not read to its end is stopped */
     tio__http_free(s->h);
-    free(s->whole);
     free(s->buf);
     free(s->name);
     free(s->last_key);
     free(s->label);
     free(s);
 }
+
+static int fill(tio_shard_stream *s, tio_error *err);
 
 int tio_shard_stream_open(const char *source, const tio_limits *limits, tio_shard_stream **out,
                           tio_error *err) {
@@ -105,22 +87,12 @@ int tio_shard_stream_open(const char *source, const tio_limits *limits, tio_shar
     if (rc == TIO_OK && strncmp(source, "pipe:", 5) == 0) {
         rc = tio__pipe_start(source + 5, s->label, &s->fd, &s->pid, err);
     } else if (rc == TIO_OK && tio__is_url(source)) {
-        uint8_t *first = NULL;
-        uint64_t got = 0;
         rc = tio__http_new(source, &s->lim, &s->h, err);
         free(s->label);
         s->label = rc == TIO_OK ? strdup(tio__http_name(s->h)) : NULL;
         if (rc == TIO_OK && !s->label) rc = tio__nomem(err, FMT);
-        if (rc == TIO_OK) rc = tio__http_first(s->h, s->cap, &first, &got, err);
-        if (rc == TIO_OK && !tio__http_ranges(s->h)) {
-            s->whole = first; /* the server sent it all: served from there */
-            s->wlen = got;
-        } else if (rc == TIO_OK) {
-            memcpy(s->buf, first, (size_t)got);
-            free(first);
-            s->len = (size_t)got;
-            s->at = got;
-        }
+        if (rc == TIO_OK) rc = tio__http_stream_start(s->h, err);
+        if (rc == TIO_OK) rc = fill(s, err); /* the answer checked at open (a 404 fails here) */
     } else if (rc == TIO_OK) {
         const char *path = strncmp(source, "file:", 5) == 0 ? source + 5 : source;
         s->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -151,15 +123,29 @@ static int grow(tio_shard_stream *s, uint64_t limit, tio_error *err) {
     return TIO_OK;
 }
 
-/* More bytes into the buffer (grown up to max_member_bytes). */
+/* More bytes into the buffer. What was handed out already is dropped from
+ * its front when the partial member after it is small beside it (at most
+ * 1/8: the bytes moved are at most 1/8 of the bytes read; after a large
+ * member that is at once), or when little room is left at its end and the
+ * buffer has its working size (STREAM_BUF, or max_member_bytes); otherwise
+ * the buffer grows, up to max_member_bytes. */
 static int fill(tio_shard_stream *s, tio_error *err) {
     uint64_t limit = s->lim.max_member_bytes;
     int rc = TIO_OK;
+    size_t rest = s->len - s->used; /* a partial member */
+    if (s->used && (rest <= s->used / 8 || (s->cap - s->len < FIRST_CAP &&
+                                            (s->cap >= STREAM_BUF || s->cap >= limit)))) {
+        memmove(s->buf, s->buf + s->used, s->len - s->used);
+        s->len -= s->used;
+        s->base += s->used;
+        s->used = 0;
+    }
     if (s->cap - s->len < FIRST_CAP && s->cap < limit) rc = grow(s, limit, err); /* no tiny reads */
-    if (rc == TIO_OK && s->len == s->cap && s->cap >= limit) rc = too_large(s, err);
+    if (rc == TIO_OK && s->len == s->cap) rc = too_large(s, err); /* used is 0: cap >= limit */
     if (rc) return rc;
-    size_t got;
-    rc = src_read(s, s->buf + s->len, s->cap - s->len, &got, err);
+    size_t got, room = s->cap - s->len;
+    /* at most READ_MAX at a time: what is read past a member is moved with it */
+    rc = src_read(s, s->buf + s->len, room < READ_MAX ? room : READ_MAX, &got, err);
     if (rc) return rc;
     s->len += got;
     if (!got) s->eof = 1;
@@ -189,25 +175,21 @@ int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio
     if (!s || !out) return tio__err(err, TIO_E_ARGUMENT, FMT, -1, "tio_shard_stream_next: bad arguments");
     *out = NULL;
     if (s->done) return TIO_OK;
-    /* drop what was handed out */
-    memmove(s->buf, s->buf + s->used, s->len - s->used);
-    s->len -= s->used;
-    s->base += s->used;
-    s->used = 0;
-    for (;;) {
+    for (;;) { /* the members from buf + used (stream offset base + used) on */
         tio_cursor cur;
-        tio__cursor_init(&cur, s->buf, s->len, FMT);
+        uint8_t *at = s->buf + s->used;
+        tio__cursor_init(&cur, at, s->len - s->used, FMT);
         tio_tar_entry e;
         int done = 0;
         tio_error terr;
         int rc;
-        const char *z = s->base == 0 ? tio__tar_compression(s->buf, s->len) : NULL;
+        const char *z = s->base + s->used == 0 ? tio__tar_compression(at, s->len) : NULL;
         if (z)
             rc = tio__err(&terr, TIO_E_UNSUPPORTED, FMT, 0,
                           "a %s-compressed shard is not read as a stream (uncompressed tar "
                           "only)", z);
         else
-            rc = tio__tar_next(&cur, s->base, &s->lim, &e, &done, &terr);
+            rc = tio__tar_next(&cur, s->base + s->used, &s->lim, &e, &done, &terr);
         if (rc == TIO_OK && done) {
             s->done = 1;
             /* the rest (the second zero block, the record's padding) drained,
@@ -239,9 +221,9 @@ int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio
             }
             memset(&s->m, 0, sizeof s->m);
             s->m.name = s->name;
-            s->m.offset = s->base + e.offset;
+            s->m.offset = s->base + s->used + e.offset;
             s->m.size = e.size;
-            s->m.data = s->buf + e.offset;
+            s->m.data = at + e.offset;
             s->m.sample = 0;
             tio__shard_split_name(&s->m, e.name_len);
             if (s->m.sample != TIO_SHARD_NONE) { /* a run of one key is one sample */
@@ -253,7 +235,7 @@ int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio
                 }
                 s->m.sample = s->samples - 1;
             }
-            s->used = cur.pos;
+            s->used += cur.pos;
             *out = &s->m;
             return TIO_OK;
         }

@@ -62,11 +62,11 @@ static int teardown(void **state) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
-/* The stream of source yields the members of the mapped shard. */
-static void same_as_mapped(const char *source) {
+/* The stream of source yields the members of the mapped shard at mapped. */
+static void same_as(const char *mapped, const char *source) {
     tio_error e;
     tio_shard *s;
-    OK(tio_shard_open(path, NULL, &s, &e));
+    OK(tio_shard_open(mapped, NULL, &s, &e));
     tio_shard_stream *st;
     OK(tio_shard_stream_open(source, NULL, &st, &e));
     size_t n = 0;
@@ -93,6 +93,8 @@ static void same_as_mapped(const char *source) {
     tio_shard_free(s);
 }
 
+static void same_as_mapped(const char *source) { same_as(path, source); }
+
 static void test_sources(void **state) {
     (void)state;
     char src[200];
@@ -103,6 +105,35 @@ static void test_sources(void **state) {
     same_as_mapped(src);
     snprintf(src, sizeof src, "pipe:dd if='%s' bs=777 status=none", path); /* odd reads */
     same_as_mapped(src);
+}
+
+/* The stream's buffer: many members in more than its working size (4 MiB:
+ * the front dropped after what was handed out), a member larger than it
+ * (grown), small ones after it (dropped at once), from a file and in odd
+ * reads of a command. */
+static void test_buffer(void **state) {
+    (void)state;
+    char many[160], src[300];
+    snprintf(many, sizeof many, "%s/many.tar", dir);
+    tio_shard_writer *w;
+    tio_error e;
+    OK(tio_shard_writer_open(many, NULL, &w, &e));
+    size_t large = (size_t)6 << 20;
+    uint8_t *buf = malloc(large);
+    assert_non_null(buf);
+    for (size_t i = 0; i < large; i++) buf[i] = (uint8_t)(i * 13 + (i >> 12));
+    char name[64];
+    for (int i = 0; i < 420; i++) {
+        size_t sz = i == 300 ? large : (size_t)(20000 + (i * 7919) % 17000);
+        snprintf(name, sizeof name, "m/%05d.%s", i / 3, i % 3 ? "bin" : "cls");
+        OK(tio_shard_writer_add_bytes(w, name, buf + (size_t)i * 97 % 4096,
+                                      sz > large - 4096 ? large - 4096 : sz, &e));
+    }
+    OK(tio_shard_writer_close(w, &e));
+    free(buf);
+    same_as(many, many);
+    snprintf(src, sizeof src, "pipe:dd if='%s' bs=777 status=none", many);
+    same_as(many, src);
 }
 
 static void test_member_limit(void **state) {
@@ -243,6 +274,7 @@ static void test_lists(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sources),
+        cmocka_unit_test(test_buffer),
         cmocka_unit_test(test_member_limit),
         cmocka_unit_test(test_command_status),
         cmocka_unit_test(test_cuts),

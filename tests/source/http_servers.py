@@ -141,43 +141,50 @@ class Handler(socketserver.BaseRequestHandler):
                 data = f.read()
         size = len(data)
         first = nth == 1
-        m = re.fullmatch(r"bytes=(\d+)-(\d+)", rng or "")
-        s, e = (int(m.group(1)), min(int(m.group(2)), size - 1)) if m else (0, size - 1)
+        m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng or "")  # "N-": to the end (a stream's)
+        s, e = (int(m.group(1)), min(int(m.group(2) or size - 1), size - 1)) if m else (0, size - 1)
         body = data[s:e + 1]
         hdrs = {"Content-Range": f"bytes {s}-{e}/{size}", "Content-Length": str(len(body))}
         status = "206 Partial Content"
         send = body
         close_after = None
-        if mode == "drop-once" and s > 0 and not srv.dropped:
+        # MODE may join several with "+": drop-once+grow drops a stream's
+        # first GET (no Range) half-way and then misbehaves in its resumption
+        modes = set(mode.split("+"))
+        # a later request: a range after the first, or a stream's resumption
+        later = not first or (rng is not None and rng.endswith("-") and s > 0)
+        if "drop-once" in modes and (s > 0 or rng is None) and not srv.dropped:
             srv.dropped = True
             close_after = len(body) // 2
-        elif mode == "drop-always" and s > 0:
+        elif "drop-always" in modes and (s > 0 or rng is None):
             close_after = len(body) // 2
-        elif mode == "badlen" and not first:
+        if "badlen" in modes and later:
             hdrs["Content-Length"] = str(len(body) + 100)
-        elif mode == "endless206" and not first:
+        elif "endless206" in modes and not first:
             del hdrs["Content-Length"]
             hdrs["Connection"] = "close"
             send = None
-        elif mode == "norange":
+        elif "norange" in modes:
             status = "200 OK"
             hdrs = {"Content-Length": str(size)}
             send = data
-        elif mode == "endless200":
+            if close_after is not None:
+                close_after = size // 2
+        elif "endless200" in modes:
             status = "200 OK"
             hdrs = {"Connection": "close"}
             send = None
-        elif mode == "huge":
+        elif "huge" in modes:
             hdrs["Content-Range"] = f"bytes {s}-{e}/{1 << 60}"
-        elif mode == "hugelen":
+        elif "hugelen" in modes:
             status = "200 OK"
             hdrs = {"Content-Length": str(1 << 60)}
             send = data
-        elif mode == "grow" and not first:
+        elif "grow" in modes and later:
             hdrs["Content-Range"] = f"bytes {s}-{e}/{size + 1}"
-        elif mode == "etag":
+        elif "etag" in modes:
             hdrs["ETag"] = '"v1"' if first else '"v2"'
-        elif mode == "stall" and s > 0:
+        elif "stall" in modes and (s > 0 or rng is None):
             close_after = -1
         head = f"HTTP/1.1 {status}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items())
         if "Connection" not in hdrs:
