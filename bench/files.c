@@ -557,7 +557,7 @@ static int cmd_spawn(bn_ctx *x, int argc, char **argv) {
             int s = bn_paired_order(&p, r, k);
             double t = spawn_once(&cmds[s], out, warm, r >= 0);
             if (t < 0) rc = 1;
-            else if (r >= 0) bn_paired_set(&p, s, t, file_size(out), 1);
+            else if (r >= 0) bn_paired_set(&p, s, t, file_size(bytes_of), 1);
         }
         if (r >= 0) p.n++;
     }

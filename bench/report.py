@@ -319,6 +319,27 @@ def onnx_section(md, goals, plots):
     plots["onnx"] = plot
 
 
+def paired_rows(case, base, cells):
+    """The table rows of a case paired with base: group, subject, the time
+    statistics, cells(key, facts), and the ratio to base; and the slowest
+    tensio subject's ratio (for goals.ratio)."""
+    rows, worst = [], None
+    for g in groups(case):
+        for s in subjects(case, g):
+            k = (case, g, s)
+            r = None if s == base else ratio(case, g, s, base)
+            rows.append([g, s] + stats(k) + cells(k, FACTS.get(k, {})) +
+                        ["" if r is None else fp(case, g, s, base)])
+            if s.startswith("tensio"):
+                worst = lowest(worst, r, s, g)
+    return rows, worst
+
+
+def per_sample_cells(k, _fa):
+    """GB/s and the time per item (sample) of a Python shard row."""
+    return [f"{rate(k):.2f}", fmt_time(med(k) / max(RUNS[k][0][2], 1))]
+
+
 def shards_section(md, goals):
     """10. WebDataset shards and LMDB (issue 21): iterate a shard against cat,
     convert shard→shard against cp, Python tarfile + tenbin.py against
@@ -332,19 +353,9 @@ def shards_section(md, goals):
               "bytes checksummed as in section 2, `tio_shard_free`; paired with `base:cat`: "
               "`read()` of the whole shard into a warm buffer (page cache warm). The goal: "
               "at least 0.8× the time of cat.\n")
-    rows = []
-    worst = None
-    for g in groups("shards"):
-        for s in subjects("shards", g):
-            k = ("shards", g, s)
-            fa = FACTS.get(k, {})
-            r = None if s == "base:cat" else ratio("shards", g, s, "base:cat")
-            per = (fmt_time(med(k) / int(fa["samples"])) if "samples" in fa else "")
-            rows.append([g, s] + stats(k) + [f"{rate(k):.2f}", per, fa.get("tensors", ""),
-                                             "" if r is None else fp("shards", g, s,
-                                                                     "base:cat")])
-            if s.startswith("tensio"):
-                worst = lowest(worst, r, s, g)
+    rows, worst = paired_rows("shards", "base:cat", lambda k, fa: [
+        f"{rate(k):.2f}", fmt_time(med(k) / int(fa["samples"])) if "samples" in fa else "",
+        fa.get("tensors", "")])
     if rows:
         md.append(table(["shard", "subject", "median", "min", "max", "GB/s of shard",
                          "per sample", "tensors", "vs cat"], rows))
@@ -365,14 +376,7 @@ def shards_section(md, goals):
                   "shown beside it.\n")
         md.append(table(CONVERT_HEAD, rows))
 
-    rows = []
-    base = "base:tarfile+tenbin.py"
-    for g in groups("shards_py"):
-        for s in subjects("shards_py", g):
-            k = ("shards_py", g, s)
-            rows.append([g, s] + stats(k) + [f"{rate(k):.2f}",
-                                             fmt_time(med(k) / max(RUNS[k][0][2], 1)),
-                                             "" if s == base else fp("shards_py", g, s, base)])
+    rows, _ = paired_rows("shards_py", "base:tarfile+tenbin.py", per_sample_cells)
     missing = [f"`{s}` not measured: {fa['missing']}" for (c, g, s), fa in FACTS.items()
                if c == "shards_py" and "missing" in fa]
     if rows or missing:
@@ -392,6 +396,47 @@ def shards_section(md, goals):
             md.append("\n" + "; ".join(missing) + ".\n")
 
     lmdb_table(md, goals)
+
+
+def http_section(md, goals):
+    """10b. Shards and files over HTTP (issue 35): a shard iterated from nginx
+    against curl, the bytes `tensio ls` fetches of a large file, Python."""
+    md.append("## 10b. Over HTTP\n\nDebian's nginx on 127.0.0.1 serves the files from the "
+              "page cache (`bench/py/http_serve.py`). *iterate*: `tensio ls URL.tar` (every "
+              "member of the shard read as a stream, one GET: docs/sources.md) against "
+              "`curl -s -o /dev/null URL.tar`, one process per repetition each, interleaved; "
+              "the shards as in section 10 (`tio_bench shards gen`), one with small samples "
+              "and one of 16 samples (64 MiB each in a 1 GiB shard). The goal: at least 0.8× curl.\n")
+    rows, worst = paired_rows("http_shards", "base:curl", lambda k, fa: [
+        f"{rate(k):.2f}",
+        f"{int(fa['peak_anon_kib']) / 1024:.1f}" if "peak_anon_kib" in fa else ""])
+    if rows:
+        md.append(table(["shard", "subject", "median", "min", "max", "GB/s of shard",
+                         "peak anon MiB", "vs curl"], rows))
+    goals.ratio("shard over HTTP, iterate", "≥ 0.8× curl", worst, 0.8,
+                steady_note("http_shards", "base:curl"))
+    rows = []
+    most = None
+    for g in uniq(g for (c, g, _s) in FACTS if c == "http_ls"):
+        fa = FACTS.get(("http_ls", g, "tensio:ls"), {})
+        if "fetched" in fa and "size" in fa:
+            f, n = int(fa["fetched"]), int(fa["size"])
+            rows.append([g, f"{n:,}", f"{f:,}", f"{100 * f / n:.3f} %", fa.get("requests", "")])
+            most = max(most or 0, f / n)
+    if rows:
+        md.append("\n`tensio ls URL` of a large file: the body bytes nginx sent (its access "
+                  "log's `$body_bytes_sent`), against the file's size.\n")
+        md.append(table(["file", "size", "fetched", "share", "requests"], rows))
+        goals.add("ls of a file over HTTP, bytes fetched", "< 1 % of the file",
+                  f"{100 * most:.3f} %", most < 0.01, "")
+    rows, _ = paired_rows("shards_http_py", "base:curl+tarfile+tenbin.py", per_sample_cells)
+    if rows:
+        md.append("\nPython, the small-sample shard from nginx (`bench/py/shard_read.py "
+                  "--url`): `base:curl+tarfile+tenbin.py` is WebDataset's way (a `curl` pipe, "
+                  "`tarfile` in streaming mode, tenbin.py's decoding), `tensio:stream_shards` "
+                  "iterates `tensio.stream_shards(URL)`.\n")
+        md.append(table(["shard", "subject", "median", "min", "max", "GB/s of shard",
+                         "per sample", "vs curl+tarfile"], rows))
 
 
 def fmt_ns(s):
@@ -885,6 +930,9 @@ def main():
         python_section(md, goals)
     if groups("shards") or groups("shards_convert") or groups("lmdb_read"):
         shards_section(md, goals)
+    if groups("http_shards") or groups("shards_http_py") or any(c == "http_ls" for (c, _g, _s)
+                                                                 in FACTS):
+        http_section(md, goals)
     if groups("torch"):
         torch_section(md, goals)
 

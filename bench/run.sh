@@ -27,8 +27,9 @@
 #                  of their median, at most this many repetitions [4×BENCH_REPS]
 #   BENCH_FAULT_SIZE the file mapped to measure the page-fault cost [256M]
 #   BENCH_CASES    [open scan sha256 write durable convert zmq model onnx recvfiles shards
-#                  torch python]  (torch: checkpoints torch.save writes, BENCH_SIZE and
-#                  BENCH_TENSORS as the formats' files, and torchvision's resnet18)
+#                  http torch python]  (torch: checkpoints torch.save writes, BENCH_SIZE and
+#                  BENCH_TENSORS as the formats' files, and torchvision's resnet18;
+#                  http: shards and files served by Debian's nginx on 127.0.0.1)
 #   BENCH_FORMATS  [btf tenbin zio rten tmfile safetensors gguf npz npy]
 #                  (npy: one tensor only, the format holds one array)
 #   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated models (model, onnx) [1G, 1000]
@@ -68,7 +69,7 @@ SIZE=${BENCH_SIZE:-1G}
 MANY=${BENCH_TENSORS:-10000}
 REPS=${BENCH_REPS:-5}
 WARM=${BENCH_WARMUP:-1}
-CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model onnx recvfiles shards torch python}
+CASES=${BENCH_CASES:-open scan sha256 write durable convert zmq model onnx recvfiles shards http torch python}
 FORMATS=${BENCH_FORMATS:-btf tenbin zio rten tmfile safetensors gguf npz npy}
 MAXREPS=${BENCH_MAX_REPS:-$((4 * ${BENCH_REPS:-5}))}
 FAULT=${BENCH_FAULT_SIZE:-256M}
@@ -393,6 +394,51 @@ if has shards; then
   mkdir -p "$DATA/bench-lmdb"
   run $T lmdb --dir "$DATA/bench-lmdb" --sizes "$LCOUNTS" --reads "$LREADS"
   rm -rf "$DATA/bench-lmdb"
+fi
+
+# ------------------------------------------------------------ HTTP
+if has http; then
+  step "http: shards and model files from nginx on 127.0.0.1: iterate vs curl, ls reads the header only"
+  if command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; then
+    hd="$READ/bench-http"
+    mkdir -p "$hd/www"
+    run "$B" shards gen --out "$hd/www/small.tar" --size "$SIZE" --samples "$SSAMPLES"
+    run "$B" shards gen --out "$hd/www/large.tar" --size "$SIZE" --samples 16
+    run "$B" gen --format safetensors --size "$SIZE" --tensors "$MANY" --out "$hd/www/many.safetensors"
+    run "$B" gen --format gguf --size "$SIZE" --tensors "$MANY" --out "$hd/www/many.gguf"
+    sync -f "$hd/www/small.tar"
+    cat "$hd"/www/* >/dev/null
+    # nginx, stopped when this pipe closes
+    exec {NGW}> >(exec $PY "$ROOT/bench/py/http_serve.py" "$hd/www" "$hd" >"$hd/url")
+    for _ in $(seq 100); do [ -s "$hd/url" ] && break; sleep 0.1; done
+    U=$(head -1 "$hd/url")
+    for sh in small:"$SSAMPLES samples" large:"16 samples"; do
+      f=${sh%%:*}
+      run $T files spawn --case http_shards --group "${sh#*:}, $SIZE, from nginx" \
+        --out "$DATA/bench-http-none" --bytes-of "$hd/www/$f.tar" --quiet \
+        :: base:curl curl -s -o /dev/null "$U/$f.tar" :: "tensio:ls" "$CLI" ls "$U/$f.tar"
+    done
+    # bytes fetched by ls of a file over HTTP (nginx's access log: $body_bytes_sent)
+    log="$hd/nginx/access.log"
+    for f in many.safetensors many.gguf; do
+      n0=$(wc -l <"$log")
+      "$CLI" ls "$U/$f" >/dev/null
+      sleep 0.3
+      sent=$(tail -n +$((n0 + 1)) "$log" | awk '{s += $2} END {print s + 0}')
+      reqs=$(($(wc -l <"$log") - n0))
+      printf 'M\thttp_ls\t%s\ttensio:ls\tfetched\t%s\nM\thttp_ls\t%s\ttensio:ls\tsize\t%s\nM\thttp_ls\t%s\ttensio:ls\trequests\t%s\n' \
+        "$f, $MANY tensors" "$sent" "$f, $MANY tensors" "$(stat -c %s "$hd/www/$f")" "$f, $MANY tensors" "$reqs" >>"$RAW"
+    done
+    if [ -f "$BUILD/python/tensio/__init__.py" ] && $PY -c 'import numpy' 2>/dev/null; then
+      run env PYTHONPATH="$BUILD/python" $PY "$ROOT/bench/py/shard_read.py" "$hd/www/small.tar" \
+        --url "$U/small.tar" --group "$SSAMPLES samples, $SIZE, from nginx" --reps "$REPS" \
+        --max-reps "$MAXREPS" --warmup "$WARM"
+    fi
+    exec {NGW}>&-
+    rm -rf "$hd"
+  else
+    printf 'M\thttp_shards\t-\tbase:curl\tmissing\tno nginx (scripts/install-deps.sh installs it)\n' >>"$RAW"
+  fi
 fi
 
 # ------------------------------------------------------------ PyTorch

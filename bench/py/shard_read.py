@@ -27,7 +27,13 @@ handed; the tensio arrays' bytes are not read), "<what>: decode + crc32" also
 runs zlib.crc32 over every array's bytes (both read every byte; the crc32s
 of both subjects must agree, checked every repetition).
 
-Usage: shard_read.py SHARD --group WHAT [--reps N] [--max-reps N] [--warmup N]
+With --url URL (the same shard served by nginx, make bench's http case) the
+case is "shards_http_py": base:curl+tarfile+tenbin.py reads `curl -s URL`
+through the same tarfile loop, tensio:stream_shards iterates
+tensio.stream_shards(URL) (the shard read as a stream; arrays decoded from
+each member's bytes).
+
+Usage: shard_read.py SHARD --group WHAT [--url URL] [--reps N] [--max-reps N] [--warmup N]
 Run with Debian's /usr/bin/python3 and PYTHONPATH=<build>/python.
 """
 
@@ -35,6 +41,7 @@ import argparse
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tarfile
 import time
@@ -52,7 +59,27 @@ KEY_EXT = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
 
 def base_samples(path):
     """Samples as WebDataset's tar_file_expander + group_by_keys build them."""
-    with open(path, "rb") as f, tarfile.open(fileobj=f, mode="r|*") as tf:
+    with open(path, "rb") as f:
+        yield from tar_samples(f, path)
+
+
+def base_samples_url(url):
+    """The same from `curl -s URL` (WebDataset's gopen of a URL is a curl pipe)."""
+    p = subprocess.Popen(["curl", "-s", "--fail", url], stdout=subprocess.PIPE)
+    try:
+        yield from tar_samples(p.stdout, url)
+    finally:
+        p.stdout.close()
+        if p.wait() != 0:
+            raise RuntimeError(f"curl {url}: exit status {p.returncode}")
+
+
+def tensio_samples_url(url):
+    yield from tensio.stream_shards(url)
+
+
+def tar_samples(f, path):
+    with tarfile.open(fileobj=f, mode="r|*") as tf:
         cur = None
         for ti in tf:
             if not ti.isreg():
@@ -108,10 +135,18 @@ def main():
     ap.add_argument("--max-reps", type=int, default=0,
                     help="repeat until the last --reps paired ratios are within ±10 %% of "
                     "their median, at most this many (default: --reps)")
+    ap.add_argument("--url", help="the same shard served over HTTP: curl | tarfile against "
+                    "tensio.stream_shards (case shards_http_py)")
     a = ap.parse_args()
     a.max_reps = max(a.max_reps, a.reps)
     size = os.path.getsize(a.shard)
+    global CASE, BASE, SUBJECT
+    src = a.shard
     subjects = [(BASE, base_samples), (SUBJECT, tensio_samples)]
+    if a.url:
+        CASE, BASE, SUBJECT, src = ("shards_http_py", "base:curl+tarfile+tenbin.py",
+                                    "tensio:stream_shards", a.url)
+        subjects = [(BASE, base_samples_url), (SUBJECT, tensio_samples_url)]
     for crc, what in ((False, "decode"), (True, "decode + crc32")):
         g = f"{a.group}: {what}"
         times = {BASE: [], SUBJECT: []}
@@ -122,7 +157,7 @@ def main():
             order = subjects if r % 2 == 0 else subjects[::-1]
             for name, fn in order:
                 t0 = time.perf_counter()
-                got = one_pass(fn, a.shard, crc)
+                got = one_pass(fn, src, crc)
                 t = time.perf_counter() - t0
                 if seen.setdefault(name, got) != got:
                     sys.exit(f"shard_read.py: {name}: a different result between repetitions")
