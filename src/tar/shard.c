@@ -50,11 +50,17 @@ const char *tio_shard_compression(const tio_shard *s) { return s ? s->compressio
 
 static int lower(int ch) { return ch >= 'A' && ch <= 'Z' ? ch + ('a' - 'A') : ch; }
 
-static int ci_cmp(const char *a, const char *b) {
+int tio__shard_ext_cmp(const char *a, const char *b) {
     for (;; a++, b++) {
         int x = lower((unsigned char)*a), y = lower((unsigned char)*b);
         if (x != y || !x) return x - y;
     }
+}
+
+uint64_t tio__shard_ext_hash(const char *s) {
+    uint64_t h = UINT64_C(1469598103934665603); /* FNV-1a over the lower-cased bytes */
+    for (; *s; s++) h = (h ^ (uint64_t)lower((unsigned char)*s)) * UINT64_C(1099511628211);
+    return h;
 }
 
 typedef struct sort_item {
@@ -66,7 +72,7 @@ typedef struct sort_item {
 static int cmp_ext(const void *pa, const void *pb) {
     const sort_item *a = pa, *b = pb;
     if (a->group != b->group) return a->group < b->group ? -1 : 1;
-    int c = ci_cmp(a->s, b->s);
+    int c = tio__shard_ext_cmp(a->s, b->s);
     if (c) return c;
     return a->index < b->index ? -1 : a->index > b->index;
 }
@@ -147,7 +153,7 @@ static int group(tio_shard *s, tio_error *err) {
                                s->order[k]};
     if (grouped) qsort(items, grouped, sizeof *items, cmp_ext);
     for (size_t k = 1; k < grouped; k++)
-        if (items[k].group == items[k - 1].group && ci_cmp(items[k].s, items[k - 1].s) == 0)
+        if (items[k].group == items[k - 1].group && tio__shard_ext_cmp(items[k].s, items[k - 1].s) == 0)
             s->members[items[k].index].duplicate = 1;
     /* keys that come back after another key */
     for (size_t k = 0; k < s->nsamples; k++) items[k] = (sort_item){s->samples[k].key, 0, k};

@@ -19,6 +19,11 @@
 #define STREAM_BUF ((size_t)1 << 22) /* the buffer's size before it is compacted */
 #define READ_MAX ((size_t)1 << 20)   /* bytes one read asks for */
 
+typedef struct ext_slot {
+    uint64_t h;
+    char *s;
+} ext_slot;
+
 struct tio_shard_stream {
     char *label;       /* the source as messages name it */
     tio_limits lim;
@@ -33,6 +38,8 @@ struct tio_shard_stream {
     char *name;        /* m's name and key */
     char *last_key;    /* the previous member's key (samples: runs of one key) */
     size_t samples;
+    ext_slot *es;      /* the extensions of the current sample (m.duplicate) */
+    size_t ecap, en;
 };
 
 /* Up to n bytes of the source into dst: *got 0 at its end. */
@@ -58,6 +65,50 @@ static int reap(tio_shard_stream *s, int stop, tio_error *err) {
     return rc;
 }
 
+/* A new sample: no extension seen yet (a large table from a sample of many
+ * members is dropped, so that clearing stays O(members)). */
+static void ext_reset(tio_shard_stream *s) {
+    for (size_t i = 0; i < s->ecap; i++) free(s->es[i].s);
+    if (s->ecap > 64) {
+        free(s->es);
+        s->es = NULL;
+        s->ecap = 0;
+    } else if (s->ecap) {
+        memset(s->es, 0, s->ecap * sizeof *s->es);
+    }
+    s->en = 0;
+}
+
+/* Whether the current sample has a member with extension ext already (1),
+ * or not (0, ext added); -1: out of memory. Open addressing, O(1). */
+static int ext_seen(tio_shard_stream *s, const char *ext) {
+    if (2 * (s->en + 1) > s->ecap) {
+        size_t nc = s->ecap ? 2 * s->ecap : 16;
+        ext_slot *t = calloc(nc, sizeof *t);
+        if (!t) return -1;
+        for (size_t i = 0; i < s->ecap; i++) {
+            if (!s->es[i].s) continue;
+            size_t j = (size_t)s->es[i].h & (nc - 1);
+            while (t[j].s) j = (j + 1) & (nc - 1);
+            t[j] = s->es[i];
+        }
+        free(s->es);
+        s->es = t;
+        s->ecap = nc;
+    }
+    uint64_t h = tio__shard_ext_hash(ext);
+    for (size_t i = (size_t)h & (s->ecap - 1);; i = (i + 1) & (s->ecap - 1)) {
+        if (!s->es[i].s) {
+            s->es[i].s = strdup(ext);
+            if (!s->es[i].s) return -1;
+            s->es[i].h = h;
+            s->en++;
+            return 0;
+        }
+        if (s->es[i].h == h && tio__shard_ext_cmp(s->es[i].s, ext) == 0) return 1;
+    }
+}
+
 void tio_shard_stream_free(tio_shard_stream *s) {
     if (!s) return;
     (void)reap(s, 1, NULL); /* a command not read to its end is stopped */
@@ -66,6 +117,8 @@ void tio_shard_stream_free(tio_shard_stream *s) {
     free(s->name);
     free(s->last_key);
     free(s->label);
+    ext_reset(s);
+    free(s->es);
     free(s);
 }
 
@@ -232,8 +285,12 @@ int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio
                     free(s->last_key);
                     s->last_key = strdup(s->m.key);
                     if (!s->last_key) return tio__nomem(err, FMT);
+                    ext_reset(s);
                 }
                 s->m.sample = s->samples - 1;
+                int dup = ext_seen(s, s->m.ext);
+                if (dup < 0) return tio__nomem(err, FMT);
+                s->m.duplicate = dup;
             }
             s->used += cur.pos;
             *out = &s->m;

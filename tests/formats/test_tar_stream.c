@@ -82,6 +82,7 @@ static void same_as(const char *mapped, const char *source) {
         assert_int_equal(m->offset, r->offset);
         assert_int_equal(m->size, r->size);
         assert_int_equal(m->sample, r->sample);
+        assert_int_equal(m->duplicate, r->duplicate);
         assert_memory_equal(m->data, r->data, m->size);
     }
     assert_int_equal(n, tio_shard_member_count(s));
@@ -125,7 +126,8 @@ static void test_buffer(void **state) {
     char name[64];
     for (int i = 0; i < 420; i++) {
         size_t sz = i == 300 ? large : (size_t)(20000 + (i * 7919) % 17000);
-        snprintf(name, sizeof name, "m/%05d.%s", i / 3, i % 3 ? "bin" : "cls");
+        /* KEY.cls, KEY.bin, KEY.BIN: the third a duplicate (case ignored) */
+        snprintf(name, sizeof name, "m/%05d.%s", i / 3, i % 3 ? i % 3 == 1 ? "bin" : "BIN" : "cls");
         OK(tio_shard_writer_add_bytes(w, name, buf + (size_t)i * 97 % 4096,
                                       sz > large - 4096 ? large - 4096 : sz, &e));
     }
