@@ -32,7 +32,10 @@ class Shard:
     them (extensions lower-cased). With decode (the default) a .ten member is
     a list of arrays (what WebDataset's tenbin decoder returns), a .npy one an
     array, another tensor member a tensio.Container, anything else bytes;
-    without decode every value is bytes."""
+    without decode every value is bytes. decode may also be a function
+    (container, format name) -> value, called for each tensor member (a
+    member of no tensor format stays bytes): tensio.torch gives torch
+    tensors that way."""
 
     def __init__(self, source, limits=None, decode=True):
         if isinstance(source, (str, _os.PathLike)):
@@ -101,12 +104,7 @@ class Shard:
         m = self.members[i]
         if not decode or m.format is None:
             return self._o().data(i)
-        c = self.open(i)
-        if m.format == "tenbin":
-            return list(c)
-        if m.format == "npy":
-            return c[0]
-        return c
+        return _decoded(self.open(i), m.format, decode)
 
     def sample(self, i, decode=None):
         """Sample i as a dict (see the class)."""
@@ -143,6 +141,20 @@ def shard_list(spec, limits=None):
     return _tensio.shard_list(_os.fspath(spec), _limits_tuple(limits))
 
 
+def _arrays(c, fmt):
+    """decode=True's value of a tensor member opened as c: .ten a list of
+    arrays, .npy its array, another format the Container."""
+    if fmt == "tenbin":
+        return list(c)
+    if fmt == "npy":
+        return c[0]
+    return c
+
+
+def _decoded(c, fmt, decode):
+    return (decode if callable(decode) else _arrays)(c, fmt)
+
+
 def _format_for(name, exts):
     base = name.rsplit("/", 1)[-1].lower()
     best = None
@@ -158,7 +170,8 @@ def stream_shards(spec, limits=None, decode=True):
     http(s) URL; memory bounded by the largest member and
     limits["max_member_bytes"]): WebDataset-style dicts {"__key__": key,
     "__url__": shard, ext: value}, a sample per run of members with one key,
-    values decoded as tensio.Shard decodes them (decode=False: bytes)."""
+    values decoded as tensio.Shard decodes them (decode=False: bytes; a
+    function: as for Shard)."""
     from . import formats, loads
     exts = [(e.lower(), n) for n, f in formats().items() for e in f["extensions"]]
     lim = _limits_tuple(limits)
@@ -181,8 +194,7 @@ def stream_shards(spec, limits=None, decode=True):
                 if fmt is None:
                     sample[ext.lower()] = data
                     continue
-                c = loads(data, format=fmt, limits=limits)
-                sample[ext.lower()] = list(c) if fmt == "tenbin" else c[0] if fmt == "npy" else c
+                sample[ext.lower()] = _decoded(loads(data, format=fmt, limits=limits), fmt, decode)
             if sample is not None:
                 yield sample
         finally:

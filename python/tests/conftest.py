@@ -1,18 +1,22 @@
 """Shared helpers: where the vectors are (as tests/cli/test_convert_rten.py
-finds them: $TIO_TEST_VECTORS, then $TIO_SHARED_VECTORS) and how the
-manifests describe their tensors (tests/vectors/README.shared.md)."""
+finds them: $TIO_TEST_VECTORS, then $TIO_SHARED_VECTORS), how the
+manifests describe their tensors (tests/vectors/README.shared.md), tar
+shards by Python's tarfile, and Debian's nginx serving a module's files."""
 
 import hashlib
 import json
 import os
+import sys
 
 import numpy as np
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 LOCAL = os.environ.get("TIO_TEST_VECTORS") or os.path.join(REPO, "tests", "vectors")
 SHARED = os.environ.get("TIO_SHARED_VECTORS") or os.path.join(REPO, "..", "shared", "vectors")
 VECTOR_DIRS = [LOCAL, SHARED]
+sys.path.insert(0, os.path.join(REPO, "tests", "source"))  # http_servers.py
 
 
 def vec(rel):
@@ -79,3 +83,23 @@ def all_vector_files():
     for name in vec_list("tmfile", ".tmfile"):
         out.append("tmfile/" + name)
     return out
+
+
+def tar_shard(out, files):
+    """A shard of files in order, by Python's tarfile (ustar)."""
+    import tarfile
+    with tarfile.open(out, "w", format=tarfile.USTAR_FORMAT) as t:
+        for f in files:
+            t.add(f, arcname=os.path.basename(f))
+
+
+@pytest.fixture(scope="module")
+def nginx(www):
+    """Debian's nginx (tests/source/http_servers.py) on 127.0.0.1, serving
+    the directory www / "www", where www is the requesting module's own
+    fixture (a module-scoped temporary directory); its URL. nginx missing
+    fails the module's tests."""
+    from http_servers import Nginx
+    ng = Nginx(str(www), str(www / "www"))
+    yield ng.url
+    ng.stop()

@@ -3,17 +3,12 @@ misbehaving server of the tests' own on 127.0.0.1 (tests/source/
 http_servers.py): the arrays numpy wrote, lazily fetched tensors, and the
 remote limits (max_remote_bytes, timeout_ms, max_retries) bounding an
 endless body and a stalled one. nginx missing fails the module's tests."""
-import os
-import sys
-
 import numpy as np
 import pytest
 
 import tensio
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "source"))
-from http_servers import Nginx, own_server, write_safetensors  # noqa: E402
+from conftest import tar_shard
+from http_servers import own_server, write_safetensors  # tests/source (conftest.py)
 
 A = np.arange(12, dtype=np.float32).reshape(3, 4)
 B = np.arange(200000, dtype=np.uint8)
@@ -36,21 +31,6 @@ def www(tmp_path_factory):
             files += [str(tmp / f"{k}{i:03d}.npy"), str(tmp / f"{k}{i:03d}.cls")]
         tar_shard(str(root / f"shard-{k:03d}.tar"), files)
     return d
-
-
-def tar_shard(out, files):
-    """A shard of files in order, by Python's tarfile (ustar)."""
-    import tarfile
-    with tarfile.open(out, "w", format=tarfile.USTAR_FORMAT) as t:
-        for f in files:
-            t.add(f, arcname=os.path.basename(f))
-
-
-@pytest.fixture(scope="module")
-def nginx(www):
-    ng = Nginx(str(www), str(www / "www"))
-    yield ng.url
-    ng.stop()
 
 
 @pytest.fixture(scope="module")
