@@ -131,10 +131,10 @@ class ShardDataset(_data.IterableDataset):
     .npy a tensor, another format a dict name -> tensor), other members
     bytes; decode=False: every value bytes; a function (container, format)
     -> value: its result. Tensors are zero-copy where the data allow:
-      - a mapped shard's tensors are views of the mapping, READ-ONLY memory
-        (DLPack cannot say so: writing into one, x.add_(1), is a SIGSEGV;
-        clone() first). A member whose data are not aligned to the element
-        size is copied.
+      - a mapped shard's tensors are views of the mapping, which is
+        copy-on-write: an in-place op (x.add_(1)) gives the process its own
+        copy of the pages it writes, never the file's. A member whose data
+        are not aligned to the element size is copied.
       - a streamed shard's member is copied once out of the stream's
         buffer (bytes); its tensors are views of that copy.
       - batching copies (stacking), and a DataLoader worker's tensors reach

@@ -122,6 +122,23 @@ def test_local_zero_copy(www, local):
         assert raw[at:at + t.numel() * t.element_size()] == t.numpy().tobytes()
 
 
+def test_in_place_on_mapped(www, local):
+    """A mapped shard is copy-on-write: an in-place op on a zero-copy tensor
+    changes that process's copy of the page, never the file or another view."""
+    path = str(www / "www" / "shard-3.tar")
+    with open(path, "rb") as f:
+        before = f.read()
+    s = next(iter(tt.ShardDataset(path)))
+    x = s["npy"]
+    want = x.clone()
+    x.add_(1)  # was a SIGSEGV on a PROT_READ mapping
+    assert torch.equal(x, want + 1)
+    with open(path, "rb") as f:
+        assert f.read() == before
+    again = next(iter(tt.ShardDataset(path)))["npy"]
+    assert torch.equal(again, want)
+
+
 def test_remote_as_local(www, nginx, local):
     want = list(tt.ShardDataset(local))
     for spec in (nginx + "/shard-{0..6}.tar",

@@ -1,4 +1,5 @@
 /* WebDataset shards: a tar mapped, its members grouped into samples. */
+#define _DEFAULT_SOURCE /* MAP_NORESERVE */
 #include "tar/tar.h"
 
 #include <errno.h>
@@ -285,7 +286,14 @@ int tio_shard_open(const char *path, const tio_limits *limits, tio_shard **out,
     }
     size_t size = (size_t)st.st_size;
     if (size) {
-        void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        /* Private and writable, copy-on-write: DLPack has no read-only flag, so
+         * torch believes a member's tensor writable, and an in-place op on a
+         * sample (x.div_(255)) would fault on a PROT_READ page. It gets its own
+         * copy of the pages it writes; the file is never written. NORESERVE:
+         * pages only read commit no memory. Where that is refused (strict
+         * overcommit), the mapping is read-only. */
+        void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+        if (m == MAP_FAILED) m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
             int e = errno;
             close(fd);
