@@ -19,6 +19,13 @@ static int ends_with(const char *s, const char *suffix) {
 
 int cli_is_shard(const char *path, const char *format) {
     if (format || !path || strcmp(path, "-") == 0) return 0;
+    const char *sep = strstr(path, "::"); /* a list: as its first shard */
+    if (sep) {
+        char *first = strndup(path, (size_t)(sep - path));
+        int shard = first && cli_is_shard(first, NULL);
+        free(first);
+        return shard;
+    }
     /* a command's output: a file when the command ends with a tensor
      * format's extension ("pipe:curl -s URL/m.safetensors"), else a shard
      * ("pipe:aws s3 cp s3://b/shard-000.tar -") */
@@ -47,9 +54,6 @@ int cli_is_shard(const char *path, const char *format) {
 static int open_shard(const char *path, const tio_limits *lim, tio_shard **out) {
     tio_error err;
     tio_error_clear(&err);
-    if (cli_is_url(path) || strncmp(path, "pipe:", 5) == 0)
-        return cli_error("%s: a shard from a URL or a command is read by ls only so far",
-                         path);
     if (tio_shard_open(path, lim, out, &err) != TIO_OK) {
         const char *msg = cli_errmsg(&err);
         if (err.code == TIO_E_IO) return cli_error("%s", msg); /* it names the file */
@@ -61,20 +65,12 @@ static int open_shard(const char *path, const tio_limits *lim, tio_shard **out) 
     return CLI_EXIT_OK;
 }
 
-/* Member i's container, or NULL with the reason printed (*failed set). */
-static tio_container *open_member(const char *path, tio_shard *s, size_t i, int *failed) {
-    tio_container *c = NULL;
-    tio_error err;
-    tio_error_clear(&err);
-    if (tio_shard_open_member(s, i, NULL, &c, &err) != TIO_OK) {
-        char *ep = cli_text_escape(path);
-        char *en = cli_text_escape(tio_shard_member_at(s, i)->name);
-        cli_error("%s: member %s: %s", ep ? ep : path, en ? en : "?", cli_errmsg(&err));
-        free(ep);
-        free(en);
-        *failed = 1;
-    }
-    return c;
+/* A member that did not decode, reported on stderr. */
+static void report_member(const char *path, const char *name, const tio_error *err) {
+    char *ep = cli_text_escape(path), *en = cli_text_escape(name);
+    cli_error("%s: member %s: %s", ep ? ep : path, en ? en : "?", cli_errmsg(err));
+    free(ep);
+    free(en);
 }
 
 /* ------------------------------------------------------------------- ls */
@@ -124,6 +120,8 @@ typedef struct msrc {
     size_t i;
     tio_shard_stream *st; /* or streamed */
     int failed;           /* a member did not decode (reported) */
+    int quiet;            /* not reported: the last one's error in merr (validate) */
+    tio_error merr;
     cli_hash_run hash;    /* ls --hash */
 } msrc;
 
@@ -149,27 +147,34 @@ static void msrc_close(msrc *q) {
 static int msrc_next(msrc *q, const tio_shard_member **m, const char **fmt, tio_container **c) {
     *c = NULL;
     *fmt = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    int orc = TIO_OK;
     if (q->s) {
         *m = tio_shard_member_at(q->s, q->i);
         if (!*m) return CLI_EXIT_OK;
         *fmt = tio_shard_member_format(q->s, q->i);
-        if (*fmt) *c = open_member(q->path, q->s, q->i, &q->failed);
+        if (*fmt) orc = tio_shard_open_member(q->s, q->i, NULL, c, &err); /* keeps the map */
         q->i++;
-        return CLI_EXIT_OK;
+    } else {
+        if (tio_shard_stream_next(q->st, m, &err) != TIO_OK) {
+            if (!q->quiet) return cli_error("%s", cli_errmsg(&err));
+            q->merr = err; /* the stream's error */
+            return CLI_EXIT_FAIL;
+        }
+        if (!*m) return CLI_EXIT_OK;
+        *fmt = tio_format_for_path((*m)->name);
+        tio_open_options o = {.format = *fmt, .limits = q->lim};
+        /* views of the stream's buffer: freed before the next member */
+        if (*fmt) orc = tio_open_memory((*m)->data, (size_t)(*m)->size, &o, c, &err);
     }
-    tio_error err;
-    tio_error_clear(&err);
-    if (tio_shard_stream_next(q->st, m, &err) != TIO_OK) return cli_error("%s", cli_errmsg(&err));
-    if (!*m) return CLI_EXIT_OK;
-    *fmt = tio_format_for_path((*m)->name);
-    tio_open_options o = {.format = *fmt, .limits = q->lim};
-    if (*fmt && tio_open_memory((*m)->data, (size_t)(*m)->size, &o, c, &err) != TIO_OK) {
-        char *ep = cli_text_escape(q->path), *en = cli_text_escape((*m)->name);
-        cli_error("%s: member %s: %s", ep ? ep : q->path, en ? en : "?", cli_errmsg(&err));
-        free(ep);
-        free(en);
+    if (orc != TIO_OK) {
         q->failed = 1;
-        *c = NULL; /* its views die with the next member: freed before */
+        *c = NULL;
+        if (q->quiet)
+            q->merr = err;
+        else
+            report_member(q->path, (*m)->name, &err);
     }
     return CLI_EXIT_OK;
 }
@@ -290,13 +295,16 @@ static int ls_one_shard(const char *path, const tio_limits *lim, int json, int h
     return rc;
 }
 
+/* What one shard of a list gets: printed, or (into != NULL) appended to into. */
+typedef int (*shard_fn)(const char *path, const tio_limits *lim, int json, int hash,
+                        json_t *into);
+
 /* A shard, or a list in WebDataset's notation ("shard-{000..099}.tar",
- * "{train,val}-{0..9}.tar", "::" between lists): each shard listed in turn
- * under its name (with --json, an array of the shards' objects); a shard
- * that fails is reported and the others still listed (exit 1). */
-int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash) {
-    if (!strchr(path, '{') && !strstr(path, "::"))
-        return ls_one_shard(path, lim, json, hash, NULL);
+ * "{train,val}-{0..9}.tar", "::" between lists): fn for each shard in
+ * turn, under its name (with --json, an array of the shards' objects); a
+ * shard that fails is reported and the others still done (exit 1). */
+static int each_shard(const char *path, const tio_limits *lim, int json, int hash, shard_fn fn) {
+    if (!strchr(path, '{') && !strstr(path, "::")) return fn(path, lim, json, hash, NULL);
     char **list = NULL;
     size_t n = 0;
     tio_error err;
@@ -316,7 +324,7 @@ int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash) {
             free(en);
             fflush(stdout); /* before a failure's message on stderr */
         }
-        if (ls_one_shard(list[i], lim, json, hash, all) != CLI_EXIT_OK) rc = CLI_EXIT_FAIL;
+        if (fn(list[i], lim, json, hash, all) != CLI_EXIT_OK) rc = CLI_EXIT_FAIL;
     }
     if (all) {
         int prc = cli_json_print(all);
@@ -324,6 +332,10 @@ int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash) {
     }
     tio_shard_list_free(list, n);
     return rc;
+}
+
+int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash) {
+    return each_shard(path, lim, json, hash, ls_one_shard);
 }
 
 /* ----------------------------------------------------------------- info */
@@ -337,8 +349,9 @@ static int by_name(const void *a, const void *b) {
     return strcmp(((const count_item *)a)->name, ((const count_item *)b)->name);
 }
 
-/* Sorts items and folds equal names: returns the distinct count. */
-static size_t fold(count_item *it, size_t n) {
+/* Sorts items and folds equal names: returns the distinct count (owned:
+ * the names folded away are freed). */
+static size_t fold(count_item *it, size_t n, int owned) {
     if (!n) return 0;
     qsort(it, n, sizeof *it, by_name);
     size_t k = 0;
@@ -346,6 +359,7 @@ static size_t fold(count_item *it, size_t n) {
         if (strcmp(it[i].name, it[k].name) == 0) {
             it[k].count += it[i].count;
             it[k].bytes += it[i].bytes;
+            if (owned) free((char *)(uintptr_t)it[i].name);
         } else {
             it[++k] = it[i];
         }
@@ -367,56 +381,71 @@ static json_t *counts_json(const count_item *it, size_t n) {
     return o;
 }
 
-int cli_shard_info(const char *path, int json) {
-    tio_shard *s = NULL;
-    int rc = open_shard(path, NULL, &s);
+/* Adds (name, bytes) to *it (grown; folded now and then so that it stays
+ * small). owned: name is copied (a streamed member's strings die with it). */
+static int count_add(count_item **it, size_t *n, size_t *cap, const char *name, uint64_t bytes,
+                     int owned) {
+    if (*n == *cap) {
+        if (*n > 4096) *n = fold(*it, *n, owned);
+        if (*n == *cap) {
+            count_item *d = realloc(*it, 2 * *cap * sizeof *d);
+            if (!d) return cli_error("out of memory");
+            *it = d;
+            *cap *= 2;
+        }
+    }
+    const char *nm = owned ? strdup(name) : name;
+    if (!nm) return cli_error("out of memory");
+    (*it)[(*n)++] = (count_item){nm, 1, bytes};
+    return CLI_EXIT_OK;
+}
+
+static void counts_free(count_item *it, size_t n, int owned) {
+    for (size_t i = 0; owned && i < n; i++) free((char *)(uintptr_t)it[i].name);
+    free(it);
+}
+
+static int info_one(const char *path, const tio_limits *lim, int json, int hash, json_t *into) {
+    (void)hash;
+    msrc q;
+    int rc = msrc_open(&q, path, lim);
     if (rc != CLI_EXIT_OK) return rc;
-    size_t n = tio_shard_member_count(s), nd = 0, cap = 16, loose = 0, failed_n = 0;
-    int failed = 0;
+    int owned = q.st != NULL;
+    size_t n = 0, ne = 0, ecap = 64, nd = 0, dcap = 16, loose = 0, failed_n = 0;
     uint64_t member_bytes = 0, tensor_bytes = 0, ntensors = 0;
-    count_item *exts = malloc((n ? n : 1) * sizeof *exts);
-    count_item *dts = malloc(cap * sizeof *dts);
+    count_item *exts = malloc(ecap * sizeof *exts), *dts = malloc(dcap * sizeof *dts);
     if (!exts || !dts) rc = cli_error("out of memory");
-    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
-        const tio_shard_member *m = tio_shard_member_at(s, i);
-        exts[i] = (count_item){m->ext[0] ? m->ext : "(none)", 1, m->size};
+    while (rc == CLI_EXIT_OK) {
+        const tio_shard_member *m;
+        const char *fmt;
+        tio_container *c;
+        rc = msrc_next(&q, &m, &fmt, &c);
+        if (rc != CLI_EXIT_OK || !m) break;
+        n++;
         member_bytes += m->size;
         if (m->sample == TIO_SHARD_NONE) loose++;
-        if (!tio_shard_member_format(s, i)) continue;
-        int f = 0;
-        tio_container *c = open_member(path, s, i, &f);
-        failed |= f;
-        failed_n += (size_t)f;
+        rc = count_add(&exts, &ne, &ecap, m->ext[0] ? m->ext : "(none)", m->size, owned);
+        if (fmt && !c) failed_n++;
         size_t nt = c ? tio_container_count(c) : 0;
-        for (size_t t = 0; t < nt; t++) {
-            const tio_tensor *x = tio_container_tensor(c, t);
-            if (nd == cap) {
-                count_item *d = realloc(dts, 2 * cap * sizeof *d);
-                if (!d) {
-                    rc = cli_error("out of memory");
-                    break;
-                }
-                dts = d;
-                cap *= 2;
-            }
-            dts[nd++] = (count_item){cli_tensor_dtype_name(x), 1, tio_tensor_nbytes(x)};
+        for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
+            const tio_tensor *x = tio_container_tensor(c, t); /* dtype names: static */
+            rc = count_add(&dts, &nd, &dcap, cli_tensor_dtype_name(x), tio_tensor_nbytes(x), 0);
             tensor_bytes += tio_tensor_nbytes(x);
             ntensors++;
         }
-        tio_container_free(c); /* dtype names are static strings */
-        /* fold now and then so that dts stays small */
-        if (nd > 4096) nd = fold(dts, nd);
+        tio_container_free(c);
     }
-    size_t ne = rc == CLI_EXIT_OK ? fold(exts, n) : 0;
-    nd = rc == CLI_EXIT_OK ? fold(dts, nd) : 0;
+    ne = rc == CLI_EXIT_OK ? fold(exts, ne, owned) : ne;
+    nd = rc == CLI_EXIT_OK ? fold(dts, nd, 0) : 0;
+    size_t ns = msrc_samples(&q);
+    const char *z = q.s ? tio_shard_compression(q.s) : NULL;
     if (rc == CLI_EXIT_OK && json) {
         json_t *root = json_object();
         int bad = !root;
         bad |= cli_json_set(root, "file", cli_json_str(path));
         bad |= cli_json_set(root, "format", json_string("tar"));
-        bad |= cli_json_set(root, "compression", cli_json_str(tio_shard_compression(s)));
-        bad |= cli_json_set(root, "samples",
-                            json_integer((json_int_t)tio_shard_sample_count(s)));
+        bad |= cli_json_set(root, "compression", cli_json_str(z));
+        bad |= cli_json_set(root, "samples", json_integer((json_int_t)ns));
         bad |= cli_json_set(root, "members", json_integer((json_int_t)n));
         bad |= cli_json_set(root, "members_without_sample", json_integer((json_int_t)loose));
         bad |= cli_json_set(root, "member_bytes", json_integer((json_int_t)member_bytes));
@@ -428,17 +457,18 @@ int cli_shard_info(const char *path, int json) {
         if (bad) {
             json_decref(root);
             rc = cli_error("out of memory");
+        } else if (into) {
+            if (json_array_append_new(into, root) != 0) rc = cli_error("out of memory");
         } else {
             rc = cli_json_print(root);
         }
     } else if (rc == CLI_EXIT_OK) {
         char *ep = cli_text_escape(path);
-        const char *z = tio_shard_compression(s);
-        printf("file: %s\nformat: tar (WebDataset shard%s%s)\n", ep ? ep : path,
-               z ? ", " : "", z ? z : "");
+        printf("file: %s\nformat: tar (WebDataset shard%s%s%s)\n", ep ? ep : path,
+               z ? ", " : "", z ? z : "", q.st ? ", read as a stream" : "");
         free(ep);
-        printf("samples: %zu\nmembers: %zu (%zu in no sample), %llu bytes\n",
-               tio_shard_sample_count(s), n, loose, (unsigned long long)member_bytes);
+        printf("samples: %zu\nmembers: %zu (%zu in no sample), %llu bytes\n", ns, n, loose,
+               (unsigned long long)member_bytes);
         printf("extensions:\n");
         for (size_t i = 0; i < ne; i++) {
             char *e = cli_text_escape(exts[i].name);
@@ -456,11 +486,14 @@ int cli_shard_info(const char *path, int json) {
                    (unsigned long long)dts[i].bytes);
         if (failed_n) printf("undecodable members: %zu\n", failed_n);
     }
-    free(exts);
-    free(dts);
-    tio_shard_free(s);
+    counts_free(exts, ne, owned);
+    counts_free(dts, nd, 0);
+    int failed = q.failed;
+    msrc_close(&q);
     return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
 }
+
+int cli_shard_info(const char *path, int json) { return each_shard(path, NULL, json, 0, info_one); }
 
 /* ------------------------------------------------------------- validate */
 
@@ -476,37 +509,55 @@ static void webdataset_finding(const char *path, json_t *errors, uint64_t offset
     cli_validate_finding(path, errors, &e);
 }
 
-size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
+/* A finding about member m (its container's warning, or why it did not
+ * decode): the message prefixed with the member. */
+static void member_finding(const char *path, json_t *errors, const tio_shard_member *m,
+                           const tio_error *err) {
+    tio_error e = *err;
+    snprintf(e.message, sizeof e.message, "member \"%s\": %s", m->name, cli_errmsg(err));
+    cli_validate_finding(path, errors, &e);
+}
+
+static size_t validate_one(const char *path, int verbose, json_t *files) {
     json_t *errors = NULL, *fo = files ? cli_validate_json_file(files, path, &errors) : NULL;
     if (files) {
         if (!fo) return 1;
         cli_json_set(fo, "format", json_string("tar"));
         cli_json_set(fo, "errors", errors);
     }
-    tio_shard *s = NULL;
+    msrc q;
+    memset(&q, 0, sizeof q);
     tio_error err;
     tio_error_clear(&err);
-    if (tio_shard_open(path, NULL, &s, &err) != TIO_OK) {
-        cli_validate_finding(path, errors, &err);
-        if (fo) {
-            cli_json_set(fo, "valid", json_false());
-            cli_json_set(fo, "tensors", json_null());
-        }
-        return 1;
-    }
-    size_t problems = 0, ntensors = 0, n = tio_shard_member_count(s);
-    for (size_t i = 0; i < tio_shard_sample_count(s); i++) {
-        const tio_shard_sample *sm = tio_shard_sample_at(s, i);
+    int orc = TIO_OK;
+    q.path = path;
+    q.quiet = 1;
+    if (cli_is_url(path) || strncmp(path, "pipe:", 5) == 0)
+        orc = tio_shard_stream_open(path, NULL, &q.st, &err);
+    else
+        orc = tio_shard_open(path, NULL, &q.s, &err);
+    size_t problems = 0, ntensors = 0, n = 0;
+    for (size_t i = 0; orc == TIO_OK && q.s && i < tio_shard_sample_count(q.s); i++) {
+        const tio_shard_sample *sm = tio_shard_sample_at(q.s, i);
         if (sm->duplicate_of == TIO_SHARD_NONE) continue;
-        const tio_shard_member *m = tio_shard_member_at(s, tio_shard_sample_member(s, i, 0));
+        const tio_shard_member *m = tio_shard_member_at(q.s, tio_shard_sample_member(q.s, i, 0));
         webdataset_finding(path, errors, m->offset,
                            "tar: member \"%s\": sample key \"%s\" came before, then another "
                            "key: WebDataset yields a second sample with it",
                            m->name, sm->key);
         problems++;
     }
-    for (size_t i = 0; i < n; i++) {
-        const tio_shard_member *m = tio_shard_member_at(s, i);
+    while (orc == TIO_OK) {
+        const tio_shard_member *m;
+        const char *fmt;
+        tio_container *c;
+        if (msrc_next(&q, &m, &fmt, &c) != CLI_EXIT_OK) { /* the stream's (a cut, a URL) */
+            err = q.merr;
+            orc = err.code;
+            break;
+        }
+        if (!m) break;
+        n++;
         if (m->duplicate) {
             webdataset_finding(path, errors, m->offset,
                                "tar: member \"%s\": sample \"%s\" has a member with this "
@@ -514,16 +565,9 @@ size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
                                m->name, m->key);
             problems++;
         }
-        if (!tio_shard_member_format(s, i)) continue;
-        tio_container *c = NULL;
-        tio_open_options o;
-        memset(&o, 0, sizeof o);
-        tio_error_clear(&err);
-        if (tio_shard_open_member(s, i, &o, &c, &err) != TIO_OK) {
-            tio_error e = err;
-            snprintf(e.message, sizeof e.message, "member \"%s\": %s", m->name,
-                     cli_errmsg(&err));
-            cli_validate_finding(path, errors, &e);
+        if (!fmt) continue;
+        if (!c) {
+            member_finding(path, errors, m, &q.merr);
             problems++;
             continue;
         }
@@ -531,48 +575,95 @@ size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
         for (size_t w = 0; w < tio_container_warning_count(c); w++) {
             const tio_error *we = tio_container_warning(c, w);
             if (!we) continue;
-            tio_error e = *we;
-            snprintf(e.message, sizeof e.message, "member \"%s\": %s", m->name,
-                     cli_errmsg(we));
-            cli_validate_finding(path, errors, &e);
+            member_finding(path, errors, m, we);
             problems++;
         }
         tio_container_free(c);
     }
-    if (fo) {
+    if (orc != TIO_OK) {
+        cli_validate_finding(path, errors, &err);
+        problems++;
+    }
+    size_t ns = msrc_samples(&q);
+    if (fo && orc != TIO_OK && !n) {
+        cli_json_set(fo, "valid", json_false());
+        cli_json_set(fo, "tensors", json_null());
+    } else if (fo) {
         cli_json_set(fo, "valid", json_boolean(problems == 0));
-        cli_json_set(fo, "samples", json_integer((json_int_t)tio_shard_sample_count(s)));
+        cli_json_set(fo, "samples", json_integer((json_int_t)ns));
         cli_json_set(fo, "members", json_integer((json_int_t)n));
         cli_json_set(fo, "tensors", json_integer((json_int_t)ntensors));
     } else if (!problems && verbose) {
         char *ep = cli_text_escape(path);
-        printf("%s: ok (tar shard, %zu sample%s, %zu member%s, %zu tensor%s)\n",
-               ep ? ep : path, tio_shard_sample_count(s),
-               tio_shard_sample_count(s) == 1 ? "" : "s", n, n == 1 ? "" : "s", ntensors,
-               ntensors == 1 ? "" : "s");
+        printf("%s: ok (tar shard%s, %zu sample%s, %zu member%s, %zu tensor%s)\n",
+               ep ? ep : path, q.st ? " read as a stream" : "", ns, ns == 1 ? "" : "s", n,
+               n == 1 ? "" : "s", ntensors, ntensors == 1 ? "" : "s");
         free(ep);
     }
-    tio_shard_free(s);
+    msrc_close(&q);
+    return problems;
+}
+
+/* A shard or a list of them (each its own file in the report): problems. */
+size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
+    if (!strchr(path, '{') && !strstr(path, "::")) return validate_one(path, verbose, files);
+    char **list = NULL;
+    size_t n = 0, problems = 0;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_shard_list_expand(path, NULL, &list, &n, &err) != TIO_OK) {
+        json_t *errors = NULL;
+        if (files && cli_validate_json_file(files, path, &errors)) cli_validate_finding(path, errors, &err);
+        else if (!files) cli_validate_finding(path, NULL, &err);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) problems += validate_one(list[i], verbose, files);
+    tio_shard_list_free(list, n);
     return problems;
 }
 
 /* ----------------------------------------------------------------- dump */
 
+/* Member `member` of a shard: mapped, found by name (its container keeps
+ * the mapping alive); streamed, read up to it and its bytes copied. */
 int cli_shard_open_member(const char *path, const char *member, tio_container **out) {
-    tio_shard *s = NULL;
-    int rc = open_shard(path, NULL, &s);
+    msrc q;
+    int rc = msrc_open(&q, path, NULL);
     if (rc != CLI_EXIT_OK) return rc;
-    size_t i = tio_shard_find(s, member);
-    int failed = 0;
-    if (i == TIO_SHARD_NONE) {
+    tio_error err;
+    tio_error_clear(&err);
+    const tio_shard_member *m = NULL;
+    if (q.s) {
+        size_t i = tio_shard_find(q.s, member);
+        m = tio_shard_member_at(q.s, i);
+        if (m && tio_shard_open_member(q.s, i, NULL, out, &err) != TIO_OK)
+            rc = CLI_EXIT_FAIL;
+    } else {
+        while ((rc = tio_shard_stream_next(q.st, &m, &err) == TIO_OK ? CLI_EXIT_OK : CLI_EXIT_FAIL)
+                   == CLI_EXIT_OK && m && strcmp(m->name, member) != 0) {
+        }
+        if (rc != CLI_EXIT_OK) {
+            cli_error("%s", cli_errmsg(&err));
+            m = NULL;
+        }
+        /* the stream's buffer is reused: the container owns a copy */
+        tio_open_options o = {.format = m ? tio_format_for_path(m->name) : NULL,
+                              .flags = TIO_OPEN_COPY};
+        if (m && tio_open_memory(m->data, (size_t)m->size, &o, out, &err) != TIO_OK)
+            rc = CLI_EXIT_FAIL;
+        if (rc != CLI_EXIT_OK && !m) {
+            msrc_close(&q);
+            return rc;
+        }
+    }
+    if (!m) {
         char *ep = cli_text_escape(path), *em = cli_text_escape(member);
         rc = cli_error("%s: no member %s (see tensio ls)", ep ? ep : path, em ? em : "?");
         free(ep);
         free(em);
-    } else {
-        *out = open_member(path, s, i, &failed); /* keeps the mapping alive */
-        if (failed) rc = CLI_EXIT_FAIL;
+    } else if (rc != CLI_EXIT_OK) {
+        report_member(path, member, &err);
     }
-    tio_shard_free(s);
+    msrc_close(&q);
     return rc;
 }

@@ -263,11 +263,48 @@ def test_brace_list(tmp, ten):
 
 
 def expect_fail(name, path, *cmds):
-    for cmd in cmds or (("ls",), ("info",), ("validate",)):
-        p = run(*cmd, path, ok=False)
-        check(name + " " + cmd[0], p.returncode == 1, "exit %d" % p.returncode)
-        check(name + " " + cmd[0] + " message", "tar: " in p.stdout + p.stderr,
-              p.stdout + p.stderr)
+    for src in (path, "pipe:cat '%s'" % path):  # mapped, and read as a stream
+        for cmd in cmds or (("ls",), ("info",), ("validate",)):
+            p = run(*cmd, src, ok=False)
+            check(name + " " + cmd[0], p.returncode == 1, "exit %d" % p.returncode)
+            check(name + " " + cmd[0] + " message", "tar: " in p.stdout + p.stderr,
+                  p.stdout + p.stderr)
+
+
+def test_streamed_commands(tmp, ten):
+    """info, validate and dump of a shard read as a stream (pipe:) say what
+    they say of the mapped file; of a list, each shard in turn."""
+    path = os.path.join(tmp, "streamed.tar")
+    npy = os.path.join(VEC, "npy", "f4_c.npy")
+    with open(npy, "rb") as f:
+        npyb = f.read()
+    write_tar(path, [("a.ten", ten), ("a.npy", npyb), ("a.cls", b"1"), ("b.ten", ten),
+                     ("b.TEN", ten), ("c.npy", npyb[:20])], tarfile.USTAR_FORMAT)
+    src = "pipe:cat '%s'" % path
+    jl = json.loads(run("info", "--json", path, ok=False).stdout)
+    js = json.loads(run("info", "--json", src, ok=False).stdout)
+    check("streamed info json", {**jl, "file": src} == js, "%s\n%s" % (jl, js))
+    tl = run("info", path, ok=False).stdout.replace(path, "F")
+    ts = run("info", src, ok=False).stdout.replace(src, "F").replace(", read as a stream", "")
+    check("streamed info text", tl == ts, tl + ts)
+    vl = json.loads(run("validate", "--json", path, ok=False).stdout)["files"][0]
+    vs = json.loads(run("validate", "--json", src, ok=False).stdout)["files"][0]
+    check("streamed validate", vs["valid"] is False and
+          [e["message"] for e in vs["errors"]] == [e["message"] for e in vl["errors"]] and
+          len(vs["errors"]) == 2, "%s\n%s" % (vl, vs))  # b.TEN duplicate, c.npy cut
+    for m in ("a.ten", "a.npy"):
+        dl = run("dump", "--json", path, m).stdout
+        ds = run("dump", "--json", src, m).stdout
+        check("streamed dump " + m, dl == ds and dl, ds)
+    p = run("dump", src, "nope.npy", ok=False)
+    check("streamed dump missing", p.returncode == 1 and "no member nope.npy" in p.stderr,
+          p.stderr)
+    lst = os.path.join(tmp, "stream{ed,ed}.tar")
+    both = json.loads(run("info", "--json", lst, ok=False).stdout)
+    check("info of a list", [b["file"] for b in both] == [path, path] and both[0] == jl,
+          str(both)[:300])
+    v = json.loads(run("validate", "--json", lst + "::" + src, ok=False).stdout)
+    check("validate of a list", [f["file"] for f in v["files"]] == [path, path, src], str(v))
 
 
 def test_hostile(tmp, ten):
@@ -700,6 +737,7 @@ def main():
         test_duplicates(tmp, ten)
         test_split(tmp)
         test_brace_list(tmp, ten)
+        test_streamed_commands(tmp, ten)
         test_compressed(tmp)
         test_hostile(tmp, ten)
         test_write_shard(tmp)

@@ -181,6 +181,13 @@ def main():
         check(ssize // 2 < sent <= ssize, f"a shard streamed: {sent} bytes of {ssize}")
         same_as_local(f"{U}/shard-000.tar", shard, "ls", "--hash", "@",
                       what="ls --hash of a shard over HTTP")
+        # the other shard commands read it as a stream too
+        same_as_local(f"{U}/shard-000.tar", shard, "info", "--json", "@",
+                      what="info --json of a shard over HTTP")
+        same_as_local(f"{U}/shard-000.tar", shard, "validate", "--json", "@",
+                      what="validate --json of a shard over HTTP")
+        same_as_local(f"{U}/shard-000.tar", shard, "dump", "--json", "@", "000017.npy",
+                      what="dump of a member of a shard over HTTP")
         # a brace list over HTTP: each shard under its name
         shutil.copy(shard, os.path.join(www, "shard-001.tar"))
         rc, out, err = run("ls", "--json", f"{U}/shard-{{000..001}}.tar")
