@@ -381,21 +381,50 @@ def shards_section(md, goals):
                if c == "shards_py" and "missing" in fa]
     if rows or missing:
         md.append("\nPython, the same shard, `bench/py/shard_read.py` in one Debian python3 "
-                  "process, the two subjects interleaved: `base:tarfile+tenbin.py` reads it as "
+                  "process, the subjects interleaved: `base:tarfile+tenbin.py` reads it as "
                   "WebDataset does (`tarfile` in streaming mode, each member's bytes read, "
                   "members grouped into samples by key, every .ten decoded by tenbin.py's "
                   "algorithm as in section 9); `tensio:Shard` iterates `tensio.Shard` "
                   "(`sample[\"ten\"]` the list of arrays, views into the mapped shard). "
-                  "*decode*: the samples' arrays built; *decode + crc32*: and `zlib.crc32` "
-                  "over every array's bytes (both subjects read every byte; their crc32s "
-                  "agree).\n")
+                  "*decode*: the samples' arrays built; *decode + touch*: and one byte of "
+                  "every 4 KiB of every array read (its pages mapped in); *decode + crc32*: "
+                  "`zlib.crc32` over every array's bytes instead (every subject reads every "
+                  "byte; their sums and crc32s agree). `tensio:ShardDataset` iterates `tensio.torch.ShardDataset(path)` "
+                  "in the process (one DataLoader worker's work: torch tensors, views of "
+                  "the mapping), `base:cat` reads the shard's bytes (1 MiB `readinto`), "
+                  "nothing decoded; with 16 samples of 64 MiB the dataset is compared with "
+                  "it.\n")
         if rows:
             md.append(table(["shard", "subject", "median", "min", "max", "GB/s of shard",
                              "per sample", "vs tarfile"], rows))
         if missing:
             md.append("\n" + "; ".join(missing) + ".\n")
+        dataset_goals(goals)
 
     lmdb_table(md, goals)
+
+
+def dataset_goals(goals):
+    """Issue 35's goals for tensio.torch.ShardDataset, one worker's work in
+    one process: ≥ 3× tarfile + tenbin.py where samples are small (under
+    1 MiB; every array's bytes checksummed by both), ≥ 1× cat (the shard's
+    bytes read) where they are large (every page of every array read)."""
+    for g in groups("shards_py"):
+        k = ("shards_py", g, "tensio:ShardDataset")
+        if k not in RUNS:
+            continue
+        per = RUNS[k][0][1] / max(RUNS[k][0][2], 1)
+        # large samples: every page read (touch), against cat reading the
+        # shard; small ones: every byte checksummed, against tarfile's way
+        base, want, work = (("base:cat", 1.0, "decode + touch") if per >= (1 << 20) else
+                            ("base:tarfile+tenbin.py", 3.0, "decode + crc32"))
+        if not g.endswith(work):
+            continue
+        r = ratio("shards_py", g, "tensio:ShardDataset", base)
+        if r is not None:
+            goals.add(f"ShardDataset per worker, {'large' if want == 1.0 else 'small'} samples",
+                      f"≥ {want:g}× {base[5:]}", fp("shards_py", g, "tensio:ShardDataset", base),
+                      r >= want, g)
 
 
 def http_section(md, goals):

@@ -382,8 +382,19 @@ if has shards; then
   if [ -f "$BUILD/python/tensio/__init__.py" ] && $PY -c 'import numpy' 2>/dev/null; then
     PRE=()
     [ -n "${BENCH_PY_PRELOAD:-}" ] && PRE=(LD_PRELOAD="$BENCH_PY_PRELOAD" ASAN_OPTIONS=detect_leaks=0)
+    DS=()
+    $PY -c 'import torch' 2>/dev/null && DS=(--dataset) # and tensio.torch.ShardDataset
     run env "${PRE[@]}" PYTHONPATH="$BUILD/python" $PY "$ROOT/bench/py/shard_read.py" "$sh" \
-      --group "$sg" --reps "$REPS" --max-reps "$MAXREPS" --warmup "$WARM"
+      --group "$sg" --reps "$REPS" --max-reps "$MAXREPS" --warmup "$WARM" "${DS[@]}"
+    if [ ${#DS[@]} -gt 0 ]; then # large samples: the dataset against cat
+      shl="$READ/bench-shard-large.tar"
+      run "$B" shards gen --out "$shl" --size "$SIZE" --samples 16
+      sync -f "$shl"
+      cat "$shl" >/dev/null
+      run env "${PRE[@]}" PYTHONPATH="$BUILD/python" $PY "$ROOT/bench/py/shard_read.py" "$shl" \
+        --group "16 samples, $SIZE" --reps "$REPS" --max-reps "$MAXREPS" --warmup "$WARM" "${DS[@]}"
+      rm -f "$shl"
+    fi
   else
     echo "run.sh: no tensio package in $BUILD/python or no numpy: the Python shard reads are skipped" >&2
     printf 'M\tshards_py\t%s\tbase:tarfile+tenbin.py\tmissing\tno tensio package in %s or no numpy under %s\n' \

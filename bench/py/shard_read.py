@@ -23,9 +23,11 @@ their median (as tio_bench's paired cases, bench/bench.h), at most --max-reps
 times; the last --reps are printed.
 
 Groups: "<what>: decode" builds every sample's arrays (what a trainer is
-handed; the tensio arrays' bytes are not read), "<what>: decode + crc32" also
-runs zlib.crc32 over every array's bytes (both read every byte; the crc32s
-of both subjects must agree, checked every repetition).
+handed; the tensio arrays' bytes are not read), "<what>: decode + touch"
+also reads one byte of every 4 KiB of every array (its pages mapped in: the
+least a consumer does), "<what>: decode + crc32" runs zlib.crc32 over every
+array's bytes (every subject reads every byte; their sums and crc32s must
+agree, checked every repetition).
 
 With --url URL (the same shard served by nginx, make bench's http case) the
 case is "shards_http_py": base:curl+tarfile+tenbin.py reads `curl -s URL`
@@ -33,7 +35,12 @@ through the same tarfile loop, tensio:stream_shards iterates
 tensio.stream_shards(URL) (the shard read as a stream; arrays decoded from
 each member's bytes).
 
-Usage: shard_read.py SHARD --group WHAT [--url URL] [--reps N] [--max-reps N] [--warmup N]
+With --dataset, tensio:ShardDataset iterates tensio.torch.ShardDataset(SHARD)
+in this process (one DataLoader worker's work), and base:cat reads the
+shard's bytes (1 MiB readinto; paired with the dataset too).
+
+Usage: shard_read.py SHARD --group WHAT [--url URL] [--dataset] [--reps N] [--max-reps N]
+                     [--warmup N]
 Run with Debian's /usr/bin/python3 and PYTHONPATH=<build>/python.
 """
 
@@ -46,6 +53,8 @@ import sys
 import tarfile
 import time
 import zlib
+
+import numpy as np
 
 import tensio
 from py_bench import base_decode_buffer
@@ -103,27 +112,53 @@ def tensio_samples(path):
         yield from s
 
 
-def one_pass(samples, path, crc):
-    """Samples, arrays, and the crc32 of every array's bytes (crc) or 0."""
+def dataset_samples(path):
+    """tensio.torch.ShardDataset in this process (one DataLoader worker's
+    work): samples with torch tensors, views of the mapping."""
+    from tensio.torch import ShardDataset
+    yield from ShardDataset(path)
+
+
+def cat_pass(path):
+    """base:cat: the shard's bytes read (1 MiB readinto), nothing decoded."""
+    buf = bytearray(1 << 20)
+    with open(path, "rb", buffering=0) as f:
+        while f.readinto(buf):
+            pass
+
+
+def one_pass(samples, path, work):
+    """Samples, arrays, and what work did with every array's bytes: "crc32"
+    their crc32, "touch" the sum of one byte per 4 KiB (every page read, as
+    a consumer at least reads them), "" nothing (0)."""
     n = arrays = 0
     acc = 0
     for sample in samples(path):
         for a in sample["ten"]:
             arrays += 1
-            if crc:
+            if work:
+                a = a if hasattr(a, "__array_interface__") else a.numpy()
+            if work == "crc32":
                 acc = zlib.crc32(a, acc)
+            elif work == "touch":
+                acc += int(a.reshape(-1).view(np.uint8)[::4096].sum())
         n += 1
     return n, arrays, acc
 
 
 def steady(times, reps):
-    """The last reps paired ratios (baseline / tensio) within ±10 % of their
-    median (bench.h's BN_STEADY)."""
-    pr = [b / t for b, t in zip(times[BASE][-reps:], times[SUBJECT][-reps:])]
-    if len(pr) < reps:
-        return False
-    m = statistics.median(pr)
-    return all(abs(x / m - 1) <= 0.10 for x in pr)
+    """The last reps paired ratios (baseline / subject) of every subject
+    within ±10 % of their median (bench.h's BN_STEADY)."""
+    for name in times:
+        if name == BASE:
+            continue
+        pr = [b / t for b, t in zip(times[BASE][-reps:], times[name][-reps:])]
+        if len(pr) < reps:
+            return False
+        m = statistics.median(pr)
+        if not all(abs(x / m - 1) <= 0.10 for x in pr):
+            return False
+    return True
 
 
 def main():
@@ -137,19 +172,22 @@ def main():
                     "their median, at most this many (default: --reps)")
     ap.add_argument("--url", help="the same shard served over HTTP: curl | tarfile against "
                     "tensio.stream_shards (case shards_http_py)")
+    ap.add_argument("--dataset", action="store_true",
+                    help="also tensio.torch.ShardDataset, and base:cat beside it")
     a = ap.parse_args()
     a.max_reps = max(a.max_reps, a.reps)
     size = os.path.getsize(a.shard)
-    global CASE, BASE, SUBJECT
+    global CASE, BASE
     src = a.shard
     subjects = [(BASE, base_samples), (SUBJECT, tensio_samples)]
     if a.url:
-        CASE, BASE, SUBJECT, src = ("shards_http_py", "base:curl+tarfile+tenbin.py",
-                                    "tensio:stream_shards", a.url)
-        subjects = [(BASE, base_samples_url), (SUBJECT, tensio_samples_url)]
-    for crc, what in ((False, "decode"), (True, "decode + crc32")):
+        CASE, BASE, src = "shards_http_py", "base:curl+tarfile+tenbin.py", a.url
+        subjects = [(BASE, base_samples_url), ("tensio:stream_shards", tensio_samples_url)]
+    if a.dataset:
+        subjects += [("tensio:ShardDataset", dataset_samples), ("base:cat", None)]
+    for work, what in (("", "decode"), ("touch", "decode + touch"), ("crc32", "decode + crc32")):
         g = f"{a.group}: {what}"
-        times = {BASE: [], SUBJECT: []}
+        times = {name: [] for name, _ in subjects}
         seen = {}
         r = 0
         while r < a.warmup + a.reps or (not steady(times, a.reps) and
@@ -157,9 +195,9 @@ def main():
             order = subjects if r % 2 == 0 else subjects[::-1]
             for name, fn in order:
                 t0 = time.perf_counter()
-                got = one_pass(fn, src, crc)
+                got = one_pass(fn, src, work) if fn else cat_pass(src)
                 t = time.perf_counter() - t0
-                if seen.setdefault(name, got) != got:
+                if fn and seen.setdefault(name, got) != got:
                     sys.exit(f"shard_read.py: {name}: a different result between repetitions")
                 if r >= a.warmup:
                     times[name].append(t)
@@ -169,16 +207,23 @@ def main():
         # the last reps repetitions: the steady window, or the last after the cap
         for name in times:
             times[name] = times[name][-a.reps:]
-        if seen[BASE] != seen[SUBJECT]:
-            sys.exit(f"shard_read.py: {g}: tensio.Shard saw {seen[SUBJECT]}, "
-                     f"tarfile+tenbin.py {seen[BASE]} (samples, arrays, crc32)")
-        for name in (BASE, SUBJECT):
+        for name in seen:
+            if seen[name] != seen[BASE]:
+                sys.exit(f"shard_read.py: {g}: {name} saw {seen[name]}, {BASE} {seen[BASE]} "
+                         "(samples, arrays, crc32)")
+        for name in times:
             for t in times[name]:
-                print(f"R\t{CASE}\t{g}\t{name}\t{t:.9f}\t{size}\t{seen[name][0]}")
-        for tb, ts in zip(times[BASE], times[SUBJECT]):
-            print(f"P\t{CASE}\t{g}\t{SUBJECT}\t{BASE}\t{tb / ts:.6f}")
-        print(f"M\t{CASE}\t{g}\t{SUBJECT}\treps\t{note}")
-        print(f"M\t{CASE}\t{g}\t{SUBJECT}\tarrays\t{seen[SUBJECT][1]}", flush=True)
+                print(f"R\t{CASE}\t{g}\t{name}\t{t:.9f}\t{size}\t{seen[BASE][0]}")
+        for name in times:
+            if name.startswith("tensio"):
+                for tb, ts in zip(times[BASE], times[name]):
+                    print(f"P\t{CASE}\t{g}\t{name}\t{BASE}\t{tb / ts:.6f}")
+                print(f"M\t{CASE}\t{g}\t{name}\treps\t{note}")
+                print(f"M\t{CASE}\t{g}\t{name}\tarrays\t{seen[name][1]}")
+        if "base:cat" in times:  # the dataset against reading the bytes
+            for tb, ts in zip(times["base:cat"], times["tensio:ShardDataset"]):
+                print(f"P\t{CASE}\t{g}\ttensio:ShardDataset\tbase:cat\t{tb / ts:.6f}")
+        sys.stdout.flush()
     return 0
 
 
