@@ -1,0 +1,120 @@
+"""tensorcom-style serving (docs/streaming.md, "Serving batches to
+trainers"): 2 `tensio send --epochs` servers (the build's CLI) feed 3
+trainer processes iterating tensio.torch.StreamDataset, one of them slow
+(it sleeps at every batch), over local shards and over shards nginx serves
+on 127.0.0.1. In each of 2 epochs every sample key arrives exactly once
+across the trainers, its tensor holding that sample's values. No timing is
+asserted."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch  # noqa: F401  (Debian's python3-torch: the trainers need it; never skipped)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "source"))
+from http_servers import Nginx  # noqa: E402
+
+CLI = os.environ.get("TIO_CLI") or os.path.join(REPO, "build", "tensio")
+SHARDS, SAMPLES, EPOCHS, TRAINERS = 4, 12, 2, 3
+LIMIT = 120  # seconds any process may take (a hang guard, not a measurement)
+
+
+def write_shards(root):
+    """SHARDS shards of SAMPLES samples: s{k}_{i:03d}.npy (float32 [4] of
+    100 k + i, by NumPy) and .cls (not sent), written by Python's tarfile."""
+    import io
+    import tarfile
+    keys = []
+    for k in range(SHARDS):
+        with tarfile.open(os.path.join(root, "shard-%03d.tar" % k), "w",
+                          format=tarfile.USTAR_FORMAT) as t:
+            for i in range(SAMPLES):
+                key = "s%d_%03d" % (k, i)
+                keys.append(key)
+                b = io.BytesIO()
+                np.save(b, np.full(4, 100 * k + i, np.float32))
+                for ext, data in (("npy", b.getvalue()), ("cls", str(i).encode())):
+                    ti = tarfile.TarInfo("%s.%s" % (key, ext))
+                    ti.size = len(data)
+                    t.addfile(ti, io.BytesIO(data))
+    return sorted(keys)
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    d = tmp_path_factory.mktemp("serve")
+    www = d / "www"
+    www.mkdir()
+    return d, str(www), write_shards(str(www))
+
+
+def serve(sources_per_server):
+    """Starts the trainers, then the servers; returns the trainers' results."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), HERE) if p)
+    trainers = [subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "torch_stream_trainer.py"),
+         str(len(sources_per_server)), str(EPOCHS), "0.05" if t == 0 else "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for t in range(TRAINERS)]
+    servers = []
+    try:
+        ports = [p.stdout.readline().strip().rsplit(":", 1)[1] for p in trainers]
+        assert all(p.isdigit() for p in ports), ports
+        url = "zpush://127.0.0.1:{%s}" % ",".join(ports)
+        for srcs in sources_per_server:
+            servers.append(subprocess.Popen(
+                [CLI, "send", "--epochs", str(EPOCHS), "--batch", "3", "--keys", "--hwm", "2",
+                 url] + srcs, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        for s in servers:
+            _, err = s.communicate(timeout=LIMIT)
+            assert s.returncode == 0, err
+            assert err.count("marker sent to 3 endpoints") == EPOCHS, err
+        results = []
+        for p in trainers:
+            out, err = p.communicate(timeout=LIMIT)
+            assert p.returncode == 0, err
+            results.append(json.loads(out))
+        return results
+    finally:
+        for p in trainers + servers:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def check(results, keys):
+    for r in results:
+        assert r["bad"] == []
+        assert len(r["epochs"]) == EPOCHS
+    for e in range(EPOCHS):
+        got = sorted(k for r in results for k in r["epochs"][e])
+        assert got == keys, "epoch %d" % e  # every sample exactly once
+    # the slow trainer is not starved nor does it get everything (no timing:
+    # every trainer has room for a few batches, and the others take the rest)
+    assert all(len(r["epochs"][0]) > 0 for r in results)
+
+
+def test_serve_local(shards):
+    _, www, keys = shards
+    p = [os.path.join(www, "shard-%03d.tar" % k) for k in range(SHARDS)]
+    # server 1: mapped shard files; server 2: a brace list, read as a stream
+    results = serve([p[:2], [os.path.join(www, "shard-{002..003}.tar")]])
+    check(results, keys)
+
+
+def test_serve_http(shards):
+    d, www, keys = shards
+    ng = Nginx(str(d), www)
+    try:
+        results = serve([[ng.url + "/shard-{000..001}.tar"],
+                         [ng.url + "/shard-002.tar", "pipe:cat %s" %
+                          os.path.join(www, "shard-003.tar")]])
+    finally:
+        ng.stop()
+    check(results, keys)
