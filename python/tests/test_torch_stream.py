@@ -118,3 +118,50 @@ def test_serve_http(shards):
     finally:
         ng.stop()
     check(results, keys)
+
+
+def test_server_ahead_in_process():
+    """Two Python servers (tensio.Stream, send_all for the markers) and one
+    StreamDataset in this process: server A sends both epochs before server
+    B starts, so A's epoch-1 batch arrives during epoch 0 and must wait for
+    the next iteration; markers are counted per epoch."""
+    import tensio
+    from tensio._torchstream import StreamDataset
+
+    def batch(key, epoch, v):
+        return ([np.full((1, 2), v, np.float32), np.frombuffer(key.encode(), np.uint8),
+                 np.array([epoch], np.int32)], [None, "__key__", "__epoch"])
+
+    with StreamDataset("zpull://127.0.0.1:*", servers=2, keys=True, timeout=30) as ds:
+        url = "zpush://127.0.0.1:" + ds.endpoint.rsplit(":", 1)[1]
+        with tensio.Stream(url, timeout=30) as a, tensio.Stream(url, timeout=30) as b:
+            for srv, name in ((a, "a"), (b, "b")):
+                for e in range(2):
+                    arrays, names = batch("%s%d" % (name, e), e, 10 * e + (name == "b"))
+                    srv.send(arrays, names=names)
+                    srv.send_all([np.array([e], np.int32)], names=["__epoch"])
+            got = [[(ks, t[0].tolist()) for t, ks in ds] for _ in range(2)]
+    assert sorted(got[0]) == [(["a0"], [[0.0, 0.0]]), (["b0"], [[1.0, 1.0]])]
+    assert sorted(got[1]) == [(["a1"], [[10.0, 10.0]]), (["b1"], [[11.0, 11.0]])]
+    assert ds.epoch == 2
+
+
+def test_send_all_fanout():
+    """Stream.send_all on a PUSH over 2 endpoints: each PULL gets the marker
+    after the messages sent to it; every message arrives once."""
+    import tensio
+    rx = [tensio.Stream("zpull://127.0.0.1:*", timeout=10) for _ in range(2)]
+    url = "zpush://127.0.0.1:{%s}" % ",".join(r.endpoint.rsplit(":", 1)[1] for r in rx)
+    with tensio.Stream(url, timeout=10) as tx:
+        for i in range(10):
+            tx.send([np.array([i], np.int32)])
+        tx.send_all([np.array([-1], np.int32)])
+    seen = []
+    for r in rx:
+        with r:
+            vals = [int(r.recv()[0][0])]
+            while vals[-1] != -1:
+                vals.append(int(r.recv()[0][0]))
+            seen += vals[:-1]
+            assert r.stats["received"] == len(vals)
+    assert sorted(seen) == list(range(10))
