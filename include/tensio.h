@@ -1190,7 +1190,8 @@ TIO_API void tio_message_free(tio_message *m); /* NULL is fine */
 /* ------------------------------------------------------------------ streams */
 
 /* Containers sent and received as messages over ZeroMQ (libzmq). One stream
- * is one socket; like a socket it is used from one thread at a time (it may
+ * is one socket (a sending PUSH on several endpoints: one per endpoint, see
+ * tio_stream_send_all); like a socket it is used from one thread at a time (it may
  * move between threads between calls); distinct streams are independent. */
 typedef struct tio_stream tio_stream;
 
