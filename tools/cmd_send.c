@@ -383,7 +383,7 @@ typedef struct sender {
     cli_progress *prog;
     uint64_t index; /* messages sent */
     uint64_t epoch; /* the pass */
-    size_t made;    /* messages made of the files given (progress) */
+    uint64_t total; /* messages to send (progress), 0: not known (streamed shards) */
 } sender;
 
 static void free_container(void *c) { tio_container_free(c); }
@@ -471,7 +471,7 @@ static int send_one(sender *sd, tio_container *c, int own, const char *label, co
         rc = report(a, sd->index, label, c, after.bytes_sent - before.bytes_sent);
         sd->index++;
         fflush(stdout);
-        cli_progress_update(sd->prog, (uint64_t)sd->made, (uint64_t)a->msgs.n);
+        cli_progress_update(sd->prog, sd->index, sd->total);
     }
     tio_container_free(w); /* (c with it, once libzmq is done, when own) */
     if (own) tio_container_free(c);
@@ -590,8 +590,10 @@ static int run_send(send_args *a) {
                                a->subscribers == 1 ? "" : "s", cli_errmsg(&err));
     }
 
-    sender sd = {a, s, &prog, 0, 0, 0};
     uint64_t passes = a->epochs ? a->epochs : a->count;
+    sender sd = {a, s, &prog, 0, 0, a->msgs.n * passes};
+    for (size_t f = 0; f < a->nfiles; f++)
+        if (streamed && streamed[f]) sd.total = 0;
     for (uint64_t pass = 0; rc == CLI_EXIT_OK && pass < passes; pass++) {
         sd.epoch = pass;
         for (size_t f = 0; rc == CLI_EXIT_OK && f < a->nfiles; f++) {
@@ -601,7 +603,6 @@ static int run_send(send_args *a) {
                 continue;
             }
             for (size_t i = first[f]; rc == CLI_EXIT_OK && i < first[f + 1]; i++) {
-                sd.made = i + 1;
                 rc = send_one(&sd, cs[i], 0, a->msgs.labels[i], a->msgs.keys[i],
                               a->msgs.keys_len[i]);
             }
