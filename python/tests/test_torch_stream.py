@@ -167,3 +167,32 @@ def test_send_all_fanout():
             seen += vals[:-1]
             assert r.stats["received"] == len(vals)
     assert sorted(seen) == list(range(10))
+
+
+def test_stream_errors_in_process():
+    """A batch of an epoch already ended (a server more than servers=
+    counts) and more batches ahead than max_ahead are StreamErrors."""
+    import tensio
+    from tensio._torchstream import StreamDataset, StreamError
+
+    def send(tx, epoch, data=True):
+        arrays = [np.zeros((1, 2), np.float32)] if data else []
+        tx.send(arrays + [np.array([epoch], np.int32)],
+                names=[None] * len(arrays) + ["__epoch"])
+
+    with StreamDataset("zpull://127.0.0.1:*", servers=1, timeout=30) as ds:
+        url = "zpush://127.0.0.1:" + ds.endpoint.rsplit(":", 1)[1]
+        with tensio.Stream(url, timeout=30) as a, tensio.Stream(url, timeout=30) as b:
+            send(a, 0)
+            send(a, 0, data=False)
+            assert len(list(ds)) == 1  # epoch 0: a's marker ends it
+            send(b, 0)                 # a second server's epoch 0
+            with pytest.raises(StreamError, match="epoch 0 arrived during epoch 1"):
+                list(ds)
+    with StreamDataset("zpull://127.0.0.1:*", servers=1, timeout=30, max_ahead=1) as ds:
+        url = "zpush://127.0.0.1:" + ds.endpoint.rsplit(":", 1)[1]
+        with tensio.Stream(url, timeout=30) as a:
+            send(a, 1)
+            send(a, 1)
+            with pytest.raises(StreamError, match="max_ahead"):
+                list(ds)
