@@ -180,9 +180,9 @@ static void test_slow_peer_does_not_block(void **state) {
         for (int k = 0; k < PEERS; k++) n += ps[k].got[i];
         assert_int_equal(n, 1);
     }
-    /* the stalled peer took what its queue held, the others the rest */
+    /* the stalled peer took what its queues and socket buffers held (a few
+     * MB), the others the rest (how they split it is timing, not asserted) */
     assert_true(ps[PEERS - 1].count < MSGS / 2);
-    assert_true(ps[0].count > 0 && ps[1].count > 0);
     free(buf);
     free(ps);
 }
