@@ -180,9 +180,11 @@ static void test_slow_peer_does_not_block(void **state) {
         for (int k = 0; k < PEERS; k++) n += ps[k].got[i];
         assert_int_equal(n, 1);
     }
-    /* the stalled peer took what its queues and socket buffers held (a few
-     * MB), the others the rest (how they split it is timing, not asserted) */
-    assert_true(ps[PEERS - 1].count < MSGS / 2);
+    /* the stalled peer took what its queues and socket buffers held (about
+     * 20 here: 2 + 2 messages and a few MB), less than its round-robin share:
+     * it was passed over, and the others took the rest (how they split it is
+     * timing, not asserted) */
+    assert_true(ps[PEERS - 1].count < MSGS / PEERS);
     free(buf);
     free(ps);
 }
