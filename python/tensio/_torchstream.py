@@ -108,10 +108,12 @@ class StreamDataset(torch.utils.data.IterableDataset):
     def __iter__(self):
         s = self._open()
         epoch = self.epoch
-        queued = self._ahead.pop(epoch, ())
-        self._nahead -= len(queued)
-        for b in queued:
+        queued = self._ahead.get(epoch)
+        while queued:  # (one at a time: an iteration left early keeps the rest)
+            b = queued.popleft()
+            self._nahead -= 1
             yield b
+        self._ahead.pop(epoch, None)
         while self._markers[epoch] < self.servers:
             c = s.recv()
             names = c.names or []

@@ -195,3 +195,31 @@ def test_stream_errors_in_process():
             send(a, 1)
             with pytest.raises(StreamError, match="max_ahead"):
                 list(ds)
+
+
+def test_iteration_left_early_resumes():
+    """An epoch's iteration left after one batch: the next iteration
+    yields the rest of that epoch, then the next iteration the next epoch."""
+    import tensio
+    from tensio._torchstream import StreamDataset
+
+    def send(tx, epoch, v=None):
+        arrays = [np.full((1,), v, np.float32)] if v is not None else []
+        tx.send(arrays + [np.array([epoch], np.int32)],
+                names=[None] * len(arrays) + ["__epoch"])
+
+    with StreamDataset("zpull://127.0.0.1:*", servers=1, timeout=30) as ds:
+        with tensio.Stream("zpush://127.0.0.1:" + ds.endpoint.rsplit(":", 1)[1],
+                           timeout=30) as a:
+            for v in (1, 2, 3):
+                send(a, 0, v)
+            send(a, 0)
+            for v in (4, 5):
+                send(a, 1, v)
+            send(a, 1)
+            it = iter(ds)
+            first = next(it)[0].item()
+            it.close()                   # left early
+            rest = [t[0].item() for t in ds]
+            assert ds.epoch == 1 and sorted([first] + rest) == [1, 2, 3]
+            assert [t[0].item() for t in ds] == [4, 5] and ds.epoch == 2
