@@ -488,15 +488,15 @@ static int send_marker(sender *sd) {
     tio_container *w = NULL;
     int rc = with_extras(sd, NULL, 0, NULL, 0, &w);
     if (rc != CLI_EXIT_OK) return rc;
-    tio_save_options o;
-    char *buf = NULL;
-    rc = message_options(sd->a, sd->index, &o, &buf);
+    tio_save_options o; /* the format options, without a seqno: markers are not numbered */
+    memset(&o, 0, sizeof o);
+    o.flags = sd->a->flags;
+    o.options = sd->a->options.text;
     tio_error err;
     tio_error_clear(&err);
-    if (rc == CLI_EXIT_OK && tio_stream_send_all(sd->s, w, &o, &err) != TIO_OK)
+    if (tio_stream_send_all(sd->s, w, &o, &err) != TIO_OK)
         rc = cli_cmd_error("send", "the end-of-epoch %llu marker: %s",
                            (unsigned long long)sd->epoch, cli_errmsg(&err));
-    free(buf);
     tio_container_free(w);
     if (rc == CLI_EXIT_OK) {
         size_t n = tio_stream_endpoint_count(sd->s);
