@@ -1191,7 +1191,8 @@ TIO_API void tio_message_free(tio_message *m); /* NULL is fine */
 /* ------------------------------------------------------------------ streams */
 
 /* Containers sent and received as messages over ZeroMQ (libzmq). One stream
- * is one socket; like a socket it is used from one thread at a time (it may
+ * is one socket (a sending PUSH on several endpoints: one per endpoint, see
+ * tio_stream_send_all); like a socket it is used from one thread at a time (it may
  * move between threads between calls); distinct streams are independent. */
 typedef struct tio_stream tio_stream;
 
@@ -1266,6 +1267,20 @@ TIO_API const char *tio_stream_endpoint(const tio_stream *s);
  * container may be freed as soon as this returns. */
 TIO_API int tio_stream_send(tio_stream *s, const tio_container *c,
                             const tio_save_options *opts, tio_error *err);
+/* Sends c as one message to every endpoint of a fan-out stream (a PUSH on
+ * several endpoints, which has a socket per endpoint: tio_stream_send hands
+ * each message to the next endpoint whose queue has room, so a peer that
+ * has fallen behind does not hold up the others). Each endpoint gets its
+ * copy as soon as it has room; TIO_E_TIMEOUT (after the send timeout) names
+ * how many had none, the others have had theirs. On any other stream, the
+ * same as tio_stream_send. Used for end-of-epoch markers (docs/streaming.md,
+ * "Serving batches to trainers"): ZeroMQ keeps each connection's messages in
+ * order, so a receiver that has the marker has every message sent to it
+ * before. */
+TIO_API int tio_stream_send_all(tio_stream *s, const tio_container *c,
+                                const tio_save_options *opts, tio_error *err);
+/* The number of sockets: the endpoints of a fan-out stream, else 1. */
+TIO_API size_t tio_stream_endpoint_count(const tio_stream *s);
 /* Receives one message. A message that cannot be decoded is consumed,
  * counted (stats.malformed) and reported as the error; the stream stays
  * usable and the next call reads the next message. TIO_E_TIMEOUT when none

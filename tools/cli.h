@@ -419,6 +419,9 @@ int cli_cmd_extract(int argc, char **argv);
 typedef struct cli_shard_msgs {
     tio_container **containers;
     char **labels;
+    char **keys;      /* a shard's message: its samples' keys, NUL between them
+                         (keys_len bytes); NULL for a file's */
+    size_t *keys_len;
     size_t n, cap;
 } cli_shard_msgs;
 /* Appends shard path's messages to *m: one per sample holding its tensor
@@ -428,6 +431,22 @@ typedef struct cli_shard_msgs {
  * along a new first axis, as tensorcom batches are. */
 int cli_shard_messages(const char *path, size_t batch, const tio_limits *lim,
                        cli_shard_msgs *m);
+/* Dense tensor t appended to c as a view of data (TIO_ADD_BORROW), with
+ * its name and dtype and the shape given. */
+int cli_add_view(tio_container *c, const tio_tensor *t, size_t rank, const int64_t *shape,
+                 const void *data, size_t nbytes);
+/* A message made of a streamed shard: c (the sink takes it, also on
+ * failure), its label, its samples' keys (NUL between them). */
+typedef int (*cli_shard_sink)(void *ctx, tio_container *c, const char *label, const char *keys,
+                              size_t keys_len);
+/* The messages of the shards `spec` names (a path, URL or pipe:COMMAND, or a
+ * list in WebDataset's brace notation), read in one pass each
+ * (tio_shard_stream: nothing mapped, one batch in memory), made as
+ * cli_shard_messages makes them, handed to sink one at a time. */
+int cli_shard_stream_messages(const char *spec, size_t batch, const tio_limits *lim,
+                              cli_shard_sink sink, void *ctx);
+/* FILE is read as streamed shards: a URL, pipe:COMMAND, or a brace list. */
+int cli_shard_streamed(const char *file);
 /* Appends one message (takes c, also on failure) with a copy of label. */
 int cli_shard_msgs_push(cli_shard_msgs *m, tio_container *c, const char *label);
 void cli_shard_msgs_free(cli_shard_msgs *m);

@@ -21,8 +21,20 @@ static const char send_help[] =
     "A WebDataset shard FILE (.tar) sends one message per sample: the tensors of\n"
     "its tensor members, in member order (samples without any are skipped); with\n"
     "--batch N, one message per N samples, each tensor the samples' tensors\n"
-    "stacked along a new first axis, as tensorcom batches them.\n"
+    "stacked along a new first axis, as tensorcom batches them. A shard FILE may\n"
+    "be an http(s):// URL, pipe:COMMAND or a brace list ('shard-{000..009}.tar',\n"
+    "quoted): those are read in one pass per pass of --count/--epochs, a batch\n"
+    "at a time.\n"
     "\n"
+    "Serving trainers (docs/streaming.md): with --epochs N, every message carries\n"
+    "an int32 [1] tensor __epoch (0, 1, ...) and each pass ends with a marker, a\n"
+    "message holding only __epoch, sent to every endpoint. A PUSH on several\n"
+    "endpoints (zpush://host:{7880..7882}) has a socket per endpoint and sends\n"
+    "each message to the next one with room, so a slow trainer does not hold up\n"
+    "the others.\n"
+    "\n";
+
+static const char send_help_options[] =
     "Options:\n"
     "      --socket TYPE   push (default), pub, dealer, router or pair\n"
     "      --bind          bind ENDPOINT (default: connect, or the URL scheme's choice)\n"
@@ -31,6 +43,10 @@ static const char send_help[] =
     "      --single        send each message as one frame (the file encoding:\n"
     "                      zio: the .zmsg buffer; tensorcom: the .ten chunks)\n"
     "      --count N       send the FILE list N times (default 1)\n"
+    "      --epochs N      serve N passes over the FILEs, each ended by a marker\n"
+    "                      on every endpoint (excludes --count)\n"
+    "      --keys          shards: add a uint8 tensor __key__, the message's\n"
+    "                      sample keys with a NUL byte between them\n"
     "      --timeout SEC   fail when a send (or --subscribers) takes longer than SEC\n"
     "                      seconds (fractions allowed; default: wait forever); also\n"
     "                      how long the exit waits for queued messages to go out\n"
@@ -80,7 +96,9 @@ enum {
     OPT_SEQNO_START,
     OPT_FROM,
     OPT_JSON,
-    OPT_BATCH
+    OPT_BATCH,
+    OPT_EPOCHS,
+    OPT_KEYS
 };
 
 static const cli_option send_opts[] = {
@@ -100,6 +118,8 @@ static const cli_option send_opts[] = {
     {"seqno-start", 0, 1, OPT_SEQNO_START},
     {"from", 0, 1, OPT_FROM},
     {"batch", 0, 1, OPT_BATCH},
+    {"epochs", 0, 1, OPT_EPOCHS},
+    {"keys", 0, 0, OPT_KEYS},
     {"densify", 0, 0, CLI_STREAM_OPT_DENSIFY},
     {"drop-names", 0, 0, CLI_STREAM_OPT_DROP_NAMES},
     {"drop-metadata", 0, 0, CLI_STREAM_OPT_DROP_METADATA},
@@ -137,6 +157,9 @@ typedef struct send_args {
     int progress; /* CLI_PROGRESS_* */
     tio_limits limits; /* for opening the files (--max-dense-bytes) */
     uint64_t batch;    /* --batch: samples per message of a shard; 0: one */
+    uint64_t epochs;   /* --epochs: passes ended by markers; 0: none (--count) */
+    int have_count;
+    int keys;          /* --keys */
     /* the messages: one per file, or per sample (batch) of a shard */
     cli_shard_msgs msgs;
 } send_args;
@@ -189,6 +212,7 @@ static int parse_args(int argc, char **argv, send_args *a) {
         switch (id) {
         case OPT_HELP:
             fputs(send_help, stdout);
+            fputs(send_help_options, stdout);
             cli_parser_free(&p);
             return -1;
         case OPT_SOCKET: rc = cli_parse_socket("send", v, SEND_SOCKETS, &a->socket); break;
@@ -196,7 +220,14 @@ static int parse_args(int argc, char **argv, send_args *a) {
         case OPT_CONNECT: a->connect = 1; break;
         case OPT_PROTO: rc = cli_parse_proto("send", v, 0, &a->proto); break;
         case OPT_SINGLE: a->single = 1; break;
-        case OPT_COUNT: rc = cli_parse_u64("send", "--count", v, 1, UINT32_MAX, &a->count); break;
+        case OPT_COUNT:
+            rc = cli_parse_u64("send", "--count", v, 1, UINT32_MAX, &a->count);
+            a->have_count = 1;
+            break;
+        case OPT_EPOCHS:
+            rc = cli_parse_u64("send", "--epochs", v, 1, INT32_MAX, &a->epochs);
+            break;
+        case OPT_KEYS: a->keys = 1; break;
         case OPT_TIMEOUT: rc = cli_parse_seconds("send", "--timeout", v, &a->timeout_ms); break;
         case OPT_SUBSCRIBERS:
             rc = cli_parse_u64("send", "--subscribers", v, 1, UINT_MAX, &a->subscribers);
@@ -264,6 +295,8 @@ static int check_args(send_args *a, int *binds) {
                                        "each other");
     if (a->from && cli_check_format("send", "--from", a->from) != CLI_EXIT_OK)
         return CLI_EXIT_USAGE;
+    if (a->epochs && a->have_count)
+        return cli_usage_error("send", "--epochs and --count exclude each other");
     return CLI_EXIT_OK;
 }
 
@@ -308,14 +341,14 @@ static int precheck(const send_args *a, tio_container **cs) {
     return CLI_EXIT_OK;
 }
 
-static int report(const send_args *a, uint64_t index, size_t file, const tio_container *c,
+static int report(const send_args *a, uint64_t index, const char *label, const tio_container *c,
                   uint64_t bytes) {
     const char *src = tio_container_format(c); /* NULL: a shard's sample(s), built here */
     if (!src) src = "tar";
     size_t n = tio_container_count(c);
     if (!a->json) {
         printf("sent %llu: %s (%s, %zu tensor%s) as %s%s, %llu bytes", (unsigned long long)index,
-               a->msgs.labels[file], src, n, n == 1 ? "" : "s", cli_proto_name(a->proto),
+               label, src, n, n == 1 ? "" : "s", cli_proto_name(a->proto),
                a->single ? " single-frame" : "", (unsigned long long)bytes);
         if (a->have_seqno)
             printf(", seqno %llu", (unsigned long long)(a->seqno_start + index));
@@ -326,7 +359,7 @@ static int report(const send_args *a, uint64_t index, size_t file, const tio_con
     json_t *o = json_object();
     if (!o) return cli_error("out of memory");
     int bad = cli_json_set(o, "index", json_integer((json_int_t)index));
-    bad |= cli_json_set(o, "file", cli_json_str(a->msgs.labels[file]));
+    bad |= cli_json_set(o, "file", cli_json_str(label));
     bad |= cli_json_set(o, "format", cli_json_str(src));
     bad |= cli_json_set(o, "proto", json_string(cli_proto_name(a->proto)));
     bad |= cli_json_set(o, "single", json_boolean(a->single));
@@ -343,24 +376,167 @@ static int report(const send_args *a, uint64_t index, size_t file, const tio_con
     return rc;
 }
 
+/* The sending loop's state. */
+typedef struct sender {
+    const send_args *a;
+    tio_stream *s;
+    cli_progress *prog;
+    uint64_t index; /* messages sent */
+    uint64_t epoch; /* the pass */
+    uint64_t total; /* messages to send (progress), 0: not known (streamed shards) */
+} sender;
+
+static void free_container(void *c) { tio_container_free(c); }
+
+/* A tensor named name appended to w (copied). */
+static int add_extra(tio_container *w, const char *name, tio_dtype dt, const void *data,
+                     size_t nbytes) {
+    int64_t n = (int64_t)(dt == TIO_INT32 ? nbytes / 4 : nbytes);
+    tio_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.dtype = dt;
+    d.rank = 1;
+    d.shape = &n;
+    d.data = data;
+    d.nbytes = nbytes;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_container_add(w, &d, 0, NULL, &err) != TIO_OK)
+        return cli_error("%s", cli_errmsg(&err));
+    return CLI_EXIT_OK;
+}
+
+/* c with __key__ (--keys) and __epoch (--epochs) after its tensors, which
+ * it borrows: own, c is freed when libzmq is done with them; otherwise c
+ * outlives the stream. keys NULL: a marker (only __epoch) when c is NULL. */
+static int with_extras(const sender *sd, tio_container *c, int own, const char *keys,
+                       size_t keys_len, tio_container **out) {
+    *out = tio_container_new();
+    if (!*out) return cli_error("out of memory");
+    tio_error err;
+    tio_error_clear(&err);
+    int rc = CLI_EXIT_OK;
+    for (size_t k = 0; c && k < tio_container_count(c) && rc == CLI_EXIT_OK; k++) {
+        const tio_tensor *t = tio_container_tensor(c, k);
+        if (tio_tensor_layout(t) != TIO_LAYOUT_DENSE)
+            rc = cli_error("--keys/--epochs: a sparse or quantized tensor cannot be sent with "
+                           "them");
+        else
+            rc = cli_add_view(*out, t, tio_tensor_rank(t), tio_tensor_shape(t),
+                              tio_tensor_data(t), tio_tensor_nbytes(t));
+    }
+    if (rc == CLI_EXIT_OK && keys && sd->a->keys)
+        rc = add_extra(*out, "__key__", TIO_UINT8, keys, keys_len);
+    int32_t e = (int32_t)sd->epoch;
+    if (rc == CLI_EXIT_OK && sd->a->epochs) rc = add_extra(*out, "__epoch", TIO_INT32, &e, 4);
+    if (rc == CLI_EXIT_OK && own && tio_container_on_release(*out, free_container, c, &err))
+        rc = cli_error("%s", cli_errmsg(&err));
+    if (rc != CLI_EXIT_OK) {
+        tio_container_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* Sends message c (own: taken) and prints its line. */
+static int send_one(sender *sd, tio_container *c, int own, const char *label, const char *keys,
+                    size_t keys_len) {
+    const send_args *a = sd->a;
+    tio_container *w = NULL;
+    int rc = CLI_EXIT_OK;
+    if (a->epochs || (a->keys && keys)) {
+        rc = with_extras(sd, c, own, keys, keys_len, &w);
+        if (rc != CLI_EXIT_OK) {
+            if (own) tio_container_free(c);
+            return rc;
+        }
+        own = 0; /* w frees c */
+    }
+    tio_save_options o;
+    char *buf = NULL;
+    rc = message_options(a, sd->index, &o, &buf);
+    tio_stream_stats before, after;
+    tio_stream_get_stats(sd->s, &before);
+    tio_error err;
+    tio_error_clear(&err);
+    int st = rc == CLI_EXIT_OK ? tio_stream_send(sd->s, w ? w : c, &o, &err) : TIO_OK;
+    free(buf);
+    cli_progress_pause(sd->prog); /* before a line or a message */
+    if (rc == CLI_EXIT_OK && st != TIO_OK)
+        rc = cli_cmd_error("send", "message %llu (%s): %s", (unsigned long long)sd->index,
+                           label, cli_errmsg(&err));
+    if (rc == CLI_EXIT_OK) {
+        tio_stream_get_stats(sd->s, &after);
+        rc = report(a, sd->index, label, c, after.bytes_sent - before.bytes_sent);
+        sd->index++;
+        fflush(stdout);
+        cli_progress_update(sd->prog, sd->index, sd->total);
+    }
+    tio_container_free(w); /* (c with it, once libzmq is done, when own) */
+    if (own) tio_container_free(c);
+    return rc;
+}
+
+static int send_sink(void *ctx, tio_container *c, const char *label, const char *keys,
+                     size_t keys_len) {
+    return send_one(ctx, c, 1, label, keys, keys_len);
+}
+
+/* The end of pass sd->epoch: a marker (only __epoch) to every endpoint. */
+static int send_marker(sender *sd) {
+    tio_container *w = NULL;
+    int rc = with_extras(sd, NULL, 0, NULL, 0, &w);
+    if (rc != CLI_EXIT_OK) return rc;
+    tio_save_options o; /* the format options, without a seqno: markers are not numbered */
+    memset(&o, 0, sizeof o);
+    o.flags = sd->a->flags;
+    o.options = sd->a->options.text;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_stream_send_all(sd->s, w, &o, &err) != TIO_OK)
+        rc = cli_cmd_error("send", "the end-of-epoch %llu marker: %s",
+                           (unsigned long long)sd->epoch, cli_errmsg(&err));
+    tio_container_free(w);
+    if (rc == CLI_EXIT_OK) {
+        size_t n = tio_stream_endpoint_count(sd->s);
+        cli_progress_pause(sd->prog);
+        fprintf(stderr, "tensio send: epoch %llu ended: marker sent to %zu endpoint%s\n",
+                (unsigned long long)sd->epoch, n, n == 1 ? "" : "s");
+    }
+    return rc;
+}
+
 static int run_send(send_args *a) {
     int binds = 0;
     int rc = check_args(a, &binds);
     if (rc != CLI_EXIT_OK) return rc;
 
     int shards = 0;
+    /* FILE i: messages [first[i], first[i + 1]) of a->msgs, made now; or,
+     * streamed[i], a shard source read anew in each pass */
+    size_t *first = calloc(a->nfiles + 1, sizeof *first);
+    unsigned char *streamed = calloc(a->nfiles ? a->nfiles : 1, 1);
+    if (!first || !streamed) rc = cli_error("out of memory");
     for (size_t i = 0; rc == CLI_EXIT_OK && i < a->nfiles; i++) {
-        if (cli_is_shard(a->files[i], a->from)) {
+        first[i] = a->msgs.n;
+        if (!a->from && cli_shard_streamed(a->files[i])) {
+            shards = 1;
+            streamed[i] = 1;
+        } else if (cli_is_shard(a->files[i], a->from)) {
             shards = 1;
             rc = cli_shard_messages(a->files[i], (size_t)a->batch, &a->limits, &a->msgs);
-            continue;
+        } else {
+            tio_container *c = NULL;
+            rc = cli_open(a->files[i], a->from, &a->limits, &c);
+            if (rc == CLI_EXIT_OK) rc = cli_shard_msgs_push(&a->msgs, c, a->files[i]);
         }
-        tio_container *c = NULL;
-        rc = cli_open(a->files[i], a->from, &a->limits, &c);
-        if (rc == CLI_EXIT_OK) rc = cli_shard_msgs_push(&a->msgs, c, a->files[i]);
     }
+    if (first) first[a->nfiles] = a->msgs.n;
     if (rc == CLI_EXIT_OK && a->batch && !shards)
         rc = cli_usage_error("send", "--batch applies to shards (.tar FILEs)");
+    if (rc == CLI_EXIT_OK && a->keys && !shards)
+        rc = cli_usage_error("send", "--keys applies to shards (.tar FILEs)");
     tio_container **cs = a->msgs.containers;
     if (rc == CLI_EXIT_OK) rc = precheck(a, cs);
 
@@ -414,29 +590,24 @@ static int run_send(send_args *a) {
                                a->subscribers == 1 ? "" : "s", cli_errmsg(&err));
     }
 
-    uint64_t index = 0;
-    for (uint64_t pass = 0; rc == CLI_EXIT_OK && pass < a->count; pass++) {
-        for (size_t i = 0; rc == CLI_EXIT_OK && i < a->msgs.n; i++, index++) {
-            tio_save_options o;
-            char *buf = NULL;
-            rc = message_options(a, index, &o, &buf);
-            if (rc != CLI_EXIT_OK) break;
-            tio_stream_stats before, after;
-            tio_stream_get_stats(s, &before);
-            tio_error_clear(&err);
-            int st = tio_stream_send(s, cs[i], &o, &err);
-            free(buf);
-            cli_progress_pause(&prog); /* before a line or a message */
-            if (st != TIO_OK) {
-                rc = cli_cmd_error("send", "message %llu (%s): %s", (unsigned long long)index,
-                                   a->msgs.labels[i], cli_errmsg(&err));
-                break;
+    uint64_t passes = a->epochs ? a->epochs : a->count;
+    sender sd = {a, s, &prog, 0, 0, a->msgs.n * passes};
+    for (size_t f = 0; f < a->nfiles; f++)
+        if (streamed && streamed[f]) sd.total = 0;
+    for (uint64_t pass = 0; rc == CLI_EXIT_OK && pass < passes; pass++) {
+        sd.epoch = pass;
+        for (size_t f = 0; rc == CLI_EXIT_OK && f < a->nfiles; f++) {
+            if (streamed[f]) {
+                rc = cli_shard_stream_messages(a->files[f], (size_t)a->batch, &a->limits,
+                                               send_sink, &sd);
+                continue;
             }
-            tio_stream_get_stats(s, &after);
-            rc = report(a, index, i, cs[i], after.bytes_sent - before.bytes_sent);
-            fflush(stdout);
-            cli_progress_update(&prog, (uint64_t)i + 1, (uint64_t)a->msgs.n);
+            for (size_t i = first[f]; rc == CLI_EXIT_OK && i < first[f + 1]; i++) {
+                rc = send_one(&sd, cs[i], 0, a->msgs.labels[i], a->msgs.keys[i],
+                              a->msgs.keys_len[i]);
+            }
         }
+        if (rc == CLI_EXIT_OK && a->epochs) rc = send_marker(&sd);
     }
     cli_progress_end(&prog);
     if (s) {
@@ -454,6 +625,8 @@ static int run_send(send_args *a) {
         }
     }
     free(peer);
+    free(first);
+    free(streamed);
     cli_shard_msgs_free(&a->msgs);
     return rc;
 }

@@ -56,8 +56,7 @@ static int shard_error(const char *path, const char *member, const char *msg) {
     return CLI_EXIT_FAIL;
 }
 
-/* One dense tensor t appended to c as a view (or with its shape given). */
-static int add_view(tio_container *c, const tio_tensor *t, size_t rank, const int64_t *shape,
+int cli_add_view(tio_container *c, const tio_tensor *t, size_t rank, const int64_t *shape,
                     const void *data, size_t nbytes) {
     tio_tensor_desc d;
     memset(&d, 0, sizeof d);
@@ -101,7 +100,7 @@ static int sample_container(const char *path, tio_shard *s, size_t i, tio_contai
                 rc = shard_error(path, name, "a sparse or quantized tensor: samples are sent "
                                              "with dense tensors only");
             else
-                rc = add_view(c, t, tio_tensor_rank(t), tio_tensor_shape(t), tio_tensor_data(t),
+                rc = cli_add_view(c, t, tio_tensor_rank(t), tio_tensor_shape(t), tio_tensor_data(t),
                               tio_tensor_nbytes(t));
         }
     }
@@ -156,7 +155,7 @@ static int stack(const char *path, tio_container **samples, size_t n, const char
             if (nb) memcpy(buf + b * nb, tio_tensor_data(tio_container_tensor(samples[b], k)), nb);
         shape[0] = (int64_t)n;
         if (rank) memcpy(shape + 1, tio_tensor_shape(t0), rank * sizeof(int64_t));
-        rc = add_view(c, t0, rank + 1, shape, buf, nb * n);
+        rc = cli_add_view(c, t0, rank + 1, shape, buf, nb * n);
         free(shape);
     }
     if (rc != CLI_EXIT_OK) {
@@ -167,45 +166,135 @@ static int stack(const char *path, tio_container **samples, size_t n, const char
     return CLI_EXIT_OK;
 }
 
-static int push(cli_shard_msgs *m, tio_container *c, const char *label) {
+static int push(cli_shard_msgs *m, tio_container *c, const char *label, const char *keys,
+                size_t keys_len) {
     if (m->n == m->cap) {
         size_t cap = m->cap ? 2 * m->cap : 16;
         tio_container **cs = realloc(m->containers, cap * sizeof *cs);
         if (cs) m->containers = cs;
         char **ls = cs ? realloc(m->labels, cap * sizeof *ls) : NULL;
         if (ls) m->labels = ls;
-        if (!cs || !ls) {
+        char **ks = ls ? realloc(m->keys, cap * sizeof *ks) : NULL;
+        if (ks) m->keys = ks;
+        size_t *kl = ks ? realloc(m->keys_len, cap * sizeof *kl) : NULL;
+        if (kl) m->keys_len = kl;
+        if (!kl) {
             tio_container_free(c);
             return cli_error("out of memory");
         }
         m->cap = cap;
     }
     char *copy = strdup(label);
-    if (!copy) {
+    char *kcopy = keys ? malloc(keys_len ? keys_len : 1) : NULL;
+    if (!copy || (keys && !kcopy)) {
+        free(copy);
+        free(kcopy);
         tio_container_free(c);
         return cli_error("out of memory");
     }
+    if (keys_len) memcpy(kcopy, keys, keys_len);
     m->containers[m->n] = c;
+    m->keys[m->n] = kcopy;
+    m->keys_len[m->n] = keys_len;
     m->labels[m->n++] = copy;
     return CLI_EXIT_OK;
 }
 
 int cli_shard_msgs_push(cli_shard_msgs *m, tio_container *c, const char *label) {
-    return push(m, c, label);
+    return push(m, c, label, NULL, 0);
 }
 
-/* The message of samples [key, key + n) of shard path. */
-static int push_samples(cli_shard_msgs *m, tio_container *c, const char *path, const char *key,
-                        size_t n) {
-    char *label = n > 1 ? cli_strdup_printf("%s:%s+%zu", path, key, n - 1)
-                        : cli_strdup_printf("%s:%s", path, key);
-    if (!label) {
+static int push_sink(void *ctx, tio_container *c, const char *label, const char *keys,
+                     size_t keys_len) {
+    return push(ctx, c, label, keys, keys_len);
+}
+
+/* Samples grouped into messages: one per sample, or per `batch` samples
+ * stacked, handed to a sink with their label ("path:KEY", "path:KEY+3")
+ * and keys (NUL between them). */
+typedef struct batcher {
+    const char *path;
+    size_t batch; /* 0: a message per sample */
+    tio_container **group;
+    char **keys;
+    size_t have;
+    cli_shard_sink sink;
+    void *ctx;
+} batcher;
+
+static int batcher_init(batcher *b, const char *path, size_t batch, cli_shard_sink sink,
+                        void *ctx) {
+    memset(b, 0, sizeof *b);
+    b->path = path;
+    b->batch = batch;
+    b->sink = sink;
+    b->ctx = ctx;
+    size_t n = batch ? batch : 1;
+    b->group = calloc(n, sizeof *b->group);
+    b->keys = calloc(n, sizeof *b->keys);
+    if (!b->group || !b->keys) return cli_error("out of memory");
+    return CLI_EXIT_OK;
+}
+
+static void batcher_drop(batcher *b) {
+    for (size_t k = 0; k < b->have; k++) {
+        tio_container_free(b->group[k]);
+        free(b->keys[k]);
+    }
+    b->have = 0;
+}
+
+static void batcher_free(batcher *b) {
+    batcher_drop(b);
+    free(b->group);
+    free(b->keys);
+}
+
+/* The samples held so far as one message, to the sink. */
+static int batcher_emit(batcher *b) {
+    if (b->have == 0) return CLI_EXIT_OK;
+    size_t klen = 0;
+    for (size_t k = 0; k < b->have; k++) klen += strlen(b->keys[k]) + (k ? 1 : 0);
+    char *keys = malloc(klen + 1);
+    char *label = b->have > 1
+                      ? cli_strdup_printf("%s:%s+%zu", b->path, b->keys[0], b->have - 1)
+                      : cli_strdup_printf("%s:%s", b->path, b->keys[0]);
+    int rc = keys && label ? CLI_EXIT_OK : cli_error("out of memory");
+    size_t at = 0;
+    for (size_t k = 0; rc == CLI_EXIT_OK && k < b->have; k++) {
+        if (k) keys[at++] = 0;
+        size_t n = strlen(b->keys[k]);
+        memcpy(keys + at, b->keys[k], n);
+        at += n;
+    }
+    tio_container *c = NULL;
+    if (rc == CLI_EXIT_OK && b->batch == 0) {
+        c = b->group[0];
+        b->group[0] = NULL;
+    } else if (rc == CLI_EXIT_OK) {
+        rc = stack(b->path, b->group, b->have, b->keys[0], &c);
+    }
+    if (rc == CLI_EXIT_OK) rc = b->sink(b->ctx, c, label, keys, klen);
+    batcher_drop(b);
+    free(keys);
+    free(label);
+    return rc;
+}
+
+/* Adds sample c (taken, also on failure) with key; a full group is emitted. */
+static int batcher_add(batcher *b, tio_container *c, const char *key) {
+    if (tio_container_count(c) == 0) { /* no tensor member: nothing to send */
+        tio_container_free(c);
+        return CLI_EXIT_OK;
+    }
+    char *k = strdup(key);
+    if (!k) {
         tio_container_free(c);
         return cli_error("out of memory");
     }
-    int rc = push(m, c, label);
-    free(label);
-    return rc;
+    b->group[b->have] = c;
+    b->keys[b->have++] = k;
+    return b->have < (b->batch ? b->batch : 1) ? CLI_EXIT_OK : batcher_emit(b);
 }
 
 int cli_shard_messages(const char *path, size_t batch, const tio_limits *lim,
@@ -216,52 +305,151 @@ int cli_shard_messages(const char *path, size_t batch, const tio_limits *lim,
     if (tio_shard_open(path, lim, &s, &err) != TIO_OK)
         return err.code == TIO_E_IO ? cli_error("%s", cli_errmsg(&err))
                                     : shard_error(path, NULL, cli_errmsg(&err));
-    size_t ns = tio_shard_sample_count(s), b = batch ? batch : 1;
-    tio_container **group = calloc(b, sizeof *group);
-    int rc = group ? CLI_EXIT_OK : cli_error("out of memory");
-    size_t have = 0, first = 0;
+    batcher b;
+    int rc = batcher_init(&b, path, batch, push_sink, m);
+    size_t ns = tio_shard_sample_count(s);
     for (size_t i = 0; i < ns && rc == CLI_EXIT_OK; i++) {
         tio_container *c = NULL;
         rc = sample_container(path, s, i, &c);
-        if (rc != CLI_EXIT_OK) break;
-        if (tio_container_count(c) == 0) { /* no tensor member: nothing to send */
-            tio_container_free(c);
-            continue;
-        }
-        if (have == 0) first = i;
-        group[have++] = c;
-        if (have < b && i + 1 < ns) continue;
-        const char *key = tio_shard_sample_at(s, first)->key;
-        if (batch == 0) {
-            rc = push_samples(m, group[0], path, key, 1);
-        } else {
-            tio_container *st = NULL;
-            rc = stack(path, group, have, key, &st);
-            if (rc == CLI_EXIT_OK) rc = push_samples(m, st, path, key, have);
-            for (size_t k = 0; k < have; k++) tio_container_free(group[k]);
-        }
-        have = 0;
+        if (rc == CLI_EXIT_OK) rc = batcher_add(&b, c, tio_shard_sample_at(s, i)->key);
     }
-    for (size_t k = 0; rc != CLI_EXIT_OK && k < have; k++) tio_container_free(group[k]);
-    if (rc == CLI_EXIT_OK && have) { /* a last, partial batch (no more samples) */
-        const char *key = tio_shard_sample_at(s, first)->key;
-        tio_container *st = NULL;
-        rc = stack(path, group, have, key, &st);
-        if (rc == CLI_EXIT_OK) rc = push_samples(m, st, path, key, have);
-        for (size_t k = 0; k < have; k++) tio_container_free(group[k]);
-    }
-    free(group);
+    if (rc == CLI_EXIT_OK) rc = batcher_emit(&b); /* a last, partial batch */
+    batcher_free(&b);
     tio_shard_free(s); /* the member containers keep the mapping */
     return rc;
+}
+
+/* A sample of a streamed shard being gathered: its members' containers (own
+ * copies: a streamed member's bytes live until the next one). */
+typedef struct gather {
+    tio_container *c; /* NULL: no sample begun */
+    hold *h;
+    size_t cap;       /* room in h->members */
+    char *key;
+} gather;
+
+static int gather_member(gather *g, const char *path, const tio_shard_member *mb,
+                         const tio_limits *lim) {
+    const char *fmt = tio_format_for_path(mb->name);
+    if (!fmt) return CLI_EXIT_OK; /* .cls, .json …: not sent */
+    tio_open_options o;
+    memset(&o, 0, sizeof o);
+    o.format = fmt;
+    o.limits = lim;
+    o.flags = TIO_OPEN_COPY;
+    tio_container *m = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_open_memory(mb->data, (size_t)mb->size, &o, &m, &err) != TIO_OK)
+        return shard_error(path, mb->name, cli_errmsg(&err));
+    if (g->h->nmembers == g->cap) {
+        size_t cap = g->cap * 2;
+        tio_container **ms = realloc(g->h->members, cap * sizeof *ms);
+        if (!ms) {
+            tio_container_free(m);
+            return cli_error("out of memory");
+        }
+        g->h->members = ms;
+        g->cap = cap;
+    }
+    g->h->members[g->h->nmembers++] = m;
+    int rc = CLI_EXIT_OK;
+    for (size_t k = 0; k < tio_container_count(m) && rc == CLI_EXIT_OK; k++) {
+        const tio_tensor *t = tio_container_tensor(m, k);
+        if (tio_tensor_layout(t) != TIO_LAYOUT_DENSE)
+            rc = shard_error(path, mb->name, "a sparse or quantized tensor: samples are sent "
+                                             "with dense tensors only");
+        else
+            rc = cli_add_view(g->c, t, tio_tensor_rank(t), tio_tensor_shape(t), tio_tensor_data(t),
+                          tio_tensor_nbytes(t));
+    }
+    return rc;
+}
+
+/* The sample gathered so far to the batcher. */
+static int gather_end(gather *g, batcher *b) {
+    if (!g->c) return CLI_EXIT_OK;
+    tio_container *c = g->c;
+    g->c = NULL;
+    int rc = batcher_add(b, c, g->key);
+    free(g->key);
+    g->key = NULL;
+    return rc;
+}
+
+/* One shard read in one pass. */
+static int stream_one(const char *path, const tio_limits *lim, batcher *b) {
+    tio_shard_stream *st = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_shard_stream_open(path, lim, &st, &err) != TIO_OK)
+        return cli_error("%s", cli_errmsg(&err));
+    gather g;
+    memset(&g, 0, sizeof g);
+    size_t cur = TIO_SHARD_NONE;
+    int rc = CLI_EXIT_OK;
+    b->path = path;
+    for (;;) {
+        const tio_shard_member *mb = NULL;
+        tio_error_clear(&err);
+        if (tio_shard_stream_next(st, &mb, &err) != TIO_OK) {
+            rc = cli_error("%s", cli_errmsg(&err));
+            break;
+        }
+        if (!mb || mb->sample != cur) {
+            rc = gather_end(&g, b);
+            if (rc != CLI_EXIT_OK || !mb) break;
+            cur = mb->sample;
+        }
+        if (mb->sample == TIO_SHARD_NONE) continue;
+        if (!g.c) {
+            g.cap = 4;
+            rc = held_container(g.cap, 0, &g.c, &g.h);
+            g.key = rc == CLI_EXIT_OK ? strdup(mb->key) : NULL;
+            if (rc == CLI_EXIT_OK && !g.key) rc = cli_error("out of memory");
+            if (rc != CLI_EXIT_OK) break;
+        }
+        rc = gather_member(&g, path, mb, lim);
+        if (rc != CLI_EXIT_OK) break;
+    }
+    tio_container_free(g.c);
+    free(g.key);
+    if (rc == CLI_EXIT_OK) rc = batcher_emit(b); /* the shard's last, partial batch */
+    tio_shard_stream_free(st);
+    return rc;
+}
+
+int cli_shard_stream_messages(const char *spec, size_t batch, const tio_limits *lim,
+                              cli_shard_sink sink, void *ctx) {
+    char **list = NULL;
+    size_t n = 0;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_shard_list_expand(spec, lim, &list, &n, &err) != TIO_OK)
+        return shard_error(spec, NULL, cli_errmsg(&err));
+    batcher b;
+    int rc = batcher_init(&b, spec, batch, sink, ctx);
+    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) rc = stream_one(list[i], lim, &b);
+    batcher_free(&b);
+    tio_shard_list_free(list, n);
+    return rc;
+}
+
+int cli_shard_streamed(const char *file) {
+    return cli_is_url(file) || strncmp(file, "pipe:", 5) == 0 || strchr(file, '{') ||
+           strstr(file, "::");
 }
 
 void cli_shard_msgs_free(cli_shard_msgs *m) {
     for (size_t i = 0; i < m->n; i++) {
         tio_container_free(m->containers[i]);
         free(m->labels[i]);
+        free(m->keys[i]);
     }
     free(m->containers);
     free(m->labels);
+    free(m->keys);
+    free(m->keys_len);
     memset(m, 0, sizeof *m);
 }
 

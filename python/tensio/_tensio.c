@@ -2023,16 +2023,17 @@ static int call_timeout(StreamObject *self, int t)
     return t < 0 ? self->timeout_ms : t;
 }
 
-/* send(owner, format, flags, version, options, timeout_ms, lend) — lend:
- * the Python buffers the owner borrows go with the message (no copy) */
+/* send(owner, format, flags, version, options, timeout_ms, lend, every) —
+ * lend: the Python buffers the owner borrows go with the message (no copy);
+ * every: to every endpoint (tio_stream_send_all) */
 static PyObject *stream_send(StreamObject *self, PyObject *args)
 {
     PyObject *owner;
     tio_save_options o;
     memset(&o, 0, sizeof o);
-    int timeout = -1, lend = 0;
-    if (!PyArg_ParseTuple(args, "O!zIIzi|p", &OwnerType, &owner, &o.format, &o.flags,
-                          &o.version, &o.options, &timeout, &lend))
+    int timeout = -1, lend = 0, every = 0;
+    if (!PyArg_ParseTuple(args, "O!zIIzi|pp", &OwnerType, &owner, &o.format, &o.flags,
+                          &o.version, &o.options, &timeout, &lend, &every))
         return NULL;
     lent_drain();
     if (lend && owner_lend((OwnerObject *)owner) < 0)
@@ -2047,7 +2048,7 @@ static PyObject *stream_send(StreamObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = tio_stream_set_timeout(s, t, &err);
     if (rc == TIO_OK)
-        rc = tio_stream_send(s, c, &o, &err);
+        rc = every ? tio_stream_send_all(s, c, &o, &err) : tio_stream_send(s, c, &o, &err);
     Py_END_ALLOW_THREADS
     self->busy = 0;
     if (rc != TIO_OK)

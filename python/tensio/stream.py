@@ -91,7 +91,7 @@ class Stream:
                          "queued"), self._s().stats()))
 
     def send(self, arrays, names=None, metadata=None, format=None, timeout=None, copy=True,
-             **options):
+             _every=False, **options):
         """Sends one message: arrays (a list, a dict name -> array, or a
         Container) as a ZIO TENS message or a tensorcom batch (the stream's
         protocol, or format="zio"/"tenbin"). Options as for tensio.save
@@ -119,7 +119,18 @@ class Stream:
         if format is None:
             format = _PROTO_FORMAT.get(self._proto)
         fmt, flags, version, opts = _save_args(format, options)
-        s.send(owner, fmt, flags, version, opts, _ms(timeout, "timeout"), lend)
+        s.send(owner, fmt, flags, version, opts, _ms(timeout, "timeout"), lend,
+               bool(_every))
+
+    def send_all(self, arrays, names=None, metadata=None, format=None, timeout=None, copy=True,
+                 **options):
+        """Sends one message to every endpoint of a PUSH on several endpoints
+        (a socket each: the fan-out), each as soon as it has room, so a full
+        one holds up only itself; on other streams, the same as send. What
+        end-of-epoch markers are sent with (docs/streaming.md, "Serving
+        batches to trainers"). timeout: TimeoutError naming the endpoints
+        that had no room (the others have their copy). Arguments as send."""
+        self.send(arrays, names, metadata, format, timeout, copy, _every=True, **options)
 
     def recv(self, timeout=None):
         """The next message as a Container whose arrays are read-only views

@@ -1,5 +1,6 @@
 /* Streams: containers sent and received as messages over ZeroMQ (libzmq 4.3,
- * stable API only). One stream is one socket.
+ * stable API only). One stream is one socket, but for a fan-out: a sending
+ * PUSH on several endpoints has a socket per endpoint (see fanout_ready).
  *
  * Sending encodes the container with tio_message_encode and lends the large
  * parts to libzmq (zmq_msg_init_data): each lent frame holds a reference on
@@ -48,7 +49,15 @@ typedef struct track {
 struct tio_stream {
     void *ctx;
     int own_ctx;
-    void *sock;
+    void *sock;             /* the socket (the first one of a fan-out) */
+    /* Fan-out (a sending PUSH on several endpoints): one socket per endpoint,
+     * so that each endpoint's queue is seen on its own (zmq_poll) and a
+     * message can be sent to every endpoint (tio_stream_send_all). */
+    void **socks;           /* nsocks sockets; socks[0] == sock */
+    char **eps;             /* the endpoint of each socket */
+    zmq_pollitem_t *items;  /* nsocks poll items */
+    size_t nsocks;
+    size_t next;            /* fan-out: the socket tried first by the next send */
     tio_socket_type type;
     tio_proto proto;
     const tio_format_desc *codec; /* the receiving codec (proto ZIO/TENSORCOM), or NULL */
@@ -158,7 +167,17 @@ static uint64_t queued(const tio_stream *s) {
 
 static void stream_destroy(tio_stream *s) {
     if (!s) return;
-    if (s->sock) zmq_close(s->sock);
+    if (s->socks) {
+        for (size_t i = 0; i < s->nsocks; i++) {
+            if (s->socks[i]) zmq_close(s->socks[i]);
+            if (s->eps) free(s->eps[i]);
+        }
+    } else if (s->sock) {
+        zmq_close(s->sock);
+    }
+    free(s->socks);
+    free(s->eps);
+    free(s->items);
     track_release(s->track);
     if (s->ctx && s->own_ctx) {
         while (zmq_ctx_term(s->ctx) == -1 && errno == EINTR) {
@@ -178,6 +197,20 @@ static int attach(tio_stream *s, const char *ep, int bind, tio_error *err) {
                         zmq_strerror(errno));
     }
 }
+
+/* The endpoint ep as bound (the port chosen for *) or connected, malloc'ed. */
+static char *resolved_endpoint(void *sock, const char *ep, int bind) {
+    char buf[TIO_URL_MAX + 64];
+    size_t len = sizeof buf;
+    if (bind && zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, buf, &len) == 0 && len > 1) {
+        buf[sizeof buf - 1] = 0;
+        return strdup(buf);
+    }
+    return strdup(ep);
+}
+
+/* Socket k of the stream (0 <= k < nsocks). */
+static void *sock_at(const tio_stream *s, size_t k) { return s->socks ? s->socks[k] : s->sock; }
 
 static int configure(tio_stream *s, const tio_stream_options *o, const tio_url *u, int bind,
                      tio_error *err) {
@@ -318,33 +351,47 @@ int tio_stream_open(const char *endpoint, const tio_stream_options *opts, tio_st
             rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "cannot create a ZeroMQ context: %s",
                           zmq_strerror(errno));
     }
-    if (rc == TIO_OK) {
+    /* a sending PUSH on several endpoints fans out: a socket per endpoint */
+    int fanout = type == TIO_SOCKET_PUSH && u.count > 1;
+    s->nsocks = fanout ? u.count : 1;
+    if (rc == TIO_OK && fanout) {
+        s->socks = calloc(u.count, sizeof *s->socks);
+        s->eps = calloc(u.count, sizeof *s->eps);
+        s->items = calloc(u.count, sizeof *s->items);
+        if (!s->socks || !s->eps || !s->items) rc = tio__nomem(err, NULL);
+    }
+    for (size_t k = 0; rc == TIO_OK && k < s->nsocks; k++) {
         s->sock = zmq_socket(s->ctx, zmq_type(type));
-        if (!s->sock)
+        if (!s->sock) {
             rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "cannot create a %s socket: %s",
                           socket_name(type), zmq_strerror(errno));
-    }
-    if (rc == TIO_OK) rc = configure(s, &o, &u, bind, err);
-    for (size_t i = 0; rc == TIO_OK && i < u.count; i++) {
-        rc = attach(s, u.endpoints[i], bind, err);
-        if (rc == TIO_OK && i == 0) {
-            char buf[TIO_URL_MAX + 64];
-            size_t len = sizeof buf;
-            if (bind && zmq_getsockopt(s->sock, ZMQ_LAST_ENDPOINT, buf, &len) == 0 && len > 1) {
-                buf[sizeof buf - 1] = 0;
-                s->endpoint = strdup(buf);
-            } else {
-                s->endpoint = strdup(u.endpoints[0]);
+            break;
+        }
+        if (fanout) s->socks[k] = s->sock;
+        rc = configure(s, &o, &u, bind, err);
+        /* one socket: every endpoint; a fan-out: endpoint k on socket k */
+        size_t from = fanout ? k : 0, to = fanout ? k + 1 : u.count;
+        for (size_t i = from; rc == TIO_OK && i < to; i++) {
+            rc = attach(s, u.endpoints[i], bind, err);
+            if (rc == TIO_OK && (i == 0 || fanout)) {
+                char *ep = resolved_endpoint(s->sock, u.endpoints[i], bind);
+                if (!ep) rc = tio__nomem(err, NULL);
+                else if (fanout) s->eps[k] = ep;
+                if (ep && i == 0) {
+                    s->endpoint = fanout ? strdup(ep) : ep;
+                    if (!s->endpoint) rc = tio__nomem(err, NULL);
+                }
             }
-            if (!s->endpoint) rc = tio__nomem(err, NULL);
         }
     }
+    if (fanout) s->sock = s->socks[0];
     tio__url_free(&u);
     if (rc) {
         /* nothing was sent: close at once */
-        if (s->sock) {
-            int zero = 0;
-            zmq_setsockopt(s->sock, ZMQ_LINGER, &zero, sizeof zero);
+        int zero = 0;
+        for (size_t k = 0; k < s->nsocks; k++) {
+            void *sk = s->socks ? s->socks[k] : s->sock;
+            if (sk) zmq_setsockopt(sk, ZMQ_LINGER, &zero, sizeof zero);
         }
         stream_destroy(s);
         return rc;
@@ -360,8 +407,14 @@ int tio_stream_set_timeout(tio_stream *s, int timeout_ms, tio_error *err) {
     if (timeout_ms < 0)
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "negative timeout %d", timeout_ms);
     int zt = timeout_ms > 0 ? timeout_ms : -1;
-    int rc = setopt_int(s, ZMQ_SNDTIMEO, zt, "ZMQ_SNDTIMEO", err);
-    if (rc == TIO_OK) rc = setopt_int(s, ZMQ_RCVTIMEO, zt, "ZMQ_RCVTIMEO", err);
+    void *first = s->sock;
+    int rc = TIO_OK;
+    for (size_t k = 0; rc == TIO_OK && k < s->nsocks; k++) {
+        s->sock = sock_at(s, k);
+        rc = setopt_int(s, ZMQ_SNDTIMEO, zt, "ZMQ_SNDTIMEO", err);
+        if (rc == TIO_OK) rc = setopt_int(s, ZMQ_RCVTIMEO, zt, "ZMQ_RCVTIMEO", err);
+    }
+    s->sock = first;
     if (rc == TIO_OK) s->timeout_ms = timeout_ms;
     return rc;
 }
@@ -412,7 +465,7 @@ int tio_stream_close(tio_stream *s, tio_error *err) {
         int64_t left = (int64_t)s->linger_ms - (now_ms() - start);
         zl = left < 1 ? 1 : (int)left;
     }
-    zmq_setsockopt(s->sock, ZMQ_LINGER, &zl, sizeof zl);
+    for (size_t k = 0; k < s->nsocks; k++) zmq_setsockopt(sock_at(s, k), ZMQ_LINGER, &zl, sizeof zl);
     char what[TIO_URL_MAX + 16];
     snprintf(what, sizeof what, "%s %s", socket_name(s->type), s->endpoint ? s->endpoint : "");
     int own = s->own_ctx, linger = s->linger_ms;
@@ -625,116 +678,174 @@ static const char *default_format(const tio_stream *s) {
     }
 }
 
-int tio_stream_send(tio_stream *s, const tio_container *c, const tio_save_options *opts,
-                    tio_error *err) {
-    if (!s || !c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
-    if (!can_send(s->type))
-        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "a %s stream cannot send",
-                        socket_name(s->type));
-    tio_save_options so;
-    if (opts) so = *opts;
-    else memset(&so, 0, sizeof so);
-    if (!so.format) so.format = default_format(s);
-    if (s->flags & TIO_STREAM_SINGLE) so.flags |= TIO_SAVE_SINGLE_PART;
+/* Where a message goes: the envelope frames before it. */
+typedef struct envelope {
+    const uint8_t *peer; /* ROUTER: the peer's routing id */
+    size_t peer_len;
+    size_t n;            /* envelope frames: 0, 1 (DEALER) or 2 (ROUTER) */
+    int retry_unknown;   /* ROUTER: a set peer may still be connecting */
+} envelope;
 
-    /* envelope */
-    const uint8_t *peer = NULL;
-    size_t peer_len = 0, nenv = 0;
-    int retry_unknown = 0;
+/* The envelope of the next send, and (PUB) the subscriptions read. */
+static int envelope_for(tio_stream *s, envelope *env, tio_error *err) {
+    memset(env, 0, sizeof *env);
     if (s->type == TIO_SOCKET_DEALER) {
-        nenv = 1;
+        env->n = 1;
     } else if (s->type == TIO_SOCKET_ROUTER) {
         if (s->peer_len) {
-            peer = s->peer;
-            peer_len = s->peer_len;
-            retry_unknown = 1; /* a set peer may still be connecting */
+            env->peer = s->peer;
+            env->peer_len = s->peer_len;
+            env->retry_unknown = 1;
         } else if (s->last_peer_len) {
-            peer = s->last_peer;
-            peer_len = s->last_peer_len;
+            env->peer = s->last_peer;
+            env->peer_len = s->last_peer_len;
         } else {
             return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
                             "ROUTER %s: no peer to send to (receive a message first, or "
                             "call tio_stream_set_peer)",
                             s->endpoint);
         }
-        nenv = 2;
+        env->n = 2;
     } else if (s->type == TIO_SOCKET_PUB) {
         drain_subscriptions(s);
     }
+    return TIO_OK;
+}
 
-    tio_message *m = NULL;
-    int rc = tio_message_encode(c, &so, &m, err);
-    if (rc) return rc;
+/* The frames of one copy of message m (n = env->n + its parts) in f; *ready
+ * counts those made (closed by the caller when not sent). */
+static int build_frames(tio_stream *s, tio_message *m, const envelope *env, zmq_msg_t *f,
+                        size_t *ready, tio_error *err) {
     size_t np = tio_message_part_count(m);
-    if (np == 0) { /* an empty tensorcom batch: ZeroMQ has no 0-frame message */
-        tio_message_free(m);
-        return tio__err(err, TIO_E_UNSUPPORTED, so.format, -1,
-                        "the container has no tensors, so its multipart %s message has no "
-                        "frames, which ZeroMQ cannot send (send it as one frame: "
-                        "TIO_STREAM_SINGLE, or in another format)",
-                        so.format);
-    }
-    size_t n = nenv + np;
-    zmq_msg_t fstack[FRAMES_INLINE];
-    zmq_msg_t *f = n <= FRAMES_INLINE ? fstack : malloc(n * sizeof *f);
-    if (!f) {
-        tio_message_free(m);
-        return tio__nomem(err, NULL);
-    }
-    size_t ready = 0;
-    if (s->type == TIO_SOCKET_ROUTER) rc = frame_copy(&f[ready++], peer, peer_len, err);
-    if (rc == TIO_OK && nenv) rc = frame_copy(&f[ready++], NULL, 0, err);
+    int rc = TIO_OK;
+    *ready = 0;
+    if (s->type == TIO_SOCKET_ROUTER) rc = frame_copy(&f[(*ready)++], env->peer, env->peer_len, err);
+    if (rc == TIO_OK && env->n) rc = frame_copy(&f[(*ready)++], NULL, 0, err);
     for (size_t i = 0; rc == TIO_OK && i < np; i++) {
         tio_part p = tio_message_part(m, i);
         int lend = !(s->flags & TIO_STREAM_COPY) && p.size >= LEND_MIN;
         if (s->track && i + 1 == np) {
-            rc = frame_tail(s, &f[ready], m, p, lend, err);
-            if (rc == TIO_OK) ready++;
+            rc = frame_tail(s, &f[*ready], m, p, lend, err);
+            if (rc == TIO_OK) (*ready)++;
         } else if (lend) {
             tio__message_ref(m);
-            if (zmq_msg_init_data(&f[ready], (void *)(uintptr_t)p.data, p.size, lend_free, m) !=
+            if (zmq_msg_init_data(&f[*ready], (void *)(uintptr_t)p.data, p.size, lend_free, m) !=
                 0) {
                 tio__message_unref(m);
                 rc = tio__nomem(err, NULL);
                 break;
             }
-            ready++;
+            (*ready)++;
         } else {
-            rc = frame_copy(&f[ready], p.data, p.size, err);
-            if (rc == TIO_OK) ready++;
+            rc = frame_copy(&f[*ready], p.data, p.size, err);
+            if (rc == TIO_OK) (*ready)++;
         }
     }
+    if (rc == TIO_OK) lent_sending(m);
+    return rc;
+}
 
-    size_t sent = 0;
-    if (rc == TIO_OK) {
-        lent_sending(m);
-        int64_t deadline = s->timeout_ms > 0 ? now_ms() + s->timeout_ms : 0;
-        long backoff = 1;
-        while (sent < n) {
-            int more = sent + 1 < n ? ZMQ_SNDMORE : 0;
-            frame_sending(&f[sent]);
-            if (zmq_msg_send(&f[sent], s->sock, more) >= 0) {
-                sent++;
-                continue;
+/* Not an error: the socket had no room for the first frame (ZMQ_DONTWAIT). */
+#define SEND_BUSY 1000
+
+/* Sends frames f[0..n) on socket sk; *sent counts the frames libzmq took.
+ * nowait: the first frame with ZMQ_DONTWAIT, SEND_BUSY (nothing taken, the
+ * frames still the caller's) when the socket has no room. The frames after
+ * the first never wait: a message is taken whole once its first frame is. */
+static int send_frames(tio_stream *s, void *sk, zmq_msg_t *f, size_t n, const envelope *env,
+                       int nowait, size_t *sent, tio_error *err) {
+    int64_t deadline = s->timeout_ms > 0 ? now_ms() + s->timeout_ms : 0;
+    long backoff = 1;
+    *sent = 0;
+    while (*sent < n) {
+        int flags = *sent + 1 < n ? ZMQ_SNDMORE : 0;
+        if (nowait && *sent == 0) flags |= ZMQ_DONTWAIT;
+        frame_sending(&f[*sent]);
+        if (zmq_msg_send(&f[*sent], sk, flags) >= 0) {
+            (*sent)++;
+            continue;
+        }
+        int e = errno;
+        if (e == EINTR) continue;
+        if (e == EAGAIN && nowait && *sent == 0) return SEND_BUSY;
+        if (e == EHOSTUNREACH && *sent == 0 && env->retry_unknown &&
+            (deadline == 0 || now_ms() < deadline)) {
+            sleep_ms(backoff);
+            if (backoff < 50) backoff *= 2;
+            continue;
+        }
+        if (e == EHOSTUNREACH) {
+            char id[2 * ID_MAX + 1];
+            hex(env->peer, env->peer_len, id);
+            return tio__err(err, TIO_E_TRANSPORT, NULL, -1,
+                            "ROUTER %s: peer %s is not connected%s", s->endpoint, id,
+                            env->retry_unknown && s->timeout_ms
+                                ? " (waited for the send timeout)"
+                                : "");
+        }
+        return zfail(s, err, *sent ? "send (message partly sent)" : "send", e);
+    }
+    return TIO_OK;
+}
+
+/* Fan-out: waits until one of the sockets not yet done has room (zmq_poll,
+ * until the deadline; 0 = forever) and sets *k to it: the first ready one
+ * from s->next on, so that sends go round the endpoints with room. */
+static int fanout_ready(tio_stream *s, const unsigned char *done, int64_t deadline, size_t *k,
+                        tio_error *err) {
+    for (;;) {
+        for (size_t i = 0; i < s->nsocks; i++) {
+            s->items[i].socket = s->socks[i];
+            s->items[i].fd = 0;
+            s->items[i].events = done && done[i] ? 0 : ZMQ_POLLOUT;
+            s->items[i].revents = 0;
+        }
+        long wait = -1;
+        if (deadline) {
+            int64_t left = deadline - now_ms();
+            if (left <= 0)
+                return tio__err(err, TIO_E_TIMEOUT, NULL, -1,
+                                "PUSH %s: send timed out after %d ms: no endpoint%s had room "
+                                "(every peer's queue full, or not connected)",
+                                s->endpoint, s->timeout_ms, done ? " left" : "");
+            wait = (long)left;
+        }
+        if (zmq_poll(s->items, (int)s->nsocks, wait) < 0) {
+            if (errno == EINTR) continue;
+            return zfail(s, err, "poll", errno);
+        }
+        for (size_t j = 0; j < s->nsocks; j++) {
+            size_t i = (s->next + j) % s->nsocks;
+            if (s->items[i].revents & ZMQ_POLLOUT) {
+                *k = i;
+                return TIO_OK;
             }
-            int e = errno;
-            if (e == EINTR) continue;
-            if (e == EHOSTUNREACH && sent == 0 && retry_unknown &&
-                (deadline == 0 || now_ms() < deadline)) {
-                sleep_ms(backoff);
-                if (backoff < 50) backoff *= 2;
-                continue;
-            }
-            if (e == EHOSTUNREACH) {
-                char id[2 * ID_MAX + 1];
-                hex(peer, peer_len, id);
-                rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1,
-                              "ROUTER %s: peer %s is not connected%s", s->endpoint, id,
-                              retry_unknown && s->timeout_ms
-                                  ? " (waited for the send timeout)"
-                                  : "");
-            } else {
-                rc = zfail(s, err, sent ? "send (message partly sent)" : "send", e);
+        }
+    }
+}
+
+/* Sends one copy of m: on the stream's socket, or (fan-out) on the next
+ * endpoint with room, of those not yet done (done NULL: any; the one sent
+ * to is marked done). */
+static int send_copy(tio_stream *s, tio_message *m, const envelope *env, unsigned char *done,
+                     int64_t deadline, tio_error *err) {
+    size_t n = env->n + tio_message_part_count(m);
+    zmq_msg_t fstack[FRAMES_INLINE];
+    zmq_msg_t *f = n <= FRAMES_INLINE ? fstack : malloc(n * sizeof *f);
+    if (!f) return tio__nomem(err, NULL);
+    size_t ready = 0, sent = 0;
+    int rc = build_frames(s, m, env, f, &ready, err);
+    if (rc == TIO_OK && !s->socks) {
+        rc = send_frames(s, s->sock, f, n, env, 0, &sent, err);
+    } else if (rc == TIO_OK) {
+        for (;;) { /* poll, then send without waiting: another sender may fill it */
+            size_t k = 0;
+            rc = fanout_ready(s, done, deadline, &k, err);
+            if (rc == TIO_OK) rc = send_frames(s, s->socks[k], f, n, env, 1, &sent, err);
+            if (rc == SEND_BUSY) continue;
+            if (rc == TIO_OK) {
+                s->next = (k + 1) % s->nsocks;
+                if (done) done[k] = 1;
             }
             break;
         }
@@ -743,13 +854,88 @@ int tio_stream_send(tio_stream *s, const tio_container *c, const tio_save_option
      * hold on the message */
     for (size_t i = sent; i < ready; i++) zmq_msg_close(&f[i]);
     if (f != fstack) free(f);
-    uint64_t bytes = tio_message_size(m);
-    tio_message_free(m);
+    if (rc == TIO_OK) {
+        s->stats.sent++;
+        s->stats.bytes_sent += tio_message_size(m);
+    }
+    return rc;
+}
+
+/* Encodes c for the stream (its protocol, TIO_STREAM_SINGLE). */
+static int encode_for(tio_stream *s, const tio_container *c, const tio_save_options *opts,
+                      tio_message **m, tio_error *err) {
+    tio_save_options so;
+    if (opts) so = *opts;
+    else memset(&so, 0, sizeof so);
+    if (!so.format) so.format = default_format(s);
+    if (s->flags & TIO_STREAM_SINGLE) so.flags |= TIO_SAVE_SINGLE_PART;
+    int rc = tio_message_encode(c, &so, m, err);
     if (rc) return rc;
-    s->stats.sent++;
-    s->stats.bytes_sent += bytes;
+    if (tio_message_part_count(*m) == 0) { /* an empty tensorcom batch */
+        tio_message_free(*m);
+        *m = NULL;
+        return tio__err(err, TIO_E_UNSUPPORTED, so.format, -1,
+                        "the container has no tensors, so its multipart %s message has no "
+                        "frames, which ZeroMQ cannot send (send it as one frame: "
+                        "TIO_STREAM_SINGLE, or in another format)",
+                        so.format);
+    }
     return TIO_OK;
 }
+
+int tio_stream_send(tio_stream *s, const tio_container *c, const tio_save_options *opts,
+                    tio_error *err) {
+    if (!s || !c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    if (!can_send(s->type))
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "a %s stream cannot send",
+                        socket_name(s->type));
+    envelope env;
+    int rc = envelope_for(s, &env, err);
+    tio_message *m = NULL;
+    if (rc == TIO_OK) rc = encode_for(s, c, opts, &m, err);
+    if (rc) return rc;
+    int64_t deadline = s->timeout_ms > 0 ? now_ms() + s->timeout_ms : 0;
+    rc = send_copy(s, m, &env, NULL, deadline, err);
+    tio_message_free(m);
+    return rc;
+}
+
+int tio_stream_send_all(tio_stream *s, const tio_container *c, const tio_save_options *opts,
+                        tio_error *err) {
+    if (!s || !c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    if (!s->socks) return tio_stream_send(s, c, opts, err);
+    envelope env;
+    int rc = envelope_for(s, &env, err);
+    tio_message *m = NULL;
+    if (rc == TIO_OK) rc = encode_for(s, c, opts, &m, err);
+    if (rc) return rc;
+    unsigned char *done = calloc(s->nsocks, 1);
+    if (!done) {
+        tio_message_free(m);
+        return tio__nomem(err, NULL);
+    }
+    /* each endpoint as soon as it has room: a full one does not hold up the others */
+    int64_t deadline = s->timeout_ms > 0 ? now_ms() + s->timeout_ms : 0;
+    size_t ndone = 0;
+    while (rc == TIO_OK && ndone < s->nsocks) {
+        rc = send_copy(s, m, &env, done, deadline, err);
+        if (rc == TIO_OK) ndone++;
+    }
+    if (rc == TIO_E_TIMEOUT) {
+        size_t first = 0;
+        while (first < s->nsocks && done[first]) first++;
+        rc = tio__err(err, TIO_E_TIMEOUT, NULL, -1,
+                      "PUSH %s: sending to every endpoint timed out after %d ms: %zu of %zu "
+                      "endpoints had no room (the first: %s)",
+                      s->endpoint, s->timeout_ms, s->nsocks - ndone, s->nsocks,
+                      first < s->nsocks ? s->eps[first] : "?");
+    }
+    free(done);
+    tio_message_free(m);
+    return rc;
+}
+
+size_t tio_stream_endpoint_count(const tio_stream *s) { return s ? s->nsocks : 0; }
 
 /* --------------------------------------------------------------- receive */
 

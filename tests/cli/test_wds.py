@@ -672,6 +672,16 @@ def test_stream(tmp):
         t = m["tensors"]
         check("stream batch %d" % k, [x["shape"] for x in t] == [list(w.shape) for w in want]
               and [x["sha256"] for x in t] == [sha(w) for w in want], str(t))
+    # the shard read as a stream (pipe:COMMAND, tio_shard_stream): the same batches
+    r, sp = stream(tmp, "piped", ("--count", "3", "--json", "--hash"),
+                   ("--proto", "tensorcom", "--batch", "2", "pipe:cat " + shard))
+    check("stream piped", r.returncode == 0 and sp.returncode == 0 and
+          [[x["sha256"] for x in m["tensors"]] for m in received(r)] ==
+          [[x["sha256"] for x in m["tensors"]] for m in msgs], r.stderr + sp.stderr)
+    # a shard cut short in the command's output: an error naming it, exit 1
+    p = run("send", "--timeout", "5", "ipc://" + os.path.join(tmp, "cut.ipc"), "--batch", "2",
+            "pipe:head -c 1500 " + shard, ok=False)
+    check("stream piped, cut short", p.returncode == 1 and "pipe:head" in p.stderr, p.stderr)
     # back into shards: 2 samples per shard
     pat = os.path.join(tmp, "rx-%04d.tar")
     r, sp = stream(tmp, "shards", ("--count", "5", "-o", pat, "--samples-per-shard", "2"),
