@@ -9,6 +9,9 @@
         for batch in loader:
             ...
 
+Also StreamDataset: batches served over ZeroMQ by `tensio send --epochs`
+(tensorcom-style serving, docs/streaming.md), one epoch per iteration.
+
 Importable only where torch is (`import tensio` never imports torch).
 Local shards are mapped (tensio.Shard) and their tensors are torch views of
 the mapping; remote ones (http(s)://, pipe:) are read in one pass
@@ -29,6 +32,7 @@ import random as _random
 
 from . import Error
 from .shard import Shard, shard_list, stream_shards
+from ._torchstream import StreamDataset, StreamError  # noqa: F401 (tensorcom-style serving)
 
 
 def to_torch(c, fmt):

@@ -127,7 +127,7 @@ def test_server_ahead_in_process():
     B starts, so A's epoch-1 batch arrives during epoch 0 and must wait for
     the next iteration; markers are counted per epoch."""
     import tensio
-    from tensio._torchstream import StreamDataset
+    from tensio.torch import StreamDataset
 
     def batch(key, epoch, v):
         return ([np.full((1, 2), v, np.float32), np.frombuffer(key.encode(), np.uint8),
@@ -172,7 +172,7 @@ def test_stream_errors_in_process():
     """A batch of an epoch already ended (a server more than servers=
     counts) and more batches ahead than max_ahead are StreamErrors."""
     import tensio
-    from tensio._torchstream import StreamDataset, StreamError
+    from tensio.torch import StreamDataset, StreamError
 
     def send(tx, epoch, data=True):
         arrays = [np.zeros((1, 2), np.float32)] if data else []
@@ -201,7 +201,7 @@ def test_iteration_left_early_resumes():
     """An epoch's iteration left after one batch: the next iteration
     yields the rest of that epoch, then the next iteration the next epoch."""
     import tensio
-    from tensio._torchstream import StreamDataset
+    from tensio.torch import StreamDataset
 
     def send(tx, epoch, v=None):
         arrays = [np.full((1,), v, np.float32)] if v is not None else []

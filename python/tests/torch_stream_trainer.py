@@ -1,5 +1,5 @@
 """A trainer process of test_torch_stream.py: binds a tensio.torch
-StreamDataset (tensio._torchstream) on a free loopback port, prints the
+tensio.torch.StreamDataset on a free loopback port, prints the
 endpoint, iterates EPOCHS epochs of batches from SERVERS servers (sleeping
 SLEEP seconds per batch: a slow trainer) and prints, as JSON, the sample keys
 of each epoch and the batches whose tensors did not match their keys
@@ -8,7 +8,7 @@ import json
 import sys
 import time
 
-from tensio._torchstream import StreamDataset
+from tensio.torch import StreamDataset
 
 
 def main():
