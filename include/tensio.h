@@ -164,7 +164,8 @@ typedef struct tio_limits {
                                     a larger value is taken as it) */
     uint32_t max_shards;         /* files a Hugging Face index may name (its shards:
                                     each is opened and mapped); names a shard list
-                                    expands to (tio_shard_list_expand) */
+                                    expands to (tio_shard_list_expand), lines of a
+                                    shard list file */
     /* http:// and https:// sources (docs/sources.md) */
     uint64_t max_remote_bytes;   /* a remote file's size, or the body of a server
                                     that ignores ranges (refused past it) */
@@ -876,10 +877,16 @@ TIO_API void tio_shard_stream_free(tio_shard_stream *s);
  * (a range: zero-padded as written, descending when the first is larger),
  * "{train,val}" (a list), several braces in one name (every combination,
  * the last brace varying fastest), "::" between lists. Braces do not nest;
- * text without braces is one name. *out: a malloc'ed array of *n malloc'ed
- * names (tio_shard_list_free). More than limits->max_shards names is
- * TIO_E_LIMIT before any is made; a malformed brace TIO_E_ARGUMENT with
- * its offset in spec. */
+ * text without braces is one name. A list "@PATH" (the spec, or one between
+ * "::") is a list file: one name or brace list a line, blank lines and
+ * lines starting with '#' skipped, blanks around a name dropped, no "@"
+ * inside; the file at most limits->max_header_bytes, a line at most
+ * max_name_bytes, no NUL byte (TIO_E_CORRUPT); errors name the file, the
+ * line and the offset in the file (docs/formats/webdataset.md, "Shard
+ * lists"). *out: a malloc'ed array of *n malloc'ed names
+ * (tio_shard_list_free). More than limits->max_shards names is TIO_E_LIMIT
+ * before any is made; a malformed brace TIO_E_ARGUMENT with its offset in
+ * spec. */
 TIO_API int tio_shard_list_expand(const char *spec, const tio_limits *limits, char ***out,
                                   size_t *n, tio_error *err);
 TIO_API void tio_shard_list_free(char **list, size_t n);

@@ -22,6 +22,7 @@ int cli_is_shard(const char *path, const char *format) {
     /* a command's output: a file when the command ends with a tensor
      * format's extension ("pipe:curl -s URL/m.safetensors"), else a shard
      * ("pipe:aws s3 cp s3://b/shard-000.tar -") */
+    if (path[0] == '@' || strstr(path, "::@")) return 1; /* a shard list in a file */
     if (strncmp(path, "pipe:", 5) == 0) {
         size_t n = strlen(path);
         while (n > 5 && strchr(" \t'\"", path[n - 1])) n--; /* quotes around the last word */
@@ -291,11 +292,12 @@ static int ls_one_shard(const char *path, const tio_limits *lim, int json, int h
 }
 
 /* A shard, or a list in WebDataset's notation ("shard-{000..099}.tar",
- * "{train,val}-{0..9}.tar", "::" between lists): each shard listed in turn
- * under its name (with --json, an array of the shards' objects); a shard
- * that fails is reported and the others still listed (exit 1). */
+ * "{train,val}-{0..9}.tar", "::" between lists, "@FILE" a list file): each
+ * shard listed in turn under its name (with --json, an array of the
+ * shards' objects); a shard that fails is reported and the others still
+ * listed (exit 1). */
 int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash) {
-    if (!strchr(path, '{') && !strstr(path, "::"))
+    if (!strchr(path, '{') && !strstr(path, "::") && path[0] != '@')
         return ls_one_shard(path, lim, json, hash, NULL);
     char **list = NULL;
     size_t n = 0;

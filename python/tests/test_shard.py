@@ -363,3 +363,45 @@ def test_writer_aborted_leaves_no_partial_shard(tmp_path):
     with tensio.ShardWriter(tmp_path / "e-%d.tar") as w:
         pass
     assert w.shards == [] and os.listdir(tmp_path) == ["a-0.tar"]
+
+
+# ----------------------------------------------------- shard lists in files
+
+def test_shard_list_file(tmp_path):
+    with tensio.ShardWriter(tmp_path / "t-%03d.tar", maxcount=2) as w:
+        for i in range(6):
+            w.write({"__key__": "k%d" % i, "npy": np.full(3, i, np.int32)})
+    lst = tmp_path / "shards.txt"
+    lst.write_text("# three shards\n\n%s\n  pipe:cat %s  \r\n%s\n" % (
+        tmp_path / "t-{000..001}.tar", w.shards[2], "# the end"))
+    want = [w.shards[0], w.shards[1], "pipe:cat " + w.shards[2]]
+    assert tensio.shard_list("@%s" % lst) == want
+    assert tensio.shard_list("a.tar::@%s::b{0..1}" % lst) == ["a.tar"] + want + ["b0", "b1"]
+    got = list(tensio.stream_shards("@%s" % lst))
+    assert [s["__key__"] for s in got] == ["k%d" % i for i in range(6)]
+    assert all(np.array_equal(s["npy"], np.full(3, i, np.int32)) for i, s in enumerate(got))
+    assert got[-1]["__url__"] == want[2]
+
+
+def test_shard_list_file_hostile(tmp_path):
+    def refused(data, exc, match, limits=None):
+        p = tmp_path / "l.txt"
+        p.write_bytes(data)
+        with pytest.raises(exc, match=match):
+            tensio.shard_list("@%s" % p, limits=limits)
+        with pytest.raises(exc, match=match):  # before any shard is opened
+            next(tensio.stream_shards("@%s" % p, limits=limits))
+
+    refused(b"a.tar\nb\0.tar\n", tensio.CorruptError, r"l.txt, line 2: a NUL byte")
+    refused(b"a.tar\n" * 101, tensio.LimitError, r"line 101: more than max_shards \(100\)",
+            {"max_shards": 100})
+    refused(b"a.tar\n" + b"b" * 101 + b"\n", tensio.LimitError,
+            r"line 2: 101 bytes, more than max_name_bytes \(100\)", {"max_name_bytes": 100})
+    refused(b"#" * 5000, tensio.LimitError, r"5000 bytes, more than max_header_bytes \(4096\)",
+            {"max_header_bytes": 4096})
+    refused(b"x.tar\n@y.txt\n", tensio.ArgumentError, "line 2: a list file names no other")
+    refused(b"\n# only comments\n", tensio.ArgumentError, "names no shard")
+    with pytest.raises(tensio.IOError, match="absent.txt"):
+        tensio.shard_list("@%s" % (tmp_path / "absent.txt"))
+    with pytest.raises(tensio.ArgumentError, match="names no list file"):
+        tensio.shard_list("@")
