@@ -175,7 +175,8 @@ typedef struct tio_limits {
     uint32_t timeout_ms;         /* to connect; and a transfer that receives
                                     nothing for this long (rounded to seconds) fails */
     uint64_t max_member_bytes;   /* a shard read as a stream: one member with its
-                                    headers, the memory it may take */
+                                    headers, the memory it may take; a compressed
+                                    one's decoder window (tio_shard_stream_open) */
 } tio_limits;
 
 #define TIO_DEFAULT_MAX_TENSORS (1u << 24)
@@ -850,12 +851,18 @@ TIO_API int tio_shard_open_member(tio_shard *s, size_t i, const tio_open_options
                                   tio_container **out, tio_error *err);
 
 /* A shard read in one pass, member by member (no index, no mapping, nothing
- * written to disk): from a file path (or file:PATH), from a command's
- * standard output ("pipe:COMMAND", run by /bin/sh -c; its exit status must
- * be 0), or from an http:// or https:// URL (sequential range requests,
- * resumed and checked as for tio_open; docs/sources.md). One buffer holds
- * the member handed out and its headers: memory is bounded by the largest
- * member and limits->max_member_bytes. Uncompressed tar only. */
+ * written to disk): from a file path (or file:PATH), standard input ("-"),
+ * a command's standard output ("pipe:COMMAND", run by /bin/sh -c; its exit
+ * status must be 0), or an http:// or https:// URL (sequential range
+ * requests, resumed and checked as for tio_open; docs/sources.md). One
+ * buffer holds the member handed out and its headers: memory is bounded by
+ * the largest member and limits->max_member_bytes. A gzip, bzip2, xz or
+ * zstd shard (found by its magic) is decompressed as it is read, in 64 KiB
+ * reads of the source: add the decoder's own memory, its window at most
+ * 128 MiB and bounded by max_member_bytes (xz: twice it, 16 MiB at least);
+ * a window past that is TIO_E_LIMIT, a corrupt or cut compressed stream
+ * TIO_E_CORRUPT / TIO_E_TRUNCATED with the offset in the compressed data;
+ * member offsets are in the tar. */
 typedef struct tio_shard_stream tio_shard_stream;
 TIO_API int tio_shard_stream_open(const char *source, const tio_limits *limits,
                                   tio_shard_stream **out, tio_error *err);

@@ -405,3 +405,21 @@ def test_shard_list_file_hostile(tmp_path):
         tensio.shard_list("@%s" % (tmp_path / "absent.txt"))
     with pytest.raises(tensio.ArgumentError, match="names no list file"):
         tensio.shard_list("@")
+
+
+def test_stream_compressed_shards(tmp_path):
+    import subprocess
+    with tensio.ShardWriter(tmp_path / "z-%d.tar") as w:
+        for i in range(50):
+            w.write({"__key__": "k%02d" % i, "npy": np.arange(i * 100, dtype=np.float32)})
+    want = [(s["__key__"], s["npy"].tolist()) for s in tensio.Shard(w.shards[0])]
+    for tool, ext in (("gzip", "gz"), ("bzip2", "bz2"), ("xz", "xz"), ("zstd -q", "zst")):
+        p = tmp_path / ("z.tar." + ext)
+        subprocess.run("%s -c %s > %s" % (tool, w.shards[0], p), shell=True, check=True)
+        for spec in (str(p), "pipe:cat %s" % p):
+            got = [(s["__key__"], s["npy"].tolist()) for s in tensio.stream_shards(spec)]
+            assert got == want, (tool, spec)
+        cut = tmp_path / ("cut.tar." + ext)
+        cut.write_bytes(p.read_bytes()[:p.stat().st_size // 2])
+        with pytest.raises(tensio.TruncatedError, match="stream: the data end inside it, at byte"):
+            list(tensio.stream_shards(str(cut)))

@@ -2,7 +2,8 @@
  * command's standard output (pipe:COMMAND) or an http(s) URL (sequential
  * range requests through src/source/http.c). One buffer holds the member
  * being handed out and its headers: memory is bounded by the largest member
- * and max_member_bytes. docs/sources.md. */
+ * and max_member_bytes. A compressed shard (found by its magic) is
+ * decompressed as it is read (decompress.c). docs/sources.md. */
 #include "source/source.h"
 #include "tar/tar.h"
 
@@ -35,10 +36,12 @@ struct tio_shard_stream {
     char *name;        /* m's name and key */
     char *last_key;    /* the previous member's key (samples: runs of one key) */
     size_t samples;
+    tio__tar_zs *z;    /* a compressed shard's decoder, or NULL */
 };
 
 /* Up to n bytes of the source into dst: *got 0 at its end. */
-static int src_read(tio_shard_stream *s, uint8_t *dst, size_t n, size_t *got, tio_error *err) {
+static int raw_read(void *ctx, uint8_t *dst, size_t n, size_t *got, tio_error *err) {
+    tio_shard_stream *s = ctx;
     *got = 0;
     if (s->h && s->whole) {
         uint64_t left = s->wlen - s->at;
@@ -69,6 +72,11 @@ static int src_read(tio_shard_stream *s, uint8_t *dst, size_t n, size_t *got, ti
     }
 }
 
+/* Up to n bytes of the tar: decompressed when it is compressed. */
+static int src_read(tio_shard_stream *s, uint8_t *dst, size_t n, size_t *got, tio_error *err) {
+    return s->z ? tio__tar_zs_read(s->z, dst, n, got, err) : raw_read(s, dst, n, got, err);
+}
+
 /* The command's exit (stopped first when stop): TIO_OK for status 0. */
 static int reap(tio_shard_stream *s, int stop, tio_error *err) {
     int rc = tio__pipe_finish(s->fd, s->pid, stop, s->label, err);
@@ -81,6 +89,7 @@ void tio_shard_stream_free(tio_shard_stream *s) {
     if (!s) return;
     (void)reap(s, 1, NULL); /* a command not read to its end is stopped */
     tio__http_free(s->h);
+    tio__tar_zs_free(s->z);
     free(s->whole);
     free(s->buf);
     free(s->name);
@@ -121,6 +130,9 @@ int tio_shard_stream_open(const char *source, const tio_limits *limits, tio_shar
             s->len = (size_t)got;
             s->at = got;
         }
+    } else if (rc == TIO_OK && strcmp(source, "-") == 0) { /* standard input, left open */
+        s->fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
+        if (s->fd < 0) rc = tio__err(err, TIO_E_IO, NULL, -1, "-: %s", strerror(errno));
     } else if (rc == TIO_OK) {
         const char *path = strncmp(source, "file:", 5) == 0 ? source + 5 : source;
         s->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -201,13 +213,16 @@ int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio
         int done = 0;
         tio_error terr;
         int rc;
-        const char *z = s->base == 0 ? tio__tar_compression(s->buf, s->len) : NULL;
-        if (z)
-            rc = tio__err(&terr, TIO_E_UNSUPPORTED, FMT, 0,
-                          "a %s-compressed shard is not read as a stream (uncompressed tar "
-                          "only)", z);
-        else
-            rc = tio__tar_next(&cur, s->base, &s->lim, &e, &done, &terr);
+        const char *z = s->base == 0 && !s->z ? tio__tar_compression(s->buf, s->len) : NULL;
+        if (z) { /* the bytes read so far go to the decoder first */
+            rc = tio__tar_zs_new(z, s->lim.max_member_bytes, s->label, raw_read, s, s->buf,
+                                 s->len, &s->z, err);
+            s->len = 0;
+            if (rc == TIO_OK) continue;
+            s->done = 1;
+            return rc;
+        }
+        rc = tio__tar_next(&cur, s->base, &s->lim, &e, &done, &terr);
         if (rc == TIO_OK && done) {
             s->done = 1;
             /* the rest (the second zero block, the record's padding) drained,
@@ -259,7 +274,7 @@ int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio
         }
         /* the bytes at hand end inside a header or a member: more, unless
          * the source has ended (then the error stands) */
-        if ((terr.code != TIO_E_TRUNCATED && terr.code != TIO_E_BOUNDS) || s->eof || z) {
+        if ((terr.code != TIO_E_TRUNCATED && terr.code != TIO_E_BOUNDS) || s->eof) {
             s->done = 1;
             return stream_error(s, rc, &terr, err);
         }

@@ -342,7 +342,7 @@ def test_hostile(tmp, ten):
     with open(gz, "wb") as f:
         f.write(data[:len(data) // 2])
     p = run("ls", gz, ok=False)
-    check("gzip cut short", p.returncode == 1 and "gzip stream: the file ends inside it"
+    check("gzip cut short", p.returncode == 1 and "gzip stream: the data end inside it"
           in p.stderr, p.stderr)
     bad = bytearray(data)
     bad[len(bad) // 2] ^= 0xff
