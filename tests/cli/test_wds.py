@@ -204,6 +204,11 @@ def test_compressed(tmp):
         d1 = run("dump", "--json", path, "000000.ten").stdout
         d2 = run("dump", "--json", src, "000000.ten").stdout
         check("compressed %s: dump" % name, d1 == d2)
+        # read as a stream (a command's output): decompressed as it streams
+        p = run("ls", "--json", "pipe:cat " + path)
+        streamed = json.loads(p.stdout)
+        check("compressed %s: ls as a stream" % name, streamed["tensors"] == want["tensors"] and
+              streamed.get("members") == want.get("members"), p.stdout[:300])
     # to an uncompressed shard: the same members, byte for byte
     out = os.path.join(tmp, "from-gz.tar")
     run("convert", os.path.join(tmp, "m.tar.gz"), out)
