@@ -107,12 +107,13 @@ def main():
             put(out, "tflite", d)
         for _, d in files(base, "tar/*.tar"):
             put(out, "tar", d)
-            put(out, "tar_stream", d)  # a stream reads them uncompressed only
-            # the same shard compressed: the decompressors' paths (gzip
-            # deterministic with mtime 0; bzip2 and xz from the stdlib)
-            put(out, "tar", gzip.compress(d, mtime=0))
-            put(out, "tar", bz2.compress(d))
-            put(out, "tar", lzma.compress(d))
+            put(out, "tar_stream", d)
+            # the same shard compressed: the decompressors' paths, mapped and
+            # streamed (gzip deterministic with mtime 0; bzip2 and xz from
+            # the stdlib)
+            for z in (gzip.compress(d, mtime=0), bz2.compress(d), lzma.compress(d)):
+                put(out, "tar", z)
+                put(out, "tar_stream", z)
         for pat in ("onnx/**/*.onnx", "rten/*/*.onnx", "tmfile/*.onnx"):
             for _, d in files(base, pat):
                 put(out, "onnx", d)

@@ -164,7 +164,8 @@ typedef struct tio_limits {
                                     a larger value is taken as it) */
     uint32_t max_shards;         /* files a Hugging Face index may name (its shards:
                                     each is opened and mapped); names a shard list
-                                    expands to (tio_shard_list_expand) */
+                                    expands to (tio_shard_list_expand), lines of a
+                                    shard list file */
     /* http:// and https:// sources (docs/sources.md) */
     uint64_t max_remote_bytes;   /* a remote file's size, or the body of a server
                                     that ignores ranges (refused past it) */
@@ -175,7 +176,8 @@ typedef struct tio_limits {
     uint32_t timeout_ms;         /* to connect; and a transfer that receives
                                     nothing for this long (rounded to seconds) fails */
     uint64_t max_member_bytes;   /* a shard read as a stream: one member with its
-                                    headers, the memory it may take */
+                                    headers, the memory it may take; a compressed
+                                    one's decoder window (tio_shard_stream_open) */
 } tio_limits;
 
 #define TIO_DEFAULT_MAX_TENSORS (1u << 24)
@@ -850,12 +852,18 @@ TIO_API int tio_shard_open_member(tio_shard *s, size_t i, const tio_open_options
                                   tio_container **out, tio_error *err);
 
 /* A shard read in one pass, member by member (no index, no mapping, nothing
- * written to disk): from a file path (or file:PATH), from a command's
- * standard output ("pipe:COMMAND", run by /bin/sh -c; its exit status must
- * be 0), or from an http:// or https:// URL (sequential range requests,
- * resumed and checked as for tio_open; docs/sources.md). One buffer holds
- * the member handed out and its headers: memory is bounded by the largest
- * member and limits->max_member_bytes. Uncompressed tar only. */
+ * written to disk): from a file path (or file:PATH), standard input ("-"),
+ * a command's standard output ("pipe:COMMAND", run by /bin/sh -c; its exit
+ * status must be 0), or an http:// or https:// URL (sequential range
+ * requests, resumed and checked as for tio_open; docs/sources.md). One
+ * buffer holds the member handed out and its headers: memory is bounded by
+ * the largest member and limits->max_member_bytes. A gzip, bzip2, xz or
+ * zstd shard (found by its magic) is decompressed as it is read, in 64 KiB
+ * reads of the source: add the decoder's own memory, its window at most
+ * 128 MiB and bounded by max_member_bytes (xz: twice it, 16 MiB at least);
+ * a window past that is TIO_E_LIMIT, a corrupt or cut compressed stream
+ * TIO_E_CORRUPT / TIO_E_TRUNCATED with the offset in the compressed data;
+ * member offsets are in the tar. */
 typedef struct tio_shard_stream tio_shard_stream;
 TIO_API int tio_shard_stream_open(const char *source, const tio_limits *limits,
                                   tio_shard_stream **out, tio_error *err);
@@ -877,10 +885,16 @@ TIO_API void tio_shard_stream_free(tio_shard_stream *s);
  * (a range: zero-padded as written, descending when the first is larger),
  * "{train,val}" (a list), several braces in one name (every combination,
  * the last brace varying fastest), "::" between lists. Braces do not nest;
- * text without braces is one name. *out: a malloc'ed array of *n malloc'ed
- * names (tio_shard_list_free). More than limits->max_shards names is
- * TIO_E_LIMIT before any is made; a malformed brace TIO_E_ARGUMENT with
- * its offset in spec. */
+ * text without braces is one name. A list "@PATH" (the spec, or one between
+ * "::") is a list file: one name or brace list a line, blank lines and
+ * lines starting with '#' skipped, blanks around a name dropped, no "@"
+ * inside; the file at most limits->max_header_bytes, a line at most
+ * max_name_bytes, no NUL byte (TIO_E_CORRUPT); errors name the file, the
+ * line and the offset in the file (docs/formats/webdataset.md, "Shard
+ * lists"). *out: a malloc'ed array of *n malloc'ed names
+ * (tio_shard_list_free). More than limits->max_shards names is TIO_E_LIMIT
+ * before any is made; a malformed brace TIO_E_ARGUMENT with its offset in
+ * spec. */
 TIO_API int tio_shard_list_expand(const char *spec, const tio_limits *limits, char ***out,
                                   size_t *n, tio_error *err);
 TIO_API void tio_shard_list_free(char **list, size_t n);

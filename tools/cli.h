@@ -359,7 +359,8 @@ int cli_json_write_string(FILE *f, const char *s);
 
 /* Whether path is read as a tar shard: no --format, and a .tar name (.tar.gz
  * and friends too, which the library refuses with its reason), or a file
- * without a tensor format's extension holding a ustar header. */
+ * without a tensor format's extension holding a ustar header; or a shard
+ * list in a file ("@FILE", or "@FILE" after a "::"). */
 int cli_is_shard(const char *path, const char *format);
 /* tensio ls / info on a shard: a row per tensor of every tensor member, a
  * row per other member (opaque bytes). */

@@ -19,6 +19,7 @@ static int ends_with(const char *s, const char *suffix) {
 
 int cli_is_shard(const char *path, const char *format) {
     if (format || !path || strcmp(path, "-") == 0) return 0;
+    if (path[0] == '@' || strstr(path, "::@")) return 1; /* a shard list in a file */
     const char *sep = strstr(path, "::"); /* a list: as its first shard */
     if (sep) {
         char *first = strndup(path, (size_t)(sep - path));
@@ -300,11 +301,13 @@ typedef int (*shard_fn)(const char *path, const tio_limits *lim, int json, int h
                         json_t *into);
 
 /* A shard, or a list in WebDataset's notation ("shard-{000..099}.tar",
- * "{train,val}-{0..9}.tar", "::" between lists): fn for each shard in
- * turn, under its name (with --json, an array of the shards' objects); a
- * shard that fails is reported and the others still done (exit 1). */
+ * "{train,val}-{0..9}.tar", "::" between lists, "@FILE" a list file): fn
+ * for each shard in turn, under its name (with --json, an array of the
+ * shards' objects); a shard that fails is reported and the others still
+ * done (exit 1). */
 static int each_shard(const char *path, const tio_limits *lim, int json, int hash, shard_fn fn) {
-    if (!strchr(path, '{') && !strstr(path, "::")) return fn(path, lim, json, hash, NULL);
+    if (!strchr(path, '{') && !strstr(path, "::") && path[0] != '@')
+        return fn(path, lim, json, hash, NULL);
     char **list = NULL;
     size_t n = 0;
     tio_error err;
@@ -606,7 +609,8 @@ static size_t validate_one(const char *path, int verbose, json_t *files) {
 
 /* A shard or a list of them (each its own file in the report): problems. */
 size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
-    if (!strchr(path, '{') && !strstr(path, "::")) return validate_one(path, verbose, files);
+    if (!strchr(path, '{') && !strstr(path, "::") && path[0] != '@')
+        return validate_one(path, verbose, files);
     char **list = NULL;
     size_t n = 0, problems = 0;
     tio_error err;

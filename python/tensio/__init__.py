@@ -26,7 +26,7 @@ from ._tensio import (  # noqa: F401  (re-exported)
 
 __version__ = LIB_VERSION
 __all__ = [
-    "Stream", "GraphBuilder", "zio", "Shard", "Member", "shard_list", "stream_shards", "open", "loads", "load", "load_checkpoint", "save", "container", "loads_parts", "dumps_parts", "dumps", "convert", "formats", "dtype_name",
+    "Stream", "GraphBuilder", "zio", "Shard", "ShardWriter", "Member", "shard_list", "stream_shards", "open", "loads", "load", "load_checkpoint", "save", "container", "loads_parts", "dumps_parts", "dumps", "convert", "formats", "dtype_name",
     "Container", "Tensor", "Coo", "Opaque", "CheckpointArray", "Typed", "Finding", "Graph", "Node", "Value", "Error", "ArgumentError",
     "NoMemoryError", "IOError", "FormatError", "TruncatedError", "MagicError",
     "BoundsError", "LimitError", "OverflowError", "DtypeError", "CorruptError",
@@ -781,3 +781,4 @@ from .stream import Stream  # noqa: E402  (they use the names above)
 from .builder import GraphBuilder  # noqa: E402
 from . import zio  # noqa: E402
 from .shard import Shard, Member, shard_list, stream_shards  # noqa: E402
+from .shard_writer import ShardWriter  # noqa: E402

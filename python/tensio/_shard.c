@@ -4,7 +4,9 @@
  * member's bytes are copied out (bytes, as WebDataset hands them), a tensor
  * member opens as an _Owner whose views point into the shard's mapping and
  * keep it alive after the _Shard is gone. tensio/shard.py builds the
- * user-facing iteration on top.
+ * user-facing iteration on top. _ShardStream reads a shard in one pass
+ * (tio_shard_stream_*); _ShardWriter writes one (tio_shard_writer_*), under
+ * tensio/shard_writer.py's ShardWriter.
  */
 #define PY_SSIZE_T_CLEAN
 #include "_tensio.h"
@@ -292,6 +294,18 @@ PyTypeObject tio_py_ShardStreamType = {
     .tp_methods = sstream_methods,
 };
 
+/* The end of an open over a path (PyUnicode_FSConverter's bytes, released
+ * here): self, or self dropped and the error raised. */
+static PyObject *opened(PyObject *self, PyObject *path, int rc, const tio_error *err)
+{
+    Py_DECREF(path);
+    if (rc != TIO_OK) {
+        Py_DECREF(self);
+        return tio_py_raise(rc, err);
+    }
+    return self;
+}
+
 /* shard_stream_open(source, limits) -> _ShardStream */
 PyObject *tio_py_shard_stream_open(PyObject *m, PyObject *args)
 {
@@ -317,12 +331,7 @@ PyObject *tio_py_shard_stream_open(PyObject *m, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = tio_shard_stream_open(p, &limits, &self->s, &err);
     Py_END_ALLOW_THREADS
-    Py_DECREF(path);
-    if (rc != TIO_OK) {
-        Py_DECREF(self);
-        return tio_py_raise(rc, &err);
-    }
-    return (PyObject *)self;
+    return opened((PyObject *)self, path, rc, &err);
 }
 
 /* shard_list(spec, limits) -> [names] (tio_shard_list_expand) */
@@ -354,4 +363,153 @@ PyObject *tio_py_shard_list(PyObject *m, PyObject *args)
     }
     tio_shard_list_free(list, n);
     return out;
+}
+
+/* -------------------------------------------------------- writing shards */
+
+typedef struct {
+    PyObject_HEAD
+    tio_shard_writer *w; /* NULL once closed or aborted */
+} ShardWriterObject;
+
+/* Members this large are written without the GIL. */
+#define WRITER_NOGIL_BYTES ((Py_ssize_t)1 << 16)
+
+static tio_shard_writer *swriter_get(ShardWriterObject *self)
+{
+    if (self->w == NULL)
+        PyErr_SetString(PyExc_ValueError, "the shard writer is closed");
+    return self->w;
+}
+
+/* add(name, bytes-like): tio_shard_writer_add_bytes */
+static PyObject *swriter_add(ShardWriterObject *self, PyObject *args)
+{
+    const char *name;
+    Py_buffer b;
+    if (!PyArg_ParseTuple(args, "sy*", &name, &b))
+        return NULL;
+    tio_shard_writer *w = swriter_get(self);
+    if (w == NULL) {
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    tio_error err;
+    tio_error_clear(&err);
+    int rc;
+    if (b.len >= WRITER_NOGIL_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = tio_shard_writer_add_bytes(w, name, b.buf, (uint64_t)b.len, &err);
+        Py_END_ALLOW_THREADS
+    } else {
+        rc = tio_shard_writer_add_bytes(w, name, b.buf, (uint64_t)b.len, &err);
+    }
+    PyBuffer_Release(&b);
+    if (rc != TIO_OK)
+        return tio_py_raise(rc, &err);
+    Py_RETURN_NONE;
+}
+
+/* counts() -> (members, bytes written so far) */
+static PyObject *swriter_counts(ShardWriterObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    tio_shard_writer *w = swriter_get(self);
+    if (w == NULL)
+        return NULL;
+    return Py_BuildValue("KK", (unsigned long long)tio_shard_writer_count(w),
+                         (unsigned long long)tio_shard_writer_bytes(w));
+}
+
+/* close(): ends the archive and renames it over the target */
+static PyObject *swriter_close(ShardWriterObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    tio_shard_writer *w = swriter_get(self);
+    if (w == NULL)
+        return NULL;
+    self->w = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tio_shard_writer_close(w, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != TIO_OK)
+        return tio_py_raise(rc, &err);
+    Py_RETURN_NONE;
+}
+
+/* abort(): removes the temporary file (nothing of the shard is left) */
+static PyObject *swriter_abort(ShardWriterObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    tio_shard_writer *w = self->w;
+    self->w = NULL;
+    tio_shard_writer_abort(w);
+    Py_RETURN_NONE;
+}
+
+static void swriter_dealloc(ShardWriterObject *self)
+{
+    tio_shard_writer_abort(self->w); /* never closed: no shard */
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef swriter_methods[] = {
+    {"add", (PyCFunction)swriter_add, METH_VARARGS, "add(name, data): one member"},
+    {"counts", (PyCFunction)swriter_counts, METH_NOARGS, "counts() -> (members, bytes)"},
+    {"close", (PyCFunction)swriter_close, METH_NOARGS, "close(): the shard, in place"},
+    {"abort", (PyCFunction)swriter_abort, METH_NOARGS, "abort(): no shard, no file left"},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject tio_py_ShardWriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tensio._tensio._ShardWriter",
+    .tp_basicsize = sizeof(ShardWriterObject),
+    .tp_dealloc = (destructor)swriter_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One shard being written (see tensio.ShardWriter).",
+    .tp_methods = swriter_methods,
+};
+
+/* shard_writer_open(path, flags, mtime) -> _ShardWriter */
+PyObject *tio_py_shard_writer_open(PyObject *m, PyObject *args)
+{
+    (void)m;
+    PyObject *path = NULL;
+    unsigned int flags = 0;
+    unsigned long long mtime = 0;
+    if (!PyArg_ParseTuple(args, "O&IK", PyUnicode_FSConverter, &path, &flags, &mtime))
+        return NULL;
+    ShardWriterObject *self = PyObject_New(ShardWriterObject, &tio_py_ShardWriterType);
+    if (self == NULL) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    self->w = NULL;
+    tio_shard_writer_options o = {.flags = flags, .mtime = mtime, .record_size = 0};
+    tio_error err;
+    tio_error_clear(&err);
+    int rc;
+    const char *p = PyBytes_AS_STRING(path);
+    Py_BEGIN_ALLOW_THREADS
+    rc = tio_shard_writer_open(p, &o, &self->w, &err);
+    Py_END_ALLOW_THREADS
+    return opened((PyObject *)self, path, rc, &err);
+}
+
+/* shard_check_name(name): tio_shard_check_name, raising */
+PyObject *tio_py_shard_check_name(PyObject *m, PyObject *args)
+{
+    (void)m;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc = tio_shard_check_name(name, &err);
+    if (rc != TIO_OK)
+        return tio_py_raise(rc, &err);
+    Py_RETURN_NONE;
 }

@@ -2270,6 +2270,9 @@ static PyMethodDef mod_methods[] = {
     {"shard_stream_open", tio_py_shard_stream_open, METH_VARARGS,
      "shard_stream_open(source, limits) -> _ShardStream"},
     {"shard_list", tio_py_shard_list, METH_VARARGS, "shard_list(spec, limits) -> [names]"},
+    {"shard_writer_open", tio_py_shard_writer_open, METH_VARARGS,
+     "shard_writer_open(path, flags, mtime) -> _ShardWriter"},
+    {"shard_check_name", tio_py_shard_check_name, METH_VARARGS, "shard_check_name(name)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2329,7 +2332,8 @@ PyMODINIT_FUNC PyInit__tensio(void)
 {
     import_array();
     if (PyType_Ready(&OwnerType) < 0 || PyType_Ready(&StreamType) < 0 ||
-        PyType_Ready(&tio_py_ShardType) < 0 || PyType_Ready(&tio_py_ShardStreamType) < 0)
+        PyType_Ready(&tio_py_ShardType) < 0 || PyType_Ready(&tio_py_ShardStreamType) < 0 ||
+        PyType_Ready(&tio_py_ShardWriterType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)

@@ -30,5 +30,9 @@ PyObject *tio_py_shard_open(PyObject *m, PyObject *args);
 extern PyTypeObject tio_py_ShardStreamType;
 PyObject *tio_py_shard_stream_open(PyObject *m, PyObject *args);
 PyObject *tio_py_shard_list(PyObject *m, PyObject *args);
+/* tensio/_shard.c: _ShardWriter (tio_shard_writer_*), shard_check_name. */
+extern PyTypeObject tio_py_ShardWriterType;
+PyObject *tio_py_shard_writer_open(PyObject *m, PyObject *args);
+PyObject *tio_py_shard_check_name(PyObject *m, PyObject *args);
 
 #endif

@@ -137,7 +137,8 @@ def shard_list(spec, limits=None):
     """The names WebDataset's shard-list notation expands to:
     "https://h/shard-{000..099}.tar" (zero-padded as written), "{a,b}",
     several braces (every combination, the last varying fastest), "::"
-    between lists (tio_shard_list_expand; at most limits["max_shards"])."""
+    between lists, "@FILE" a file of such lists, one a line
+    (tio_shard_list_expand; at most limits["max_shards"])."""
     return _tensio.shard_list(_os.fspath(spec), _limits_tuple(limits))
 
 
@@ -166,9 +167,10 @@ def _format_for(name, exts):
 
 def stream_shards(spec, limits=None, decode=True):
     """Samples of every shard `spec` names (shard_list), each shard read
-    in one pass as a stream (tio_shard_stream: a path, "pipe:COMMAND" or an
-    http(s) URL; memory bounded by the largest member and
-    limits["max_member_bytes"]): WebDataset-style dicts {"__key__": key,
+    in one pass as a stream (tio_shard_stream: a path, "-", "pipe:COMMAND"
+    or an http(s) URL, gzip/bzip2/xz/zstd-compressed or not; memory bounded
+    by the largest member and limits["max_member_bytes"]): WebDataset-style
+    dicts {"__key__": key,
     "__url__": shard, ext: value}, a sample per run of members with one key,
     values decoded as tensio.Shard decodes them (decode=False: bytes; a
     function: as for Shard)."""

@@ -1133,15 +1133,23 @@ int tio_save(const tio_container *c, const char *path, const tio_save_options *o
 struct tio__afile {
     save_names n;
     int fd;
+    char *path; /* the target's name, owned: the caller's may be gone by the commit */
 };
 
 int tio__afile_open(const char *path, unsigned flags, tio__afile **out, tio_error *err) {
     *out = NULL;
     if (!path) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
     tio__afile *a = calloc(1, sizeof *a);
-    if (!a) return tio__err(err, TIO_E_NOMEM, NULL, -1, "out of memory");
-    int rc = split_path(path, &a->n, err);
+    char *own = strdup(path);
+    if (!a || !own) {
+        free(a);
+        free(own);
+        return tio__err(err, TIO_E_NOMEM, NULL, -1, "out of memory");
+    }
+    a->path = own;
+    int rc = split_path(own, &a->n, err);
     if (rc) {
+        free(own);
         free(a);
         return rc;
     }
@@ -1171,7 +1179,7 @@ int tio__afile_open(const char *path, unsigned flags, tio__afile **out, tio_erro
         rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: cannot create a unique temporary file",
                       path);
     if (rc) {
-        a->n.tmp[0] = 0;
+        free(a->path);
         free(a);
         return rc;
     }
@@ -1185,6 +1193,7 @@ void tio__afile_abort(tio__afile *a) {
     if (!a) return;
     if (a->fd >= 0) close(a->fd);
     if (a->n.tmp[0]) unlink(a->n.tmp);
+    free(a->path);
     free(a);
 }
 

@@ -2,7 +2,9 @@
  * command's standard output (pipe:COMMAND) or an http(s) URL (one streamed
  * GET through src/source/http.c, resumed with Range after a drop). One
  * buffer holds the member being handed out and its headers: memory is
- * bounded by the largest member and max_member_bytes. docs/sources.md. */
+ * bounded by the largest member and max_member_bytes. A compressed shard
+ * (found by its magic) is decompressed as it is read (decompress.c).
+ * docs/sources.md. */
 #include "source/source.h"
 #include "tar/tar.h"
 
@@ -40,10 +42,12 @@ struct tio_shard_stream {
     size_t samples;
     ext_slot *es;      /* the extensions of the current sample (m.duplicate) */
     size_t ecap, en;
+    tio__tar_zs *z;    /* a compressed shard's decoder, or NULL */
 };
 
 /* Up to n bytes of the source into dst: *got 0 at its end. */
-static int src_read(tio_shard_stream *s, uint8_t *dst, size_t n, size_t *got, tio_error *err) {
+static int raw_read(void *ctx, uint8_t *dst, size_t n, size_t *got, tio_error *err) {
+    tio_shard_stream *s = ctx;
     *got = 0;
     if (s->h) return tio__http_stream_read(s->h, dst, n, got, err);
     for (;;) {
@@ -55,6 +59,11 @@ static int src_read(tio_shard_stream *s, uint8_t *dst, size_t n, size_t *got, ti
         *got = (size_t)r;
         return TIO_OK;
     }
+}
+
+/* Up to n bytes of the tar: decompressed when it is compressed. */
+static int src_read(tio_shard_stream *s, uint8_t *dst, size_t n, size_t *got, tio_error *err) {
+    return s->z ? tio__tar_zs_read(s->z, dst, n, got, err) : raw_read(s, dst, n, got, err);
 }
 
 /* The command's exit (stopped first when stop): TIO_OK for status 0. */
@@ -113,6 +122,7 @@ void tio_shard_stream_free(tio_shard_stream *s) {
     if (!s) return;
     (void)reap(s, 1, NULL); /* a command not read to its end is stopped */
     tio__http_free(s->h);
+    tio__tar_zs_free(s->z);
     free(s->buf);
     free(s->name);
     free(s->last_key);
@@ -146,6 +156,9 @@ int tio_shard_stream_open(const char *source, const tio_limits *limits, tio_shar
         if (rc == TIO_OK && !s->label) rc = tio__nomem(err, FMT);
         if (rc == TIO_OK) rc = tio__http_stream_start(s->h, err);
         if (rc == TIO_OK) rc = fill(s, err); /* the answer checked at open (a 404 fails here) */
+    } else if (rc == TIO_OK && strcmp(source, "-") == 0) { /* standard input, left open */
+        s->fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
+        if (s->fd < 0) rc = tio__err(err, TIO_E_IO, NULL, -1, "-: %s", strerror(errno));
     } else if (rc == TIO_OK) {
         const char *path = strncmp(source, "file:", 5) == 0 ? source + 5 : source;
         s->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -236,13 +249,17 @@ int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio
         int done = 0;
         tio_error terr;
         int rc;
-        const char *z = s->base + s->used == 0 ? tio__tar_compression(at, s->len) : NULL;
-        if (z)
-            rc = tio__err(&terr, TIO_E_UNSUPPORTED, FMT, 0,
-                          "a %s-compressed shard is not read as a stream (uncompressed tar "
-                          "only)", z);
-        else
-            rc = tio__tar_next(&cur, s->base + s->used, &s->lim, &e, &done, &terr);
+        const char *z =
+            s->base + s->used == 0 && !s->z ? tio__tar_compression(at, s->len - s->used) : NULL;
+        if (z) { /* the bytes read so far go to the decoder first */
+            rc = tio__tar_zs_new(z, s->lim.max_member_bytes, s->label, raw_read, s, at,
+                                 s->len - s->used, &s->z, err);
+            s->len = s->used = 0;
+            if (rc == TIO_OK) continue;
+            s->done = 1;
+            return rc;
+        }
+        rc = tio__tar_next(&cur, s->base + s->used, &s->lim, &e, &done, &terr);
         if (rc == TIO_OK && done) {
             s->done = 1;
             /* the rest (the second zero block, the record's padding) drained,
@@ -298,7 +315,7 @@ int tio_shard_stream_next(tio_shard_stream *s, const tio_shard_member **out, tio
         }
         /* the bytes at hand end inside a header or a member: more, unless
          * the source has ended (then the error stands) */
-        if ((terr.code != TIO_E_TRUNCATED && terr.code != TIO_E_BOUNDS) || s->eof || z) {
+        if ((terr.code != TIO_E_TRUNCATED && terr.code != TIO_E_BOUNDS) || s->eof) {
             s->done = 1;
             return stream_error(s, rc, &terr, err);
         }

@@ -52,4 +52,22 @@ const char *tio__tar_compression(const uint8_t *p, size_t n);
 int tio__tar_decompress(const char *kind, const uint8_t *in, size_t n, uint64_t limit,
                         uint8_t **out, size_t *out_len, tio_error *err);
 
+/* An incremental decoder of one of those kinds. With `pull`, compressed
+ * bytes come from pull(ctx, dst, n, &got, err) (got 0 at the source's end)
+ * after pending[0..npending) (copied); without, pending is the whole input
+ * (borrowed). `limit` bounds the decoder's memory (xz: its memory limit,
+ * twice limit within 16..128 MiB; zstd: its window, ≤ limit and 128 MiB);
+ * label (borrowed; may be NULL) names the source in messages. */
+typedef struct tio__tar_zs tio__tar_zs;
+typedef int (*tio__tar_pull)(void *ctx, uint8_t *dst, size_t n, size_t *got, tio_error *err);
+int tio__tar_zs_new(const char *kind, uint64_t limit, const char *label, tio__tar_pull pull,
+                    void *ctx, const uint8_t *pending, size_t npending, tio__tar_zs **out,
+                    tio_error *err);
+/* Up to cap decompressed bytes into out: *got 0 only at the end of the
+ * compressed stream (every member). Errors: TIO_E_CORRUPT, TIO_E_TRUNCATED
+ * (the source ended inside a member), TIO_E_LIMIT (a window past the
+ * bound), each with the offset in the compressed data; a pull's own. */
+int tio__tar_zs_read(tio__tar_zs *z, uint8_t *out, size_t cap, size_t *got, tio_error *err);
+void tio__tar_zs_free(tio__tar_zs *z);
+
 #endif

@@ -12,7 +12,8 @@
   the digest `ls --hash` of its member file gives; `validate` passes; `dump --json
   shard KEY.ten` prints what dump of the member file prints.
 - A shard list in WebDataset's notation (`ls 'train-{000..002}.tar'`, `{a,b}`,
-  `::`): each shard under its name, a missing one reported (exit 1).
+  `::`): each shard under its name, a missing one reported (exit 1); in a
+  list file (`ls @shards.txt`), hostile list files refused with their line.
 - Keys that come back after another key and a sample with two members of one
   extension are flagged by validate (as WebDataset would see them).
 - Hostile shards (truncated, bad checksum, size past the end, compressed,
@@ -203,6 +204,11 @@ def test_compressed(tmp):
         d1 = run("dump", "--json", path, "000000.ten").stdout
         d2 = run("dump", "--json", src, "000000.ten").stdout
         check("compressed %s: dump" % name, d1 == d2)
+        # read as a stream (a command's output): decompressed as it streams
+        p = run("ls", "--json", "pipe:cat " + path)
+        streamed = json.loads(p.stdout)
+        check("compressed %s: ls as a stream" % name, streamed["tensors"] == want["tensors"] and
+              streamed.get("members") == want.get("members"), p.stdout[:300])
     # to an uncompressed shard: the same members, byte for byte
     out = os.path.join(tmp, "from-gz.tar")
     run("convert", os.path.join(tmp, "m.tar.gz"), out)
@@ -260,6 +266,49 @@ def test_brace_list(tmp, ten):
     check("brace missing others listed", p.stdout.count(".ten ") == 5, p.stdout)
     p = run("ls", os.path.join(d, "train-{000..0x}.tar"), ok=False)
     check("brace malformed", p.returncode == 1 and "neither a range" in p.stderr, p.stderr)
+    test_list_file(d, names)
+
+
+def test_list_file(d, names):
+    """`ls @FILE`: the shards a list file names (a name or brace list a line,
+    comments and blank lines skipped), as `ls` of the same brace list; among
+    `::` lists; hostile list files refused with the file and the line."""
+    lst = os.path.join(d, "shards.txt")
+    with open(lst, "w") as f:
+        f.write("# the training shards\n\n%s\n   %s  \r\n# end\n" % (
+            os.path.join(d, "train-{000..002}.tar"), os.path.join(d, "val-{000..002}.tar")))
+    spec = os.path.join(d, "{train,val}-{000..002}.tar")
+    got = run("ls", "--json", "@" + lst).stdout
+    check("list file = brace list", json.loads(got) == json.loads(run("ls", "--json", spec).stdout),
+          got[:300])
+    text = run("ls", "@" + lst).stdout
+    heads = [ln[:-1] for ln in text.splitlines() if ln.endswith(".tar:")]
+    check("list file text heads", heads == names, str(heads))
+    both = json.loads(run("ls", "--json", names[0] + "::@" + lst).stdout)
+    check("list file among ::", [g["file"] for g in both] == names[:1] + names,
+          str([g["file"] for g in both]))
+    for what, data, want in (
+            ("nul", b"%s\n\0\n" % names[0].encode(), "line 2: a NUL byte"),
+            ("long", b"x" * 70000 + b"\n", "line 1: 70000 bytes, more than max_name_bytes"),
+            ("many", b"a.tar\n" * 20000, "line 16385: more than max_shards (16384)"),
+            ("nested", b"@other.txt\n", "line 1: a list file names no other list file"),
+            ("empty", b"# none\n", "names no shard"),
+            ("brace", b"a.tar\nb-{1..x}.tar\n", "line 2: \"{1..x}\" is neither")):
+        bad = os.path.join(d, what + ".txt")
+        with open(bad, "wb") as f:
+            f.write(data)
+        p = run("ls", "@" + bad, ok=False)
+        check("list file " + what, p.returncode == 1 and want in p.stderr and
+              bad in p.stderr and not p.stdout, p.stderr)
+    big = os.path.join(d, "huge.txt")
+    with open(big, "wb") as f:
+        f.truncate(1 << 40)  # sparse: refused by its size, nothing read
+    p = run("ls", "@" + big, ok=False)
+    check("list file huge", p.returncode == 1 and "more than max_header_bytes" in p.stderr,
+          p.stderr)
+    p = run("ls", "@" + os.path.join(d, "absent.txt"), ok=False)
+    check("list file absent", p.returncode == 1 and "absent.txt" in p.stderr, p.stderr)
+    os.unlink(big)
 
 
 def expect_fail(name, path, *cmds):
@@ -305,6 +354,14 @@ def test_streamed_commands(tmp, ten):
           str(both)[:300])
     v = json.loads(run("validate", "--json", lst + "::" + src, ok=False).stdout)
     check("validate of a list", [f["file"] for f in v["files"]] == [path, path, src], str(v))
+    listfile = os.path.join(tmp, "streamed.list")
+    with open(listfile, "w") as f:
+        f.write("# two\n%s\n\n%s\n" % (lst, src))
+    fromfile = json.loads(run("info", "--json", "@" + listfile, ok=False).stdout)
+    check("info of a list file", [b["file"] for b in fromfile] == [path, path, src] and
+          fromfile[0] == jl, str(fromfile)[:300])
+    v = json.loads(run("validate", "--json", "@" + listfile, ok=False).stdout)
+    check("validate of a list file", [f["file"] for f in v["files"]] == [path, path, src], str(v))
 
 
 def test_hostile(tmp, ten):
@@ -335,7 +392,7 @@ def test_hostile(tmp, ten):
     with open(gz, "wb") as f:
         f.write(data[:len(data) // 2])
     p = run("ls", gz, ok=False)
-    check("gzip cut short", p.returncode == 1 and "gzip stream: the file ends inside it"
+    check("gzip cut short", p.returncode == 1 and "gzip stream: the data end inside it"
           in p.stderr, p.stderr)
     bad = bytearray(data)
     bad[len(bad) // 2] ^= 0xff

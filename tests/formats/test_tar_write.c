@@ -355,6 +355,26 @@ static void test_abort_and_replace(void **state) {
     assert_int_equal(tio_shard_writer_close(NULL, &e), TIO_E_ARGUMENT);
 }
 
+/* The writer keeps its own copy of the target's name: the caller's may be
+ * gone (freed, reused) long before close renames the file into place, as a
+ * binding's temporary string is. */
+static void test_path_not_borrowed(void **state) {
+    (void)state;
+    char *p = strdup(path_of("owned.tar"));
+    assert_non_null(p);
+    tio_shard_writer *w = NULL;
+    OK(tio_shard_writer_open(p, NULL, &w, &e_));
+    memset(p, 'x', strlen(p)); /* what a reused buffer would hold */
+    free(p);
+    OK(tio_shard_writer_add_bytes(w, "a.txt", "abc", 3, &e_));
+    OK(tio_shard_writer_close(w, &e_));
+    size_t n;
+    uint8_t *b = slurp(path_of("owned.tar"), &n);
+    assert_non_null(b);
+    assert_int_equal(n, 10240);
+    free(b);
+}
+
 /* A write that fails (file size limit, as a full disk) poisons the writer:
  * later adds and close report it, and no file is left. */
 static void test_failed_write(void **state) {
@@ -458,7 +478,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_determinism_and_options),
         cmocka_unit_test(test_bad_names),     cmocka_unit_test(test_containers),
-        cmocka_unit_test(test_abort_and_replace), cmocka_unit_test(test_failed_write),
+        cmocka_unit_test(test_abort_and_replace),
+        cmocka_unit_test(test_path_not_borrowed), cmocka_unit_test(test_failed_write),
         cmocka_unit_test(test_huge_size),     cmocka_unit_test(test_cleanup),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
