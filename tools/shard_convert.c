@@ -84,24 +84,20 @@ static int encode(const tio_container *c, const cli_reencode *how, const char *w
     return CLI_EXIT_OK;
 }
 
-int cli_shard_member_bytes(const char *path, tio_shard *s, size_t i, const cli_reencode *how,
-                           const void **data, size_t *size, void **owned, char **name) {
-    const tio_shard_member *m = tio_shard_member_at(s, i);
+/* Member m in the output: its bytes as they are (c NULL: not re-encoded),
+ * or container c (its decoded form) re-encoded, under its new name. */
+static int member_out(const char *path, const tio_shard_member *m, const tio_container *c,
+                      const cli_reencode *how, const void **data, size_t *size, void **owned,
+                      char **name) {
     *owned = NULL;
     *name = NULL;
-    if (!how->format || !tio_shard_member_format(s, i)) { /* kept byte for byte */
+    if (!c) { /* kept byte for byte */
         *data = m->data;
         *size = (size_t)m->size;
         *name = strdup(m->name);
         return *name ? CLI_EXIT_OK : cli_error("out of memory");
     }
-    tio_container *c = NULL;
-    tio_error err;
-    tio_error_clear(&err);
-    if (tio_shard_open_member(s, i, NULL, &c, &err) != TIO_OK)
-        return where_error(path, m->name, cli_errmsg(&err));
     int rc = encode(c, how, path, m->name, owned, size);
-    tio_container_free(c);
     if (rc != CLI_EXIT_OK) return rc;
     *data = *owned;
     *name = renamed(m->name, how->format);
@@ -111,6 +107,44 @@ int cli_shard_member_bytes(const char *path, tio_shard *s, size_t i, const cli_r
         return cli_error("out of memory");
     }
     return CLI_EXIT_OK;
+}
+
+int cli_shard_member_bytes(const char *path, tio_shard *s, size_t i, const cli_reencode *how,
+                           const void **data, size_t *size, void **owned, char **name) {
+    const tio_shard_member *m = tio_shard_member_at(s, i);
+    tio_container *c = NULL;
+    tio_error err;
+    tio_error_clear(&err);
+    if (how->format && tio_shard_member_format(s, i) &&
+        tio_shard_open_member(s, i, NULL, &c, &err) != TIO_OK) {
+        *owned = NULL;
+        *name = NULL;
+        return where_error(path, m->name, cli_errmsg(&err));
+    }
+    int rc = member_out(path, m, c, how, data, size, owned, name);
+    tio_container_free(c);
+    return rc;
+}
+
+/* The next member of a shard read as a stream, and its output bytes (*m
+ * NULL at the end). */
+static int stream_member_bytes(const char *path, tio_shard_stream *st, const cli_reencode *how,
+                               const tio_shard_member **m, const void **data, size_t *size,
+                               void **owned, char **name) {
+    tio_error err;
+    tio_error_clear(&err);
+    *owned = NULL;
+    *name = NULL;
+    if (tio_shard_stream_next(st, m, &err) != TIO_OK) return cli_error("%s", cli_errmsg(&err));
+    if (!*m) return CLI_EXIT_OK;
+    const char *fmt = how->format ? tio_format_for_path((*m)->name) : NULL;
+    tio_open_options o = {.format = fmt, .limits = how->limits};
+    tio_container *c = NULL;
+    if (fmt && tio_open_memory((*m)->data, (size_t)(*m)->size, &o, &c, &err) != TIO_OK)
+        return where_error(path, (*m)->name, cli_errmsg(&err));
+    int rc = member_out(path, *m, c, how, data, size, owned, name);
+    tio_container_free(c);
+    return rc;
 }
 
 /* ------------------------------------------------------ one input file */
@@ -254,28 +288,35 @@ static int summary(const cli_shard_convert *a, uint64_t members, int reencoded) 
 }
 
 int cli_convert_shard(const cli_shard_convert *a) {
-    struct stat st;
-    if (!a->force && stat(a->out, &st) == 0)
+    struct stat sb;
+    if (!a->force && stat(a->out, &sb) == 0)
         return cli_error("%s: already exists (use --force to overwrite)", a->out);
     for (size_t i = 0; i < a->ninputs; i++)
         if (cli_check_not_onto(a->inputs[i], a->out) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
     if (a->from_files && check_unique(a->inputs, a->ninputs, &a->how) != CLI_EXIT_OK)
         return CLI_EXIT_FAIL;
     tio_shard *s = NULL;
+    tio_shard_stream *st = NULL; /* a URL or pipe:COMMAND, read in one pass */
     tio_error err;
     tio_error_clear(&err);
-    if (!a->from_files && tio_shard_open(a->inputs[0], a->how.limits, &s, &err) != TIO_OK)
+    const char *in = a->inputs[0];
+    int streamed = !a->from_files && (cli_is_url(in) || strncmp(in, "pipe:", 5) == 0);
+    if (streamed && tio_shard_stream_open(in, a->how.limits, &st, &err) != TIO_OK)
+        return cli_error("%s", cli_errmsg(&err));
+    if (!a->from_files && !streamed && tio_shard_open(in, a->how.limits, &s, &err) != TIO_OK)
         return err.code == TIO_E_IO ? cli_error("%s", cli_errmsg(&err))
-                                    : where_error(a->inputs[0], NULL, cli_errmsg(&err));
+                                    : where_error(in, NULL, cli_errmsg(&err));
     tio_shard_writer_options wo;
     memset(&wo, 0, sizeof wo);
     wo.flags = a->save_flags | TIO_SAVE_CLEANUP;
     tio_shard_writer *w = NULL;
     if (tio_shard_writer_open(a->out, &wo, &w, &err) != TIO_OK) {
         tio_shard_free(s);
+        tio_shard_stream_free(st);
         return where_error(a->out, NULL, cli_errmsg(&err));
     }
-    size_t n = a->from_files ? a->ninputs : tio_shard_member_count(s);
+    /* members: unknown ahead for a stream (SIZE_MAX: until its end) */
+    size_t n = a->from_files ? a->ninputs : st ? SIZE_MAX : tio_shard_member_count(s);
     cli_progress prog;
     cli_progress_init(&prog, a->progress, "convert", "members");
     int rc = CLI_EXIT_OK, reencoded = 0;
@@ -287,8 +328,13 @@ int cli_convert_shard(const cli_shard_convert *a) {
             void *owned = NULL;
             size_t size = 0;
             char *name = NULL;
-            rc = cli_shard_member_bytes(a->inputs[0], s, i, &a->how, &data, &size, &owned,
-                                        &name);
+            const tio_shard_member *m = NULL;
+            if (st) {
+                rc = stream_member_bytes(in, st, &a->how, &m, &data, &size, &owned, &name);
+                if (rc == CLI_EXIT_OK && !m) break; /* the stream's end */
+            } else {
+                rc = cli_shard_member_bytes(in, s, i, &a->how, &data, &size, &owned, &name);
+            }
             if (rc == CLI_EXIT_OK &&
                 tio_shard_writer_add_bytes(w, name, data, size, &err) != TIO_OK)
                 rc = where_error(a->out, name, cli_errmsg(&err));
@@ -296,7 +342,7 @@ int cli_convert_shard(const cli_shard_convert *a) {
             tio_free(owned);
             free(name);
         }
-        cli_progress_update(&prog, (uint64_t)i + 1, (uint64_t)n);
+        cli_progress_update(&prog, (uint64_t)i + 1, st ? 0 : (uint64_t)n);
     }
     cli_progress_end(&prog);
     uint64_t members = tio_shard_writer_count(w);
@@ -307,5 +353,6 @@ int cli_convert_shard(const cli_shard_convert *a) {
         tio_shard_writer_abort(w);
     }
     tio_shard_free(s);
+    tio_shard_stream_free(st); /* a command stopped if not read to its end */
     return rc == CLI_EXIT_OK ? summary(a, members, reencoded) : rc;
 }

@@ -354,6 +354,25 @@ def test_streamed_commands(tmp, ten):
           str(both)[:300])
     v = json.loads(run("validate", "--json", lst + "::" + src, ok=False).stdout)
     check("validate of a list", [f["file"] for f in v["files"]] == [path, path, src], str(v))
+    # convert of a streamed shard: the mapped one's bytes, copied or re-encoded
+    good = os.path.join(tmp, "streamed-good.tar")
+    write_tar(good, [("a.ten", ten), ("a.npy", npyb), ("a.cls", b"1"), ("b.ten", ten)],
+              tarfile.USTAR_FORMAT)
+    for extra in ((), ("--member-to", "safetensors")):
+        outs = []
+        for k, inp in enumerate((good, "pipe:cat '%s'" % good)):
+            o = os.path.join(tmp, "streamed-out-%d.tar" % k)
+            run("convert", "--force", *extra, inp, o)
+            with open(o, "rb") as f:
+                outs.append(f.read())
+        check("streamed convert %s" % (extra,), outs[0] == outs[1] and outs[0], str(extra))
+    cut = os.path.join(tmp, "streamed-cut.tar")
+    with open(good, "rb") as f, open(cut, "wb") as g:
+        g.write(f.read()[:1500])
+    o = os.path.join(tmp, "streamed-cut-out.tar")
+    p = run("convert", "pipe:cat '%s'" % cut, o, ok=False)
+    check("streamed convert of a cut shard", p.returncode == 1 and "read as a stream" in p.stderr
+          and not os.path.exists(o), p.stderr)
     listfile = os.path.join(tmp, "streamed.list")
     with open(listfile, "w") as f:
         f.write("# two\n%s\n\n%s\n" % (lst, src))

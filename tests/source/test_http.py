@@ -188,6 +188,12 @@ def main():
                       what="validate --json of a shard over HTTP")
         same_as_local(f"{U}/shard-000.tar", shard, "dump", "--json", "@", "000017.npy",
                       what="dump of a member of a shard over HTTP")
+        for extra in ((), ("--member-to", "safetensors")):
+            ol, ou = os.path.join(tmp, "cl.tar"), os.path.join(tmp, "cu.tar")
+            rl = run("convert", "--force", *extra, shard, ol)
+            ru = run("convert", "--force", *extra, f"{U}/shard-000.tar", ou)
+            check(rl[0] == ru[0] == 0 and open(ol, "rb").read() == open(ou, "rb").read(),
+                  f"convert {extra} of a shard over HTTP: {ru[2]}")
         # a brace list over HTTP: each shard under its name
         shutil.copy(shard, os.path.join(www, "shard-001.tar"))
         rc, out, err = run("ls", "--json", f"{U}/shard-{{000..001}}.tar")
