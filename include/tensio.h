@@ -767,7 +767,9 @@ TIO_API int tio_container_prefetch(tio_container *c, tio_error *err);
 /* Fetches the bytes of tensor i (its data, and its indices for COO) of a
  * container opened from a URL with TIO_OPEN_LAZY, by range requests for the
  * 64 KiB chunks not yet held. TIO_OK doing nothing for any other container.
- * It changes the container: no other call on it may run meanwhile. */
+ * Other threads may read the container meanwhile (the tensors fetched
+ * already); two fetches (or prefetches) of one container must not run at
+ * once. */
 TIO_API int tio_container_fetch(tio_container *c, size_t i, tio_error *err);
 
 /* ------------------------------------------------------- WebDataset shards */

@@ -85,8 +85,10 @@ def _limits_tuple(limits):
 
 
 def _open_flags(strict, no_mmap=False, external_anywhere=False, native_graph=False,
-                prefetch=False):
+                prefetch=False, lazy=False):
     flags = 0
+    if lazy:
+        flags |= _tensio.OPEN_LAZY
     if prefetch:
         flags |= _tensio.OPEN_PREFETCH
     if native_graph:
@@ -446,7 +448,7 @@ class Container:
 
 
 def open(path, format=None, strict=False, limits=None, no_mmap=False,
-         external_anywhere=False, native_graph=False, prefetch=False):
+         external_anywhere=False, native_graph=False, prefetch=False, lazy=False):
     """Opens a file (mapped) -> Container. format forces a format (default:
     probe the content, then the extension); strict makes a validation finding
     an error (InvalidError); limits is a dict of tio_limits fields (0 = the
@@ -454,10 +456,16 @@ def open(path, format=None, strict=False, limits=None, no_mmap=False,
     (tmfile: Tengine's ops, Const and InputOp nodes) instead of ONNX form;
     prefetch, for a caller that reads every tensor, maps the whole file in one
     call once it is decoded (TIO_OPEN_PREFETCH: MADV_POPULATE_READ, else
-    MADV_WILLNEED) instead of one page fault per page touched."""
+    MADV_WILLNEED) instead of one page fault per page touched.
+    lazy, for an http(s):// URL: open fetches the header only, and each
+    tensor's bytes are fetched (range requests) when its data are first
+    read (an array, to_torch, sha256; save/dumps/send fetch every tensor);
+    names, dtypes and shapes need no fetch (TIO_OPEN_LAZY; docs/sources.md).
+    A fetch holds the interpreter until it is done. No effect on other
+    sources."""
     owner = _tensio.open_file(_os.fspath(path), format,
                               _open_flags(strict, no_mmap, external_anywhere, native_graph,
-                                          prefetch),
+                                          prefetch, lazy),
                               _limits_tuple(limits))
     return Container(owner)
 

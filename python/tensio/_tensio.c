@@ -92,6 +92,7 @@ typedef struct {
     tio_container *c;
     Py_buffer *bufs; /* buffers the container borrows from */
     size_t nbufs;
+    PyThread_type_lock fetch; /* lazily opened (TIO_OPEN_LAZY): fetches one at a time */
 } OwnerObject;
 
 static PyTypeObject OwnerType;
@@ -100,6 +101,8 @@ static void lent_drain(void);
 
 static void owner_dealloc(OwnerObject *self)
 {
+    if (self->fetch)
+        PyThread_free_lock(self->fetch);
     tio_container_free(self->c); /* before the buffers it points into */
     self->c = NULL;
     for (size_t i = 0; i < self->nbufs; i++)
@@ -117,6 +120,7 @@ static OwnerObject *owner_new(size_t nbufs)
     o->c = NULL;
     o->nbufs = 0;
     o->bufs = NULL;
+    o->fetch = NULL;
     if (nbufs > 0) {
         o->bufs = PyMem_Calloc(nbufs, sizeof(Py_buffer));
         if (o->bufs == NULL) {
@@ -135,6 +139,32 @@ static tio_tensor *owner_tensor(OwnerObject *self, Py_ssize_t i)
         return NULL;
     }
     return tio_container_tensor(self->c, (size_t)i);
+}
+
+/* Before tensor i's data are read (i < 0: every tensor's): a container
+ * opened lazily from a URL (TIO_OPEN_LAZY) fetches the bytes it does not
+ * hold yet, without the GIL (a server in this process keeps running);
+ * other threads may read the container meanwhile, and fetches of one
+ * container take turns (tio_container_fetch). Others: nothing to do. 0, or
+ * -1 with the error set. */
+static int owner_need(OwnerObject *self, Py_ssize_t i)
+{
+    if (!self->fetch)
+        return 0;
+    tio_error err;
+    tio_error_clear(&err);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->fetch, WAIT_LOCK);
+    rc = i < 0 ? tio_container_prefetch(self->c, &err)
+               : tio_container_fetch(self->c, (size_t)i, &err);
+    PyThread_release_lock(self->fetch);
+    Py_END_ALLOW_THREADS
+    if (rc != TIO_OK) {
+        raise_tio(rc, &err);
+        return -1;
+    }
+    return 0;
 }
 
 /* The tensor at the index object arg (METH_O methods), or NULL with an error set. */
@@ -266,6 +296,11 @@ static PyObject *mod_open_file(PyObject *m, PyObject *args)
     tio_error_clear(&err);
     int rc;
     const char *p = PyBytes_AS_STRING(path);
+    if ((flags & TIO_OPEN_LAZY) && (o->fetch = PyThread_allocate_lock()) == NULL) {
+        Py_DECREF(path);
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
     Py_BEGIN_ALLOW_THREADS
     rc = tio_open(p, &opts, &o->c, &err);
     Py_END_ALLOW_THREADS
@@ -707,10 +742,19 @@ static int npy_type(tio_dtype d)
     }
 }
 
-/* arg_tensor, and *tn = the tensor's NumPy type number. */
-static tio_tensor *arg_tensor_npy(OwnerObject *self, PyObject *arg, int *tn)
+/* arg_tensor for a call that reads its data (fetched first when lazy). */
+static tio_tensor *arg_data_tensor(OwnerObject *self, PyObject *arg)
 {
     tio_tensor *t = arg_tensor(self, arg);
+    if (t == NULL || owner_need(self, PyLong_AsSsize_t(arg)) < 0)
+        return NULL;
+    return t;
+}
+
+/* arg_data_tensor, and *tn = the tensor's NumPy type number. */
+static tio_tensor *arg_tensor_npy(OwnerObject *self, PyObject *arg, int *tn)
+{
+    tio_tensor *t = arg_data_tensor(self, arg);
     if (t == NULL)
         return NULL;
     *tn = npy_type(tio_tensor_dtype(t));
@@ -785,6 +829,8 @@ static PyObject *owner_array(OwnerObject *self, PyObject *arg)
 static PyObject *owner_arrays(OwnerObject *self, PyObject *unused)
 {
     (void)unused;
+    if (owner_need(self, -1) < 0)
+        return NULL;
     size_t n = tio_container_count(self->c);
     for (size_t i = 0; i < n; i++) {
         const tio_tensor *t = tio_container_tensor(self->c, i);
@@ -811,7 +857,7 @@ static PyObject *owner_arrays(OwnerObject *self, PyObject *unused)
 /* indices(i) -> COO: nnz x rank int64 view. */
 static PyObject *owner_indices(OwnerObject *self, PyObject *arg)
 {
-    tio_tensor *t = arg_tensor(self, arg);
+    tio_tensor *t = arg_data_tensor(self, arg);
     if (t == NULL)
         return NULL;
     if (tio_tensor_layout(t) != TIO_LAYOUT_COO)
@@ -864,7 +910,7 @@ static PyObject *owner_sha256(OwnerObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "n|i", &i, &what))
         return NULL;
     tio_tensor *t = owner_tensor(self, i);
-    if (t == NULL)
+    if (t == NULL || owner_need(self, i) < 0)
         return NULL;
     uint8_t out[32];
     tio_error err;
@@ -888,6 +934,10 @@ static PyObject *owner_save(OwnerObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O&zIIz|O", PyUnicode_FSConverter, &path, &o.format, &o.flags,
                           &o.version, &o.options, &shard))
         return NULL;
+    if (owner_need(self, -1) < 0) {
+        Py_DECREF(path);
+        return NULL;
+    }
     tio_error err;
     tio_error_clear(&err);
     int rc;
@@ -927,7 +977,8 @@ static PyObject *owner_dumps(OwnerObject *self, PyObject *args)
     memset(&o, 0, sizeof o);
     int as_bytearray = 0;
     if (!PyArg_ParseTuple(args, "sIIz|p", &o.format, &o.flags, &o.version, &o.options,
-                          &as_bytearray))
+                          &as_bytearray) ||
+        owner_need(self, -1) < 0)
         return NULL;
     /* measured first, then written straight into the bytes object: one
      * allocation and one copy of the output (tio_save_buffer) */
@@ -967,7 +1018,8 @@ static PyObject *owner_encode(OwnerObject *self, PyObject *args)
 {
     tio_save_options o;
     memset(&o, 0, sizeof o);
-    if (!PyArg_ParseTuple(args, "sIIz", &o.format, &o.flags, &o.version, &o.options))
+    if (!PyArg_ParseTuple(args, "sIIz", &o.format, &o.flags, &o.version, &o.options) ||
+        owner_need(self, -1) < 0)
         return NULL;
     tio_error err;
     tio_error_clear(&err);
@@ -1066,7 +1118,7 @@ static PyObject *owner_dlpack(OwnerObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "n|p", &i, &bool_as_uint8))
         return NULL;
     tio_tensor *t = owner_tensor(self, i);
-    if (t == NULL)
+    if (t == NULL || owner_need(self, i) < 0)
         return NULL;
     if (tio_tensor_layout(t) != TIO_LAYOUT_DENSE)
         return raise_code(TIO_E_UNSUPPORTED, "DLPack: a COO tensor has no dense data to "
@@ -2033,7 +2085,8 @@ static PyObject *stream_send(StreamObject *self, PyObject *args)
     memset(&o, 0, sizeof o);
     int timeout = -1, lend = 0, every = 0;
     if (!PyArg_ParseTuple(args, "O!zIIzi|pp", &OwnerType, &owner, &o.format, &o.flags,
-                          &o.version, &o.options, &timeout, &lend, &every))
+                          &o.version, &o.options, &timeout, &lend, &every) ||
+        owner_need((OwnerObject *)owner, -1) < 0)
         return NULL;
     lent_drain();
     if (lend && owner_lend((OwnerObject *)owner) < 0)
@@ -2312,6 +2365,7 @@ static const struct {
 } int_consts[] = {
     TIO_CONST(OPEN_STRICT),       TIO_CONST(OPEN_NO_MMAP),      TIO_CONST(OPEN_COPY),
     TIO_CONST(OPEN_EXTERNAL_ANYWHERE), TIO_CONST(OPEN_NATIVE_GRAPH), TIO_CONST(OPEN_PREFETCH),
+    TIO_CONST(OPEN_LAZY),
     TIO_CONST(SAVE_DENSIFY), TIO_CONST(SAVE_DROP_NAMES),
     TIO_CONST(SAVE_DROP_METADATA), TIO_CONST(SAVE_WIDEN),       TIO_CONST(SAVE_SINGLE_PART),
     TIO_CONST(SAVE_DEQUANTIZE),

@@ -3,6 +3,8 @@ misbehaving server of the tests' own on 127.0.0.1 (tests/source/
 http_servers.py): the arrays numpy wrote, lazily fetched tensors, and the
 remote limits (max_remote_bytes, timeout_ms, max_retries) bounding an
 endless body and a stalled one. nginx missing fails the module's tests."""
+import re
+
 import numpy as np
 import pytest
 
@@ -74,6 +76,66 @@ def test_endless_body_bounded(own):
 def test_stall_times_out(own):
     with pytest.raises(tensio.Error, match="stall/s.safetensors.*1 retry"):
         tensio.open(own + "/stall/s.safetensors", limits={"timeout_ms": 1000, "max_retries": 1})
+
+
+def test_lazy_open(www):
+    """lazy=True: open fetches the header only; a tensor's bytes come when
+    its data are first read, each once; dumps (a save) fetches the rest."""
+    srv, url = own_server(str(www / "www"))
+    try:
+        def fetched(since=0):
+            spans = [re.fullmatch(r"bytes=(\d+)-(\d+)", r).groups()
+                     for m, r in srv.log[since:] if m == "lazy" and r]
+            return sum(int(b) - int(a) + 1 for a, b in spans)
+        with tensio.open(url + "/lazy/s.safetensors", lazy=True) as c:
+            assert list(c.keys()) == ["a", "b"] and c.tensor("b").shape == (200000,)
+            head = fetched()
+            assert head < 70000  # the header's request (64 KiB), not b's 200,000 bytes
+            assert np.array_equal(c["a"], A)
+            assert fetched() == head  # a lies in the first 64 KiB already held
+            assert np.array_equal(c["b"], B)
+            got = fetched()
+            assert head + 130000 <= got <= head + 200000  # b's chunks past the first
+            n = len(srv.log)
+            with tensio.open(url + "/lazy/s.safetensors") as eager:
+                want = eager.tensor("b").sha256()
+            m = len(srv.log)
+            assert c.tensor("b").sha256() == want and fetched(m) == 0  # held: not again
+            assert np.array_equal(tensio.loads(tensio.dumps(c, "npz"))["b"], B)
+            assert fetched(m) == 0 and n < m
+        with tensio.open(url + "/lazy/s.safetensors", lazy=True) as c:
+            n = len(srv.log)
+            assert np.array_equal(tensio.loads(tensio.dumps(c, "npz"))["b"], B)
+            assert fetched(n) > 130000  # dumps fetched every tensor
+    finally:
+        srv.shutdown()
+
+
+def test_lazy_threads(www):
+    """Threads of one lazy container: fetches take turns without the GIL
+    (the test's own server runs in this process), reads of fetched tensors
+    go on meanwhile."""
+    import threading
+    srv, url = own_server(str(www / "www"))
+    try:
+        with tensio.open(url + "/lazy2/s.safetensors", lazy=True) as c:
+            errors = []
+
+            def read(name, want):
+                try:
+                    for _ in range(20):
+                        assert np.array_equal(c[name], want)
+                except Exception as e:  # noqa: BLE001 (reported below)
+                    errors.append(e)
+            ts = [threading.Thread(target=read, args=(n, w)) for n, w in
+                  (("a", A), ("b", B), ("b", B), ("a", A))]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            assert not errors, errors
+    finally:
+        srv.shutdown()
 
 
 def test_shard_list():

@@ -7,6 +7,7 @@
 #include "source/source.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -19,14 +20,20 @@ struct tio_remote {
     uint8_t *base;  /* the file's bytes: mapped (ranges) or malloc'ed (whole) */
     size_t size;
     int mapped;
-    uint8_t *have;  /* a bit per chunk: fetched; NULL when all are */
+    /* a bit per chunk: fetched; NULL when all are. Atomic: a fetch sets a
+     * chunk's bit (release) after its bytes are written, so that other
+     * threads may read fetched tensors meanwhile (acquire) */
+    _Atomic uint8_t *have;
     uint64_t nchunks;
 };
 
 static int chunk_has(const tio_remote *r, uint64_t k) {
-    return !r->have || (r->have[k >> 3] >> (k & 7)) & 1;
+    return !r->have ||
+           (atomic_load_explicit(&r->have[k >> 3], memory_order_acquire) >> (k & 7)) & 1;
 }
-static void chunk_set(tio_remote *r, uint64_t k) { r->have[k >> 3] |= (uint8_t)(1u << (k & 7)); }
+static void chunk_set(tio_remote *r, uint64_t k) {
+    atomic_fetch_or_explicit(&r->have[k >> 3], (uint8_t)(1u << (k & 7)), memory_order_release);
+}
 
 /* The chunks [k0, k1) cover bytes [off, off+len). */
 static void chunk_span(const tio_remote *r, uint64_t off, uint64_t len, uint64_t *k0,
@@ -80,7 +87,7 @@ void tio__remote_free(tio_remote *r) {
         munmap(r->base, r->size);
     else
         free(r->base);
-    free(r->have);
+    free((void *)r->have);
     tio__http_free(r->h);
     free(r);
 }
