@@ -14,6 +14,7 @@
 
 #define HTTP_TAG_MAX 128 /* an ETag longer than this is compared by its prefix */
 #define HTTP_STREAM_BUFFER (256 * 1024) /* libcurl's receive buffer for a stream */
+#define STREAM_MIN_READ ((size_t)256 * 1024) /* a stream read waits for this much */
 
 /* What one response said, reset at each status line (a redirect's too). */
 typedef struct http_resp {
@@ -578,15 +579,23 @@ int tio__http_stream_read(tio_http *h, uint8_t *dst, size_t n, size_t *got, tio_
             rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: libcurl cannot resume", h->name);
         if (h->fail) rc = tio__err(err, h->fail_code, NULL, -1, "%s: %s", h->name, h->why);
     }
-    while (n && !h->rgot && !h->s_end && rc == TIO_OK) {
+    /* at least STREAM_MIN_READ bytes (or n) before returning, unless the
+     * body ends: a caller that needs more than it holds (a member not yet
+     * complete) then parses again per 256 KiB, not per TCP segment */
+    size_t want = n < STREAM_MIN_READ ? n : STREAM_MIN_READ;
+    while (n && h->rgot < want && !h->s_end && rc == TIO_OK) {
         int running = 0;
         CURLMcode mc = curl_multi_perform(h->multi, &running);
-        if (mc == CURLM_OK && !h->rgot && running)
+        if (mc == CURLM_OK && h->rgot < want && running && !h->s_paused)
             mc = curl_multi_poll(h->multi, NULL, 0, 1000, NULL);
         if (mc != CURLM_OK) {
             rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: libcurl: %s", h->name,
                           curl_multi_strerror(mc));
-        } else if (!running && !h->rgot) { /* the transfer ended */
+        } else if (h->s_paused) { /* dst is full: the rest for the next read */
+            break;
+        } else if (!running && h->rgot) { /* ended: what it sent first */
+            break;
+        } else if (!running) { /* the transfer ended */
             CURLcode res = CURLE_OK;
             int left;
             CURLMsg *msg;

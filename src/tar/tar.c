@@ -66,12 +66,17 @@ static int check_sum(const uint8_t *h, uint64_t at, tio_error *err) {
     int rc = tio__tar_number(h + H_CHKSUM, H_CHKSUM_N, at + H_CHKSUM, "header checksum",
                              &stored, err);
     if (rc != TIO_OK) return rc;
+    /* the block's sum with the checksum field read as spaces: summed whole
+     * (a loop the compiler vectorises), then the field's bytes replaced */
     uint64_t u = 0;
     int64_t s = 0; /* some old writers summed signed chars: accepted too */
     for (size_t i = 0; i < TIO_TAR_BLOCK; i++) {
-        uint8_t b = (i >= H_CHKSUM && i < H_CHKSUM + H_CHKSUM_N) ? (uint8_t)' ' : h[i];
-        u += b;
-        s += (int8_t)b;
+        u += h[i];
+        s += (int8_t)h[i];
+    }
+    for (size_t i = H_CHKSUM; i < H_CHKSUM + H_CHKSUM_N; i++) {
+        u = u - h[i] + (uint8_t)' ';
+        s = s - (int8_t)h[i] + (int8_t)' ';
     }
     if (stored != u && (s < 0 || stored != (uint64_t)s))
         return tio__err(err, TIO_E_CORRUPT, FMT, (int64_t)(at + H_CHKSUM),

@@ -259,8 +259,8 @@ static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 /* The lines of list file `path` as pieces: blank lines and those whose
  * first non-blank is '#' skipped, blanks around a name dropped. */
 static int add_list_file(pieces *ps, const char *path, const tio_limits *lim, tio_error *err) {
-    char *buf;
-    size_t n;
+    char *buf = NULL;
+    size_t n = 0;
     int rc = read_list(ps, path, lim->max_header_bytes, &buf, &n, err);
     if (rc) return rc;
     const char *nul = memchr(buf, 0, n);
