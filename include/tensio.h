@@ -842,9 +842,13 @@ TIO_API size_t tio_shard_sample_member(const tio_shard *s, size_t i, size_t j);
 /* The first member whose path is name ("train/000123.ten" = its key, a dot,
  * its extension), or TIO_SHARD_NONE. O(members). */
 TIO_API size_t tio_shard_find(const tio_shard *s, const char *name);
-/* The tensio format for member i's extension (tio_format_for_path on its
- * name), or NULL when it is no tensor file (.cls, .json, .jpg …). */
+/* The tensio format for member i's extension (tio_shard_format_for_name),
+ * or NULL when it is no tensor file (.cls, .json, .jpg …). */
 TIO_API const char *tio_shard_member_format(const tio_shard *s, size_t i);
+/* The tensio format a shard member's name gives (tio_format_for_path), or
+ * NULL: bytes. As WebDataset decodes them, a .bin member is bytes (a
+ * checkpoint in a shard is .pth, .pt). For streamed members too. */
+TIO_API const char *tio_shard_format_for_name(const char *name);
 /* Opens member i as a container (tio_open_memory on its bytes; format from
  * opts->format, else from the extension: TIO_E_FORMAT when it names none).
  * Tensors are views into the shard's mapping (unless TIO_OPEN_COPY), which

@@ -164,7 +164,7 @@ static int msrc_next(msrc *q, const tio_shard_member **m, const char **fmt, tio_
             return CLI_EXIT_FAIL;
         }
         if (!*m) return CLI_EXIT_OK;
-        *fmt = tio_format_for_path((*m)->name);
+        *fmt = tio_shard_format_for_name((*m)->name);
         tio_open_options o = {.format = *fmt, .limits = q->lim};
         /* views of the stream's buffer: freed before the next member */
         if (*fmt) orc = tio_open_memory((*m)->data, (size_t)(*m)->size, &o, c, &err);
@@ -651,7 +651,7 @@ int cli_shard_open_member(const char *path, const char *member, tio_container **
             m = NULL;
         }
         /* the stream's buffer is reused: the container owns a copy */
-        tio_open_options o = {.format = m ? tio_format_for_path(m->name) : NULL,
+        tio_open_options o = {.format = m ? tio_shard_format_for_name(m->name) : NULL,
                               .flags = TIO_OPEN_COPY};
         if (m && tio_open_memory(m->data, (size_t)m->size, &o, out, &err) != TIO_OK)
             rc = CLI_EXIT_FAIL;

@@ -137,7 +137,7 @@ static int stream_member_bytes(const char *path, tio_shard_stream *st, const cli
     *name = NULL;
     if (tio_shard_stream_next(st, m, &err) != TIO_OK) return cli_error("%s", cli_errmsg(&err));
     if (!*m) return CLI_EXIT_OK;
-    const char *fmt = how->format ? tio_format_for_path((*m)->name) : NULL;
+    const char *fmt = how->format ? tio_shard_format_for_name((*m)->name) : NULL;
     tio_open_options o = {.format = fmt, .limits = how->limits};
     tio_container *c = NULL;
     if (fmt && tio_open_memory((*m)->data, (size_t)(*m)->size, &o, &c, &err) != TIO_OK)

@@ -513,3 +513,16 @@ PyObject *tio_py_shard_check_name(PyObject *m, PyObject *args)
         return tio_py_raise(rc, &err);
     Py_RETURN_NONE;
 }
+
+/* shard_format(name) -> tio_shard_format_for_name(name): a format, or None */
+PyObject *tio_py_shard_format(PyObject *m, PyObject *args)
+{
+    (void)m;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    const char *f = tio_shard_format_for_name(name);
+    if (f == NULL)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(f);
+}

@@ -2326,6 +2326,8 @@ static PyMethodDef mod_methods[] = {
     {"shard_writer_open", tio_py_shard_writer_open, METH_VARARGS,
      "shard_writer_open(path, flags, mtime) -> _ShardWriter"},
     {"shard_check_name", tio_py_shard_check_name, METH_VARARGS, "shard_check_name(name)"},
+    {"shard_format", tio_py_shard_format, METH_VARARGS,
+     "shard_format(name) -> the format a shard member's name gives, or None (bytes)"},
     {NULL, NULL, 0, NULL},
 };
 

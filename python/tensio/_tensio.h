@@ -34,5 +34,6 @@ PyObject *tio_py_shard_list(PyObject *m, PyObject *args);
 extern PyTypeObject tio_py_ShardWriterType;
 PyObject *tio_py_shard_writer_open(PyObject *m, PyObject *args);
 PyObject *tio_py_shard_check_name(PyObject *m, PyObject *args);
+PyObject *tio_py_shard_format(PyObject *m, PyObject *args);
 
 #endif

@@ -156,13 +156,10 @@ def _decoded(c, fmt, decode):
     return (decode if callable(decode) else _arrays)(c, fmt)
 
 
-def _format_for(name, exts):
-    base = name.rsplit("/", 1)[-1].lower()
-    best = None
-    for ext, fmt in exts:
-        if base.endswith(ext) and (best is None or len(ext) > len(best[0])):
-            best = (ext, fmt)
-    return best[1] if best else None
+def _format_for(name):
+    """The format a member's name gives, or None: bytes (.bin is bytes, as
+    WebDataset has it; tio_shard_format_for_name)."""
+    return _tensio.shard_format(name)
 
 
 def stream_shards(spec, limits=None, decode=True):
@@ -175,7 +172,6 @@ def stream_shards(spec, limits=None, decode=True):
     values decoded as tensio.Shard decodes them (decode=False: bytes; a
     function: as for Shard)."""
     from . import formats, loads
-    exts = [(e.lower(), n) for n, f in formats().items() for e in f["extensions"]]
     lim = _limits_tuple(limits)
     for url in shard_list(spec, limits):
         s = _tensio.shard_stream_open(url, lim)
@@ -192,7 +188,7 @@ def stream_shards(spec, limits=None, decode=True):
                     if sample is not None:
                         yield sample
                     cur, sample = idx, {"__key__": key, "__url__": url}
-                fmt = _format_for(name, exts) if decode else None
+                fmt = _format_for(name) if decode else None
                 if fmt is None:
                     sample[ext.lower()] = data
                     continue

@@ -121,8 +121,7 @@ class ShardWriter:
         self._flags = 0 if sync else _tensio.SAVE_NO_SYNC
         self._w = None
         self._closed = False
-        self._exts = [(e.lower(), n) for n, f in formats().items() if f["write"]
-                      for e in f["extensions"]]
+        self._writable = {n for n, f in formats().items() if f["write"]}
 
     # ------------------------------------------------------------ encoding
 
@@ -139,7 +138,8 @@ class ShardWriter:
                 return _json.dumps(value).encode("utf-8")
             except (TypeError, ValueError) as e:
                 raise TypeError("ShardWriter: member %s.%s: %s" % (key, ext, e)) from None
-        fmt = _format_for("x." + ext, self._exts)
+        fmt = _format_for("x." + ext)
+        fmt = fmt if fmt in self._writable else None
         if fmt is not None:
             if not isinstance(value, (list, tuple, dict, Container)):
                 if not hasattr(value, "__array__") and not hasattr(value, "__array_interface__"):

@@ -423,3 +423,22 @@ def test_stream_compressed_shards(tmp_path):
         cut.write_bytes(p.read_bytes()[:p.stat().st_size // 2])
         with pytest.raises(tensio.TruncatedError, match="stream: the data end inside it, at byte"):
             list(tensio.stream_shards(str(cut)))
+
+
+def test_bin_member_is_bytes(tmp_path):
+    """A .bin member is bytes, as WebDataset decodes it (a checkpoint in a
+    shard is .pth): mapped, streamed, and what ShardWriter takes for it."""
+    path = str(tmp_path / "bin.tar")
+    npy = tensio.dumps([np.arange(3)], "npy")
+    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tf:
+        for name, data in (("k.bin", b"\x00\x01raw"), ("k.npy", npy)):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    with tensio.Shard(path) as s:
+        assert [m.format for m in s.members] == [None, "npy"]
+        assert s[0]["bin"] == b"\x00\x01raw" and np.array_equal(s[0]["npy"], np.arange(3))
+    got = list(tensio.stream_shards("pipe:cat '%s'" % path))
+    assert got[0]["bin"] == b"\x00\x01raw"
+    assert tensio.shard._format_for("a/b.BIN") is None
+    assert tensio.shard._format_for("a/b.pth") == "torch"

@@ -333,9 +333,17 @@ size_t tio_shard_find(const tio_shard *s, const char *name) {
     return TIO_SHARD_NONE;
 }
 
+const char *tio_shard_format_for_name(const char *name) {
+    const char *f = name ? tio_format_for_path(name) : NULL;
+    size_t n = f ? strlen(name) : 0;
+    /* WebDataset keeps a .bin member as bytes (its torch decoder takes .pth) */
+    if (n >= 4 && tio__shard_ext_cmp(name + n - 4, ".bin") == 0) return NULL;
+    return f;
+}
+
 const char *tio_shard_member_format(const tio_shard *s, size_t i) {
     if (!s || i >= s->nmembers) return NULL;
-    return tio_format_for_path(s->members[i].name);
+    return tio_shard_format_for_name(s->members[i].name);
 }
 
 int tio_shard_open_member(tio_shard *s, size_t i, const tio_open_options *opts,
