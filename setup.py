@@ -58,24 +58,27 @@ def pkg_config(*args, required=True):
 
 def split_flags(args):
     """pkg-config output -> setuptools Extension keywords."""
-    f = {"include_dirs": [], "library_dirs": [], "libraries": [], "extra_link_args": []}
-    for a in args:
-        if a.startswith("-I"):
-            f["include_dirs"].append(a[2:])
-        elif a.startswith("-L"):
-            f["library_dirs"].append(a[2:])
-        elif a.startswith("-l"):
-            f["libraries"].append(a[2:])
-        elif a.startswith("-isystem"):
-            continue  # with its path as the next word: system headers, found anyway
-        elif not a.startswith("/"):
+    f = {"include_dirs": [], "library_dirs": [], "libraries": [], "extra_link_args": [],
+         "define_macros": []}
+    words = iter(args)
+    for a in words:
+        if a == "-isystem":  # its directory is the next word
+            f["include_dirs"].append(next(words, ""))
+        elif a.startswith(("-I", "-L", "-l")):
+            key = {"-I": "include_dirs", "-L": "library_dirs", "-l": "libraries"}[a[:2]]
+            f[key].append(a[2:])
+        elif a.startswith("-D"):
+            name, _, value = a[2:].partition("=")
+            f["define_macros"].append((name, value or None))
+        else:
             f["extra_link_args"].append(a)
     return f
 
 
 def dep_flags():
     """libtensio's dependencies, for linking libtensio.a or its sources."""
-    f = {"include_dirs": [], "library_dirs": [], "libraries": [], "extra_link_args": []}
+    f = {"include_dirs": [], "library_dirs": [], "libraries": [], "extra_link_args": [],
+         "define_macros": []}
     for module, lib in DEPS.items():
         args = pkg_config("--cflags", "--libs", module, required=False)
         g = split_flags(args) if args is not None else {"libraries": [lib]}
@@ -136,7 +139,7 @@ class BuildExt(build_ext):
             if lib:
                 objs = self.compiler.compile(
                     lib, output_dir=self.build_temp,
-                    macros=[("_POSIX_C_SOURCE", "200809L")],
+                    macros=[("_POSIX_C_SOURCE", "200809L")] + ext.define_macros,
                     include_dirs=["include", "src"] + ext.include_dirs,
                     debug=self.debug, extra_postargs=["-std=c11", "-fvisibility=hidden"])
                 ext.extra_objects = objs + list(ext.extra_objects or [])
