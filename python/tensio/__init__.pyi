@@ -2,7 +2,7 @@
 # module is __init__.py; keep the two in step (docs/python.md, "Type stubs").
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypedDict, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -223,7 +223,16 @@ class CheckpointArray(np.ndarray[Any, np.dtype[Any]]):
 def load_checkpoint(path: _StrPath, format: str | None = ..., strict: bool = ...,
                     limits: _Limits | None = ..., no_mmap: bool = ...) -> Any: ...
 def dtype_name(container: Container, key: int | str) -> str: ...
-def formats() -> dict[str, dict[str, Any]]: ...
+class _FormatInfo(TypedDict):
+    description: str
+    extensions: list[str]
+    sparse: bool
+    names: bool
+    metadata: bool
+    graph: bool
+    write: bool
+
+def formats() -> dict[str, _FormatInfo]: ...
 
 class Typed:
     """An array with an explicit tensio dtype for save/dumps."""

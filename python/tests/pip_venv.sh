@@ -88,6 +88,13 @@ assert tenbin.load("a.ten", infos=True)[1] == ["x"]
 assert "onnx" in tensio.formats() and tensio.formats()["npy"]["write"]
 print("pip_venv: installed and working:", ext)
 PYEOF
+# self-contained: libtensio is inside the extension, not a library it loads
+ext=$("$V" -c 'import tensio._tensio as t; print(t.__file__)')
+if ldd "$ext" | grep -q libtensio; then
+  echo "pip_venv: $ext loads a libtensio:" >&2
+  ldd "$ext" >&2
+  exit 1
+fi
 
 SECONDS=0
 "$V" -m pip wheel -q --no-build-isolation --no-index --no-deps -w "$tmp/wheels" "$REPO"

@@ -58,6 +58,7 @@ def main(tmp: str) -> int:
         code: int = e.code
         assert e.code_name.startswith("TIO_E_") and code > 0
     formats = tensio.formats()
+    assert formats["npy"]["write"] and ".npy" in formats["npy"]["extensions"]
     print(len(arrays), len(again), label.get("TENS") is not None, props.get("seqno"),
           infos, len(ten), ops, "safetensors" in formats)
     return 0
