@@ -90,7 +90,7 @@ def dep_flags():
 
 def flags():
     """(Extension keywords, libtensio sources to compile in) for the chosen way."""
-    inc = [os.path.join("include")]
+    inc = ["include"]
     if os.environ.get("TENSIO_PKG_CONFIG"):
         f = split_flags(pkg_config("--cflags", "--libs", "tensio"))
         f["include_dirs"] = inc + f["include_dirs"]
