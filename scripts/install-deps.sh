@@ -24,7 +24,9 @@ PACKAGES=(
   python3-onnx                 # the protobuf wire tests read and write ONNX models with it
   python3-torch python3-torchvision  # the model-zoo test exports torchvision models to ONNX
   python3-dev python3-pytest   # the Python package (python/): its headers, its tests
-  python3-pip python3-setuptools  # its test of pip install --no-build-isolation ./python
+  python3-pip python3-setuptools python3-wheel python3-venv  # its tests of pip install
+                               # --no-build-isolation . (and pip wheel .), offline, in a venv
+  mypy                         # its type stubs: mypy --strict on an example, stubtest
   groff-base zsh               # the man pages' and shell completions' test renders/parses them
   graphviz                     # dot: tensio graph -o FILE.svg/.png, and its test
 )
