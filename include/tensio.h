@@ -255,7 +255,8 @@ TIO_API int tio_quant_can_dequantize(tio_quant q);
 /* A tensor belongs to its container and lives as long as it. */
 typedef struct tio_tensor tio_tensor;
 
-TIO_API const char *tio_tensor_name(const tio_tensor *t); /* NULL when unnamed */
+TIO_API const char *tio_tensor_name(const tio_tensor *t); /* NULL when unnamed; "" is the
+                                                             empty name, a name */
 TIO_API tio_dtype tio_tensor_dtype(const tio_tensor *t);
 TIO_API tio_layout tio_tensor_layout(const tio_tensor *t);
 TIO_API size_t tio_tensor_rank(const tio_tensor *t);
@@ -503,7 +504,7 @@ TIO_API int tio_object_shared(const tio_object *o);
 
 /* Describes a tensor to add. */
 typedef struct tio_tensor_desc {
-    const char *name;      /* NULL or "" = unnamed */
+    const char *name;      /* NULL = unnamed; "" is a name (the empty one) */
     tio_dtype dtype;
     size_t rank;
     const int64_t *shape;  /* rank dims, each >= 0; may be NULL when rank is 0 */

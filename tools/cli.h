@@ -272,6 +272,10 @@ char *cli_shape_string(const tio_tensor *t);
 size_t cli_shape_into(const tio_tensor *t, char *buf, size_t cap);
 /* A copy of s with control characters written as \xNN; malloc'ed. */
 char *cli_text_escape(const char *s);
+/* A tensor name to show: cli_text_escape'd, `""` for the empty name (a name),
+ * NULL for NULL (unnamed: the caller shows "-" or nothing). Malloc'ed; NULL
+ * also when out of memory (callers check `name && !result`). */
+char *cli_name_escape(const char *name);
 /* 1 when s has nothing cli_text_escape would escape. */
 int cli_text_plain(const char *s);
 /* Lowercase hex of a SHA-256 digest. */

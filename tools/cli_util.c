@@ -892,9 +892,14 @@ int cli_one_file(cli_parser *p, int last_id, const char *cmd, const char *format
     return rc;
 }
 
+char *cli_name_escape(const char *name) {
+    if (!name) return NULL;
+    return cli_text_escape(name[0] ? name : "\"\"");
+}
+
 int cli_table_tensor(cli_table *tab, size_t t, const tio_tensor *x) {
     const char *name = tio_tensor_name(x);
-    char *ename = name ? cli_text_escape(name) : NULL;
+    char *ename = cli_name_escape(name);
     char *shape = cli_shape_string(x);
     int rc = (name && !ename) || !shape ? cli_error("out of memory") : CLI_EXIT_OK;
     cli_table_add(tab, "%zu", t);

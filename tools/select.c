@@ -23,7 +23,7 @@ int cli_filter_option(cli_filter *f, int id, const char *value, const char *cmd)
         opt = "--exclude";
     } else if (id == CLI_OPT_RENAME_ID) {
         const char *eq = strchr(value, '=');
-        if (!eq || eq == value || !eq[1])
+        if (!eq) /* OLD or NEW may be "", the empty name */
             return cli_usage_error(cmd, "--rename: expected OLD=NEW, not '%s'", value);
         list = f->rename;
         n = &f->nrename;

@@ -271,6 +271,28 @@ def test_save_dict_names_metadata(tmp_path):
         assert np.array_equal(c["nc"], nc)
 
 
+def test_empty_name_is_a_name(tmp_path):
+    # "" is the empty name (safetensors, .npz, GGUF and .pt hold it); None = unnamed
+    p = tmp_path / "e.safetensors"
+    tensio.save(p, {"": np.arange(3, dtype=np.float32), "b": np.ones(2, np.int8)})
+    with tensio.open(p) as c:
+        assert sorted(c.names) == ["", "b"]
+        i = c.names.index("")
+        assert c.tensor(i).name == "" and "" in c and "0" not in c
+        assert np.array_equal(c[""], np.arange(3, dtype=np.float32))
+        assert sorted(c.keys()) == ["", "b"]
+    assert sorted(tensio.load(p, as_dict=True)) == ["", "b"]
+    q = tmp_path / "u.safetensors"
+    tensio.save(q, [np.zeros(1, np.float32)])  # unnamed: written under its index
+    with tensio.open(q) as c:
+        assert c.names == ["0"]
+    tensio.save(tmp_path / "n.btf", [np.zeros(1, np.float32)])  # BTF has no names
+    with tensio.open(tmp_path / "n.btf") as c:
+        assert c.names == [None] and c.tensor(0).name is None
+    with pytest.raises(tensio.LossyError, match="empty name"):  # tenbin cannot hold it
+        tensio.save(tmp_path / "e.ten", {"": np.zeros(1, np.float32)})
+
+
 def test_save_lossy_and_options(tmp_path):
     arrays = {"x": np.ones(3, np.float32)}
     with pytest.raises(tensio.LossyError) as e:

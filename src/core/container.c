@@ -434,7 +434,7 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, tio_quant quan
         if (!t->shape) goto nomem;
     }
     if (d->rank) memcpy(t->shape, d->shape, d->rank * sizeof *t->shape);
-    if (d->name && d->name[0]) {
+    if (d->name) { /* "" is the empty name; NULL = unnamed */
         size_t n = strlen(d->name) + 1;
         t->name = chunk_alloc(c, n);
         if (!t->name) goto nomem;

@@ -393,6 +393,35 @@ def test_roundtrip(tmp, rng):
     assert out[:len(data)] == data and len(out) % 32 == 0 and not any(out[len(data):])
 
 
+@case("empty_tensor_name")
+def test_empty_name(tmp, rng):
+    # A tensor info whose name has length 0, as gguf-py's GGUFWriter writes
+    # add_tensor("", a) (gguf-py is not in Debian: the bytes are built here);
+    # ggml's gguf reader takes it (it refuses only names of GGML_MAX_NAME or
+    # more bytes and duplicates). It is the empty name, not an unnamed tensor.
+    raw = np.arange(4, dtype="<f4").tobytes()
+    data = build([("general.architecture", STR, "x")],
+                 [("", "F32", [4], raw), ("b", "F32", [4], raw)])
+    src = os.path.join(tmp, "empty_name.gguf")
+    open(src, "wb").write(data)
+    got = ls(src)
+    assert [t["name"] for t in got] == ["", "b"], got
+    text = run("ls", src).stdout.splitlines()
+    assert text[1].split()[:2] == ["0", '""'], text  # shown, not "-" (unnamed)
+    dst = os.path.join(tmp, "empty_name.out.gguf")
+    run("convert", src, dst)
+    assert open(dst, "rb").read() == data
+    # through safetensors (which holds "") and back: still the empty name
+    st = os.path.join(tmp, "empty_name.safetensors")
+    run("convert", src, st)
+    assert sorted(read_safetensors(st)) == ["", "b"]
+    # --only '' selects it, --rename =x renames it
+    assert [t["name"] for t in json.loads(run("ls", "--json", "--only", "", src).stdout)
+            ["tensors"]] == [""]
+    assert [t["name"] for t in json.loads(run("ls", "--json", "--rename", "=x", src).stdout)
+            ["tensors"]] == ["x", "b"]
+
+
 DEQ = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
 
 
@@ -624,7 +653,7 @@ def main():
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         for fn in [test_plain, test_roundtrip, test_dequantize, test_refuse,
-                   test_from_safetensors]:
+                   test_from_safetensors, test_empty_name]:
             fn(tmp, rng)
         gguf = find_gguf_py()
         if gguf is not None:
