@@ -334,6 +334,20 @@ TIO_API int tio_tensor_meta_at(const tio_tensor *t, size_t i, const char **key,
 TIO_API const char *tio_tensor_meta_get(const tio_tensor *t, const char *key);
 TIO_API int tio_tensor_meta_set(tio_tensor *t, const char *key, const char *value,
                                 tio_error *err);
+/* Metadata keys and values are byte strings that carry their length and may
+ * hold NUL bytes (a GGUF string value may). The _n forms give and take the
+ * lengths; every key and value is also NUL-terminated, so the C-string forms
+ * above work unchanged for strings without NUL (for one with NUL they see
+ * the bytes up to the first; a C-string key finds only a key of its strlen).
+ * *key_len / *value_len may be NULL. Writers store such a value where the
+ * format can (GGUF) and refuse it by key otherwise (TIO_E_UNSUPPORTED,
+ * unless the metadata is dropped); a key with NUL no format stores. */
+TIO_API int tio_tensor_meta_at_n(const tio_tensor *t, size_t i, const char **key,
+                                 size_t *key_len, const char **value, size_t *value_len);
+TIO_API const char *tio_tensor_meta_get_n(const tio_tensor *t, const char *key, size_t key_len,
+                                          size_t *value_len);
+TIO_API int tio_tensor_meta_set_n(tio_tensor *t, const char *key, size_t key_len,
+                                  const char *value, size_t value_len, tio_error *err);
 
 /* --------------------------------------------------------------- containers */
 
@@ -396,6 +410,20 @@ TIO_API const char *tio_container_meta_type(const tio_container *c, const char *
 TIO_API int tio_container_meta_set_typed(tio_container *c, const char *key,
                                          const char *value, const char *type,
                                          tio_error *err);
+/* Length-carrying forms (see tio_tensor_meta_at_n): keys and values may hold
+ * NUL bytes. A "string" value (or a plain one) holds any bytes; in the text
+ * of an array a NUL is the JSON escape \u0000. */
+TIO_API int tio_container_meta_at_n(const tio_container *c, size_t i, const char **key,
+                                    size_t *key_len, const char **value, size_t *value_len);
+TIO_API const char *tio_container_meta_get_n(const tio_container *c, const char *key,
+                                             size_t key_len, size_t *value_len);
+TIO_API int tio_container_meta_set_n(tio_container *c, const char *key, size_t key_len,
+                                     const char *value, size_t value_len, tio_error *err);
+TIO_API const char *tio_container_meta_type_n(const tio_container *c, const char *key,
+                                              size_t key_len);
+TIO_API int tio_container_meta_set_typed_n(tio_container *c, const char *key, size_t key_len,
+                                           const char *value, size_t value_len,
+                                           const char *type, tio_error *err);
 
 /* Readable-but-invalid findings (unaligned records, nonzero reserved or
  * padding bytes, trailing bytes…), each with code TIO_E_INVALID, offset and

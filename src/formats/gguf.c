@@ -162,7 +162,9 @@ static int read_kvs(tio_cursor *cur, tio_read_ctx *ctx, uint64_t n_kv, uint32_t 
                 break;
             }
         }
-        rc = tio__meta_append_typed(ctx->c, key.p, text.p, tname.p, err);
+        /* a string value may hold NUL bytes: its length goes along */
+        rc = tio__meta_append_typed_n(ctx->c, key.p, (size_t)kn, text.p, text.len - 1, tname.p,
+                                      err);
         if (!rc) rc = header_limit(cur, ctx, err);
     }
     if (!rc) rc = no_duplicates(keys, (size_t)n_kv, "keys", TIO_E_CORRUPT,
@@ -472,7 +474,8 @@ static int gguf_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     for (size_t i = 0; i < n_kv && !rc; i++) {
         const char *k = c->meta.keys[i];
         put_string(&b, k);
-        rc = gguf__write_value(&b, k, c->meta.values[i], tio__meta_type(c, k), err);
+        rc = gguf__write_value(&b, k, c->meta.values[i], c->meta.vlens[i], tio__meta_type(c, k),
+                               err);
     }
     uint64_t off = 0;
     for (size_t i = 0; i < n && !rc; i++) {
@@ -584,7 +587,7 @@ const tio_format_desc tio__format_gguf = {
     .name = "gguf",
     .description = "llama.cpp/ggml GGUF (v2, v3; typed KV metadata, block-quantized tensors)",
     .extensions = ".gguf",
-    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA | TIO_CAP_QUANT,
+    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA | TIO_CAP_QUANT | TIO__CAP_META_NUL,
     .dtypes = TIO_DTYPE_BIT(TIO_INT8) | TIO_DTYPE_BIT(TIO_INT16) | TIO_DTYPE_BIT(TIO_INT32) |
               TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_FLOAT16) |
               TIO_DTYPE_BIT(TIO_BFLOAT16) | TIO_DTYPE_BIT(TIO_FLOAT32) |

@@ -523,15 +523,20 @@ static int th_name_add(th_reader *r, const char *stored, uint64_t h) {
 
 /* A non-tensor leaf: container metadata under the name walked (type NULL:
  * a plain string). O(1): keys are unique by th_name_taken. */
-static int th_meta(th_reader *r, const char *value, const char *type, uint64_t at) {
+static int th_meta_n(th_reader *r, const char *value, size_t len, const char *type,
+                     uint64_t at) {
     const char *key = r->name_depth ? r->name : "(root)";
     uint64_t h = 0;
     int taken = 0;
     int rc = th_name_taken(r, key, &h, &taken, at);
     if (rc || taken) return rc;
     tio_container *c = r->ctx->c;
-    rc = tio__meta_append_typed(c, key, value, type ? type : "", r->err);
+    rc = tio__meta_append_typed_n(c, key, strlen(key), value, len, type ? type : "", r->err);
     return rc ? rc : th_name_add(r, c->meta.keys[c->meta.count - 1], h);
+}
+
+static int th_meta(th_reader *r, const char *value, const char *type, uint64_t at) {
+    return th_meta_n(r, value, strlen(value), type, at);
 }
 
 /* An int64 argument. */
@@ -1050,17 +1055,12 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
     case TIO_PK_BIGINT:
         return th_meta(r, "(an integer past int64)", NULL, o->off);
     case TIO_PK_STR: {
-        if (memchr(o->u.s, 0, o->n) || o->n > r->ctx->limits.max_name_bytes) {
+        if (o->n > r->ctx->limits.max_name_bytes) {
             snprintf(v, sizeof r->scratch, "(a str of %" PRIu32 " bytes)", o->n);
             return th_meta(r, v, NULL, o->off);
         }
-        char *s = malloc((size_t)o->n + 1);
-        if (!s) return tio__nomem(r->err, TH);
-        memcpy(s, o->u.s, o->n);
-        s[o->n] = 0;
-        int rc = th_meta(r, s, "string", o->off);
-        free(s);
-        return rc;
+        /* NUL bytes included: metadata values carry their length */
+        return th_meta_n(r, (const char *)o->u.s, o->n, "string", o->off);
     }
     case TIO_PK_BYTES:
         snprintf(v, sizeof r->scratch, "(%" PRIu32 " bytes)", o->n);

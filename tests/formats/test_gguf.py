@@ -422,6 +422,42 @@ def test_empty_name(tmp, rng):
             ["tensors"]] == ["x", "b"]
 
 
+@case("nul_in_string_values")
+def test_nul_values(tmp, rng):
+    # String values holding NUL bytes, as gguf-py's GGUFWriter writes a str
+    # with "\0" (its length, then the UTF-8 bytes; gguf-py is not in Debian:
+    # the bytes are built here); ggml keeps the length (std::string).
+    kvs = [("general.architecture", STR, "x"), ("t.nul", STR, b"a\0b\0"),
+           ("t.arr", ARR, (STR, [b"\0", b"c"]))]
+    data = build(kvs, [("w", "F32", [2], np.ones(2, "<f4").tobytes())])
+    src = os.path.join(tmp, "nul.gguf")
+    open(src, "wb").write(data)
+    inf = info(src)
+    assert inf["metadata"]["t.nul"] == "a\0b\0", inf["metadata"]
+    assert json.loads(inf["metadata"]["t.arr"]) == ["\0", "c"]
+    assert inf["metadata_types"]["t.nul"] == "string"
+    text = run("info", src).stdout
+    assert "t.nul (string) = a\\x00b\\x00\n" in text, text
+    dst = os.path.join(tmp, "nul.out.gguf")
+    run("convert", src, dst)
+    assert open(dst, "rb").read() == data
+    # a format whose strings cannot hold NUL refuses it by key; dropped, it goes
+    st = os.path.join(tmp, "nul.safetensors")
+    p = run("convert", src, st, ok=False)
+    assert p.returncode == 1 and '"t.nul" whose value holds a NUL byte' in p.stderr, p.stderr
+    run("convert", "--drop-metadata", src, st)
+    # a length past the end of the file, with NUL bytes before it
+    bad = data[:data.index(b"a\0b\0")] + b"a\0"
+    p = run("ls", write(tmp, "nul_cut.gguf", bad), ok=False)
+    assert p.returncode != 0 and "string bytes" in p.stderr, p.stderr
+
+
+def write(tmp, name, data):
+    path = os.path.join(tmp, name)
+    open(path, "wb").write(data)
+    return path
+
+
 DEQ = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
 
 
@@ -653,7 +689,7 @@ def main():
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         for fn in [test_plain, test_roundtrip, test_dequantize, test_refuse,
-                   test_from_safetensors, test_empty_name]:
+                   test_from_safetensors, test_empty_name, test_nul_values]:
             fn(tmp, rng)
         gguf = find_gguf_py()
         if gguf is not None:

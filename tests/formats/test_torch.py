@@ -231,6 +231,11 @@ def real_files(tmp):
     back = torch.load(out, weights_only=True)
     check("empty name written", sorted(back) == ["", "a."] and
           torch.equal(back[""], obj[""]), str(back))
+    # a str leaf holding NUL bytes is metadata with its length (JSON \u0000)
+    p = os.path.join(tmp, "nul_str.pt")
+    torch.save({"w": torch.ones(1), "note": "a\0b\0"}, p)
+    meta = info(p).get("metadata", {})
+    check("str with NUL", meta.get("note") == "a\0b\0", repr(meta))
     root = json.loads(run("ls", "--json", os.path.join(tmp, "param.pt")).stdout)["tensors"]
     check("root tensor unnamed", root[0]["name"] is None, str(root))
     # complex: read (values, quantized tensors and NumPy objects: test_torch_objects.py)
