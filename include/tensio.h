@@ -257,7 +257,8 @@ TIO_API int tio_quant_can_dequantize(tio_quant q);
 /* A tensor belongs to its container and lives as long as it. */
 typedef struct tio_tensor tio_tensor;
 
-TIO_API const char *tio_tensor_name(const tio_tensor *t); /* NULL when unnamed */
+TIO_API const char *tio_tensor_name(const tio_tensor *t); /* NULL when unnamed; "" is the
+                                                             empty name, a name */
 TIO_API tio_dtype tio_tensor_dtype(const tio_tensor *t);
 TIO_API tio_layout tio_tensor_layout(const tio_tensor *t);
 TIO_API size_t tio_tensor_rank(const tio_tensor *t);
@@ -335,6 +336,20 @@ TIO_API int tio_tensor_meta_at(const tio_tensor *t, size_t i, const char **key,
 TIO_API const char *tio_tensor_meta_get(const tio_tensor *t, const char *key);
 TIO_API int tio_tensor_meta_set(tio_tensor *t, const char *key, const char *value,
                                 tio_error *err);
+/* Metadata keys and values are byte strings that carry their length and may
+ * hold NUL bytes (a GGUF string value may). The _n forms give and take the
+ * lengths; every key and value is also NUL-terminated, so the C-string forms
+ * above work unchanged for strings without NUL (for one with NUL they see
+ * the bytes up to the first; a C-string key finds only a key of its strlen).
+ * *key_len / *value_len may be NULL. Writers store such a value where the
+ * format can (GGUF) and refuse it by key otherwise (TIO_E_UNSUPPORTED,
+ * unless the metadata is dropped); a key with NUL no format stores. */
+TIO_API int tio_tensor_meta_at_n(const tio_tensor *t, size_t i, const char **key,
+                                 size_t *key_len, const char **value, size_t *value_len);
+TIO_API const char *tio_tensor_meta_get_n(const tio_tensor *t, const char *key, size_t key_len,
+                                          size_t *value_len);
+TIO_API int tio_tensor_meta_set_n(tio_tensor *t, const char *key, size_t key_len,
+                                  const char *value, size_t value_len, tio_error *err);
 
 /* --------------------------------------------------------------- containers */
 
@@ -397,6 +412,20 @@ TIO_API const char *tio_container_meta_type(const tio_container *c, const char *
 TIO_API int tio_container_meta_set_typed(tio_container *c, const char *key,
                                          const char *value, const char *type,
                                          tio_error *err);
+/* Length-carrying forms (see tio_tensor_meta_at_n): keys and values may hold
+ * NUL bytes. A "string" value (or a plain one) holds any bytes; in the text
+ * of an array a NUL is the JSON escape \u0000. */
+TIO_API int tio_container_meta_at_n(const tio_container *c, size_t i, const char **key,
+                                    size_t *key_len, const char **value, size_t *value_len);
+TIO_API const char *tio_container_meta_get_n(const tio_container *c, const char *key,
+                                             size_t key_len, size_t *value_len);
+TIO_API int tio_container_meta_set_n(tio_container *c, const char *key, size_t key_len,
+                                     const char *value, size_t value_len, tio_error *err);
+TIO_API const char *tio_container_meta_type_n(const tio_container *c, const char *key,
+                                              size_t key_len);
+TIO_API int tio_container_meta_set_typed_n(tio_container *c, const char *key, size_t key_len,
+                                           const char *value, size_t value_len,
+                                           const char *type, tio_error *err);
 
 /* Readable-but-invalid findings (unaligned records, nonzero reserved or
  * padding bytes, trailing bytes…), each with code TIO_E_INVALID, offset and
@@ -505,7 +534,7 @@ TIO_API int tio_object_shared(const tio_object *o);
 
 /* Describes a tensor to add. */
 typedef struct tio_tensor_desc {
-    const char *name;      /* NULL or "" = unnamed */
+    const char *name;      /* NULL = unnamed; "" is a name (the empty one) */
     tio_dtype dtype;
     size_t rank;
     const int64_t *shape;  /* rank dims, each >= 0; may be NULL when rank is 0 */

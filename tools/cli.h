@@ -272,6 +272,16 @@ char *cli_shape_string(const tio_tensor *t);
 size_t cli_shape_into(const tio_tensor *t, char *buf, size_t cap);
 /* A copy of s with control characters written as \xNN; malloc'ed. */
 char *cli_text_escape(const char *s);
+/* The same for the len bytes at s, NUL bytes included (written \x00):
+ * metadata keys and values, LMDB keys. */
+char *cli_bytes_escape(const char *s, size_t len);
+/* The inverse for what a user types: each \xNN (two hex digits) is that
+ * byte, the rest as it is. Malloc'ed, NUL-terminated; *len its length. */
+char *cli_bytes_unescape(const char *s, size_t *len);
+/* A tensor name to show: cli_text_escape'd, `""` for the empty name (a name),
+ * NULL for NULL (unnamed: the caller shows "-" or nothing). Malloc'ed; NULL
+ * also when out of memory (callers check `name && !result`). */
+char *cli_name_escape(const char *name);
 /* 1 when s has nothing cli_text_escape would escape. */
 int cli_text_plain(const char *s);
 /* Lowercase hex of a SHA-256 digest. */
@@ -345,8 +355,14 @@ void cli_table_free(cli_table *t);
 json_t *cli_json_error(const tio_error *e);
 /* A JSON string for s (NULL → null). Invalid UTF-8 bytes become U+FFFD. */
 json_t *cli_json_str(const char *s);
+/* The same for the len bytes at s (s[len] readable, as tensio's strings
+ * are NUL-terminated), NUL bytes included (JSON's \u0000). */
+json_t *cli_json_strn(const char *s, size_t len);
 /* Sets key (sanitised like cli_json_str) to a new reference; returns 0 or -1. */
 int cli_json_set(json_t *obj, const char *key, json_t *value);
+/* The same for a key of key_len bytes (NUL bytes included; key[key_len]
+ * readable). */
+int cli_json_setn(json_t *obj, const char *key, size_t key_len, json_t *value);
 /* Dumps one value on one line ("{"a": 1, "b": 2}") plus a newline to stdout.
  * Takes the reference. Returns CLI_EXIT_OK or CLI_EXIT_FAIL. */
 int cli_json_print(json_t *value);

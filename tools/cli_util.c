@@ -535,15 +535,18 @@ int cli_text_plain(const char *s) {
     return 1;
 }
 
-char *cli_text_escape(const char *s) {
+char *cli_text_escape(const char *s) { return cli_bytes_escape(s, strlen(s)); }
+
+char *cli_bytes_escape(const char *s, size_t len) {
     size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    const unsigned char *end = (const unsigned char *)s + len;
+    for (const unsigned char *p = (const unsigned char *)s; p < end; p++)
         n += (*p < 0x20 || *p == 0x7f) ? 4 : 1;
     char *out = malloc(n + 1);
     if (!out) return NULL;
     char *o = out;
     static const char hex[] = "0123456789abcdef";
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; p < end; p++) {
         if (*p < 0x20 || *p == 0x7f) {
             *o++ = '\\';
             *o++ = 'x';
@@ -782,15 +785,16 @@ static size_t utf8_seq(const unsigned char *p) {
     return 0;
 }
 
-/* A malloc'ed copy of s with every invalid UTF-8 byte replaced by U+FFFD.
- * The checks stop at the terminating NUL (a continuation test fails on it). */
-static char *utf8_sanitize(const char *s) {
-    size_t len = strlen(s);
+/* A malloc'ed copy of s[0..len) (NUL bytes included; s[len] is NUL) with
+ * every invalid UTF-8 byte replaced by U+FFFD; *out_len its length. The
+ * checks stop at the terminating NUL (a continuation test fails on it). */
+static char *utf8_sanitize(const char *s, size_t len, size_t *out_len) {
+    if (len > (SIZE_MAX - 1) / 3) return NULL;
     char *out = malloc(len * 3 + 1);
     if (!out) return NULL;
-    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
     char *o = out;
-    while (*p) {
+    while (p < end) {
         size_t n = utf8_seq(p);
         if (n == 0) {
             *o++ = (char)0xEF;
@@ -804,6 +808,7 @@ static char *utf8_sanitize(const char *s) {
         }
     }
     *o = '\0';
+    *out_len = (size_t)(o - out);
     return out;
 }
 
@@ -822,27 +827,35 @@ json_t *cli_json_error(const tio_error *e) {
     return o;
 }
 
-json_t *cli_json_str(const char *s) {
+json_t *cli_json_strn(const char *s, size_t len) {
     if (!s) return json_null();
-    json_t *j = json_string(s);
+    json_t *j = json_stringn(s, len);
     if (j) return j;
-    char *clean = utf8_sanitize(s);
+    size_t n = 0;
+    char *clean = utf8_sanitize(s, len, &n);
     if (!clean) return NULL;
-    j = json_string(clean);
+    j = json_stringn(clean, n);
     free(clean);
     return j;
 }
 
-int cli_json_set(json_t *obj, const char *key, json_t *value) {
+json_t *cli_json_str(const char *s) { return s ? cli_json_strn(s, strlen(s)) : json_null(); }
+
+int cli_json_setn(json_t *obj, const char *key, size_t key_len, json_t *value) {
     if (!value) return -1;
-    char *clean = utf8_sanitize(key);
+    size_t n = 0;
+    char *clean = utf8_sanitize(key, key_len, &n);
     if (!clean) {
         json_decref(value);
         return -1;
     }
-    int rc = json_object_set_new(obj, clean, value); /* releases value on failure */
+    int rc = json_object_setn_new(obj, clean, n, value); /* releases value on failure */
     free(clean);
     return rc == 0 ? 0 : -1;
+}
+
+int cli_json_set(json_t *obj, const char *key, json_t *value) {
+    return cli_json_setn(obj, key, strlen(key), value);
 }
 
 int cli_json_print(json_t *value) {
@@ -892,9 +905,43 @@ int cli_one_file(cli_parser *p, int last_id, const char *cmd, const char *format
     return rc;
 }
 
+static int hexdigit(char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+char *cli_bytes_unescape(const char *s, size_t *len) {
+    size_t n = strlen(s), o = 0;
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        int hi = -1, lo = -1;
+        if (s[i] == '\\' && i + 3 < n && s[i + 1] == 'x') {
+            hi = hexdigit(s[i + 2]);
+            lo = hi < 0 ? -1 : hexdigit(s[i + 3]);
+        }
+        if (lo >= 0) {
+            out[o++] = (char)(hi * 16 + lo);
+            i += 3;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o] = 0;
+    *len = o;
+    return out;
+}
+
+char *cli_name_escape(const char *name) {
+    if (!name) return NULL;
+    return cli_text_escape(name[0] ? name : "\"\"");
+}
+
 int cli_table_tensor(cli_table *tab, size_t t, const tio_tensor *x) {
     const char *name = tio_tensor_name(x);
-    char *ename = name ? cli_text_escape(name) : NULL;
+    char *ename = cli_name_escape(name);
     char *shape = cli_shape_string(x);
     int rc = (name && !ename) || !shape ? cli_error("out of memory") : CLI_EXIT_OK;
     cli_table_add(tab, "%zu", t);

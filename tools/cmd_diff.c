@@ -275,7 +275,7 @@ static int all_named(const tio_container *c) {
     size_t n = tio_container_count(c);
     for (size_t i = 0; i < n; i++) {
         const char *name = tio_tensor_name(tio_container_tensor(c, i));
-        if (!name || !*name) return 0;
+        if (!name) return 0; /* "" is a name */
     }
     return 1;
 }
@@ -392,7 +392,7 @@ static int text_row(cli_table *tab, const diff_run *d, const pair_result *r) {
     const tio_tensor *ta = side(d->a, r->ia), *tb = side(d->b, r->ib);
     const tio_tensor *t = ta ? ta : tb;
     const char *name = tio_tensor_name(t);
-    char *ename = name ? cli_text_escape(name) : NULL;
+    char *ename = cli_name_escape(name);
     char *sa = ta ? cli_shape_string(ta) : NULL, *sb = tb ? cli_shape_string(tb) : NULL;
     char *dtypes = both(ta ? tio_dtype_name(tio_tensor_dtype(ta)) : NULL,
                         tb ? tio_dtype_name(tio_tensor_dtype(tb)) : NULL);

@@ -536,7 +536,7 @@ int cli_cmd_dump(int argc, char **argv) {
             dump_json_tensor(i, t, &v);
         } else {
             const char *name = tio_tensor_name(t);
-            char *ename = name ? cli_text_escape(name) : NULL;
+            char *ename = cli_name_escape(name);
             char *shape = cli_shape_string(t);
             if ((name && !ename) || !shape) {
                 rc = cli_error("out of memory");

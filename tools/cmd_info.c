@@ -802,21 +802,23 @@ static int info_json(const char *path, const tio_container *c, const info_stats 
     size_t nm = tio_container_meta_count(c);
     for (size_t i = 0; i < nm && !bad; i++) {
         const char *k = NULL, *v = NULL;
-        if (tio_container_meta_at(c, i, &k, &v) != TIO_OK || !k) continue;
-        bad |= cli_json_set(meta, k, cli_json_str(v ? v : ""));
+        size_t kl = 0, vl = 0; /* byte strings: a NUL is \u0000 */
+        if (tio_container_meta_at_n(c, i, &k, &kl, &v, &vl) != TIO_OK || !k) continue;
+        bad |= cli_json_setn(meta, k, kl, cli_json_strn(v ? v : "", v ? vl : 0));
     }
     /* typed metadata (GGUF): the type of each typed key */
     json_t *types = NULL;
     for (size_t i = 0; i < nm && !bad; i++) {
         const char *k = NULL, *ty;
-        if (tio_container_meta_at(c, i, &k, NULL) != TIO_OK || !k ||
-            !(ty = tio_container_meta_type(c, k)))
+        size_t kl = 0;
+        if (tio_container_meta_at_n(c, i, &k, &kl, NULL, NULL) != TIO_OK || !k ||
+            !(ty = tio_container_meta_type_n(c, k, kl)))
             continue;
         if (!types) {
             types = json_object();
             bad |= cli_json_set(root, "metadata_types", types);
         }
-        if (!bad) bad |= cli_json_set(types, k, cli_json_str(ty));
+        if (!bad) bad |= cli_json_setn(types, k, kl, cli_json_str(ty));
     }
 
     size_t nw = tio_container_warning_count(c);
@@ -927,10 +929,11 @@ static int info_text(const char *path, const tio_container *c, const info_stats 
     printf("metadata:    %zu\n", nm);
     for (size_t i = 0; i < nm; i++) {
         const char *k = NULL, *v = NULL;
-        if (tio_container_meta_at(c, i, &k, &v) != TIO_OK || !k) continue;
-        const char *ty = tio_container_meta_type(c, k);
-        char *ek = cli_text_escape(k);
-        char *ev = cli_text_escape(v ? v : "");
+        size_t kl = 0, vl = 0; /* byte strings: a NUL is shown \x00 */
+        if (tio_container_meta_at_n(c, i, &k, &kl, &v, &vl) != TIO_OK || !k) continue;
+        const char *ty = tio_container_meta_type_n(c, k, kl);
+        char *ek = cli_bytes_escape(k, kl);
+        char *ev = cli_bytes_escape(v ? v : "", v ? vl : 0);
         if (!ek || !ev) {
             free(ek);
             free(ev);

@@ -21,13 +21,19 @@ int cli_is_lmdb(const char *path) {
     return yes;
 }
 
-/* The key as text: a NUL-terminated copy (bytes after a NUL are not shown). */
+/* The key's bytes, NUL-terminated (for the _n helpers, which read s[len]);
+ * a NUL inside is kept: show it with key_shown, never as a C string. */
 static char *key_string(const tio_lmdb_record *r) {
     char *k = malloc(r->key_size + 1);
     if (!k) return NULL;
     memcpy(k, r->key, r->key_size);
     k[r->key_size] = 0;
     return k;
+}
+
+/* The key for a terminal: every byte, a NUL as \x00 (cli_bytes_escape). */
+static char *key_shown(const tio_lmdb_record *r) {
+    return cli_bytes_escape((const char *)r->key, r->key_size);
 }
 
 static void report(const char *path, const tio_error *err) {
@@ -60,10 +66,10 @@ static void close_store(tio_lmdb *db, tio_lmdb_txn *txn) {
 
 /* ------------------------------------------------------------------- ls */
 
-static int ls_record_text(cli_table *tab, const char *key, const tio_container *c,
+static int ls_record_text(cli_table *tab, const tio_lmdb_record *r, const tio_container *c,
                           cli_hash_run *h, const char *label) {
     size_t nt = tio_container_count(c);
-    char *ek = cli_text_escape(key);
+    char *ek = key_shown(r);
     int rc = ek ? CLI_EXIT_OK : cli_error("out of memory");
     for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
         cli_table_add(tab, "%s", ek);
@@ -74,15 +80,15 @@ static int ls_record_text(cli_table *tab, const char *key, const tio_container *
     return rc;
 }
 
-static json_t *tensors_json(const char *key, const tio_container *c, cli_hash_run *h,
-                            const char *label) {
+static json_t *tensors_json(const char *key, size_t key_size, const tio_container *c,
+                            cli_hash_run *h, const char *label) {
     json_t *arr = json_array();
     for (size_t t = 0; arr && t < tio_container_count(c); t++) {
         const tio_tensor *x = tio_container_tensor(c, t);
         json_t *o = json_object();
         int bad = !o || json_array_append_new(arr, o) != 0;
         if (!bad) {
-            bad |= cli_json_set(o, "key", cli_json_str(key));
+            bad |= cli_json_set(o, "key", cli_json_strn(key, key_size));
             bad |= cli_json_set(o, "index", json_integer((json_int_t)t));
             bad |= cli_json_set(o, "name", cli_json_str(tio_tensor_name(x)));
             bad |= cli_json_set(o, "dtype", cli_json_str(cli_tensor_dtype_name(x)));
@@ -147,34 +153,35 @@ int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_lim
             report(path, &err);
             failed = 1;
         }
-        char *label = c && hash ? cli_escaped_pair(path, ": key ", key) : NULL;
-        if (c && hash && !label) {
+        char *ek = key_shown(&r);
+        char *label = c && hash && ek ? cli_escaped_pair(path, ": key ", ek) : NULL;
+        if (!ek || (c && hash && !label)) {
             tio_container_free(c);
             free(key);
+            free(ek);
             rc = cli_error("out of memory");
             break;
         }
         if (json) {
             json_t *o = json_object();
             int bad = !o || json_array_append_new(keys, o) != 0;
-            bad |= cli_json_set(o, "key", cli_json_str(key));
+            bad |= cli_json_set(o, "key", cli_json_strn(key, r.key_size)); /* NUL: \u0000 */
             bad |= cli_json_set(o, "size", json_integer((json_int_t)r.size));
             if (c) {
-                json_t *a = tensors_json(key, c, &h, label);
+                json_t *a = tensors_json(key, r.key_size, c, &h, label);
                 bad |= !a || json_array_extend(tens, a) != 0;
                 json_decref(a);
             }
             if (bad) rc = cli_error("out of memory");
         } else if (tensors) {
-            if (c) rc = ls_record_text(&tab, key, c, &h, label);
+            if (c) rc = ls_record_text(&tab, &r, c, &h, label);
         } else {
-            char *ek = cli_text_escape(key);
-            cli_table_add(&tab, "%s", ek ? ek : "?");
+            cli_table_add(&tab, "%s", ek);
             cli_table_add(&tab, "%zu", r.size);
-            free(ek);
         }
         tio_container_free(c);
         free(label);
+        free(ek);
         free(key);
     }
     if (rc == CLI_EXIT_OK && err.code != TIO_E_NOT_FOUND) {
@@ -253,7 +260,23 @@ int cli_lmdb_open_record(const char *path, const char *key, tio_container **out)
     if (rc != CLI_EXIT_OK) return rc;
     tio_error err;
     tio_error_clear(&err);
-    if (tio_lmdb_get(txn, key, strlen(key), NULL, out, &err) != TIO_OK) {
+    int got = tio_lmdb_get(txn, key, strlen(key), NULL, out, &err);
+    if (got == TIO_E_NOT_FOUND) { /* KEY as `ls` shows it: \xNN for a byte (a NUL) */
+        size_t n = 0;
+        char *raw = cli_bytes_unescape(key, &n);
+        if (!raw) {
+            close_store(db, txn);
+            return cli_error("out of memory");
+        }
+        if (n != strlen(key) || memcmp(raw, key, n) != 0) {
+            tio_error e2;
+            tio_error_clear(&e2);
+            got = tio_lmdb_get(txn, raw, n, NULL, out, &e2);
+            err = e2; /* names the key as typed (its bytes escaped as ls shows them) */
+        }
+        free(raw);
+    }
+    if (got != TIO_OK) {
         report(path, &err);
         rc = CLI_EXIT_FAIL;
     }
@@ -298,7 +321,7 @@ size_t cli_lmdb_validate(const char *path, int verbose, json_t *files) {
             continue;
         }
         ntensors += tio_container_count(c);
-        char *key = key_string(&r);
+        char *key = key_shown(&r);
         for (size_t w = 0; w < tio_container_warning_count(c); w++) {
             const tio_error *we = tio_container_warning(c, w);
             if (!we) continue;
@@ -481,9 +504,9 @@ static int lmdb_to_tar(const char *in, const char *out, const char *to, unsigned
             break;
         }
         if (strlen(key) != r.key_size) {
-            char *ek = cli_text_escape(key);
-            rc = cli_error("%s: key '%s...' holds a NUL byte: no member name can hold it", in,
-                           ek ? ek : key);
+            char *ek = key_shown(&r);
+            rc = cli_error("%s: key '%s' holds a NUL byte: no member name can hold it", in,
+                           ek ? ek : "?");
             free(ek);
             free(key);
             break;

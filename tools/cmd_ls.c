@@ -131,8 +131,8 @@ static int ls_text(const char *path, const tio_container *c, int hash, cli_progr
         const tio_tensor *t = tio_container_tensor(c, i);
         const char *name = tio_tensor_name(t);
         /* a copy only for a name to escape, or a shape of many dims */
-        int plain = !name || cli_text_plain(name);
-        char *ename = plain ? NULL : cli_text_escape(name);
+        int plain = !name || (name[0] && cli_text_plain(name));
+        char *ename = plain ? NULL : cli_name_escape(name);
         char few[3 + 8 * 22], *shape = few;
         if (cli_shape_into(t, few, sizeof few)) shape = cli_shape_string(t);
         if ((!plain && !ename) || !shape) {

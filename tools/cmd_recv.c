@@ -470,7 +470,7 @@ static int report_text(const recv_args *a, uint64_t index, const tio_container *
     for (size_t i = 0; i < n && i < TEXT_TENSORS; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
         const char *name = tio_tensor_name(t);
-        char *ename = name ? cli_text_escape(name) : NULL;
+        char *ename = cli_name_escape(name);
         char *shape = cli_shape_string(t);
         const char *dt = cli_tensor_dtype_name(t);
         if ((name && !ename) || !shape) {

@@ -221,7 +221,7 @@ static void fmt_min_max(const tensor_stats *s, int max, char *buf, size_t size) 
 static void add_row(cli_table *tab, size_t index, const tio_tensor *t, const tensor_stats *s,
                     int spark) {
     const char *name = tio_tensor_name(t);
-    char *ename = name ? cli_text_escape(name) : NULL;
+    char *ename = cli_name_escape(name);
     char *shape = cli_shape_string(t);
     const char *dtype = tio_dtype_name(tio_tensor_dtype(t));
     char lo[48], hi[48], mean[48], sd[48];

@@ -84,7 +84,7 @@ static void put_tensor(const tree_out *w, const tio_object *o) {
     if (!t) return;
     const char *name = tio_tensor_name(t);
     if (name) {
-        char *e = cli_text_escape(name);
+        char *e = cli_name_escape(name);
         if (e) printf(" %s", e);
         free(e);
     }

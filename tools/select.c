@@ -23,7 +23,7 @@ int cli_filter_option(cli_filter *f, int id, const char *value, const char *cmd)
         opt = "--exclude";
     } else if (id == CLI_OPT_RENAME_ID) {
         const char *eq = strchr(value, '=');
-        if (!eq || eq == value || !eq[1])
+        if (!eq) /* OLD or NEW may be "", the empty name */
             return cli_usage_error(cmd, "--rename: expected OLD=NEW, not '%s'", value);
         list = f->rename;
         n = &f->nrename;
@@ -89,8 +89,9 @@ static int add_view(tio_container *dst, const tio_tensor *t, const char *name, t
                  : tio_container_add(dst, &d, TIO_ADD_BORROW, &nt, err);
     for (size_t k = 0; rc == TIO_OK && k < tio_tensor_meta_count(t); k++) {
         const char *key, *value;
-        if (tio_tensor_meta_at(t, k, &key, &value) == TIO_OK)
-            rc = tio_tensor_meta_set(nt, key, value, err);
+        size_t kl, vl;
+        if (tio_tensor_meta_at_n(t, k, &key, &kl, &value, &vl) == TIO_OK)
+            rc = tio_tensor_meta_set_n(nt, key, kl, value, vl, err);
     }
     return rc;
 }
@@ -100,15 +101,24 @@ static int copy_meta(tio_container *dst, const tio_container *src, const char *p
     tio_error err;
     for (size_t k = 0; k < tio_container_meta_count(src); k++) {
         const char *key, *value;
-        if (tio_container_meta_at(src, k, &key, &value) != TIO_OK) continue;
-        const char *have = tio_container_meta_get(dst, key);
-        if (have && strcmp(have, value) != 0)
-            return cli_error("metadata '%s' differs between %s and %s ('%s', '%s'); "
-                             "join files that agree, or drop it first (convert "
-                             "--drop-metadata)", key, first_path, path, have, value);
-        const char *type = tio_container_meta_type(src, key); /* GGUF's types kept */
-        if (!have && (type ? tio_container_meta_set_typed(dst, key, value, type, &err)
-                           : tio_container_meta_set(dst, key, value, &err)) != TIO_OK)
+        size_t kl, vl, hl = 0;
+        if (tio_container_meta_at_n(src, k, &key, &kl, &value, &vl) != TIO_OK) continue;
+        const char *have = tio_container_meta_get_n(dst, key, kl, &hl);
+        if (have && (hl != vl || memcmp(have, value, vl) != 0)) {
+            char *ek = cli_bytes_escape(key, kl), *eh = cli_bytes_escape(have, hl),
+                 *ev = cli_bytes_escape(value, vl);
+            int rc = cli_error("metadata '%s' differs between %s and %s ('%s', '%s'); "
+                               "join files that agree, or drop it first (convert "
+                               "--drop-metadata)", ek ? ek : "?", first_path, path,
+                               eh ? eh : "?", ev ? ev : "?");
+            free(ek);
+            free(eh);
+            free(ev);
+            return rc;
+        }
+        const char *type = tio_container_meta_type_n(src, key, kl); /* GGUF's types kept */
+        if (!have && (type ? tio_container_meta_set_typed_n(dst, key, kl, value, vl, type, &err)
+                           : tio_container_meta_set_n(dst, key, kl, value, vl, &err)) != TIO_OK)
             return cli_error("%s", cli_errmsg(&err));
     }
     return CLI_EXIT_OK;

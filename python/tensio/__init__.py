@@ -730,7 +730,7 @@ def _owner_for(arrays, names=None, metadata=None, copy=False):
     for i, (k, v) in enumerate(zip(keys, values)):
         if k is not None and not isinstance(k, str):
             raise TypeError("tensor names must be str or None, not %s" % type(k).__name__)
-        items.append(_tensor_tuple(k or None, v, tmetas[i] if tmetas else None))
+        items.append(_tensor_tuple(k, v, tmetas[i] if tmetas else None))
     return _tensio.build(items, _pairs(metadata), bool(copy))
 
 

@@ -380,15 +380,17 @@ static int set_meta_items(PyObject *items, tio_container *c, tio_tensor *t)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
-        const char *k, *v;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ss;metadata: (str, str)", &k,
-                              &v)) {
+        const char *k, *v; /* byte strings: "\0" in a key or value is kept */
+        Py_ssize_t kl, vl;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "s#s#;metadata: (str, str)", &k,
+                              &kl, &v, &vl)) {
             Py_DECREF(seq);
             return -1;
         }
         tio_error err;
         tio_error_clear(&err);
-        int rc = t ? tio_tensor_meta_set(t, k, v, &err) : tio_container_meta_set(c, k, v, &err);
+        int rc = t ? tio_tensor_meta_set_n(t, k, (size_t)kl, v, (size_t)vl, &err)
+                   : tio_container_meta_set_n(c, k, (size_t)kl, v, (size_t)vl, &err);
         if (rc != TIO_OK) {
             Py_DECREF(seq);
             raise_tio(rc, &err);
@@ -544,7 +546,14 @@ static PyObject *str_or_none(const char *s)
              : Py_NewRef(Py_None);
 }
 
-typedef int (*pair_at_fn)(const void *obj, size_t i, const char **k, const char **v);
+/* Metadata keys and values are byte strings (a NUL byte is "\0" in the str). */
+typedef int (*pair_at_fn)(const void *obj, size_t i, const char **k, size_t *kl, const char **v,
+                          size_t *vl);
+
+static PyObject *str_n(const char *s, size_t n)
+{
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "surrogateescape");
+}
 
 static PyObject *pairs_dict(const void *obj, size_t n, pair_at_fn at)
 {
@@ -553,9 +562,10 @@ static PyObject *pairs_dict(const void *obj, size_t n, pair_at_fn at)
         return NULL;
     for (size_t i = 0; i < n; i++) {
         const char *k = NULL, *v = NULL;
-        if (at(obj, i, &k, &v) != TIO_OK || k == NULL)
+        size_t kl = 0, vl = 0;
+        if (at(obj, i, &k, &kl, &v, &vl) != TIO_OK || k == NULL || v == NULL)
             continue;
-        PyObject *ko = str_or_none(k), *vo = str_or_none(v);
+        PyObject *ko = str_n(k, kl), *vo = str_n(v, vl);
         if (ko == NULL || vo == NULL || PyDict_SetItem(d, ko, vo) < 0) {
             Py_XDECREF(ko);
             Py_XDECREF(vo);
@@ -568,17 +578,29 @@ static PyObject *pairs_dict(const void *obj, size_t n, pair_at_fn at)
     return d;
 }
 
-static int cmeta_at(const void *o, size_t i, const char **k, const char **v)
+static int cmeta_at(const void *o, size_t i, const char **k, size_t *kl, const char **v,
+                    size_t *vl)
 {
-    return tio_container_meta_at(o, i, k, v);
+    return tio_container_meta_at_n(o, i, k, kl, v, vl);
 }
-static int cprop_at(const void *o, size_t i, const char **k, const char **v)
+/* The lengths of a C-string pair (properties, graph metadata: text). */
+static int text_lens(int rc, const char *const *k, size_t *kl, const char *const *v, size_t *vl)
 {
-    return tio_container_prop_at(o, i, k, v);
+    if (rc == TIO_OK) {
+        *kl = *k ? strlen(*k) : 0;
+        *vl = *v ? strlen(*v) : 0;
+    }
+    return rc;
 }
-static int tmeta_at(const void *o, size_t i, const char **k, const char **v)
+static int cprop_at(const void *o, size_t i, const char **k, size_t *kl, const char **v,
+                    size_t *vl)
 {
-    return tio_tensor_meta_at(o, i, k, v);
+    return text_lens(tio_container_prop_at(o, i, k, v), k, kl, v, vl);
+}
+static int tmeta_at(const void *o, size_t i, const char **k, size_t *kl, const char **v,
+                    size_t *vl)
+{
+    return tio_tensor_meta_at_n(o, i, k, kl, v, vl);
 }
 
 static PyObject *owner_metadata(OwnerObject *self, PyObject *noargs)
@@ -1320,9 +1342,10 @@ static PyObject *node_item(const void *ctx, size_t i)
     return r;
 }
 
-static int gmeta_at(const void *o, size_t i, const char **k, const char **v)
+static int gmeta_at(const void *o, size_t i, const char **k, size_t *kl, const char **v,
+                    size_t *vl)
 {
-    return tio_graph_meta_at(o, i, k, v);
+    return text_lens(tio_graph_meta_at(o, i, k, v), k, kl, v, vl);
 }
 
 static PyObject *opset_item(const void *g, size_t i)

@@ -271,6 +271,48 @@ def test_save_dict_names_metadata(tmp_path):
         assert np.array_equal(c["nc"], nc)
 
 
+def test_empty_name_is_a_name(tmp_path):
+    # "" is the empty name (safetensors, .npz, GGUF and .pt hold it); None = unnamed
+    p = tmp_path / "e.safetensors"
+    tensio.save(p, {"": np.arange(3, dtype=np.float32), "b": np.ones(2, np.int8)})
+    with tensio.open(p) as c:
+        assert sorted(c.names) == ["", "b"]
+        i = c.names.index("")
+        assert c.tensor(i).name == "" and "" in c and "0" not in c
+        assert np.array_equal(c[""], np.arange(3, dtype=np.float32))
+        assert sorted(c.keys()) == ["", "b"]
+    assert sorted(tensio.load(p, as_dict=True)) == ["", "b"]
+    q = tmp_path / "u.safetensors"
+    tensio.save(q, [np.zeros(1, np.float32)])  # unnamed: written under its index
+    with tensio.open(q) as c:
+        assert c.names == ["0"]
+    tensio.save(tmp_path / "n.btf", [np.zeros(1, np.float32)])  # BTF has no names
+    with tensio.open(tmp_path / "n.btf") as c:
+        assert c.names == [None] and c.tensor(0).name is None
+    with pytest.raises(tensio.LossyError, match="empty name"):  # tenbin cannot hold it
+        tensio.save(tmp_path / "e.ten", {"": np.zeros(1, np.float32)})
+
+
+def test_metadata_with_nul(tmp_path):
+    # a GGUF string value may hold NUL bytes: kept, as str, both ways
+    p = tmp_path / "n.gguf"
+    meta = {"general.architecture": "x", "k": "a\0b\0", "empty": ""}
+    tensio.save(p, {"w": np.ones(2, np.float32)}, metadata=meta)
+    with tensio.open(p) as c:
+        assert c.metadata == meta
+    # key "k", type string (8), length 4, the bytes
+    assert b"k\x08\x00\x00\x00\x04" + b"\x00" * 7 + b"a\x00b\x00" in p.read_bytes()
+    q = tmp_path / "m.gguf"
+    with tensio.open(p) as c:
+        tensio.save(q, c)
+    assert q.read_bytes() == p.read_bytes()
+    # zio's JSON text holds no NUL here: refused by key, unless dropped
+    with pytest.raises(tensio.LossyError, match='the container has metadata "t" whose value'):
+        tensio.save(tmp_path / "t.zmsg", {"w": np.ones(1)}, metadata={"t": "\0"})
+    tensio.save(tmp_path / "t.zmsg", {"w": np.ones(1)}, metadata={"t": "\0"},
+                drop_metadata=True)
+
+
 def test_save_lossy_and_options(tmp_path):
     arrays = {"x": np.ones(3, np.float32)}
     with pytest.raises(tensio.LossyError) as e:
@@ -294,8 +336,12 @@ def test_save_lossy_and_options(tmp_path):
         tensio.save(tmp_path / "c.ten", np.zeros(2))
     with pytest.raises(tensio.ArgumentError):
         tensio.save(tmp_path / "c.ten", {"a\0b": np.zeros(2)})
-    with pytest.raises(ValueError):
-        tensio.save(tmp_path / "c.ten", [np.zeros(2)], metadata={"a\0b": "v"})
+    # metadata keys and values are byte strings: "\0" is kept, and refused by
+    # name where the format cannot hold it
+    with pytest.raises(tensio.LossyError, match=r'"a\\x00b" whose key holds a NUL'):
+        tensio.save(tmp_path / "c.safetensors", [np.zeros(2)], metadata={"a\0b": "v"})
+    with pytest.raises(tensio.LossyError, match=r'"k" whose value holds a NUL'):
+        tensio.save(tmp_path / "c.safetensors", [np.zeros(2)], metadata={"k": "v\0w"})
     # zio format options as keywords
     data = tensio.dumps([np.zeros(2, np.float32)], "zio", seqno=42, level=3)
     c = tensio.loads(data)

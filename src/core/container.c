@@ -188,9 +188,16 @@ size_t tio_container_meta_count(const tio_container *c) { return c ? c->meta.cou
 
 int tio_container_meta_at(const tio_container *c, size_t i, const char **key,
                           const char **value) {
+    return tio_container_meta_at_n(c, i, key, NULL, value, NULL);
+}
+
+int tio_container_meta_at_n(const tio_container *c, size_t i, const char **key,
+                            size_t *key_len, const char **value, size_t *value_len) {
     if (!c || i >= c->meta.count) return TIO_E_NOT_FOUND;
     if (key) *key = c->meta.keys[i];
+    if (key_len) *key_len = c->meta.klens[i];
     if (value) *value = c->meta.values[i];
+    if (value_len) *value_len = c->meta.vlens[i];
     return TIO_OK;
 }
 
@@ -198,18 +205,34 @@ const char *tio_container_meta_get(const tio_container *c, const char *key) {
     return c ? tio__kv_get(&c->meta, key) : NULL;
 }
 
-int tio_container_meta_set(tio_container *c, const char *key, const char *value,
-                           tio_error *err) {
+const char *tio_container_meta_get_n(const tio_container *c, const char *key, size_t key_len,
+                                     size_t *value_len) {
+    return c ? tio__kv_get_n(&c->meta, key, key_len, value_len) : NULL;
+}
+
+int tio_container_meta_set_n(tio_container *c, const char *key, size_t key_len,
+                             const char *value, size_t value_len, tio_error *err) {
     if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "container is NULL");
-    int rc = tio__kv_set(&c->meta, key, value, err);
-    if (rc == TIO_OK && tio__kv_get(&c->meta_types, key))
-        rc = tio__kv_set(&c->meta_types, key, "", err); /* a plain string now */
+    int rc = tio__kv_set_n(&c->meta, key, key_len, value, value_len, err);
+    if (rc == TIO_OK && tio__kv_get_n(&c->meta_types, key, key_len, NULL))
+        rc = tio__kv_set_n(&c->meta_types, key, key_len, "", 0, err); /* a plain string now */
     return rc;
 }
 
-const char *tio__meta_type(const tio_container *c, const char *key) {
-    const char *t = c ? tio__kv_get(&c->meta_types, key) : NULL;
+int tio_container_meta_set(tio_container *c, const char *key, const char *value,
+                           tio_error *err) {
+    if (!key || !value)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "metadata key and value must not be NULL");
+    return tio_container_meta_set_n(c, key, strlen(key), value, strlen(value), err);
+}
+
+const char *tio_container_meta_type_n(const tio_container *c, const char *key, size_t key_len) {
+    const char *t = c ? tio__kv_get_n(&c->meta_types, key, key_len, NULL) : NULL;
     return t && t[0] ? t : NULL;
+}
+
+const char *tio__meta_type(const tio_container *c, const char *key) {
+    return key ? tio_container_meta_type_n(c, key, strlen(key)) : NULL;
 }
 
 const char *tio_container_meta_type(const tio_container *c, const char *key) {
@@ -237,24 +260,38 @@ bool tio__meta_type_ok(const char *type) {
     return false;
 }
 
-int tio_container_meta_set_typed(tio_container *c, const char *key, const char *value,
-                                 const char *type, tio_error *err) {
+int tio_container_meta_set_typed_n(tio_container *c, const char *key, size_t key_len,
+                                   const char *value, size_t value_len, const char *type,
+                                   tio_error *err) {
     if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "container is NULL");
     if (!tio__meta_type_ok(type))
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
                         "'%.64s' is not a metadata type (expected uint8 … float64, bool, "
                         "string or array[T])",
                         type ? type : "(null)");
-    int rc = tio__kv_set(&c->meta, key, value, err);
-    if (rc == TIO_OK) rc = tio__kv_set(&c->meta_types, key, type, err);
+    int rc = tio__kv_set_n(&c->meta, key, key_len, value, value_len, err);
+    if (rc == TIO_OK) rc = tio__kv_set_n(&c->meta_types, key, key_len, type, strlen(type), err);
+    return rc;
+}
+
+int tio_container_meta_set_typed(tio_container *c, const char *key, const char *value,
+                                 const char *type, tio_error *err) {
+    if (!key || !value)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "metadata key and value must not be NULL");
+    return tio_container_meta_set_typed_n(c, key, strlen(key), value, strlen(value), type, err);
+}
+
+int tio__meta_append_typed_n(tio_container *c, const char *key, size_t key_len,
+                             const char *value, size_t value_len, const char *type,
+                             tio_error *err) {
+    int rc = tio__kv_append_n(&c->meta, key, key_len, value, value_len, err);
+    if (rc == TIO_OK) rc = tio__kv_append_n(&c->meta_types, key, key_len, type, strlen(type), err);
     return rc;
 }
 
 int tio__meta_append_typed(tio_container *c, const char *key, const char *value,
                            const char *type, tio_error *err) {
-    int rc = tio__kv_append(&c->meta, key, value, err);
-    if (rc == TIO_OK) rc = tio__kv_append(&c->meta_types, key, type, err);
-    return rc;
+    return tio__meta_append_typed_n(c, key, strlen(key), value, strlen(value), type, err);
 }
 
 size_t tio_container_prop_count(const tio_container *c) { return c ? c->props.count : 0; }
@@ -434,7 +471,7 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, tio_quant quan
         if (!t->shape) goto nomem;
     }
     if (d->rank) memcpy(t->shape, d->shape, d->rank * sizeof *t->shape);
-    if (d->name && d->name[0]) {
+    if (d->name) { /* "" is the empty name; NULL = unnamed */
         size_t n = strlen(d->name) + 1;
         t->name = chunk_alloc(c, n);
         if (!t->name) goto nomem;

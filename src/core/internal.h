@@ -246,19 +246,32 @@ void tio__buf_put(tio_buf *b, const void *s, size_t n);
  * valid until its key is set again or the kv is freed. Zeroed = empty. */
 struct tio_kv_chunk;
 typedef struct tio_kv {
-    char **keys;
-    char **values;
+    char **keys;          /* each NUL-terminated too; klens[i] bytes, NULs allowed */
+    char **values;        /* likewise, vlens[i] bytes */
+    size_t *klens, *vlens;
     unsigned char *loose; /* values[i] is its own allocation */
     size_t count, cap;
     struct tio_kv_chunk *chunks; /* newest first */
 } tio_kv;
 void tio__kv_free(tio_kv *kv);
+/* The C-string forms: key and value of strlen bytes. A key matches only a
+ * stored key of the same length (a key holding NUL is not found by its
+ * prefix). */
 int tio__kv_set(tio_kv *kv, const char *key, const char *value, tio_error *err);
 /* Appends a key the caller knows is not there yet (a decoder whose keys are
  * unique by construction, such as a JSON object read with duplicates
  * rejected): O(1), where tio__kv_set looks at every key. */
 int tio__kv_append(tio_kv *kv, const char *key, const char *value, tio_error *err);
 const char *tio__kv_get(const tio_kv *kv, const char *key);
+/* Byte-string forms: klen/vlen bytes, NUL bytes allowed (each is stored
+ * NUL-terminated as well). *vlen (may be NULL) gets the value's length. */
+int tio__kv_set_n(tio_kv *kv, const char *key, size_t klen, const char *value, size_t vlen,
+                  tio_error *err);
+int tio__kv_append_n(tio_kv *kv, const char *key, size_t klen, const char *value, size_t vlen,
+                     tio_error *err);
+const char *tio__kv_get_n(const tio_kv *kv, const char *key, size_t klen, size_t *vlen);
+/* Whether entry i's key (value = 0) or value (value = 1) holds a NUL byte. */
+bool tio__kv_has_nul(const tio_kv *kv, size_t i, int value);
 
 /* ---------------------------------------------------- tensors, containers */
 
@@ -556,6 +569,10 @@ void tio__message_unref(struct tio_message *m);
  * weights in safetensors: one copy, as transformers' save_pretrained keeps
  * it). The plan leaves such tensors out. */
 #define TIO__CAP_ONE_COPY 0x200u
+/* Format-private capability: a metadata value may hold NUL bytes (GGUF's
+ * length-prefixed strings). Without it a writer is not given such a value:
+ * the plan refuses it by key (a key holding NUL no format takes). */
+#define TIO__CAP_META_NUL 0x400u
 
 typedef struct tio_format_desc {
     const char *name;        /* "btf" */
@@ -596,6 +613,10 @@ const char *tio__meta_type(const tio_container *c, const char *key);
 /* Appends typed metadata the caller knows is new (a decoder). */
 int tio__meta_append_typed(tio_container *c, const char *key, const char *value,
                            const char *type, tio_error *err);
+/* The same with lengths (a value may hold NUL bytes). */
+int tio__meta_append_typed_n(tio_container *c, const char *key, size_t key_len,
+                             const char *value, size_t value_len, const char *type,
+                             tio_error *err);
 /* Whether `type` is a metadata type name (see tio_container_meta_set_typed). */
 bool tio__meta_type_ok(const char *type);
 

@@ -13,9 +13,10 @@ struct tio_kv_chunk {
     char data[];
 };
 
-/* Copies a (an bytes) then b (bn bytes) into the newest chunk, or a new one. */
+/* Copies a (an bytes) then b (bn bytes) into the newest chunk, or a new one,
+ * each followed by a NUL (the C-string view of both). */
 static char *kv_pack(tio_kv *kv, const char *a, size_t an, const char *b, size_t bn) {
-    size_t need = an + bn; /* both are string lengths + 1: no overflow */
+    size_t need = an + bn + 2; /* both below SIZE_MAX / 2: no overflow */
     struct tio_kv_chunk *c = kv->chunks;
     if (!c || c->cap - c->used < need) {
         size_t cap = need > KV_CHUNK ? need : KV_CHUNK;
@@ -28,8 +29,10 @@ static char *kv_pack(tio_kv *kv, const char *a, size_t an, const char *b, size_t
         kv->chunks = c;
     }
     char *p = c->data + c->used;
-    memcpy(p, a, an);
-    if (bn) memcpy(p + an, b, bn);
+    if (an) memcpy(p, a, an);
+    p[an] = 0;
+    if (bn) memcpy(p + an + 1, b, bn);
+    p[an + 1 + bn] = 0;
     c->used += need;
     return p;
 }
@@ -41,74 +44,113 @@ void tio__kv_free(tio_kv *kv) {
         n = c->next;
         free(c);
     }
-    free(kv->keys); /* the block holding values and loose too */
+    free(kv->keys); /* the block holding values, lengths and loose too */
     memset(kv, 0, sizeof *kv);
 }
 
-const char *tio__kv_get(const tio_kv *kv, const char *key) {
-    if (!key) return NULL;
+/* Index of the key of klen bytes, or count. */
+static size_t kv_find(const tio_kv *kv, const char *key, size_t klen) {
     for (size_t i = 0; i < kv->count; i++)
-        if (strcmp(kv->keys[i], key) == 0) return kv->values[i];
-    return NULL;
+        if (kv->klens[i] == klen && memcmp(kv->keys[i], key, klen) == 0) return i;
+    return kv->count;
 }
 
-/* Room for one more entry: keys, values and loose in one block. */
+const char *tio__kv_get_n(const tio_kv *kv, const char *key, size_t klen, size_t *vlen) {
+    if (!key) return NULL;
+    size_t i = kv_find(kv, key, klen);
+    if (i == kv->count) return NULL;
+    if (vlen) *vlen = kv->vlens[i];
+    return kv->values[i];
+}
+
+const char *tio__kv_get(const tio_kv *kv, const char *key) {
+    return key ? tio__kv_get_n(kv, key, strlen(key), NULL) : NULL;
+}
+
+/* Room for one more entry: keys, values, their lengths and loose in one
+ * block. */
 static int kv_grow(tio_kv *kv) {
     if (kv->count < kv->cap) return 0;
     size_t ncap = kv->cap ? kv->cap * 2 : KV_CAP0;
-    size_t per = 2 * sizeof(char *) + 1;
+    size_t per = 2 * sizeof(char *) + 2 * sizeof(size_t) + 1;
     if (ncap > SIZE_MAX / per) return -1;
     char **blk = malloc(ncap * per);
     if (!blk) return -1;
     char **nv = blk + ncap;
-    unsigned char *nl = (unsigned char *)(nv + ncap);
+    size_t *nkl = (size_t *)(void *)(nv + ncap), *nvl = nkl + ncap;
+    unsigned char *nl = (unsigned char *)(nvl + ncap);
     if (kv->count) {
         memcpy(blk, kv->keys, kv->count * sizeof *blk);
         memcpy(nv, kv->values, kv->count * sizeof *nv);
+        memcpy(nkl, kv->klens, kv->count * sizeof *nkl);
+        memcpy(nvl, kv->vlens, kv->count * sizeof *nvl);
         memcpy(nl, kv->loose, kv->count);
     }
     free(kv->keys);
     kv->keys = blk;
     kv->values = nv;
+    kv->klens = nkl;
+    kv->vlens = nvl;
     kv->loose = nl;
     kv->cap = ncap;
     return 0;
 }
 
+int tio__kv_set_n(tio_kv *kv, const char *key, size_t klen, const char *value, size_t vlen,
+                  tio_error *err) {
+    if (!key || !value)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "metadata key and value must not be NULL");
+    if (vlen == SIZE_MAX) return tio__nomem(err, NULL);
+    size_t i = kv_find(kv, key, klen);
+    if (i == kv->count) return tio__kv_append_n(kv, key, klen, value, vlen, err);
+    char *old = kv->values[i];
+    if (old == value && kv->vlens[i] == vlen) return TIO_OK;
+    if (kv->vlens[i] >= vlen) { /* fits where the old value is */
+        memmove(old, value, vlen);
+        old[vlen] = 0;
+        kv->vlens[i] = vlen;
+        return TIO_OK;
+    }
+    char *v = malloc(vlen + 1);
+    if (!v) return tio__nomem(err, NULL);
+    memcpy(v, value, vlen);
+    v[vlen] = 0;
+    if (kv->loose[i]) free(old);
+    kv->values[i] = v;
+    kv->vlens[i] = vlen;
+    kv->loose[i] = 1;
+    return TIO_OK;
+}
+
 int tio__kv_set(tio_kv *kv, const char *key, const char *value, tio_error *err) {
     if (!key || !value)
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "metadata key and value must not be NULL");
-    size_t vl = strlen(value) + 1;
-    for (size_t i = 0; i < kv->count; i++) {
-        if (strcmp(kv->keys[i], key) != 0) continue;
-        char *old = kv->values[i];
-        if (old == value) return TIO_OK;
-        if (strlen(old) + 1 >= vl) { /* fits where the old value is */
-            memmove(old, value, vl);
-            return TIO_OK;
-        }
-        char *v = malloc(vl);
-        if (!v) return tio__nomem(err, NULL);
-        memcpy(v, value, vl);
-        if (kv->loose[i]) free(old);
-        kv->values[i] = v;
-        kv->loose[i] = 1;
-        return TIO_OK;
-    }
-    return tio__kv_append(kv, key, value, err);
+    return tio__kv_set_n(kv, key, strlen(key), value, strlen(value), err);
+}
+
+int tio__kv_append_n(tio_kv *kv, const char *key, size_t klen, const char *value, size_t vlen,
+                     tio_error *err) {
+    if (!key || !value)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "metadata key and value must not be NULL");
+    if (klen > SIZE_MAX / 2 - 1 || vlen > SIZE_MAX / 2 - 1) return tio__nomem(err, NULL);
+    if (kv_grow(kv)) return tio__nomem(err, NULL);
+    char *p = kv_pack(kv, key, klen, value, vlen);
+    if (!p) return tio__nomem(err, NULL);
+    kv->keys[kv->count] = p;
+    kv->values[kv->count] = p + klen + 1;
+    kv->klens[kv->count] = klen;
+    kv->vlens[kv->count] = vlen;
+    kv->loose[kv->count] = 0;
+    kv->count++;
+    return TIO_OK;
 }
 
 int tio__kv_append(tio_kv *kv, const char *key, const char *value, tio_error *err) {
     if (!key || !value)
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "metadata key and value must not be NULL");
-    size_t vl = strlen(value) + 1;
-    if (kv_grow(kv)) return tio__nomem(err, NULL);
-    size_t kl = strlen(key) + 1;
-    char *p = kv_pack(kv, key, kl, value, vl);
-    if (!p) return tio__nomem(err, NULL);
-    kv->keys[kv->count] = p;
-    kv->values[kv->count] = p + kl;
-    kv->loose[kv->count] = 0;
-    kv->count++;
-    return TIO_OK;
+    return tio__kv_append_n(kv, key, strlen(key), value, strlen(value), err);
+}
+
+bool tio__kv_has_nul(const tio_kv *kv, size_t i, int value) {
+    return value ? strlen(kv->values[i]) != kv->vlens[i] : strlen(kv->keys[i]) != kv->klens[i];
 }

@@ -308,6 +308,25 @@ static const char *tlabel(const tio_tensor *t, char *buf, size_t cap) {
     return buf;
 }
 
+/* Metadata the format cannot store byte for byte: a key holding a NUL byte
+ * (no format's keys hold one), or a value holding one where the format's
+ * strings are C strings or text (all but TIO__CAP_META_NUL). `whose` says
+ * whose metadata ("the container", "tensor 3 ('w')"). */
+static int meta_nul_check(const tio_kv *kv, const tio_format_desc *f, const char *whose,
+                          tio_error *err) {
+    for (size_t i = 0; i < kv->count; i++) {
+        int in_key = tio__kv_has_nul(kv, i, 0);
+        if (!in_key && (!tio__kv_has_nul(kv, i, 1) || (f->caps & TIO__CAP_META_NUL))) continue;
+        char ek[72];
+        tio__escape((const uint8_t *)kv->keys[i], kv->klens[i], ek, sizeof ek);
+        return tio__err(err, TIO_E_LOSSY, f->name, -1,
+                        "%s has metadata \"%s\" whose %s holds a NUL byte, which %s cannot "
+                        "store (TIO_SAVE_DROP_METADATA / --drop-metadata drops it)",
+                        whose, ek, in_key ? "key" : "value", f->name);
+    }
+    return TIO_OK;
+}
+
 /* Densified tensors: their dense bytes in all are bounded by the container's
  * max_dense_bytes, checked here, before anything is allocated or written.
  * File and memory writers stream them (tio__plan_sink_tensor: zero runs and
@@ -394,6 +413,10 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
                         "the container has %zu metadata entries and %s cannot store "
                         "metadata (TIO_SAVE_DROP_METADATA / --drop-metadata drops them)",
                         c->meta.count, fn);
+    if ((f->caps & TIO_CAP_METADATA) && !(flags & TIO_SAVE_DROP_METADATA)) {
+        int rc = meta_nul_check(&c->meta, f, "the container", err);
+        if (rc) return rc;
+    }
     if (c->count) {
         p->t = calloc(c->count, sizeof *p->t);
         if (!p->t) return tio__nomem(err, fn);
@@ -418,6 +441,13 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
                                 "(TIO_SAVE_DROP_NAMES / --drop-names drops them)",
                                 i, s->name, fn);
             w->name = NULL;
+        }
+        if (s->meta && s->meta->count && (f->caps & TIO_CAP_METADATA) &&
+            !(flags & TIO_SAVE_DROP_METADATA)) {
+            char whose[96];
+            snprintf(whose, sizeof whose, "tensor %zu%s", i, tlabel(s, lb, sizeof lb));
+            int rc = meta_nul_check(s->meta, f, whose, err);
+            if (rc) return rc;
         }
         if (s->meta && s->meta->count && !(f->caps & TIO_CAP_METADATA) &&
             !(flags & TIO_SAVE_DROP_METADATA))

@@ -392,9 +392,16 @@ int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32], tio_error 
 size_t tio_tensor_meta_count(const tio_tensor *t) { return t && t->meta ? t->meta->count : 0; }
 
 int tio_tensor_meta_at(const tio_tensor *t, size_t i, const char **key, const char **value) {
+    return tio_tensor_meta_at_n(t, i, key, NULL, value, NULL);
+}
+
+int tio_tensor_meta_at_n(const tio_tensor *t, size_t i, const char **key, size_t *key_len,
+                         const char **value, size_t *value_len) {
     if (!t || !t->meta || i >= t->meta->count) return TIO_E_NOT_FOUND;
     if (key) *key = t->meta->keys[i];
+    if (key_len) *key_len = t->meta->klens[i];
     if (value) *value = t->meta->values[i];
+    if (value_len) *value_len = t->meta->vlens[i];
     return TIO_OK;
 }
 
@@ -402,9 +409,23 @@ const char *tio_tensor_meta_get(const tio_tensor *t, const char *key) {
     return t && t->meta ? tio__kv_get(t->meta, key) : NULL;
 }
 
-int tio_tensor_meta_set(tio_tensor *t, const char *key, const char *value, tio_error *err) {
+const char *tio_tensor_meta_get_n(const tio_tensor *t, const char *key, size_t key_len,
+                                  size_t *value_len) {
+    return t && t->meta ? tio__kv_get_n(t->meta, key, key_len, value_len) : NULL;
+}
+
+int tio_tensor_meta_set_n(tio_tensor *t, const char *key, size_t key_len, const char *value,
+                          size_t value_len, tio_error *err) {
     if (!t) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "tensor is NULL");
+    if (!key || !value)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "metadata key and value must not be NULL");
     tio_kv *kv = tio__tensor_meta(t);
     if (!kv) return tio__nomem(err, NULL);
-    return tio__kv_set(kv, key, value, err);
+    return tio__kv_set_n(kv, key, key_len, value, value_len, err);
+}
+
+int tio_tensor_meta_set(tio_tensor *t, const char *key, const char *value, tio_error *err) {
+    if (!key || !value)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "metadata key and value must not be NULL");
+    return tio_tensor_meta_set_n(t, key, strlen(key), value, strlen(value), err);
 }

@@ -84,9 +84,10 @@ static int no_duplicates(gkey *keys, size_t n, const char *what, int code, const
     return TIO_OK;
 }
 
-/* A key or tensor name: length, bytes; no NUL inside (C strings). */
+/* A key or tensor name: length, bytes; no NUL inside (C strings). A key is
+ * never empty; a tensor name may be (gguf-py writes "", ggml reads it). */
 static int read_name(tio_cursor *cur, const tio_read_ctx *ctx, const char *what, size_t max,
-                     const uint8_t **p, uint64_t *n, tio_error *err) {
+                     int may_be_empty, const uint8_t **p, uint64_t *n, tio_error *err) {
     size_t at = cur->pos;
     int rc = tio__cursor_u64(cur, n, what, err);
     if (rc) return rc;
@@ -97,7 +98,8 @@ static int read_name(tio_cursor *cur, const tio_read_ctx *ctx, const char *what,
                         *n >= max ? max - 1 : (size_t)ctx->limits.max_name_bytes);
     rc = tio__cursor_bytes(cur, *n, p, what, err);
     if (rc) return rc;
-    if (*n == 0) return tio__err(err, TIO_E_CORRUPT, G, (int64_t)at, "%s is empty", what);
+    if (*n == 0 && !may_be_empty)
+        return tio__err(err, TIO_E_CORRUPT, G, (int64_t)at, "%s is empty", what);
     if (memchr(*p, 0, (size_t)*n))
         return tio__err(err, TIO_E_UNSUPPORTED, G, (int64_t)at + 8,
                         "%s holds a NUL byte (ggml's names are C strings)", what);
@@ -129,7 +131,7 @@ static int read_kvs(tio_cursor *cur, tio_read_ctx *ctx, uint64_t n_kv, uint32_t 
         const uint8_t *kp;
         uint64_t kn;
         size_t at = cur->pos;
-        rc = read_name(cur, ctx, "key", SIZE_MAX, &kp, &kn, err);
+        rc = read_name(cur, ctx, "key", SIZE_MAX, 0, &kp, &kn, err);
         uint32_t type = 0;
         if (!rc) rc = tio__cursor_u32(cur, &type, "value type", err);
         if (rc) break;
@@ -160,7 +162,9 @@ static int read_kvs(tio_cursor *cur, tio_read_ctx *ctx, uint64_t n_kv, uint32_t 
                 break;
             }
         }
-        rc = tio__meta_append_typed(ctx->c, key.p, text.p, tname.p, err);
+        /* a string value may hold NUL bytes: its length goes along */
+        rc = tio__meta_append_typed_n(ctx->c, key.p, (size_t)kn, text.p, text.len - 1, tname.p,
+                                      err);
         if (!rc) rc = header_limit(cur, ctx, err);
     }
     if (!rc) rc = no_duplicates(keys, (size_t)n_kv, "keys", TIO_E_CORRUPT,
@@ -190,7 +194,7 @@ typedef struct ginfo {
 static int read_info(tio_cursor *cur, tio_read_ctx *ctx, size_t i, ginfo *g, tio_error *err) {
     uint64_t nl;
     g->at = cur->pos;
-    int rc = read_name(cur, ctx, "tensor name", GGUF_MAX_NAME, &g->name, &nl, err);
+    int rc = read_name(cur, ctx, "tensor name", GGUF_MAX_NAME, 1, &g->name, &nl, err);
     if (rc) return rc;
     g->name_len = (size_t)nl;
     size_t at = cur->pos;
@@ -401,7 +405,7 @@ static int write_align(const tio_write_plan *p, uint32_t *align, tio_error *err)
 
 /* The name tensor i is written under: its own, or its index in decimal. */
 static const char *wname(const tio_wtensor *w, size_t i, char buf[TIO__DEC_CAP]) {
-    return w->name && w->name[0] ? w->name : tio__u64_dec(buf, (uint64_t)i);
+    return w->name ? w->name : tio__u64_dec(buf, (uint64_t)i);
 }
 
 static int gguf_check(const tio_write_plan *p, tio_error *err) {
@@ -470,7 +474,8 @@ static int gguf_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     for (size_t i = 0; i < n_kv && !rc; i++) {
         const char *k = c->meta.keys[i];
         put_string(&b, k);
-        rc = gguf__write_value(&b, k, c->meta.values[i], tio__meta_type(c, k), err);
+        rc = gguf__write_value(&b, k, c->meta.values[i], c->meta.vlens[i], tio__meta_type(c, k),
+                               err);
     }
     uint64_t off = 0;
     for (size_t i = 0; i < n && !rc; i++) {
@@ -582,7 +587,7 @@ const tio_format_desc tio__format_gguf = {
     .name = "gguf",
     .description = "llama.cpp/ggml GGUF (v2, v3; typed KV metadata, block-quantized tensors)",
     .extensions = ".gguf",
-    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA | TIO_CAP_QUANT,
+    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA | TIO_CAP_QUANT | TIO__CAP_META_NUL,
     .dtypes = TIO_DTYPE_BIT(TIO_INT8) | TIO_DTYPE_BIT(TIO_INT16) | TIO_DTYPE_BIT(TIO_INT32) |
               TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_FLOAT16) |
               TIO_DTYPE_BIT(TIO_BFLOAT16) | TIO_DTYPE_BIT(TIO_FLOAT32) |

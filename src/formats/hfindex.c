@@ -192,14 +192,15 @@ static int hf_merge_meta(hf_reader *r, const tio_container *sub, const char *nam
     tio_container *c = r->ctx->c;
     for (size_t i = 0; i < tio_container_meta_count(sub); i++) {
         const char *k = NULL, *v = NULL;
-        tio_container_meta_at(sub, i, &k, &v);
-        const char *have = tio__kv_get(&c->meta, k);
+        size_t kl = 0, vl = 0, hl = 0;
+        tio_container_meta_at_n(sub, i, &k, &kl, &v, &vl);
+        const char *have = tio__kv_get_n(&c->meta, k, kl, &hl);
         int rc = TIO_OK;
         if (!have) {
-            const char *type = tio__meta_type(sub, k);
-            rc = type ? tio_container_meta_set_typed(c, k, v, type, r->err)
-                      : tio__kv_append(&c->meta, k, v, r->err);
-        } else if (strcmp(have, v) != 0) {
+            const char *type = tio_container_meta_type_n(sub, k, kl);
+            rc = type ? tio_container_meta_set_typed_n(c, k, kl, v, vl, type, r->err)
+                      : tio__kv_append_n(&c->meta, k, kl, v, vl, r->err);
+        } else if (hl != vl || memcmp(have, v, vl) != 0) {
             rc = tio__warn(r->ctx, HF, -1, r->err,
                            "shard '%.100s' has metadata '%.100s' = '%.100s', an earlier "
                            "shard '%.100s'; the first is kept",

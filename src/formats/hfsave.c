@@ -323,10 +323,11 @@ static int hf_write_file(hf_plan *p, size_t k, const char *name, tio_error *err)
     int rc = TIO_OK;
     for (size_t i = 0; rc == TIO_OK && i < tio_container_meta_count(c); i++) {
         const char *key = NULL, *val = NULL;
-        tio_container_meta_at(c, i, &key, &val);
-        const char *type = tio_container_meta_type(c, key);
-        rc = type ? tio_container_meta_set_typed(sub, key, val, type, err)
-                  : tio_container_meta_set(sub, key, val, err);
+        size_t kl = 0, vl = 0;
+        tio_container_meta_at_n(c, i, &key, &kl, &val, &vl);
+        const char *type = tio_container_meta_type_n(c, key, kl);
+        rc = type ? tio_container_meta_set_typed_n(sub, key, kl, val, vl, type, err)
+                  : tio_container_meta_set_n(sub, key, kl, val, vl, err);
     }
     if (rc == TIO_OK && strcmp(p->format, "safetensors") == 0 &&
         !tio_container_meta_get(sub, "format"))
@@ -356,8 +357,9 @@ static int hf_write_file(hf_plan *p, size_t k, const char *name, tio_error *err)
         }
         for (size_t j = 0; rc == TIO_OK && j < tio_tensor_meta_count(t); j++) {
             const char *key = NULL, *val = NULL;
-            tio_tensor_meta_at(t, j, &key, &val);
-            rc = tio_tensor_meta_set(nt, key, val, err);
+            size_t kl = 0, vl = 0;
+            tio_tensor_meta_at_n(t, j, &key, &kl, &val, &vl);
+            rc = tio_tensor_meta_set_n(nt, key, kl, val, vl, err);
         }
     }
     char *path = rc == TIO_OK ? tio__path_join(p->dir, name) : NULL;

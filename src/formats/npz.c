@@ -118,10 +118,8 @@ static int npz_member_read(npz_reader *r, const npz_member *m) {
         if (rc) return rc;
     }
     size_t tl = m->name_len - 4;
-    if (tl == 0)
-        return tio__err(r->err, TIO_E_UNSUPPORTED, NPZ, npz_off(m->central + 46),
-                        "member '.npy' would be a tensor with an empty name (tensio's "
-                        "tensors are named or unnamed; np.savez names unnamed ones arr_<i>)");
+    /* tl == 0: member '.npy' (np.savez(**{"": a})), the empty name: NumPy's
+     * NpzFile reads it as key "" */
     if (tl > r->ctx->limits.max_name_bytes)
         return tio__err(r->err, TIO_E_LIMIT, NPZ, npz_off(m->central + 46),
                         "member name of %zu bytes, above the limit (max_name_bytes %" PRIu32
@@ -218,12 +216,13 @@ static int npz_read(tio_read_ctx *ctx, tio_error *err) {
 
 /* ------------------------------------------------------------------ write */
 
-/* The member name of plan tensor i: its name + ".npy", or np.savez's
- * "arr_<i>.npy" for an unnamed one. Malloc'ed. */
+/* The member name of plan tensor i: its name + ".npy" (".npy" for the empty
+ * name, as np.savez(**{"": a}) writes it), or np.savez's "arr_<i>.npy" for
+ * an unnamed one. Malloc'ed. */
 static char *npz_member_name(const tio_wtensor *w, size_t i) {
     char buf[40];
     const char *base = w->name;
-    if (!base || !base[0]) {
+    if (!base) {
         snprintf(buf, sizeof buf, "arr_%zu", i);
         base = buf;
     }

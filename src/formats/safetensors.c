@@ -561,8 +561,8 @@ static int st_metadata(st_reader *r, size_t key_at) {
     r->pos++;
     st_ws(r);
     if (r->pos < r->n && r->h[r->pos] == '}') {
-        r->pos++;
-        return TIO_OK;
+        r->pos++; /* Some(empty map): kept, so that a rewrite writes it again */
+        return tio__kv_set(&c->props, "empty_metadata", "true", r->err);
     }
     for (;;) {
         st_ws(r);
@@ -923,7 +923,7 @@ static int st_utf8_ok(const char *s) { return tio__utf8_bad((const uint8_t *)s, 
 /* The name tensor i is written under: its own, or its index in decimal
  * when it has none. */
 static const char *st_wname(const tio_wtensor *w, size_t i, char buf[TIO__DEC_CAP]) {
-    return w->name && w->name[0] ? w->name : tio__u64_dec(buf, (uint64_t)i);
+    return w->name ? w->name : tio__u64_dec(buf, (uint64_t)i);
 }
 
 typedef struct st_wsort {
@@ -1037,6 +1037,11 @@ static int st_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     st_buf b = {0};
     sb_put(&b, "{", 1);
     int first = 1;
+    if (!c->meta.count && !(tio__plan_flags(p) & TIO_SAVE_DROP_METADATA) && c->format &&
+        strcmp(c->format, ST) == 0 && tio__kv_get(&c->props, "empty_metadata")) {
+        sb_str(&b, "\"__metadata__\":{}"); /* the source's Some(empty map) */
+        first = 0;
+    }
     if (c->meta.count && !(tio__plan_flags(p) & TIO_SAVE_DROP_METADATA)) {
         /* the reference writes a HashMap in random order; sorted here */
         const char **keys = malloc(c->meta.count * sizeof *keys);

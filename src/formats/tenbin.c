@@ -571,9 +571,10 @@ static int tb_read_parts(tio_read_ctx *ctx, const tio_rpart *parts, size_t n,
 /* -------------------------------------------------------------- write */
 
 /* Whether a name fits the 8-byte info field: 1..8 ASCII bytes, no NUL. */
+/* The empty name does not fit: an all-zero info field is no name. */
 static bool tb_name_fits(const char *name) {
     size_t n = strlen(name);
-    if (n > 8) return false;
+    if (n == 0 || n > 8) return false;
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)name[i] >= 0x80) return false;
     return true;
@@ -600,8 +601,13 @@ static int tb_check(const tio_write_plan *p, tio_error *err) {
                             "tensor %zu: rank %zu exceeds 9, the most the reference writer "
                             "(tenbin.save) accepts (\"too many dimensions\")",
                             i, w->rank);
-        if (w->name && w->name[0] && !tb_name_fits(w->name) &&
-            !(flags & TIO_SAVE_DROP_NAMES)) {
+        if (w->name && !w->name[0] && !(flags & TIO_SAVE_DROP_NAMES))
+            return tio__err(err, TIO_E_LOSSY, TB_FMT, -1,
+                            "tensor %zu: the empty name \"\" cannot be told from no name in "
+                            "the tenbin info field (all zero bytes; TIO_SAVE_DROP_NAMES writes "
+                            "it unnamed)",
+                            i);
+        if (w->name && !tb_name_fits(w->name) && !(flags & TIO_SAVE_DROP_NAMES)) {
             char esc[72];
             size_t len = strlen(w->name);
             tio__escape((const uint8_t *)w->name, len, esc, sizeof esc);

@@ -198,6 +198,7 @@ typedef struct th_reader {
     size_t probe_n[3];
     char *name;          /* the path being walked */
     size_t name_len, name_cap;
+    size_t name_depth; /* keys walked into: 0 = the root (unnamed); "" is a name */
 } th_reader;
 
 static void th_free_storages(th_reader *r) {
@@ -449,6 +450,7 @@ static int th_storage_zip(th_reader *r, const tio_pk_obj *key, tio_dtype dtype, 
 
 static int th_name_push(th_reader *r, const char *s, size_t n, size_t *mark, uint64_t at) {
     *mark = r->name_len;
+    r->name_depth++; /* th_name_pop undoes it, pushed or not */
     size_t need = r->name_len + (r->name_len ? 1 : 0) + n + 1;
     if (need - 1 > r->ctx->limits.max_name_bytes)
         return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
@@ -471,6 +473,7 @@ static int th_name_push(th_reader *r, const char *s, size_t n, size_t *mark, uin
 
 static void th_name_pop(th_reader *r, size_t mark) {
     r->name_len = mark;
+    r->name_depth--;
     if (r->name) r->name[mark] = 0;
 }
 
@@ -520,15 +523,20 @@ static int th_name_add(th_reader *r, const char *stored, uint64_t h) {
 
 /* A non-tensor leaf: container metadata under the name walked (type NULL:
  * a plain string). O(1): keys are unique by th_name_taken. */
-static int th_meta(th_reader *r, const char *value, const char *type, uint64_t at) {
-    const char *key = r->name_len ? r->name : "(root)";
+static int th_meta_n(th_reader *r, const char *value, size_t len, const char *type,
+                     uint64_t at) {
+    const char *key = r->name_depth ? r->name : "(root)";
     uint64_t h = 0;
     int taken = 0;
     int rc = th_name_taken(r, key, &h, &taken, at);
     if (rc || taken) return rc;
     tio_container *c = r->ctx->c;
-    rc = tio__meta_append_typed(c, key, value, type ? type : "", r->err);
+    rc = tio__meta_append_typed_n(c, key, strlen(key), value, len, type ? type : "", r->err);
     return rc ? rc : th_name_add(r, c->meta.keys[c->meta.count - 1], h);
+}
+
+static int th_meta(th_reader *r, const char *value, const char *type, uint64_t at) {
+    return th_meta_n(r, value, strlen(value), type, at);
 }
 
 /* An int64 argument. */
@@ -662,7 +670,7 @@ static int th_room(th_reader *r, uint64_t at, uint64_t *nh, int *taken) {
     if (r->ctx->c->count >= r->ctx->limits.max_tensors)
         return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
                         "more than %" PRIu64 " tensors (max_tensors)", r->ctx->limits.max_tensors);
-    return r->name_len ? th_name_taken(r, r->name, nh, taken, at) : TIO_OK;
+    return r->name_depth ? th_name_taken(r, r->name, nh, taken, at) : TIO_OK;
 }
 
 /* Counts nb more bytes copied (strided views, swaps, NumPy arrays) against
@@ -674,7 +682,7 @@ static int th_budget(th_reader *r, uint64_t nb, uint64_t at, const char *what,
         return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
                         "'%s': %s %s %s needs %" PRIu64 " bytes, above max_dense_bytes %" PRIu64
                         " (--max-dense-bytes)",
-                        r->name_len ? r->name : "(root)", what, shape, how, nb,
+                        r->name_depth ? r->name : "(root)", what, shape, how, nb,
                         r->ctx->limits.max_dense_bytes);
     r->dense = total;
     return TIO_OK;
@@ -684,7 +692,7 @@ static int th_budget(th_reader *r, uint64_t nb, uint64_t at, const char *what,
  * its data a view, or `copy`, which the tensor takes (freed on failure). */
 static int th_append(th_reader *r, tio_tensor_desc *td, uint8_t *copy, int64_t src_off,
                      uint64_t nh, tio_tensor **out) {
-    td->name = r->name_len ? r->name : NULL;
+    td->name = r->name_depth ? r->name : NULL;
     int rc = tio__container_add_view(r->ctx->c, td, src_off, TH, r->err);
     if (rc) {
         free(copy);
@@ -722,7 +730,7 @@ static int th_qchannel(th_reader *r, uint32_t obj, const char *leaf, int64_t cha
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
                         "quantized tensor '%s': its per-channel %s %s (expected a tensor of "
                         "%" PRId64 " elements, one per channel along the axis)",
-                        r->name_len ? r->name : "(root)", leaf,
+                        r->name_depth ? r->name : "(root)", leaf,
                         !t ? "are not a tensor" : "have another shape", channels);
     return TIO_OK;
 }
@@ -804,7 +812,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
     if (quant != (e->id == TIO_PKV_REBUILD_QTENSOR))
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
                         "'%s': %s over a %s storage",
-                        r->name_len ? r->name : "(root)", e->name,
+                        r->name_depth ? r->name : "(root)", e->name,
                         quant ? "quantized" : "non-quantized");
     int64_t off = 0, size[TH_MAX_RANK], stride[TH_MAX_RANK];
     size_t rank = 0, srank = 0;
@@ -841,7 +849,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
         return tio__err(r->err, TIO_E_BOUNDS, TH, th_off(at),
                         "'%s': a view of shape %s at offset %" PRId64 " reaches past its storage "
                         "'%s' of %" PRIu64 " %s elements",
-                        r->name_len ? r->name : "(root)", shape, off, k, elems,
+                        r->name_depth ? r->name : "(root)", shape, off, k, elems,
                         tio_dtype_name(st->dtype));
     }
     tio_qparams qp;
@@ -883,7 +891,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
                                 "'%s': making the strided view of shape %s contiguous needs "
                                 "%" PRIu64 " bytes, above max_dense_bytes %" PRIu64
                                 " (--max-dense-bytes)",
-                                r->name_len ? r->name : "(root)", shape, nb,
+                                r->name_depth ? r->name : "(root)", shape, nb,
                                 r->ctx->limits.max_dense_bytes);
             sv = tio__container_chunk(c, sizeof *sv + rank * sizeof sv->stride[0]);
             if (!sv) return tio__nomem(r->err, TH);
@@ -1047,17 +1055,12 @@ static int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
     case TIO_PK_BIGINT:
         return th_meta(r, "(an integer past int64)", NULL, o->off);
     case TIO_PK_STR: {
-        if (memchr(o->u.s, 0, o->n) || o->n > r->ctx->limits.max_name_bytes) {
+        if (o->n > r->ctx->limits.max_name_bytes) {
             snprintf(v, sizeof r->scratch, "(a str of %" PRIu32 " bytes)", o->n);
             return th_meta(r, v, NULL, o->off);
         }
-        char *s = malloc((size_t)o->n + 1);
-        if (!s) return tio__nomem(r->err, TH);
-        memcpy(s, o->u.s, o->n);
-        s[o->n] = 0;
-        int rc = th_meta(r, s, "string", o->off);
-        free(s);
-        return rc;
+        /* NUL bytes included: metadata values carry their length */
+        return th_meta_n(r, (const char *)o->u.s, o->n, "string", o->off);
     }
     case TIO_PK_BYTES:
         snprintf(v, sizeof r->scratch, "(%" PRIu32 " bytes)", o->n);
@@ -1209,6 +1212,7 @@ static int th_walk_root(th_reader *r, const char *prefix) {
     if (!r->seen || !r->tensor_of) return tio__nomem(r->err, TH);
     for (size_t i = 0; i < n; i++) r->tensor_of[i] = -1;
     r->name_len = 0;
+    r->name_depth = 0;
     size_t mark = 0;
     int rc = prefix ? th_name_push(r, prefix, strlen(prefix), &mark, r->pkl_base) : TIO_OK;
     if (!rc) rc = th_walk(r, r->pk.root, 0);

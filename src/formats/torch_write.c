@@ -71,7 +71,7 @@ static const char *tw_storage_class(tio_dtype d) {
 
 /* The key tensor i is written under: its name, or its index in decimal. */
 static const char *tw_key(const tio_wtensor *w, size_t i, char buf[TIO__DEC_CAP]) {
-    return w->name && w->name[0] ? w->name : tio__u64_dec(buf, (uint64_t)i);
+    return w->name ? w->name : tio__u64_dec(buf, (uint64_t)i);
 }
 
 /* Plan tensor i's alias that is written as a tensor of its own (so its

@@ -942,10 +942,10 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
         if (rc) return rc;
     }
 
-    /* name: metadata.name when a non-empty string */
+    /* name: metadata.name when a string ("" is the empty name) */
     json_t *mname = meta ? json_object_get(meta, "name") : NULL;
     const char *name = NULL;
-    if (mname && json_is_string(mname) && json_string_length(mname) > 0) {
+    if (mname && json_is_string(mname)) {
         name = json_string_value(mname);
         if (json_string_length(mname) > ctx->limits.max_name_bytes)
             return zio_lerr(r, err, TIO_E_LIMIT,
@@ -1125,7 +1125,7 @@ static bool zio_fast_entry(zio_scan *s, zio_fent *e) {
             if (!zs_uint(s, &e->part)) return false;
             e->has_part = true;
         } else if (n == 8 && memcmp(k, "metadata", 8) == 0 && !e->has_meta) {
-            /* {"name":"..."} and nothing else; an empty name is metadata */
+            /* {"name":"..."} and nothing else; the empty name takes the slow path */
             if (!zs_ch(s, '{') || !zs_key(s, "name") || !zs_str(s, &e->name, &e->name_len) ||
                 e->name_len == 0 || !zs_ch(s, '}'))
                 return false;
@@ -1660,7 +1660,7 @@ static const zio_tstate *zio_tstate_of(const zio_native *nat, const tio_wtensor 
  * metadata.name. */
 static bool zio_name_clash(const tio_wtensor *w) {
     const char *mn = tio__kv_get(tio__tensor_meta_view(w->src), "name");
-    return w->name && w->name[0] && mn && strcmp(mn, w->name) != 0;
+    return w->name && mn && strcmp(mn, w->name) != 0;
 }
 
 static int zio_check(const tio_write_plan *p, tio_error *err) {
@@ -1754,14 +1754,14 @@ static json_t *zio_meta_object(const tio_kv *kv, const char *name, json_t *orig,
     json_t *o = json_object();
     if (!o) return NULL;
     for (size_t k = 0; k < kv->count; k++) {
-        if (name && name[0] && strcmp(kv->keys[k], "name") == 0) continue; /* the name wins */
+        if (name && strcmp(kv->keys[k], "name") == 0) continue; /* the name wins */
         if (json_object_set_new(o, kv->keys[k],
                                 zio_meta_value(orig, kv->keys[k], kv->values[k], scratch))) {
             json_decref(o);
             return NULL;
         }
     }
-    if (name && name[0] && json_object_set_new(o, "name", json_string(name))) {
+    if (name && json_object_set_new(o, "name", json_string(name))) {
         json_decref(o);
         return NULL;
     }
@@ -1802,7 +1802,7 @@ static json_t *zio_entry(const tio_wtensor *w, const zio_tstate *ts, size_t part
     ok = ok && json_object_set_new(e, "shape", shape) == 0;
     if (part_explicit) ok = ok && json_object_set_new(e, "part", json_integer((json_int_t)part)) == 0;
     const tio_kv *m = tio__tensor_meta_view(w->src);
-    if (m->count || (name && name[0]) || (ts && ts->meta))
+    if (m->count || name || (ts && ts->meta))
         ok = ok && json_object_set_new(e, "metadata",
                                        zio_meta_object(m, name, ts ? ts->meta : NULL,
                                                        scratch)) == 0;
@@ -1854,7 +1854,7 @@ static void zio_label_plain(zbuf *b, const tio_write_plan *p) {
         head[10] = kind->kind;
         if (i) zb_putc(b, ',');
         zb_puts(b, head);
-        if (w->name && w->name[0]) {
+        if (w->name) {
             zb_puts(b, "\"metadata\":{\"name\":");
             zj_string(b, w->name, strlen(w->name));
             zb_puts(b, "},");

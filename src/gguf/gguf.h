@@ -25,17 +25,17 @@ void gguf__put_u64(gguf_buf *b, uint64_t v);
  * and count first), appending its text to `text` and its type name
  * ("uint32", "array[string]") to `tname`. `depth` counts enclosing arrays.
  * Strings longer than ctx->limits.max_name_bytes, arrays nested deeper than
- * max_depth, element counts past the data, scalar strings holding NUL bytes
- * and nested arrays whose element types differ are refused. *bad_bool
+ * max_depth, element counts past the data and nested arrays whose element types differ are refused. *bad_bool
  * counts bool bytes other than 0 and 1 (read as true, as ggml does). */
 int gguf__read_value(tio_cursor *cur, const tio_read_ctx *ctx, uint32_t type, uint32_t depth,
                      gguf_buf *text, gguf_buf *tname, uint64_t *bad_bool, tio_error *err);
 
 /* Appends to `out` the GGUF encoding (type, then value) of metadata `key`
- * with text `value` and tensio type `type` (NULL: a string). TIO_E_ARGUMENT
- * naming the key when the text is not a value of the type. */
-int gguf__write_value(gguf_buf *out, const char *key, const char *value, const char *type,
-                      tio_error *err);
+ * with text `value` (value_len bytes: a string may hold NUL bytes) and
+ * tensio type `type` (NULL: a string). TIO_E_ARGUMENT naming the key when
+ * the text is not a value of the type. */
+int gguf__write_value(gguf_buf *out, const char *key, const char *value, size_t value_len,
+                      const char *type, tio_error *err);
 
 /* The GGUF type of a tensio scalar type name of n bytes, or -1. */
 int gguf__scalar_type(const char *name, size_t n);

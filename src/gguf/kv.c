@@ -102,21 +102,15 @@ static int read_string(tio_cursor *cur, const tio_read_ctx *ctx, const uint8_t *
 /* One scalar (not an array); `json`: a string as a JSON string. */
 static int read_scalar(tio_cursor *cur, const tio_read_ctx *ctx, uint32_t type, int json,
                        gguf_buf *text, uint64_t *bad_bool, tio_error *err) {
-    size_t at = cur->pos;
     if (type == GGUF_STRING) {
         const uint8_t *p;
         uint64_t n;
         int rc = read_string(cur, ctx, &p, &n, err);
         if (rc) return rc;
-        if (json) {
-            put_json(text, p, (size_t)n);
-        } else {
-            if (memchr(p, 0, (size_t)n))
-                return tio__err(err, TIO_E_UNSUPPORTED, GGUF_NAME, (int64_t)at,
-                                "a string value holds a NUL byte (tensio's metadata values "
-                                "are C strings; in an array it would be \\u0000)");
-            gguf__put(text, p, (size_t)n);
-        }
+        if (json)
+            put_json(text, p, (size_t)n); /* a NUL is \\u0000 */
+        else
+            gguf__put(text, p, (size_t)n); /* any bytes, NUL included: the text has a length */
         return TIO_OK;
     }
     const uint8_t *p;
@@ -242,7 +236,7 @@ static int enc_scalar(gguf_buf *out, vparse *v, int type, const char *t, size_t 
         return TIO_OK;
     }
     char s[64];
-    if (n == 0 || n >= sizeof s) return bad_value(v, "not a number", t);
+    if (n == 0 || n >= sizeof s || memchr(t, 0, n)) return bad_value(v, "not a number", t);
     memcpy(s, t, n);
     s[n] = 0;
     char *end = NULL;
@@ -401,8 +395,8 @@ static int enc_array(gguf_buf *out, vparse *v, const char **p, unsigned depth, i
     return TIO_OK;
 }
 
-int gguf__write_value(gguf_buf *out, const char *key, const char *value, const char *type,
-                      tio_error *err) {
+int gguf__write_value(gguf_buf *out, const char *key, const char *value, size_t value_len,
+                      const char *type, tio_error *err) {
     vparse v = {value, key, err};
     if (!type) type = "string";
     unsigned depth = 0;
@@ -416,12 +410,12 @@ int gguf__write_value(gguf_buf *out, const char *key, const char *value, const c
                         "metadata '%.64s': type '%.64s' has no GGUF type", key, type);
     if (depth == 0) {
         gguf__put_u32(out, (uint32_t)base);
-        return enc_scalar(out, &v, base, value, strlen(value));
+        return enc_scalar(out, &v, base, value, value_len);
     }
     gguf__put_u32(out, GGUF_ARRAY);
     const char *q = value;
     int rc = enc_array(out, &v, &q, depth, base);
     if (rc) return rc;
     skip_ws(&q);
-    return *q ? bad_value(&v, "text after the array", q) : TIO_OK;
+    return (size_t)(q - value) != value_len ? bad_value(&v, "text after the array", q) : TIO_OK;
 }

@@ -13,6 +13,8 @@
   read by tensio: ls --tensors, dump --json equal to the member files'.
 - A bad record put by python3-lmdb: validate and ls --tensors fail naming
   its key; a key already in a store needs --force.
+- Keys holding NUL bytes (python3-lmdb writes them): ls shows them whole,
+  dump finds them by the key as ls shows it.
 - A store converted to a tar shard: members KEY.EXT in key order holding the
   records' bytes (tarfile), or re-encoded as .npy with --to; and back."""
 import hashlib
@@ -198,6 +200,37 @@ def test_python_writes(tmp):
     check("dump: missing key", p.returncode == 1 and "nosuch" in p.stderr, p.stderr)
 
 
+def test_nul_keys(tmp):
+    """Keys are bytes: python3-lmdb writes keys holding NUL ("a\\0b" beside "a"),
+    and ls shows them whole (\\x00 in text, \\u0000 in JSON), dump finds them
+    by the key as ls shows it, validate names them."""
+    data, ten = make_ten(tmp, 300, 0)
+    data2, ten2 = make_ten(tmp, 301, 0)
+    path = os.path.join(tmp, "nul.lmdb")
+    env = lmdb.open(path, map_size=1 << 24)
+    with env.begin(write=True) as txn:
+        txn.put(b"__tensio__", b'{"format": "tenbin", "version": 1}')
+        txn.put(b"a", data)
+        txn.put(b"a\0b", data2)
+        txn.put(b"\0", data)
+    env.close()
+    ls = json.loads(run("ls", "--json", "--tensors", path).stdout)
+    check("NUL keys: JSON keys whole", [k["key"] for k in ls["keys"]] == ["\0", "a", "a\0b"],
+          repr(ls["keys"]))
+    check("NUL keys: tensors keyed whole",
+          sorted({t["key"] for t in ls["tensors"]}) == ["\0", "a", "a\0b"], repr(ls["tensors"]))
+    rows = [r.split()[0] for r in run("ls", path).stdout.splitlines()[1:]]
+    check("NUL keys: text", rows == ["\\x00", "a", "a\\x00b"], repr(rows))
+    d_ab = json.loads(run("dump", "--json", path, "a\\x00b").stdout)
+    check("NUL keys: dump a\\x00b is that record",
+          d_ab == json.loads(run("dump", "--json", ten2).stdout))
+    d_a = json.loads(run("dump", "--json", path, "a").stdout)
+    check("NUL keys: dump a is not cut", d_a == json.loads(run("dump", "--json", ten).stdout))
+    check("NUL keys: validate", run("validate", path, ok=False).returncode == 0)
+    p = run("dump", path, "a\\x00c", ok=False)
+    check("NUL keys: missing named", p.returncode == 1 and "a\\x00c" in p.stderr, p.stderr)
+
+
 def test_to_shard(tmp):
     """db.lmdb -> shard.tar: a member KEY.EXT per record in key order, its bytes
     the record's (read with tarfile and python3-lmdb), or re-encoded with --to."""
@@ -255,6 +288,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_tensio_writes(tmp)
         test_python_writes(tmp)
+        test_nul_keys(tmp)
         test_to_shard(tmp)
     for f in failures:
         print("FAIL:", f)

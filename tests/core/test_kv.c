@@ -55,6 +55,41 @@ static void test_order_and_replace(void **state) {
     tio__kv_free(&kv); /* twice is harmless */
 }
 
+/* Keys and values are byte strings: NUL bytes kept, lengths carried, a key
+ * found only at its own length; the C-string forms see up to the first NUL. */
+static void test_byte_strings(void **state) {
+    (void)state;
+    tio_kv kv;
+    memset(&kv, 0, sizeof kv);
+    tio_error e;
+    assert_int_equal(tio__kv_set_n(&kv, "a\0b", 3, "x\0y\0", 4, &e), TIO_OK);
+    assert_int_equal(tio__kv_set_n(&kv, "a", 1, "plain", 5, &e), TIO_OK); /* another key */
+    assert_int_equal(tio__kv_append_n(&kv, "", 0, "", 0, &e), TIO_OK);      /* the empty key */
+    assert_int_equal(kv.count, 3);
+    size_t n = 0;
+    const char *v = tio__kv_get_n(&kv, "a\0b", 3, &n);
+    assert_non_null(v);
+    assert_int_equal(n, 4);
+    assert_memory_equal(v, "x\0y\0", 5); /* and NUL-terminated */
+    assert_string_equal(tio__kv_get(&kv, "a"), "plain");
+    assert_null(tio__kv_get_n(&kv, "a\0", 2, NULL));
+    assert_true(tio__kv_has_nul(&kv, 0, 0) && tio__kv_has_nul(&kv, 0, 1));
+    assert_false(tio__kv_has_nul(&kv, 1, 0) || tio__kv_has_nul(&kv, 1, 1));
+    assert_non_null(tio__kv_get_n(&kv, "", 0, &n));
+    assert_int_equal(n, 0);
+    /* replaced shorter (in place) and longer (loose), lengths follow */
+    assert_int_equal(tio__kv_set_n(&kv, "a\0b", 3, "\0", 1, &e), TIO_OK);
+    assert_non_null(tio__kv_get_n(&kv, "a\0b", 3, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(tio__kv_set_n(&kv, "a\0b", 3, "0123456789\0", 11, &e), TIO_OK);
+    v = tio__kv_get_n(&kv, "a\0b", 3, &n);
+    assert_int_equal(n, 11);
+    assert_memory_equal(v, "0123456789\0", 12);
+    assert_int_equal(kv.klens[0], 3);
+    assert_int_equal(kv.count, 3);
+    tio__kv_free(&kv);
+}
+
 static void test_many(void **state) {
     (void)state;
     tio_kv kv;
@@ -109,6 +144,7 @@ static void test_replace_often(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_and_replace),
+        cmocka_unit_test(test_byte_strings),
         cmocka_unit_test(test_many),
         cmocka_unit_test(test_replace_often),
     };

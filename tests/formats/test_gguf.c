@@ -46,6 +46,11 @@ static void str(gb *b, const char *s) {
     u64(b, strlen(s));
     put(b, s, strlen(s));
 }
+/* A string of n bytes (NUL bytes included). */
+static void strn(gb *b, const char *s, size_t n) {
+    u64(b, n);
+    put(b, s, n);
+}
 static void pad(gb *b, size_t align) {
     while (b->n % align) b->p[b->n++] = 0;
 }
@@ -193,8 +198,8 @@ static void test_strings(void **state) {
     head(&b, 3, 0, 1);
     str(&b, "k");
     u32(&b, 8);
-    u64(&b, 100);
-    put(&b, "abcdefgh", 8);
+    u64(&b, 100); /* past the end, NUL bytes before it (a value may hold them) */
+    put(&b, "a\0b\0efgh", 8);
     refused(&b, TIO_E_TRUNCATED, "string bytes");
     tio_limits lim = {0};
     lim.max_name_bytes = 4;
@@ -265,6 +270,90 @@ static void test_strings(void **state) {
     u32(&b, 0);
     u64(&b, 0);
     refused(&b, TIO_E_UNSUPPORTED, "NUL");
+    /* a NUL in a key (ggml finds keys with strcmp) */
+    head(&b, 3, 0, 1);
+    strn(&b, "k\0k", 3);
+    u32(&b, 0);
+    put(&b, "x", 1);
+    refused(&b, TIO_E_UNSUPPORTED, "NUL");
+}
+
+/* A string value may hold NUL bytes (gguf-py writes them from a str with
+ * "\0", ggml keeps the length): read with its length, shown by the _n API,
+ * written back byte for byte; in an array it is the JSON text's \u0000. */
+static void test_nul_values(void **state) {
+    (void)state;
+    gb b;
+    head(&b, 3, 0, 3);
+    str(&b, "k"); /* string "a\0b\0" */
+    u32(&b, 8);
+    strn(&b, "a\0b\0", 4);
+    str(&b, "arr"); /* array[string] ["\0x", ""] */
+    u32(&b, 9);
+    u32(&b, 8);
+    u64(&b, 2);
+    strn(&b, "\0x", 2);
+    strn(&b, "", 0);
+    str(&b, "z"); /* string "\0" */
+    u32(&b, 8);
+    strn(&b, "\0", 1);
+    tio_container *c;
+    tio_error e;
+    ASSERT_OK(open_b(&b, b.n, NULL, TIO_OPEN_STRICT, &c, &e), e, "open");
+    size_t kl = 0, vl = 0;
+    const char *k = NULL, *v = NULL;
+    ASSERT_OK(tio_container_meta_at_n(c, 0, &k, &kl, &v, &vl), e, "at_n");
+    assert_int_equal(kl, 1);
+    assert_int_equal(vl, 4);
+    assert_memory_equal(v, "a\0b\0", 5);
+    assert_string_equal(tio_container_meta_get(c, "k"), "a"); /* the C-string view */
+    assert_string_equal(tio_container_meta_type(c, "k"), "string");
+    v = tio_container_meta_get_n(c, "arr", 3, &vl);
+    assert_non_null(v);
+    assert_int_equal(vl, strlen(v));
+    assert_string_equal(v, "[\"\\u0000x\",\"\"]");
+    v = tio_container_meta_get_n(c, "z", 1, &vl);
+    assert_int_equal(vl, 1);
+    void *out = NULL;
+    size_t olen = 0;
+    tio_save_options so = {.format = "gguf"};
+    ASSERT_OK(tio_save_memory(c, &so, &out, &olen, &e), e, "save");
+    assert_int_equal(olen, b.n);
+    assert_memory_equal(out, b.p, b.n);
+    tio_free(out);
+    /* set through the API, with lengths */
+    ASSERT_OK(tio_container_meta_set_typed_n(c, "k", 1, "\0\0\0", 3, "string", &e), e, "set");
+    v = tio_container_meta_get_n(c, "k", 1, &vl);
+    assert_int_equal(vl, 3);
+    ASSERT_OK(tio_save_memory(c, &so, &out, &olen, &e), e, "save 2");
+    static const char kv3[] = "\x01\0\0\0\0\0\0\0k\x08\0\0\0\x03\0\0\0\0\0\0\0\0\0\0";
+    int found = 0;
+    for (size_t i = 0; i + 24 <= olen && !found; i++)
+        found = memcmp((const char *)out + i, kv3, 24) == 0;
+    assert_true(found);
+    tio_free(out);
+    /* a number holding a NUL is no number; raw NUL in an array's text neither */
+    ASSERT_OK(tio_container_meta_set_typed_n(c, "n", 1, "12\0x", 4, "uint32", &e), e, "set n");
+    assert_int_equal(tio_save_memory(c, &so, &out, &olen, &e), TIO_E_ARGUMENT);
+    assert_non_null(strstr(e.message, "'n'"));
+    ASSERT_OK(tio_container_meta_set_typed_n(c, "n", 1, "[1]\0", 4, "array[uint32]", &e), e, "set a");
+    assert_int_equal(tio_save_memory(c, &so, &out, &olen, &e), TIO_E_ARGUMENT);
+    ASSERT_OK(tio_container_meta_set_typed_n(c, "n", 1, "[1]", 3, "array[uint32]", &e), e, "set b");
+    ASSERT_OK(tio_save_memory(c, &so, &out, &olen, &e), e, "save 3");
+    tio_free(out);
+    /* formats whose strings cannot hold NUL refuse it by key; dropped, it goes */
+    tio_save_options st = {.format = "safetensors"};
+    assert_int_equal(tio_save_memory(c, &st, &out, &olen, &e), TIO_E_LOSSY);
+    assert_non_null(strstr(e.message, "metadata \"k\" whose value holds a NUL byte"));
+    st.flags = TIO_SAVE_DROP_METADATA;
+    ASSERT_OK(tio_save_memory(c, &st, &out, &olen, &e), e, "dropped");
+    tio_free(out);
+    /* no format takes a key holding NUL, GGUF included */
+    ASSERT_OK(tio_container_meta_set_n(c, "a\0b", 3, "v", 1, &e), e, "key");
+    assert_null(tio_container_meta_get(c, "a"));
+    assert_int_equal(tio_save_memory(c, &so, &out, &olen, &e), TIO_E_LOSSY);
+    assert_non_null(strstr(e.message, "\"a\\x00b\" whose key holds a NUL byte"));
+    tio_container_free(c);
 }
 
 static void test_alignment(void **state) {
@@ -609,6 +698,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),         cmocka_unit_test(test_magic_version),
         cmocka_unit_test(test_counts),       cmocka_unit_test(test_strings),
+        cmocka_unit_test(test_nul_values),
         cmocka_unit_test(test_alignment),    cmocka_unit_test(test_tensor_infos),
         cmocka_unit_test(test_offsets),      cmocka_unit_test(test_padding_findings),
         cmocka_unit_test(test_truncation_bitflip), cmocka_unit_test(test_quant_api),

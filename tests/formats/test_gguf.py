@@ -393,6 +393,71 @@ def test_roundtrip(tmp, rng):
     assert out[:len(data)] == data and len(out) % 32 == 0 and not any(out[len(data):])
 
 
+@case("empty_tensor_name")
+def test_empty_name(tmp, rng):
+    # A tensor info whose name has length 0, as gguf-py's GGUFWriter writes
+    # add_tensor("", a) (gguf-py is not in Debian: the bytes are built here);
+    # ggml's gguf reader takes it (it refuses only names of GGML_MAX_NAME or
+    # more bytes and duplicates). It is the empty name, not an unnamed tensor.
+    raw = np.arange(4, dtype="<f4").tobytes()
+    data = build([("general.architecture", STR, "x")],
+                 [("", "F32", [4], raw), ("b", "F32", [4], raw)])
+    src = os.path.join(tmp, "empty_name.gguf")
+    open(src, "wb").write(data)
+    got = ls(src)
+    assert [t["name"] for t in got] == ["", "b"], got
+    text = run("ls", src).stdout.splitlines()
+    assert text[1].split()[:2] == ["0", '""'], text  # shown, not "-" (unnamed)
+    dst = os.path.join(tmp, "empty_name.out.gguf")
+    run("convert", src, dst)
+    assert open(dst, "rb").read() == data
+    # through safetensors (which holds "") and back: still the empty name
+    st = os.path.join(tmp, "empty_name.safetensors")
+    run("convert", src, st)
+    assert sorted(read_safetensors(st)) == ["", "b"]
+    # --only '' selects it, --rename =x renames it
+    assert [t["name"] for t in json.loads(run("ls", "--json", "--only", "", src).stdout)
+            ["tensors"]] == [""]
+    assert [t["name"] for t in json.loads(run("ls", "--json", "--rename", "=x", src).stdout)
+            ["tensors"]] == ["x", "b"]
+
+
+@case("nul_in_string_values")
+def test_nul_values(tmp, rng):
+    # String values holding NUL bytes, as gguf-py's GGUFWriter writes a str
+    # with "\0" (its length, then the UTF-8 bytes; gguf-py is not in Debian:
+    # the bytes are built here); ggml keeps the length (std::string).
+    kvs = [("general.architecture", STR, "x"), ("t.nul", STR, b"a\0b\0"),
+           ("t.arr", ARR, (STR, [b"\0", b"c"]))]
+    data = build(kvs, [("w", "F32", [2], np.ones(2, "<f4").tobytes())])
+    src = os.path.join(tmp, "nul.gguf")
+    open(src, "wb").write(data)
+    inf = info(src)
+    assert inf["metadata"]["t.nul"] == "a\0b\0", inf["metadata"]
+    assert json.loads(inf["metadata"]["t.arr"]) == ["\0", "c"]
+    assert inf["metadata_types"]["t.nul"] == "string"
+    text = run("info", src).stdout
+    assert "t.nul (string) = a\\x00b\\x00\n" in text, text
+    dst = os.path.join(tmp, "nul.out.gguf")
+    run("convert", src, dst)
+    assert open(dst, "rb").read() == data
+    # a format whose strings cannot hold NUL refuses it by key; dropped, it goes
+    st = os.path.join(tmp, "nul.safetensors")
+    p = run("convert", src, st, ok=False)
+    assert p.returncode == 1 and '"t.nul" whose value holds a NUL byte' in p.stderr, p.stderr
+    run("convert", "--drop-metadata", src, st)
+    # a length past the end of the file, with NUL bytes before it
+    bad = data[:data.index(b"a\0b\0")] + b"a\0"
+    p = run("ls", write(tmp, "nul_cut.gguf", bad), ok=False)
+    assert p.returncode != 0 and "string bytes" in p.stderr, p.stderr
+
+
+def write(tmp, name, data):
+    path = os.path.join(tmp, name)
+    open(path, "wb").write(data)
+    return path
+
+
 DEQ = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
 
 
@@ -624,7 +689,7 @@ def main():
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         for fn in [test_plain, test_roundtrip, test_dequantize, test_refuse,
-                   test_from_safetensors]:
+                   test_from_safetensors, test_empty_name, test_nul_values]:
             fn(tmp, rng)
         gguf = find_gguf_py()
         if gguf is not None:

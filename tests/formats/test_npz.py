@@ -113,6 +113,20 @@ def main():
     run("convert", src, out)
     check("positional bytes", read(out) == read(src))
 
+    # the empty name: np.savez(**{"": a}) writes member ".npy", np.load's key
+    # "" (a name, not an unnamed tensor); rewritten byte for byte
+    src = os.path.join(tmp, "empty_name.npz")
+    arrays = [("", np.arange(3, dtype="<i2")), ("b", np.ones(2, dtype="<f4"))]
+    np.savez(src, **dict(arrays))
+    check("empty name member", zipfile.ZipFile(src).namelist()[0] == ".npy")
+    check_listing("empty name", src, arrays)
+    out = os.path.join(tmp, "empty_name2.npz")
+    run("convert", src, out)
+    check("empty name bytes", read(out) == read(src))
+    check_load("empty name", out, arrays)
+    rows = run("ls", src).stdout.splitlines()
+    check("empty name shown as \"\"", rows[1].split()[:2] == ["0", '""'], "\n".join(rows))
+
     # data descriptors: np.savez into a stream that cannot seek
     for compress in (0, 1):
         s = Stream()

@@ -92,6 +92,19 @@ static const uint8_t crate_empty_meta[] = {
     95, 34, 58, 123, 34, 102, 114, 97, 109, 101, 119, 111, 114, 107, 34, 58, 34, 112,
     116, 34, 125, 125, 32, 32, 32, 32, 32};
 
+/* What the crate's serialize() writes (hand-made here: the crate is not in
+ * Debian) for a tensor named "" (a HashMap key like any other: the crate
+ * reads and writes it) holding 1.0f: the header padded with spaces to a
+ * multiple of 8, then the buffer. */
+static const char crate_empty_name[] =
+    "\x38\0\0\0\0\0\0\0{\"\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}   "
+    "\0\0\x80\x3f";
+/* ... and for metadata Some(empty map) (safe_open(...).metadata() == {};
+ * the Python binding writes it for save_file(t, metadata={})), tensor "a". */
+static const char crate_empty_map[] =
+    "\x48\0\0\0\0\0\0\0{\"__metadata__\":{},\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
+    "\"data_offsets\":[0,4]}}\0\0\x80\x3f";
+
 /* Opens `file` and saves it again: the bytes must be the same. */
 static tio_container *roundtrip_same(const uint8_t *file, size_t len) {
     tio_container *c = NULL;
@@ -125,6 +138,38 @@ static void test_crate_vectors(void **state) {
     tio_container_free(c);
     c = roundtrip_same(crate_empty_meta, sizeof crate_empty_meta);
     assert_string_equal(tio_container_meta_get(c, "framework"), "pt");
+    tio_container_free(c);
+    /* the empty name is a name: read as "", written back as "" */
+    c = roundtrip_same((const uint8_t *)crate_empty_name, sizeof crate_empty_name - 1);
+    assert_int_equal(tio_container_count(c), 1);
+    assert_string_equal(tio_tensor_name(tio_container_tensor(c, 0)), "");
+    assert_ptr_equal(tio_container_find(c, ""), tio_container_tensor(c, 0));
+    tio_container_free(c);
+    /* an empty __metadata__ map is kept (and said in the props) */
+    c = roundtrip_same((const uint8_t *)crate_empty_map, sizeof crate_empty_map - 1);
+    assert_int_equal(tio_container_meta_count(c), 0);
+    assert_string_equal(tio_container_prop_get(c, "empty_metadata"), "true");
+    void *out = NULL;
+    size_t olen = 0;
+    tio_error e;
+    tio_save_options drop = save_st;
+    drop.flags = TIO_SAVE_DROP_METADATA; /* dropped: written as the crate's None */
+    ASSERT_OK(tio_save_memory(c, &drop, &out, &olen, &e), e, "save dropped");
+    assert_int_equal(olen, 8 + 56 + 4);
+    assert_memory_equal((const char *)out + 8, "{\"a\":", 5);
+    tio_free(out);
+    tio_container_free(c);
+    /* a tensor named "" added through the API is written under "" (not "0") */
+    c = tio_container_new();
+    const float one = 1.0f;
+    const int64_t dim1[1] = {1};
+    tio_tensor_desc d = {"", TIO_FLOAT32, 1, dim1, TIO_LAYOUT_DENSE, &one, 4, 0, NULL};
+    ASSERT_OK(tio_container_add(c, &d, 0, NULL, &e), e, "add");
+    assert_string_equal(tio_tensor_name(tio_container_tensor(c, 0)), "");
+    ASSERT_OK(tio_save_memory(c, &save_st, &out, &olen, &e), e, "save");
+    assert_int_equal(olen, sizeof crate_empty_name - 1);
+    assert_memory_equal(out, crate_empty_name, olen);
+    tio_free(out);
     tio_container_free(c);
 }
 

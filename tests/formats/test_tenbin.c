@@ -624,7 +624,7 @@ static void test_write_rank0_and_empty(void **state) {
     const double x = 3.5;
     const int64_t eshape[3] = {3, 0, 2};
     add(c, NULL, TIO_FLOAT64, 0, NULL, &x, sizeof x);
-    add(c, "", TIO_FLOAT32, 3, eshape, NULL, 0);
+    add(c, NULL, TIO_FLOAT32, 3, eshape, NULL, 0);
     uint8_t *bytes;
     size_t len;
     tio_error err;
@@ -685,6 +685,16 @@ static void test_write_names(void **state) {
     ASSERT_OK(save_reopen(c, TIO_SAVE_DROP_NAMES, &r, NULL, NULL, &err), err, "drop");
     assert_string_equal(tio_tensor_name(tio_container_tensor(r, 0)), "ok");
     assert_null(tio_tensor_name(tio_container_tensor(r, 1)));
+    tio_container_free(r);
+    tio_container_free(c);
+
+    /* the empty name is a name, and an all-zero info field is none */
+    c = tio_container_new();
+    add(c, "", TIO_INT16, 1, shape, v, sizeof v);
+    assert_int_equal(save_reopen(c, 0, &r, NULL, NULL, &err), TIO_E_LOSSY);
+    assert_non_null(strstr(err.message, "the empty name"));
+    ASSERT_OK(save_reopen(c, TIO_SAVE_DROP_NAMES, &r, NULL, NULL, &err), err, "drop empty");
+    assert_null(tio_tensor_name(tio_container_tensor(r, 0)));
     tio_container_free(r);
     tio_container_free(c);
 

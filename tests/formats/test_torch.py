@@ -218,6 +218,26 @@ def real_files(tmp):
     torch.save(d, p)
     e = run("ls", "--json", p)
     check("deep tensor read", json.loads(e.stdout)["tensors"][0]["name"].count(".") == 19, e.stdout)
+    # the empty name: a state dict key "" is a name (not the unnamed root tensor),
+    # also nested ("a" + "." + ""); written back under "" (torch.load sees it)
+    p = os.path.join(tmp, "empty_name.pt")
+    obj = {"": torch.arange(3.0), "a": {"": torch.ones(2, dtype=torch.int16)}}
+    torch.save(obj, p)
+    compare("empty name", p, torch.load(p))
+    e = json.loads(run("ls", "--json", p).stdout)["tensors"]
+    check("empty name is a name", [t["name"] for t in e] == ["", "a."], str(e))
+    out = os.path.join(tmp, "empty_name_out.pt")
+    run("convert", p, out)
+    back = torch.load(out, weights_only=True)
+    check("empty name written", sorted(back) == ["", "a."] and
+          torch.equal(back[""], obj[""]), str(back))
+    # a str leaf holding NUL bytes is metadata with its length (JSON \u0000)
+    p = os.path.join(tmp, "nul_str.pt")
+    torch.save({"w": torch.ones(1), "note": "a\0b\0"}, p)
+    meta = info(p).get("metadata", {})
+    check("str with NUL", meta.get("note") == "a\0b\0", repr(meta))
+    root = json.loads(run("ls", "--json", os.path.join(tmp, "param.pt")).stdout)["tensors"]
+    check("root tensor unnamed", root[0]["name"] is None, str(root))
     # complex: read (values, quantized tensors and NumPy objects: test_torch_objects.py)
     p = os.path.join(tmp, "complex.pt")
     torch.save({"c": torch.ones(2, dtype=torch.complex64)}, p)

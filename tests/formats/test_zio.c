@@ -1072,7 +1072,7 @@ static void test_label_roundtrips(void **state) {
     tio_container_free(c);
     msg_free(&m);
 
-    /* metadata values: types, a non-string name, an empty name, kept keys */
+    /* metadata values: types, a non-string name, the empty name, kept keys */
     msg_make(&m, "ZIO0TENS",
              "{\"TENS\":{\"metadata\":{\"deep\":{\"a\":[1,{\"b\":null}]},\"x\":1e-05},"
              "\"tensors\":[{\"dtype\":\"u\",\"metadata\":{\"name\":5,\"r\":100.0},\"packing\":\"dense\","
@@ -1089,8 +1089,8 @@ static void test_label_roundtrips(void **state) {
     assert_null(tio_tensor_name(t0));
     assert_string_equal(tio_tensor_meta_get(t0, "name"), "5");
     assert_string_equal(tio_tensor_meta_get(t0, "r"), "100.0");
-    assert_null(tio_tensor_name(t1));
-    assert_string_equal(tio_tensor_meta_get(t1, "name"), "");
+    assert_string_equal(tio_tensor_name(t1), ""); /* the empty name, a name */
+    assert_null(tio_tensor_meta_get(t1, "name"));
     assert_int_equal(tio_tensor_dtype(t1), TIO_BOOL);
     assert_int_equal(tio_tensor_rank(t1), 0);
     assert_int_equal(tio_tensor_dtype(t2), TIO_INT64);
