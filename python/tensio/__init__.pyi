@@ -33,6 +33,7 @@ from ._tensio import (
 from .builder import GraphBuilder as GraphBuilder
 from .shard import Member as Member, Shard as Shard, shard_list as shard_list, \
     stream_shards as stream_shards
+from .shard_writer import ShardWriter as ShardWriter
 from .stream import Stream as Stream
 
 __version__: str
@@ -191,7 +192,7 @@ class Container:
 
 def open(path: _StrPath, format: str | None = ..., strict: bool = ...,
          limits: _Limits | None = ..., no_mmap: bool = ..., external_anywhere: bool = ...,
-         native_graph: bool = ..., prefetch: bool = ...) -> Container: ...
+         native_graph: bool = ..., prefetch: bool = ..., lazy: bool = ...) -> Container: ...
 def loads(data: Any, format: str | None = ..., strict: bool = ..., limits: _Limits | None = ...,
           copy: bool = ...) -> Container: ...  # data: any C-contiguous bytes-like object
 def loads_parts(parts: Iterable[Any], format: str | None = ..., strict: bool = ...,

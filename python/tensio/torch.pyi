@@ -5,6 +5,7 @@ from typing import Any, TypeVar
 from torch.utils.data import IterableDataset
 
 from . import Container, _Limits, _StrPath
+from ._torchstream import StreamDataset as StreamDataset, StreamError as StreamError
 from .shard import _Decode, _Sample
 
 _T = TypeVar("_T")
