@@ -441,7 +441,9 @@ if has http; then
         "$f, $MANY tensors" "$sent" "$f, $MANY tensors" "$(stat -c %s "$hd/www/$f")" "$f, $MANY tensors" "$reqs" >>"$RAW"
     done
     if [ -f "$BUILD/python/tensio/__init__.py" ] && $PY -c 'import numpy' 2>/dev/null; then
-      run env PYTHONPATH="$BUILD/python" $PY "$ROOT/bench/py/shard_read.py" "$hd/www/small.tar" \
+      PRE=()
+      [ -n "${BENCH_PY_PRELOAD:-}" ] && PRE=(LD_PRELOAD="$BENCH_PY_PRELOAD" ASAN_OPTIONS=detect_leaks=0)
+      run env "${PRE[@]}" PYTHONPATH="$BUILD/python" $PY "$ROOT/bench/py/shard_read.py" "$hd/www/small.tar" \
         --url "$U/small.tar" --group "$SSAMPLES samples, $SIZE, from nginx" --reps "$REPS" \
         --max-reps "$MAXREPS" --warmup "$WARM"
     fi
