@@ -74,7 +74,10 @@ def base_samples(path):
 
 def base_samples_url(url):
     """The same from `curl -s URL` (WebDataset's gopen of a URL is a curl pipe)."""
-    p = subprocess.Popen(["curl", "-s", "--fail", url], stdout=subprocess.PIPE)
+    # curl without a sanitizer runtime this process may have preloaded (an
+    # uninstrumented curl under ASan's runtime hangs in a futex)
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    p = subprocess.Popen(["curl", "-s", "--fail", url], stdout=subprocess.PIPE, env=env)
     try:
         yield from tar_samples(p.stdout, url)
     finally:
