@@ -285,6 +285,11 @@ static int add_list_file(pieces *ps, const char *path, const tio_limits *lim, ti
             return tio__err(err, TIO_E_ARGUMENT, FMT, (int64_t)(a - buf),
                             "list file %s, line %zu: a list file names no other list file",
                             path, line);
+        /* a command from a file is never run: only the caller's own spec runs one */
+        if ((size_t)(z - a) >= 5 && strncmp(a, "pipe:", 5) == 0)
+            return tio__err(err, TIO_E_ARGUMENT, FMT, (int64_t)(a - buf),
+                            "list file %s, line %zu: a command (pipe:) in a list file is not "
+                            "run; give it on the command line", path, line);
         rc = add_piece(ps, (piece){a, z, buf, path, line}, lim->max_shards, err);
         if (rc) return rc;
     }

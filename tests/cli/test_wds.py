@@ -375,12 +375,17 @@ def test_streamed_commands(tmp, ten):
           and not os.path.exists(o), p.stderr)
     listfile = os.path.join(tmp, "streamed.list")
     with open(listfile, "w") as f:
-        f.write("# two\n%s\n\n%s\n" % (lst, src))
+        f.write("# two\n%s\n\n%s\n" % (lst, good))
     fromfile = json.loads(run("info", "--json", "@" + listfile, ok=False).stdout)
-    check("info of a list file", [b["file"] for b in fromfile] == [path, path, src] and
+    check("info of a list file", [b["file"] for b in fromfile] == [path, path, good] and
           fromfile[0] == jl, str(fromfile)[:300])
     v = json.loads(run("validate", "--json", "@" + listfile, ok=False).stdout)
-    check("validate of a list file", [f["file"] for f in v["files"]] == [path, path, src], str(v))
+    check("validate of a list file", [f["file"] for f in v["files"]] == [path, path, good], str(v))
+    with open(listfile, "w") as f:
+        f.write("%s\n%s\n" % (path, src))
+    p = run("info", "@" + listfile, ok=False)
+    check("a command in a list file is not run", p.returncode == 1 and "is not run" in p.stderr,
+          p.stderr)
 
 
 def test_hostile(tmp, ten):

