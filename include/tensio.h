@@ -922,7 +922,8 @@ TIO_API void tio_shard_stream_free(tio_shard_stream *s);
  * the last brace varying fastest), "::" between lists. Braces do not nest;
  * text without braces is one name. A list "@PATH" (the spec, or one between
  * "::") is a list file: one name or brace list a line, blank lines and
- * lines starting with '#' skipped, blanks around a name dropped, no "@"
+ * lines starting with '#' skipped, blanks around a name dropped, no "@" and no
+ * "pipe:" (a command read from a file is never run: TIO_E_ARGUMENT)
  * inside; the file at most limits->max_header_bytes, a line at most
  * max_name_bytes, no NUL byte (TIO_E_CORRUPT); errors name the file, the
  * line and the offset in the file (docs/formats/webdataset.md, "Shard

@@ -137,7 +137,7 @@ def shard_list(spec, limits=None):
     """The names WebDataset's shard-list notation expands to:
     "https://h/shard-{000..099}.tar" (zero-padded as written), "{a,b}",
     several braces (every combination, the last varying fastest), "::"
-    between lists, "@FILE" a file of such lists, one a line
+    between lists, "@FILE" a file of such lists, one a line (no pipe: lines)
     (tio_shard_list_expand; at most limits["max_shards"])."""
     return _tensio.shard_list(_os.fspath(spec), _limits_tuple(limits))
 
