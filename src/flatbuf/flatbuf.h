@@ -156,10 +156,12 @@ double tio__fb_f64(const tio_fb_ref *t, unsigned id, double def);
 bool tio__fb_scalar(const tio_fb_ref *t, unsigned id, const tio_fb_field *field,
                     int64_t *ival, double *fval);
 
-/* References: false when absent (or out of bounds). */
+/* References: false when absent (or out of bounds), and *out is then zeroed
+ * (an empty table or vector), so a caller that goes on reads nothing. */
 bool tio__fb_table(const tio_fb_ref *t, unsigned id, tio_fb_ref *out);
 bool tio__fb_vector(const tio_fb_ref *t, unsigned id, tio_fb_vec *out);
-/* A string: pointer to its bytes (NUL-terminated) and length. */
+/* A string: pointer to its bytes (NUL-terminated) and length (NULL and 0
+ * when absent). */
 bool tio__fb_string(const tio_fb_ref *t, unsigned id, const char **s, uint32_t *n);
 /* Vector elements (i < count). */
 bool tio__fb_vec_table(const tio_fb_vec *v, size_t i, tio_fb_ref *out);

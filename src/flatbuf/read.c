@@ -214,6 +214,7 @@ bool tio__fb_scalar(const tio_fb_ref *t, unsigned id, const tio_fb_field *field,
 }
 
 bool tio__fb_table(const tio_fb_ref *t, unsigned id, tio_fb_ref *out) {
+    if (out) memset(out, 0, sizeof *out); /* absent: empty, never stale */
     size_t p = field_pos_sized(t, id, 4), target;
     if (!p || !out || !deref(t->buf, t->len, p, &target)) return false;
     return table_at(t->buf, t->len, target, out);
@@ -236,6 +237,7 @@ static bool vec_at(const uint8_t *buf, size_t len, size_t target, size_t extra,
 }
 
 bool tio__fb_vector(const tio_fb_ref *t, unsigned id, tio_fb_vec *out) {
+    if (out) memset(out, 0, sizeof *out); /* absent: empty, never stale */
     size_t p = field_pos_sized(t, id, 4), target;
     if (!p || !out || !deref(t->buf, t->len, p, &target)) return false;
     return vec_at(t->buf, t->len, target, 0, out);
@@ -252,6 +254,8 @@ static bool string_at(const uint8_t *buf, size_t len, size_t target, const char 
 }
 
 bool tio__fb_string(const tio_fb_ref *t, unsigned id, const char **s, uint32_t *n) {
+    if (s) *s = NULL;
+    if (n) *n = 0;
     size_t p = field_pos_sized(t, id, 4), target;
     if (!p || !deref(t->buf, t->len, p, &target)) return false;
     return string_at(t->buf, t->len, target, s, n);
@@ -267,12 +271,15 @@ static size_t elem4(const tio_fb_vec *v, size_t i) {
 }
 
 bool tio__fb_vec_table(const tio_fb_vec *v, size_t i, tio_fb_ref *out) {
+    if (out) memset(out, 0, sizeof *out); /* absent: empty, never stale */
     size_t p = elem4(v, i), target;
     if (!p || !out || !deref(v->buf, v->len, p, &target)) return false;
     return table_at(v->buf, v->len, target, out);
 }
 
 bool tio__fb_vec_string(const tio_fb_vec *v, size_t i, const char **s, uint32_t *n) {
+    if (s) *s = NULL;
+    if (n) *n = 0;
     size_t p = elem4(v, i), target;
     if (!p || !deref(v->buf, v->len, p, &target)) return false;
     return string_at(v->buf, v->len, target, s, n);

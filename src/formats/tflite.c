@@ -743,7 +743,10 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
     if (!tio__fb_root(r.buf, r.len, &model))
         return tio__err(err, TIO_E_CORRUPT, TFL, 0, "the root table is out of bounds");
     tio_fb_vec sgs, codes;
-    uint32_t nsg = tio__fb_vector(&model, TFL_Model_subgraphs, &sgs) ? sgs.count : 0;
+    memset(&sgs, 0, sizeof sgs); /* a model without subgraphs: an empty vector */
+    memset(&codes, 0, sizeof codes);
+    if (!tio__fb_vector(&model, TFL_Model_subgraphs, &sgs)) memset(&sgs, 0, sizeof sgs);
+    uint32_t nsg = sgs.count;
     if (!tio__fb_vector(&model, TFL_Model_buffers, &r.buffers)) r.buffers.count = 0;
     uint32_t *counts = NULL;
     rc = tfl_prop_u64(&r, "version", tio__fb_u32(&model, TFL_Model_version, 0));

@@ -264,6 +264,9 @@ typedef struct hm_model {
     uint32_t opcode_index;
     size_t tail;          /* zero bytes appended after the FlatBuffers data */
     const uint8_t *tail_data;
+    int no_subgraphs;     /* the Model has no subgraphs vector */
+    int sigdef;           /* one SignatureDef on subgraph sig_subgraph */
+    uint32_t sig_subgraph;
 } hm_model;
 
 #define OK_(x) assert_int_equal((x), TIO_OK)
@@ -344,10 +347,21 @@ static uint8_t *hm_build(const hm_model *m, size_t *len) {
     if (ops) OK_(tio__fb_add_offset(b, TFL_SubGraph_operators, ops, &e));
     OK_(tio__fb_end_table(b, &sg, &e));
     OK_(tio__fb_create_offset_vector(b, &sg, 1, &sgs, &e));
+    tio_fb_off sigs = 0;
+    if (m->sigdef) {
+        tio_fb_off key, sd;
+        OK_(tio__fb_create_string(b, "serving_default", 15, &key, &e));
+        OK_(tio__fb_start_table(b, &e));
+        OK_(tio__fb_add_offset(b, TFL_SignatureDef_signature_key, key, &e));
+        OK_(tio__fb_add_scalar(b, TFL_SignatureDef_subgraph_index, m->sig_subgraph, 4, &e));
+        OK_(tio__fb_end_table(b, &sd, &e));
+        OK_(tio__fb_create_offset_vector(b, &sd, 1, &sigs, &e));
+    }
     OK_(tio__fb_start_table(b, &e));
     OK_(tio__fb_add_scalar(b, TFL_Model_version, 3, 4, &e));
     OK_(tio__fb_add_offset(b, TFL_Model_operator_codes, codes, &e));
-    OK_(tio__fb_add_offset(b, TFL_Model_subgraphs, sgs, &e));
+    if (!m->no_subgraphs) OK_(tio__fb_add_offset(b, TFL_Model_subgraphs, sgs, &e));
+    if (sigs) OK_(tio__fb_add_offset(b, TFL_Model_signature_defs, sigs, &e));
     OK_(tio__fb_add_offset(b, TFL_Model_buffers, buffers, &e));
     OK_(tio__fb_end_table(b, &v, &e));
     OK_(tio__fb_finish(b, v, &e));
@@ -576,6 +590,23 @@ static void test_handmade_hostile(void **state) {
     tio_container_free(c);
     free(buf);
     free(big);
+
+    /* a signature def on a subgraph that is not there: past the one subgraph,
+     * and in a model with no subgraphs vector at all (a fuzzer's find: the
+     * absent vector was read as if present) */
+    m = base_model();
+    m.sigdef = 1;
+    buf = hm_build(&m, &len);
+    c = hm_open(buf, len, TIO_OK, NULL);
+    assert_string_equal(tio_container_prop_get(c, "signatures"),
+                        "serving_default (subgraph 0)");
+    tio_container_free(c);
+    free(buf);
+    m.sig_subgraph = 1;
+    hm_expect(&m, TIO_E_CORRUPT, "signature def 0: subgraph 1 is out of range (the model has 1");
+    m.sig_subgraph = 0;
+    m.no_subgraphs = 1;
+    hm_expect(&m, TIO_E_CORRUPT, "signature def 0: subgraph 0 is out of range (the model has 0");
 
     /* not TFL3; too short */
     m = base_model();
