@@ -64,6 +64,15 @@ run_one() {
     if ! "$bin/fuzz_$t" "${args[@]}" "${stop[@]}" "$corpus" "$seeds/$t" "$here/regress/$t" \
             >"$log" 2>&1; then
         echo "FAIL $t: see $log"; grep -E "fuzz:|ERROR|SUMMARY|Test unit written" "$log" | head -n 8
+        # the frames in tensio's own code, and the input itself when small:
+        # a CI machine's artifact directory is gone with the machine
+        grep -E "^ +#[0-9]+ .*/(src|fuzz)/" "$log" | head -n 16
+        local art
+        art=$(sed -n 's/.*Test unit written to //p' "$log" | head -n 1)
+        if [ -n "$art" ] && [ -f "$art" ] && [ "$(stat -c %s "$art")" -le 16384 ]; then
+            echo "the input, base64 (base64 -d > input; $bin/fuzz_$t input):"
+            base64 -w 76 "$art"
+        fi
         return 1
     fi
     local execs rate
