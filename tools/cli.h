@@ -214,9 +214,15 @@ int cli_check_not_onto(const char *in, const char *out);
  * suffix (powers of 1024, "KiB" also taken), or "unlimited". Returns
  * CLI_EXIT_OK or prints a usage error and returns CLI_EXIT_USAGE. */
 /* tio_open, or for "-" tio_open_memory of standard input read to its end
- * (kept by the container); the library's error in err. */
+ * (cli_stdin_bytes); the library's error in err. */
 int cli_open_opts(const char *path, const tio_open_options *o, tio_container **out,
                   tio_error *err);
+/* Standard input to its end, read once and kept for the process's life
+ * (every later call gets the same bytes). */
+int cli_stdin_bytes(const uint8_t **buf, size_t *n, tio_error *err);
+/* Whether standard input holds a tar shard (a ustar header): a regular file
+ * is looked at in place, anything else is read (cli_stdin_bytes). */
+int cli_stdin_is_tar(void);
 /* "-": standard input or output. */
 int cli_is_stdio(const char *path);
 /* Whether path is an http:// or https:// URL (tio_open reads it by range requests). */
@@ -375,9 +381,14 @@ int cli_json_write_string(FILE *f, const char *s);
 
 /* Whether path is read as a tar shard: no --format, and a .tar name (.tar.gz
  * and friends too, which the library refuses with its reason), or a file
- * without a tensor format's extension holding a ustar header; or a shard
- * list in a file ("@FILE", or "@FILE" after a "::"). */
+ * without a tensor format's extension holding a ustar header, or "-" holding
+ * one; or a shard list in a file ("@FILE", or "@FILE" after a "::"). */
 int cli_is_shard(const char *path, const char *format);
+/* Opens a shard to read: a URL, pipe:COMMAND or "-" when standard input is
+ * a regular file, in one pass (*st); "-" on a pipe from its bytes in memory
+ * (cli_stdin_bytes), a file mapped (*s). The library's error in err. */
+int cli_shard_source(const char *path, const tio_limits *lim, tio_shard **s,
+                     tio_shard_stream **st, tio_error *err);
 /* tensio ls / info on a shard: a row per tensor of every tensor member, a
  * row per other member (opaque bytes). */
 int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* -------------------------------------------------------- option parsing */
@@ -217,28 +218,60 @@ static int read_stdin(uint8_t **out, size_t *n) {
     return 0;
 }
 
-static void free_buffer(void *p) { free(p); }
+/* Standard input can be read once per process: the bytes, once read (to
+ * look for a tar header, then to open them), are kept for the process's
+ * life. The CLI is one thread; this is its only such state. */
+static struct {
+    int done, err;
+    uint8_t *buf;
+    size_t n;
+} stdin_bytes;
+
+int cli_stdin_bytes(const uint8_t **buf, size_t *n, tio_error *err) {
+    if (!stdin_bytes.done) {
+        stdin_bytes.done = 1;
+        if (read_stdin(&stdin_bytes.buf, &stdin_bytes.n) != 0) stdin_bytes.err = errno;
+    }
+    if (stdin_bytes.err) {
+        tio_error_clear(err);
+        err->code = TIO_E_IO;
+        snprintf(err->message, sizeof err->message, "standard input: cannot read: %s",
+                 strerror(stdin_bytes.err));
+        return TIO_E_IO;
+    }
+    *buf = stdin_bytes.buf;
+    *n = stdin_bytes.n;
+    return TIO_OK;
+}
+
+int cli_stdin_is_tar(void) {
+    static const char magic[5] = {'u', 's', 't', 'a', 'r'};
+    struct stat sb;
+    char got[5];
+    if (!stdin_bytes.done && fstat(STDIN_FILENO, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        /* a file: looked at where it stands, without moving its offset */
+        off_t at = lseek(STDIN_FILENO, 0, SEEK_CUR);
+        return at >= 0 && pread(STDIN_FILENO, got, sizeof got, at + 257) == (ssize_t)sizeof got &&
+               memcmp(got, magic, sizeof magic) == 0;
+    }
+    const uint8_t *b;
+    size_t n;
+    tio_error err;
+    if (cli_stdin_bytes(&b, &n, &err) != TIO_OK) return 0; /* the open reports it */
+    return n >= 262 && memcmp(b + 257, magic, sizeof magic) == 0;
+}
 
 int cli_open_opts(const char *path, const tio_open_options *o, tio_container **out,
                   tio_error *err) {
     *out = NULL;
     if (!cli_is_stdio(path)) return tio_open(path, o, out, err);
-    uint8_t *buf;
+    const uint8_t *buf;
     size_t n;
-    if (read_stdin(&buf, &n) != 0) {
-        int e = errno;
-        tio_error_clear(err);
-        err->code = TIO_E_IO;
-        snprintf(err->message, sizeof err->message, "standard input: cannot read: %s",
-                 strerror(e));
-        return TIO_E_IO;
-    }
-    int rc = tio_open_memory(buf, n, o, out, err);
-    if (rc == TIO_OK) rc = tio_container_on_release(*out, free_buffer, buf, err);
+    int rc = cli_stdin_bytes(&buf, &n, err);
+    if (rc == TIO_OK) rc = tio_open_memory(buf, n, o, out, err);
     if (rc != TIO_OK) {
         tio_container_free(*out);
         *out = NULL;
-        free(buf);
     }
     return rc;
 }

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,7 +19,8 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 int cli_is_shard(const char *path, const char *format) {
-    if (format || !path || strcmp(path, "-") == 0) return 0;
+    if (format || !path) return 0;
+    if (strcmp(path, "-") == 0) return cli_stdin_is_tar();
     if (path[0] == '@' || strstr(path, "::@")) return 1; /* a shard list in a file */
     const char *sep = strstr(path, "::"); /* a list: as its first shard */
     if (sep) {
@@ -50,6 +52,24 @@ int cli_is_shard(const char *path, const char *format) {
     ssize_t got = pread(fd, magic, sizeof magic, 257);
     close(fd);
     return got == (ssize_t)sizeof magic && memcmp(magic, "ustar", 5) == 0;
+}
+
+int cli_shard_source(const char *path, const tio_limits *lim, tio_shard **s,
+                     tio_shard_stream **st, tio_error *err) {
+    *s = NULL;
+    *st = NULL;
+    if (cli_is_stdio(path)) {
+        const uint8_t *b;
+        size_t n;
+        struct stat sb;
+        if (fstat(STDIN_FILENO, &sb) == 0 && S_ISREG(sb.st_mode))
+            return tio_shard_stream_open(path, lim, st, err);
+        int rc = cli_stdin_bytes(&b, &n, err);
+        return rc ? rc : tio_shard_open_memory(b, n, lim, s, err);
+    }
+    if (cli_is_url(path) || strncmp(path, "pipe:", 5) == 0)
+        return tio_shard_stream_open(path, lim, st, err);
+    return tio_shard_open(path, lim, s, err);
 }
 
 static int open_shard(const char *path, const tio_limits *lim, tio_shard **out) {
@@ -130,10 +150,11 @@ static int msrc_open(msrc *q, const char *path, const tio_limits *lim) {
     memset(q, 0, sizeof *q);
     q->path = path;
     q->lim = lim;
-    if (!cli_is_url(path) && strncmp(path, "pipe:", 5) != 0) return open_shard(path, lim, &q->s);
+    if (!cli_is_url(path) && !cli_is_stdio(path) && strncmp(path, "pipe:", 5) != 0)
+        return open_shard(path, lim, &q->s);
     tio_error err;
     tio_error_clear(&err);
-    if (tio_shard_stream_open(path, lim, &q->st, &err) != TIO_OK)
+    if (cli_shard_source(path, lim, &q->s, &q->st, &err) != TIO_OK)
         return cli_error("%s", cli_errmsg(&err));
     return CLI_EXIT_OK;
 }
@@ -535,10 +556,7 @@ static size_t validate_one(const char *path, int verbose, json_t *files) {
     int orc = TIO_OK;
     q.path = path;
     q.quiet = 1;
-    if (cli_is_url(path) || strncmp(path, "pipe:", 5) == 0)
-        orc = tio_shard_stream_open(path, NULL, &q.st, &err);
-    else
-        orc = tio_shard_open(path, NULL, &q.s, &err);
+    orc = cli_shard_source(path, NULL, &q.s, &q.st, &err);
     size_t problems = 0, ntensors = 0, n = 0;
     for (size_t i = 0; orc == TIO_OK && q.s && i < tio_shard_sample_count(q.s); i++) {
         const tio_shard_sample *sm = tio_shard_sample_at(q.s, i);

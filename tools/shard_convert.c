@@ -300,12 +300,11 @@ int cli_convert_shard(const cli_shard_convert *a) {
     tio_error err;
     tio_error_clear(&err);
     const char *in = a->inputs[0];
-    int streamed = !a->from_files && (cli_is_url(in) || strncmp(in, "pipe:", 5) == 0);
-    if (streamed && tio_shard_stream_open(in, a->how.limits, &st, &err) != TIO_OK)
-        return cli_error("%s", cli_errmsg(&err));
-    if (!a->from_files && !streamed && tio_shard_open(in, a->how.limits, &s, &err) != TIO_OK)
-        return err.code == TIO_E_IO ? cli_error("%s", cli_errmsg(&err))
-                                    : where_error(in, NULL, cli_errmsg(&err));
+    if (!a->from_files && cli_shard_source(in, a->how.limits, &s, &st, &err) != TIO_OK)
+        return err.code == TIO_E_IO || cli_is_url(in) || cli_is_stdio(in) ||
+                       strncmp(in, "pipe:", 5) == 0
+                   ? cli_error("%s", cli_errmsg(&err))
+                   : where_error(in, NULL, cli_errmsg(&err));
     tio_shard_writer_options wo;
     memset(&wo, 0, sizeof wo);
     wo.flags = a->save_flags | TIO_SAVE_CLEANUP;

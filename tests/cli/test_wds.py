@@ -11,6 +11,8 @@
   samples, members per extension and dtypes; `ls --hash` gives each tensor
   the digest `ls --hash` of its member file gives; `validate` passes; `dump --json
   shard KEY.ten` prints what dump of the member file prints.
+- A shard on standard input (`ls -`, `info -`, `validate -`, `dump -`,
+  `convert -`), from a file and from a pipe: what the shard file gives.
 - A shard list in WebDataset's notation (`ls 'train-{000..002}.tar'`, `{a,b}`,
   `::`): each shard under its name, a missing one reported (exit 1); in a
   list file (`ls @shards.txt`), hostile list files refused with their line.
@@ -386,6 +388,67 @@ def test_streamed_commands(tmp, ten):
     p = run("info", "@" + listfile, ok=False)
     check("a command in a list file is not run", p.returncode == 1 and "is not run" in p.stderr,
           p.stderr)
+
+
+def run_stdin(data_path, piped, *args):
+    """tensio ARGS with standard input a regular file (read as a stream, in
+    place) or a pipe (read into memory)."""
+    with open(data_path, "rb") as f:
+        if not piped:
+            return subprocess.run([TENSIO, *args], stdin=f, capture_output=True, text=True)
+        return subprocess.run([TENSIO, *args], input=f.read().decode("latin-1"),
+                              capture_output=True, text=True, encoding="latin-1")
+
+
+def test_stdin(tmp, ten):
+    """'-' holding a shard is read as one (ls, info, validate, dump, convert),
+    from a file given as standard input and from a pipe; '-' holding a tensor
+    file is that file, as before."""
+    path = os.path.join(tmp, "stdin.tar")
+    npy = os.path.join(VEC, "npy", "f4_c.npy")
+    with open(npy, "rb") as f:
+        npyb = f.read()
+    write_tar(path, [("a.ten", ten), ("a.npy", npyb), ("a.cls", b"1"), ("b.ten", ten)],
+              tarfile.USTAR_FORMAT)
+    want_ls = json.loads(run("ls", "--json", path).stdout)
+    want_info = json.loads(run("info", "--json", path).stdout)
+    want_dump = run("dump", "--json", path, "a.npy").stdout
+    conv = os.path.join(tmp, "stdin-want.tar")
+    run("convert", "--member-to", "safetensors", path, conv)
+    with open(conv, "rb") as f:
+        want_conv = f.read()
+    for piped in (False, True):
+        how = "pipe" if piped else "file"
+        p = run_stdin(path, piped, "ls", "--json", "-")
+        got = json.loads(p.stdout) if p.returncode == 0 else None
+        check("ls - (%s)" % how, p.returncode == 0 and {**got, "file": path} == want_ls,
+              p.stderr)
+        p = run_stdin(path, piped, "info", "--json", "-")
+        got = json.loads(p.stdout) if p.returncode == 0 else {}
+        check("info - (%s)" % how, p.returncode == 0 and {**got, "file": path} == want_info,
+              p.stdout[:300] + p.stderr)
+        p = run_stdin(path, piped, "validate", "-")
+        check("validate - (%s)" % how, p.returncode == 0, p.stderr)
+        p = run_stdin(path, piped, "dump", "--json", "-", "a.npy")
+        check("dump - (%s)" % how, p.returncode == 0 and p.stdout == want_dump, p.stderr)
+        o = os.path.join(tmp, "stdin-out-%s.tar" % how)
+        p = run_stdin(path, piped, "convert", "--member-to", "safetensors", "-", o)
+        ok = p.returncode == 0 and os.path.exists(o)
+        if ok:
+            with open(o, "rb") as f:
+                ok = f.read() == want_conv
+        check("convert - (%s)" % how, ok, p.stderr)
+        p = run_stdin(npy, piped, "ls", "--json", "-")
+        check("ls - of an .npy (%s)" % how, p.returncode == 0 and
+              json.loads(p.stdout)["tensors"] == json.loads(run("ls", "--json", npy).stdout)
+              ["tensors"], p.stdout[:200] + p.stderr)
+    cut = os.path.join(tmp, "stdin-cut.tar")
+    with open(path, "rb") as f, open(cut, "wb") as g:
+        g.write(f.read()[:1500])
+    for piped in (False, True):
+        p = run_stdin(cut, piped, "validate", "-")
+        check("validate - of a cut shard (%s)" % ("pipe" if piped else "file"),
+              p.returncode == 1 and "tar" in p.stderr + p.stdout, p.stderr + p.stdout)
 
 
 def test_hostile(tmp, ten):
@@ -829,6 +892,7 @@ def main():
         test_split(tmp)
         test_brace_list(tmp, ten)
         test_streamed_commands(tmp, ten)
+        test_stdin(tmp, ten)
         test_compressed(tmp)
         test_hostile(tmp, ten)
         test_write_shard(tmp)
