@@ -9,8 +9,54 @@
 
 #include <tensio.h>
 
+/* _tensio.c: the _Owner type, errors, shared helpers. */
+
+/* Holds a tio_container and the Python buffers its bytes borrow from. */
+typedef struct {
+    PyObject_HEAD
+    tio_container *c;
+    Py_buffer *bufs; /* buffers the container borrows from */
+    size_t nbufs;
+    PyThread_type_lock fetch; /* lazily opened (TIO_OPEN_LAZY): fetches one at a time */
+} OwnerObject;
+
+extern PyTypeObject tio_py_OwnerType;
+/* A new _Owner with room for nbufs buffers; NULL with an exception set. */
+OwnerObject *tio_py_owner_new(size_t nbufs);
+/* The owner of an opened container (rc, err: the open's result; the owner
+ * is released on failure); NULL with an exception set. */
+PyObject *tio_py_owner_opened(OwnerObject *o, int rc, const tio_error *err);
+/* Tensor i's bytes fetched when the container was opened lazily; -1 with
+ * an exception set. */
+int tio_py_owner_need(OwnerObject *self, Py_ssize_t i);
 /* Raises the tensio.Error subclass of rc / e; returns NULL. */
 PyObject *tio_py_raise(int rc, const tio_error *e);
+/* The same with a code and a message of the extension's own. */
+PyObject *tio_py_raise_code(int code, const char *msg);
+/* A str (undecodable bytes escaped), or None for NULL. */
+PyObject *tio_py_str_or_none(const char *s);
+/* Metadata keys and values are byte strings (a NUL byte is "\0" in the str). */
+typedef int (*pair_at_fn)(const void *obj, size_t i, const char **k, size_t *kl, const char **v,
+                          size_t *vl);
+/* n pairs of obj as a dict; NULL with an exception set. */
+PyObject *tio_py_pairs_dict(const void *obj, size_t n, pair_at_fn at);
+/* The lengths of k and v (kl/vl: lengths given, or NULL for C strings)
+ * checked after an accessor's rc; -1 with an exception set. */
+int tio_py_text_lens(int rc, const char *const *k, size_t *kl, const char *const *v, size_t *vl);
+/* A new list (or tuple) of n items made by item(ctx, i). */
+typedef PyObject *(*item_fn)(const void *ctx, size_t i);
+PyObject *tio_py_build_seq(size_t n, int tuple, item_fn item, const void *ctx);
+
+/* _graph.c: _Owner.graph() and .object_tree(), and build_graph(owner, spec). */
+PyObject *tio_py_owner_graph(OwnerObject *self, PyObject *noargs);
+PyObject *tio_py_owner_object_tree(OwnerObject *self, PyObject *args);
+PyObject *tio_py_build_graph(PyObject *m, PyObject *args);
+
+/* _stream.c: the _Stream type, stream_open(...), and the buffers lent to
+ * libzmq released (with the GIL held). */
+extern PyTypeObject tio_py_StreamType;
+PyObject *tio_py_stream_open(PyObject *m, PyObject *args);
+void tio_py_lent_drain(void);
 /* The 7-tuple of __init__._limits_tuple (None: defaults) into out; -1 with
  * an exception set. */
 int tio_py_limits(PyObject *lim, tio_limits *out);
