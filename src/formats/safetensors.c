@@ -16,6 +16,7 @@
  * header padded with spaces to a multiple of 8. docs/formats/safetensors.md.
  */
 #include "core/internal.h"
+#include "json/json.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -879,44 +880,8 @@ static void sb_u64(st_buf *b, uint64_t v) {
     sb_str(b, tio__u64_dec(d, v));
 }
 
-/* A JSON string as serde_json writes it: '"' and '\\' escaped, \b \t \n \f
- * \r short, other control characters \u00XX (lowercase hex), everything
- * else (DEL and non-ASCII UTF-8 included) as is. */
-static void sb_json(st_buf *b, const char *s) {
-    static const char hex[] = "0123456789abcdef";
-    sb_put(b, "\"", 1);
-    const char *run = s;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        char esc[7];
-        size_t k = 2;
-        if (c == '"' || c == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)c;
-        } else if (c < 0x20) {
-            esc[0] = '\\';
-            switch (c) {
-            case '\b': esc[1] = 'b'; break;
-            case '\t': esc[1] = 't'; break;
-            case '\n': esc[1] = 'n'; break;
-            case '\f': esc[1] = 'f'; break;
-            case '\r': esc[1] = 'r'; break;
-            default:
-                memcpy(esc, "\\u00", 4);
-                esc[4] = hex[c >> 4];
-                esc[5] = hex[c & 15];
-                k = 6;
-            }
-        } else {
-            continue;
-        }
-        sb_put(b, run, (size_t)(s - run));
-        sb_put(b, esc, k);
-        run = s + 1;
-    }
-    sb_put(b, run, (size_t)(s - run));
-    sb_put(b, "\"", 1);
-}
+/* A JSON string as serde_json writes it (src/json/text.c). */
+static void sb_json(st_buf *b, const char *s) { tio__json_string(b, s, strlen(s)); }
 
 static int st_utf8_ok(const char *s) { return tio__utf8_bad((const uint8_t *)s, strlen(s)) == strlen(s); }
 

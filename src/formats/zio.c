@@ -10,8 +10,8 @@
  * See docs/formats/zio.md for what is accepted, refused, kept and written.
  *
  * This file: the descriptor, the dtype letters, the native state's release.
- * Reading is in src/zio/read.c, writing in src/zio/write.c, nlohmann's JSON
- * text in src/zio/json.c.
+ * Reading is in src/zio/read.c, writing in src/zio/write.c, the label's JSON
+ * text as nlohmann prints it in src/json/text.c.
  */
 #include "core/internal.h"
 #include "zio/zio.h"

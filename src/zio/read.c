@@ -57,7 +57,7 @@ typedef struct zio_reader {
     zio_native *st;
     int64_t label_off;  /* offset of the label in the source, or -1 */
     size_t *used;       /* per payload part: the tensor using it, or SIZE_MAX */
-    zbuf text;          /* scratch for metadata values */
+    tio_buf text;          /* scratch for metadata values */
 } zio_reader;
 
 static int zio_lerr(const zio_reader *r, tio_error *err, int code, const char *fmt, ...)
@@ -99,7 +99,7 @@ static int zio_meta(zio_reader *r, tio_kv *kv, const char *what, const char *key
         return zio_lerr(r, err, TIO_E_LIMIT,
                         "%s: metadata key of %zu bytes exceeds the limit of %u bytes", what,
                         strlen(key), (unsigned)maxb);
-    if (!tio__zj_text(&r->text, v)) return tio__nomem(err, ZIO_FMT);
+    if (!tio__json_text(&r->text, v)) return tio__nomem(err, ZIO_FMT);
     if (r->text.len - 1 > maxb)
         return zio_lerr(r, err, TIO_E_LIMIT,
                         "%s: metadata \"%.64s\": value of %zu bytes exceeds the limit of %u "
@@ -447,7 +447,7 @@ static int zio_tensor(zio_reader *r, size_t i, json_t *e, int64_t *dims, uint64_
         char what[40];
         snprintf(what, sizeof what, "tensor %zu", i);
         size_t nk;
-        const char **keys = tio__zj_sorted_keys(meta, &nk);
+        const char **keys = tio__json_sorted_keys(meta, &nk);
         if (!keys) return tio__nomem(err, ZIO_FMT);
         for (size_t k = 0; k < nk && rc == TIO_OK; k++) {
             key = keys[k];
@@ -778,7 +778,7 @@ static int zio_label(zio_reader *r, const uint8_t *label, size_t llen, tio_error
     if (!json_is_object(root))
         return zio_lerr(r, err, TIO_E_CORRUPT, "the label is %s, expected a JSON object",
                         zj_type(root));
-    if (!tio__zj_depth_ok(root, 1, ctx->limits.max_depth))
+    if (!tio__json_depth_ok(root, 1, ctx->limits.max_depth))
         return zio_lerr(r, err, TIO_E_LIMIT, "the label nests deeper than the limit of %u",
                         (unsigned)ctx->limits.max_depth);
     json_t *tens = json_object_get(root, "TENS");
@@ -831,7 +831,7 @@ static int zio_label(zio_reader *r, const uint8_t *label, size_t llen, tio_error
     }
     if (tmeta) {
         size_t nk;
-        const char **keys = tio__zj_sorted_keys(tmeta, &nk);
+        const char **keys = tio__json_sorted_keys(tmeta, &nk);
         if (!keys) return tio__nomem(err, ZIO_FMT);
         for (size_t k = 0; k < nk && rc == TIO_OK; k++)
             rc = zio_meta(r, &ctx->c->meta, "TENS", keys[k], json_object_get(tmeta, keys[k]),

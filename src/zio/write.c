@@ -199,7 +199,7 @@ typedef struct zio_slot {
 } zio_slot;
 
 typedef struct zio_out {
-    zbuf prefix;          /* part 0 */
+    tio_buf prefix;          /* part 0 */
     uint8_t coord[ZIO_COORD_LEN];
     size_t npayload;
     zio_slot *slots;
@@ -222,14 +222,14 @@ static int zj_set_copy(json_t *obj, const char *key, json_t *v) {
 
 /* A metadata value to write: (a copy of) the original typed value when it
  * still reads as `value`, else the string. NULL when out of memory. */
-static json_t *zio_meta_value(json_t *orig, const char *key, const char *value, zbuf *scratch) {
+static json_t *zio_meta_value(json_t *orig, const char *key, const char *value, tio_buf *scratch) {
     json_t *ov = orig ? json_object_get(orig, key) : NULL;
-    if (ov && tio__zj_text(scratch, ov) && strcmp(scratch->p, value) == 0)
+    if (ov && tio__json_text(scratch, ov) && strcmp(scratch->p, value) == 0)
         return json_deep_copy(ov);
     return json_string(value);
 }
 
-static json_t *zio_meta_object(const tio_kv *kv, const char *name, json_t *orig, zbuf *scratch) {
+static json_t *zio_meta_object(const tio_kv *kv, const char *name, json_t *orig, tio_buf *scratch) {
     json_t *o = json_object();
     if (!o) return NULL;
     for (size_t k = 0; k < kv->count; k++) {
@@ -248,7 +248,7 @@ static json_t *zio_meta_object(const tio_kv *kv, const char *name, json_t *orig,
 }
 
 static json_t *zio_entry(const tio_wtensor *w, const zio_tstate *ts, size_t part,
-                         bool part_explicit, unsigned flags, zbuf *scratch) {
+                         bool part_explicit, unsigned flags, tio_buf *scratch) {
     /* a clash allowed by the flags: DROP_NAMES writes the metadata entry,
      * DROP_METADATA (alone) the name */
     const char *name = w->name;
@@ -295,11 +295,11 @@ static json_t *zio_entry(const tio_wtensor *w, const zio_tstate *ts, size_t part
 
 /* ------------------------------------------------ label fast path (write) */
 
-/* An integer as tio__zj_dump writes it ("%lld"). */
-static void zj_int(zbuf *b, int64_t v) {
+/* An integer as tio__json_dump_sorted writes it ("%lld"). */
+static void zj_int(tio_buf *b, int64_t v) {
     char buf[TIO__DEC_CAP];
-    if (v < 0) tio__zb_putc(b, '-');
-    tio__zb_puts(b, tio__u64_dec(buf, v < 0 ? 0 - (uint64_t)v : (uint64_t)v));
+    if (v < 0) tio__json_putc(b, '-');
+    tio__json_puts(b, tio__u64_dec(buf, v < 0 ? 0 - (uint64_t)v : (uint64_t)v));
 }
 
 /* Whether the label is the plain one: a container without metadata (tensor
@@ -324,33 +324,33 @@ static bool zio_plain(const tio_write_plan *p, const zio_native *nat) {
 
 /* The plain label, byte for byte what zio_prepare's JSON gives for it (keys
  * sorted: dtype, metadata, part, shape, word; every part explicit). */
-static void zio_label_plain(zbuf *b, const tio_write_plan *p) {
+static void zio_label_plain(tio_buf *b, const tio_write_plan *p) {
     size_t n = tio__plan_count(p);
-    tio__zb_puts(b, "{\"TENS\":{\"tensors\":[");
+    tio__json_puts(b, "{\"TENS\":{\"tensors\":[");
     for (size_t i = 0; i < n; i++) {
         const tio_wtensor *w = tio__plan_tensor(p, i);
         const struct zio_kind *kind = tio__zio_kind_of(w->dtype);
         char head[16] = "{\"dtype\":\"?\",";
         head[10] = kind->kind;
-        if (i) tio__zb_putc(b, ',');
-        tio__zb_puts(b, head);
+        if (i) tio__json_putc(b, ',');
+        tio__json_puts(b, head);
         if (w->name) {
-            tio__zb_puts(b, "\"metadata\":{\"name\":");
-            tio__zj_string(b, w->name, strlen(w->name));
-            tio__zb_puts(b, "},");
+            tio__json_puts(b, "\"metadata\":{\"name\":");
+            tio__json_string(b, w->name, strlen(w->name));
+            tio__json_puts(b, "},");
         }
-        tio__zb_puts(b, "\"part\":");
+        tio__json_puts(b, "\"part\":");
         zj_int(b, (int64_t)i);
-        tio__zb_puts(b, ",\"shape\":[");
+        tio__json_puts(b, ",\"shape\":[");
         for (size_t d = 0; d < w->rank; d++) {
-            if (d) tio__zb_putc(b, ',');
+            if (d) tio__json_putc(b, ',');
             zj_int(b, w->shape[d]);
         }
-        tio__zb_puts(b, "],\"word\":");
+        tio__json_puts(b, "],\"word\":");
         zj_int(b, kind->word);
-        tio__zb_putc(b, '}');
+        tio__json_putc(b, '}');
     }
-    tio__zb_puts(b, "]}}");
+    tio__json_puts(b, "]}}");
 }
 
 /* Builds part 0 (prefix + label), part 1 and the payload layout. */
@@ -381,17 +381,17 @@ static int zio_prepare(tio_write_plan *p, zio_out *o, tio_error *err) {
         char lv = (char)('0' + h.level);
         o->prefix.p = malloc(256); /* room for a label of a few tensors */
         if (o->prefix.p) o->prefix.cap = 256;
-        tio__zb_put(&o->prefix, "ZIO", 3);
-        tio__zb_put(&o->prefix, &lv, 1);
-        tio__zb_put(&o->prefix, h.form, 4);
+        tio__buf_put(&o->prefix, "ZIO", 3);
+        tio__buf_put(&o->prefix, &lv, 1);
+        tio__buf_put(&o->prefix, h.form, 4);
         zio_label_plain(&o->prefix, p);
-        return o->prefix.failed ? tio__nomem(err, ZIO_FMT) : TIO_OK;
+        return o->prefix.oom ? tio__nomem(err, ZIO_FMT) : TIO_OK;
     }
     if (tio__plan_flags(p) & TIO__SAVE_FAST_ONLY)
         return tio__err(err, TIO_E_UNSUPPORTED, ZIO_FMT, -1, "not a plain label (fast path only)");
 
     /* the label */
-    zbuf scratch = {0};
+    tio_buf scratch = {0};
     json_t *root = json_object();
     bool ok = root != NULL;
     if (ok && nat && nat->label) {
@@ -433,12 +433,12 @@ static int zio_prepare(tio_write_plan *p, zio_out *o, tio_error *err) {
     }
     if (ok) {
         char lv = (char)('0' + h.level);
-        tio__zb_put(&o->prefix, "ZIO", 3);
-        tio__zb_put(&o->prefix, &lv, 1);
-        tio__zb_put(&o->prefix, h.form, 4);
+        tio__buf_put(&o->prefix, "ZIO", 3);
+        tio__buf_put(&o->prefix, &lv, 1);
+        tio__buf_put(&o->prefix, h.form, 4);
         if (!(nat && nat->label_empty && json_object_size(root) == 0))
-            tio__zj_dump(&o->prefix, root);
-        ok = !o->prefix.failed && !scratch.failed;
+            tio__json_dump_sorted(&o->prefix, root);
+        ok = !o->prefix.oom && !scratch.oom;
     }
     json_decref(root);
     free(scratch.p);

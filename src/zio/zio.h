@@ -1,12 +1,13 @@
 /*
  * ZIO TENS internals shared by the format module (src/formats/zio.c), the
- * reader (read.c), the writer (write.c) and the JSON text nlohmann's dump()
- * writes (json.c). Not installed.
+ * reader (read.c) and the writer (write.c); the label's JSON text is
+ * src/json/text.c's. Not installed.
  */
 #ifndef TIO_ZIO_H
 #define TIO_ZIO_H
 
 #include "core/internal.h"
+#include "json/json.h"
 
 #include <jansson.h>
 
@@ -64,31 +65,6 @@ typedef struct zio_native {
     size_t nup;
 } zio_native;
 void tio__zio_native_free(void *p);
-
-/* ------------------------------------------------- JSON text (nlohmann) */
-
-/* A growable byte buffer; `failed` after an allocation failure. */
-typedef struct zbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;
-} zbuf;
-
-void tio__zb_put(zbuf *b, const void *s, size_t n);
-void tio__zb_putc(zbuf *b, char c);
-void tio__zb_puts(zbuf *b, const char *s);
-/* A string as nlohmann's dump() writes it (ensure_ascii off). */
-void tio__zj_string(zbuf *b, const char *s, size_t n);
-/* The keys of an object sorted by byte order (free the array, not the
- * keys); NULL when out of memory. */
-const char **tio__zj_sorted_keys(json_t *obj, size_t *count);
-/* Compact JSON with object keys sorted by byte order: nlohmann's dump(). */
-void tio__zj_dump(zbuf *b, json_t *j);
-/* Whether nesting stays within `max` levels (the label object is level 1). */
-bool tio__zj_depth_ok(json_t *j, unsigned depth, unsigned max);
-/* A metadata value as a string (a string as is, else compact JSON), into
- * *b, reset first, NUL-terminated. */
-bool tio__zj_text(zbuf *b, json_t *v);
 
 /* ------------------------------------------------------- read and write */
 

@@ -1,56 +1,27 @@
 /*
- * ZIO TENS: JSON text as nlohmann/json's dump() writes it (ZIO's own
- * library), so that a label tensio writes is byte for byte the one ZIO
- * writes: object keys sorted, compact, doubles printed shortest (Grisu2).
+ * JSON text as other libraries print it, so that what tensio writes is byte
+ * for byte what the reference writes: strings as serde_json (safetensors'
+ * header) and nlohmann/json (ZIO's labels) both escape them; whole values as
+ * nlohmann's dump() prints them (object keys sorted, compact, doubles by
+ * Grisu2 with nlohmann's parameters). See json.h.
  */
 #include "core/internal.h"
-#include "zio/zio.h"
+#include "json/json.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------- JSON text (nlohmann) */
+void tio__json_putc(tio_buf *b, char c) { tio__buf_put(b, &c, 1); }
+void tio__json_puts(tio_buf *b, const char *s) { tio__buf_put(b, s, strlen(s)); }
 
-
-void tio__zb_put(zbuf *b, const void *s, size_t n) {
-    if (b->failed || n == 0) return;
-    if (b->cap - b->len < n) {
-        size_t need;
-        if (tio__add_ovf(b->len, n, &need)) {
-            b->failed = true;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < need) {
-            if (cap > SIZE_MAX / 2) {
-                cap = need;
-                break;
-            }
-            cap *= 2;
-        }
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->failed = true;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
-void tio__zb_putc(zbuf *b, char c) { tio__zb_put(b, &c, 1); }
-void tio__zb_puts(zbuf *b, const char *s) { tio__zb_put(b, s, strlen(s)); }
-
-/* A string as nlohmann's dump() writes it (ensure_ascii off): `"` and `\`
- * escaped, \b \f \n \r \t, other control characters as \u00xx, everything
- * else (UTF-8 included) as is. */
-void tio__zj_string(zbuf *b, const char *s, size_t n) {
+/* A string as nlohmann's dump() (ensure_ascii off) and serde_json write it:
+ * `"` and `\` escaped, \b \f \n \r \t, other control characters as \u00xx
+ * (lowercase hex), everything else (DEL and UTF-8 included) as is. */
+void tio__json_string(tio_buf *b, const char *s, size_t n) {
     static const char hx[] = "0123456789abcdef";
-    tio__zb_putc(b, '"');
+    tio__json_putc(b, '"');
     size_t run = 0; /* start of the pending unescaped run */
     for (size_t i = 0; i < n; i++) {
         uint8_t c = (uint8_t)s[i];
@@ -75,12 +46,12 @@ void tio__zj_string(zbuf *b, const char *s, size_t n) {
             el = 6;
             break;
         }
-        tio__zb_put(b, s + run, i - run);
-        tio__zb_put(b, esc, el);
+        tio__buf_put(b, s + run, i - run);
+        tio__buf_put(b, esc, el);
         run = i + 1;
     }
-    tio__zb_put(b, s + run, n - run);
-    tio__zb_putc(b, '"');
+    tio__buf_put(b, s + run, n - run);
+    tio__json_putc(b, '"');
 }
 
 /* ---- Grisu2, as nlohmann/json prints doubles (Loitsch 2010, "Printing
@@ -275,17 +246,17 @@ static int zg_digits(double v, char *digs, int *dexp) {
  * format_buffer rules: fixed notation for decimal exponents -4 < n <= 15
  * (".0" on integers), otherwise d.ddde+XX with at least two exponent
  * digits; -0.0 and 0.0 as such. */
-static void zj_real(zbuf *b, double v) {
+static void zj_real(tio_buf *b, double v) {
     if (!isfinite(v)) { /* nlohmann writes null; jansson never holds one */
-        tio__zb_puts(b, "null");
+        tio__json_puts(b, "null");
         return;
     }
     if (signbit(v)) {
-        tio__zb_putc(b, '-');
+        tio__json_putc(b, '-');
         v = -v;
     }
     if (v == 0) {
-        tio__zb_puts(b, "0.0");
+        tio__json_puts(b, "0.0");
         return;
     }
     char digs[24];
@@ -327,7 +298,7 @@ static void zj_real(zbuf *b, double v) {
         out[o++] = (char)('0' + ux / 10 % 10);
         out[o++] = (char)('0' + ux % 10);
     }
-    tio__zb_put(b, out, o);
+    tio__buf_put(b, out, o);
 }
 
 static int zj_keycmp(const void *a, const void *b) {
@@ -338,7 +309,7 @@ static int zj_keycmp(const void *a, const void *b) {
  * them (free the array, not the keys); NULL when out of memory. Readers
  * hand out metadata in this order too, so that a label read, written (sorted)
  * and read again gives the same order. */
-const char **tio__zj_sorted_keys(json_t *obj, size_t *count) {
+const char **tio__json_sorted_keys(json_t *obj, size_t *count) {
     size_t n = json_object_size(obj), k = 0;
     const char **keys = malloc((n ? n : 1) * sizeof *keys);
     if (!keys) return NULL;
@@ -353,75 +324,75 @@ const char **tio__zj_sorted_keys(json_t *obj, size_t *count) {
 }
 
 /* Compact JSON with object keys sorted by byte order: nlohmann's dump(). */
-void tio__zj_dump(zbuf *b, json_t *j) {
-    if (b->failed) return;
+void tio__json_dump_sorted(tio_buf *b, json_t *j) {
+    if (b->oom) return;
     switch (json_typeof(j)) {
     case JSON_OBJECT: {
         size_t k;
-        const char **keys = tio__zj_sorted_keys(j, &k);
+        const char **keys = tio__json_sorted_keys(j, &k);
         if (!keys) {
-            b->failed = true;
+            b->oom = 1;
             return;
         }
-        tio__zb_putc(b, '{');
+        tio__json_putc(b, '{');
         for (size_t i = 0; i < k; i++) {
-            if (i) tio__zb_putc(b, ',');
-            tio__zj_string(b, keys[i], strlen(keys[i]));
-            tio__zb_putc(b, ':');
-            tio__zj_dump(b, json_object_get(j, keys[i]));
+            if (i) tio__json_putc(b, ',');
+            tio__json_string(b, keys[i], strlen(keys[i]));
+            tio__json_putc(b, ':');
+            tio__json_dump_sorted(b, json_object_get(j, keys[i]));
         }
-        tio__zb_putc(b, '}');
+        tio__json_putc(b, '}');
         free(keys);
         break;
     }
     case JSON_ARRAY:
-        tio__zb_putc(b, '[');
+        tio__json_putc(b, '[');
         for (size_t i = 0; i < json_array_size(j); i++) {
-            if (i) tio__zb_putc(b, ',');
-            tio__zj_dump(b, json_array_get(j, i));
+            if (i) tio__json_putc(b, ',');
+            tio__json_dump_sorted(b, json_array_get(j, i));
         }
-        tio__zb_putc(b, ']');
+        tio__json_putc(b, ']');
         break;
     case JSON_STRING:
-        tio__zj_string(b, json_string_value(j), json_string_length(j));
+        tio__json_string(b, json_string_value(j), json_string_length(j));
         break;
     case JSON_INTEGER: {
         char tmp[24];
         int n = snprintf(tmp, sizeof tmp, "%lld", (long long)json_integer_value(j));
-        tio__zb_put(b, tmp, n > 0 ? (size_t)n : 0);
+        tio__buf_put(b, tmp, n > 0 ? (size_t)n : 0);
         break;
     }
     case JSON_REAL: zj_real(b, json_real_value(j)); break;
-    case JSON_TRUE: tio__zb_puts(b, "true"); break;
-    case JSON_FALSE: tio__zb_puts(b, "false"); break;
-    case JSON_NULL: tio__zb_puts(b, "null"); break;
+    case JSON_TRUE: tio__json_puts(b, "true"); break;
+    case JSON_FALSE: tio__json_puts(b, "false"); break;
+    case JSON_NULL: tio__json_puts(b, "null"); break;
     }
 }
 
 /* Whether nesting stays within `max` levels (the label object is level 1). */
-bool tio__zj_depth_ok(json_t *j, unsigned depth, unsigned max) {
+bool tio__json_depth_ok(json_t *j, unsigned depth, unsigned max) {
     if (depth > max) return false;
     const char *key;
     json_t *v;
     if (json_is_object(j)) {
         json_object_foreach(j, key, v) {
-            if (!tio__zj_depth_ok(v, depth + 1, max)) return false;
+            if (!tio__json_depth_ok(v, depth + 1, max)) return false;
         }
     } else if (json_is_array(j)) {
         for (size_t i = 0; i < json_array_size(j); i++)
-            if (!tio__zj_depth_ok(json_array_get(j, i), depth + 1, max)) return false;
+            if (!tio__json_depth_ok(json_array_get(j, i), depth + 1, max)) return false;
     }
     return true;
 }
 
 /* A metadata value as a string: a string as is, anything else as compact
  * JSON text. Into *b (reset first); NUL-terminated. */
-bool tio__zj_text(zbuf *b, json_t *v) {
+bool tio__json_text(tio_buf *b, json_t *v) {
     b->len = 0;
     if (json_is_string(v))
-        tio__zb_put(b, json_string_value(v), json_string_length(v));
+        tio__buf_put(b, json_string_value(v), json_string_length(v));
     else
-        tio__zj_dump(b, v);
-    tio__zb_putc(b, '\0');
-    return !b->failed;
+        tio__json_dump_sorted(b, v);
+    tio__json_putc(b, '\0');
+    return !b->oom;
 }
