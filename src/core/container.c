@@ -2,7 +2,6 @@
 #include "internal.h"
 #include "source/source.h"
 #include "core/object.h"
-#include "graph/graph.h"
 #include "quant/quant.h"
 
 #include <stdatomic.h>
@@ -129,7 +128,7 @@ void tio_container_free(tio_container *c) {
     tio__kv_free(&c->meta);
     tio__kv_free(&c->meta_types);
     tio__kv_free(&c->props);
-    tio__graph_free(c->graph);
+    if (c->graph) c->graph_free(c->graph);
     tio__objtree_free(c->objects);
     tio__objlater_free(c->objects_later);
     free(c->warnings);

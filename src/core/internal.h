@@ -347,7 +347,11 @@ struct tio_container {
     tio_kv props;           /* facts about the source's layout (reader-set) */
     struct tio_objtree *objects; /* the object tree (core/object.h), or NULL */
     struct tio_objlater *objects_later; /* how to make it on first use, or NULL */
-    struct tio_graph *graph; /* root model graph or NULL (src/graph) */
+    /* The root model graph or NULL. The graph layer (src/graph) sits above
+     * the core: it attaches its graph with the function that frees it, so
+     * that the container never calls into it. */
+    struct tio_graph *graph;
+    void (*graph_free)(struct tio_graph *);
     const char *format;     /* static string of the format read, or NULL */
     uint64_t source_size;
     tio_limits limits;      /* resolved; bound later work (max_dense_bytes) */

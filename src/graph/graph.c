@@ -257,6 +257,7 @@ int tio_container_new_graph(tio_container *c, tio_graph **out, tio_error *err) {
     tio_graph *g = graph_new(c, NULL);
     if (!g) return tio__nomem(err, NULL);
     c->graph = g;
+    c->graph_free = tio__graph_free;
     if (out) *out = g;
     return TIO_OK;
 }
