@@ -106,8 +106,8 @@ void cli_format_list(char *buf, size_t size);
 
 /* Opens a file (not strict) with `limits` (NULL = the defaults); on failure
  * prints "tensio: PATH: message" and returns CLI_EXIT_FAIL. format may be NULL
- * (probe). PATH "-" reads standard input to its end into memory, which the
- * container keeps (tio_container_on_release frees it). */
+ * (probe). PATH "-" reads standard input to its end into memory
+ * (cli_stdin_bytes, kept for the process's life). */
 int cli_open(const char *path, const char *format, const tio_limits *limits,
              tio_container **out);
 /* The same with TIO_OPEN_* flags. */
@@ -210,29 +210,48 @@ int cli_check_output(const char *cmd, const char *out, const char *to, int force
                      const char **format);
 int cli_check_not_onto(const char *in, const char *out);
 
-/* Parses its value into lim->max_dense_bytes: N or N with a K, M, G or T
- * suffix (powers of 1024, "KiB" also taken), or "unlimited". Returns
- * CLI_EXIT_OK or prints a usage error and returns CLI_EXIT_USAGE. */
-/* tio_open, or for "-" tio_open_memory of standard input read to its end
- * (cli_stdin_bytes); the library's error in err. */
-int cli_open_opts(const char *path, const tio_open_options *o, tio_container **out,
-                  tio_error *err);
+/* ---- tools/source.c: the kinds of source (the commands ask here, never
+ * each other) */
+
+/* "-": standard input or output. */
+int cli_is_stdio(const char *path);
+/* Whether path is an http:// or https:// URL (tio_open reads it by range requests). */
+int cli_is_url(const char *path);
 /* Standard input to its end, read once and kept for the process's life
  * (every later call gets the same bytes). */
 int cli_stdin_bytes(const uint8_t **buf, size_t *n, tio_error *err);
 /* Whether standard input holds a tar shard (a ustar header): a regular file
  * is looked at in place, anything else is read (cli_stdin_bytes). */
 int cli_stdin_is_tar(void);
-/* "-": standard input or output. */
-int cli_is_stdio(const char *path);
-/* Whether path is an http:// or https:// URL (tio_open reads it by range requests). */
-int cli_is_url(const char *path);
+/* Whether path is read as a tar shard: no --format, and a .tar name (.tar.gz
+ * and friends too, which the library refuses with its reason), or a file
+ * without a tensor format's extension holding a ustar header, or "-" holding
+ * one; or a shard list in a file ("@FILE", or "@FILE" after a "::"). */
+int cli_is_shard(const char *path, const char *format);
+/* Opens a shard to read: a URL, pipe:COMMAND or "-" when standard input is
+ * a regular file, in one pass (*st); "-" on a pipe from its bytes in memory
+ * (cli_stdin_bytes), a file mapped (*s). The library's error in err. */
+int cli_shard_source(const char *path, const tio_limits *lim, tio_shard **s,
+                     tio_shard_stream **st, tio_error *err);
+/* Whether path names a shard to write (ends in .tar, any case). */
+int cli_is_shard_name(const char *path);
+/* Whether path names an LMDB store: it ends ".lmdb" or ".mdb", or it is a
+ * directory holding data.mdb. */
+int cli_is_lmdb(const char *path);
+
+/* tio_open, or for "-" tio_open_memory of standard input read to its end
+ * (cli_stdin_bytes); the library's error in err. */
+int cli_open_opts(const char *path, const tio_open_options *o, tio_container **out,
+                  tio_error *err);
 /* Writes the container to standard output in `o`'s format (not atomic);
  * refuses a terminal unless force. Returns a CLI_EXIT_* status. */
 struct cli_progress;
 /* prog (may be NULL) is ended before any message. */
 int cli_save_stdout(const tio_container *c, const tio_save_options *o, int force,
                     const char *cmd, size_t *written, struct cli_progress *prog);
+/* Parses its value into lim->max_dense_bytes: N or N with a K, M, G or T
+ * suffix (powers of 1024, "KiB" also taken), or "unlimited". Returns
+ * CLI_EXIT_OK or prints a usage error and returns CLI_EXIT_USAGE. */
 int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim);
 
 /* One input's budget of dense hashing: the library bounds each tensor by the
@@ -259,7 +278,6 @@ int cli_hash_hex(const char *path, size_t index, const tio_tensor *t, int what,
  * hash could not be made (*missing is then set). Nonzero: out of memory. */
 int cli_json_hash(json_t *o, const char *key, const char *path, size_t index,
                   const tio_tensor *t, int what, cli_dense_budget *budget, int *missing);
-
 
 /* Flushes stdout; CLI_EXIT_FAIL (with a message) if anything written to it
  * failed, otherwise rc. */
@@ -377,18 +395,8 @@ json_t *cli_json_shape(const tio_tensor *t);
 /* Writes s as a JSON string (or null) to f. Returns 0 or -1. */
 int cli_json_write_string(FILE *f, const char *s);
 
-/* ------------------------------------------- WebDataset shards (cmd_shard.c) */
+/* ------------------------------------------ WebDataset shards (shard_cmds.c) */
 
-/* Whether path is read as a tar shard: no --format, and a .tar name (.tar.gz
- * and friends too, which the library refuses with its reason), or a file
- * without a tensor format's extension holding a ustar header, or "-" holding
- * one; or a shard list in a file ("@FILE", or "@FILE" after a "::"). */
-int cli_is_shard(const char *path, const char *format);
-/* Opens a shard to read: a URL, pipe:COMMAND or "-" when standard input is
- * a regular file, in one pass (*st); "-" on a pipe from its bytes in memory
- * (cli_stdin_bytes), a file mapped (*s). The library's error in err. */
-int cli_shard_source(const char *path, const tio_limits *lim, tio_shard **s,
-                     tio_shard_stream **st, tio_error *err);
 /* tensio ls / info on a shard: a row per tensor of every tensor member, a
  * row per other member (opaque bytes). */
 int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash);
@@ -418,8 +426,6 @@ typedef struct cli_reencode {
 /* --member-to's value: a format name, or an extension ("ten", ".zmsg") of
  * one. NULL after printing a usage error. */
 const char *cli_member_format(const char *cmd, const char *value);
-/* Whether path names a shard to write (ends in .tar, any case). */
-int cli_is_shard_name(const char *path);
 /* Member i of shard s (read from path) as it is to be written: its own
  * bytes and name, or (a tensor member, how->format set) re-encoded, named
  * with its last extension replaced by the format's; *owned (tio_free) holds
@@ -491,11 +497,8 @@ int cli_shard_out_add(cli_shard_out *o, const char *path, uint64_t sample,
 /* Closes (commits) the open shard, if any. */
 int cli_shard_out_close(cli_shard_out *o);
 
-/* ------------------------------------------------- LMDB stores (cmd_lmdb.c) */
+/* ------------------------------------------------ LMDB stores (lmdb_cmds.c) */
 
-/* Whether path names an LMDB store: it ends ".lmdb" or ".mdb", or it is a
- * directory holding data.mdb. */
-int cli_is_lmdb(const char *path);
 /* tensio ls: a row per key (its record's bytes), or with tensors a row per
  * tensor of each record. */
 int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_limits *lim);

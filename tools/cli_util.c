@@ -180,87 +180,6 @@ int cli_open(const char *path, const char *format, const tio_limits *limits,
     return cli_open_flags(path, format, limits, 0, out);
 }
 
-int cli_is_stdio(const char *path) { return path && strcmp(path, "-") == 0; }
-int cli_is_url(const char *path) {
-    return path && (strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0);
-}
-
-/* Standard input to its end, in a buffer grown by doubling: 0, or -1 with
- * errno set (ENOMEM included). */
-static int read_stdin(uint8_t **out, size_t *n) {
-    size_t cap = 1u << 16, len = 0;
-    uint8_t *b = malloc(cap);
-    if (!b) return -1;
-    for (;;) {
-        if (len == cap) {
-            uint8_t *nb = cap > SIZE_MAX / 2 ? NULL : realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                errno = ENOMEM;
-                return -1;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(STDIN_FILENO, b + len, cap - len);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            free(b);
-            errno = e;
-            return -1;
-        }
-        if (r == 0) break;
-        len += (size_t)r;
-    }
-    *out = b;
-    *n = len;
-    return 0;
-}
-
-/* Standard input can be read once per process: the bytes, once read (to
- * look for a tar header, then to open them), are kept for the process's
- * life. The CLI is one thread; this is its only such state. */
-static struct {
-    int done, err;
-    uint8_t *buf;
-    size_t n;
-} stdin_bytes;
-
-int cli_stdin_bytes(const uint8_t **buf, size_t *n, tio_error *err) {
-    if (!stdin_bytes.done) {
-        stdin_bytes.done = 1;
-        if (read_stdin(&stdin_bytes.buf, &stdin_bytes.n) != 0) stdin_bytes.err = errno;
-    }
-    if (stdin_bytes.err) {
-        tio_error_clear(err);
-        err->code = TIO_E_IO;
-        snprintf(err->message, sizeof err->message, "standard input: cannot read: %s",
-                 strerror(stdin_bytes.err));
-        return TIO_E_IO;
-    }
-    *buf = stdin_bytes.buf;
-    *n = stdin_bytes.n;
-    return TIO_OK;
-}
-
-int cli_stdin_is_tar(void) {
-    static const char magic[5] = {'u', 's', 't', 'a', 'r'};
-    struct stat sb;
-    char got[5];
-    if (!stdin_bytes.done && fstat(STDIN_FILENO, &sb) == 0 && S_ISREG(sb.st_mode)) {
-        /* a file: looked at where it stands, without moving its offset */
-        off_t at = lseek(STDIN_FILENO, 0, SEEK_CUR);
-        return at >= 0 && pread(STDIN_FILENO, got, sizeof got, at + 257) == (ssize_t)sizeof got &&
-               memcmp(got, magic, sizeof magic) == 0;
-    }
-    const uint8_t *b;
-    size_t n;
-    tio_error err;
-    if (cli_stdin_bytes(&b, &n, &err) != TIO_OK) return 0; /* the open reports it */
-    return n >= 262 && memcmp(b + 257, magic, sizeof magic) == 0;
-}
-
 int cli_open_opts(const char *path, const tio_open_options *o, tio_container **out,
                   tio_error *err) {
     *out = NULL;
@@ -985,4 +904,28 @@ int cli_table_tensor(cli_table *tab, size_t t, const tio_tensor *x) {
     free(ename);
     free(shape);
     return rc;
+}
+
+json_t *cli_validate_json_file(json_t *files, const char *path, json_t **errors) {
+    json_t *fo = json_object();
+    *errors = json_array();
+    if (!fo || !*errors || json_array_append_new(files, fo) != 0) {
+        json_decref(*errors);
+        *errors = NULL;
+        return NULL;
+    }
+    cli_json_set(fo, "file", cli_json_str(path));
+    return fo;
+}
+
+void cli_validate_finding(const char *path, json_t *errors, const tio_error *e) {
+    if (errors) {
+        json_array_append_new(errors, cli_json_error(e));
+        return;
+    }
+    char *ep = cli_text_escape(path);
+    char *em = cli_text_escape(cli_errmsg(e));
+    printf("%s: error: %s\n", ep ? ep : path, em ? em : cli_errmsg(e));
+    free(ep);
+    free(em);
 }

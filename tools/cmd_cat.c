@@ -1,6 +1,6 @@
 /* tensio cat — join the tensors of several files into one. */
 #include "cli.h"
-#include "cmd_stream_common.h"
+#include "stream_common.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* tensio recv — receive messages from ZeroMQ, describe them, write them to files. */
-#include "cmd_stream_common.h"
+#include "stream_common.h"
 #include "recv_sync.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* tensio send — send files as messages over ZeroMQ. */
-#include "cmd_stream_common.h"
+#include "stream_common.h"
 
 #include <limits.h>
 #include <stdlib.h>

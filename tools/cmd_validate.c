@@ -49,30 +49,6 @@ static void report(const char *path, const char *message) {
     free(em);
 }
 
-json_t *cli_validate_json_file(json_t *files, const char *path, json_t **errors) {
-    json_t *fo = json_object();
-    *errors = json_array();
-    if (!fo || !*errors || json_array_append_new(files, fo) != 0) {
-        json_decref(*errors);
-        *errors = NULL;
-        return NULL;
-    }
-    cli_json_set(fo, "file", cli_json_str(path));
-    return fo;
-}
-
-void cli_validate_finding(const char *path, json_t *errors, const tio_error *e) {
-    if (errors) {
-        json_array_append_new(errors, cli_json_error(e));
-        return;
-    }
-    char *ep = cli_text_escape(path);
-    char *em = cli_text_escape(cli_errmsg(e));
-    printf("%s: error: %s\n", ep ? ep : path, em ? em : cli_errmsg(e));
-    free(ep);
-    free(em);
-}
-
 /* Returns the number of problems found in one file; with files (--json)
  * appends its object there instead of printing lines. */
 static size_t validate_file(const char *path, const char *format, int verbose, json_t *files) {

@@ -5,7 +5,7 @@
 #endif
 #include "recv_sync.h"
 
-#include "cmd_stream_common.h"
+#include "stream_common.h"
 
 #include <errno.h>
 #include <fcntl.h>

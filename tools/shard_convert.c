@@ -11,13 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int cli_is_shard_name(const char *path) {
-    size_t n = path ? strlen(path) : 0;
-    if (n < 4) return 0;
-    const char *e = path + n - 4;
-    return e[0] == '.' && (e[1] | 0x20) == 't' && (e[2] | 0x20) == 'a' && (e[3] | 0x20) == 'r';
-}
-
 const char *cli_member_format(const char *cmd, const char *value) {
     for (size_t i = 0; tio_format_name(i); i++)
         if (strcmp(tio_format_name(i), value) == 0) return tio_format_name(i);

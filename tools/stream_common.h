@@ -4,8 +4,8 @@
  * what a tensorcom URL scheme implies, and opening a stream with the
  * "bound ENDPOINT" line. Public API (tensio.h) only.
  */
-#ifndef TENSIO_CMD_STREAM_COMMON_H
-#define TENSIO_CMD_STREAM_COMMON_H
+#ifndef TENSIO_STREAM_COMMON_H
+#define TENSIO_STREAM_COMMON_H
 
 #include "cli.h"
 
@@ -88,4 +88,4 @@ int cli_cmd_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 void cli_stream_catch_signals(void);
 int cli_stream_stopped(void);
 
-#endif /* TENSIO_CMD_STREAM_COMMON_H */
+#endif /* TENSIO_STREAM_COMMON_H */

@@ -5,22 +5,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
-int cli_is_lmdb(const char *path) {
-    if (!path || strcmp(path, "-") == 0) return 0;
-    if (ends_with(path, ".lmdb") || ends_with(path, ".mdb")) return 1;
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-    char *data = cli_strdup_printf("%s/data.mdb", path);
-    int yes = data && stat(data, &st) == 0 && S_ISREG(st.st_mode);
-    free(data);
-    return yes;
-}
-
 /* The key's bytes, NUL-terminated (for the _n helpers, which read s[len]);
  * a NUL inside is kept: show it with key_shown, never as a C string. */
 static char *key_string(const tio_lmdb_record *r) {

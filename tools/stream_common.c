@@ -1,5 +1,5 @@
-/* Shared pieces of `tensio send` and `tensio recv`. */
-#include "cmd_stream_common.h"
+/* What `tensio send`, `recv` and `cat` share: schemes, sockets, protocols. */
+#include "stream_common.h"
 
 #include <ctype.h>
 #include <errno.h>
