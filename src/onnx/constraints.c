@@ -95,8 +95,13 @@ typedef struct ox_attr_since {
     int64_t dflt;
 } ox_attr_since;
 
+#define OX_NO_DFLT INT64_MIN /* no value of the attribute is left out */
+
 static const ox_attr_since ox_attr_sinces[] = {
     {"Reshape", "allowzero", 14, 0},
+    {"Shape", "start", 15, 0},
+    {"Shape", "end", 15, OX_NO_DFLT},
+    {"BatchNormalization", "training_mode", 14, 0},
     {"ReduceSum", "noop_with_empty_axes", 13, 0},
     {"ReduceMean", "noop_with_empty_axes", 18, 0},
     {"ReduceMax", "noop_with_empty_axes", 18, 0},
@@ -147,11 +152,55 @@ bool tio__onnx_in_group(uint32_t mask, size_t k) {
     return mask == OX_EVERY || (k < 32 && (mask >> k & 1u));
 }
 
-int tio__onnx_attr_since(const char *op, const char *attr, int64_t *dflt) {
+/* STRING attributes an opset introduced: at `dflt` (what the operator did
+ * before) they are left out below `since`; the values in `late` (space-
+ * separated) need `late_since`. */
+typedef struct ox_sattr_since {
+    const char *op, *attr;
+    int since;
+    const char *dflt, *late;
+    int late_since;
+} ox_sattr_since;
+
+static const ox_sattr_since ox_sattr_sinces[] = {
+    {"ScatterND", "reduction", 16, "none", "max min", 18},
+    {"ScatterElements", "reduction", 16, "none", "max min", 18},
+    /* before 16 RoiAlign did what "output_half_pixel" does (the default
+     * from 16 is "half_pixel": see write.c's ox_form_plan) */
+    {"RoiAlign", "coordinate_transformation_mode", 16, "output_half_pixel", NULL, 0},
+};
+
+static const ox_attr_since *ox_int_since(const char *op, const char *attr) {
     for (size_t i = 0; i < sizeof ox_attr_sinces / sizeof ox_attr_sinces[0]; i++)
-        if (strcmp(ox_attr_sinces[i].op, op) == 0 && strcmp(ox_attr_sinces[i].attr, attr) == 0) {
-            *dflt = ox_attr_sinces[i].dflt;
-            return ox_attr_sinces[i].since;
-        }
-    return 0;
+        if (strcmp(ox_attr_sinces[i].op, op) == 0 && strcmp(ox_attr_sinces[i].attr, attr) == 0)
+            return &ox_attr_sinces[i];
+    return NULL;
+}
+
+static const ox_sattr_since *ox_str_since(const char *op, const char *attr) {
+    for (size_t i = 0; i < sizeof ox_sattr_sinces / sizeof ox_sattr_sinces[0]; i++)
+        if (strcmp(ox_sattr_sinces[i].op, op) == 0 && strcmp(ox_sattr_sinces[i].attr, attr) == 0)
+            return &ox_sattr_sinces[i];
+    return NULL;
+}
+
+int tio__onnx_attr_from(const char *op, const char *attr) {
+    const ox_attr_since *e = ox_int_since(op, attr);
+    const ox_sattr_since *se = e ? NULL : ox_str_since(op, attr);
+    return e ? e->since : se ? se->since : 0;
+}
+
+int tio__onnx_attr_needs(const char *op, const tio_gattr *a) {
+    if (a->type == TIO_ATTR_INT) {
+        const ox_attr_since *e = ox_int_since(op, a->name);
+        return !e || (e->dflt != OX_NO_DFLT && a->i == e->dflt) ? 0 : e->since;
+    }
+    const ox_sattr_since *e = a->type == TIO_ATTR_STRING ? ox_str_since(op, a->name) : NULL;
+    if (!e) return 0;
+    const char *v = a->s ? a->s : "";
+    if (strcmp(v, e->dflt) == 0) return 0;
+    size_t n = strlen(v);
+    for (const char *p = e->late; n && p && (p = strstr(p, v)) != NULL; p += n)
+        if ((p == e->late || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return e->late_since;
+    return e->since;
 }

@@ -4,6 +4,7 @@
 #define TIO_ONNX_H
 
 #include "core/internal.h"
+#include "graph/graph.h"
 
 #define OX_FMT "onnx"
 
@@ -44,7 +45,13 @@ bool tio__onnx_output_int64(const char *op, size_t output);
 /* Whether input `input` of `op` is tensor(bool) only (a condition: If's,
  * Loop's, Where's). */
 bool tio__onnx_input_bool(const char *op, size_t input);
-int tio__onnx_attr_since(const char *op, const char *attr, int64_t *dflt);
+/* The opset a default-domain attribute came at (0: it exists at every
+ * opset tensio writes). */
+int tio__onnx_attr_from(const char *op, const char *attr);
+/* The opset attribute a of op needs to be written with its value: 0 when
+ * it exists at every opset, or is at the value that means what the operator
+ * did before the attribute came (it is then left out below that opset). */
+int tio__onnx_attr_needs(const char *op, const tio_gattr *a);
 /* The i-th group of inputs and outputs of `op` that one type parameter
  * binds to one type (false past the last); tio__onnx_in_group: whether a
  * group's mask holds input (output) k. */

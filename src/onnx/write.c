@@ -55,9 +55,9 @@ static int64_t ox_needed_opset(const tio_graph *g) {
         const tio_gnode *n = &g->nodes[j];
         for (size_t a = 0; a < n->attr_count; a++) {
             const tio_gattr *at = &n->attrs[a];
-            int64_t d = 0, since = 0, sub = 0;
-            if (ox_default_domain(n)) since = tio__onnx_attr_since(n->op, at->name, &d);
-            if (since > need && !(at->type == TIO_ATTR_INT && at->i == d)) need = since;
+            int64_t since = 0, sub = 0;
+            if (ox_default_domain(n)) since = tio__onnx_attr_needs(n->op, at);
+            if (since > need) need = since;
             if (at->type == TIO_ATTR_GRAPH) sub = ox_needed_opset(at->graph);
             for (size_t k = 0; at->type == TIO_ATTR_GRAPHS && k < at->count; k++) {
                 int64_t x = ox_needed_opset(at->graphs[k]);
@@ -663,12 +663,11 @@ static int ox_put_cast(tio_pb_writer *pw, const char *name, unsigned to, tio_err
 }
 
 /* Whether attribute a of n is left out: the written opset predates it and
- * it is at its default. */
+ * it is at the value that means what the operator did before (an ONNX graph
+ * written at its own opset keeps every attribute). */
 static bool ox_drop_attr(const ox_writer *w, const tio_gnode *n, const tio_gattr *a) {
-    int64_t d = 0;
-    if (!ox_default_domain(n) || a->type != TIO_ATTR_INT) return false;
-    int since = tio__onnx_attr_since(n->op, a->name, &d);
-    return !w->faithful && since > w->opset && a->i == d;
+    if (!ox_default_domain(n) || (w->faithful && !w->retarget)) return false;
+    return tio__onnx_attr_from(n->op, a->name) > w->opset && tio__onnx_attr_needs(n->op, a) == 0;
 }
 
 /* ------------------------------------------- writing at another opset */
@@ -887,6 +886,65 @@ static int ox_form_axis(ox_writer *w, const tio_graph *g, const ox_fix *f, const
     return TIO_OK;
 }
 
+/* Whether the written opset is on the other side of `at` from the source's. */
+static bool ox_crosses(const ox_writer *w, int64_t at) {
+    return (w->src_opset < at) != (w->opset < at);
+}
+
+/* Operators whose meaning (not only their form) changed at an opset, where
+ * the node cannot just be written at the other one (the ONNX operator docs'
+ * version histories):
+ * - RoiAlign 16: coordinate_transformation_mode came, and its default,
+ *   "half_pixel", is not what the operator did before ("output_half_pixel"):
+ *   written from before 16 to 16 or later, the old meaning is spelled out; a
+ *   node at the new default cannot be written before 16.
+ * - BatchNormalization 14: the outputs past Y changed from the batch's mean
+ *   and variance (and saved statistics) to the running ones, in training mode.
+ * - Scan 9: the inputs lost their batch axis.
+ * - Add, Sub, Mul, Div: int8, uint8, int16 and uint16 came at 14, bfloat16 at
+ *   13; onnxruntime refuses them below. */
+static int ox_form_meaning(ox_writer *w, const tio_graph *g, const ox_fix *f, const tio_gnode *n,
+                           ox_form *fm, tio_error *err) {
+    const char *op = n->op;
+    if (strcmp(op, "RoiAlign") == 0 && ox_crosses(w, 16)) {
+        for (size_t a = 0; a < n->attr_count; a++)
+            if (strcmp(n->attrs[a].name, "coordinate_transformation_mode") == 0)
+                return TIO_OK; /* tio__onnx_attr_needs decides */
+        if (w->opset < 16)
+            return ox_form_refuse(w, g, n, err,
+                                  "its coordinate_transformation_mode is the default of opset "
+                                  "16, \"half_pixel\", which earlier opsets cannot express");
+        fm->extra[fm->nextra++] = (tio_gattr){.name = "coordinate_transformation_mode",
+                                              .type = TIO_ATTR_STRING,
+                                              .s = "output_half_pixel"};
+        return TIO_OK;
+    }
+    if (strcmp(op, "BatchNormalization") == 0 && ox_crosses(w, 14)) {
+        for (size_t k = 1; k < n->output_count; k++)
+            if (n->outputs[k] >= 0)
+                return ox_form_refuse(w, g, n, err,
+                                      "its outputs past Y changed meaning at opset 14 (the "
+                                      "batch's statistics before, the running ones from 14)");
+        return TIO_OK;
+    }
+    if (strcmp(op, "Scan") == 0 && ox_crosses(w, 9))
+        return ox_form_refuse(w, g, n, err,
+                              "Scan's inputs lost their batch axis at opset 9 (a Scan of "
+                              "opset 8 is another operator)");
+    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+        strcmp(op, "Div") == 0) {
+        tio_dtype d = ox_type_of(w, g, f, n->input_count ? n->inputs[0] : -1);
+        bool small = d == TIO_INT8 || d == TIO_UINT8 || d == TIO_INT16 || d == TIO_UINT16;
+        if ((small && w->opset < 14) || (d == TIO_BFLOAT16 && w->opset < 13)) {
+            char why[160];
+            snprintf(why, sizeof why, "%s on %s came at opset %d", op, tio_dtype_name(d),
+                     small ? 14 : 13);
+            return ox_form_refuse(w, g, n, err, why);
+        }
+    }
+    return TIO_OK;
+}
+
 /* Constant's value_float(s) and value_int(s) came at opset 12: below it,
  * `value` holds them (written by ox_put_const_node's tensor). */
 static bool ox_constant_value_attr(const tio_gattr *a) {
@@ -901,6 +959,8 @@ static int ox_form_plan(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, con
     fm->skip = calloc(n->attr_count ? n->attr_count : 1, 1);
     if (!fm->skip) return tio__nomem(err, OX_FMT);
     if (!w->retarget || !ox_default_domain(n)) return TIO_OK;
+    int mrc = ox_form_meaning(w, g, f, n, fm, err);
+    if (mrc) return mrc;
     if (tio__onnx_axis_changed_at_13(n->op) && (w->src_opset < 13) != (w->opset < 13))
         return ox_form_axis(w, g, f, n, fm, err);
     size_t nf;

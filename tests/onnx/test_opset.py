@@ -6,7 +6,10 @@ Usage: /usr/bin/python3 test_opset.py /path/to/tensio
 Small models, each built with Debian's python3-onnx at a source opset in the
 form that opset gives an operator (Squeeze/Unsqueeze axes, Clip min/max,
 Slice, Pad, Split, TopK, ReduceSum/ReduceMean axes, Dropout ratio as
-attributes or as inputs; Softmax's axis before and after opset 13), are
+attributes or as inputs; Softmax's axis before and after opset 13;
+attributes an opset introduced (Shape's start/end, ScatterND's reduction,
+BatchNormalization's training_mode); RoiAlign, whose default sampling grid
+changed at 16; Add on uint8, typed from 14), are
 written by tensio at every target opset from 9 to 21 where the operator
 exists. Each result passes onnx.checker (full_check, opsets up to 17, what
 python3-onnx 1.12 knows) and runs in onnxruntime (npm's onnxruntime-node,
@@ -162,6 +165,44 @@ def cases():
     out.append(("constant_ints", 13, model("ci", 13, [
         N("Constant", [], ["shape"], value_ints=[2, 60]), N("Reshape", ["x", "shape"], ["y"])],
         [], X4, ["y"], {"y": [2, 60]}), {t: "value_int(s)" for t in TARGETS if t < 12}))
+    # attributes an opset introduced: at the value that means what the
+    # operator did before they are left out below it; at another, refused
+    low = {9: "(from opset 11)", 10: "(from opset 11)"}
+    out.append(("shape_start0", 15, model("shape", 15, [
+        N("Shape", ["x"], ["sh"], start=0), N("Cast", ["sh"], ["y"], to=TensorProto.FLOAT)],
+        [], X4, ["y"]), {}))
+    out.append(("shape_start1", 15, model("shape", 15, [
+        N("Shape", ["x"], ["sh"], start=1), N("Cast", ["sh"], ["y"], to=TensorProto.FLOAT)],
+        [], X4, ["y"]), {t: "came at opset 15" for t in TARGETS if t < 15}))
+    upd = const("upd", np.full([1, 3, 4, 5], 2.0), np.float32)
+    out.append(("scatternd_none", 16, model("snd", 16, [
+        N("ScatterND", ["x", "ind", "upd"], ["y"], reduction="none")],
+        [const("ind", [[1]]), upd], X4, ["y"]), low))
+    out.append(("scatternd_add", 16, model("snd", 16, [
+        N("ScatterND", ["x", "ind", "upd"], ["y"], reduction="add")],
+        [const("ind", [[1]]), upd], X4, ["y"]),
+        {**{t: "came at opset 16" for t in TARGETS if t < 16}, **low}))
+    out.append(("batchnorm_inference", 15, model("bn", 15, [
+        N("BatchNormalization", ["x", "sc", "b", "m", "v"], ["y"], training_mode=0)],
+        [const("sc", [1.5, 0.5, 2.0], np.float32), const("b", [0.1, 0.2, 0.3], np.float32),
+         const("m", [0.0, 1.0, -1.0], np.float32), const("v", [1.0, 2.0, 0.5], np.float32)],
+        X4, ["y"]), {}))
+    # operators whose meaning changed: RoiAlign's default sampling grid (16)
+    roi = [const("rois", [[0.0, 0.0, 3.0, 2.0], [1.0, 0.5, 4.0, 3.0]], np.float32),
+           const("bi", [0, 1])]
+    out.append(("roialign10", 10, model("roi", 10, [
+        N("RoiAlign", ["x", "rois", "bi"], ["y"], output_height=2, output_width=3,
+          sampling_ratio=2, spatial_scale=1.0)], roi, X4, ["y"]),
+        {9: "RoiAlign (from opset 10)"}))
+    out.append(("roialign16", 16, model("roi", 16, [
+        N("RoiAlign", ["x", "rois", "bi"], ["y"], output_height=2, output_width=3,
+          sampling_ratio=2, spatial_scale=1.0)], roi, X4, ["y"]),
+        {**{t: "half_pixel" for t in TARGETS if t < 16}, 9: "RoiAlign (from opset 10)"}))
+    # Add on uint8 is typed from opset 14 only
+    out.append(("add_uint8", 14, model("u8", 14, [
+        N("Cast", ["x"], ["u"], to=TensorProto.UINT8), N("Add", ["u", "u"], ["a"]),
+        N("Cast", ["a"], ["y"], to=TensorProto.FLOAT)], [], X4, ["y"]),
+        {t: "Add on uint8 came at opset 14" for t in TARGETS if t < 14}))
     return out
 
 
