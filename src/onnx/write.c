@@ -886,6 +886,12 @@ static int ox_form_axis(ox_writer *w, const tio_graph *g, const ox_fix *f, const
     return TIO_OK;
 }
 
+static bool ox_has_attr(const tio_gnode *n, const char *name) {
+    for (size_t a = 0; a < n->attr_count; a++)
+        if (strcmp(n->attrs[a].name, name) == 0) return true;
+    return false;
+}
+
 /* Whether the written opset is on the other side of `at` from the source's. */
 static bool ox_crosses(const ox_writer *w, int64_t at) {
     return (w->src_opset < at) != (w->opset < at);
@@ -900,6 +906,8 @@ static bool ox_crosses(const ox_writer *w, int64_t at) {
  *   node at the new default cannot be written before 16.
  * - BatchNormalization 14: the outputs past Y changed from the batch's mean
  *   and variance (and saved statistics) to the running ones, in training mode.
+ * - Split 18: without sizes it needs num_outputs, which may leave a smaller
+ *   last part (below 18 the parts are equal, one per output).
  * - Scan 9: the inputs lost their batch axis.
  * - Add, Sub, Mul, Div: int8, uint8, int16 and uint16 came at 14, bfloat16 at
  *   13; onnxruntime refuses them below. */
@@ -925,6 +933,37 @@ static int ox_form_meaning(ox_writer *w, const tio_graph *g, const ox_fix *f, co
                 return ox_form_refuse(w, g, n, err,
                                       "its outputs past Y changed meaning at opset 14 (the "
                                       "batch's statistics before, the running ones from 14)");
+        return TIO_OK;
+    }
+    if (strcmp(op, "Split") == 0 && ox_crosses(w, 18)) {
+        size_t na = n->attr_count;
+        int64_t axis = 0;
+        for (size_t a = 0; a < n->attr_count; a++) {
+            if (strcmp(n->attrs[a].name, "num_outputs") == 0) na = a;
+            if (strcmp(n->attrs[a].name, "axis") == 0) axis = n->attrs[a].i;
+        }
+        bool sizes = (n->input_count > 1 && n->inputs[1] >= 0) ||
+                     ox_has_attr(n, "split"); /* explicit sizes: nothing changes */
+        if (sizes) return TIO_OK;
+        if (w->opset >= 18) { /* an equal split: 18 wants the count spelled out */
+            fm->extra[fm->nextra++] = (tio_gattr){.name = "num_outputs", .type = TIO_ATTR_INT,
+                                                  .i = (int64_t)n->output_count};
+            return TIO_OK;
+        }
+        if (na == n->attr_count) return TIO_OK;
+        /* below 18 a Split without sizes makes equal parts, one per output:
+         * num_outputs means the same when it is that count and the axis
+         * divides evenly (from 18 the last part may be smaller) */
+        const tio_gvalue *x = n->input_count && n->inputs[0] >= 0 ? &g->values[n->inputs[0]] : NULL;
+        int64_t k = n->attrs[na].i, rank = x ? x->rank : -1;
+        if (axis < 0) axis += rank;
+        int64_t dim = x && rank > 0 && axis >= 0 && axis < rank ? x->dims[axis].value : -1;
+        if (k != (int64_t)n->output_count || dim < 0 || x->dims[axis].name || k <= 0 || dim % k)
+            return ox_form_refuse(w, g, n, err,
+                                  "num_outputs (opset 18) may leave a smaller last part, which "
+                                  "earlier opsets cannot express, and the split axis is not "
+                                  "known to divide evenly");
+        fm->skip[na] = 1;
         return TIO_OK;
     }
     if (strcmp(op, "Scan") == 0 && ox_crosses(w, 9))

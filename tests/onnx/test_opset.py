@@ -9,7 +9,8 @@ Slice, Pad, Split, TopK, ReduceSum/ReduceMean axes, Dropout ratio as
 attributes or as inputs; Softmax's axis before and after opset 13;
 attributes an opset introduced (Shape's start/end, ScatterND's reduction,
 BatchNormalization's training_mode); RoiAlign, whose default sampling grid
-changed at 16; Add on uint8, typed from 14), are
+changed at 16; Split's equal parts and num_outputs (18); Add on uint8,
+typed from 14), are
 written by tensio at every target opset from 9 to 21 where the operator
 exists. Each result passes onnx.checker (full_check, opsets up to 17, what
 python3-onnx 1.12 knows) and runs in onnxruntime (npm's onnxruntime-node,
@@ -57,7 +58,9 @@ def const(name, values, dtype=np.int64):
 
 def model(name, opset, nodes, inits, x_shape, outputs, shapes=None):
     """A graph with float input x of x_shape and outputs `outputs` (float;
-    "idx" int64), their shapes from `shapes` or shape inference."""
+    "idx" int64), their shapes from `shapes` or shape inference (not run, nor
+    the checker, past CHECKER_MAX: python3-onnx 1.12 does not know those
+    opsets; onnxruntime runs the model)."""
     g = helper.make_graph(
         nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
         [helper.make_tensor_value_info(o, TensorProto.FLOAT if o != "idx" else TensorProto.INT64,
@@ -65,7 +68,9 @@ def model(name, opset, nodes, inits, x_shape, outputs, shapes=None):
         initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
                           producer_name="tensio-test")
-    m.ir_version = 7
+    m.ir_version = 7 if opset <= CHECKER_MAX else 8
+    if opset > CHECKER_MAX:
+        return m
     # the outputs' shapes, as onnx's shape inference gives them (the checker
     # of python3-onnx 1.12 wants one)
     m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
@@ -198,6 +203,16 @@ def cases():
         N("RoiAlign", ["x", "rois", "bi"], ["y"], output_height=2, output_width=3,
           sampling_ratio=2, spatial_scale=1.0)], roi, X4, ["y"]),
         {**{t: "half_pixel" for t in TARGETS if t < 16}, 9: "RoiAlign (from opset 10)"}))
+    # Split: without sizes, equal parts below 18; num_outputs from 18
+    out.append(("split_equal", 13, model("spe", 13, [
+        N("Split", ["x"], ["y0", "y1"], axis=2)], [], X4, ["y0", "y1"]), {}))
+    out.append(("split_num_outputs", 18, model("spn", 18, [
+        N("Split", ["x"], ["y0", "y1"], axis=2, num_outputs=2)], [], X4, ["y0", "y1"],
+        {"y0": [2, 3, 2, 5], "y1": [2, 3, 2, 5]}), {}))
+    out.append(("split_num_uneven", 18, model("spu", 18, [
+        N("Split", ["x"], ["y0", "y1"], axis=3, num_outputs=2)], [], X4, ["y0", "y1"],
+        {"y0": [2, 3, 4, 3], "y1": [2, 3, 4, 2]}),
+        {t: "smaller last part" for t in TARGETS if t < 18}))
     # Add on uint8 is typed from opset 14 only
     out.append(("add_uint8", 14, model("u8", 14, [
         N("Cast", ["x"], ["u"], to=TensorProto.UINT8), N("Add", ["u", "u"], ["a"]),
