@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -439,6 +440,9 @@ typedef struct ox_fix {
      * binds to an int64 one (Add's B when A is a Shape's): int64 there */
     uint8_t *bound64;
     size_t *first;
+    /* the graph's value names: the names the writer makes (a Cast's output,
+     * an attribute's Constant) are kept clear of them */
+    ox_names taken;
 } ox_fix;
 
 /* ox_fix.cast bits: the Casts an int32 value gets */
@@ -481,6 +485,7 @@ static void ox_fix_free(ox_fix *f) {
     free(f->is64);
     free(f->bound64);
     free(f->first);
+    free(f->taken.slot);
 }
 
 /* Value v is int64 in ONNX: marked when the graph records it
@@ -553,9 +558,14 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, bool loop_body, o
         ni += g->nodes[j].input_count;
     }
     f->bound64 = calloc(ni ? ni : 1, 1);
+    f->taken.cap = 16;
+    while (f->taken.cap < 2 * nv + 2) f->taken.cap *= 2;
+    f->taken.slot = calloc(f->taken.cap, sizeof *f->taken.slot);
+    for (size_t i = 0; f->taken.slot && i < g->value_count; i++)
+        if (g->values[i].name) (void)ox_names_add(&f->taken, g->values[i].name);
     uint8_t *other = calloc(nv, 1);
     if (!f->widen || !f->cast || !f->casted || !f->nohint || !f->producer || !f->is64 ||
-        !f->first || !f->bound64 || !other) {
+        !f->first || !f->bound64 || !f->taken.slot || !other) {
         free(other);
         return tio__nomem(err, OX_FMT);
     }
@@ -619,11 +629,17 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, bool loop_body, o
     return TIO_OK;
 }
 
-/* The name of value v's cast ("<name>:int64"), malloc'd. */
-static char *ox_cast_name(const char *name, const char *suffix) {
-    size_t n = strlen(name) + strlen(suffix) + 1;
+/* A name the writer makes, "<name><suffix>" ("x:int64", "node:axes"),
+ * malloc'd: when a value of the graph already has it, ":2", ":3" ... is
+ * added until none has. The same arguments give the same name (the Cast's
+ * output and its readers agree). */
+static char *ox_cast_name(const ox_fix *f, const char *name, const char *suffix) {
+    size_t n = strlen(name) + strlen(suffix) + 24;
     char *s = malloc(n);
-    if (s) snprintf(s, n, "%s%s", name, suffix);
+    if (!s) return NULL;
+    snprintf(s, n, "%s%s", name, suffix);
+    for (unsigned k = 2; ox_names_has(&f->taken, s) && k < UINT_MAX; k++)
+        snprintf(s, n, "%s%s:%u", name, suffix, k);
     return s;
 }
 
@@ -641,10 +657,11 @@ static unsigned ox_cast_use(const ox_writer *w, const ox_fix *f, const tio_graph
 
 /* Cast(v) -> "<v>:int64", named "<v>:to-int64" (to bool: "<v>:bool",
  * "<v>:to-bool"). */
-static int ox_put_cast(tio_pb_writer *pw, const char *name, unsigned to, tio_error *err) {
+static int ox_put_cast(const ox_fix *f, tio_pb_writer *pw, const char *name, unsigned to,
+                       tio_error *err) {
     bool b = to == OX_TO_BOOL;
-    char *out = ox_cast_name(name, b ? ":bool" : ":int64");
-    char *nm = ox_cast_name(name, b ? ":to-bool" : ":to-int64");
+    char *out = ox_cast_name(f, name, b ? ":bool" : ":int64");
+    char *nm = ox_cast_name(f, name, b ? ":to-bool" : ":to-int64");
     int rc = out && nm ? TIO_OK : tio__nomem(err, OX_FMT);
     if (!rc) rc = tio__pb_begin(pw, 1, err);
     if (!rc) rc = tio__pb_put_string(pw, 1, name, err);
@@ -1031,11 +1048,10 @@ static int ox_form_plan(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, con
                          e->attr);
                 return ox_form_refuse(w, g, n, err, why);
             }
-            const char *base = ox_node_label(g, n);
-            size_t len = strlen(base) + strlen(e->attr) + 2;
-            fm->added[e->input] = malloc(len);
+            char suffix[64];
+            snprintf(suffix, sizeof suffix, ":%s", e->attr);
+            fm->added[e->input] = ox_cast_name(f, ox_node_label(g, n), suffix);
             if (!fm->added[e->input]) return tio__nomem(err, OX_FMT);
-            snprintf(fm->added[e->input], len, "%s:%s", base, e->attr);
             tio_gattr as = *a;
             if (a->type == TIO_ATTR_INT && e->type == TIO_ATTR_INTS) {
                 as.type = TIO_ATTR_INTS;
@@ -1098,7 +1114,7 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
         int64_t v = n->inputs[k];
         unsigned to = ox_cast_use(w, f, g, j, k);
         if (to && !(f->casted[v] & to)) {
-            rc = ox_put_cast(pw, g->values[v].name, to, err);
+            rc = ox_put_cast(f, pw, g->values[v].name, to, err);
             f->casted[v] |= (uint8_t)to;
         }
     }
@@ -1112,7 +1128,7 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
             rc = tio__pb_put_string(pw, 1, fm.added[k], err);
         } else if (ox_cast_use(w, f, g, j, k)) {
             bool b = ox_cast_use(w, f, g, j, k) == OX_TO_BOOL;
-            char *nm = ox_cast_name(g->values[v].name, b ? ":bool" : ":int64");
+            char *nm = ox_cast_name(f, g->values[v].name, b ? ":bool" : ":int64");
             rc = nm ? tio__pb_put_string(pw, 1, nm, err) : tio__nomem(err, OX_FMT);
             free(nm);
         } else {

@@ -10,7 +10,7 @@ attributes or as inputs; Softmax's axis before and after opset 13;
 attributes an opset introduced (Shape's start/end, ScatterND's reduction,
 BatchNormalization's training_mode); RoiAlign, whose default sampling grid
 changed at 16; Split's equal parts and num_outputs (18); Add on uint8,
-typed from 14), are
+typed from 14; a made name that a value already has), are
 written by tensio at every target opset from 9 to 21 where the operator
 exists. Each result passes onnx.checker (full_check, opsets up to 17, what
 python3-onnx 1.12 knows) and runs in onnxruntime (npm's onnxruntime-node,
@@ -213,6 +213,11 @@ def cases():
         N("Split", ["x"], ["y0", "y1"], axis=3, num_outputs=2)], [], X4, ["y0", "y1"],
         {"y0": [2, 3, 4, 3], "y1": [2, 3, 4, 2]}),
         {t: "smaller last part" for t in TARGETS if t < 18}))
+    # the Constant made of an attribute is named "<node>:<attr>": a value of
+    # the graph with that name already keeps it, the new one gets ":2"
+    out.append(("name_clash", 11, model("nc", 11, [
+        N("Identity", ["x"], ["u:axes"]), N("Unsqueeze", ["u:axes"], ["y"], axes=[0], name="u")],
+        [], X4, ["y"]), {}))
     # Add on uint8 is typed from opset 14 only
     out.append(("add_uint8", 14, model("u8", 14, [
         N("Cast", ["x"], ["u"], to=TensorProto.UINT8), N("Add", ["u", "u"], ["a"]),
