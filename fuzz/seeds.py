@@ -9,7 +9,8 @@ libFuzzer's -max_len cuts inputs anyway). The multipart target's seeds are
 the manifests' frames joined as [u16 length][bytes]... (see fuzz_common.h).
 The flatbuf target gets the model data of every .rten (V1: the whole file;
 V2: the section the header points at). The onnx and pb (protobuf wire
-reader) targets get every .onnx (tests/vectors/onnx, rten/*/ and tmfile/)."""
+reader) targets get every .onnx (tests/vectors/onnx, rten/*/ and tmfile/),
+the tensorproto target every .pb (tests/vectors/onnx_tensor)."""
 import bz2
 import glob
 import gzip
@@ -114,6 +115,8 @@ def main():
             for z in (gzip.compress(d, mtime=0), bz2.compress(d), lzma.compress(d)):
                 put(out, "tar", z)
                 put(out, "tar_stream", z)
+        for _, d in files(base, "onnx_tensor/*.pb"):
+            put(out, "tensorproto", d)
         for pat in ("onnx/**/*.onnx", "rten/*/*.onnx", "tmfile/*.onnx"):
             for _, d in files(base, pat):
                 put(out, "onnx", d)
@@ -133,7 +136,7 @@ def main():
         with open(p, "rb") as f:
             put(out, "hfindex", f.read())
     for t in ("btf", "tenbin", "rten", "flatbuf", "tmfile", "zio", "zmsg", "onnx", "pb",
-              "safetensors", "npy", "gguf", "npz", "tar", "torch", "pickle", "hfindex", "tflite"):
+              "tensorproto", "safetensors", "npy", "gguf", "npz", "tar", "torch", "pickle", "hfindex", "tflite"):
         d = os.path.join(out, t)
         n = len(os.listdir(d)) if os.path.isdir(d) else 0
         if n == 0:

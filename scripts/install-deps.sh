@@ -22,6 +22,7 @@ PACKAGES=(
   python3-zmq python3-numpy    # the tensorcom peer in the streaming tests
   python3-lmdb                 # LMDB stores read/written by a Python peer in the tests
   python3-onnx                 # the protobuf wire tests read and write ONNX models with it
+  libonnx-testdata             # ONNX's backend test corpus (tests/onnx/test_backend_corpus.py)
   python3-torch python3-torchvision  # the model-zoo test exports torchvision models to ONNX
   python3-dev python3-pytest   # the Python package (python/): its headers, its tests
   python3-pip python3-setuptools python3-wheel python3-venv  # its tests of pip install

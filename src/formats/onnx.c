@@ -9,13 +9,7 @@ const tio_format_desc tio__format_onnx = {
     .description = "ONNX model (.onnx): a protobuf ModelProto, graph and initializers",
     .extensions = ".onnx",
     .caps = TIO_CAP_NAMES | TIO_CAP_GRAPH,
-    .dtypes = TIO_DTYPE_BIT(TIO_BOOL) | TIO_DTYPE_BIT(TIO_INT8) | TIO_DTYPE_BIT(TIO_INT16) |
-              TIO_DTYPE_BIT(TIO_INT32) | TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_UINT8) |
-              TIO_DTYPE_BIT(TIO_UINT16) | TIO_DTYPE_BIT(TIO_UINT32) |
-              TIO_DTYPE_BIT(TIO_UINT64) | TIO_DTYPE_BIT(TIO_FLOAT16) |
-              TIO_DTYPE_BIT(TIO_BFLOAT16) | TIO_DTYPE_BIT(TIO_FLOAT32) |
-              TIO_DTYPE_BIT(TIO_FLOAT64) | TIO_DTYPE_BIT(TIO_COMPLEX64) |
-              TIO_DTYPE_BIT(TIO_COMPLEX128),
+    .dtypes = TIO__ONNX_DTYPES,
     .probe = tio__onnx_probe,
     .read = tio__onnx_read,
     .check = tio__onnx_check,

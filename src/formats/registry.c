@@ -9,6 +9,7 @@ extern const tio_format_desc tio__format_rten;
 extern const tio_format_desc tio__format_tmfile;
 extern const tio_format_desc tio__format_zio;
 extern const tio_format_desc tio__format_onnx;
+extern const tio_format_desc tio__format_tensorproto;
 extern const tio_format_desc tio__format_safetensors;
 extern const tio_format_desc tio__format_npy;
 extern const tio_format_desc tio__format_gguf;
@@ -24,6 +25,7 @@ static const tio_format_desc *const registry[] = {
     &tio__format_tmfile,
     &tio__format_zio,
     &tio__format_onnx,
+    &tio__format_tensorproto,
     &tio__format_safetensors,
     &tio__format_npy,
     &tio__format_gguf,

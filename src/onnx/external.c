@@ -47,17 +47,17 @@ static void ox_extmaps_free(void *p) {
 }
 
 /* The mappings of this container (created on first use). */
-static int ox_maps(tio_container *c, ox_extmaps **out, tio_error *err) {
+static int ox_maps(const char *fmt, tio_container *c, ox_extmaps **out, tio_error *err) {
     if (c->backing) {
         if (c->backing_free != ox_extmaps_free)
-            return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+            return tio__err(err, TIO_E_UNSUPPORTED, fmt, -1,
                             "external data cannot be read into a container that already "
                             "holds other backing memory");
         *out = c->backing;
         return TIO_OK;
     }
     ox_extmaps *m = calloc(1, sizeof *m);
-    if (!m) return tio__nomem(err, OX_FMT);
+    if (!m) return tio__nomem(err, fmt);
     c->backing = m;
     c->backing_free = ox_extmaps_free;
     *out = m;
@@ -77,8 +77,8 @@ static bool ox_has_dotdot(const char *loc) {
 }
 
 /* Maps (or finds mapped) the file at real path `real`. */
-static int ox_map_file(ox_extmaps *m, const char *real, const char *loc, int64_t at,
-                       ox_extmap **out, tio_error *err) {
+static int ox_map_file(const char *fmt, ox_extmaps *m, const char *real, const char *loc,
+                       int64_t at, ox_extmap **out, tio_error *err) {
     for (size_t k = 0; k < m->n; k++)
         if (strcmp(m->v[k].real, real) == 0) {
             *out = &m->v[k];
@@ -87,7 +87,7 @@ static int ox_map_file(ox_extmaps *m, const char *real, const char *loc, int64_t
     if (m->n == m->cap) {
         size_t nc = m->cap ? 2 * m->cap : 4;
         ox_extmap *nv = realloc(m->v, nc * sizeof *nv);
-        if (!nv) return tio__nomem(err, OX_FMT);
+        if (!nv) return tio__nomem(err, fmt);
         m->v = nv;
         m->cap = nc;
     }
@@ -96,18 +96,18 @@ static int ox_map_file(ox_extmaps *m, const char *real, const char *loc, int64_t
     int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         int e = errno;
-        return tio__err(err, TIO_E_IO, OX_FMT, at, "external data '%.200s': cannot open: %s",
+        return tio__err(err, TIO_E_IO, fmt, at, "external data '%.200s': cannot open: %s",
                         loc, strerror(e));
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return tio__err(err, TIO_E_IO, OX_FMT, at,
+        return tio__err(err, TIO_E_IO, fmt, at,
                         "external data '%.200s': not a regular file", loc);
     }
     if ((uint64_t)st.st_size > SIZE_MAX) {
         close(fd);
-        return tio__err(err, TIO_E_LIMIT, OX_FMT, at,
+        return tio__err(err, TIO_E_LIMIT, fmt, at,
                         "external data '%.200s': the file is too large to map", loc);
     }
     ox_extmap x = {NULL, NULL, (size_t)st.st_size};
@@ -116,7 +116,7 @@ static int ox_map_file(ox_extmaps *m, const char *real, const char *loc, int64_t
         if (p == MAP_FAILED) {
             int e = errno;
             close(fd);
-            return tio__err(err, TIO_E_IO, OX_FMT, at, "external data '%.200s': cannot map: %s",
+            return tio__err(err, TIO_E_IO, fmt, at, "external data '%.200s': cannot map: %s",
                             loc, strerror(e));
         }
         x.map = p;
@@ -125,7 +125,7 @@ static int ox_map_file(ox_extmaps *m, const char *real, const char *loc, int64_t
     x.real = strdup(real);
     if (!x.real) {
         if (x.map) munmap(x.map, x.size);
-        return tio__nomem(err, OX_FMT);
+        return tio__nomem(err, fmt);
     }
     m->mapped += x.size;
     m->v[m->n] = x;
@@ -133,27 +133,27 @@ static int ox_map_file(ox_extmaps *m, const char *real, const char *loc, int64_t
     return TIO_OK;
 }
 
-int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool has_length,
-                       uint64_t length, uint64_t nbytes, int64_t at, const char *lbl,
-                       const uint8_t **data, tio_error *err) {
+int tio__onnx_external(tio_read_ctx *ctx, const char *fmt, const char *loc, uint64_t offset,
+                       bool has_length, uint64_t length, uint64_t nbytes, int64_t at,
+                       const char *lbl, const uint8_t **data, tio_error *err) {
     static const uint8_t empty[1];
     bool anywhere = (ctx->flags & TIO_OPEN_EXTERNAL_ANYWHERE) != 0;
     if (!ctx->path)
-        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
+        return tio__err(err, TIO_E_UNSUPPORTED, fmt, at,
                         "%s: the tensor's data are in an external file ('%.200s'): reading "
                         "it needs the model's path (tio_open), not a buffer",
                         lbl, loc);
     if (!loc[0])
-        return tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+        return tio__err(err, TIO_E_CORRUPT, fmt, at,
                         "%s: external data without a location", lbl);
     if (!anywhere && loc[0] == '/')
-        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
+        return tio__err(err, TIO_E_UNSUPPORTED, fmt, at,
                         "%s: external data location '%.200s' is an absolute path; refused "
                         "(only files in the model's directory are read unless the caller "
                         "passes TIO_OPEN_EXTERNAL_ANYWHERE)",
                         lbl, loc);
     if (!anywhere && ox_has_dotdot(loc))
-        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
+        return tio__err(err, TIO_E_UNSUPPORTED, fmt, at,
                         "%s: external data location '%.200s' has a '..' component; refused "
                         "(only files in the model's directory are read unless the caller "
                         "passes TIO_OPEN_EXTERNAL_ANYWHERE)",
@@ -166,7 +166,7 @@ int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool
     char *rdir = NULL, *rfull = NULL;
     int rc = TIO_OK;
     if (!dir || !full) {
-        rc = tio__nomem(err, OX_FMT);
+        rc = tio__nomem(err, fmt);
         goto out;
     }
     if (slash) {
@@ -181,7 +181,7 @@ int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool
     rfull = realpath(full, NULL);
     if (!rdir || !rfull) {
         int e = errno;
-        rc = tio__err(err, TIO_E_IO, OX_FMT, at,
+        rc = tio__err(err, TIO_E_IO, fmt, at,
                       "%s: external data '%.200s': cannot open: %s", lbl, loc, strerror(e));
         goto out;
     }
@@ -189,7 +189,7 @@ int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool
     bool inside = strncmp(rfull, rdir, rl) == 0 &&
                   (rfull[rl] == '/' || (rl == 1 && rdir[0] == '/'));
     if (!anywhere && !inside) {
-        rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
+        rc = tio__err(err, TIO_E_UNSUPPORTED, fmt, at,
                       "%s: external data location '%.200s' resolves to '%.200s', outside the "
                       "model's directory (a symbolic link); refused unless the caller passes "
                       "TIO_OPEN_EXTERNAL_ANYWHERE",
@@ -198,17 +198,17 @@ int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool
     }
     ox_extmaps *m = NULL;
     ox_extmap *x = NULL;
-    if ((rc = ox_maps(ctx->c, &m, err))) goto out;
-    if ((rc = ox_map_file(m, rfull, loc, at, &x, err))) goto out;
+    if ((rc = ox_maps(fmt, ctx->c, &m, err))) goto out;
+    if ((rc = ox_map_file(fmt, m, rfull, loc, at, &x, err))) goto out;
     if (offset > x->size) {
-        rc = tio__err(err, TIO_E_BOUNDS, OX_FMT, at,
+        rc = tio__err(err, TIO_E_BOUNDS, fmt, at,
                       "%s: external data '%.200s': offset %llu is past the file's %zu bytes",
                       lbl, loc, (unsigned long long)offset, x->size);
         goto out;
     }
     if (!has_length) length = nbytes;
     if (length > x->size - offset) {
-        rc = tio__err(err, TIO_E_BOUNDS, OX_FMT, at,
+        rc = tio__err(err, TIO_E_BOUNDS, fmt, at,
                       "%s: external data '%.200s': %llu bytes at offset %llu run past the "
                       "file's %zu bytes",
                       lbl, loc, (unsigned long long)length, (unsigned long long)offset,
@@ -216,7 +216,7 @@ int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool
         goto out;
     }
     if (length != nbytes) {
-        rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+        rc = tio__err(err, TIO_E_CORRUPT, fmt, at,
                       "%s: external data '%.200s': length %llu, the shape needs %llu bytes",
                       lbl, loc, (unsigned long long)length, (unsigned long long)nbytes);
         goto out;
@@ -225,7 +225,7 @@ int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool
      * and over (every per-byte operation would multiply). */
     uint64_t cap = 2 * m->mapped + (64u << 10);
     if (tio__add64_ovf(m->viewed, nbytes, &m->viewed) || m->viewed > cap) {
-        rc = tio__err(err, TIO_E_LIMIT, OX_FMT, at,
+        rc = tio__err(err, TIO_E_LIMIT, fmt, at,
                       "%s: the tensors view more than %llu bytes of external data (2 x the "
                       "%llu bytes of the external files + 64 KiB): they alias the same bytes",
                       lbl, (unsigned long long)cap, (unsigned long long)m->mapped);

@@ -19,6 +19,15 @@
 #define OX_META_GRAPH_NAME "onnx.graph_name"
 #define OX_META_GRAPH_DOC "onnx.graph_doc_string"
 
+/* The dtypes a TensorProto holds (tio_format_desc.dtypes). */
+#define TIO__ONNX_DTYPES                                                                   \
+    (TIO_DTYPE_BIT(TIO_BOOL) | TIO_DTYPE_BIT(TIO_INT8) | TIO_DTYPE_BIT(TIO_INT16) |        \
+     TIO_DTYPE_BIT(TIO_INT32) | TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_UINT8) |      \
+     TIO_DTYPE_BIT(TIO_UINT16) | TIO_DTYPE_BIT(TIO_UINT32) | TIO_DTYPE_BIT(TIO_UINT64) |   \
+     TIO_DTYPE_BIT(TIO_FLOAT16) | TIO_DTYPE_BIT(TIO_BFLOAT16) |                            \
+     TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT64) |                             \
+     TIO_DTYPE_BIT(TIO_COMPLEX64) | TIO_DTYPE_BIT(TIO_COMPLEX128))
+
 /* TensorProto.DataType -> tio_dtype (TIO_DTYPE_INVALID when tensio has no
  * such dtype); the inverse (0 for none). */
 tio_dtype tio__onnx_dtype(int64_t code);
@@ -30,11 +39,12 @@ int tio__onnx_is_model_key(const char *key);
 
 /* The bytes of an external tensor (src/onnx/external.c): `loc` beside
  * ctx->path, `length` (nbytes when !has_length) bytes at `offset`, mapped
- * and kept by the container; the location rules and errors are there. `at`
- * and `lbl` place messages. */
-int tio__onnx_external(tio_read_ctx *ctx, const char *loc, uint64_t offset, bool has_length,
-                       uint64_t length, uint64_t nbytes, int64_t at, const char *lbl,
-                       const uint8_t **data, tio_error *err);
+ * and kept by the container; the location rules and errors are there. `fmt`
+ * names the format in messages ("onnx", "onnx-tensor"); `at` and `lbl`
+ * place them. */
+int tio__onnx_external(tio_read_ctx *ctx, const char *fmt, const char *loc, uint64_t offset,
+                       bool has_length, uint64_t length, uint64_t nbytes, int64_t at,
+                       const char *lbl, const uint8_t **data, tio_error *err);
 
 /* ONNX typing rules as data (src/onnx/constraints.c), default domain only:
  * whether input `input` of `op` is tensor(int64) only at `opset`; whether
@@ -83,7 +93,22 @@ bool tio__onnx_axis_changed_at_13(const char *op);
 #define TIO__ONNX_MAX_IR 127
 int tio__onnx_probe(const uint8_t *d, size_t n);
 int tio__onnx_read(tio_read_ctx *ctx, tio_error *err);
+/* A bare TensorProto (a .pb file, src/formats/tensorproto.c): ctx->data is
+ * one TensorProto, read strictly (every field one of TensorProto's,
+ * data_type present) into one tensor of ctx->c, as a model's initializer is
+ * read (raw_data a view, typed fields decoded, external data beside
+ * ctx->path); doc_string and metadata_props become container properties.
+ * `fmt` names the format in messages. */
+int tio__onnx_read_tensorproto(tio_read_ctx *ctx, const char *fmt, tio_error *err);
 int tio__onnx_check(const tio_write_plan *p, tio_error *err);
+/* The fields of a TensorProto of plan tensor i (src/onnx/write.c): dims
+ * (unpacked), data_type, name (`name`, else the tensor's when it has one),
+ * raw_data (the container's bytes referenced, not copied), in field order,
+ * as onnx.numpy_helper.from_array(a, name).SerializeToString() writes them.
+ * A model's initializer is this message nested; a .pb file is it alone. */
+struct tio_pb_writer;
+int tio__onnx_put_tensor(struct tio_pb_writer *pw, tio_write_plan *p, size_t i,
+                         const char *name, tio_error *err);
 int tio__onnx_write(tio_write_plan *p, tio_sink *s, tio_error *err);
 
 #endif /* TIO_ONNX_H */

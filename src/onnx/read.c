@@ -15,6 +15,8 @@
 
 typedef struct ox_reader {
     tio_read_ctx *ctx;
+    const char *fmt; /* the format named in messages: "onnx", or a bare
+                        TensorProto's (tio__onnx_read_tensorproto) */
     uint64_t objects, max_objects;
     tio_budget mem;
 } ox_reader;
@@ -33,7 +35,7 @@ typedef struct ox_scope {
 static int64_t ox_off(const tio_pb_reader *rd, size_t pos) { return (int64_t)(rd->base + pos); }
 
 static int ox_count(ox_reader *r, uint64_t n, int64_t off, tio_error *err) {
-    return tio__objects_take(&r->objects, n, r->max_objects, OX_FMT, off,
+    return tio__objects_take(&r->objects, n, r->max_objects, r->fmt, off,
                              "nodes, values, attributes, dims",
                              "and one per byte of input + 4096", err);
 }
@@ -50,18 +52,18 @@ static int ox_str(ox_reader *r, const tio_pb_reader *rd, const tio_pb_field *f,
     const uint8_t *p = tio__pb_bytes(rd, f);
     size_t n = (size_t)f->u;
     if (n > r->ctx->limits.max_name_bytes)
-        return tio__err(err, TIO_E_LIMIT, OX_FMT, ox_off(rd, f->data),
+        return tio__err(err, TIO_E_LIMIT, r->fmt, ox_off(rd, f->data),
                         "%s: a string of %zu bytes exceeds the limit of %u (tio_limits."
                         "max_name_bytes)",
                         what, n, r->ctx->limits.max_name_bytes);
     if (n && memchr(p, 0, n))
-        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(rd, f->data),
+        return tio__err(err, TIO_E_UNSUPPORTED, r->fmt, ox_off(rd, f->data),
                         "%s: the string holds a NUL byte (tensio keeps strings as C strings)",
                         what);
     int rc = ox_mem(r, 2 * tio__cost_str(n) + 32, ox_off(rd, f->at), err);
     if (rc) return rc;
     char *s = malloc(n + 1);
-    if (!s) return tio__nomem(err, OX_FMT);
+    if (!s) return tio__nomem(err, r->fmt);
     memcpy(s, p, n);
     s[n] = 0;
     *out = s;
@@ -173,14 +175,48 @@ typedef struct ox_tparts {
     unsigned typed; /* bit per typed field number present */
 } ox_tparts;
 
+/* The wire type of typed field `want`'s elements. */
+static tio_pb_wire ox_typed_wire(uint32_t want) {
+    return (want == 4) ? TIO_PB_I32 : (want == 10) ? TIO_PB_I64 : TIO_PB_VARINT;
+}
+
+/* The values the typed fields hold for numel elements of dt (a complex
+ * number is two values, real first). */
+static uint64_t ox_typed_values(tio_dtype dt, uint64_t numel) {
+    size_t esz = tio__dtype_swap_unit(dt);
+    return esz && esz < tio_dtype_size(dt) ? numel * (tio_dtype_size(dt) / esz) : numel;
+}
+
+/* Counts the values of typed field `want` (without decoding them) and
+ * checks them against the shape before anything is allocated for them. */
+static int ox_typed_count(const tio_pb_reader *rd, uint32_t want, tio_dtype dt, uint64_t numel,
+                          const char *lbl, tio_error *err) {
+    tio_pb_reader it = *rd;
+    tio_pb_field f;
+    uint64_t k = 0, need = ox_typed_values(dt, numel);
+    while (!tio__pb_done(&it)) {
+        uint64_t n;
+        int rc = tio__pb_next(&it, &f, err);
+        if (!rc && f.number == want)
+            rc = tio__pb_packed_count(&it, &f, ox_typed_wire(want), lbl, &n, err);
+        if (rc) return rc;
+        if (f.number == want) k += n;
+    }
+    if (k != need)
+        return tio__err(err, TIO_E_CORRUPT, rd->format, ox_off(rd, rd->pos),
+                        "%s: the typed data hold %llu values, the shape needs %llu", lbl,
+                        (unsigned long long)k, (unsigned long long)need);
+    return TIO_OK;
+}
+
 /* Decodes the typed fields of a tensor into little-endian bytes. */
 static int ox_typed(const tio_pb_reader *rd, uint32_t want, tio_dtype dt, uint8_t *dst,
                     uint64_t numel, const char *lbl, tio_error *err) {
     tio_pb_reader it = *rd;
     uint64_t k = 0;
     size_t esz = tio__dtype_swap_unit(dt); /* a complex number is two values, real first */
-    if (esz && esz < tio_dtype_size(dt)) numel *= tio_dtype_size(dt) / esz;
-    tio_pb_wire ew = (want == 4) ? TIO_PB_I32 : (want == 10) ? TIO_PB_I64 : TIO_PB_VARINT;
+    numel = ox_typed_values(dt, numel);
+    tio_pb_wire ew = ox_typed_wire(want);
     tio_pb_field f;
     while (!tio__pb_done(&it)) {
         int rc = tio__pb_next(&it, &f, err);
@@ -193,7 +229,7 @@ static int ox_typed(const tio_pb_reader *rd, uint32_t want, tio_dtype dt, uint8_
             rc = tio__pb_packed_next(&p, &v, err);
             if (rc) break;
             if (k >= numel)
-                return tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(rd, f.at),
+                return tio__err(err, TIO_E_CORRUPT, rd->format, ox_off(rd, f.at),
                                 "%s: the typed data hold more than the %llu elements of the "
                                 "shape",
                                 lbl, (unsigned long long)numel);
@@ -212,7 +248,7 @@ static int ox_typed(const tio_pb_reader *rd, uint32_t want, tio_dtype dt, uint8_
         if (rc) return rc;
     }
     if (k != numel)
-        return tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(rd, rd->pos),
+        return tio__err(err, TIO_E_CORRUPT, rd->format, ox_off(rd, rd->pos),
                         "%s: the typed data hold %llu elements, the shape needs %llu", lbl,
                         (unsigned long long)k, (unsigned long long)numel);
     return TIO_OK;
@@ -250,8 +286,8 @@ static int ox_entry(ox_reader *r, const tio_pb_reader *m, const tio_pb_field *f,
 }
 
 /* A decimal external_data value (offset, length): digits only, no overflow. */
-static int ox_decimal(const char *s, const char *key, int64_t at, const char *lbl,
-                      uint64_t *out, tio_error *err) {
+static int ox_decimal(const char *fmt, const char *s, const char *key, int64_t at,
+                      const char *lbl, uint64_t *out, tio_error *err) {
     uint64_t v = 0;
     if (!s[0]) goto bad;
     for (const char *p = s; *p; p++) {
@@ -262,7 +298,7 @@ static int ox_decimal(const char *s, const char *key, int64_t at, const char *lb
     *out = v;
     return TIO_OK;
 bad:
-    return tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+    return tio__err(err, TIO_E_CORRUPT, fmt, at,
                     "%s: external_data '%s' is '%.40s' (expected a decimal byte count)", lbl,
                     key, s);
 }
@@ -287,11 +323,11 @@ static int ox_external(ox_reader *r, const tio_pb_reader *rd, const char *lbl, i
             free(loc);
             loc = v;
             v = NULL;
-            if (!loc && !(loc = calloc(1, 1))) rc = tio__nomem(err, OX_FMT);
+            if (!loc && !(loc = calloc(1, 1))) rc = tio__nomem(err, r->fmt);
         } else if (!rc && k && strcmp(k, "offset") == 0) {
-            rc = ox_decimal(v ? v : "", k, eat, lbl, &offset, err);
+            rc = ox_decimal(r->fmt, v ? v : "", k, eat, lbl, &offset, err);
         } else if (!rc && k && strcmp(k, "length") == 0) {
-            rc = ox_decimal(v ? v : "", k, eat, lbl, &length, err);
+            rc = ox_decimal(r->fmt, v ? v : "", k, eat, lbl, &length, err);
             has_length = true;
         }
         /* "checksum" (a SHA-1 of the bytes) is not verified: that would read
@@ -300,13 +336,13 @@ static int ox_external(ox_reader *r, const tio_pb_reader *rd, const char *lbl, i
         free(v);
     }
     if (!rc && !loc)
-        rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+        rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
                       "%s: data_location is EXTERNAL but external_data has no 'location'",
                       lbl);
     const uint8_t *p = NULL;
     if (!rc)
-        rc = tio__onnx_external(r->ctx, loc, offset, has_length, length, nbytes, at, lbl, &p,
-                                err);
+        rc = tio__onnx_external(r->ctx, r->fmt, loc, offset, has_length, length, nbytes, at,
+                                lbl, &p, err);
     if (!rc) *data = p;
     free(loc);
     return rc;
@@ -335,12 +371,12 @@ static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, co
                 rc = tio__pb_packed_next(&p, &v, err);
                 if (rc) break;
                 if (t.rank >= ctx->limits.max_rank || t.rank >= OX_MAX_RANK)
-                    return tio__err(err, TIO_E_LIMIT, OX_FMT, ox_off(rd, f.at),
+                    return tio__err(err, TIO_E_LIMIT, r->fmt, ox_off(rd, f.at),
                                     "%s: the tensor has more dims than the limit of %u "
                                     "(tio_limits.max_rank)",
                                     lbl, ctx->limits.max_rank);
                 if ((int64_t)v < 0)
-                    return tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(rd, f.at),
+                    return tio__err(err, TIO_E_CORRUPT, r->fmt, ox_off(rd, f.at),
                                     "%s: dim %zu is %lld (expected >= 0)", lbl, t.rank,
                                     (long long)(int64_t)v);
                 t.dims[t.rank++] = (int64_t)v;
@@ -350,7 +386,7 @@ static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, co
         }
         case 2: t.dtype_code = tio__pb_int32(&f); break;
         case 3:
-            return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(rd, f.at),
+            return tio__err(err, TIO_E_UNSUPPORTED, r->fmt, ox_off(rd, f.at),
                             "%s: segmented tensors (TensorProto.segment) are not supported",
                             lbl);
         case 6: t.typed |= 1u << 6; break;
@@ -372,23 +408,23 @@ static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, co
         }
     }
     if (t.dtype_code == 8 || (t.typed & (1u << 6)))
-        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
+        return tio__err(err, TIO_E_UNSUPPORTED, r->fmt, at,
                         "%s: string tensors are not supported (tensio has no string dtype)",
                         lbl);
     tio_dtype dt = tio__onnx_dtype(t.dtype_code);
     if (dt == TIO_DTYPE_INVALID) {
         const char *dn = tio__onnx_dtype_name(t.dtype_code);
-        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
+        return tio__err(err, TIO_E_UNSUPPORTED, r->fmt, at,
                         "%s: data type %lld (%s) is not supported by tensio", lbl,
                         (long long)t.dtype_code, dn ? dn : "unknown");
     }
     uint64_t numel = 1, nbytes;
     for (size_t k = 0; k < t.rank; k++)
         if (tio__mul64_ovf(numel, (uint64_t)t.dims[k], &numel))
-            return tio__err(err, TIO_E_OVERFLOW, OX_FMT, at, "%s: the element count overflows",
+            return tio__err(err, TIO_E_OVERFLOW, r->fmt, at, "%s: the element count overflows",
                             lbl);
     if (tio__mul64_ovf(numel, tio_dtype_size(dt), &nbytes) || nbytes > SIZE_MAX)
-        return tio__err(err, TIO_E_OVERFLOW, OX_FMT, at, "%s: the byte size overflows", lbl);
+        return tio__err(err, TIO_E_OVERFLOW, r->fmt, at, "%s: the byte size overflows", lbl);
     char *tname = NULL;
     if (!name && t.has_name) {
         rc = ox_str(r, rd, &t.name, lbl, &tname, err);
@@ -398,7 +434,7 @@ static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, co
     rc = ox_count(r, 1, at, err);
     if (!rc) rc = ox_mem(r, tio__cost_tensor(name ? strlen(name) : 0, t.rank), at, err);
     if (!rc && tio_container_count(ctx->c) >= ctx->limits.max_tensors)
-        rc = tio__err(err, TIO_E_LIMIT, OX_FMT, at,
+        rc = tio__err(err, TIO_E_LIMIT, r->fmt, at,
                       "%s: the model has more than %llu tensors (tio_limits.max_tensors)", lbl,
                       (unsigned long long)ctx->limits.max_tensors);
     tio_tensor_desc d;
@@ -411,7 +447,7 @@ static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, co
     if (rc) goto out;
     if (t.external) {
         if (t.typed || t.has_raw) {
-            rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
                           "%s: the tensor's data are external (data_location = EXTERNAL) but "
                           "it also has raw_data or typed data",
                           lbl);
@@ -423,30 +459,31 @@ static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, co
         if (!rc) tt->source_offset = at;
     } else if (t.has_raw) {
         if (t.typed)
-            rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(rd, t.raw.at),
+            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, ox_off(rd, t.raw.at),
                           "%s: the tensor has both raw_data and typed data fields", lbl);
         else if (t.raw.u != nbytes)
-            rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(rd, t.raw.at),
+            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, ox_off(rd, t.raw.at),
                           "%s: raw_data holds %llu bytes, the %s shape needs %llu", lbl,
                           (unsigned long long)t.raw.u, tio_dtype_name(dt),
                           (unsigned long long)nbytes);
         if (rc) goto out;
         d.data = tio__pb_bytes(rd, &t.raw);
-        rc = tio__container_add_view(ctx->c, &d, ox_off(rd, t.raw.data), OX_FMT, err);
+        rc = tio__container_add_view(ctx->c, &d, ox_off(rd, t.raw.data), r->fmt, err);
     } else {
         uint32_t want = ox_typed_field(dt);
         if (t.typed & ~(1u << want)) {
-            rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, at,
+            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
                           "%s: a %s tensor has data in a typed field other than the one its "
                           "type uses (field %u)",
                           lbl, tio_dtype_name(dt), want);
             goto out;
         }
-        rc = ox_mem(r, tio__cost_block(nbytes), at, err);
+        rc = ox_typed_count(rd, want, dt, numel, lbl, err);
+        if (!rc) rc = ox_mem(r, tio__cost_block(nbytes), at, err);
         if (rc) goto out;
         uint8_t *buf = malloc(nbytes ? (size_t)nbytes : 1);
         if (!buf) {
-            rc = tio__nomem(err, OX_FMT);
+            rc = tio__nomem(err, r->fmt);
             goto out;
         }
         rc = ox_typed(rd, want, dt, buf, numel, lbl, err);
@@ -1095,13 +1132,18 @@ static int ox_graph(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc, unsigne
 
 /* -------------------------------------------------------------- model */
 
+static void ox_reader_init(ox_reader *r, tio_read_ctx *ctx, const char *fmt) {
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    r->fmt = fmt;
+    r->max_objects = ctx->size + 4096;
+    if (r->max_objects > ctx->limits.max_objects) r->max_objects = ctx->limits.max_objects;
+    tio__budget_init(&r->mem, fmt, ctx->size, &ctx->limits);
+}
+
 int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
     ox_reader r;
-    memset(&r, 0, sizeof r);
-    r.ctx = ctx;
-    r.max_objects = ctx->size + 4096;
-    if (r.max_objects > ctx->limits.max_objects) r.max_objects = ctx->limits.max_objects;
-    tio__budget_init(&r.mem, OX_FMT, ctx->size, &ctx->limits);
+    ox_reader_init(&r, ctx, OX_FMT);
     uint32_t pbdepth = 3 * ctx->limits.max_depth + 8;
     tio_pb_reader m;
     tio__pb_init(&m, ctx->data, ctx->size, 0, OX_FMT, pbdepth);
@@ -1204,5 +1246,104 @@ int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
     rc = ox_graph(&r, &gr, &sc, 1, err);
     free(sc.slots);
     free(sc.caps);
+    return rc;
+}
+
+/* ------------------------------------------------- a bare TensorProto */
+
+/* The metadata_props entries a bare TensorProto's properties take (each is
+ * set by key, which looks at the ones before it). */
+#define OX_MAX_TENSOR_PROPS 1024u
+
+/* A string field of the TensorProto (doc_string) or one metadata_props entry
+ * as a container property, so that `info` shows it. */
+static int ox_tensor_prop(ox_reader *r, const tio_pb_reader *m, const tio_pb_field *f,
+                          tio_error *err) {
+    char *k = NULL, *v = NULL;
+    int rc;
+    if (f->number == 12) {
+        rc = ox_str(r, m, f, "TensorProto.doc_string", &v, err);
+        if (!rc) rc = tio__kv_set(&r->ctx->c->props, "doc_string", v, err);
+    } else {
+        rc = ox_entry(r, m, f, "TensorProto.metadata_props", &k, &v, err);
+        char key[160];
+        snprintf(key, sizeof key, "metadata_props.%.140s", k ? k : "");
+        if (!rc) rc = tio__kv_set(&r->ctx->c->props, key, v ? v : "", err);
+    }
+    free(k);
+    free(v);
+    return rc;
+}
+
+/* Whether a message has the form of a SequenceProto or OptionalProto
+ * (onnx.proto: name = 1, elem_type = 2 (0..5), elements in fields 3..7, all
+ * length-delimited), which a TensorProto only has when its dims are packed
+ * and its data in float_data .. int64_data: used to name what the bytes
+ * are when they do not read as a TensorProto. */
+static bool ox_seq_form(const tio_pb_reader *m) {
+    tio_pb_reader it = *m;
+    tio_pb_field f;
+    bool named = false;
+    while (!tio__pb_done(&it)) {
+        if (tio__pb_next(&it, &f, NULL)) return false;
+        if (f.number == 1 && f.wire == TIO_PB_LEN) named = true;
+        else if (f.number == 2 && f.wire == TIO_PB_VARINT && f.u <= 5) continue;
+        else if (f.number < 3 || f.number > 7 || f.wire != TIO_PB_LEN) return false;
+    }
+    return named;
+}
+
+int tio__onnx_read_tensorproto(tio_read_ctx *ctx, const char *fmt, tio_error *err) {
+    ox_reader r;
+    ox_reader_init(&r, ctx, fmt);
+    if (ctx->size == 0)
+        return tio__err(err, TIO_E_TRUNCATED, fmt, 0,
+                        "the file is empty (expected an ONNX TensorProto, which has at least "
+                        "its data_type)");
+    /* the message, then its segment and external_data entries */
+    tio_pb_reader m;
+    tio__pb_init(&m, ctx->data, ctx->size, 0, fmt, 2);
+    int rc = tio__pb_verify(&m, &tio__onnx_TensorProto, err);
+    if (rc) return rc;
+    /* Strict, as nothing in the bytes says what they are: every field is one
+     * of TensorProto's, and data_type is there. */
+    tio_pb_reader it = m;
+    tio_pb_field f;
+    bool typed = false;
+    unsigned nprops = 0;
+    while (!rc && !tio__pb_done(&it)) {
+        if ((rc = tio__pb_next(&it, &f, err))) break;
+        if (!tio__pb_field_desc(&tio__onnx_TensorProto, f.number))
+            return tio__err(err, TIO_E_CORRUPT, fmt, ox_off(&it, f.at),
+                            "field %u (%s) is not a field of an ONNX TensorProto (expected "
+                            "1..14 or 16; a .pb file is read as one TensorProto, as "
+                            "onnx.numpy_helper writes it)",
+                            f.number, tio__pb_wire_name(f.wire));
+        if (f.number == 2) typed = true;
+        if (f.number == 16 && ++nprops > OX_MAX_TENSOR_PROPS)
+            return tio__err(err, TIO_E_LIMIT, fmt, ox_off(&it, f.at),
+                            "the TensorProto has more than %u metadata_props entries",
+                            OX_MAX_TENSOR_PROPS);
+        if (f.number == 12 || f.number == 16) rc = ox_tensor_prop(&r, &it, &f, err);
+    }
+    if (rc) return rc;
+    int64_t index;
+    rc = typed ? ox_tensor(&r, &m, NULL, "TensorProto", &index, err)
+               : tio__err(err, TIO_E_CORRUPT, fmt, 0,
+                          "the TensorProto has no data_type (field 2)");
+    if (rc && err && ox_seq_form(&m)) {
+        /* named as what it most likely is, the TensorProto reading kept */
+        char was[TIO_ERROR_MESSAGE_MAX];
+        size_t pre = strlen(fmt) + 2;
+        snprintf(was, sizeof was, "%s", strncmp(err->message, fmt, pre - 2) == 0 &&
+                                                err->message[pre - 2] == ':'
+                                            ? err->message + pre
+                                            : err->message);
+        rc = tio__err(err, TIO_E_UNSUPPORTED, fmt, 0,
+                      "the file has the form of an ONNX SequenceProto or OptionalProto (a "
+                      "name, an elem_type, elements in fields 3-7), which tensio does not "
+                      "read; as a TensorProto: %s",
+                      was);
+    }
     return rc;
 }

@@ -259,6 +259,29 @@ static int ox_put_external(ox_writer *w, tio_pb_writer *pw, size_t i, tio_error 
     return rc;
 }
 
+/* A TensorProto's dims, data_type and name (NULL: none). */
+static int ox_put_tensor_head(tio_pb_writer *pw, const tio_wtensor *t, int code,
+                              const char *name, tio_error *err) {
+    int rc = TIO_OK;
+    for (size_t k = 0; !rc && k < t->rank; k++) rc = tio__pb_put_int64(pw, 1, t->shape[k], err);
+    if (!rc) rc = tio__pb_put_int64(pw, 2, code, err);
+    if (!rc && name) rc = tio__pb_put_string(pw, 8, name, err);
+    return rc;
+}
+
+int tio__onnx_put_tensor(tio_pb_writer *pw, tio_write_plan *p, size_t i, const char *name,
+                         tio_error *err) {
+    const tio_wtensor *t = tio__plan_tensor(p, i);
+    int rc = ox_put_tensor_head(pw, t, tio__onnx_code(t->dtype), name ? name : t->name, err);
+    const uint8_t *data = NULL;
+    if (!rc && !tio__pb_sizing(pw)) rc = tio__plan_data(p, i, &data, NULL, err);
+    /* referenced when it is the container's data; the plan's scratch (a
+     * converted tensor) is only valid until the next call: copy it */
+    bool ref = data && data == tio_tensor_data(t->src);
+    if (!rc) rc = tio__pb_put_len(pw, 9, data, t->nbytes, ref, err);
+    return rc;
+}
+
 /* TensorProto of plan tensor i, with `name` (NULL: the tensor's);
  * `initializer`: an initializer (its data go external when asked); `widen`:
  * an int32 tensor written as int64 (inline, converted into a buffer of its
@@ -267,40 +290,35 @@ static int ox_put_tensor(ox_writer *w, tio_pb_writer *pw, uint32_t number, size_
                          const char *name, bool initializer, bool widen, tio_error *err) {
     const tio_wtensor *t = tio__plan_tensor(w->plan, i);
     int rc = tio__pb_begin(pw, number, err);
-    for (size_t k = 0; !rc && k < t->rank; k++) rc = tio__pb_put_int64(pw, 1, t->shape[k], err);
+    if (!widen && !(initializer && w->ext_name)) {
+        if (!rc) rc = tio__onnx_put_tensor(pw, w->plan, i, name, err);
+        if (!rc) rc = tio__pb_end(pw, err);
+        return rc;
+    }
     int code = widen ? tio__onnx_code(TIO_INT64) : tio__onnx_code(t->dtype);
-    if (!rc) rc = tio__pb_put_int64(pw, 2, code, err);
-    if (!rc && (name || t->name)) rc = tio__pb_put_string(pw, 8, name ? name : t->name, err);
-    if (initializer && w->ext_name && !widen) {
+    if (!rc) rc = ox_put_tensor_head(pw, t, code, name ? name : t->name, err);
+    if (!widen) {
         if (!rc) rc = ox_put_external(w, pw, i, err);
         if (!rc) rc = tio__pb_end(pw, err);
         return rc;
     }
     const uint8_t *data = NULL;
     if (!rc && !tio__pb_sizing(pw)) rc = tio__plan_data(w->plan, i, &data, NULL, err);
-    if (!rc && widen) {
-        uint8_t *wide = NULL;
-        size_t n = (size_t)t->numel;
-        if (data && n) {
-            wide = malloc(n * 8);
-            if (!wide) return tio__nomem(err, OX_FMT);
-            for (size_t k = 0; k < n; k++) {
-                const uint8_t *b = data + 4 * k;
-                uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                             (uint32_t)b[3] << 24;
-                uint64_t x = (uint64_t)(int64_t)(int32_t)u; /* sign-extended */
-                for (unsigned q = 0; q < 8; q++) wide[8 * k + q] = (uint8_t)(x >> (8 * q));
-            }
+    uint8_t *wide = NULL;
+    size_t n = (size_t)t->numel;
+    if (!rc && data && n) {
+        wide = malloc(n * 8);
+        if (!wide) return tio__nomem(err, OX_FMT);
+        for (size_t k = 0; k < n; k++) {
+            const uint8_t *b = data + 4 * k;
+            uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                         (uint32_t)b[3] << 24;
+            uint64_t x = (uint64_t)(int64_t)(int32_t)u; /* sign-extended */
+            for (unsigned q = 0; q < 8; q++) wide[8 * k + q] = (uint8_t)(x >> (8 * q));
         }
-        rc = tio__pb_put_len(pw, 9, wide, n * 8, false, err);
-        free(wide);
-        if (!rc) rc = tio__pb_end(pw, err);
-        return rc;
     }
-    /* referenced when it is the container's data; the plan's scratch (a
-     * converted tensor) is only valid until the next call: copy it */
-    bool ref = data && data == tio_tensor_data(t->src);
-    if (!rc) rc = tio__pb_put_len(pw, 9, data, t->nbytes, ref, err);
+    if (!rc) rc = tio__pb_put_len(pw, 9, wide, n * 8, false, err);
+    free(wide);
     if (!rc) rc = tio__pb_end(pw, err);
     return rc;
 }

@@ -1108,6 +1108,11 @@ static void test_work_bounds_onnx(void **state) {
     sweep_format("onnx", "onnx", 7);
 }
 
+static void test_work_bounds_onnx_tensor(void **state) {
+    (void)state;
+    sweep_format("onnx-tensor", "tensorproto", 11);
+}
+
 static void test_work_bounds_tflite(void **state) {
     (void)state;
     sweep_format("tflite", "tflite", 8);
@@ -1122,7 +1127,7 @@ int main(void) {
         cmocka_unit_test(test_work_bounds_btf),    cmocka_unit_test(test_work_bounds_tenbin),
         cmocka_unit_test(test_work_bounds_rten),   cmocka_unit_test(test_work_bounds_tmfile),
         cmocka_unit_test(test_work_bounds_zio),    cmocka_unit_test(test_work_bounds_onnx),
-        cmocka_unit_test(test_work_bounds_tflite),
+        cmocka_unit_test(test_work_bounds_onnx_tensor), cmocka_unit_test(test_work_bounds_tflite),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

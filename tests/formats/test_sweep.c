@@ -243,6 +243,13 @@ static void test_sweep_onnx(void **state) {
     report("onnx");
 }
 
+static void test_sweep_onnx_tensor(void **state) {
+    (void)state;
+    sweep_format("onnx-tensor");
+    assert_true(S.files >= 11);
+    report("onnx-tensor");
+}
+
 static void test_sweep_safetensors(void **state) {
     (void)state;
     sweep_format("safetensors");
@@ -293,6 +300,7 @@ int main(void) {
         cmocka_unit_test(test_sweep_btf),    cmocka_unit_test(test_sweep_tenbin),
         cmocka_unit_test(test_sweep_rten),   cmocka_unit_test(test_sweep_tmfile),
         cmocka_unit_test(test_sweep_zio),    cmocka_unit_test(test_sweep_onnx),
+        cmocka_unit_test(test_sweep_onnx_tensor),
         cmocka_unit_test(test_sweep_safetensors), cmocka_unit_test(test_sweep_npy),
         cmocka_unit_test(test_sweep_gguf),
         cmocka_unit_test(test_sweep_npz),    cmocka_unit_test(test_sweep_torch),

@@ -15,10 +15,14 @@ const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
 
+// .npy descr -> onnxruntime type and the typed array its data are read into
+// (float16 as its bits); also used by run_batch.js.
 const TYPES = {
   '<f4': ['float32', Float32Array], '<i4': ['int32', Int32Array],
   '<i8': ['int64', BigInt64Array], '|u1': ['uint8', Uint8Array], '|i1': ['int8', Int8Array],
-  '|b1': ['bool', Uint8Array],
+  '|b1': ['bool', Uint8Array], '<f8': ['float64', Float64Array], '<f2': ['float16', Uint16Array],
+  '<i2': ['int16', Int16Array], '<u2': ['uint16', Uint16Array], '<u4': ['uint32', Uint32Array],
+  '<u8': ['uint64', BigUint64Array],
 };
 
 // A .npy file (format 1.0 or 2.0, C order, little-endian) as an ort.Tensor.
@@ -110,7 +114,11 @@ async function main() {
   process.exit(bad ? 1 : 0);
 }
 
-main().catch((e) => {
-  console.error(String(e && e.message ? e.message : e));
-  process.exit(1);
-});
+module.exports = { readNpy, writeNpy };
+
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(String(e && e.message ? e.message : e));
+    process.exit(1);
+  });
+}

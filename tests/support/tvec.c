@@ -211,6 +211,7 @@ const tvec_dir tvec_dirs[] = {
     {"onnx", ".onnx", "onnx"}, /* local copies of the small ones below */
     {"rten/big_init", ".onnx", "onnx"},
     {"tmfile", ".onnx", "onnx"},
+    {"onnx_tensor", ".pb", "onnx-tensor"}, /* written by onnx (make_pb.py) */
     {"safetensors", ".safetensors", "safetensors"},
     {"npy", ".npy", "npy"},
     {"gguf", ".gguf", "gguf"},

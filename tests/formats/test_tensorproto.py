@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""Bare ONNX TensorProto files (.pb, format onnx-tensor) against onnx itself
+(Debian's python3-onnx, with NumPy).
+
+  test_tensorproto.py TENSIO
+
+- onnx.numpy_helper.from_array(a, name).SerializeToString() for every dtype
+  both have, shapes from rank 0 to 3 and empty ones: `tensio ls --json
+  --hash` gives its name, dtype, shape and the sha256 of its bytes;
+  `tensio convert x.pb y.pb` writes the same bytes; .pb -> .npy
+  (--drop-names: .npy has no names) gives the array, .npz -> .pb gives
+  from_array's bytes with the member's name, .npy -> .pb from_array's bytes
+  without a name.
+- onnx.helper.make_tensor(..., raw=False) (typed fields: float_data,
+  int32_data, int64_data, double_data, uint64_data) reads as the same array.
+- a string tensor and a SequenceProto are refused by name."""
+import hashlib
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from clitest import run, check, report  # noqa: E402
+
+DTYPES = ["?", "i1", "u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f2", "<f4", "<f8",
+          "<c8", "<c16"]
+NAMES = {"?": "bool", "i1": "int8", "u1": "uint8", "<i2": "int16", "<u2": "uint16",
+         "<i4": "int32", "<u4": "uint32", "<i8": "int64", "<u8": "uint64", "<f2": "float16",
+         "<f4": "float32", "<f8": "float64", "<c8": "complex64", "<c16": "complex128"}
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def main():
+    rng = np.random.default_rng(37)
+    tmp = tempfile.mkdtemp(prefix="tio-pb-")
+    n = 0
+    for dt in DTYPES:
+        for shape in [(), (0,), (5,), (3, 4), (2, 0, 3), (2, 3, 4)]:
+            base = rng.integers(-50, 100, size=shape)
+            a = (base % 2 == 0) if dt == "?" else base.astype(dt)
+            if np.dtype(dt).kind == "c":
+                a = (a * (1 - 2j) + 0.5j).astype(dt)
+            n += 1
+            what = "%s %s" % (dt, shape)
+            ref = numpy_helper.from_array(a, "t%d" % n).SerializeToString()
+            src = os.path.join(tmp, "a%d.pb" % n)
+            write(src, ref)
+            t = json.loads(run("ls", "--json", "--hash", src).stdout)["tensors"][0]
+            check(what + " name", t.get("name") == "t%d" % n, str(t.get("name")))
+            check(what + " dtype", t["dtype"] == NAMES[dt], t["dtype"])
+            check(what + " shape", t["shape"] == list(shape), str(t["shape"]))
+            check(what + " sha256", t["sha256"] == hashlib.sha256(a.tobytes()).hexdigest())
+            out = os.path.join(tmp, "b%d.pb" % n)
+            run("convert", src, out)
+            check(what + " pb -> pb bytes", read(out) == ref)
+            npy = os.path.join(tmp, "a%d.npy" % n)
+            run("convert", "--drop-names", src, npy)
+            back = np.load(npy)
+            check(what + " pb -> npy", back.dtype == a.dtype and back.shape == a.shape and
+                  np.array_equal(back, a))
+            run("convert", npy, out, "--force")
+            check(what + " npy -> pb bytes",
+                  read(out) == numpy_helper.from_array(a).SerializeToString())
+            npz = os.path.join(tmp, "a%d.npz" % n)
+            np.savez(npz, **{"t%d" % n: a})
+            run("convert", npz, out, "--force")
+            check(what + " npz -> pb bytes", read(out) == ref)
+            # typed fields, as make_tensor writes them without raw
+            if dt in ("<f2", "<c8", "<c16") or not shape or 0 in shape:
+                continue
+            code = onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dt)]
+            typed = helper.make_tensor("y", code, shape, a.flatten().tolist(), raw=False)
+            check(what + " made typed", not typed.raw_data)
+            write(src, typed.SerializeToString())
+            run("convert", "--drop-names", "--force", src, npy)
+            back = np.load(npy)
+            check(what + " typed -> npy", back.dtype == a.dtype and np.array_equal(back, a))
+    print("onnx-tensor: %d arrays written by onnx.numpy_helper read and rewritten" % n)
+
+    p = os.path.join(tmp, "s.pb")
+    write(p, numpy_helper.from_array(np.array([b"ab", b"c"], dtype=object), "s")
+          .SerializeToString())
+    r = run("ls", p, ok=False)
+    check("string tensor refused", r.returncode == 1 and "string tensors" in r.stderr, r.stderr)
+    seq = numpy_helper.from_list([np.ones((2,), np.float32)], "seq")
+    write(p, seq.SerializeToString())
+    r = run("ls", p, ok=False)
+    check("SequenceProto named", r.returncode == 1 and "SequenceProto" in r.stderr, r.stderr)
+    sys.exit(report())
+
+
+main()
