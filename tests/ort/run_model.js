@@ -17,7 +17,7 @@ const ort = require('onnxruntime-node');
 
 const TYPES = {
   '<f4': ['float32', Float32Array], '<i4': ['int32', Int32Array],
-  '<i8': ['int64', BigInt64Array], '|u1': ['uint8', Uint8Array], '|i1': ['int8', Int8Array],
+  '<i8': ['int64', BigInt64Array], '<i2': ['int16', Int16Array], '|u1': ['uint8', Uint8Array], '|i1': ['int8', Int8Array],
   '|b1': ['bool', Uint8Array],
 };
 
