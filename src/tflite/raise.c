@@ -405,7 +405,7 @@ static void tr_finish(tr *r, uint32_t t, int L, int64_t f, int act) {
     bool last_float = !x->q;
     if (act) {
         static const double lo[4] = {0, 0, -1, 0}, hi[4] = {0, 0, 1, 6};
-        int64_t out = last_float && !L ? tr_value(r, tr_fresh(r, x->own, NULL), TIO_FLOAT32,
+        int64_t out = last_float && !L ? tr_value(r, x->own, TIO_FLOAT32,
                                                   x->rank, x->dims, -1)
                                        : tr_tmp(r, t, L ? "act_nchw" : "act", TIO_FLOAT32,
                                                 x->rank, dims);
@@ -428,7 +428,7 @@ static void tr_finish(tr *r, uint32_t t, int L, int64_t f, int act) {
     int64_t in[3] = {f, -1, -1};
     tr_qconsts(r, t, &in[1], &in[2]);
     int64_t out = L ? tr_tmp(r, t, "nchw", x->dtype, x->rank, dims)
-                    : tr_value(r, tr_fresh(r, x->own, NULL), x->dtype, x->rank, x->dims, -1);
+                    : tr_value(r, x->own, x->dtype, x->rank, x->dims, -1);
     if (!L) x->named = true;
     tr_node(r, "QuantizeLinear", in, 3, out);
     x->v[L][0] = r->rc ? -1 : out;
@@ -442,7 +442,7 @@ static int64_t tr_result(tr *r, uint32_t t, int L, bool fused) {
     if (L) tr_dims_nchw(x, nchw);
     if (!fused && !x->q && !L) {
         x->named = true;
-        return tr_value(r, tr_fresh(r, x->own, NULL), TIO_FLOAT32, x->rank, x->dims, -1);
+        return tr_value(r, x->own, TIO_FLOAT32, x->rank, x->dims, -1);
     }
     return tr_tmp(r, t, L ? "pre_nchw" : "pre", TIO_FLOAT32, x->rank, L ? nchw : x->dims);
 }
@@ -579,6 +579,8 @@ static void tr_conv_pool(tr *r, const tr_op *o) {
     tr_attr_ints(r, nd, "pads", pads, 4);
     if (!pool) tr_attr_ints(r, nd, "dilations", d2, 2);
     if (dw) tr_attr_i(r, nd, "group", x->dims[3]);
+    else if (!pool && x->dims[3] != r->t[o->in[1]].dims[3])
+        tr_attr_i(r, nd, "group", x->dims[3] / r->t[o->in[1]].dims[3]);
     if (pool && strcmp(m->onnx, "AveragePool") == 0) tr_attr_i(r, nd, "count_include_pad", 0);
     tr_finish(r, (uint32_t)o->out[0], 1, out, act);
 }
@@ -840,6 +842,14 @@ static void tr_transpose_op(tr *r, const tr_op *o) {
         if (v >= 0) y->v[1][0] = v;
         return;
     }
+    if (n == 4 && perm[0] == 0 && perm[1] == 3 && perm[2] == 1 && perm[3] == 2 &&
+        tr_same_q(x, y)) {
+        /* NHWC made NCHW: the output is the input's NCHW form (made once,
+         * or already there after a convolution) */
+        int64_t v = tr_get(r, (uint32_t)o->in[0], 1, false);
+        if (v >= 0) y->v[0][0] = v;
+        return;
+    }
     int64_t in = tr_get(r, (uint32_t)o->in[0], 0, true);
     int64_t out = tr_result(r, t, 0, false);
     int64_t nd = tr_node(r, "Transpose", &in, 1, out);
@@ -888,7 +898,7 @@ static void tr_native(tr *r, const tr_op *o, const char *name, int32_t code) {
         }
         in[k] = tr_get(r, (uint32_t)t, 0, false);
         if (in[k] == -1) {
-            r->t[t].v[0][0] = tr_value(r, tr_fresh(r, r->t[t].own, NULL), r->t[t].dtype,
+            r->t[t].v[0][0] = tr_value(r, r->t[t].own, r->t[t].dtype,
                                        r->t[t].rank, r->t[t].dims, -1);
             r->t[t].named = true;
             in[k] = r->t[t].v[0][0];
@@ -896,7 +906,7 @@ static void tr_native(tr *r, const tr_op *o, const char *name, int32_t code) {
     }
     tr_tensor *y = &r->t[o->out[0]];
     if (y->v[0][0] < 0) {
-        y->v[0][0] = tr_value(r, tr_fresh(r, y->own, NULL), y->dtype, y->rank, y->dims, -1);
+        y->v[0][0] = tr_value(r, y->own, y->dtype, y->rank, y->dims, -1);
         y->named = true;
     }
     out[0] = y->v[0][0];
@@ -1132,12 +1142,12 @@ int tio__tfl_raise(tio_read_ctx *ctx, const tio_fb_ref *sg, const tio_fb_vec *op
         tr_tensor *x = &r.t[t];
         int64_t v = tr_get(&r, (uint32_t)t, 0, false);
         if (v == -1) {
-            x->v[0][0] = v = tr_value(&r, tr_fresh(&r, x->own, NULL), x->dtype, x->rank,
+            x->v[0][0] = v = tr_value(&r, x->own, x->dtype, x->rank,
                                       x->dims, -1);
             x->named = true;
             if (!native) tr_gap(&gp, "%s%s%u%s%s", "output tensor ", (uint32_t)t, "no operator writes it");
         } else if (!x->named && v >= 0) {
-            int64_t id = tr_value(&r, tr_fresh(&r, x->own, NULL), x->dtype, x->rank, x->dims, -1);
+            int64_t id = tr_value(&r, x->own, x->dtype, x->rank, x->dims, -1);
             tr_node(&r, "Identity", &v, 1, id);
             x->v[0][0] = v = id;
             x->named = true;

@@ -113,6 +113,17 @@ def check(np, onnx, fname, name, m, tmp):
     else:
         checked = "checker: opset %d is past python3-onnx %s's %d" % (
             opset, onnx.__version__, onnx.defs.onnx_opset_version())
+    sg0 = m["subgraphs"][0]
+    for what, vals, idx in (("input", model.graph.input, sg0["inputs"]),
+                            ("output", model.graph.output, sg0["outputs"])):
+        want = [sg0["tensors"][i]["name"] for i in idx]
+        got = [v.name for v in vals]
+        assert got == want, "graph %ss %s, the TFLite model's %s" % (what, got, want)
+        for v, i in zip(vals, idx):
+            t = sg0["tensors"][i]
+            dims = [d.dim_value for d in v.type.tensor_type.shape.dim]
+            assert dims == t["shape"], "%s %s: shape %s, TFLite %s" % (what, v.name, dims,
+                                                                      t["shape"])
     nodes = len(model.graph.node)
     tr = sum(1 for n in model.graph.node if n.op_type == "Transpose")
     tr_act = sum(1 for n in model.graph.node if n.op_type == "Transpose" and
