@@ -1157,6 +1157,10 @@ int tio__tfl_raise(tio_read_ctx *ctx, const tio_fb_ref *sg, const tio_fb_vec *op
     }
     if (!rc) rc = tio_graph_set_outputs(g, go, nout, err);
     if (!rc && !native) rc = tio_graph_set_opset(g, "", r.opset, err);
+    /* pairs the on-demand forms leave (an explicit TRANSPOSE of the model
+     * meeting one of ours) */
+    size_t folded = 0;
+    if (!rc && !native && !gp.count) rc = tio__graph_fold_transposes(g, &folded, err);
     if (!rc && gp.count) {
         char why[TR_GAPS_CAP + 160];
         snprintf(why, sizeof why,
