@@ -36,6 +36,8 @@ static const tio_tfl_opmap TFL_OPS[] = {
      0},
     {TFL_BuiltinOperator_SUB, TFL_K_BINARY, "Sub", TFL_BuiltinOptions_SubOptions, 0, 0},
     {TFL_BuiltinOperator_DIV, TFL_K_BINARY, "Div", TFL_BuiltinOptions_DivOptions, 0, 0},
+    {TFL_BuiltinOperator_STRIDED_SLICE, TFL_K_SLICE, "Slice",
+     TFL_BuiltinOptions_StridedSliceOptions, 0, 0},
     {TFL_BuiltinOperator_SQUEEZE, TFL_K_RESHAPE, "Reshape", 0, 0, 0},
     {TFL_BuiltinOperator_LEAKY_RELU, TFL_K_LEAKY, "LeakyRelu",
      TFL_BuiltinOptions_LeakyReluOptions, 0, 0},

@@ -24,6 +24,7 @@ typedef enum tio_tfl_kind {
     TFL_K_PAD,        /* Pad with zeros, pads from a constant */
     TFL_K_MEAN,       /* ReduceMean, axes from a constant */
     TFL_K_TRANSPOSE,  /* Transpose, perm from a constant */
+    TFL_K_SLICE,      /* STRIDED_SLICE: Slice (+ Reshape for shrink_axis_mask) */
     TFL_K_QUANTIZE,   /* QuantizeLinear (of the float view of the input) */
     TFL_K_DEQUANTIZE  /* the float view of the input */
 } tio_tfl_kind;

@@ -340,6 +340,33 @@ static int64_t tr_transpose(tr *r, int64_t in, const int64_t *perm, uint32_t t, 
     return r->rc ? -2 : out;
 }
 
+/* Tensor t's value `src` in the other layout (L: the one wanted): a
+ * Transpose, or a Reshape when only dims of size 1 move (H = W = 1, or
+ * C = 1): the bytes are then in the same order, and a Reshape costs
+ * nothing. */
+static int64_t tr_relayout(tr *r, uint32_t t, int64_t src, int L, const char *tag,
+                           tio_dtype dt) {
+    const tr_tensor *x = &r->t[t];
+    int64_t nchw[4];
+    tr_dims_nchw(x, nchw);
+    const int64_t *perm = L ? TR_TO_NCHW : TR_TO_NHWC;
+    const int64_t *from = L ? x->dims : nchw, *dims = L ? nchw : x->dims;
+    int64_t last = -1;
+    bool same = true;
+    for (unsigned k = 0; k < 4; k++)
+        if (from[perm[k]] != 1) {
+            if (perm[k] < last) same = false;
+            last = perm[k];
+        }
+    if (!same) return tr_transpose(r, src, perm, t, tag, dt, 4, dims);
+    char stag[32];
+    snprintf(stag, sizeof stag, "%s_shape", tag);
+    int64_t in[2] = {src, tr_const_ints(r, x->own, stag, dims, 4)};
+    int64_t out = tr_tmp(r, t, tag, dt, 4, dims);
+    tr_node(r, "Reshape", in, 2, out);
+    return r->rc ? -2 : out;
+}
+
 /* Tensor t in layout L (0 NHWC, 1 NCHW; 1 for rank 4 only), as stored
  * (flt false) or as float. -2 with r->rc set on failure; -1 if the tensor
  * has no value yet (the caller checked it does). */
@@ -355,9 +382,8 @@ static int64_t tr_get(tr *r, uint32_t t, int L, bool flt) {
     if (view == 0) {
         int64_t src = x->v[!L][0];
         if (src < 0) return -1;
-        x->v[L][0] = tr_transpose(r, src, L ? TR_TO_NCHW : TR_TO_NHWC, t, L ? "nchw" : "nhwc",
-                                  x->dtype, 4, dims);
-        return x->v[L][0];
+        x->v[L][0] = tr_relayout(r, t, src, L, L ? "nchw" : "nhwc", x->dtype);
+        return r->rc ? -2 : x->v[L][0];
     }
     int64_t out;
     if (!x->q) {
@@ -376,8 +402,7 @@ static int64_t tr_get(tr *r, uint32_t t, int L, bool flt) {
         if (in[0] == -1) {
             /* dequantize where the stored form is, transpose the float */
             int64_t f = tr_get(r, t, !L, true);
-            out = tr_transpose(r, f, L ? TR_TO_NCHW : TR_TO_NHWC, t, L ? "float_nchw" : "float",
-                               TIO_FLOAT32, 4, dims);
+            out = tr_relayout(r, t, f, L, L ? "float_nchw" : "float", TIO_FLOAT32);
         } else {
             tr_qconsts(r, t, &in[1], &in[2]);
             out = tr_tmp(r, t, L ? "float_nchw" : "float", TIO_FLOAT32, x->rank, dims);
@@ -489,7 +514,7 @@ static int tr_ints(tr *r, int32_t t, int64_t *out, size_t cap, size_t *n) {
 }
 
 static int tr_act_ok(tr *r, int act) {
-    return act < 0 || act > 3 ? tr_fail(r, "a fused activation tensio does not raise (SIGN_BIT or unknown)") : 0;
+    return act < 0 || act > TFL_ActivationFunctionType_TANH ? tr_fail(r, "a fused activation tensio does not raise (SIGN_BIT or unknown)") : 0;
 }
 
 /* SAME padding: explicit pads (begin, end) from static shapes. */
@@ -818,6 +843,58 @@ static void tr_mean(tr *r, const tr_op *o) {
     tr_finish(r, t, OL, out, 0);
 }
 
+/* STRIDED_SLICE as Slice on all axes; masked bounds open, shrunk axes one
+ * element wide and dropped by a Reshape to the output's shape. */
+static void tr_slice(tr *r, const tr_op *o) {
+    uint32_t t = (uint32_t)o->out[0];
+    const tr_tensor *x = &r->t[o->in[0]], *y = &r->t[t];
+    int64_t b[16], e[16], st[16], ax[16];
+    size_t nb = 0, ne = 0, ns = 0;
+    if (o->nin < 4 || tr_ints(r, o->in[1], b, 16, &nb) || tr_ints(r, o->in[2], e, 16, &ne) ||
+        tr_ints(r, o->in[3], st, 16, &ns))
+        return;
+    int32_t bm = tio__fb_i32(&o->opt, TFL_StridedSliceOptions_begin_mask, 0);
+    int32_t em = tio__fb_i32(&o->opt, TFL_StridedSliceOptions_end_mask, 0);
+    int32_t sm = tio__fb_i32(&o->opt, TFL_StridedSliceOptions_shrink_axis_mask, 0);
+    bool off = tio__fb_bool(&o->opt, TFL_StridedSliceOptions_offset, false);
+    if (tio__fb_i32(&o->opt, TFL_StridedSliceOptions_ellipsis_mask, 0) ||
+        tio__fb_i32(&o->opt, TFL_StridedSliceOptions_new_axis_mask, 0)) {
+        tr_fail(r, "an ellipsis or new-axis mask");
+        return;
+    }
+    if (nb != x->rank || ne != nb || ns != nb) {
+        tr_fail(r, "begin, end and strides do not match the input's rank");
+        return;
+    }
+    for (size_t k = 0; k < nb; k++) {
+        if (st[k] == 0) {
+            tr_fail(r, "a stride of 0");
+            return;
+        }
+        bool pos = st[k] > 0;
+        if (off) e[k] += b[k];
+        if (bm & (1 << k)) b[k] = pos ? 0 : INT64_MAX;
+        if (em & (1 << k)) e[k] = pos ? INT64_MAX : INT64_MIN;
+        if (sm & (1 << k)) {
+            e[k] = b[k] == -1 ? INT64_MAX : b[k] + 1;
+            st[k] = 1;
+        }
+        ax[k] = (int64_t)k;
+    }
+    const char *own = y->own;
+    int64_t in[5] = {tr_get(r, (uint32_t)o->in[0], 0, true), tr_const_ints(r, own, "starts", b, nb),
+                     tr_const_ints(r, own, "ends", e, nb), tr_const_ints(r, own, "axes", ax, nb),
+                     tr_const_ints(r, own, "steps", st, nb)};
+    int64_t out = sm ? tr_tmp(r, t, "slice", TIO_FLOAT32, x->rank, NULL) : tr_result(r, t, 0, false);
+    tr_node(r, "Slice", in, 5, out);
+    if (sm) {
+        int64_t rin[2] = {out, tr_const_ints(r, own, "shape", y->dims, y->rank)};
+        out = tr_result(r, t, 0, false);
+        tr_node(r, "Reshape", rin, 2, out);
+    }
+    tr_finish(r, t, 0, out, 0);
+}
+
 static bool tr_same_q(const tr_tensor *a, const tr_tensor *b) {
     if (a->q != b->q || a->dtype != b->dtype) return false;
     if (!a->q) return true;
@@ -1121,6 +1198,7 @@ int tio__tfl_raise(tio_read_ctx *ctx, const tio_fb_ref *sg, const tio_fb_vec *op
             case TFL_K_PAD: tr_pad(&r, &o); break;
             case TFL_K_MEAN: tr_mean(&r, &o); break;
             case TFL_K_TRANSPOSE: tr_transpose_op(&r, &o); break;
+            case TFL_K_SLICE: tr_slice(&r, &o); break;
             default: tr_elementwise(&r, &o); break;
             }
         }
