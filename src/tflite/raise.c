@@ -273,8 +273,45 @@ static int64_t tr_zp(const tr_tensor *x, uint32_t k) {
 }
 
 /* Tensor t's scale and zero point values (made once). */
+/* The container tensor the reader made for a per-axis constant's
+ * parameters ("<name>.q_scales", "<name>.q_zero_points": right after it),
+ * or -1. */
+static int64_t tr_qtensor(const tr *r, const tr_tensor *x, unsigned k, const char *leaf,
+                          tio_dtype dt) {
+    const tio_container *c = r->ctx->c;
+    if (x->ctensor < 0 || (size_t)x->ctensor + k >= c->count) return -1;
+    const char *base = tio_tensor_name(c->tensors[x->ctensor]);
+    const tio_tensor *q = c->tensors[x->ctensor + k];
+    const char *qn = tio_tensor_name(q);
+    size_t bl = base ? strlen(base) : 0;
+    if (!base || !qn || strncmp(qn, base, bl) != 0 || strcmp(qn + bl, leaf) != 0 ||
+        tio_tensor_dtype(q) != dt || tio_tensor_rank(q) != 1 ||
+        tio_tensor_shape(q)[0] != (int64_t)x->nscale)
+        return -1;
+    return x->ctensor + (int64_t)k;
+}
+
+/* A per-axis constant's scales and zero points: the reader's zero-copy
+ * tensors (the zero points int64, Cast to the constant's type). */
+static bool tr_qconsts_axis(tr *r, uint32_t t) {
+    tr_tensor *x = &r->t[t];
+    int64_t ks = tr_qtensor(r, x, 1, ".q_scales", TIO_FLOAT32);
+    int64_t kz = tr_qtensor(r, x, 2, ".q_zero_points", TIO_INT64);
+    if (ks < 0 || kz < 0) return false;
+    int64_t n = (int64_t)x->nscale;
+    int64_t s = tr_value(r, tr_fresh(r, x->own, "q_scales"), TIO_FLOAT32, 1, &n, ks);
+    int64_t z64 = tr_value(r, tr_fresh(r, x->own, "q_zero_points"), TIO_INT64, 1, &n, kz);
+    int64_t z = tr_value(r, tr_fresh(r, x->own, "zero_point"), x->dtype, 1, &n, -1);
+    int64_t nd = tr_node(r, "Cast", &z64, 1, z);
+    tr_attr_i(r, nd, "to", tr_onnx_type(x->dtype));
+    x->qconst[0] = s;
+    x->qconst[1] = z;
+    return true;
+}
+
 static void tr_qconsts(tr *r, uint32_t t, int64_t *scale, int64_t *zp) {
     tr_tensor *x = &r->t[t];
+    if (x->qconst[0] < 0 && !r->rc && x->nscale > 1 && x->ctensor >= 0) tr_qconsts_axis(r, t);
     if (x->qconst[0] < 0 && !r->rc) {
         int64_t n = (int64_t)x->nscale;
         bool one = x->nscale == 1;

@@ -4,7 +4,9 @@
 Usage: /usr/bin/python3 test_tflite_onnx.py /path/to/tensio
 
 For each model of $TIO_SHARED_VECTORS/tflite (manifest.json, README.md):
-- `tensio convert --drop-metadata M.tflite M.onnx` (the quantization
+- `tensio convert --drop-metadata M.tflite M.onnx` and, where Arm NN ran it,
+  M.tflite -> M.rten -> M.onnx too (its outputs the same as the direct
+  form's, within one quantization step) (the quantization
   metadata of the constants are in the graph's QDQ nodes);
 - models whose operators have no ONNX form: the conversion is refused, and
   the error names every such operator the manifest lists;
@@ -145,6 +147,36 @@ def check(np, onnx, fname, name, m, tmp):
     r = run(["node", os.path.join(ORT_DIR, "run_model.js"), "--write", dst, d],
             env=dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules")))
     assert r.returncode == 0, "onnxruntime: %s" % (r.stderr or r.stdout).strip()
+    # the same model through rten (tflite -> rten -> onnx): the same outputs
+    d2 = os.path.join(tmp, name + "_rten")
+    os.makedirs(d2)
+    for f in m["armnn_inputs"]:
+        shutil.copy(os.path.join(VEC, f), os.path.join(d2, f))
+    shutil.copy(os.path.join(d, "reference_io.json"), d2)
+    rt, rt_onnx = os.path.join(d2, "m.rten"), os.path.join(d2, "m.onnx")
+    int16 = any(t["dtype"] == "int16" and t.get("quant") for t in sg["tensors"])
+    for a, b in ((src, rt), (rt, rt_onnx)):
+        r = run([TENSIO, "convert", "--drop-metadata", a, b])
+        if int16:
+            # rten has no int16: the refusal names it
+            assert r.returncode != 0 and "data type 5 has no rten form" in r.stderr, (
+                "via rten: int16 %s" % (r.stderr.strip() or "converted"))
+            break
+        assert r.returncode == 0, "via rten: convert %s: %s" % (os.path.basename(b),
+                                                               r.stderr.strip())
+    if not int16:
+        r = run(["node", os.path.join(ORT_DIR, "run_model.js"), "--write", rt_onnx, d2],
+                env=dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules")))
+        assert r.returncode == 0, "via rten: onnxruntime: %s" % (r.stderr or r.stdout).strip()
+        for o in outs:
+            a = np.load(os.path.join(d, o["file"])).astype(np.float64)
+            b = np.load(os.path.join(d2, o["file"])).astype(np.float64)
+            assert a.shape == b.shape and np.abs(a - b).max(initial=0) <= (
+                1 if np.issubdtype(np.load(os.path.join(d, o["file"])).dtype, np.integer)
+                else 1e-5), "via rten: %s differs from the direct ONNX form's" % o["name"]
+        head += ", via rten the same"
+    else:
+        head += ", rten refuses int16 (by name)"
     worst = 0.0
     for k, (o, f) in enumerate(zip(sg["outputs"], m["armnn_outputs"])):
         want = np.load(os.path.join(VEC, f))
