@@ -62,6 +62,7 @@ typedef struct tr_tensor {
     int64_t ctensor;   /* container tensor, or -1 */
     int64_t producer;  /* the first operator writing it, or -1 */
     bool input;        /* a subgraph input */
+    bool output;       /* a subgraph output (listed once) */
     bool variable;
     /* quantization (q: a quantized integer tensor) */
     bool q;
@@ -1138,17 +1139,19 @@ int tio__tfl_raise(tio_read_ctx *ctx, const tio_fb_ref *sg, const tio_fb_vec *op
     uint32_t nin = tio__fb_vector(sg, TFL_SubGraph_inputs, &iv) ? iv.count : 0;
     int64_t *gio = malloc(((size_t)nin + 1) * sizeof *gio);
     if (!rc && !gio) rc = tio__nomem(err, TFL);
+    size_t gin = 0, gout = 0; /* each listed once (ONNX names a graph input once) */
     for (uint32_t j = 0; !rc && j < nin; j++) {
         int32_t t = tio__fb_vec_i32(&iv, j);
         tr_tensor *x = &r.t[t];
+        if (x->input) continue;
         x->input = true;
         if (x->v[0][0] < 0)
             x->v[0][0] = tr_value(&r, x->own, x->dtype, x->rank, x->dims, -1);
         x->named = true;
-        gio[j] = x->v[0][0];
+        gio[gin++] = x->v[0][0];
         rc = r.rc;
     }
-    if (!rc) rc = tio_graph_set_inputs(g, gio, nin, err);
+    if (!rc) rc = tio_graph_set_inputs(g, gio, gin, err);
     /* constants */
     for (uint32_t i = 0; !rc && i < r.nt; i++) {
         tr_tensor *x = &r.t[i];
@@ -1255,6 +1258,8 @@ int tio__tfl_raise(tio_read_ctx *ctx, const tio_fb_ref *sg, const tio_fb_vec *op
     for (uint32_t j = 0; !rc && j < nout; j++) {
         int32_t t = tio__fb_vec_i32(&iv, j);
         tr_tensor *x = &r.t[t];
+        if (x->output) continue;
+        x->output = true;
         int64_t v = tr_get(&r, (uint32_t)t, 0, false);
         if (v == -1) {
             x->v[0][0] = v = tr_value(&r, x->own, x->dtype, x->rank,
@@ -1267,10 +1272,10 @@ int tio__tfl_raise(tio_read_ctx *ctx, const tio_fb_ref *sg, const tio_fb_vec *op
             x->v[0][0] = v = id;
             x->named = true;
         }
-        go[j] = v;
+        go[gout++] = v;
         rc = r.rc;
     }
-    if (!rc) rc = tio_graph_set_outputs(g, go, nout, err);
+    if (!rc) rc = tio_graph_set_outputs(g, go, gout, err);
     if (!rc && !native) rc = tio_graph_set_opset(g, "", r.opset, err);
     /* pairs the on-demand forms leave (an explicit TRANSPOSE of the model
      * meeting one of ours) */
