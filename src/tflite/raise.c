@@ -1100,7 +1100,11 @@ static int tr_read_tensors(tr *r, const tio_fb_ref *sg, const int64_t *ctensor) 
             snprintf(buf, sizeof buf, "tensor%u", i);
             nm = buf;
         }
-        const char *own = tr_fresh(r, nm, NULL);
+        /* a repeated name gets the tensor's index ("x:t5"), so that many
+         * tensors of one name cost one probe each, not one per earlier one */
+        char tag[24];
+        snprintf(tag, sizeof tag, "t%u", i);
+        const char *own = tr_fresh(r, nm, tr_name_has(r, nm) ? tag : NULL);
         if (!own) return r->rc;
         r->t[i].own = (char *)own;
     }
