@@ -917,12 +917,27 @@ static void tr_slice(tr *r, const tr_op *o) {
             e[k] = b[k] == -1 ? INT64_MAX : b[k] + 1;
             st[k] = 1;
         }
-        ax[k] = (int64_t)k;
+    }
+    /* only the axes that cut (a Slice of fewer axes: tmfile's cuts one) */
+    size_t na = 0;
+    for (size_t k = 0; k < nb; k++) {
+        if (st[k] == 1 && (b[k] == 0 || b[k] <= -x->dims[k]) && e[k] >= x->dims[k]) continue;
+        b[na] = b[k];
+        e[na] = e[k];
+        st[na] = st[k];
+        ax[na++] = (int64_t)k;
+    }
+    if (!na) { /* nothing cut: axis 0 whole */
+        b[0] = 0;
+        e[0] = INT64_MAX;
+        st[0] = 1;
+        ax[0] = 0;
+        na = 1;
     }
     const char *own = y->own;
-    int64_t in[5] = {tr_get(r, (uint32_t)o->in[0], 0, true), tr_const_ints(r, own, "starts", b, nb),
-                     tr_const_ints(r, own, "ends", e, nb), tr_const_ints(r, own, "axes", ax, nb),
-                     tr_const_ints(r, own, "steps", st, nb)};
+    int64_t in[5] = {tr_get(r, (uint32_t)o->in[0], 0, true), tr_const_ints(r, own, "starts", b, na),
+                     tr_const_ints(r, own, "ends", e, na), tr_const_ints(r, own, "axes", ax, na),
+                     tr_const_ints(r, own, "steps", st, na)};
     int64_t out = sm ? tr_tmp(r, t, "slice", TIO_FLOAT32, x->rank, NULL) : tr_result(r, t, 0, false);
     tr_node(r, "Slice", in, 5, out);
     if (sm) {
