@@ -1,7 +1,8 @@
 /* libFuzzer target: the TensorFlow Lite reader on one buffer (the
  * FlatBuffers verifier under the TFLite schema, every index checked, the
- * constants viewed); tflite has no writer, so the re-encode is refused and
- * only the decode and the views are exercised. */
+ * constants viewed, the graph raised to ONNX form: src/tflite/raise.c), and
+ * the raised graph converted to ONNX, rten and tmfile (fz_roundtrip_file's
+ * cross_models); tflite has no writer, so its own re-encode is refused. */
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -18,6 +18,7 @@
 #include "core/internal.h"
 #include "flatbuf/flatbuf.h"
 #include "formats/torch_objects.h"
+#include "tflite/opmap.h"
 #include "tflite/schema.h"
 
 #include <stdio.h>
@@ -40,6 +41,7 @@ typedef struct tfl_reader {
     size_t text_cap;
     unsigned forms;       /* 1: inline buffers seen, 2: offset buffers seen */
     uint64_t viewed;      /* bytes the tensors view so far */
+    int64_t *ctensor;     /* subgraph 0: each tensor's container tensor, or -1 */
 } tfl_reader;
 
 /* The FlatBuffers model is the whole file: buffer positions are file offsets. */
@@ -447,6 +449,7 @@ static int tfl_tensor(tfl_reader *r, uint32_t sg, uint32_t i, const tio_fb_ref *
         d.data = data;
         d.nbytes = nbytes;
         rc = tio__container_add_view(ctx->c, &d, at, TFL, r->err);
+        if (!rc && sg == 0 && r->ctensor) r->ctensor[i] = (int64_t)ctx->c->count - 1;
     }
     if (!rc) {
         /* the container keeps its own copy of the name: quant keys use it */
@@ -497,6 +500,11 @@ static int tfl_subgraph(tfl_reader *r, uint32_t sg, const tio_fb_ref *st,
     uint32_t nt = tio__fb_vector(st, TFL_SubGraph_tensors, &tv) ? tv.count : 0;
     char what[96];
     int rc = TIO_OK;
+    if (sg == 0) {
+        r->ctensor = malloc(((size_t)nt + 1) * sizeof *r->ctensor);
+        if (!r->ctensor) return tio__nomem(r->err, TFL);
+        for (uint32_t i = 0; i < nt; i++) r->ctensor[i] = -1;
+    }
     for (uint32_t i = 0; i < nt && !rc; i++) {
         tio_fb_ref tt;
         if (!tio__fb_vec_table(&tv, i, &tt))
@@ -782,6 +790,12 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
             rc = tfl_subgraph(&r, sg, &st, &codes, counts);
     }
     if (!rc) rc = tfl_model_extras(&r, &model, &sgs);
+    /* the graph of the first subgraph (the others are bodies of control
+     * flow, which has no ONNX form here) */
+    tio_fb_ref sg0;
+    if (!rc && nsg && tio__fb_vec_table(&sgs, 0, &sg0))
+        rc = tio__tfl_raise(ctx, &sg0, &codes, r.codes, r.ncodes, r.ctensor,
+                            (ctx->flags & TIO_OPEN_NATIVE_GRAPH) != 0, err);
     if (!rc && r.forms)
         rc = tfl_prop(&r, "buffer_form",
                       r.forms == 3 ? "inline and offset" : r.forms == 2 ? "offset" : "inline");
@@ -789,6 +803,7 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
     free(r.codes);
     free(r.canon);
     free(r.text);
+    free(r.ctensor);
     return rc;
 }
 

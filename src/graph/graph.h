@@ -131,4 +131,11 @@ int tio__graph_reserve(tio_graph *g, size_t values, size_t nodes, tio_error *err
  * under their own keys) still needs the flag. */
 bool tio__graph_meta_foreign(const char *key, const char *own);
 
+/* Removes Transpose pairs that cancel (src/graph/layout.c): directly, and
+ * across a chain of one-input elementwise operators (each read once), which
+ * then run in the first Transpose's input layout. A graph output keeps its
+ * value. *removed: the nodes removed. Only for a root graph without
+ * subgraphs (others are left as they are). Errors: memory. */
+int tio__graph_fold_transposes(tio_graph *g, size_t *removed, tio_error *err);
+
 #endif /* TIO_GRAPH_H */

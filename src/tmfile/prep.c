@@ -1585,6 +1585,34 @@ out:
     return rc;
 }
 
+/* A Constant node of value_float(s) / value_int(s) (what the TensorFlow
+ * Lite raise writes for Clip's bounds, Slice's starts, ...): its value made
+ * a constant (float32 or int64), as for a `value` tensor. *done when it
+ * was; a value too large to fold leaves the node. */
+static int const_attr(pp *x, size_t j, bool *done) {
+    tio_gnode *n = &x->n[j];
+    *done = false;
+    if (n->attr_count != 1) return TIO_OK;
+    const tio_gattr *a = &n->attrs[0];
+    bool flt = a->type == TIO_ATTR_FLOAT || a->type == TIO_ATTR_FLOATS;
+    bool many = a->type == TIO_ATTR_FLOATS || a->type == TIO_ATTR_INTS;
+    if (!flt && a->type != TIO_ATTR_INT && a->type != TIO_ATTR_INTS) return TIO_OK;
+    const char *want =
+        flt ? (many ? "value_floats" : "value_float") : (many ? "value_ints" : "value_int");
+    if (strcmp(a->name, want) != 0 || (many && a->count > PP_FOLD_MAX)) return TIO_OK;
+    int64_t sh[1] = {(int64_t)a->count};
+    num r;
+    if (!num_alloc(x, &r, flt, many ? 1 : 0, sh)) return TIO_OK;
+    for (size_t k = 0; k < r.n; k++) {
+        if (flt) r.f[k] = many ? a->floats[k] : a->f;
+        else r.i[k] = many ? a->ints[k] : a->i;
+    }
+    int rc = num_store(x, n->outputs[0], &r, flt ? TIO_FLOAT32 : TIO_INT64);
+    if (rc == PP_UNREPRESENTABLE) return TIO_OK;
+    if (!rc) *done = true;
+    return rc;
+}
+
 static int run(pp *x, const tio_graph *src, bool fuse) {
     int rc;
     /* Constant nodes -> constants */
@@ -1596,6 +1624,10 @@ static int run(pp *x, const tio_graph *src, bool fuse) {
             tio__tmfile_prep_tensor(x->p, x->c, a->i)) {
             if ((rc = retensor(x, n->outputs[0], a->i))) return rc;
             kill(x, j);
+        } else {
+            bool done = false;
+            if ((rc = const_attr(x, j, &done))) return rc;
+            if (done) kill(x, j);
         }
     }
     /* one pass in order: simplify, infer, fold */

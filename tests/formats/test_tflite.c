@@ -261,6 +261,10 @@ typedef struct hm_model {
     int nb;
     int nops;             /* one operator of code 0 (ADD) when 1 */
     int32_t op_in[3];
+    int op_out_set;       /* the operator writes op_out (else tensor 0) */
+    int32_t op_out;
+    int32_t builtin;      /* the operator code's builtin_code (0: ADD) */
+    int graph_io;         /* subgraph input tensor 1, output tensor 2 */
     uint32_t opcode_index;
     size_t tail;          /* zero bytes appended after the FlatBuffers data */
     const uint8_t *tail_data;
@@ -328,11 +332,13 @@ static uint8_t *hm_build(const hm_model *m, size_t *len) {
     tio_fb_off code;
     OK_(tio__fb_start_table(b, &e));
     OK_(tio__fb_add_scalar(b, TFL_OperatorCode_version, 1, 4, &e));
+    if (m->builtin) OK_(tio__fb_add_scalar(b, TFL_OperatorCode_builtin_code,
+                                           (uint64_t)(uint32_t)m->builtin, 4, &e));
     OK_(tio__fb_end_table(b, &code, &e));
     OK_(tio__fb_create_offset_vector(b, &code, 1, &codes, &e));
     if (m->nops) {
         tio_fb_off in, out, op;
-        int32_t o = 0;
+        int32_t o = m->op_out_set ? m->op_out : 0;
         OK_(tio__fb_create_vector(b, m->op_in, 3, 4, 4, &in, &e));
         OK_(tio__fb_create_vector(b, &o, 1, 4, 4, &out, &e));
         OK_(tio__fb_start_table(b, &e));
@@ -342,8 +348,16 @@ static uint8_t *hm_build(const hm_model *m, size_t *len) {
         OK_(tio__fb_end_table(b, &op, &e));
         OK_(tio__fb_create_offset_vector(b, &op, 1, &ops, &e));
     }
+    tio_fb_off gin = 0, gout = 0;
+    if (m->graph_io) {
+        int32_t one = 1, two = 2;
+        OK_(tio__fb_create_vector(b, &one, 1, 4, 4, &gin, &e));
+        OK_(tio__fb_create_vector(b, &two, 1, 4, 4, &gout, &e));
+    }
     OK_(tio__fb_start_table(b, &e));
     OK_(tio__fb_add_offset(b, TFL_SubGraph_tensors, tensors, &e));
+    if (gin) OK_(tio__fb_add_offset(b, TFL_SubGraph_inputs, gin, &e));
+    if (gout) OK_(tio__fb_add_offset(b, TFL_SubGraph_outputs, gout, &e));
     if (ops) OK_(tio__fb_add_offset(b, TFL_SubGraph_operators, ops, &e));
     OK_(tio__fb_end_table(b, &sg, &e));
     OK_(tio__fb_create_offset_vector(b, &sg, 1, &sgs, &e));
@@ -617,8 +631,83 @@ static void test_handmade_hostile(void **state) {
     free(buf);
 }
 
+/* Opens m (it opens: reading never fails because a raise is impossible) and
+ * saves it as ONNX: TIO_OK, or a refusal whose message holds `needle`. */
+static void hm_to_onnx(const hm_model *m, int want, const char *needle) {
+    size_t len;
+    uint8_t *buf = hm_build(m, &len);
+    tio_container *c = hm_open(buf, len, TIO_OK, NULL);
+    assert_non_null(tio_container_graph(c));
+    tio_save_options so = {.format = "onnx", .flags = TIO_SAVE_DROP_METADATA};
+    tio_error e;
+    tio_error_clear(&e);
+    void *out = NULL;
+    size_t n = 0;
+    int rc = tio_save_memory(c, &so, &out, &n, &e);
+    if (rc != want || (needle && !strstr(e.message, needle)))
+        fprintf(stderr, "want %s '%s', got %s: %s\n", tio_status_name(want),
+                needle ? needle : "", tio_status_name(rc), e.message);
+    assert_int_equal(rc, want);
+    if (needle) assert_non_null(strstr(e.message, needle));
+    tio_free(out);
+    tio_container_free(c);
+    free(buf);
+}
+
+/* The graph raise: an ADD of two graph values into a third, then hostile
+ * operators (a cycle, an unknown opcode, an output that is a constant):
+ * the model opens, and converting it to ONNX is refused naming the
+ * operator and why. */
+static void test_raise(void **state) {
+    (void)state;
+    hm_model m = base_model();
+    m.nt = 3;
+    m.t[2] = (hm_tensor){.name = "y", .type = TFL_TensorType_FLOAT32, .rank = 2,
+                         .dims = {2, 2}, .buffer = 0};
+    m.graph_io = 1;
+    m.nops = 1;
+    m.op_in[0] = 0;
+    m.op_in[1] = 1;
+    m.op_in[2] = -1;
+    m.op_out_set = 1;
+    m.op_out = 2;
+    hm_to_onnx(&m, TIO_OK, NULL);
+    size_t len;
+    uint8_t *buf = hm_build(&m, &len);
+    tio_container *c = hm_open(buf, len, TIO_OK, NULL);
+    const tio_graph *g = tio_container_graph(c);
+    tio_node_info ni;
+    assert_int_equal(tio_graph_node_count(g), 1);
+    OK_(tio_graph_node(g, 0, &ni));
+    assert_string_equal(ni.op, "Add");
+    assert_int_equal(tio_graph_input_count(g), 1);
+    assert_int_equal(tio_graph_output_count(g), 1);
+    tio_container_free(c);
+    free(buf);
+    /* a cycle: the operator reads its own output */
+    m.op_in[1] = 2;
+    hm_to_onnx(&m, TIO_E_UNSUPPORTED, "ADD (operator 0: input 1 (tensor 2) is written by "
+                                      "operator 0, not an earlier one (a cycle)");
+    /* an input no operator writes (not a graph input, not a constant) */
+    m.graph_io = 0;
+    m.op_in[1] = 1;
+    hm_to_onnx(&m, TIO_E_UNSUPPORTED, "input 1 (tensor 1) is no constant, no graph input");
+    m.graph_io = 1;
+    /* an unknown opcode and one without an ONNX form */
+    m.builtin = 250;
+    hm_to_onnx(&m, TIO_E_UNSUPPORTED, "1 TensorFlow Lite operator without an ONNX form in "
+                                      "tensio (docs/formats/tflite.md): BUILTIN_250 (operator 0)");
+    m.builtin = TFL_BuiltinOperator_SVDF;
+    hm_to_onnx(&m, TIO_E_UNSUPPORTED, "SVDF (operator 0)");
+    /* the output is a constant */
+    m.builtin = 0;
+    m.op_out = 0;
+    hm_to_onnx(&m, TIO_E_UNSUPPORTED, "its output is written elsewhere too");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_raise),
         cmocka_unit_test(test_vectors_match_manifest),
         cmocka_unit_test(test_convert_to_safetensors),
         cmocka_unit_test(test_handmade_ok),
