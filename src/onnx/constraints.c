@@ -102,6 +102,9 @@ static const ox_attr_since ox_attr_sinces[] = {
     {"Shape", "start", 15, 0},
     {"Shape", "end", 15, OX_NO_DFLT},
     {"BatchNormalization", "training_mode", 14, 0},
+    {"GRU", "layout", 14, 0},
+    {"LSTM", "layout", 14, 0},
+    {"RNN", "layout", 14, 0},
     {"ReduceSum", "noop_with_empty_axes", 13, 0},
     {"ReduceMean", "noop_with_empty_axes", 18, 0},
     {"ReduceMax", "noop_with_empty_axes", 18, 0},
@@ -182,6 +185,47 @@ static const ox_sattr_since *ox_str_since(const char *op, const char *attr) {
         if (strcmp(ox_sattr_sinces[i].op, op) == 0 && strcmp(ox_sattr_sinces[i].attr, attr) == 0)
             return &ox_sattr_sinces[i];
     return NULL;
+}
+
+/* Attributes an opset removed: from `removed` on, one at `keep` (an INT; any
+ * value when any) means what the operator does without it and is left out;
+ * another value has no form there. */
+typedef struct ox_attr_gone {
+    const char *op, *attr; /* op NULL: every operator */
+    int removed;
+    int64_t keep;
+    bool any;
+} ox_attr_gone;
+
+static const ox_attr_gone ox_attr_gones[] = {
+    {NULL, "consumed_inputs", 6, 0, true}, /* an in-place hint */
+    /* legacy broadcasting: without `axis`, the trailing alignment numpy's
+     * rules give (with broadcast=0 the shapes are equal anyway) */
+    {"Add", "broadcast", 7, 0, true},  {"Sub", "broadcast", 7, 0, true},
+    {"Mul", "broadcast", 7, 0, true},  {"Div", "broadcast", 7, 0, true},
+    {"Pow", "broadcast", 7, 0, true},  {"Gemm", "broadcast", 7, 0, true},
+    {"And", "broadcast", 7, 0, true},  {"Or", "broadcast", 7, 0, true},
+    {"Xor", "broadcast", 7, 0, true},  {"Equal", "broadcast", 7, 0, true},
+    {"Greater", "broadcast", 7, 0, true}, {"Less", "broadcast", 7, 0, true},
+    /* their `axis` (with broadcast=1: refused, write.c) */
+    {"Add", "axis", 7, 0, true},  {"Sub", "axis", 7, 0, true},  {"Mul", "axis", 7, 0, true},
+    {"Div", "axis", 7, 0, true},  {"Pow", "axis", 7, 0, true},  {"And", "axis", 7, 0, true},
+    {"Or", "axis", 7, 0, true},   {"Xor", "axis", 7, 0, true},  {"Equal", "axis", 7, 0, true},
+    {"Greater", "axis", 7, 0, true}, {"Less", "axis", 7, 0, true},
+    {"BatchNormalization", "is_test", 7, 1, false}, /* 0: the batch's statistics */
+    {"BatchNormalization", "spatial", 9, 1, false},
+    {"Dropout", "is_test", 7, 0, true}, /* inference either way from 7 */
+};
+
+int tio__onnx_attr_gone(const char *op, const tio_gattr *a, bool *keep) {
+    for (size_t i = 0; i < sizeof ox_attr_gones / sizeof ox_attr_gones[0]; i++) {
+        const ox_attr_gone *e = &ox_attr_gones[i];
+        if ((e->op && strcmp(e->op, op) != 0) || strcmp(e->attr, a->name) != 0) continue;
+        *keep = e->any || (a->type == TIO_ATTR_INT && a->i == e->keep);
+        return e->removed;
+    }
+    *keep = false;
+    return 0;
 }
 
 int tio__onnx_attr_from(const char *op, const char *attr) {

@@ -62,6 +62,9 @@ int tio__onnx_attr_from(const char *op, const char *attr);
  * it exists at every opset, or is at the value that means what the operator
  * did before the attribute came (it is then left out below that opset). */
 int tio__onnx_attr_needs(const char *op, const tio_gattr *a);
+/* The opset that removed attribute a of op (0: none did); *keep: at its
+ * value it means what the operator does without it (it is left out there). */
+int tio__onnx_attr_gone(const char *op, const tio_gattr *a, bool *keep);
 /* The i-th group of inputs and outputs of `op` that one type parameter
  * binds to one type (false past the last); tio__onnx_in_group: whether a
  * group's mask holds input (output) k. */

@@ -702,6 +702,9 @@ static int ox_put_cast(const ox_fix *f, tio_pb_writer *pw, const char *name, uns
  * written at its own opset keeps every attribute). */
 static bool ox_drop_attr(const ox_writer *w, const tio_gnode *n, const tio_gattr *a) {
     if (!ox_default_domain(n) || (w->faithful && !w->retarget)) return false;
+    bool keep;
+    int gone = tio__onnx_attr_gone(n->op, a, &keep);
+    if (w->retarget && gone && w->opset >= gone && w->src_opset < gone) return keep;
     return tio__onnx_attr_from(n->op, a->name) > w->opset && tio__onnx_attr_needs(n->op, a) == 0;
 }
 
@@ -927,6 +930,21 @@ static bool ox_has_attr(const tio_gnode *n, const char *name) {
     return false;
 }
 
+/* An elementwise node of before opset 7 with broadcast=1: whether its
+ * `axis` (if any) aligns B with A's trailing dimensions, which is what
+ * numpy's rules (opset 7 on) do. The ranks must be known. */
+static bool ox_legacy_axis_trailing(const tio_graph *g, const tio_gnode *n) {
+    const tio_gattr *ax = NULL;
+    for (size_t a = 0; a < n->attr_count; a++)
+        if (strcmp(n->attrs[a].name, "axis") == 0) ax = &n->attrs[a];
+    if (!ax) return true;
+    if (ax->type != TIO_ATTR_INT || n->input_count < 2 || n->inputs[0] < 0 || n->inputs[1] < 0)
+        return false;
+    int64_t ra = g->values[n->inputs[0]].rank, rb = g->values[n->inputs[1]].rank;
+    int64_t axis = ax->i < 0 ? ax->i + ra : ax->i;
+    return ra >= 0 && rb >= 0 && rb <= ra && axis == ra - rb;
+}
+
 /* Whether the written opset is on the other side of `at` from the source's. */
 static bool ox_crosses(const ox_writer *w, int64_t at) {
     return (w->src_opset < at) != (w->opset < at);
@@ -949,6 +967,22 @@ static bool ox_crosses(const ox_writer *w, int64_t at) {
 static int ox_form_meaning(ox_writer *w, const tio_graph *g, const ox_fix *f, const tio_gnode *n,
                            ox_form *fm, tio_error *err) {
     const char *op = n->op;
+    /* attributes the written opset removed: left out where they mean what
+     * the operator does without them (ox_drop_attr), else refused */
+    for (size_t a = 0; a < n->attr_count; a++) {
+        bool keep;
+        int gone = tio__onnx_attr_gone(op, &n->attrs[a], &keep);
+        bool legacy_axis = strcmp(n->attrs[a].name, "broadcast") == 0 &&
+                           !(n->attrs[a].type == TIO_ATTR_INT && n->attrs[a].i == 0) &&
+                           !ox_legacy_axis_trailing(g, n);
+        if (gone && w->opset >= gone && w->src_opset < gone && (!keep || legacy_axis)) {
+            char why[200];
+            snprintf(why, sizeof why, "its attribute '%s'%s was removed at opset %d, and "
+                     "without it the operator computes something else",
+                     n->attrs[a].name, legacy_axis ? " (with 'axis')" : "", gone);
+            return ox_form_refuse(w, g, n, err, why);
+        }
+    }
     if (strcmp(op, "RoiAlign") == 0 && ox_crosses(w, 16)) {
         for (size_t a = 0; a < n->attr_count; a++)
             if (strcmp(n->attrs[a].name, "coordinate_transformation_mode") == 0)

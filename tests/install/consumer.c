@@ -32,8 +32,12 @@ int main(void) {
         void *buf;
         size_t len;
         tio_container *r = NULL;
+        /* read back as the format written (a bare TensorProto has no magic
+         * to probe) */
+        tio_open_options oo = {0};
+        oo.format = so.format;
         if (tio_save_memory(c, &so, &buf, &len, &err) != TIO_OK ||
-            tio_open_memory(buf, len, NULL, &r, &err) != TIO_OK) {
+            tio_open_memory(buf, len, &oo, &r, &err) != TIO_OK) {
             fprintf(stderr, "%s\n", err.message);
             return 1;
         }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """ONNX's own backend test corpus through tensio.
 
-Usage: /usr/bin/python3 test_backend_corpus.py /path/to/tensio [--update]
+Usage: /usr/bin/python3 test_backend_corpus.py /path/to/tensio [--update] [--opsets N,M]
 
 The corpus is Debian's libonnx-testdata (1.12, as python3-onnx):
 /usr/share/libonnx-testdata/data/{node,pytorch-converted,pytorch-operator,
@@ -23,7 +23,13 @@ and optional values). For every model:
   inputs (tests/ort/run_batch.js: many models per node process, two
   processes); where the original's outputs match output_N.pb (dtype, shape,
   |got - want| <= atol + rtol * |want| with the corpus runner's defaults,
-  rtol 1e-3, atol 1e-7, NaN equal to NaN), the rewrite's must match too.
+  rtol 1e-3, atol 1e-7, NaN equal to NaN), the rewrite's must match too;
+- with --opsets 13,17: `tensio convert --opset N model.onnx` at each N, which
+  either refuses, saying why (exit 1, a message naming the opset), or writes
+  a model that declares opset N, passes the checker (N <= 17, what
+  python3-onnx 1.12 knows) and, wherever the original matches the corpus's
+  outputs in onnxruntime, matches them too (issue 37: opset conversion that
+  holds).
 Prints the counts (refusals and onnxruntime's refusals grouped by reason)
 and the wall time; exits non-zero on any regression. A missing corpus, onnx
 or onnxruntime fails: nothing is skipped. --update rewrites the expectation
@@ -44,11 +50,20 @@ import tempfile
 import time
 
 T0 = time.monotonic()
-if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--update"):
-    print("usage: test_backend_corpus.py /path/to/tensio [--update]", file=sys.stderr)
+ARGS = sys.argv[2:]
+UPDATE = "--update" in ARGS
+OPSETS = []
+if "--opsets" in ARGS:
+    k = ARGS.index("--opsets")
+    OPSETS = [int(x) for x in ARGS[k + 1].split(",")] if k + 1 < len(ARGS) else []
+    del ARGS[k:k + 2]
+if len(sys.argv) < 2 or [a for a in ARGS if a != "--update"] or ("--opsets" in sys.argv
+                                                                 and not OPSETS):
+    print("usage: test_backend_corpus.py /path/to/tensio [--update] [--opsets N,M]",
+          file=sys.stderr)
     sys.exit(2)
 TENSIO = os.path.abspath(sys.argv[1])
-UPDATE = len(sys.argv) == 3
+CHECKER_MAX = 17
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 ORT_DIR = os.path.join(REPO, "tests", "ort")
@@ -129,6 +144,7 @@ class Model:
         self.sets = []           # (inputs [(name, npy)], expected [arrays])
         self.pb_refused = {}     # input path -> message
         self.pb_ok = 0
+        self.at = {}             # opset -> "ok" (written, checker-clean) or the refusal
 
 
 def work(m, tmp):
@@ -153,6 +169,27 @@ def work(m, tmp):
             m.problems.append("checker: " + str(e).splitlines()[0][:200])
         except Exception:
             m.checker_ok = None  # the original fails it too
+    for n in OPSETS:
+        o = os.path.join(d, "o%d.onnx" % n)
+        r = tensio("convert", "--opset", str(n), m.path, o)
+        if r.returncode != 0:
+            why = reason(r.stderr)
+            if r.returncode != 1 or "opset" not in why or os.path.exists(o):
+                m.problems.append("--opset %d: exit %d, %s" % (n, r.returncode, why))
+            m.at[n] = why
+            continue
+        w = onnx.load(o, load_external_data=False)
+        got = [x.version for x in w.opset_import if x.domain in ("", "ai.onnx")]
+        if got != [n]:
+            m.problems.append("--opset %d: the model declares %s" % (n, got))
+        if n <= CHECKER_MAX:
+            try:
+                onnx.checker.check_model(o, full_check=True)
+            except Exception as e:  # the checker's own exceptions
+                if m.checker_ok is not None:
+                    m.problems.append("--opset %d: checker: %s" % (
+                        n, str(e).splitlines()[0][:200]))
+        m.at[n] = "ok"
     graph = onnx.load(m.path, load_external_data=False).graph
     for k, sd in enumerate(sorted(glob.glob(os.path.join(os.path.dirname(m.path),
                                                          "test_data_set_*")))):
@@ -239,8 +276,11 @@ def main():
             if not m.rewritten or not m.io_ok:
                 continue
             d = os.path.join(tmp, m.rel.replace(os.sep, "__"))
+            variants = [("orig", m.path), ("new", os.path.join(d, "out.onnx"))]
+            variants += [("o%d" % n, os.path.join(d, "o%d.onnx" % n)) for n in OPSETS
+                         if m.at.get(n) == "ok"]
             for k, (ins, _) in enumerate(m.sets):
-                for which, model in (("orig", m.path), ("new", os.path.join(d, "out.onnx"))):
+                for which, model in variants:
                     od = os.path.join(d, "%s_%d" % (which, k))
                     os.makedirs(od)
                     jobs.append({"id": "%d/%d/%s" % (mi, k, which), "model": model, "outdir": od,
@@ -270,6 +310,16 @@ def main():
                 if bad:
                     ok = False
                     m.problems.append("onnxruntime on the rewrite: %s" % bad.split("\n")[0])
+                    break
+                for v in [x for x in OPSETS if m.at.get(x) == "ok"]:
+                    j = res["%d/%d/o%d" % (mi, k, v)]
+                    bad = j.get("error") or compare(os.path.join(d, "o%d_%d" % (v, k)),
+                                                    j["outputs"], expected)
+                    if bad:
+                        m.problems.append("onnxruntime at --opset %d: %s" % (
+                            v, bad.split("\n")[0][:200]))
+                        m.at[v] = "wrong"
+                if m.at and "wrong" in m.at.values():
                     break
             ort_models += 1
             matched += ok
@@ -328,6 +378,16 @@ def main():
         print("    %4d  %s" % (n, why))
     print("  not run in onnxruntime (a sequence, optional or string input/output): %d" % sum(
         1 for m in models if m.rewritten and not m.io_ok))
+    for n in OPSETS:
+        at = [m.at[n] for m in models if n in m.at]
+        why = collections.Counter(re.sub(r"'[^']*'", "'…'", a) for a in at
+                                  if a not in ("ok", "wrong"))
+        print("  --opset %d: %d written (checker-clean, onnxruntime as the original), %d wrong, "
+              "%d refused:" % (n, at.count("ok"), at.count("wrong"), sum(why.values())))
+        for w, c in why.most_common(12):
+            print("    %4d  %s" % (c, w[:150]))
+        if len(why) > 12:
+            print("    (%d more reasons)" % (len(why) - 12))
     print("  wall time %.0f s (tensio and checker %.0f s, onnxruntime %.0f s, %d jobs)" % (
         time.monotonic() - T0, t_tensio, t_ort, JOBS))
     if UPDATE:
