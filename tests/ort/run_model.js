@@ -71,7 +71,11 @@ async function main() {
     process.exit(2);
   }
   const io = JSON.parse(fs.readFileSync(path.join(dir, 'reference_io.json'), 'utf8'));
-  const session = await ort.InferenceSession.create(model);
+  // TIO_ORT_OPT: onnxruntime's graphOptimizationLevel (default 'all');
+  // 'disabled' runs a QDQ model as it says (dequantize, float, quantize)
+  // rather than through fused integer kernels, which round differently.
+  const opt = process.env.TIO_ORT_OPT || 'all';
+  const session = await ort.InferenceSession.create(model, { graphOptimizationLevel: opt });
   const feeds = {};
   for (const i of io.inputs) feeds[i.name] = readNpy(path.join(dir, i.file));
   const results = await session.run(feeds);
