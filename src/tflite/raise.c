@@ -1022,7 +1022,7 @@ static void tr_native(tr *r, const tr_op *o, const char *name, int32_t code) {
     int64_t in[8], out[1];
     for (uint32_t k = 0; k < o->nin; k++) {
         int32_t t = o->in[k];
-        if (t < 0) {
+        if (t < 0 || (uint32_t)t >= r->nt) { /* absent (the reader checked the range) */
             in[k] = -1;
             continue;
         }
@@ -1034,22 +1034,27 @@ static void tr_native(tr *r, const tr_op *o, const char *name, int32_t code) {
             in[k] = r->t[t].v[0][0];
         }
     }
-    tr_tensor *y = &r->t[o->out[0]];
-    if (y->v[0][0] < 0) {
-        y->v[0][0] = tr_value(r, y->own, y->dtype, y->rank, y->dims, -1);
-        y->named = true;
+    /* an operator without one output (refused for that) keeps none */
+    size_t nout = 0;
+    if (o->nout == 1 && o->out[0] >= 0 && (uint32_t)o->out[0] < r->nt) {
+        tr_tensor *y = &r->t[o->out[0]];
+        if (y->v[0][0] < 0) {
+            y->v[0][0] = tr_value(r, y->own, y->dtype, y->rank, y->dims, -1);
+            y->named = true;
+        }
+        out[0] = y->v[0][0];
+        nout = out[0] >= 0;
     }
-    out[0] = y->v[0][0];
     if (r->rc) return;
     tio_node_info ni;
     memset(&ni, 0, sizeof ni);
-    ni.name = r->g->values[out[0]].name;
+    ni.name = nout ? r->g->values[out[0]].name : NULL;
     ni.op = name;
     ni.native_id = code;
     ni.domain = "ai.tflite";
     ni.input_count = o->nin;
     ni.inputs = in;
-    ni.output_count = 1;
+    ni.output_count = nout;
     ni.outputs = out;
     size_t ix;
     r->rc = tio_graph_add_node(r->g, &ni, &ix, r->err);
