@@ -169,7 +169,7 @@ void cli_progress_pause(cli_progress *p);
     "                      (repeatable)\n" \
     "      --rename OLD=NEW\n" \
     "                      name tensor OLD NEW (repeatable; after --only and\n" \
-    "                      --exclude)\n"
+    "                      --exclude; a shard: member names, LMDB: keys)\n"
 #define CLI_FILTER_MAX 64 /* values of each option */
 typedef struct cli_filter {
     const char *only[CLI_FILTER_MAX], *exclude[CLI_FILTER_MAX], *rename[CLI_FILTER_MAX];
@@ -178,6 +178,19 @@ typedef struct cli_filter {
 /* Records an --only/--exclude/--rename value (other ids: nothing). */
 int cli_filter_option(cli_filter *f, int id, const char *value, const char *cmd);
 int cli_filter_active(const cli_filter *f);
+/* The same selection applied to names one at a time (a shard's members, an
+ * LMDB store's keys), with the checks at the end: */
+typedef struct cli_select {
+    const cli_filter *f; /* NULL: every name kept, none renamed */
+    size_t only_hits[CLI_FILTER_MAX], rename_hits[CLI_FILTER_MAX];
+} cli_select;
+void cli_select_init(cli_select *s, const cli_filter *f);
+/* 1 when match (what the globs see) is kept; *out: name, or its --rename NEW
+ * (name NULL: never renamed). */
+int cli_select_name(cli_select *s, const char *match, const char *name, const char **out);
+/* An --only that matched nothing, or a --rename OLD never seen: an error
+ * naming noun ("tensor", "member", "key"). */
+int cli_select_end(const cli_select *s, const char *noun);
 /* Replaces *c by the selected tensors (views; it holds the original). A
  * model with a graph is refused. No filter: *c unchanged. */
 int cli_filter_apply(const cli_filter *f, const char *path, tio_container **c);
@@ -399,7 +412,8 @@ int cli_json_write_string(FILE *f, const char *s);
 
 /* tensio ls / info on a shard: a row per tensor of every tensor member, a
  * row per other member (opaque bytes). */
-int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash);
+int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash,
+                 const cli_filter *f); /* f: --only/--exclude/--rename on member names */
 int cli_shard_info(const char *path, int json);
 /* Problems found (shard errors, undecodable members, WebDataset duplicates);
  * with files (--json) appends its object there instead of printing lines. */
@@ -430,8 +444,9 @@ const char *cli_member_format(const char *cmd, const char *value);
  * bytes and name, or (a tensor member, how->format set) re-encoded, named
  * with its last extension replaced by the format's; *owned (tio_free) holds
  * re-encoded bytes, *name (free) the name. Errors printed. */
-int cli_shard_member_bytes(const char *path, tio_shard *s, size_t i, const cli_reencode *how,
-                           const void **data, size_t *size, void **owned, char **name);
+int cli_shard_member_bytes(const char *path, tio_shard *s, size_t i, const char *as,
+                           const cli_reencode *how, const void **data, size_t *size,
+                           void **owned, char **name); /* as: its new name, or NULL */
 typedef struct cli_shard_convert {
     const char *out;
     const char *const *inputs; /* a shard, or (from_files) the member files */
@@ -440,6 +455,7 @@ typedef struct cli_shard_convert {
     cli_reencode how;
     unsigned save_flags; /* TIO_SAVE_NO_SYNC */
     int force, verbose, json, progress;
+    const cli_filter *filter; /* on the input shard's member names, or NULL */
 } cli_shard_convert;
 /* convert IN.tar OUT.tar and convert --shard OUT FILE...: OUT written
  * atomically, every member in order. */
@@ -501,7 +517,8 @@ int cli_shard_out_close(cli_shard_out *o);
 
 /* tensio ls: a row per key (its record's bytes), or with tensors a row per
  * tensor of each record. */
-int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_limits *lim);
+int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_limits *lim,
+                const cli_filter *f); /* f: --only/--exclude/--rename on keys, or NULL */
 /* tensio info: the records' format, records, tensors and bytes. */
 int cli_lmdb_info(const char *path, int json);
 /* The record of key (tensio dump); the container keeps the store open. */
@@ -510,8 +527,11 @@ int cli_lmdb_open_record(const char *path, const char *key, tio_container **out)
 size_t cli_lmdb_validate(const char *path, int verbose, json_t *files);
 /* tensio convert IN OUT.lmdb: a tar shard (one record per sample) or one
  * file (one record, key = its name without extensions); to = the records'
- * format (NULL: the store's, tenbin for a new one). */
+ * format (NULL: the store's, tenbin for a new one). And IN.lmdb OUT.tar. f
+ * (or NULL): --only/--exclude/--rename on what is read: a store's keys, a
+ * shard's member names (no --rename: they are not kept), a file's tensors. */
 int cli_lmdb_convert(const char *in, const char *from, const char *out, const char *to,
-                     unsigned save_flags, int force, int verbose, int json);
+                     unsigned save_flags, int force, int verbose, int json,
+                     const cli_filter *f);
 
 #endif /* TENSIO_CLI_H */

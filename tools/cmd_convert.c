@@ -311,18 +311,22 @@ int cli_cmd_convert(int argc, char **argv) {
     int lmdb = !shard && out && (cli_is_lmdb(out) || cli_is_lmdb(in));
     if (rc == CLI_EXIT_OK && !lmdb &&
         (shard || cli_is_shard(in, from) || (!from && !to && cli_is_shard_name(out)))) {
-        const char *bad = to                       ? "--to (use --member-to)"
-                          : from                     ? "--from"
-                          : external                 ? "--external-data"
-                          : opset                    ? "--opset"
-                          : cli_filter_active(&filt) ? "--only/--exclude/--rename"
-                                                     : NULL;
+        int files = shard || !cli_is_shard(in, from); /* files into a shard */
+        const char *bad = to         ? "--to (use --member-to)"
+                          : from     ? "--from"
+                          : external ? "--external-data"
+                          : opset    ? "--opset"
+                                     : NULL;
         cli_shard_convert a = {shard ? in : out, (const char *const *)p.pos + (shard ? 1 : 0),
-                               shard ? p.npos - 1 : 1, shard || !cli_is_shard(in, from),
+                               shard ? p.npos - 1 : 1, files,
                                {member_to, flags & ~TIO_SAVE_NO_SYNC, version, NULL, &lim},
-                               flags & TIO_SAVE_NO_SYNC, force, verbose, json, progress};
+                               flags & TIO_SAVE_NO_SYNC, force, verbose, json, progress,
+                               cli_filter_active(&filt) ? &filt : NULL};
         if (bad)
             rc = cli_usage_error("convert", "%s does not apply to shards", bad);
+        else if (files && a.filter)
+            rc = cli_usage_error("convert", "--only/--exclude/--rename select the members of "
+                                 "a shard read, not files written into one (name the files)");
         else if (!a.from_files && !cli_is_shard_name(out))
             rc = cli_usage_error("convert", "IN is a WebDataset shard: OUT must be a .tar "
                                  "(tensio extract writes its members as files)");
@@ -343,7 +347,8 @@ int cli_cmd_convert(int argc, char **argv) {
     if (lmdb && max_shard_text)
         return cli_usage_error("convert", "--max-shard-size does not apply to LMDB stores");
     if (lmdb) /* --to: the records' (or the members') format */
-        return cli_lmdb_convert(in, from, out, to, flags, force, verbose, json);
+        return cli_lmdb_convert(in, from, out, to, flags, force, verbose, json,
+                                cli_filter_active(&filt) ? &filt : NULL);
     const char *format;
     uint64_t max_shard = 0;
     rc = cli_check_not_onto(in, out);

@@ -178,7 +178,8 @@ static int extract(extract_ctx *x, const char *path, tio_shard *s, const cli_ree
         char *name = NULL;
         tio_error err;
         tio_error_clear(&err);
-        if (cli_shard_member_bytes(path, s, i, how, &data, &size, &owned, &name) != CLI_EXIT_OK) {
+        if (cli_shard_member_bytes(path, s, i, NULL, how, &data, &size, &owned, &name) !=
+            CLI_EXIT_OK) {
             failed++;
             continue;
         }

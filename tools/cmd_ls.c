@@ -215,19 +215,12 @@ int cli_cmd_ls(int argc, char **argv) {
     rc = cli_one_file(&p, id, "ls", format, &path);
     if (rc != CLI_EXIT_OK) return rc;
 
-    if (!format && cli_is_lmdb(path)) {
-        if (cli_filter_active(&filt))
-            return cli_usage_error("ls", "--only, --exclude and --rename do not apply to an "
-                                   "LMDB store");
-        return cli_lmdb_ls(path, tensors, json, hash, &lim);
-    }
+    if (!format && cli_is_lmdb(path))
+        return cli_lmdb_ls(path, tensors, json, hash, &lim,
+                           cli_filter_active(&filt) ? &filt : NULL);
     if (tensors) return cli_usage_error("ls", "--tensors applies to an LMDB store only");
-    if (cli_is_shard(path, format)) {
-        if (cli_filter_active(&filt))
-            return cli_usage_error("ls", "--only, --exclude and --rename do not apply to a "
-                                   "tar shard");
-        return cli_shard_ls(path, &lim, json, hash);
-    }
+    if (cli_is_shard(path, format))
+        return cli_shard_ls(path, &lim, json, hash, cli_filter_active(&filt) ? &filt : NULL);
     tio_container *c = NULL;
     /* a URL: the header only, unless the tensors are read (--hash) or
      * filtered into another container */

@@ -50,17 +50,15 @@ static void close_store(tio_lmdb *db, tio_lmdb_txn *txn) {
 
 /* ------------------------------------------------------------------- ls */
 
-static int ls_record_text(cli_table *tab, const tio_lmdb_record *r, const tio_container *c,
+static int ls_record_text(cli_table *tab, const char *ek, const tio_container *c,
                           cli_hash_run *h, const char *label) {
     size_t nt = tio_container_count(c);
-    char *ek = key_shown(r);
-    int rc = ek ? CLI_EXIT_OK : cli_error("out of memory");
+    int rc = CLI_EXIT_OK;
     for (size_t t = 0; t < nt && rc == CLI_EXIT_OK; t++) {
         cli_table_add(tab, "%s", ek);
         rc = cli_table_tensor(tab, t, tio_container_tensor(c, t));
         if (rc == CLI_EXIT_OK && h->on) cli_hash_cell(tab, h, label, c, t);
     }
-    free(ek);
     return rc;
 }
 
@@ -88,7 +86,10 @@ static json_t *tensors_json(const char *key, size_t key_size, const tio_containe
     return arr;
 }
 
-int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_limits *lim) {
+int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_limits *lim,
+                const cli_filter *f) {
+    cli_select sel;
+    cli_select_init(&sel, f);
     tio_lmdb *db;
     tio_lmdb_txn *txn;
     int rc = open_store(path, &db, &txn);
@@ -124,10 +125,35 @@ int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_lim
     tio_error err;
     tio_error_clear(&err);
     while (rc == CLI_EXIT_OK && tio_lmdb_next(txn, &r, &err) == TIO_OK) {
-        char *key = key_string(&r);
-        if (!key) {
+        char *key = key_string(&r), *ek = key_shown(&r);
+        if (!key || !ek) {
+            free(key);
+            free(ek);
             rc = cli_error("out of memory");
             break;
+        }
+        /* the globs see the key as shown (a NUL as \x00); a renamed key is
+         * shown and listed as its NEW */
+        const char *as;
+        size_t klen = r.key_size;
+        if (!cli_select_name(&sel, ek, ek, &as)) {
+            free(key);
+            free(ek);
+            continue;
+        }
+        if (as != ek) {
+            char *nk = strdup(as), *nk2 = strdup(as);
+            free(key);
+            free(ek);
+            klen = strlen(as);
+            key = nk;
+            ek = nk2;
+            if (!key || !ek) {
+                free(key);
+                free(ek);
+                rc = cli_error("out of memory");
+                break;
+            }
         }
         tio_container *c = NULL;
         tio_open_options oo;
@@ -137,9 +163,8 @@ int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_lim
             report(path, &err);
             failed = 1;
         }
-        char *ek = key_shown(&r);
-        char *label = c && hash && ek ? cli_escaped_pair(path, ": key ", ek) : NULL;
-        if (!ek || (c && hash && !label)) {
+        char *label = c && hash ? cli_escaped_pair(path, ": key ", ek) : NULL;
+        if (c && hash && !label) {
             tio_container_free(c);
             free(key);
             free(ek);
@@ -149,16 +174,16 @@ int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_lim
         if (json) {
             json_t *o = json_object();
             int bad = !o || json_array_append_new(keys, o) != 0;
-            bad |= cli_json_set(o, "key", cli_json_strn(key, r.key_size)); /* NUL: \u0000 */
+            bad |= cli_json_set(o, "key", cli_json_strn(key, klen)); /* NUL: \u0000 */
             bad |= cli_json_set(o, "size", json_integer((json_int_t)r.size));
             if (c) {
-                json_t *a = tensors_json(key, r.key_size, c, &h, label);
+                json_t *a = tensors_json(key, klen, c, &h, label);
                 bad |= !a || json_array_extend(tens, a) != 0;
                 json_decref(a);
             }
             if (bad) rc = cli_error("out of memory");
         } else if (tensors) {
-            if (c) rc = ls_record_text(&tab, &r, c, &h, label);
+            if (c) rc = ls_record_text(&tab, ek, c, &h, label);
         } else {
             cli_table_add(&tab, "%s", ek);
             cli_table_add(&tab, "%zu", r.size);
@@ -172,6 +197,7 @@ int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_lim
         report(path, &err);
         failed = 1;
     }
+    if (rc == CLI_EXIT_OK) rc = cli_select_end(&sel, "key");
     if (rc == CLI_EXIT_OK) rc = json ? cli_json_print(root) : cli_table_print(&tab, stdout);
     else json_decref(root);
     cli_table_free(&tab);
@@ -372,7 +398,9 @@ static int put_record(convert_state *s, const char *key, const tio_container *c)
 }
 
 /* One record per sample: the tensors of its tensor members, in member order. */
-static int convert_shard(convert_state *s, const char *in) {
+static int convert_shard(convert_state *s, const char *in, const cli_filter *f) {
+    cli_select sel; /* --only/--exclude on member names */
+    cli_select_init(&sel, f);
     tio_shard *sh = NULL;
     tio_error err;
     tio_error_clear(&err);
@@ -397,6 +425,8 @@ static int convert_shard(convert_state *s, const char *in) {
         if (!cs || !names) rc = cli_error("out of memory");
         for (size_t j = 0; rc == CLI_EXIT_OK && j < sm->count; j++) {
             size_t mi = tio_shard_sample_member(sh, i, j);
+            const char *as;
+            if (!cli_select_name(&sel, tio_shard_member_at(sh, mi)->name, NULL, &as)) continue;
             if (!tio_shard_member_format(sh, mi)) {
                 s->skipped++;
                 continue;
@@ -427,7 +457,7 @@ static int convert_shard(convert_state *s, const char *in) {
         free(names);
     }
     tio_shard_free(sh);
-    return rc;
+    return rc == CLI_EXIT_OK ? cli_select_end(&sel, "member") : rc;
 }
 
 /* The key of a single file: its name without directory and extensions. */
@@ -459,7 +489,9 @@ static const char *first_ext(const char *format, char *buf, size_t cap) {
  * record's bytes as stored (EXT from the store's format, or the format
  * probed for a store without metadata), or with `to` re-encoded in it. */
 static int lmdb_to_tar(const char *in, const char *out, const char *to, unsigned save_flags,
-                       int verbose, int json) {
+                       int verbose, int json, const cli_filter *f) {
+    cli_select sel; /* on the keys as shown; a renamed record's member is NEW.EXT */
+    cli_select_init(&sel, f);
     tio_lmdb *db = NULL;
     tio_lmdb_txn *txn = NULL;
     int rc = open_store(in, &db, &txn);
@@ -487,14 +519,36 @@ static int lmdb_to_tar(const char *in, const char *out, const char *to, unsigned
             rc = cli_error("out of memory");
             break;
         }
-        if (strlen(key) != r.key_size) {
-            char *ek = key_shown(&r);
-            rc = cli_error("%s: key '%s' holds a NUL byte: no member name can hold it", in,
-                           ek ? ek : "?");
+        char *ek = key_shown(&r);
+        const char *as = NULL;
+        if (!ek) {
+            free(key);
+            rc = cli_error("out of memory");
+            break;
+        }
+        if (!cli_select_name(&sel, ek, ek, &as)) {
+            free(ek);
+            free(key);
+            continue;
+        }
+        if (as == ek && strlen(key) != r.key_size) {
+            rc = cli_error("%s: key '%s' holds a NUL byte: no member name can hold it (--rename "
+                           "it)", in, ek);
             free(ek);
             free(key);
             break;
         }
+        if (as != ek) {
+            char *nk = strdup(as);
+            free(key);
+            key = nk;
+            if (!key) {
+                free(ek);
+                rc = cli_error("out of memory");
+                break;
+            }
+        }
+        free(ek);
         tio_container *c = NULL;
         const char *fmt = tio_lmdb_format(db);
         char ext[32], *name = NULL;
@@ -531,6 +585,7 @@ static int lmdb_to_tar(const char *in, const char *out, const char *to, unsigned
         report(in, &err); /* the cursor failed */
         rc = CLI_EXIT_FAIL;
     }
+    if (rc == CLI_EXIT_OK) rc = cli_select_end(&sel, "key");
     if (rc == CLI_EXIT_OK) {
         if (tio_shard_writer_close(w, &err) != TIO_OK) {
             report(out, &err);
@@ -562,7 +617,8 @@ static int lmdb_to_tar(const char *in, const char *out, const char *to, unsigned
 }
 
 int cli_lmdb_convert(const char *in, const char *from, const char *out, const char *to,
-                     unsigned save_flags, int force, int verbose, int json) {
+                     unsigned save_flags, int force, int verbose, int json,
+                     const cli_filter *f) {
     if (cli_is_lmdb(in)) {
         if (cli_is_lmdb(out))
             return cli_error("%s: LMDB to LMDB is not supported (mdb_copy copies a store)", in);
@@ -571,8 +627,11 @@ int cli_lmdb_convert(const char *in, const char *from, const char *out, const ch
         struct stat ost;
         if (!force && stat(out, &ost) == 0)
             return cli_error("%s: already exists (use --force to overwrite)", out);
-        return lmdb_to_tar(in, out, to, save_flags, verbose, json);
+        return lmdb_to_tar(in, out, to, save_flags, verbose, json, f);
     }
+    if (f && f->nrename && cli_is_shard(in, from))
+        return cli_usage_error("convert", "--rename: a shard's member names are not kept in "
+                               "LMDB records (their keys are the samples')");
     struct stat st;
     int existed = stat(out, &st) == 0;
     tio_save_options so;
@@ -596,13 +655,14 @@ int cli_lmdb_convert(const char *in, const char *from, const char *out, const ch
     int rc;
     const char *src = "tar";
     if (cli_is_shard(in, from)) {
-        rc = convert_shard(&s, in);
+        rc = convert_shard(&s, in, f);
     } else {
         tio_container *c = NULL;
         char *key = file_key(in);
         rc = key && key[0] ? cli_open(in, from, NULL, &c)
                            : cli_error("%s: no key in the file's name", in);
         src = c ? tio_container_format(c) : "?";
+        if (rc == CLI_EXIT_OK && f) rc = cli_filter_apply(f, in, &c); /* its tensors */
         if (rc == CLI_EXIT_OK) rc = put_record(&s, key, c);
         tio_container_free(c);
         free(key);

@@ -47,10 +47,48 @@ static const char *match_name(const tio_tensor *t, size_t i, char buf[24]) {
     return buf;
 }
 
-static int any_match(const char *const *pats, size_t n, const char *name) {
-    for (size_t k = 0; k < n; k++)
-        if (fnmatch(pats[k], name, 0) == 0) return 1;
-    return 0;
+void cli_select_init(cli_select *s, const cli_filter *f) {
+    memset(s, 0, sizeof *s);
+    s->f = f;
+}
+
+int cli_select_name(cli_select *s, const char *match, const char *name, const char **out) {
+    const cli_filter *f = s->f;
+    *out = name;
+    if (!f) return 1;
+    int keep = 1;
+    if (f->nonly) {
+        keep = 0;
+        for (size_t k = 0; k < f->nonly; k++)
+            if (fnmatch(f->only[k], match, 0) == 0) {
+                keep = 1;
+                s->only_hits[k]++;
+            }
+    }
+    for (size_t k = 0; keep && k < f->nexclude; k++)
+        if (fnmatch(f->exclude[k], match, 0) == 0) keep = 0;
+    if (!keep) return 0;
+    for (size_t k = 0; name && k < f->nrename; k++) {
+        size_t ol = (size_t)(strchr(f->rename[k], '=') - f->rename[k]);
+        if (strlen(name) == ol && strncmp(name, f->rename[k], ol) == 0) {
+            *out = f->rename[k] + ol + 1;
+            s->rename_hits[k]++;
+            break;
+        }
+    }
+    return 1;
+}
+
+int cli_select_end(const cli_select *s, const char *noun) {
+    const cli_filter *f = s->f;
+    for (size_t k = 0; f && k < f->nonly; k++)
+        if (!s->only_hits[k]) return cli_error("--only '%s': no %s matches", f->only[k], noun);
+    for (size_t k = 0; f && k < f->nrename; k++)
+        if (!s->rename_hits[k]) {
+            size_t ol = (size_t)(strchr(f->rename[k], '=') - f->rename[k]);
+            return cli_error("--rename: no %s is named '%.*s'", noun, (int)ol, f->rename[k]);
+        }
+    return CLI_EXIT_OK;
 }
 
 /* The sources a joined container holds, released with it. */
@@ -156,7 +194,8 @@ int cli_join(tio_container **srcs, const char *const *paths, size_t n, const cli
     }
     h->c = hc;
     int rc = CLI_EXIT_OK;
-    size_t only_hits[CLI_FILTER_MAX] = {0}, rename_hits[CLI_FILTER_MAX] = {0};
+    cli_select sel;
+    cli_select_init(&sel, f);
     for (size_t s = 0; rc == CLI_EXIT_OK && s < n; s++) {
         h->c[h->n++] = srcs[s]; /* held from here on, released with dst */
         srcs[s] = NULL;
@@ -167,27 +206,8 @@ int cli_join(tio_container **srcs, const char *const *paths, size_t n, const cli
         for (size_t i = 0; rc == CLI_EXIT_OK && i < tio_container_count(c); i++) {
             const tio_tensor *t = tio_container_tensor(c, i);
             char ibuf[24];
-            const char *m = match_name(t, i, ibuf);
-            int keep = 1;
-            if (f->nonly) {
-                keep = 0;
-                for (size_t k = 0; k < f->nonly; k++)
-                    if (fnmatch(f->only[k], m, 0) == 0) {
-                        keep = 1;
-                        only_hits[k]++;
-                    }
-            }
-            if (keep && any_match(f->exclude, f->nexclude, m)) keep = 0;
-            if (!keep) continue;
-            const char *name = tio_tensor_name(t);
-            for (size_t k = 0; name && k < f->nrename; k++) {
-                size_t ol = (size_t)(strchr(f->rename[k], '=') - f->rename[k]);
-                if (strlen(name) == ol && strncmp(name, f->rename[k], ol) == 0) {
-                    name = f->rename[k] + ol + 1;
-                    rename_hits[k]++;
-                    break;
-                }
-            }
+            const char *m = match_name(t, i, ibuf), *name;
+            if (!cli_select_name(&sel, m, tio_tensor_name(t), &name)) continue;
             char *pname = NULL;
             if (stem) {
                 pname = name ? cli_strdup_printf("%s/%s", stem, name)
@@ -210,13 +230,7 @@ int cli_join(tio_container **srcs, const char *const *paths, size_t n, const cli
         }
         free(stem);
     }
-    for (size_t k = 0; rc == CLI_EXIT_OK && k < f->nonly; k++)
-        if (!only_hits[k]) rc = cli_error("--only '%s': no tensor matches", f->only[k]);
-    for (size_t k = 0; rc == CLI_EXIT_OK && k < f->nrename; k++)
-        if (!rename_hits[k]) {
-            size_t ol = (size_t)(strchr(f->rename[k], '=') - f->rename[k]);
-            rc = cli_error("--rename: no tensor is named '%.*s'", (int)ol, f->rename[k]);
-        }
+    if (rc == CLI_EXIT_OK) rc = cli_select_end(&sel, "tensor");
     for (size_t s = 0; s < n; s++) tio_container_free(srcs[s]); /* those not held yet */
     if (rc != CLI_EXIT_OK) {
         tio_container_free(dst);

@@ -79,6 +79,10 @@ typedef struct msrc {
     int quiet;            /* not reported: the last one's error in merr (validate) */
     tio_error merr;
     cli_hash_run hash;    /* ls --hash */
+    cli_select *sel;      /* ls --only/--exclude/--rename on member names, or NULL */
+    int sel_end;          /* check sel before printing (one shard, not a list) */
+    tio_shard_member cur; /* a renamed member: its name, key and extension */
+    char *cur_key;
 } msrc;
 
 static int msrc_open(msrc *q, const char *path, const tio_limits *lim) {
@@ -95,31 +99,65 @@ static int msrc_open(msrc *q, const char *path, const tio_limits *lim) {
 }
 
 static void msrc_close(msrc *q) {
+    free(q->cur_key);
     tio_shard_free(q->s);
     tio_shard_stream_free(q->st);
 }
 
 /* The next member (*m NULL at the end), its tensor format (NULL: none) and
  * its container (NULL for no format, or a member that failed: reported). */
+/* Whether member m is selected (q->sel); a renamed one is shown through
+ * q->cur under its new name, key and extension (WebDataset's split: the key
+ * is the name up to the first '.' after the last '/'). */
+static int msrc_pick(msrc *q, const tio_shard_member **m) {
+    const char *name;
+    if (!q->sel) return 1;
+    if (!cli_select_name(q->sel, (*m)->name, (*m)->name, &name)) return 0;
+    if (name == (*m)->name) return 1;
+    free(q->cur_key);
+    q->cur = **m;
+    q->cur.name = name;
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    const char *dot = strchr(base, '.');
+    size_t kl = dot ? (size_t)(dot - name) : 0;
+    q->cur_key = malloc(kl + 1);
+    if (!q->cur_key) return -1;
+    memcpy(q->cur_key, name, kl);
+    q->cur_key[kl] = 0;
+    q->cur.key = q->cur_key;
+    q->cur.ext = dot ? dot + 1 : "";
+    *m = &q->cur;
+    return 1;
+}
+
+/* The next member (*m NULL at the end), its tensor format (NULL: none) and
+ * its container (NULL for no format, or a member that failed: reported).
+ * Members not selected are passed over without being decoded. */
 static int msrc_next(msrc *q, const tio_shard_member **m, const char **fmt, tio_container **c) {
     *c = NULL;
     *fmt = NULL;
     tio_error err;
     tio_error_clear(&err);
-    int orc = TIO_OK;
+    int orc = TIO_OK, pick;
     if (q->s) {
-        *m = tio_shard_member_at(q->s, q->i);
-        if (!*m) return CLI_EXIT_OK;
-        *fmt = tio_shard_member_format(q->s, q->i);
-        if (*fmt) orc = tio_shard_open_member(q->s, q->i, NULL, c, &err); /* keeps the map */
-        q->i++;
+        do {
+            *m = tio_shard_member_at(q->s, q->i++);
+            if (!*m) return CLI_EXIT_OK;
+        } while (!(pick = msrc_pick(q, m)));
+        if (pick < 0) return cli_error("out of memory");
+        *fmt = tio_shard_member_format(q->s, q->i - 1);
+        if (*fmt) orc = tio_shard_open_member(q->s, q->i - 1, NULL, c, &err); /* keeps the map */
     } else {
-        if (tio_shard_stream_next(q->st, m, &err) != TIO_OK) {
-            if (!q->quiet) return cli_error("%s", cli_errmsg(&err));
-            q->merr = err; /* the stream's error */
-            return CLI_EXIT_FAIL;
-        }
-        if (!*m) return CLI_EXIT_OK;
+        do {
+            if (tio_shard_stream_next(q->st, m, &err) != TIO_OK) {
+                if (!q->quiet) return cli_error("%s", cli_errmsg(&err));
+                q->merr = err; /* the stream's error */
+                return CLI_EXIT_FAIL;
+            }
+            if (!*m) return CLI_EXIT_OK;
+        } while (!(pick = msrc_pick(q, m)));
+        if (pick < 0) return cli_error("out of memory");
         *fmt = tio_shard_format_for_name((*m)->name);
         tio_open_options o = {.format = *fmt, .limits = q->lim};
         /* views of the stream's buffer: freed before the next member */
@@ -154,6 +192,7 @@ static int ls_shard_text(msrc *q) {
         tio_container_free(c);
         if (rc != CLI_EXIT_OK) break;
     }
+    if (rc == CLI_EXIT_OK && q->sel_end) rc = cli_select_end(q->sel, "member");
     if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
     cli_table_free(&tab);
     return rc == CLI_EXIT_OK && (q->failed || q->hash.missing) ? CLI_EXIT_FAIL : rc;
@@ -220,6 +259,7 @@ static int ls_shard_obj(msrc *q, json_t **out_obj) {
     json_decref(root);
     json_decref(members);
     json_decref(tensors);
+    if (rc == CLI_EXIT_OK && !bad && q->sel_end) rc = cli_select_end(q->sel, "member");
     if (rc != CLI_EXIT_OK) {
         json_decref(out);
         return rc;
@@ -232,12 +272,20 @@ static int ls_shard_obj(msrc *q, json_t **out_obj) {
     return q->failed || q->hash.missing ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
-/* One shard: its listing printed, or (into != NULL) appended to into. */
-static int ls_one_shard(const char *path, const tio_limits *lim, int json, int hash,
-                        json_t *into) {
+/* Whether path is a list of shards rather than one. */
+static int is_list(const char *path) {
+    return strchr(path, '{') || strstr(path, "::") || path[0] == '@';
+}
+
+/* One shard: its listing printed, or (into != NULL) appended to into;
+ * sel_end: the selection checked before printing (one shard, not a list). */
+static int ls_shard_run(const char *path, const tio_limits *lim, int json, int hash,
+                        cli_select *sel, int sel_end, json_t *into) {
     msrc q;
     int rc = msrc_open(&q, path, lim);
     q.hash.on = hash;
+    q.sel = sel;
+    q.sel_end = sel_end;
     if (rc == CLI_EXIT_OK && !json) rc = ls_shard_text(&q);
     if (rc == CLI_EXIT_OK && json) {
         json_t *o = NULL;
@@ -252,18 +300,23 @@ static int ls_one_shard(const char *path, const tio_limits *lim, int json, int h
     return rc;
 }
 
+static int ls_one_shard(const char *path, const tio_limits *lim, int json, int hash,
+                        cli_select *sel, json_t *into) {
+    return ls_shard_run(path, lim, json, hash, sel, 0, into);
+}
+
 /* What one shard of a list gets: printed, or (into != NULL) appended to into. */
 typedef int (*shard_fn)(const char *path, const tio_limits *lim, int json, int hash,
-                        json_t *into);
+                        cli_select *sel, json_t *into);
 
 /* A shard, or a list in WebDataset's notation ("shard-{000..099}.tar",
  * "{train,val}-{0..9}.tar", "::" between lists, "@FILE" a list file): fn
  * for each shard in turn, under its name (with --json, an array of the
  * shards' objects); a shard that fails is reported and the others still
  * done (exit 1). */
-static int each_shard(const char *path, const tio_limits *lim, int json, int hash, shard_fn fn) {
-    if (!strchr(path, '{') && !strstr(path, "::") && path[0] != '@')
-        return fn(path, lim, json, hash, NULL);
+static int each_shard(const char *path, const tio_limits *lim, int json, int hash,
+                      cli_select *sel, shard_fn fn) {
+    if (!is_list(path)) return fn(path, lim, json, hash, sel, NULL);
     char **list = NULL;
     size_t n = 0;
     tio_error err;
@@ -283,7 +336,7 @@ static int each_shard(const char *path, const tio_limits *lim, int json, int has
             free(en);
             fflush(stdout); /* before a failure's message on stderr */
         }
-        if (fn(list[i], lim, json, hash, all) != CLI_EXIT_OK) rc = CLI_EXIT_FAIL;
+        if (fn(list[i], lim, json, hash, sel, all) != CLI_EXIT_OK) rc = CLI_EXIT_FAIL;
     }
     if (all) {
         int prc = cli_json_print(all);
@@ -293,8 +346,13 @@ static int each_shard(const char *path, const tio_limits *lim, int json, int has
     return rc;
 }
 
-int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash) {
-    return each_shard(path, lim, json, hash, ls_one_shard);
+int cli_shard_ls(const char *path, const tio_limits *lim, int json, int hash,
+                 const cli_filter *f) {
+    cli_select sel;
+    cli_select_init(&sel, f);
+    if (!is_list(path)) return ls_shard_run(path, lim, json, hash, f ? &sel : NULL, f != NULL, NULL);
+    int rc = each_shard(path, lim, json, hash, f ? &sel : NULL, ls_one_shard);
+    return rc == CLI_EXIT_OK && f ? cli_select_end(&sel, "member") : rc; /* over the list */
 }
 
 /* ----------------------------------------------------------------- info */
@@ -364,8 +422,10 @@ static void counts_free(count_item *it, size_t n, int owned) {
     free(it);
 }
 
-static int info_one(const char *path, const tio_limits *lim, int json, int hash, json_t *into) {
+static int info_one(const char *path, const tio_limits *lim, int json, int hash,
+                    cli_select *sel, json_t *into) {
     (void)hash;
+    (void)sel;
     msrc q;
     int rc = msrc_open(&q, path, lim);
     if (rc != CLI_EXIT_OK) return rc;
@@ -452,7 +512,9 @@ static int info_one(const char *path, const tio_limits *lim, int json, int hash,
     return rc == CLI_EXIT_OK && failed ? CLI_EXIT_FAIL : rc;
 }
 
-int cli_shard_info(const char *path, int json) { return each_shard(path, NULL, json, 0, info_one); }
+int cli_shard_info(const char *path, int json) {
+    return each_shard(path, NULL, json, 0, NULL, info_one);
+}
 
 /* ------------------------------------------------------------- validate */
 

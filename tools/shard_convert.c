@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -79,21 +80,22 @@ static int encode(const tio_container *c, const cli_reencode *how, const char *w
 
 /* Member m in the output: its bytes as they are (c NULL: not re-encoded),
  * or container c (its decoded form) re-encoded, under its new name. */
-static int member_out(const char *path, const tio_shard_member *m, const tio_container *c,
-                      const cli_reencode *how, const void **data, size_t *size, void **owned,
-                      char **name) {
+static int member_out(const char *path, const tio_shard_member *m, const char *as,
+                      const tio_container *c, const cli_reencode *how, const void **data,
+                      size_t *size, void **owned, char **name) {
     *owned = NULL;
     *name = NULL;
+    if (!as) as = m->name;
     if (!c) { /* kept byte for byte */
         *data = m->data;
         *size = (size_t)m->size;
-        *name = strdup(m->name);
+        *name = strdup(as);
         return *name ? CLI_EXIT_OK : cli_error("out of memory");
     }
     int rc = encode(c, how, path, m->name, owned, size);
     if (rc != CLI_EXIT_OK) return rc;
     *data = *owned;
-    *name = renamed(m->name, how->format);
+    *name = renamed(as, how->format);
     if (!*name) {
         tio_free(*owned);
         *owned = NULL;
@@ -102,8 +104,9 @@ static int member_out(const char *path, const tio_shard_member *m, const tio_con
     return CLI_EXIT_OK;
 }
 
-int cli_shard_member_bytes(const char *path, tio_shard *s, size_t i, const cli_reencode *how,
-                           const void **data, size_t *size, void **owned, char **name) {
+int cli_shard_member_bytes(const char *path, tio_shard *s, size_t i, const char *as,
+                           const cli_reencode *how, const void **data, size_t *size,
+                           void **owned, char **name) {
     const tio_shard_member *m = tio_shard_member_at(s, i);
     tio_container *c = NULL;
     tio_error err;
@@ -114,28 +117,32 @@ int cli_shard_member_bytes(const char *path, tio_shard *s, size_t i, const cli_r
         *name = NULL;
         return where_error(path, m->name, cli_errmsg(&err));
     }
-    int rc = member_out(path, m, c, how, data, size, owned, name);
+    int rc = member_out(path, m, as, c, how, data, size, owned, name);
     tio_container_free(c);
     return rc;
 }
 
-/* The next member of a shard read as a stream, and its output bytes (*m
- * NULL at the end). */
-static int stream_member_bytes(const char *path, tio_shard_stream *st, const cli_reencode *how,
-                               const tio_shard_member **m, const void **data, size_t *size,
-                               void **owned, char **name) {
+/* The next selected member of a shard read as a stream, and its output
+ * bytes (*m NULL at the end). */
+static int stream_member_bytes(const char *path, tio_shard_stream *st, cli_select *sel,
+                               const cli_reencode *how, const tio_shard_member **m,
+                               const void **data, size_t *size, void **owned, char **name) {
     tio_error err;
     tio_error_clear(&err);
     *owned = NULL;
     *name = NULL;
-    if (tio_shard_stream_next(st, m, &err) != TIO_OK) return cli_error("%s", cli_errmsg(&err));
-    if (!*m) return CLI_EXIT_OK;
+    const char *as;
+    do {
+        if (tio_shard_stream_next(st, m, &err) != TIO_OK)
+            return cli_error("%s", cli_errmsg(&err));
+        if (!*m) return CLI_EXIT_OK;
+    } while (!cli_select_name(sel, (*m)->name, (*m)->name, &as));
     const char *fmt = how->format ? tio_shard_format_for_name((*m)->name) : NULL;
     tio_open_options o = {.format = fmt, .limits = how->limits};
     tio_container *c = NULL;
     if (fmt && tio_open_memory((*m)->data, (size_t)(*m)->size, &o, &c, &err) != TIO_OK)
         return where_error(path, (*m)->name, cli_errmsg(&err));
-    int rc = member_out(path, *m, c, how, data, size, owned, name);
+    int rc = member_out(path, *m, as, c, how, data, size, owned, name);
     tio_container_free(c);
     return rc;
 }
@@ -248,6 +255,54 @@ static int check_unique(const char *const *inputs, size_t n, const cli_reencode 
 
 /* ------------------------------------------------------------- convert */
 
+/* The members written so far into the current sample (consecutive members
+ * of one key): with --rename, a new name must not make a sample hold one
+ * extension twice, which WebDataset fails on (its extensions compared
+ * ignoring ASCII case, as it lower-cases them). */
+typedef struct sample_exts {
+    char *key;
+    char **ext;
+    size_t n, cap;
+} sample_exts;
+
+static void sample_exts_clear(sample_exts *x) {
+    for (size_t i = 0; i < x->n; i++) free(x->ext[i]);
+    free(x->key);
+    x->key = NULL;
+    x->n = 0;
+}
+
+static int sample_exts_add(sample_exts *x, const char *name) {
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    const char *dot = strchr(base, '.');
+    if (!dot) return CLI_EXIT_OK; /* no sample */
+    size_t kl = (size_t)(dot - name);
+    if (!x->key || strlen(x->key) != kl || strncmp(x->key, name, kl) != 0) {
+        sample_exts_clear(x);
+        x->key = strndup(name, kl);
+        if (!x->key) return cli_error("out of memory");
+    }
+    for (size_t i = 0; i < x->n; i++)
+        if (strcasecmp(x->ext[i], dot + 1) == 0) {
+            char *en = cli_text_escape(name);
+            int rc = cli_error("--rename: sample '%.*s' would hold extension '%s' twice (member "
+                               "%s; WebDataset fails on it)", (int)kl, name, x->ext[i],
+                               en ? en : "?");
+            free(en);
+            return rc;
+        }
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 8;
+        char **e = realloc(x->ext, cap * sizeof *e);
+        if (!e) return cli_error("out of memory");
+        x->ext = e;
+        x->cap = cap;
+    }
+    x->ext[x->n] = strdup(dot + 1);
+    return x->ext[x->n++] ? CLI_EXIT_OK : cli_error("out of memory");
+}
+
 static int summary(const cli_shard_convert *a, uint64_t members, int reencoded) {
     struct stat st;
     unsigned long long size = stat(a->out, &st) == 0 ? (unsigned long long)st.st_size : 0;
@@ -312,6 +367,10 @@ int cli_convert_shard(const cli_shard_convert *a) {
     cli_progress prog;
     cli_progress_init(&prog, a->progress, "convert", "members");
     int rc = CLI_EXIT_OK, reencoded = 0;
+    cli_select sel; /* --only/--exclude/--rename on the input's member names */
+    cli_select_init(&sel, a->filter);
+    sample_exts sx;
+    memset(&sx, 0, sizeof sx);
     for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
         if (a->from_files) {
             rc = add_file(w, a->inputs[i], &a->how, &reencoded);
@@ -322,11 +381,18 @@ int cli_convert_shard(const cli_shard_convert *a) {
             char *name = NULL;
             const tio_shard_member *m = NULL;
             if (st) {
-                rc = stream_member_bytes(in, st, &a->how, &m, &data, &size, &owned, &name);
+                rc = stream_member_bytes(in, st, &sel, &a->how, &m, &data, &size, &owned,
+                                         &name);
                 if (rc == CLI_EXIT_OK && !m) break; /* the stream's end */
             } else {
-                rc = cli_shard_member_bytes(in, s, i, &a->how, &data, &size, &owned, &name);
+                const char *as;
+                m = tio_shard_member_at(s, i);
+                if (!cli_select_name(&sel, m->name, m->name, &as)) continue;
+                rc = cli_shard_member_bytes(in, s, i, as, &a->how, &data, &size, &owned,
+                                            &name);
             }
+            if (rc == CLI_EXIT_OK && a->filter && a->filter->nrename)
+                rc = sample_exts_add(&sx, name);
             if (rc == CLI_EXIT_OK &&
                 tio_shard_writer_add_bytes(w, name, data, size, &err) != TIO_OK)
                 rc = where_error(a->out, name, cli_errmsg(&err));
@@ -337,6 +403,9 @@ int cli_convert_shard(const cli_shard_convert *a) {
         cli_progress_update(&prog, (uint64_t)i + 1, st ? 0 : (uint64_t)n);
     }
     cli_progress_end(&prog);
+    sample_exts_clear(&sx);
+    free(sx.ext);
+    if (rc == CLI_EXIT_OK && !a->from_files) rc = cli_select_end(&sel, "member");
     uint64_t members = tio_shard_writer_count(w);
     if (rc == CLI_EXIT_OK) {
         if (tio_shard_writer_close(w, &err) != TIO_OK)

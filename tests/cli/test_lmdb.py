@@ -284,12 +284,70 @@ def test_to_shard(tmp):
         check("refused: the old shard kept", len(t.getnames()) == 5)
 
 
+def test_select(tmp):
+    """--only/--exclude/--rename on an LMDB store's keys (ls, convert to a
+    shard), on a shard's members (convert to a store: no --rename, member
+    names are not kept) and on a file's tensors (convert to a store)."""
+    db = os.path.join(tmp, "sel.lmdb")
+    env = lmdb.open(db, map_size=1 << 24)
+    with env.begin(write=True) as txn:
+        for i in range(4):
+            buf = io.BytesIO()
+            np.save(buf, np.arange(3, dtype=np.int16) * i)
+            txn.put(b"rec%d" % i, buf.getvalue())  # no __tensio__: probed
+    env.close()
+    j = json.loads(run("ls", "--json", "--tensors", "--only", "rec[123]", "--exclude", "rec2",
+                       "--rename", "rec3=last", db).stdout)
+    check("lmdb select: ls keys", [k["key"] for k in j["keys"]] == ["rec1", "last"], repr(j))
+    check("lmdb select: ls tensors", [t["key"] for t in j["tensors"]] == ["rec1", "last"])
+    for args, msg in ((["--only", "x*"], "--only 'x*': no key matches"),
+                      (["--rename", "x=y"], "--rename: no key is named 'x'")):
+        p = run("ls", *args, db, ok=False)
+        check("lmdb select: ls %s" % args, p.returncode == 1 and msg in p.stderr and
+              not p.stdout, p.stdout + p.stderr)
+    out = os.path.join(tmp, "sel-lmdb.tar")
+    run("convert", "--exclude", "rec0", "--rename", "rec1=one", db, out)
+    with tarfile.open(out) as t:
+        names = t.getnames()
+        a = np.load(io.BytesIO(t.extractfile("one.npy").read()))
+    check("lmdb select: to a shard", names == ["one.npy", "rec2.npy", "rec3.npy"] and
+          a.tolist() == [0, 1, 2], repr(names))
+    # a NUL in a key: renamed, it can be a member
+    env = lmdb.open(db, map_size=1 << 24)
+    with env.begin(write=True) as txn:
+        txn.put(b"n\0ul", txn.get(b"rec1"))
+    env.close()
+    out2 = os.path.join(tmp, "sel-lmdb2.tar")
+    run("convert", "--only", "n*", "--rename", "n\\x00ul=nul", db, out2)
+    with tarfile.open(out2) as t:
+        check("lmdb select: a NUL key renamed", t.getnames() == ["nul.npy"], repr(t.getnames()))
+    # shard -> store: members selected; --rename refused
+    back = os.path.join(tmp, "sel-back.lmdb")
+    run("convert", "--exclude", "rec2*", out, back)
+    env = lmdb.open(back, readonly=True, lock=False)
+    with env.begin() as txn:
+        keys = [k for k, _ in txn.cursor() if k != b"__tensio__"]
+    env.close()
+    check("lmdb select: shard -> store", keys == [b"one", b"rec3"], repr(keys))
+    p = run("convert", "--rename", "a=b", out, os.path.join(tmp, "sel-no.lmdb"), ok=False)
+    check("lmdb select: --rename into a store refused", p.returncode == 2 and
+          "not kept" in p.stderr, p.stderr)
+    # a file -> store: its tensors selected
+    npz = os.path.join(tmp, "sel.npz")
+    np.savez(npz, a=np.ones(2, np.float32), b=np.zeros(3, np.int8))
+    st = os.path.join(tmp, "sel-file.lmdb")
+    run("convert", "--only", "b", npz, st)
+    j = json.loads(run("ls", "--json", "--tensors", st).stdout)
+    check("lmdb select: a file's tensors", [t["name"] for t in j["tensors"]] == ["b"], repr(j))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_tensio_writes(tmp)
         test_python_writes(tmp)
         test_nul_keys(tmp)
         test_to_shard(tmp)
+        test_select(tmp)
     for f in failures:
         print("FAIL:", f)
     if failures:

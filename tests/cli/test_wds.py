@@ -30,7 +30,9 @@
 - `send SHARD.tar` over ZeroMQ: a message per sample with its tensors (sha256
   equal to numpy's), `--batch N` stacked as tensorcom batches (the last
   partial); `recv -o 'rx-%04d.tar' --samples-per-shard N` writes them back
-  into shards of N samples."""
+  into shards of N samples.
+- --only/--exclude/--rename select and rename members (globs on their names)
+  in ls and convert, mapped and streamed; what matches nothing fails first."""
 import gzip
 import io
 import json
@@ -883,6 +885,75 @@ def test_stream(tmp):
           p.stderr)
 
 
+def test_select(tmp, ten):
+    """--only/--exclude/--rename on a shard: globs on member names, in ls (text,
+    --json, --hash, a streamed shard, a list) and convert shard -> shard (mapped
+    and streamed, with --member-to); an --only that matches nothing and a
+    --rename OLD never seen fail before anything is printed or written; a
+    rename that would give a sample one extension twice is refused; files
+    written into a shard are not filtered."""
+    shard = os.path.join(tmp, "sel.tar")
+    members = []
+    for i in range(4):
+        members += [("s%d.x.ten" % i, ten), ("s%d.cls" % i, b"%d" % i)]
+    write_tar(shard, members, tarfile.USTAR_FORMAT)
+    names = lambda j: [m["member"] for m in j["members"]]  # noqa: E731
+    j = json.loads(run("ls", "--json", "--only", "s[12]*", "--exclude", "*.cls", shard).stdout)
+    check("select: --only/--exclude members", names(j) == ["s1.x.ten", "s2.x.ten"], repr(j))
+    check("select: tensors follow", [t["member"] for t in j["tensors"]] ==
+          ["s1.x.ten", "s2.x.ten"], repr(j["tensors"]))
+    j = json.loads(run("ls", "--json", "--rename", "s3.x.ten=t/new.y.ten", shard).stdout)
+    m = [x for x in j["members"] if x["member"] == "t/new.y.ten"]
+    check("select: rename shown with its key and extension", len(m) == 1 and
+          m[0]["key"] == "t/new" and m[0]["ext"] == "y.ten", repr(j["members"]))
+    full = run("ls", "--hash", shard).stdout.splitlines()
+    part = run("ls", "--hash", "--only", "s0.*", shard).stdout.splitlines()
+    check("select: --hash rows are the full listing's", len(part) == 3 and
+          part[1:] == [r for r in full if r.split()[1].startswith("s0.")], repr(part))
+    p = subprocess.run([TENSIO, "ls", "--only", "s2.*", "-"], stdin=open(shard, "rb"),
+                       capture_output=True, text=True)
+    check("select: a shard on standard input", p.returncode == 0 and
+          [r.split()[1] for r in p.stdout.splitlines()[1:]] == ["s2.x.ten", "s2.cls"], p.stdout)
+    shutil.copy(shard, os.path.join(tmp, "sel2.tar"))
+    p = run("ls", "--only", "s1.x.ten", os.path.join(tmp, "sel{,2}.tar"))
+    check("select: a list", p.stdout.count("s1.x.ten") == 2 and "s0." not in p.stdout, p.stdout)
+    p = run("ls", "--only", "s1.*", "--only", "zz*", os.path.join(tmp, "sel{,2}.tar"), ok=False)
+    check("select: a list, a glob matching in no shard", p.returncode == 1 and
+          "--only 'zz*': no member matches" in p.stderr, p.stderr)
+    for args, msg in ((["--only", "nothing*"], "--only 'nothing*': no member matches"),
+                      (["--rename", "zz.ten=a.ten"], "--rename: no member is named 'zz.ten'")):
+        p = run("ls", *args, shard, ok=False)
+        check("select: ls %s" % args, p.returncode == 1 and msg in p.stderr and
+              p.stdout == "", p.stdout + p.stderr)
+        out = os.path.join(tmp, "sel-bad.tar")
+        p = run("convert", *args, shard, out, ok=False)
+        check("select: convert %s" % args, p.returncode == 1 and msg in p.stderr and
+              not os.path.exists(out), p.stderr)
+    # convert: mapped, streamed, re-encoded
+    out = os.path.join(tmp, "sel-out.tar")
+    run("convert", "--exclude", "s0.*", "--rename", "s1.cls=s1.label", shard, out)
+    with tarfile.open(out) as t:
+        got = [(m.name, t.extractfile(m).read()) for m in t.getmembers()]
+    want = [(n if n != "s1.cls" else "s1.label", d) for n, d in members if not n.startswith("s0.")]
+    check("select: convert writes the selection, renamed, bytes intact", got == want,
+          repr([g[0] for g in got]))
+    out2 = os.path.join(tmp, "sel-out2.tar")
+    run("convert", "--only", "*.ten", "--rename", "s2.x.ten=z.q.ten", "--member-to", "npy",
+        "--drop-names",
+        "pipe:cat " + shard, out2)
+    with tarfile.open(out2) as t:
+        got = t.getnames()
+    check("select: streamed, re-encoded, renamed then re-extended",
+          got == ["s0.x.npy", "s1.x.npy", "z.q.npy", "s3.x.npy"], repr(got))
+    out3 = os.path.join(tmp, "sel-out3.tar")
+    p = run("convert", "--rename", "s1.x.ten=s1.CLS", shard, out3, ok=False)
+    check("select: a rename giving a sample one extension twice", p.returncode == 1 and
+          "twice" in p.stderr and not os.path.exists(out3), p.stderr)
+    p = run("convert", "--shard", out3, "--only", "x", os.path.join(tmp, "m0.ten"), ok=False)
+    check("select: files into a shard", p.returncode == 2 and "name the files" in p.stderr,
+          p.stderr)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(VEC, "tenbin", "dtype_float32.ten"), "rb") as f:
@@ -900,6 +971,7 @@ def main():
         test_member_to_npy(tmp)
         test_extract_hostile(tmp)
         test_stream(tmp)
+        test_select(tmp, ten)
     for f in failures:
         print("FAIL:", f)
     if failures:
