@@ -461,6 +461,9 @@ typedef struct ox_fix {
     /* the graph's value names: the names the writer makes (a Cast's output,
      * an attribute's Constant) are kept clear of them */
     ox_names taken;
+    /* per node: a Constant whose every use becomes an attribute at the
+     * written opset: not written (NULL: none) */
+    uint8_t *drop;
 } ox_fix;
 
 /* ox_fix.cast bits: the Casts an int32 value gets */
@@ -500,6 +503,7 @@ static void ox_fix_free(ox_fix *f) {
     free(f->casted);
     free(f->nohint);
     free(f->producer);
+    free(f->drop);
     free(f->is64);
     free(f->bound64);
     free(f->first);
@@ -1158,6 +1162,66 @@ static int ox_form_plan(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, con
     return TIO_OK;
 }
 
+/* Whether input k of n is written as an attribute (ox_form_plan's forms
+ * loop: an input the written opset does not have yet). */
+static bool ox_input_cut(const ox_writer *w, const tio_gnode *n, size_t k) {
+    if (!w->retarget || !ox_default_domain(n)) return false;
+    if (tio__onnx_axis_changed_at_13(n->op) && ox_crosses(w, 13)) return false;
+    size_t nf;
+    const tio_onnx_form *forms = tio__onnx_forms(n->op, &nf);
+    for (size_t i = 0; i < nf; i++)
+        if (forms[i].input == k && w->opset < forms[i].since) return true;
+    return false;
+}
+
+/* Constant nodes that a conversion leaves unused: every use of the output
+ * becomes an attribute (Split's `split`, ReduceSum's `axes` ... taken down
+ * below the opset that made them inputs). Not written, and their output gets
+ * no value_info. A Constant that nothing used in the source is kept (the
+ * model as it was), and none is dropped from a graph with subgraphs, which
+ * may use any outer value by name. */
+static int ox_plan_drops(const ox_writer *w, const tio_graph *g, ox_fix *f, tio_error *err) {
+    if (!w->retarget) return TIO_OK;
+    for (size_t j = 0; j < g->node_count; j++)
+        for (size_t a = 0; a < g->nodes[j].attr_count; a++)
+            if (g->nodes[j].attrs[a].type == TIO_ATTR_GRAPH ||
+                g->nodes[j].attrs[a].type == TIO_ATTR_GRAPHS)
+                return TIO_OK;
+    size_t nv = g->value_count ? g->value_count : 1;
+    uint32_t *uses = calloc(nv, sizeof *uses), *cut = calloc(nv, sizeof *cut);
+    if (!uses || !cut) {
+        free(uses);
+        free(cut);
+        return tio__nomem(err, OX_FMT);
+    }
+    for (size_t j = 0; j < g->node_count; j++)
+        for (size_t k = 0; k < g->nodes[j].input_count; k++) {
+            int64_t v = g->nodes[j].inputs[k];
+            if (v < 0) continue;
+            if (uses[v] < UINT32_MAX) uses[v]++;
+            if (cut[v] < UINT32_MAX && ox_input_cut(w, &g->nodes[j], k)) cut[v]++;
+        }
+    for (size_t i = 0; i < g->output_count; i++) uses[g->outputs[i]] = UINT32_MAX;
+    int rc = TIO_OK;
+    for (size_t j = 0; j < g->node_count && !rc; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        if (!ox_default_domain(n) || strcmp(n->op, "Constant") != 0 || n->output_count != 1 ||
+            n->outputs[0] < 0)
+            continue;
+        int64_t v = n->outputs[0];
+        if (!uses[v] || uses[v] == UINT32_MAX || cut[v] != uses[v]) continue;
+        if (!f->drop && !(f->drop = calloc(g->node_count, 1))) {
+            rc = tio__nomem(err, OX_FMT);
+            break;
+        }
+        f->drop[j] = 1;
+        f->nohint[v] = 1;
+    }
+    free(uses);
+    free(cut);
+    return rc;
+}
+
 static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_fix *f,
                        size_t j, tio_error *err) {
     const tio_gnode *n = &g->nodes[j];
@@ -1227,9 +1291,10 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
     ox_fix f;
     memset(&f, 0, sizeof f);
     int rc = ox_fix_plan(w, g, loop_body, &f, err);
+    if (!rc) rc = ox_plan_drops(w, g, &f, err);
     if (!rc) rc = tio__pb_begin(pw, number, err);
     for (size_t j = 0; !rc && j < g->node_count; j++)
-        rc = ox_put_node(w, pw, g, &f, j, err);
+        if (!f.drop || !f.drop[j]) rc = ox_put_node(w, pw, g, &f, j, err);
     const char *gname = tio__kv_get(&g->meta, OX_META_GRAPH_NAME);
     if (!rc) rc = tio__pb_put_string(pw, 2, gname ? gname : (g->parent ? "body" : "main"), err);
     /* Initializers in the order of their tensors (the reader's order), not

@@ -8,7 +8,8 @@ form that opset gives an operator (Squeeze/Unsqueeze axes, Clip min/max,
 Slice, Pad, Split, TopK, ReduceSum/ReduceMean axes, Dropout ratio as
 attributes or as inputs; Softmax's axis before and after opset 13;
 attributes an opset introduced (Shape's start/end, ScatterND's reduction,
-BatchNormalization's training_mode); RoiAlign, whose default sampling grid
+BatchNormalization's training_mode); Constant nodes feeding inputs that
+become attributes (none left unused in the result); RoiAlign, whose default sampling grid
 changed at 16; Split's equal parts and num_outputs (18); Add on uint8,
 typed from 14; a made name that a value already has), are
 written by tensio at every target opset from 9 to 21 where the operator
@@ -120,6 +121,18 @@ def cases():
     out.append(("pad_input", 13, model("pad", 13, [N("Pad", ["x", "p", "v"], ["y"])],
                                        [const("p", [0, 1, 0, 0, 0, 0, 2, 1]),
                                         const("v", 0.5, np.float32)], X4, ["y"]), {}))
+    # Constant nodes as the inputs that become attributes: a Constant whose
+    # every use is cut is not written (checked for every case below); one
+    # with another use stays
+    out.append(("constant_nodes", 13, model("cn", 13, [
+        N("Constant", [], ["ax"], value=const("axv", [1])),
+        N("Constant", [], ["sp"], value=const("spv", [1, 2])),
+        N("Constant", [], ["lo"], value=const("lov", -0.25, np.float32)),
+        N("ReduceSum", ["x", "ax"], ["r"], keepdims=1), N("Squeeze", ["r", "ax"], ["q"]),
+        N("Unsqueeze", ["q", "ax"], ["y0"]),
+        N("Split", ["x", "sp"], ["s1", "s2"], axis=1),
+        N("Clip", ["s2", "lo"], ["c"]), N("Add", ["c", "lo"], ["y1"])],
+        [], X4, ["y0", "s1", "y1"]), {}))
     # Split: split an attribute before 13
     out.append(("split_attr", 11, model("split", 11, [
         N("Split", ["x"], ["y0", "y1"], axis=1, split=[1, 2])], [], X4, ["y0", "y1"]), {}))
@@ -226,6 +239,13 @@ def cases():
     return out
 
 
+def unused_constants(m):
+    """The outputs of the graph's Constant nodes that nothing uses."""
+    used = {i for n in m.graph.node for i in n.input} | {o.name for o in m.graph.output}
+    return {n.output[0] for n in m.graph.node if n.op_type == "Constant" and
+            n.output[0] not in used}
+
+
 def tensio(*args):
     return subprocess.run([TENSIO] + list(args), capture_output=True, text=True)
 
@@ -273,6 +293,8 @@ def main():
                 w = onnx.load(out)
                 ok([(o.domain, o.version) for o in w.opset_import] == [("", t)],
                    "%s: opset_import %s" % (what, w.opset_import))
+                left = unused_constants(w) - unused_constants(m)
+                ok(not left, "%s: Constant nodes left unused: %s" % (what, sorted(left)))
                 if t <= CHECKER_MAX:
                     try:
                         onnx.checker.check_model(w, full_check=True)
