@@ -723,6 +723,8 @@ typedef struct ox_form {
     uint8_t *skip;        /* per attribute of the node: not written */
     tio_gattr extra[8];   /* attributes written after the node's own */
     size_t nextra;
+    bool remap;           /* inputs moved: written input k is source input src[k] */
+    int8_t src[8];        /* (-1: none, "" unless added[k]) */
 } ox_form;
 
 static void ox_form_free(ox_form *fm) {
@@ -1059,6 +1061,102 @@ static int ox_form_meaning(ox_writer *w, const tio_graph *g, const ox_fix *f, co
 
 /* Constant's value_float(s) and value_int(s) came at opset 12: below it,
  * `value` holds them (written by ox_put_const_node's tensor). */
+/* The string attribute `name` of n, or dflt. */
+static const char *ox_sattr(const tio_gnode *n, const char *name, const char *dflt) {
+    for (size_t a = 0; a < n->attr_count; a++)
+        if (strcmp(n->attrs[a].name, name) == 0 && n->attrs[a].type == TIO_ATTR_STRING)
+            return n->attrs[a].s ? n->attrs[a].s : "";
+    return dflt;
+}
+
+/* Resize across its forms (the ONNX operator docs' version history):
+ * - 10: inputs (X, scales); mode nearest or linear; the coordinates are
+ *   what "asymmetric" says from 11, and nearest rounds down ("floor").
+ * - 11: (X, roi, scales, sizes), roi and scales required (scales empty when
+ *   sizes are given); coordinate_transformation_mode (default half_pixel),
+ *   nearest_mode (default round_prefer_floor), cubic and extrapolation
+ *   attributes.
+ * - 13: roi and scales optional; "tf_half_pixel_for_nn" removed.
+ * - 19: "half_pixel_symmetric" came.
+ * Written at 10, a node must mean what 10 can say (asymmetric, floor for
+ * nearest, scales not sizes); written from 10 at 11 or later, it says so. */
+static int ox_form_resize(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, const ox_fix *f,
+                          const tio_gnode *n, ox_form *fm, tio_error *err) {
+    const char *mode = ox_sattr(n, "mode", "nearest");
+    bool nearest = strcmp(mode, "nearest") == 0;
+    const char *ctm = ox_sattr(n, "coordinate_transformation_mode",
+                               w->src_opset < 11 ? "asymmetric" : "half_pixel");
+    if (w->src_opset >= 11 && strcmp(ctm, "tf_half_pixel_for_nn") == 0 && w->opset >= 13)
+        return ox_form_refuse(w, g, n, err,
+                              "coordinate_transformation_mode \"tf_half_pixel_for_nn\" was "
+                              "removed at opset 13");
+    if (strcmp(ctm, "half_pixel_symmetric") == 0 && w->opset < 19)
+        return ox_form_refuse(w, g, n, err,
+                              "coordinate_transformation_mode \"half_pixel_symmetric\" came at "
+                              "opset 19");
+    fm->remap = true;
+    for (size_t k = 0; k < 8; k++) fm->src[k] = k < n->input_count ? (int8_t)k : -1;
+    if (w->src_opset < 11 && w->opset < 11) return TIO_OK;
+    if (w->src_opset < 11) { /* (X, scales) -> (X, roi, scales) */
+        fm->nin = 3;
+        fm->src[1] = -1;
+        fm->src[2] = n->input_count > 1 ? 1 : -1;
+        fm->src[3] = -1;
+        fm->extra[fm->nextra++] = (tio_gattr){.name = "coordinate_transformation_mode",
+                                              .type = TIO_ATTR_STRING, .s = "asymmetric"};
+        if (nearest)
+            fm->extra[fm->nextra++] = (tio_gattr){.name = "nearest_mode",
+                                                  .type = TIO_ATTR_STRING, .s = "floor"};
+    } else if (w->opset < 11) { /* (X, roi, scales, sizes) -> (X, scales) */
+        char why[240];
+        const char *nm = ox_sattr(n, "nearest_mode", "round_prefer_floor");
+        bool sizes = n->input_count > 3 && n->inputs[3] >= 0;
+        int64_t sv = n->input_count > 2 ? n->inputs[2] : -1;
+        int64_t st = ox_const_tensor(g, f, sv);
+        bool empty_scales = sv < 0 || (st >= 0 && tio__plan_tensor(w->plan, (size_t)st)->nbytes == 0);
+        if (!nearest && strcmp(mode, "linear") != 0)
+            snprintf(why, sizeof why, "mode \"%s\" came at opset 11", mode);
+        else if (strcmp(ctm, "asymmetric") != 0)
+            snprintf(why, sizeof why, "before opset 11 the coordinates are \"asymmetric\", not "
+                     "\"%s\"", ctm);
+        else if (nearest && strcmp(nm, "floor") != 0)
+            snprintf(why, sizeof why, "before opset 11 nearest rounds down (\"floor\"), not "
+                     "\"%s\"", nm);
+        else if (sizes || empty_scales)
+            snprintf(why, sizeof why, "before opset 11 the output is given by scales, not "
+                     "sizes");
+        else
+            why[0] = 0;
+        if (why[0]) return ox_form_refuse(w, g, n, err, why);
+        fm->nin = 2;
+        fm->src[1] = 2;
+        fm->src[2] = fm->src[3] = -1;
+        for (size_t a = 0; a < n->attr_count; a++)
+            if (strcmp(n->attrs[a].name, "mode") != 0) fm->skip[a] = 1;
+    } else if (w->opset < 13) { /* 13's absent roi/scales are empty tensors at 11 and 12 */
+        for (size_t k = 1; k <= 2; k++) {
+            if (k < n->input_count && n->inputs[k] >= 0) continue;
+            static const char *const sfx[3] = {"", ":roi", ":scales"};
+            fm->added[k] = ox_cast_name(f, ox_node_label(g, n), sfx[k]);
+            if (!fm->added[k]) return tio__nomem(err, OX_FMT);
+            tio_gattr none = {.name = "", .type = TIO_ATTR_FLOATS};
+            int rc = ox_put_const_node(pw, fm->added[k], &none, err);
+            if (rc) return rc;
+        }
+        if (fm->nin < 3) fm->nin = 3;
+    }
+    if (w->src_opset < 11) {
+        /* an empty roi at 11 and 12, where it is required */
+        if (w->opset < 13) {
+            fm->added[1] = ox_cast_name(f, ox_node_label(g, n), ":roi");
+            if (!fm->added[1]) return tio__nomem(err, OX_FMT);
+            tio_gattr none = {.name = "", .type = TIO_ATTR_FLOATS};
+            return ox_put_const_node(pw, fm->added[1], &none, err);
+        }
+    }
+    return TIO_OK;
+}
+
 static bool ox_constant_value_attr(const tio_gattr *a) {
     return strcmp(a->name, "value_int") == 0 || strcmp(a->name, "value_ints") == 0 ||
            strcmp(a->name, "value_float") == 0 || strcmp(a->name, "value_floats") == 0;
@@ -1075,6 +1173,9 @@ static int ox_form_plan(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, con
     if (mrc) return mrc;
     if (tio__onnx_axis_changed_at_13(n->op) && (w->src_opset < 13) != (w->opset < 13))
         return ox_form_axis(w, g, f, n, fm, err);
+    if (strcmp(n->op, "Resize") == 0 && (ox_crosses(w, 11) || ox_crosses(w, 13) ||
+                                         ox_crosses(w, 19)))
+        return ox_form_resize(w, pw, g, f, n, fm, err);
     size_t nf;
     const tio_onnx_form *forms = tio__onnx_forms(n->op, &nf);
     char why[400];
@@ -1167,6 +1268,8 @@ static int ox_form_plan(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, con
 static bool ox_input_cut(const ox_writer *w, const tio_gnode *n, size_t k) {
     if (!w->retarget || !ox_default_domain(n)) return false;
     if (tio__onnx_axis_changed_at_13(n->op) && ox_crosses(w, 13)) return false;
+    if (strcmp(n->op, "Resize") == 0) /* roi is not written before 11 (ox_form_resize) */
+        return k == 1 && w->opset < 11 && w->src_opset >= 11;
     size_t nf;
     const tio_onnx_form *forms = tio__onnx_forms(n->op, &nf);
     for (size_t i = 0; i < nf; i++)
@@ -1239,11 +1342,13 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
     else memset(&fm, 0, sizeof fm);
     if (!rc) rc = tio__pb_begin(pw, 1, err);
     for (size_t k = 0; !rc && k < fm.nin; k++) {
-        int64_t v = k < n->input_count ? n->inputs[k] : -1;
+        /* the source input written here */
+        int64_t sk = !fm.remap ? (int64_t)k : k < 8 ? fm.src[k] : -1;
+        int64_t v = sk >= 0 && (size_t)sk < n->input_count ? n->inputs[sk] : -1;
         if (k < 8 && fm.added[k]) {
             rc = tio__pb_put_string(pw, 1, fm.added[k], err);
-        } else if (ox_cast_use(w, f, g, j, k)) {
-            bool b = ox_cast_use(w, f, g, j, k) == OX_TO_BOOL;
+        } else if (v >= 0 && ox_cast_use(w, f, g, j, (size_t)sk)) {
+            bool b = ox_cast_use(w, f, g, j, (size_t)sk) == OX_TO_BOOL;
             char *nm = ox_cast_name(f, g->values[v].name, b ? ":bool" : ":int64");
             rc = nm ? tio__pb_put_string(pw, 1, nm, err) : tio__nomem(err, OX_FMT);
             free(nm);

@@ -10,7 +10,8 @@ attributes or as inputs; Softmax's axis before and after opset 13;
 attributes an opset introduced (Shape's start/end, ScatterND's reduction,
 BatchNormalization's training_mode); Constant nodes feeding inputs that
 become attributes (none left unused in the result); RoiAlign, whose default sampling grid
-changed at 16; Split's equal parts and num_outputs (18); Add on uint8,
+changed at 16; Resize's three forms (10, 11, 13) and their coordinate modes;
+Split's equal parts and num_outputs (18); Add on uint8,
 typed from 14; a made name that a value already has), are
 written by tensio at every target opset from 9 to 21 where the operator
 exists. Each result passes onnx.checker (full_check, opsets up to 17, what
@@ -133,6 +134,33 @@ def cases():
         N("Split", ["x", "sp"], ["s1", "s2"], axis=1),
         N("Clip", ["s2", "lo"], ["c"]), N("Add", ["c", "lo"], ["y1"])],
         [], X4, ["y0", "s1", "y1"]), {}))
+    # Resize: (X, scales) at 10, asymmetric coordinates and floor for nearest;
+    # (X, roi, scales, sizes) from 11 with modes; roi/scales optional from 13
+    sc = const("sc", [1, 1, 2, 1.5], np.float32)
+    rs = {"y": [2, 3, 8, 7]}
+    no9 = {9: "Resize (from opset 10)"}
+    for mode in ("nearest", "linear"):
+        out.append(("resize10_" + mode, 10, model("rs", 10, [
+            N("Resize", ["x", "sc"], ["y"], mode=mode)], [sc], X4, ["y"], rs), dict(no9)))
+    out.append(("resize13_asymmetric", 13, model("rs", 13, [
+        N("Constant", [], ["roi"], value=const("roiv", [], np.float32)),
+        N("Resize", ["x", "roi", "sc"], ["y"], mode="nearest",
+          coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
+        [sc], X4, ["y"], rs), dict(no9)))
+    out.append(("resize13_half_pixel", 13, model("rs", 13, [
+        N("Resize", ["x", "", "sc"], ["y"], mode="linear")], [sc], X4, ["y"], rs),
+        {**no9, 10: "the coordinates are \"asymmetric\""}))
+    out.append(("resize13_sizes", 13, model("rs", 13, [
+        N("Resize", ["x", "", "", "sz"], ["y"], mode="nearest",
+          coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
+        [const("sz", [2, 3, 8, 7])], X4, ["y"], rs),
+        {**no9, 10: "given by scales, not sizes"}))
+    out.append(("resize11_tf_nn", 11, model("rs", 11, [
+        N("Resize", ["x", "roi", "sc"], ["y"], mode="nearest",
+          coordinate_transformation_mode="tf_half_pixel_for_nn")],
+        [const("roi", [], np.float32), sc], X4, ["y"], rs),
+        {**no9, 10: "the coordinates are", 13: "removed at opset 13",
+         17: "removed at opset 13", 18: "removed at opset 13", 21: "removed at opset 13"}))
     # Split: split an attribute before 13
     out.append(("split_attr", 11, model("split", 11, [
         N("Split", ["x"], ["y0", "y1"], axis=1, split=[1, 2])], [], X4, ["y0", "y1"]), {}))
