@@ -589,6 +589,13 @@ typedef struct tio_value_info {
     const tio_dim *dims; /* rank entries (NULL when rank <= 0) */
     int64_t tensor;      /* a constant: index of its container tensor (dtype and
                             dims then come from the tensor); -1 for a runtime value */
+    const char *type;    /* NULL: a tensor of `dtype`. Else a value of another type
+                            (dtype TIO_DTYPE_INVALID, rank -1), in ONNX's notation
+                            with shapes: "seq(tensor(float)[N,3])",
+                            "optional(tensor(int64)[])", "map(string,tensor(float))",
+                            "sparse_tensor(float)[4,4]", "tensor(string)[2]" (an element
+                            type tensio has no dtype for). docs/graph.md has the
+                            grammar; only the ONNX writer writes such values */
 } tio_value_info;
 
 typedef struct tio_node_info {
@@ -716,6 +723,9 @@ TIO_API int tio_graph_set_native_format(tio_graph *g, const char *format,
 #define TIO_CAP_METADATA 0x4u /* container/tensor metadata */
 #define TIO_CAP_GRAPH 0x8u    /* a model graph */
 #define TIO_CAP_QUANT 0x10u   /* block-quantized tensors (TIO_LAYOUT_QUANT) */
+#define TIO_CAP_VALUE_TYPES 0x20u /* graph values of other types than tensors of a
+                                     tio_dtype (tio_value_info.type): sequences,
+                                     optionals, maps, string tensors */
 
 TIO_API size_t tio_format_count(void);
 /* Name of format i ("btf", "tenbin"), or NULL past the end. */

@@ -35,6 +35,7 @@ static const cap_name cap_names[] = {
     {TIO_CAP_METADATA, "metadata"},
     {TIO_CAP_GRAPH, "graph"},
     {TIO_CAP_QUANT, "quant"},
+    {TIO_CAP_VALUE_TYPES, "types"},
 };
 #define NCAPS (sizeof cap_names / sizeof cap_names[0])
 

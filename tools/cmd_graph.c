@@ -123,6 +123,10 @@ static const char *short_dtype(tio_dtype dt) {
 static void sb_value_type(cli_sbuf *b, const tio_graph *g, int64_t v) {
     tio_value_info vi;
     if (v < 0 || tio_graph_value(g, (size_t)v, &vi) != TIO_OK) return;
+    if (vi.type) { /* a sequence, optional, map ... (ONNX's notation) */
+        sb_text(b, vi.type);
+        return;
+    }
     const char *dt = short_dtype(vi.dtype);
     if (dt) cli_sbuf_printf(b, "%s", dt);
     if (vi.rank < 0) return;

@@ -367,6 +367,13 @@ static int value_rows(const tio_graph *g, const int64_t *list, size_t n, int ind
         cli_table_add(&t, "%*s%s", indent + 2, "", b.nomem ? "" : b.p);
         b.len = 0;
         const char *dn = tio_dtype_name(vi.dtype);
+        if (vi.type) { /* a sequence, optional, map ... (ONNX's notation) */
+            sb_esc(&b, vi.type);
+            cli_table_add(&t, "%s", b.nomem ? "" : b.p);
+            cli_table_add(&t, "%s", "");
+            b.len = 0;
+            continue;
+        }
         cli_table_add(&t, "%s", dn ? dn : "?");
         sb_shape(&b, &vi, full);
         cli_table_add(&t, "%s", b.nomem ? "" : b.p);
@@ -591,7 +598,7 @@ static json_t *json_vshape(const tio_value_info *vi, int full) {
     return a;
 }
 
-/* [{"name", "dtype", "shape"}] for graph inputs or outputs. A value listed
+/* [{"name", "dtype", "shape"[, "type"]}] for graph inputs or outputs. A value listed
  * again has its long names cut. */
 static json_t *json_value_list(const tio_graph *g, const int64_t *list, size_t n) {
     json_t *a = json_array();
@@ -608,6 +615,7 @@ static json_t *json_value_list(const tio_graph *g, const int64_t *list, size_t n
             bad |= cli_json_set(o, "name", json_value_ref(g, list[k], full));
             bad |= cli_json_set(o, "dtype", cli_json_str(tio_dtype_name(vi.dtype)));
             bad |= cli_json_set(o, "shape", json_vshape(&vi, full));
+            if (vi.type) bad |= cli_json_set(o, "type", cli_json_str(vi.type));
         }
         if (bad) {
             json_decref(a);

@@ -114,6 +114,10 @@ static void gs_type(cli_sbuf *b, const tio_graph *g, int64_t v) {
         cli_sbuf_printf(b, "-");
         return;
     }
+    if (vi.type) { /* canonical text: equal types print equal */
+        cli_sbuf_printf(b, "%s", vi.type);
+        return;
+    }
     const char *dt = tio_dtype_name(vi.dtype);
     cli_sbuf_printf(b, "%s", dt ? dt : "?");
     if (vi.rank < 0) return;

@@ -233,13 +233,16 @@ class Value:
     """A graph value: .name, .dtype (name or None when unknown), .shape (a
     list of int, str for a symbolic dim, None for an unknown dim; None when
     the rank is unknown), .index (in its graph), .tensor (the container
-    tensor's index for a constant, else None) and .array (that tensor)."""
-    __slots__ = ("name", "dtype", "shape", "index", "tensor", "_owner")
+    tensor's index for a constant, else None), .array (that tensor) and
+    .type: None for a tensor, else the value's type in ONNX's notation
+    ("seq(tensor(float)[N])", "optional(tensor(int64)[])", "tensor(string)[2]";
+    .dtype and .shape are then None)."""
+    __slots__ = ("name", "dtype", "shape", "index", "tensor", "type", "_owner")
 
     def __init__(self, owner, index, data):
         self._owner = owner
         self.index = index
-        self.name, self.dtype, self.shape, t = data
+        self.name, self.dtype, self.shape, t, self.type = data
         self.tensor = None if t < 0 else t
 
     is_constant = property(lambda self: self.tensor is not None)
@@ -249,6 +252,8 @@ class Value:
         return None if self.tensor is None else _item(self._owner, self.tensor)
 
     def __repr__(self):
+        if self.type:
+            return "Value(%r, %s)" % (self.name, self.type)
         return "Value(%r, %s, %r%s)" % (self.name, self.dtype, self.shape,
                                         ", constant" if self.is_constant else "")
 

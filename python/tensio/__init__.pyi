@@ -118,6 +118,7 @@ class Value:
     shape: list[int | str | None] | None
     index: int
     tensor: int | None
+    type: str | None
     @property
     def is_constant(self) -> bool: ...
     @property

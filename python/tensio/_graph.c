@@ -17,7 +17,7 @@
 /* ----------------------------------------------------------------- graph */
 
 /* The graph as plain Python data (tensio/__init__.py makes objects of it):
- * {"native_format", "values": [(name, dtype, shape|None, tensor)],
+ * {"native_format", "values": [(name, dtype, shape|None, tensor, type|None)],
  *  "nodes": [(name, op, native_op, native_id, domain, inputs, outputs,
  *             [(attr name, type, value, label)])],
  *  "inputs", "outputs", "captures": [value index], "metadata": {},
@@ -74,7 +74,8 @@ static PyObject *value_item(const void *ctx, size_t i)
     }
     PyObject *name = tio_py_str_or_none(v.name);
     const char *dt = tio_dtype_name(v.dtype);
-    PyObject *r = name ? Py_BuildValue("(OzNL)", name, dt, shape, (long long)v.tensor) : NULL;
+    PyObject *r = name ? Py_BuildValue("(OzNLz)", name, dt, shape, (long long)v.tensor, v.type)
+                       : NULL;
     if (r == NULL && name == NULL)
         Py_DECREF(shape);
     Py_XDECREF(name);
@@ -247,7 +248,7 @@ PyObject *tio_py_owner_object_tree(OwnerObject *self, PyObject *args)
 
 /* build_graph(owner, spec): gives the owner's container a graph built from
  * spec (tio_container_new_graph, tio_graph_add_*), a dict:
- *   "values":  [(name|None, dtype|None, shape|None, tensor index or -1)],
+ *   "values":  [(name|None, dtype|None, shape|None, tensor index or -1[, type|None])],
  *              a shape item an int, a str (symbolic) or None (unknown)
  *   "nodes":   [(name|None, op, domain|None, [value], [value], [attr])],
  *              an attr (name, TIO_ATTR_* type, value): int, float, str,
@@ -329,10 +330,10 @@ static int add_values(tio_graph *g, PyObject *spec)
     tio_dim *dims = NULL;
     int ret = -1;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        PyObject *name, *dtype, *shape;
+        PyObject *name, *dtype, *shape, *type = Py_None;
         long long tensor;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OOOL;graph: a value tuple",
-                              &name, &dtype, &shape, &tensor))
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OOOL|O;graph: a value tuple",
+                              &name, &dtype, &shape, &tensor, &type))
             goto done;
         tio_value_info v;
         memset(&v, 0, sizeof v);
@@ -348,6 +349,7 @@ static int add_values(tio_graph *g, PyObject *spec)
         }
         v.tensor = tensor;
         v.rank = -1;
+        v.type = graph_str_or_null(type, &fail);
         if (shape != Py_None) {
             PyObject *ss = PySequence_Fast(shape, "graph: a shape must be a sequence");
             if (ss == NULL)

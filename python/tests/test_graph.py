@@ -125,3 +125,28 @@ def test_model_refusals(tmp_path):
         tensio.save(tmp_path / "m.rten", c)
     with tensio.open(tmp_path / "m.rten") as r:
         assert not any(k.startswith("tmfile.") for k in r.graph.metadata)
+
+
+def test_typed_values(tmp_path):
+    """A value that is not a tensor of a tensio dtype (an ONNX sequence)
+    has .type in ONNX's notation, no .dtype and no .shape; a graph built
+    with such a value writes it to ONNX (and only to ONNX)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper, TensorProto
+    seq = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT,
+                                                                        ["N", 3]))
+    g = helper.make_graph([helper.make_node("Identity", ["s"], ["o"])], "g",
+                          [helper.make_value_info("s", seq)], [helper.make_value_info("o", seq)])
+    p = str(tmp_path / "seq.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)]), p)
+    with tensio.open(p) as c:
+        v = c.graph.inputs[0]
+        assert v.type == "seq(tensor(float)[N,3])"
+        assert v.dtype is None and v.shape is None
+        assert "seq(tensor(float)[N,3])" in repr(v)
+    out = str(tmp_path / "out.onnx")
+    tensio.convert(p, out)
+    with pytest.raises(tensio.UnsupportedError, match="has type seq"):
+        tensio.convert(p, str(tmp_path / "out.rten"))
+    m = onnx.load(out)
+    assert m.graph.input[0].type == seq

@@ -407,6 +407,10 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
     if ((f->caps & TIO_CAP_GRAPH) && !c->graph)
         return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
                         "a model needs a graph; this container holds tensors only");
+    if ((f->caps & TIO_CAP_GRAPH) && !(f->caps & TIO_CAP_VALUE_TYPES)) {
+        int rc = tio__graph_check_tensors(c->graph, fn, err);
+        if (rc) return rc;
+    }
     if (!(f->caps & TIO_CAP_METADATA) && !(flags & TIO_SAVE_DROP_METADATA) &&
         c->meta.count)
         return tio__err(err, TIO_E_LOSSY, fn, -1,

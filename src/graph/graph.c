@@ -2,6 +2,7 @@
  * inputs/outputs/captures and model metadata. Everything handed in is copied;
  * everything handed out points into the graph. */
 #include "graph/graph.h"
+#include "graph/types.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +134,7 @@ static int dup_i64(tio_graph *g, const int64_t *src, size_t n, int64_t **out, ti
 
 static void value_clear(const tio_graph *g, tio_gvalue *v) {
     tio__gfree(g, v->name);
+    tio__gfree(g, v->type);
     if (v->dims && v->rank > 0)
         for (int64_t k = 0; k < v->rank; k++) tio__gfree(g, (char *)v->dims[k].name);
     tio__gfree(g, v->dims);
@@ -280,6 +282,7 @@ int tio_graph_value(const tio_graph *g, size_t i, tio_value_info *out) {
     out->rank = v->rank;
     out->dims = v->rank > 0 ? v->dims : NULL;
     out->tensor = v->tensor;
+    out->type = v->type;
     return TIO_OK;
 }
 
@@ -396,6 +399,23 @@ int tio_graph_meta_set(tio_graph *g, const char *key, const char *value, tio_err
 int tio_graph_add_value(tio_graph *g, const tio_value_info *v, size_t *index,
                         tio_error *err) {
     if (!g || !v) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph or value is NULL");
+    if (v->type) {
+        tio_gtype *gt = NULL;
+        const char *why = NULL;
+        size_t at = 0;
+        if (v->tensor != -1 || v->dtype != TIO_DTYPE_INVALID || v->rank != -1)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: value %zu: a type is given with a tensor, dtype or rank "
+                            "(a typed value has tensor -1, no dtype and rank -1)",
+                            g->value_count);
+        if (tio__gtype_parse(v->type, TIO_GRAPH_TYPE_MAX_DEPTH, &gt, &why, &at) != 0)
+            return why && strcmp(why, "out of memory") == 0
+                       ? tio__nomem(err, NULL)
+                       : tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                                  "graph: value %zu: type '%.80s': %s at character %zu",
+                                  g->value_count, v->type, why ? why : "?", at);
+        tio__gtype_free(gt);
+    }
     size_t ntensors = tio_container_count(g->c);
     tio_gvalue nv;
     memset(&nv, 0, sizeof nv);
@@ -445,6 +465,7 @@ int tio_graph_add_value(tio_graph *g, const tio_value_info *v, size_t *index,
     g->values = p;
     if (rc) return rc;
     if (dup_opt(g, v->name, &nv.name)) goto nomem;
+    if (dup_opt(g, v->type, &nv.type)) goto nomem;
     if (nv.rank > 0) {
         /* rank <= TIO_GRAPH_API_MAX_RANK or a tensor's: no overflow */
         nv.dims = tio__galloc(g, (size_t)nv.rank * sizeof *nv.dims);
@@ -866,4 +887,24 @@ bool tio__graph_meta_foreign(const char *key, const char *own) {
             return true;
     }
     return false;
+}
+
+int tio__graph_check_tensors(const tio_graph *g, const char *fmt, tio_error *err) {
+    if (!g) return TIO_OK;
+    for (size_t i = 0; i < g->value_count; i++)
+        if (g->values[i].type)
+            return tio__err(err, TIO_E_UNSUPPORTED, fmt, -1,
+                            "graph value '%.64s' has type %s, which %s has no form for (it "
+                            "holds tensors of tensio's dtypes; ONNX writes such values)",
+                            g->values[i].name ? g->values[i].name : "", g->values[i].type, fmt);
+    for (size_t j = 0; j < g->node_count; j++)
+        for (size_t a = 0; a < g->nodes[j].attr_count; a++) {
+            const tio_gattr *at = &g->nodes[j].attrs[a];
+            int rc = TIO_OK;
+            if (at->type == TIO_ATTR_GRAPH) rc = tio__graph_check_tensors(at->graph, fmt, err);
+            for (size_t k = 0; !rc && at->type == TIO_ATTR_GRAPHS && k < at->count; k++)
+                rc = tio__graph_check_tensors(at->graphs[k], fmt, err);
+            if (rc) return rc;
+        }
+    return TIO_OK;
 }

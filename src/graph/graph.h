@@ -13,6 +13,7 @@ typedef struct tio_gvalue {
     int64_t rank;   /* -1 unknown */
     tio_dim *dims;  /* rank entries; dims[i].name owned */
     int64_t tensor; /* container tensor index or -1 */
+    char *type;     /* not a tensor of a tio_dtype: its type text (graph/types.h) */
 } tio_gvalue;
 
 typedef struct tio_gattr {
@@ -114,6 +115,8 @@ int tio__graph_set_opaque(tio_graph *g, size_t node, const char *why, tio_error 
 /* A sanity bound on the rank of a value added through the API (decoders
  * apply tio_limits.max_rank first). */
 #define TIO_GRAPH_API_MAX_RANK 4096
+/* How deep a value's type may nest (seq(optional(seq(...)))). */
+#define TIO_GRAPH_TYPE_MAX_DEPTH 16
 
 /* Marks the graph opaque (see tio_graph.opaque); the first reason is kept. */
 int tio__graph_set_graph_opaque(tio_graph *g, const char *why, tio_error *err);
@@ -130,6 +133,11 @@ int tio__graph_reserve(tio_graph *g, size_t values, size_t nodes, tio_error *err
  * tmfile loses nothing a user wrote. User metadata (ONNX metadata_props,
  * under their own keys) still needs the flag. */
 bool tio__graph_meta_foreign(const char *key, const char *own);
+
+/* TIO_E_UNSUPPORTED naming the first value of g (or of a subgraph) whose
+ * type is not a tensor of a tio_dtype (tio_gvalue.type), which format fmt
+ * cannot write; TIO_OK when there is none. */
+int tio__graph_check_tensors(const tio_graph *g, const char *fmt, tio_error *err);
 
 /* Removes Transpose pairs that cancel (src/graph/layout.c): directly, and
  * across a chain of one-input elementwise operators (each read once), which

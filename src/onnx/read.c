@@ -6,6 +6,7 @@
  * API copies what it is given) and charged to the decode memory budget;
  * raw_data stays a view into the input. */
 #include "graph/budget.h"
+#include "graph/types.h"
 #include "onnx/onnx.h"
 #include "onnx/schema.h"
 
@@ -535,6 +536,149 @@ static int ox_take_tensor_type(ox_reader *r, tio_gvalue *gv, int64_t t, int64_t 
 }
 
 /* Applies a ValueInfoProto's type (field 2) to value v of sc->g. */
+/* The dims of TensorShapeProto sh, counted and charged (max_rank, the
+ * object count, the memory budget). */
+static int ox_shape_rank(ox_reader *r, const tio_pb_reader *sh, const char *lbl,
+                         const char *vname, size_t *out, tio_error *err) {
+    size_t rank = 0;
+    tio_pb_reader d = *sh;
+    tio_pb_field f;
+    int rc;
+    while (!tio__pb_done(&d)) {
+        if ((rc = tio__pb_next(&d, &f, err))) return rc;
+        if (f.number == 1) rank++;
+    }
+    if (rank > r->ctx->limits.max_rank)
+        return tio__err(err, TIO_E_LIMIT, OX_FMT, ox_off(sh, sh->pos),
+                        "%s: value '%.64s' has %zu dims, more than the limit of %u "
+                        "(tio_limits.max_rank)", lbl, vname, rank, r->ctx->limits.max_rank);
+    if ((rc = ox_count(r, rank, ox_off(sh, sh->pos), err)) ||
+        (rc = ox_mem(r, tio__cost_dims(rank), ox_off(sh, sh->pos), err)))
+        return rc;
+    *out = rank;
+    return TIO_OK;
+}
+
+/* A TypeProto that is not a tensor of a tio dtype, as a type tree (graph/
+ * types.h): sequences, optionals, maps, sparse tensors, tensors of elements
+ * tensio has no dtype for (string), nested at most TIO_GRAPH_TYPE_MAX_DEPTH
+ * deep; an opaque or empty type is refused. */
+static int ox_gtype(ox_reader *r, tio_pb_reader tp, const char *lbl, const char *vname,
+                    unsigned depth, tio_gtype **out, tio_error *err) {
+    *out = NULL;
+    if (depth >= TIO_GRAPH_TYPE_MAX_DEPTH)
+        return tio__err(err, TIO_E_LIMIT, OX_FMT, ox_off(&tp, tp.pos),
+                        "%s: value '%.64s': its type nests deeper than %d", lbl, vname,
+                        TIO_GRAPH_TYPE_MAX_DEPTH);
+    tio_gtype *t = calloc(1, sizeof *t);
+    if (!t) return tio__nomem(err, OX_FMT);
+    *out = t;
+    t->rank = -1;
+    tio_pb_field f;
+    tio_pb_reader m, sh;
+    int rc;
+    bool have_shape = false;
+    size_t kind_at = tp.pos;
+    while (!tio__pb_done(&tp)) {
+        if ((rc = tio__pb_next(&tp, &f, err))) return rc;
+        static const int kinds[10] = {0, TIO_GT_TENSOR, 0, 0, TIO_GT_SEQ, TIO_GT_MAP, 0, -1,
+                                      TIO_GT_SPARSE, TIO_GT_OPTIONAL};
+        if (f.number >= 10 || !kinds[f.number]) continue; /* denotation, unknown */
+        if (kinds[f.number] < 0)
+            return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&tp, f.at),
+                            "%s: value '%.64s' has an opaque type, which tensio does not "
+                            "support", lbl, vname);
+        if (t->kind)
+            return tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(&tp, f.at),
+                            "%s: value '%.64s': a TypeProto with two kinds of value", lbl,
+                            vname);
+        t->kind = kinds[f.number];
+        kind_at = f.at;
+        if ((rc = tio__pb_sub(&tp, &f, "TypeProto", &m, err))) return rc;
+    }
+    if (!t->kind)
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&tp, kind_at),
+                        "%s: value '%.64s' has no type", lbl, vname);
+    while (!tio__pb_done(&m)) {
+        if ((rc = tio__pb_next(&m, &f, err))) return rc;
+        bool inner = (t->kind == TIO_GT_SEQ || t->kind == TIO_GT_OPTIONAL) ? f.number == 1
+                                                                            : t->kind ==
+                                                                                      TIO_GT_MAP &&
+                                                                                  f.number == 2;
+        if (inner) {
+            tio_pb_reader sub;
+            if ((rc = tio__pb_sub(&m, &f, "TypeProto", &sub, err))) return rc;
+            tio__gtype_free(t->inner);
+            if ((rc = ox_gtype(r, sub, lbl, vname, depth + 1, &t->inner, err))) return rc;
+        } else if (f.number == 1) {
+            t->elem = (int)tio__pb_int32(&f);
+        } else if (f.number == 2 && (t->kind == TIO_GT_TENSOR || t->kind == TIO_GT_SPARSE)) {
+            if ((rc = tio__pb_sub(&m, &f, "TypeProto.Tensor.shape", &sh, err))) return rc;
+            have_shape = true;
+        }
+    }
+    bool nests = t->kind == TIO_GT_SEQ || t->kind == TIO_GT_OPTIONAL || t->kind == TIO_GT_MAP;
+    if ((nests && !t->inner) || (t->kind != TIO_GT_SEQ && t->kind != TIO_GT_OPTIONAL &&
+                                 !tio__gtype_elem_name(t->elem)))
+        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&tp, kind_at),
+                        "%s: value '%.64s': a type without its element type, or element "
+                        "type %d, which tensio does not know", lbl, vname, t->elem);
+    if (!have_shape) return TIO_OK;
+    size_t rank;
+    tio_pb_reader d;
+    if ((rc = ox_shape_rank(r, &sh, lbl, vname, &rank, err))) return rc;
+    t->dims = calloc(rank ? rank : 1, sizeof *t->dims);
+    if (!t->dims) return tio__nomem(err, OX_FMT);
+    t->rank = (int64_t)rank;
+    size_t k = 0;
+    for (d = sh; !tio__pb_done(&d) && k < rank;) {
+        tio_pb_reader dm;
+        if ((rc = tio__pb_next(&d, &f, err))) return rc;
+        if (f.number != 1) continue;
+        if ((rc = tio__pb_sub(&d, &f, "TensorShapeProto.dim", &dm, err))) return rc;
+        tio_gdim *gd = &t->dims[k++];
+        gd->value = -1;
+        while (!tio__pb_done(&dm)) {
+            tio_pb_field g;
+            if ((rc = tio__pb_next(&dm, &g, err))) return rc;
+            if (g.number == 1) {
+                free(gd->name);
+                gd->name = NULL;
+                gd->value = tio__pb_int64(&g) < 0 ? -1 : tio__pb_int64(&g);
+            } else if (g.number == 2) {
+                free(gd->name);
+                if ((rc = ox_str(r, &dm, &g, lbl, &gd->name, err))) return rc;
+                gd->value = -1;
+            }
+        }
+    }
+    return TIO_OK;
+}
+
+/* gv's type text from TypeProto tp (ox_gtype). */
+static int ox_set_gtype(ox_reader *r, const tio_pb_reader *tp, const char *lbl, tio_graph *g,
+                        tio_gvalue *gv, tio_error *err) {
+    tio_gtype *t = NULL;
+    int rc = ox_gtype(r, *tp, lbl, gv->name ? gv->name : "", 0, &t, err);
+    tio_buf b = {0};
+    if (!rc) {
+        tio__gtype_text_put(&b, t);
+        tio__buf_put(&b, "", 1);
+        if (b.oom) rc = tio__nomem(err, OX_FMT);
+    }
+    tio__gtype_free(t);
+    if (!rc) {
+        ox_clear_dims(g, gv);
+        tio__gfree(g, gv->type);
+        gv->type = b.p; /* malloc'd: tio__gfree releases it */
+        gv->dtype = TIO_DTYPE_INVALID;
+        gv->rank = -1;
+        b.p = NULL;
+    }
+    free(b.p);
+    return rc;
+}
+
 static int ox_value_type(ox_reader *r, const tio_pb_reader *vi, ox_scope *sc, int64_t v,
                          const char *lbl, tio_error *err) {
     tio_pb_reader it = *vi, tp, tt, sh;
@@ -551,6 +695,7 @@ static int ox_value_type(ox_reader *r, const tio_pb_reader *vi, ox_scope *sc, in
     tio_gvalue *gv = &sc->g->values[v];
     if (!have_tp || gv->tensor >= 0) return TIO_OK;
     bool have_tt = false, other = false;
+    const tio_pb_reader tp0 = tp;
     while (!tio__pb_done(&tp)) {
         if ((rc = tio__pb_next(&tp, &f, err))) return rc;
         if (f.number == 1) {
@@ -561,11 +706,8 @@ static int ox_value_type(ox_reader *r, const tio_pb_reader *vi, ox_scope *sc, in
             other = true;
         }
     }
-    if (other || !have_tt)
-        return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&tp, tp.pos),
-                        "%s: value '%.64s' is not a tensor (a sequence, map, optional, "
-                        "sparse or opaque type), which tensio does not support",
-                        lbl, gv->name);
+    if (other || !have_tt) /* a sequence, map, optional, sparse tensor (or refused) */
+        return ox_set_gtype(r, &tp0, lbl, tio_container_graph(r->ctx->c), gv, err);
     int64_t code = 0;
     bool have_shape = false;
     while (!tio__pb_done(&tt)) {
@@ -578,6 +720,8 @@ static int ox_value_type(ox_reader *r, const tio_pb_reader *vi, ox_scope *sc, in
     }
     tio_dtype dt = tio__onnx_dtype(code);
     if (code != 0 && dt == TIO_DTYPE_INVALID) {
+        if (tio__gtype_elem_name((int)code)) /* a string tensor ...: typed by text */
+            return ox_set_gtype(r, &tp0, lbl, tio_container_graph(r->ctx->c), gv, err);
         const char *dn = tio__onnx_dtype_name(code);
         return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&tt, tt.pos),
                         "%s: value '%.64s' has element type %lld (%s), which tensio does not "
@@ -585,23 +729,13 @@ static int ox_value_type(ox_reader *r, const tio_pb_reader *vi, ox_scope *sc, in
                         lbl, gv->name, (long long)code, dn ? dn : "unknown");
     }
     gv->dtype = dt;
+    tio__gfree(tio_container_graph(r->ctx->c), gv->type);
+    gv->type = NULL;
     ox_clear_dims(tio_container_graph(r->ctx->c), gv);
     if (!have_shape) return TIO_OK;
-    /* count the dims */
-    size_t rank = 0;
-    tio_pb_reader d = sh;
-    while (!tio__pb_done(&d)) {
-        if ((rc = tio__pb_next(&d, &f, err))) return rc;
-        if (f.number == 1) rank++;
-    }
-    if (rank > r->ctx->limits.max_rank)
-        return tio__err(err, TIO_E_LIMIT, OX_FMT, ox_off(&sh, sh.pos),
-                        "%s: value '%.64s' has %zu dims, more than the limit of %u "
-                        "(tio_limits.max_rank)",
-                        lbl, gv->name, rank, r->ctx->limits.max_rank);
-    rc = ox_count(r, rank, ox_off(&sh, sh.pos), err);
-    if (!rc) rc = ox_mem(r, tio__cost_dims(rank), ox_off(&sh, sh.pos), err);
-    if (rc) return rc;
+    size_t rank;
+    tio_pb_reader d;
+    if ((rc = ox_shape_rank(r, &sh, lbl, gv->name, &rank, err))) return rc;
     tio_dim *dims = calloc(rank ? rank : 1, sizeof *dims);
     if (!dims) return tio__nomem(err, OX_FMT);
     gv->dims = dims;

@@ -1,6 +1,7 @@
 /* Writing a container's graph as an ONNX ModelProto: deterministic, every
  * tensor as raw_data referenced into the sink (not copied). */
 #include "graph/graph.h"
+#include "graph/types.h"
 #include "onnx/onnx.h"
 #include "protobuf/pb.h"
 #include "tmfile/tmfile.h"
@@ -329,6 +330,39 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
 /* A ValueInfoProto. A constant's type is its tensor's as written (dtype
  * and dims), whatever the value recorded: that is what a reader gives the
  * value back, so a write of what was read is the same bytes. */
+/* The dims of a TensorShapeProto (field 2 of a tensor type): a name as
+ * dim_param, a size as dim_value, an unknown dim empty. */
+static int ox_put_shape(tio_pb_writer *pw, int64_t rank, const int64_t *sizes,
+                        const tio_dim *dims, const tio_gdim *gdims, tio_error *err) {
+    int rc = tio__pb_begin(pw, 2, err);
+    for (int64_t k = 0; !rc && k < rank; k++) {
+        const char *name = dims ? dims[k].name : gdims ? gdims[k].name : NULL;
+        int64_t value = sizes ? sizes[k] : dims ? dims[k].value : gdims[k].value;
+        rc = tio__pb_begin(pw, 1, err);
+        if (!rc && name && !sizes) rc = tio__pb_put_string(pw, 2, name, err);
+        else if (!rc && value >= 0) rc = tio__pb_put_int64(pw, 1, value, err);
+        if (!rc) rc = tio__pb_end(pw, err);
+    }
+    return rc ? rc : tio__pb_end(pw, err);
+}
+
+/* A value type other than a tensor of a tio dtype (graph/types.h) as the
+ * TypeProto's one field. */
+static int ox_put_gtype(tio_pb_writer *pw, const tio_gtype *t, tio_error *err) {
+    static const uint32_t field[] = {0, 1, 8, 4, 9, 5}; /* by TIO_GT_* */
+    int rc = tio__pb_begin(pw, field[t->kind], err);
+    if (!rc && t->kind != TIO_GT_SEQ && t->kind != TIO_GT_OPTIONAL)
+        rc = tio__pb_put_int64(pw, 1, t->elem, err); /* elem_type, or a map's key_type */
+    if (!rc && t->inner) {
+        rc = tio__pb_begin(pw, t->kind == TIO_GT_MAP ? 2 : 1, err);
+        if (!rc) rc = ox_put_gtype(pw, t->inner, err);
+        if (!rc) rc = tio__pb_end(pw, err);
+    } else if (!rc && t->rank >= 0) {
+        rc = ox_put_shape(pw, t->rank, NULL, NULL, t->dims, err);
+    }
+    return rc ? rc : tio__pb_end(pw, err);
+}
+
 static int ox_put_value_info(const ox_writer *w, tio_pb_writer *pw, uint32_t number,
                              const tio_gvalue *v, tio_error *err) {
     const tio_wtensor *t =
@@ -337,23 +371,22 @@ static int ox_put_value_info(const ox_writer *w, tio_pb_writer *pw, uint32_t num
     int64_t rank = t ? (int64_t)t->rank : v->rank;
     int rc = tio__pb_begin(pw, number, err);
     if (!rc) rc = tio__pb_put_string(pw, 1, v->name, err);
-    if (!rc && dtype != TIO_DTYPE_INVALID) {
+    if (!rc && !t && v->type) {
+        tio_gtype *gt = NULL;
+        const char *why = NULL;
+        if (tio__gtype_parse(v->type, TIO_GRAPH_TYPE_MAX_DEPTH, &gt, &why, NULL) != 0)
+            rc = tio__err(err, TIO_E_ARGUMENT, OX_FMT, -1, "value '%s': type '%.80s': %s",
+                          v->name ? v->name : "", v->type, why ? why : "?");
+        if (!rc) rc = tio__pb_begin(pw, 2, err); /* type */
+        if (!rc) rc = ox_put_gtype(pw, gt, err);
+        if (!rc) rc = tio__pb_end(pw, err);
+        tio__gtype_free(gt);
+    } else if (!rc && dtype != TIO_DTYPE_INVALID) {
         rc = tio__pb_begin(pw, 2, err);                     /* type */
         if (!rc) rc = tio__pb_begin(pw, 1, err);            /* tensor_type */
         if (!rc) rc = tio__pb_put_int64(pw, 1, tio__onnx_code(dtype), err);
-        if (!rc && rank >= 0) {
-            rc = tio__pb_begin(pw, 2, err); /* shape */
-            for (int64_t k = 0; !rc && k < rank; k++) {
-                rc = tio__pb_begin(pw, 1, err);
-                if (!rc && t) rc = tio__pb_put_int64(pw, 1, t->shape[k], err);
-                else if (!rc && v->dims[k].name)
-                    rc = tio__pb_put_string(pw, 2, v->dims[k].name, err);
-                else if (!rc && v->dims[k].value >= 0)
-                    rc = tio__pb_put_int64(pw, 1, v->dims[k].value, err);
-                if (!rc) rc = tio__pb_end(pw, err);
-            }
-            if (!rc) rc = tio__pb_end(pw, err);
-        }
+        if (!rc && rank >= 0)
+            rc = ox_put_shape(pw, rank, t ? t->shape : NULL, t ? NULL : v->dims, NULL, err);
         if (!rc) rc = tio__pb_end(pw, err);
         if (!rc) rc = tio__pb_end(pw, err);
     }
@@ -1430,7 +1463,7 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
         for (size_t k = 0; k < g->input_count && !io; k++) io = g->inputs[k] == (int64_t)i;
         for (size_t k = 0; k < g->output_count && !io; k++) io = g->outputs[k] == (int64_t)i;
         for (size_t k = 0; k < g->capture_count && !io; k++) io = g->captures[k] == (int64_t)i;
-        if (!io && v->tensor < 0 && v->name && v->dtype != TIO_DTYPE_INVALID)
+        if (!io && v->tensor < 0 && v->name && (v->dtype != TIO_DTYPE_INVALID || v->type))
             rc = ox_put_value_info(w, pw, 13, v, err);
     }
     if (!rc) rc = tio__pb_end(pw, err);

@@ -386,6 +386,81 @@ static void expect_arg(int rc, const tio_error *e, const char *needle) {
     }
 }
 
+/* Values typed by text (tio_value_info.type): canonical text accepted and
+ * given back; everything else refused with the reason and where. */
+static void test_typed_values(void **state) {
+    (void)state;
+    tio_container *c = tio_container_new();
+    tio_graph *g = NULL;
+    tio_error e;
+    assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+    static const char *const good[] = {
+        "seq(tensor(float)[N,3])", "optional(seq(tensor(int64)[]))",
+        "map(string,seq(tensor(float)))", "sparse_tensor(double)[4,4]",
+        "tensor(string)[2,?,\"a b\",\"\",\"9x\",\"q\\\"\\\\\"]", "tensor(bfloat16)",
+        ("optional(optional(optional(optional(optional(optional(optional(optional(optional("
+         "optional(optional(optional(optional(optional(optional(tensor(uint4))))))))))))))))"),
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        tio_value_info v;
+        memset(&v, 0, sizeof v);
+        v.tensor = -1;
+        v.rank = -1;
+        v.type = good[i];
+        size_t ix = 0;
+        if (tio_graph_add_value(g, &v, &ix, &e) != TIO_OK) {
+            fprintf(stderr, "%s: %s\n", good[i], e.message);
+            fail();
+        }
+        tio_value_info got;
+        assert_int_equal(tio_graph_value(g, ix, &got), TIO_OK);
+        assert_string_equal(got.type, good[i]);
+        assert_int_equal(got.dtype, TIO_DTYPE_INVALID);
+        assert_int_equal(got.rank, -1);
+    }
+    static const struct {
+        const char *text, *why;
+    } bad[] = {
+        {"", "expected tensor("},
+        {"tensor(floaty)", "unknown element type"},
+        {"tensor(float", "expected ')'"},
+        {"tensor(float)[", "expected a dim"},
+        {"tensor(float)[3", "expected ',' or ']'"},
+        {"tensor(float)[03]", "leading zero"},
+        {"tensor(float)[99999999999999999999]", "past int64"},
+        {"tensor(float)[\"ab\"]", "needs no quotes"},
+        {"tensor(float)[\"a]", "closing"},
+        {"tensor(float)[\"a\\b\"]", "escapes only"},
+        {"seq(tensor(float)) ", "text after the type"},
+        {"seq()", "expected tensor("},
+        {"map(float32,tensor(float))", "unknown element type"},
+        {"map(int64 tensor(float))", "expected ','"},
+        {("seq(seq(seq(seq(seq(seq(seq(seq(seq(seq(seq(seq(seq(seq(seq(seq(tensor(float)"
+          "))))))))))))))))"),
+         "deeper than the limit"},
+        {" tensor(float)", "expected tensor("},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tio_value_info v;
+        memset(&v, 0, sizeof v);
+        v.tensor = -1;
+        v.rank = -1;
+        v.type = bad[i].text;
+        expect_arg(tio_graph_add_value(g, &v, NULL, &e), &e, bad[i].why);
+    }
+    /* a type with a dtype, a rank or a tensor */
+    tio_value_info v;
+    memset(&v, 0, sizeof v);
+    v.tensor = -1;
+    v.rank = 1;
+    v.type = "seq(tensor(float))";
+    expect_arg(tio_graph_add_value(g, &v, NULL, &e), &e, "a type is given with");
+    v.rank = -1;
+    v.dtype = TIO_FLOAT32;
+    expect_arg(tio_graph_add_value(g, &v, NULL, &e), &e, "a type is given with");
+    tio_container_free(c);
+}
+
 static void test_rejections(void **state) {
     (void)state;
     tio_container *c = make_container();
@@ -796,6 +871,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_and_read),
         cmocka_unit_test(test_rejections),
+        cmocka_unit_test(test_typed_values),
         cmocka_unit_test(test_save),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_internals_and_free),

@@ -363,6 +363,73 @@ def external(d):
               r.stderr.strip())
 
 
+def typed_values(d):
+    """Values that are not tensors of a tensio dtype (sequences, optionals,
+    maps, sparse and string tensors, nested, with symbolic dims) open with
+    their type in ONNX's notation (`info --json`, the Python Value.type),
+    rewrite to a graph equal to the original (checker passes; onnxruntime
+    runs the rewrite of the sequence model as the original), and other
+    graph formats refuse them by name."""
+    T = TensorProto
+    seq_f = helper.make_sequence_type_proto(helper.make_tensor_type_proto(T.FLOAT, ["N", 3]))
+    opt_seq = helper.make_optional_type_proto(helper.make_sequence_type_proto(
+        helper.make_tensor_type_proto(T.INT64, [])))
+    cases = [
+        ("seq", [helper.make_value_info("s", seq_f)],
+         [helper.make_value_info("o", seq_f)],
+         [helper.make_node("Identity", ["s"], ["o"])], "seq(tensor(float)[N,3])"),
+        ("opt", [helper.make_value_info("s", opt_seq)], [helper.make_value_info("o", opt_seq)],
+         [helper.make_node("Identity", ["s"], ["o"])], "optional(seq(tensor(int64)[]))"),
+        ("str", [helper.make_tensor_value_info("s", T.STRING, [2, "odd name"])],
+         [helper.make_tensor_value_info("o", T.STRING, [2, "odd name"])],
+         [helper.make_node("Identity", ["s"], ["o"])], 'tensor(string)[2,"odd name"]'),
+    ]
+    for tag, ins, outs, nodes, want in cases:
+        m = helper.make_model(helper.make_graph(nodes, tag, ins, outs),
+                              opset_imports=[helper.make_opsetid("", 16)])
+        m.ir_version = 8
+        onnx.checker.check_model(m, full_check=True)
+        p = os.path.join(d, "typed_" + tag + ".onnx")
+        onnx.save(m, p)
+        j = json.loads(run("info", "--json", p).stdout)
+        got = [v.get("type") for v in j["graph"]["inputs"]]
+        check("typed %s: info type" % tag, got == [want], repr(got))
+        out = os.path.join(d, "typed_" + tag + "_out.onnx")
+        run("convert", p, out)
+        w = onnx.load(out)
+        try:
+            onnx.checker.check_model(w, full_check=True)
+            ok = True
+        except Exception as e:  # noqa: BLE001
+            ok = False
+            check("typed %s: checker" % tag, False, str(e).splitlines()[0])
+        if ok:
+            check("typed %s: the rewrite's types" % tag,
+                  [i.type for i in w.graph.input] == [i.type for i in m.graph.input] and
+                  [o.type for o in w.graph.output] == [o.type for o in m.graph.output],
+                  repr(w.graph.input))
+        r = run("convert", p, os.path.join(d, "typed.rten"), ok=False)
+        check("typed %s: rten refuses" % tag, r.returncode != 0 and "has type " + want in
+              r.stderr, r.stderr.strip())
+    # a map, and nesting past the limit
+    mp = onnx.TypeProto()  # (onnx 1.12's helper has no make_map_type_proto)
+    mp.map_type.key_type = T.INT64
+    mp.map_type.value_type.CopyFrom(helper.make_tensor_type_proto(T.FLOAT, None))
+    g = helper.make_graph([helper.make_node("Identity", ["s"], ["o"])], "m",
+                          [helper.make_value_info("s", mp)], [helper.make_value_info("o", mp)])
+    p = os.path.join(d, "typed_map.onnx")
+    onnx.save(helper.make_model(g), p)
+    j = json.loads(run("info", "--json", p).stdout)
+    check("typed map", j["graph"]["inputs"][0].get("type") == "map(int64,tensor(float))",
+          repr(j["graph"]["inputs"]))
+    deep = helper.make_tensor_type_proto(T.FLOAT, None)
+    for _ in range(17):
+        deep = helper.make_sequence_type_proto(deep)
+    g = helper.make_graph([helper.make_node("Identity", ["s"], ["o"])], "deep",
+                          [helper.make_value_info("s", deep)], [helper.make_value_info("o", deep)])
+    refused("typed_deep", helper.make_model(g), d, "nests deeper than 16")
+
+
 def main():
     vecs = sorted(set(glob.glob(os.path.join(ROOT, "tests/vectors/onnx/*.onnx"))))
     shared = os.environ.get("TIO_SHARED_VECTORS", os.path.join(os.path.dirname(ROOT), "shared/vectors"))
@@ -382,6 +449,7 @@ def main():
                 check(p, False, repr(e))
         hostile(d)
         external(d)
+        typed_values(d)
     print(f"{passed} passed, {fails} failed")
     sys.exit(1 if fails else 0)
 
