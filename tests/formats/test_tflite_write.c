@@ -125,8 +125,8 @@ static void cmp_field(cmp *c, const tio_fb_ref *a, const tio_fb_ref *b, const ti
                 assert_true(tio__fb_vec_table(&va, i, &ta) && tio__fb_vec_table(&vb, i, &tb));
                 cmp_table(c, &ta, &tb, f->table, el);
             } else if (f->elem == TIO_FB_STRING) {
-                const char *sa, *sb;
-                uint32_t na, nb;
+                const char *sa = NULL, *sb = NULL;
+                uint32_t na = 0, nb = 0;
                 assert_true(tio__fb_vec_string(&va, i, &sa, &na) &&
                             tio__fb_vec_string(&vb, i, &sb, &nb));
                 if (na != nb || memcmp(sa, sb, na) != 0) differ(el, "string");
