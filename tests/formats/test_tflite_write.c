@@ -7,7 +7,8 @@
  * custom options) from a model built in the writer's IR; hostile models and
  * edits: options out of range, indices out of range, a container tensor that
  * no longer matches its TFLite tensor, tensors and metadata added after the
- * read. */
+ * read; the offset/size form past 2 GiB. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,6 +17,8 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,6 +216,21 @@ static size_t cmp_models(const uint8_t *a, size_t al, const uint8_t *b, size_t b
 
 /* ------------------------------------------------------------ helpers */
 
+/* Adds a borrowed float32 tensor. */
+static void add_f32(tio_container *c, const char *name, const int64_t *shape, size_t rank,
+                    const void *data, size_t nbytes) {
+    tio_tensor_desc d;
+    tio_error e;
+    memset(&d, 0, sizeof d);
+    d.name = name;
+    d.dtype = TIO_FLOAT32;
+    d.rank = rank;
+    d.shape = shape;
+    d.data = data;
+    d.nbytes = nbytes;
+    OK_(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e));
+}
+
 static int save_tflite(tio_container *c, void **buf, size_t *len, tio_error *e) {
     tio_save_options so = {0};
     so.format = "tflite";
@@ -332,15 +350,7 @@ static void test_rewrite_edits(void **state) {
     OK_(tio_open(path, NULL, &c, &e));
     float x[2] = {1, 2};
     int64_t dim = 2;
-    tio_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = "extra";
-    d.dtype = TIO_FLOAT32;
-    d.rank = 1;
-    d.shape = &dim;
-    d.data = x;
-    d.nbytes = sizeof x;
-    OK_(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e));
+    add_f32(c, "extra", &dim, 1, x, sizeof x);
     assert_int_equal(save_tflite(c, &buf, &len, &e), TIO_E_UNSUPPORTED);
     assert_non_null(strstr(e.message, "'extra'"));
     tio_container_free(c);
@@ -385,15 +395,7 @@ static void ir_setup(irfix *f) {
     memset(f, 0, sizeof *f);
     f->c = tio_container_new();
     int64_t dims[2] = {2, 2};
-    tio_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = "w";
-    d.dtype = TIO_FLOAT32;
-    d.rank = 2;
-    d.shape = dims;
-    d.data = w4;
-    d.nbytes = sizeof w4;
-    OK_(tio_container_add(f->c, &d, TIO_ADD_BORROW, NULL, &e));
+    add_f32(f->c, "w", dims, 2, w4, sizeof w4);
     tio_save_options so = {0};
     so.format = "safetensors"; /* a plan over the tensors (any format: no check runs on them) */
     OK_(tio__plan_create(f->c, &so, tio__format_find("safetensors"), &f->plan, &e));
@@ -653,15 +655,7 @@ static void test_write_refusals(void **state) {
     tio_container *c = tio_container_new();
     tio_error e;
     int64_t dim = 4;
-    tio_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = "w";
-    d.dtype = TIO_FLOAT32;
-    d.rank = 1;
-    d.shape = &dim;
-    d.data = w4;
-    d.nbytes = sizeof w4;
-    OK_(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e));
+    add_f32(c, "w", &dim, 1, w4, sizeof w4);
     void *buf = NULL;
     size_t len = 0;
     assert_int_equal(save_tflite(c, &buf, &len, &e), TIO_E_UNSUPPORTED);
@@ -676,6 +670,137 @@ static void test_write_refusals(void **state) {
     free(path);
 }
 
+/* The fuzz contract for the writer, over one bit flipped in each byte of
+ * the small vectors (every byte of the first 4 KiB, every 5th after): what
+ * opens either rewrites (and the rewrite reopens and rewrites byte for byte)
+ * or is refused as unsupported, lossy or past a limit; never anything else. */
+static void test_rewrite_sweep(void **state) {
+    (void)state;
+    static const char *const files[] = {
+        "tflite/small/tflm_hello_world_int8.tflite", "tflite/small/tflm_simple_add_model.tflite",
+        "tflite/small/tflm_seanet_conv0.tflite", "tflite/small/tflm_trained_lstm_int8.tflite",
+        "tflite/small/tflm_audio_preprocessor_int8.tflite"};
+    size_t opened = 0, written = 0, refused = 0;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        size_t len = 0;
+        uint8_t *orig = tvec_load(files[f], &len);
+        if (!orig) continue;
+        uint8_t *buf = malloc(len);
+        assert_non_null(buf);
+        for (size_t at = 0; at < len; at += at < 4096 ? 1 : 5) {
+            memcpy(buf, orig, len);
+            buf[at] ^= (uint8_t)(1u << (at % 8));
+            tio_open_options oo = {0};
+            oo.format = "tflite";
+            tio_container *c = NULL, *r = NULL;
+            tio_error e;
+            if (tio_open_memory(buf, len, &oo, &c, &e) != TIO_OK) continue;
+            opened++;
+            void *b1 = NULL, *b2 = NULL;
+            size_t l1 = 0, l2 = 0;
+            int rc = save_tflite(c, &b1, &l1, &e);
+            if (rc != TIO_OK) {
+                if (rc != TIO_E_UNSUPPORTED && rc != TIO_E_LOSSY && rc != TIO_E_LIMIT) {
+                    fprintf(stderr, "%s, bit flipped at %zu: %s: %s\n", files[f], at,
+                            tio_status_name(rc), e.message);
+                    fail();
+                }
+                refused++;
+                tio_container_free(c);
+                continue;
+            }
+            rc = tio_open_memory(b1, l1, &oo, &r, &e);
+            if (rc) fprintf(stderr, "%s at %zu: the rewrite: %s\n", files[f], at, e.message);
+            assert_int_equal(rc, TIO_OK);
+            OK_(save_tflite(r, &b2, &l2, &e));
+            assert_int_equal(l1, l2);
+            assert_memory_equal(b1, b2, l1);
+            written++;
+            tio_free(b2);
+            tio_container_free(r);
+            tio_free(b1);
+            tio_container_free(c);
+        }
+        free(buf);
+        free(orig);
+    }
+    printf("%zu flipped models opened: %zu rewritten, %zu refused\n", opened, written, refused);
+}
+
+/* Past 2 GiB: the offset/size form, written from a container tensor of
+ * 2.1 GiB (untouched anonymous pages: zeros, no memory) and a small one
+ * after it, to a file; read back (the small tensor's bytes where its offset
+ * says) and rewritten byte for byte. */
+static void test_offset_form_past_2gib(void **state) {
+    (void)state;
+    const size_t big = ((size_t)2150u << 20);
+    void *z = mmap(NULL, big, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    assert_true(z != MAP_FAILED);
+    static const float tail[3] = {7, 8, 9};
+    tio_container *c = tio_container_new();
+    tio_error e;
+    int64_t d1 = (int64_t)(big / 4), d2 = 3;
+    add_f32(c, "zeros", &d1, 1, z, big);
+    add_f32(c, "tail", &d2, 1, tail, sizeof tail);
+    tio_graph *g;
+    OK_(tio_container_new_graph(c, &g, &e));
+    for (size_t i = 0; i < 2; i++) {
+        tio_value_info v = {0};
+        size_t idx;
+        v.tensor = (int64_t)i;
+        v.name = tio_tensor_name(tio_container_tensor(c, i));
+        OK_(tio_graph_add_value(g, &v, &idx, &e));
+    }
+    char dir[] = "/tmp/tio_tflite_2g_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char p1[64], p2[64];
+    snprintf(p1, sizeof p1, "%s/a.tflite", dir);
+    snprintf(p2, sizeof p2, "%s/b.tflite", dir);
+    tio_save_options so = {0};
+    so.format = "tflite";
+    so.flags = TIO_SAVE_NO_SYNC;
+    int rc = tio_save(c, p1, &so, &e);
+    if (rc) fprintf(stderr, "%s\n", e.message);
+    assert_int_equal(rc, TIO_OK);
+    tio_container_free(c);
+    munmap(z, big);
+    tio_container *r = NULL;
+    OK_(tio_open(p1, NULL, &r, &e));
+    assert_string_equal(tio_container_prop_get(r, "buffer_form"), "offset");
+    assert_int_equal(tio_container_count(r), 2);
+    const tio_tensor *t0 = tio_container_tensor(r, 0), *t1 = tio_container_tensor(r, 1);
+    assert_int_equal(tio_tensor_nbytes(t0), big);
+    assert_int_equal(tio_tensor_source_offset(t0) % 16, 0);
+    assert_true(tio_tensor_source_offset(t1) > (int64_t)big);
+    assert_memory_equal(tio_tensor_bytes(t1), tail, sizeof tail);
+    const uint8_t *b0 = tio_tensor_bytes(t0);
+    assert_int_equal(b0[0] | b0[big / 2] | b0[big - 1], 0);
+    OK_(tio_save(r, p2, &so, &e));
+    tio_container_free(r);
+    /* the rewrite is the same file */
+    uint8_t *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    FILE *fa = fopen(p1, "rb"), *fb = fopen(p2, "rb");
+    assert_non_null(fa);
+    assert_non_null(fb);
+    x = malloc(1u << 20);
+    y = malloc(1u << 20);
+    for (;;) {
+        nx = fread(x, 1, 1u << 20, fa);
+        ny = fread(y, 1, 1u << 20, fb);
+        assert_int_equal(nx, ny);
+        if (!nx) break;
+        assert_memory_equal(x, y, nx);
+    }
+    fclose(fa);
+    fclose(fb);
+    free(x);
+    free(y);
+    unlink(p1);
+    unlink(p2);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ir_model),
@@ -684,6 +809,8 @@ int main(void) {
         cmocka_unit_test(test_write_refusals),
         cmocka_unit_test(test_rewrite_vectors),
         cmocka_unit_test(test_rewrite_edits),
+        cmocka_unit_test(test_rewrite_sweep),
+        cmocka_unit_test(test_offset_form_past_2gib),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
