@@ -33,6 +33,13 @@
  *      TensorFlow's builder omits it).
  *   6. Signature defs, metadata, description, version (3) as wanted.
  * Then tio__tfl_w_serialise() writes it; tio__tfl_w_free() frees it.
+ * The format's write (src/formats/tflite.c) calls tio__tfl_lower(plan, g, m)
+ * with m initialised, for a container graph that is neither a .tflite read
+ * by tensio (rewritten from its source) nor a graph without nodes (a model of
+ * constants, tio__tfl_w_constants); it serialises m when the lowering
+ * returns TIO_OK. Ops are copied as given: set debug_metadata_index to -1
+ * (none) in a zero-initialised tfl_wop, tensors' nsig to -1 (no
+ * shape_signature).
  * The serialiser checks the model (indices in range, option values in their
  * field's range, buffer sizes against shapes for container tensors) and
  * fails with TIO_E_ARGUMENT / TIO_E_UNSUPPORTED naming what is wrong.

@@ -354,6 +354,21 @@ static void test_rewrite_edits(void **state) {
     assert_int_equal(save_tflite(c, &buf, &len, &e), TIO_E_UNSUPPORTED);
     assert_non_null(strstr(e.message, "'extra'"));
     tio_container_free(c);
+    /* opened with its native graph (one node per TFLite operator): the same rewrite */
+    void *b0 = NULL, *b1 = NULL;
+    size_t l0 = 0, l1 = 0;
+    OK_(tio_open(path, NULL, &c, &e));
+    OK_(save_tflite(c, &b0, &l0, &e));
+    tio_container_free(c);
+    tio_open_options no = {0};
+    no.flags = TIO_OPEN_NATIVE_GRAPH;
+    OK_(tio_open(path, &no, &c, &e));
+    OK_(save_tflite(c, &b1, &l1, &e));
+    assert_int_equal(l0, l1);
+    assert_memory_equal(b0, b1, l0);
+    tio_free(b0);
+    tio_free(b1);
+    tio_container_free(c);
     /* metadata changed */
     OK_(tio_open(path, NULL, &c, &e));
     OK_(tio_container_meta_set(c, "note", "x", &e));
