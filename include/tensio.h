@@ -623,7 +623,9 @@ typedef enum tio_attr_type {
     TIO_ATTR_TENSOR = 7,  /* a tensor of the container, by index */
     TIO_ATTR_GRAPH = 8,   /* a subgraph of the node's graph */
     TIO_ATTR_TENSORS = 9, /* tensors of the container, by index (count, tensors) */
-    TIO_ATTR_GRAPHS = 10  /* subgraphs of the node's graph (count, graphs) */
+    TIO_ATTR_GRAPHS = 10, /* subgraphs of the node's graph (count, graphs) */
+    TIO_ATTR_TYPE = 11    /* a value type as text in s (tio_value_info.type's
+                             notation): ONNX's TYPE_PROTO (Optional's `type`) */
 } tio_attr_type;
 
 typedef struct tio_attr {

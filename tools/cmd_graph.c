@@ -206,7 +206,8 @@ static void sb_attr(cli_sbuf *b, const tio_container *c, const tio_attr *a) {
             cli_sbuf_printf(b, "%lld", (long long)a->i);
         break;
     case TIO_ATTR_FLOAT: cli_sbuf_printf(b, "%.4g", a->f); break;
-    case TIO_ATTR_STRING: sb_text(b, a->s); break;
+    case TIO_ATTR_STRING:
+    case TIO_ATTR_TYPE: sb_text(b, a->s); break;
     case TIO_ATTR_FLOATS:
         cli_sbuf_put(b, "[", 1);
         for (size_t k = 0; k < a->count && k < 8; k++)

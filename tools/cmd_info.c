@@ -281,6 +281,7 @@ static void sb_attr(sbuf *b, const tio_container *c, const tio_attr *a) {
         sb_esc(b, a->s ? a->s : "");
         sb_str(b, "\"");
         break;
+    case TIO_ATTR_TYPE: sb_esc(b, a->s ? a->s : ""); break;
     case TIO_ATTR_INTS:
     case TIO_ATTR_FLOATS:
     case TIO_ATTR_STRINGS:
@@ -639,7 +640,8 @@ static json_t *json_attr(const tio_container *c, const tio_attr *a) {
     switch (a->type) {
     case TIO_ATTR_INT: return json_integer((json_int_t)a->i);
     case TIO_ATTR_FLOAT: return json_float(a->f);
-    case TIO_ATTR_STRING: return cli_json_str(a->s ? a->s : "");
+    case TIO_ATTR_STRING:
+    case TIO_ATTR_TYPE: return cli_json_str(a->s ? a->s : "");
     case TIO_ATTR_INTS:
     case TIO_ATTR_FLOATS:
     case TIO_ATTR_STRINGS:

@@ -152,6 +152,7 @@ static char *attr_text(const tio_container *c, const tio_attr *a) {
         break;
     case TIO_ATTR_FLOAT: cli_sbuf_printf(&b, "%.9g", a->f); break;
     case TIO_ATTR_STRING: cli_sbuf_printf(&b, "\"%s\"", a->s ? a->s : ""); break;
+    case TIO_ATTR_TYPE: cli_sbuf_printf(&b, "%s", a->s ? a->s : ""); break;
     case TIO_ATTR_INTS:
     case TIO_ATTR_FLOATS:
     case TIO_ATTR_STRINGS:

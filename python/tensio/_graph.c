@@ -108,7 +108,8 @@ static PyObject *attr_value(const tio_attr *a, int depth)
     switch (a->type) {
     case TIO_ATTR_INT: return PyLong_FromLongLong(a->i);
     case TIO_ATTR_FLOAT: return PyFloat_FromDouble(a->f);
-    case TIO_ATTR_STRING: return tio_py_str_or_none(a->s);
+    case TIO_ATTR_STRING:
+    case TIO_ATTR_TYPE: return tio_py_str_or_none(a->s);
     case TIO_ATTR_INTS: return i64_list(a->ints, a->count);
     case TIO_ATTR_FLOATS: return tio_py_build_seq(a->count, 0, float_item, a->floats);
     case TIO_ATTR_STRINGS: return tio_py_build_seq(a->count, 0, string_item, a->strings);
@@ -443,6 +444,7 @@ static int add_attr(tio_graph *g, size_t node, PyObject *t, int depth)
             goto done;
         break;
     case TIO_ATTR_STRING:
+    case TIO_ATTR_TYPE:
         if ((a.s = graph_str(val)) == NULL)
             goto done;
         break;

@@ -323,7 +323,8 @@ static void attr_out(const tio_gattr *a, tio_attr *out) {
         break;
     case TIO_ATTR_TENSOR: out->i = a->i; break;
     case TIO_ATTR_FLOAT: out->f = a->f; break;
-    case TIO_ATTR_STRING: out->s = a->s; break;
+    case TIO_ATTR_STRING:
+    case TIO_ATTR_TYPE: out->s = a->s; break;
     case TIO_ATTR_INTS:
         out->count = a->count;
         out->ints = a->ints;
@@ -562,6 +563,7 @@ static const char *attr_type_name(tio_attr_type t) {
     case TIO_ATTR_GRAPH: return "GRAPH";
     case TIO_ATTR_TENSORS: return "TENSORS";
     case TIO_ATTR_GRAPHS: return "GRAPHS";
+    case TIO_ATTR_TYPE: return "TYPE";
     }
     return "?";
 }
@@ -590,6 +592,17 @@ static int check_attr(const tio_graph *g, size_t node, const tio_attr *a, tio_gr
                             "graph: node %zu: STRING attribute '%.64s' has a NULL string",
                             node, a->name);
         return TIO_OK;
+    case TIO_ATTR_TYPE: {
+        tio_gtype *gt = NULL;
+        const char *why = "NULL text";
+        size_t at = 0;
+        if (!a->s || tio__gtype_parse(a->s, TIO_GRAPH_TYPE_MAX_DEPTH, &gt, &why, &at) != 0)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: node %zu: TYPE attribute '%.64s': %s at character %zu",
+                            node, a->name, why ? why : "?", at);
+        tio__gtype_free(gt);
+        return TIO_OK;
+    }
     case TIO_ATTR_INTS:
     case TIO_ATTR_FLOATS:
     case TIO_ATTR_STRINGS: {
@@ -719,6 +732,7 @@ int tio_graph_add_attr(tio_graph *g, size_t node, const tio_attr *a, tio_error *
     case TIO_ATTR_TENSOR: na.i = a->i; break;
     case TIO_ATTR_FLOAT: na.f = a->f; break;
     case TIO_ATTR_STRING:
+    case TIO_ATTR_TYPE:
         na.s = tio__gstrdup(g, a->s);
         if (!na.s) goto nomem;
         break;
@@ -901,6 +915,12 @@ int tio__graph_check_tensors(const tio_graph *g, const char *fmt, tio_error *err
         for (size_t a = 0; a < g->nodes[j].attr_count; a++) {
             const tio_gattr *at = &g->nodes[j].attrs[a];
             int rc = TIO_OK;
+            if (at->type == TIO_ATTR_TYPE)
+                return tio__err(err, TIO_E_UNSUPPORTED, fmt, -1,
+                                "node '%.64s' (%s): attribute '%s' is a type (%s), which %s has "
+                                "no form for",
+                                g->nodes[j].name ? g->nodes[j].name : "", g->nodes[j].op,
+                                at->name, at->s, fmt);
             if (at->type == TIO_ATTR_GRAPH) rc = tio__graph_check_tensors(at->graph, fmt, err);
             for (size_t k = 0; !rc && at->type == TIO_ATTR_GRAPHS && k < at->count; k++)
                 rc = tio__graph_check_tensors(at->graphs[k], fmt, err);

@@ -135,8 +135,8 @@ int tio__graph_reserve(tio_graph *g, size_t values, size_t nodes, tio_error *err
 bool tio__graph_meta_foreign(const char *key, const char *own);
 
 /* TIO_E_UNSUPPORTED naming the first value of g (or of a subgraph) whose
- * type is not a tensor of a tio_dtype (tio_gvalue.type), which format fmt
- * cannot write; TIO_OK when there is none. */
+ * type is not a tensor of a tio_dtype (tio_gvalue.type), or the first TYPE
+ * attribute, which format fmt cannot write; TIO_OK when there is none. */
 int tio__graph_check_tensors(const tio_graph *g, const char *fmt, tio_error *err);
 
 /* Removes Transpose pairs that cancel (src/graph/layout.c): directly, and

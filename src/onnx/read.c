@@ -879,6 +879,30 @@ static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t n
         for (size_t k = 0; k < sizeof infer / sizeof infer[0] && !p.type; k++)
             if (p.count[infer[k][0]]) p.type = infer[k][1];
     }
+    if (p.type == OX_A_TYPE_PROTO && p.count[14]) { /* Optional's `type`: as type text */
+        tio_pb_reader tp;
+        tio_gtype *gt = NULL;
+        tio_buf b = {0};
+        rc = tio__pb_sub(ar, &p.first[14], "AttributeProto.tp", &tp, err);
+        if (!rc) rc = ox_gtype(r, tp, lbl, p.name, 0, &gt, err);
+        if (!rc) {
+            tio__gtype_text_put(&b, gt);
+            tio__buf_put(&b, "", 1);
+            if (b.oom) rc = tio__nomem(err, OX_FMT);
+        }
+        tio__gtype_free(gt);
+        if (!rc) {
+            tio_attr a;
+            memset(&a, 0, sizeof a);
+            a.name = p.name;
+            a.type = TIO_ATTR_TYPE;
+            a.s = b.p;
+            rc = ox_mem(r, tio__cost_attr(strlen(p.name), b.len), at, err);
+            if (!rc) rc = tio_graph_add_attr(sc->g, ni, &a, err);
+        }
+        free(b.p);
+        goto out;
+    }
     if (p.type >= OX_A_SPARSE_TENSOR && p.type <= OX_A_TYPE_PROTOS) {
         rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
                       "%s: attribute '%.64s' is of type %s, which tensio does not support",

@@ -363,6 +363,22 @@ static int ox_put_gtype(tio_pb_writer *pw, const tio_gtype *t, tio_error *err) {
     return rc ? rc : tio__pb_end(pw, err);
 }
 
+/* Type text (graph/types.h) as TypeProto field `number`; what names it in
+ * a message. */
+static int ox_put_type_text(tio_pb_writer *pw, uint32_t number, const char *text,
+                            const char *what, tio_error *err) {
+    tio_gtype *gt = NULL;
+    const char *why = NULL;
+    if (!text || tio__gtype_parse(text, TIO_GRAPH_TYPE_MAX_DEPTH, &gt, &why, NULL) != 0)
+        return tio__err(err, TIO_E_ARGUMENT, OX_FMT, -1, "'%s': type '%.80s': %s",
+                        what ? what : "", text ? text : "", why ? why : "no text");
+    int rc = tio__pb_begin(pw, number, err);
+    if (!rc) rc = ox_put_gtype(pw, gt, err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    tio__gtype_free(gt);
+    return rc;
+}
+
 static int ox_put_value_info(const ox_writer *w, tio_pb_writer *pw, uint32_t number,
                              const tio_gvalue *v, tio_error *err) {
     const tio_wtensor *t =
@@ -372,15 +388,7 @@ static int ox_put_value_info(const ox_writer *w, tio_pb_writer *pw, uint32_t num
     int rc = tio__pb_begin(pw, number, err);
     if (!rc) rc = tio__pb_put_string(pw, 1, v->name, err);
     if (!rc && !t && v->type) {
-        tio_gtype *gt = NULL;
-        const char *why = NULL;
-        if (tio__gtype_parse(v->type, TIO_GRAPH_TYPE_MAX_DEPTH, &gt, &why, NULL) != 0)
-            rc = tio__err(err, TIO_E_ARGUMENT, OX_FMT, -1, "value '%s': type '%.80s': %s",
-                          v->name ? v->name : "", v->type, why ? why : "?");
-        if (!rc) rc = tio__pb_begin(pw, 2, err); /* type */
-        if (!rc) rc = ox_put_gtype(pw, gt, err);
-        if (!rc) rc = tio__pb_end(pw, err);
-        tio__gtype_free(gt);
+        rc = ox_put_type_text(pw, 2, v->type, v->name, err);
     } else if (!rc && dtype != TIO_DTYPE_INVALID) {
         rc = tio__pb_begin(pw, 2, err);                     /* type */
         if (!rc) rc = tio__pb_begin(pw, 1, err);            /* tensor_type */
@@ -396,7 +404,7 @@ static int ox_put_value_info(const ox_writer *w, tio_pb_writer *pw, uint32_t num
 
 static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, const tio_gattr *a,
                        tio_error *err) {
-    static const int codes[] = {0, 2, 1, 3, 7, 6, 8, 4, 5, 9, 10};
+    static const int codes[] = {0, 2, 1, 3, 7, 6, 8, 4, 5, 9, 10, 13};
     int rc = tio__pb_begin(pw, 5, err);
     if (!rc) rc = tio__pb_put_string(pw, 1, a->name, err);
     switch (a->type) {
@@ -437,6 +445,9 @@ static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, cons
         break;
     case TIO_ATTR_GRAPHS:
         for (size_t k = 0; !rc && k < a->count; k++) rc = ox_put_graph(w, pw, 11, a->graphs[k], err);
+        break;
+    case TIO_ATTR_TYPE:
+        if (!rc) rc = ox_put_type_text(pw, 14, a->s, a->name, err); /* tp */
         break;
     }
     if (!rc) rc = tio__pb_put_int64(pw, 20, codes[a->type], err);

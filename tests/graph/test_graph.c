@@ -532,8 +532,13 @@ static void test_rejections(void **state) {
     expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "already set");
     a = attr("t", (tio_attr_type)0);
     expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "type 0");
-    a.type = (tio_attr_type)11;
-    expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "type 11");
+    a.type = (tio_attr_type)12;
+    expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "type 12");
+    a = attr("t", TIO_ATTR_TYPE);
+    a.s = "seq(tensor(float)";
+    expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "expected ')' at character 17");
+    a.s = NULL;
+    expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "NULL text");
     a = attr("t", TIO_ATTR_TENSOR);
     a.i = 3;
     expect_arg(tio_graph_add_attr(g, 0, &a, &e), &e, "names tensor 3");

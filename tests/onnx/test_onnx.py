@@ -411,6 +411,26 @@ def typed_values(d):
         r = run("convert", p, os.path.join(d, "typed.rten"), ok=False)
         check("typed %s: rten refuses" % tag, r.returncode != 0 and "has type " + want in
               r.stderr, r.stderr.strip())
+    # a TYPE_PROTO attribute (Optional's `type`): read as type text, written back
+    og = helper.make_graph(
+        [helper.make_node("Optional", [], ["o"], type=seq_f)], "opt_attr", [],
+        [helper.make_value_info("o", helper.make_optional_type_proto(seq_f))])
+    om = helper.make_model(og, opset_imports=[helper.make_opsetid("", 16)])
+    om.ir_version = 8
+    p = os.path.join(d, "typed_attr.onnx")
+    onnx.save(om, p)
+    j = json.loads(run("info", "--json", p).stdout)
+    got = j["graph"]["nodes"][0]["attrs"].get("type")
+    check("typed attr: info", got == "seq(tensor(float)[N,3])", repr(j["graph"]["nodes"]))
+    out = os.path.join(d, "typed_attr_out.onnx")
+    run("convert", p, out)
+    w = onnx.load(out)
+    check("typed attr: written back", w.graph.node[0].attribute[0].tp == seq_f and
+          w.graph.node[0].attribute[0].type == onnx.AttributeProto.TYPE_PROTO,
+          repr(w.graph.node[0]))
+    r = run("convert", p, os.path.join(d, "typed_attr.rten"), ok=False)
+    check("typed attr: rten refuses", r.returncode != 0 and "has type" in r.stderr or
+          "is a type" in r.stderr, r.stderr.strip())
     # a map, and nesting past the limit
     mp = onnx.TypeProto()  # (onnx 1.12's helper has no make_map_type_proto)
     mp.map_type.key_type = T.INT64
