@@ -18,6 +18,14 @@
 #define FB_MAX_ID 32764u         /* vtable size 4 + 2 * (id + 1) fits in u16 */
 #define FB_MAX_ALIGN 4096u
 
+/* A vector whose bytes are not in memory (tio__fb_create_vector_ext): `top` is
+ * the distance from the end just past it (its first byte is at size - top
+ * from the start of the finished buffer). */
+typedef struct fb_hole {
+    size_t top, n;
+    uint64_t tag;
+} fb_hole;
+
 typedef struct fb_bfield {
     unsigned id;
     uint32_t off; /* distance of the field from the end */
@@ -26,7 +34,10 @@ typedef struct fb_bfield {
 struct tio_fb_builder {
     const char *format;
     uint8_t *buf;
-    size_t cap, size;
+    size_t cap, size;  /* size: of the buffer, holes included */
+    size_t psize;      /* bytes in memory (size - the holes' bytes) */
+    fb_hole *holes;    /* in creation order (= from the end of the buffer) */
+    size_t nholes, holecap;
     size_t minalign;
     int failed;
     bool in_table, finished;
@@ -34,6 +45,7 @@ struct tio_fb_builder {
     fb_bfield *fields;
     size_t nfields, fcap;
     uint32_t *vtables; /* distances from the end of every vtable written */
+    size_t *vtphys;    /* and their distances from the end of the memory */
     size_t nvt, vtcap;
     uint8_t *scratch;  /* vtable being assembled */
     size_t scratch_cap;
@@ -81,6 +93,8 @@ void tio__fb_builder_free(tio_fb_builder *b) {
     free(b->buf);
     free(b->fields);
     free(b->vtables);
+    free(b->vtphys);
+    free(b->holes);
     free(b->scratch);
     free(b);
 }
@@ -91,38 +105,45 @@ static int reserve(tio_fb_builder *b, size_t n, tio_error *err) {
         return berr(b, err, TIO_E_LIMIT,
                     "buffer of %zu bytes + %zu would exceed the 2 GiB FlatBuffers limit",
                     b->size, n);
-    if (b->cap - b->size >= n) return TIO_OK;
+    if (b->cap - b->psize >= n) return TIO_OK;
     size_t ncap = b->cap ? b->cap : 256;
-    while (ncap - b->size < n) ncap *= 2; /* ends <= 2^31: size + n < 2^31 */
+    while (ncap - b->psize < n) ncap *= 2; /* ends <= 2^31: psize + n < 2^31 */
     uint8_t *nb = malloc(ncap);
     if (!nb) {
         b->failed = TIO_E_NOMEM;
         return tio__nomem(err, b->format);
     }
-    if (b->size) memcpy(nb + ncap - b->size, b->buf + b->cap - b->size, b->size);
+    if (b->psize) memcpy(nb + ncap - b->psize, b->buf + b->cap - b->psize, b->psize);
     free(b->buf);
     b->buf = nb;
     b->cap = ncap;
     return TIO_OK;
 }
 
-/* Pointer to the byte at distance `off` from the end (the start of an object
- * whose tio_fb_off is off). */
-static uint8_t *at(tio_fb_builder *b, size_t off) { return b->buf + b->cap - off; }
+/* Pointer to the byte in memory at distance `poff` from the end of the
+ * memory (an object created after every hole so far is at distance
+ * off - (size - psize)). */
+static uint8_t *at(tio_fb_builder *b, size_t poff) { return b->buf + b->cap - poff; }
+
+/* The memory distance of the object at distance `off` created last. */
+static size_t phys(const tio_fb_builder *b, size_t off) { return off - (b->size - b->psize); }
 
 static void push_bytes(tio_fb_builder *b, const void *p, size_t n) {
     b->size += n;
-    if (n) memcpy(at(b, b->size), p, n);
+    b->psize += n;
+    if (n) memcpy(at(b, b->psize), p, n);
 }
 
 static void push_zeros(tio_fb_builder *b, size_t n) {
     b->size += n;
-    if (n) memset(at(b, b->size), 0, n);
+    b->psize += n;
+    if (n) memset(at(b, b->psize), 0, n);
 }
 
 static void push_u32(tio_fb_builder *b, uint32_t v) {
     b->size += 4;
-    tio__st32(at(b, b->size), v);
+    b->psize += 4;
+    tio__st32(at(b, b->psize), v);
 }
 
 /* Pads so that, after `additional` more bytes, the size is a multiple of
@@ -315,7 +336,7 @@ int tio__fb_end_table(tio_fb_builder *b, tio_fb_off *out, tio_error *err) {
     /* an identical vtable (object size included) already in the buffer? */
     size_t vtoff = 0;
     for (size_t i = 0; i < b->nvt; i++) {
-        const uint8_t *p = at(b, b->vtables[i]);
+        const uint8_t *p = at(b, b->vtphys[i]);
         if (tio__ld16(p) == vtsize && memcmp(p, vt, vtsize) == 0) {
             vtoff = b->vtables[i];
             break;
@@ -325,21 +346,24 @@ int tio__fb_end_table(tio_fb_builder *b, tio_fb_off *out, tio_error *err) {
         if (b->nvt == b->vtcap) {
             size_t ncap = b->vtcap ? b->vtcap * 2 : 16;
             uint32_t *nv = realloc(b->vtables, ncap * sizeof *nv);
-            if (!nv) {
+            if (nv) b->vtables = nv;
+            size_t *np = nv ? realloc(b->vtphys, ncap * sizeof *np) : NULL;
+            if (!np) {
                 b->failed = TIO_E_NOMEM;
                 return tio__nomem(err, b->format);
             }
-            b->vtables = nv;
+            b->vtphys = np;
             b->vtcap = ncap;
         }
         if ((rc = reserve(b, vtsize, err))) return rc;
         push_bytes(b, vt, vtsize);
         vtoff = b->size;
+        b->vtphys[b->nvt] = b->psize;
         b->vtables[b->nvt++] = (uint32_t)vtoff;
     }
     /* vtable = table - soffset; positions from the start are cap - off */
     int64_t so = (int64_t)vtoff - (int64_t)obj;
-    tio__st32(at(b, obj), (uint32_t)(int32_t)so);
+    tio__st32(at(b, phys(b, obj)), (uint32_t)(int32_t)so);
     b->in_table = false;
     b->nfields = 0;
     *out = (tio_fb_off)obj;
@@ -347,14 +371,88 @@ int tio__fb_end_table(tio_fb_builder *b, tio_fb_off *out, tio_error *err) {
 }
 
 int tio__fb_finish(tio_fb_builder *b, tio_fb_off root, tio_error *err) {
+    return tio__fb_finish_id(b, root, NULL, err);
+}
+
+int tio__fb_finish_id(tio_fb_builder *b, tio_fb_off root, const char *ident, tio_error *err) {
     int rc = guard(b, false, "finish", err);
     if (rc) return rc;
     if ((rc = check_ref(b, root, err))) return rc;
+    if (ident && strlen(ident) != 4)
+        return berr(b, err, TIO_E_ARGUMENT, "finish: a file identifier has 4 bytes");
     size_t a = b->minalign > 4 ? b->minalign : 4;
-    if ((rc = prep(b, a, 4, err))) return rc;
+    if ((rc = prep(b, a, ident ? 8 : 4, err))) return rc;
+    if (ident) push_bytes(b, ident, 4);
     push_u32(b, refer(b, root));
     b->finished = true;
     return TIO_OK;
+}
+
+int tio__fb_create_vector_ext(tio_fb_builder *b, size_t n, size_t align, uint64_t tag,
+                              tio_fb_off *out, tio_error *err) {
+    int rc = guard(b, false, "create_vector_ext", err);
+    if (rc) return rc;
+    if (!out) return berr(b, err, TIO_E_ARGUMENT, "create_vector_ext: NULL output");
+    if (align < 4) align = 4;
+    if ((align & (align - 1)) != 0 || align > FB_MAX_ALIGN)
+        return berr(b, err, TIO_E_ARGUMENT,
+                    "create_vector_ext: alignment %zu is not a power of two <= %u", align,
+                    FB_MAX_ALIGN);
+    if (n > FB_MAX_SIZE - b->size)
+        return berr(b, err, TIO_E_LIMIT,
+                    "buffer of %zu bytes + a vector of %zu would exceed the 2 GiB FlatBuffers "
+                    "limit",
+                    b->size, n);
+    if (b->nholes == b->holecap) {
+        size_t ncap = b->holecap ? b->holecap * 2 : 64;
+        fb_hole *nh = realloc(b->holes, ncap * sizeof *nh);
+        if (!nh) {
+            b->failed = TIO_E_NOMEM;
+            return tio__nomem(err, b->format);
+        }
+        b->holes = nh;
+        b->holecap = ncap;
+    }
+    /* the padding after the data (in memory), then the data (not), then the count */
+    if (align > b->minalign) b->minalign = align;
+    size_t pad = (size_t)(0u - (b->size + n)) & (align - 1);
+    if ((rc = reserve(b, pad + 4, err))) return rc;
+    if (n > FB_MAX_SIZE - b->size - pad - 4)
+        return berr(b, err, TIO_E_LIMIT,
+                    "a vector of %zu bytes would exceed the 2 GiB FlatBuffers limit", n);
+    push_zeros(b, pad);
+    b->size += n;
+    b->holes[b->nholes].top = b->size;
+    b->holes[b->nholes].n = n;
+    b->holes[b->nholes].tag = tag;
+    b->nholes++;
+    push_u32(b, (uint32_t)n);
+    *out = (tio_fb_off)b->size;
+    return TIO_OK;
+}
+
+void tio__fb_write_size(const tio_fb_builder *b, size_t *size) {
+    *size = b && b->finished && !b->failed ? b->size : 0;
+}
+
+int tio__fb_write(const tio_fb_builder *b, tio_sink *s,
+                  int (*emit)(void *ctx, tio_sink *s, uint64_t tag, size_t n, tio_error *err),
+                  void *ctx, tio_error *err) {
+    if (!b || !b->finished || b->failed)
+        return tio__err(err, TIO_E_ARGUMENT, b ? b->format : NULL, -1,
+                        "flatbuffers builder: write of an unfinished buffer");
+    const uint8_t *mem = b->buf + b->cap - b->psize;
+    size_t pos = 0; /* in the buffer */
+    for (size_t k = b->nholes; k-- > 0;) {
+        const fb_hole *h = &b->holes[k];
+        size_t start = b->size - h->top, len = start - pos;
+        int rc = tio__sink_write(s, mem, len, err);
+        if (!rc) rc = emit(ctx, s, h->tag, h->n, err);
+        if (rc) return rc;
+        mem += len;
+        pos = start + h->n;
+    }
+    return tio__sink_write(s, mem, b->size - pos, err);
 }
 
 const uint8_t *tio__fb_buffer(const tio_fb_builder *b, size_t *size) {
@@ -362,8 +460,27 @@ const uint8_t *tio__fb_buffer(const tio_fb_builder *b, size_t *size) {
         if (size) *size = 0;
         return NULL;
     }
+    if (b->nholes) { /* not contiguous: tio__fb_write */
+        if (size) *size = 0;
+        return NULL;
+    }
     if (size) *size = b->size;
     return b->buf + b->cap - b->size;
+}
+
+bool tio__fb_int_fits(int kind, int64_t v) {
+    switch (kind) {
+    case TIO_FB_BOOL: return v == 0 || v == 1;
+    case TIO_FB_I8: return v >= INT8_MIN && v <= INT8_MAX;
+    case TIO_FB_U8: return v >= 0 && v <= UINT8_MAX;
+    case TIO_FB_I16: return v >= INT16_MIN && v <= INT16_MAX;
+    case TIO_FB_U16: return v >= 0 && v <= UINT16_MAX;
+    case TIO_FB_I32: return v >= INT32_MIN && v <= INT32_MAX;
+    case TIO_FB_U32: return v >= 0 && v <= (int64_t)UINT32_MAX;
+    case TIO_FB_I64:
+    case TIO_FB_U64: return true;
+    default: return false;
+    }
 }
 
 int tio__fb_add_u8_default(tio_fb_builder *b, unsigned id, uint8_t v, uint8_t def,

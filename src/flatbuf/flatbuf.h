@@ -212,8 +212,28 @@ int tio__fb_end_table(tio_fb_builder *b, tio_fb_off *out, tio_error *err);
 
 /* Writes the root offset. Afterwards the buffer is complete. */
 int tio__fb_finish(tio_fb_builder *b, tio_fb_off root, tio_error *err);
-/* The finished buffer (owned by the builder). */
+/* The same with a 4-byte file identifier after the root offset (NULL: none). */
+int tio__fb_finish_id(tio_fb_builder *b, tio_fb_off root, const char *ident, tio_error *err);
+/* The finished buffer (owned by the builder); NULL when it has external
+ * vectors (write it with tio__fb_write). */
 const uint8_t *tio__fb_buffer(const tio_fb_builder *b, size_t *size);
+
+/* A [ubyte] vector of n bytes whose data stay outside the builder's memory
+ * (a model's weights: a builder holds only the tables): the data are
+ * aligned to `align` (>= 4) in the finished buffer, and tio__fb_write asks
+ * emit(ctx, sink, tag, n) to write them in their place. */
+int tio__fb_create_vector_ext(tio_fb_builder *b, size_t n, size_t align, uint64_t tag,
+                              tio_fb_off *out, tio_error *err);
+/* The finished buffer's size, external vectors included. */
+void tio__fb_write_size(const tio_fb_builder *b, size_t *size);
+/* Writes the finished buffer through the sink, front to back: the builder's
+ * bytes copied, each external vector's data by emit. */
+int tio__fb_write(const tio_fb_builder *b, tio_sink *s,
+                  int (*emit)(void *ctx, tio_sink *s, uint64_t tag, size_t n, tio_error *err),
+                  void *ctx, tio_error *err);
+
+/* Whether integer v fits integer (or bool) kind `kind` (I64/U64: always). */
+bool tio__fb_int_fits(int kind, int64_t v);
 
 /* Convenience for scalar fields with schema defaults: adds the value unless
  * it equals the default. */

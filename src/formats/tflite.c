@@ -20,6 +20,7 @@
 #include "formats/torch_objects.h"
 #include "tflite/opmap.h"
 #include "tflite/schema.h"
+#include "tflite/write.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,9 @@ typedef struct tfl_reader {
     size_t text_cap;
     unsigned forms;       /* 1: inline buffers seen, 2: offset buffers seen */
     uint64_t viewed;      /* bytes the tensors view so far */
-    int64_t *ctensor;     /* subgraph 0: each tensor's container tensor, or -1 */
+    int64_t *ctensor;     /* each subgraph's tensors' container tensor, or -1
+                             (subgraph sg's from sgbase[sg]) */
+    size_t *sgbase;
 } tfl_reader;
 
 /* The FlatBuffers model is the whole file: buffer positions are file offsets. */
@@ -449,7 +452,7 @@ static int tfl_tensor(tfl_reader *r, uint32_t sg, uint32_t i, const tio_fb_ref *
         d.data = data;
         d.nbytes = nbytes;
         rc = tio__container_add_view(ctx->c, &d, at, TFL, r->err);
-        if (!rc && sg == 0 && r->ctensor) r->ctensor[i] = (int64_t)ctx->c->count - 1;
+        if (!rc) r->ctensor[r->sgbase[sg] + i] = (int64_t)ctx->c->count - 1;
     }
     if (!rc) {
         /* the container keeps its own copy of the name: quant keys use it */
@@ -500,11 +503,6 @@ static int tfl_subgraph(tfl_reader *r, uint32_t sg, const tio_fb_ref *st,
     uint32_t nt = tio__fb_vector(st, TFL_SubGraph_tensors, &tv) ? tv.count : 0;
     char what[96];
     int rc = TIO_OK;
-    if (sg == 0) {
-        r->ctensor = malloc(((size_t)nt + 1) * sizeof *r->ctensor);
-        if (!r->ctensor) return tio__nomem(r->err, TFL);
-        for (uint32_t i = 0; i < nt; i++) r->ctensor[i] = -1;
-    }
     for (uint32_t i = 0; i < nt && !rc; i++) {
         tio_fb_ref tt;
         if (!tio__fb_vec_table(&tv, i, &tt))
@@ -722,6 +720,32 @@ static int tfl_model_extras(tfl_reader *r, const tio_fb_ref *model, const tio_fb
     return rc;
 }
 
+/* Keeps the source model for a .tflite -> .tflite save (tflite/write.h). */
+static int tfl_keep_native(tfl_reader *r, uint32_t nsg) {
+    tio_container *c = r->ctx->c;
+    tfl_native *n = calloc(1, sizeof *n);
+    if (!n) return tio__nomem(r->err, TFL);
+    n->buf = r->buf;
+    n->len = r->len;
+    n->ctensor = r->ctensor;
+    n->sgbase = r->sgbase;
+    n->nsg = nsg;
+    n->ntensors = c->count;
+    n->graph = c->graph;
+    n->gnodes = c->graph ? c->graph->node_count : 0;
+    n->gvalues = c->graph ? c->graph->value_count : 0;
+    if (tio__tfl_meta_digest(c, n->meta_digest)) {
+        free(n);
+        return tio__nomem(r->err, TFL);
+    }
+    r->ctensor = NULL; /* the native state's now */
+    r->sgbase = NULL;
+    c->native_format = TFL;
+    c->native = n;
+    c->native_free = tio__tfl_native_free;
+    return TIO_OK;
+}
+
 static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
     tfl_reader r;
     memset(&r, 0, sizeof r);
@@ -781,6 +805,21 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
         counts = calloc((size_t)r.ncodes + 1, sizeof *counts);
         if (!counts) rc = tio__nomem(err, TFL);
     }
+    /* every subgraph's tensors' container tensors (for the raise and the rewrite) */
+    if (!rc) {
+        r.sgbase = calloc((size_t)nsg + 1, sizeof *r.sgbase);
+        size_t total = 0;
+        for (uint32_t sg = 0; sg < nsg && r.sgbase; sg++) {
+            tio_fb_ref st;
+            tio_fb_vec tv;
+            r.sgbase[sg] = total;
+            if (tio__fb_vec_table(&sgs, sg, &st) && tio__fb_vector(&st, TFL_SubGraph_tensors, &tv))
+                total += tv.count; /* verified: bounded by the file's size */
+        }
+        r.ctensor = r.sgbase ? malloc((total + 1) * sizeof *r.ctensor) : NULL;
+        if (!r.ctensor) rc = tio__nomem(err, TFL);
+        for (size_t i = 0; i < total && !rc; i++) r.ctensor[i] = -1;
+    }
     for (uint32_t sg = 0; sg < nsg && !rc; sg++) {
         tio_fb_ref st;
         if (!tio__fb_vec_table(&sgs, sg, &st))
@@ -799,11 +838,13 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
     if (!rc && r.forms)
         rc = tfl_prop(&r, "buffer_form",
                       r.forms == 3 ? "inline and offset" : r.forms == 2 ? "offset" : "inline");
+    if (!rc) rc = tfl_keep_native(&r, nsg);
     free(counts);
     free(r.codes);
     free(r.canon);
     free(r.text);
     free(r.ctensor);
+    free(r.sgbase);
     return rc;
 }
 
@@ -816,16 +857,48 @@ static int tfl_probe(const uint8_t *d, size_t n) {
     return 95;
 }
 
+/* ---------------------------------------------------------------- write */
+
+/* A .tflite read by tensio is rewritten from its source model (tflite/rewrite.c);
+ * a graph from another format is lowered (tflite/lower.c). A container of
+ * tensors only is refused by the core (TIO_CAP_GRAPH: a model needs a graph). */
+static int tfl_write(tio_write_plan *p, tio_sink *sink, tio_error *err) {
+    const tio_container *c = tio__plan_container(p);
+    tfl_wmodel m;
+    int rc = tio__tfl_w_init(&m, err);
+    const tfl_native *nat = c->native && c->native_format && strcmp(c->native_format, TFL) == 0
+                                ? c->native
+                                : NULL;
+    if (!rc && nat)
+        rc = tio__tfl_rewrite(nat, p, &m, err);
+    else if (!rc && c->graph)
+        rc = tio__tfl_lower(p, c->graph, &m, err);
+    else if (!rc)
+        rc = tio__err(err, TIO_E_UNSUPPORTED, TFL, -1,
+                      "a model needs a graph; this container holds tensors only");
+    if (!rc) rc = tio__tfl_w_serialise(&m, p, sink, err);
+    tio__tfl_w_free(&m);
+    return rc;
+}
+
 /* ----------------------------------------------------------- the format */
 
 extern const tio_format_desc tio__format_tflite;
 
 const tio_format_desc tio__format_tflite = {
     .name = "tflite",
-    .description = "TensorFlow Lite model (.tflite): constant tensors (read only)",
+    .description = "TensorFlow Lite model (.tflite): graph and constant tensors",
     .extensions = ".tflite",
-    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA,
-    .dtypes = 0,
+    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA | TIO_CAP_GRAPH,
+    /* the TensorTypes tensio holds as tensors */
+    .dtypes = TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT16) | TIO_DTYPE_BIT(TIO_INT32) |
+              TIO_DTYPE_BIT(TIO_UINT8) | TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_BOOL) |
+              TIO_DTYPE_BIT(TIO_INT16) | TIO_DTYPE_BIT(TIO_COMPLEX64) | TIO_DTYPE_BIT(TIO_INT8) |
+              TIO_DTYPE_BIT(TIO_FLOAT64) | TIO_DTYPE_BIT(TIO_COMPLEX128) |
+              TIO_DTYPE_BIT(TIO_UINT64) | TIO_DTYPE_BIT(TIO_UINT32) | TIO_DTYPE_BIT(TIO_UINT16) |
+              TIO_DTYPE_BIT(TIO_BFLOAT16) | TIO_DTYPE_BIT(TIO_FLOAT8_E4M3FN) |
+              TIO_DTYPE_BIT(TIO_FLOAT8_E5M2),
     .probe = tfl_probe,
     .read = tfl_read,
+    .write = tfl_write,
 };

@@ -289,21 +289,6 @@ static const tio_fb_field *rt_find_field(const tio_fb_table *t, const char *name
     return NULL;
 }
 
-static bool rt_int_fits(int kind, int64_t v) {
-    switch (kind) {
-    case TIO_FB_BOOL: return v == 0 || v == 1;
-    case TIO_FB_I8: return v >= INT8_MIN && v <= INT8_MAX;
-    case TIO_FB_U8: return v >= 0 && v <= UINT8_MAX;
-    case TIO_FB_I16: return v >= INT16_MIN && v <= INT16_MAX;
-    case TIO_FB_U16: return v >= 0 && v <= UINT16_MAX;
-    case TIO_FB_I32: return v >= INT32_MIN && v <= INT32_MAX;
-    case TIO_FB_U32: return v >= 0 && v <= (int64_t)UINT32_MAX;
-    case TIO_FB_I64:
-    case TIO_FB_U64: return true;
-    default: return false;
-    }
-}
-
 static const char *rt_kind_name(int kind) {
     switch (kind) {
     case TIO_FB_BOOL: return "bool";
@@ -346,7 +331,7 @@ static int rt_check_attrs(const tio_gnode *n, const tio_fb_table *t, const char 
         case TIO_FB_STRING: ok = a->type == TIO_ATTR_STRING; break;
         case TIO_FB_TABLE: ok = a->type == TIO_ATTR_GRAPH && f->table == tio__rten_Graph; break;
         case TIO_FB_UNION:
-            ok = (a->type == TIO_ATTR_INT && rt_int_fits(TIO_FB_I32, a->i)) ||
+            ok = (a->type == TIO_ATTR_INT && tio__fb_int_fits(TIO_FB_I32, a->i)) ||
                  a->type == TIO_ATTR_FLOAT;
             break;
         case TIO_FB_VECTOR:
@@ -355,7 +340,7 @@ static int rt_check_attrs(const tio_gnode *n, const tio_fb_table *t, const char 
             } else if (tio__fb_scalar_size(f->elem) && f->elem != TIO_FB_F64) {
                 ok = a->type == TIO_ATTR_INTS;
                 for (size_t m = 0; ok && m < a->count; m++)
-                    if (!rt_int_fits(f->elem, a->ints[m]))
+                    if (!tio__fb_int_fits(f->elem, a->ints[m]))
                         return tio__err(err, TIO_E_LOSSY, RT_FMT, -1,
                                         "%s: attribute '%s'[%zu] = %lld does not fit rten's "
                                         "[%s]",
@@ -365,7 +350,7 @@ static int rt_check_attrs(const tio_gnode *n, const tio_fb_table *t, const char 
             break;
         default:
             ok = a->type == TIO_ATTR_INT;
-            if (ok && !rt_int_fits(f->kind, a->i))
+            if (ok && !tio__fb_int_fits(f->kind, a->i))
                 return tio__err(err, TIO_E_LOSSY, RT_FMT, -1,
                                 "%s: attribute '%s' = %lld does not fit rten's %s", lbl,
                                 a->name, (long long)a->i, rt_kind_name(f->kind));

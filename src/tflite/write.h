@@ -233,6 +233,31 @@ int tio__tfl_type_of(tio_dtype dt);
 int tio__tfl_w_serialise(const tfl_wmodel *m, tio_write_plan *plan, tio_sink *sink,
                          tio_error *err);
 
+/* What the reader keeps of a .tflite (the container's native state, format
+ * "tflite"), so that a .tflite -> .tflite save rewrites the source model
+ * (src/tflite/rewrite.c): the verified bytes, the container tensor of each
+ * subgraph's tensors, and what the container looked like after the read
+ * (edits that the model cannot carry are refused). */
+typedef struct tfl_native {
+    const uint8_t *buf;          /* the model (the container's source: lives as long) */
+    size_t len;
+    int64_t *ctensor;            /* container tensor of tensor i of subgraph sg
+                                    (ctensor[sgbase[sg] + i]), or -1 */
+    size_t *sgbase;
+    uint32_t nsg;
+    size_t ntensors;             /* container tensors after the read */
+    const tio_graph *graph;      /* the container's graph after the read and its size */
+    size_t gnodes, gvalues;
+    uint8_t meta_digest[32];     /* tio__tfl_meta_digest after the read */
+} tfl_native;
+
+void tio__tfl_native_free(void *native);
+/* SHA-256 over the container's metadata and every tensor's. */
+int tio__tfl_meta_digest(const tio_container *c, uint8_t out[32]);
+/* Fills m (initialised) from the source model nat and the plan's tensors. */
+int tio__tfl_rewrite(const tfl_native *nat, tio_write_plan *plan, tfl_wmodel *m,
+                     tio_error *err);
+
 /* Lowers graph g (ONNX semantics; not a TFLite native graph) and the plan's
  * tensors to a TFLite model in m (already initialised). src/tflite/lower.c.
  * One error lists every ONNX operator that has no TFLite form. */
