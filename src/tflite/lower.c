@@ -35,6 +35,12 @@
 
 static const int P4[4] = {0, 2, 3, 1}; /* NHWC dim i is NCHW dim P4[i] */
 static const int Q4[4] = {0, 3, 1, 2}; /* NCHW dim a is NHWC dim Q4[a] */
+/* A 5-D value is a 4-D one with its channels split in two ([N, g, C/g, H,
+ * W], as channel shuffles make it): its form 1 is [N, H, W, g, C/g]. */
+static const int P5[5] = {0, 3, 4, 1, 2}; /* its own inverse */
+
+/* Form 1's dim order for a value of rank r (NULL: it has none). */
+static const int *perm_of(int r) { return r == 4 ? P4 : r == 5 ? P5 : NULL; }
 
 typedef struct tl {
     tio_write_plan *plan;
@@ -45,6 +51,11 @@ typedef struct tl {
     tio_error *err;
     int32_t (*t)[2];  /* per value: its tensor in the ONNX layout, in NHWC (-1: none) */
     uint8_t *nonneg;  /* per value: >= 0 (a Relu, Relu6 or Sigmoid made it) */
+    /* per value: a flattened 4-D value [N, C*H*W] read only by fully connected
+     * layers (flat_ok), and the 4-D value whose NHWC form it holds flattened
+     * instead, the layers' weights permuted to match (nhwc_of; -1: none) */
+    uint8_t *flat_ok;
+    int64_t *nhwc_of;
     bool nchw_io;
     int64_t opset;
     const tio_gnode *n; /* the node being lowered (for messages) */
@@ -181,8 +192,9 @@ static int new_form(tl *L, int64_t v, int lay, int32_t *idx) {
     int64_t d[LMAX], e[LMAX];
     int r, rc;
     if ((rc = need_shape(L, v, d, &r))) return rc;
-    if (lay && r != 4) return nfail(L, TIO_E_ARGUMENT, "NHWC form of a rank-%d value", r);
-    for (int k = 0; k < r; k++) e[k] = lay ? d[P4[k]] : d[k];
+    const int *P = perm_of(r);
+    if (lay && !P) return nfail(L, TIO_E_ARGUMENT, "NHWC form of a rank-%d value", r);
+    for (int k = 0; k < r; k++) e[k] = lay ? d[P[k]] : d[k];
     int32_t type = tio__tfl_type_of(L->g->values[v].dtype);
     if (type < 0 || L->g->values[v].dtype == TIO_DTYPE_INVALID) type = TFL_TensorType_FLOAT32;
     const char *nm = form_name(L, v, lay);
@@ -334,10 +346,17 @@ static int emit(tl *L, int32_t builtin, uint8_t opt_type, const int32_t *in, siz
     return tio__tfl_w_op(L->m, 0, &w, op ? op : &dummy, L->err);
 }
 
-static bool only_ones_move(const int64_t *onnx_dims) {
-    /* NCHW <-> NHWC moves C across H, W: the order of the elements stays
-     * when C is 1 or H and W are both 1 */
-    return onnx_dims[1] == 1 || (onnx_dims[2] == 1 && onnx_dims[3] == 1);
+/* Whether the elements of a value of dims d (rank r) keep their order in its
+ * form 1: the dims other than 1 stay in order (C of 1, or H and W of 1). */
+static bool only_ones_move(const int64_t *d, int r) {
+    const int *P = perm_of(r);
+    int last = -1;
+    for (int i = 0; P && i < r; i++)
+        if (d[P[i]] != 1) {
+            if (P[i] < last) return false;
+            last = P[i];
+        }
+    return P != NULL;
 }
 
 /* Reshape tensor `from` to value v's form lay (the same elements in order). */
@@ -345,7 +364,8 @@ static int reshape_to(tl *L, int32_t from, int64_t v, int lay, int32_t *idx) {
     int64_t d[LMAX], e[LMAX];
     int r, rc;
     if ((rc = need_shape(L, v, d, &r)) || (rc = new_form(L, v, lay, idx))) return rc;
-    for (int k = 0; k < r; k++) e[k] = lay ? d[P4[k]] : d[k];
+    const int *P = perm_of(r);
+    for (int k = 0; k < r; k++) e[k] = lay && P ? d[P[k]] : d[k];
     int32_t shp;
     const char *nm = sub_name(L, lay ? "nhwc_shape" : "shape");
     if (!nm) return nomem(L);
@@ -373,14 +393,15 @@ static int get(tl *L, int64_t v, int lay, int32_t *idx) {
     int64_t d[LMAX];
     int r, rc;
     if ((rc = need_shape(L, v, d, &r))) return rc;
-    if (only_ones_move(d)) return reshape_to(L, from, v, lay, idx);
+    if (only_ones_move(d, r)) return reshape_to(L, from, v, lay, idx);
     if ((rc = new_form(L, v, lay, idx))) return rc;
-    int64_t perm[4];
-    for (int k = 0; k < 4; k++) perm[k] = lay ? P4[k] : Q4[k];
+    const int *P = perm_of(r);
+    int64_t perm[LMAX];
+    for (int k = 0; k < r; k++) perm[lay ? k : P[k]] = lay ? P[k] : k;
     int32_t pt;
     const char *nm = sub_name(L, lay ? "to_nhwc" : "to_nchw");
     if (!nm) return nomem(L);
-    if ((rc = const_i32(L, nm, perm, 4, false, &pt))) return rc;
+    if ((rc = const_i32(L, nm, perm, (size_t)r, false, &pt))) return rc;
     int32_t in[2] = {from, pt};
     return emit(L, TFL_BuiltinOperator_TRANSPOSE, TFL_BuiltinOptions_TransposeOptions, in, 2,
                 idx, 1, NULL);
@@ -456,7 +477,8 @@ static int temp_like(tl *L, int64_t v, int lay, const char *what, int32_t *idx) 
     int64_t d[LMAX], e[LMAX];
     int r, rc;
     if ((rc = need_shape(L, v, d, &r))) return rc;
-    for (int k = 0; k < r; k++) e[k] = lay ? d[P4[k]] : d[k];
+    const int *P = perm_of(r);
+    for (int k = 0; k < r; k++) e[k] = lay && P ? d[P[k]] : d[k];
     const char *nm = sub_name(L, what);
     if (!nm) return nomem(L);
     return add_tensor(L, nm, TFL_TensorType_FLOAT32, r, e, 0, idx);
@@ -842,8 +864,8 @@ static int lo_reduce(tl *L, const tio_tfl_lowmap *e) {
 static int get_flat(tl *L, int64_t v, int32_t *idx) {
     int64_t d[LMAX];
     int r;
-    if (!vconst(L, v) && L->t[v][0] < 0 && L->t[v][1] >= 0 && vshape(L, v, d, &r) && r == 4 &&
-        only_ones_move(d)) {
+    if (!vconst(L, v) && L->t[v][0] < 0 && L->t[v][1] >= 0 && vshape(L, v, d, &r) &&
+        only_ones_move(d, r)) {
         *idx = L->t[v][1];
         return TIO_OK;
     }
@@ -870,9 +892,26 @@ static int lo_reshape(tl *L, const tio_tfl_lowmap *e) {
     (void)e;
     int64_t x = in_v(L->n, 0), y = L->n->outputs[0];
     int32_t in, out;
-    int rc;
-    if ((rc = get_flat(L, x, &in)) || (rc = new_form(L, y, 0, &out))) return rc;
+    int64_t xd[LMAX], yd[LMAX];
+    int rx, ry, rc;
     L->nonneg[y] = L->nonneg[x];
+    if (L->flat_ok[y] && !vconst(L, x) && L->t[x][1] >= 0 && L->t[x][0] < 0 &&
+        vshape(L, x, xd, &rx) && rx == 4 && vshape(L, y, yd, &ry) && ry == 2 &&
+        yd[0] == xd[0] && yd[1] == xd[1] * xd[2] * xd[3] && !only_ones_move(xd, 4)) {
+        /* the NHWC form flattened: the fully connected layers reading it take
+         * their weights' columns in H, W, C order (no TRANSPOSE) */
+        if ((rc = new_form(L, y, 0, &out))) return rc;
+        L->nhwc_of[y] = x;
+        return reshape_op(L, L->t[x][1], y, out);
+    }
+    if (!vconst(L, x) && L->t[x][1] >= 0 && L->t[x][0] < 0 && vshape(L, x, xd, &rx) &&
+        vshape(L, y, yd, &ry) && yd[0] == xd[0] &&
+        ((rx == 4 && ry == 5 && yd[1] * yd[2] == xd[1] && yd[3] == xd[2] && yd[4] == xd[3]) ||
+         (rx == 5 && ry == 4 && yd[1] == xd[1] * xd[2] && yd[2] == xd[3] && yd[3] == xd[4])))
+        /* channels split in two or joined again (a channel shuffle): the
+         * same in form 1, [N, H, W, C] <-> [N, H, W, g, C/g] */
+        return reshape_to(L, L->t[x][1], y, 1, &out);
+    if ((rc = get_flat(L, x, &in)) || (rc = new_form(L, y, 0, &out))) return rc;
     return reshape_op(L, in, y, out);
 }
 
@@ -900,17 +939,29 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
                      (long long)N);
     int32_t in, wt, bt, out;
     if ((rc = get_flat(L, x, &in))) return rc;
-    if (mm) {
+    int64_t src4 = L->nhwc_of[x], sd[LMAX];
+    int sr = 0;
+    if (src4 >= 0 && (!vshape(L, src4, sd, &sr) || sr != 4 || sd[1] * sd[2] * sd[3] != K))
+        return nfail(L, TIO_E_ARGUMENT, "a flattened input that is not C*H*W");
+    if (mm || src4 >= 0) {
+        /* [N, K]: MatMul's [K, N] transposed; columns in H, W, C order for a
+         * flattened NHWC input */
         size_t n = (size_t)w->numel;
         float *t = malloc((n ? n : 1) * sizeof *t);
-        const char *wn = sub_name(L, "weights_t");
+        const char *wn = sub_name(L, src4 >= 0 ? "weights_hwc" : "weights_t");
         if (!t || !wn) {
             free(t);
             return nomem(L);
         }
         for (int64_t i = 0; i < N; i++)
-            for (int64_t k = 0; k < K; k++)
-                t[i * K + k] = ldf32(w->data + 4 * (size_t)(k * N + i));
+            for (int64_t k = 0; k < K; k++) {
+                int64_t kk = k; /* the source column of column k */
+                if (src4 >= 0) {
+                    int64_t C = sd[1], W = sd[3], c = k % C, hw = k / C;
+                    kk = (c * sd[2] + hw / W) * W + hw % W;
+                }
+                t[i * K + k] = ldf32(w->data + 4 * (size_t)(mm ? kk * N + i : i * K + kk));
+            }
         int64_t sh[2] = {N, K};
         rc = const_f32(L, wn, t, n, 2, sh, &wt);
         free(t);
@@ -1009,11 +1060,13 @@ static int lo_transpose(tl *L, const tio_tfl_lowmap *e) {
         cnt = (size_t)r;
     }
     if ((int)cnt != r) return nfail(L, TIO_E_ARGUMENT, "perm of %zu axes for rank %d", cnt, r);
-    int src = vconst(L, x) ? 0 : pref_lay(L, x), ylay = r == 4 ? 1 : 0;
+    const int *P = perm_of(r);
+    int src = vconst(L, x) || !P ? 0 : pref_lay(L, x), ylay = r == 4 ? 1 : src, inv[LMAX];
+    for (int i = 0; P && i < r; i++) inv[P[i]] = i;
     for (int i = 0; i < r; i++) {
-        int64_t a = perm[ylay ? P4[i] : i]; /* the input's ONNX axis */
+        int64_t a = perm[ylay ? P[i] : i]; /* the input's ONNX axis */
         if (a < 0 || a >= r) return nfail(L, TIO_E_ARGUMENT, "perm out of range");
-        q[i] = src ? Q4[a] : a;
+        q[i] = src ? inv[a] : a;
     }
     int32_t in, out, pt;
     if ((rc = get(L, x, src, &in))) return rc;
@@ -1318,6 +1371,27 @@ static int graph_io(tl *L) {
     return TIO_OK;
 }
 
+/* flat_ok: the outputs of Flatten/Reshape that only fully connected layers
+ * (as their input, with constant weights) read, and no graph output. */
+static void flat_readers(tl *L) {
+    const tio_graph *g = L->g;
+    for (size_t j = 0; j < g->node_count; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        if ((tio__gp_op_is(n, "Flatten") || tio__gp_op_is(n, "Reshape")) && n->output_count == 1 &&
+            n->outputs[0] >= 0)
+            L->flat_ok[n->outputs[0]] = 1;
+    }
+    for (size_t j = 0; j < g->node_count; j++) {
+        const tio_gnode *n = &g->nodes[j];
+        bool fc = (tio__gp_op_is(n, "Gemm") || tio__gp_op_is(n, "MatMul")) &&
+                  n->input_count >= 2 && vconst(L, n->inputs[1]);
+        for (size_t k = 0; k < n->input_count; k++)
+            if (n->inputs[k] >= 0 && (k != 0 || !fc)) L->flat_ok[n->inputs[k]] = 0;
+    }
+    for (size_t k = 0; k < g->output_count; k++)
+        if (g->outputs[k] >= 0) L->flat_ok[g->outputs[k]] = 0;
+}
+
 static int lower(tl *L) {
     const tio_graph *g = L->g;
     if (g->opaque)
@@ -1395,13 +1469,18 @@ int tio__tfl_lower(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m, tio_
     size_t nv = L.g->value_count;
     L.t = malloc((nv ? nv : 1) * sizeof *L.t);
     L.nonneg = calloc(nv ? nv : 1, 1);
-    if (!L.t || !L.nonneg) rc = nomem(&L);
+    L.flat_ok = calloc(nv ? nv : 1, 1);
+    L.nhwc_of = malloc((nv ? nv : 1) * sizeof *L.nhwc_of);
+    if (!L.t || !L.nonneg || !L.flat_ok || !L.nhwc_of) rc = nomem(&L);
     else {
-        for (size_t i = 0; i < nv; i++) L.t[i][0] = L.t[i][1] = -1;
+        for (size_t i = 0; i < nv; i++) L.t[i][0] = L.t[i][1] = -1, L.nhwc_of[i] = -1;
+        flat_readers(&L);
         rc = lower(&L);
     }
     free(L.t);
     free(L.nonneg);
+    free(L.flat_ok);
+    free(L.nhwc_of);
     tio__gprep_free(&L.pr);
     return rc;
 }
