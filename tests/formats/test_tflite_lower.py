@@ -9,14 +9,16 @@ random weights and batch-norm statistics, exported at opset 13 by Debian's
 python3-torch; resnet18 and mobilenet_v2 also at 11) and MLPs built here
 (torch.nn.Linear stacks: Gemm; a rank-3 input: MatMul + Add). For each:
 
-- `tensio convert M.onnx M.tflite` (and for some, --no-fuse: activations and
-  batch norm kept apart); models with operators that have no TFLite form
-  are refused, the error naming them (REFUSED);
+- `tensio convert M.onnx M.tflite` (and for some (VARIANTS), --no-fuse:
+  activations and batch norm kept apart, and --layout nchw: 4-D inputs and
+  outputs as ONNX has them); models with operators that have no TFLite
+  form are refused, the error naming them (REFUSED);
 - onnxruntime (npm's onnxruntime-node, tests/ort/run_model.js --write) runs
   the ONNX model on seeded inputs: the expected outputs;
 - Arm NN 20.08 (Debian's python3-pyarmnn, CpuRef; tests/formats/armnn_run.py
   in its own process) runs the .tflite on the same inputs (4-D ones NHWC, as
-  the lowering lays them out); every output within 1e-4 + 1e-3 * |want|;
+  the lowering lays them out); every output within 1e-4 + 1e-3 * |want| and
+  within 1e-3 of the outputs' largest magnitude;
 - where Arm NN refuses the .tflite (an operator its parser lacks), the check
   is tensio's TFLite -> ONNX form of the .tflite run in onnxruntime, and the
   line says so ("ORT of the raise").
@@ -54,8 +56,12 @@ REFUSED = {
     "int_consts": ["Gather", "DequantizeLinear", "Cast", "'gather'", "'dq_u8'"],
     "matmul_add": ["graph input 'x' has no static shape"],
 }
-# also written with --no-fuse (activations and batch norm as their own operators)
-NO_FUSE = {"cnn_small", "resnet18_13", "densenet121_13", "mobilenet_v3_small_13"}
+# also written with --no-fuse (activations and batch norm as their own
+# operators) and with --layout nchw (4-D inputs and outputs as ONNX has them)
+VARIANTS = {"cnn_small": (["--no-fuse"], ["--layout", "nchw"]),
+            "resnet18_13": (["--no-fuse"], ["--layout", "nchw"]),
+            "densenet121_13": (["--no-fuse"],), "mobilenet_v3_small_13": (["--no-fuse"],),
+            "shufflenet_v2_x0_5_13": (["--layout", "nchw"],)}
 ATOL, RTOL = 1e-4, 1e-3
 
 FAILED = 0
@@ -115,7 +121,7 @@ def compare(np, got, want):
     return diff, scale
 
 
-def worst_of(np, d, outs, got_dir, pattern):
+def worst_of(np, d, outs, got_dir, pattern, nchw):
     """The largest difference of the outputs got_dir/pattern % k (NHWC when
     4-D) from onnxruntime's d/want<k>.npy; an AssertionError past the
     tolerance."""
@@ -123,18 +129,19 @@ def worst_of(np, d, outs, got_dir, pattern):
     for k, o in enumerate(outs):
         want = np.load(os.path.join(d, o["file"]))
         got = np.load(os.path.join(got_dir, pattern % k))
-        if want.ndim == 4:
+        if want.ndim == 4 and not nchw:
             got = got.transpose(0, 3, 1, 2)
         dk, sk = compare(np, got, want)
         worst, scale = max(worst, dk), max(scale, sk)
     return "max |diff| %.3g (outputs up to %.3g)" % (worst, scale)
 
 
-def check(np, onnx, name, src, tmp, fuse=True):
-    d = os.path.join(tmp, name + ("" if fuse else "_nofuse"))
+def check(np, onnx, name, src, tmp, flags):
+    d = os.path.join(tmp, name + "".join(flags))
     os.makedirs(d)
     dst = os.path.join(d, "m.tflite")
-    r = run([TENSIO, "convert", "--force"] + ([] if fuse else ["--no-fuse"]) + [src, dst])
+    nchw = "nchw" in flags
+    r = run([TENSIO, "convert", "--force"] + flags + [src, dst])
     if name in REFUSED:
         if r.returncode == 0:
             raise AssertionError("converted, but it should be refused")
@@ -156,7 +163,7 @@ def check(np, onnx, name, src, tmp, fuse=True):
         f = "in%d.npy" % len(ins)
         np.save(os.path.join(d, f), x)
         ins.append({"name": i.name, "file": f})
-        xt = x.transpose(0, 2, 3, 1) if x.ndim == 4 else x
+        xt = x.transpose(0, 2, 3, 1) if x.ndim == 4 and not nchw else x
         nhwc_in.append(os.path.join(d, "nhwc_" + f))
         np.save(nhwc_in[-1], np.ascontiguousarray(xt))
     outs = [{"name": o.name, "file": "want%d.npy" % k} for k, o in enumerate(model.graph.output)]
@@ -165,13 +172,13 @@ def check(np, onnx, name, src, tmp, fuse=True):
     ops = tflite_ops(dst)
     head = "%d ops (%d TRANSPOSE, %d PAD)" % (len(ops), ops.count("TRANSPOSE"),
                                               ops.count("PAD") + ops.count("PADV2"))
-    if not fuse:
-        head += ", --no-fuse"
+    if flags:
+        head += ", " + " ".join(flags)
     r = run(["/usr/bin/python3", os.path.join(HERE, "armnn_run.py"), dst, d] + nhwc_in)
     if r.returncode == 2:
         raise AssertionError(r.stderr.strip())
     if r.returncode == 0:
-        return head + "; Arm NN " + worst_of(np, d, outs, d, "out%d.npy")
+        return head + "; Arm NN " + worst_of(np, d, outs, d, "out%d.npy", nchw)
     if r.returncode != 3:
         raise AssertionError("Arm NN crashed (exit %d): %s" % (r.returncode, r.stderr[-300:]))
     why = r.stderr.strip().replace("armnn_run: ", "")[:100]
@@ -190,7 +197,7 @@ def check(np, onnx, name, src, tmp, fuse=True):
               open(os.path.join(d2, "reference_io.json"), "w"))
     ort(back, d2)
     return head + "; Arm NN refuses it (%s): ORT of the raise %s" % (
-        why, worst_of(np, d, outs, d2, "got%d.npy"))
+        why, worst_of(np, d, outs, d2, "got%d.npy", nchw))
 
 
 def main():
@@ -229,10 +236,10 @@ def main():
         export_mlp(torch, p, rank3)
         models.append((nm, p))
     for nm, p in models:
-        for fuse in ((True, False) if nm in NO_FUSE else (True,)):
-            label = nm + ("" if fuse else " --no-fuse")
+        for flags in ([],) + VARIANTS.get(nm, ()):
+            label = " ".join([nm] + flags)
             try:
-                print("ok %s: %s" % (label, check(np, onnx, nm, p, tmp, fuse)), flush=True)
+                print("ok %s: %s" % (label, check(np, onnx, nm, p, tmp, flags)), flush=True)
             except AssertionError as e:
                 print("FAIL %s: %s" % (label, e), flush=True)
                 FAILED += 1
