@@ -56,6 +56,9 @@ typedef struct tl {
      * instead, the layers' weights permuted to match (nhwc_of; -1: none) */
     uint8_t *flat_ok;
     int64_t *nhwc_of;
+    /* per value: the float16 constant it is the float32 Cast of (-1: none):
+     * float16 weights, stored as such and DEQUANTIZEd where they are read */
+    int64_t *deq;
     bool nchw_io;
     int64_t opset;
     const tio_gnode *n; /* the node being lowered (for messages) */
@@ -82,6 +85,28 @@ static const tio_tensor *vconst(const tl *L, int64_t v) {
     if (v < 0 || L->g->values[v].tensor < 0) return NULL;
     const tio_tensor *t = tio__gprep_tensor(&L->pr, L->c, L->g->values[v].tensor);
     return t && t->layout == TIO_LAYOUT_DENSE && (t->data || t->nbytes == 0) ? t : NULL;
+}
+
+/* The constant behind value v: its own, or the float16 one it is a Cast of. */
+static const tio_tensor *wconst(const tl *L, int64_t v) {
+    const tio_tensor *t = vconst(L, v);
+    return t || v < 0 || L->deq[v] < 0 ? t : vconst(L, L->deq[v]);
+}
+
+/* Whether t holds n float32 or float16 elements (weights). */
+static bool wfloat(const tio_tensor *t, uint64_t n) {
+    if (!t || t->numel != n) return false;
+    size_t es = t->dtype == TIO_FLOAT32 ? 4 : t->dtype == TIO_FLOAT16 ? 2 : 0;
+    return es && t->nbytes >= n * es;
+}
+
+/* Element i of a float32 or float16 constant, as float. */
+static float wat(const tio_tensor *t, size_t i) {
+    if (t->dtype == TIO_FLOAT16) return tio__half_to_float((uint16_t)tio__ld16(t->data + 2 * i));
+    uint32_t u = tio__ld32(t->data + 4 * i);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
 }
 
 /* Value v's static shape (a constant's, else the graph's or the inferred). */
@@ -143,13 +168,6 @@ static bool attr_ints(const tio_gnode *n, const char *name, int64_t *out, size_t
 
 static int64_t in_v(const tio_gnode *n, size_t k) {
     return k < n->input_count ? n->inputs[k] : -1;
-}
-
-static float ldf32(const uint8_t *p) {
-    uint32_t u = tio__ld32(p);
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
 }
 
 static void stf32(uint8_t *p, float f) {
@@ -230,6 +248,56 @@ static int const_f32(tl *L, const char *name, const float *vals, size_t n, int r
     return rc ? rc : add_tensor(L, name, TFL_TensorType_FLOAT32, r, d, buf, idx);
 }
 
+static int emit(tl *L, int32_t builtin, uint8_t opt_type, const int32_t *in, size_t nin,
+                const int32_t *out, size_t nout, tfl_wop **op) {
+    uint32_t code;
+    int rc = tio__tfl_w_code(L->m, builtin, NULL, 1, &code, L->err);
+    if (rc) return rc;
+    int32_t *i2 = al(L, (nin ? nin : 1) * sizeof *i2), *o2 = al(L, (nout ? nout : 1) * sizeof *o2);
+    if (!i2 || !o2) return nomem(L);
+    if (nin) memcpy(i2, in, nin * sizeof *i2);
+    if (nout) memcpy(o2, out, nout * sizeof *o2);
+    tfl_wop w = {.opcode = code, .inputs = i2, .nin = nin, .outputs = o2, .nout = nout,
+                 .opt_type = opt_type, .debug_metadata_index = -1};
+    tfl_wop *dummy;
+    return tio__tfl_w_op(L->m, 0, &w, op ? op : &dummy, L->err);
+}
+
+/* A DEQUANTIZE of float16 tensor h into a float32 tensor of its shape. */
+static int dequantize(tl *L, int32_t h, const char *name, int32_t *idx) {
+    const tfl_wtensor *ht = &L->m->subgraphs[0].tensors[h];
+    int64_t d[LMAX];
+    int r = ht->rank;
+    for (int k = 0; k < r && k < LMAX; k++) d[k] = ht->shape[k];
+    int rc = add_tensor(L, name, TFL_TensorType_FLOAT32, r, d, 0, idx);
+    return rc ? rc : emit(L, TFL_BuiltinOperator_DEQUANTIZE, 0, &h, 1, idx, 1, NULL);
+}
+
+/* Weights the lowering made (n elements of dtype dt, float32 or float16, in
+ * b): a constant; float16 ones are kept so, with a DEQUANTIZE to float32
+ * (*idx: the float32 tensor). */
+static int weights(tl *L, const char *name, tio_dtype dt, const uint8_t *b, size_t n, int r,
+                   const int64_t *d, int32_t *idx) {
+    size_t es = dt == TIO_FLOAT16 ? 2 : 4;
+    uint8_t *c = al(L, n ? n * es : 1);
+    if (!c || !name) return nomem(L);
+    if (n) memcpy(c, b, n * es);
+    uint32_t buf;
+    int32_t h;
+    int rc = tio__tfl_w_buffer(L->m, -1, c, n * es, &buf, L->err);
+    if (rc || (rc = add_tensor(L, name, dt == TIO_FLOAT16 ? TFL_TensorType_FLOAT16
+                                                          : TFL_TensorType_FLOAT32,
+                               r, d, buf, dt == TIO_FLOAT16 ? &h : idx)))
+        return rc;
+    if (dt != TIO_FLOAT16) return TIO_OK;
+    size_t nl = strlen(name);
+    char *fn = al(L, nl + 7);
+    if (!fn) return nomem(L);
+    memcpy(fn, name, nl);
+    memcpy(fn + nl, ":float", 7);
+    return dequantize(L, h, fn, idx);
+}
+
 /* A name made of the node's and a suffix (arena). */
 static const char *sub_name(tl *L, const char *what) {
     const char *nm = L->n && L->n->name ? L->n->name : "";
@@ -265,13 +333,14 @@ static int const_form(tl *L, int64_t v, int lay, int32_t *idx) {
     size_t es;
     switch (t->dtype) {
     case TIO_FLOAT32: type = TFL_TensorType_FLOAT32, es = 4; break;
+    case TIO_FLOAT16: type = TFL_TensorType_FLOAT16, es = 2; break;
     case TIO_INT32: type = TFL_TensorType_INT32, es = 4; break;
     case TIO_INT64: type = TFL_TensorType_INT32, es = 4; break;
     default:
         return nfail(L, TIO_E_UNSUPPORTED, "constant '%s' of dtype %s (tensio lowers float32)",
                      t->name ? t->name : "", tio_dtype_name(t->dtype));
     }
-    size_t isz = t->dtype == TIO_INT64 ? 8 : 4;
+    size_t isz = t->dtype == TIO_INT64 ? 8 : es;
     if (t->nbytes < t->numel * isz)
         return nfail(L, TIO_E_CORRUPT, "constant '%s' is short", t->name ? t->name : "");
     int64_t d[LMAX];
@@ -331,20 +400,6 @@ static int const_form(tl *L, int64_t v, int lay, int32_t *idx) {
     return TIO_OK;
 }
 
-static int emit(tl *L, int32_t builtin, uint8_t opt_type, const int32_t *in, size_t nin,
-                const int32_t *out, size_t nout, tfl_wop **op) {
-    uint32_t code;
-    int rc = tio__tfl_w_code(L->m, builtin, NULL, 1, &code, L->err);
-    if (rc) return rc;
-    int32_t *i2 = al(L, (nin ? nin : 1) * sizeof *i2), *o2 = al(L, (nout ? nout : 1) * sizeof *o2);
-    if (!i2 || !o2) return nomem(L);
-    if (nin) memcpy(i2, in, nin * sizeof *i2);
-    if (nout) memcpy(o2, out, nout * sizeof *o2);
-    tfl_wop w = {.opcode = code, .inputs = i2, .nin = nin, .outputs = o2, .nout = nout,
-                 .opt_type = opt_type, .debug_metadata_index = -1};
-    tfl_wop *dummy;
-    return tio__tfl_w_op(L->m, 0, &w, op ? op : &dummy, L->err);
-}
 
 /* Whether the elements of a value of dims d (rank r) keep their order in its
  * form 1: the dims other than 1 stay in order (C of 1, or H and W of 1). */
@@ -382,6 +437,21 @@ static int reshape_to(tl *L, int32_t from, int64_t v, int lay, int32_t *idx) {
 static int get(tl *L, int64_t v, int lay, int32_t *idx) {
     if (v < 0) return nfail(L, TIO_E_UNSUPPORTED, "an absent input is needed");
     if (vconst(L, v)) return const_form(L, v, lay, idx);
+    if (L->deq[v] >= 0) {
+        /* float16 weights read as float32: the constant (in the form asked
+         * for), DEQUANTIZEd */
+        if (vconst(L, L->deq[v])->numel == 1) lay = 0;
+        if (L->t[v][lay] >= 0) {
+            *idx = L->t[v][lay];
+            return TIO_OK;
+        }
+        int32_t h;
+        const char *nm = form_name(L, v, lay);
+        int rc = nm ? const_form(L, L->deq[v], lay, &h) : nomem(L);
+        if (rc || (rc = dequantize(L, h, nm, idx))) return rc;
+        L->t[v][lay] = *idx;
+        return TIO_OK;
+    }
     if (L->t[v][lay] >= 0) {
         *idx = L->t[v][lay];
         return TIO_OK;
@@ -441,8 +511,8 @@ static int lo_binary(tl *L, const tio_tfl_lowmap *e) {
         bool ok = true, any = false;
         for (int k = 0; k < 2; k++) {
             int64_t v = k ? b : a;
-            if (vconst(L, v)) {
-                if (vconst(L, v)->rank > 4) ok = false;
+            if (wconst(L, v)) {
+                if (wconst(L, v)->rank > 4) ok = false;
                 continue;
             }
             if (vrank(L, v) != 4) ok = false;
@@ -661,16 +731,26 @@ static int explicit_pad(tl *L, int64_t x, int32_t in, const spat *sp, bool lowes
                 NULL);
 }
 
+/* A bias of n zeros (where the ONNX node has none, as TensorFlow writes one). */
+static int zero_bias(tl *L, int64_t n, int32_t *idx) {
+    float *z = calloc((size_t)n ? (size_t)n : 1, sizeof *z);
+    const char *bn = sub_name(L, "bias");
+    int rc = !z || !bn ? nomem(L) : const_f32(L, bn, z, (size_t)n, 1, &n, idx);
+    free(z);
+    return rc;
+}
+
 static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
     int64_t x = in_v(L->n, 0), wv = in_v(L->n, 1), bv = in_v(L->n, 2), y = L->n->outputs[0];
-    const tio_tensor *w = vconst(L, wv), *bt = bv >= 0 ? vconst(L, bv) : NULL;
+    const tio_tensor *w = wconst(L, wv), *bt = bv >= 0 ? wconst(L, bv) : NULL;
     int64_t xd[LMAX], yd[LMAX];
     int rx, ry, rc;
-    if (!w || w->rank != 4 || w->dtype != TIO_FLOAT32 || w->nbytes < w->numel * 4)
-        return nfail(L, TIO_E_UNSUPPORTED, "the weights must be a 4-D float32 constant (2-D Conv)");
-    if (bv >= 0 && (!bt || bt->dtype != TIO_FLOAT32 || bt->numel != (uint64_t)w->shape[0] ||
-                    bt->nbytes < bt->numel * 4))
-        return nfail(L, TIO_E_UNSUPPORTED, "the bias must be a float32 constant of %lld values",
+    if (!w || w->rank != 4 || !wfloat(w, w->numel))
+        return nfail(L, TIO_E_UNSUPPORTED,
+                     "the weights must be a 4-D float32 or float16 constant (2-D Conv)");
+    if (bv >= 0 && !wfloat(bt, (uint64_t)w->shape[0]))
+        return nfail(L, TIO_E_UNSUPPORTED,
+                     "the bias must be a float32 or float16 constant of %lld values",
                      (long long)w->shape[0]);
     if ((rc = need_shape(L, x, xd, &rx)) || (rc = need_shape(L, y, yd, &ry))) return rc;
     if (rx != 4 || ry != 4) return nfail(L, TIO_E_UNSUPPORTED, "only 2-D Conv lowers");
@@ -697,8 +777,8 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
         pk = TFL_Padding_VALID;
     }
     /* weights: OHWI, or 1HWO for depthwise */
-    size_t n = (size_t)w->numel;
-    float *nw = malloc((n ? n : 1) * sizeof *nw);
+    size_t n = (size_t)w->numel, es = w->dtype == TIO_FLOAT16 ? 2 : 4;
+    uint8_t *nw = malloc((n ? n : 1) * es);
     if (!nw) return nomem(L);
     for (int64_t o = 0; o < O; o++)
         for (int64_t i = 0; i < I; i++)
@@ -707,27 +787,15 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
                     size_t src = (size_t)(((o * I + i) * KH + yy) * KW + xx);
                     size_t dst = dw ? (size_t)((yy * KW + xx) * O + o)
                                     : (size_t)(((o * KH + yy) * KW + xx) * I + i);
-                    nw[dst] = ldf32(w->data + 4 * src);
+                    memcpy(nw + es * dst, w->data + es * src, es);
                 }
     int64_t wsh[4] = {dw ? 1 : O, KH, KW, dw ? O : I};
     int32_t wt, btn, out;
-    const char *wn = sub_name(L, dw ? "weights_1hwo" : "weights_ohwi");
-    rc = wn ? const_f32(L, wn, nw, n, 4, wsh, &wt) : nomem(L);
+    rc = weights(L, sub_name(L, dw ? "weights_1hwo" : "weights_ohwi"), w->dtype, nw, n, 4, wsh,
+                 &wt);
     free(nw);
     if (rc) return rc;
-    if (bt) {
-        if ((rc = const_form(L, bv, 0, &btn))) return rc;
-    } else {
-        float *z = calloc((size_t)O ? (size_t)O : 1, sizeof *z);
-        const char *bn = sub_name(L, "bias");
-        if (!z || !bn) {
-            free(z);
-            return nomem(L);
-        }
-        rc = const_f32(L, bn, z, (size_t)O, 1, &O, &btn);
-        free(z);
-        if (rc) return rc;
-    }
+    if ((rc = bt ? get(L, bv, 0, &btn) : zero_bias(L, O, &btn))) return rc;
     if ((rc = new_form(L, y, 1, &out))) return rc;
     int32_t ins[3] = {in, wt, btn};
     tfl_wop *op;
@@ -920,12 +988,12 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
     bool mm = strcmp(L->n->op, "MatMul") == 0;
     int64_t x = in_v(L->n, 0), wv = in_v(L->n, 1), bv = mm ? -1 : in_v(L->n, 2),
             y = L->n->outputs[0];
-    const tio_tensor *w = vconst(L, wv), *b = bv >= 0 ? vconst(L, bv) : NULL;
+    const tio_tensor *w = wconst(L, wv), *b = bv >= 0 ? wconst(L, bv) : NULL;
     int64_t xd[LMAX];
     int rx, rc;
     if ((rc = need_shape(L, x, xd, &rx))) return rc;
-    if (!w || w->rank != 2 || w->dtype != TIO_FLOAT32 || w->nbytes < w->numel * 4)
-        return nfail(L, TIO_E_UNSUPPORTED, "the weights must be a 2-D float32 constant");
+    if (!w || w->rank != 2 || !wfloat(w, w->numel))
+        return nfail(L, TIO_E_UNSUPPORTED, "the weights must be a 2-D float32 or float16 constant");
     if (!mm && (attr_i(L->n, "transA", 0) || attr_i(L->n, "transB", 0) != 1 ||
                 attr_f(L->n, "alpha", 1) != 1 || attr_f(L->n, "beta", 1) != 1 || rx != 2))
         return nfail(L, TIO_E_UNSUPPORTED, "a Gemm that is not x W^T + b on a 2-D x");
@@ -933,10 +1001,9 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
     if (rx < 2 || xd[rx - 1] != K)
         return nfail(L, TIO_E_ARGUMENT, "an input of %lld features for weights of %lld",
                      rx > 0 ? (long long)xd[rx - 1] : 0LL, (long long)K);
-    if (bv >= 0 && (!b || b->dtype != TIO_FLOAT32 || b->numel != (uint64_t)N ||
-                    b->nbytes < b->numel * 4))
-        return nfail(L, TIO_E_UNSUPPORTED, "the bias must be a float32 constant of %lld values",
-                     (long long)N);
+    if (bv >= 0 && !wfloat(b, (uint64_t)N))
+        return nfail(L, TIO_E_UNSUPPORTED,
+                     "the bias must be a float32 or float16 constant of %lld values", (long long)N);
     int32_t in, wt, bt, out;
     if ((rc = get_flat(L, x, &in))) return rc;
     int64_t src4 = L->nhwc_of[x], sd[LMAX];
@@ -946,13 +1013,9 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
     if (mm || src4 >= 0) {
         /* [N, K]: MatMul's [K, N] transposed; columns in H, W, C order for a
          * flattened NHWC input */
-        size_t n = (size_t)w->numel;
-        float *t = malloc((n ? n : 1) * sizeof *t);
-        const char *wn = sub_name(L, src4 >= 0 ? "weights_hwc" : "weights_t");
-        if (!t || !wn) {
-            free(t);
-            return nomem(L);
-        }
+        size_t n = (size_t)w->numel, es = w->dtype == TIO_FLOAT16 ? 2 : 4;
+        uint8_t *t = malloc((n ? n : 1) * es);
+        if (!t) return nomem(L);
         for (int64_t i = 0; i < N; i++)
             for (int64_t k = 0; k < K; k++) {
                 int64_t kk = k; /* the source column of column k */
@@ -960,35 +1023,19 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
                     int64_t C = sd[1], W = sd[3], c = k % C, hw = k / C;
                     kk = (c * sd[2] + hw / W) * W + hw % W;
                 }
-                t[i * K + k] = ldf32(w->data + 4 * (size_t)(mm ? kk * N + i : i * K + kk));
+                memcpy(t + es * (size_t)(i * K + k),
+                       w->data + es * (size_t)(mm ? kk * N + i : i * K + kk), es);
             }
         int64_t sh[2] = {N, K};
-        rc = const_f32(L, wn, t, n, 2, sh, &wt);
+        rc = weights(L, sub_name(L, src4 >= 0 ? "weights_hwc" : "weights_t"), w->dtype, t, n, 2,
+                     sh, &wt);
         free(t);
-    } else rc = const_form(L, wv, 0, &wt);
+    } else rc = get(L, wv, 0, &wt);
     if (rc) return rc;
-    if (b) {
-        /* [N] (a [1, N] bias viewed as [N]) */
-        const char *bn = b->rank == 1 ? NULL : sub_name(L, "bias");
-        if (b->rank == 1) rc = const_form(L, bv, 0, &bt);
-        else if (!bn) return nomem(L);
-        else {
-            float *z = malloc((size_t)N * sizeof *z);
-            if (!z) return nomem(L);
-            for (int64_t i = 0; i < N; i++) z[i] = ldf32(b->data + 4 * (size_t)i);
-            rc = const_f32(L, bn, z, (size_t)N, 1, &N, &bt);
-            free(z);
-        }
-    } else {
-        float *z = calloc((size_t)N ? (size_t)N : 1, sizeof *z);
-        const char *bn = sub_name(L, "bias");
-        if (!z || !bn) {
-            free(z);
-            return nomem(L);
-        }
-        rc = const_f32(L, bn, z, (size_t)N, 1, &N, &bt);
-        free(z);
-    }
+    if (b && b->rank == 1) rc = get(L, bv, 0, &bt);
+    else if (b) /* [1, N] viewed as [N] */
+        rc = weights(L, sub_name(L, "bias"), b->dtype, b->data, (size_t)N, 1, &N, &bt);
+    else rc = zero_bias(L, N, &bt);
     if (rc) return rc;
     if ((rc = new_form(L, y, 0, &out))) return rc;
     int32_t fin = in, fout = out;
@@ -1032,7 +1079,7 @@ static int lo_concat(tl *L, const tio_tfl_lowmap *e) {
         lay = 1;
         for (size_t k = 0; k < L->n->input_count; k++) {
             int64_t v = L->n->inputs[k];
-            if (!vconst(L, v) && L->t[v][1] < 0 && L->t[v][0] >= 0) lay = 0;
+            if (!wconst(L, v) && L->t[v][1] < 0 && L->t[v][0] >= 0) lay = 0;
         }
     }
     int32_t *ins = al(L, (L->n->input_count + 1) * sizeof *ins), out;
@@ -1164,18 +1211,18 @@ static int lo_bn(tl *L, const tio_tfl_lowmap *e) {
     if ((rc = need_shape(L, x, d, &rx))) return rc;
     size_t C = (size_t)d[1];
     for (int k = 0; k < 4; k++) {
-        p[k] = vconst(L, in_v(L->n, (size_t)k + 1));
-        if (!p[k] || p[k]->dtype != TIO_FLOAT32 || p[k]->numel != C || p[k]->nbytes < 4 * C)
-            return nfail(L, TIO_E_UNSUPPORTED, "parameters that are not float32 constants of %zu",
-                         C);
+        p[k] = wconst(L, in_v(L->n, (size_t)k + 1));
+        if (!wfloat(p[k], C))
+            return nfail(L, TIO_E_UNSUPPORTED,
+                         "parameters that are not float32 or float16 constants of %zu", C);
     }
     float eps = (float)attr_f(L->n, "epsilon", 1e-5);
     float *s = malloc(2 * (C ? C : 1) * sizeof *s), *t = s ? s + C : NULL;
     if (!s) return nomem(L);
     for (size_t c = 0; c < C; c++) {
-        float inv = 1.f / sqrtf(ldf32(p[3]->data + 4 * c) + eps);
-        s[c] = ldf32(p[0]->data + 4 * c) * inv;
-        t[c] = ldf32(p[1]->data + 4 * c) - ldf32(p[2]->data + 4 * c) * s[c];
+        float inv = 1.f / sqrtf(wat(p[3], c) + eps);
+        s[c] = wat(p[0], c) * inv;
+        t[c] = wat(p[1], c) - wat(p[2], c) * s[c];
     }
     int lay = r == 4 ? 1 : 0;
     int64_t cd = (int64_t)C;
@@ -1276,6 +1323,21 @@ static int lo_split(tl *L, const tio_tfl_lowmap *e) {
     return tio__tfl_w_opt_i(L->m, op, false, "num_splits", (int64_t)no, L->err);
 }
 
+/* A float16 constant's Cast to float32: float16 weights, DEQUANTIZEd where
+ * an operator reads them (get), or converted where one takes their values
+ * (Conv, fully connected, BatchNormalization). */
+static bool cast_ok(const tl *L, const tio_gnode *n) {
+    const tio_tensor *t = vconst(L, in_v(n, 0));
+    return n->input_count == 1 && n->output_count == 1 && n->outputs[0] >= 0 && t &&
+           t->dtype == TIO_FLOAT16 && attr_i(n, "to", 0) == 1;
+}
+
+static int lo_cast(tl *L, const tio_tfl_lowmap *e) {
+    (void)e;
+    L->deq[L->n->outputs[0]] = in_v(L->n, 0);
+    return TIO_OK;
+}
+
 typedef int (*lo_fn)(tl *L, const tio_tfl_lowmap *e);
 
 static lo_fn lo_of(tio_tfl_lkind k) {
@@ -1298,11 +1360,18 @@ static lo_fn lo_of(tio_tfl_lkind k) {
     case TFL_L_BN: return lo_bn;
     case TFL_L_SLICE: return lo_slice;
     case TFL_L_SPLIT: return lo_split;
+    case TFL_L_CAST: return lo_cast;
     }
     return NULL;
 }
 
 /* ------------------------------------------------------------- driver */
+
+/* Whether node n has a TFLite form (a Cast: of float16 weights only). */
+static bool lowers(const tl *L, const tio_gnode *n) {
+    const tio_tfl_lowmap *e = n->domain && n->domain[0] ? NULL : tio__tfl_lowmap(n->op);
+    return e && (e->kind != TFL_L_CAST || cast_ok(L, n));
+}
 
 /* Every node without a TFLite form, in one error (as the tmfile writer
  * lists them). */
@@ -1312,14 +1381,12 @@ static int refusals(tl *L) {
     size_t bad = 0, tl_ = 0, nl = 0;
     for (size_t j = 0; j < g->node_count; j++) {
         const tio_gnode *n = &g->nodes[j];
-        bool ok = (!n->domain || !n->domain[0]) && tio__tfl_lowmap(n->op);
-        if (ok) continue;
+        if (lowers(L, n)) continue;
         /* op types once each */
         bool seen = false;
         for (size_t q = 0; q < j && !seen; q++) {
             const tio_gnode *o = &g->nodes[q];
-            seen = strcmp(o->op, n->op) == 0 &&
-                   !((!o->domain || !o->domain[0]) && tio__tfl_lowmap(o->op));
+            seen = strcmp(o->op, n->op) == 0 && !lowers(L, o);
         }
         if (!seen && tl_ < sizeof types - 64)
             tl_ += (size_t)snprintf(types + tl_, sizeof types - tl_, "%s%s", tl_ ? ", " : "",
@@ -1384,7 +1451,7 @@ static void flat_readers(tl *L) {
     for (size_t j = 0; j < g->node_count; j++) {
         const tio_gnode *n = &g->nodes[j];
         bool fc = (tio__gp_op_is(n, "Gemm") || tio__gp_op_is(n, "MatMul")) &&
-                  n->input_count >= 2 && vconst(L, n->inputs[1]);
+                  n->input_count >= 2 && n->inputs[1] >= 0;
         for (size_t k = 0; k < n->input_count; k++)
             if (n->inputs[k] >= 0 && (k != 0 || !fc)) L->flat_ok[n->inputs[k]] = 0;
     }
@@ -1471,9 +1538,11 @@ int tio__tfl_lower(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m, tio_
     L.nonneg = calloc(nv ? nv : 1, 1);
     L.flat_ok = calloc(nv ? nv : 1, 1);
     L.nhwc_of = malloc((nv ? nv : 1) * sizeof *L.nhwc_of);
-    if (!L.t || !L.nonneg || !L.flat_ok || !L.nhwc_of) rc = nomem(&L);
+    L.deq = malloc((nv ? nv : 1) * sizeof *L.deq);
+    if (!L.t || !L.nonneg || !L.flat_ok || !L.nhwc_of || !L.deq) rc = nomem(&L);
     else {
-        for (size_t i = 0; i < nv; i++) L.t[i][0] = L.t[i][1] = -1, L.nhwc_of[i] = -1;
+        for (size_t i = 0; i < nv; i++)
+            L.t[i][0] = L.t[i][1] = -1, L.nhwc_of[i] = -1, L.deq[i] = -1;
         flat_readers(&L);
         rc = lower(&L);
     }
@@ -1481,6 +1550,7 @@ int tio__tfl_lower(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m, tio_
     free(L.nonneg);
     free(L.flat_ok);
     free(L.nhwc_of);
+    free(L.deq);
     tio__gprep_free(&L.pr);
     return rc;
 }

@@ -59,6 +59,7 @@ static const tio_tfl_lowmap TFL_LOW[] = {
     {"BatchNormalization", TFL_L_BN, OP(MUL), OPT(Mul), OP(ADD)},
     {"Slice", TFL_L_SLICE, OP(STRIDED_SLICE), OPT(StridedSlice), 0},
     {"Split", TFL_L_SPLIT, OP(SPLIT_V), OPT(SplitV), 0},
+    {"Cast", TFL_L_CAST, OP(DEQUANTIZE), 0, 0},
 };
 
 const tio_tfl_lowmap *tio__tfl_lowmap(const char *onnx) {

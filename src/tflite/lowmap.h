@@ -26,7 +26,8 @@ typedef enum tio_tfl_lkind {
     TFL_L_PAD,       /* Pad (constant mode): PAD / PADV2 */
     TFL_L_BN,        /* BatchNormalization not folded: MUL + ADD per channel */
     TFL_L_SLICE,     /* Slice (positive steps): STRIDED_SLICE */
-    TFL_L_SPLIT      /* Split: SPLIT_V */
+    TFL_L_SPLIT,     /* Split: SPLIT_V */
+    TFL_L_CAST       /* Cast of float16 weights to float32: DEQUANTIZE where read */
 } tio_tfl_lkind;
 
 typedef struct tio_tfl_lowmap {

@@ -63,6 +63,8 @@ VARIANTS = {"cnn_small": (["--no-fuse"], ["--layout", "nchw"]),
             "densenet121_13": (["--no-fuse"],), "mobilenet_v3_small_13": (["--no-fuse"],),
             "shufflenet_v2_x0_5_13": (["--layout", "nchw"],)}
 ATOL, RTOL = 1e-4, 1e-3
+# also with float16 weights (each initializer float16 behind a Cast)
+FP16 = {"cnn_small", "resnet18_13", "mobilenet_v3_small_13", "mlp_matmul", "mlp_gemm"}
 
 FAILED = 0
 
@@ -98,6 +100,26 @@ def export_mlp(torch, path, rank3):
         warnings.simplefilter("ignore")
         torch.onnx.export(model, x, path, opset_version=13, input_names=["input"],
                           output_names=["output"])
+
+
+def fp16_weights(onnx, np, src, dst):
+    """src with its float32 initializers stored as float16, each read through
+    a Cast to float32 (float16 weights of a float32 model)."""
+    from onnx import helper, numpy_helper
+    m = onnx.load(src)
+    casts = []
+    for t in m.graph.initializer:
+        if t.data_type != onnx.TensorProto.FLOAT:
+            continue
+        a = numpy_helper.to_array(t).astype(np.float16)
+        name = t.name
+        t.CopyFrom(numpy_helper.from_array(a, name + "_fp16"))
+        casts.append(helper.make_node("Cast", [name + "_fp16"], [name], name=name + "_cast",
+                                      to=onnx.TensorProto.FLOAT))
+    nodes = casts + list(m.graph.node)
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    onnx.save(m, dst)
 
 
 def tflite_ops(path):
@@ -181,7 +203,8 @@ def check(np, onnx, name, src, tmp, flags):
         return head + "; Arm NN " + worst_of(np, d, outs, d, "out%d.npy", nchw)
     if r.returncode != 3:
         raise AssertionError("Arm NN crashed (exit %d): %s" % (r.returncode, r.stderr[-300:]))
-    why = r.stderr.strip().replace("armnn_run: ", "")[:100]
+    why = [ln for ln in r.stderr.splitlines() if ln.startswith("armnn_run: ")]
+    why = why[-1][len("armnn_run: "):][:100] if why else r.stderr.strip()[-100:]
     # Arm NN refused it: the ONNX form of the .tflite in onnxruntime
     back = os.path.join(d, "back.onnx")
     tensio("convert", "--force", "--drop-metadata", dst, back)
@@ -235,6 +258,12 @@ def main():
         p = os.path.join(zdir, nm + ".onnx")
         export_mlp(torch, p, rank3)
         models.append((nm, p))
+    # float16 weights (a Cast each): stored float16, DEQUANTIZEd in the .tflite
+    for nm, p in list(models):
+        if nm in FP16:
+            q = os.path.join(zdir, nm + "_fp16w.onnx")
+            fp16_weights(onnx, np, p, q)
+            models.append((nm + "_fp16w", q))
     for nm, p in models:
         for flags in ([],) + VARIANTS.get(nm, ()):
             label = " ".join([nm] + flags)
