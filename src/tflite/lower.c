@@ -109,7 +109,22 @@ static float wat(const tio_tensor *t, size_t i) {
     return f;
 }
 
-/* Value v's static shape (a constant's, else the graph's or the inferred). */
+/* The largest element count of a value the lowering takes (the graph layer's
+ * bound): products of dims cannot overflow. */
+#define TL_BIG ((int64_t)1 << 40)
+
+/* Whether dims d hold at most TL_BIG elements, each dim within int32. */
+static bool dims_ok(const int64_t *d, int r) {
+    int64_t n = 1;
+    for (int k = 0; k < r; k++) {
+        if (d[k] < 0 || d[k] > INT32_MAX || (d[k] && n > TL_BIG / d[k])) return false;
+        if (d[k]) n *= d[k];
+    }
+    return true;
+}
+
+/* Value v's static shape (a constant's, else the graph's or the inferred),
+ * within dims_ok. */
 static bool vshape(const tl *L, int64_t v, int64_t *d, int *r) {
     if (v < 0) return false;
     const tio_tensor *t = vconst(L, v);
@@ -117,17 +132,16 @@ static bool vshape(const tl *L, int64_t v, int64_t *d, int *r) {
         if (t->rank > LMAX) return false;
         for (size_t k = 0; k < t->rank; k++) d[k] = t->shape[k];
         *r = (int)t->rank;
-        return true;
+        return dims_ok(d, *r);
     }
     const tio_gvalue *gv = &L->g->values[v];
     if (gv->rank < 0 || gv->rank > LMAX || (gv->rank && !gv->dims)) return false;
     for (int64_t k = 0; k < gv->rank; k++) {
-        if (gv->dims[k].name || gv->dims[k].value < 0 || gv->dims[k].value > INT32_MAX)
-            return false;
+        if (gv->dims[k].name || gv->dims[k].value < 0) return false;
         d[k] = gv->dims[k].value;
     }
     *r = (int)gv->rank;
-    return true;
+    return dims_ok(d, *r);
 }
 
 static int need_shape(tl *L, int64_t v, int64_t *d, int *r) {
@@ -757,6 +771,9 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
     int64_t O = w->shape[0], I = w->shape[1], KH = w->shape[2], KW = w->shape[3], C = xd[1];
     int64_t grp = attr_i(L->n, "group", 1);
     bool dw = grp != 1;
+    if (C < 1 || grp < 1 || O < 1)
+        return nfail(L, TIO_E_UNSUPPORTED, "%lld input channels, group %lld", (long long)C,
+                     (long long)grp);
     if (dw && !(grp == C && I == 1 && O % C == 0))
         return nfail(L, TIO_E_UNSUPPORTED,
                      "group %lld of %lld channels (plain and depthwise Conv lower)",
@@ -1480,11 +1497,19 @@ static int lower(tl *L) {
         if ((rc = new_form(L, v, lay, &idx))) {
             int64_t d[LMAX];
             int r;
-            if (!vshape(L, v, d, &r))
+            const tio_gvalue *gv = &g->values[v];
+            bool fixed = gv->rank >= 0 && gv->rank <= LMAX && (gv->dims || !gv->rank);
+            for (int64_t q = 0; fixed && q < gv->rank; q++)
+                fixed = !gv->dims[q].name && gv->dims[q].value >= 0;
+            if (fixed && !vshape(L, v, d, &r))
+                return tio__err(L->err, TIO_E_LIMIT, TFL, -1,
+                                "graph input '%s': a dim past int32 or more than 2^40 elements",
+                                gv->name ? gv->name : "");
+            if (!fixed)
                 return tio__err(L->err, TIO_E_UNSUPPORTED, TFL, -1,
                                 "graph input '%s' has no static shape (dims named or unknown): "
                                 "the TFLite lowering needs fixed dims",
-                                g->values[v].name ? g->values[v].name : "");
+                                gv->name ? gv->name : "");
             return rc;
         }
     }
