@@ -297,20 +297,24 @@ def onnx_section(md, goals, plots):
                   tb / ts <= 4 and anon < 64, note)
 
     rows = []
-    for g in ("onnx→rten", "rten→onnx"):
+    for g in ("onnx→rten", "rten→onnx", "tflite→tflite"):
         if g not in groups("onnx"):
             continue
         hashed = (lambda w: f"; SHA-256 of the input alone: "
                   f"{fr(ratio('onnx', g, 'base:sha256', 'base:cp'))} cp"
                   if ("onnx", g, "base:sha256") in RUNS else "")
-        convert_rows("onnx", [g], rows, goals, f"{g.replace('onnx', 'ONNX')} convert",
+        # issue 36: .tflite -> .tflite at 0.9x cp
+        convert_rows("onnx", [g], rows, goals,
+                     f"{g.replace('onnx', 'ONNX').replace('tflite', 'TFLite')} convert",
                      lambda g, s, k: plot.append(("median", f"{g}: {s}", med(k) * 1e3)),
-                     hashed)
+                     hashed, threshold=0.9 if g == "tflite→tflite" else 0.7)
     if rows:
         md.append("\nConversions, one process per repetition as in section 4 (input in the "
                   "page cache, output written where section 4 writes): `tensio:cli` is "
                   "`tensio convert --no-sync`, `tensio:lib` `tio_open` + `tio_save`, "
-                  "`base:cp` `cp` of the input. An .rten written from ONNX carries "
+                  "`base:cp` `cp` of the input. `tflite→tflite` rewrites a generated "
+                  "TensorFlow Lite model of the same constants (one subgraph of constants: "
+                  "`tio_bench gen --format tflite`). An .rten written from ONNX carries "
                   "`onnx_hash`, the SHA-256 of the whole .onnx (as rten-convert writes it): "
                   "`base:sha256` is that hash alone (the input mapped, one OpenSSL `EVP_Digest` "
                   "over it, in a process of its own). GB/s counts "

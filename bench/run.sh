@@ -320,7 +320,7 @@ fi
 
 # ------------------------------------------------------------ ONNX
 if has onnx; then
-  step "onnx: $MCONSTS initializers in $MSIZE: open + list, ONNX ⇄ rten, onnx.load"
+  step "onnx: $MCONSTS initializers in $MSIZE: open + list, ONNX ⇄ rten, onnx.load; tflite → tflite"
   on="$READ/bench-model.onnx"
   small="$READ/bench-model-small.onnx"
   rt="$READ/bench-model.rten"
@@ -354,6 +354,16 @@ if has onnx; then
   run $T files spawn --case onnx --group "rten→onnx" --out "$o" --warm "$MSIZE" \
     :: base:cp cp "$rt" "$o" :: tensio:cli "$CLI" convert --no-sync "$rt" "$o"
   rm -f "$on" "$small" "$rt"
+  # .tflite -> .tflite (issue 36: >= 0.9x cp): the same constants as a model
+  # of constants (tio_bench gen --format tflite)
+  tf="$READ/bench-model.tflite"
+  run "$B" gen --format tflite --size "$MSIZE" --tensors "$MCONSTS" --out "$tf"
+  sync -f "$tf"
+  cat "$tf" >/dev/null
+  o="$DATA/bench-out.tflite"
+  run $T files spawn --case onnx --group "tflite→tflite" --out "$o" --warm "$MSIZE" \
+    :: base:cp cp "$tf" "$o" :: tensio:cli "$CLI" convert --no-sync "$tf" "$o"
+  rm -f "$tf"
 fi
 
 # ------------------------------------------------------------ recv -o

@@ -860,8 +860,9 @@ static int tfl_probe(const uint8_t *d, size_t n) {
 /* ---------------------------------------------------------------- write */
 
 /* A .tflite read by tensio is rewritten from its source model (tflite/rewrite.c);
- * a graph from another format is lowered (tflite/lower.c). A container of
- * tensors only is refused by the core (TIO_CAP_GRAPH: a model needs a graph). */
+ * a graph without nodes is a model of constants (tflite/wmodel.c); a graph
+ * from another format is lowered (tflite/lower.c). A container of tensors
+ * only is refused by the core (TIO_CAP_GRAPH: a model needs a graph). */
 static int tfl_write(tio_write_plan *p, tio_sink *sink, tio_error *err) {
     const tio_container *c = tio__plan_container(p);
     tfl_wmodel m;
@@ -869,14 +870,21 @@ static int tfl_write(tio_write_plan *p, tio_sink *sink, tio_error *err) {
     const tfl_native *nat = c->native && c->native_format && strcmp(c->native_format, TFL) == 0
                                 ? c->native
                                 : NULL;
+    bool rewrite = nat != NULL;
     if (!rc && nat)
         rc = tio__tfl_rewrite(nat, p, &m, err);
+    else if (!rc && c->graph && c->graph->node_count == 0)
+        rc = tio__tfl_w_constants(p, c->graph, &m, err);
     else if (!rc && c->graph)
         rc = tio__tfl_lower(p, c->graph, &m, err);
     else if (!rc)
         rc = tio__err(err, TIO_E_UNSUPPORTED, TFL, -1,
                       "a model needs a graph; this container holds tensors only");
     if (!rc) rc = tio__tfl_w_serialise(&m, p, sink, err);
+    /* what the serialiser refuses in a model that was read (a value out of
+     * its field's range, a container tensor that changed) is not the
+     * caller's argument: the model cannot be rewritten as it is */
+    if (rc == TIO_E_ARGUMENT && rewrite && err) err->code = rc = TIO_E_UNSUPPORTED;
     tio__tfl_w_free(&m);
     return rc;
 }

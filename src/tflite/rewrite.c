@@ -290,8 +290,8 @@ static int rw_tensor(rw *r, uint32_t sg, uint32_t i, const tio_fb_ref *tt, tfl_w
         if (sg > 0 && k > 0 && strncmp(nm, pre, (size_t)k) == 0) nm += k;
         t->name = nm;
     }
-    tfl_wbuffer *bf = &r->m->buffers[t->buffer];
     if (t->buffer == 0) return TIO_OK;
+    tfl_wbuffer *bf = &r->m->buffers[t->buffer];
     if (bf->tensor < 0) {
         bf->tensor = ct;
         bf->data = NULL;

@@ -5,6 +5,7 @@
  */
 #include "tflite/write.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -271,4 +272,85 @@ int tio__tfl_type_of(tio_dtype dt) {
     case TIO_FLOAT8_E5M2: return TFL_TensorType_FLOAT8_E5M2;
     default: return -1;
     }
+}
+
+/* ------------------------------------------------ a model of constants */
+
+int tio__tfl_w_constants(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m,
+                         tio_error *err) {
+    const tio_container *c = tio__plan_container(plan);
+    bool drop = (tio__plan_flags(plan) & TIO_SAVE_DROP_METADATA) != 0;
+    tfl_wsubgraph *s;
+    int rc = tio__tfl_w_subgraph(m, &s, err);
+    if (rc) return rc;
+    int32_t *tidx = tio__tfl_w_alloc(m, (tio__plan_count(plan) + 1) * sizeof *tidx);
+    if (!tidx) return tio__nomem(err, TFL);
+    for (size_t i = 0; i < tio__plan_count(plan) && !rc; i++) {
+        const tio_wtensor *wt = tio__plan_tensor(plan, i);
+        char lb[120];
+        snprintf(lb, sizeof lb, "tensor %zu%s%.80s%s", i, wt->name ? " ('" : "",
+                 wt->name ? wt->name : "", wt->name ? "')" : "");
+        int type = tio__tfl_type_of(wt->dtype);
+        if (type < 0 || wt->layout != TIO_LAYOUT_DENSE)
+            return tio__err(err, TIO_E_UNSUPPORTED, TFL, -1,
+                            "%s: a %s %s tensor has no TensorFlow Lite form", lb,
+                            wt->layout == TIO_LAYOUT_DENSE ? "dense" : "sparse or quantized",
+                            tio_dtype_name(wt->dtype));
+        if (wt->src && tio__tensor_meta_view(wt->src)->count && !drop)
+            return tio__err(err, TIO_E_LOSSY, TFL, -1,
+                            "%s has metadata, which a TensorFlow Lite tensor cannot hold "
+                            "(TIO_SAVE_DROP_METADATA / --drop-metadata drops it)",
+                            lb);
+        if (wt->rank > INT32_MAX) return tio__err(err, TIO_E_LIMIT, TFL, -1, "%s: rank", lb);
+        int32_t *dims = tio__tfl_w_alloc(m, (wt->rank + 1) * sizeof *dims);
+        if (!dims) return tio__nomem(err, TFL);
+        for (size_t k = 0; k < wt->rank; k++) {
+            if (wt->shape[k] > INT32_MAX)
+                return tio__err(err, TIO_E_LIMIT, TFL, -1,
+                                "%s: dimension %zu is %lld, past TensorFlow Lite's int32 "
+                                "dimensions",
+                                lb, k, (long long)wt->shape[k]);
+            dims[k] = (int32_t)wt->shape[k];
+        }
+        tfl_wtensor t;
+        memset(&t, 0, sizeof t);
+        t.name = wt->name;
+        t.type = type;
+        t.shape = dims;
+        t.rank = (int32_t)wt->rank;
+        t.nsig = -1;
+        if (wt->nbytes) rc = tio__tfl_w_buffer(m, (int64_t)i, NULL, wt->nbytes, &t.buffer, err);
+        if (!rc) rc = tio__tfl_w_tensor(m, 0, &t, &tidx[i], err);
+    }
+    /* the graph's outputs that are constants are the subgraph's outputs */
+    if (!rc && g && g->output_count) {
+        int32_t *outs = tio__tfl_w_alloc(m, g->output_count * sizeof *outs);
+        if (!outs) return tio__nomem(err, TFL);
+        size_t n = 0;
+        for (size_t k = 0; k < g->output_count; k++) {
+            int64_t v = g->outputs[k];
+            int64_t t = v >= 0 && (size_t)v < g->value_count ? g->values[v].tensor : -1;
+            if (t >= 0 && (size_t)t < tio__plan_count(plan)) outs[n++] = tidx[t];
+        }
+        s = &m->subgraphs[0];
+        s->outputs = outs;
+        s->noutputs = n;
+    }
+    /* the container's metadata: Model.metadata entries (name, buffer of the value) */
+    if (!rc && !drop && c->meta.count) {
+        m->metadata = tio__tfl_w_alloc(m, c->meta.count * sizeof *m->metadata);
+        if (!m->metadata) return tio__nomem(err, TFL);
+        for (size_t k = 0; k < c->meta.count && !rc; k++) {
+            if (memchr(c->meta.keys[k], 0, c->meta.klens[k]))
+                return tio__err(err, TIO_E_UNSUPPORTED, TFL, -1,
+                                "metadata key %zu holds a NUL byte (a TensorFlow Lite metadata "
+                                "name is a C string)",
+                                k);
+            m->metadata[k].name = c->meta.keys[k];
+            rc = tio__tfl_w_buffer(m, -1, (const uint8_t *)c->meta.values[k], c->meta.vlens[k],
+                                   &m->metadata[k].buffer, err);
+            m->nmetadata++;
+        }
+    }
+    return rc;
 }

@@ -254,7 +254,7 @@ static int w_tensor(tw *w, size_t sg, size_t i, const tfl_wtensor *t, tio_fb_off
     if (t->type < 0 || t->type > INT8_MAX || !tio__tfl_enum_name("TensorType", t->type))
         return tio__err(err, TIO_E_ARGUMENT, TFL, -1, "%s: TensorType %d is not in the schema",
                         lbl, t->type);
-    if (t->buffer >= m->nbuffers)
+    if (t->buffer >= m->nbuffers && t->buffer != 0) /* 0: none, even without buffers */
         return tio__err(err, TIO_E_ARGUMENT, TFL, -1,
                         "%s: buffer %u is out of range (the model has %zu buffers)", lbl,
                         t->buffer, m->nbuffers);
@@ -262,13 +262,12 @@ static int w_tensor(tw *w, size_t sg, size_t i, const tfl_wtensor *t, tio_fb_off
         (t->nsig > 0 && !t->shape_signature))
         return tio__err(err, TIO_E_ARGUMENT, TFL, -1, "%s: a shape without dimensions", lbl);
     for (int32_t k = 0; k < t->rank; k++)
-        if (t->shape[k] < 0)
+        if (t->shape[k] < -1)
             return tio__err(err, TIO_E_ARGUMENT, TFL, -1,
-                            "%s: dimension %d is %d (shape_signature holds -1 for a dynamic "
-                            "dimension; shape holds sizes)",
-                            lbl, k, t->shape[k]);
-    const tfl_wbuffer *bf = &m->buffers[t->buffer];
-    if (t->buffer && bf->tensor >= 0) {
+                            "%s: dimension %d is %d (a size, or -1 for a dynamic one)", lbl, k,
+                            t->shape[k]);
+    const tfl_wbuffer *bf = t->buffer ? &m->buffers[t->buffer] : NULL;
+    if (bf && bf->tensor >= 0) {
         /* a container tensor's bytes: they must be what the shape and type say */
         const tio_wtensor *wt = tio__plan_tensor(w->plan, (size_t)bf->tensor);
         if (!wt)

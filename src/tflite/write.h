@@ -258,6 +258,13 @@ int tio__tfl_meta_digest(const tio_container *c, uint8_t out[32]);
 int tio__tfl_rewrite(const tfl_native *nat, tio_write_plan *plan, tfl_wmodel *m,
                      tio_error *err);
 
+/* A model of constants: one subgraph holding every tensor of the plan (a
+ * buffer each, no operators; the graph's outputs that are constants are its
+ * outputs), the container's metadata as Model.metadata entries. For a graph
+ * without nodes. */
+int tio__tfl_w_constants(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m,
+                         tio_error *err);
+
 /* Lowers graph g (ONNX semantics; not a TFLite native graph) and the plan's
  * tensors to a TFLite model in m (already initialised). src/tflite/lower.c.
  * One error lists every ONNX operator that has no TFLite form. */

@@ -1259,7 +1259,8 @@ def t_convert_every_pair(tmp):
     caps = {f["name"]: f["capabilities"] for f in run_json("formats", "--json")["formats"]}
     base = vec("tenbin/dtype_float32.ten")  # one float32 tensor named x
     models = {"rten": vec("rten/small_cnn/small_cnn.v2.rten"),
-              "onnx": vec("onnx/cnn_small.onnx"), "tmfile": vec("tmfile/cnn_small.tmfile")}
+              "onnx": vec("onnx/cnn_small.onnx"), "tmfile": vec("tmfile/cnn_small.tmfile"),
+              "tflite": vec("tflite/small/tflm_hello_world_float.tflite")}
     if base is None or None in models.values():
         return
     srcs = {}
