@@ -382,7 +382,8 @@ static int inputs_to_attrs(pp *x, tio_gnode *n, size_t k, const char *const *nam
     size_t nv;
     for (size_t q = k; q < n->input_count && q < k + cnt; q++) {
         if (n->inputs[q] < 0) continue;
-        if (!tio__gp_ld_ints(tio__gp_pt(x, n->inputs[q]), vals, 2 * GP_MAX_DIMS, &nv)) return TIO_OK;
+        if (!tio__gp_ld_ints(tio__gp_pt(x, n->inputs[q]), vals, 2 * GP_MAX_DIMS, &nv))
+            return TIO_OK;
     }
     for (size_t q = k; q < n->input_count && q < k + cnt; q++) {
         if (n->inputs[q] < 0) continue;
@@ -399,7 +400,8 @@ static int attr_forms(pp *x, tio_gnode *n) {
     if (strcmp(op, "Clip") == 0 && n->input_count > 1) {
         double mn = -3.402823466e38, mx = 3.402823466e38;
         if (n->inputs[1] >= 0 && !ld_scalar_f(tio__gp_pt(x, n->inputs[1]), &mn)) return TIO_OK;
-        if (n->input_count > 2 && n->inputs[2] >= 0 && !ld_scalar_f(tio__gp_pt(x, n->inputs[2]), &mx))
+        if (n->input_count > 2 && n->inputs[2] >= 0 &&
+            !ld_scalar_f(tio__gp_pt(x, n->inputs[2]), &mx))
             return TIO_OK;
         if ((rc = set_f(x, n, "min", mn)) || (rc = set_f(x, n, "max", mx))) return rc;
         return set_inputs(x, n, n->inputs, 1);
@@ -466,7 +468,8 @@ static bool passthrough(const pp *x, const tio_gnode *n) {
 /* Gemm as FullyConnected: y = x W^T + b with alpha = beta = 1 (convert_tool
  * transposes W and scales W and b into that form). */
 static int gemm_form(pp *x, tio_gnode *n) {
-    if (n->input_count < 2 || n->input_count > 3 || tio__gp_ga_i(n, "transA", 0) != 0) return TIO_OK;
+    if (n->input_count < 2 || n->input_count > 3 || tio__gp_ga_i(n, "transA", 0) != 0)
+        return TIO_OK;
     int64_t tb = tio__gp_ga_i(n, "transB", 0);
     const tio_gattr *al = tio__gp_ga(n, "alpha"), *be = tio__gp_ga(n, "beta");
     double alpha = al && al->type == TIO_ATTR_FLOAT ? al->f : 1.0;
@@ -501,7 +504,8 @@ static int gemm_form(pp *x, tio_gnode *n) {
     if (b && beta != 1.0) {
         uint8_t *nb = tio__gp_pa(x, b->nbytes ? b->nbytes : 1);
         if (!nb) return tio__gp_nomem(x);
-        for (size_t k = 0; k < b->numel; k++) tio__gp_stf(nb + 4 * k, tio__gp_to_f(tio__gp_ldf(b->data + 4 * k) * beta));
+        for (size_t k = 0; k < b->numel; k++)
+            tio__gp_stf(nb + 4 * k, tio__gp_to_f(tio__gp_ldf(b->data + 4 * k) * beta));
         int64_t bt = tio__gp_mk_tensor(x, x->v[bv].name, TIO_FLOAT32, (int)b->rank, b->shape, nb,
                                b->nbytes, true);
         int64_t nbv = bt < 0 ? -1 : new_value(x, x->v[bv].name, TIO_FLOAT32, bt, bv);
@@ -544,7 +548,8 @@ static int fuse_matmul_add(pp *x, size_t j) {
         int64_t nb = bv;
         if (b->rank != 1) {
             int64_t n1 = w->shape[1];
-            int64_t t = tio__gp_mk_tensor(x, x->v[bv].name, TIO_FLOAT32, 1, &n1, b->data, b->nbytes, true);
+            int64_t t =
+                tio__gp_mk_tensor(x, x->v[bv].name, TIO_FLOAT32, 1, &n1, b->data, b->nbytes, true);
             if (t < 0 || (nb = new_value(x, x->v[bv].name, TIO_FLOAT32, t, bv)) < 0)
                 return tio__gp_nomem(x);
         }
@@ -600,7 +605,8 @@ static int fuse_bn(pp *x, size_t j) {
     if (pj < 0) return TIO_OK;
     tio_gnode *cv = &x->n[pj];
     bool conv = op_is(cv, "Conv");
-    bool fc = op_is(cv, "Gemm") && tio__gp_ga_i(cv, "transB", 0) == 1 && !tio__gp_ga(cv, "alpha") && !tio__gp_ga(cv, "beta");
+    bool fc = op_is(cv, "Gemm") && tio__gp_ga_i(cv, "transB", 0) == 1 && !tio__gp_ga(cv, "alpha") &&
+              !tio__gp_ga(cv, "beta");
     if ((!conv && !fc) || cv->input_count < 2) return TIO_OK;
     const tio_tensor *w = tio__gp_pt(x, cv->inputs[1]);
     if (!w || w->dtype != TIO_FLOAT32 || w->rank < 2 || w->shape[0] < 1) return TIO_OK;
@@ -617,7 +623,8 @@ static int fuse_bn(pp *x, size_t j) {
     if (!nw || !nb) return tio__gp_nomem(x);
     for (size_t c = 0; c < co; c++) {
         float inv = 1.f / sqrtf(tio__gp_ldf(p[3] + 4 * c) + eps);
-        float mean = tio__gp_ldf(p[2] + 4 * c), gamma = tio__gp_ldf(p[0] + 4 * c), beta = tio__gp_ldf(p[1] + 4 * c);
+        float mean = tio__gp_ldf(p[2] + 4 * c), gamma = tio__gp_ldf(p[0] + 4 * c),
+              beta = tio__gp_ldf(p[1] + 4 * c);
         float sm = ((bd ? tio__gp_ldf(bd + 4 * c) : 0.f) - mean) * inv;
         float sc = gamma * inv;
         sm = gamma * sm + beta;
@@ -626,17 +633,19 @@ static int fuse_bn(pp *x, size_t j) {
         tio__gp_stf(nb + 4 * c, sm);
     }
     int64_t wv = cv->inputs[1];
-    int64_t wt = tio__gp_mk_tensor(x, x->v[wv].name, TIO_FLOAT32, (int)w->rank, w->shape, nw, w->nbytes,
-                           true);
+    int64_t wt = tio__gp_mk_tensor(x, x->v[wv].name, TIO_FLOAT32, (int)w->rank, w->shape, nw,
+                                   w->nbytes, true);
     int64_t bshape = (int64_t)co;
     const char *bname = bv >= 0 ? x->v[bv].name
                                 : pa_str(x, x->v[wv].name ? x->v[wv].name : "bias", ".bias.bn");
-    int64_t bt = bname ? tio__gp_mk_tensor(x, bname, TIO_FLOAT32, 1, &bshape, nb, co * 4, true) : -1;
+    int64_t bt =
+        bname ? tio__gp_mk_tensor(x, bname, TIO_FLOAT32, 1, &bshape, nb, co * 4, true) : -1;
     if (wt < 0 || bt < 0) return tio__gp_nomem(x);
     int64_t in[3] = {cv->inputs[0], wv, bv};
     if (x->uses[wv] == 1 && !is_out(x, wv)) {
         if (tio__gp_retensor(x, wv, wt)) return TIO_E_NOMEM;
-    } else if ((in[1] = new_value(x, x->v[wv].name, TIO_FLOAT32, wt, wv)) < 0) return tio__gp_nomem(x);
+    } else if ((in[1] = new_value(x, x->v[wv].name, TIO_FLOAT32, wt, wv)) < 0)
+        return tio__gp_nomem(x);
     if (bv >= 0 && x->uses[bv] == 1 && !is_out(x, bv)) {
         if (tio__gp_retensor(x, bv, bt)) return TIO_E_NOMEM;
     } else if ((in[2] = new_value(x, bname, TIO_FLOAT32, bt, bv >= 0 ? bv : wv)) < 0)

@@ -186,8 +186,9 @@ void tio__gp_infer(pp *x, size_t j) {
         int64_t total = 1, part = 1, neg = -1;
         for (int k = 0; k < r; k++) total *= x->sh[in][k];
         for (size_t k = 0; k < cnt; k++) {
-            o[k] = a[k] == 0 && tio__gp_ga_i(n, "allowzero", 0) == 0 ? ((int)k < r ? x->sh[in][k] : -2)
-                                                               : a[k];
+            o[k] = a[k] == 0 && tio__gp_ga_i(n, "allowzero", 0) == 0
+                       ? ((int)k < r ? x->sh[in][k] : -2)
+                       : a[k];
             if (o[k] == -1 && neg < 0) neg = (int64_t)k;
             else if (o[k] < 0 || o[k] > PP_BIG) return;
             else if (o[k] && part > PP_BIG / o[k]) return;
@@ -229,15 +230,18 @@ void tio__gp_infer(pp *x, size_t j) {
         o[ax] = 0;
         for (size_t k = 0; k < n->input_count; k++) {
             int64_t b = n->inputs[k];
-            if (!tio__gp_known(x, b) || x->srank[b] != r || (o[ax] += x->sh[b][ax]) > PP_BIG) return;
+            if (!tio__gp_known(x, b) || x->srank[b] != r || (o[ax] += x->sh[b][ax]) > PP_BIG)
+                return;
         }
         tio__gp_set_shape(x, out, r, o);
     } else if (strcmp(op, "Shape") == 0) {
         o[0] = r;
         tio__gp_set_shape(x, out, 1, o);
     } else if (strcmp(op, "Gather") == 0) {
-        int64_t ix = n->input_count > 1 ? n->inputs[1] : -1, ax = norm_axis(tio__gp_ga_i(n, "axis", 0), r);
-        if (!tio__gp_known(x, ix) || ax < 0 || ax >= r || r - 1 + x->srank[ix] > (int)GP_MAX_DIMS) return;
+        int64_t ix = n->input_count > 1 ? n->inputs[1] : -1,
+                ax = norm_axis(tio__gp_ga_i(n, "axis", 0), r);
+        if (!tio__gp_known(x, ix) || ax < 0 || ax >= r || r - 1 + x->srank[ix] > (int)GP_MAX_DIMS)
+            return;
         int m = 0;
         for (int k = 0; k < r; k++) {
             if (k == ax)
@@ -362,7 +366,8 @@ static int num_store(pp *x, int64_t out, const num *r, tio_dtype dt) {
     uint8_t *d = tio__gp_pa(x, (r->n ? r->n : 1) * es);
     if (!d) return tio__gp_nomem(x);
     for (size_t k = 0; k < r->n; k++) {
-        if (dt == TIO_FLOAT32) tio__gp_stf(d + 4 * k, r->flt ? tio__gp_to_f(r->f[k]) : (float)r->i[k]);
+        if (dt == TIO_FLOAT32)
+            tio__gp_stf(d + 4 * k, r->flt ? tio__gp_to_f(r->f[k]) : (float)r->i[k]);
         else {
             int64_t iv = r->flt ? (int64_t)r->f[k] : r->i[k];
             if (dt == TIO_INT64) tio__st64(d + 8 * k, (uint64_t)iv);
@@ -477,8 +482,8 @@ int tio__gp_fold(pp *x, size_t j, bool *folded) {
         uint64_t cnt_out = 1;
         for (int k = 0; k < x->srank[out]; k++) cnt_out *= (uint64_t)x->sh[out][k];
         if (cnt_out != t0->numel) return TIO_OK;
-        int64_t t = tio__gp_mk_tensor(x, x->v[out].name, t0->dtype, x->srank[out], x->sh[out], t0->data,
-                              t0->nbytes, true);
+        int64_t t = tio__gp_mk_tensor(x, x->v[out].name, t0->dtype, x->srank[out], x->sh[out],
+                                      t0->data, t0->nbytes, true);
         if (t < 0) return tio__gp_nomem(x);
         rc = tio__gp_retensor(x, out, t);
         if (!rc) *folded = true;
@@ -578,9 +583,11 @@ int tio__gp_fold(pp *x, size_t j, bool *folded) {
     if (strcmp(op, "Slice") == 0 && a.rank == 1) {
         int64_t st[1], en[1], sp[1] = {1};
         size_t ns, ne, na, nsp;
-        if (!tio__gp_const_ints(x, n, 1, "starts", st, 1, &ns) || !tio__gp_const_ints(x, n, 2, "ends", en, 1, &ne))
+        if (!tio__gp_const_ints(x, n, 1, "starts", st, 1, &ns) ||
+            !tio__gp_const_ints(x, n, 2, "ends", en, 1, &ne))
             return TIO_OK;
-        if (tio__gp_const_ints(x, n, 3, "axes", ax, 1, &na) && norm_axis(ax[0], 1) != 0) return TIO_OK;
+        if (tio__gp_const_ints(x, n, 3, "axes", ax, 1, &na) && norm_axis(ax[0], 1) != 0)
+            return TIO_OK;
         if (!tio__gp_const_ints(x, n, 4, "steps", sp, 1, &nsp)) sp[0] = 1;
         int64_t s0, c;
         if (!slice_axis(a.sh[0], st[0], en[0], sp[0], &s0, &c) || !num_alloc(x, &r, a.flt, 1, &c))
