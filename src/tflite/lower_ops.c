@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A Clip bound at least this large is none (the graph layer writes float's
+ * largest, 3.402823466e38, for an absent one) */
+#define CLIP_NONE 3.4e38
+
 /* ---------------------------------------------------------- operators */
 
 static int lo_unary(tl *L, const tio_tfl_lowmap *e) {
@@ -85,7 +89,7 @@ static int lo_clip(tl *L, const tio_tfl_lowmap *e) {
     int32_t in, out;
     int rc;
     if ((rc = tio__tl_get(L, x, lay, &in))) return rc;
-    if (lo <= -FLT_MAX && hi >= FLT_MAX) {
+    if (lo <= -CLIP_NONE && hi >= CLIP_NONE) {
         L->t[y][lay] = in; /* no bounds: the input itself */
         L->nonneg[y] = L->nonneg[x];
         return TIO_OK;
@@ -94,19 +98,19 @@ static int lo_clip(tl *L, const tio_tfl_lowmap *e) {
     if (lo >= 0) L->nonneg[y] = 1;
     int32_t code = -1;
     if (lo == 0 && hi == 6) code = TFL_BuiltinOperator_RELU6;
-    else if (lo == 0 && hi >= FLT_MAX) code = TFL_BuiltinOperator_RELU;
+    else if (lo == 0 && hi >= CLIP_NONE) code = TFL_BuiltinOperator_RELU;
     else if (lo == -1 && hi == 1) code = TFL_BuiltinOperator_RELU_N1_TO_1;
     if (code >= 0) return tio__tl_emit(L, code, 0, &in, 1, &out, 1, NULL);
     int32_t mid = in;
-    if (lo > -FLT_MAX) {
+    if (lo > -CLIP_NONE) {
         mid = out;
-        if (hi < FLT_MAX && (rc = temp_like(L, y, lay, "max", &mid))) return rc;
+        if (hi < CLIP_NONE && (rc = temp_like(L, y, lay, "max", &mid))) return rc;
         if ((rc = scalar_op(L, TFL_BuiltinOperator_MAXIMUM,
                             TFL_BuiltinOptions_MaximumMinimumOptions, in, (float)lo, "min", mid,
                             NULL)))
             return rc;
     }
-    if (hi < FLT_MAX)
+    if (hi < CLIP_NONE)
         return scalar_op(L, TFL_BuiltinOperator_MINIMUM, TFL_BuiltinOptions_MaximumMinimumOptions,
                          mid, (float)hi, "max", out, NULL);
     return TIO_OK;

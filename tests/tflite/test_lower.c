@@ -68,6 +68,14 @@ static int64_t cv(gb *b, const char *name, size_t rank, const int64_t *d) {
     return (int64_t)ix;
 }
 
+/* A float32 scalar constant. */
+static int64_t scalar(gb *b, const char *name, float f) {
+    int64_t d[1] = {1};
+    int64_t v = cv(b, name, 0, d);
+    b->buf[b->used - 1] = f;
+    return v;
+}
+
 static size_t nd(gb *b, const char *name, const char *op, const char *domain, size_t nin,
                  const int64_t *in, int64_t out) {
     tio_node_info n = {.name = name, .op = op, .native_id = -1, .input_count = nin,
@@ -229,6 +237,32 @@ static void test_refused_node(void **state) {
     gb_free(b);
 }
 
+/* Clip with a lower bound only (the upper one absent): one RELU */
+static void test_clip_relu(void **state) {
+    (void)state;
+    gb *b = gb_new();
+    int64_t d[2] = {1, 4};
+    int64_t x = rv(b, "x", 2, d, false), lo = scalar(b, "lo", 0.f), y = rv(b, "y", 2, d, false);
+    int64_t in[3] = {x, lo, -1};
+    nd(b, "clip", "Clip", NULL, 3, in, y);
+    io(b, x, y);
+    void *out = NULL;
+    size_t len = 0;
+    tio_error e;
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_OK);
+    tio_container *t = NULL;
+    tio_open_options oo = {.format = "tflite", .flags = TIO_OPEN_NATIVE_GRAPH};
+    assert_int_equal(tio_open_memory(out, len, &oo, &t, &e), TIO_OK);
+    const tio_graph *g = tio_container_graph(t);
+    assert_int_equal(tio_graph_node_count(g), 1);
+    tio_node_info n;
+    assert_int_equal(tio_graph_node(g, 0, &n), TIO_OK);
+    assert_string_equal(n.native_op ? n.native_op : n.op, "RELU");
+    tio_container_free(t);
+    tio_free(out);
+    gb_free(b);
+}
+
 /* every operator without a TFLite form, and the nodes, in one error */
 static void test_refused_ops(void **state) {
     (void)state;
@@ -257,6 +291,7 @@ int main(void) {
         cmocka_unit_test(test_small_cnn),
         cmocka_unit_test(test_refused_node),
         cmocka_unit_test(test_refused_ops),
+        cmocka_unit_test(test_clip_relu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
