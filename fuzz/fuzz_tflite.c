@@ -2,7 +2,9 @@
  * FlatBuffers verifier under the TFLite schema, every index checked, the
  * constants viewed, the graph raised to ONNX form: src/tflite/raise.c), and
  * the raised graph converted to ONNX, rten and tmfile (fz_roundtrip_file's
- * cross_models); tflite has no writer, so its own re-encode is refused. */
+ * cross_models), and the model rewritten as .tflite (src/tflite/rewrite.c,
+ * write.c): the rewrite must reopen and rewrite byte for byte, or be refused
+ * as unsupported. */
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

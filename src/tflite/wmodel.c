@@ -81,6 +81,17 @@ int tio__tfl_w_buffer(tfl_wmodel *m, int64_t tensor, const uint8_t *data, size_t
     return TIO_OK;
 }
 
+int tio__tfl_w_buffer_gen(tfl_wmodel *m, size_t size,
+                          int (*gen)(void *gen_ctx, tio_sink *s, size_t size, tio_error *err),
+                          void *gen_ctx, uint32_t *idx, tio_error *err) {
+    if (!gen) return tio__err(err, TIO_E_ARGUMENT, TFL, -1, "a generated buffer without gen");
+    int rc = tio__tfl_w_buffer(m, -1, NULL, size, idx, err);
+    if (rc) return rc;
+    m->buffers[*idx].gen = gen;
+    m->buffers[*idx].gen_ctx = gen_ctx;
+    return TIO_OK;
+}
+
 int tio__tfl_w_code(tfl_wmodel *m, int32_t builtin, const char *custom, int32_t version,
                     uint32_t *idx, tio_error *err) {
     for (size_t k = 0; k < m->ncodes; k++) {
@@ -248,6 +259,36 @@ int tio__tfl_w_opt_ints(tfl_wmodel *m, tfl_wop *op, bool second, const char *fie
     if (n) memcpy(c, v, n * sizeof *c);
     o.ints = c;
     o.count = n;
+    return tio__tfl_w_opt_add(m, op, second, &o, err);
+}
+
+int tio__tfl_w_opt_floats(tfl_wmodel *m, tfl_wop *op, bool second, const char *field,
+                          const double *v, size_t n, tio_error *err) {
+    tfl_wopt o;
+    const tio_fb_field *f;
+    int rc = opt_field(op, second, field, &o, &f, err);
+    if (rc) return rc;
+    if (o.kind != TIO_FB_VECTOR || !kind_float(o.elem))
+        return tio__err(err, TIO_E_ARGUMENT, TFL, -1, "option '%s' is not a vector of floats",
+                        field);
+    double *c = tio__tfl_w_alloc(m, (n ? n : 1) * sizeof *c);
+    if (!c) return tio__nomem(err, TFL);
+    if (n) memcpy(c, v, n * sizeof *c);
+    o.floats = c;
+    o.count = n;
+    return tio__tfl_w_opt_add(m, op, second, &o, err);
+}
+
+int tio__tfl_w_opt_str(tfl_wmodel *m, tfl_wop *op, bool second, const char *field,
+                       const char *s, size_t n, tio_error *err) {
+    tfl_wopt o;
+    const tio_fb_field *f;
+    int rc = opt_field(op, second, field, &o, &f, err);
+    if (rc) return rc;
+    if (o.kind != TIO_FB_STRING)
+        return tio__err(err, TIO_E_ARGUMENT, TFL, -1, "option '%s' is not a string", field);
+    if (!(o.s = tio__tfl_w_strndup(m, s ? s : "", s ? n : 0))) return tio__nomem(err, TFL);
+    o.count = s ? n : 0;
     return tio__tfl_w_opt_add(m, op, second, &o, err);
 }
 

@@ -522,7 +522,7 @@ static int w_buffers(tw *w, tio_fb_off *out, tio_error *err) {
                               bf->size);
                 break;
             }
-        } else if (bf->size && !bf->data) {
+        } else if (bf->size && !bf->data && !bf->gen) {
             rc = tio__err(err, TIO_E_ARGUMENT, TFL, -1, "buffer %zu: %zu bytes without data", i,
                           bf->size);
             break;
@@ -622,6 +622,16 @@ static int w_emit(void *ctx, tio_sink *s, uint64_t tag, size_t n, tio_error *err
     tw *w = ctx;
     const tfl_wbuffer *bf = &w->m->buffers[tag];
     if (bf->tensor >= 0) return tio__plan_sink_tensor(w->plan, s, (size_t)bf->tensor, err);
+    if (bf->gen) {
+        uint64_t at = tio__sink_pos(s);
+        int rc = bf->gen(bf->gen_ctx, s, n, err);
+        if (!rc && tio__sink_pos(s) - at != n)
+            rc = tio__err(err, TIO_E_ARGUMENT, TFL, -1,
+                          "buffer %llu: its generator wrote %llu bytes, not %zu",
+                          (unsigned long long)tag, (unsigned long long)(tio__sink_pos(s) - at),
+                          n);
+        return rc;
+    }
     return tio__sink_write(s, bf->data, n, err);
 }
 

@@ -13,7 +13,9 @@
  *      model's arena (tio__tfl_w_alloc / tio__tfl_w_strdup: freed with it).
  *   2. Buffers: tio__tfl_w_buffer() with a container tensor (its bytes are
  *      streamed through the sink at write time, never copied: the plan's
- *      conversion applies) or with bytes the lowering made (arena). Buffer 0
+ *      conversion applies) or with bytes the lowering made (arena: small
+ *      ones), or tio__tfl_w_buffer_gen() for bytes made while the file is
+ *      written (weights permuted to OHWI on the way: never held whole). Buffer 0
  *      is the empty sentinel that TFLite models start with: tio__tfl_w_init
  *      adds it, so a tensor with buffer 0 has no data.
  *   3. Operator codes: tio__tfl_w_code() (finds or adds (builtin, custom,
@@ -31,6 +33,13 @@
  *      TensorFlow's builder omits it).
  *   6. Signature defs, metadata, description, version (3) as wanted.
  * Then tio__tfl_w_serialise() writes it; tio__tfl_w_free() frees it.
+ * The format's write (src/formats/tflite.c) calls tio__tfl_lower(plan, g, m)
+ * with m initialised, for a container graph that is neither a .tflite read
+ * by tensio (rewritten from its source) nor a graph without nodes (a model of
+ * constants, tio__tfl_w_constants); it serialises m when the lowering
+ * returns TIO_OK. Ops are copied as given: set debug_metadata_index to -1
+ * (none) in a zero-initialised tfl_wop, tensors' nsig to -1 (no
+ * shape_signature).
  * The serialiser checks the model (indices in range, option values in their
  * field's range, buffer sizes against shapes for container tensors) and
  * fails with TIO_E_ARGUMENT / TIO_E_UNSUPPORTED naming what is wrong.
@@ -141,6 +150,11 @@ typedef struct tfl_wbuffer {
     const uint8_t *data;         /* else these bytes (outlive the write), or NULL */
     size_t size;                 /* bytes (of the tensor as the plan writes it) */
     bool force_data;             /* write an empty `data` vector (as read) */
+    /* else bytes made while the file is written (a lowering's weights
+     * permuted on the way, never held whole): gen writes exactly `size`
+     * bytes through the sink (tio__sink_write); tio__tfl_w_buffer_gen */
+    int (*gen)(void *gen_ctx, tio_sink *s, size_t size, tio_error *err);
+    void *gen_ctx;
 } tfl_wbuffer;
 
 typedef struct tfl_wmetadata {
@@ -193,6 +207,11 @@ char *tio__tfl_w_strndup(tfl_wmodel *m, const char *s, size_t n);
  * plan writes them), or data[0..size). *idx = its index. */
 int tio__tfl_w_buffer(tfl_wmodel *m, int64_t tensor, const uint8_t *data, size_t size,
                       uint32_t *idx, tio_error *err);
+/* Adds a buffer of `size` bytes that gen(gen_ctx, sink, size, err) writes when
+ * the file is written (checked: exactly size bytes). */
+int tio__tfl_w_buffer_gen(tfl_wmodel *m, size_t size,
+                          int (*gen)(void *gen_ctx, tio_sink *s, size_t size, tio_error *err),
+                          void *gen_ctx, uint32_t *idx, tio_error *err);
 /* The index of operator code (builtin, custom, version), added when new.
  * custom is copied. */
 int tio__tfl_w_code(tfl_wmodel *m, int32_t builtin, const char *custom, int32_t version,
@@ -216,6 +235,10 @@ int tio__tfl_w_opt_f(tfl_wmodel *m, tfl_wop *op, bool second, const char *field,
                      tio_error *err);
 int tio__tfl_w_opt_ints(tfl_wmodel *m, tfl_wop *op, bool second, const char *field,
                         const int64_t *v, size_t n, tio_error *err);
+int tio__tfl_w_opt_floats(tfl_wmodel *m, tfl_wop *op, bool second, const char *field,
+                          const double *v, size_t n, tio_error *err);
+int tio__tfl_w_opt_str(tfl_wmodel *m, tfl_wop *op, bool second, const char *field,
+                       const char *s, size_t n, tio_error *err);
 /* Appends a raw pair (no lookup): the source-model path. */
 int tio__tfl_w_opt_add(tfl_wmodel *m, tfl_wop *op, bool second, const tfl_wopt *o,
                        tio_error *err);

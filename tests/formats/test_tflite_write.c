@@ -354,6 +354,21 @@ static void test_rewrite_edits(void **state) {
     assert_int_equal(save_tflite(c, &buf, &len, &e), TIO_E_UNSUPPORTED);
     assert_non_null(strstr(e.message, "'extra'"));
     tio_container_free(c);
+    /* opened with its native graph (one node per TFLite operator): the same rewrite */
+    void *b0 = NULL, *b1 = NULL;
+    size_t l0 = 0, l1 = 0;
+    OK_(tio_open(path, NULL, &c, &e));
+    OK_(save_tflite(c, &b0, &l0, &e));
+    tio_container_free(c);
+    tio_open_options no = {0};
+    no.flags = TIO_OPEN_NATIVE_GRAPH;
+    OK_(tio_open(path, &no, &c, &e));
+    OK_(save_tflite(c, &b1, &l1, &e));
+    assert_int_equal(l0, l1);
+    assert_memory_equal(b0, b1, l0);
+    tio_free(b0);
+    tio_free(b1);
+    tio_container_free(c);
     /* metadata changed */
     OK_(tio_open(path, NULL, &c, &e));
     OK_(tio_container_meta_set(c, "note", "x", &e));
@@ -506,6 +521,59 @@ static void test_ir_model(void **state) {
     tio_container_free(c);
     free(b);
     ir_teardown(&f);
+}
+
+/* A buffer made while the file is written (a lowering's permuted weights):
+ * written in place, in both forms; a generator that writes another size is
+ * an error. */
+static int gen_reversed(void *ctx, tio_sink *s, size_t n, tio_error *e) {
+    const float *src = ctx;
+    for (size_t i = n / 4; i-- > 0;) {
+        int rc = tio__sink_write(s, &src[i], 4, e);
+        if (rc) return rc;
+    }
+    return TIO_OK;
+}
+
+static int gen_short(void *ctx, tio_sink *s, size_t n, tio_error *e) {
+    (void)ctx;
+    return tio__sink_zeros(s, n - 1, e);
+}
+
+static void test_ir_gen(void **state) {
+    (void)state;
+    static const float rev[4] = {4, 3, 2, 1};
+    tio_error e;
+    for (int form = 0; form < 2; form++) {
+        irfix f;
+        ir_setup(&f);
+        uint32_t b;
+        OK_(tio__tfl_w_buffer_gen(&f.m, sizeof w4, gen_reversed, (void *)w4, &b, &e));
+        f.m.subgraphs[0].tensors[1].buffer = b;
+        if (form) { /* the offset/size form, as past 2 GiB */
+            static const uint8_t one[1] = {1};
+            f.m.subgraphs[0].ops[0].has_custom = true;
+            f.m.subgraphs[0].ops[0].large_custom = true;
+            f.m.subgraphs[0].ops[0].custom = one;
+            f.m.subgraphs[0].ops[0].ncustom = 1;
+        }
+        uint8_t *out = NULL;
+        size_t n = 0;
+        OK_(ir_write(&f, &out, &n, &e));
+        tio_container *c = NULL;
+        tio_open_options oo = {0};
+        oo.format = "tflite";
+        OK_(tio_open_memory(out, n, &oo, &c, &e));
+        assert_int_equal(tio_container_count(c), 1);
+        assert_memory_equal(tio_tensor_bytes(tio_container_tensor(c, 0)), rev, sizeof rev);
+        assert_int_equal(tio_tensor_source_offset(tio_container_tensor(c, 0)) % 16, 0);
+        tio_container_free(c);
+        free(out);
+        f.m.buffers[b].gen = gen_short;
+        assert_int_equal(ir_write(&f, &out, &n, &e), TIO_E_ARGUMENT);
+        assert_non_null(strstr(e.message, "its generator wrote 15 bytes, not 16"));
+        ir_teardown(&f);
+    }
 }
 
 /* The offset/size form (written for models past 2 GiB, and when custom
@@ -805,6 +873,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ir_model),
         cmocka_unit_test(test_ir_offset_form),
+        cmocka_unit_test(test_ir_gen),
         cmocka_unit_test(test_ir_hostile),
         cmocka_unit_test(test_write_refusals),
         cmocka_unit_test(test_rewrite_vectors),
