@@ -309,9 +309,10 @@ static tio_container *cross_one(const tio_container *c, const char *target, cons
 }
 
 /* A model converts to every model format (ONNX at an opset the input picks,
- * rten, tmfile with and without convert_tool's fusions), and what ONNX and
- * rten give back converts on to tmfile (the lowering of tmfile/prep.c on
- * graphs that came from anywhere). */
+ * rten, tmfile with and without convert_tool's fusions, tflite with and
+ * without its fusions and in both layouts), and what ONNX and rten give back
+ * converts on to tmfile (the graph layer's preparation and the tmfile
+ * lowering on graphs that came from anywhere). */
 static void cross_models(const tio_container *c, const uint8_t *data, size_t size) {
     if (!tio_container_graph(c)) return;
     char opt[32];
@@ -319,7 +320,7 @@ static void cross_models(const tio_container *c, const uint8_t *data, size_t siz
     static const struct {
         const char *format, *options;
     } targets[] = {{"onnx", NULL}, {"onnx", ""}, {"rten", NULL}, {"tmfile", NULL},
-                   {"tmfile", "fuse=0"}};
+                   {"tmfile", "fuse=0"}, {"tflite", NULL}, {"tflite", "fuse=0,layout=nchw"}};
     for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
         const char *options = k == 1 ? opt : targets[k].options;
         void *b1, *b2;

@@ -25,7 +25,8 @@ PACKAGES=(
   libonnx-testdata             # ONNX's backend test corpus (tests/onnx/test_backend_corpus.py)
   python3-torch python3-torchvision  # the model-zoo test exports torchvision models to ONNX
   python3-pyarmnn libarmnn-cpuref-backend22 libarmnntfliteparser22  # Arm NN runs the
-                               # TensorFlow Lite models tensio writes (test_tflite_rewrite.py)
+                               # TensorFlow Lite models tensio writes (test_tflite_rewrite.py,
+                               # test_tflite_lower.py)
   python3-dev python3-pytest   # the Python package (python/): its headers, its tests
   python3-pip python3-setuptools python3-wheel python3-venv  # its tests of pip install
                                # --no-build-isolation . (and pip wheel .), offline, in a venv

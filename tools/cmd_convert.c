@@ -71,10 +71,18 @@ static const char convert_help_options[] =
     "                      min/max, Slice, Pad, Split, TopK, Reduce* axes ...)\n"
     "                      move to the form of opset N; refused, with the reason,\n"
     "                      where opset N cannot express the graph\n"
-    "      --no-fuse       tmfile: keep the graph's nodes as they are; by default\n"
-    "                      BatchNormalization after a Conv or Gemm is folded into\n"
-    "                      its weights and a Relu/Clip(0,6) after a Conv becomes\n"
-    "                      its activation, as Tengine's convert_tool does\n"
+    "      --no-fuse       tmfile, tflite: keep the graph's nodes as they are; by\n"
+    "                      default BatchNormalization after a Conv or Gemm is\n"
+    "                      folded into its weights and a Relu/Clip(0,6) becomes\n"
+    "                      the activation of the operator before it (tmfile: a\n"
+    "                      Conv, as Tengine's convert_tool does; tflite: as\n"
+    "                      TensorFlow Lite's converter fuses them)\n"
+    "      --layout L      tflite: the layout of 4-D inputs and outputs: nhwc\n"
+    "                      (the default, as TFLite keeps images) or nchw (as the\n"
+    "                      ONNX model has them)\n"
+    ;
+/* (split: ISO C's 4095-character string limit) */
+static const char convert_help_options2[] =
     "      --max-shard-size SIZE\n"
     "                      write a Hugging Face sharded checkpoint of shards of at\n"
     "                      most SIZE tensor bytes (a larger tensor gets a shard of\n"
@@ -116,6 +124,7 @@ enum {
     OPT_VERSION,
     OPT_EXTERNAL,
     OPT_OPSET,
+    OPT_LAYOUT,
     OPT_NO_FUSE,
     OPT_COMPRESS,
     OPT_SHARD,
@@ -140,6 +149,7 @@ static const cli_option convert_opts[] = {
     {"rten-version", 0, 1, OPT_VERSION},
     {"external-data", 0, 1, OPT_EXTERNAL},
     {"opset", 0, 1, OPT_OPSET},
+    {"layout", 0, 1, OPT_LAYOUT},
     {"no-fuse", 0, 0, OPT_NO_FUSE},
     {"compress", 0, 0, OPT_COMPRESS},
     {"shard", 0, 0, OPT_SHARD},
@@ -211,7 +221,8 @@ int cli_cmd_convert(int argc, char **argv) {
     int rc = cli_parser_init(&p, "convert", argc, argv, convert_opts,
                              sizeof convert_opts / sizeof convert_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
-    const char *to = NULL, *from = NULL, *external = NULL, *opset = NULL, *member_to = NULL;
+    const char *to = NULL, *from = NULL, *external = NULL, *opset = NULL, *member_to = NULL,
+               *layout = NULL;
     unsigned flags = 0, version = 0;
     int force = 0, verbose = 0, json = 0, no_fuse = 0, compress = 0, progress = CLI_PROGRESS_AUTO, id;
     int shard = 0;
@@ -225,6 +236,7 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_HELP:
             fputs(convert_help, stdout);
             fputs(convert_help_options, stdout);
+            fputs(convert_help_options2, stdout);
             cli_parser_free(&p);
             return CLI_EXIT_OK;
         case OPT_TO: to = p.value; break;
@@ -271,6 +283,15 @@ int cli_cmd_convert(int argc, char **argv) {
                 return rc;
             }
             opset = p.value;
+            break;
+        case OPT_LAYOUT:
+            if (strcmp(p.value, "nhwc") != 0 && strcmp(p.value, "nchw") != 0) {
+                rc = cli_usage_error("convert", "--layout: expected nhwc or nchw, not '%s'",
+                                     p.value);
+                cli_parser_free(&p);
+                return rc;
+            }
+            layout = p.value;
             break;
         case CLI_OPT_MAX_DENSE_ID:
             if (cli_parse_max_dense("convert", p.value, &lim) != CLI_EXIT_OK) {
@@ -375,6 +396,10 @@ int cli_cmd_convert(int argc, char **argv) {
     if (compress) {
         size_t ol = strlen(opts);
         snprintf(opts + ol, sizeof opts - ol, "%scompress=1", ol ? "," : "");
+    }
+    if (layout) {
+        size_t ol = strlen(opts);
+        snprintf(opts + ol, sizeof opts - ol, "%slayout=%s", ol ? "," : "", layout);
     }
     cli_write_args w = {"convert", in, src, out, format, flags, version,
                         opts[0] ? opts : NULL, progress, verbose, json, NULL, 0, max_shard};

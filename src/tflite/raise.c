@@ -583,8 +583,10 @@ static void tr_conv_pool(tr *r, const tr_op *o) {
         kw = tio__fb_i32(&o->opt, TFL_Pool2DOptions_filter_width, 1);
         kh = tio__fb_i32(&o->opt, TFL_Pool2DOptions_filter_height, 1);
     } else {
-        if (o->nin < 2 || o->in[1] < 0 || r->t[o->in[1]].ctensor < 0 || r->t[o->in[1]].rank != 4) {
-            tr_fail(r, "the weights are not a rank-4 constant");
+        /* constant weights, or computed ones (float16 weights' DEQUANTIZE,
+         * as TensorFlow's float16 quantization writes them) */
+        if (o->nin < 2 || o->in[1] < 0 || r->t[o->in[1]].rank != 4) {
+            tr_fail(r, "the weights are not of rank 4");
             return;
         }
         const tr_tensor *w = &r->t[o->in[1]];

@@ -13,7 +13,7 @@
 
 /* Tensor idx of the graph written (the container's, or one the prep made). */
 const tio_tensor *tw_ctensor(const tw *w, int64_t idx) {
-    return tio__tmfile_prep_tensor(w->prepped ? &w->prep : NULL, w->c, idx);
+    return tio__gprep_tensor(w->prepped ? &w->prep : NULL, w->c, idx);
 }
 
 static void tw_free(tw *w) {
@@ -37,7 +37,7 @@ static void tw_free(tw *w) {
     free(w->innodes);
     free(w->outnodes);
     free(w->offs);
-    if (w->prepped) tio__tmfile_prep_free(&w->prep);
+    if (w->prepped) tio__gprep_free(&w->prep);
 }
 
 const char *tw_lb_text(tw_lb *l) {

@@ -1,0 +1,297 @@
+/*
+ * ONNX -> TensorFlow Lite (src/tflite/lower.c) on graphs built with the API:
+ * a small CNN written, read back as TFLite (operators, NHWC input, fused
+ * activation, deterministic bytes), and what cannot be lowered refused with
+ * one error naming the operators and nodes, or naming the node and why.
+ * (Arm NN runs the lowered models in tests/formats/test_tflite_lower.py.)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tensio.h"
+
+typedef struct gb {
+    tio_container *c;
+    tio_graph *g;
+    float buf[4096];
+    size_t used;
+} gb;
+
+static gb *gb_new(void) {
+    gb *b = calloc(1, sizeof *b);
+    tio_error e;
+    assert_non_null(b);
+    b->c = tio_container_new();
+    assert_non_null(b->c);
+    assert_int_equal(tio_container_new_graph(b->c, &b->g, &e), TIO_OK);
+    return b;
+}
+
+static void gb_free(gb *b) {
+    tio_container_free(b->c);
+    free(b);
+}
+
+/* A runtime value of the given dims (a NULL name in dims: named "N"). */
+static int64_t rv(gb *b, const char *name, size_t rank, const int64_t *d, bool named0) {
+    tio_dim dims[8];
+    for (size_t k = 0; k < rank; k++) dims[k] = (tio_dim){d[k], k == 0 && named0 ? "N" : NULL};
+    tio_value_info v = {.name = name, .dtype = TIO_FLOAT32, .rank = (int64_t)rank,
+                        .dims = dims, .tensor = -1};
+    size_t ix;
+    tio_error e;
+    assert_int_equal(tio_graph_add_value(b->g, &v, &ix, &e), TIO_OK);
+    return (int64_t)ix;
+}
+
+/* A float32 constant of the given dims, values 0.01 * (i % 7 - 3). */
+static int64_t cv(gb *b, const char *name, size_t rank, const int64_t *d) {
+    size_t n = 1;
+    for (size_t k = 0; k < rank; k++) n *= (size_t)d[k];
+    assert_true(b->used + n <= sizeof b->buf / sizeof b->buf[0]);
+    float *p = b->buf + b->used;
+    for (size_t i = 0; i < n; i++) p[i] = 0.01f * (float)((int)(i % 7) - 3);
+    b->used += n;
+    tio_tensor_desc t = {.name = name, .dtype = TIO_FLOAT32, .rank = rank, .shape = d,
+                         .layout = TIO_LAYOUT_DENSE, .data = p, .nbytes = n * 4};
+    tio_tensor *tt;
+    tio_error e;
+    assert_int_equal(tio_container_add(b->c, &t, TIO_ADD_BORROW, &tt, &e), TIO_OK);
+    tio_value_info v = {.name = name, .tensor = (int64_t)tio_container_count(b->c) - 1};
+    size_t ix;
+    assert_int_equal(tio_graph_add_value(b->g, &v, &ix, &e), TIO_OK);
+    return (int64_t)ix;
+}
+
+/* A float32 scalar constant. */
+static int64_t scalar(gb *b, const char *name, float f) {
+    int64_t d[1] = {1};
+    int64_t v = cv(b, name, 0, d);
+    b->buf[b->used - 1] = f;
+    return v;
+}
+
+static size_t nd(gb *b, const char *name, const char *op, const char *domain, size_t nin,
+                 const int64_t *in, int64_t out) {
+    tio_node_info n = {.name = name, .op = op, .native_id = -1, .input_count = nin,
+                       .inputs = in, .output_count = 1, .outputs = &out, .domain = domain};
+    size_t ix;
+    tio_error e;
+    assert_int_equal(tio_graph_add_node(b->g, &n, &ix, &e), TIO_OK);
+    return ix;
+}
+
+static void ints(gb *b, size_t node, const char *name, size_t n, const int64_t *v) {
+    tio_attr a = {.name = name, .type = TIO_ATTR_INTS, .count = n, .ints = v};
+    tio_error e;
+    assert_int_equal(tio_graph_add_attr(b->g, node, &a, &e), TIO_OK);
+}
+
+static void one_int(gb *b, size_t node, const char *name, int64_t v) {
+    tio_attr a = {.name = name, .type = TIO_ATTR_INT, .i = v};
+    tio_error e;
+    assert_int_equal(tio_graph_add_attr(b->g, node, &a, &e), TIO_OK);
+}
+
+static void io(gb *b, int64_t in, int64_t out) {
+    tio_error e;
+    assert_int_equal(tio_graph_set_inputs(b->g, &in, 1, &e), TIO_OK);
+    assert_int_equal(tio_graph_set_outputs(b->g, &out, 1, &e), TIO_OK);
+}
+
+static int save(gb *b, const char *options, void **out, size_t *len, tio_error *e) {
+    tio_save_options so = {.format = "tflite", .options = options};
+    return tio_save_memory(b->c, &so, out, len, e);
+}
+
+/* x [1, 3, 8, 8] -> Conv 3x3 pad 1 -> Relu -> GlobalAveragePool -> Flatten -> Gemm */
+static gb *small_cnn(bool grouped) {
+    gb *b = gb_new();
+    int64_t xd[4] = {1, 4, 8, 8}, wd[4] = {4, grouped ? 2 : 4, 3, 3}, bd[1] = {4},
+            yd[4] = {1, 4, 8, 8}, pd[4] = {1, 4, 1, 1}, fd[2] = {1, 4}, gw[2] = {5, 4},
+            gbd[1] = {5}, od[2] = {1, 5};
+    int64_t x = rv(b, "x", 4, xd, false), w = cv(b, "w", 4, wd), bi = cv(b, "b", 1, bd),
+            y = rv(b, "y", 4, yd, false), r = rv(b, "r", 4, yd, false),
+            p = rv(b, "p", 4, pd, false), f = rv(b, "f", 2, fd, false), W = cv(b, "W", 2, gw),
+            B = cv(b, "B", 1, gbd), o = rv(b, "out", 2, od, false);
+    int64_t ci[3] = {x, w, bi}, gi[3] = {f, W, B};
+    size_t conv = nd(b, "conv", "Conv", NULL, 3, ci, y);
+    static const int64_t k[2] = {3, 3}, pads[4] = {1, 1, 1, 1};
+    ints(b, conv, "kernel_shape", 2, k);
+    ints(b, conv, "pads", 4, pads);
+    if (grouped) one_int(b, conv, "group", 2);
+    nd(b, "relu", "Relu", NULL, 1, &y, r);
+    nd(b, "gap", "GlobalAveragePool", NULL, 1, &r, p);
+    nd(b, "flat", "Flatten", NULL, 1, &p, f);
+    size_t gm = nd(b, "fc", "Gemm", NULL, 3, gi, o);
+    one_int(b, gm, "transB", 1);
+    io(b, x, o);
+    return b;
+}
+
+static void test_small_cnn(void **state) {
+    (void)state;
+    gb *b = small_cnn(false);
+    void *out = NULL, *out2 = NULL;
+    size_t len = 0, len2 = 0;
+    tio_error e;
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_OK);
+    assert_int_equal(save(b, NULL, &out2, &len2, &e), TIO_OK);
+    assert_int_equal(len, len2);
+    assert_memory_equal(out, out2, len); /* deterministic */
+    tio_container *t = NULL;
+    tio_open_options oo = {.format = "tflite", .flags = TIO_OPEN_NATIVE_GRAPH};
+    assert_int_equal(tio_open_memory(out, len, &oo, &t, &e), TIO_OK);
+    const tio_graph *g = tio_container_graph(t);
+    assert_non_null(g);
+    static const char *const want[] = {"CONV_2D", "MEAN", "RESHAPE", "FULLY_CONNECTED"};
+    assert_int_equal(tio_graph_node_count(g), 4); /* the Relu fused, no TRANSPOSE */
+    for (size_t k = 0; k < 4; k++) {
+        tio_node_info n;
+        assert_int_equal(tio_graph_node(g, k, &n), TIO_OK);
+        assert_string_equal(n.native_op ? n.native_op : n.op, want[k]);
+    }
+    /* the input is NHWC */
+    const int64_t *ins = tio_graph_inputs(g);
+    assert_int_equal(tio_graph_input_count(g), 1);
+    tio_value_info v;
+    assert_int_equal(tio_graph_value(g, (size_t)ins[0], &v), TIO_OK);
+    assert_string_equal(v.name, "x");
+    assert_int_equal(v.rank, 4);
+    assert_int_equal(v.dims[3].value, 4);
+    assert_int_equal(v.dims[1].value, 8);
+    tio_container_free(t);
+    tio_free(out2);
+    /* layout=nchw: the input as ONNX has it; fuse=0: the Relu its own */
+    tio_free(out);
+    assert_int_equal(save(b, "fuse=0,layout=nchw", &out, &len, &e), TIO_OK);
+    assert_int_equal(tio_open_memory(out, len, &oo, &t, &e), TIO_OK);
+    g = tio_container_graph(t);
+    ins = tio_graph_inputs(g);
+    assert_int_equal(tio_graph_value(g, (size_t)ins[0], &v), TIO_OK);
+    assert_int_equal(v.dims[1].value, 4);
+    assert_int_equal(tio_graph_node_count(g), 6); /* TRANSPOSE, CONV_2D, RELU, ... */
+    tio_container_free(t);
+    tio_free(out);
+    /* bad option values */
+    assert_int_equal(save(b, "fuse=2", &out, &len, &e), TIO_E_ARGUMENT);
+    assert_non_null(strstr(e.message, "fuse=2"));
+    assert_int_equal(save(b, "layout=nwhc", &out, &len, &e), TIO_E_ARGUMENT);
+    assert_non_null(strstr(e.message, "layout=nwhc"));
+    gb_free(b);
+}
+
+static void test_refused_node(void **state) {
+    (void)state;
+    gb *b = small_cnn(true);
+    void *out = NULL;
+    size_t len = 0;
+    tio_error e;
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "node 'conv' (Conv)"));
+    assert_non_null(strstr(e.message, "group 2 of 4 channels"));
+    gb_free(b);
+
+    /* weights that are not constants */
+    b = gb_new();
+    int64_t xd[4] = {1, 2, 4, 4}, wd[4] = {2, 2, 1, 1};
+    int64_t x = rv(b, "x", 4, xd, false), w = rv(b, "w", 4, wd, false),
+            y = rv(b, "y", 4, xd, false);
+    int64_t ci[2] = {x, w};
+    size_t conv = nd(b, "c1", "Conv", NULL, 2, ci, y);
+    static const int64_t k1[2] = {1, 1};
+    ints(b, conv, "kernel_shape", 2, k1);
+    tio_error e2;
+    int64_t both[2] = {x, w};
+    assert_int_equal(tio_graph_set_inputs(b->g, both, 2, &e2), TIO_OK);
+    assert_int_equal(tio_graph_set_outputs(b->g, &y, 1, &e2), TIO_OK);
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "node 'c1' (Conv): the weights must be"));
+    gb_free(b);
+
+    /* a named dim: static shapes needed */
+    b = gb_new();
+    int64_t d2[2] = {1, 4};
+    x = rv(b, "x", 2, d2, true);
+    y = rv(b, "y", 2, d2, true);
+    nd(b, "r", "Relu", NULL, 1, &x, y);
+    io(b, x, y);
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "graph input 'x' has no static shape"));
+    gb_free(b);
+
+    /* a dim past int32 */
+    b = gb_new();
+    int64_t big[2] = {1, (int64_t)1 << 33};
+    x = rv(b, "x", 2, big, false);
+    y = rv(b, "y", 2, big, false);
+    nd(b, "r", "Relu", NULL, 1, &x, y);
+    io(b, x, y);
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_LIMIT);
+    assert_non_null(strstr(e.message, "graph input 'x': a dim past int32"));
+    gb_free(b);
+}
+
+/* Clip with a lower bound only (the upper one absent): one RELU */
+static void test_clip_relu(void **state) {
+    (void)state;
+    gb *b = gb_new();
+    int64_t d[2] = {1, 4};
+    int64_t x = rv(b, "x", 2, d, false), lo = scalar(b, "lo", 0.f), y = rv(b, "y", 2, d, false);
+    int64_t in[3] = {x, lo, -1};
+    nd(b, "clip", "Clip", NULL, 3, in, y);
+    io(b, x, y);
+    void *out = NULL;
+    size_t len = 0;
+    tio_error e;
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_OK);
+    tio_container *t = NULL;
+    tio_open_options oo = {.format = "tflite", .flags = TIO_OPEN_NATIVE_GRAPH};
+    assert_int_equal(tio_open_memory(out, len, &oo, &t, &e), TIO_OK);
+    const tio_graph *g = tio_container_graph(t);
+    assert_int_equal(tio_graph_node_count(g), 1);
+    tio_node_info n;
+    assert_int_equal(tio_graph_node(g, 0, &n), TIO_OK);
+    assert_string_equal(n.native_op ? n.native_op : n.op, "RELU");
+    tio_container_free(t);
+    tio_free(out);
+    gb_free(b);
+}
+
+/* every operator without a TFLite form, and the nodes, in one error */
+static void test_refused_ops(void **state) {
+    (void)state;
+    gb *b = gb_new();
+    int64_t d[2] = {2, 3};
+    int64_t x = rv(b, "x", 2, d, false), a = rv(b, "a", 2, d, false),
+            c = rv(b, "c", 2, d, false), f = rv(b, "f", 2, d, false),
+            y = rv(b, "y", 2, d, false);
+    nd(b, "erf1", "Erf", NULL, 1, &x, a);
+    nd(b, "mine", "Foo", "com.example", 1, &a, c);
+    size_t cast = nd(b, "cast", "Cast", NULL, 1, &c, f); /* not of float16 weights */
+    one_int(b, cast, "to", 1);
+    nd(b, "erf2", "Erf", NULL, 1, &f, y);
+    io(b, x, y);
+    void *out = NULL;
+    size_t len = 0;
+    tio_error e;
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "for Erf, Foo, Cast (4 nodes: 'erf1', 'mine', 'cast', "
+                                      "'erf2'"));
+    gb_free(b);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_cnn),
+        cmocka_unit_test(test_refused_node),
+        cmocka_unit_test(test_refused_ops),
+        cmocka_unit_test(test_clip_relu),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
