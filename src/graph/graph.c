@@ -431,7 +431,7 @@ int tio_graph_add_value(tio_graph *g, const tio_value_info *v, size_t *index,
         t = tio_container_tensor(g->c, (size_t)v->tensor);
         nv.tensor = v->tensor;
         nv.dtype = t->dtype;
-        nv.rank = (int64_t)t->rank;
+        nv.rank = (int32_t)t->rank;
     } else {
         if (v->tensor != -1)
             return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
@@ -458,7 +458,7 @@ int tio_graph_add_value(tio_graph *g, const tio_value_info *v, size_t *index,
                                 "or -1 for unknown)",
                                 g->value_count, (long long)k, (long long)v->dims[k].value);
         nv.dtype = v->dtype;
-        nv.rank = v->rank;
+        nv.rank = (int32_t)v->rank;
     }
     int rc;
     void *p = g->values;

@@ -9,11 +9,11 @@
 
 typedef struct tio_gvalue {
     char *name;     /* NULL when unnamed */
-    tio_dtype dtype;
-    int64_t rank;   /* -1 unknown */
     tio_dim *dims;  /* rank entries; dims[i].name owned */
     int64_t tensor; /* container tensor index or -1 */
     char *type;     /* not a tensor of a tio_dtype: its type text (graph/types.h) */
+    tio_dtype dtype;
+    int32_t rank;   /* -1 unknown (at most TIO_GRAPH_API_MAX_RANK or max_rank) */
 } tio_gvalue;
 
 typedef struct tio_gattr {

@@ -153,7 +153,7 @@ int tio__gp_retensor(pp *x, int64_t v, int64_t t) {
     for (size_t k = 0; k < e->rank; k++) d[k].value = e->shape[k];
     x->v[v].tensor = t;
     x->v[v].dtype = e->dtype;
-    x->v[v].rank = (int64_t)e->rank;
+    x->v[v].rank = (int32_t)e->rank;
     x->v[v].dims = d;
     int64_t sh[GP_MAX_DIMS];
     for (size_t k = 0; k < e->rank && k < GP_MAX_DIMS; k++) sh[k] = e->shape[k];

@@ -529,7 +529,7 @@ static int ox_take_tensor_type(ox_reader *r, tio_gvalue *gv, int64_t t, int64_t 
     const int64_t *shape = tio_tensor_shape(ts);
     for (size_t k = 0; k < rank; k++) dims[k].value = shape[k];
     gv->dims = dims;
-    gv->rank = (int64_t)rank;
+    gv->rank = (int32_t)rank;
     gv->dtype = tio_tensor_dtype(ts);
     gv->tensor = t;
     return TIO_OK;
@@ -739,7 +739,7 @@ static int ox_value_type(ox_reader *r, const tio_pb_reader *vi, ox_scope *sc, in
     tio_dim *dims = calloc(rank ? rank : 1, sizeof *dims);
     if (!dims) return tio__nomem(err, OX_FMT);
     gv->dims = dims;
-    gv->rank = (int64_t)rank;
+    gv->rank = (int32_t)rank;
     size_t k = 0;
     d = sh;
     while (!tio__pb_done(&d) && k < rank) {
