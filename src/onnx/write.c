@@ -1085,6 +1085,28 @@ static int ox_form_meaning(ox_writer *w, const tio_graph *g, const ox_fix *f, co
         fm->skip[na] = 1;
         return TIO_OK;
     }
+    /* sequences and optionals through Identity, If and Loop: typed there
+     * from 14 (Identity) or 13 (If, Loop), and from 16 for optionals */
+    bool ident = strcmp(op, "Identity") == 0;
+    if (ident || strcmp(op, "If") == 0 || strcmp(op, "Loop") == 0) {
+        int need = 0;
+        const char *what = NULL;
+        for (size_t k = 0; k < n->input_count + n->output_count; k++) {
+            int64_t v = k < n->input_count ? n->inputs[k] : n->outputs[k - n->input_count];
+            const char *t = v >= 0 ? g->values[v].type : NULL;
+            int q = !t ? 0 : strstr(t, "optional(") ? 16 : strstr(t, "seq(") ? (ident ? 14 : 13) : 0;
+            if (q > need) {
+                need = q;
+                what = t;
+            }
+        }
+        if (need && w->opset < need) {
+            char why[200];
+            snprintf(why, sizeof why, "it takes a value of type %.80s, which %s types from "
+                     "opset %d", what, op, need);
+            return ox_form_refuse(w, g, n, err, why);
+        }
+    }
     if (strcmp(op, "Scan") == 0 && ox_crosses(w, 9))
         return ox_form_refuse(w, g, n, err,
                               "Scan's inputs lost their batch axis at opset 9 (a Scan of "
