@@ -186,7 +186,7 @@ int tio__tl_new_form(tl *L, int64_t v, int lay, int32_t *idx) {
     int r, rc;
     if ((rc = tio__tl_need_shape(L, v, d, &r))) return rc;
     const int *P = tio__tl_perm_of(r);
-    if (lay && !P) return tio__tl_nfail(L, TIO_E_ARGUMENT, "NHWC form of a rank-%d value", r);
+    if (lay && !P) return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "NHWC form of a rank-%d value", r);
     for (int k = 0; k < r; k++) e[k] = lay ? d[P[k]] : d[k];
     int32_t type = tio__tfl_type_of(L->g->values[v].dtype);
     if (type < 0 || L->g->values[v].dtype == TIO_DTYPE_INVALID) type = TFL_TensorType_FLOAT32;
@@ -437,7 +437,7 @@ int tio__tl_get(tl *L, int64_t v, int lay, int32_t *idx) {
     }
     int32_t from = L->t[v][1 - lay];
     if (from < 0)
-        return tio__tl_nfail(L, TIO_E_ARGUMENT, "value '%s' is read before it is written",
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "value '%s' is read before it is written",
                      L->g->values[v].name ? L->g->values[v].name : "");
     int64_t d[LMAX];
     int r, rc;

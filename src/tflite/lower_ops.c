@@ -295,7 +295,7 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
                      "group %lld of %lld channels (plain and depthwise Conv lower)",
                      (long long)grp, (long long)C);
     if (!dw && I != C)
-        return tio__tl_nfail(L, TIO_E_ARGUMENT, "weights of %lld input channels for %lld",
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "weights of %lld input channels for %lld",
                              (long long)I, (long long)C);
     spat sp;
     int64_t k[2] = {KH, KW};
@@ -461,7 +461,7 @@ static int lo_reduce(tl *L, const tio_tfl_lowmap *e) {
         for (size_t k = 0; k < cnt; k++) {
             int64_t a = ax[k] < 0 ? ax[k] + r : ax[k];
             if (a < 0 || a >= r)
-                return tio__tl_nfail(L, TIO_E_ARGUMENT, "axis %lld", (long long)ax[k]);
+                return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "axis %lld", (long long)ax[k]);
             mask[a] = 1;
         }
     }
@@ -542,7 +542,7 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "a Gemm that is not x W^T + b on a 2-D x");
     int64_t N = mm ? w->shape[1] : w->shape[0], K = mm ? w->shape[0] : w->shape[1];
     if (rx < 2 || xd[rx - 1] != K)
-        return tio__tl_nfail(L, TIO_E_ARGUMENT, "an input of %lld features for weights of %lld",
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "an input of %lld features for weights of %lld",
                      rx > 0 ? (long long)xd[rx - 1] : 0LL, (long long)K);
     if (bv >= 0 && !tio__tl_wfloat(b, (uint64_t)N))
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
@@ -552,7 +552,7 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
     int64_t src4 = L->nhwc_of[x], sd[LMAX];
     int sr = 0;
     if (src4 >= 0 && (!tio__tl_vshape(L, src4, sd, &sr) || sr != 4 || sd[1] * sd[2] * sd[3] != K))
-        return tio__tl_nfail(L, TIO_E_ARGUMENT, "a flattened input that is not C*H*W");
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "a flattened input that is not C*H*W");
     if (mm || src4 >= 0) {
         /* [N, K]: MatMul's [K, N] transposed; columns in H, W, C order for a
          * flattened NHWC input */
@@ -617,7 +617,7 @@ static int lo_concat(tl *L, const tio_tfl_lowmap *e) {
     if (ry < 1) return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "an output without a static shape");
     int64_t ax = tio__tl_attr_i(L->n, "axis", 0);
     if (ax < 0) ax += ry;
-    if (ax < 0 || ax >= ry) return tio__tl_nfail(L, TIO_E_ARGUMENT, "axis out of range");
+    if (ax < 0 || ax >= ry) return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "axis out of range");
     int lay = 0;
     bool nn = true;
     if (ry == 4) {
@@ -652,14 +652,14 @@ static int lo_transpose(tl *L, const tio_tfl_lowmap *e) {
         cnt = (size_t)r;
     }
     if ((int)cnt != r)
-        return tio__tl_nfail(L, TIO_E_ARGUMENT, "perm of %zu axes for rank %d", cnt, r);
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "perm of %zu axes for rank %d", cnt, r);
     const int *P = tio__tl_perm_of(r);
     int src = tio__tl_vconst(L, x) || !P ? 0 : tio__tl_pref_lay(L, x), ylay = r == 4 ? 1 : src,
         inv[LMAX];
     for (int i = 0; P && i < r; i++) inv[P[i]] = i;
     for (int i = 0; i < r; i++) {
         int64_t a = perm[ylay ? P[i] : i]; /* the input's ONNX axis */
-        if (a < 0 || a >= r) return tio__tl_nfail(L, TIO_E_ARGUMENT, "perm out of range");
+        if (a < 0 || a >= r) return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "perm out of range");
         q[i] = src ? inv[a] : a;
     }
     int32_t in, out, pt;
@@ -804,12 +804,12 @@ static int lo_slice(tl *L, const tio_tfl_lowmap *e) {
     if (!tio__tl_attr_ints(L->n, "steps", sp, LMAX, &nsp))
         for (nsp = 0; nsp < ns; nsp++) sp[nsp] = 1;
     if (na != ns || nsp != ns)
-        return tio__tl_nfail(L, TIO_E_ARGUMENT, "starts, ends, axes, steps differ");
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "starts, ends, axes, steps differ");
     int64_t b[LMAX], en2[LMAX], s[LMAX];
     for (int k = 0; k < r; k++) b[k] = 0, en2[k] = xd[k], s[k] = 1;
     for (size_t k = 0; k < ns; k++) {
         int64_t a = ax[k] < 0 ? ax[k] + r : ax[k], dim;
-        if (a < 0 || a >= r) return tio__tl_nfail(L, TIO_E_ARGUMENT, "axis out of range");
+        if (a < 0 || a >= r) return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "axis out of range");
         if (sp[k] < 1) return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "steps below 1");
         dim = xd[a];
         int64_t s0 = st[k] < 0 ? st[k] + dim : st[k], e0 = en[k] < 0 ? en[k] + dim : en[k];
@@ -856,7 +856,7 @@ static int lo_split(tl *L, const tio_tfl_lowmap *e) {
         for (size_t k = 0; k < no; k++) sizes[k] = xd[ax] / (int64_t)no;
         cnt = no;
     }
-    if (cnt != no) return tio__tl_nfail(L, TIO_E_ARGUMENT, "%zu sizes for %zu outputs", cnt, no);
+    if (cnt != no) return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "%zu sizes for %zu outputs", cnt, no);
     int lay = r == 4 ? tio__tl_pref_lay(L, x) : 0;
     int64_t axv = lay ? Q4[ax] : ax;
     int32_t in, st, at, *outs = tio__tl_al(L, no * sizeof *outs);
