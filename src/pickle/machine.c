@@ -301,7 +301,7 @@ static int pk_seq(pk_run *r, tio_pk_kind kind, const uint32_t *items, size_t n, 
 }
 
 static int pk_scalar(pk_run *r, tio_pk_kind kind, int64_t i) {
-    uint32_t idx;
+    uint32_t idx = 0;
     int rc = pk_new(r, kind, &idx);
     if (rc) return rc;
     pk_obj(r, idx)->u.i = i;
@@ -310,7 +310,7 @@ static int pk_scalar(pk_run *r, tio_pk_kind kind, int64_t i) {
 
 static int pk_bytes(pk_run *r, tio_pk_kind kind, const uint8_t *s, uint64_t n) {
     if (n > UINT32_MAX) return pk_err(r, TIO_E_LIMIT, "a string of %" PRIu64 " bytes", n);
-    uint32_t idx;
+    uint32_t idx = 0;
     int rc = pk_new(r, kind, &idx);
     if (rc) return rc;
     tio_pk_obj *o = pk_obj(r, idx);
@@ -380,7 +380,7 @@ static int pk_float_text(pk_run *r, const uint8_t *s, size_t n) {
     char *end = NULL;
     double f = strtod(buf, &end);
     if (end != buf + n) return pk_err(r, TIO_E_CORRUPT, "'%s' is not a float", buf);
-    uint32_t idx;
+    uint32_t idx = 0;
     int rc = pk_new(r, TIO_PK_FLOAT, &idx);
     if (rc) return rc;
     pk_obj(r, idx)->u.f = f;
@@ -408,7 +408,7 @@ static int pk_call(pk_run *r, uint32_t func, uint32_t args, uint32_t kwargs) {
         return pk_err(r, TIO_E_CORRUPT, "the arguments are a %s (expected a tuple)",
                       pk_kind_name(a->kind));
     const tio_pk_obj *f = pk_obj(r, func);
-    uint32_t idx;
+    uint32_t idx = 0;
     int rc;
     if (r->op == 'R' && f->kind == TIO_PK_GLOBAL && a->n == 0 &&
         tio__pk_vocab_at(f->vocab) && tio__pk_vocab_at(f->vocab)->id == TIO_PKV_ORDERED_DICT) {
@@ -761,7 +761,7 @@ int tio__pickle_run(tio_pickle *p, const uint8_t *data, size_t size, uint64_t ba
         limited = 1;
     }
     /* 0 None, 1 False, 2 True: shared by every NONE/NEWFALSE/NEWTRUE */
-    uint32_t idx;
+    uint32_t idx = 0;
     int rc = pk_new(&r, TIO_PK_NONE, &idx);
     if (!rc) rc = pk_new(&r, TIO_PK_BOOL, &idx);
     if (!rc) rc = pk_new(&r, TIO_PK_BOOL, &idx);
