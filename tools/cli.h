@@ -479,8 +479,16 @@ typedef struct cli_shard_msgs {
  * tensor members is skipped), or, batch > 0, one per `batch` samples (the
  * last may have fewer) whose tensor k is tensor k of each sample stacked
  * along a new first axis, as tensorcom batches are. */
-int cli_shard_messages(const char *path, size_t batch, const tio_limits *lim,
+int cli_shard_messages(const char *path, size_t batch, int members, const tio_limits *lim,
                        cli_shard_msgs *m);
+/* members (send --members): also each member no tensor format reads, as a
+ * tensor named by its extension: WebDataset's integer extensions (.cls,
+ * .cls2, .class, .count, .index, .inx, .id; see cli_shard_int_ext) as an
+ * int64 scalar of their decimal text, any other as uint8 [size] of its
+ * bytes. */
+/* Whether ext (no dot, ASCII case ignored) is one WebDataset's default
+ * decoder reads as an integer. */
+int cli_shard_int_ext(const char *ext);
 /* Dense tensor t appended to c as a view of data (TIO_ADD_BORROW), with
  * its name and dtype and the shape given. */
 int cli_add_view(tio_container *c, const tio_tensor *t, size_t rank, const int64_t *shape,
@@ -493,8 +501,8 @@ typedef int (*cli_shard_sink)(void *ctx, tio_container *c, const char *label, co
  * list in WebDataset's brace notation), read in one pass each
  * (tio_shard_stream: nothing mapped, one batch in memory), made as
  * cli_shard_messages makes them, handed to sink one at a time. */
-int cli_shard_stream_messages(const char *spec, size_t batch, const tio_limits *lim,
-                              cli_shard_sink sink, void *ctx);
+int cli_shard_stream_messages(const char *spec, size_t batch, int members,
+                              const tio_limits *lim, cli_shard_sink sink, void *ctx);
 /* FILE is read as streamed shards: a URL, pipe:COMMAND, or a brace list. */
 int cli_shard_streamed(const char *file);
 /* Appends one message (takes c, also on failure) with a copy of label. */
@@ -507,9 +515,14 @@ typedef struct cli_shard_out {
 } cli_shard_out;
 /* Adds message c as member "SAMPLE.EXT" (SAMPLE as %06llu) in so->format,
  * opening the shard `path` first when none is open (TIO_SAVE_NO_SYNC in
- * so->flags: not synced at close). */
+ * so->flags: not synced at close). members (recv --members): the sample is
+ * named by the message's __key__ (one key, no '.' or '/'), what send
+ * --members made of a member goes back to a member of its own (uint8 [n]
+ * named by an extension no tensor format reads: its bytes; int64 [] under
+ * an integer extension: its decimal text), __epoch is dropped, and the
+ * other tensors, if any, are SAMPLE.EXT. */
 int cli_shard_out_add(cli_shard_out *o, const char *path, uint64_t sample,
-                      const tio_container *c, const tio_save_options *so);
+                      const tio_container *c, const tio_save_options *so, int members);
 /* Closes (commits) the open shard, if any. */
 int cli_shard_out_close(cli_shard_out *o);
 

@@ -24,7 +24,9 @@ static const char recv_help[] =
     "end 'tensio recv: received X messages (Y malformed)' goes to stderr. Exit 0\n"
     "when every requested message arrived and none was malformed; 1 on a malformed\n"
     "message, a timeout before --count messages, or a write error.\n"
-    "\n"
+    "\n";
+
+static const char recv_help_options[] =
     "Options:\n"
     "      --socket TYPE   pull (default), sub, router, dealer or pair\n"
     "      --bind          bind ENDPOINT (default: connect, or the URL scheme's choice)\n"
@@ -53,6 +55,12 @@ static const char recv_help[] =
     "                      a sample, member KEY.ten (KEY its index, %06d; --format\n"
     "                      for another member format), N samples per shard; the\n"
     "                      pattern's %d is the shard's index\n"
+    "      --members       with --samples-per-shard: what send --members sent of a\n"
+    "                      shard's members goes back to members of their own\n"
+    "                      (uint8 tensors named by an extension no tensor format\n"
+    "                      reads: KEY.EXT holding their bytes; int64 scalars named\n"
+    "                      cls, id ...: their decimal text), the sample is named\n"
+    "                      by the message's __key__, __epoch is dropped\n"
     "      --densify       write sparse (COO) tensors as dense tensors\n"
     CLI_MAX_DENSE_HELP
     CLI_PROGRESS_HELP
@@ -89,7 +97,8 @@ enum {
     OPT_NO_SYNC,
     OPT_JSON,
     OPT_HASH,
-    OPT_SAMPLES_PER_SHARD
+    OPT_SAMPLES_PER_SHARD,
+    OPT_MEMBERS
 };
 
 static const cli_option recv_opts[] = {
@@ -116,6 +125,7 @@ static const cli_option recv_opts[] = {
     {"json", 0, 0, OPT_JSON},
     {"hash", 0, 0, OPT_HASH},
     {"samples-per-shard", 0, 1, OPT_SAMPLES_PER_SHARD},
+    {"members", 0, 0, OPT_MEMBERS},
     CLI_OPT_MAX_DENSE,
     CLI_OPT_PROGRESS,
 };
@@ -161,6 +171,7 @@ typedef struct recv_args {
     sync_mode sync;
     int sync_set; /* --sync-each or --no-sync given */
     uint64_t per_shard; /* --samples-per-shard; 0: a file per message */
+    int members;        /* --members */
 } recv_args;
 
 /* ------------------------------------------------------------ output names */
@@ -230,6 +241,7 @@ static int parse_args(int argc, char **argv, recv_args *a) {
         switch (id) {
         case OPT_HELP:
             fputs(recv_help, stdout);
+            fputs(recv_help_options, stdout);
             cli_parser_free(&p);
             return -1;
         case OPT_SOCKET: rc = cli_parse_socket("recv", v, RECV_SOCKETS, &a->socket); break;
@@ -249,6 +261,7 @@ static int parse_args(int argc, char **argv, recv_args *a) {
         case OPT_FORMAT: a->format = v; break;
         case OPT_JSON: a->json = 1; break;
         case OPT_HASH: a->hash = 1; break;
+        case OPT_MEMBERS: a->members = 1; break;
         case OPT_SAMPLES_PER_SHARD:
             rc = cli_parse_u64("recv", "--samples-per-shard", v, 1, UINT32_MAX, &a->per_shard);
             break;
@@ -303,6 +316,8 @@ static int check_args(recv_args *a, int *binds) {
                                        "with -o");
     if (a->per_shard && !a->output)
         return cli_usage_error("recv", "--samples-per-shard needs -o PATTERN (the shards)");
+    if (a->members && !a->per_shard)
+        return cli_usage_error("recv", "--members applies to --samples-per-shard");
     if (a->per_shard && !cli_is_shard_name(a->output))
         return cli_usage_error("recv", "--samples-per-shard: -o '%s' does not end in .tar",
                                a->output);
@@ -555,7 +570,7 @@ static int write_sample(const recv_args *a, out_state *out, uint64_t index,
     memset(&o, 0, sizeof o);
     o.format = a->format;
     o.flags = a->flags | (a->sync == SYNC_EACH ? 0u : TIO_SAVE_NO_SYNC);
-    if (rc == CLI_EXIT_OK) rc = cli_shard_out_add(&out->shard, *path, index, c, &o);
+    if (rc == CLI_EXIT_OK) rc = cli_shard_out_add(&out->shard, *path, index, c, &o, a->members);
     if (rc == CLI_EXIT_OK && (index + 1) % a->per_shard == 0) {
         rc = cli_shard_out_close(&out->shard);
         if (rc == CLI_EXIT_OK && out->sync) recv_syncer_saved(out->sync);

@@ -19,7 +19,8 @@ static const char send_help[] =
     "A FILE '-' reads standard input into memory (format probed, or --from).\n"
     "\n"
     "A WebDataset shard FILE (.tar) sends one message per sample: the tensors of\n"
-    "its tensor members, in member order (samples without any are skipped); with\n"
+    "its tensor members, in member order (samples without any are skipped;\n"
+    "--members sends the others too); with\n"
     "--batch N, one message per N samples, each tensor the samples' tensors\n"
     "stacked along a new first axis, as tensorcom batches them. A shard FILE may\n"
     "be an http(s):// URL, pipe:COMMAND or a brace list ('shard-{000..009}.tar',\n"
@@ -47,6 +48,12 @@ static const char send_help_options[] =
     "                      on every endpoint (excludes --count)\n"
     "      --keys          shards: add a uint8 tensor __key__, the message's\n"
     "                      sample keys with a NUL byte between them\n"
+    "      --members       shards: also send the members no tensor format reads,\n"
+    "                      each as a tensor named by its extension, as WebDataset\n"
+    "                      names a sample's fields: .cls, .cls2, .class, .count,\n"
+    "                      .index, .inx, .id as an int64 scalar of their decimal\n"
+    "                      text, any other (.json, .txt, .jpg ...) as uint8 [size]\n"
+    "                      of its bytes (recv --members writes them back)\n"
     "      --timeout SEC   fail when a send (or --subscribers) takes longer than SEC\n"
     "                      seconds (fractions allowed; default: wait forever); also\n"
     "                      how long the exit waits for queued messages to go out\n"
@@ -98,7 +105,8 @@ enum {
     OPT_JSON,
     OPT_BATCH,
     OPT_EPOCHS,
-    OPT_KEYS
+    OPT_KEYS,
+    OPT_MEMBERS
 };
 
 static const cli_option send_opts[] = {
@@ -120,6 +128,7 @@ static const cli_option send_opts[] = {
     {"batch", 0, 1, OPT_BATCH},
     {"epochs", 0, 1, OPT_EPOCHS},
     {"keys", 0, 0, OPT_KEYS},
+    {"members", 0, 0, OPT_MEMBERS},
     {"densify", 0, 0, CLI_STREAM_OPT_DENSIFY},
     {"drop-names", 0, 0, CLI_STREAM_OPT_DROP_NAMES},
     {"drop-metadata", 0, 0, CLI_STREAM_OPT_DROP_METADATA},
@@ -160,6 +169,7 @@ typedef struct send_args {
     uint64_t epochs;   /* --epochs: passes ended by markers; 0: none (--count) */
     int have_count;
     int keys;          /* --keys */
+    int members;       /* --members */
     /* the messages: one per file, or per sample (batch) of a shard */
     cli_shard_msgs msgs;
 } send_args;
@@ -228,6 +238,7 @@ static int parse_args(int argc, char **argv, send_args *a) {
             rc = cli_parse_u64("send", "--epochs", v, 1, INT32_MAX, &a->epochs);
             break;
         case OPT_KEYS: a->keys = 1; break;
+        case OPT_MEMBERS: a->members = 1; break;
         case OPT_TIMEOUT: rc = cli_parse_seconds("send", "--timeout", v, &a->timeout_ms); break;
         case OPT_SUBSCRIBERS:
             rc = cli_parse_u64("send", "--subscribers", v, 1, UINT_MAX, &a->subscribers);
@@ -525,7 +536,8 @@ static int run_send(send_args *a) {
             streamed[i] = 1;
         } else if (cli_is_shard(a->files[i], a->from)) {
             shards = 1;
-            rc = cli_shard_messages(a->files[i], (size_t)a->batch, &a->limits, &a->msgs);
+            rc = cli_shard_messages(a->files[i], (size_t)a->batch, a->members, &a->limits,
+                                    &a->msgs);
         } else {
             tio_container *c = NULL;
             rc = cli_open(a->files[i], a->from, &a->limits, &c);
@@ -537,6 +549,8 @@ static int run_send(send_args *a) {
         rc = cli_usage_error("send", "--batch applies to shards (.tar FILEs)");
     if (rc == CLI_EXIT_OK && a->keys && !shards)
         rc = cli_usage_error("send", "--keys applies to shards (.tar FILEs)");
+    if (rc == CLI_EXIT_OK && a->members && !shards)
+        rc = cli_usage_error("send", "--members applies to shards (.tar FILEs)");
     tio_container **cs = a->msgs.containers;
     if (rc == CLI_EXIT_OK) rc = precheck(a, cs);
 
@@ -598,7 +612,7 @@ static int run_send(send_args *a) {
         sd.epoch = pass;
         for (size_t f = 0; rc == CLI_EXIT_OK && f < a->nfiles; f++) {
             if (streamed[f]) {
-                rc = cli_shard_stream_messages(a->files[f], (size_t)a->batch, &a->limits,
+                rc = cli_shard_stream_messages(a->files[f], (size_t)a->batch, a->members, &a->limits,
                                                send_sink, &sd);
                 continue;
             }

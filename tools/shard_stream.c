@@ -3,8 +3,10 @@
  * --samples-per-shard (messages written back into shards). */
 #include "cli.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* What a message container holds on to: the member containers its tensors
  * are views of, or the stacked copies of a batch. */
@@ -12,7 +14,7 @@ typedef struct hold {
     tio_container **members;
     size_t nmembers;
     void **bufs;
-    size_t nbufs;
+    size_t nbufs, bufcap;
 } hold;
 
 static void hold_free(void *ctx) {
@@ -32,6 +34,7 @@ static int held_container(size_t nmembers, size_t nbufs, tio_container **c, hold
     if (*h) {
         (*h)->members = calloc(nmembers ? nmembers : 1, sizeof *(*h)->members);
         (*h)->bufs = calloc(nbufs ? nbufs : 1, sizeof *(*h)->bufs);
+        (*h)->bufcap = nbufs ? nbufs : 1;
     }
     tio_error err;
     tio_error_clear(&err);
@@ -74,8 +77,99 @@ int cli_add_view(tio_container *c, const tio_tensor *t, size_t rank, const int64
     return CLI_EXIT_OK;
 }
 
+/* h keeps p (freed with the message; freed now on failure). */
+static int hold_keep(hold *h, void *p) {
+    if (h->nbufs == h->bufcap) {
+        void **b = realloc(h->bufs, 2 * h->bufcap * sizeof *b);
+        if (!b) {
+            free(p);
+            return cli_error("out of memory");
+        }
+        h->bufs = b;
+        h->bufcap *= 2;
+    }
+    h->bufs[h->nbufs++] = p;
+    return CLI_EXIT_OK;
+}
+
+/* Decimal text with optional ASCII white space around it and a sign, as
+ * Python's int() reads a WebDataset .cls (no underscores). */
+static int int_text(const void *data, size_t n, int64_t *out) {
+    const unsigned char *p = data, *e = p + n;
+    while (p < e && (*p == ' ' || (*p >= '\t' && *p <= '\r'))) p++;
+    while (e > p && (e[-1] == ' ' || (e[-1] >= '\t' && e[-1] <= '\r'))) e--;
+    int neg = p < e && *p == '-';
+    if (p < e && (*p == '-' || *p == '+')) p++;
+    if (p == e) return -1;
+    uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; p < e; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        unsigned dg = (unsigned)(*p - '0');
+        if (v > (lim - dg) / 10) return -1;
+        v = v * 10 + dg;
+    }
+    *out = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
+    return 0;
+}
+
+int cli_shard_int_ext(const char *ext) {
+    static const char *const exts[] = {"cls", "cls2", "class", "count", "index", "inx", "id"};
+    for (size_t i = 0; i < sizeof exts / sizeof *exts; i++)
+        if (strcasecmp(ext, exts[i]) == 0) return 1;
+    return 0;
+}
+
+/* A member no tensor format reads (--members): a tensor named by its
+ * extension, as WebDataset's default decoder names a sample's fields; an
+ * integer extension (.cls ...) its decimal text as an int64 scalar, any
+ * other its bytes as uint8 [size] (copied: a streamed member's bytes live
+ * until the next member). */
+static int add_member(tio_container *c, hold *h, const char *path, const tio_shard_member *mb) {
+    if (!mb->ext[0])
+        return shard_error(path, mb->name, "--members: the member has no extension to name "
+                                           "its tensor by");
+    if (mb->duplicate)
+        return shard_error(path, mb->name, "--members: an earlier member of the sample has "
+                                           "the same extension");
+    tio_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = mb->ext;
+    d.layout = TIO_LAYOUT_DENSE;
+    int64_t n = (int64_t)mb->size;
+    if (cli_shard_int_ext(mb->ext)) {
+        int64_t *v = malloc(sizeof *v);
+        if (!v) return cli_error("out of memory");
+        if (int_text(mb->data, (size_t)mb->size, v) != 0) {
+            free(v);
+            return shard_error(path, mb->name,
+                               "--members: not an integer in decimal text (WebDataset's "
+                               "default decoder reads this extension as an int)");
+        }
+        d.dtype = TIO_INT64;
+        d.data = v;
+        d.nbytes = sizeof *v;
+    } else {
+        void *b = malloc(mb->size ? (size_t)mb->size : 1);
+        if (!b) return cli_error("out of memory");
+        if (mb->size) memcpy(b, mb->data, (size_t)mb->size);
+        d.dtype = TIO_UINT8;
+        d.rank = 1;
+        d.shape = &n;
+        d.data = b;
+        d.nbytes = (size_t)mb->size;
+    }
+    int rc = hold_keep(h, (void *)d.data);
+    if (rc != CLI_EXIT_OK) return rc;
+    tio_error err;
+    tio_error_clear(&err);
+    if (tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &err) != TIO_OK)
+        return shard_error(path, mb->name, cli_errmsg(&err));
+    return CLI_EXIT_OK;
+}
+
 /* Sample i's tensors (every tensor member's, in member order) as views. */
-static int sample_container(const char *path, tio_shard *s, size_t i, tio_container **out) {
+static int sample_container(const char *path, tio_shard *s, size_t i, int members,
+                            tio_container **out) {
     *out = NULL;
     const tio_shard_sample *sm = tio_shard_sample_at(s, i);
     tio_container *c = NULL;
@@ -86,7 +180,10 @@ static int sample_container(const char *path, tio_shard *s, size_t i, tio_contai
     tio_error_clear(&err);
     for (size_t j = 0; j < sm->count && rc == CLI_EXIT_OK; j++) {
         size_t mi = tio_shard_sample_member(s, i, j);
-        if (!tio_shard_member_format(s, mi)) continue;
+        if (!tio_shard_member_format(s, mi)) {
+            if (members) rc = add_member(c, h, path, tio_shard_member_at(s, mi));
+            continue;
+        }
         const char *name = tio_shard_member_at(s, mi)->name;
         tio_container *m = NULL;
         if (tio_shard_open_member(s, mi, NULL, &m, &err) != TIO_OK) {
@@ -297,7 +394,7 @@ static int batcher_add(batcher *b, tio_container *c, const char *key) {
     return b->have < (b->batch ? b->batch : 1) ? CLI_EXIT_OK : batcher_emit(b);
 }
 
-int cli_shard_messages(const char *path, size_t batch, const tio_limits *lim,
+int cli_shard_messages(const char *path, size_t batch, int members, const tio_limits *lim,
                        cli_shard_msgs *m) {
     tio_shard *s = NULL;
     tio_error err;
@@ -310,7 +407,7 @@ int cli_shard_messages(const char *path, size_t batch, const tio_limits *lim,
     size_t ns = tio_shard_sample_count(s);
     for (size_t i = 0; i < ns && rc == CLI_EXIT_OK; i++) {
         tio_container *c = NULL;
-        rc = sample_container(path, s, i, &c);
+        rc = sample_container(path, s, i, members, &c);
         if (rc == CLI_EXIT_OK) rc = batcher_add(&b, c, tio_shard_sample_at(s, i)->key);
     }
     if (rc == CLI_EXIT_OK) rc = batcher_emit(&b); /* a last, partial batch */
@@ -328,10 +425,11 @@ typedef struct gather {
     char *key;
 } gather;
 
-static int gather_member(gather *g, const char *path, const tio_shard_member *mb,
+static int gather_member(gather *g, const char *path, const tio_shard_member *mb, int members,
                          const tio_limits *lim) {
     const char *fmt = tio_format_for_path(mb->name);
-    if (!fmt) return CLI_EXIT_OK; /* .cls, .json …: not sent */
+    if (!fmt) /* .cls, .json …: sent with --members */
+        return members ? add_member(g->c, g->h, path, mb) : CLI_EXIT_OK;
     tio_open_options o;
     memset(&o, 0, sizeof o);
     o.format = fmt;
@@ -378,7 +476,7 @@ static int gather_end(gather *g, batcher *b) {
 }
 
 /* One shard read in one pass. */
-static int stream_one(const char *path, const tio_limits *lim, batcher *b) {
+static int stream_one(const char *path, int members, const tio_limits *lim, batcher *b) {
     tio_shard_stream *st = NULL;
     tio_error err;
     tio_error_clear(&err);
@@ -409,7 +507,7 @@ static int stream_one(const char *path, const tio_limits *lim, batcher *b) {
             if (rc == CLI_EXIT_OK && !g.key) rc = cli_error("out of memory");
             if (rc != CLI_EXIT_OK) break;
         }
-        rc = gather_member(&g, path, mb, lim);
+        rc = gather_member(&g, path, mb, members, lim);
         if (rc != CLI_EXIT_OK) break;
     }
     tio_container_free(g.c);
@@ -419,8 +517,8 @@ static int stream_one(const char *path, const tio_limits *lim, batcher *b) {
     return rc;
 }
 
-int cli_shard_stream_messages(const char *spec, size_t batch, const tio_limits *lim,
-                              cli_shard_sink sink, void *ctx) {
+int cli_shard_stream_messages(const char *spec, size_t batch, int members,
+                              const tio_limits *lim, cli_shard_sink sink, void *ctx) {
     char **list = NULL;
     size_t n = 0;
     tio_error err;
@@ -429,7 +527,7 @@ int cli_shard_stream_messages(const char *spec, size_t batch, const tio_limits *
         return shard_error(spec, NULL, cli_errmsg(&err));
     batcher b;
     int rc = batcher_init(&b, spec, batch, sink, ctx);
-    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) rc = stream_one(list[i], lim, &b);
+    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) rc = stream_one(list[i], members, lim, &b);
     batcher_free(&b);
     tio_shard_list_free(list, n);
     return rc;
@@ -455,8 +553,54 @@ void cli_shard_msgs_free(cli_shard_msgs *m) {
 
 /* ------------------------------------------------------------- receiving */
 
+/* A tensor --members writes back as a member of its own: named by an
+ * extension no tensor format reads ([A-Za-z0-9_-] and inner dots, at most
+ * 64 bytes), uint8 [n] (its bytes), or int64 [] under an integer extension
+ * (its decimal text). */
+static int member_tensor(const tio_tensor *t) {
+    const char *n = tio_tensor_name(t);
+    size_t len = n ? strlen(n) : 0;
+    if (!len || len > 64 || n[0] == '.' || n[len - 1] == '.') return 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = n[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '-' || ch == '.'))
+            return 0;
+    }
+    char probe[80];
+    snprintf(probe, sizeof probe, "x.%s", n);
+    if (tio_format_for_path(probe)) return 0;
+    if (tio_tensor_layout(t) != TIO_LAYOUT_DENSE) return 0;
+    if (tio_tensor_dtype(t) == TIO_UINT8 && tio_tensor_rank(t) == 1) return 1;
+    return cli_shard_int_ext(n) && tio_tensor_dtype(t) == TIO_INT64 && tio_tensor_rank(t) == 0;
+}
+
+/* The sample key a --members message carries in __key__ (one sample's:
+ * printable, no NUL, no '.' or '/'), else NULL. */
+static char *message_key(const tio_container *c) {
+    for (size_t i = 0; i < tio_container_count(c); i++) {
+        const tio_tensor *t = tio_container_tensor(c, i);
+        const char *n = tio_tensor_name(t);
+        if (!n || strcmp(n, "__key__") != 0 || tio_tensor_dtype(t) != TIO_UINT8 ||
+            tio_tensor_rank(t) != 1 || tio_tensor_layout(t) != TIO_LAYOUT_DENSE)
+            continue;
+        size_t len = tio_tensor_nbytes(t);
+        const unsigned char *k = tio_tensor_data(t);
+        if (!len || len > 255) return NULL;
+        for (size_t j = 0; j < len; j++)
+            if (k[j] < 0x20 || k[j] == 0x7f || k[j] == '.' || k[j] == '/') return NULL;
+        char *s = malloc(len + 1);
+        if (s) {
+            memcpy(s, k, len);
+            s[len] = 0;
+        }
+        return s;
+    }
+    return NULL;
+}
+
 int cli_shard_out_add(cli_shard_out *o, const char *pattern_path, uint64_t sample,
-                      const tio_container *c, const tio_save_options *so) {
+                      const tio_container *c, const tio_save_options *so, int members) {
     tio_error err;
     tio_error_clear(&err);
     if (!o->w) {
@@ -469,13 +613,59 @@ int cli_shard_out_add(cli_shard_out *o, const char *pattern_path, uint64_t sampl
         if (tio_shard_writer_open(o->path, &wo, &o->w, &err) != TIO_OK)
             return cli_error("%s: %s", o->path, cli_errmsg(&err));
     }
-    char key[32];
-    snprintf(key, sizeof key, "%06llu", (unsigned long long)sample);
+    char key[256];
+    char *mk = members ? message_key(c) : NULL;
+    if (mk)
+        snprintf(key, sizeof key, "%s", mk);
+    else
+        snprintf(key, sizeof key, "%06llu", (unsigned long long)sample);
+    free(mk);
     tio_save_options eo = *so;
     eo.flags &= ~TIO_SAVE_NO_SYNC;
-    if (tio_shard_writer_add_container(o->w, key, c, &eo, NULL, &err) != TIO_OK)
-        return cli_error("%s: sample %s: %s", o->path, key, cli_errmsg(&err));
-    return CLI_EXIT_OK;
+    if (!members) {
+        if (tio_shard_writer_add_container(o->w, key, c, &eo, NULL, &err) != TIO_OK)
+            return cli_error("%s: sample %s: %s", o->path, key, cli_errmsg(&err));
+        return CLI_EXIT_OK;
+    }
+    /* --members: member tensors as members of their own, the rest (without
+     * __key__ and __epoch) as KEY.EXT in so->format */
+    tio_container *rest = tio_container_new();
+    if (!rest) return cli_error("out of memory");
+    int rc = CLI_EXIT_OK;
+    for (size_t i = 0; i < tio_container_count(c) && rc == CLI_EXIT_OK; i++) {
+        const tio_tensor *t = tio_container_tensor(c, i);
+        const char *n = tio_tensor_name(t);
+        if (n && (strcmp(n, "__key__") == 0 || strcmp(n, "__epoch") == 0)) continue;
+        if (!member_tensor(t)) {
+            if (tio_tensor_layout(t) != TIO_LAYOUT_DENSE)
+                rc = cli_error("%s: sample %s: --members: tensor %zu is not dense", o->path, key,
+                               i);
+            else
+                rc = cli_add_view(rest, t, tio_tensor_rank(t), tio_tensor_shape(t),
+                                  tio_tensor_data(t), tio_tensor_nbytes(t));
+            continue;
+        }
+        char name[340], text[24];
+        snprintf(name, sizeof name, "%s.%s", key, n);
+        const void *data = tio_tensor_data(t);
+        size_t len = tio_tensor_nbytes(t);
+        if (tio_tensor_dtype(t) == TIO_INT64) {
+            int64_t v;
+            memcpy(&v, data, sizeof v);
+            len = (size_t)snprintf(text, sizeof text, "%lld", (long long)v);
+            data = text;
+        }
+        tio_error_clear(&err);
+        if (tio_shard_writer_add_bytes(o->w, name, data, len, &err) != TIO_OK)
+            rc = cli_error("%s: sample %s: %s", o->path, key, cli_errmsg(&err));
+    }
+    if (rc == CLI_EXIT_OK && tio_container_count(rest)) {
+        tio_error_clear(&err);
+        if (tio_shard_writer_add_container(o->w, key, rest, &eo, NULL, &err) != TIO_OK)
+            rc = cli_error("%s: sample %s: %s", o->path, key, cli_errmsg(&err));
+    }
+    tio_container_free(rest);
+    return rc;
 }
 
 int cli_shard_out_close(cli_shard_out *o) {

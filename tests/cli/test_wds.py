@@ -35,6 +35,7 @@
   in ls and convert, mapped and streamed; what matches nothing fails first."""
 import gzip
 import io
+import hashlib
 import json
 import os
 import re
@@ -885,6 +886,95 @@ def test_stream(tmp):
           p.stderr)
 
 
+def test_stream_members(tmp, ten):
+    """send --members: the members no tensor format reads travel too, named
+    by their extension (.cls as an int64 scalar, others as uint8 bytes),
+    mapped and streamed, stacked by --batch; recv --members writes them
+    back: keys, member names and bytes as in the shard (a .cls as its
+    integer's text); a .cls that is no integer is refused by name."""
+    import numpy as np
+    jpg = bytes(range(256)) * 3 + b"\0\xff"
+    members = []
+    for i in range(4):
+        k = "img%02d" % i
+        members += [(k + ".x.ten", ten), (k + ".cls", b"%d\n" % (i * 7 - 3)),
+                    (k + ".json", b'{"i": "%s"}' % (b"x" * i)), (k + ".jpg", jpg[i:] + jpg[:i])]
+    shard = os.path.join(tmp, "m.tar")
+    write_tar(shard, members, tarfile.USTAR_FORMAT)
+    n_ten = len(json.loads(run("ls", "--json", shard).stdout)["tensors"]) // 4  # per sample
+
+    def rows(p):
+        return [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+
+    for how, src in (("mapped", shard), ("streamed", "pipe:cat " + shard)):
+        r, sp = stream(tmp, "mem-" + how, ("--count", "4", "--json", "--hash"),
+                       ("--members", "--keys", src))
+        msgs = rows(r)
+        check("members %s: sent" % how, r.returncode == 0 and sp.returncode == 0 and
+              len(msgs) == 4, r.stderr + sp.stderr)
+        for i, m in enumerate(msgs):
+            t = {x.get("name"): x for x in m["tensors"]}
+            ok = (t.get("cls", {}).get("dtype") == "int64" and t["cls"]["shape"] == [] and
+                  t.get("json", {}).get("shape") == [len(b'{"i": "%s"}' % (b"x" * i))] and
+                  t.get("jpg", {}).get("dtype") == "uint8" and t["jpg"]["shape"] == [770] and
+                  t.get("jpg", {}).get("sha256") == hashlib.sha256(jpg[i:] + jpg[:i]).hexdigest()
+                  and len(m["tensors"]) == n_ten + 4)  # + cls, json, jpg, __key__
+            check("members %s: message %d" % (how, i), ok, str(m["tensors"]))
+    # the integer's value, and the bytes: recv --members back into shards
+    pat = os.path.join(tmp, "mrx-%d.tar")
+    r, sp = stream(tmp, "mem-back", ("--count", "4", "-o", pat, "--samples-per-shard", "4",
+                                     "--members"), ("--members", "--keys", shard))
+    check("members back: rc", r.returncode == 0 and sp.returncode == 0, r.stderr + sp.stderr)
+    got = {n: b for n, b, _ in tar_members(pat % 0)}
+    want = {}
+    for i in range(4):
+        k = "img%02d" % i
+        want[k + ".cls"] = b"%d" % (i * 7 - 3)
+        want[k + ".json"] = b'{"i": "%s"}' % (b"x" * i)
+        want[k + ".jpg"] = jpg[i:] + jpg[:i]
+    check("members back: members", all(got.get(n) == b for n, b in want.items()) and
+          sorted(got) == sorted(list(want) + ["img%02d.ten" % i for i in range(4)]),
+          str(sorted(got)))
+    x = fresh(tmp, "mrx")
+    run("extract", pat % 0, x)
+    lt = json.loads(run("ls", "--json", "--hash", os.path.join(x, "img02.ten")).stdout)
+    lo = json.loads(run("ls", "--json", "--hash", shard).stdout)
+    check("members back: tensors", [t["sha256"] for t in lt["tensors"]] ==
+          [t["sha256"] for t in lo["tensors"]][:n_ten], str(lt))
+    # --batch stacks: cls [4] int64; equal-length members stack, others refuse
+    fixed = os.path.join(tmp, "mfixed.tar")
+    write_tar(fixed, [m for m in members if not m[0].endswith(".json")], tarfile.USTAR_FORMAT)
+    r, sp = stream(tmp, "mem-batch", ("--count", "1", "--json", "--hash"),
+                   ("--members", "--batch", "4", fixed))
+    msgs = rows(r)
+    t = {x.get("name"): x for x in msgs[0]["tensors"]} if msgs else {}
+    want_cls = np.array([i * 7 - 3 for i in range(4)], dtype="<i8")
+    check("members batch", sp.returncode == 0 and t.get("cls", {}).get("shape") == [4] and
+          t["cls"]["sha256"] == hashlib.sha256(want_cls.tobytes()).hexdigest() and
+          t.get("jpg", {}).get("shape") == [4, 770], str(msgs))
+    p = run("send", "--timeout", "5", "ipc://" + os.path.join(tmp, "mb.ipc"), "--members",
+            "--batch", "4", shard, ok=False)
+    check("members batch, lengths differ", p.returncode == 1 and "cannot be stacked" in p.stderr,
+          p.stderr)
+    # hostile: a .cls that is not an integer, a member without an extension
+    for name, data, why in (("a.cls", b"3.5", "not an integer"),
+                            ("a.cls", b"99999999999999999999", "not an integer"),
+                            ("a.id", b"", "not an integer")):
+        bad = os.path.join(tmp, "mbad.tar")
+        write_tar(bad, [("a.x.ten", ten), (name, data)], tarfile.USTAR_FORMAT)
+        p = run("send", "--timeout", "5", "ipc://" + os.path.join(tmp, "mbad.ipc"), "--members",
+                bad, ok=False)
+        check("members refuse %r" % data, p.returncode == 1 and why in p.stderr and
+              name in p.stderr, p.stderr)
+    p = run("send", "ipc://" + os.path.join(tmp, "u.ipc"), "--members",
+            os.path.join(VEC, "tenbin", "dtype_float32.ten"), ok=False)
+    check("--members needs a shard", p.returncode == 2 and "shards" in p.stderr, p.stderr)
+    p = run("recv", "ipc://" + os.path.join(tmp, "u2.ipc"), "--members", "-o", "x%d.ten",
+            ok=False)
+    check("recv --members needs --samples-per-shard", p.returncode == 2 and
+          "--samples-per-shard" in p.stderr, p.stderr)
+
+
 def test_select(tmp, ten):
     """--only/--exclude/--rename on a shard: globs on member names, in ls (text,
     --json, --hash, a streamed shard, a list) and convert shard -> shard (mapped
@@ -971,6 +1061,7 @@ def main():
         test_member_to_npy(tmp)
         test_extract_hostile(tmp)
         test_stream(tmp)
+        test_stream_members(tmp, ten)
         test_select(tmp, ten)
     for f in failures:
         print("FAIL:", f)
