@@ -390,14 +390,24 @@ const char *tio_graph_meta_get(const tio_graph *g, const char *key) {
     return g ? tio__kv_get(&g->meta, key) : NULL;
 }
 
-int tio_graph_meta_set(tio_graph *g, const char *key, const char *value, tio_error *err) {
+/* An edit through the API, counted on the root (tio_graph.edits): a writer
+ * that rewrites the model as read (tflite) refuses a graph edited since. */
+static void note_edit(tio_graph *g) { g->root->edits++; }
+
+static int graph_meta_set_do(tio_graph *g, const char *key, const char *value, tio_error *err) {
     if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
     return tio__kv_set(&g->meta, key, value, err);
 }
 
+int tio_graph_meta_set(tio_graph *g, const char *key, const char *value, tio_error *err) {
+    int rc = graph_meta_set_do(g, key, value, err);
+    if (rc == TIO_OK) note_edit(g);
+    return rc;
+}
+
 /* ------------------------------------------------------------ building */
 
-int tio_graph_add_value(tio_graph *g, const tio_value_info *v, size_t *index,
+static int graph_add_value_do(tio_graph *g, const tio_value_info *v, size_t *index,
                         tio_error *err) {
     if (!g || !v) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph or value is NULL");
     if (v->type) {
@@ -492,6 +502,13 @@ nomem:
     return tio__nomem(err, NULL);
 }
 
+int tio_graph_add_value(tio_graph *g, const tio_value_info *v, size_t *index,
+                        tio_error *err) {
+    int rc = graph_add_value_do(g, v, index, err);
+    if (rc == TIO_OK) note_edit(g);
+    return rc;
+}
+
 /* Checks a node's input or output list. */
 static int check_refs(const tio_graph *g, const int64_t *refs, size_t n, const char *what,
                       tio_error *err) {
@@ -508,7 +525,7 @@ static int check_refs(const tio_graph *g, const int64_t *refs, size_t n, const c
     return TIO_OK;
 }
 
-int tio_graph_add_node(tio_graph *g, const tio_node_info *n, size_t *index,
+static int graph_add_node_do(tio_graph *g, const tio_node_info *n, size_t *index,
                        tio_error *err) {
     if (!g || !n) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph or node is NULL");
     if (!n->op || !n->op[0])
@@ -548,6 +565,13 @@ nomem:
     rc = tio__nomem(err, NULL);
 fail:
     tio__gnode_clear(g, &nn);
+    return rc;
+}
+
+int tio_graph_add_node(tio_graph *g, const tio_node_info *n, size_t *index,
+                       tio_error *err) {
+    int rc = graph_add_node_do(g, n, index, err);
+    if (rc == TIO_OK) note_edit(g);
     return rc;
 }
 
@@ -697,7 +721,7 @@ static int check_attr(const tio_graph *g, size_t node, const tio_attr *a, tio_gr
                     node, a->name, (int)a->type);
 }
 
-int tio_graph_add_attr(tio_graph *g, size_t node, const tio_attr *a, tio_error *err) {
+static int graph_add_attr_do(tio_graph *g, size_t node, const tio_attr *a, tio_error *err) {
     if (!g || !a) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph or attribute is NULL");
     if (node >= g->node_count)
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
@@ -794,7 +818,13 @@ fail:
     return rc;
 }
 
-int tio_graph_new_subgraph(tio_graph *g, tio_graph **out, tio_error *err) {
+int tio_graph_add_attr(tio_graph *g, size_t node, const tio_attr *a, tio_error *err) {
+    int rc = graph_add_attr_do(g, node, a, err);
+    if (rc == TIO_OK) note_edit(g);
+    return rc;
+}
+
+static int graph_new_subgraph_do(tio_graph *g, tio_graph **out, tio_error *err) {
     if (out) *out = NULL;
     if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
     void *p = g->subgraphs;
@@ -806,6 +836,12 @@ int tio_graph_new_subgraph(tio_graph *g, tio_graph **out, tio_error *err) {
     g->subgraphs[g->sub_count++] = s;
     if (out) *out = s;
     return TIO_OK;
+}
+
+int tio_graph_new_subgraph(tio_graph *g, tio_graph **out, tio_error *err) {
+    int rc = graph_new_subgraph_do(g, out, err);
+    if (rc == TIO_OK) note_edit(g);
+    return rc;
 }
 
 /* Replaces one of the graph's value lists. */
@@ -833,28 +869,52 @@ static int set_list(tio_graph *g, int64_t **list, size_t *count, const int64_t *
     return TIO_OK;
 }
 
-int tio_graph_set_inputs(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
+static int graph_set_inputs_do(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
     return g ? set_list(g, &g->inputs, &g->input_count, values, n, "inputs", err)
              : tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
 }
 
-int tio_graph_set_outputs(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
+int tio_graph_set_inputs(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
+    int rc = graph_set_inputs_do(g, values, n, err);
+    if (rc == TIO_OK) note_edit(g);
+    return rc;
+}
+
+static int graph_set_outputs_do(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
     return g ? set_list(g, &g->outputs, &g->output_count, values, n, "outputs", err)
              : tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
 }
 
-int tio_graph_set_captures(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
+int tio_graph_set_outputs(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
+    int rc = graph_set_outputs_do(g, values, n, err);
+    if (rc == TIO_OK) note_edit(g);
+    return rc;
+}
+
+static int graph_set_captures_do(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
     return g ? set_list(g, &g->captures, &g->capture_count, values, n, "captures", err)
              : tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
 }
 
-int tio_graph_set_native_format(tio_graph *g, const char *format, tio_error *err) {
+int tio_graph_set_captures(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
+    int rc = graph_set_captures_do(g, values, n, err);
+    if (rc == TIO_OK) note_edit(g);
+    return rc;
+}
+
+static int graph_set_native_format_do(tio_graph *g, const char *format, tio_error *err) {
     if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
     char *s = NULL;
     if (format && format[0] && !(s = dupstr(format))) return tio__nomem(err, NULL);
     free(g->native_format);
     g->native_format = s;
     return TIO_OK;
+}
+
+int tio_graph_set_native_format(tio_graph *g, const char *format, tio_error *err) {
+    int rc = graph_set_native_format_do(g, format, err);
+    if (rc == TIO_OK) note_edit(g);
+    return rc;
 }
 
 size_t tio_graph_opset_count(const tio_graph *g) { return g ? g->opset_count : 0; }
@@ -867,7 +927,7 @@ int tio_graph_opset_at(const tio_graph *g, size_t i, const char **domain, int64_
     return TIO_OK;
 }
 
-int tio_graph_set_opset(tio_graph *g, const char *domain, int64_t version, tio_error *err) {
+static int graph_set_opset_do(tio_graph *g, const char *domain, int64_t version, tio_error *err) {
     if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
     if (!domain) domain = "";
     for (size_t i = 0; i < g->opset_count; i++)
@@ -889,6 +949,12 @@ int tio_graph_set_opset(tio_graph *g, const char *domain, int64_t version, tio_e
     g->opset_domains[g->opset_count] = d;
     g->opset_versions[g->opset_count++] = version;
     return TIO_OK;
+}
+
+int tio_graph_set_opset(tio_graph *g, const char *domain, int64_t version, tio_error *err) {
+    int rc = graph_set_opset_do(g, domain, version, err);
+    if (rc == TIO_OK) note_edit(g);
+    return rc;
 }
 
 bool tio__graph_meta_foreign(const char *key, const char *own) {

@@ -78,6 +78,10 @@ struct tio_graph {
     char **opset_domains;
     int64_t *opset_versions;
     size_t opset_count;
+    /* The root's: successful calls of the public mutators (tio_graph_add_*,
+     * _set_*, _meta_set, _new_subgraph) on any graph of the tree, so that a
+     * writer can tell a graph edited since it was read. */
+    uint64_t edits;
 };
 
 /* The format the graph was read from (tio_graph.native_format): its own,

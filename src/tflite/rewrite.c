@@ -528,7 +528,8 @@ int tio__tfl_rewrite(const tfl_native *nat, tio_write_plan *plan, tfl_wmodel *m,
     }
     if (c->graph != nat->graph ||
         (c->graph && (c->graph->node_count != nat->gnodes ||
-                      c->graph->value_count != nat->gvalues)))
+                      c->graph->value_count != nat->gvalues ||
+                      c->graph->edits != nat->gedits)))
         return tio__err(err, TIO_E_UNSUPPORTED, TFL, -1,
                         "the model's graph was edited after it was read; the TensorFlow Lite "
                         "writer rewrites the model as read (edits to its graph are not "

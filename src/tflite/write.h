@@ -271,6 +271,7 @@ typedef struct tfl_native {
     size_t ntensors;             /* container tensors after the read */
     const tio_graph *graph;      /* the container's graph after the read and its size */
     size_t gnodes, gvalues;
+    uint64_t gedits; /* tio_graph.edits after the raise */
     uint8_t meta_digest[32];     /* tio__tfl_meta_digest after the read */
 } tfl_native;
 

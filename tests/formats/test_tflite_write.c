@@ -389,6 +389,32 @@ static void test_rewrite_edits(void **state) {
     assert_non_null(strstr(e.message, "must keep its tensor's type and shape"));
     t->shape[0] = keep;
     tio_container_free(c);
+    /* the graph edited in place: an attribute added to a node, the outputs
+     * set anew, a graph metadata entry, an opset (counts unchanged) */
+    for (int k = 0; k < 4; k++) {
+        OK_(tio_open(path, NULL, &c, &e));
+        tio_graph *g = tio_container_graph(c);
+        assert_non_null(g);
+        size_t nn = tio_graph_node_count(g);
+        if (k == 0) {
+            tio_attr a;
+            memset(&a, 0, sizeof a);
+            a.name = "note";
+            a.type = TIO_ATTR_INT;
+            a.i = 1;
+            OK_(tio_graph_add_attr(g, nn - 1, &a, &e));
+        } else if (k == 1) {
+            OK_(tio_graph_set_outputs(g, tio_graph_outputs(g), tio_graph_output_count(g), &e));
+        } else if (k == 2) {
+            OK_(tio_graph_meta_set(g, "note", "x", &e));
+        } else {
+            OK_(tio_graph_set_opset(g, "", 13, &e));
+        }
+        assert_int_equal(tio_graph_node_count(g), nn);
+        assert_int_equal(save_tflite(c, &buf, &len, &e), TIO_E_UNSUPPORTED);
+        assert_non_null(strstr(e.message, "graph was edited"));
+        tio_container_free(c);
+    }
     free(path);
 }
 
