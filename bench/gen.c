@@ -5,6 +5,11 @@
  *       whose data add up to about BYTES. Model formats (rten, tmfile) get a
  *       graph: input x, then y_i = Add(y_{i-1}, t_i) for every constant;
  *       tflite a model of constants (one subgraph, no operators).
+ *   gen --format F --graph conv --size BYTES --tensors N --out PATH
+ *       a CNN of N Conv 3x3 (C -> C channels, pads 1) + Relu layers on an
+ *       input [1, C, 8, 8], C the multiple of 8 whose float32 weights
+ *       (C*C*9) and bias (C) make about BYTES / N each: what ONNX -> TFLite
+ *       permutes (OIHW -> OHWI) on the way.
  *   gen --format npy --size BYTES --out PATH
  *       one float32 array in NumPy's .npy format (written here, byte by byte).
  *   gen --data-bytes --size BYTES --tensors N
@@ -174,6 +179,116 @@ static int write_npy(const char *path, uint64_t size, uint64_t seed) {
     return 0;
 }
 
+/* gen --graph conv: N Conv 3x3 + Relu layers of C channels (header). */
+static int conv_value(tio_graph *g, const char *name, int64_t tensor, size_t rank,
+                      const int64_t *dims, size_t *out, tio_error *e) {
+    tio_dim d[4];
+    for (size_t k = 0; k < rank; k++) d[k] = (tio_dim){dims[k], NULL};
+    tio_value_info v = {0};
+    v.name = name;
+    v.dtype = TIO_FLOAT32;
+    v.rank = tensor >= 0 ? -1 : (int)rank;
+    v.dims = tensor >= 0 ? NULL : d;
+    v.tensor = tensor;
+    return tio_graph_add_value(g, &v, out, e);
+}
+
+static int write_conv(const char *format, const char *out, uint64_t size, uint64_t count,
+                      uint64_t seed) {
+    if (count == 0) return bn_fail("gen: --tensors must be at least 1");
+    uint64_t per = size / count, ch = 8;
+    while ((ch + 8) * (ch + 8) * 36 + (ch + 8) * 4 <= per) ch += 8;
+    size_t wn = (size_t)(ch * ch * 9), wb = wn * 4, bb = (size_t)ch * 4;
+    size_t bytes = (size_t)count * (wb + bb);
+    unsigned char *data = bn_big_alloc(bytes);
+    if (!data) return bn_fail("gen: cannot allocate %zu bytes", bytes);
+    /* small values (a scaled fill): activations stay finite through N layers */
+    bn_fill(data, bytes, seed);
+    float *f = (float *)(void *)data;
+    for (size_t k = 0; k < bytes / 4; k++) {
+        uint32_t u;
+        memcpy(&u, &f[k], 4);
+        f[k] = ((float)(u >> 8) / 16777216.0f - 0.5f) / (float)(ch * 3);
+    }
+    tio_container *c = tio_container_new();
+    tio_error e;
+    tio_graph *g = NULL;
+    int rc = c ? tio_container_new_graph(c, &g, &e) : -1;
+    int64_t xd[4] = {1, (int64_t)ch, 8, 8}, wd[4] = {(int64_t)ch, (int64_t)ch, 3, 3},
+            bd[1] = {(int64_t)ch};
+    size_t prev = 0;
+    if (!rc) rc = conv_value(g, "x", -1, 4, xd, &prev, &e);
+    int64_t in = (int64_t)prev;
+    if (!rc) rc = tio_graph_set_inputs(g, &in, 1, &e);
+    for (uint64_t i = 0; !rc && i < count; i++) {
+        char wn_[32], bn_[32], cn[32], rn[32], yc[32], yr[32];
+        snprintf(wn_, sizeof wn_, "conv%03" PRIu64 ".weight", i);
+        snprintf(bn_, sizeof bn_, "conv%03" PRIu64 ".bias", i);
+        snprintf(cn, sizeof cn, "conv%03" PRIu64, i);
+        snprintf(rn, sizeof rn, "relu%03" PRIu64, i);
+        snprintf(yc, sizeof yc, "c%03" PRIu64, i);
+        snprintf(yr, sizeof yr, "r%03" PRIu64, i);
+        tio_tensor_desc d = {0};
+        d.dtype = TIO_FLOAT32;
+        d.name = wn_;
+        d.rank = 4;
+        d.shape = wd;
+        d.data = data + i * (wb + bb);
+        d.nbytes = wb;
+        size_t wi, bi, ci, ri, ni, w0 = tio_container_count(c);
+        rc = tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e);
+        d.name = bn_;
+        d.rank = 1;
+        d.shape = bd;
+        d.data = data + i * (wb + bb) + wb;
+        d.nbytes = bb;
+        if (!rc) rc = tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e);
+        if (!rc) rc = conv_value(g, wn_, (int64_t)w0, 0, NULL, &wi, &e);
+        if (!rc) rc = conv_value(g, bn_, (int64_t)w0 + 1, 0, NULL, &bi, &e);
+        if (!rc) rc = conv_value(g, yc, -1, 4, xd, &ci, &e);
+        if (!rc) rc = conv_value(g, yr, -1, 4, xd, &ri, &e);
+        int64_t cin[3] = {(int64_t)prev, (int64_t)wi, (int64_t)bi}, cout = (int64_t)ci;
+        int64_t rin = (int64_t)ci, rout = (int64_t)ri;
+        tio_node_info nd = {0};
+        nd.name = cn;
+        nd.op = "Conv";
+        nd.native_id = -1;
+        nd.inputs = cin;
+        nd.input_count = 3;
+        nd.outputs = &cout;
+        nd.output_count = 1;
+        if (!rc) rc = tio_graph_add_node(g, &nd, &ni, &e);
+        static const int64_t k3[2] = {3, 3}, p1[4] = {1, 1, 1, 1};
+        tio_attr a = {0};
+        a.type = TIO_ATTR_INTS;
+        a.name = "kernel_shape";
+        a.ints = k3;
+        a.count = 2;
+        if (!rc) rc = tio_graph_add_attr(g, ni, &a, &e);
+        a.name = "pads";
+        a.ints = p1;
+        a.count = 4;
+        if (!rc) rc = tio_graph_add_attr(g, ni, &a, &e);
+        nd.name = rn;
+        nd.op = "Relu";
+        nd.inputs = &rin;
+        nd.input_count = 1;
+        nd.outputs = &rout;
+        if (!rc) rc = tio_graph_add_node(g, &nd, &ni, &e);
+        prev = ri;
+    }
+    int64_t outv = (int64_t)prev;
+    if (!rc) rc = tio_graph_set_outputs(g, &outv, 1, &e);
+    if (!rc) {
+        tio_save_options so = bn_save_options(format);
+        rc = tio_save(c, out, &so, &e);
+    }
+    int ret = rc ? (c ? tio_failed(out, &e) : bn_fail("out of memory")) : 0;
+    tio_container_free(c);
+    bn_big_free(data, bytes);
+    return ret;
+}
+
 int bn_cmd_gen(bn_ctx *x, int argc, char **argv) {
     (void)x;
     const char *format = bn_opt(argc, argv, "--format", NULL);
@@ -187,6 +302,9 @@ int bn_cmd_gen(bn_ctx *x, int argc, char **argv) {
     }
     if (!format || !out || size == 0) return bn_fail("gen: --format, --out and --size needed");
     if (strcmp(format, "npy") == 0) return write_npy(out, size, seed);
+    const char *graph = bn_opt(argc, argv, "--graph", NULL);
+    if (graph && strcmp(graph, "conv") == 0) return write_conv(format, out, size, count, seed);
+    if (graph) return bn_fail("gen: --graph %s (expected conv)", graph);
     if (count == 0) return bn_fail("gen: --tensors must be at least 1");
     uint64_t bytes = bn_data_bytes(size, count);
     void *data = bn_big_alloc((size_t)bytes);

@@ -33,6 +33,8 @@
 #   BENCH_FORMATS  [btf tenbin zio rten tmfile safetensors gguf npz npy]
 #                  (npy: one tensor only, the format holds one array)
 #   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated models (model, onnx) [1G, 1000]
+#   BENCH_CNN_SIZE, BENCH_CNN_LAYERS  onnx: the CNN converted to TFLite (Conv 3x3 +
+#                  Relu layers, weights permuted on the way) [100M, 40]
 #   BENCH_ZMQ_SIZES [1K,4K,16K,64K,256K,1M,4M,16M]   BENCH_ZMQ_BUDGET [1G]
 #   BENCH_FILES_COUNTS [1000,10000,100000]  recvfiles: files per run (each >= 2)
 #   BENCH_FILES_MODES  [default,sync-each,no-sync]  recvfiles: tensio recv's durability
@@ -75,6 +77,8 @@ MAXREPS=${BENCH_MAX_REPS:-$((4 * ${BENCH_REPS:-5}))}
 FAULT=${BENCH_FAULT_SIZE:-256M}
 MSIZE=${BENCH_MODEL_SIZE:-1G}
 MCONSTS=${BENCH_MODEL_CONSTS:-1000}
+CNNSIZE=${BENCH_CNN_SIZE:-100M}
+CNNLAYERS=${BENCH_CNN_LAYERS:-40}
 ZSIZES=${BENCH_ZMQ_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M}
 ZBUDGET=${BENCH_ZMQ_BUDGET:-1G}
 FCOUNTS=${BENCH_FILES_COUNTS:-1000,10000,100000}
@@ -364,6 +368,16 @@ if has onnx; then
   run $T files spawn --case onnx --group "tflite→tflite" --out "$o" --warm "$MSIZE" \
     :: base:cp cp "$tf" "$o" :: tensio:cli "$CLI" convert --no-sync "$tf" "$o"
   rm -f "$tf"
+  # ONNX -> TFLite (issue 36: >= 0.5x cp, < 64 MiB anonymous memory): a CNN
+  # whose Conv weights are permuted OIHW -> OHWI on the way
+  cn="$READ/bench-cnn.onnx"
+  run "$B" gen --format onnx --graph conv --size "$CNNSIZE" --tensors "$CNNLAYERS" --out "$cn"
+  sync -f "$cn"
+  cat "$cn" >/dev/null
+  o="$DATA/bench-out.tflite"
+  run $T files spawn --case onnx --group "onnx→tflite, CNN $CNNSIZE" --out "$o" --warm "$CNNSIZE" \
+    :: base:cp cp "$cn" "$o" :: tensio:cli "$CLI" convert --no-sync "$cn" "$o"
+  rm -f "$cn"
 fi
 
 # ------------------------------------------------------------ recv -o
