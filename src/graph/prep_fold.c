@@ -369,7 +369,7 @@ static int num_store(pp *x, int64_t out, const num *r, tio_dtype dt) {
     /* 8-bit (a QDQ model's zero points): values in range only */
     for (size_t k = 0; es == 1 && k < r->n; k++) {
         double v = num_at(r, k);
-        if (!(dt == TIO_INT8 ? v >= -128 && v <= 127 : v >= 0 && v <= 255) || v != (int64_t)v)
+        if (!(dt == TIO_INT8 ? v >= -128 && v <= 127 : v >= 0 && v <= 255) || v != floor(v))
             return PP_UNREPRESENTABLE;
     }
     uint8_t *d = tio__gp_pa(x, (r->n ? r->n : 1) * es);

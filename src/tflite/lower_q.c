@@ -26,6 +26,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,10 @@ static bool graph_in(const tl *L, int64_t v) {
 static void check_weighted(tl *L, const tio_gnode *n, qfail *f) {
     int64_t x = tio__tl_in_v(n, 0), w = tio__tl_in_v(n, 1),
             b = tio__gp_op_is(n, "MatMul") ? -1 : tio__tl_in_v(n, 2);
+    if (x < 0 || !L->q[x].q) {
+        qbad(f, n, "the input is not quantized");
+        return;
+    }
     const tl_q *qx = &L->q[x], *qw = w >= 0 ? &L->q[w] : NULL;
     if (!qw || !qw->ct) {
         qbad(f, n, "the weights are not a DequantizeLinear of a constant");
@@ -205,8 +210,13 @@ static void check_weighted(tl *L, const tio_gnode *n, qfail *f) {
         return;
     }
     const tfl_wquant *bq = qb->q;
-    const tio_tensor *bt = qb->ct;
+    const tio_tensor *bt = qb->ct, *wt = qw->ct;
     size_t nb = bt ? (size_t)bt->numel : 0;
+    if (!bt || bt->rank != 1 || wt->rank < 1 || (int64_t)nb != wt->shape[0]) {
+        qbad(f, n, "a bias that is not a vector of the %lld output channels",
+             wt->rank ? (long long)wt->shape[0] : 0LL);
+        return;
+    }
     if (bq->nscale != 1 && bq->nscale != nb) {
         qbad(f, n, "%zu bias scales for %zu values", bq->nscale, nb);
         return;
@@ -285,8 +295,13 @@ static void check_op(tl *L, const tio_gnode *n, qfail *f) {
             return;
         }
     }
+    int64_t x0 = tio__tl_in_v(n, 0);
+    if (x0 < 0 || !L->q[x0].q) {
+        qbad(f, n, "the first input is not quantized");
+        return;
+    }
     if (same) {
-        int64_t x = tio__tl_in_v(n, 0);
+        int64_t x = x0;
         for (size_t o = 0; o < n->output_count; o++)
             if (n->outputs[o] >= 0 && !same_q(L->q[x].q, L->q[n->outputs[o]].q)) {
                 qbad(f, n, "the output's scale %.9g, zero point %lld differ from the input's "
@@ -303,7 +318,7 @@ static void check_op(tl *L, const tio_gnode *n, qfail *f) {
             !(hi == 6 || hi == 1 || hi >= 3.4e38) || (lo == -1) != (hi == 1))
             qbad(f, n, "bounds other than ReLU, ReLU6 and [-1, 1] on quantized values");
         else if (lo <= -3.4e38 && hi >= 3.4e38 &&
-                 !same_q(L->q[tio__tl_in_v(n, 0)].q, L->q[y].q))
+                 !same_q(L->q[x0].q, L->q[y].q))
             qbad(f, n, "a Clip without bounds that requantizes");
     }
     if (tio__gp_op_is(n, "Softmax") || tio__gp_op_is(n, "Sigmoid")) {
@@ -341,7 +356,9 @@ static int carry(tl *L, const tio_gnode *n, qfail *f) {
     const tio_tensor *c = qx->ct;
     int64_t perm[4];
     size_t cnt, r = c->rank, es = tio_dtype_size(c->dtype);
-    if (!tr || r < 1 || r > 4 || es < 1 || c->nbytes < c->numel * es) return TIO_OK;
+    if (!tr || r < 1 || r > 4 || es < 1 || c->numel > SIZE_MAX / 8 ||
+        c->nbytes < c->numel * es)
+        return TIO_OK;
     if (!tio__tl_attr_ints(n, "perm", perm, 4, &cnt)) {
         for (size_t k = 0; k < r; k++) perm[k] = (int64_t)(r - 1 - k);
         cnt = r;

@@ -318,7 +318,7 @@ static int64_t qdq(gb *b, const char *name, int64_t x, int64_t s, int64_t z, siz
 
 /* x [1, 4, 4, 4] float -> Q/DQ -> Conv 1x1 'qc' (int8 weights, zero point
  * wz) -> Q/DQ -> Sigmoid 'qsig' -> Q/DQ (scale so, zero point -128) */
-static gb *qdq_conv(int8_t wz, float so) {
+static gb *qdq_conv(int8_t wz, float so, float bs) {
     static const int8_t w[16] = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12, 13, -14, 15, -16};
     static const float xs = 0.05f, ws = 0.01f, ys = 0.1f;
     static int8_t z0 = 0, zm = -128, wzs;
@@ -340,8 +340,18 @@ static gb *qdq_conv(int8_t wz, float so) {
     int64_t xf = qdq(b, "in", x, s_x, z_0, 4, xd);
     int64_t wi[3] = {wq, s_w, z_w};
     nd(b, "w_dq", "DequantizeLinear", NULL, 3, wi, wf);
-    int64_t ci[2] = {xf, wf};
-    size_t conv = nd(b, "qc", "Conv", NULL, 2, ci, y);
+    /* a bias of scale bs (0: none) */
+    static const int32_t bias[4] = {10, -20, 30, -40};
+    static const int32_t bz = 0;
+    static float bss;
+    bss = bs;
+    int64_t bd[1] = {4}, bf = rv(b, "bf", 1, bd, false);
+    int64_t bqi[3] = {tcv(b, "bias", TIO_INT32, 1, bd, bias, sizeof bias),
+                      tcv(b, "s_b", TIO_FLOAT32, 0, none, &bss, 4),
+                      tcv(b, "z_b", TIO_INT32, 0, none, &bz, 4)};
+    if (bs > 0) nd(b, "b_dq", "DequantizeLinear", NULL, 3, bqi, bf);
+    int64_t ci[3] = {xf, wf, bf};
+    size_t conv = nd(b, "qc", "Conv", NULL, bs > 0 ? 3 : 2, ci, y);
     static const int64_t k[2] = {1, 1};
     ints(b, conv, "kernel_shape", 2, k);
     int64_t yf = qdq(b, "y", y, s_y, z_0, 4, xd);
@@ -358,7 +368,7 @@ static void test_qdq(void **state) {
     tio_error e;
     /* lowered: deterministic, and its operators QUANTIZE, CONV_2D, LOGISTIC,
      * DEQUANTIZE (the Q/DQ pairs folded) */
-    gb *b = qdq_conv(0, 1.0f / 256);
+    gb *b = qdq_conv(0, 1.0f / 256, 0.05f * 0.01f);
     assert_int_equal(save(b, NULL, &out, &len, &e), TIO_OK);
     assert_int_equal(save(b, NULL, &out2, &len2, &e), TIO_OK);
     assert_int_equal(len, len2);
@@ -381,11 +391,37 @@ static void test_qdq(void **state) {
     tio_free(out2);
 
     /* refused: every pattern named in one error */
-    b = qdq_conv(3, 0.1f);
+    b = qdq_conv(3, 0.1f, 0);
     assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
     assert_non_null(strstr(e.message, "the QDQ model has 2 patterns"));
     assert_non_null(strstr(e.message, "node 'qc' (Conv): int8 weight zero point 3"));
     assert_non_null(strstr(e.message, "node 'qsig' (Sigmoid): output scale 0.1"));
+    gb_free(b);
+
+    /* a bias whose scale is not input x weight */
+    b = qdq_conv(0, 1.0f / 256, 0.125f);
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "node 'qc' (Conv): bias 0: scale 0.125"));
+    gb_free(b);
+
+    /* a scale of 0, and a DequantizeLinear of a float graph input */
+    b = gb_new();
+    static const float zero = 0.0f, half = 0.5f;
+    static const int8_t z8 = 0;
+    int64_t d[2] = {1, 4}, none[1] = {1};
+    int64_t x = rv(b, "x", 2, d, false), q = rv(b, "q", 2, d, false),
+            f = rv(b, "f", 2, d, false), sum = rv(b, "sum", 2, d, false),
+            s0 = tcv(b, "s0", TIO_FLOAT32, 0, none, &zero, 4),
+            s1 = tcv(b, "s1", TIO_FLOAT32, 0, none, &half, 4),
+            z = tcv(b, "z", TIO_INT8, 0, none, &z8, 1);
+    int64_t qi[3] = {x, s0, z}, di[3] = {q, s1, z}, fi[2] = {f, x};
+    nd(b, "q0", "QuantizeLinear", NULL, 3, qi, q);
+    nd(b, "dq1", "DequantizeLinear", NULL, 3, di, f);
+    nd(b, "add", "Add", NULL, 2, fi, sum);
+    io(b, x, sum);
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "node 'q0' (QuantizeLinear): scale 0 (positive"));
+    assert_non_null(strstr(e.message, "node 'dq1' (DequantizeLinear): dequantizes 'q'"));
     gb_free(b);
 }
 
