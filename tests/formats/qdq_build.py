@@ -149,3 +149,56 @@ def build_cnn(path, act_dt, per_channel, u8_weights=False, seed=0):
     with open(path, "wb") as f:
         f.write(m.SerializeToString())
     return float(P["a8"][0])
+
+
+def build_mlp(path, act_dt, per_channel, seed=0):
+    """x [4,16] -> MatMul(16x24; per_channel: weights per column, axis 1)
+    -> Relu -> Concat(h, h) -> Gemm(10) -> Softmax (output scale 1/256 and
+    zero point -128 or 0, as TFLite's kernel writes)."""
+    rs = np.random.RandomState(seed + 1)
+    w1 = (rs.standard_normal((16, 24)) * 0.3).astype(np.float32)
+    w2 = (rs.standard_normal((10, 48)) * 0.3).astype(np.float32)
+    b2 = (rs.standard_normal(10) * 0.1).astype(np.float32)
+    cal = torch.from_numpy(rs.standard_normal((64, 16)).astype(np.float32))
+    t = lambda a: torch.from_numpy(a)  # noqa: E731
+    a1 = F.relu(cal @ t(w1))
+    a2 = F.linear(torch.cat([a1, a1], 1), t(w2), t(b2))
+    P = {"x": act_params(cal.min(), cal.max(), act_dt), "a1": act_params(a1.min(), a1.max(),
+                                                                          act_dt),
+         "a2": act_params(a2.min(), a2.max(), act_dt)}
+    smax = (np.float32(1 / 256), act_dt(-128 if act_dt == np.int8 else 0))
+    B = Builder(act_dt)
+    x = B.q("input", *P["x"], "in")
+    if per_channel:  # MatMul's output channels are its weights' axis 1
+        m = np.maximum(np.abs(w1).max(axis=0) / 127.0, 1e-8).astype(np.float32)
+        q1 = np.clip(np.round(w1 / m), -127, 127).astype(np.int8)
+        wv = B.dq_const("mm_w", q1, m, np.zeros(24, np.int8), 1)
+    else:
+        q1, s1 = quant_w(w1, False)
+        wv = B.dq_const("mm_w", q1, s1, np.int8(0))
+    B.nodes.append(helper.make_node("MatMul", [x, wv], ["h0"], name="matmul"))
+    B.nodes.append(helper.make_node("Relu", ["h0"], ["h"], name="relu"))
+    h = B.q("h", *P["a1"], "a1")
+    B.nodes.append(helper.make_node("Concat", [h, h], ["cat"], name="concat", axis=1))
+    c = B.q("cat", *P["a1"], "cat")
+    q2, s2 = quant_w(w2, per_channel)
+    wv = B.dq_const("fc_w", q2, s2, np.zeros(10, np.int8) if per_channel else np.int8(0),
+                    0 if per_channel else None)
+    bs = (np.float32(P["a1"][0]) * s2).astype(np.float32)
+    bq = np.round(b2 / bs).astype(np.int32)
+    bv = B.dq_const("fc_b", bq, bs, np.zeros(10, np.int32) if per_channel else np.int32(0),
+                    0 if per_channel else None)
+    B.nodes.append(helper.make_node("Gemm", [c, wv, bv], ["y0"], name="fc", transB=1))
+    y = B.q("y0", *P["a2"], "y")
+    B.nodes.append(helper.make_node("Softmax", [y], ["sm"], name="softmax", axis=1))
+    B.q("sm", *smax, "out")
+    B.nodes.append(helper.make_node("Identity", ["out_dq"], ["output"], name="out_id"))
+    g = helper.make_graph(B.nodes, "qdq_mlp",
+                          [helper.make_tensor_value_info("input", TensorProto.FLOAT, [4, 16])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, [4, 10])],
+                          B.inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return float(smax[0])

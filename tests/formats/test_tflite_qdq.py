@@ -4,11 +4,12 @@
 Usage: /usr/bin/python3 test_tflite_qdq.py /path/to/tensio
 
 1. QDQ models built here (tests/formats/qdq_build.py: a small CNN with Conv,
-   depthwise Conv, MaxPool, Add, GlobalAveragePool, Flatten and Gemm, scales
-   measured on seeded calibration data) in five forms: int8 activations with
-   int8 weights per tensor (s8) and per output channel (s8_pc); uint8
-   activations with uint8 weights (u8); uint8 activations with int8 weights
-   per tensor (u8s8) and per channel (u8s8_pc). Each is converted with
+   depthwise Conv, MaxPool, Add, GlobalAveragePool, Flatten and Gemm, and an
+   MLP with MatMul, Relu, Concat, Gemm and Softmax; scales measured on seeded
+   calibration data): the CNN in five forms, int8 activations with int8
+   weights per tensor (s8) and per output channel (s8_pc), uint8 activations
+   with uint8 weights (u8), uint8 activations with int8 weights per tensor
+   (u8s8) and per channel (u8s8_pc); the MLP as s8, u8s8 and s8_pc. Each is converted with
    `tensio convert`, read back with the FlatBuffers reader of
    test_tflite_rewrite.py (not tensio's): every CONV_2D, DEPTHWISE_CONV_2D
    and FULLY_CONNECTED reads quantized tensors, its weights' quantized
@@ -61,9 +62,10 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 ORT_DIR = os.path.join(REPO, "tests", "ort")
 SHARED = os.environ.get("TIO_SHARED_VECTORS", os.path.join(REPO, "..", "shared", "vectors"))
 # name: (activation dtype, per-channel weights, uint8 weights)
-MODELS = {"s8": (np.int8, False, False), "u8": (np.uint8, False, True),
-          "u8s8": (np.uint8, False, False), "s8_pc": (np.int8, True, False),
-          "u8s8_pc": (np.uint8, True, False)}
+MODELS = {"cnn_s8": (np.int8, False, False), "cnn_u8": (np.uint8, False, True),
+          "cnn_u8s8": (np.uint8, False, False), "cnn_s8_pc": (np.int8, True, False),
+          "cnn_u8s8_pc": (np.uint8, True, False), "mlp_s8": (np.int8, False, False),
+          "mlp_u8s8": (np.uint8, False, False), "mlp_s8_pc": (np.int8, True, False)}
 # constants whose bytes the round trip permutes (the same function)
 KNOWN = {("tflm_micro_speech_quantized.tflite", "final_fc_weights/read/transpose"):
          "the fully connected layer reads a flattened NHWC value: its columns are "
@@ -120,7 +122,7 @@ def tensors(path):
     return out, ops
 
 
-def check_structure(path, act_type):
+def check_structure(path, act_type, want_ops):
     """Every weighted operator quantized as TFLite's kernels take it."""
     ts, ops = tensors(path)
     seen = []
@@ -141,7 +143,7 @@ def check_structure(path, act_type):
         for k, bs in enumerate(b["q"][0]):
             ws = w["q"][0][k if len(w["q"][0]) > 1 else 0]
             assert abs(bs - x["q"][0][0] * ws) <= 1e-5 * bs, "%s: bias scale %d" % (name, k)
-    assert sorted(set(seen)) == ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"], seen
+    assert sorted(set(seen)) == want_ops, seen
     return len(ops), sum(1 for c, _ in ops if c in (6, 114))  # DEQUANTIZE, QUANTIZE
 
 
@@ -157,15 +159,21 @@ def check_qdq(tmp, name):
     d = os.path.join(tmp, name)
     os.makedirs(d)
     src, dst = os.path.join(d, "m.onnx"), os.path.join(d, "m.tflite")
-    step = qdq_build.build_cnn(src, act, pc, u8w)
+    cnn = name.startswith("cnn")
+    if cnn:
+        step = qdq_build.build_cnn(src, act, pc, u8w)
+    else:
+        step = qdq_build.build_mlp(src, act, pc)
     tensio("convert", src, dst)
     # uint8 activations with int8 weights are written int8 (zero point - 128)
     act_type = 3 if act == np.uint8 and u8w else 9
-    nops, nq = check_structure(dst, act_type)
-    x = np.random.RandomState(1).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    nops, nq = check_structure(dst, act_type, ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"]
+                               if cnn else ["FULLY_CONNECTED"])
+    rs = np.random.RandomState(1)
+    x = rs.standard_normal((1, 3, 16, 16) if cnn else (4, 16)).astype(np.float32)
     np.save(os.path.join(d, "in0.npy"), x)
     nhwc = os.path.join(d, "nhwc0.npy")
-    np.save(nhwc, np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
+    np.save(nhwc, np.ascontiguousarray(x.transpose(0, 2, 3, 1) if cnn else x))
     json.dump({"inputs": [{"name": "input", "file": "in0.npy"}],
                "outputs": [{"name": "output", "file": "want0.npy"}]},
               open(os.path.join(d, "reference_io.json"), "w"))
@@ -282,7 +290,7 @@ def main():
         return 1
     with tempfile.TemporaryDirectory() as tmp:
         for name in MODELS:
-            step("qdq_cnn_" + name, check_qdq, tmp, name)
+            step("qdq_" + name, check_qdq, tmp, name)
         step("qdq_bad_weight_zero_point", check_refusal, tmp)
         man = os.path.join(SHARED, "tflite", "manifest.json")
         if not os.path.exists(man):
