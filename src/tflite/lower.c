@@ -13,8 +13,11 @@
  * made from the other only when a reader needs it: by a TRANSPOSE, or by a
  * RESHAPE when only dims of size 1 move. Transposes in the graph are composed
  * with the forms their input has (none is left when they cancel). 4-D graph
- * inputs and outputs are NHWC (option layout=nchw keeps ONNX's).
- * See docs/formats/tflite.md, "ONNX -> TFLite".
+ * inputs and outputs are NHWC (option layout=nchw keeps ONNX's). QDQ models
+ * (QuantizeLinear/DequantizeLinear) are lowered to int8/uint8 tensors by
+ * src/tflite/lower_q.c: its scan runs before the operators, and a value's
+ * quantization (tl.q) gives the tensors made for it their type and
+ * parameters. See docs/formats/tflite.md, "ONNX -> TFLite".
  */
 #include "tflite/lower.h"
 

@@ -57,8 +57,9 @@ static void qbad(qfail *f, const tio_gnode *n, const char *fmt, ...) {
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
     if (f->count < 8 && f->len < sizeof f->msg - 1)
-        f->len += (size_t)snprintf(f->msg + f->len, sizeof f->msg - f->len, "%snode '%.60s' (%s): %s",
-                                   f->count ? "; " : "", n->name ? n->name : "", n->op, m);
+        f->len += (size_t)snprintf(f->msg + f->len, sizeof f->msg - f->len,
+                                   "%snode '%.60s' (%s): %s", f->count ? "; " : "",
+                                   n->name ? n->name : "", n->op, m);
     if (f->len >= sizeof f->msg) f->len = sizeof f->msg - 1;
     f->count++;
 }
