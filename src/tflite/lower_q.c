@@ -458,8 +458,15 @@ int tio__tl_qscan(tl *L) {
         int r = 0;
         if (!tio__tl_vshape(L, x, d, &r)) r = -1;
         int32_t type;
-        tfl_wquant *q = params(L, n, is_q(n) ? TIO_UINT8 : c ? c->dtype : g->values[x].dtype, r,
-                               &type, f);
+        /* the quantized type where the zero point is absent: a QuantizeLinear's
+         * uint8; a DequantizeLinear's, its input's (a QuantizeLinear's output:
+         * that node's) */
+        tio_dtype dt = is_q(n) ? TIO_UINT8 : c ? c->dtype : g->values[x].dtype;
+        if (is_dq(n) && !c && prod[x] >= 0 && is_q(&g->nodes[prod[x]])) {
+            const tio_tensor *pz = tio__tl_vconst(L, tio__tl_in_v(&g->nodes[prod[x]], 2));
+            dt = pz ? pz->dtype : TIO_UINT8;
+        }
+        tfl_wquant *q = params(L, n, dt, r, &type, f);
         if (!q) {
             if (f->count) continue;
             rc = tio__tl_nomem(L);
