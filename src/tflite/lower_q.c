@@ -490,9 +490,10 @@ int tio__tl_qscan(tl *L) {
             continue;
         }
         if (L->s8 && type == TFL_TensorType_UINT8) {
-            if (is_dq(n) && graph_in(L, x)) {
-                qbad(f, n, "a uint8 graph input in a model with int8 weights (TFLite's int8 "
-                           "kernels take int8 activations)");
+            if ((is_dq(n) && graph_in(L, x)) || (is_q(n) && graph_out(L, y))) {
+                qbad(f, n, "a uint8 graph %s in a model with int8 weights (TFLite's int8 "
+                           "kernels take int8 activations)",
+                     is_q(n) ? "output" : "input");
                 continue;
             }
             if (!(q = to_s8(L, q))) {
