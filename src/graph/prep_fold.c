@@ -142,7 +142,8 @@ void tio__gp_infer(pp *x, size_t j) {
         "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish", "Elu",
         "Selu", "Erf", "Sqrt", "Exp", "Log", "Abs", "Neg", "Floor", "Ceil", "Round",
         "Reciprocal", "Softplus", "Mish", "Softmax", "LogSoftmax", "BatchNormalization",
-        "InstanceNormalization", "Dropout", "Identity", "Cast", "PRelu", "Gelu", "LRN"};
+        "InstanceNormalization", "Dropout", "Identity", "Cast", "PRelu", "Gelu", "LRN",
+        "QuantizeLinear", "DequantizeLinear"};
     for (size_t k = 0; k < sizeof same / sizeof same[0]; k++)
         if (strcmp(op, same[k]) == 0) {
             tio__gp_copy_shape(x, out, in);
@@ -359,10 +360,18 @@ static bool num_load(pp *x, int64_t v, num *o) {
 #define PP_UNREPRESENTABLE (-1)
 
 /* Makes value `out` a constant holding r (dtype dt). */
+static double num_at(const num *a, size_t k);
+
 static int num_store(pp *x, int64_t out, const num *r, tio_dtype dt) {
-    size_t es = dt == TIO_INT64 ? 8 : 4;
+    size_t es = dt == TIO_INT64 ? 8 : dt == TIO_INT8 || dt == TIO_UINT8 ? 1 : 4;
     for (size_t k = 0; r->flt && dt != TIO_FLOAT32 && k < r->n; k++)
         if (!(r->f[k] >= -9.2e18 && r->f[k] <= 9.2e18)) return PP_UNREPRESENTABLE;
+    /* 8-bit (a QDQ model's zero points): values in range only */
+    for (size_t k = 0; es == 1 && k < r->n; k++) {
+        double v = num_at(r, k);
+        if (!(dt == TIO_INT8 ? v >= -128 && v <= 127 : v >= 0 && v <= 255) || v != floor(v))
+            return PP_UNREPRESENTABLE;
+    }
     uint8_t *d = tio__gp_pa(x, (r->n ? r->n : 1) * es);
     if (!d) return tio__gp_nomem(x);
     for (size_t k = 0; k < r->n; k++) {
@@ -370,7 +379,8 @@ static int num_store(pp *x, int64_t out, const num *r, tio_dtype dt) {
             tio__gp_stf(d + 4 * k, r->flt ? tio__gp_to_f(r->f[k]) : (float)r->i[k]);
         else {
             int64_t iv = r->flt ? (int64_t)r->f[k] : r->i[k];
-            if (dt == TIO_INT64) tio__st64(d + 8 * k, (uint64_t)iv);
+            if (es == 1) d[k] = (uint8_t)iv;
+            else if (dt == TIO_INT64) tio__st64(d + 8 * k, (uint64_t)iv);
             else tio__st32(d + 4 * k, (uint32_t)(int32_t)iv);
         }
     }
@@ -413,6 +423,8 @@ static size_t bidx(const num *a, int r, const int64_t *sh, size_t k) {
 static tio_dtype cast_to(int64_t onnx) {
     switch (onnx) {
     case 1: return TIO_FLOAT32;
+    case 2: return TIO_UINT8;
+    case 3: return TIO_INT8;
     case 6: return TIO_INT32;
     case 7: return TIO_INT64;
     default: return TIO_DTYPE_INVALID;

@@ -13,8 +13,11 @@
  * made from the other only when a reader needs it: by a TRANSPOSE, or by a
  * RESHAPE when only dims of size 1 move. Transposes in the graph are composed
  * with the forms their input has (none is left when they cancel). 4-D graph
- * inputs and outputs are NHWC (option layout=nchw keeps ONNX's).
- * See docs/formats/tflite.md, "ONNX -> TFLite".
+ * inputs and outputs are NHWC (option layout=nchw keeps ONNX's). QDQ models
+ * (QuantizeLinear/DequantizeLinear) are lowered to int8/uint8 tensors by
+ * src/tflite/lower_q.c: its scan runs before the operators, and a value's
+ * quantization (tl.q) gives the tensors made for it their type and
+ * parameters. See docs/formats/tflite.md, "ONNX -> TFLite".
  */
 #include "tflite/lower.h"
 
@@ -193,6 +196,7 @@ int tio__tl_new_form(tl *L, int64_t v, int lay, int32_t *idx) {
     const char *nm = tio__tl_form_name(L, v, lay);
     if (!nm) return tio__tl_nomem(L);
     if ((rc = tio__tl_add_tensor(L, nm, type, r, e, 0, idx))) return rc;
+    tio__tl_qmark(L, v, *idx);
     L->t[v][lay] = *idx;
     return TIO_OK;
 }
@@ -296,7 +300,7 @@ int tio__tl_scalar_f32(tl *L, const char *what, float f, int32_t *idx) {
 /* Constant value v in form lay. Form 1 of a constant of rank <= 4 is its
  * numpy broadcast to rank 4 (ones in front) permuted to NHWC; a one-element
  * constant is the same in both forms. int64 becomes int32 (checked). */
-int tio__tl_const_form(tl *L, int64_t v, int lay, int32_t *idx) {
+static int const_form(tl *L, int64_t v, int lay, bool q8, int32_t *idx) {
     const tio_tensor *t = tio__tl_vconst(L, v);
     if (t->numel == 1) lay = 0;
     if (L->t[v][lay] >= 0) {
@@ -313,6 +317,13 @@ int tio__tl_const_form(tl *L, int64_t v, int lay, int32_t *idx) {
     case TIO_FLOAT16: type = TFL_TensorType_FLOAT16, es = 2; break;
     case TIO_INT32: type = TFL_TensorType_INT32, es = 4; break;
     case TIO_INT64: type = TFL_TensorType_INT32, es = 4; break;
+    case TIO_INT8:
+    case TIO_UINT8:
+        if (q8) {
+            type = t->dtype == TIO_INT8 ? TFL_TensorType_INT8 : TFL_TensorType_UINT8, es = 1;
+            break;
+        }
+        /* fall through */
     default:
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
                              "constant '%s' of dtype %s (tensio lowers float32)",
@@ -379,6 +390,27 @@ int tio__tl_const_form(tl *L, int64_t v, int lay, int32_t *idx) {
 }
 
 
+int tio__tl_const_form(tl *L, int64_t v, int lay, int32_t *idx) {
+    return const_form(L, v, lay, false, idx);
+}
+
+/* The integer constant a DequantizeLinear output v views, in form lay, with
+ * its quantization (a per-axis one in the ONNX layout only). */
+static int qconst_form(tl *L, int64_t v, int lay, int32_t *idx) {
+    const tl_q *q = &L->q[v];
+    if (q->cv < 0)
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
+                             "a transposed quantized constant ('%s') read as other than weights",
+                             L->g->values[v].name ? L->g->values[v].name : "");
+    if (lay && q->q->nscale > 1)
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
+                             "constant '%s', quantized per axis, in an NHWC operator",
+                             L->g->values[v].name ? L->g->values[v].name : "");
+    int rc = const_form(L, q->cv, lay, true, idx);
+    if (!rc) L->m->subgraphs[0].tensors[*idx].q = q->q;
+    return rc;
+}
+
 /* Whether the elements of a value of dims d (rank r) keep their order in its
  * form 1: the dims other than 1 stay in order (C of 1, or H and W of 1). */
 bool tio__tl_only_ones_move(const int64_t *d, int r) {
@@ -415,6 +447,7 @@ int tio__tl_reshape_to(tl *L, int32_t from, int64_t v, int lay, int32_t *idx) {
 /* Value v in form lay: made from its other form when it has none yet. */
 int tio__tl_get(tl *L, int64_t v, int lay, int32_t *idx) {
     if (v < 0) return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "an absent input is needed");
+    if (L->q[v].ct) return qconst_form(L, v, lay, idx);
     if (tio__tl_vconst(L, v)) return tio__tl_const_form(L, v, lay, idx);
     if (L->deq[v] >= 0) {
         /* float16 weights read as float32: the constant (in the form asked
@@ -571,7 +604,7 @@ static int lower(tl *L) {
                         "format instead)",
                         g->opaque);
     int rc = refusals(L);
-    if (rc) return rc;
+    if (rc || (rc = tio__tl_qscan(L))) return rc;
     tfl_wsubgraph *sg;
     if ((rc = tio__tfl_w_subgraph(L->m, &sg, L->err))) return rc;
     sg->name = "main";
@@ -604,6 +637,7 @@ static int lower(tl *L) {
         L->n = &g->nodes[j];
         if (L->n->output_count < 1 || L->n->outputs[0] < 0)
             return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "a node without an output");
+        if (L->q[L->n->outputs[0]].ct) continue; /* a quantized constant: read where used */
         const tio_tfl_lowmap *e = tio__tfl_lowmap(L->n->op);
         if ((rc = tio__tl_lo_of(e->kind)(L, e))) return rc;
     }
@@ -651,10 +685,12 @@ int tio__tfl_lower(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m, tio_
     L.flat_ok = calloc(nv ? nv : 1, 1);
     L.nhwc_of = malloc((nv ? nv : 1) * sizeof *L.nhwc_of);
     L.deq = malloc((nv ? nv : 1) * sizeof *L.deq);
-    if (!L.t || !L.nonneg || !L.flat_ok || !L.nhwc_of || !L.deq) rc = tio__tl_nomem(&L);
+    L.q = calloc(nv ? nv : 1, sizeof *L.q);
+    if (!L.t || !L.nonneg || !L.flat_ok || !L.nhwc_of || !L.deq || !L.q) rc = tio__tl_nomem(&L);
     else {
         for (size_t i = 0; i < nv; i++)
-            L.t[i][0] = L.t[i][1] = -1, L.nhwc_of[i] = -1, L.deq[i] = -1;
+            L.t[i][0] = L.t[i][1] = -1, L.nhwc_of[i] = -1, L.deq[i] = -1, L.q[i].cv = -1,
+            L.q[i].src = -1;
         flat_readers(&L);
         rc = lower(&L);
     }
@@ -663,6 +699,7 @@ int tio__tfl_lower(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m, tio_
     free(L.flat_ok);
     free(L.nhwc_of);
     free(L.deq);
+    free(L.q);
     tio__gprep_free(&L.pr);
     return rc;
 }

@@ -25,6 +25,20 @@ static const int P5[5] = {0, 3, 4, 1, 2}; /* its own inverse */
 /* Form 1's dim order for a value of rank r (NULL: it has none). */
 static inline const int *tio__tl_perm_of(int r) { return r == 4 ? P4 : r == 5 ? P5 : NULL; }
 
+/* A value of a QDQ model (src/tflite/lower_q.c): quantized (q), of TFLite
+ * type `type`; cv: the constant a DequantizeLinear views (-1: none); src:
+ * the value a DequantizeLinear views, or the operator's result a
+ * QuantizeLinear takes over (-1: none); deq: a DequantizeLinear output read
+ * in float (a DEQUANTIZE). */
+typedef struct tl_q {
+    const tfl_wquant *q;
+    int32_t type;
+    int64_t cv, src;
+    /* a quantized constant: cv's tensor, or a Transpose of one (made here) */
+    const tio_tensor *ct;
+    bool deq;
+} tl_q;
+
 typedef struct tl {
     tio_write_plan *plan;
     const tio_container *c;
@@ -42,6 +56,8 @@ typedef struct tl {
     /* per value: the float16 constant it is the float32 Cast of (-1: none):
      * float16 weights, stored as such and DEQUANTIZEd where they are read */
     int64_t *deq;
+    tl_q *q;          /* per value (QDQ models) */
+    bool s8;          /* int8 weights: uint8 activations written as int8 */
     bool nchw_io;
     int64_t opset;
     const tio_gnode *n; /* the node being lowered (for messages) */
@@ -90,6 +106,16 @@ int tio__tl_reshape_to(tl *L, int32_t from, int64_t v, int lay, int32_t *idx);
 int tio__tl_get(tl *L, int64_t v, int lay, int32_t *idx);
 int tio__tl_pref_lay(const tl *L, int64_t v);
 int tio__tl_set_act(tl *L, tfl_wop *op, int64_t out);
+
+/* QDQ models (lower_q.c) */
+int tio__tl_qscan(tl *L);
+void tio__tl_qmark(tl *L, int64_t v, int32_t idx);
+void tio__tl_like(tl *L, int32_t src, int32_t dst);
+int tio__tl_qweights(tl *L, int64_t wv, const char *name, const uint8_t *b, size_t n, int r,
+                     const int64_t *d, int32_t qdim, int32_t *idx);
+int tio__tl_qbias(tl *L, int64_t x, int64_t wv, int64_t bv, int64_t N, int32_t *idx);
+int tio__tl_lo_quant(tl *L, const tio_tfl_lowmap *e);
+int tio__tl_lo_dequant(tl *L, const tio_tfl_lowmap *e);
 
 /* operators (lower_ops.c) */
 lo_fn tio__tl_lo_of(tio_tfl_lkind k);

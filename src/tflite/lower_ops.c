@@ -247,6 +247,10 @@ static int explicit_pad(tl *L, int64_t x, int32_t in, const spat *sp, bool lowes
     s2[1] = 2;
     L->m->subgraphs[0].tensors[pt].shape = s2;
     if ((rc = tio__tl_add_tensor(L, pn, TFL_TensorType_FLOAT32, 4, e, 0, padded))) return rc;
+    tio__tl_like(L, in, *padded); /* quantized: PAD fills with the zero point */
+    if (lowest && L->m->subgraphs[0].tensors[in].q)
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
+                             "quantized max pooling with padding that is not SAME or VALID");
     if (!lowest) {
         int32_t ins[2] = {in, pt};
         return tio__tl_emit(L, TFL_BuiltinOperator_PAD, TFL_BuiltinOptions_PadOptions, ins, 2,
@@ -271,13 +275,17 @@ static int zero_bias(tl *L, int64_t n, int32_t *idx) {
 static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
     int64_t x = tio__tl_in_v(L->n, 0), wv = tio__tl_in_v(L->n, 1), bv = tio__tl_in_v(L->n, 2),
             y = L->n->outputs[0];
-    const tio_tensor *w = tio__tl_wconst(L, wv), *bt = bv >= 0 ? tio__tl_wconst(L, bv) : NULL;
+    /* quantized (QDQ): the integer constants the scan checked */
+    bool qw = wv >= 0 && L->q[wv].ct;
+    const tio_tensor *w = qw ? L->q[wv].ct : tio__tl_wconst(L, wv),
+                     *bt = bv >= 0 && !qw ? tio__tl_wconst(L, bv) : NULL;
     int64_t xd[LMAX], yd[LMAX];
     int rx, ry, rc;
-    if (!w || w->rank != 4 || !tio__tl_wfloat(w, w->numel))
+    if (!w || w->rank != 4 || (!qw && !tio__tl_wfloat(w, w->numel)) ||
+        (qw && w->nbytes < w->numel))
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
                      "the weights must be a 4-D float32 or float16 constant (2-D Conv)");
-    if (bv >= 0 && !tio__tl_wfloat(bt, (uint64_t)w->shape[0]))
+    if (bv >= 0 && !qw && !tio__tl_wfloat(bt, (uint64_t)w->shape[0]))
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
                      "the bias must be a float32 or float16 constant of %lld values",
                      (long long)w->shape[0]);
@@ -286,7 +294,9 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
     if (rx != 4 || ry != 4) return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "only 2-D Conv lowers");
     int64_t O = w->shape[0], I = w->shape[1], KH = w->shape[2], KW = w->shape[3], C = xd[1];
     int64_t grp = tio__tl_attr_i(L->n, "group", 1);
-    bool dw = grp != 1;
+    /* depthwise: groups of one channel; a quantized Conv of one input
+     * channel too (as TensorFlow's converter writes it) */
+    bool dw = grp != 1 || (qw && C == 1 && I == 1 && O > 1);
     if (C < 1 || grp < 1 || O < 1)
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "%lld input channels, group %lld", (long long)C,
                      (long long)grp);
@@ -310,7 +320,7 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
         pk = TFL_Padding_VALID;
     }
     /* weights: OHWI, or 1HWO for depthwise */
-    size_t n = (size_t)w->numel, es = w->dtype == TIO_FLOAT16 ? 2 : 4;
+    size_t n = (size_t)w->numel, es = qw ? 1 : w->dtype == TIO_FLOAT16 ? 2 : 4;
     uint8_t *nw = malloc((n ? n : 1) * es);
     if (!nw) return tio__tl_nomem(L);
     for (int64_t o = 0; o < O; o++)
@@ -324,11 +334,15 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
                 }
     int64_t wsh[4] = {dw ? 1 : O, KH, KW, dw ? O : I};
     int32_t wt, btn, out;
-    rc = tio__tl_weights(L, tio__tl_sub_name(L, dw ? "weights_1hwo" : "weights_ohwi"), w->dtype, nw,
-                         n, 4, wsh, &wt);
+    const char *wn = tio__tl_sub_name(L, dw ? "weights_1hwo" : "weights_ohwi");
+    rc = qw ? tio__tl_qweights(L, wv, wn, nw, n, 4, wsh, dw ? 3 : 0, &wt)
+            : tio__tl_weights(L, wn, w->dtype, nw, n, 4, wsh, &wt);
     free(nw);
     if (rc) return rc;
-    if ((rc = bt ? tio__tl_get(L, bv, 0, &btn) : zero_bias(L, O, &btn))) return rc;
+    if ((rc = qw   ? tio__tl_qbias(L, x, wv, bv, O, &btn)
+              : bt ? tio__tl_get(L, bv, 0, &btn)
+                   : zero_bias(L, O, &btn)))
+        return rc;
     if ((rc = tio__tl_new_form(L, y, 1, &out))) return rc;
     int32_t ins[3] = {in, wt, btn};
     tfl_wop *op;
@@ -529,11 +543,14 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
     bool mm = strcmp(L->n->op, "MatMul") == 0;
     int64_t x = tio__tl_in_v(L->n, 0), wv = tio__tl_in_v(L->n, 1),
             bv = mm ? -1 : tio__tl_in_v(L->n, 2), y = L->n->outputs[0];
-    const tio_tensor *w = tio__tl_wconst(L, wv), *b = bv >= 0 ? tio__tl_wconst(L, bv) : NULL;
+    bool qw = wv >= 0 && L->q[wv].ct; /* quantized (QDQ) */
+    const tio_tensor *w = qw ? L->q[wv].ct : tio__tl_wconst(L, wv),
+                     *b = bv >= 0 && !qw ? tio__tl_wconst(L, bv) : NULL;
     int64_t xd[LMAX];
     int rx, rc;
     if ((rc = tio__tl_need_shape(L, x, xd, &rx))) return rc;
-    if (!w || w->rank != 2 || !tio__tl_wfloat(w, w->numel))
+    if (!w || w->rank != 2 || (!qw && !tio__tl_wfloat(w, w->numel)) ||
+        (qw && w->nbytes < w->numel))
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
                              "the weights must be a 2-D float32 or float16 constant");
     if (!mm &&
@@ -544,7 +561,7 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
     if (rx < 2 || xd[rx - 1] != K)
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "an input of %lld features for weights of %lld",
                      rx > 0 ? (long long)xd[rx - 1] : 0LL, (long long)K);
-    if (bv >= 0 && !tio__tl_wfloat(b, (uint64_t)N))
+    if (bv >= 0 && !qw && !tio__tl_wfloat(b, (uint64_t)N))
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
                      "the bias must be a float32 or float16 constant of %lld values", (long long)N);
     int32_t in, wt, bt, out;
@@ -553,10 +570,10 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
     int sr = 0;
     if (src4 >= 0 && (!tio__tl_vshape(L, src4, sd, &sr) || sr != 4 || sd[1] * sd[2] * sd[3] != K))
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "a flattened input that is not C*H*W");
-    if (mm || src4 >= 0) {
+    if (mm || src4 >= 0 || qw) {
         /* [N, K]: MatMul's [K, N] transposed; columns in H, W, C order for a
          * flattened NHWC input */
-        size_t n = (size_t)w->numel, es = w->dtype == TIO_FLOAT16 ? 2 : 4;
+        size_t n = (size_t)w->numel, es = qw ? 1 : w->dtype == TIO_FLOAT16 ? 2 : 4;
         uint8_t *t = malloc((n ? n : 1) * es);
         if (!t) return tio__tl_nomem(L);
         for (int64_t i = 0; i < N; i++)
@@ -570,12 +587,14 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
                        w->data + es * (size_t)(mm ? kk * N + i : i * K + kk), es);
             }
         int64_t sh[2] = {N, K};
-        rc = tio__tl_weights(L, tio__tl_sub_name(L, src4 >= 0 ? "weights_hwc" : "weights_t"),
-                             w->dtype, t, n, 2, sh, &wt);
+        const char *wn = tio__tl_sub_name(L, src4 >= 0 ? "weights_hwc" : "weights_t");
+        rc = qw ? tio__tl_qweights(L, wv, wn, t, n, 2, sh, 0, &wt)
+                : tio__tl_weights(L, wn, w->dtype, t, n, 2, sh, &wt);
         free(t);
     } else rc = tio__tl_get(L, wv, 0, &wt);
     if (rc) return rc;
-    if (b && b->rank == 1) rc = tio__tl_get(L, bv, 0, &bt);
+    if (qw) rc = tio__tl_qbias(L, x, wv, bv, N, &bt);
+    else if (b && b->rank == 1) rc = tio__tl_get(L, bv, 0, &bt);
     else if (b) /* [1, N] viewed as [N] */
         rc = tio__tl_weights(L, tio__tl_sub_name(L, "bias"), b->dtype, b->data, (size_t)N, 1, &N,
                              &bt);
@@ -596,6 +615,8 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
             (rc = tio__tl_add_tensor(L, o, TFL_TensorType_FLOAT32, 2, o2, 0, &fout)) ||
             (rc = tio__tl_const_i32(L, tio__tl_sub_name(L, "rows_shape"), m2, 2, false, &st)))
             return rc;
+        tio__tl_like(L, in, fin);
+        tio__tl_like(L, out, fout);
         int32_t ri[2] = {in, st};
         tfl_wop *rop;
         if ((rc = tio__tl_emit(L, TFL_BuiltinOperator_RESHAPE, TFL_BuiltinOptions_ReshapeOptions,
@@ -913,6 +934,8 @@ lo_fn tio__tl_lo_of(tio_tfl_lkind k) {
     case TFL_L_SLICE: return lo_slice;
     case TFL_L_SPLIT: return lo_split;
     case TFL_L_CAST: return lo_cast;
+    case TFL_L_QUANT: return tio__tl_lo_quant;
+    case TFL_L_DEQUANT: return tio__tl_lo_dequant;
     }
     return NULL;
 }

@@ -60,6 +60,8 @@ static const tio_tfl_lowmap TFL_LOW[] = {
     {"Slice", TFL_L_SLICE, OP(STRIDED_SLICE), OPT(StridedSlice), 0},
     {"Split", TFL_L_SPLIT, OP(SPLIT_V), OPT(SplitV), 0},
     {"Cast", TFL_L_CAST, OP(DEQUANTIZE), 0, 0},
+    {"QuantizeLinear", TFL_L_QUANT, OP(QUANTIZE), 0, 0},
+    {"DequantizeLinear", TFL_L_DEQUANT, OP(DEQUANTIZE), 0, 0},
 };
 
 const tio_tfl_lowmap *tio__tfl_lowmap(const char *onnx) {

@@ -27,7 +27,9 @@ typedef enum tio_tfl_lkind {
     TFL_L_BN,        /* BatchNormalization not folded: MUL + ADD per channel */
     TFL_L_SLICE,     /* Slice (positive steps): STRIDED_SLICE */
     TFL_L_SPLIT,     /* Split: SPLIT_V */
-    TFL_L_CAST       /* Cast of float16 weights to float32: DEQUANTIZE where read */
+    TFL_L_CAST,      /* Cast of float16 weights to float32: DEQUANTIZE where read */
+    TFL_L_QUANT,     /* QuantizeLinear: folded into a tensor's quantization, or QUANTIZE */
+    TFL_L_DEQUANT    /* DequantizeLinear: folded, or DEQUANTIZE where read in float */
 } tio_tfl_lkind;
 
 typedef struct tio_tfl_lowmap {

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tensio.h"
@@ -286,12 +287,151 @@ static void test_refused_ops(void **state) {
     gb_free(b);
 }
 
+/* ---------------------------------------------------------------- QDQ */
+
+/* A constant of any dtype over bytes that outlive the container. */
+static int64_t tcv(gb *b, const char *name, tio_dtype dt, size_t rank, const int64_t *d,
+                   const void *data, size_t nbytes) {
+    tio_tensor_desc t = {.name = name, .dtype = dt, .rank = rank, .shape = d,
+                         .layout = TIO_LAYOUT_DENSE, .data = data, .nbytes = nbytes};
+    tio_tensor *tt;
+    tio_error e;
+    assert_int_equal(tio_container_add(b->c, &t, TIO_ADD_BORROW, &tt, &e), TIO_OK);
+    tio_value_info v = {.name = name, .tensor = (int64_t)tio_container_count(b->c) - 1};
+    size_t ix;
+    assert_int_equal(tio_graph_add_value(b->g, &v, &ix, &e), TIO_OK);
+    return (int64_t)ix;
+}
+
+/* Q then DQ of x with (s, z): the dequantized value. */
+static int64_t qdq(gb *b, const char *name, int64_t x, int64_t s, int64_t z, size_t rank,
+                   const int64_t *d) {
+    char qn[32], dn[32];
+    snprintf(qn, sizeof qn, "%s_q", name);
+    snprintf(dn, sizeof dn, "%s_dq", name);
+    int64_t q = rv(b, qn, rank, d, false), f = rv(b, dn, rank, d, false);
+    int64_t qi[3] = {x, s, z}, di[3] = {q, s, z};
+    nd(b, qn, "QuantizeLinear", NULL, 3, qi, q);
+    nd(b, dn, "DequantizeLinear", NULL, 3, di, f);
+    return f;
+}
+
+/* x [1, 4, 4, 4] float -> Q/DQ -> Conv 1x1 'qc' (int8 weights, zero point
+ * wz) -> Q/DQ -> Sigmoid 'qsig' -> Q/DQ (scale so, zero point -128) */
+static gb *qdq_conv(int8_t wz, float so, float bs) {
+    static const int8_t w[16] = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12, 13, -14, 15, -16};
+    static const float xs = 0.05f, ws = 0.01f, ys = 0.1f;
+    static int8_t z0 = 0, zm = -128, wzs;
+    static float sos;
+    wzs = wz;
+    sos = so;
+    gb *b = gb_new();
+    int64_t xd[4] = {1, 4, 4, 4}, wd[4] = {4, 4, 1, 1}, none[1] = {1};
+    int64_t x = rv(b, "x", 4, xd, false), y = rv(b, "y", 4, xd, false),
+            sg = rv(b, "sg", 4, xd, false), wf = rv(b, "wf", 4, wd, false);
+    int64_t s_x = tcv(b, "s_x", TIO_FLOAT32, 0, none, &xs, 4),
+            s_w = tcv(b, "s_w", TIO_FLOAT32, 0, none, &ws, 4),
+            s_y = tcv(b, "s_y", TIO_FLOAT32, 0, none, &ys, 4),
+            s_o = tcv(b, "s_o", TIO_FLOAT32, 0, none, &sos, 4),
+            z_0 = tcv(b, "z_0", TIO_INT8, 0, none, &z0, 1),
+            z_m = tcv(b, "z_m", TIO_INT8, 0, none, &zm, 1),
+            z_w = tcv(b, "z_w", TIO_INT8, 0, none, &wzs, 1),
+            wq = tcv(b, "w", TIO_INT8, 4, wd, w, sizeof w);
+    int64_t xf = qdq(b, "in", x, s_x, z_0, 4, xd);
+    int64_t wi[3] = {wq, s_w, z_w};
+    nd(b, "w_dq", "DequantizeLinear", NULL, 3, wi, wf);
+    /* a bias of scale bs (0: none) */
+    static const int32_t bias[4] = {10, -20, 30, -40};
+    static const int32_t bz = 0;
+    static float bss;
+    bss = bs;
+    int64_t bd[1] = {4}, bf = rv(b, "bf", 1, bd, false);
+    int64_t bqi[3] = {tcv(b, "bias", TIO_INT32, 1, bd, bias, sizeof bias),
+                      tcv(b, "s_b", TIO_FLOAT32, 0, none, &bss, 4),
+                      tcv(b, "z_b", TIO_INT32, 0, none, &bz, 4)};
+    if (bs > 0) nd(b, "b_dq", "DequantizeLinear", NULL, 3, bqi, bf);
+    int64_t ci[3] = {xf, wf, bf};
+    size_t conv = nd(b, "qc", "Conv", NULL, bs > 0 ? 3 : 2, ci, y);
+    static const int64_t k[2] = {1, 1};
+    ints(b, conv, "kernel_shape", 2, k);
+    int64_t yf = qdq(b, "y", y, s_y, z_0, 4, xd);
+    nd(b, "qsig", "Sigmoid", NULL, 1, &yf, sg);
+    int64_t of = qdq(b, "out", sg, s_o, z_m, 4, xd);
+    io(b, x, of);
+    return b;
+}
+
+static void test_qdq(void **state) {
+    (void)state;
+    void *out = NULL, *out2 = NULL;
+    size_t len = 0, len2 = 0;
+    tio_error e;
+    /* lowered: deterministic, and its operators QUANTIZE, CONV_2D, LOGISTIC,
+     * DEQUANTIZE (the Q/DQ pairs folded) */
+    gb *b = qdq_conv(0, 1.0f / 256, 0.05f * 0.01f);
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_OK);
+    assert_int_equal(save(b, NULL, &out2, &len2, &e), TIO_OK);
+    assert_int_equal(len, len2);
+    assert_memory_equal(out, out2, len);
+    gb_free(b);
+    tio_container *c = NULL;
+    tio_open_options oo = {.format = "tflite", .flags = TIO_OPEN_NATIVE_GRAPH};
+    assert_int_equal(tio_open_memory(out, len, &oo, &c, &e), TIO_OK);
+    const tio_graph *g = tio_container_graph(c);
+    assert_non_null(g);
+    static const char *const want[] = {"QUANTIZE", "CONV_2D", "LOGISTIC", "DEQUANTIZE"};
+    assert_int_equal(tio_graph_node_count(g), 4);
+    for (size_t j = 0; j < 4; j++) {
+        tio_node_info n;
+        assert_int_equal(tio_graph_node(g, j, &n), TIO_OK);
+        assert_string_equal(n.native_op ? n.native_op : n.op, want[j]);
+    }
+    tio_container_free(c);
+    tio_free(out);
+    tio_free(out2);
+
+    /* refused: every pattern named in one error */
+    b = qdq_conv(3, 0.1f, 0);
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "the QDQ model has 2 patterns"));
+    assert_non_null(strstr(e.message, "node 'qc' (Conv): int8 weight zero point 3"));
+    assert_non_null(strstr(e.message, "node 'qsig' (Sigmoid): output scale 0.1"));
+    gb_free(b);
+
+    /* a bias whose scale is not input x weight */
+    b = qdq_conv(0, 1.0f / 256, 0.125f);
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "node 'qc' (Conv): bias 0: scale 0.125"));
+    gb_free(b);
+
+    /* a scale of 0, and a DequantizeLinear of a float graph input */
+    b = gb_new();
+    static const float zero = 0.0f, half = 0.5f;
+    static const int8_t z8 = 0;
+    int64_t d[2] = {1, 4}, none[1] = {1};
+    int64_t x = rv(b, "x", 2, d, false), q = rv(b, "q", 2, d, false),
+            f = rv(b, "f", 2, d, false), sum = rv(b, "sum", 2, d, false),
+            s0 = tcv(b, "s0", TIO_FLOAT32, 0, none, &zero, 4),
+            s1 = tcv(b, "s1", TIO_FLOAT32, 0, none, &half, 4),
+            z = tcv(b, "z", TIO_INT8, 0, none, &z8, 1);
+    int64_t qi[3] = {x, s0, z}, di[3] = {q, s1, z}, fi[2] = {f, x};
+    nd(b, "q0", "QuantizeLinear", NULL, 3, qi, q);
+    nd(b, "dq1", "DequantizeLinear", NULL, 3, di, f);
+    nd(b, "add", "Add", NULL, 2, fi, sum);
+    io(b, x, sum);
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "node 'q0' (QuantizeLinear): scale 0 (positive"));
+    assert_non_null(strstr(e.message, "node 'dq1' (DequantizeLinear): dequantizes 'q'"));
+    gb_free(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_cnn),
         cmocka_unit_test(test_refused_node),
         cmocka_unit_test(test_refused_ops),
         cmocka_unit_test(test_clip_relu),
+        cmocka_unit_test(test_qdq),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
