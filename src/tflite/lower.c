@@ -264,13 +264,17 @@ int tio__tl_weights(tl *L, const char *name, tio_dtype dt, const uint8_t *b, siz
     if (!c || !name) return tio__tl_nomem(L);
     if (n) memcpy(c, b, n * es);
     uint32_t buf;
-    int32_t h;
     int rc = tio__tfl_w_buffer(L->m, -1, c, n * es, &buf, L->err);
-    if (rc || (rc = tio__tl_add_tensor(L, name, dt == TIO_FLOAT16 ? TFL_TensorType_FLOAT16
+    return rc ? rc : tio__tl_weights_in(L, name, dt, buf, r, d, idx);
+}
+
+int tio__tl_weights_in(tl *L, const char *name, tio_dtype dt, uint32_t buf, int r,
+                       const int64_t *d, int32_t *idx) {
+    int32_t h;
+    int rc = tio__tl_add_tensor(L, name, dt == TIO_FLOAT16 ? TFL_TensorType_FLOAT16
                                                           : TFL_TensorType_FLOAT32,
-                               r, d, buf, dt == TIO_FLOAT16 ? &h : idx)))
-        return rc;
-    if (dt != TIO_FLOAT16) return TIO_OK;
+                                r, d, buf, dt == TIO_FLOAT16 ? &h : idx);
+    if (rc || dt != TIO_FLOAT16) return rc;
     size_t nl = strlen(name);
     char *fn = tio__tl_al(L, nl + 7);
     if (!fn) return tio__tl_nomem(L);

@@ -98,6 +98,27 @@ int tio__tl_emit(tl *L, int32_t builtin, uint8_t opt_type, const int32_t *in, si
 int tio__tl_dequantize(tl *L, int32_t h, const char *name, int32_t *idx);
 int tio__tl_weights(tl *L, const char *name, tio_dtype dt, const uint8_t *b, size_t n, int r,
                     const int64_t *d, int32_t *idx);
+/* The tensor of weights whose bytes are buffer buf (tio__tl_weights' tail). */
+int tio__tl_weights_in(tl *L, const char *name, tio_dtype dt, uint32_t buf, int r,
+                       const int64_t *d, int32_t *idx);
+
+/* Weights reordered (lower_w.c): destination element j, its indices over
+ * d[0..nd) (outermost first), is source element sum(index_k * s[k]) of src
+ * (es-byte elements). */
+#define TIO_TL_PERM_DIMS 4
+typedef struct tio_tl_perm {
+    const uint8_t *src;
+    size_t es;
+    int nd;
+    int64_t d[TIO_TL_PERM_DIMS], s[TIO_TL_PERM_DIMS];
+} tio_tl_perm;
+/* Destination elements [j0, j0 + cnt) into dst. */
+void tio__tl_perm_copy(const tio_tl_perm *p, uint64_t j0, size_t cnt, uint8_t *dst);
+/* Float weights w reordered by p as a constant of shape d[0..r) (float16:
+ * with a DEQUANTIZE, as tio__tl_weights): a container tensor's bytes are
+ * permuted on the way out (a generated buffer), others into the arena. */
+int tio__tl_pweights(tl *L, const char *name, const tio_tensor *w, const tio_tl_perm *p, int r,
+                     const int64_t *d, int32_t *idx);
 const char *tio__tl_sub_name(tl *L, const char *what);
 int tio__tl_scalar_f32(tl *L, const char *what, float f, int32_t *idx);
 int tio__tl_const_form(tl *L, int64_t v, int lay, int32_t *idx);

@@ -321,23 +321,28 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
     }
     /* weights: OHWI, or 1HWO for depthwise */
     size_t n = (size_t)w->numel, es = qw ? 1 : w->dtype == TIO_FLOAT16 ? 2 : 4;
-    uint8_t *nw = malloc((n ? n : 1) * es);
-    if (!nw) return tio__tl_nomem(L);
-    for (int64_t o = 0; o < O; o++)
-        for (int64_t i = 0; i < I; i++)
-            for (int64_t yy = 0; yy < KH; yy++)
-                for (int64_t xx = 0; xx < KW; xx++) {
-                    size_t src = (size_t)(((o * I + i) * KH + yy) * KW + xx);
-                    size_t dst = dw ? (size_t)((yy * KW + xx) * O + o)
-                                    : (size_t)(((o * KH + yy) * KW + xx) * I + i);
-                    memcpy(nw + es * dst, w->data + es * src, es);
-                }
+    tio_tl_perm pm = {.src = w->data, .es = es, .nd = dw ? 3 : 4};
+    if (dw) { /* [O, 1, KH, KW]: (y, x, o) */
+        int64_t d3[3] = {KH, KW, O}, s3[3] = {KW, 1, I * KH * KW};
+        memcpy(pm.d, d3, sizeof d3);
+        memcpy(pm.s, s3, sizeof s3);
+    } else { /* (o, y, x, i) */
+        int64_t d4[4] = {O, KH, KW, I}, s4[4] = {I * KH * KW, KW, 1, KH * KW};
+        memcpy(pm.d, d4, sizeof d4);
+        memcpy(pm.s, s4, sizeof s4);
+    }
     int64_t wsh[4] = {dw ? 1 : O, KH, KW, dw ? O : I};
     int32_t wt, btn, out;
     const char *wn = tio__tl_sub_name(L, dw ? "weights_1hwo" : "weights_ohwi");
-    rc = qw ? tio__tl_qweights(L, wv, wn, nw, n, 4, wsh, dw ? 3 : 0, &wt)
-            : tio__tl_weights(L, wn, w->dtype, nw, n, 4, wsh, &wt);
-    free(nw);
+    if (qw) {
+        uint8_t *nw = malloc(n ? n : 1);
+        if (!nw) return tio__tl_nomem(L);
+        tio__tl_perm_copy(&pm, 0, n, nw);
+        rc = tio__tl_qweights(L, wv, wn, nw, n, 4, wsh, dw ? 3 : 0, &wt);
+        free(nw);
+    } else {
+        rc = tio__tl_pweights(L, wn, w, &pm, 4, wsh, &wt);
+    }
     if (rc) return rc;
     if ((rc = qw   ? tio__tl_qbias(L, x, wv, bv, O, &btn)
               : bt ? tio__tl_get(L, bv, 0, &btn)
@@ -572,25 +577,32 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "a flattened input that is not C*H*W");
     if (mm || src4 >= 0 || qw) {
         /* [N, K]: MatMul's [K, N] transposed; columns in H, W, C order for a
-         * flattened NHWC input */
+         * flattened NHWC input (column k = (h * W + w) * C + c is source
+         * column (c * H + h) * W + w) */
         size_t n = (size_t)w->numel, es = qw ? 1 : w->dtype == TIO_FLOAT16 ? 2 : 4;
-        uint8_t *t = malloc((n ? n : 1) * es);
-        if (!t) return tio__tl_nomem(L);
-        for (int64_t i = 0; i < N; i++)
-            for (int64_t k = 0; k < K; k++) {
-                int64_t kk = k; /* the source column of column k */
-                if (src4 >= 0) {
-                    int64_t C = sd[1], W = sd[3], c = k % C, hw = k / C;
-                    kk = (c * sd[2] + hw / W) * W + hw % W;
-                }
-                memcpy(t + es * (size_t)(i * K + k),
-                       w->data + es * (size_t)(mm ? kk * N + i : i * K + kk), es);
-            }
+        tio_tl_perm pm = {.src = w->data, .es = es, .nd = src4 >= 0 ? 4 : 2};
+        int64_t ks = mm ? N : 1, ns = mm ? 1 : K; /* source strides of a column, a row */
+        if (src4 >= 0) {
+            int64_t C = sd[1], H = sd[2], W = sd[3];
+            int64_t d4[4] = {N, H, W, C}, s4[4] = {ns, W * ks, ks, H * W * ks};
+            memcpy(pm.d, d4, sizeof d4);
+            memcpy(pm.s, s4, sizeof s4);
+        } else {
+            int64_t d2[2] = {N, K}, s2[2] = {ns, ks};
+            memcpy(pm.d, d2, sizeof d2);
+            memcpy(pm.s, s2, sizeof s2);
+        }
         int64_t sh[2] = {N, K};
         const char *wn = tio__tl_sub_name(L, src4 >= 0 ? "weights_hwc" : "weights_t");
-        rc = qw ? tio__tl_qweights(L, wv, wn, t, n, 2, sh, 0, &wt)
-                : tio__tl_weights(L, wn, w->dtype, t, n, 2, sh, &wt);
-        free(t);
+        if (qw) {
+            uint8_t *t = malloc(n ? n : 1);
+            if (!t) return tio__tl_nomem(L);
+            tio__tl_perm_copy(&pm, 0, n, t);
+            rc = tio__tl_qweights(L, wv, wn, t, n, 2, sh, 0, &wt);
+            free(t);
+        } else {
+            rc = tio__tl_pweights(L, wn, w, &pm, 2, sh, &wt);
+        }
     } else rc = tio__tl_get(L, wv, 0, &wt);
     if (rc) return rc;
     if (qw) rc = tio__tl_qbias(L, x, wv, bv, N, &bt);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tensio.h"
+#include "tflite/lower.h"
 
 typedef struct gb {
     tio_container *c;
@@ -425,9 +426,61 @@ static void test_qdq(void **state) {
     gb_free(b);
 }
 
+/* The strided reorder behind permuted weights: whole, and in pieces from any
+ * element (a generated buffer writes it piece by piece), equals the index
+ * formula, for 2-, 3- and 4-D orders and 1-, 2- and 4-byte elements. */
+static void test_perm_pieces(void **state) {
+    (void)state;
+    static const struct {
+        int nd;
+        int64_t d[4];
+        int64_t s[4];
+    } cases[] = {
+        {4, {5, 3, 3, 7}, {63, 3, 1, 9}},    /* OIHW -> OHWI: O 5, I 7, 3x3 */
+        {3, {3, 2, 6}, {2, 1, 6}},           /* depthwise -> 1HWO: O 6, 3x2 */
+        {2, {4, 9}, {1, 4}},                 /* MatMul [9, 4] -> [4, 9] */
+        {4, {3, 2, 2, 5}, {20, 2, 1, 4}},    /* FC columns H, W, C: C 5, 2x2 */
+        {4, {1, 1, 1, 1}, {1, 1, 1, 1}},
+    };
+    uint8_t src[4 * 400], whole[4 * 400], parts[4 * 400], want[4 * 400];
+    for (size_t i = 0; i < sizeof src; i++) src[i] = (uint8_t)(i * 37u + 11u);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (size_t es = 1; es <= 4; es *= 2) {
+            tio_tl_perm p;
+            memset(&p, 0, sizeof p);
+            p.src = src;
+            p.es = es;
+            p.nd = cases[c].nd;
+            size_t n = 1;
+            for (int k = 0; k < p.nd; k++) {
+                p.d[k] = cases[c].d[k];
+                p.s[k] = cases[c].s[k];
+                n *= (size_t)p.d[k];
+            }
+            for (size_t j = 0; j < n; j++) {
+                size_t rest = j, at = 0;
+                for (int k = p.nd - 1; k >= 0; k--) {
+                    at += (rest % (size_t)p.d[k]) * (size_t)p.s[k];
+                    rest /= (size_t)p.d[k];
+                }
+                memcpy(want + j * es, src + at * es, es);
+            }
+            tio__tl_perm_copy(&p, 0, n, whole);
+            assert_memory_equal(whole, want, n * es);
+            for (size_t step = 1; step <= n; step += 3) {
+                memset(parts, 0xee, sizeof parts);
+                for (size_t j = 0; j < n; j += step)
+                    tio__tl_perm_copy(&p, j, n - j < step ? n - j : step, parts + j * es);
+                assert_memory_equal(parts, want, n * es);
+            }
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_cnn),
+        cmocka_unit_test(test_perm_pieces),
         cmocka_unit_test(test_refused_node),
         cmocka_unit_test(test_refused_ops),
         cmocka_unit_test(test_clip_relu),
