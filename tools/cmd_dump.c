@@ -228,14 +228,10 @@ typedef struct dump_view {
     const tio_tensor *t; /* a string tensor: its elements (tio_tensor_string_at) */
 } dump_view;
 
-/* String element i, quoted: '"', '\\' and the bytes below 0x20 or 0x7f
- * escaped ("\"", "\\\\", \xNN), and in JSON (ascii) every byte from 0x80
- * too, so that any bytes make valid JSON text; malloc'ed, NULL when out of
- * memory. */
-static char *string_value(const dump_view *v, uint64_t i, int ascii) {
-    const char *p = "";
-    size_t n = 0;
-    (void)tio_tensor_string_at(v->t, i, &p, &n, NULL); /* i < numel */
+/* String element i as text: quoted, '"' and '\\' escaped with a backslash,
+ * the bytes below 0x20, 0x7f (and with `high` those from 0x80) as \xNN;
+ * malloc'ed, NULL when out of memory. */
+static char *string_text(const char *p, size_t n, int high) {
     char *out = malloc(n * 4 + 3), *o = out;
     if (!out) return NULL;
     static const char hex[] = "0123456789abcdef";
@@ -245,13 +241,9 @@ static char *string_value(const dump_view *v, uint64_t i, int ascii) {
         if (c == '"' || c == '\\') {
             *o++ = '\\';
             *o++ = (char)c;
-        } else if (c < 0x20 || c == 0x7f || (ascii && c >= 0x80)) {
+        } else if (c < 0x20 || c == 0x7f || (high && c >= 0x80)) {
             *o++ = '\\';
-            *o++ = ascii ? 'u' : 'x';
-            if (ascii) {
-                *o++ = '0';
-                *o++ = '0';
-            }
+            *o++ = 'x';
             *o++ = hex[c >> 4];
             *o++ = hex[c & 15];
         } else {
@@ -260,6 +252,27 @@ static char *string_value(const dump_view *v, uint64_t i, int ascii) {
     }
     *o++ = '"';
     *o = '\0';
+    return out;
+}
+
+/* String element i: text (string_text), or in JSON a JSON string: the
+ * string itself when it is UTF-8, else its string_text without the quotes,
+ * every byte from 0x80 as \xNN (a backslash in the JSON value). */
+static char *string_value(const dump_view *v, uint64_t i, int json) {
+    const char *p = "";
+    size_t n = 0;
+    (void)tio_tensor_string_at(v->t, i, &p, &n, NULL); /* i < numel */
+    if (!json) return string_text(p, n, 0);
+    json_t *j = json_stringn(p, n); /* NULL when not UTF-8 */
+    if (!j) {
+        char *t = string_text(p, n, 1);
+        if (!t) return NULL;
+        t[strlen(t) - 1] = '\0';
+        j = json_string(t + 1);
+        free(t);
+    }
+    char *out = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    json_decref(j);
     return out;
 }
 

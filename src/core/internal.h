@@ -43,6 +43,9 @@ void tio__shape_str(const int64_t *dims, size_t rank, char *out, size_t cap);
 /* The offset of the first byte of p[0..n) that is not valid UTF-8 (an
  * overlong form, a surrogate, past U+10FFFF, a sequence cut short), or n. */
 size_t tio__utf8_bad(const uint8_t *p, size_t n);
+/* Writes code point cp (a Unicode scalar value) as UTF-8 at out (room for 4
+ * bytes); returns the bytes written. */
+size_t tio__utf8_put(uint8_t *out, uint32_t cp);
 /* Sorts v[0..n) (strcmp order) and returns a string that occurs twice, or
  * NULL. */
 const char *tio__sorted_dup(const char **v, size_t n);
@@ -108,6 +111,9 @@ int tio__string_at(const struct tio_tensor *t, uint64_t i, const uint8_t **p, si
 
 static inline uint16_t tio__ld16(const uint8_t *p) {
     return (uint16_t)(p[0] | (uint16_t)(p[1] << 8));
+}
+static inline uint32_t tio__ld32be(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 static inline uint32_t tio__ld32(const uint8_t *p) {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |

@@ -13,7 +13,9 @@
   without a name.
 - onnx.helper.make_tensor(..., raw=False) (typed fields: float_data,
   int32_data, int64_data, double_data, uint64_data) reads as the same array.
-- a string tensor and a SequenceProto are refused by name."""
+- string tensors (from_array of an object array of bytes) read as tensio's
+  string dtype, are rewritten byte for byte, and go to and from .npy.
+- a SequenceProto is refused by name."""
 import hashlib
 import json
 import os
@@ -92,10 +94,29 @@ def main():
     print("onnx-tensor: %d arrays written by onnx.numpy_helper read and rewritten" % n)
 
     p = os.path.join(tmp, "s.pb")
-    write(p, numpy_helper.from_array(np.array([b"ab", b"c"], dtype=object), "s")
-          .SerializeToString())
-    r = run("ls", p, ok=False)
-    check("string tensor refused", r.returncode == 1 and "string tensors" in r.stderr, r.stderr)
+    strs = np.array([[b"ab", b"c\x00d"], [b"", "h\u00e9".encode()]], dtype=object)
+    ref = numpy_helper.from_array(strs, "s").SerializeToString()
+    write(p, ref)
+    t = json.loads(run("ls", "--json", p).stdout)["tensors"][0]
+    check("string tensor dtype", t["dtype"] == "string" and t["shape"] == [2, 2], str(t))
+    p2 = os.path.join(tmp, "s2.pb")
+    run("convert", p, p2)
+    check("string tensor rewritten byte for byte", read(p2) == ref)
+    # to .npy: every string is UTF-8 text, so NumPy's U (inner NULs kept)
+    npy = os.path.join(tmp, "s.npy")
+    run("convert", "--drop-names", p, npy)
+    back = np.load(npy)
+    check("string pb -> npy", back.dtype == np.dtype("<U3") and
+          back.tolist() == [["ab", "c\x00d"], ["", "h\u00e9"]], repr(back))
+    # .npy -> .pb: what from_array writes for the same strings as bytes
+    u = np.array(["monday", "t\u00fcesday", ""])
+    np.save(npy, u)
+    run("convert", "--force", npy, p2)
+    want = numpy_helper.from_array(np.array([x.encode() for x in u], dtype=object))
+    check("npy U -> pb = from_array of the UTF-8 bytes", read(p2) == want.SerializeToString())
+    got = onnx.TensorProto()
+    got.ParseFromString(read(p2))
+    check("onnx reads the strings", list(numpy_helper.to_array(got)) == list(u), repr(got))
     seq = numpy_helper.from_list([np.ones((2,), np.float32)], "seq")
     write(p, seq.SerializeToString())
     r = run("ls", p, ok=False)
