@@ -255,15 +255,20 @@ static char *string_text(const char *p, size_t n, int high) {
     return out;
 }
 
-/* String element i: text (string_text), or in JSON a JSON string: the
+/* String element i: text (string_text; the bytes from 0x80 escaped too when
+ * it is not UTF-8), or in JSON a JSON string: the
  * string itself when it is UTF-8, else its string_text without the quotes,
  * every byte from 0x80 as \xNN (a backslash in the JSON value). */
 static char *string_value(const dump_view *v, uint64_t i, int json) {
     const char *p = "";
     size_t n = 0;
     (void)tio_tensor_string_at(v->t, i, &p, &n, NULL); /* i < numel */
-    if (!json) return string_text(p, n, 0);
     json_t *j = json_stringn(p, n); /* NULL when not UTF-8 */
+    if (!json) {
+        int utf8 = j != NULL;
+        json_decref(j);
+        return string_text(p, n, !utf8);
+    }
     if (!j) {
         char *t = string_text(p, n, 1);
         if (!t) return NULL;

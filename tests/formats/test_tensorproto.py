@@ -117,6 +117,32 @@ def main():
     got = onnx.TensorProto()
     got.ParseFromString(read(p2))
     check("onnx reads the strings", list(numpy_helper.to_array(got)) == list(u), repr(got))
+    # a model: a string initializer and a Constant's string value, rewritten
+    # with the same string_data; formats without strings refuse them by name
+    init = numpy_helper.from_array(np.array([b"a", b"bc\x00", b"\xff"], dtype=object), "words")
+    cval = numpy_helper.from_array(np.array([b"x", b"yz"], dtype=object), "c")
+    g = helper.make_graph(
+        [helper.make_node("Constant", [], ["c"], value=cval),
+         helper.make_node("Identity", ["words"], ["out"]),
+         helper.make_node("Identity", ["c"], ["out2"])], "g", [],
+        [helper.make_tensor_value_info("out", onnx.TensorProto.STRING, [3]),
+         helper.make_tensor_value_info("out2", onnx.TensorProto.STRING, [2])], [init])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    mp, mp2 = os.path.join(tmp, "strm.onnx"), os.path.join(tmp, "strm2.onnx")
+    onnx.save(m, mp)
+    run("convert", mp, mp2)
+    m2 = onnx.load(mp2)
+    onnx.checker.check_model(m2, full_check=True)
+    check("model string initializer", m2.graph.initializer[0].SerializeToString() ==
+          init.SerializeToString())
+    check("model Constant strings", m2.graph.node[0].attribute[0].t.SerializeToString() ==
+          cval.SerializeToString())
+    r = run("dump", mp)
+    check("dump escapes bytes", '"bc\\x00", "\\xff"' in r.stdout, r.stdout)
+    for ext in ("safetensors", "tflite"):
+        r = run("convert", mp, os.path.join(tmp, "strm." + ext), ok=False)
+        check("string model refused by " + ext, r.returncode == 1 and "string" in r.stderr,
+              r.stderr)
     seq = numpy_helper.from_list([np.ones((2,), np.float32)], "seq")
     write(p, seq.SerializeToString())
     r = run("ls", p, ok=False)
