@@ -139,6 +139,19 @@ def main():
           cval.SerializeToString())
     r = run("dump", mp)
     check("dump escapes bytes", '"bc\\x00", "\\xff"' in r.stdout, r.stdout)
+    # diff compares strings as bytes; stats has no numbers to give
+    p3 = os.path.join(tmp, "s3.pb")
+    write(p3, numpy_helper.from_array(np.array([[b"ab", b"c\x00d"], [b"", b"h\xc3\xa9"]],
+                                               dtype=object), "s").SerializeToString())
+    write(p2, numpy_helper.from_array(np.array([[b"ab", b"c\x00d"], [b"", b"H\xc3\xa9"]],
+                                               dtype=object), "s").SerializeToString())
+    r = run("diff", p3, p3)
+    check("diff: equal strings", r.returncode == 0 and "equal" in r.stdout, r.stdout)
+    r = run("diff", "--json", p3, p2, ok=False)
+    j = json.loads(r.stdout)["tensors"][0] if r.returncode == 1 else {}
+    check("diff: one string differs", j.get("mismatched") == 1 and j.get("count") == 4, r.stdout)
+    r = run("stats", p3, ok=False)
+    check("stats refuses strings", r.returncode == 1 and "string tensor" in r.stderr, r.stderr)
     for ext in ("safetensors", "tflite"):
         r = run("convert", mp, os.path.join(tmp, "strm." + ext), ok=False)
         check("string model refused by " + ext, r.returncode == 1 and "string" in r.stderr,
