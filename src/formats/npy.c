@@ -298,7 +298,9 @@ static int npy_descr(npy_reader *r, npy_header *hd) {
         uint64_t width = 0;
         const char *w = r->str + 2;
         while (*w >= '0' && *w <= '9' && width <= UINT32_MAX) width = width * 10 + (uint64_t)(*w++ - '0');
-        if (!*w && w > r->str + 2 && width >= 1 && width <= UINT32_MAX &&
+        /* NumPy's item size is an int: S up to 2^31 - 1 bytes, U a quarter */
+        uint64_t most = kind == 'U' ? INT32_MAX / 4 : INT32_MAX;
+        if (!*w && w > r->str + 2 && width >= 1 && width <= most &&
             (kind == 'U' || order == '|')) {
             hd->str = kind;
             hd->str_width = (uint32_t)width;

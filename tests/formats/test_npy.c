@@ -217,8 +217,10 @@ static void test_refusals(void **state) {
     /* string counts and widths past the input, before anything is allocated */
     refused("{'descr': '|S4', 'fortran_order': False, 'shape': (1099511627776,), }", 8,
             TIO_E_TRUNCATED, "need");
-    refused("{'descr': '<U4294967295', 'fortran_order': False, 'shape': (1,), }", 8,
+    refused("{'descr': '<U536870911', 'fortran_order': False, 'shape': (1,), }", 8,
             TIO_E_TRUNCATED, "need");
+    refused("{'descr': '<U536870912', 'fortran_order': False, 'shape': (1,), }", 8,
+            TIO_E_DTYPE, "strings of no width");
     refused("{'descr': '<U1', 'fortran_order': False, 'shape': (4611686018427387904,), }", 8,
             TIO_E_OVERFLOW, "overflows");
     refused("{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", 16, TIO_E_DTYPE,
