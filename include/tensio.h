@@ -121,17 +121,36 @@ typedef enum tio_dtype {
                                a float16; safetensors F8_E5M2) */
     TIO_COMPLEX64 = 16,     /* a float32 real part then a float32 imaginary part
                                (NumPy complex64, C float complex, torch.complex64) */
-    TIO_COMPLEX128 = 17     /* two float64s, real then imaginary (complex128) */
+    TIO_COMPLEX128 = 17,    /* two float64s, real then imaginary (complex128) */
+    TIO_STRING = 18         /* byte strings of any length (ONNX STRING, NumPy S/U):
+                               see "string tensors" below */
 } tio_dtype;
-#define TIO_DTYPE_COUNT 18
+#define TIO_DTYPE_COUNT 19
 
 /* NumPy names ("float32", "bool", "complex64"; "bfloat16", "float8_e4m3fn",
  * "float8_e5m2" as ml_dtypes); NULL if invalid. */
 TIO_API const char *tio_dtype_name(tio_dtype dtype);
 /* Inverse of tio_dtype_name; TIO_DTYPE_INVALID if unknown. */
 TIO_API tio_dtype tio_dtype_from_name(const char *name);
-/* Element size in bytes; 0 if invalid. */
+/* Element size in bytes; 0 if invalid, and 0 for TIO_STRING, whose elements
+ * have no fixed size. */
 TIO_API size_t tio_dtype_size(tio_dtype dtype);
+
+/* String tensors. A TIO_STRING tensor is dense (never COO nor quantized); its
+ * numel elements are byte strings of any length (any bytes, NUL included;
+ * tensio does not require UTF-8). Its data (tio_tensor_data, nbytes bytes) is
+ *   numel + 1 offsets, uint64 little-endian: offsets[0] = 0, non-decreasing,
+ *   offsets[numel] = the total length L of the strings; then L bytes,
+ *   element i being bytes[offsets[i] .. offsets[i+1]),
+ * so nbytes = 8 × (numel + 1) + L: one block that hashes, copies, compares and
+ * travels in a message as any tensor's bytes do, and a reader of a format that
+ * lays out these same bytes could keep a view. tio_container_add checks this
+ * layout (offsets in range, in order, L matching nbytes); readers build it
+ * from the strings of the file. The data is 8-byte aligned like a uint64
+ * tensor's. Writers that cannot hold strings refuse them by name
+ * (TIO_E_LOSSY "tensor 0 'x' is string, which FORMAT cannot store"):
+ * onnx and onnx-tensor (STRING, string_data) and npy/npz (NumPy |S and <U)
+ * hold them. tio_tensor_string_at reads element i. */
 
 /* ------------------------------------------------------------------- limits */
 
@@ -312,11 +331,16 @@ TIO_API const tio_tensor *tio_tensor_alias(const tio_tensor *t);
  * afterwards its views no longer refer to the source. */
 TIO_API int tio_tensor_materialize(tio_tensor *t, tio_error *err);
 
+/* Element i of a TIO_STRING tensor: *data (not NUL-terminated) and *len.
+ * TIO_E_ARGUMENT when t is not a string tensor or i >= numel. */
+TIO_API int tio_tensor_string_at(const tio_tensor *t, uint64_t i, const char **data,
+                                 size_t *len, tio_error *err);
+
 /* Writes the dense row-major bytes (COO: zeros with the values scattered in;
  * a duplicated coordinate takes its last value; quantized: the blocks
  * dequantized to float32, TIO_E_UNSUPPORTED for a type that
  * tio_quant_can_dequantize refuses) to dst, which must hold numel × dtype
- * size bytes. */
+ * size bytes (a TIO_STRING tensor: its nbytes, the layout as it is). */
 TIO_API int tio_tensor_densify(const tio_tensor *t, void *dst, size_t dst_size,
                                tio_error *err);
 
@@ -561,6 +585,14 @@ TIO_API int tio_container_add(tio_container *c, const tio_tensor_desc *desc,
 TIO_API int tio_container_add_quantized(tio_container *c, const tio_tensor_desc *desc,
                                         tio_quant quant, unsigned flags, tio_tensor **out,
                                         tio_error *err);
+/* Appends a TIO_STRING tensor named `name` (NULL = unnamed) of the given
+ * shape from its numel strings: strings[i] of lengths[i] bytes (any bytes;
+ * strings[i] may be NULL when lengths[i] is 0), copied into the layout
+ * described at TIO_STRING. (tio_container_add takes that layout directly.) */
+TIO_API int tio_container_add_strings(tio_container *c, const char *name, size_t rank,
+                                      const int64_t *shape, const char *const *strings,
+                                      const size_t *lengths, tio_tensor **out,
+                                      tio_error *err);
 
 /* -------------------------------------------------------------------- graph */
 

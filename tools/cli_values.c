@@ -122,6 +122,7 @@ double cli_load_f64(tio_dtype dt, const uint8_t *p) {
     case TIO_UINT16:
     case TIO_UINT32:
     case TIO_UINT64: return (double)cli_load_u64(dt, p);
+    case TIO_STRING: /* no number: cli_elems_init refuses string tensors */
     case TIO_DTYPE_INVALID: break;
     }
     return NAN;
@@ -144,6 +145,8 @@ static int elems_fail(tio_error *err, int code, const char *msg) {
 
 int cli_elems_init(cli_elems *e, const tio_tensor *t, uint64_t max_dense, tio_error *err) {
     memset(e, 0, sizeof *e);
+    if (tio_tensor_dtype(t) == TIO_STRING)
+        return elems_fail(err, TIO_E_UNSUPPORTED, "a string tensor has no numeric values");
     e->size = tio_dtype_size(tio_tensor_dtype(t));
     e->numel = tio_tensor_numel(t);
     if (tio_tensor_layout(t) == TIO_LAYOUT_QUANT) {

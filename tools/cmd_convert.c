@@ -80,6 +80,9 @@ static const char convert_help_options[] =
     "      --layout L      tflite: the layout of 4-D inputs and outputs: nhwc\n"
     "                      (the default, as TFLite keeps images) or nchw (as the\n"
     "                      ONNX model has them)\n"
+    "      --strings K     npy/npz: string tensors as NumPy's S (bytes) or U\n"
+    "                      (text: every string must be UTF-8); the default is\n"
+    "                      U when every string is UTF-8, else S\n"
     ;
 /* (split: ISO C's 4095-character string limit) */
 static const char convert_help_options2[] =
@@ -125,6 +128,7 @@ enum {
     OPT_EXTERNAL,
     OPT_OPSET,
     OPT_LAYOUT,
+    OPT_STRINGS,
     OPT_NO_FUSE,
     OPT_COMPRESS,
     OPT_SHARD,
@@ -150,6 +154,7 @@ static const cli_option convert_opts[] = {
     {"external-data", 0, 1, OPT_EXTERNAL},
     {"opset", 0, 1, OPT_OPSET},
     {"layout", 0, 1, OPT_LAYOUT},
+    {"strings", 0, 1, OPT_STRINGS},
     {"no-fuse", 0, 0, OPT_NO_FUSE},
     {"compress", 0, 0, OPT_COMPRESS},
     {"shard", 0, 0, OPT_SHARD},
@@ -222,7 +227,7 @@ int cli_cmd_convert(int argc, char **argv) {
                              sizeof convert_opts / sizeof convert_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
     const char *to = NULL, *from = NULL, *external = NULL, *opset = NULL, *member_to = NULL,
-               *layout = NULL;
+               *layout = NULL, *strings = NULL;
     unsigned flags = 0, version = 0;
     int force = 0, verbose = 0, json = 0, no_fuse = 0, compress = 0, progress = CLI_PROGRESS_AUTO, id;
     int shard = 0;
@@ -292,6 +297,14 @@ int cli_cmd_convert(int argc, char **argv) {
                 return rc;
             }
             layout = p.value;
+            break;
+        case OPT_STRINGS:
+            if (strcmp(p.value, "S") != 0 && strcmp(p.value, "U") != 0) {
+                rc = cli_usage_error("convert", "--strings: expected S or U, not '%s'", p.value);
+                cli_parser_free(&p);
+                return rc;
+            }
+            strings = p.value;
             break;
         case CLI_OPT_MAX_DENSE_ID:
             if (cli_parse_max_dense("convert", p.value, &lim) != CLI_EXIT_OK) {
@@ -400,6 +413,10 @@ int cli_cmd_convert(int argc, char **argv) {
     if (layout) {
         size_t ol = strlen(opts);
         snprintf(opts + ol, sizeof opts - ol, "%slayout=%s", ol ? "," : "", layout);
+    }
+    if (strings) {
+        size_t ol = strlen(opts);
+        snprintf(opts + ol, sizeof opts - ol, "%sstrings=%s", ol ? "," : "", strings);
     }
     cli_write_args w = {"convert", in, src, out, format, flags, version,
                         opts[0] ? opts : NULL, progress, verbose, json, NULL, 0, max_shard};

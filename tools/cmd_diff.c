@@ -222,6 +222,39 @@ static void compare_values(const diff_conf *o, tio_dtype da, cli_elems *a, tio_d
     }
 }
 
+/* A string element as text (quoted, control bytes \xNN, cut to fit) and
+ * JSON (the string when UTF-8, else its escaped text). */
+static void string_text(const tio_tensor *t, uint64_t i, char *buf, size_t size, json_t **j) {
+    const char *p = "";
+    size_t n = 0;
+    (void)tio_tensor_string_at(t, i, &p, &n, NULL); /* i < numel */
+    char *e = cli_bytes_escape(p, n);
+    snprintf(buf, size, "\"%s\"", e ? e : "?");
+    *j = json_stringn(p, n); /* NULL when not UTF-8 */
+    if (!*j && e) *j = json_string(e);
+    free(e);
+}
+
+/* Two string tensors of one shape: element by element, as bytes. */
+static void compare_strings(const tio_tensor *ta, const tio_tensor *tb, pair_result *r) {
+    r->compared = 1;
+    r->count = tio_tensor_numel(ta);
+    for (uint64_t i = 0; i < r->count; i++) {
+        const char *a, *b;
+        size_t na, nb;
+        (void)tio_tensor_string_at(ta, i, &a, &na, NULL);
+        (void)tio_tensor_string_at(tb, i, &b, &nb, NULL);
+        if (na == nb && (na == 0 || memcmp(a, b, na) == 0)) continue;
+        if (r->mismatched++ == 0) {
+            r->has_first = 1;
+            r->first = i;
+            string_text(ta, i, r->first_a, sizeof r->first_a, &r->ja);
+            string_text(tb, i, r->first_b, sizeof r->first_b, &r->jb);
+        }
+    }
+    r->status = r->mismatched ? ST_VALUES : ST_EQUAL;
+}
+
 static int same_shape(const tio_tensor *a, const tio_tensor *b) {
     size_t rank = tio_tensor_rank(a);
     return rank == tio_tensor_rank(b) &&
@@ -235,6 +268,16 @@ static void compare_pair(const diff_conf *o, const tio_tensor *ta, const tio_ten
     r->dtype_differs = da != db;
     if (!same_shape(ta, tb)) {
         r->status = ST_SHAPE;
+        return;
+    }
+    if (da == TIO_STRING && db == TIO_STRING) {
+        compare_strings(ta, tb, r);
+        return;
+    }
+    if (da == TIO_STRING || db == TIO_STRING) {
+        r->status = ST_ERROR;
+        snprintf(r->error, sizeof r->error, "a string tensor and a %s one: no values to compare",
+                 tio_dtype_name(da == TIO_STRING ? db : da));
         return;
     }
     if (tio_tensor_layout(ta) == TIO_LAYOUT_QUANT && tio_tensor_layout(tb) == TIO_LAYOUT_QUANT &&

@@ -195,6 +195,7 @@ static void format_value(char *buf, size_t size, tio_dtype dt, const uint8_t *p,
             snprintf(buf, size, "%s%c%sj", r, neg ? '-' : '+', i);
         return;
     }
+    case TIO_STRING: /* string_value */
     case TIO_DTYPE_INVALID: break;
     }
     snprintf(buf, size, json ? "null" : "?");
@@ -224,7 +225,61 @@ typedef struct dump_view {
     const char *quant;  /* a quantized tensor: its block type (data: deq) */
     int opaque;         /* quantized as tensio cannot dequantize: no values */
     float *deq;         /* the dequantized elements shown, malloc'ed */
+    const tio_tensor *t; /* a string tensor: its elements (tio_tensor_string_at) */
 } dump_view;
+
+/* String element i as text: quoted, '"' and '\\' escaped with a backslash,
+ * the bytes below 0x20, 0x7f (and with `high` those from 0x80) as \xNN;
+ * malloc'ed, NULL when out of memory. */
+static char *string_text(const char *p, size_t n, int high) {
+    char *out = malloc(n * 4 + 3), *o = out;
+    if (!out) return NULL;
+    static const char hex[] = "0123456789abcdef";
+    *o++ = '"';
+    for (size_t k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)p[k];
+        if (c == '"' || c == '\\') {
+            *o++ = '\\';
+            *o++ = (char)c;
+        } else if (c < 0x20 || c == 0x7f || (high && c >= 0x80)) {
+            *o++ = '\\';
+            *o++ = 'x';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        } else {
+            *o++ = (char)c;
+        }
+    }
+    *o++ = '"';
+    *o = '\0';
+    return out;
+}
+
+/* String element i: text (string_text; the bytes from 0x80 escaped too when
+ * it is not UTF-8), or in JSON a JSON string: the
+ * string itself when it is UTF-8, else its string_text without the quotes,
+ * every byte from 0x80 as \xNN (a backslash in the JSON value). */
+static char *string_value(const dump_view *v, uint64_t i, int json) {
+    const char *p = "";
+    size_t n = 0;
+    (void)tio_tensor_string_at(v->t, i, &p, &n, NULL); /* i < numel */
+    json_t *j = json_stringn(p, n); /* NULL when not UTF-8 */
+    if (!json) {
+        int utf8 = j != NULL;
+        json_decref(j);
+        return string_text(p, n, !utf8);
+    }
+    if (!j) {
+        char *t = string_text(p, n, 1);
+        if (!t) return NULL;
+        t[strlen(t) - 1] = '\0';
+        j = json_string(t + 1);
+        free(t);
+    }
+    char *out = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    json_decref(j);
+    return out;
+}
 
 static void free_view(dump_view *v) {
     free(v->deq);
@@ -301,6 +356,16 @@ static int make_view(const char *path, size_t index, const tio_tensor *t, uint64
     }
     v->dtype = tio_tensor_dtype(t);
     v->esize = tio_dtype_size(v->dtype);
+    if (v->dtype == TIO_STRING) { /* elements read one by one, never by size */
+        v->t = t;
+        v->rank = tio_tensor_rank(t);
+        v->count = tio_tensor_numel(t);
+        v->shown = limit && v->count > limit ? limit : v->count;
+        v->data = tio_tensor_data(t);
+        if (v->count && !v->data)
+            return cli_error("%s: tensor %zu: no data", path, index);
+        return CLI_EXIT_OK;
+    }
     v->coo = tio_tensor_layout(t) == TIO_LAYOUT_COO;
     v->rank = tio_tensor_rank(t);
     v->count = v->coo ? tio_tensor_nnz(t) : tio_tensor_numel(t);
@@ -350,8 +415,10 @@ static void dump_text_tensor(size_t index, const dump_view *v, const char *shape
     fputs("  [", stdout);
     size_t col = 3;
     for (uint64_t i = 0; i < v->shown; i++) {
-        format_value(buf, sizeof buf, v->dtype, v->data + (size_t)i * v->esize, 0);
-        size_t len = strlen(buf);
+        char *str = v->t ? string_value(v, i, 0) : NULL;
+        if (!v->t) format_value(buf, sizeof buf, v->dtype, v->data + (size_t)i * v->esize, 0);
+        const char *text = v->t ? (str ? str : "?") : buf;
+        size_t len = strlen(text);
         if (i > 0) {
             if (col + 2 + len > TEXT_WIDTH) {
                 fputs(",\n   ", stdout);
@@ -361,7 +428,8 @@ static void dump_text_tensor(size_t index, const dump_view *v, const char *shape
                 col += 2;
             }
         }
-        fputs(buf, stdout);
+        fputs(text, stdout);
+        free(str);
         col += len;
     }
     if (v->shown < v->count)
@@ -401,8 +469,10 @@ static void dump_json_tensor(size_t index, const tio_tensor *t, const dump_view 
     fputs(", \"values\": [", stdout);
     char buf[64];
     for (uint64_t i = 0; i < v->shown; i++) {
-        format_value(buf, sizeof buf, v->dtype, v->data + (size_t)i * v->esize, 1);
-        printf("%s%s", i ? ", " : "", buf);
+        char *str = v->t ? string_value(v, i, 1) : NULL;
+        if (!v->t) format_value(buf, sizeof buf, v->dtype, v->data + (size_t)i * v->esize, 1);
+        printf("%s%s", i ? ", " : "", v->t ? (str ? str : "null") : buf);
+        free(str);
     }
     printf("], \"truncated\": %s}", v->shown < v->count ? "true" : "false");
 }

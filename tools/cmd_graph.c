@@ -114,6 +114,7 @@ static const char *short_dtype(tio_dtype dt) {
     case TIO_FLOAT8_E5M2: return "f8e5m2";
     case TIO_COMPLEX64: return "c64";
     case TIO_COMPLEX128: return "c128";
+    case TIO_STRING: return "str";
     case TIO_DTYPE_INVALID: break;
     }
     return NULL;

@@ -195,6 +195,12 @@ static int compute(const char *path, size_t index, const tio_tensor *t, size_t n
         p = q.dense;
         dt = TIO_FLOAT32;
     }
+    if (dt == TIO_STRING) {
+        cli_elems_free(&q);
+        return cli_error("%s: tensor %zu is a string tensor: it has no numeric values to "
+                         "summarise",
+                         path, index);
+    }
     if (tio_dtype_size(dt) == 0 || (n && !p)) {
         cli_elems_free(&q);
         return cli_error("%s: tensor %zu: no data to summarise", path, index);

@@ -156,7 +156,10 @@ class Tensor:
 
     @property
     def array(self):
-        """The dense array view, or a Coo for a sparse tensor."""
+        """The dense array view, or a Coo for a sparse tensor. A string tensor
+        (dtype_name "string") gives a new object array of bytes objects, as
+        onnx.numpy_helper gives one: exact for any bytes, where NumPy's S
+        would drop trailing NULs."""
         return _item(self._owner, self._index)
 
     @property

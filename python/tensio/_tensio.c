@@ -810,10 +810,58 @@ static PyObject *view_array(OwnerObject *self, int typenum, int nd, const int64_
     return arr;
 }
 
-/* array(i) -> dense: the elements; COO: the nnz values (1-D). */
+/* A string tensor as a new NumPy object array of bytes objects, as
+ * onnx.numpy_helper.to_array gives one: exact for any bytes (a fixed-width
+ * S array would pad them and drop trailing NULs). */
+/* A new C-order ndarray of t's shape and NumPy type typenum. */
+static PyObject *new_array(const tio_tensor *t, int typenum)
+{
+    size_t rank = tio_tensor_rank(t);
+    if (rank > NPY_MAXDIMS)
+        return tio_py_raise_code(TIO_E_UNSUPPORTED, "rank exceeds NumPy's maximum number of dims");
+    npy_intp dims[NPY_MAXDIMS];
+    const int64_t *s = tio_tensor_shape(t);
+    for (size_t k = 0; k < rank; k++)
+        dims[k] = (npy_intp)s[k];
+    return PyArray_SimpleNew((int)rank, dims, typenum);
+}
+
+static PyObject *string_array(const tio_tensor *t)
+{
+    PyObject *arr = new_array(t, NPY_OBJECT);
+    if (arr == NULL)
+        return NULL;
+    PyObject **items = (PyObject **)PyArray_DATA((PyArrayObject *)arr);
+    uint64_t n = tio_tensor_numel(t);
+    for (uint64_t i = 0; i < n; i++) {
+        const char *p;
+        size_t len;
+        tio_error err;
+        int rc = tio_tensor_string_at(t, i, &p, &len, &err);
+        if (rc != TIO_OK) {
+            Py_DECREF(arr);
+            return tio_py_raise(rc, &err);
+        }
+        PyObject *b = PyBytes_FromStringAndSize(p, (Py_ssize_t)len);
+        if (b == NULL) {
+            Py_DECREF(arr);
+            return NULL;
+        }
+        Py_XSETREF(items[i], b); /* the new array holds None */
+    }
+    return arr;
+}
+
+/* array(i) -> dense: the elements; COO: the nnz values (1-D); a string
+ * tensor: a new object array of bytes (string_array). */
 static PyObject *owner_array(OwnerObject *self, PyObject *arg)
 {
     int tn;
+    tio_tensor *st = arg_data_tensor(self, arg);
+    if (st != NULL && tio_tensor_dtype(st) == TIO_STRING)
+        return string_array(st);
+    if (st == NULL)
+        return NULL;
     tio_tensor *t = arg_tensor_npy(self, arg, &tn);
     if (t == NULL)
         return NULL;
@@ -878,22 +926,20 @@ static PyObject *owner_indices(OwnerObject *self, PyObject *arg)
 static PyObject *owner_densify(OwnerObject *self, PyObject *arg)
 {
     int tn;
+    tio_tensor *st = arg_data_tensor(self, arg);
+    if (st != NULL && tio_tensor_dtype(st) == TIO_STRING)
+        return string_array(st);
+    if (st == NULL)
+        return NULL;
     tio_tensor *t = arg_tensor_npy(self, arg, &tn);
     if (t == NULL)
         return NULL;
-    size_t rank = tio_tensor_rank(t);
-    if (rank > NPY_MAXDIMS)
-        return tio_py_raise_code(TIO_E_UNSUPPORTED, "rank exceeds NumPy's maximum number of dims");
     tio_limits lim;
     tio_container_get_limits(self->c, &lim);
     size_t bytes = (size_t)tio_tensor_numel(t) * tio_dtype_size(tio_tensor_dtype(t));
     if (tio_tensor_layout(t) == TIO_LAYOUT_COO && bytes > lim.max_dense_bytes)
         return tio_py_raise_code(TIO_E_LIMIT, "densify: the dense tensor exceeds max_dense_bytes");
-    npy_intp dims[NPY_MAXDIMS];
-    const int64_t *s = tio_tensor_shape(t);
-    for (size_t k = 0; k < rank; k++)
-        dims[k] = (npy_intp)s[k];
-    PyObject *arr = PyArray_SimpleNew((int)rank, dims, tn);
+    PyObject *arr = new_array(t, tn);
     if (arr == NULL)
         return NULL;
     tio_error err;

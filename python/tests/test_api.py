@@ -472,3 +472,24 @@ def test_complex(tmp_path):
         import torch  # Debian python3-torch, a test dependency
         t = torch.from_dlpack(c.tensor("b"))
         assert t.dtype == torch.complex128 and np.array_equal(t.numpy(), b)
+
+
+def test_string_tensor(tmp_path):
+    """A string tensor (NumPy U/S in .npy, ONNX STRING) reads as an object
+    array of bytes, exact (NULs inside and at the end kept)."""
+    p = tmp_path / "u.npy"
+    np.save(p, np.array([["h\u00e9", ""], ["a\U0001f600", "xyz"]]))
+    with tensio.open(p) as c:
+        assert c.dtype_name(0) == "string"
+        a = c[0]
+        assert a.dtype == object and a.shape == (2, 2)
+        assert a.tolist() == [["h\u00e9".encode(), b""], ["a\U0001f600".encode(), b"xyz"]]
+        t = c.tensor(0)
+        assert t.dtype_name == "string"
+        assert np.asarray(t).tolist() == a.tolist()
+        with pytest.raises(tensio.DtypeError):
+            t.__dlpack__()
+    p = tmp_path / "s.npy"
+    np.save(p, np.array([b"a\x00b", b"c"]))
+    with tensio.open(p) as c:
+        assert c[0].tolist() == [b"a\x00b", b"c"]

@@ -371,9 +371,13 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, tio_quant quan
                       int64_t source_offset, const char *format, tio_error *err) {
     int64_t off = source_offset;
     if (!c || !d) return tio__err(err, TIO_E_ARGUMENT, format, -1, "container or description is NULL");
-    size_t esize = tio_dtype_size(d->dtype);
+    bool str = d->dtype == TIO_STRING;
+    size_t esize = str ? 1 : tio_dtype_size(d->dtype); /* strings: sized below */
     if (esize == 0)
         return tio__err(err, TIO_E_DTYPE, format, off, "dtype %d is not a tio_dtype", (int)d->dtype);
+    if (str && d->layout != TIO_LAYOUT_DENSE)
+        return tio__err(err, TIO_E_ARGUMENT, format, off,
+                        "a string tensor is dense (not COO nor quantized)");
     if (d->layout != TIO_LAYOUT_DENSE && d->layout != TIO_LAYOUT_COO &&
         d->layout != TIO_LAYOUT_QUANT)
         return tio__err(err, TIO_E_ARGUMENT, format, off, "layout %d is not a tio_layout", (int)d->layout);
@@ -423,6 +427,11 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, tio_quant quan
                             qi->name, (long long)last, (unsigned)qi->elems);
         /* numel / elems blocks of `bytes` each: no more than the dense size */
         expect = (size_t)(numel / qi->elems) * qi->bytes;
+    }
+    if (str) {
+        rc = tio__strings_check(d->data, d->nbytes, numel, format, off, err);
+        if (rc) return rc;
+        expect = d->nbytes;
     }
     if (d->nbytes != expect)
         return tio__err(err, TIO_E_CORRUPT, format, off,

@@ -18,6 +18,7 @@ static const struct {
     [TIO_FLOAT8_E5M2] = {"float8_e5m2", 1},
     [TIO_COMPLEX64] = {"complex64", 8},
     [TIO_COMPLEX128] = {"complex128", 16},
+    [TIO_STRING] = {"string", 0}, /* variable: offsets + bytes (include/tensio.h) */
 };
 
 const char *tio_dtype_name(tio_dtype d) {

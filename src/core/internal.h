@@ -43,6 +43,9 @@ void tio__shape_str(const int64_t *dims, size_t rank, char *out, size_t cap);
 /* The offset of the first byte of p[0..n) that is not valid UTF-8 (an
  * overlong form, a surrogate, past U+10FFFF, a sequence cut short), or n. */
 size_t tio__utf8_bad(const uint8_t *p, size_t n);
+/* Writes code point cp (a Unicode scalar value) as UTF-8 at out (room for 4
+ * bytes); returns the bytes written. */
+size_t tio__utf8_put(uint8_t *out, uint32_t cp);
 /* Sorts v[0..n) (strcmp order) and returns a string that occurs twice, or
  * NULL. */
 const char *tio__sorted_dup(const char **v, size_t n);
@@ -80,10 +83,37 @@ int tio__shape_size(const int64_t *shape, size_t rank, size_t elem_size,
                     uint64_t *numel, size_t *nbytes, const char *format,
                     int64_t offset, tio_error *err);
 
+/* String tensors (src/core/strtensor.c; the layout is TIO_STRING's in
+ * include/tensio.h). tio__strings_check: whether nbytes bytes at data are
+ * that layout for numel strings (O(numel)). */
+int tio__strings_check(const uint8_t *data, size_t nbytes, uint64_t numel, const char *format,
+                       int64_t offset, tio_error *err);
+/* Builds the layout of `count` strings, appended in order, into buf (len
+ * bytes), never past max bytes in all (TIO_E_LIMIT naming max_dense_bytes,
+ * the bound a reader passes); finish checks that count strings came. The
+ * caller owns buf (tio__strbuild_free) until a tensor takes it. */
+typedef struct tio_strbuild {
+    uint8_t *buf;
+    size_t cap, len;
+    uint64_t count, done, max;
+    const char *format;
+    int64_t offset;
+} tio_strbuild;
+int tio__strbuild_init(tio_strbuild *b, uint64_t count, uint64_t max_bytes, const char *format,
+                       int64_t offset, tio_error *err);
+int tio__strbuild_add(tio_strbuild *b, const void *p, size_t n, tio_error *err);
+int tio__strbuild_finish(tio_strbuild *b, tio_error *err);
+void tio__strbuild_free(tio_strbuild *b);
+/* String i (< numel) of a string tensor whose data is present. */
+int tio__string_at(const struct tio_tensor *t, uint64_t i, const uint8_t **p, size_t *n);
+
 /* ---------------------------------------------- little-endian loads/stores */
 
 static inline uint16_t tio__ld16(const uint8_t *p) {
     return (uint16_t)(p[0] | (uint16_t)(p[1] << 8));
+}
+static inline uint32_t tio__ld32be(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 static inline uint32_t tio__ld32(const uint8_t *p) {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |

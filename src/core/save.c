@@ -511,7 +511,8 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
         uint64_t nb;
         if (tio__mul64_ovf(count, tio_dtype_size(w->dtype), &nb) || nb > SIZE_MAX)
             return tio__err(err, TIO_E_OVERFLOW, fn, -1, "tensor %zu: size overflows", i);
-        w->nbytes = w->layout == TIO_LAYOUT_QUANT ? s->nbytes : (size_t)nb;
+        w->nbytes = w->layout == TIO_LAYOUT_QUANT || w->dtype == TIO_STRING ? s->nbytes
+                                                                             : (size_t)nb;
     }
     if (f->caps & TIO__CAP_ONE_COPY) {
         /* tied weights: the tensor aliased is written, its aliases are not */

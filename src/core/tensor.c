@@ -139,7 +139,9 @@ tio_quant tio_tensor_quant(const tio_tensor *t) { return t ? t->quant : TIO_QUAN
 int tio_tensor_is_aligned(const tio_tensor *t) {
     if (!t) return 0;
     /* blocks are read bytewise: any address will do */
-    size_t a = t->layout == TIO_LAYOUT_QUANT ? 1 : tio_dtype_size(t->dtype);
+    size_t a = t->layout == TIO_LAYOUT_QUANT ? 1
+               : t->dtype == TIO_STRING       ? 8 /* its uint64 offsets */
+                                              : tio_dtype_size(t->dtype);
     const uint8_t *d = t->data;
     if (t->unaligned || t->strided) { /* what tio_tensor_data gives: its copy, once made */
         d = atomic_load_explicit(&((tio_tensor *)(uintptr_t)t)->aligned_copy,
@@ -203,7 +205,8 @@ int tio_tensor_densify(const tio_tensor *t, void *dst, size_t dst_size, tio_erro
     int frc = tio__need_fetched(t->owner, t, err);
     if (frc) return frc;
     size_t es = tio_dtype_size(t->dtype);
-    size_t need = (size_t)t->numel * es; /* fits: checked when added */
+    size_t need = t->dtype == TIO_STRING ? t->nbytes : (size_t)t->numel * es; /* fits: checked
+                                                                                when added */
     if (dst_size < need)
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
                         "destination has %zu bytes (expected %zu)", dst_size, need);

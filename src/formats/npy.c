@@ -249,6 +249,8 @@ static int npy_bool(npy_reader *r, int *out) {
 
 typedef struct npy_header {
     const npy_type *type;
+    char str;        /* 'S' (bytes) or 'U' (UTF-32) strings of str_width units; type NULL */
+    uint32_t str_width;
     int big;     /* '>' data */
     int fortran; /* fortran_order True */
     char descr[64];
@@ -290,20 +292,35 @@ static int npy_descr(npy_reader *r, npy_header *hd) {
                         "header: descr '%s' is a void/structured dtype, which tensio does not "
                         "read",
                         NPY_ESC);
+    if ((kind == 'S' || kind == 'U') && (order == '<' || order == '>' || order == '|') &&
+        r->slen < sizeof r->str) {
+        /* fixed-width strings: NumPy's widths go past the loop's 9999 */
+        uint64_t width = 0;
+        const char *w = r->str + 2;
+        while (*w >= '0' && *w <= '9' && width <= UINT32_MAX) width = width * 10 + (uint64_t)(*w++ - '0');
+        /* NumPy's item size is an int: S up to 2^31 - 1 bytes, U a quarter */
+        uint64_t most = kind == 'U' ? INT32_MAX / 4 : INT32_MAX;
+        if (!*w && w > r->str + 2 && width >= 1 && width <= most &&
+            (kind == 'U' || order == '|')) {
+            hd->str = kind;
+            hd->str_width = (uint32_t)width;
+            hd->big = order == '>';
+            return TIO_OK;
+        }
+    }
     if (!tail && digits) {
         for (size_t k = 0; k < NPY_NTYPES; k++)
             if (npy_types[k].kind == kind && npy_types[k].size == size) hd->type = &npy_types[k];
     }
     if (!hd->type) {
         const char *what = kind == 'c'   ? "complex numbers of that size"
-                           : kind == 'S' ? "byte strings"
-                           : kind == 'U' ? "unicode strings"
+                           : kind == 'S' || kind == 'U' ? "strings of no width tensio reads"
                            : kind == 'M' || kind == 'm' ? "datetimes"
                            : kind == 'f' ? "a float of that size"
                                          : "not a dtype tensio knows";
         return tio__err(r->err, TIO_E_DTYPE, r->fmt, npy_at(r, at),
                         "header: descr '%s' (%s) has no tensio dtype (expected b1, i1..i8, "
-                        "u1..u8, f2, f4, f8, c8 or c16 with byte order '<', '>' or '|')",
+                        "u1..u8, f2, f4, f8, c8, c16, |S<n> or <U<n> with byte order '<', '>' or '|')",
                         NPY_ESC, what);
     }
     hd->big = order == '>' && size > 1;
@@ -401,6 +418,78 @@ static void npy_reorder(const uint8_t *src, uint8_t *dst, const int64_t *dims, s
     }
 }
 
+/* A string array (|S<n> bytes, <U<n> / >U<n> UTF-32) of numel elements of
+ * es bytes at d into a TIO_STRING tensor: trailing NULs stripped, as NumPy
+ * does; UTF-32 code points as UTF-8, one that is no Unicode scalar value
+ * (a surrogate, past U+10FFFF) refused. A Fortran-order array is put in C
+ * order first. The layout is bounded by max_dense_bytes (its offsets take
+ * 8 bytes a string). */
+static int npy_strings(npy_reader *r, const npy_header *hd, const uint8_t *d, size_t nbytes,
+                       uint64_t numel, size_t es, int64_t at, const tio__npy_src *src) {
+    tio_read_ctx *ctx = r->ctx;
+    uint8_t *c_order = NULL, *u8 = NULL;
+    if (hd->fortran && r->rank > 1 && numel > 1) {
+        c_order = malloc(nbytes);
+        int64_t *idx = calloc(r->rank, sizeof *idx);
+        uint64_t *stride = calloc(r->rank, sizeof *stride);
+        if (c_order && idx && stride)
+            npy_reorder(d, c_order, r->dims, r->rank, numel, es, 1, 0, idx, stride);
+        free(idx);
+        free(stride);
+        if (!c_order || !idx || !stride) {
+            free(c_order);
+            return tio__nomem(r->err, r->fmt);
+        }
+        d = c_order;
+    }
+    tio_strbuild b;
+    int rc = tio__strbuild_init(&b, numel, ctx->limits.max_dense_bytes, r->fmt, at, r->err);
+    if (!rc && hd->str == 'U' && !(u8 = malloc((size_t)hd->str_width * 4)))
+        rc = tio__nomem(r->err, r->fmt);
+    for (uint64_t i = 0; !rc && i < numel; i++) {
+        const uint8_t *e = d + i * es;
+        size_t n = es;
+        if (hd->str == 'S') {
+            while (n && !e[n - 1]) n--;
+            rc = tio__strbuild_add(&b, e, n, r->err);
+            continue;
+        }
+        size_t units = hd->str_width, o = 0;
+        uint32_t cp = 0;
+        while (units && !(hd->big ? tio__ld32be(e + 4 * (units - 1)) : tio__ld32(e + 4 * (units - 1))))
+            units--;
+        for (size_t k = 0; k < units; k++) {
+            cp = hd->big ? tio__ld32be(e + 4 * k) : tio__ld32(e + 4 * k);
+            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) break;
+            o += tio__utf8_put(u8 + o, cp);
+            cp = 0;
+        }
+        if (cp)
+            rc = tio__err(r->err, TIO_E_CORRUPT, r->fmt, at + (int64_t)(i * es),
+                          "string %llu: code point 0x%lx is not a Unicode scalar value (a "
+                          "surrogate or past U+10FFFF), which UTF-8 cannot hold",
+                          (unsigned long long)i, (unsigned long)cp);
+        else
+            rc = tio__strbuild_add(&b, u8, o, r->err);
+    }
+    free(u8);
+    free(c_order);
+    if (!rc) rc = tio__strbuild_finish(&b, r->err);
+    tio_tensor *t = NULL;
+    if (!rc) {
+        tio_tensor_desc td = {src->name, TIO_STRING, r->rank, r->dims, TIO_LAYOUT_DENSE,
+                              b.buf, b.len, 0, NULL};
+        rc = tio_container_add(ctx->c, &td, TIO_ADD_BORROW, &t, r->err);
+    }
+    if (rc) {
+        tio__strbuild_free(&b);
+        return rc;
+    }
+    t->owned_data = b.buf;
+    t->source_offset = src->owned ? src->source_offset : at;
+    return TIO_OK;
+}
+
 static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio__npy_src *src) {
     tio_read_ctx *ctx = r->ctx;
     uint64_t fb = src->base; /* file offset of d[0] */
@@ -464,7 +553,8 @@ static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio_
         if (rc) return rc;
     }
 
-    size_t es = hd.type->size, nbytes = 0;
+    size_t es = hd.str ? (size_t)hd.str_width * (hd.str == 'U' ? 4u : 1u) : hd.type->size;
+    size_t nbytes = 0;
     uint64_t numel = 0;
     rc = tio__shape_size(r->dims, r->rank, es, &numel, &nbytes, r->fmt, AT(hstart), r->err);
     if (rc) return rc;
@@ -482,6 +572,11 @@ static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio_
                        "them)",
                        avail - nbytes, nbytes);
         if (rc) return rc;
+    }
+    if (hd.str) {
+        rc = npy_strings(r, &hd, data + data_at, nbytes, numel, es, AT(data_at), src);
+        if (rc || !src->props) return rc;
+        goto props;
     }
     tio_tensor_desc td;
     memset(&td, 0, sizeof td);
@@ -530,6 +625,7 @@ static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio_
         r->taken = 1;
     }
     if (!src->props) return TIO_OK;
+props:;
     char v[24];
     tio_kv *props = &ctx->c->props;
     snprintf(v, sizeof v, "%u.0", major);
@@ -584,6 +680,89 @@ const char *tio__npy_descr(tio_dtype d) {
     }
 }
 
+/* Whether string s (n bytes) can be a NumPy U element: UTF-8, its last
+ * character not U+0000 (which NumPy strips); *chars: its characters. */
+static int npy_u_fits(const uint8_t *s, size_t n, uint64_t *chars) {
+    if (tio__utf8_bad(s, n) != n || (n && !s[n - 1])) return 0;
+    uint64_t c = 0;
+    for (size_t k = 0; k < n; k++) c += (s[k] & 0xC0) != 0x80;
+    *chars = c;
+    return 1;
+}
+
+int tio__npy_strings(const tio_write_plan *p, size_t i, const char *format, char descr[32],
+                     uint8_t **out, size_t *out_n, tio_error *err) {
+    const tio_wtensor *w = tio__plan_tensor(p, i);
+    const tio_tensor *t = w->src;
+    uint64_t width = 1, bwidth = 1, lossy = UINT64_MAX;
+    const char *want = tio__plan_option(p, "strings");
+    int u = !want || strcmp(want, "U") == 0;
+    for (uint64_t k = 0; k < t->numel; k++) {
+        const uint8_t *e;
+        size_t n;
+        uint64_t chars = 0;
+        tio__string_at(t, k, &e, &n);
+        if (u && !npy_u_fits(e, n, &chars)) {
+            if (want) /* asked for U */
+                return tio__err(err, TIO_E_LOSSY, format, -1,
+                                "tensor %zu: string %llu is not UTF-8 text, which NumPy's U "
+                                "strings cannot hold (strings=S writes bytes)",
+                                i, (unsigned long long)k);
+            u = 0;
+        }
+        if (chars > width) width = chars;
+        if (n > bwidth) bwidth = n;
+        if (n && !e[n - 1] && lossy == UINT64_MAX) lossy = k;
+    }
+    if (lossy != UINT64_MAX)
+        return tio__err(err, TIO_E_LOSSY, format, -1,
+                        "tensor %zu: string %llu ends with a NUL byte, which NumPy's "
+                        "fixed-width strings (S, U) strip",
+                        i, (unsigned long long)lossy);
+    uint64_t es = u ? width * 4 : bwidth, total;
+    uint64_t limit = tio__plan_container(p)->limits.max_dense_bytes;
+    if (tio__mul64_ovf(es, t->numel, &total) || total > limit || total > SIZE_MAX)
+        return tio__err(err, TIO_E_LIMIT, format, -1,
+                        "tensor %zu: %llu strings padded to the longest (%llu bytes each) "
+                        "take more than max_dense_bytes %llu",
+                        i, (unsigned long long)t->numel, (unsigned long long)es,
+                        (unsigned long long)limit);
+    snprintf(descr, 32, "%s%llu", u ? "<U" : "|S", (unsigned long long)(u ? width : bwidth));
+    uint8_t *buf = calloc(total ? (size_t)total : 1, 1); /* NUL padded */
+    if (!buf) return tio__nomem(err, format);
+    for (uint64_t k = 0; k < t->numel; k++) {
+        const uint8_t *e;
+        size_t n, pos = 0;
+        tio__string_at(t, k, &e, &n);
+        uint8_t *o = buf + k * es;
+        if (!u) {
+            if (n) memcpy(o, e, n);
+            continue;
+        }
+        while (pos < n) { /* valid UTF-8: checked above */
+            uint32_t cp = e[pos];
+            size_t len = cp < 0x80 ? 1 : cp < 0xE0 ? 2 : cp < 0xF0 ? 3 : 4;
+            cp = len == 1 ? cp : len == 2 ? cp & 0x1F : len == 3 ? cp & 0x0F : cp & 0x07;
+            for (size_t q = 1; q < len; q++) cp = cp << 6 | (e[pos + q] & 0x3Fu);
+            tio__st32(o, cp);
+            o += 4;
+            pos += len;
+        }
+    }
+    *out = buf;
+    *out_n = (size_t)total;
+    return TIO_OK;
+}
+
+/* Format option strings=S|U (tio__npy_strings), checked. */
+int tio__npy_strings_option(const tio_write_plan *p, const char *format, tio_error *err) {
+    const char *v = tio__plan_option(p, "strings");
+    if (v && strcmp(v, "S") != 0 && strcmp(v, "U") != 0)
+        return tio__err(err, TIO_E_ARGUMENT, format, -1,
+                        "option strings=%s (expected S, bytes, or U, UTF-32 text)", v);
+    return TIO_OK;
+}
+
 static int npy_check(const tio_write_plan *p, tio_error *err) {
     size_t n = tio__plan_count(p);
     if (n != 1)
@@ -592,18 +771,18 @@ static int npy_check(const tio_write_plan *p, tio_error *err) {
                         "(write each to its own file)",
                         n);
     const tio_wtensor *w = tio__plan_tensor(p, 0);
-    if (!tio__npy_descr(w->dtype))
+    if (!tio__npy_descr(w->dtype) && w->dtype != TIO_STRING)
         return tio__err(err, TIO_E_DTYPE, NPY, -1, "tensor 0: dtype %s has no .npy descr",
                         tio_dtype_name(w->dtype) ? tio_dtype_name(w->dtype) : "?");
-    return TIO_OK;
+    return tio__npy_strings_option(p, NPY, err);
 }
 
 /* The header np.save writes: the dict with its keys sorted, the growth
  * spaces for dim 0, then spaces and '\n' up to a multiple of 64 (a full 64
  * when already aligned, as format.py's _wrap_header does). */
-int tio__npy_header(const tio_wtensor *w, unsigned version, const char *format, uint8_t **out,
-                    size_t *out_len, tio_error *err) {
-    const char *descr = tio__npy_descr(w->dtype);
+int tio__npy_header(const tio_wtensor *w, const char *descr, unsigned version,
+                    const char *format, uint8_t **out, size_t *out_len, tio_error *err) {
+    if (!descr) descr = tio__npy_descr(w->dtype);
     if (!descr)
         return tio__err(err, TIO_E_DTYPE, format, -1, "dtype %s has no .npy descr",
                         tio_dtype_name(w->dtype) ? tio_dtype_name(w->dtype) : "?");
@@ -665,13 +844,18 @@ int tio__npy_header(const tio_wtensor *w, unsigned version, const char *format, 
 static int npy_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     int rc = npy_check(p, err);
     if (rc) return rc;
-    uint8_t *h = NULL;
-    size_t len = 0;
-    rc = tio__npy_header(tio__plan_tensor(p, 0), tio__plan_version(p), NPY, &h, &len, err);
-    if (rc) return rc;
-    rc = tio__sink_write(s, h, len, err);
+    uint8_t *h = NULL, *strs = NULL;
+    size_t len = 0, slen = 0;
+    char descr[32];
+    bool str = tio__plan_tensor(p, 0)->dtype == TIO_STRING;
+    if (str) rc = tio__npy_strings(p, 0, NPY, descr, &strs, &slen, err);
+    if (!rc)
+        rc = tio__npy_header(tio__plan_tensor(p, 0), str ? descr : NULL, tio__plan_version(p),
+                             NPY, &h, &len, err);
+    if (!rc) rc = tio__sink_write(s, h, len, err);
     free(h);
-    if (!rc) rc = tio__plan_sink_tensor(p, s, 0, err);
+    if (!rc) rc = str ? tio__sink_write(s, strs, slen, err) : tio__plan_sink_tensor(p, s, 0, err);
+    free(strs);
     return rc;
 }
 
@@ -714,5 +898,6 @@ const tio_format_desc tio__format_npy = {
     .read = npy_read,
     .head = npy_head,
     .check = npy_check,
+    .options = "strings",
     .write = npy_write,
 };

@@ -11,7 +11,7 @@
      TIO_DTYPE_BIT(TIO_INT32) | TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_UINT8) |      \
      TIO_DTYPE_BIT(TIO_UINT16) | TIO_DTYPE_BIT(TIO_UINT32) | TIO_DTYPE_BIT(TIO_UINT64) |   \
      TIO_DTYPE_BIT(TIO_FLOAT16) | TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT64) |  \
-     TIO_DTYPE_BIT(TIO_COMPLEX64) | TIO_DTYPE_BIT(TIO_COMPLEX128))
+     TIO_DTYPE_BIT(TIO_COMPLEX64) | TIO_DTYPE_BIT(TIO_COMPLEX128) | TIO_DTYPE_BIT(TIO_STRING))
 
 /* The dtype of a NumPy kind and item size ('f', 4: float32; 'c', 8:
  * complex64), or TIO_DTYPE_INVALID. */
@@ -47,8 +47,22 @@ const char *tio__npy_descr(tio_dtype d);
 
 /* The bytes np.save writes before w's data (magic, version, header length,
  * the padded dict) at `version` (0: 1.0, or 2.0 when 1.0 cannot hold it),
- * malloc'ed into *out. */
-int tio__npy_header(const tio_wtensor *w, unsigned version, const char *format, uint8_t **out,
-                    size_t *out_len, tio_error *err);
+ * malloc'ed into *out. `descr`: NULL for w's dtype's (tio__npy_descr), or
+ * the one tio__npy_strings chose. */
+int tio__npy_header(const tio_wtensor *w, const char *descr, unsigned version,
+                    const char *format, uint8_t **out, size_t *out_len, tio_error *err);
+
+/* Plan tensor i, a TIO_STRING tensor, as NumPy fixed-width strings: <U<n>
+ * (UTF-32LE, n the most characters of a string) when every string is UTF-8,
+ * else |S<n> (bytes, n the longest), NUL-padded, into a malloc'ed *out of
+ * numel × the width bytes, and its descr. TIO_E_LOSSY when a string ends
+ * with a NUL byte (NumPy strips trailing NULs); TIO_E_LIMIT when the padded
+ * array exceeds max_dense_bytes. */
+int tio__npy_strings(const tio_write_plan *p, size_t i, const char *format, char descr[32],
+                     uint8_t **out, size_t *out_n, tio_error *err);
+/* Format option strings: absent (U when every string is UTF-8, else S), S
+ * (bytes) or U (UTF-8 required: a string that is not is TIO_E_LOSSY by
+ * index); another value is TIO_E_ARGUMENT. */
+int tio__npy_strings_option(const tio_write_plan *p, const char *format, tio_error *err);
 
 #endif

@@ -247,13 +247,15 @@ static int npz_check(const tio_write_plan *p, tio_error *err) {
                         "option compress=%s (expected 0, stored as np.savez, or 1, deflated "
                         "as np.savez_compressed)",
                         z);
+    int src = tio__npy_strings_option(p, NPZ, err);
+    if (src) return src;
     if (n == 0) return TIO_OK;
     char **names = calloc(n, sizeof *names);
     if (!names) return tio__nomem(err, NPZ);
     int rc = TIO_OK;
     for (size_t i = 0; i < n && !rc; i++) {
         const tio_wtensor *w = tio__plan_tensor(p, i);
-        if (!tio__npy_descr(w->dtype))
+        if (!tio__npy_descr(w->dtype) && w->dtype != TIO_STRING)
             rc = tio__err(err, TIO_E_DTYPE, NPZ, -1, "tensor %zu: dtype %s has no .npy descr",
                           i, tio_dtype_name(w->dtype) ? tio_dtype_name(w->dtype) : "?");
         else if (!(names[i] = npz_member_name(w, i)))
@@ -355,24 +357,29 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
                             z_stream *z, tio_crc_job *job, const uint8_t *view,
                             tio_error *err) {
     const tio_wtensor *w = tio__plan_tensor(p, i);
-    uint8_t *hdr = NULL;
-    size_t hlen = 0;
-    int rc = tio__npy_header(w, tio__plan_version(p), NPZ, &hdr, &hlen, err);
-    if (rc) return rc;
-    const uint8_t *data = NULL;
-    rc = tio__plan_data(p, i, &data, NULL, err);
+    uint8_t *hdr = NULL, *strs = NULL;
+    size_t hlen = 0, nbytes = w->nbytes;
+    char descr[32];
+    bool str = w->dtype == TIO_STRING;
+    int rc = str ? tio__npy_strings(p, i, NPZ, descr, &strs, &nbytes, err) : TIO_OK;
+    if (!rc)
+        rc = tio__npy_header(w, str ? descr : NULL, tio__plan_version(p), NPZ, &hdr, &hlen,
+                             err);
+    const uint8_t *data = strs;
+    if (!rc && !str) rc = tio__plan_data(p, i, &data, NULL, err);
     if (rc) {
         free(hdr);
+        free(strs);
         return rc;
     }
     size_t nlen = strlen(name);
     m->local = tio__sink_pos(s);
-    m->usize = (uint64_t)hlen + w->nbytes;
+    m->usize = (uint64_t)hlen + nbytes;
     m->csize = compress ? 0 : m->usize;
     /* stored: the data's CRC is taken as it is written (the local header
      * gets it then); deflated: the CRC of everything now */
     m->crc = npz_crc(0, hdr, hlen);
-    if (compress) m->crc = npz_crc(m->crc, data, w->nbytes);
+    if (compress) m->crc = npz_crc(m->crc, data, nbytes);
     m->flags = 0;
     m->method = compress ? NPZ_DEFLATED : NPZ_STORED;
     for (size_t k = 0; k < nlen; k++)
@@ -380,6 +387,7 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
     uint8_t *lh = malloc(30 + nlen + 20);
     if (!lh) {
         free(hdr);
+        free(strs);
         return tio__nomem(err, NPZ);
     }
     size_t ll = npz_local_header(lh, m, compress ? NPZ_DEFLATED : NPZ_STORED, name, nlen);
@@ -390,11 +398,11 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
         bool threaded = job && view && data == view;
         rc = tio__sink_write(s, hdr, hlen, err);
         if (!rc)
-            rc = threaded ? tio__plan_sink_data(p, s, data, w->nbytes, err)
-                          : tio__plan_sink_data_crc(p, s, data, w->nbytes, &m->crc, err);
+            rc = threaded ? tio__plan_sink_data(p, s, data, nbytes, err)
+                          : tio__plan_sink_data_crc(p, s, data, nbytes, &m->crc, err);
         if (!rc && threaded)
             m->crc = (uint32_t)crc32_combine(m->crc, tio__crc32_wait(job, i),
-                                             (z_off_t)w->nbytes);
+                                             (z_off_t)nbytes);
         if (!rc) {
             uint8_t c[4];
             tio__st32(c, m->crc);
@@ -405,7 +413,7 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
         if (deflateReset(z) != Z_OK) rc = tio__err(err, TIO_E_IO, NPZ, -1, "zlib failed");
         uint64_t out = 0;
         if (!rc) rc = npz_deflate(z, s, buf, cap, hdr, hlen, 0, &out, err);
-        if (!rc) rc = npz_deflate(z, s, buf, cap, data, w->nbytes, 1, &out, err);
+        if (!rc) rc = npz_deflate(z, s, buf, cap, data, nbytes, 1, &out, err);
         if (!rc) {
             m->csize = out;
             ll = npz_local_header(lh, m, NPZ_DEFLATED, name, nlen);
@@ -414,6 +422,7 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
     }
     free(lh);
     free(hdr);
+    free(strs);
     return rc;
 }
 
@@ -482,7 +491,9 @@ static int npz_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     uint64_t viewed = 0;
     for (size_t i = 0; !rc && !compress && i < n; i++) {
         sizes[i] = tio__plan_tensor(p, i)->nbytes;
-        views[i] = npz_combinable(sizes[i]) ? tio__plan_view(p, i) : NULL;
+        views[i] = npz_combinable(sizes[i]) && tio__plan_tensor(p, i)->dtype != TIO_STRING
+                       ? tio__plan_view(p, i)
+                       : NULL; /* strings are written padded, not as held */
         if (views[i]) viewed += sizes[i];
     }
     if (!rc && viewed >= NPZ_CRC_JOB_MIN) job = tio__crc32_start(views, sizes, n); /* NULL: none */
@@ -520,5 +531,5 @@ const tio_format_desc tio__format_npz = {
     .read = npz_read,
     .check = npz_check,
     .write = npz_write,
-    .options = "compress",
+    .options = "compress strings",
 };

@@ -448,7 +448,8 @@ static int graph_add_value_do(tio_graph *g, const tio_value_info *v, size_t *ind
                             "graph: value %zu: tensor is %lld (expected -1 for a runtime "
                             "value or a container tensor index)",
                             g->value_count, (long long)v->tensor);
-        if (v->dtype != TIO_DTYPE_INVALID && tio_dtype_size(v->dtype) == 0)
+        if (v->dtype != TIO_DTYPE_INVALID && v->dtype != TIO_STRING &&
+            tio_dtype_size(v->dtype) == 0)
             return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
                             "graph: value %zu: dtype %d is not a tio_dtype", g->value_count,
                             (int)v->dtype);
@@ -977,6 +978,11 @@ int tio__graph_check_tensors(const tio_graph *g, const char *fmt, tio_error *err
                             "graph value '%.64s' has type %s, which %s has no form for (it "
                             "holds tensors of tensio's dtypes; ONNX writes such values)",
                             g->values[i].name ? g->values[i].name : "", g->values[i].type, fmt);
+        else if (g->values[i].dtype == TIO_STRING)
+            return tio__err(err, TIO_E_UNSUPPORTED, fmt, -1,
+                            "graph value '%.64s' is a string tensor, which %s has no form for "
+                            "(ONNX writes string tensors)",
+                            g->values[i].name ? g->values[i].name : "", fmt);
     for (size_t j = 0; j < g->node_count; j++)
         for (size_t a = 0; a < g->nodes[j].attr_count; a++) {
             const tio_gattr *at = &g->nodes[j].attrs[a];

@@ -26,7 +26,7 @@
      TIO_DTYPE_BIT(TIO_UINT16) | TIO_DTYPE_BIT(TIO_UINT32) | TIO_DTYPE_BIT(TIO_UINT64) |   \
      TIO_DTYPE_BIT(TIO_FLOAT16) | TIO_DTYPE_BIT(TIO_BFLOAT16) |                            \
      TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT64) |                             \
-     TIO_DTYPE_BIT(TIO_COMPLEX64) | TIO_DTYPE_BIT(TIO_COMPLEX128))
+     TIO_DTYPE_BIT(TIO_COMPLEX64) | TIO_DTYPE_BIT(TIO_COMPLEX128) | TIO_DTYPE_BIT(TIO_STRING))
 
 /* TensorProto.DataType -> tio_dtype (TIO_DTYPE_INVALID when tensio has no
  * such dtype); the inverse (0 for none). */

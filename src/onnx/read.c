@@ -349,6 +349,52 @@ static int ox_external(ox_reader *r, const tio_pb_reader *rd, const char *lbl, i
     return rc;
 }
 
+/* A STRING tensor's string_data (field 6 of rd, one bytes field per
+ * element, numel of them) into the TIO_STRING layout of a new tensor (d has
+ * the name and shape). Counted and sized first: the offsets are allocated
+ * only for strings the input holds, and within max_dense_bytes. */
+static int ox_strings(ox_reader *r, const tio_pb_reader *rd, tio_tensor_desc *d, uint64_t numel,
+                      int64_t at, const char *lbl, tio_error *err) {
+    tio_pb_reader it = *rd;
+    tio_pb_field f;
+    uint64_t count = 0, bytes = 0;
+    int rc = TIO_OK;
+    while (!rc && !tio__pb_done(&it)) {
+        rc = tio__pb_next(&it, &f, err);
+        if (!rc && f.number == 6) {
+            rc = tio__pb_expect(&it, &f, TIO_PB_LEN, "TensorProto.string_data", err);
+            count++;
+            bytes += f.u; /* within the input */
+        }
+    }
+    if (!rc && count != numel)
+        rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
+                      "%s: string_data holds %llu strings, the shape needs %llu", lbl,
+                      (unsigned long long)count, (unsigned long long)numel);
+    uint64_t total = (count + 1) * 8 + bytes; /* count < the input's size */
+    if (!rc) rc = ox_mem(r, tio__cost_block(total), at, err);
+    tio_strbuild b;
+    if (!rc) rc = tio__strbuild_init(&b, count, r->ctx->limits.max_dense_bytes, r->fmt, at, err);
+    if (rc) return rc;
+    it = *rd;
+    while (!rc && !tio__pb_done(&it)) {
+        rc = tio__pb_next(&it, &f, err);
+        if (!rc && f.number == 6) rc = tio__strbuild_add(&b, tio__pb_bytes(&it, &f), f.u, err);
+    }
+    if (!rc) rc = tio__strbuild_finish(&b, err);
+    tio_tensor *tt = NULL;
+    d->data = b.buf;
+    d->nbytes = b.len;
+    if (!rc) rc = tio_container_add(r->ctx->c, d, TIO_ADD_BORROW, &tt, err);
+    if (rc) {
+        tio__strbuild_free(&b);
+        return rc;
+    }
+    tt->owned_data = b.buf;
+    tt->source_offset = at;
+    return TIO_OK;
+}
+
 /* Reads a TensorProto into a container tensor; *index gets its index.
  * `name` overrides the tensor's own name (Constant outputs). */
 static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, const char *lbl,
@@ -408,10 +454,6 @@ static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, co
         default: break;
         }
     }
-    if (t.dtype_code == 8 || (t.typed & (1u << 6)))
-        return tio__err(err, TIO_E_UNSUPPORTED, r->fmt, at,
-                        "%s: string tensors are not supported (tensio has no string dtype)",
-                        lbl);
     tio_dtype dt = tio__onnx_dtype(t.dtype_code);
     if (dt == TIO_DTYPE_INVALID) {
         const char *dn = tio__onnx_dtype_name(t.dtype_code);
@@ -446,7 +488,16 @@ static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, co
     d.shape = t.dims;
     d.nbytes = (size_t)nbytes;
     if (rc) goto out;
-    if (t.external) {
+    if (dt == TIO_STRING) {
+        if (t.external || t.has_raw || (t.typed & ~(1u << 6)))
+            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
+                          "%s: a STRING tensor's data are in string_data (field 6), not in "
+                          "%s",
+                          lbl, t.external ? "external data" : t.has_raw ? "raw_data"
+                                                                        : "another typed field");
+        else
+            rc = ox_strings(r, rd, &d, numel, at, lbl, err);
+    } else if (t.external) {
         if (t.typed || t.has_raw) {
             rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
                           "%s: the tensor's data are external (data_location = EXTERNAL) but "

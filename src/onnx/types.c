@@ -12,7 +12,7 @@ static const struct {
     {1, TIO_FLOAT32, "FLOAT"},         {2, TIO_UINT8, "UINT8"},
     {3, TIO_INT8, "INT8"},             {4, TIO_UINT16, "UINT16"},
     {5, TIO_INT16, "INT16"},           {6, TIO_INT32, "INT32"},
-    {7, TIO_INT64, "INT64"},           {8, TIO_DTYPE_INVALID, "STRING"},
+    {7, TIO_INT64, "INT64"},           {8, TIO_STRING, "STRING"},
     {9, TIO_BOOL, "BOOL"},             {10, TIO_FLOAT16, "FLOAT16"},
     {11, TIO_FLOAT64, "DOUBLE"},       {12, TIO_UINT32, "UINT32"},
     {13, TIO_UINT64, "UINT64"},        {14, TIO_COMPLEX64, "COMPLEX64"},

@@ -270,9 +270,29 @@ static int ox_put_tensor_head(tio_pb_writer *pw, const tio_wtensor *t, int code,
     return rc;
 }
 
+/* A STRING tensor: dims, data_type, one string_data (field 6) per element,
+ * name: field order, as onnx writes it. The strings are the container's
+ * bytes, referenced; their lengths are needed in both passes. */
+static int ox_put_strings(tio_pb_writer *pw, tio_write_plan *p, size_t i, const char *name,
+                          tio_error *err) {
+    const tio_wtensor *t = tio__plan_tensor(p, i);
+    int rc = TIO_OK;
+    for (size_t k = 0; !rc && k < t->rank; k++) rc = tio__pb_put_int64(pw, 1, t->shape[k], err);
+    if (!rc) rc = tio__pb_put_int64(pw, 2, tio__onnx_code(TIO_STRING), err);
+    for (uint64_t k = 0; !rc && k < t->numel; k++) {
+        const uint8_t *s;
+        size_t n;
+        tio__string_at(t->src, k, &s, &n);
+        rc = tio__pb_put_len(pw, 6, s, n, true, err);
+    }
+    if (!rc && name) rc = tio__pb_put_string(pw, 8, name, err);
+    return rc;
+}
+
 int tio__onnx_put_tensor(tio_pb_writer *pw, tio_write_plan *p, size_t i, const char *name,
                          tio_error *err) {
     const tio_wtensor *t = tio__plan_tensor(p, i);
+    if (t->dtype == TIO_STRING) return ox_put_strings(pw, p, i, name ? name : t->name, err);
     int rc = ox_put_tensor_head(pw, t, tio__onnx_code(t->dtype), name ? name : t->name, err);
     const uint8_t *data = NULL;
     if (!rc && !tio__pb_sizing(pw)) rc = tio__plan_data(p, i, &data, NULL, err);
@@ -291,7 +311,7 @@ static int ox_put_tensor(ox_writer *w, tio_pb_writer *pw, uint32_t number, size_
                          const char *name, bool initializer, bool widen, tio_error *err) {
     const tio_wtensor *t = tio__plan_tensor(w->plan, i);
     int rc = tio__pb_begin(pw, number, err);
-    if (!widen && !(initializer && w->ext_name)) {
+    if (!widen && !(initializer && w->ext_name && t->dtype != TIO_STRING)) {
         if (!rc) rc = tio__onnx_put_tensor(pw, w->plan, i, name, err);
         if (!rc) rc = tio__pb_end(pw, err);
         return rc;

@@ -68,13 +68,93 @@ static void test_error_format(void **state) {
     assert_int_equal(strlen(e.message), TIO_ERROR_MESSAGE_MAX - 1);
 }
 
+/* String tensors: built from strings, read back element by element, the
+ * layout checked on add (hand-made layouts, hostile ones refused), and
+ * formats without strings refusing them by name. */
+static void test_string_tensor(void **state) {
+    (void)state;
+    tio_container *c = tio_container_new();
+    tio_error err;
+    const char *strs[] = {"ab", NULL, "x\0y", "hello"};
+    size_t lens[] = {2, 0, 3, 5};
+    int64_t shape[] = {2, 2};
+    tio_tensor *t = NULL;
+    assert_int_equal(tio_container_add_strings(c, "s", 2, shape, strs, lens, &t, &err), TIO_OK);
+    assert_int_equal(tio_tensor_dtype(t), TIO_STRING);
+    assert_int_equal(tio_tensor_numel(t), 4);
+    assert_int_equal(tio_tensor_nbytes(t), 8 * 5 + 10);
+    const char *p;
+    size_t n;
+    assert_int_equal(tio_tensor_string_at(t, 2, &p, &n, &err), TIO_OK);
+    assert_int_equal(n, 3);
+    assert_memory_equal(p, "x\0y", 3);
+    assert_int_equal(tio_tensor_string_at(t, 1, &p, &n, &err), TIO_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(tio_tensor_string_at(t, 4, &p, &n, &err), TIO_E_ARGUMENT);
+    const uint8_t *d = tio_tensor_data(t);
+    assert_int_equal(tio__ld64(d + 32), 10);
+    assert_true(tio_tensor_is_aligned(t));
+    uint8_t dense[64];
+    assert_int_equal(tio_tensor_densify(t, dense, sizeof dense, &err), TIO_OK);
+    assert_memory_equal(dense, d, tio_tensor_nbytes(t));
+    /* the same layout by hand, through tio_container_add */
+    uint8_t lay[8 * 3 + 4];
+    tio__st64(lay, 0);
+    tio__st64(lay + 8, 1);
+    tio__st64(lay + 16, 4);
+    memcpy(lay + 24, "abcd", 4);
+    int64_t two = 2;
+    tio_tensor_desc desc = {"h", TIO_STRING, 1, &two, TIO_LAYOUT_DENSE, lay, sizeof lay, 0, NULL};
+    assert_int_equal(tio_container_add(c, &desc, 0, &t, &err), TIO_OK);
+    assert_int_equal(tio_tensor_string_at(t, 1, &p, &n, &err), TIO_OK);
+    assert_int_equal(n, 3);
+    assert_memory_equal(p, "bcd", 3);
+    /* hostile layouts */
+    tio__st64(lay + 8, 5); /* past the bytes */
+    assert_int_equal(tio_container_add(c, &desc, 0, NULL, &err), TIO_E_CORRUPT);
+    assert_non_null(strstr(err.message, "offset 1 is 5"));
+    tio__st64(lay + 8, 1);
+    tio__st64(lay, 2); /* not 0 */
+    assert_int_equal(tio_container_add(c, &desc, 0, NULL, &err), TIO_E_CORRUPT);
+    tio__st64(lay, 0);
+    tio__st64(lay + 16, 3); /* does not end at the length */
+    assert_int_equal(tio_container_add(c, &desc, 0, NULL, &err), TIO_E_CORRUPT);
+    tio__st64(lay + 16, 4);
+    tio__st64(lay + 8, UINT64_MAX); /* decreasing after it */
+    assert_int_equal(tio_container_add(c, &desc, 0, NULL, &err), TIO_E_CORRUPT);
+    tio__st64(lay + 8, 1);
+    desc.nbytes = 16; /* fewer bytes than the offsets */
+    assert_int_equal(tio_container_add(c, &desc, 0, NULL, &err), TIO_E_CORRUPT);
+    int64_t huge = INT64_MAX; /* (numel + 1) × 8 overflows */
+    desc.shape = &huge;
+    desc.nbytes = sizeof lay;
+    assert_int_equal(tio_container_add(c, &desc, 0, NULL, &err), TIO_E_CORRUPT);
+    desc.shape = &two;
+    desc.layout = TIO_LAYOUT_COO;
+    assert_int_equal(tio_container_add(c, &desc, 0, NULL, &err), TIO_E_ARGUMENT);
+    assert_int_equal(tio_container_count(c), 2);
+    /* a format without strings refuses them by name; the hash is the layout's */
+    tio_save_options o = {0};
+    o.format = "safetensors";
+    assert_int_equal(tio_check_save(c, &o, &err), TIO_E_LOSSY);
+    assert_non_null(strstr(err.message, "tensor 0 ('s') is string, which safetensors cannot store"));
+    uint8_t h1[32], h2[32];
+    assert_int_equal(tio_tensor_sha256(tio_container_tensor(c, 1), TIO_HASH_DENSE, h1, &err),
+                     TIO_OK);
+    tio_sha256 *h = tio__sha256_new();
+    tio__sha256_update(h, tio_tensor_data(tio_container_tensor(c, 1)), sizeof lay);
+    tio__sha256_final(h, h2);
+    assert_memory_equal(h1, h2, 32);
+    tio_container_free(c);
+}
+
 static void test_dtypes(void **state) {
     (void)state;
     static const char *names[] = {"bool", "int8", "int16", "int32", "int64",
                                   "uint8", "uint16", "uint32", "uint64", "float16",
                                   "bfloat16", "float32", "float64", "float8_e4m3fn",
-                                  "float8_e5m2", "complex64", "complex128"};
-    static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1, 8, 16};
+                                  "float8_e5m2", "complex64", "complex128", "string"};
+    static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1, 8, 16, 0};
     assert_int_equal(sizeof sizes / sizeof sizes[0], TIO_DTYPE_COUNT - 1);
     for (int i = 1; i < TIO_DTYPE_COUNT; i++) {
         assert_string_equal(tio_dtype_name((tio_dtype)i), names[i - 1]);
@@ -600,7 +680,7 @@ static void test_format_options(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),       cmocka_unit_test(test_status_names),
-        cmocka_unit_test(test_error_format),  cmocka_unit_test(test_dtypes),
+        cmocka_unit_test(test_error_format),  cmocka_unit_test(test_dtypes), cmocka_unit_test(test_string_tensor),
         cmocka_unit_test(test_half),          cmocka_unit_test(test_cursor),
         cmocka_unit_test(test_checked_sizes), cmocka_unit_test(test_container_add),
         cmocka_unit_test(test_coo),           cmocka_unit_test(test_metadata),

@@ -144,6 +144,60 @@ static void test_versions_and_orders(void **state) {
     tio_container_free(c);
 }
 
+/* NumPy's fixed-width strings: S stripped of trailing NULs, U (both byte
+ * orders) as UTF-8, Fortran order put in C order; a surrogate refused by
+ * index; the layout bounded by max_dense_bytes. */
+static void test_strings(void **state) {
+    (void)state;
+    static const char s3[] = "ab\0c\0\0xyz";
+    tio_container *c = open_ok(1, "{'descr': '|S3', 'fortran_order': False, 'shape': (3,), }",
+                               s3, 9);
+    const tio_tensor *t = tio_container_tensor(c, 0);
+    assert_int_equal(tio_tensor_dtype(t), TIO_STRING);
+    const char *p;
+    size_t n;
+    tio_error e;
+    assert_int_equal(tio_tensor_string_at(t, 0, &p, &n, &e), TIO_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(tio_tensor_string_at(t, 1, &p, &n, &e), TIO_OK);
+    assert_int_equal(n, 1);
+    assert_memory_equal(p, "c", 1);
+    assert_int_equal(tio_tensor_string_at(t, 2, &p, &n, &e), TIO_OK);
+    assert_memory_equal(p, "xyz", 3);
+    tio_container_free(c);
+    /* >U2 in Fortran order, shape (2, 2): file order a, b, c, d is [[a, c], [b, d]] */
+    static const uint8_t u[] = {0, 0, 0, 'a', 0, 0, 0, 0,    0, 0, 0, 'b', 0, 0, 0, 0xe9,
+                                0, 0, 0, 'c', 0, 1, 0xf6, 0x00, 0, 0, 0, 'd', 0, 0, 0, 0};
+    c = open_ok(1, "{'descr': '>U2', 'fortran_order': True, 'shape': (2, 2), }", u, sizeof u);
+    t = tio_container_tensor(c, 0);
+    assert_int_equal(tio_tensor_string_at(t, 1, &p, &n, &e), TIO_OK);
+    assert_int_equal(n, 5);
+    assert_memory_equal(p, "c\xf0\x9f\x98\x80", 5);
+    assert_int_equal(tio_tensor_string_at(t, 2, &p, &n, &e), TIO_OK);
+    assert_int_equal(n, 3);
+    assert_memory_equal(p, "b\xc3\xa9", 3);
+    assert_int_equal(tio_tensor_string_at(t, 3, &p, &n, &e), TIO_OK);
+    assert_memory_equal(p, "d", 1);
+    tio_container_free(c);
+    static const uint8_t sur[] = {'a', 0, 0, 0, 0x00, 0xd8, 0, 0};
+    size_t len;
+    uint8_t *f = mk(1, "{'descr': '<U1', 'fortran_order': False, 'shape': (2,), }", sur, 8, &len);
+    tio_open_options o = {.format = "npy"};
+    assert_int_equal(tio_open_memory(f, len, &o, &c, &e), TIO_E_CORRUPT);
+    assert_non_null(strstr(e.message, "string 1: code point 0xd800"));
+    free(f);
+    /* 16 one-byte strings take 8 × 17 bytes of offsets: over a limit of 64 */
+    uint8_t ones[16];
+    memset(ones, 'x', sizeof ones);
+    f = mk(1, "{'descr': '|S1', 'fortran_order': False, 'shape': (16,), }", ones, 16, &len);
+    tio_limits lim = {0};
+    lim.max_dense_bytes = 64;
+    o.limits = &lim;
+    assert_int_equal(tio_open_memory(f, len, &o, &c, &e), TIO_E_LIMIT);
+    assert_non_null(strstr(e.message, "max_dense_bytes"));
+    free(f);
+}
+
 static void test_refusals(void **state) {
     (void)state;
     refused("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", 8, TIO_E_UNSUPPORTED,
@@ -154,8 +208,21 @@ static void test_refusals(void **state) {
             "void/structured");
     refused("{'descr': '<c32', 'fortran_order': False, 'shape': (1,), }", 32, TIO_E_DTYPE,
             "complex");
-    refused("{'descr': '<U3', 'fortran_order': False, 'shape': (1,), }", 12, TIO_E_DTYPE,
-            "unicode");
+    refused("{'descr': '<U0', 'fortran_order': False, 'shape': (1,), }", 12, TIO_E_DTYPE,
+            "strings of no width");
+    refused("{'descr': '<U4294967296', 'fortran_order': False, 'shape': (1,), }", 12,
+            TIO_E_DTYPE, "strings of no width");
+    refused("{'descr': '<S3', 'fortran_order': False, 'shape': (1,), }", 12, TIO_E_DTYPE,
+            "strings");
+    /* string counts and widths past the input, before anything is allocated */
+    refused("{'descr': '|S4', 'fortran_order': False, 'shape': (1099511627776,), }", 8,
+            TIO_E_TRUNCATED, "need");
+    refused("{'descr': '<U536870911', 'fortran_order': False, 'shape': (1,), }", 8,
+            TIO_E_TRUNCATED, "need");
+    refused("{'descr': '<U536870912', 'fortran_order': False, 'shape': (1,), }", 8,
+            TIO_E_DTYPE, "strings of no width");
+    refused("{'descr': '<U1', 'fortran_order': False, 'shape': (4611686018427387904,), }", 8,
+            TIO_E_OVERFLOW, "overflows");
     refused("{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }", 16, TIO_E_DTYPE,
             "float of that size");
     refused("{'descr': '<M8[ns]', 'fortran_order': False, 'shape': (1,), }", 8, TIO_E_DTYPE,
@@ -379,7 +446,7 @@ static void test_registry(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_versions_and_orders), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_versions_and_orders), cmocka_unit_test(test_refusals), cmocka_unit_test(test_strings),
         cmocka_unit_test(test_findings),            cmocka_unit_test(test_write),
         cmocka_unit_test(test_write_refusals),      cmocka_unit_test(test_registry),
     };

@@ -31,6 +31,79 @@ def tensio_name(dt):
     return "bool" if dt.kind == "b" else "%s%d" % (dict(NAMES, c="complex")[dt.kind], dt.itemsize * 8)
 
 
+def strings(tmp):
+    """NumPy's fixed-width strings: |S<n> bytes and <U<n> / >U<n> UTF-32, C
+    and Fortran order, read as tensio's string dtype (trailing NULs stripped
+    as NumPy does), written back as np.save writes them (U when every
+    string is UTF-8 text, S otherwise or with strings=S)."""
+    cases = [
+        ("S", np.array([[b"ab", b"c\x00d"], [b"", b"\xff\xfe"]])),
+        ("U", np.array(["h\u00e9llo", "", "a\U0001f600", "x" * 300])),
+        ("U big-endian", np.array(["ab", "c"], dtype=">U3")),
+        ("U Fortran", np.asfortranarray(np.array([["ab", "cde"], ["f", ""]]))),
+        ("U rank 0", np.array("scalar")),
+        ("U empty", np.zeros((2, 0), dtype="<U4")),
+    ]
+    for label, arr in cases:
+        src = os.path.join(tmp, "str.npy")
+        np.save(src, arr)
+        j = json.loads(run("dump", "--json", src).stdout)["tensors"][0]
+        check(label + " dtype", j["dtype"] == "string" and j["shape"] == list(arr.shape), str(j))
+        if arr.dtype.kind == "U":
+            check(label + " values", j["values"] == [str(x) for x in np.ravel(arr, order="C")],
+                  str(j["values"]))
+        out = os.path.join(tmp, "str_out.npy")
+        run("convert", "--force", src, out)
+        back = np.load(out)
+        if label == "S":  # not all UTF-8: written as S, equal
+            check(label + " back", back.dtype == arr.dtype and np.array_equal(back, arr),
+                  repr(back))
+            continue
+        # U as wide as its longest string (NumPy's declared width may be more)
+        flat = [str(x) for x in np.ravel(arr, order="C")]
+        want = np.array(flat, dtype="<U%d" % max([1] + [len(x) for x in flat]))
+        want = want.reshape(arr.shape)
+        ref = io.BytesIO()
+        np.save(ref, want)
+        with open(out, "rb") as f:
+            check(label + " np.save bytes", f.read() == ref.getvalue())
+        check(label + " np.load", back.dtype == want.dtype and np.array_equal(back, want))
+    # strings=S keeps ASCII byte strings S; strings=U refuses bytes that are not UTF-8
+    a = np.array([b"abc", b"d"])
+    np.save(os.path.join(tmp, "s.npy"), a)
+    ref = io.BytesIO()
+    np.save(ref, a)
+    run("convert", "--force", "--strings", "S", os.path.join(tmp, "s.npy"),
+        os.path.join(tmp, "s2.npy"))
+    with open(os.path.join(tmp, "s2.npy"), "rb") as f:
+        check("--strings S: np.save bytes", f.read() == ref.getvalue())
+    np.save(os.path.join(tmp, "b.npy"), np.array([b"\xff"]))
+    p = run("convert", "--force", "--strings", "U", os.path.join(tmp, "b.npy"),
+            os.path.join(tmp, "b2.npy"), ok=False)
+    check("--strings U refuses bytes", p.returncode == 1 and "not UTF-8 text" in p.stderr,
+          p.stderr)
+    # a NUL at the end of a string is what NumPy strips: refused by name
+    pb = os.path.join(tmp, "nul.pb")
+    import onnx  # noqa: E402  (Debian's python3-onnx)
+    from onnx import numpy_helper
+    with open(pb, "wb") as f:
+        f.write(numpy_helper.from_array(np.array([b"a\x00"], dtype=object), "n")
+                .SerializeToString())
+    p = run("convert", "--force", "--drop-names", pb, os.path.join(tmp, "nul.npy"), ok=False)
+    check("trailing NUL refused", p.returncode == 1 and "ends with a NUL byte" in p.stderr,
+          p.stderr)
+    # npz: members of both kinds, read by np.load
+    z = os.path.join(tmp, "s.npz")
+    np.savez(z, a=np.array(["x", "yy"]), b=np.array([b"q", b"\x80"]))
+    z2 = os.path.join(tmp, "s2.npz")
+    for comp in ([], ["--compress"]):
+        run("convert", "--force", *comp, z, z2)
+        with np.load(z2) as back:
+            check("npz strings a", back["a"].tolist() == ["x", "yy"], repr(back["a"]))
+            check("npz strings b", back["b"].tolist() == [b"q", b"\x80"], repr(back["b"]))
+    print("npy: strings read and written")
+
+
 def main():
     rng = np.random.default_rng(19)
     tmp = tempfile.mkdtemp(prefix="tio-npy-")
@@ -77,11 +150,13 @@ def main():
     for label, arr in [("structured", np.zeros(2, dtype=[("a", "<i4"), ("b", "<f4")])),
                        ("object", np.array([1, "x"], dtype=object)),
                        ("long double complex", np.zeros(2, dtype=np.clongdouble)),
-                       ("unicode", np.array(["ab"]))]:
+                       ("lone surrogate", np.array(["a\ud800"]))]:
         src = os.path.join(tmp, label + ".npy")
         np.save(src, arr, allow_pickle=True)
         p = run("ls", src, ok=False)
         check(label + " refused", p.returncode == 1 and "npy:" in p.stderr, p.stderr)
+
+    strings(tmp)
 
     # conversions between the new formats and btf / tenbin, and back
     a = rng.standard_normal((3, 5)).astype("<f4")

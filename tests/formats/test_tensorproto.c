@@ -332,11 +332,70 @@ static void test_hostile(void **state) {
     open_bad(t.b, t.n, TIO_E_CORRUPT, "field 15 (length-delimited) is not a field of an ONNX "
                                       "TensorProto");
     free(t.b);
-    /* string tensors, unknown data types, segments */
+    /* string tensors: string_data, one bytes field per element; hostile ones
+     * (too few or too many, in raw_data, as varints, past the input, a
+     * shape of 2^62 strings: refused before anything is allocated) */
+    t = head(dims, 2, 8, "s");
+    static const char *const strs[] = {"a", "", "bc", "d\0e", "\xff", "xyz"};
+    for (int k = 0; k < 6; k++) tpb_bytes(&t, 6, strs[k], k == 3 ? 3 : strlen(strs[k]));
+    {
+        /* onnx's field order puts string_data (6) before name (8): rebuild */
+        tpb u = {0};
+        for (size_t k = 0; k < 2; k++) tpb_int(&u, 1, (uint64_t)dims[k]);
+        tpb_int(&u, 2, 8);
+        for (int k = 0; k < 6; k++) tpb_bytes(&u, 6, strs[k], k == 3 ? 3 : strlen(strs[k]));
+        tpb_str(&u, 8, "s");
+        tio_open_options o = {0};
+        o.format = FMT;
+        tio_container *c = NULL;
+        tio_error e;
+        assert_int_equal(tio_open_memory(u.b, u.n, &o, &c, &e), TIO_OK);
+        const tio_tensor *x = tio_container_tensor(c, 0);
+        assert_int_equal(tio_tensor_dtype(x), TIO_STRING);
+        const char *sp;
+        size_t sn;
+        assert_int_equal(tio_tensor_string_at(x, 3, &sp, &sn, &e), TIO_OK);
+        assert_int_equal(sn, 3);
+        assert_memory_equal(sp, "d\0e", 3);
+        assert_int_equal(tio_tensor_string_at(x, 4, &sp, &sn, &e), TIO_OK);
+        assert_int_equal(sn, 1);
+        assert_int_equal((unsigned char)sp[0], 0xff);
+        void *out = NULL;
+        size_t on = 0;
+        tio_save_options so = {0};
+        so.format = FMT;
+        assert_int_equal(tio_save_memory(c, &so, &out, &on, &e), TIO_OK);
+        assert_int_equal(on, u.n); /* byte for byte what was read */
+        assert_memory_equal(out, u.b, u.n);
+        tio_free(out);
+        tio_container_free(c);
+        free(u.b);
+    }
+    free(t.b);
     t = head(dims, 2, 8, NULL);
     tpb_str(&t, 6, "s");
-    open_bad(t.b, t.n, TIO_E_UNSUPPORTED, "string tensors are not supported");
+    open_bad(t.b, t.n, TIO_E_CORRUPT, "string_data holds 1 strings, the shape needs 6");
     free(t.b);
+    const int64_t many[] = {INT64_C(1) << 62};
+    t = head(many, 1, 8, NULL);
+    tpb_str(&t, 6, "s");
+    open_bad(t.b, t.n, TIO_E_CORRUPT, "the shape needs 4611686018427387904");
+    free(t.b);
+    t = head(dims, 1, 8, NULL);
+    tpb_bytes(&t, 9, "ab", 2);
+    open_bad(t.b, t.n, TIO_E_CORRUPT, "string_data (field 6), not in raw_data");
+    free(t.b);
+    t = head(dims, 1, 8, NULL);
+    tpb_int(&t, 6, 1);
+    tpb_int(&t, 6, 1);
+    open_bad(t.b, t.n, TIO_E_CORRUPT, "string_data");
+    free(t.b);
+    t = head(dims, 1, 8, NULL);
+    static const uint8_t past[] = {0x32, 0x7f, 'a', 'b'}; /* a length past the input */
+    tpb_raw(&t, past, sizeof past);
+    open_bad(t.b, t.n, -1, NULL);
+    free(t.b);
+    /* unknown data types, segments */
     t = head(dims, 2, 99, NULL);
     open_bad(t.b, t.n, TIO_E_UNSUPPORTED, "data type 99 (unknown)");
     free(t.b);

@@ -13,7 +13,9 @@
   without a name.
 - onnx.helper.make_tensor(..., raw=False) (typed fields: float_data,
   int32_data, int64_data, double_data, uint64_data) reads as the same array.
-- a string tensor and a SequenceProto are refused by name."""
+- string tensors (from_array of an object array of bytes) read as tensio's
+  string dtype, are rewritten byte for byte, and go to and from .npy.
+- a SequenceProto is refused by name."""
 import hashlib
 import json
 import os
@@ -92,10 +94,68 @@ def main():
     print("onnx-tensor: %d arrays written by onnx.numpy_helper read and rewritten" % n)
 
     p = os.path.join(tmp, "s.pb")
-    write(p, numpy_helper.from_array(np.array([b"ab", b"c"], dtype=object), "s")
-          .SerializeToString())
-    r = run("ls", p, ok=False)
-    check("string tensor refused", r.returncode == 1 and "string tensors" in r.stderr, r.stderr)
+    strs = np.array([[b"ab", b"c\x00d"], [b"", "h\u00e9".encode()]], dtype=object)
+    ref = numpy_helper.from_array(strs, "s").SerializeToString()
+    write(p, ref)
+    t = json.loads(run("ls", "--json", p).stdout)["tensors"][0]
+    check("string tensor dtype", t["dtype"] == "string" and t["shape"] == [2, 2], str(t))
+    p2 = os.path.join(tmp, "s2.pb")
+    run("convert", p, p2)
+    check("string tensor rewritten byte for byte", read(p2) == ref)
+    # to .npy: every string is UTF-8 text, so NumPy's U (inner NULs kept)
+    npy = os.path.join(tmp, "s.npy")
+    run("convert", "--drop-names", p, npy)
+    back = np.load(npy)
+    check("string pb -> npy", back.dtype == np.dtype("<U3") and
+          back.tolist() == [["ab", "c\x00d"], ["", "h\u00e9"]], repr(back))
+    # .npy -> .pb: what from_array writes for the same strings as bytes
+    u = np.array(["monday", "t\u00fcesday", ""])
+    np.save(npy, u)
+    run("convert", "--force", npy, p2)
+    want = numpy_helper.from_array(np.array([x.encode() for x in u], dtype=object))
+    check("npy U -> pb = from_array of the UTF-8 bytes", read(p2) == want.SerializeToString())
+    got = onnx.TensorProto()
+    got.ParseFromString(read(p2))
+    check("onnx reads the strings", list(numpy_helper.to_array(got)) == list(u), repr(got))
+    # a model: a string initializer and a Constant's string value, rewritten
+    # with the same string_data; formats without strings refuse them by name
+    init = numpy_helper.from_array(np.array([b"a", b"bc\x00", b"\xff"], dtype=object), "words")
+    cval = numpy_helper.from_array(np.array([b"x", b"yz"], dtype=object), "c")
+    g = helper.make_graph(
+        [helper.make_node("Constant", [], ["c"], value=cval),
+         helper.make_node("Identity", ["words"], ["out"]),
+         helper.make_node("Identity", ["c"], ["out2"])], "g", [],
+        [helper.make_tensor_value_info("out", onnx.TensorProto.STRING, [3]),
+         helper.make_tensor_value_info("out2", onnx.TensorProto.STRING, [2])], [init])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    mp, mp2 = os.path.join(tmp, "strm.onnx"), os.path.join(tmp, "strm2.onnx")
+    onnx.save(m, mp)
+    run("convert", mp, mp2)
+    m2 = onnx.load(mp2)
+    onnx.checker.check_model(m2, full_check=True)
+    check("model string initializer", m2.graph.initializer[0].SerializeToString() ==
+          init.SerializeToString())
+    check("model Constant strings", m2.graph.node[0].attribute[0].t.SerializeToString() ==
+          cval.SerializeToString())
+    r = run("dump", mp)
+    check("dump escapes bytes", '"bc\\x00", "\\xff"' in r.stdout, r.stdout)
+    # diff compares strings as bytes; stats has no numbers to give
+    p3 = os.path.join(tmp, "s3.pb")
+    write(p3, numpy_helper.from_array(np.array([[b"ab", b"c\x00d"], [b"", b"h\xc3\xa9"]],
+                                               dtype=object), "s").SerializeToString())
+    write(p2, numpy_helper.from_array(np.array([[b"ab", b"c\x00d"], [b"", b"H\xc3\xa9"]],
+                                               dtype=object), "s").SerializeToString())
+    r = run("diff", p3, p3)
+    check("diff: equal strings", r.returncode == 0 and "equal" in r.stdout, r.stdout)
+    r = run("diff", "--json", p3, p2, ok=False)
+    j = json.loads(r.stdout)["tensors"][0] if r.returncode == 1 else {}
+    check("diff: one string differs", j.get("mismatched") == 1 and j.get("count") == 4, r.stdout)
+    r = run("stats", p3, ok=False)
+    check("stats refuses strings", r.returncode == 1 and "string tensor" in r.stderr, r.stderr)
+    for ext in ("safetensors", "tflite"):
+        r = run("convert", mp, os.path.join(tmp, "strm." + ext), ok=False)
+        check("string model refused by " + ext, r.returncode == 1 and "string" in r.stderr,
+              r.stderr)
     seq = numpy_helper.from_list([np.ones((2,), np.float32)], "seq")
     write(p, seq.SerializeToString())
     r = run("ls", p, ok=False)

@@ -1418,7 +1418,8 @@ static void test_registry(void **state) {
     assert_int_equal(tio_format_caps("zio"), TIO_CAP_NAMES | TIO_CAP_METADATA);
     for (int d = 1; d < TIO_DTYPE_COUNT; d++)
         assert_int_equal(tio_format_supports_dtype("zio", (tio_dtype)d),
-                         d != TIO_BFLOAT16 && d != TIO_FLOAT8_E4M3FN && d != TIO_FLOAT8_E5M2);
+                         d != TIO_BFLOAT16 && d != TIO_FLOAT8_E4M3FN && d != TIO_FLOAT8_E5M2 &&
+                             d != TIO_STRING);
     /* complex as TENS kind 'c', word 8 / 16 */
     assert_true(tio_format_supports_dtype("zio", TIO_COMPLEX64));
     /* probe: the first size field and "ZIO" */

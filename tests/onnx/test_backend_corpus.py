@@ -15,13 +15,14 @@ and optional values). For every model:
 - `tensio convert model.onnx out.onnx`, and out.onnx passes
   onnx.checker.check_model(full_check=True);
 - every input_N.pb: `tensio convert --drop-names input_N.pb x.npy` gives the
-  array onnx.numpy_helper reads, and `tensio convert x.npy y.pb` the bytes
+  array onnx.numpy_helper reads (a string tensor: NumPy's U when every
+  string is UTF-8, else S), and `tensio convert x.npy y.pb` the bytes
   numpy_helper.from_array(a) writes; an input tensio refuses must be listed
   ("pb", its path, a substring);
 - onnxruntime (npm's onnxruntime-node in tests/ort, installed by
   scripts/install-ort.sh) runs the original and the rewrite on those .npy
   inputs (tests/ort/run_batch.js: many models per node process, two
-  processes); where the original's outputs match output_N.pb (dtype, shape,
+  processes; string tensors as ort's string tensors); where the original's outputs match output_N.pb (dtype, shape,
   |got - want| <= atol + rtol * |want| with the corpus runner's defaults,
   rtol 1e-3, atol 1e-7, NaN equal to NaN), the rewrite's must match too;
 - with --opsets 13,17: `tensio convert --opset N model.onnx` at each N, which
@@ -107,17 +108,30 @@ def tensio(*args):
 
 
 def load_pb(path, vtype):
-    """An input/output file as onnx reads it: an array, or None for a
-    sequence, optional or map value (or a string tensor)."""
+    """An input/output file as onnx reads it: an array (a string tensor: an
+    object array of str, onnx decoding UTF-8), or None for a sequence, optional
+    or map value."""
     with open(path, "rb") as f:
         data = f.read()
     if vtype is not None and not vtype.HasField("tensor_type"):
         return None
     t = onnx.TensorProto()
     t.ParseFromString(data)
-    if t.data_type == onnx.TensorProto.STRING:
-        return None
     return numpy_helper.to_array(t)
+
+
+def npy_form(want):
+    """What np.load gives for an array tensio wrote as .npy: a string tensor
+    (an object array of str or bytes) as U (str) when every string is UTF-8 text,
+    else as S (bytes): what tensio's npy writer chooses."""
+    if want.dtype != object:
+        return want
+    flat = [x.encode() if isinstance(x, str) else bytes(x) for x in want.ravel()]
+    try:
+        text = [x.decode("utf-8") for x in flat]
+        return np.array(text, dtype="<U%d" % max([1] + [len(x) for x in text])).reshape(want.shape)
+    except UnicodeDecodeError:
+        return np.array(flat, dtype="S%d" % max([1] + [len(x) for x in flat])).reshape(want.shape)
 
 
 def same(got, want):
@@ -209,7 +223,7 @@ def work(m, tmp):
             if want is None:
                 m.problems.append("%s: tensio read a value onnx reads as no tensor" % rel(pb))
                 continue
-            bad = same(np.load(npy), want)
+            bad = same(np.load(npy), npy_form(want))
             if bad:
                 m.problems.append("%s -> npy: %s" % (rel(pb), bad))
                 continue
@@ -259,7 +273,7 @@ def compare(outdir, names, expected):
     if len(names) < len(expected):
         return "%d outputs, expected %d" % (len(names), len(expected))
     for k, want in enumerate(expected):
-        bad = same(np.load(os.path.join(outdir, "out_%d.npy" % k)), want)
+        bad = same(np.load(os.path.join(outdir, "out_%d.npy" % k)), npy_form(want))
         if bad:
             return "output %d (%s): %s" % (k, names[k], bad)
     return None
@@ -376,7 +390,7 @@ def main():
                                                         sum(ort_refused.values())))
     for why, n in ort_refused.most_common():
         print("    %4d  %s" % (n, why))
-    print("  not run in onnxruntime (a sequence, optional or string input/output): %d" % sum(
+    print("  not run in onnxruntime (a sequence, optional or map input/output): %d" % sum(
         1 for m in models if m.rewritten and not m.io_ok))
     for n in OPSETS:
         at = [m.at[n] for m in models if n in m.at]

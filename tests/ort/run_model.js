@@ -37,9 +37,30 @@ function readNpy(file) {
   if (/'fortran_order':\s*True/.test(header)) throw new Error(file + ': Fortran order');
   const dims = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',')
     .map((s) => s.trim()).filter((s) => s.length).map(Number);
+  const start = hstart + hlen;
+  const str = /^(<U|\|S)(\d+)$/.exec(descr);
+  if (str) { // NumPy's fixed-width strings: ort's string tensors (JS strings)
+    const width = Number(str[2]);
+    const unit = str[1] === '<U' ? 4 : 1;
+    const count = dims.reduce((a, b) => a * b, 1);
+    const data = [];
+    for (let i = 0; i < count; i++) {
+      const at = start + i * width * unit;
+      if (unit === 1) {
+        let n = width;
+        while (n > 0 && buf[at + n - 1] === 0) n--;
+        data.push(buf.toString('utf8', at, at + n));
+      } else {
+        const cps = [];
+        for (let k = 0; k < width; k++) cps.push(buf.readUInt32LE(at + 4 * k));
+        while (cps.length && cps[cps.length - 1] === 0) cps.pop();
+        data.push(String.fromCodePoint(...cps));
+      }
+    }
+    return new ort.Tensor('string', data, dims);
+  }
   const t = TYPES[descr];
   if (!t) throw new Error(file + ': dtype ' + descr);
-  const start = hstart + hlen;
   const bytes = buf.subarray(start);
   const copy = new Uint8Array(bytes.length);
   copy.set(bytes);
@@ -49,16 +70,27 @@ function readNpy(file) {
 
 // An ort.Tensor as a .npy file (format 1.0, C order, little-endian).
 function writeNpy(file, t) {
+  if (t.type === 'string') { // as NumPy's <U<n>: UTF-32LE, NUL-padded to the longest
+    const cps = Array.from(t.data, (x) => Array.from(x, (c) => c.codePointAt(0)));
+    const width = Math.max(1, ...cps.map((c) => c.length));
+    const data = Buffer.alloc(cps.length * width * 4);
+    cps.forEach((c, i) => c.forEach((v, k) => data.writeUInt32LE(v, (i * width + k) * 4)));
+    return writeNpyBytes(file, '<U' + width, t.dims, data);
+  }
   const descr = Object.keys(TYPES).find((k) => TYPES[k][0] === t.type);
   if (!descr) throw new Error(file + ': dtype ' + t.type);
-  const shape = '(' + t.dims.join(', ') + (t.dims.length === 1 ? ',)' : ')');
+  writeNpyBytes(file, descr, t.dims,
+                Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+}
+
+function writeNpyBytes(file, descr, dims, data) {
+  const shape = '(' + dims.join(', ') + (dims.length === 1 ? ',)' : ')');
   let header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ', }';
   header += ' '.repeat(63 - ((10 + header.length) % 64)) + '\n';
   const pre = Buffer.alloc(10);
   pre.write('\x93NUMPY', 0, 'latin1');
   pre[6] = 1;
   pre.writeUInt16LE(header.length, 8);
-  const data = Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
   fs.writeFileSync(file, Buffer.concat([pre, Buffer.from(header, 'latin1'), data]));
 }
 
