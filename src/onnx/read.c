@@ -555,6 +555,147 @@ out:
     return rc;
 }
 
+/* A SparseTensorProto: its values and indices decoded aside (a scratch
+ * container), then one COO tensor named as its values (ONNX's rule), copied
+ * into the container; *index gets its index. Indices are [NNZ, rank]
+ * coordinates or [NNZ] positions in the dense tensor (each checked). */
+static int ox_sparse(ox_reader *r, const tio_pb_reader *sp, const char *name, const char *lbl,
+                     int64_t *index, tio_error *err) {
+    tio_read_ctx *ctx = r->ctx;
+    tio_pb_reader it = *sp, vr, ir;
+    tio_pb_field f;
+    bool hv = false, hi = false;
+    int64_t dims[OX_MAX_RANK];
+    size_t rank = 0;
+    int64_t at = ox_off(sp, sp->pos);
+    int rc = TIO_OK;
+    while (!rc && !tio__pb_done(&it)) {
+        if ((rc = tio__pb_next(&it, &f, err))) break;
+        if (f.number == 1) {
+            rc = tio__pb_sub(&it, &f, "SparseTensorProto.values", &vr, err);
+            hv = true;
+        } else if (f.number == 2) {
+            rc = tio__pb_sub(&it, &f, "SparseTensorProto.indices", &ir, err);
+            hi = true;
+        } else if (f.number == 3) {
+            tio_pb_packed p;
+            rc = tio__pb_packed_init(&it, &f, TIO_PB_VARINT, "SparseTensorProto.dims", &p, err);
+            while (!rc && !tio__pb_packed_done(&p)) {
+                uint64_t v;
+                if ((rc = tio__pb_packed_next(&p, &v, err))) break;
+                if (rank >= ctx->limits.max_rank || rank >= OX_MAX_RANK)
+                    return tio__err(err, TIO_E_LIMIT, r->fmt, ox_off(&it, f.at),
+                                    "%s: the sparse tensor has more dims than the limit of %u "
+                                    "(tio_limits.max_rank)",
+                                    lbl, ctx->limits.max_rank);
+                if ((int64_t)v < 0)
+                    return tio__err(err, TIO_E_CORRUPT, r->fmt, ox_off(&it, f.at),
+                                    "%s: dim %zu is %lld (expected >= 0)", lbl, rank,
+                                    (long long)(int64_t)v);
+                dims[rank++] = (int64_t)v;
+            }
+        }
+    }
+    if (rc) return rc;
+    if (!hv || !hi || rank == 0)
+        return tio__err(err, TIO_E_CORRUPT, r->fmt, at,
+                        "%s: a SparseTensorProto needs values, indices and dims (it has %s)",
+                        lbl, !hv ? "no values" : !hi ? "no indices" : "no dims");
+    uint64_t numel = 1;
+    for (size_t k = 0; k < rank; k++)
+        if (tio__mul64_ovf(numel, (uint64_t)dims[k], &numel))
+            return tio__err(err, TIO_E_OVERFLOW, r->fmt, at, "%s: the element count overflows",
+                            lbl);
+    tio_container *scratch = tio_container_new(), *keep = ctx->c;
+    if (!scratch) return tio__nomem(err, r->fmt);
+    int64_t vi = -1, ii = -1;
+    ctx->c = scratch;
+    rc = ox_tensor(r, &vr, NULL, lbl, &vi, err);
+    if (!rc) rc = ox_tensor(r, &ir, "indices", lbl, &ii, err);
+    ctx->c = keep;
+    const tio_tensor *vt = rc ? NULL : tio_container_tensor(scratch, (size_t)vi),
+                     *it2 = rc ? NULL : tio_container_tensor(scratch, (size_t)ii);
+    uint64_t nnz = 0;
+    if (!rc) {
+        nnz = tio_tensor_rank(vt) == 1 ? (uint64_t)tio_tensor_shape(vt)[0] : 0;
+        size_t ir_ = tio_tensor_rank(it2);
+        const int64_t *is = tio_tensor_shape(it2);
+        if (tio_tensor_rank(vt) != 1 || !tio_tensor_name(vt) || !tio_tensor_name(vt)[0])
+            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
+                          "%s: the values must be a named 1-D tensor (rank %zu)", lbl,
+                          tio_tensor_rank(vt));
+        else if (tio_tensor_dtype(vt) == TIO_STRING)
+            rc = tio__err(err, TIO_E_UNSUPPORTED, r->fmt, at,
+                          "%s: sparse string tensors are not supported", lbl);
+        else if (tio_tensor_dtype(it2) != TIO_INT64 ||
+                 !((ir_ == 2 && (uint64_t)is[0] == nnz && (uint64_t)is[1] == rank) ||
+                   (ir_ == 1 && (uint64_t)is[0] == nnz)))
+            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
+                          "%s: the indices must be int64 [%llu, %zu] or [%llu] (found %s of "
+                          "rank %zu)",
+                          lbl, (unsigned long long)nnz, rank, (unsigned long long)nnz,
+                          tio_dtype_name(tio_tensor_dtype(it2)), ir_);
+    }
+    uint64_t ncoord = 0;
+    if (!rc && tio__mul64_ovf(nnz, (uint64_t)rank, &ncoord))
+        rc = tio__err(err, TIO_E_OVERFLOW, r->fmt, at, "%s: the index count overflows", lbl);
+    if (!rc) rc = ox_mem(r, tio__cost_i64s(ncoord) + tio__cost_tensor(0, rank), at, err);
+    if (!rc) rc = ox_count(r, 1, at, err);
+    int64_t *coords = rc ? NULL : malloc(ncoord ? (size_t)ncoord * 8 : 8);
+    if (!rc && !coords) rc = tio__nomem(err, r->fmt);
+    if (!rc) {
+        const uint8_t *ib = tio_tensor_data(it2);
+        bool linear = tio_tensor_rank(it2) == 1;
+        for (uint64_t j = 0; !rc && j < nnz; j++) {
+            if (!linear) {
+                for (size_t k = 0; k < rank; k++)
+                    coords[j * rank + k] = (int64_t)tio__ld64(ib + 8 * (j * rank + k));
+                continue;
+            }
+            int64_t l = (int64_t)tio__ld64(ib + 8 * j);
+            if (l < 0 || (uint64_t)l >= numel) {
+                rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
+                              "%s: index %llu is %lld (expected 0 <= i < %llu)", lbl,
+                              (unsigned long long)j, (long long)l, (unsigned long long)numel);
+                break;
+            }
+            uint64_t rest = (uint64_t)l;
+            for (size_t k = rank; k-- > 0;) {
+                coords[j * rank + k] = (int64_t)(rest % (uint64_t)dims[k]);
+                rest /= (uint64_t)dims[k];
+            }
+        }
+    }
+    if (!rc && tio_container_count(ctx->c) >= ctx->limits.max_tensors)
+        rc = tio__err(err, TIO_E_LIMIT, r->fmt, at,
+                      "%s: the model has more than %llu tensors (tio_limits.max_tensors)", lbl,
+                      (unsigned long long)ctx->limits.max_tensors);
+    if (!rc) {
+        tio_tensor_desc d;
+        memset(&d, 0, sizeof d);
+        d.name = name ? name : tio_tensor_name(vt);
+        d.dtype = tio_tensor_dtype(vt);
+        d.rank = rank;
+        d.shape = dims;
+        d.layout = TIO_LAYOUT_COO;
+        d.data = tio_tensor_data(vt);
+        d.nbytes = tio_tensor_nbytes(vt);
+        d.nnz = nnz;
+        d.indices = coords;
+        tio_tensor *tt = NULL;
+        rc = tio_container_add(ctx->c, &d, 0, &tt, err); /* copied: indices range-checked */
+        if (rc == TIO_E_CORRUPT || rc == TIO_E_ARGUMENT)
+            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at, "%s: %s", lbl, err->message);
+        if (!rc) {
+            tt->source_offset = at;
+            *index = (int64_t)tio_container_count(ctx->c) - 1;
+        }
+    }
+    free(coords);
+    tio_container_free(scratch);
+    return rc;
+}
+
 /* ------------------------------------------------------------- types */
 
 static void ox_clear_dims(const tio_graph *g, tio_gvalue *v) {
@@ -954,6 +1095,22 @@ static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t n
         free(b.p);
         goto out;
     }
+    if (p.type == OX_A_SPARSE_TENSOR && p.count[22]) {
+        /* a COO tensor (Constant's sparse_value): a TENSOR attribute whose
+         * tensor is sparse (the writer gives it back as SPARSE_TENSOR) */
+        tio_pb_reader tr;
+        tio_attr a;
+        memset(&a, 0, sizeof a);
+        a.name = p.name;
+        a.type = TIO_ATTR_TENSOR;
+        const char *tn = op && strcmp(op, "Constant") == 0 && out0 ? out0 : NULL;
+        rc = ox_count(r, 1, at, err);
+        if (!rc) rc = ox_mem(r, tio__cost_attr(strlen(p.name), 0), at, err);
+        if (!rc) rc = tio__pb_sub(ar, &p.first[22], "AttributeProto.sparse_tensor", &tr, err);
+        if (!rc) rc = ox_sparse(r, &tr, tn, lbl, &a.i, err);
+        if (!rc) rc = tio_graph_add_attr(sc->g, ni, &a, err);
+        goto out;
+    }
     if (p.type >= OX_A_SPARSE_TENSOR && p.type <= OX_A_TYPE_PROTOS) {
         rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, at,
                       "%s: attribute '%.64s' is of type %s, which tensio does not support",
@@ -1283,19 +1440,23 @@ static int ox_graph(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc, unsigne
         if ((rc = tio__pb_next(&it, &f, err))) break;
         if (f.number == 2) rc = ox_set_meta(r, sc->g, OX_META_GRAPH_NAME, &it, &f, err);
         else if (f.number == 10) rc = ox_set_meta(r, sc->g, OX_META_GRAPH_DOC, &it, &f, err);
-        else if (f.number == 15 || f.number == 14)
+        else if (f.number == 14)
             rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&it, f.at),
-                          "the graph has %s, which tensio does not support",
-                          f.number == 15 ? "sparse initializers"
-                                         : "quantization annotations");
-        else if (f.number == 5) {
+                          "the graph has quantization annotations, which tensio does not "
+                          "support");
+        else if (f.number == 5 || f.number == 15) {
             tio_pb_reader tr;
-            char lbl[48];
+            char lbl[64];
             int64_t t, v;
-            snprintf(lbl, sizeof lbl, "initializer at offset %lld",
+            snprintf(lbl, sizeof lbl, "%s at offset %lld",
+                     f.number == 5 ? "initializer" : "sparse initializer",
                      (long long)ox_off(&it, f.at));
-            rc = tio__pb_sub(&it, &f, "GraphProto.initializer", &tr, err);
-            if (!rc) rc = ox_tensor(r, &tr, NULL, lbl, &t, err);
+            rc = tio__pb_sub(&it, &f,
+                             f.number == 5 ? "GraphProto.initializer"
+                                           : "GraphProto.sparse_initializer",
+                             &tr, err);
+            if (!rc) rc = f.number == 5 ? ox_tensor(r, &tr, NULL, lbl, &t, err)
+                                        : ox_sparse(r, &tr, NULL, lbl, &t, err);
             if (rc) break;
             const char *tn = tio_tensor_name(tio_container_tensor(ctx->c, (size_t)t));
             if (!tn)

@@ -215,12 +215,14 @@ int tio__onnx_check(const tio_write_plan *p, tio_error *err) {
         return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
                         "the container has no graph: an ONNX file is a model (write the "
                         "tensors to a tensor format instead)");
-    for (size_t i = 0; i < tio__plan_count(p); i++)
-        if (tio__plan_tensor(p, i)->layout != TIO_LAYOUT_DENSE)
+    for (size_t i = 0; i < tio__plan_count(p); i++) {
+        const tio_wtensor *t = tio__plan_tensor(p, i);
+        if (t->layout != TIO_LAYOUT_DENSE && (t->layout != TIO_LAYOUT_COO || t->rank == 0))
             return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
-                            "tensor %zu is sparse (COO); ONNX initializers written by tensio "
-                            "are dense (use TIO_SAVE_DENSIFY)",
-                            i);
+                            "tensor %zu is %s; ONNX holds dense tensors and COO ones of rank "
+                            ">= 1 (SparseTensorProto)",
+                            i, t->layout == TIO_LAYOUT_COO ? "a COO scalar" : "quantized");
+    }
     return ox_check_graph(c->graph, NULL, err);
 }
 
@@ -344,6 +346,39 @@ static int ox_put_tensor(ox_writer *w, tio_pb_writer *pw, uint32_t number, size_
     return rc;
 }
 
+/* A SparseTensorProto of COO plan tensor i as field `number`: values (the
+ * tensor's name, [NNZ]), indices (int64 [NNZ, rank] coordinates) and dims,
+ * each data as raw_data (referenced: the container's bytes). */
+static int ox_put_sparse(ox_writer *w, tio_pb_writer *pw, uint32_t number, size_t i,
+                         const char *name, tio_error *err) {
+    const tio_wtensor *t = tio__plan_tensor(w->plan, i);
+    const tio_tensor *src = t->src;
+    uint64_t nnz = tio_tensor_nnz(src);
+    size_t es = tio_dtype_size(t->dtype);
+    int rc = tio__pb_begin(pw, number, err);
+    if (!rc) rc = tio__pb_begin(pw, 1, err); /* values */
+    if (!rc) rc = tio__pb_put_int64(pw, 1, (int64_t)nnz, err);
+    if (!rc) rc = tio__pb_put_int64(pw, 2, tio__onnx_code(t->dtype), err);
+    if (!rc) rc = tio__pb_put_string(pw, 8, name ? name : t->name ? t->name : "", err);
+    if (!rc) rc = tio__pb_put_len(pw, 9, tio_tensor_data(src), (size_t)nnz * es, true, err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    if (!rc) rc = tio__pb_begin(pw, 2, err); /* indices */
+    if (!rc) rc = tio__pb_put_int64(pw, 1, (int64_t)nnz, err);
+    if (!rc) rc = tio__pb_put_int64(pw, 1, (int64_t)t->rank, err);
+    if (!rc) rc = tio__pb_put_int64(pw, 2, tio__onnx_code(TIO_INT64), err);
+    if (!rc)
+        rc = tio__pb_put_len(pw, 9, tio_tensor_indices(src), (size_t)nnz * t->rank * 8, true,
+                             err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    for (size_t k = 0; !rc && k < t->rank; k++) rc = tio__pb_put_int64(pw, 3, t->shape[k], err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    return rc;
+}
+
+static bool ox_is_coo(const ox_writer *w, int64_t i) {
+    return i >= 0 && tio__plan_tensor(w->plan, (size_t)i)->layout == TIO_LAYOUT_COO;
+}
+
 static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const tio_graph *g,
                         tio_error *err);
 
@@ -437,12 +472,14 @@ static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, cons
     case TIO_ATTR_STRING:
         if (!rc) rc = tio__pb_put_string(pw, 4, a->s, err);
         break;
-    case TIO_ATTR_TENSOR: {
-        const char *nm = NULL;
-        if (strcmp(n->op, "Constant") == 0) nm = NULL;
-        if (!rc) rc = ox_put_tensor(w, pw, 5, (size_t)a->i, nm, false, false, err);
+    case TIO_ATTR_TENSOR:
+        if (ox_is_coo(w, a->i)) { /* SPARSE_TENSOR (Constant's sparse_value) */
+            if (!rc) rc = ox_put_sparse(w, pw, 22, (size_t)a->i, NULL, err);
+            if (!rc) rc = tio__pb_put_int64(pw, 20, 11, err);
+            return rc ? rc : tio__pb_end(pw, err);
+        }
+        if (!rc) rc = ox_put_tensor(w, pw, 5, (size_t)a->i, NULL, false, false, err);
         break;
-    }
     case TIO_ATTR_GRAPH:
         w->loop_body = ox_default_domain(n) && strcmp(n->op, "Loop") == 0 &&
                        strcmp(a->name, "body") == 0;
@@ -1495,9 +1532,9 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
     size_t ntv = 0;
     if (!rc) rc = ox_initializers(g, &tv, &ntv, err);
     for (size_t i = 0; !rc && i < ntv; i++)
-        rc = ox_put_tensor(w, pw, 5, (size_t)tv[i].tensor, g->values[tv[i].value].name, true,
-                           f.widen[tv[i].value], err);
-    free(tv);
+        if (!ox_is_coo(w, tv[i].tensor))
+            rc = ox_put_tensor(w, pw, 5, (size_t)tv[i].tensor, g->values[tv[i].value].name,
+                               true, f.widen[tv[i].value], err);
     const char *gdoc = tio__kv_get(&g->meta, OX_META_GRAPH_DOC);
     if (!rc && gdoc) rc = tio__pb_put_string(pw, 10, gdoc, err);
     /* every graph input, a constant one too: an input whose initializer
@@ -1519,6 +1556,12 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
         if (!io && v->tensor < 0 && v->name && (v->dtype != TIO_DTYPE_INVALID || v->type))
             rc = ox_put_value_info(w, pw, 13, v, err);
     }
+    /* sparse initializers (COO tensors), last: field 15 */
+    for (size_t i = 0; !rc && i < ntv; i++)
+        if (ox_is_coo(w, tv[i].tensor))
+            rc = ox_put_sparse(w, pw, 15, (size_t)tv[i].tensor, g->values[tv[i].value].name,
+                               err);
+    free(tv);
     if (!rc) rc = tio__pb_end(pw, err);
     ox_fix_free(&f);
     return rc;
