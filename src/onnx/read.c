@@ -5,22 +5,13 @@
  * meets fields of the expected wire types. Strings are copied (as the graph
  * API copies what it is given) and charged to the decode memory budget;
  * raw_data stays a view into the input. */
-#include "graph/budget.h"
 #include "graph/types.h"
-#include "onnx/onnx.h"
-#include "onnx/schema.h"
+#include "onnx/read.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct ox_reader {
-    tio_read_ctx *ctx;
-    const char *fmt; /* the format named in messages: "onnx", or a bare
-                        TensorProto's (tio__onnx_read_tensorproto) */
-    uint64_t objects, max_objects;
-    tio_budget mem;
-} ox_reader;
 
 /* A graph being read and the names it defines (a hash of value indices). */
 typedef struct ox_scope {
@@ -33,21 +24,9 @@ typedef struct ox_scope {
     size_t ncaps, caps_cap;
 } ox_scope;
 
-static int64_t ox_off(const tio_pb_reader *rd, size_t pos) { return (int64_t)(rd->base + pos); }
-
-static int ox_count(ox_reader *r, uint64_t n, int64_t off, tio_error *err) {
-    return tio__objects_take(&r->objects, n, r->max_objects, r->fmt, off,
-                             "nodes, values, attributes, dims",
-                             "and one per byte of input + 4096", err);
-}
-
-static int ox_mem(ox_reader *r, uint64_t bytes, int64_t off, tio_error *err) {
-    return tio__budget_take(&r->mem, bytes, off, err);
-}
-
 /* A string field as a new C string (NUL bytes and over-long strings
  * refused), charged twice: this copy and the graph's. */
-static int ox_str(ox_reader *r, const tio_pb_reader *rd, const tio_pb_field *f,
+int tio__ox_str(ox_reader *r, const tio_pb_reader *rd, const tio_pb_field *f,
                   const char *what, char **out, tio_error *err) {
     *out = NULL;
     const uint8_t *p = tio__pb_bytes(rd, f);
@@ -161,398 +140,6 @@ static int ox_resolve(ox_reader *r, ox_scope *sc, const char *name, int64_t off,
     sc->caps[sc->ncaps++] = v;
     *out = v;
     return ox_mem(r, 2 * sizeof(int64_t), off, err);
-}
-
-/* ------------------------------------------------------------ tensors */
-
-#define OX_MAX_RANK 256u /* whatever max_rank says */
-
-typedef struct ox_tparts {
-    int64_t dims[OX_MAX_RANK]; /* bounded by max_rank below */
-    size_t rank;
-    int64_t dtype_code;
-    tio_pb_field name, raw;
-    bool has_name, has_raw, external;
-    unsigned typed; /* bit per typed field number present */
-} ox_tparts;
-
-/* The wire type of typed field `want`'s elements. */
-static tio_pb_wire ox_typed_wire(uint32_t want) {
-    return (want == 4) ? TIO_PB_I32 : (want == 10) ? TIO_PB_I64 : TIO_PB_VARINT;
-}
-
-/* The values the typed fields hold for numel elements of dt (a complex
- * number is two values, real first). */
-static uint64_t ox_typed_values(tio_dtype dt, uint64_t numel) {
-    size_t esz = tio__dtype_swap_unit(dt);
-    return esz && esz < tio_dtype_size(dt) ? numel * (tio_dtype_size(dt) / esz) : numel;
-}
-
-/* Counts the values of typed field `want` (without decoding them) and
- * checks them against the shape before anything is allocated for them. */
-static int ox_typed_count(const tio_pb_reader *rd, uint32_t want, tio_dtype dt, uint64_t numel,
-                          const char *lbl, tio_error *err) {
-    tio_pb_reader it = *rd;
-    tio_pb_field f;
-    uint64_t k = 0, need = ox_typed_values(dt, numel);
-    while (!tio__pb_done(&it)) {
-        uint64_t n;
-        int rc = tio__pb_next(&it, &f, err);
-        if (!rc && f.number == want)
-            rc = tio__pb_packed_count(&it, &f, ox_typed_wire(want), lbl, &n, err);
-        if (rc) return rc;
-        if (f.number == want) k += n;
-    }
-    if (k != need)
-        return tio__err(err, TIO_E_CORRUPT, rd->format, ox_off(rd, rd->pos),
-                        "%s: the typed data hold %llu values, the shape needs %llu", lbl,
-                        (unsigned long long)k, (unsigned long long)need);
-    return TIO_OK;
-}
-
-/* Decodes the typed fields of a tensor into little-endian bytes. */
-static int ox_typed(const tio_pb_reader *rd, uint32_t want, tio_dtype dt, uint8_t *dst,
-                    uint64_t numel, const char *lbl, tio_error *err) {
-    tio_pb_reader it = *rd;
-    uint64_t k = 0;
-    size_t esz = tio__dtype_swap_unit(dt); /* a complex number is two values, real first */
-    numel = ox_typed_values(dt, numel);
-    tio_pb_wire ew = ox_typed_wire(want);
-    tio_pb_field f;
-    while (!tio__pb_done(&it)) {
-        int rc = tio__pb_next(&it, &f, err);
-        if (rc) return rc;
-        if (f.number != want) continue;
-        tio_pb_packed p;
-        rc = tio__pb_packed_init(&it, &f, ew, lbl, &p, err);
-        while (!rc && !tio__pb_packed_done(&p)) {
-            uint64_t v;
-            rc = tio__pb_packed_next(&p, &v, err);
-            if (rc) break;
-            if (k >= numel)
-                return tio__err(err, TIO_E_CORRUPT, rd->format, ox_off(rd, f.at),
-                                "%s: the typed data hold more than the %llu elements of the "
-                                "shape",
-                                lbl, (unsigned long long)numel);
-            uint8_t *o = dst + k * esz;
-            switch (esz) {
-            case 1: o[0] = (uint8_t)v; break;
-            case 2:
-                o[0] = (uint8_t)v;
-                o[1] = (uint8_t)(v >> 8);
-                break;
-            case 4: tio__st32(o, (uint32_t)v); break;
-            default: tio__st64(o, v); break;
-            }
-            k++;
-        }
-        if (rc) return rc;
-    }
-    if (k != numel)
-        return tio__err(err, TIO_E_CORRUPT, rd->format, ox_off(rd, rd->pos),
-                        "%s: the typed data hold %llu elements, the shape needs %llu", lbl,
-                        (unsigned long long)k, (unsigned long long)numel);
-    return TIO_OK;
-}
-
-/* The typed field a dtype's values go in (TensorProto field numbers). */
-static uint32_t ox_typed_field(tio_dtype dt) {
-    switch (dt) {
-    case TIO_FLOAT32:
-    case TIO_COMPLEX64: return 4;
-    case TIO_INT64: return 7;
-    case TIO_FLOAT64:
-    case TIO_COMPLEX128: return 10;
-    case TIO_UINT32:
-    case TIO_UINT64: return 11;
-    default: return 5; /* int32_data: the 8- and 16-bit types, int32, bool */
-    }
-}
-
-/* A StringStringEntryProto (field f of m): its key and value as new strings
- * (NULL when absent; the caller frees both, on failure too). */
-static int ox_entry(ox_reader *r, const tio_pb_reader *m, const tio_pb_field *f,
-                    const char *what, char **k, char **v, tio_error *err) {
-    tio_pb_reader e;
-    tio_pb_field h;
-    int rc = tio__pb_sub(m, f, what, &e, err);
-    while (!rc && !tio__pb_done(&e)) {
-        if ((rc = tio__pb_next(&e, &h, err))) break;
-        char **dst = h.number == 1 ? k : h.number == 2 ? v : NULL;
-        if (!dst) continue;
-        free(*dst);
-        rc = ox_str(r, &e, &h, what, dst, err);
-    }
-    return rc;
-}
-
-/* A decimal external_data value (offset, length): digits only, no overflow. */
-static int ox_decimal(const char *fmt, const char *s, const char *key, int64_t at,
-                      const char *lbl, uint64_t *out, tio_error *err) {
-    uint64_t v = 0;
-    if (!s[0]) goto bad;
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9' || tio__mul64_ovf(v, 10, &v) ||
-            tio__add64_ovf(v, (uint64_t)(*p - '0'), &v))
-            goto bad;
-    }
-    *out = v;
-    return TIO_OK;
-bad:
-    return tio__err(err, TIO_E_CORRUPT, fmt, at,
-                    "%s: external_data '%s' is '%.40s' (expected a decimal byte count)", lbl,
-                    key, s);
-}
-
-/* The external_data entries (TensorProto field 13) of the tensor rd holds,
- * then its bytes (src/onnx/external.c). */
-static int ox_external(ox_reader *r, const tio_pb_reader *rd, const char *lbl, int64_t at,
-                       uint64_t nbytes, const void **data, tio_error *err) {
-    tio_pb_reader it = *rd;
-    tio_pb_field f;
-    char *loc = NULL;
-    uint64_t offset = 0, length = 0;
-    bool has_length = false;
-    int rc = TIO_OK;
-    while (!rc && !tio__pb_done(&it)) {
-        if ((rc = tio__pb_next(&it, &f, err))) break;
-        if (f.number != 13) continue;
-        char *k = NULL, *v = NULL;
-        rc = ox_entry(r, &it, &f, "TensorProto.external_data", &k, &v, err);
-        int64_t eat = ox_off(&it, f.at);
-        if (!rc && k && strcmp(k, "location") == 0) {
-            free(loc);
-            loc = v;
-            v = NULL;
-            if (!loc && !(loc = calloc(1, 1))) rc = tio__nomem(err, r->fmt);
-        } else if (!rc && k && strcmp(k, "offset") == 0) {
-            rc = ox_decimal(r->fmt, v ? v : "", k, eat, lbl, &offset, err);
-        } else if (!rc && k && strcmp(k, "length") == 0) {
-            rc = ox_decimal(r->fmt, v ? v : "", k, eat, lbl, &length, err);
-            has_length = true;
-        }
-        /* "checksum" (a SHA-1 of the bytes) is not verified: that would read
-         * every byte at open; other keys are ignored, as onnx does. */
-        free(k);
-        free(v);
-    }
-    if (!rc && !loc)
-        rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
-                      "%s: data_location is EXTERNAL but external_data has no 'location'",
-                      lbl);
-    const uint8_t *p = NULL;
-    if (!rc)
-        rc = tio__onnx_external(r->ctx, r->fmt, loc, offset, has_length, length, nbytes, at,
-                                lbl, &p, err);
-    if (!rc) *data = p;
-    free(loc);
-    return rc;
-}
-
-/* A STRING tensor's string_data (field 6 of rd, one bytes field per
- * element, numel of them) into the TIO_STRING layout of a new tensor (d has
- * the name and shape). Counted and sized first: the offsets are allocated
- * only for strings the input holds, and within max_dense_bytes. */
-static int ox_strings(ox_reader *r, const tio_pb_reader *rd, tio_tensor_desc *d, uint64_t numel,
-                      int64_t at, const char *lbl, tio_error *err) {
-    tio_pb_reader it = *rd;
-    tio_pb_field f;
-    uint64_t count = 0, bytes = 0;
-    int rc = TIO_OK;
-    while (!rc && !tio__pb_done(&it)) {
-        rc = tio__pb_next(&it, &f, err);
-        if (!rc && f.number == 6) {
-            rc = tio__pb_expect(&it, &f, TIO_PB_LEN, "TensorProto.string_data", err);
-            count++;
-            bytes += f.u; /* within the input */
-        }
-    }
-    if (!rc && count != numel)
-        rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
-                      "%s: string_data holds %llu strings, the shape needs %llu", lbl,
-                      (unsigned long long)count, (unsigned long long)numel);
-    uint64_t total = (count + 1) * 8 + bytes; /* count < the input's size */
-    if (!rc) rc = ox_mem(r, tio__cost_block(total), at, err);
-    tio_strbuild b;
-    if (!rc) rc = tio__strbuild_init(&b, count, r->ctx->limits.max_dense_bytes, r->fmt, at, err);
-    if (rc) return rc;
-    it = *rd;
-    while (!rc && !tio__pb_done(&it)) {
-        rc = tio__pb_next(&it, &f, err);
-        if (!rc && f.number == 6) rc = tio__strbuild_add(&b, tio__pb_bytes(&it, &f), f.u, err);
-    }
-    if (!rc) rc = tio__strbuild_finish(&b, err);
-    tio_tensor *tt = NULL;
-    d->data = b.buf;
-    d->nbytes = b.len;
-    if (!rc) rc = tio_container_add(r->ctx->c, d, TIO_ADD_BORROW, &tt, err);
-    if (rc) {
-        tio__strbuild_free(&b);
-        return rc;
-    }
-    tt->owned_data = b.buf;
-    tt->source_offset = at;
-    return TIO_OK;
-}
-
-/* Reads a TensorProto into a container tensor; *index gets its index.
- * `name` overrides the tensor's own name (Constant outputs). */
-static int ox_tensor(ox_reader *r, const tio_pb_reader *rd, const char *name, const char *lbl,
-                     int64_t *index, tio_error *err) {
-    tio_read_ctx *ctx = r->ctx;
-    ox_tparts t;
-    memset(&t, 0, sizeof t);
-    tio_pb_reader it = *rd;
-    tio_pb_field f;
-    int rc;
-    int64_t at = ox_off(rd, rd->pos);
-    while (!tio__pb_done(&it)) {
-        rc = tio__pb_next(&it, &f, err);
-        if (rc) return rc;
-        switch (f.number) {
-        case 1: {
-            tio_pb_packed p;
-            rc = tio__pb_packed_init(&it, &f, TIO_PB_VARINT, "TensorProto.dims", &p, err);
-            while (!rc && !tio__pb_packed_done(&p)) {
-                uint64_t v;
-                rc = tio__pb_packed_next(&p, &v, err);
-                if (rc) break;
-                if (t.rank >= ctx->limits.max_rank || t.rank >= OX_MAX_RANK)
-                    return tio__err(err, TIO_E_LIMIT, r->fmt, ox_off(rd, f.at),
-                                    "%s: the tensor has more dims than the limit of %u "
-                                    "(tio_limits.max_rank)",
-                                    lbl, ctx->limits.max_rank);
-                if ((int64_t)v < 0)
-                    return tio__err(err, TIO_E_CORRUPT, r->fmt, ox_off(rd, f.at),
-                                    "%s: dim %zu is %lld (expected >= 0)", lbl, t.rank,
-                                    (long long)(int64_t)v);
-                t.dims[t.rank++] = (int64_t)v;
-            }
-            if (rc) return rc;
-            break;
-        }
-        case 2: t.dtype_code = tio__pb_int32(&f); break;
-        case 3:
-            return tio__err(err, TIO_E_UNSUPPORTED, r->fmt, ox_off(rd, f.at),
-                            "%s: segmented tensors (TensorProto.segment) are not supported",
-                            lbl);
-        case 6: t.typed |= 1u << 6; break;
-        case 8:
-            t.name = f;
-            t.has_name = true;
-            break;
-        case 9:
-            t.raw = f;
-            t.has_raw = true;
-            break;
-        case 4:
-        case 5:
-        case 7:
-        case 10:
-        case 11: t.typed |= 1u << f.number; break;
-        case 14: t.external = tio__pb_int32(&f) == 1; break;
-        default: break;
-        }
-    }
-    tio_dtype dt = tio__onnx_dtype(t.dtype_code);
-    if (dt == TIO_DTYPE_INVALID) {
-        const char *dn = tio__onnx_dtype_name(t.dtype_code);
-        return tio__err(err, TIO_E_UNSUPPORTED, r->fmt, at,
-                        "%s: data type %lld (%s) is not supported by tensio", lbl,
-                        (long long)t.dtype_code, dn ? dn : "unknown");
-    }
-    uint64_t numel = 1, nbytes;
-    for (size_t k = 0; k < t.rank; k++)
-        if (tio__mul64_ovf(numel, (uint64_t)t.dims[k], &numel))
-            return tio__err(err, TIO_E_OVERFLOW, r->fmt, at, "%s: the element count overflows",
-                            lbl);
-    if (tio__mul64_ovf(numel, tio_dtype_size(dt), &nbytes) || nbytes > SIZE_MAX)
-        return tio__err(err, TIO_E_OVERFLOW, r->fmt, at, "%s: the byte size overflows", lbl);
-    char *tname = NULL;
-    if (!name && t.has_name) {
-        rc = ox_str(r, rd, &t.name, lbl, &tname, err);
-        if (rc) return rc;
-        name = tname;
-    }
-    rc = ox_count(r, 1, at, err);
-    if (!rc) rc = ox_mem(r, tio__cost_tensor(name ? strlen(name) : 0, t.rank), at, err);
-    if (!rc && tio_container_count(ctx->c) >= ctx->limits.max_tensors)
-        rc = tio__err(err, TIO_E_LIMIT, r->fmt, at,
-                      "%s: the model has more than %llu tensors (tio_limits.max_tensors)", lbl,
-                      (unsigned long long)ctx->limits.max_tensors);
-    tio_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name;
-    d.dtype = dt;
-    d.rank = t.rank;
-    d.shape = t.dims;
-    d.nbytes = (size_t)nbytes;
-    if (rc) goto out;
-    if (dt == TIO_STRING) {
-        if (t.external || t.has_raw || (t.typed & ~(1u << 6)))
-            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
-                          "%s: a STRING tensor's data are in string_data (field 6), not in "
-                          "%s",
-                          lbl, t.external ? "external data" : t.has_raw ? "raw_data"
-                                                                        : "another typed field");
-        else
-            rc = ox_strings(r, rd, &d, numel, at, lbl, err);
-    } else if (t.external) {
-        if (t.typed || t.has_raw) {
-            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
-                          "%s: the tensor's data are external (data_location = EXTERNAL) but "
-                          "it also has raw_data or typed data",
-                          lbl);
-            goto out;
-        }
-        rc = ox_external(r, rd, lbl, at, nbytes, &d.data, err);
-        tio_tensor *tt = NULL;
-        if (!rc) rc = tio_container_add(ctx->c, &d, TIO_ADD_BORROW, &tt, err);
-        if (!rc) tt->source_offset = at;
-    } else if (t.has_raw) {
-        if (t.typed)
-            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, ox_off(rd, t.raw.at),
-                          "%s: the tensor has both raw_data and typed data fields", lbl);
-        else if (t.raw.u != nbytes)
-            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, ox_off(rd, t.raw.at),
-                          "%s: raw_data holds %llu bytes, the %s shape needs %llu", lbl,
-                          (unsigned long long)t.raw.u, tio_dtype_name(dt),
-                          (unsigned long long)nbytes);
-        if (rc) goto out;
-        d.data = tio__pb_bytes(rd, &t.raw);
-        rc = tio__container_add_view(ctx->c, &d, ox_off(rd, t.raw.data), r->fmt, err);
-    } else {
-        uint32_t want = ox_typed_field(dt);
-        if (t.typed & ~(1u << want)) {
-            rc = tio__err(err, TIO_E_CORRUPT, r->fmt, at,
-                          "%s: a %s tensor has data in a typed field other than the one its "
-                          "type uses (field %u)",
-                          lbl, tio_dtype_name(dt), want);
-            goto out;
-        }
-        rc = ox_typed_count(rd, want, dt, numel, lbl, err);
-        if (!rc) rc = ox_mem(r, tio__cost_block(nbytes), at, err);
-        if (rc) goto out;
-        uint8_t *buf = malloc(nbytes ? (size_t)nbytes : 1);
-        if (!buf) {
-            rc = tio__nomem(err, r->fmt);
-            goto out;
-        }
-        rc = ox_typed(rd, want, dt, buf, numel, lbl, err);
-        tio_tensor *tt = NULL;
-        d.data = buf;
-        if (!rc) rc = tio_container_add(ctx->c, &d, TIO_ADD_BORROW, &tt, err);
-        if (rc) {
-            free(buf);
-            goto out;
-        }
-        tt->owned_data = buf;
-        tt->source_offset = at;
-    }
-    if (!rc) *index = (int64_t)tio_container_count(ctx->c) - 1;
-out:
-    free(tname);
-    return rc;
 }
 
 /* ------------------------------------------------------------- types */
@@ -698,7 +285,7 @@ static int ox_gtype(ox_reader *r, tio_pb_reader tp, const char *lbl, const char 
                 gd->value = tio__pb_int64(&g) < 0 ? -1 : tio__pb_int64(&g);
             } else if (g.number == 2) {
                 free(gd->name);
-                if ((rc = ox_str(r, &dm, &g, lbl, &gd->name, err))) return rc;
+                if ((rc = tio__ox_str(r, &dm, &g, lbl, &gd->name, err))) return rc;
                 gd->value = -1;
             }
         }
@@ -809,7 +396,7 @@ static int ox_value_type(ox_reader *r, const tio_pb_reader *vi, ox_scope *sc, in
                 if (dims[k].value < 0) dims[k].value = -1;
             } else if (g.number == 2) {
                 char *s;
-                if ((rc = ox_str(r, &dm, &g, lbl, &s, err))) return rc;
+                if ((rc = tio__ox_str(r, &dm, &g, lbl, &s, err))) return rc;
                 free((char *)dims[k].name);
                 dims[k].name = s;
                 dims[k].value = -1;
@@ -831,7 +418,7 @@ static int ox_name_of(ox_reader *r, const tio_pb_reader *m, const char *lbl, cha
         if (rc) return rc;
         if (f.number == 1) {
             free(*out);
-            if ((rc = ox_str(r, &it, &f, lbl, out, err))) return rc;
+            if ((rc = tio__ox_str(r, &it, &f, lbl, out, err))) return rc;
         }
     }
     if (!*out)
@@ -895,7 +482,7 @@ static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t n
         if ((rc = tio__pb_next(&it, &f, err))) break;
         if (f.number == 1) {
             free(p.name);
-            rc = ox_str(r, &it, &f, lbl, &p.name, err);
+            rc = tio__ox_str(r, &it, &f, lbl, &p.name, err);
         } else if (f.number == 20) {
             p.type = tio__pb_int32(&f);
         } else if (f.number == 21) {
@@ -952,6 +539,22 @@ static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t n
             if (!rc) rc = tio_graph_add_attr(sc->g, ni, &a, err);
         }
         free(b.p);
+        goto out;
+    }
+    if (p.type == OX_A_SPARSE_TENSOR && p.count[22]) {
+        /* a COO tensor (Constant's sparse_value): a TENSOR attribute whose
+         * tensor is sparse (the writer gives it back as SPARSE_TENSOR) */
+        tio_pb_reader tr;
+        tio_attr a;
+        memset(&a, 0, sizeof a);
+        a.name = p.name;
+        a.type = TIO_ATTR_TENSOR;
+        const char *tn = op && strcmp(op, "Constant") == 0 && out0 ? out0 : NULL;
+        rc = ox_count(r, 1, at, err);
+        if (!rc) rc = ox_mem(r, tio__cost_attr(strlen(p.name), 0), at, err);
+        if (!rc) rc = tio__pb_sub(ar, &p.first[22], "AttributeProto.sparse_tensor", &tr, err);
+        if (!rc) rc = tio__ox_sparse(r, &tr, tn, lbl, &a.i, err);
+        if (!rc) rc = tio_graph_add_attr(sc->g, ni, &a, err);
         goto out;
     }
     if (p.type >= OX_A_SPARSE_TENSOR && p.type <= OX_A_TYPE_PROTOS) {
@@ -1016,7 +619,7 @@ static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t n
         break;
     case OX_A_STRING:
         a.type = TIO_ATTR_STRING;
-        if (n) rc = ox_str(r, ar, &p.first[4], lbl, &str, err);
+        if (n) rc = tio__ox_str(r, ar, &p.first[4], lbl, &str, err);
         else if (!(str = calloc(1, 1))) rc = tio__nomem(err, OX_FMT);
         a.s = str;
         break;
@@ -1025,7 +628,7 @@ static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t n
         const char *tn = op && strcmp(op, "Constant") == 0 && out0 ? out0 : NULL;
         a.type = TIO_ATTR_TENSOR;
         rc = tio__pb_sub(ar, &p.first[5], "AttributeProto.t", &tr, err);
-        if (!rc) rc = ox_tensor(r, &tr, tn, lbl, &a.i, err);
+        if (!rc) rc = tio__ox_tensor(r, &tr, tn, lbl, &a.i, err);
         break;
     }
     case OX_A_GRAPH:
@@ -1059,12 +662,12 @@ static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t n
                     }
                 }
             } else if (p.type == OX_A_STRINGS) {
-                rc = ox_str(r, &w, &f, lbl, &strs[got], err);
+                rc = tio__ox_str(r, &w, &f, lbl, &strs[got], err);
                 if (!rc) got++;
             } else if (p.type == OX_A_TENSORS) {
                 tio_pb_reader tr;
                 rc = tio__pb_sub(&w, &f, "AttributeProto.tensors", &tr, err);
-                if (!rc) rc = ox_tensor(r, &tr, NULL, lbl, &ints[got], err);
+                if (!rc) rc = tio__ox_tensor(r, &tr, NULL, lbl, &ints[got], err);
                 if (!rc) got++;
             } else {
                 rc = ox_subgraph(r, &w, &f, sc, depth, &graphs[got], err);
@@ -1106,7 +709,7 @@ static int ox_node_outputs(ox_reader *r, const tio_pb_reader *nr, ox_scope *sc,
         if (f.number != 2 || f.u == 0) continue;
         char *s;
         int64_t v;
-        rc = ox_str(r, &it, &f, lbl, &s, err);
+        rc = tio__ox_str(r, &it, &f, lbl, &s, err);
         if (!rc) rc = ox_define(r, sc, s, -1, ox_off(&it, f.at), lbl, &v, err);
         free(s);
         if (rc) return rc;
@@ -1129,7 +732,7 @@ static int ox_node(ox_reader *r, const tio_pb_reader *nr, ox_scope *sc, size_t k
                                                                                  : NULL;
         if (dst) {
             free(*dst);
-            rc = ox_str(r, &it, &f, lbl, dst, err);
+            rc = tio__ox_str(r, &it, &f, lbl, dst, err);
         }
         if (f.number == 1) nin++;
         if (f.number == 2) nout++;
@@ -1162,7 +765,7 @@ static int ox_node(ox_reader *r, const tio_pb_reader *nr, ox_scope *sc, size_t k
         if ((rc = tio__pb_next(&it, &f, err))) break;
         if (f.number != 1 && f.number != 2) continue;
         char *s;
-        if ((rc = ox_str(r, &it, &f, lbl, &s, err))) break;
+        if ((rc = tio__ox_str(r, &it, &f, lbl, &s, err))) break;
         if (f.number == 1) {
             ins[ki] = -1;
             if (s[0]) rc = ox_resolve(r, sc, s, ox_off(&it, f.at), lbl, &ins[ki], err);
@@ -1212,7 +815,7 @@ static int ox_node(ox_reader *r, const tio_pb_reader *nr, ox_scope *sc, size_t k
 static int ox_set_meta(ox_reader *r, tio_graph *g, const char *key, const tio_pb_reader *m,
                        const tio_pb_field *f, tio_error *err) {
     char *s;
-    int rc = ox_str(r, m, f, key, &s, err);
+    int rc = tio__ox_str(r, m, f, key, &s, err);
     if (!rc) rc = ox_mem(r, tio__cost_str(strlen(key)) + 64, ox_off(m, f->at), err);
     if (!rc) rc = tio_graph_meta_set(g, key, s, err);
     free(s);
@@ -1283,19 +886,23 @@ static int ox_graph(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc, unsigne
         if ((rc = tio__pb_next(&it, &f, err))) break;
         if (f.number == 2) rc = ox_set_meta(r, sc->g, OX_META_GRAPH_NAME, &it, &f, err);
         else if (f.number == 10) rc = ox_set_meta(r, sc->g, OX_META_GRAPH_DOC, &it, &f, err);
-        else if (f.number == 15 || f.number == 14)
+        else if (f.number == 14)
             rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&it, f.at),
-                          "the graph has %s, which tensio does not support",
-                          f.number == 15 ? "sparse initializers"
-                                         : "quantization annotations");
-        else if (f.number == 5) {
+                          "the graph has quantization annotations, which tensio does not "
+                          "support");
+        else if (f.number == 5 || f.number == 15) {
             tio_pb_reader tr;
-            char lbl[48];
+            char lbl[64];
             int64_t t, v;
-            snprintf(lbl, sizeof lbl, "initializer at offset %lld",
+            snprintf(lbl, sizeof lbl, "%s at offset %lld",
+                     f.number == 5 ? "initializer" : "sparse initializer",
                      (long long)ox_off(&it, f.at));
-            rc = tio__pb_sub(&it, &f, "GraphProto.initializer", &tr, err);
-            if (!rc) rc = ox_tensor(r, &tr, NULL, lbl, &t, err);
+            rc = tio__pb_sub(&it, &f,
+                             f.number == 5 ? "GraphProto.initializer"
+                                           : "GraphProto.sparse_initializer",
+                             &tr, err);
+            if (!rc) rc = f.number == 5 ? tio__ox_tensor(r, &tr, NULL, lbl, &t, err)
+                                        : tio__ox_sparse(r, &tr, NULL, lbl, &t, err);
             if (rc) break;
             const char *tn = tio_tensor_name(tio_container_tensor(ctx->c, (size_t)t));
             if (!tn)
@@ -1341,7 +948,7 @@ static int ox_graph(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc, unsigne
 
 /* -------------------------------------------------------------- model */
 
-static void ox_reader_init(ox_reader *r, tio_read_ctx *ctx, const char *fmt) {
+void tio__ox_reader_init(ox_reader *r, tio_read_ctx *ctx, const char *fmt) {
     memset(r, 0, sizeof *r);
     r->ctx = ctx;
     r->fmt = fmt;
@@ -1352,7 +959,7 @@ static void ox_reader_init(ox_reader *r, tio_read_ctx *ctx, const char *fmt) {
 
 int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
     ox_reader r;
-    ox_reader_init(&r, ctx, OX_FMT);
+    tio__ox_reader_init(&r, ctx, OX_FMT);
     uint32_t pbdepth = 3 * ctx->limits.max_depth + 8;
     tio_pb_reader m;
     tio__pb_init(&m, ctx->data, ctx->size, 0, OX_FMT, pbdepth);
@@ -1406,7 +1013,7 @@ int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
                 if ((rc = tio__pb_next(&o, &h, err))) break;
                 if (h.number == 1) {
                     free(dom);
-                    rc = ox_str(&r, &o, &h, "opset_import", &dom, err);
+                    rc = tio__ox_str(&r, &o, &h, "opset_import", &dom, err);
                 } else if (h.number == 2) {
                     ver = tio__pb_int64(&h);
                 }
@@ -1421,7 +1028,7 @@ int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
         }
         case 14: {
             char *k = NULL, *v = NULL;
-            rc = ox_entry(&r, &it, &f, "ModelProto.metadata_props", &k, &v, err);
+            rc = tio__ox_entry(&r, &it, &f, "ModelProto.metadata_props", &k, &v, err);
             if (!rc) rc = ox_count(&r, 1, ox_off(&it, f.at), err);
             if (!rc && (!k || !k[0]))
                 rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(&it, f.at),
@@ -1455,104 +1062,5 @@ int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
     rc = ox_graph(&r, &gr, &sc, 1, err);
     free(sc.slots);
     free(sc.caps);
-    return rc;
-}
-
-/* ------------------------------------------------- a bare TensorProto */
-
-/* The metadata_props entries a bare TensorProto's properties take (each is
- * set by key, which looks at the ones before it). */
-#define OX_MAX_TENSOR_PROPS 1024u
-
-/* A string field of the TensorProto (doc_string) or one metadata_props entry
- * as a container property, so that `info` shows it. */
-static int ox_tensor_prop(ox_reader *r, const tio_pb_reader *m, const tio_pb_field *f,
-                          tio_error *err) {
-    char *k = NULL, *v = NULL;
-    int rc;
-    if (f->number == 12) {
-        rc = ox_str(r, m, f, "TensorProto.doc_string", &v, err);
-        if (!rc) rc = tio__kv_set(&r->ctx->c->props, "doc_string", v, err);
-    } else {
-        rc = ox_entry(r, m, f, "TensorProto.metadata_props", &k, &v, err);
-        char key[160];
-        snprintf(key, sizeof key, "metadata_props.%.140s", k ? k : "");
-        if (!rc) rc = tio__kv_set(&r->ctx->c->props, key, v ? v : "", err);
-    }
-    free(k);
-    free(v);
-    return rc;
-}
-
-/* Whether a message has the form of a SequenceProto or OptionalProto
- * (onnx.proto: name = 1, elem_type = 2 (0..5), elements in fields 3..7, all
- * length-delimited), which a TensorProto only has when its dims are packed
- * and its data in float_data .. int64_data: used to name what the bytes
- * are when they do not read as a TensorProto. */
-static bool ox_seq_form(const tio_pb_reader *m) {
-    tio_pb_reader it = *m;
-    tio_pb_field f;
-    bool named = false;
-    while (!tio__pb_done(&it)) {
-        if (tio__pb_next(&it, &f, NULL)) return false;
-        if (f.number == 1 && f.wire == TIO_PB_LEN) named = true;
-        else if (f.number == 2 && f.wire == TIO_PB_VARINT && f.u <= 5) continue;
-        else if (f.number < 3 || f.number > 7 || f.wire != TIO_PB_LEN) return false;
-    }
-    return named;
-}
-
-int tio__onnx_read_tensorproto(tio_read_ctx *ctx, const char *fmt, tio_error *err) {
-    ox_reader r;
-    ox_reader_init(&r, ctx, fmt);
-    if (ctx->size == 0)
-        return tio__err(err, TIO_E_TRUNCATED, fmt, 0,
-                        "the file is empty (expected an ONNX TensorProto, which has at least "
-                        "its data_type)");
-    /* the message, then its segment and external_data entries */
-    tio_pb_reader m;
-    tio__pb_init(&m, ctx->data, ctx->size, 0, fmt, 2);
-    int rc = tio__pb_verify(&m, &tio__onnx_TensorProto, err);
-    if (rc) return rc;
-    /* Strict, as nothing in the bytes says what they are: every field is one
-     * of TensorProto's, and data_type is there. */
-    tio_pb_reader it = m;
-    tio_pb_field f;
-    bool typed = false;
-    unsigned nprops = 0;
-    while (!rc && !tio__pb_done(&it)) {
-        if ((rc = tio__pb_next(&it, &f, err))) break;
-        if (!tio__pb_field_desc(&tio__onnx_TensorProto, f.number))
-            return tio__err(err, TIO_E_CORRUPT, fmt, ox_off(&it, f.at),
-                            "field %u (%s) is not a field of an ONNX TensorProto (expected "
-                            "1..14 or 16; a .pb file is read as one TensorProto, as "
-                            "onnx.numpy_helper writes it)",
-                            f.number, tio__pb_wire_name(f.wire));
-        if (f.number == 2) typed = true;
-        if (f.number == 16 && ++nprops > OX_MAX_TENSOR_PROPS)
-            return tio__err(err, TIO_E_LIMIT, fmt, ox_off(&it, f.at),
-                            "the TensorProto has more than %u metadata_props entries",
-                            OX_MAX_TENSOR_PROPS);
-        if (f.number == 12 || f.number == 16) rc = ox_tensor_prop(&r, &it, &f, err);
-    }
-    if (rc) return rc;
-    int64_t index;
-    rc = typed ? ox_tensor(&r, &m, NULL, "TensorProto", &index, err)
-               : tio__err(err, TIO_E_CORRUPT, fmt, 0,
-                          "the TensorProto has no data_type (field 2)");
-    if (rc && err && ox_seq_form(&m)) {
-        /* named as what it most likely is, the TensorProto reading kept */
-        char was[TIO_ERROR_MESSAGE_MAX];
-        size_t pre = strlen(fmt) + 2;
-        snprintf(was, sizeof was, "%s", strncmp(err->message, fmt, pre - 2) == 0 &&
-                                                err->message[pre - 2] == ':'
-                                            ? err->message + pre
-                                            : err->message);
-        rc = tio__err(err, TIO_E_UNSUPPORTED, fmt, 0,
-                      "the file has the form of an ONNX SequenceProto or OptionalProto (a "
-                      "name, an elem_type, elements in fields 3-7), which tensio does not "
-                      "read; as a TensorProto: %s",
-                      was);
-    }
     return rc;
 }

@@ -247,7 +247,7 @@ def hostile(d):
     refused("string_raw", model(st), d, "string_data (field 6), not in raw_data")
     st = onnx.SparseTensorProto()
     refused("sparse_attr", model(node=helper.make_node("Relu", ["x"], ["y"], sp=st)), d,
-            "SPARSE_TENSOR")
+            "a SparseTensorProto needs values, indices and dims")
     refused("undefined_input", model(node=helper.make_node("Relu", ["nope"], ["y"])), d,
             "'nope' is not defined")
     # an ir_version over one varint byte: refused (tensio's own output must probe as ONNX,
