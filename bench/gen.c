@@ -235,7 +235,7 @@ static int write_conv(const char *format, const char *out, uint64_t size, uint64
         d.shape = wd;
         d.data = data + i * (wb + bb);
         d.nbytes = wb;
-        size_t wi, bi, ci, ri, ni, w0 = tio_container_count(c);
+        size_t wi = 0, bi = 0, ci = 0, ri = 0, ni = 0, w0 = tio_container_count(c);
         rc = tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e);
         d.name = bn_;
         d.rank = 1;
