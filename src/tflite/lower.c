@@ -642,6 +642,10 @@ static int lower(tl *L) {
         if (L->n->output_count < 1 || L->n->outputs[0] < 0)
             return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "a node without an output");
         if (L->q[L->n->outputs[0]].ct) continue; /* a quantized constant: read where used */
+        /* every kind reads input 0 (a value index of the graph) */
+        if (L->n->input_count < 1 || L->n->inputs[0] < 0)
+            return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "a %s node without its first input",
+                                 L->n->op ? L->n->op : "");
         const tio_tfl_lowmap *e = tio__tfl_lowmap(L->n->op);
         if ((rc = tio__tl_lo_of(e->kind)(L, e))) return rc;
     }

@@ -35,6 +35,10 @@ static int lo_binary(tl *L, const tio_tfl_lowmap *e) {
         bool ok = true, any = false;
         for (int k = 0; k < 2; k++) {
             int64_t v = k ? b : a;
+            if (v < 0) { /* absent: refused by tio__tl_get below */
+                ok = false;
+                continue;
+            }
             if (tio__tl_wconst(L, v)) {
                 if (tio__tl_wconst(L, v)->rank > 4) ok = false;
                 continue;
