@@ -244,6 +244,14 @@ int tio__tl_emit(tl *L, int32_t builtin, uint8_t opt_type, const int32_t *in, si
     return tio__tfl_w_op(L->m, 0, &w, op ? op : &dummy, L->err);
 }
 
+int tio__tl_emit_like(tl *L, int32_t code, uint8_t opt, int64_t x, int64_t y) {
+    int lay = tio__tl_pref_lay(L, x);
+    int32_t in, out;
+    int rc;
+    if ((rc = tio__tl_get(L, x, lay, &in)) || (rc = tio__tl_new_form(L, y, lay, &out))) return rc;
+    return tio__tl_emit(L, code, opt, &in, 1, &out, 1, NULL);
+}
+
 /* A DEQUANTIZE of float16 tensor h into a float32 tensor of its shape. */
 int tio__tl_dequantize(tl *L, int32_t h, const char *name, int32_t *idx) {
     const tfl_wtensor *ht = &L->m->subgraphs[0].tensors[h];

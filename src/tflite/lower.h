@@ -96,6 +96,8 @@ int tio__tl_const_f32(tl *L, const char *name, const float *vals, size_t n, int 
 int tio__tl_emit(tl *L, int32_t builtin, uint8_t opt_type, const int32_t *in, size_t nin,
                  const int32_t *out, size_t nout, tfl_wop **op);
 int tio__tl_dequantize(tl *L, int32_t h, const char *name, int32_t *idx);
+/* y = op(x) for a one-input operator, in the form x is best had in. */
+int tio__tl_emit_like(tl *L, int32_t code, uint8_t opt, int64_t x, int64_t y);
 int tio__tl_weights(tl *L, const char *name, tio_dtype dt, const uint8_t *b, size_t n, int r,
                     const int64_t *d, int32_t *idx);
 /* The tensor of weights whose bytes are buffer buf (tio__tl_weights' tail). */

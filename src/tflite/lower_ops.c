@@ -18,13 +18,10 @@
 
 static int lo_unary(tl *L, const tio_tfl_lowmap *e) {
     int64_t x = tio__tl_in_v(L->n, 0), y = L->n->outputs[0];
-    int lay = tio__tl_pref_lay(L, x);
-    int32_t in, out;
-    int rc;
-    if ((rc = tio__tl_get(L, x, lay, &in)) || (rc = tio__tl_new_form(L, y, lay, &out))) return rc;
-    if (e->code == TFL_BuiltinOperator_RELU || e->code == TFL_BuiltinOperator_LOGISTIC)
+    int rc = tio__tl_emit_like(L, e->code, e->options, x, y);
+    if (!rc && (e->code == TFL_BuiltinOperator_RELU || e->code == TFL_BuiltinOperator_LOGISTIC))
         L->nonneg[y] = 1;
-    return tio__tl_emit(L, e->code, e->options, &in, 1, &out, 1, NULL);
+    return rc;
 }
 
 static int lo_binary(tl *L, const tio_tfl_lowmap *e) {

@@ -655,11 +655,7 @@ int tio__tl_lo_quant(tl *L, const tio_tfl_lowmap *e) {
         }
         return TIO_OK;
     }
-    int lay = tio__tl_pref_lay(L, x);
-    int32_t in, out;
-    int rc;
-    if ((rc = tio__tl_get(L, x, lay, &in)) || (rc = tio__tl_new_form(L, y, lay, &out))) return rc;
-    return tio__tl_emit(L, e->code, 0, &in, 1, &out, 1, NULL);
+    return tio__tl_emit_like(L, e->code, 0, x, y);
 }
 
 /* DequantizeLinear: a constant's is read where used; else the quantized
@@ -674,9 +670,5 @@ int tio__tl_lo_dequant(tl *L, const tio_tfl_lowmap *e) {
         L->t[y][1] = L->t[x][1];
         return TIO_OK;
     }
-    int lay = tio__tl_pref_lay(L, x);
-    int32_t in, out;
-    int rc;
-    if ((rc = tio__tl_get(L, x, lay, &in)) || (rc = tio__tl_new_form(L, y, lay, &out))) return rc;
-    return tio__tl_emit(L, e->code, 0, &in, 1, &out, 1, NULL);
+    return tio__tl_emit_like(L, e->code, 0, x, y);
 }
