@@ -467,7 +467,12 @@ static int ox_put_attr(ox_writer *w, tio_pb_writer *pw, const tio_gnode *n, cons
         break;
     case TIO_ATTR_TENSORS:
         for (size_t k = 0; !rc && k < a->count; k++)
-            rc = ox_put_tensor(w, pw, 10, (size_t)a->ints[k], NULL, false, false, err);
+            rc = ox_is_coo(w, a->ints[k])
+                     ? tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                                "attribute '%s' of node '%s' holds a COO tensor among its "
+                                "tensors (ONNX's SPARSE_TENSORS, which tensio does not write)",
+                                a->name, n->name ? n->name : "")
+                     : ox_put_tensor(w, pw, 10, (size_t)a->ints[k], NULL, false, false, err);
         break;
     case TIO_ATTR_GRAPHS:
         for (size_t k = 0; !rc && k < a->count; k++) rc = ox_put_graph(w, pw, 11, a->graphs[k], err);

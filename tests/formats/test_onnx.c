@@ -388,6 +388,65 @@ static void test_external_files(void **state) {
     rmdir(dir);
 }
 
+/* A COO tensor among a TENSORS attribute's tensors (only the API can make
+ * one): refused by name, never written as a dense tensor. */
+static void test_coo_in_tensors_attr(void **state) {
+    (void)state;
+    tio_error e;
+    tio_container *c = tio_container_new();
+    assert_non_null(c);
+    float vals[2] = {1, 2};
+    int64_t idx[4] = {0, 0, 1, 1}, shape[2] = {2, 2};
+    tio_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = "s";
+    d.dtype = TIO_FLOAT32;
+    d.rank = 2;
+    d.shape = shape;
+    d.layout = TIO_LAYOUT_COO;
+    d.data = vals;
+    d.nbytes = sizeof vals;
+    d.nnz = 2;
+    d.indices = idx;
+    assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+    tio_graph *g = NULL;
+    assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+    tio_value_info v;
+    memset(&v, 0, sizeof v);
+    v.name = "y";
+    v.tensor = -1;
+    v.rank = -1;
+    size_t yi, ni;
+    assert_int_equal(tio_graph_add_value(g, &v, &yi, &e), TIO_OK);
+    int64_t out = (int64_t)yi;
+    tio_node_info n;
+    memset(&n, 0, sizeof n);
+    n.name = "k";
+    n.op = "Constant";
+    n.native_id = -1;
+    n.outputs = &out;
+    n.output_count = 1;
+    assert_int_equal(tio_graph_add_node(g, &n, &ni, &e), TIO_OK);
+    int64_t t0 = 0;
+    tio_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = "value_tensors";
+    a.type = TIO_ATTR_TENSORS;
+    a.tensors = &t0;
+    a.count = 1;
+    assert_int_equal(tio_graph_add_attr(g, ni, &a, &e), TIO_OK);
+    assert_int_equal(tio_graph_set_outputs(g, &out, 1, &e), TIO_OK);
+    tio_save_options so;
+    memset(&so, 0, sizeof so);
+    so.format = "onnx";
+    void *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(tio_save_memory(c, &so, &buf, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "COO tensor"));
+    assert_null(buf);
+    tio_container_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vectors),
@@ -399,6 +458,7 @@ int main(void) {
         cmocka_unit_test(test_truncations),
         cmocka_unit_test(test_external_from_memory),
         cmocka_unit_test(test_external_files),
+        cmocka_unit_test(test_coo_in_tensors_attr),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
