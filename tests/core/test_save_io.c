@@ -65,6 +65,24 @@ ssize_t __wrap_copy_file_range(int in, off_t *in_off, int out, off_t *out_off, s
     return __real_copy_file_range(in, in_off, out, out_off, n, flags);
 }
 
+ssize_t __real_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off);
+static int pread_big;     /* calls for 32 KiB or more (the sink's, not a reader's headers) */
+static int pread_fail;    /* make those fail with this errno (-1: return 0, an ended file)… */
+static int pread_fail_after; /* …once this many have read */
+
+ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off) {
+    if (n >= (32u << 10)) {
+        pread_big++;
+        if (pread_fail && pread_fail_after-- <= 0) {
+            if (pread_fail < 0) return 0;
+            errno = pread_fail;
+            return -1;
+        }
+    }
+    return __real_pread(fd, buf, n, off);
+}
+
 static char dir[256];
 
 static int setup(void **state) {
@@ -484,6 +502,68 @@ static void test_copy_runs(void **state) {
     tio_container_free(m);
 }
 
+/* Tensor data of the mapped source at offsets not congruent with the
+ * output's are read with pread() into the sink's buffer and written from
+ * there, not written from the mapping (docs/performance.md): tenbin to btf
+ * (other offsets), with and without a progress function, the bytes those
+ * of tio_save_memory. A read that fails, or finds the file ended (a source
+ * that shrank after it was reopened), fails the save with TIO_E_IO and
+ * leaves no file. */
+static void test_read_in(void **state) {
+    (void)state;
+    uint8_t *data;
+    tio_container *c = build("tenbin", &data);
+    char src[300], dst[300];
+    snprintf(src, sizeof src, "%s/read-src.ten", dir);
+    snprintf(dst, sizeof dst, "%s/read-dst.btf", dir);
+    tio_error e;
+    tio_save_options so = {.format = "tenbin", .flags = TIO_SAVE_NO_SYNC};
+    assert_int_equal(tio_save(c, src, &so, &e), TIO_OK);
+    tio_container_free(c);
+    free(data);
+    tio_container *m;
+    assert_int_equal(tio_open(src, NULL, &m, &e), TIO_OK);
+    tio_save_options o = {.format = "btf", .flags = TIO_SAVE_NO_SYNC | TIO_SAVE_DROP_NAMES};
+    void *want;
+    size_t want_n;
+    assert_int_equal(tio_save_memory(m, &o, &want, &want_n, &e), TIO_OK);
+    for (int mode = 0; mode < 4; mode++) { /* read; with progress; EOF; EIO */
+        prog pr = {0};
+        tio_save_options oo = o;
+        if (mode == 1) {
+            oo.progress = on_progress;
+            oo.progress_ctx = &pr;
+        }
+        pread_big = 0;
+        pread_fail = mode == 2 ? -1 : mode == 3 ? EIO : 0;
+        pread_fail_after = 3;
+        copy_calls = 0;
+        int rc = tio_save(m, dst, &oo, &e);
+        pread_fail = 0;
+        if (mode >= 2) {
+            assert_int_equal(rc, TIO_E_IO);
+            assert_non_null(strstr(e.message, mode == 2 ? "ended at offset" : "failed"));
+            struct stat st;
+            assert_int_not_equal(stat(dst, &st), 0); /* nothing left behind */
+            continue;
+        }
+        if (rc != TIO_OK) fail_msg("mode %d: %s", mode, e.message);
+        if (pread_big < 10) fail_msg("mode %d: %d reads of the source", mode, pread_big);
+        size_t n;
+        uint8_t *got = read_file(dst, &n);
+        if (n != want_n || memcmp(got, want, n) != 0)
+            fail_msg("mode %d: the file differs from tio_save_memory", mode);
+        if (mode == 1) {
+            assert_false(pr.backwards);
+            assert_int_equal(pr.last_done, n);
+        }
+        free(got);
+        unlink(dst);
+    }
+    tio_free(want);
+    tio_container_free(m);
+}
+
 /* Converted data (widened float16) live in the plan's scratch buffer, which
  * the next tensor reuses: the sink must copy them, not reference them. */
 static void test_converted_data_are_copied(void **state) {
@@ -597,6 +677,7 @@ int main(void) {
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_copy_file_range),
         cmocka_unit_test(test_copy_runs),
+        cmocka_unit_test(test_read_in),
         cmocka_unit_test(test_listing_only_on_request),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
