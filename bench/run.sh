@@ -364,6 +364,9 @@ if has onnx; then
   run "$B" gen --format tflite --size "$MSIZE" --tensors "$MCONSTS" --out "$tf"
   sync -f "$tf"
   cat "$tf" >/dev/null
+  # open + list of the .tflite (issue 36: <= 2 us per tensor): every operator,
+  # value and constant through the graph raised to ONNX semantics
+  run $T model --case onnx --group "tflite: $MCONSTS constants, $MSIZE" "$tf"
   o="$DATA/bench-out.tflite"
   run $T files spawn --case onnx --group "tflite→tflite" --out "$o" --warm "$MSIZE" \
     :: base:cp cp "$tf" "$o" :: tensio:cli "$CLI" convert --no-sync "$tf" "$o"
