@@ -607,6 +607,13 @@ void tio__message_unref(struct tio_message *m);
  * length-prefixed strings). Without it a writer is not given such a value:
  * the plan refuses it by key (a key holding NUL no format takes). */
 #define TIO__CAP_META_NUL 0x400u
+/* Format-private capability: the file is one unnamed array (.npy, as
+ * np.save writes it: the file's name names it). The one tensor of a
+ * one-tensor container is written without its name and without
+ * TIO_SAVE_DROP_NAMES (`tensio convert input_0.pb input_0.npy`); a name
+ * among several tensors still needs the flag (the format's check refuses
+ * more than one anyway). */
+#define TIO__CAP_ONE_ARRAY 0x800u
 
 typedef struct tio_format_desc {
     const char *name;        /* "btf" */

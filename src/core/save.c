@@ -439,7 +439,7 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
         w->numel = s->numel;
         w->nnz = s->nnz;
         if (s->name && !(f->caps & TIO_CAP_NAMES)) {
-            if (!(flags & TIO_SAVE_DROP_NAMES))
+            if (!(flags & TIO_SAVE_DROP_NAMES) && !((f->caps & TIO__CAP_ONE_ARRAY) && c->count == 1))
                 return tio__err(err, TIO_E_LOSSY, fn, -1,
                                 "tensor %zu is named '%s' and %s cannot store tensor names "
                                 "(TIO_SAVE_DROP_NAMES / --drop-names drops them)",

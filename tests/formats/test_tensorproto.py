@@ -8,7 +8,7 @@
   both have, shapes from rank 0 to 3 and empty ones: `tensio ls --json
   --hash` gives its name, dtype, shape and the sha256 of its bytes;
   `tensio convert x.pb y.pb` writes the same bytes; .pb -> .npy
-  (--drop-names: .npy has no names) gives the array, .npz -> .pb gives
+  (no flag: the .npy file names the array) gives the array, .npz -> .pb gives
   from_array's bytes with the member's name, .npy -> .pb from_array's bytes
   without a name.
 - onnx.helper.make_tensor(..., raw=False) (typed fields: float_data,
@@ -70,7 +70,7 @@ def main():
             run("convert", src, out)
             check(what + " pb -> pb bytes", read(out) == ref)
             npy = os.path.join(tmp, "a%d.npy" % n)
-            run("convert", "--drop-names", src, npy)
+            run("convert", src, npy)
             back = np.load(npy)
             check(what + " pb -> npy", back.dtype == a.dtype and back.shape == a.shape and
                   np.array_equal(back, a))
@@ -88,7 +88,7 @@ def main():
             typed = helper.make_tensor("y", code, shape, a.flatten().tolist(), raw=False)
             check(what + " made typed", not typed.raw_data)
             write(src, typed.SerializeToString())
-            run("convert", "--drop-names", "--force", src, npy)
+            run("convert", "--force", src, npy)
             back = np.load(npy)
             check(what + " typed -> npy", back.dtype == a.dtype and np.array_equal(back, a))
     print("onnx-tensor: %d arrays written by onnx.numpy_helper read and rewritten" % n)
@@ -104,7 +104,7 @@ def main():
     check("string tensor rewritten byte for byte", read(p2) == ref)
     # to .npy: every string is UTF-8 text, so NumPy's U (inner NULs kept)
     npy = os.path.join(tmp, "s.npy")
-    run("convert", "--drop-names", p, npy)
+    run("convert", p, npy)
     back = np.load(npy)
     check("string pb -> npy", back.dtype == np.dtype("<U3") and
           back.tolist() == [["ab", "c\x00d"], ["", "h\u00e9"]], repr(back))

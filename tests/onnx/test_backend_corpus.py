@@ -14,7 +14,7 @@ and optional values). For every model:
   true);
 - `tensio convert model.onnx out.onnx`, and out.onnx passes
   onnx.checker.check_model(full_check=True);
-- every input_N.pb: `tensio convert --drop-names input_N.pb x.npy` gives the
+- every input_N.pb: `tensio convert input_N.pb x.npy` gives the
   array onnx.numpy_helper reads (a string tensor: NumPy's U when every
   string is UTF-8, else S), and `tensio convert x.npy y.pb` the bytes
   numpy_helper.from_array(a) writes; an input tensio refuses must be listed
@@ -215,7 +215,7 @@ def work(m, tmp):
             vtype = graph.input[i].type if i < len(graph.input) else None
             want = load_pb(pb, vtype)
             npy = os.path.join(d, "in_%d_%d.npy" % (k, i))
-            r = tensio("convert", "--drop-names", pb, npy)
+            r = tensio("convert", pb, npy)
             if r.returncode != 0:
                 m.pb_refused[rel(pb)] = reason(r.stderr)
                 m.io_ok = False
