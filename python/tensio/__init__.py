@@ -620,12 +620,45 @@ def formats():
 _NATIVE_NAMES = {_np.dtype(c).newbyteorder("<"): _np.dtype(c).name for c in "?bhilqBHILQefdFD"}
 
 
+def _string_bytes(arr):
+    """(shape, bytes) of a U, S or object array of str/bytes in tensio's string
+    layout: numel + 1 little-endian uint64 offsets (0, ..., total), then the
+    strings' bytes in C order. U and str elements as UTF-8; S elements as
+    NumPy gives them (trailing NULs stripped); any other object is refused."""
+    shape = arr.shape
+    flat = arr.reshape(-1).tolist()  # C order
+    kind = arr.dtype.kind
+    items = flat
+    if kind != "S":
+        items = []
+        for i, x in enumerate(flat):
+            if isinstance(x, str):
+                try:
+                    x = x.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise DtypeError("string %d is not valid Unicode (a lone surrogate): "
+                                     "it has no UTF-8 form" % i) from None
+            elif isinstance(x, (bytearray, memoryview)):
+                x = bytes(x)
+            elif not isinstance(x, bytes):
+                raise DtypeError("element %d of an object array is %s: tensio saves object "
+                                 "arrays of str or bytes only" % (i, type(x).__name__))
+            items.append(x)
+    offs = _np.zeros(len(items) + 1, "<u8")
+    if items:
+        _np.cumsum(_np.fromiter(map(len, items), "<u8", len(items)), out=offs[1:])
+    return shape, _np.frombuffer(offs.tobytes() + b"".join(items), _np.uint8)
+
+
 def _le_bytes(arr):
-    """(dtype_name, shape, C-contiguous little-endian uint8 view) of an array."""
+    """(dtype_name, shape, C-contiguous little-endian uint8 view) of an array;
+    a U, S or object array is a string tensor (_string_bytes, a copy)."""
     name = _NATIVE_NAMES.get(arr.dtype)
     if name is not None:  # the common case, without dtype.name
         shape = arr.shape
         return name, shape, _np.ascontiguousarray(arr).reshape(-1).view(_np.uint8)
+    if arr.dtype.kind in "USO":
+        return ("string",) + _string_bytes(arr)
     if _BFLOAT16 is not None and arr.dtype == _BFLOAT16:
         name = "bfloat16"
     else:

@@ -493,3 +493,44 @@ def test_string_tensor(tmp_path):
     np.save(p, np.array([b"a\x00b", b"c"]))
     with tensio.open(p) as c:
         assert c[0].tolist() == [b"a\x00b", b"c"]
+
+
+def test_save_strings(tmp_path):
+    """U, S and object arrays of str/bytes are saved as string tensors: read
+    back by NumPy (.npy, .npz) and onnx (.pb) as they were given; a lone
+    surrogate, an object that is not a string, and a format without strings
+    are refused by name."""
+    u = np.array([["h\u00e9", ""], ["a\U0001f600", "xyz"]])
+    tensio.save(tmp_path / "u.npy", [u])
+    back = np.load(tmp_path / "u.npy")
+    assert back.dtype.kind == "U" and back.tolist() == u.tolist()
+    sb = np.array([b"a\x00b", b"\xff", b""])
+    o = np.array([b"\x00x\x00", "t\u00e9xt", bytearray(b"\x80")], dtype=object)
+    tensio.save(tmp_path / "m.npz", {"u": u, "s": sb})
+    z = np.load(tmp_path / "m.npz")
+    assert z["u"].tolist() == u.tolist()
+    assert z["s"].dtype.kind == "S" and z["s"].tolist() == sb.tolist()
+    # NumPy's S would strip a trailing NUL: refused for .npy, kept by ONNX
+    with pytest.raises(tensio.LossyError, match="NUL"):
+        tensio.save(tmp_path / "o.npy", [o])
+    tensio.save(tmp_path / "o.pb", [o], format="onnx-tensor")
+    import onnx  # Debian's python3-onnx (its to_array decodes strings as UTF-8)
+    t = onnx.TensorProto()
+    t.ParseFromString((tmp_path / "o.pb").read_bytes())
+    assert t.data_type == onnx.TensorProto.STRING and list(t.dims) == [3]
+    assert list(t.string_data) == [b"\x00x\x00", "t\u00e9xt".encode(), b"\x80"]
+    with tensio.open(tmp_path / "o.pb") as c:
+        assert c[0].tolist() == [b"\x00x\x00", "t\u00e9xt".encode(), b"\x80"]
+        assert c.dtype_name(0) == "string"
+    # rank 0 and empty
+    tensio.save(tmp_path / "e.npz", {"scalar": np.array("x"), "empty": np.zeros((0, 3), "U2")})
+    z = np.load(tmp_path / "e.npz")
+    assert z["scalar"].shape == () and z["scalar"].item() == "x"
+    assert z["empty"].shape == (0, 3)
+    with pytest.raises(tensio.DtypeError, match="element 1 .* int"):
+        tensio.save(tmp_path / "x.npy", [np.array([b"a", 3], dtype=object)])
+    with pytest.raises(tensio.DtypeError, match="string 0 .*surrogate"):
+        tensio.save(tmp_path / "x.npy", [np.array(["\ud800"])])
+    with pytest.raises(tensio.LossyError, match="is string, which safetensors cannot store"):
+        tensio.save(tmp_path / "x.safetensors", {"s": u})
+    assert not (tmp_path / "x.safetensors").exists()
