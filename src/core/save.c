@@ -253,13 +253,15 @@ static bool narrow_shape(const tio_container *c, size_t i, uint8_t **use) {
     return true;
 }
 
-/* Whether tensor i is a constant of a graph read from another format than
- * f's: a writer that lowers such a graph folds its constants into params, or
- * refuses what it would have to store (tmfile: src/tmfile/prep.c). */
-static bool foreign_graph_const(const tio_container *c, size_t i, const char *f,
-                                uint8_t **use) {
+/* Whether tensor i is a constant of the graph, which a writer that lowers
+ * graphs (TIO__CAP_NARROW_SHAPES) checks itself: from another format than
+ * f's it folds such constants into params or refuses what it would have to
+ * store (tmfile: src/tmfile/prep.c); in f's own ONNX form it makes the
+ * constants its reader added params again (tmfile: Pad's int64 pads) and
+ * refuses any other it cannot store. */
+static bool lowered_graph_const(const tio_container *c, size_t i, uint8_t **use) {
     const tio_graph *g = c->graph;
-    if (!g || (g->native_format && strcmp(g->native_format, f) == 0)) return false;
+    if (!g) return false;
     const tio_tensor *s = c->tensors[i];
     if (s->layout != TIO_LAYOUT_DENSE || !s->data) return false;
     const uint8_t *u = graph_uses(c, use);
@@ -480,7 +482,7 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
             (f->dtypes & TIO_DTYPE_BIT(TIO_INT32)) && narrow_shape(c, i, &p->shape_use)) {
             w->dtype = TIO_INT32;
         } else if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype)) && (f->caps & TIO__CAP_NARROW_SHAPES) &&
-                   foreign_graph_const(c, i, fn, &p->shape_use)) {
+                   lowered_graph_const(c, i, &p->shape_use)) {
             /* left to the writer, which folds it into params or refuses it */
         } else if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype))) {
             tio_dtype wd = widened(s->dtype);

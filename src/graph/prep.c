@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -802,7 +803,156 @@ static int fuse_hardswish(pp *x, size_t j) {
     return TIO_OK;
 }
 
+/* ------------------------------------------ Slice, one axis per node */
+
+static int cmp_name(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A value name "<base>:slice<N>" that no value has: N counts up over the
+ * whole preparation, so the names made here differ from each other (the
+ * digits end the name, which "<base>:slice" begins), and each is looked up
+ * among the names of the values there were before the first (sorted then).
+ * NULL when out of memory. */
+static const char *fresh_name(pp *x, const char *base) {
+    if (!x->names) {
+        x->names = malloc((x->nv ? x->nv : 1) * sizeof *x->names);
+        if (!x->names) return NULL;
+        for (size_t i = 0; i < x->nv; i++)
+            if (x->v[i].name) x->names[x->nnames++] = x->v[i].name;
+        qsort(x->names, x->nnames, sizeof *x->names, cmp_name);
+    }
+    char num[32];
+    for (;;) {
+        snprintf(num, sizeof num, ":slice%lu", ++x->serial);
+        char *s = pa_str(x, base, num);
+        if (!s) return NULL;
+        if (!x->nnames || !bsearch(&s, x->names, x->nnames, sizeof *x->names, cmp_name)) return s;
+    }
+}
+
+/* A node made here, emitted right before node `at`. */
+static int insert_before(pp *x, size_t at, const tio_gnode *n) {
+    if (x->nx == x->xcap) {
+        size_t cap = x->xcap ? 2 * x->xcap : 8;
+        tio_gnode *xn = realloc(x->xn, cap * sizeof *xn);
+        if (xn) x->xn = xn;
+        size_t *xa = realloc(x->xat, cap * sizeof *xa);
+        if (xa) x->xat = xa;
+        if (!xn || !xa) return tio__gp_nomem(x);
+        x->xcap = cap;
+    }
+    x->xn[x->nx] = *n;
+    x->xat[x->nx++] = at;
+    return TIO_OK;
+}
+
+static const char *const slice_keys[4] = {"starts", "ends", "axes", "steps"};
+
+/* The attributes of a one-axis Slice (v: start, end, axis, step). */
+static tio_gattr *slice_attrs(pp *x, const int64_t *v) {
+    tio_gattr *a = tio__gp_pa(x, 4 * sizeof *a);
+    int64_t *c = tio__gp_pa(x, 4 * sizeof *c);
+    if (!a || !c) return NULL;
+    for (int q = 0; q < 4; q++) {
+        a[q].name = (char *)(uintptr_t)slice_keys[q];
+        a[q].type = TIO_ATTR_INTS;
+        c[q] = v[q];
+        a[q].ints = &c[q];
+        a[q].count = 1;
+    }
+    return a;
+}
+
+/* A Slice over k > 1 axes (its attribute form, attr_forms) as a chain of k
+ * one-axis Slices, the axes in the order given: k - 1 new nodes before node
+ * j, through new values (their shapes inferred when the input's and the
+ * output's are known), and node j the last. Slicing one axis leaves the
+ * others as they are, so the chain computes the same. A node whose
+ * attributes do not name k distinct axes is left as it is (for the writer
+ * to refuse). */
+static int split_slice(pp *x, size_t j) {
+    tio_gnode *n = &x->n[j];
+    const tio_gattr *at[4];
+    size_t na = 0;
+    for (int q = 0; q < 4; q++)
+        if ((at[q] = tio__gp_ga(n, slice_keys[q])) != NULL) na++;
+    if (!at[0] || !at[1] || at[0]->type != TIO_ATTR_INTS || na != n->attr_count ||
+        n->input_count != 1 || n->inputs[0] < 0 || n->output_count != 1 || n->outputs[0] < 0)
+        return TIO_OK;
+    size_t k = at[0]->count;
+    if (k < 2 || k > GP_MAX_DIMS) return TIO_OK;
+    for (int q = 1; q < 4; q++)
+        if (at[q] && (at[q]->type != TIO_ATTR_INTS || at[q]->count != k)) return TIO_OK;
+    int64_t in = n->inputs[0], out = n->outputs[0], v[GP_MAX_DIMS][4], ax[GP_MAX_DIMS];
+    int r = x->srank[in];
+    for (size_t i = 0; i < k; i++) {
+        v[i][0] = at[0]->ints[i];
+        v[i][1] = at[1]->ints[i];
+        v[i][2] = at[2] ? at[2]->ints[i] : (int64_t)i;
+        v[i][3] = at[3] ? at[3]->ints[i] : 1;
+        /* distinct axes: by value once normalised (the rank known), else
+         * by value and of one sign */
+        ax[i] = v[i][2] < 0 && r >= 0 ? v[i][2] + r : v[i][2];
+        if ((r >= 0 && (ax[i] < 0 || ax[i] >= r)) || (r < 0 && (v[i][2] < 0) != (v[0][2] < 0)))
+            return TIO_OK;
+        for (size_t q = 0; q < i; q++)
+            if (ax[q] == ax[i]) return TIO_OK;
+    }
+    /* each intermediate: the input with the axes so far cut as the output is */
+    bool shaped = r >= 0 && tio__gp_known(x, out) && x->srank[out] == r;
+    int64_t cur[GP_MAX_DIMS];
+    if (shaped) memcpy(cur, x->sh[in], (size_t)r * sizeof *cur);
+    const char *base = x->v[out].name ? x->v[out].name : "slice";
+    int64_t prev = in;
+    for (size_t i = 0; i + 1 < k; i++) {
+        const char *vn = fresh_name(x, base);
+        int64_t nv = vn ? new_value(x, vn, x->v[in].dtype, -1, out) : -1;
+        tio_gnode c = x->n[j];
+        c.name = (char *)(uintptr_t)vn;
+        c.inputs = tio__gp_pa(x, sizeof *c.inputs);
+        c.outputs = tio__gp_pa(x, sizeof *c.outputs);
+        c.attrs = slice_attrs(x, v[i]);
+        if (nv < 0 || !c.inputs || !c.outputs || !c.attrs) return tio__gp_nomem(x);
+        if (shaped) {
+            cur[ax[i]] = x->sh[out][ax[i]];
+            tio__gp_set_shape(x, nv, r, cur);
+        }
+        c.inputs[0] = prev;
+        c.input_count = 1;
+        c.outputs[0] = nv;
+        c.output_count = 1;
+        c.attr_count = c.attr_cap = 4;
+        x->uses[prev]++;
+        int rc = insert_before(x, j, &c);
+        if (rc) return rc;
+        prev = nv;
+    }
+    n = &x->n[j];
+    tio_gattr *last = slice_attrs(x, v[k - 1]);
+    if (!last) return tio__gp_nomem(x);
+    n->attrs = last;
+    n->attr_count = n->attr_cap = 4;
+    return set_inputs(x, n, &prev, 1);
+}
+
 /* ------------------------------------------------------------- driver */
+
+/* Node src of the preparation as node *dst of the result (values renumbered
+ * by map). */
+static int put_node(pp *x, tio_gnode *dst, const tio_gnode *src, const int64_t *map) {
+    *dst = *src;
+    int64_t *in = tio__gp_pa(x, (dst->input_count + 1) * sizeof *in);
+    int64_t *ou = tio__gp_pa(x, (dst->output_count + 1) * sizeof *ou);
+    if (!in || !ou) return tio__gp_nomem(x);
+    for (size_t k = 0; k < dst->input_count; k++)
+        in[k] = dst->inputs[k] < 0 ? -1 : map[dst->inputs[k]];
+    for (size_t k = 0; k < dst->output_count; k++)
+        ou[k] = dst->outputs[k] < 0 ? -1 : map[dst->outputs[k]];
+    dst->inputs = in;
+    dst->outputs = ou;
+    return TIO_OK;
+}
 
 static int build(pp *x, const tio_graph *src) {
     tio_gprepped *p = x->p;
@@ -826,6 +976,13 @@ static int build(pp *x, const tio_graph *src) {
             if (x->n[j].inputs[k] >= 0) live[x->n[j].inputs[k]] = 1;
         for (size_t k = 0; k < x->n[j].output_count; k++)
             if (x->n[j].outputs[k] >= 0) live[x->n[j].outputs[k]] = 1;
+    }
+    for (size_t q = 0; q < x->nx; q++) {
+        nn++;
+        for (size_t k = 0; k < x->xn[q].input_count; k++)
+            if (x->xn[q].inputs[k] >= 0) live[x->xn[q].inputs[k]] = 1;
+        for (size_t k = 0; k < x->xn[q].output_count; k++)
+            if (x->xn[q].outputs[k] >= 0) live[x->xn[q].outputs[k]] = 1;
     }
     for (size_t k = 0; k < src->input_count; k++) live[src->inputs[k]] = 1;
     for (size_t k = 0; k < x->nout; k++) live[x->outs[k]] = 1;
@@ -876,24 +1033,14 @@ static int build(pp *x, const tio_graph *src) {
     for (size_t i = 0; i < nv; i++)
         if (g->values[i].tensor >= 0 && (size_t)g->values[i].tensor < x->c->count)
             p->dropped[g->values[i].tensor] = 0;
-    size_t k2 = 0;
-    for (size_t j = 0; j < x->nn; j++) {
-        if (x->dead[j]) continue;
-        tio_gnode *n = &g->nodes[k2++];
-        *n = x->n[j];
-        int64_t *in = tio__gp_pa(x, (n->input_count + 1) * sizeof *in);
-        int64_t *ou = tio__gp_pa(x, (n->output_count + 1) * sizeof *ou);
-        if (!in || !ou) {
-            rc = tio__gp_nomem(x);
-            goto out;
-        }
-        for (size_t k = 0; k < n->input_count; k++)
-            in[k] = n->inputs[k] < 0 ? -1 : map[n->inputs[k]];
-        for (size_t k = 0; k < n->output_count; k++)
-            ou[k] = n->outputs[k] < 0 ? -1 : map[n->outputs[k]];
-        n->inputs = in;
-        n->outputs = ou;
+    /* the nodes in order, each made here right before its anchor */
+    size_t k2 = 0, q = 0;
+    for (size_t j = 0; j <= x->nn && !rc; j++) {
+        for (; !rc && q < x->nx && (j == x->nn || x->xat[q] == j); q++)
+            rc = put_node(x, &g->nodes[k2++], &x->xn[q], map);
+        if (!rc && j < x->nn && !x->dead[j]) rc = put_node(x, &g->nodes[k2++], &x->n[j], map);
     }
+    if (rc) goto out;
     g->node_count = g->node_cap = nn;
     int64_t *gi = tio__gp_pa(x, (src->input_count + 1) * sizeof *gi);
     int64_t *go = tio__gp_pa(x, (x->nout + 1) * sizeof *go);
@@ -969,6 +1116,10 @@ static int run(pp *x, const tio_graph *src) {
         for (size_t j = 0; j < x->nn; j++)
             if (!x->dead[j] && (rc = fuse_hardswish(x, j))) return rc;
     }
+    if (o->split_slice)
+        for (size_t j = 0; j < x->nn; j++)
+            if (!x->dead[j] && op_is(&x->n[j], "Slice") && (visit(x, j), rc = split_slice(x, j)))
+                return rc;
     if (o->late_hook)
         for (size_t j = 0; j < x->nn; j++)
             if (!x->dead[j] && (visit(x, j), rc = o->late_hook(x, j, o->ctx))) return rc;
@@ -1060,6 +1211,9 @@ out:
     free(x.alias);
     free(x.isout);
     free(x.cons);
+    free(x.xn);
+    free(x.xat);
+    free(x.names);
     if (rc) tio__gprep_free(p);
     return rc;
 }

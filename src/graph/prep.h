@@ -7,8 +7,9 @@
  * pads, Slice's starts..., axes, split) made attributes again, Gemm in its
  * FullyConnected form (y = x W^T + b), the erf form of GELU one Gelu; and,
  * as the options say, MatMul+Add as one Gemm, Conv/Gemm+BatchNormalization
- * folded into the weights, x*HardSigmoid(x) one HardSwish, and Relu/Clip(0,6)
- * after an operator that takes an activation fused into it. A format adds its
+ * folded into the weights, x*HardSigmoid(x) one HardSwish, a Slice over several
+ * axes one Slice per axis, and Relu/Clip(0,6) after an operator that takes an
+ * activation fused into it. A format adds its
  * own steps through the hooks, with the helpers below.
  *
  * Everything runs on a copy: the source graph and container are not changed.
@@ -29,6 +30,9 @@ typedef struct tio_gprep_opts {
     bool fuse_matmul_add;   /* MatMul(x, W) + b (x of rank 2, W, b constant): one Gemm */
     bool fold_bn;           /* Conv/FC-form Gemm + BatchNormalization: folded */
     bool fuse_hardswish;    /* x * HardSigmoid(x) (1/6, 1/2): one HardSwish */
+    bool split_slice;       /* a Slice over k > 1 axes (constant starts, ends, axes, steps):
+                               a chain of k one-axis Slices through new values named
+                               "<output>:slice<N>" (fresh), their shapes inferred */
     /* Relu (act_relu) or Clip(0, 6) (act_relu6) read only from a node of an
      * op in act_ops (NULL-terminated): the attribute act_attr of that node
      * (NULL: no activation fusion); the node then writes on. */

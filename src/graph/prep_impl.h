@@ -42,6 +42,16 @@ typedef struct tio_gprep {
     int64_t *alias;
     uint8_t *isout;
     int64_t *cons;
+    /* nodes made here (a Slice split into one per axis): xn[k] is emitted
+     * right before node xat[k] (nondecreasing) */
+    tio_gnode *xn;
+    size_t *xat;
+    size_t nx, xcap;
+    /* the source's value names, sorted once a new name is needed, and the
+     * serial number of the last name made */
+    const char **names;
+    size_t nnames;
+    unsigned long serial;
     tio_error *err;
 } pp;
 

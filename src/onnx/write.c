@@ -4,6 +4,7 @@
 #include "graph/types.h"
 #include "onnx/onnx.h"
 #include "protobuf/pb.h"
+#include "tmfile/opmap.h"
 #include "tmfile/tmfile.h"
 #include "onnx/write.h"
 
@@ -801,6 +802,7 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
                                 err);
     if (!rc && n->name) rc = tio__pb_put_string(pw, 3, n->name, err);
     if (!rc) rc = tio__pb_put_string(pw, 4, n->op, err);
+    char why[200];
     for (size_t a = 0; !rc && a < n->attr_count; a++) {
         const tio_gattr *at = &n->attrs[a];
         if (w->from_tmfile && (tio__tmfile_storage_attr(at->name) ||
@@ -811,6 +813,13 @@ static int ox_put_node(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, ox_f
                           "node '%s' (%s): attribute '%s' is a Tengine fact ONNX has no form "
                           "for; it would be lost",
                           n->name ? n->name : "", n->op, at->name);
+        else if (w->from_tmfile && n->native_attrs < 1 &&
+                 tio__tmfile_why_unraised(g, n, why, sizeof why))
+            /* a param value the mapping table cannot raise: named */
+            rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                          "node '%s' (%s, tmfile: %s): %s; the node has no ONNX form",
+                          n->name ? n->name : "", n->op, n->native_op ? n->native_op : n->op,
+                          why);
         else if (w->from_tmfile && n->native_attrs < 1)
             /* a node the mapping table did not raise: its attributes are
              * Tengine's param fields, not ONNX's */

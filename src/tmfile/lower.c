@@ -136,7 +136,9 @@ static int tw_foreign2(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *
             at[k] = tw_attr(gn, nm[k], used);
             if (at[k] && (at[k]->type != TIO_ATTR_INTS || at[k]->count != 1))
                 return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
-                                "%s: tmfile's Slice cuts one axis; '%s' must hold one integer",
+                                "%s: tmfile's Slice cuts one axis, and '%s' does not give "
+                                "one Slice per axis (starts, ends and, when given, axes and "
+                                "steps of one length, distinct axes)",
                                 tw_lb_text(lbl), nm[k]);
             if (at[k]) v[k] = at[k]->ints[0];
         }
@@ -174,6 +176,12 @@ static int tw_foreign2(tw *w, tw_node *n, tw_lb *lbl, uint8_t *used, tio_error *
                             "%s: tmfile's Pad takes 8 constant pads (a 4-D input)",
                             tw_lb_text(lbl));
         if ((rc = tw_ints_attr(a, lbl, 8, err))) return rc;
+        for (size_t k = 0; k < 8; k++)
+            if (a->ints[k] < 0)
+                return tio__err(err, TIO_E_UNSUPPORTED, TM_FMT, -1,
+                                "%s: pads[%zu] = %lld: tmfile's Pad cannot crop (its pads are "
+                                ">= 0)",
+                                tw_lb_text(lbl), k, (long long)a->ints[k]);
         const tio_gattr *pads = a;
         if ((a = tw_attr(gn, "mode", used)) != NULL) {
             if (a->type == TIO_ATTR_STRING && strcmp(a->s, "edge") == 0) mode = 1;

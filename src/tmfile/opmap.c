@@ -14,6 +14,7 @@
 #define SAME(o, f) {o, TM_M_SAME, {f}, 1, 0, 0.0, 0}
 #define PACK2(o, a, b) {o, TM_M_PACK, {a, b}, 2, 0, 0.0, 0}
 #define PACK4(o, a, b, c, d) {o, TM_M_PACK, {a, b, c, d}, 4, 0, 0.0, 0}
+#define PACK8(o, a, b, c, d, e, f, g, h) {o, TM_M_PACK, {a, b, c, d, e, f, g, h}, 8, 0, 0.0, 0}
 #define PACKS1(o, a) {o, TM_M_PACKS, {a}, 1, 0, 0.0, 0}
 #define CONST(o, v) {o, TM_M_CONST, {NULL}, 0, v, 0.0, 0}
 #define DEFI(f, v) {NULL, TM_M_DEF, {f}, 1, v, 0.0, 0}
@@ -65,12 +66,22 @@ static const tio_tm_amap m_slice[] = {PACKS1("starts", "begin"), PACKS1("ends", 
                                       PACKS1("axes", "axis"),    PACKS1("steps", "step"),
                                       DEFI("iscaffe", 0),        DEFI("ismxnet", 0),
                                       DEFI("isonnx", 1)};
+/* ONNX's Pad of a 4-D input: pads in ONNX's order (the begins, then the
+ * ends), mode by name (TM_OP_PAD); pads and value become constant inputs in
+ * the ONNX form (raise.c) and params again on a write (write.c) */
+static const tio_tm_amap m_pad[] = {PACK8("pads", "pad_n_0", "pad_c_0", "pad_h_0", "pad_w_0",
+                                          "pad_n_1", "pad_c_1", "pad_h_1", "pad_w_1"),
+                                    SAME("value", "value")};
+/* min and max become constant inputs in the ONNX form (raise.c) and params
+ * again on a write (write.c) */
+static const tio_tm_amap m_clip[] = {SAME("min", "min"), SAME("max", "max")};
 /* Tengine's kernel ignores alpha and beta (x * relu6(x + 3) / 6) */
 static const tio_tm_amap m_hardswish[] = {DEFF("alpha", 1.0), DEFF("beta", 0.0)};
 
 #undef SAME
 #undef PACK2
 #undef PACK4
+#undef PACK8
 #undef PACKS1
 #undef CONST
 #undef DEFI
@@ -98,6 +109,7 @@ const tio_tm_opmap tio__tmfile_opmap[] = {
     {28, "Softmax", TM_OP_FIXED, NA(m_axis), 1},
     {31, "Gemm", TM_OP_FIXED, NA(m_gemm), 2},
     {36, "Tanh", TM_OP_FIXED, NOATTR, 1},
+    {OP_PAD, "Pad", TM_OP_PAD, NA(m_pad), 1}, /* one input: read.c adds pads and value */
     {37, "Sigmoid", TM_OP_FIXED, NOATTR, 1},
     {42, "ArgMax", TM_OP_FIXED, NA(m_argmax), 1},
     {43, "ArgMin", TM_OP_FIXED, NA(m_argmax), 1},
@@ -114,6 +126,7 @@ const tio_tm_opmap tio__tmfile_opmap[] = {
     {80, "DepthToSpace", TM_OP_FIXED, NA(m_block), 1},
     {83, "Ceil", TM_OP_FIXED, NOATTR, 1},
     {85, "Round", TM_OP_FIXED, NOATTR, 1},
+    {OP_CLIP, "Clip", TM_OP_FIXED, NA(m_clip), 1}, /* float32 input: read.c adds min, max */
     {OP_MATMUL, "MatMul", TM_OP_FIXED, NOATTR, 2},
     {94, "Shape", TM_OP_FIXED, NOATTR, 1},
     {95, "Where", TM_OP_FIXED, NOATTR, 3},
@@ -220,6 +233,14 @@ static void tm_push_ints(tm_alist *l, const char *prefix, const char *name, cons
     }
     if (n) memcpy(a->ints, v, n * sizeof *v);
     a->count = n;
+}
+static void tm_push_string(tm_alist *l, const char *name, const char *v) {
+    tio_gattr *a = tm_push(l, NULL, name);
+    if (!a) return;
+    a->type = TIO_ATTR_STRING;
+    size_t n = strlen(v) + 1;
+    if ((a->s = tm_alloc(l, n)) != NULL) memcpy(a->s, v, n);
+    else l->nomem = true;
 }
 /* A copy of src (INT, FLOAT, STRING, INTS, FLOATS) under a new name. */
 static void tm_push_copy(tm_alist *l, const char *prefix, const char *name, const tio_gattr *src) {
@@ -342,6 +363,10 @@ static const char *const tm_reduce_ops[11] = {
     NULL, NULL, "ReduceLogSum", "ReduceLogSumExp"};
 static const char *const tm_reduce_dims[4] = {"dim_0", "dim_1", "dim_2", "dim_3"};
 
+/* Tengine's Pad modes (pad_ref.c: 0 fills with value, 1 repeats the edge, 2
+ * mirrors without repeating it): ONNX's names */
+static const char *const tm_pad_modes[3] = {"constant", "edge", "reflect"};
+
 static const char *tm_pool_op(int64_t alg, int64_t global) {
     if (alg == 0) return global ? "GlobalMaxPool" : "MaxPool";
     if (alg == 1) return global ? "GlobalAveragePool" : "AveragePool";
@@ -419,6 +444,10 @@ int tio__tmfile_raise(const tio_graph *g, tio_graph *arena, const tio_container 
         const tio_gattr *kd = tm_find(n, "keepdim", used);
         ok = ok && kd && kd->type == TIO_ATTR_INT && (kd->i == 0 || kd->i == 1);
         if (ok) tm_push_int(&l, NULL, "keepdims", kd->i);
+    } else if (m->choose == TM_OP_PAD) {
+        a = tm_find(n, "mode", used);
+        ok = a && a->type == TIO_ATTR_INT && a->i >= 0 && a->i < 3;
+        if (ok) tm_push_string(&l, "mode", tm_pad_modes[a->i]);
     } else if (m->choose == TM_OP_ELTWISE) {
         /* lite's Eltwise: only type is meaningful (the rest is never set), so
          * a node with more (the old C++ layout, POWER) keeps its fields */
@@ -534,6 +563,55 @@ int tio__tmfile_raise(const tio_graph *g, tio_graph *arena, const tio_container 
     return TIO_OK;
 }
 
+const char *tio__tmfile_why_unraised(const tio_graph *g, const tio_gnode *n, char *buf,
+                                     size_t cap) {
+    const char *nat = n->native_op ? n->native_op : n->op;
+    if (!nat || n->native_attrs >= 1) return NULL;
+    const tio_gvalue *x = tm_in(g, n, 0);
+    if (strcmp(nat, "Clip") == 0 && x && x->dtype != TIO_FLOAT32 &&
+        x->dtype != TIO_DTYPE_INVALID) {
+        snprintf(buf, cap,
+                 "Tengine's Clip clips %s values (the ONNX form's min and max are float32 "
+                 "constants, which ONNX's Clip takes only for float32 values)",
+                 tio_dtype_name(x->dtype));
+        return buf;
+    }
+    if (strcmp(nat, "Pad") != 0) return NULL;
+    const tio_gattr *a;
+    for (uint8_t f = 0; f < m_pad[0].nfields; f++) {
+        const char *fn = m_pad[0].fields[f];
+        if ((a = tm_find(n, fn, NULL)) != NULL && a->type == TIO_ATTR_INT && a->i < 0) {
+            snprintf(buf, cap,
+                     "Tengine's Pad field '%s' = %lld is negative (pads are >= 0 in Tengine; "
+                     "ONNX's Pad would crop)",
+                     fn, (long long)a->i);
+            return buf;
+        }
+    }
+    if ((a = tm_find(n, "mode", NULL)) != NULL && a->type == TIO_ATTR_INT &&
+        (a->i < 0 || a->i > 2)) {
+        snprintf(buf, cap,
+                 "Tengine's Pad field 'mode' = %lld is none of 0 (constant), 1 (edge), "
+                 "2 (reflect)",
+                 (long long)a->i);
+        return buf;
+    }
+    if (x && x->rank >= 0 && x->rank != 4) {
+        snprintf(buf, cap, "Tengine's Pad pads a 4-D input; this one has rank %lld",
+                 (long long)x->rank);
+        return buf;
+    }
+    if (x && x->dtype != TIO_FLOAT32 && (a = tm_find(n, "value", NULL)) != NULL &&
+        a->type == TIO_ATTR_FLOAT && !(a->f == 0.0 && !signbit(a->f))) {
+        snprintf(buf, cap,
+                 "Tengine's Pad field 'value' = %g pads a %s input (the ONNX form's constant "
+                 "value is float32, or absent for 0)",
+                 a->f, tio_dtype_name(x->dtype));
+        return buf;
+    }
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ lower */
 
 static int tm_lower_err(tio_error *err, const tio_gnode *n, const char *what, const char *name) {
@@ -597,6 +675,18 @@ int tio__tmfile_lower(const tio_graph *g, const tio_container *c, const tio_gnod
         for (int q = 0; q < 4; q++) tm_push_int(&l, NULL, tm_reduce_dims[q], dims[q]);
         tm_push_int(&l, NULL, "type", t);
         tm_push_int(&l, NULL, "keepdim", keep);
+    } else if (m->choose == TM_OP_PAD) {
+        int64_t mode = 0; /* ONNX's default: constant */
+        if ((a = tm_find(n, "mode", used)) != NULL) {
+            mode = -1;
+            for (int k = 0; k < 3; k++)
+                if (a->type == TIO_ATTR_STRING && a->s && strcmp(a->s, tm_pad_modes[k]) == 0)
+                    mode = k;
+            if (mode < 0)
+                rc = tm_lower_err(err, n, "Pad has modes constant, edge and reflect, not",
+                                  a->type == TIO_ATTR_STRING && a->s ? a->s : "(not a string)");
+        }
+        tm_push_int(&l, NULL, "mode", mode);
     } else if (m->choose == TM_OP_ELTWISE) {
         int64_t t = -1;
         for (int k = 0; k < TM_NELTWISE; k++)

@@ -21,7 +21,7 @@
 /* How a param field becomes an ONNX attribute. */
 enum {
     TM_M_SAME = 0, /* one field <-> one attribute of the same value (INT, FLOAT, INTS) */
-    TM_M_PACK,     /* nfields INT fields <-> one INTS attribute (kernel_shape = [kh, kw]) */
+    TM_M_PACK,     /* nfields INT fields (>= 0) <-> one INTS attribute (kernel_shape = [kh, kw]) */
     TM_M_PACKS,    /* as PACK, the values may be negative (Slice's starts, ends, axes) */
     TM_M_CONST,    /* no field: the ONNX attribute always has the value idef (Gemm transB) */
     TM_M_DEF,      /* no ONNX attribute: omitted at the value idef/fdef, else "tmfile.<field>" */
@@ -42,7 +42,7 @@ enum {
 typedef struct tio_tm_amap {
     const char *onnx;       /* the ONNX attribute (SAME, PACK, CONST); NULL otherwise */
     uint8_t conv;           /* TM_M_* */
-    const char *fields[4];  /* the param fields (SAME, DEF, DERIVED: one; PACK: nfields) */
+    const char *fields[8];  /* the param fields (SAME, DEF, DERIVED: one; PACK: nfields) */
     uint8_t nfields;
     int64_t idef;           /* DEF (int field), CONST */
     double fdef;            /* DEF (float field) */
@@ -55,9 +55,10 @@ enum {
     TM_OP_POOL,      /* MaxPool/AveragePool/GlobalMaxPool/GlobalAveragePool from alg, global */
     TM_OP_RELU,      /* Relu (negative_slope 0) or LeakyRelu (alpha = negative_slope) */
     TM_OP_ELTWISE,   /* Add/Sub/Mul/Div/Max/Log/Exp/Sqrt/Floor/Pow from type */
-    TM_OP_REDUCE     /* ReduceMean/Max/Min/Prod/SumSquare/LogSum/LogSumExp from type, axes
+    TM_OP_REDUCE,    /* ReduceMean/Max/Min/Prod/SumSquare/LogSum/LogSumExp from type, axes
                         from dim_0..dim_3 (ReduceSum takes its axes as an input at opset 13:
                         not raised) */
+    TM_OP_PAD        /* Pad: mode 0/1/2 <-> "constant"/"edge"/"reflect" */
 };
 
 typedef struct tio_tm_opmap {
@@ -96,6 +97,13 @@ void tio__tmfile_attrs_free(tio_gattr *a, size_t n);
 int tio__tmfile_raise(const tio_graph *g, tio_graph *arena, const tio_container *c,
                       const tio_gnode *n, int idx, tio_gattr **out, size_t *nout, const char **op,
                       int *split_act, tio_error *err);
+
+/* Why node n, a Tengine Pad or Clip that the reader left in Tengine's form,
+ * has no ONNX form, when a param value or its input is the reason (a
+ * negative pad, an unknown mode, a Clip of int8 ...): the text in buf; NULL
+ * otherwise. */
+const char *tio__tmfile_why_unraised(const tio_graph *g, const tio_gnode *n, char *buf,
+                                     size_t cap);
 
 /* Lowers a raised node back to its Tengine param fields: *out gets the
  * field attributes (and the tm2_* ones, copied). `fused_act`: the

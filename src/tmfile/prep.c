@@ -95,6 +95,7 @@ int tio__tmfile_prep(const tio_container *c, const tio_graph *src, bool fuse, tm
                         .fuse_matmul_add = fuse,
                         .fold_bn = fuse,
                         .fuse_hardswish = fuse,
+                        .split_slice = true,
                         .act_attr = fuse ? "tmfile.activation" : NULL,
                         .act_ops = act_ops,
                         .act_relu = 0,

@@ -5,7 +5,8 @@
  * (src/graph/prep.h: constants inlined, static shapes inferred, constant
  * shape arithmetic folded, Identity/Dropout and empty Pads removed, inputs
  * that Tengine keeps as params turned into attributes, Gemm made a
- * FullyConnected's form, the erf form of GELU one Gelu; unless fuse=0,
+ * FullyConnected's form, the erf form of GELU one Gelu, a Slice over several
+ * axes a chain of one-axis Slices; unless fuse=0,
  * MatMul+Add one Gemm, Conv/Gemm+BatchNormalization folded into the weights,
  * Conv+Relu/Clip(0,6) fused, x*HardSigmoid(x) one HardSwish), and Tengine's
  * own steps (src/tmfile/prep.c). See docs/formats/tmfile.md.

@@ -9,6 +9,7 @@
 #include "tmfile/read.h"
 #include "tmfile/tmfile.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,10 +158,11 @@ static int tm_new_const(tm_reader *r, const char *name, tio_dtype dt, int64_t ra
     return tio_graph_add_value(r->g, &vi, vx, err);
 }
 
-/* Clip's bounds for a ReLU6: min 0 and max 6 as new float32 scalar
- * constants "<base>:min" and "<base>:max" (a write drops them again). */
-static int tm_clip_consts(tm_reader *r, const char *base, tm_names *nm, int64_t vx[2],
-                          tio_error *err) {
+/* Clip's bounds as new float32 scalar constants "<base>:min" and
+ * "<base>:max" (a write drops them again): 0 and 6 for a ReLU6 (b NULL),
+ * else b[0], b[1] (a Tengine Clip's params). */
+static int tm_clip_consts(tm_reader *r, const char *base, tm_names *nm, const double *b,
+                          int64_t vx[2], tio_error *err) {
     static const char *const sfx[2] = {":min", ":max"};
     int rc = TIO_OK;
     for (int k = 0; !rc && k < 2; k++) {
@@ -168,7 +170,11 @@ static int tm_clip_consts(tm_reader *r, const char *base, tm_names *nm, int64_t 
         if (!vn) return tio__nomem(err, TM_FMT);
         uint8_t le[4];
         uint32_t u = k ? 0x40c00000u : 0u; /* 6.0f, 0.0f */
-        for (unsigned b = 0; b < 4; b++) le[b] = (uint8_t)(u >> (8 * b));
+        if (b) {
+            float f = (float)b[k];
+            memcpy(&u, &f, sizeof u);
+        }
+        tio__st32(le, u);
         size_t v = 0;
         rc = tm_new_const(r, vn, TIO_FLOAT32, 0, NULL, le, 4, &v, err);
         vx[k] = (int64_t)v;
@@ -182,7 +188,7 @@ static int tm_clip_bounds(tm_reader *r, size_t j, tm_names *nm,
                           tio_error *err) {
     int64_t vx[2];
     const char *base = r->g->nodes[j].name ? r->g->nodes[j].name : "relu6";
-    int rc = tm_clip_consts(r, base, nm, vx, err);
+    int rc = tm_clip_consts(r, base, nm, NULL, vx, err);
     if (rc) return rc;
     tio_gnode *n = &r->g->nodes[j];
     int64_t *ins = tio__grealloc(r->g, n->inputs, n->input_count * sizeof *ins, 3 * sizeof *ins);
@@ -191,6 +197,41 @@ static int tm_clip_bounds(tm_reader *r, size_t j, tm_names *nm,
     ins[2] = vx[1];
     n->inputs = ins;
     n->input_count = 3;
+    return TIO_OK;
+}
+
+/* Tengine's Clip keeps min and max as params; the ONNX form (opset 13)
+ * takes them as inputs: new float32 scalar constants "<name>:min" and
+ * "<name>:max" (the input is float32: checked before the raise). A write
+ * makes them params again and drops them. */
+static int tm_clip_inputs(tm_reader *r, size_t j, tm_names *nm, tio_error *err) {
+    tio_graph *g = r->g;
+    tio_gnode *n = &g->nodes[j];
+    size_t at[2] = {n->attr_count, n->attr_count};
+    for (size_t k = 0; k < n->attr_count; k++)
+        for (int q = 0; q < 2; q++)
+            if (strcmp(n->attrs[k].name, q ? "max" : "min") == 0 &&
+                n->attrs[k].type == TIO_ATTR_FLOAT)
+                at[q] = k;
+    if (at[0] == n->attr_count || at[1] == n->attr_count || n->input_count != 1)
+        return TIO_OK; /* not what tio__tmfile_raise gives: cannot happen */
+    double b[2] = {n->attrs[at[0]].f, n->attrs[at[1]].f};
+    int64_t vx[2];
+    int rc = tm_clip_consts(r, n->name ? n->name : "clip", nm, b, vx, err);
+    if (rc) return rc;
+    n = &g->nodes[j];
+    int64_t *ins = tio__grealloc(g, n->inputs, n->input_count * sizeof *ins, 3 * sizeof *ins);
+    if (!ins) return tio__nomem(err, TM_FMT);
+    ins[1] = vx[0];
+    ins[2] = vx[1];
+    n->inputs = ins;
+    n->input_count = 3;
+    size_t m = 0;
+    for (size_t k = 0; k < n->attr_count; k++) {
+        if (k == at[0] || k == at[1]) tio__gfree(g, n->attrs[k].name);
+        else n->attrs[m++] = n->attrs[k];
+    }
+    n->attr_count = m;
     return TIO_OK;
 }
 
@@ -307,6 +348,90 @@ static int tm_slice_inputs(tm_reader *r, size_t j, tm_names *nm,
     return TIO_OK;
 }
 
+/* Whether a Tengine Pad (node n, params still Tengine's) has an ONNX form:
+ * one input, 4-D when its rank is known, float32 (the constant value is a
+ * float32 scalar) or padding with +0 (the value input left out), and room
+ * for its constants (`more`: constants already promised). */
+static bool tm_pad_fits(const tm_reader *r, const tio_gnode *n, uint64_t more) {
+    const tio_graph *g = r->g;
+    if (n->input_count != 1 || n->inputs[0] < 0) return false;
+    const tio_gvalue *x = &g->values[n->inputs[0]];
+    if (x->rank >= 0 && x->rank != 4) return false;
+    bool f32 = x->dtype == TIO_FLOAT32;
+    if (!f32) {
+        const tio_gattr *v = NULL;
+        for (size_t k = 0; k < n->attr_count; k++)
+            if (strcmp(n->attrs[k].name, "value") == 0) v = &n->attrs[k];
+        if (!v || v->type != TIO_ATTR_FLOAT || v->f != 0.0 || signbit(v->f)) return false;
+    }
+    return (uint64_t)r->ctx->c->count + (f32 ? 2u : 1u) + more <= r->ctx->limits.max_tensors;
+}
+
+/* Tengine's Pad keeps pads and value as params; the ONNX form (opset 13)
+ * takes them as inputs: "<name>:pads", an int64 [8] constant in ONNX's order,
+ * and "<name>:value", a float32 scalar (left out for an input of another
+ * dtype, whose value is then +0: tm_pad_fits). A write makes them params
+ * again and drops them. */
+static int tm_pad_inputs(tm_reader *r, size_t j, tm_names *nm, tio_error *err) {
+    static const char *const key[2] = {"pads", "value"};
+    tio_graph *g = r->g;
+    tio_gnode *n = &g->nodes[j];
+    size_t at[2];
+    for (int q = 0; q < 2; q++) {
+        at[q] = n->attr_count;
+        for (size_t k = 0; k < n->attr_count; k++)
+            if (strcmp(n->attrs[k].name, key[q]) == 0) at[q] = k;
+    }
+    if (at[0] == n->attr_count || at[1] == n->attr_count || n->attrs[at[0]].count != 8 ||
+        n->attrs[at[0]].type != TIO_ATTR_INTS || n->attrs[at[1]].type != TIO_ATTR_FLOAT ||
+        n->input_count != 1)
+        return TIO_OK; /* not what tio__tmfile_raise gives: cannot happen */
+    bool f32 = g->values[n->inputs[0]].dtype == TIO_FLOAT32;
+    size_t nin = f32 ? 3 : 2;
+    int64_t *ins = tio__grealloc(g, n->inputs, n->input_count * sizeof *ins, nin * sizeof *ins);
+    if (!ins) return tio__nomem(err, TM_FMT);
+    n->inputs = ins;
+    const char *base = n->name ? n->name : "pad";
+    for (size_t q = 0; q + 1 < nin; q++) {
+        char sfx[16];
+        snprintf(sfx, sizeof sfx, ":%s", key[q]);
+        char *vn = tm_fresh_name(nm, base, sfx);
+        if (!vn) return tio__nomem(err, TM_FMT);
+        const tio_gattr *a = &g->nodes[j].attrs[at[q]];
+        uint8_t le[64];
+        int64_t eight = 8;
+        size_t vx = 0;
+        int rc;
+        if (q == 0) {
+            for (size_t k = 0; k < 8; k++) tio__st64(le + 8 * k, (uint64_t)a->ints[k]);
+            rc = tm_new_const(r, vn, TIO_INT64, 1, &eight, le, 64, &vx, err);
+        } else {
+            float f = (float)a->f;
+            uint32_t u;
+            memcpy(&u, &f, sizeof u);
+            tio__st32(le, u);
+            rc = tm_new_const(r, vn, TIO_FLOAT32, 0, NULL, le, 4, &vx, err);
+        }
+        free(vn);
+        if (rc) return rc;
+        n = &g->nodes[j];
+        n->inputs[1 + q] = (int64_t)vx;
+    }
+    n->input_count = nin;
+    /* the attributes now say nothing the inputs do not */
+    size_t m = 0;
+    for (size_t k = 0; k < n->attr_count; k++) {
+        if (k == at[0] || k == at[1]) {
+            tio__gfree(g, n->attrs[k].name);
+            tio__gfree(g, n->attrs[k].ints);
+        } else {
+            n->attrs[m++] = n->attrs[k];
+        }
+    }
+    n->attr_count = m;
+    return TIO_OK;
+}
+
 /* The graph in ONNX semantics: plain Const nodes become constants and plain
  * InputOp nodes graph inputs (not operators), every node with an entry in
  * the mapping table (tmfile/opmap.c) gets its ONNX op and attributes, and a
@@ -337,12 +462,15 @@ int tio__tmfile_raise_graph(tm_reader *r, tio_error *err) {
         if (idx < 0 || !n->native_op || strcmp(n->native_op, tio__tmfile_ops[idx].name) != 0)
             idx = tio__tmfile_find_op(n->native_op ? n->native_op : n->op);
         if (idx < 0) continue;
-        /* ReLu6 becomes Clip(x, 0, 6): two new constants, float32 like x */
-        if (idx == OP_RELU6 &&
+        /* ReLu6 becomes Clip(x, 0, 6), a Clip takes its bounds as inputs:
+         * two new constants, float32 like x */
+        if ((idx == OP_RELU6 || idx == OP_CLIP) &&
             (n->input_count != 1 || n->inputs[0] < 0 ||
              g->values[n->inputs[0]].dtype != TIO_FLOAT32 ||
              (uint64_t)r->ctx->c->count + 2 * (nsix + 1) > r->ctx->limits.max_tensors))
             continue;
+        /* Pad takes pads (and value) as new constants */
+        if (idx == OP_PAD && !tm_pad_fits(r, n, 2 * (uint64_t)nsix)) continue;
         tio_gattr *na = NULL;
         size_t nna = 0;
         const char *op = NULL;
@@ -389,6 +517,8 @@ int tio__tmfile_raise_graph(tm_reader *r, tio_error *err) {
         if (idx == OP_RESHAPE) rc = tm_reshape_stand_in(r, j, nm, err);
         if (idx == OP_SLICE) rc = tm_slice_inputs(r, j, nm, err);
         if (idx == OP_RELU6) rc = tm_clip_bounds(r, j, nm, err);
+        if (idx == OP_PAD) rc = tm_pad_inputs(r, j, nm, err);
+        if (idx == OP_CLIP) rc = tm_clip_inputs(r, j, nm, err);
         if (sr) {
             split[j] = (uint8_t)(1 + act); /* 1 ReLU, 7 ReLU6 */
             nsplit++;
@@ -422,7 +552,8 @@ int tio__tmfile_raise_graph(tm_reader *r, tio_error *err) {
             free(vn);
             pre[j] = (int64_t)vx;
             if (!rc && split[j] == 7)
-                rc = tm_clip_consts(r, g->nodes[j].name ? g->nodes[j].name : "conv", nm, bounds + 2 * j, err);
+                rc = tm_clip_consts(r, g->nodes[j].name ? g->nodes[j].name : "conv", nm, NULL,
+                                    bounds + 2 * j, err);
         }
     }
     size_t ndrop = 0;

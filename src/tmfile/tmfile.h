@@ -78,7 +78,9 @@ enum {
     OP_RELU6 = 21,
     OP_RESHAPE = 23,
     OP_SLICE = 27,
+    OP_PAD = 40,
     OP_HARDSWISH = 70,
+    OP_CLIP = 87,
     OP_UNSQUEEZE = 88,
     OP_REDUCEL2 = 89,
     OP_MATMUL = 91

@@ -411,6 +411,79 @@ static bool tw_clip06(const tw *w, const tio_graph *g, const tio_gnode *n, const
     return true;
 }
 
+/* Constant input b (not a node's output) of the ONNX form: dense, with
+ * data, `numel` elements of dtype int32/int64 (ints) or float32 (!ints),
+ * read into iv or *fv. */
+static bool tw_const_in(const tw *w, const tio_graph *g, const int64_t *prod, int64_t b,
+                        bool ints, uint64_t numel, int64_t *iv, double *fv) {
+    if (b < 0 || (size_t)b >= g->value_count || prod[b] >= 0) return false;
+    int64_t t = g->values[b].tensor;
+    const tio_tensor *x = t >= 0 && (size_t)t < w->c->count ? w->c->tensors[t] : NULL;
+    if (!x || x->layout != TIO_LAYOUT_DENSE || x->numel != numel || !x->data) return false;
+    size_t es = ints && x->dtype == TIO_INT64 ? 8u : 4u;
+    if (ints ? x->dtype != TIO_INT64 && x->dtype != TIO_INT32 : x->dtype != TIO_FLOAT32)
+        return false;
+    if (x->nbytes < numel * es) return false;
+    for (uint64_t k = 0; ints && k < numel; k++)
+        iv[k] = es == 8 ? (int64_t)tio__ld64(x->data + 8 * k)
+                        : (int64_t)(int32_t)tio__ld32(x->data + 4 * k);
+    if (!ints) {
+        uint32_t u = tio__ld32(x->data);
+        float f;
+        memcpy(&f, &u, sizeof f);
+        *fv = f;
+    }
+    return true;
+}
+
+/* The ONNX form's constant inputs (read.c) back to the params they were:
+ * Slice's starts, ends, axes and steps (four one-value inputs), Pad's pads
+ * (eight values) and value (a float32 scalar; absent: 0), Clip's min and max
+ * (float32 scalars). *ln becomes tmp, a copy of n with them as attributes
+ * (in *xa, which the caller frees; the values in iv and fv), vn reads input
+ * 0 alone and the constants are not written. When the inputs are not such
+ * constants, nothing changes (the lowering then names what is missing). */
+static int tw_params_back(const tw *w, const tio_graph *g, const tio_gnode *n, int idx,
+                          const int64_t *prod, const size_t *uses, tio_gnode *vn, tio_gnode *tmp,
+                          const tio_gnode **ln, tio_gattr **xa, int64_t *iv, double fv[2],
+                          tio_error *err) {
+    static const char *const skey[4] = {"starts", "ends", "axes", "steps"};
+    static const char *const pkey[2] = {"pads", "value"}, *const ckey[2] = {"min", "max"};
+    bool slice = idx == OP_SLICE && n->input_count == 5;
+    bool pad = idx == OP_PAD && (n->input_count == 2 || n->input_count == 3);
+    bool clip = idx == OP_CLIP && n->input_count == 3;
+    if (!slice && !pad && !clip) return TIO_OK;
+    size_t na = slice ? 4 : 2;
+    bool ok = true;
+    for (size_t k = 1; ok && k < n->input_count; k++)
+        ok = slice ? tw_const_in(w, g, prod, n->inputs[k], true, 1, &iv[k - 1], NULL)
+             : pad ? tw_const_in(w, g, prod, n->inputs[k], k == 1, k == 1 ? 8u : 1u, iv, fv)
+                   : tw_const_in(w, g, prod, n->inputs[k], false, 1, NULL, &fv[k - 1]);
+    if (!ok) return TIO_OK;
+    tio_gattr *a = malloc((n->attr_count + na) * sizeof *a);
+    if (!a) return tio__nomem(err, TM_FMT);
+    if (n->attr_count) memcpy(a, n->attrs, n->attr_count * sizeof *a);
+    for (size_t q = 0; q < na; q++) {
+        tio_gattr *e = &a[n->attr_count + q];
+        memset(e, 0, sizeof *e);
+        e->name = (char *)(uintptr_t)(slice ? skey[q] : pad ? pkey[q] : ckey[q]);
+        bool flt = clip || (pad && q == 1);
+        e->type = flt ? TIO_ATTR_FLOAT : TIO_ATTR_INTS;
+        e->ints = slice ? &iv[q] : pad && q == 0 ? iv : NULL;
+        e->count = slice ? 1u : pad && q == 0 ? 8u : 0u;
+        e->f = clip ? fv[q] : pad && q == 1 ? *fv : 0.0;
+    }
+    *tmp = *n;
+    tmp->attrs = a;
+    tmp->attr_count = n->attr_count + na;
+    *ln = tmp;
+    *xa = a;
+    vn->input_count = 1;
+    for (size_t k = 1; k < n->input_count; k++)
+        if (uses[n->inputs[k]] == 1) w->ghost[n->inputs[k]] = 1;
+    return TIO_OK;
+}
+
 /* Builds w->view: the graph's nodes with raised attributes (native_attrs 1)
  * lowered to Tengine's fields (tmfile/opmap.c), and each Relu that was a
  * Convolution's activation fused back into its Conv. */
@@ -528,49 +601,12 @@ static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
                 size_t nla = 0;
                 tio_gnode tmp;
                 const tio_gnode *ln = n;
-                if (idx == OP_SLICE && n->input_count == 5) {
-                    /* the ONNX form's constant inputs (read.c) back to params */
-                    static const char *const key[4] = {"starts", "ends", "axes", "steps"};
-                    int64_t vals[4];
-                    bool ok = true;
-                    for (size_t k = 1; ok && k < 5; k++) {
-                        int64_t b = n->inputs[k];
-                        int64_t t = b >= 0 && (size_t)b < nv && prod[b] < 0 ? g->values[b].tensor
-                                                                           : -1;
-                        const tio_tensor *x =
-                            t >= 0 && (size_t)t < w->c->count ? w->c->tensors[t] : NULL;
-                        ok = x && x->layout == TIO_LAYOUT_DENSE && x->numel == 1 && x->data &&
-                             ((x->dtype == TIO_INT64 && x->nbytes >= 8) ||
-                              (x->dtype == TIO_INT32 && x->nbytes >= 4));
-                        if (ok)
-                            vals[k - 1] = x->dtype == TIO_INT64
-                                              ? (int64_t)tio__ld64(x->data)
-                                              : (int64_t)(int32_t)tio__ld32(x->data);
-                    }
-                    xa = ok ? malloc((n->attr_count + 4) * sizeof *xa) : NULL;
-                    if (ok && !xa) {
-                        rc = tio__nomem(err, TM_FMT);
-                        m++;
-                        break;
-                    }
-                    if (ok) {
-                        if (n->attr_count) memcpy(xa, n->attrs, n->attr_count * sizeof *xa);
-                        for (int q = 0; q < 4; q++) {
-                            tio_gattr *e = &xa[n->attr_count + (size_t)q];
-                            memset(e, 0, sizeof *e);
-                            e->name = (char *)(uintptr_t)key[q];
-                            e->type = TIO_ATTR_INTS;
-                            e->ints = &vals[q];
-                            e->count = 1;
-                        }
-                        tmp = *n;
-                        tmp.attrs = xa;
-                        tmp.attr_count = n->attr_count + 4;
-                        ln = &tmp;
-                        vn->input_count = 1;
-                        for (size_t k = 1; k < 5; k++)
-                            if (uses[n->inputs[k]] == 1) w->ghost[n->inputs[k]] = 1;
-                    }
+                int64_t iv[8];
+                double fv[2] = {0.0, 0.0};
+                rc = tw_params_back(w, g, n, idx, prod, uses, vn, &tmp, &ln, &xa, iv, fv, err);
+                if (rc) {
+                    m++;
+                    break;
                 }
                 rc = tio__tmfile_lower(g, w->c, ln, idx, fused[j] ? fact[j] : -1, &la, &nla, err);
                 free(xa);

@@ -8,10 +8,12 @@ leave padding out, FULLY_CONNECTED's [out, in] weights, ...).
 Usage: /usr/bin/python3 test_tflite_float.py /path/to/tensio
 
 Per model, converted to ONNX directly and through rten and tmfile (then
-back to ONNX; through tmfile they do not come back yet, for reasons the
-test names: XFAIL, and a failure if that changes): |got - want| <= 1e-4 + 1e-3 * |want|, python3-onnx's full check,
-the Transpose count printed (and bounded: the layout is changed where it must
-be, not per operator). onnx, numpy or onnxruntime missing fails.
+back to ONNX: the tmfile route raises Tengine's Pad and Clip back to
+ONNX's and writes a Slice over several axes as one Tengine Slice per axis):
+|got - want| <= 1e-4 + 1e-3 * |want|, python3-onnx's full check, the
+Transpose count printed (and bounded on the direct route: the layout is
+changed where it must be, not per operator). onnx, numpy or onnxruntime
+missing fails.
 """
 
 import json
@@ -253,18 +255,6 @@ def main():
             # TFLite -> ONNX, and through rten and tmfile back to ONNX
             for route in ("onnx", "rten", "tmfile"):
                 line = run_route(onnx, name, route, src, d, ins, outs, max_tr)
-                if route == "tmfile":
-                    # not yet: the convolutional model is written, but the
-                    # tmfile reader does not raise Tengine's Pad back to ONNX;
-                    # tmfile's Slice cuts one axis, the other model's three
-                    ok = line.startswith("!") and (
-                        ("convert m.onnx" in line and "'pad_n_0' has no ONNX form" in line)
-                        if name == "convnet" else
-                        ("convert m.tmfile" in line and "Slice cuts one axis" in line))
-                    print("%s %s via tmfile: %s" % ("XFAIL" if ok else "FAIL", name,
-                                                   line.lstrip("!")), flush=True)
-                    failed += not ok
-                    continue
                 print(("FAIL %s via %s: %s" if line.startswith("!") else "ok %s via %s: %s")
                       % (name, route, line.lstrip("!")), flush=True)
                 failed += line.startswith("!")

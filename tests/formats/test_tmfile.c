@@ -1640,6 +1640,407 @@ static void test_reshape_one_input(void **state) {
     check_patched("concat_reshape_softmax", "Reshape", patch_reshape_one_input, check_reshape_one_input);
 }
 
+/* ------------------------------------------------ Pad and multi-axis Slice */
+
+/* A container with an empty graph. */
+static tio_container *new_graph(tio_graph **g) {
+    tio_container *c = tio_container_new();
+    tio_error e;
+    assert_int_equal(tio_container_new_graph(c, g, &e), TIO_OK);
+    return c;
+}
+
+/* t written as a tmfile gives `out` again, byte for byte. */
+static void assert_writes(const tio_container *t, const uint8_t *out, size_t len) {
+    size_t len2;
+    uint8_t *again = save_mem(t, 0, &len2);
+    assert_int_equal(len2, len);
+    assert_memory_equal(again, out, len);
+    tio_free(again);
+}
+
+/* t written as ONNX: the status (e filled). */
+static int save_onnx(const tio_container *t, tio_error *e) {
+    tio_save_options so = {0};
+    so.format = "onnx";
+    void *ox = NULL;
+    size_t olen;
+    int rc = tio_save_memory(t, &so, &ox, &olen, e);
+    if (rc == TIO_OK) tio_free(ox);
+    return rc;
+}
+
+/* The graph's one input and one output. */
+static void set_io(tio_graph *g, size_t x, size_t y) {
+    tio_error e;
+    int64_t gi[1] = {(int64_t)x}, go[1] = {(int64_t)y};
+    assert_int_equal(tio_graph_set_inputs(g, gi, 1, &e), TIO_OK);
+    assert_int_equal(tio_graph_set_outputs(g, go, 1, &e), TIO_OK);
+}
+
+/* A constant of any dtype (data as given) and its value. */
+static size_t add_const_raw(tio_container *c, tio_graph *g, const char *name, tio_dtype dt,
+                            const int64_t *shape, size_t rank, const void *data, size_t nbytes) {
+    tio_tensor_desc d = {0};
+    tio_error e;
+    d.name = name;
+    d.dtype = dt;
+    d.rank = rank;
+    d.shape = shape;
+    d.data = data;
+    d.nbytes = nbytes;
+    assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
+    tio_value_info vi = {0};
+    vi.name = name;
+    vi.tensor = (int64_t)tio_container_count(c) - 1;
+    size_t v;
+    assert_int_equal(tio_graph_add_value(g, &vi, &v, &e), TIO_OK);
+    return v;
+}
+
+static void attr_string(tio_graph *g, size_t j, const char *name, const char *v) {
+    tio_attr a = {0};
+    tio_error e;
+    a.name = name;
+    a.type = TIO_ATTR_STRING;
+    a.s = v;
+    assert_int_equal(tio_graph_add_attr(g, j, &a, &e), TIO_OK);
+}
+
+/* x [1, 3, 4, 5] -> Pad(x, pads, value) (opset 13's form) -> y, and Relu(y). */
+static const int64_t pad_vals[8] = {0, 1, 2, 0, 0, 2, 1, 3}; /* ONNX order */
+static tio_container *build_pad(const char *mode, const int64_t *pads) {
+    tio_graph *g;
+    tio_container *c = new_graph(&g);
+    int64_t xs[4] = {1, 3, 4, 5}, ys[4] = {1, 6, 7, 8}, ps[1] = {8};
+    static const float val = 0.5f;
+    size_t vp = add_const_raw(c, g, "pads", TIO_INT64, ps, 1, pads, 8 * sizeof *pads);
+    size_t vv = add_const_raw(c, g, "val", TIO_FLOAT32, NULL, 0, &val, sizeof val);
+    size_t x = add_value(g, "x", xs, 4), y = add_value(g, "y", ys, 4), z = add_value(g, "z", ys, 4);
+    int64_t in[3] = {(int64_t)x, (int64_t)vp, (int64_t)vv};
+    size_t j = add_node(g, "pad", "Pad", in, 3, (int64_t)y);
+    if (mode) attr_string(g, j, "mode", mode);
+    int64_t in2[1] = {(int64_t)y};
+    add_node(g, "relu", "Relu", in2, 1, (int64_t)z);
+    set_io(g, x, z);
+    return c;
+}
+
+/* The index of the only node of op `op` (fails unless there is one). */
+static size_t only_node(const tio_graph *g, const char *op, tio_node_info *ni) {
+    size_t hit = SIZE_MAX;
+    for (size_t j = 0; j < tio_graph_node_count(g); j++) {
+        tio_graph_node(g, j, ni);
+        if (strcmp(ni->op, op) != 0) continue;
+        assert_int_equal(hit, SIZE_MAX);
+        hit = j;
+    }
+    assert_int_not_equal(hit, SIZE_MAX);
+    tio_graph_node(g, hit, ni);
+    return hit;
+}
+
+/* The byte offset of the 8 little-endian words w in b (fails unless found once). */
+static size_t find_words(const uint8_t *b, size_t len, const uint32_t *w, size_t n) {
+    size_t at = SIZE_MAX;
+    for (size_t o = 0; o + 4 * n <= len; o += 4) {
+        size_t k = 0;
+        while (k < n && ld32(b + o + 4 * k) == w[k]) k++;
+        if (k < n) continue;
+        assert_int_equal(at, SIZE_MAX);
+        at = o;
+    }
+    assert_int_not_equal(at, SIZE_MAX);
+    return at;
+}
+
+/* Tengine's Pad raised to ONNX's (opset 13): pads an int64 [8] constant input
+ * in ONNX order, value a float32 scalar input, mode by name, for each mode;
+ * the file read back writes the same bytes, and the ONNX form is written. */
+static void test_pad_raise(void **state) {
+    (void)state;
+    static const char *const modes[3] = {"constant", "edge", "reflect"};
+    for (int m = 0; m < 3; m++) {
+        tio_container *c = build_pad(m ? modes[m] : NULL, pad_vals); /* constant: the default */
+        size_t len;
+        uint8_t *out = save_mem(c, 0, &len);
+        tio_container_free(c);
+        tio_error e;
+        /* native: Tengine's fields */
+        tio_container *nat = open_mem(out, len, TIO_OPEN_STRICT | TIO_OPEN_NATIVE_GRAPH, &e);
+        if (!nat) fail_msg("%s", e.message);
+        const tio_graph *ng = tio_container_graph(nat);
+        tio_node_info ni;
+        size_t j = only_node(ng, "Pad", &ni);
+        static const char *const f[8] = {"pad_n_0", "pad_c_0", "pad_h_0", "pad_w_0",
+                                         "pad_n_1", "pad_c_1", "pad_h_1", "pad_w_1"};
+        for (int k = 0; k < 8; k++) assert_int_equal(find_int(ng, j, f[k]), pad_vals[k]);
+        assert_int_equal(find_int(ng, j, "mode"), m);
+        tio_attr a;
+        assert_int_equal(tio_graph_find_attr(ng, j, "value", &a), TIO_OK);
+        assert_true(a.type == TIO_ATTR_FLOAT && a.f == 0.5);
+        /* ONNX form */
+        tio_container *t = open_mem(out, len, 0, &e);
+        if (!t) fail_msg("%s", e.message);
+        const tio_graph *g = tio_container_graph(t);
+        j = only_node(g, "Pad", &ni);
+        assert_true(ni.native_op == NULL || strcmp(ni.native_op, "Pad") == 0);
+        assert_int_equal(ni.input_count, 3);
+        assert_int_equal(tio_graph_find_attr(g, j, "mode", &a), TIO_OK);
+        assert_int_equal(a.type, TIO_ATTR_STRING);
+        assert_string_equal(a.s, modes[m]);
+        assert_int_not_equal(tio_graph_find_attr(g, j, "pads", &a), TIO_OK);
+        assert_int_not_equal(tio_graph_find_attr(g, j, "value", &a), TIO_OK);
+        tio_value_info vi;
+        assert_int_equal(tio_graph_value(g, (size_t)ni.inputs[1], &vi), TIO_OK);
+        assert_string_equal(vi.name, "pad:pads");
+        const tio_tensor *pt = tio_container_tensor(t, (size_t)vi.tensor);
+        assert_int_equal(tio_tensor_dtype(pt), TIO_INT64);
+        assert_int_equal(tio_tensor_rank(pt), 1);
+        assert_int_equal(tio_tensor_shape(pt)[0], 8);
+        assert_memory_equal(tio_tensor_data(pt), pad_vals, sizeof pad_vals);
+        assert_int_equal(tio_graph_value(g, (size_t)ni.inputs[2], &vi), TIO_OK);
+        const tio_tensor *vt = tio_container_tensor(t, (size_t)vi.tensor);
+        assert_int_equal(tio_tensor_dtype(vt), TIO_FLOAT32);
+        assert_int_equal(tio_tensor_rank(vt), 0);
+        float fv;
+        memcpy(&fv, tio_tensor_data(vt), 4);
+        assert_true(fv == 0.5f);
+        /* tmfile -> tmfile: the same bytes, from either form */
+        assert_writes(t, out, len);
+        assert_same_write(t, nat);
+        /* the ONNX form is written as ONNX */
+        if (save_onnx(t, &e) != TIO_OK) fail_msg("onnx: %s", e.message);
+        tio_container_free(t);
+        tio_container_free(nat);
+        tio_free(out);
+    }
+}
+
+/* Hostile Pad params: a negative pad or an unknown mode leave the node in
+ * Tengine's form (a tmfile write gives the same bytes), and the ONNX export
+ * refuses it naming the field; ONNX's negative pads (a crop) are refused by
+ * the tmfile writer. */
+static void test_pad_hostile(void **state) {
+    (void)state;
+    tio_container *c = build_pad("edge", pad_vals);
+    size_t len;
+    uint8_t *out = save_mem(c, 0, &len);
+    tio_container_free(c);
+    /* the param: pad_n_0, pad_n_1, pad_c_0, pad_c_1, pad_h_0, pad_h_1, pad_w_0, pad_w_1, mode */
+    const uint32_t words[9] = {0, 0, 1, 2, 2, 1, 0, 3, 1};
+    size_t at = find_words(out, len, words, 9);
+    static const struct {
+        unsigned word;
+        uint32_t v;
+        const char *needle;
+    } bad[] = {{4, 0xfffffffdu, "'pad_h_0' = -3 is negative"},
+               {0, 0x80000000u, "'pad_n_0' = -2147483648 is negative"},
+               {8, 9, "'mode' = 9"},
+               {8, 0xffffffffu, "'mode' = -1"}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        uint8_t *b = malloc(len);
+        assert_non_null(b);
+        memcpy(b, out, len);
+        st32(b + at + 4 * bad[k].word, bad[k].v);
+        tio_error e;
+        tio_container *t = open_mem(b, len, 0, &e);
+        if (!t) fail_msg("%s", e.message);
+        tio_node_info ni;
+        size_t j = only_node(tio_container_graph(t), "Pad", &ni);
+        assert_int_equal(ni.input_count, 1); /* not raised */
+        (void)j;
+        assert_writes(t, b, len);
+        assert_int_equal(save_onnx(t, &e), TIO_E_UNSUPPORTED);
+        if (!strstr(e.message, bad[k].needle)) fail_msg("'%s' not in: %s", bad[k].needle, e.message);
+        tio_container_free(t);
+        free(b);
+    }
+    /* the int64 pads constant is dropped only when the Pad alone reads it:
+     * as a graph output too, the writer refuses it (tmfile has no int64) */
+    tio_error e;
+    tio_container *t = open_mem(out, len, 0, &e);
+    if (!t) fail_msg("%s", e.message);
+    tio_graph *g = tio_container_graph(t);
+    int64_t go[2] = {tio_graph_outputs(g)[0], tio_graph_find_value(g, "pad:pads")};
+    assert_true(go[1] >= 0);
+    assert_int_equal(tio_graph_set_outputs(g, go, 2, &e), TIO_OK);
+    save_fails(t, TIO_E_LOSSY, "dtype int64 has no tmfile data type");
+    tio_container_free(t);
+    tio_free(out);
+    /* ONNX's negative pads crop: tmfile's Pad cannot */
+    const int64_t crop[8] = {0, 0, -1, 0, 0, 0, 0, 0};
+    c = build_pad(NULL, crop);
+    save_fails(c, TIO_E_UNSUPPORTED, "pads[2] = -1: tmfile's Pad cannot crop");
+    tio_container_free(c);
+    /* an unknown mode */
+    c = build_pad("wrap", pad_vals);
+    save_fails(c, TIO_E_UNSUPPORTED, "Pad mode must be constant, edge or reflect");
+    tio_container_free(c);
+}
+
+/* Tengine's Clip raised to ONNX's (opset 13): min and max as new float32
+ * scalar constant inputs "<node>:min", "<node>:max"; the file read back
+ * writes the same bytes. A Clip of an int8 input is not raised (ONNX's Clip
+ * takes bounds of the input's type), and its ONNX export names why. */
+static tio_container *build_clip(tio_dtype dt) {
+    tio_graph *g;
+    tio_container *c = new_graph(&g);
+    tio_error e;
+    static const float lo = -1.0f, hi = 0.75f;
+    size_t vl = add_const_raw(c, g, "lo", TIO_FLOAT32, NULL, 0, &lo, sizeof lo);
+    size_t vh = add_const_raw(c, g, "hi", TIO_FLOAT32, NULL, 0, &hi, sizeof hi);
+    tio_dim d[2] = {{2, NULL}, {3, NULL}};
+    tio_value_info vi = {0};
+    vi.tensor = -1;
+    vi.dtype = dt;
+    vi.rank = 2;
+    vi.dims = d;
+    size_t x, y;
+    vi.name = "x";
+    assert_int_equal(tio_graph_add_value(g, &vi, &x, &e), TIO_OK);
+    vi.name = "y";
+    assert_int_equal(tio_graph_add_value(g, &vi, &y, &e), TIO_OK);
+    int64_t in[3] = {(int64_t)x, (int64_t)vl, (int64_t)vh};
+    add_node(g, "clip", "Clip", in, 3, (int64_t)y);
+    set_io(g, x, y);
+    return c;
+}
+
+static void test_clip_raise(void **state) {
+    (void)state;
+    tio_container *c = build_clip(TIO_FLOAT32);
+    size_t len;
+    uint8_t *out = save_mem(c, 0, &len);
+    tio_container_free(c);
+    tio_error e;
+    tio_container *t = open_mem(out, len, 0, &e);
+    if (!t) fail_msg("%s", e.message);
+    const tio_graph *g = tio_container_graph(t);
+    tio_node_info ni;
+    size_t j = only_node(g, "Clip", &ni);
+    assert_int_equal(ni.input_count, 3);
+    assert_int_equal(ni.attr_count, 0);
+    static const char *const names[2] = {"clip:min", "clip:max"};
+    static const float want[2] = {-1.0f, 0.75f};
+    for (size_t k = 1; k < 3; k++) {
+        tio_value_info vi;
+        assert_int_equal(tio_graph_value(g, (size_t)ni.inputs[k], &vi), TIO_OK);
+        assert_string_equal(vi.name, names[k - 1]);
+        const tio_tensor *b = tio_container_tensor(t, (size_t)vi.tensor);
+        assert_int_equal(tio_tensor_dtype(b), TIO_FLOAT32);
+        assert_int_equal(tio_tensor_rank(b), 0);
+        float f;
+        memcpy(&f, tio_tensor_data(b), 4);
+        assert_true(f == want[k - 1]);
+    }
+    (void)j;
+    assert_writes(t, out, len);
+    if (save_onnx(t, &e) != TIO_OK) fail_msg("onnx: %s", e.message);
+    tio_container_free(t);
+    tio_free(out);
+    /* int8: Tengine's form kept, the export refused by name */
+    c = build_clip(TIO_INT8);
+    out = save_mem(c, 0, &len);
+    tio_container_free(c);
+    t = open_mem(out, len, 0, &e);
+    if (!t) fail_msg("%s", e.message);
+    only_node(tio_container_graph(t), "Clip", &ni);
+    assert_int_equal(ni.input_count, 1);
+    assert_writes(t, out, len);
+    assert_int_equal(save_onnx(t, &e), TIO_E_UNSUPPORTED);
+    if (!strstr(e.message, "Tengine's Clip clips int8 values"))
+        fail_msg("not named: %s", e.message);
+    tio_container_free(t);
+    tio_free(out);
+}
+
+/* ONNX's Slice over three axes: a chain of three Tengine Slices (one axis
+ * each, in the order given) through new values named clear of the graph's
+ * ("y:slice1" is taken), their shapes inferred; read back, the tmfile
+ * writes the same bytes. */
+static void test_slice_axes(void **state) {
+    (void)state;
+    tio_graph *g;
+    tio_container *c = new_graph(&g);
+    tio_error e;
+    static const int64_t st[3] = {0, 1, 2}, en[3] = {1, 3, 7}, ax[3] = {1, 2, -1},
+                         sp[3] = {1, 1, 2};
+    int64_t three[1] = {3};
+    size_t vs = add_const_raw(c, g, "starts", TIO_INT64, three, 1, st, sizeof st);
+    size_t ve = add_const_raw(c, g, "ends", TIO_INT64, three, 1, en, sizeof en);
+    size_t va = add_const_raw(c, g, "axes", TIO_INT64, three, 1, ax, sizeof ax);
+    size_t vp = add_const_raw(c, g, "steps", TIO_INT64, three, 1, sp, sizeof sp);
+    int64_t xs[4] = {1, 3, 8, 8}, ys[4] = {1, 1, 2, 3};
+    size_t x = add_value(g, "x", xs, 4), y = add_value(g, "y", ys, 4),
+           taken = add_value(g, "y:slice1", xs, 4);
+    int64_t in[5] = {(int64_t)x, (int64_t)vs, (int64_t)ve, (int64_t)va, (int64_t)vp};
+    add_node(g, "slice", "Slice", in, 5, (int64_t)y);
+    int64_t in2[1] = {(int64_t)x};
+    add_node(g, "relu", "Relu", in2, 1, (int64_t)taken);
+    int64_t gi[1] = {(int64_t)x}, go[2] = {(int64_t)y, (int64_t)taken};
+    assert_int_equal(tio_graph_set_inputs(g, gi, 1, &e), TIO_OK);
+    assert_int_equal(tio_graph_set_outputs(g, go, 2, &e), TIO_OK);
+    size_t len;
+    uint8_t *out = save_mem(c, 0, &len);
+    tio_container_free(c);
+    tio_container *t = open_mem(out, len, TIO_OPEN_STRICT | TIO_OPEN_NATIVE_GRAPH, &e);
+    if (!t) fail_msg("%s", e.message);
+    const tio_graph *ng = tio_container_graph(t);
+    /* the chain: x -> y:slice2 -> y:slice3 -> y */
+    static const char *const outs[3] = {"y:slice2", "y:slice3", "y"};
+    static const int64_t dims[3][4] = {{1, 1, 8, 8}, {1, 1, 2, 8}, {1, 1, 2, 3}};
+    int64_t prev = tio_graph_find_value(ng, "x");
+    size_t found = 0;
+    for (size_t j = 0; j < tio_graph_node_count(ng); j++) {
+        tio_node_info ni;
+        tio_graph_node(ng, j, &ni);
+        if (strcmp(ni.native_op ? ni.native_op : ni.op, "Slice") != 0) continue;
+        assert_true(found < 3);
+        assert_int_equal(ni.input_count, 1);
+        assert_int_equal(ni.inputs[0], prev);
+        assert_int_equal(find_int(ng, j, "axis"), ax[found]);
+        assert_int_equal(find_int(ng, j, "begin"), st[found]);
+        assert_int_equal(find_int(ng, j, "end"), en[found]);
+        assert_int_equal(find_int(ng, j, "step"), sp[found]);
+        assert_int_equal(find_int(ng, j, "isonnx"), 1);
+        tio_value_info vi;
+        tio_graph_value(ng, (size_t)ni.outputs[0], &vi);
+        assert_string_equal(vi.name, outs[found]);
+        assert_int_equal(vi.rank, 4);
+        for (int k = 0; k < 4; k++) assert_int_equal(vi.dims[k].value, dims[found][k]);
+        prev = ni.outputs[0];
+        found++;
+    }
+    assert_int_equal(found, 3);
+    /* read back (either form), the same bytes */
+    assert_writes(t, out, len);
+    tio_container *r = open_mem(out, len, 0, &e);
+    assert_non_null(r);
+    assert_writes(r, out, len);
+    tio_container_free(r);
+    tio_container_free(t);
+    tio_free(out);
+}
+
+/* A Slice whose axes repeat (invalid ONNX) is not split: refused by name. */
+static void test_slice_axes_refused(void **state) {
+    (void)state;
+    tio_graph *g;
+    tio_container *c = new_graph(&g);
+    int64_t xs[4] = {1, 3, 8, 8}, ys[4] = {1, 3, 8, 2};
+    size_t x = add_value(g, "x", xs, 4), y = add_value(g, "y", ys, 4);
+    int64_t in[1] = {(int64_t)x};
+    size_t j = add_node(g, "slice", "Slice", in, 1, (int64_t)y);
+    static const int64_t st[2] = {0, 0}, en[2] = {4, 2}, ax[2] = {3, -1};
+    attr_ints(g, j, "starts", st, 2);
+    attr_ints(g, j, "ends", en, 2);
+    attr_ints(g, j, "axes", ax, 2);
+    set_io(g, x, y);
+    save_fails(c, TIO_E_UNSUPPORTED, "tmfile's Slice cuts one axis, and 'starts'");
+    tio_container_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lite_vectors),
@@ -1663,6 +2064,11 @@ int main(void) {
         cmocka_unit_test(test_relu6_clip),
         cmocka_unit_test(test_conv_relu6),
         cmocka_unit_test(test_reshape_one_input),
+        cmocka_unit_test(test_pad_raise),
+        cmocka_unit_test(test_pad_hostile),
+        cmocka_unit_test(test_clip_raise),
+        cmocka_unit_test(test_slice_axes),
+        cmocka_unit_test(test_slice_axes_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
