@@ -822,8 +822,9 @@ def main():
                   "ending in `fsync`, `tensio convert` with its default durability (fsync "
                   "of the file and its directory) against `cp` followed by `sync` of the "
                   "file (its fsync). On ext4 `cp` copies with `copy_file_range()`, which "
-                  "tensio uses only where the output offsets are congruent with the "
-                  "source's (docs/performance.md).\n")
+                  "tensio uses where the output offsets are congruent with the source's; "
+                  "the other tensor bytes it reads with `pread()` into a buffer and writes "
+                  "from there, as `cat` does (docs/performance.md).\n")
         md.append(table(CONVERT_HEAD, rows))
 
     # -------------------------------------------------------------- zmq
