@@ -200,6 +200,29 @@ static int tm_clip_bounds(tm_reader *r, size_t j, tm_names *nm,
     return TIO_OK;
 }
 
+/* The index of n's attribute `key` (the last of that name), or n->attr_count. */
+static size_t tm_attr_at(const tio_gnode *n, const char *key) {
+    for (size_t k = n->attr_count; k-- > 0;)
+        if (strcmp(n->attrs[k].name, key) == 0) return k;
+    return n->attr_count;
+}
+
+/* Removes n's attributes at the `count` indices in at[] (what became inputs). */
+static void tm_attrs_drop(tio_graph *g, tio_gnode *n, const size_t *at, size_t count) {
+    size_t m = 0;
+    for (size_t k = 0; k < n->attr_count; k++) {
+        bool gone = false;
+        for (size_t q = 0; q < count; q++) gone = gone || at[q] == k;
+        if (gone) {
+            tio__gfree(g, n->attrs[k].name);
+            tio__gfree(g, n->attrs[k].ints);
+        } else {
+            n->attrs[m++] = n->attrs[k];
+        }
+    }
+    n->attr_count = m;
+}
+
 /* Tengine's Clip keeps min and max as params; the ONNX form (opset 13)
  * takes them as inputs: new float32 scalar constants "<name>:min" and
  * "<name>:max" (the input is float32: checked before the raise). A write
@@ -207,13 +230,9 @@ static int tm_clip_bounds(tm_reader *r, size_t j, tm_names *nm,
 static int tm_clip_inputs(tm_reader *r, size_t j, tm_names *nm, tio_error *err) {
     tio_graph *g = r->g;
     tio_gnode *n = &g->nodes[j];
-    size_t at[2] = {n->attr_count, n->attr_count};
-    for (size_t k = 0; k < n->attr_count; k++)
-        for (int q = 0; q < 2; q++)
-            if (strcmp(n->attrs[k].name, q ? "max" : "min") == 0 &&
-                n->attrs[k].type == TIO_ATTR_FLOAT)
-                at[q] = k;
-    if (at[0] == n->attr_count || at[1] == n->attr_count || n->input_count != 1)
+    size_t at[2] = {tm_attr_at(n, "min"), tm_attr_at(n, "max")};
+    if (at[0] == n->attr_count || at[1] == n->attr_count || n->input_count != 1 ||
+        n->attrs[at[0]].type != TIO_ATTR_FLOAT || n->attrs[at[1]].type != TIO_ATTR_FLOAT)
         return TIO_OK; /* not what tio__tmfile_raise gives: cannot happen */
     double b[2] = {n->attrs[at[0]].f, n->attrs[at[1]].f};
     int64_t vx[2];
@@ -226,12 +245,7 @@ static int tm_clip_inputs(tm_reader *r, size_t j, tm_names *nm, tio_error *err) 
     ins[2] = vx[1];
     n->inputs = ins;
     n->input_count = 3;
-    size_t m = 0;
-    for (size_t k = 0; k < n->attr_count; k++) {
-        if (k == at[0] || k == at[1]) tio__gfree(g, n->attrs[k].name);
-        else n->attrs[m++] = n->attrs[k];
-    }
-    n->attr_count = m;
+    tm_attrs_drop(g, n, at, 2);
     return TIO_OK;
 }
 
@@ -302,9 +316,7 @@ static int tm_slice_inputs(tm_reader *r, size_t j, tm_names *nm,
     tio_gnode *n = &g->nodes[j];
     size_t at[4];
     for (int q = 0; q < 4; q++) {
-        at[q] = n->attr_count;
-        for (size_t k = 0; k < n->attr_count; k++)
-            if (strcmp(n->attrs[k].name, key[q]) == 0) at[q] = k;
+        at[q] = tm_attr_at(n, key[q]);
         if (at[q] == n->attr_count || n->attrs[at[q]].type != TIO_ATTR_INTS ||
             n->attrs[at[q]].count != 1)
             return TIO_OK;
@@ -334,17 +346,7 @@ static int tm_slice_inputs(tm_reader *r, size_t j, tm_names *nm,
     }
     n->input_count = 5;
     /* the attributes now say nothing the inputs do not */
-    size_t m = 0;
-    for (size_t k = 0; k < n->attr_count; k++) {
-        bool gone = k == at[0] || k == at[1] || k == at[2] || k == at[3];
-        if (gone) {
-            tio__gfree(g, n->attrs[k].name);
-            tio__gfree(g, n->attrs[k].ints);
-        } else {
-            n->attrs[m++] = n->attrs[k];
-        }
-    }
-    n->attr_count = m;
+    tm_attrs_drop(g, n, at, 4);
     return TIO_OK;
 }
 
@@ -359,9 +361,8 @@ static bool tm_pad_fits(const tm_reader *r, const tio_gnode *n, uint64_t more) {
     if (x->rank >= 0 && x->rank != 4) return false;
     bool f32 = x->dtype == TIO_FLOAT32;
     if (!f32) {
-        const tio_gattr *v = NULL;
-        for (size_t k = 0; k < n->attr_count; k++)
-            if (strcmp(n->attrs[k].name, "value") == 0) v = &n->attrs[k];
+        size_t at = tm_attr_at(n, "value");
+        const tio_gattr *v = at < n->attr_count ? &n->attrs[at] : NULL;
         if (!v || v->type != TIO_ATTR_FLOAT || v->f != 0.0 || signbit(v->f)) return false;
     }
     return (uint64_t)r->ctx->c->count + (f32 ? 2u : 1u) + more <= r->ctx->limits.max_tensors;
@@ -376,12 +377,7 @@ static int tm_pad_inputs(tm_reader *r, size_t j, tm_names *nm, tio_error *err) {
     static const char *const key[2] = {"pads", "value"};
     tio_graph *g = r->g;
     tio_gnode *n = &g->nodes[j];
-    size_t at[2];
-    for (int q = 0; q < 2; q++) {
-        at[q] = n->attr_count;
-        for (size_t k = 0; k < n->attr_count; k++)
-            if (strcmp(n->attrs[k].name, key[q]) == 0) at[q] = k;
-    }
+    size_t at[2] = {tm_attr_at(n, key[0]), tm_attr_at(n, key[1])};
     if (at[0] == n->attr_count || at[1] == n->attr_count || n->attrs[at[0]].count != 8 ||
         n->attrs[at[0]].type != TIO_ATTR_INTS || n->attrs[at[1]].type != TIO_ATTR_FLOAT ||
         n->input_count != 1)
@@ -419,16 +415,7 @@ static int tm_pad_inputs(tm_reader *r, size_t j, tm_names *nm, tio_error *err) {
     }
     n->input_count = nin;
     /* the attributes now say nothing the inputs do not */
-    size_t m = 0;
-    for (size_t k = 0; k < n->attr_count; k++) {
-        if (k == at[0] || k == at[1]) {
-            tio__gfree(g, n->attrs[k].name);
-            tio__gfree(g, n->attrs[k].ints);
-        } else {
-            n->attrs[m++] = n->attrs[k];
-        }
-    }
-    n->attr_count = m;
+    tm_attrs_drop(g, n, at, 2);
     return TIO_OK;
 }
 
