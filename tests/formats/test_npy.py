@@ -116,7 +116,14 @@ def main():
                 a = (a * (1 - 2j) + 0.5j).astype(dt)
             for order in "CF":
                 arr = np.asfortranarray(a) if order == "F" else np.ascontiguousarray(a)
-                for version in (None, (1, 0), (2, 0), (3, 0)):
+                # the header's version changes only its length field and text
+                # encoding, independent of dtype and order: versions 2.0 and
+                # 3.0 (and 1.0 by write_array) for C order at two shapes, np.save
+                # everywhere (a tensio process each, ~0.2 s under ASan)
+                versions = [None]
+                if order == "C" and shape in ((), (2, 3, 4)):
+                    versions += [(1, 0), (2, 0), (3, 0)]
+                for version in versions:
                     n += 1
                     src = os.path.join(tmp, "a%d.npy" % n)
                     with open(src, "wb") as f:
