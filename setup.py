@@ -10,8 +10,9 @@ Where libtensio comes from:
   - TENSIO_STATIC_LIB=<build>/libtensio.a: a CMake build tree's static library;
   - TENSIO_PKG_CONFIG=1: an installed libtensio (`make install`), found with
     `pkg-config tensio` (shared library).
-libtensio's dependencies come from pkg-config (jansson, libcrypto, libzmq,
-libcurl, zlib, liblzma, libzstd; -l<name> when pkg-config has no file for one)
+libtensio's dependencies come from pkg-config (jansson, libcrypto, zlib,
+liblzma, libzstd; -l<name> when pkg-config has no file for one; libzmq's and
+libcurl's headers only: libtensio loads them with dlopen() when first used)
 and -llmdb, -lbz2, which have no pkg-config file on every Debian release.
 
 setuptools' build tree and egg-info go to a temporary directory (removed at
@@ -34,9 +35,11 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # libtensio's dependencies: pkg-config module -> library when it has no .pc file
-DEPS = {"jansson": "jansson", "libcrypto": "crypto", "libzmq": "zmq", "libcurl": "curl",
-        "zlib": "z", "liblzma": "lzma", "libzstd": "zstd"}
-DEPS_NO_PC = ["lmdb", "bz2", "pthread", "m"]
+DEPS = {"jansson": "jansson", "libcrypto": "crypto", "zlib": "z", "liblzma": "lzma",
+        "libzstd": "zstd"}
+DEPS_NO_PC = ["lmdb", "bz2", "pthread", "m", "dl"]
+# loaded with dlopen() when first used (src/core/dl.h): their headers only
+DEPS_HEADERS = ["libzmq", "libcurl"]
 
 
 def rel(pattern):
@@ -84,6 +87,10 @@ def dep_flags():
         g = split_flags(args) if args is not None else {"libraries": [lib]}
         for k, v in g.items():
             f[k] += [x for x in v if x not in f[k]]
+    for module in DEPS_HEADERS:
+        args = pkg_config("--cflags", module, required=False)
+        g = split_flags(args or [])
+        f["include_dirs"] += [x for x in g["include_dirs"] if x not in f["include_dirs"]]
     f["libraries"] += DEPS_NO_PC
     return f
 

@@ -3,8 +3,9 @@
  * ETag, body length), dropped transfers resumed with Range. */
 #include "source/source.h"
 
+#include "source/curl_api.h"
+
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@ typedef struct http_resp {
 } http_resp;
 
 struct tio_http {
+    const tio_curl_api *cu;     /* libcurl's functions (curl_api.h) */
     CURL *curl;
     char *url;
     char *name;                 /* url without user info, for messages */
@@ -242,14 +244,19 @@ int tio__http_new(const char *url, const tio_limits *limits, tio_http **out, tio
     *out = NULL;
     tio_http *h = calloc(1, sizeof *h);
     if (!h) return tio__nomem(err, NULL);
+    h->cu = tio__curl(err);
+    if (!h->cu) {
+        free(h);
+        return TIO_E_IO; /* tio__curl said why */
+    }
     /* thread-safe and reference-counted in libcurl >= 7.84 (Debian 12 has 7.88) */
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    if (h->cu->global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         free(h);
         return tio__err(err, TIO_E_IO, NULL, -1, "libcurl cannot be initialised");
     }
     h->url = strdup(url);
     h->name = url_name(url);
-    h->curl = curl_easy_init();
+    h->curl = h->cu->easy_init();
     if (!h->url || !h->name || !h->curl) {
         tio__http_free(h);
         return tio__nomem(err, NULL);
@@ -259,25 +266,25 @@ int tio__http_new(const char *url, const tio_limits *limits, tio_http **out, tio
     long tmo = (long)limits->timeout_ms;
     long stall = tmo >= 1000 ? tmo / 1000 : 1;
     CURL *c = h->curl;
-    int bad = curl_easy_setopt(c, CURLOPT_URL, h->url) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_MAXREDIRS, (long)limits->max_redirects) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, tmo) != CURLE_OK;
+    int bad = h->cu->easy_setopt(c, CURLOPT_URL, h->url) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_MAXREDIRS, (long)limits->max_redirects) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, tmo) != CURLE_OK;
     /* a stall, not a slow large file: less than 1 byte/s for that long */
-    bad |= curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
     /* bytes as stored: a Content-Encoding would change offsets */
-    bad |= curl_easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_HEADERDATA, h) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_WRITEDATA, h) != CURLE_OK;
-    bad |= curl_easy_setopt(c, CURLOPT_USERAGENT, "tensio") != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_HEADERDATA, h) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_WRITEDATA, h) != CURLE_OK;
+    bad |= h->cu->easy_setopt(c, CURLOPT_USERAGENT, "tensio") != CURLE_OK;
     if (bad) {
         tio__http_free(h);
         return tio__err(err, TIO_E_IO, NULL, -1, "libcurl refused an option (http/https)");
@@ -289,15 +296,16 @@ int tio__http_new(const char *url, const tio_limits *limits, tio_http **out, tio
 void tio__http_free(tio_http *h) {
     if (!h) return;
     if (h->multi) {
-        if (h->attached) curl_multi_remove_handle(h->multi, h->curl);
-        curl_multi_cleanup(h->multi);
+        if (h->attached) h->cu->multi_remove_handle(h->multi, h->curl);
+        h->cu->multi_cleanup(h->multi);
     }
     free(h->spill);
-    if (h->curl) curl_easy_cleanup(h->curl);
+    if (h->curl) h->cu->easy_cleanup(h->curl);
     free(h->url);
     free(h->name);
+    const tio_curl_api *cu = h->cu;
     free(h);
-    curl_global_cleanup();
+    cu->global_cleanup();
 }
 
 /* Whether a failed transfer is worth resuming: the connection, not the
@@ -315,8 +323,8 @@ static CURLcode transfer(tio_http *h) {
     snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, from, to);
     memset(&h->resp, 0, sizeof h->resp);
     h->checked = 0;
-    if (curl_easy_setopt(h->curl, CURLOPT_RANGE, range) != CURLE_OK) return CURLE_FAILED_INIT;
-    return curl_easy_perform(h->curl);
+    if (h->cu->easy_setopt(h->curl, CURLOPT_RANGE, range) != CURLE_OK) return CURLE_FAILED_INIT;
+    return h->cu->easy_perform(h->curl);
 }
 
 static size_t check_stream(tio_http *h);
@@ -342,10 +350,10 @@ static int settle(tio_http *h, CURLcode rc, uint32_t tries, int *again, tio_erro
     if (rc == CURLE_OK && (h->got >= h->expect || h->expect == UINT64_MAX)) return TIO_OK;
     if (rc != CURLE_OK && !transient(rc))
         return tio__err(err, rc == CURLE_OPERATION_TIMEDOUT ? TIO_E_TIMEOUT : TIO_E_IO, NULL,
-                        -1, "%s: %s", h->name, curl_easy_strerror(rc));
+                        -1, "%s: %s", h->name, h->cu->easy_strerror(rc));
     /* dropped, stalled or short: resume where it stopped */
     if (tries >= h->max_retries) {
-        const char *what = rc == CURLE_OK ? "the body ended early" : curl_easy_strerror(rc);
+        const char *what = rc == CURLE_OK ? "the body ended early" : h->cu->easy_strerror(rc);
         char total[32] = "?";
         if (h->expect != UINT64_MAX) snprintf(total, sizeof total, "%" PRIu64, h->expect);
         return tio__err(err, rc == CURLE_OPERATION_TIMEDOUT ? TIO_E_TIMEOUT : TIO_E_IO, NULL,
@@ -536,8 +544,8 @@ static int stream_attach(tio_http *h, tio_error *err) {
     h->fail = 0;
     h->s_skip = 0;
     snprintf(range, sizeof range, "%" PRIu64 "-", h->got);
-    if (curl_easy_setopt(h->curl, CURLOPT_RANGE, h->got ? range : NULL) != CURLE_OK ||
-        curl_multi_add_handle(h->multi, h->curl) != CURLM_OK)
+    if (h->cu->easy_setopt(h->curl, CURLOPT_RANGE, h->got ? range : NULL) != CURLE_OK ||
+        h->cu->multi_add_handle(h->multi, h->curl) != CURLM_OK)
         return tio__err(err, TIO_E_IO, NULL, -1, "%s: libcurl refused the request", h->name);
     h->attached = 1;
     return TIO_OK;
@@ -546,10 +554,10 @@ static int stream_attach(tio_http *h, tio_error *err) {
 int tio__http_stream_start(tio_http *h, tio_error *err) {
     if (h->streaming || h->size_known)
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "%s: already read", h->name);
-    h->multi = curl_multi_init();
+    h->multi = h->cu->multi_init();
     if (!h->multi) return tio__nomem(err, NULL);
     /* larger reads than libcurl's 16 KiB default: fewer callbacks (curl's own is 100 KiB) */
-    if (curl_easy_setopt(h->curl, CURLOPT_BUFFERSIZE, (long)HTTP_STREAM_BUFFER) != CURLE_OK)
+    if (h->cu->easy_setopt(h->curl, CURLOPT_BUFFERSIZE, (long)HTTP_STREAM_BUFFER) != CURLE_OK)
         return tio__err(err, TIO_E_IO, NULL, -1, "libcurl refused a buffer size");
     h->streaming = 1;
     h->got = h->off = 0;
@@ -575,7 +583,7 @@ int tio__http_stream_read(tio_http *h, uint8_t *dst, size_t n, size_t *got, tio_
     int rc = TIO_OK;
     if (h->s_paused && n) { /* the chunk held back comes now, into dst */
         h->s_paused = 0;
-        if (curl_easy_pause(h->curl, CURLPAUSE_CONT) != CURLE_OK)
+        if (h->cu->easy_pause(h->curl, CURLPAUSE_CONT) != CURLE_OK)
             rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: libcurl cannot resume", h->name);
         if (h->fail) rc = tio__err(err, h->fail_code, NULL, -1, "%s: %s", h->name, h->why);
     }
@@ -585,12 +593,12 @@ int tio__http_stream_read(tio_http *h, uint8_t *dst, size_t n, size_t *got, tio_
     size_t want = n < STREAM_MIN_READ ? n : STREAM_MIN_READ;
     while (n && h->rgot < want && !h->s_end && rc == TIO_OK) {
         int running = 0;
-        CURLMcode mc = curl_multi_perform(h->multi, &running);
+        CURLMcode mc = h->cu->multi_perform(h->multi, &running);
         if (mc == CURLM_OK && h->rgot < want && running && !h->s_paused)
-            mc = curl_multi_poll(h->multi, NULL, 0, 1000, NULL);
+            mc = h->cu->multi_poll(h->multi, NULL, 0, 1000, NULL);
         if (mc != CURLM_OK) {
             rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: libcurl: %s", h->name,
-                          curl_multi_strerror(mc));
+                          h->cu->multi_strerror(mc));
         } else if (h->s_paused) { /* dst is full: the rest for the next read */
             break;
         } else if (!running && h->rgot) { /* ended: what it sent first */
@@ -599,9 +607,9 @@ int tio__http_stream_read(tio_http *h, uint8_t *dst, size_t n, size_t *got, tio_
             CURLcode res = CURLE_OK;
             int left;
             CURLMsg *msg;
-            while ((msg = curl_multi_info_read(h->multi, &left)) != NULL)
+            while ((msg = h->cu->multi_info_read(h->multi, &left)) != NULL)
                 if (msg->msg == CURLMSG_DONE) res = msg->data.result;
-            curl_multi_remove_handle(h->multi, h->curl);
+            h->cu->multi_remove_handle(h->multi, h->curl);
             h->attached = 0;
             int again;
             rc = settle(h, res, h->s_tries, &again, err);

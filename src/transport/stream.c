@@ -19,6 +19,7 @@
  * sender closes (libzmq 4.3), so nothing is counted there; a sending stream
  * may not mix inproc:// with the other transports. */
 #include "transport/transport.h"
+#include "transport/zmq_api.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -26,7 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zmq.h>
+
+/* libzmq's functions (zmq_api.h): every call below runs after the stream's
+ * open loaded them */
+#define ZQ (tio__zmq_loaded())
 
 /* Parts at least this large are lent to libzmq; smaller ones are copied. */
 #define LEND_MIN 1024u
@@ -135,13 +139,13 @@ static int zfail(const tio_stream *s, tio_error *err, const char *what, int e) {
                         s->timeout_ms);
     return tio__err(err, TIO_E_TRANSPORT, NULL, -1, "%s %s: %s failed: %s",
                     socket_name(s->type), s->endpoint ? s->endpoint : "", what,
-                    zmq_strerror(e));
+                    ZQ->strerror(e));
 }
 
 static int setopt_int(tio_stream *s, int opt, int value, const char *name, tio_error *err) {
-    if (zmq_setsockopt(s->sock, opt, &value, sizeof value) == 0) return TIO_OK;
+    if (ZQ->setsockopt(s->sock, opt, &value, sizeof value) == 0) return TIO_OK;
     return tio__err(err, TIO_E_TRANSPORT, NULL, -1, "%s: cannot set %s = %d: %s",
-                    socket_name(s->type), name, value, zmq_strerror(errno));
+                    socket_name(s->type), name, value, ZQ->strerror(errno));
 }
 
 static void hex(const uint8_t *p, size_t n, char *out) {
@@ -169,18 +173,18 @@ static void stream_destroy(tio_stream *s) {
     if (!s) return;
     if (s->socks) {
         for (size_t i = 0; i < s->nsocks; i++) {
-            if (s->socks[i]) zmq_close(s->socks[i]);
+            if (s->socks[i]) ZQ->close(s->socks[i]);
             if (s->eps) free(s->eps[i]);
         }
     } else if (s->sock) {
-        zmq_close(s->sock);
+        ZQ->close(s->sock);
     }
     free(s->socks);
     free(s->eps);
     free(s->items);
     track_release(s->track);
     if (s->ctx && s->own_ctx) {
-        while (zmq_ctx_term(s->ctx) == -1 && errno == EINTR) {
+        while (ZQ->ctx_term(s->ctx) == -1 && errno == EINTR) {
         }
     }
     free(s->endpoint);
@@ -189,12 +193,12 @@ static void stream_destroy(tio_stream *s) {
 
 static int attach(tio_stream *s, const char *ep, int bind, tio_error *err) {
     for (;;) {
-        int r = bind ? zmq_bind(s->sock, ep) : zmq_connect(s->sock, ep);
+        int r = bind ? ZQ->bind(s->sock, ep) : ZQ->connect(s->sock, ep);
         if (r == 0) return TIO_OK;
         if (errno == EINTR) continue;
         return tio__err(err, TIO_E_TRANSPORT, NULL, -1, "%s: cannot %s %s: %s",
                         socket_name(s->type), bind ? "bind" : "connect to", ep,
-                        zmq_strerror(errno));
+                        ZQ->strerror(errno));
     }
 }
 
@@ -202,7 +206,7 @@ static int attach(tio_stream *s, const char *ep, int bind, tio_error *err) {
 static char *resolved_endpoint(void *sock, const char *ep, int bind) {
     char buf[TIO_URL_MAX + 64];
     size_t len = sizeof buf;
-    if (bind && zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, buf, &len) == 0 && len > 1) {
+    if (bind && ZQ->getsockopt(sock, ZMQ_LAST_ENDPOINT, buf, &len) == 0 && len > 1) {
         buf[sizeof buf - 1] = 0;
         return strdup(buf);
     }
@@ -226,16 +230,16 @@ static int configure(tio_stream *s, const tio_stream_options *o, const tio_url *
     if (rc == TIO_OK) rc = setopt_int(s, ZMQ_SNDTIMEO, timeout, "ZMQ_SNDTIMEO", err);
     if (rc == TIO_OK) rc = setopt_int(s, ZMQ_RCVTIMEO, timeout, "ZMQ_RCVTIMEO", err);
     if (rc == TIO_OK && o->identity) {
-        if (zmq_setsockopt(s->sock, ZMQ_ROUTING_ID, o->identity, strlen(o->identity)) != 0)
+        if (ZQ->setsockopt(s->sock, ZMQ_ROUTING_ID, o->identity, strlen(o->identity)) != 0)
             rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "%s: cannot set routing id: %s",
-                          socket_name(s->type), zmq_strerror(errno));
+                          socket_name(s->type), ZQ->strerror(errno));
     }
     if (rc == TIO_OK) {
         uint64_t mf = o->max_frame_bytes ? o->max_frame_bytes : TIO_DEFAULT_MAX_FRAME_BYTES;
         int64_t v = mf >= (uint64_t)INT64_MAX ? -1 : (int64_t)mf;
-        if (zmq_setsockopt(s->sock, ZMQ_MAXMSGSIZE, &v, sizeof v) != 0)
+        if (ZQ->setsockopt(s->sock, ZMQ_MAXMSGSIZE, &v, sizeof v) != 0)
             rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "%s: cannot set ZMQ_MAXMSGSIZE: %s",
-                          socket_name(s->type), zmq_strerror(errno));
+                          socket_name(s->type), ZQ->strerror(errno));
     }
     if (rc == TIO_OK && s->type == TIO_SOCKET_PUB)
         rc = setopt_int(s, ZMQ_XPUB_VERBOSE, 1, "ZMQ_XPUB_VERBOSE", err);
@@ -251,9 +255,9 @@ static int configure(tio_stream *s, const tio_stream_options *o, const tio_url *
         rc = setopt_int(s, ZMQ_ROUTER_MANDATORY, 1, "ZMQ_ROUTER_MANDATORY", err);
     if (rc == TIO_OK && s->type == TIO_SOCKET_SUB) {
         const char *topic = o->topic ? o->topic : u->topic ? u->topic : "";
-        if (zmq_setsockopt(s->sock, ZMQ_SUBSCRIBE, topic, strlen(topic)) != 0)
+        if (ZQ->setsockopt(s->sock, ZMQ_SUBSCRIBE, topic, strlen(topic)) != 0)
             rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "SUB: cannot subscribe to '%.100s': %s",
-                          topic, zmq_strerror(errno));
+                          topic, ZQ->strerror(errno));
     }
     /* tcp://[::1]:port needs IPv6 turned on */
     int v6 = 0;
@@ -316,6 +320,10 @@ int tio_stream_open(const char *endpoint, const tio_stream_options *opts, tio_st
         tio__url_free(&u);
         return rc;
     }
+    if (!tio__zmq(err)) { /* libzmq, loaded by the first stream */
+        tio__url_free(&u);
+        return TIO_E_TRANSPORT;
+    }
     int bind = (o.flags & TIO_STREAM_BIND) ? 1 : (o.flags & TIO_STREAM_CONNECT) ? 0 : u.bind == 1;
 
     tio_stream *s = calloc(1, sizeof *s);
@@ -345,11 +353,11 @@ int tio_stream_open(const char *endpoint, const tio_stream_options *opts, tio_st
     if (o.zmq_context) {
         s->ctx = o.zmq_context;
     } else {
-        s->ctx = zmq_ctx_new();
+        s->ctx = ZQ->ctx_new();
         s->own_ctx = 1;
         if (!s->ctx)
             rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "cannot create a ZeroMQ context: %s",
-                          zmq_strerror(errno));
+                          ZQ->strerror(errno));
     }
     /* a sending PUSH on several endpoints fans out: a socket per endpoint */
     int fanout = type == TIO_SOCKET_PUSH && u.count > 1;
@@ -361,10 +369,10 @@ int tio_stream_open(const char *endpoint, const tio_stream_options *opts, tio_st
         if (!s->socks || !s->eps || !s->items) rc = tio__nomem(err, NULL);
     }
     for (size_t k = 0; rc == TIO_OK && k < s->nsocks; k++) {
-        s->sock = zmq_socket(s->ctx, zmq_type(type));
+        s->sock = ZQ->socket(s->ctx, zmq_type(type));
         if (!s->sock) {
             rc = tio__err(err, TIO_E_TRANSPORT, NULL, -1, "cannot create a %s socket: %s",
-                          socket_name(type), zmq_strerror(errno));
+                          socket_name(type), ZQ->strerror(errno));
             break;
         }
         if (fanout) s->socks[k] = s->sock;
@@ -391,7 +399,7 @@ int tio_stream_open(const char *endpoint, const tio_stream_options *opts, tio_st
         int zero = 0;
         for (size_t k = 0; k < s->nsocks; k++) {
             void *sk = s->socks ? s->socks[k] : s->sock;
-            if (sk) zmq_setsockopt(sk, ZMQ_LINGER, &zero, sizeof zero);
+            if (sk) ZQ->setsockopt(sk, ZMQ_LINGER, &zero, sizeof zero);
         }
         stream_destroy(s);
         return rc;
@@ -465,7 +473,7 @@ int tio_stream_close(tio_stream *s, tio_error *err) {
         int64_t left = (int64_t)s->linger_ms - (now_ms() - start);
         zl = left < 1 ? 1 : (int)left;
     }
-    for (size_t k = 0; k < s->nsocks; k++) zmq_setsockopt(sock_at(s, k), ZMQ_LINGER, &zl, sizeof zl);
+    for (size_t k = 0; k < s->nsocks; k++) ZQ->setsockopt(sock_at(s, k), ZMQ_LINGER, &zl, sizeof zl);
     char what[TIO_URL_MAX + 16];
     snprintf(what, sizeof what, "%s %s", socket_name(s->type), s->endpoint ? s->endpoint : "");
     int own = s->own_ctx, linger = s->linger_ms;
@@ -512,16 +520,16 @@ void tio_stream_get_stats(const tio_stream *s, tio_stream_stats *out) {
 static void drain_subscriptions(tio_stream *s) {
     for (;;) {
         zmq_msg_t m;
-        zmq_msg_init(&m);
-        if (zmq_msg_recv(&m, s->sock, ZMQ_DONTWAIT) < 0) {
+        ZQ->msg_init(&m);
+        if (ZQ->msg_recv(&m, s->sock, ZMQ_DONTWAIT) < 0) {
             int e = errno;
-            zmq_msg_close(&m);
+            ZQ->msg_close(&m);
             if (e == EINTR) continue;
             return;
         }
-        const uint8_t *d = zmq_msg_data(&m);
-        if (zmq_msg_size(&m) >= 1 && d[0] == 1) s->subscribers++;
-        zmq_msg_close(&m);
+        const uint8_t *d = ZQ->msg_data(&m);
+        if (ZQ->msg_size(&m) >= 1 && d[0] == 1) s->subscribers++;
+        ZQ->msg_close(&m);
     }
 }
 
@@ -549,7 +557,7 @@ int tio_stream_wait_subscribers(tio_stream *s, unsigned n, int timeout_ms, tio_e
         memset(&it, 0, sizeof it);
         it.socket = s->sock;
         it.events = ZMQ_POLLIN;
-        if (zmq_poll(&it, 1, wait) < 0 && errno != EINTR)
+        if (ZQ->poll(&it, 1, wait) < 0 && errno != EINTR)
             return zfail(s, err, "waiting for subscribers", errno);
     }
 }
@@ -593,8 +601,8 @@ int tio_stream_set_peer(tio_stream *s, const void *id, size_t size, tio_error *e
 #ifdef TIO_TSAN_ANNOTATE
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
-static void frame_sending(zmq_msg_t *f) { __tsan_release(zmq_msg_data(f)); }
-static void frame_received(zmq_msg_t *f) { __tsan_acquire(zmq_msg_data(f)); }
+static void frame_sending(zmq_msg_t *f) { __tsan_release(ZQ->msg_data(f)); }
+static void frame_received(zmq_msg_t *f) { __tsan_acquire(ZQ->msg_data(f)); }
 static void lent_sending(void *m) { __tsan_release(m); }
 static void lent_freed(void *m) { __tsan_acquire(m); }
 #else
@@ -651,7 +659,7 @@ static int frame_tail(tio_stream *s, zmq_msg_t *f, tio_message *m, tio_part p, i
         if (p.size) memcpy(tl->copy, p.data, p.size);
         data = tl->copy;
     }
-    if (zmq_msg_init_data(f, data, p.size, tail_free, tl) != 0) {
+    if (ZQ->msg_init_data(f, data, p.size, tail_free, tl) != 0) {
         if (tl->m) tio__message_unref(tl->m);
         free(tl);
         return tio__nomem(err, NULL);
@@ -665,8 +673,8 @@ static int frame_tail(tio_stream *s, zmq_msg_t *f, tio_message *m, tio_part p, i
 }
 
 static int frame_copy(zmq_msg_t *f, const void *data, size_t size, tio_error *err) {
-    if (zmq_msg_init_size(f, size) != 0) return tio__nomem(err, NULL);
-    if (size) memcpy(zmq_msg_data(f), data, size);
+    if (ZQ->msg_init_size(f, size) != 0) return tio__nomem(err, NULL);
+    if (size) memcpy(ZQ->msg_data(f), data, size);
     return TIO_OK;
 }
 
@@ -729,7 +737,7 @@ static int build_frames(tio_stream *s, tio_message *m, const envelope *env, zmq_
             if (rc == TIO_OK) (*ready)++;
         } else if (lend) {
             tio__message_ref(m);
-            if (zmq_msg_init_data(&f[*ready], (void *)(uintptr_t)p.data, p.size, lend_free, m) !=
+            if (ZQ->msg_init_data(&f[*ready], (void *)(uintptr_t)p.data, p.size, lend_free, m) !=
                 0) {
                 tio__message_unref(m);
                 rc = tio__nomem(err, NULL);
@@ -761,7 +769,7 @@ static int send_frames(tio_stream *s, void *sk, zmq_msg_t *f, size_t n, const en
         int flags = *sent + 1 < n ? ZMQ_SNDMORE : 0;
         if (nowait && *sent == 0) flags |= ZMQ_DONTWAIT;
         frame_sending(&f[*sent]);
-        if (zmq_msg_send(&f[*sent], sk, flags) >= 0) {
+        if (ZQ->msg_send(&f[*sent], sk, flags) >= 0) {
             (*sent)++;
             continue;
         }
@@ -810,7 +818,7 @@ static int fanout_ready(tio_stream *s, const unsigned char *done, int64_t deadli
                                 s->endpoint, s->timeout_ms, done ? " left" : "");
             wait = (long)left;
         }
-        if (zmq_poll(s->items, (int)s->nsocks, wait) < 0) {
+        if (ZQ->poll(s->items, (int)s->nsocks, wait) < 0) {
             if (errno == EINTR) continue;
             return zfail(s, err, "poll", errno);
         }
@@ -852,7 +860,7 @@ static int send_copy(tio_stream *s, tio_message *m, const envelope *env, unsigne
     }
     /* frames libzmq did not take are still ours: closing a lent one drops its
      * hold on the message */
-    for (size_t i = sent; i < ready; i++) zmq_msg_close(&f[i]);
+    for (size_t i = sent; i < ready; i++) ZQ->msg_close(&f[i]);
     if (f != fstack) free(f);
     if (rc == TIO_OK) {
         s->stats.sent++;
@@ -959,7 +967,7 @@ static frames *frames_new(void) {
 static void frames_free(void *p) {
     frames *fr = p;
     if (!fr) return;
-    for (size_t i = 0; i < fr->n; i++) zmq_msg_close(&fr->m[i]);
+    for (size_t i = 0; i < fr->n; i++) ZQ->msg_close(&fr->m[i]);
     if (fr->m != fr->inl) free(fr->m);
     free(fr);
 }
@@ -972,9 +980,9 @@ static int frames_grow(frames *fr) {
     zmq_msg_t *nm = malloc(cap * sizeof *nm);
     if (!nm) return -1;
     for (size_t i = 0; i < fr->n; i++) {
-        zmq_msg_init(&nm[i]);
-        zmq_msg_move(&nm[i], &fr->m[i]);
-        zmq_msg_close(&fr->m[i]);
+        ZQ->msg_init(&nm[i]);
+        ZQ->msg_move(&nm[i], &fr->m[i]);
+        ZQ->msg_close(&fr->m[i]);
     }
     if (fr->m != fr->inl) free(fr->m);
     fr->m = nm;
@@ -984,12 +992,12 @@ static int frames_grow(frames *fr) {
 
 /* Receives one frame into *m (initialised here; closed on failure). */
 static int recv_frame(tio_stream *s, zmq_msg_t *m, tio_error *err) {
-    zmq_msg_init(m);
+    ZQ->msg_init(m);
     for (;;) {
-        if (zmq_msg_recv(m, s->sock, 0) >= 0) return TIO_OK;
+        if (ZQ->msg_recv(m, s->sock, 0) >= 0) return TIO_OK;
         int e = errno;
         if (e == EINTR) continue;
-        zmq_msg_close(m);
+        ZQ->msg_close(m);
         return zfail(s, err, "receive", e);
     }
 }
@@ -1000,15 +1008,15 @@ static size_t drain_rest(tio_stream *s) {
     int more = 1;
     while (more) {
         zmq_msg_t m;
-        zmq_msg_init(&m);
-        if (zmq_msg_recv(&m, s->sock, 0) < 0) {
+        ZQ->msg_init(&m);
+        if (ZQ->msg_recv(&m, s->sock, 0) < 0) {
             int e = errno;
-            zmq_msg_close(&m);
+            ZQ->msg_close(&m);
             if (e == EINTR) continue;
             break;
         }
-        more = zmq_msg_more(&m);
-        zmq_msg_close(&m);
+        more = ZQ->msg_more(&m);
+        ZQ->msg_close(&m);
         k++;
     }
     return k;
@@ -1072,11 +1080,11 @@ static int recv_message(tio_stream *s, tio_container **out, tio_error *e) {
         }
         frame_received(&fr->m[fr->n]);
         fr->n++;
-        if (!zmq_msg_more(&fr->m[fr->n - 1])) break;
+        if (!ZQ->msg_more(&fr->m[fr->n - 1])) break;
     }
     uint64_t index = s->seq++;
     uint64_t bytes = 0;
-    for (size_t i = 0; i < fr->n; i++) bytes += zmq_msg_size(&fr->m[i]);
+    for (size_t i = 0; i < fr->n; i++) bytes += ZQ->msg_size(&fr->m[i]);
     if (dropped) {
         size_t total = fr->n + dropped;
         s->stats.bytes_received += bytes; /* of the frames kept before the limit */
@@ -1091,19 +1099,19 @@ static int recv_message(tio_stream *s, tio_container **out, tio_error *e) {
     size_t first = 0;
     char peer_hex[2 * ID_MAX + 1] = "";
     if (s->type == TIO_SOCKET_ROUTER && fr->n >= 1) {
-        size_t idlen = zmq_msg_size(&fr->m[0]);
+        size_t idlen = ZQ->msg_size(&fr->m[0]);
         if (idlen > ID_MAX) idlen = ID_MAX;
-        memcpy(s->last_peer, zmq_msg_data(&fr->m[0]), idlen);
+        memcpy(s->last_peer, ZQ->msg_data(&fr->m[0]), idlen);
         s->last_peer_len = idlen;
         hex(s->last_peer, idlen, peer_hex);
         first = 1;
     }
     if ((s->type == TIO_SOCKET_ROUTER || s->type == TIO_SOCKET_DEALER) && first < fr->n &&
-        zmq_msg_size(&fr->m[first]) == 0)
+        ZQ->msg_size(&fr->m[first]) == 0)
         first++;
     size_t n = fr->n - first;
     uint64_t env_bytes = 0;
-    for (size_t i = 0; i < first; i++) env_bytes += zmq_msg_size(&fr->m[i]);
+    for (size_t i = 0; i < first; i++) env_bytes += ZQ->msg_size(&fr->m[i]);
     bytes -= env_bytes;
     s->stats.bytes_received += bytes;
     if (n == 0) {
@@ -1122,8 +1130,8 @@ static int recv_message(tio_stream *s, tio_container **out, tio_error *e) {
     static const uint8_t empty[1];
     for (size_t i = 0; i < n; i++) {
         zmq_msg_t *m = &fr->m[first + i];
-        rp[i].size = zmq_msg_size(m);
-        rp[i].data = rp[i].size ? (const uint8_t *)zmq_msg_data(m) : empty;
+        rp[i].size = ZQ->msg_size(m);
+        rp[i].data = rp[i].size ? (const uint8_t *)ZQ->msg_data(m) : empty;
         rp[i].offset = -1;
     }
     const tio_format_desc *codec = s->codec; /* found once, at open */
