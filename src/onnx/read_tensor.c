@@ -568,20 +568,81 @@ static int ox_tensor_prop(ox_reader *r, const tio_pb_reader *m, const tio_pb_fie
 
 /* Whether a message has the form of a SequenceProto or OptionalProto
  * (onnx.proto: name = 1, elem_type = 2 (0..5), elements in fields 3..7, all
- * length-delimited), which a TensorProto only has when its dims are packed
- * and its data in float_data .. int64_data: used to name what the bytes
- * are when they do not read as a TensorProto. */
+ * length-delimited; a name or an elem_type at least), which a TensorProto
+ * only has when its dims are packed and its data in float_data ..
+ * int64_data: the bytes are read as one when they do not read as a
+ * TensorProto. */
 static bool ox_seq_form(const tio_pb_reader *m) {
     tio_pb_reader it = *m;
     tio_pb_field f;
-    bool named = false;
+    bool named = false, typed = false;
     while (!tio__pb_done(&it)) {
         if (tio__pb_next(&it, &f, NULL)) return false;
         if (f.number == 1 && f.wire == TIO_PB_LEN) named = true;
-        else if (f.number == 2 && f.wire == TIO_PB_VARINT && f.u <= 5) continue;
+        else if (f.number == 2 && f.wire == TIO_PB_VARINT && f.u <= 5) typed = true;
         else if (f.number < 3 || f.number > 7 || f.wire != TIO_PB_LEN) return false;
     }
-    return named;
+    return named || typed;
+}
+
+/* A bare SequenceProto or OptionalProto (the backend test data's sequence
+ * and optional values): each element tensor (tensor_values, field 3; sparse,
+ * field 4, as COO) a tensor of the container, in order, under its own name
+ * (ONNX leaves them unnamed); the message's name and elem_type, and which of
+ * the two it may be, in the container's props (the format's bookkeeping).
+ * Elements that are sequences, maps or optionals (fields 5-7) are refused by
+ * name. The two messages differ only in how many elements they may hold. */
+static int ox_read_sequence(ox_reader *r, const char *fmt, tio_error *err) {
+    tio_read_ctx *ctx = r->ctx;
+    tio_pb_reader m;
+    tio__pb_init(&m, ctx->data, ctx->size, 0, fmt, 3);
+    int rc = tio__pb_verify(&m, &tio__onnx_SequenceProto, err);
+    tio_pb_reader it = m;
+    tio_pb_field f;
+    size_t n = 0;
+    int64_t elem_type = 0;
+    while (!rc && !tio__pb_done(&it)) {
+        if ((rc = tio__pb_next(&it, &f, err))) break;
+        if (f.number == 1) {
+            const uint8_t *b = tio__pb_bytes(&it, &f);
+            size_t len = (size_t)f.u; /* in bounds: verified */
+            if (memchr(b, 0, len))
+                return tio__err(err, TIO_E_UNSUPPORTED, fmt, ox_off(&it, f.at),
+                                "the SequenceProto's name holds a NUL byte");
+            rc = tio__kv_set_n(&ctx->c->props, "name", 4, (const char *)b, len, err);
+        } else if (f.number == 2) {
+            elem_type = tio__pb_int32(&f);
+        } else if (f.number == 3 || f.number == 4) {
+            char lbl[48];
+            snprintf(lbl, sizeof lbl, "SequenceProto element %zu", n);
+            tio_pb_reader sub;
+            int64_t index;
+            rc = tio__pb_sub(&it, &f, lbl, &sub, err);
+            if (!rc)
+                rc = f.number == 3 ? tio__ox_tensor(r, &sub, NULL, lbl, &index, err)
+                                   : tio__ox_sparse(r, &sub, NULL, lbl, &index, err);
+            n++;
+        } else {
+            return tio__err(err, TIO_E_UNSUPPORTED, fmt, ox_off(&it, f.at),
+                            "element %zu is %s (SequenceProto field %u): tensio reads sequences "
+                            "and optionals of tensors",
+                            n, f.number == 5 ? "a sequence" : f.number == 6 ? "a map" : "an optional",
+                            f.number);
+        }
+    }
+    if (rc) return rc;
+    if (elem_type != 0 && elem_type != 1 && elem_type != 2)
+        return tio__err(err, TIO_E_UNSUPPORTED, fmt, 0,
+                        "the SequenceProto's elem_type is %lld (expected 0, 1 tensor or 2 "
+                        "sparse tensor: tensio reads sequences and optionals of tensors)",
+                        (long long)elem_type);
+    char et[24];
+    snprintf(et, sizeof et, "%lld", (long long)elem_type);
+    rc = tio__kv_set(&ctx->c->props, "elem_type", et, err);
+    if (!rc)
+        rc = tio__kv_set(&ctx->c->props, "value",
+                         n > 1 ? "SequenceProto" : "SequenceProto or OptionalProto", err);
+    return rc;
 }
 
 int tio__onnx_read_tensorproto(tio_read_ctx *ctx, const char *fmt, tio_error *err) {
@@ -622,19 +683,29 @@ int tio__onnx_read_tensorproto(tio_read_ctx *ctx, const char *fmt, tio_error *er
     rc = typed ? tio__ox_tensor(&r, &m, NULL, "TensorProto", &index, err)
                : tio__err(err, TIO_E_CORRUPT, fmt, 0,
                           "the TensorProto has no data_type (field 2)");
-    if (rc && err && ox_seq_form(&m)) {
-        /* named as what it most likely is, the TensorProto reading kept */
-        char was[TIO_ERROR_MESSAGE_MAX];
-        size_t pre = strlen(fmt) + 2;
-        snprintf(was, sizeof was, "%s", strncmp(err->message, fmt, pre - 2) == 0 &&
-                                                err->message[pre - 2] == ':'
-                                            ? err->message + pre
-                                            : err->message);
-        rc = tio__err(err, TIO_E_UNSUPPORTED, fmt, 0,
-                      "the file has the form of an ONNX SequenceProto or OptionalProto (a "
-                      "name, an elem_type, elements in fields 3-7), which tensio does not "
-                      "read; as a TensorProto: %s",
-                      was);
+    if (rc && ox_seq_form(&m) && ctx->c->count == 0) {
+        /* not a TensorProto, and in the form of a SequenceProto: read as one,
+         * or named as what it most likely is, the TensorProto reading kept */
+        char was[TIO_ERROR_MESSAGE_MAX] = "";
+        if (err) {
+            size_t pre = strlen(fmt) + 2;
+            snprintf(was, sizeof was, "%s", strncmp(err->message, fmt, pre - 2) == 0 &&
+                                                    err->message[pre - 2] == ':'
+                                                ? err->message + pre
+                                                : err->message);
+        }
+        tio_error e2;
+        rc = ox_read_sequence(&r, fmt, &e2);
+        if (rc && err) {
+            size_t pre = strlen(fmt) + 2;
+            const char *why = strncmp(e2.message, fmt, pre - 2) == 0 ? e2.message + pre
+                                                                      : e2.message;
+            if (strncmp(why, "offset ", 7) == 0 && strstr(why, ": ")) why = strstr(why, ": ") + 2;
+            rc = tio__err(err, rc, fmt, e2.offset,
+                          "the file has the form of an ONNX SequenceProto or OptionalProto, "
+                          "and as one: %s; as a TensorProto: %s",
+                          why, was);
+        }
     }
     return rc;
 }

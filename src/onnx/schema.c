@@ -57,6 +57,20 @@ static const tio_pb_fielddesc f_SparseTensorProto[] = {
 };
 DESC(SparseTensorProto, "SparseTensorProto");
 
+/* A bare SequenceProto or OptionalProto file (onnx-tensor: the backend test
+ * data's sequence and optional inputs). OptionalProto has the same fields,
+ * each at most once; nested sequences, maps and optionals are not read. */
+static const tio_pb_fielddesc f_SequenceProto[] = {
+    OPT(1, "name", STRING),
+    OPT(2, "elem_type", INT32),
+    MSGS(3, "tensor_values", TensorProto),
+    MSGS(4, "sparse_tensor_values", SparseTensorProto),
+    UNDESCRIBED_MSGS(5, "sequence_values"),
+    UNDESCRIBED_MSGS(6, "map_values"),
+    UNDESCRIBED_MSGS(7, "optional_values"),
+};
+DESC(SequenceProto, "SequenceProto");
+
 static const tio_pb_fielddesc f_TensorShapeProto_Dimension[] = {
     OPT(1, "dim_value", INT64),
     OPT(2, "dim_param", STRING),

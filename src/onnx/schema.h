@@ -15,6 +15,7 @@ extern const tio_pb_msgdesc tio__onnx_NodeProto;
 extern const tio_pb_msgdesc tio__onnx_AttributeProto;
 extern const tio_pb_msgdesc tio__onnx_ValueInfoProto;
 extern const tio_pb_msgdesc tio__onnx_TensorProto;
+extern const tio_pb_msgdesc tio__onnx_SequenceProto;
 extern const tio_pb_msgdesc tio__onnx_TensorProto_Segment;
 extern const tio_pb_msgdesc tio__onnx_SparseTensorProto;
 extern const tio_pb_msgdesc tio__onnx_TensorShapeProto;

@@ -5,7 +5,8 @@
  * byte-for-byte test against onnx itself is in tests/formats/test_tensorproto.py),
  * the .pb extension and the probe, and hostile input: every truncation, bad
  * wire types, unknown fields, dims overflowing, raw_data or typed data of the
- * wrong size, a SequenceProto named as one, external data from memory; every
+ * wrong size, SequenceProtos (read as their tensors; written for several;
+ * nested ones and other elem_types refused), external data from memory; every
  * error "onnx-tensor: offset N: ..." with N inside the input. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,16 +47,19 @@ static void check_error(int rc, const tio_error *e, const tio_container *c, size
         fail_msg("offset %lld outside %zu bytes: %s", off, len, e->message);
 }
 
-static tio_container *open_ok(const void *b, size_t n) {
+/* Opens bytes that must read as `count` tensors. */
+static tio_container *open_n(const void *b, size_t n, size_t count) {
     tio_open_options o = {0};
     o.format = FMT;
     tio_container *c = NULL;
     tio_error e;
     if (tio_open_memory(b, n, &o, &c, &e) != TIO_OK) fail_msg("open: %s", e.message);
     assert_string_equal(tio_container_format(c), FMT);
-    assert_int_equal(tio_container_count(c), 1);
+    assert_int_equal(tio_container_count(c), count);
     return c;
 }
+
+static tio_container *open_ok(const void *b, size_t n) { return open_n(b, n, 1); }
 
 /* Opens bytes that must fail with `code` and a message holding `want`. */
 static void open_bad(const void *b, size_t n, int code, const char *want) {
@@ -70,6 +74,17 @@ static void open_bad(const void *b, size_t n, int code, const char *want) {
         fail_msg("expected %s, got %s: %s", tio_status_name(code), tio_status_name(rc),
                  e.message);
     if (want && !strstr(e.message, want)) fail_msg("'%s' not in: %s", want, e.message);
+}
+
+/* SequenceProto{name "seq", elem_type, one float32 [2, 3] element with n
+ * bytes of raw_data}. */
+static tpb seq1(int elem_type, const int64_t *dims, const void *v, size_t n) {
+    tpb s = {0}, el = head(dims, 2, 1, NULL);
+    tpb_bytes(&el, 9, v, n);
+    tpb_str(&s, 1, "seq");
+    tpb_int(&s, 2, (uint64_t)elem_type);
+    tpb_msg(&s, 3, &el);
+    return s;
 }
 
 static void test_raw_view(void **state) {
@@ -216,11 +231,29 @@ static void test_write(void **state) {
     d.nbytes = 0;
     d.data = NULL;
     assert_int_equal(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
-    /* two tensors: one file holds one */
-    assert_int_equal(tio_save_memory(c, &so, &out, &n, &e), TIO_E_UNSUPPORTED);
-    assert_non_null(strstr(e.message, "holds one tensor; the container has 2"));
+    /* two tensors: a SequenceProto (elem_type 1, each a TensorProto under
+     * its name: onnx.helper.make_sequence's bytes without a name) */
+    if (tio_save_memory(c, &so, &out, &n, &e) != TIO_OK) fail_msg("save: %s", e.message);
+    tpb seq = {0}, e1 = head(dims, 2, 5, "x"), e2 = head(zero, 2, 5, NULL);
+    tpb_bytes(&e1, 9, v, sizeof v);
+    tpb_bytes(&e2, 9, "", 0);
+    tpb_int(&seq, 2, 1);
+    tpb_msg(&seq, 3, &e1);
+    tpb_msg(&seq, 3, &e2);
+    assert_int_equal(n, seq.n);
+    assert_memory_equal(out, seq.b, n);
+    /* which reads back as the two tensors, in order */
+    tio_container *r2 = open_n(out, n, 2);
+    assert_string_equal(tio_tensor_name(tio_container_tensor(r2, 0)), "x");
+    assert_int_equal(tio_tensor_nbytes(tio_container_tensor(r2, 1)), 0);
+    tio_container_free(r2);
+    tio_free(out);
+    free(seq.b);
     tio_container_free(c);
+    /* none: refused */
     c = tio_container_new();
+    assert_int_equal(tio_save_memory(c, &so, &out, &n, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "holds no tensor"));
     assert_int_equal(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
     if (tio_save_memory(c, &so, &out, &n, &e) != TIO_OK) fail_msg("save: %s", e.message);
     want = head(zero, 2, 5, NULL);
@@ -399,13 +432,42 @@ static void test_hostile(void **state) {
     t = head(dims, 2, 99, NULL);
     open_bad(t.b, t.n, TIO_E_UNSUPPORTED, "data type 99 (unknown)");
     free(t.b);
-    /* a SequenceProto (name, elem_type TENSOR, tensor_values) is named */
-    tpb s = {0}, el = head(dims, 2, 1, NULL);
-    tpb_bytes(&el, 9, v, sizeof v);
-    tpb_str(&s, 1, "seq");
-    tpb_int(&s, 2, 1);
-    tpb_msg(&s, 3, &el);
-    open_bad(s.b, s.n, TIO_E_UNSUPPORTED, "the form of an ONNX SequenceProto or OptionalProto");
+    /* a SequenceProto (name, elem_type TENSOR, tensor_values) is read as
+     * its tensors, its name a property */
+    tpb s = seq1(1, dims, v, sizeof v);
+    tio_container *sc = open_ok(s.b, s.n);
+    assert_int_equal(tio_tensor_nbytes(tio_container_tensor(sc, 0)), sizeof v);
+    tio_container_free(sc);
+    /* ... but not an element that is a sequence, nor another elem_type */
+    tpb s2 = {0}, inner = {0};
+    tpb_str(&s2, 1, "outer");
+    tpb_int(&s2, 2, 3);
+    tpb_str(&inner, 1, "inner");
+    tpb_msg(&s2, 5, &inner);
+    open_bad(s2.b, s2.n, TIO_E_UNSUPPORTED, "element 0 is a sequence (SequenceProto field 5)");
+    free(s2.b);
+    tpb s3 = seq1(4, dims, v, sizeof v);
+    open_bad(s3.b, s3.n, TIO_E_UNSUPPORTED, "elem_type is 4");
+    free(s3.b);
+    /* an element whose raw_data is short: the element named */
+    tpb s4 = seq1(1, dims, v, sizeof v - 4);
+    open_bad(s4.b, s4.n, -1, "SequenceProto element 0");
+    free(s4.b);
+    /* every cut of the sequence: an error with its offset inside the input,
+     * or (cut before the element) an empty sequence */
+    for (size_t k = 1; k < s.n; k++) {
+        tio_open_options o = {0};
+        o.format = FMT;
+        tio_container *cc = NULL;
+        tio_error ce;
+        int rc = tio_open_memory(s.b, k, &o, &cc, &ce);
+        if (rc == TIO_OK) {
+            assert_int_equal(tio_container_count(cc), 0);
+            tio_container_free(cc);
+        } else {
+            check_error(rc, &ce, cc, k);
+        }
+    }
     free(s.b);
     /* external data from memory: refused by name */
     t = head(dims, 2, 1, NULL);

@@ -15,7 +15,9 @@
   int32_data, int64_data, double_data, uint64_data) reads as the same array.
 - string tensors (from_array of an object array of bytes) read as tensio's
   string dtype, are rewritten byte for byte, and go to and from .npy.
-- a SequenceProto is refused by name."""
+- SequenceProto and OptionalProto files of tensors (numpy_helper.from_list,
+  from_optional) read as their elements, rewritten byte for byte; several
+  tensors written as a SequenceProto; nested sequences and maps refused."""
 import hashlib
 import json
 import os
@@ -156,11 +158,69 @@ def main():
         r = run("convert", mp, os.path.join(tmp, "strm." + ext), ok=False)
         check("string model refused by " + ext, r.returncode == 1 and "string" in r.stderr,
               r.stderr)
-    seq = numpy_helper.from_list([np.ones((2,), np.float32)], "seq")
-    write(p, seq.SerializeToString())
-    r = run("ls", p, ok=False)
-    check("SequenceProto named", r.returncode == 1 and "SequenceProto" in r.stderr, r.stderr)
+    sequences(tmp)
     sys.exit(report())
+
+
+def sequences(tmp):
+    """SequenceProto and OptionalProto files of tensors, written by onnx's
+    numpy_helper.from_list / from_optional: the container holds the elements
+    in order (.npz: the arrays), and x.pb -> y.pb writes the same bytes; a
+    container of several tensors is written as a SequenceProto onnx reads
+    back; sequences of sequences and maps are refused by name; every cut of
+    a sequence file is refused, never a crash."""
+    p, q = os.path.join(tmp, "seq.pb"), os.path.join(tmp, "seq2.pb")
+    z = os.path.join(tmp, "seq.npz")
+    arrays = [np.arange(6, dtype="<f4").reshape(2, 3), np.array([], dtype="<f4"),
+              np.array(7.5, dtype="<f4")]
+    cases = [("sequence of 3", numpy_helper.from_list(arrays, "s"), arrays),
+             ("sequence of int64", numpy_helper.from_list([np.arange(3, dtype="<i8")] * 2, "i"),
+              [np.arange(3, dtype="<i8")] * 2),
+             ("empty sequence", numpy_helper.from_list([], "e", onnx.TensorProto.FLOAT), []),
+             ("optional tensor", numpy_helper.from_optional(arrays[0], "o"), arrays[:1]),
+             ("empty optional", numpy_helper.from_optional(None, "n"), [])]
+    for label, msg, want in cases:
+        data = msg.SerializeToString()
+        write(p, data)
+        j = json.loads(run("ls", "--json", p).stdout)
+        check(label + ": tensors", [(t["dtype"], t["shape"]) for t in j["tensors"]] ==
+              [(NAMES[a.dtype.str.replace("|", "")], list(a.shape)) for a in want], str(j))
+        run("convert", "--force", p, z)
+        with np.load(z) as got:
+            check(label + ": .npz", len(got.files) == len(want) and all(
+                np.array_equal(got["arr_%d" % k], a) for k, a in enumerate(want)), str(got.files))
+        run("convert", "--force", p, q)
+        check(label + ": rewritten byte for byte", read(q) == data)
+    # several tensors from elsewhere: a SequenceProto onnx reads
+    np.savez(z, a=arrays[0], b=np.arange(4, dtype="<i4"))
+    run("convert", "--force", z, q)
+    s = onnx.SequenceProto()
+    s.ParseFromString(read(q))
+    back = numpy_helper.to_list(s)
+    check("npz -> SequenceProto", s.elem_type == onnx.SequenceProto.TENSOR and len(back) == 2 and
+          np.array_equal(back[0], arrays[0]) and np.array_equal(back[1], np.arange(4)) and
+          [t.name for t in s.tensor_values] == ["a", "b"], str(s)[:200])
+    # what tensio does not read, by name
+    inner = numpy_helper.from_list([arrays[0]], "inner")
+    nested = helper.make_sequence("outer", onnx.SequenceProto.SEQUENCE, [inner])
+    write(p, nested.SerializeToString())
+    r = run("ls", p, ok=False)
+    check("sequence of sequences refused", r.returncode == 1 and "is a sequence" in r.stderr,
+          r.stderr)
+    m = helper.make_map("m", onnx.TensorProto.INT64, [1, 2], numpy_helper.from_list(arrays[:2]))
+    write(p, helper.make_sequence("maps", onnx.SequenceProto.MAP, [m]).SerializeToString())
+    r = run("ls", p, ok=False)
+    check("sequence of maps refused", r.returncode == 1 and "is a map" in r.stderr, r.stderr)
+    data = numpy_helper.from_list(arrays, "s").SerializeToString()
+    bad = []
+    for n in range(1, len(data)):
+        write(p, data[:n])
+        r = run("ls", p, ok=False)
+        if r.returncode not in (0, 1) or (r.returncode == 1 and "onnx-tensor" not in r.stderr):
+            bad.append("%d: exit %d %s" % (n, r.returncode, r.stderr[-80:]))
+    check("every cut of a SequenceProto: exit 0 or 1 with a message", not bad, "; ".join(bad[:3]))
+    print("onnx-tensor: %d SequenceProto / OptionalProto files read and rewritten, %d cuts"
+          % (len(cases), len(data) - 1))
 
 
 main()

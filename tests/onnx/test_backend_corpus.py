@@ -15,7 +15,10 @@ and optional values). For every model:
   true);
 - `tensio convert model.onnx out.onnx`, and out.onnx passes
   onnx.checker.check_model(full_check=True);
-- every input_N.pb: `tensio convert input_N.pb x.npy` gives the
+- every input_N.pb: a sequence or optional input (a SequenceProto or
+  OptionalProto of tensors) converts to .npz holding the arrays onnx reads,
+  and rewrites as onnx.helper.make_sequence / make_optional's bytes; a tensor
+  `tensio convert input_N.pb x.npy` gives the
   array onnx.numpy_helper reads (a string tensor: NumPy's U when every
   string is UTF-8, else S), and `tensio convert x.npy y.pb` the bytes
   numpy_helper.from_array(a) writes; an input tensio refuses must be listed
@@ -133,6 +136,56 @@ def load_pb(path, vtype):
     return numpy_helper.to_array(t)
 
 
+def seq_value(m, pb, vtype, d):
+    """A sequence or optional input: `tensio convert x.pb x.npz` gives the
+    arrays onnx reads (numpy_helper.to_list / to_optional), in order, and
+    `tensio convert x.pb y.pb` the bytes onnx.helper.make_sequence /
+    make_optional writes for them (elements as numpy_helper.from_array
+    writes them); a refusal is recorded (the expectation file lists it).
+    Returns a problem, or None."""
+    with open(pb, "rb") as f:
+        data = f.read()
+    want = None  # onnx's value holds something other than tensors: tensio refuses it
+    if vtype.WhichOneof("value") == "sequence_type":
+        v = onnx.SequenceProto()
+        v.ParseFromString(data)
+        arrays = [numpy_helper.to_array(t) for t in v.tensor_values]
+        if v.elem_type == 0 and not arrays:
+            want = onnx.helper.make_optional(v.name, 0, None)
+        elif v.elem_type == onnx.SequenceProto.TENSOR:
+            want = onnx.helper.make_sequence(v.name, v.elem_type,
+                                             [numpy_helper.from_array(a) for a in arrays])
+    else:
+        v = onnx.OptionalProto()
+        v.ParseFromString(data)
+        arrays = [numpy_helper.to_array(v.tensor_value)] if v.HasField("tensor_value") else []
+        if v.elem_type in (0, onnx.OptionalProto.TENSOR) and (arrays or v.elem_type == 0):
+            want = onnx.helper.make_optional(
+                v.name, v.elem_type, numpy_helper.from_array(arrays[0]) if arrays else None)
+    npz = os.path.join(d, "seq.npz")
+    r = tensio("convert", "--force", pb, npz)
+    if r.returncode != 0:
+        m.pb_refused[rel(pb)] = reason(r.stderr)
+        return None
+    if want is None:
+        return "tensio read a %s onnx reads as holding more than tensors" % type(v).__name__
+    with np.load(npz) as z:
+        got = [z["arr_%d" % k] for k in range(len(z.files))]
+    if len(got) != len(arrays):
+        return "-> npz: %d arrays, onnx reads %d" % (len(got), len(arrays))
+    for k, (g, w) in enumerate(zip(got, arrays)):
+        bad = same(g, npy_form(w))
+        if bad:
+            return "-> npz: element %d: %s" % (k, bad)
+    back = os.path.join(d, "seq.pb")
+    r = tensio("convert", "--force", pb, back)
+    with open(back, "rb") as f:
+        if r.returncode != 0 or f.read() != want.SerializeToString():
+            return "-> pb is not onnx.helper's bytes for the same value"
+    m.pb_ok += 1
+    return None
+
+
 def npy_form(want):
     """What np.load gives for an array tensio wrote as .npy: a string tensor
     (an object array of str or bytes) as U (str) when every string is UTF-8 text,
@@ -233,6 +286,13 @@ def work(m, tmp):
         for i in range(n_in):
             pb = os.path.join(sd, "input_%d.pb" % i)
             vtype = graph.input[i].type if i < len(graph.input) else None
+            if vtype is not None and vtype.WhichOneof("value") in ("sequence_type",
+                                                                    "optional_type"):
+                why = seq_value(m, pb, vtype, d)
+                if why:
+                    m.problems.append("%s: %s" % (rel(pb), why))
+                m.io_ok = False  # onnxruntime-node takes tensors only
+                continue
             want = load_pb(pb, vtype)
             npy = os.path.join(d, "in_%d_%d.npy" % (k, i))
             r = tensio("convert", pb, npy)
@@ -406,7 +466,8 @@ def main():
         print("  rewritten %d, checker-ok %d (%d whose original fails the checker too)" % (
             sum(m.rewritten for m in models), sum(m.checker_ok is True for m in models),
             sum(m.checker_ok is None for m in models)))
-        print("  input .pb files: %d round-tripped (.pb -> .npy -> .pb), %d refused by name:" % (
+        print("  input .pb files: %d round-tripped (.pb -> .npy -> .pb; a sequence or optional "
+              ".pb -> .npz and .pb -> .pb), %d refused by name:" % (
             sum(m.pb_ok for m in models), sum(pbs.values())))
         for why, n in pbs.most_common():
             print("    %4d  %s" % (n, why))
