@@ -117,7 +117,55 @@ static const ox_attr_since ox_attr_sinces[] = {
     {"ReduceSumSquare", "noop_with_empty_axes", 18, 0},
     {"Resize", "antialias", 18, 0},
     {"Resize", "keep_aspect_ratio_policy", 18, 0},
+    {"ArgMax", "select_last_index", 12, 0},
+    {"ArgMin", "select_last_index", 12, 0},
+    {"GatherND", "batch_dims", 12, 0},
+    {"Dropout", "seed", 12, OX_NO_DFLT},
 };
+
+/* Element types an operator takes only from some opset on (the ONNX operator
+ * docs' version histories), at the inputs in `inputs` (bit k: input k;
+ * OX_EVERY: each): below `since` the operator has no such type there, and
+ * onnxruntime refuses the model. bfloat16, which no operator takes before
+ * opset 13, is not listed: tio__onnx_type_since says 13 for every one. */
+typedef struct ox_type_since {
+    const char *op;
+    uint32_t inputs;
+    uint32_t dtypes; /* bit d: tio_dtype d */
+    int since;
+} ox_type_since;
+
+#define OX_T(d) (1u << (d))
+#define OX_SMALL (OX_T(TIO_INT8) | OX_T(TIO_UINT8) | OX_T(TIO_INT16) | OX_T(TIO_UINT16))
+#define OX_SINTS (OX_T(TIO_INT8) | OX_T(TIO_INT16) | OX_T(TIO_INT32) | OX_T(TIO_INT64))
+#define OX_UINTS (OX_T(TIO_UINT8) | OX_T(TIO_UINT16) | OX_T(TIO_UINT32) | OX_T(TIO_UINT64))
+
+static const ox_type_since ox_type_sinces[] = {
+    {"Add", 3, OX_SMALL, 14},
+    {"Sub", 3, OX_SMALL, 14},
+    {"Mul", 3, OX_SMALL, 14},
+    {"Div", 3, OX_SMALL, 14},
+    {"Max", OX_EVERY, OX_SINTS | OX_UINTS, 12},
+    {"Min", OX_EVERY, OX_SINTS | OX_UINTS, 12},
+    {"Clip", 7, OX_SINTS | OX_UINTS, 12},
+    {"MaxPool", 1, OX_T(TIO_INT8) | OX_T(TIO_UINT8), 12},
+    {"Pow", 1, OX_T(TIO_INT32) | OX_T(TIO_INT64), 12},
+    {"Pow", 2, OX_SINTS | OX_UINTS, 12},
+    {"Relu", 1, OX_SINTS, 14},
+};
+
+int tio__onnx_type_since(const char *op, size_t input, tio_dtype d) {
+    if (d == TIO_BFLOAT16) return 13;
+    if (d <= TIO_DTYPE_INVALID || d >= 32) return 0;
+    int need = 0;
+    for (size_t i = 0; i < sizeof ox_type_sinces / sizeof ox_type_sinces[0]; i++) {
+        const ox_type_since *e = &ox_type_sinces[i];
+        if ((e->dtypes >> d & 1u) && e->since > need && tio__onnx_in_group(e->inputs, input) &&
+            strcmp(e->op, op) == 0)
+            need = e->since;
+    }
+    return need;
+}
 
 bool tio__onnx_input_int64(const char *op, size_t input, int64_t opset) {
     for (size_t i = 0; i < sizeof ox_i64_inputs / sizeof ox_i64_inputs[0]; i++)

@@ -70,6 +70,9 @@ int tio__onnx_attr_gone(const char *op, const tio_gattr *a, bool *keep);
  * group's mask holds input (output) k. */
 bool tio__onnx_type_group(const char *op, size_t i, uint32_t *inputs, uint32_t *outputs);
 bool tio__onnx_in_group(uint32_t mask, size_t k);
+/* The opset from which `op` takes element type d at input `input` (an
+ * output: the same rule, for bfloat16); 0: at every opset tensio writes. */
+int tio__onnx_type_since(const char *op, size_t input, tio_dtype d);
 /* The default-domain opset written when the graph records none. */
 #define OX_DEFAULT_OPSET 17
 /* The opsets the writer converts a graph to (format option opset=N). */

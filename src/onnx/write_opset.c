@@ -252,8 +252,10 @@ static bool ox_crosses(const ox_writer *w, int64_t at) {
  * - Split 18: without sizes it needs num_outputs, which may leave a smaller
  *   last part (below 18 the parts are equal, one per output).
  * - Scan 9: the inputs lost their batch axis.
- * - Add, Sub, Mul, Div: int8, uint8, int16 and uint16 came at 14, bfloat16 at
- *   13; onnxruntime refuses them below. */
+ * - element types an operator took only from some opset on (Add, Sub, Mul,
+ *   Div on int8, uint8, int16, uint16: 14; Max, Min, Clip on integers, MaxPool
+ *   on int8/uint8, Pow on integers: 12; bfloat16 anywhere: 13;
+ *   tio__onnx_type_since): onnxruntime refuses them below. */
 static int ox_form_meaning(ox_writer *w, const tio_graph *g, const ox_fix *f, const tio_gnode *n,
                            ox_form *fm, tio_error *err) {
     const char *op = n->op;
@@ -351,14 +353,18 @@ static int ox_form_meaning(ox_writer *w, const tio_graph *g, const ox_fix *f, co
         return ox_form_refuse(w, g, n, err,
                               "Scan's inputs lost their batch axis at opset 9 (a Scan of "
                               "opset 8 is another operator)");
-    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
-        strcmp(op, "Div") == 0) {
-        tio_dtype d = ox_type_of(w, g, f, n->input_count ? n->inputs[0] : -1);
-        bool small = d == TIO_INT8 || d == TIO_UINT8 || d == TIO_INT16 || d == TIO_UINT16;
-        if ((small && w->opset < 14) || (d == TIO_BFLOAT16 && w->opset < 13)) {
+    /* element types the written opset does not have for the operator */
+    for (size_t k = 0; k < n->input_count + n->output_count; k++) {
+        bool in = k < n->input_count;
+        int64_t v = in ? n->inputs[k] : n->outputs[k - n->input_count];
+        tio_dtype d = v >= 0 ? ox_type_of(w, g, f, v) : TIO_DTYPE_INVALID;
+        int need = d == TIO_DTYPE_INVALID ? 0
+                   : in                   ? tio__onnx_type_since(op, k, d)
+                   : d == TIO_BFLOAT16    ? 13
+                                          : 0;
+        if (need > w->opset) {
             char why[160];
-            snprintf(why, sizeof why, "%s on %s came at opset %d", op, tio_dtype_name(d),
-                     small ? 14 : 13);
+            snprintf(why, sizeof why, "%s on %s came at opset %d", op, tio_dtype_name(d), need);
             return ox_form_refuse(w, g, n, err, why);
         }
     }

@@ -11,8 +11,8 @@ attributes an opset introduced (Shape's start/end, ScatterND's reduction,
 BatchNormalization's training_mode); Constant nodes feeding inputs that
 become attributes (none left unused in the result); RoiAlign, whose default sampling grid
 changed at 16; Resize's three forms (10, 11, 13) and their coordinate modes;
-Split's equal parts and num_outputs (18); Add on uint8,
-typed from 14; a made name that a value already has), are
+Split's equal parts and num_outputs (18); Add on uint8 (typed from 14), Max
+on int32 (12), Cast to bfloat16 (13), ArgMax's select_last_index (12); a made name that a value already has), are
 written by tensio at every target opset from 9 to 21 where the operator
 exists. Each result passes onnx.checker (full_check, opsets up to 17, what
 python3-onnx 1.12 knows) and runs in onnxruntime (npm's onnxruntime-node,
@@ -264,6 +264,21 @@ def cases():
         N("Cast", ["x"], ["u"], to=TensorProto.UINT8), N("Add", ["u", "u"], ["a"]),
         N("Cast", ["a"], ["y"], to=TensorProto.FLOAT)], [], X4, ["y"]),
         {t: "Add on uint8 came at opset 14" for t in TARGETS if t < 14}))
+    # Max on integers from opset 12, bfloat16 anywhere from 13
+    out.append(("max_int32", 13, model("mi", 13, [
+        N("Cast", ["x"], ["u"], to=TensorProto.INT32), N("Max", ["u", "u"], ["a"]),
+        N("Cast", ["a"], ["y"], to=TensorProto.FLOAT)], [], X4, ["y"]),
+        {t: "Max on int32 came at opset 12" for t in TARGETS if t < 12}))
+    out.append(("cast_bfloat16", 13, model("bf", 13, [
+        N("Cast", ["x"], ["b"], to=TensorProto.BFLOAT16),
+        N("Cast", ["b"], ["y"], to=TensorProto.FLOAT)], [], X4, ["y"]),
+        {t: "Cast on bfloat16 came at opset 13" for t in TARGETS if t < 13}))
+    # ArgMax's select_last_index (12): left out at 0 below 12, refused at 1
+    for last in (0, 1):
+        out.append(("argmax_last%d" % last, 13, model("am", 13, [
+            N("ArgMax", ["x"], ["i"], axis=1, select_last_index=last),
+            N("Cast", ["i"], ["y"], to=TensorProto.FLOAT)], [], X4, ["y"], {"y": [2, 1, 4, 5]}),
+            {t: "came at opset 12" for t in TARGETS if t < 12 and last}))
     return out
 
 
