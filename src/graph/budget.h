@@ -26,6 +26,10 @@
 
 #define TIO_DECODE_MEM_FACTOR 3u
 #define TIO_DECODE_MEM_SLACK (192u << 10)
+/* What a decode of a plain list of tensors (a SequenceProto file) may add to
+ * the budget per tensor for its container record, name and shape: within
+ * docs/security.md's 768 bytes per tensor. */
+#define TIO_DECODE_MEM_PER_TENSOR 512u
 
 typedef struct tio_budget {
     const char *format; /* for messages */

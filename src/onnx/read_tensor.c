@@ -613,6 +613,11 @@ static int ox_read_sequence(ox_reader *r, const char *fmt, tio_error *err) {
         } else if (f.number == 2) {
             elem_type = tio__pb_int32(&f);
         } else if (f.number == 3 || f.number == 4) {
+            /* each element a container tensor record: the cost per tensor
+             * that every container format may take (tests/core/test_memory.c,
+             * many tiny tensors), on top of the budget of the bytes */
+            if (tio__add64_ovf(r->mem.cap, TIO_DECODE_MEM_PER_TENSOR, &r->mem.cap))
+                r->mem.cap = UINT64_MAX;
             char lbl[48];
             snprintf(lbl, sizeof lbl, "SequenceProto element %zu", n);
             tio_pb_reader sub;
