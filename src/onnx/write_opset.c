@@ -275,6 +275,25 @@ static int ox_form_meaning(ox_writer *w, const tio_graph *g, const ox_fix *f, co
             return ox_form_refuse(w, g, n, err, why);
         }
     }
+    /* GridSample 20 renamed two modes: "bilinear" and "bicubic" (16) are
+     * "linear" and "cubic" from 20; "nearest" and the defaults mean the same */
+    if (strcmp(op, "GridSample") == 0 && ox_crosses(w, 20)) {
+        bool up = w->opset >= 20;
+        for (size_t a = 0; a < n->attr_count; a++) {
+            const tio_gattr *at = &n->attrs[a];
+            if (strcmp(at->name, "mode") != 0 || at->type != TIO_ATTR_STRING || !at->s ||
+                fm->nextra >= sizeof fm->extra / sizeof fm->extra[0])
+                continue;
+            char *to = NULL;
+            if (up && strcmp(at->s, "bilinear") == 0) to = "linear";
+            if (up && strcmp(at->s, "bicubic") == 0) to = "cubic";
+            if (!up && strcmp(at->s, "linear") == 0) to = "bilinear";
+            if (!up && strcmp(at->s, "cubic") == 0) to = "bicubic";
+            if (!to) continue;
+            fm->skip[a] = 1;
+            fm->extra[fm->nextra++] = (tio_gattr){.name = "mode", .type = TIO_ATTR_STRING, .s = to};
+        }
+    }
     if (strcmp(op, "RoiAlign") == 0 && ox_crosses(w, 16)) {
         for (size_t a = 0; a < n->attr_count; a++)
             if (strcmp(n->attrs[a].name, "coordinate_transformation_mode") == 0)

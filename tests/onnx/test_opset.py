@@ -12,7 +12,8 @@ BatchNormalization's training_mode); Constant nodes feeding inputs that
 become attributes (none left unused in the result); RoiAlign, whose default sampling grid
 changed at 16; Resize's three forms (10, 11, 13) and their coordinate modes;
 Split's equal parts and num_outputs (18); Add on uint8 (typed from 14), Max
-on int32 (12), Cast to bfloat16 (13), ArgMax's select_last_index (12); a made name that a value already has), are
+on int32 (12), Cast to bfloat16 (13), ArgMax's select_last_index (12), GridSample's
+modes renamed at 20; a made name that a value already has), are
 written by tensio at every target opset from 9 to 21 where the operator
 exists. Each result passes onnx.checker (full_check, opsets up to 17, what
 python3-onnx 1.12 knows) and runs in onnxruntime (npm's onnxruntime-node,
@@ -273,6 +274,12 @@ def cases():
         N("Cast", ["x"], ["b"], to=TensorProto.BFLOAT16),
         N("Cast", ["b"], ["y"], to=TensorProto.FLOAT)], [], X4, ["y"]),
         {t: "Cast on bfloat16 came at opset 13" for t in TARGETS if t < 13}))
+    # GridSample's "bilinear"/"bicubic" (16) are "linear"/"cubic" from 20
+    grid = const("grid", np.random.default_rng(5).uniform(-1, 1, (2, 3, 4, 2)), np.float32)
+    for mode in ("bilinear", "bicubic"):
+        out.append(("gridsample_" + mode, 16, model("gs", 16, [
+            N("GridSample", ["x", "grid"], ["y"], mode=mode)], [grid], X4, ["y"],
+            {"y": [2, 3, 3, 4]}), {t: "GridSample (from opset 16)" for t in TARGETS if t < 16}))
     # ArgMax's select_last_index (12): left out at 0 below 12, refused at 1
     for last in (0, 1):
         out.append(("argmax_last%d" % last, 13, model("am", 13, [
