@@ -811,6 +811,13 @@ static int tm_node(tm_reader *r, size_t i, uint32_t off, int64_t slot, tio_error
                        "header as its %s); a write gives it a zeroed one",
                        tm_cur(r, lb), tio__tmfile_ops[idx].name, pd->name);
         if (rc) goto out;
+        /* read as that zeroed param reads: its numbers are present and 0,
+         * its strings and vectors absent (offset 0), so the node means the
+         * same before and after a write */
+        for (unsigned k = 0; k < nf; k++) {
+            int kind = pd->f[k].kind;
+            pv[k].present = kind == TF_I32 || kind == TF_U32 || kind == TF_BOOL || kind == TF_F32;
+        }
     } else if (poff) {
         /* A param tensio has no struct for: kept as raw 32-bit words. Its size
          * comes from the official writer's layout, which writes a param

@@ -1856,6 +1856,42 @@ static void test_pad_hostile(void **state) {
         tio_container_free(t);
         free(b);
     }
+    /* a Pad without a param (offset_t_param 0; the fuzzer's find) reads as
+     * the zeroed param a write gives it: raised, with pads of 0 and value 0,
+     * so a write and a read back change nothing */
+    {
+        /* the writer puts the param (9 words, then value) just before its TM2_Operator */
+        uint32_t op = (uint32_t)at + 40;
+        assert_int_equal(ld32(out + op + 8), (uint32_t)at);
+        uint8_t *b = malloc(len);
+        assert_non_null(b);
+        memcpy(b, out, len);
+        st32(b + op + 8, 0);
+        tio_error e0;
+        tio_container *t = open_mem(b, len, 0, &e0);
+        if (!t) fail_msg("%s", e0.message);
+        int found = 0;
+        for (size_t k = 0; k < tio_container_warning_count(t); k++)
+            if (strstr(tio_container_warning(t, k)->message, "Pad has no param")) found = 1;
+        assert_true(found);
+        tio_node_info ni;
+        only_node(tio_container_graph(t), "Pad", &ni);
+        assert_int_equal(ni.input_count, 3); /* x, pads, value */
+        const tio_tensor *pt = tio_container_find(t, "pad:pads");
+        assert_non_null(pt);
+        static const int64_t zero8[8];
+        assert_memory_equal(tio_tensor_data(pt), zero8, sizeof zero8);
+        size_t len2;
+        uint8_t *out2 = save_mem(t, 0, &len2);
+        tio_container *t2 = open_mem(out2, len2, 0, &e0);
+        if (!t2) fail_msg("%s", e0.message);
+        assert_int_equal(tio_container_count(t2), tio_container_count(t));
+        assert_writes(t2, out2, len2);
+        tio_container_free(t2);
+        tio_free(out2);
+        tio_container_free(t);
+        free(b);
+    }
     /* the int64 pads constant is dropped only when the Pad alone reads it:
      * as a graph output too, the writer refuses it (tmfile has no int64) */
     tio_error e;
