@@ -66,7 +66,7 @@ static const char convert_help_options[] =
     "      --external-data NAME\n"
     "                      onnx: write the initializers' data to file NAME beside\n"
     "                      OUT (ONNX external data) instead of inline\n"
-    "      --opset N       onnx: write the graph at default-domain opset N (7-23):\n"
+    "      --opset N       onnx: write the graph at default-domain opset N (7-26):\n"
     "                      attributes that became inputs (Squeeze axes, Clip\n"
     "                      min/max, Slice, Pad, Split, TopK, Reduce* axes ...)\n"
     "                      move to the form of opset N; refused, with the reason,\n"

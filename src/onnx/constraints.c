@@ -121,13 +121,16 @@ static const ox_attr_since ox_attr_sinces[] = {
     {"ArgMin", "select_last_index", 12, 0},
     {"GatherND", "batch_dims", 12, 0},
     {"Dropout", "seed", 12, OX_NO_DFLT},
+    {"Attention", "left_window_size", 25, -1},
+    {"Attention", "right_window_size", 25, -1},
 };
 
 /* Element types an operator takes only from some opset on (the ONNX operator
  * docs' version histories), at the inputs in `inputs` (bit k: input k;
  * OX_EVERY: each): below `since` the operator has no such type there, and
  * onnxruntime refuses the model. bfloat16, which no operator takes before
- * opset 13, is not listed: tio__onnx_type_since says 13 for every one. */
+ * opset 13, is listed only where it came later: tio__onnx_type_since says 13
+ * for every other. */
 typedef struct ox_type_since {
     const char *op;
     uint32_t inputs;
@@ -152,12 +155,13 @@ static const ox_type_since ox_type_sinces[] = {
     {"Pow", 1, OX_T(TIO_INT32) | OX_T(TIO_INT64), 12},
     {"Pow", 2, OX_SINTS | OX_UINTS, 12},
     {"Relu", 1, OX_SINTS, 14},
+    {"TopK", 1, OX_T(TIO_BFLOAT16), 24},
+    {"SplitToSequence", 1, OX_T(TIO_BFLOAT16), 24},
 };
 
 int tio__onnx_type_since(const char *op, size_t input, tio_dtype d) {
-    if (d == TIO_BFLOAT16) return 13;
     if (d <= TIO_DTYPE_INVALID || d >= 32) return 0;
-    int need = 0;
+    int need = d == TIO_BFLOAT16 ? 13 : 0;
     for (size_t i = 0; i < sizeof ox_type_sinces / sizeof ox_type_sinces[0]; i++) {
         const ox_type_since *e = &ox_type_sinces[i];
         if ((e->dtypes >> d & 1u) && e->since > need && tio__onnx_in_group(e->inputs, input) &&
@@ -219,6 +223,9 @@ static const ox_sattr_since ox_sattr_sinces[] = {
     /* before 16 RoiAlign did what "output_half_pixel" does (the default
      * from 16 is "half_pixel": see write.c's ox_form_plan) */
     {"RoiAlign", "coordinate_transformation_mode", 16, "output_half_pixel", NULL, 0},
+    /* how a cast to float8e8m0 (a type tensio has no dtype for) rounds */
+    {"Cast", "round_mode", 24, "up", NULL, 0},
+    {"CastLike", "round_mode", 24, "up", NULL, 0},
 };
 
 static const ox_attr_since *ox_int_since(const char *op, const char *attr) {

@@ -77,7 +77,7 @@ int tio__onnx_type_since(const char *op, size_t input, tio_dtype d);
 #define OX_DEFAULT_OPSET 17
 /* The opsets the writer converts a graph to (format option opset=N). */
 #define TIO__ONNX_MIN_OPSET 7
-#define TIO__ONNX_MAX_OPSET 23
+#define TIO__ONNX_MAX_OPSET 26
 
 /* Opset history as data (src/onnx/opset.c), default domain: the opset that
  * introduced `op` (1 when older than 7 or unknown) and the one that removed
@@ -92,6 +92,7 @@ typedef struct tio_onnx_form {
     int since;          /* an input from this opset, an attribute before it */
     int64_t dflt;       /* attr NULL: the value that makes the input removable */
 } tio_onnx_form;
+#define TIO__ONNX_NO_DFLT INT64_MIN /* dflt: no value does */
 const tio_onnx_form *tio__onnx_forms(const char *op, size_t *count);
 bool tio__onnx_axis_changed_at_13(const char *op);
 

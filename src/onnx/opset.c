@@ -68,6 +68,7 @@ static const ox_op_since ox_ops[] = {
     {"StringSplit", 20, 0},       {"Attention", 23, 0},
     {"RMSNormalization", 23, 0},  {"RotaryEmbedding", 23, 0},
     {"TensorScatter", 24, 0},     {"Swish", 24, 0},
+    {"BitCast", 26, 0},           {"CumProd", 26, 0},
 };
 
 int tio__onnx_op_range(const char *op, int *removed) {
@@ -110,6 +111,8 @@ static const tio_onnx_form ox_forms[] = {
     {"ReduceLogSum", "axes", 1, TIO_ATTR_INTS, 18, 0},
     {"ReduceLogSumExp", "axes", 1, TIO_ATTR_INTS, 18, 0},
     {"ReduceSumSquare", "axes", 1, TIO_ATTR_INTS, 18, 0},
+    /* nonpad_kv_seqlen: no value of it means its absence */
+    {"Attention", NULL, 6, TIO_ATTR_INTS, 24, TIO__ONNX_NO_DFLT},
 };
 
 const tio_onnx_form *tio__onnx_forms(const char *op, size_t *count) {

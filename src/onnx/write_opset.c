@@ -161,17 +161,21 @@ static bool ox_keeps_type(const char *op) {
     return false;
 }
 
-/* Value v's element type: recorded, or followed up through operators that
- * keep their input's type; TIO_DTYPE_INVALID when not known. */
+/* Value v's element type: recorded, a Cast's `to`, or followed up through
+ * operators that keep their input's type; TIO_DTYPE_INVALID when not known. */
 static tio_dtype ox_type_of(const ox_writer *w, const tio_graph *g, const ox_fix *f, int64_t v) {
     for (size_t steps = 0; v >= 0 && steps <= g->node_count; steps++) {
         tio_dtype d = tio__ox_dtype(w, g, v);
         if (d != TIO_DTYPE_INVALID) return d;
         int64_t j = f->producer[v];
-        if (j < 0 || !tio__ox_default_domain(&g->nodes[j]) || !ox_keeps_type(g->nodes[j].op) ||
-            !g->nodes[j].input_count)
-            return TIO_DTYPE_INVALID;
-        v = g->nodes[j].inputs[0];
+        if (j < 0 || !tio__ox_default_domain(&g->nodes[j])) return TIO_DTYPE_INVALID;
+        const tio_gnode *p = &g->nodes[j];
+        if (strcmp(p->op, "Cast") == 0) /* its `to` */
+            for (size_t a = 0; a < p->attr_count; a++)
+                if (strcmp(p->attrs[a].name, "to") == 0 && p->attrs[a].type == TIO_ATTR_INT)
+                    return tio__onnx_dtype(p->attrs[a].i);
+        if (!ox_keeps_type(p->op) || !p->input_count) return TIO_DTYPE_INVALID;
+        v = p->inputs[0];
     }
     return TIO_DTYPE_INVALID;
 }
@@ -254,8 +258,8 @@ static bool ox_crosses(const ox_writer *w, int64_t at) {
  * - Scan 9: the inputs lost their batch axis.
  * - element types an operator took only from some opset on (Add, Sub, Mul,
  *   Div on int8, uint8, int16, uint16: 14; Max, Min, Clip on integers, MaxPool
- *   on int8/uint8, Pow on integers: 12; bfloat16 anywhere: 13;
- *   tio__onnx_type_since): onnxruntime refuses them below. */
+ *   on int8/uint8, Pow on integers: 12; bfloat16 anywhere: 13, in TopK and
+ *   SplitToSequence: 24; tio__onnx_type_since): onnxruntime refuses them below. */
 static int ox_form_meaning(ox_writer *w, const tio_graph *g, const ox_fix *f, const tio_gnode *n,
                            ox_form *fm, tio_error *err) {
     const char *op = n->op;
@@ -551,6 +555,11 @@ int tio__ox_form_plan(ox_writer *w, tio_pb_writer *pw, const tio_graph *g, const
             fm->skip[ai] = 1;
             if (e->input + 1 > fm->nin) fm->nin = e->input + 1;
         } else if (!want_input && v >= 0) {
+            if (!e->attr && e->dflt == TIO__ONNX_NO_DFLT) {
+                snprintf(why, sizeof why, "input %u ('%.100s') exists from opset %d only",
+                         e->input, g->values[v].name ? g->values[v].name : "", e->since);
+                return ox_form_refuse(w, g, n, err, why);
+            }
             /* the input becomes an attribute: it must be a constant */
             int64_t t = ox_const_tensor(g, f, v);
             if (t < 0) {
