@@ -82,11 +82,27 @@ size_t tio__fb_scalar_size(int kind);
 
 /* ----------------------------------------------------------- verifier */
 
+/* The byte vectors (blobs: a model's weights) a verifier checked: where each
+ * count is and its value, so that tio__fb_bytes need not read it again. */
+typedef struct tio_fb_blob {
+    size_t pos;     /* the count's position */
+    uint32_t count;
+} tio_fb_blob;
+typedef struct tio_fb_blobs {
+    tio_fb_blob *v; /* sorted by pos after tio__fb_verify */
+    size_t n, cap;
+} tio_fb_blobs;
+void tio__fb_blobs_free(tio_fb_blobs *b);
+
 typedef struct tio_fb_limits {
     uint32_t max_depth;  /* nested tables (root table = depth 1) */
     uint64_t max_tables; /* tables visited in total (a DAG may share tables) */
     uint64_t max_slots;  /* vtable slots of the tables visited, in total; 0 = 2 per byte of
                             the buffer + 4096 */
+    tio_headsrc *head;   /* NULL, or where the counts of byte vectors are read from
+                            (tio__fb_head): see tio__fb_bytes */
+    tio_fb_blobs *blobs; /* NULL, or where the byte vectors checked are listed (when
+                            memory for the list runs short, the rest are not) */
 } tio_fb_limits;
 
 /* Checks buf[0..len) as a buffer whose root is a `root` table: the root
@@ -163,6 +179,16 @@ bool tio__fb_vector(const tio_fb_ref *t, unsigned id, tio_fb_vec *out);
 /* A string: pointer to its bytes (NUL-terminated) and length (NULL and 0
  * when absent). */
 bool tio__fb_string(const tio_fb_ref *t, unsigned id, const char **s, uint32_t *n);
+/* head when buf[0..len) is its mapping from file offset 0, else NULL. */
+tio_headsrc *tio__fb_head(tio_headsrc *head, const uint8_t *buf, size_t len);
+/* tio__fb_vector for a vector of bytes (a model's weights): its count read
+ * through head (tio__fb_head's; NULL: from the buffer). The data follow the
+ * count, so in a file of large blobs each count sits on a page of its own,
+ * away from the tables: a page fault of the mapping per blob costs more
+ * than the read (tio_headsrc), and the blob's bytes stay untouched. A count
+ * in `known` (the verifier's list, or NULL) is not read again. */
+bool tio__fb_bytes(const tio_fb_ref *t, unsigned id, tio_headsrc *head,
+                   const tio_fb_blobs *known, tio_fb_vec *out);
 /* Vector elements (i < count). */
 bool tio__fb_vec_table(const tio_fb_vec *v, size_t i, tio_fb_ref *out);
 bool tio__fb_vec_string(const tio_fb_vec *v, size_t i, const char **s, uint32_t *n);

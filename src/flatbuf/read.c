@@ -4,6 +4,7 @@
  * any address. */
 #include "flatbuf/flatbuf.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 size_t tio__fb_scalar_size(int kind) {
@@ -222,10 +223,11 @@ bool tio__fb_table(const tio_fb_ref *t, unsigned id, tio_fb_ref *out) {
 
 /* A vector or string header at `target`: count in bounds, and at least
  * count (+ extra) bytes of data present. */
-static bool vec_at(const uint8_t *buf, size_t len, size_t target, size_t extra,
+static bool vec_at(const uint8_t *buf, size_t len, tio_headsrc *h, size_t target, size_t extra,
                    tio_fb_vec *out) {
     if (target > len || len - target < 4) return false;
-    uint32_t count = tio__ld32(buf + target);
+    const uint8_t *c = h ? tio__headsrc_at(h, target, 4) : NULL;
+    uint32_t count = tio__ld32(c ? c : buf + target);
     size_t data = target + 4;
     size_t need;
     if (tio__add_ovf(count, extra, &need) || need > len - data) return false;
@@ -240,13 +242,46 @@ bool tio__fb_vector(const tio_fb_ref *t, unsigned id, tio_fb_vec *out) {
     if (out) memset(out, 0, sizeof *out); /* absent: empty, never stale */
     size_t p = field_pos_sized(t, id, 4), target;
     if (!p || !out || !deref(t->buf, t->len, p, &target)) return false;
-    return vec_at(t->buf, t->len, target, 0, out);
+    return vec_at(t->buf, t->len, NULL, target, 0, out);
+}
+
+tio_headsrc *tio__fb_head(tio_headsrc *head, const uint8_t *buf, size_t len) {
+    return head && buf && head->base == buf && len <= head->size ? head : NULL;
+}
+
+void tio__fb_blobs_free(tio_fb_blobs *b) {
+    if (!b) return;
+    free(b->v);
+    memset(b, 0, sizeof *b);
+}
+
+bool tio__fb_bytes(const tio_fb_ref *t, unsigned id, tio_headsrc *head,
+                   const tio_fb_blobs *known, tio_fb_vec *out) {
+    if (out) memset(out, 0, sizeof *out); /* absent: empty, never stale */
+    size_t p = field_pos_sized(t, id, 4), target;
+    if (!p || !out || !deref(t->buf, t->len, p, &target)) return false;
+    size_t lo = 0, hi = known ? known->n : 0;
+    while (lo < hi) { /* the count the verifier read */
+        size_t mid = lo + (hi - lo) / 2;
+        if (known->v[mid].pos < target) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < (known ? known->n : 0) && known->v[lo].pos == target) {
+        uint32_t count = known->v[lo].count;
+        if (target > t->len || t->len - target < 4 || count > t->len - target - 4) return false;
+        out->buf = t->buf;
+        out->len = t->len;
+        out->data = target + 4;
+        out->count = count;
+        return true;
+    }
+    return vec_at(t->buf, t->len, tio__fb_head(head, t->buf, t->len), target, 0, out);
 }
 
 static bool string_at(const uint8_t *buf, size_t len, size_t target, const char **s,
                       uint32_t *n) {
     tio_fb_vec v;
-    if (!vec_at(buf, len, target, 1, &v)) return false;
+    if (!vec_at(buf, len, NULL, target, 1, &v)) return false;
     if (buf[v.data + v.count] != 0) return false;
     if (s) *s = (const char *)(buf + v.data);
     if (n) *n = v.count;

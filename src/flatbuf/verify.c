@@ -49,7 +49,30 @@ typedef struct fb_verifier {
     uint64_t slots;      /* vtable slots of the tables visited */
     fb_frame *stack;
     size_t depth, cap;
+    tio_headsrc *head;   /* NULL, or where byte vectors' counts are read from */
+    tio_fb_blobs *blobs; /* NULL, or the list of byte vectors checked */
 } fb_verifier;
+
+/* Lists a byte vector checked; out of memory, the list stops growing (a
+ * reader then reads the count again). */
+static void note_blob(fb_verifier *v, size_t pos, uint32_t count) {
+    tio_fb_blobs *b = v->blobs;
+    if (b->n == b->cap) {
+        size_t ncap = b->cap ? b->cap * 2 : 64;
+        tio_fb_blob *nv = ncap > SIZE_MAX / sizeof *nv ? NULL : realloc(b->v, ncap * sizeof *nv);
+        if (!nv) return;
+        b->v = nv;
+        b->cap = ncap;
+    }
+    b->v[b->n].pos = pos;
+    b->v[b->n].count = count;
+    b->n++;
+}
+
+static int blob_cmp(const void *a, const void *b) {
+    size_t x = ((const tio_fb_blob *)a)->pos, y = ((const tio_fb_blob *)b)->pos;
+    return x < y ? -1 : x > y;
+}
 
 /* Where a value was reached from, for messages: "Graph.nodes[3]". */
 typedef struct fb_where {
@@ -219,7 +242,10 @@ static int check_vector(fb_verifier *v, size_t target, size_t elem_size, const f
     if (!fits(v, target, 4))
         return fail(v, TIO_E_TRUNCATED, target, w,
                     "vector count runs past the end of the buffer");
-    uint32_t n = tio__ld32(v->buf + target);
+    /* a vector of bytes is a blob (weights): its count sits beside its data,
+     * away from the tables, and is read through head (tio__fb_bytes) */
+    const uint8_t *c = elem_size == 1 && v->head ? tio__headsrc_at(v->head, target, 4) : NULL;
+    uint32_t n = tio__ld32(c ? c : v->buf + target);
     size_t bytes;
     if (tio__mul_ovf(n, elem_size, &bytes) || !fits(v, target + 4, bytes))
         return fail(v, TIO_E_TRUNCATED, target, w,
@@ -229,6 +255,7 @@ static int check_vector(fb_verifier *v, size_t target, size_t elem_size, const f
     if (elem_size > 4 && (target + 4) % 8 != 0)
         return fail(v, TIO_E_CORRUPT, target + 4, w,
                     "vector data of %zu-byte elements is not 8-byte aligned", elem_size);
+    if (elem_size == 1 && v->blobs) note_blob(v, target, n);
     *count = n;
     return TIO_OK;
 }
@@ -361,6 +388,8 @@ int tio__fb_verify(const uint8_t *buf, size_t len, const tio_fb_table *root,
     v.err = err;
     v.max_depth = lim && lim->max_depth ? lim->max_depth : FB_DEFAULT_MAX_DEPTH;
     v.max_tables = lim && lim->max_tables ? lim->max_tables : FB_DEFAULT_MAX_TABLES;
+    v.head = lim ? tio__fb_head(lim->head, buf, len) : NULL;
+    v.blobs = lim ? lim->blobs : NULL;
     v.max_slots = lim && lim->max_slots ? lim->max_slots : FB_DEFAULT_SLOTS_PER_BYTE * (uint64_t)len +
                                                               FB_DEFAULT_SLOTS_SLACK;
     fb_where w = {NULL, "root", -1, root->name};
@@ -372,5 +401,7 @@ int tio__fb_verify(const uint8_t *buf, size_t len, const tio_fb_table *root,
     if (rc == TIO_OK) rc = push_table(&v, pos, root, &w);
     while (rc == TIO_OK && v.depth > 0) rc = step(&v);
     free(v.stack);
+    if (v.blobs && v.blobs->n > 1) /* for tio__fb_bytes' lookups */
+        qsort(v.blobs->v, v.blobs->n, sizeof *v.blobs->v, blob_cmp);
     return rc;
 }

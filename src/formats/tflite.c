@@ -45,6 +45,13 @@ typedef struct tfl_reader {
     int64_t *ctensor;     /* each subgraph's tensors' container tensor, or -1
                              (subgraph sg's from sgbase[sg]) */
     size_t *sgbase;
+    struct tfl_range {
+        const uint8_t *data;
+        uint64_t n;
+        int64_t at;
+    } *ranges;            /* each buffer's bytes, from the pass over them all (a
+                             length read once: tio__fb_bytes) */
+    tio_fb_blobs blobs;   /* the byte vectors the verifier checked, with their lengths */
 } tfl_reader;
 
 /* The FlatBuffers model is the whole file: buffer positions are file offsets. */
@@ -145,10 +152,16 @@ static int tfl_buffer(tfl_reader *r, uint32_t b, bool first, const uint8_t **dat
     *data = NULL;
     *n = 0;
     *at = -1;
+    if (!first && r->ranges && b < r->buffers.count) {
+        *data = r->ranges[b].data;
+        *n = r->ranges[b].n;
+        *at = r->ranges[b].at;
+        return TIO_OK;
+    }
     tio_fb_ref bt;
     if (!tio__fb_vec_table(&r->buffers, b, &bt)) return TIO_OK; /* checked by the caller */
     tio_fb_vec dv;
-    bool inl = tio__fb_vector(&bt, TFL_Buffer_data, &dv) && dv.count > 0;
+    bool inl = tio__fb_bytes(&bt, TFL_Buffer_data, r->ctx->head, &r->blobs, &dv) && dv.count > 0;
     uint64_t off = tio__fb_u64(&bt, TFL_Buffer_offset, 0);
     uint64_t size = tio__fb_u64(&bt, TFL_Buffer_size, 0);
     if (off > 1) {
@@ -770,11 +783,20 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
     lim.max_tables = r.len / 4 + 16;
     if (lim.max_tables > ctx->limits.max_objects) lim.max_tables = ctx->limits.max_objects;
     lim.max_slots = 0;
+    /* the buffers' lengths by pread of the file when it is mapped, once
+     * (tio__fb_bytes) */
+    lim.head = ctx->head;
+    lim.blobs = &r.blobs;
     int rc = tio__fb_verify(r.buf, r.len, tio__tfl_root, &lim, TFL, 0, err);
-    if (rc) return rc;
+    if (rc) {
+        tio__fb_blobs_free(&r.blobs);
+        return rc;
+    }
     tio_fb_ref model;
-    if (!tio__fb_root(r.buf, r.len, &model))
+    if (!tio__fb_root(r.buf, r.len, &model)) {
+        tio__fb_blobs_free(&r.blobs);
         return tio__err(err, TIO_E_CORRUPT, TFL, 0, "the root table is out of bounds");
+    }
     tio_fb_vec sgs, codes;
     memset(&sgs, 0, sizeof sgs); /* a model without subgraphs: an empty vector */
     memset(&codes, 0, sizeof codes);
@@ -791,6 +813,9 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
     if (!rc) rc = tfl_prop_u64(&r, "buffers", r.buffers.count);
     if (!rc) rc = tfl_codes(&r, &model, &codes);
     /* every buffer's range, used by a tensor or not */
+    struct tfl_range *ranges = NULL;
+    if (!rc && !(ranges = calloc((size_t)r.buffers.count + 1, sizeof *ranges)))
+        rc = tio__nomem(err, TFL);
     for (uint32_t b = 0; b < r.buffers.count && !rc; b++) {
         const uint8_t *d;
         uint64_t n;
@@ -801,7 +826,9 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
                           "buffer %u is not a table", b);
         else
             rc = tfl_buffer(&r, b, true, &d, &n, &at);
+        if (!rc) ranges[b] = (struct tfl_range){d, n, at};
     }
+    r.ranges = ranges;
     if (!rc) {
         counts = calloc((size_t)r.ncodes + 1, sizeof *counts);
         if (!counts) rc = tio__nomem(err, TFL);
@@ -846,6 +873,8 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
     free(r.text);
     free(r.ctensor);
     free(r.sgbase);
+    free(r.ranges);
+    tio__fb_blobs_free(&r.blobs);
     return rc;
 }
 

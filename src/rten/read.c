@@ -861,6 +861,8 @@ int tio__rten_read(tio_read_ctx *ctx, tio_error *err) {
     lim.max_tables = r.len / 4 + 16;
     if (lim.max_tables > ctx->limits.max_objects) lim.max_tables = ctx->limits.max_objects;
     lim.max_slots = 0; /* 2 per byte + 4096: bounds rt_unknown_fields' scans */
+    lim.head = NULL;
+    lim.blobs = NULL;
     r.max_objects = r.len / 4 + 4096;
     if (r.max_objects > ctx->limits.max_objects) r.max_objects = ctx->limits.max_objects;
     tio__budget_init(&r.mem, RT_FMT, size, &ctx->limits);

@@ -38,7 +38,7 @@ static void expect_err(int rc, const tio_error *e, int code, const char *s1, con
     if (s2) assert_non_null(strstr(e->message, s2));
 }
 
-static const tio_fb_limits LIM = {64, 1000000, 0};
+static const tio_fb_limits LIM = {64, 1000000, 0, NULL, NULL};
 
 static int verify_model(const uint8_t *buf, size_t len, tio_error *e) {
     tio_error_clear(e);
@@ -775,6 +775,43 @@ static int verify_root(const uint8_t *buf, size_t len, tio_error *e) {
     return tio__fb_verify(buf, len, &t_root, &LIM, "test", 0, e);
 }
 
+/* The verifier lists the byte vectors it checked (tio_fb_limits.blobs), and
+ * tio__fb_bytes takes a count from that list instead of reading it again:
+ * the same vector as tio__fb_vector's; a listed count that does not fit the
+ * buffer is refused as a read one is; an unlisted vector is read. */
+static void test_blobs(void **state) {
+    (void)state;
+    size_t len;
+    uint8_t *buf = build_root(&len);
+    tio_fb_blobs blobs = {0};
+    tio_fb_limits lim = LIM;
+    lim.blobs = &blobs;
+    tio_error e;
+    OK(tio__fb_verify(buf, len, &t_root, &lim, "test", 0, &e));
+    assert_int_equal(blobs.n, 1); /* Root.bytes, the one vector of bytes */
+    tio_fb_ref r;
+    tio_fb_vec v, w;
+    assert_true(tio__fb_root(buf, len, &r));
+    assert_true(tio__fb_vector(&r, 8, &v));
+    assert_int_equal(blobs.v[0].pos, v.data - 4);
+    assert_int_equal(blobs.v[0].count, 3);
+    buf[v.data - 4] = 2; /* the file says 2 now: the listed 3 is what is used */
+    assert_true(tio__fb_bytes(&r, 8, NULL, &blobs, &w));
+    assert_int_equal(w.count, 3);
+    assert_int_equal(w.data, v.data);
+    assert_true(tio__fb_bytes(&r, 8, NULL, NULL, &w)); /* no list: read */
+    assert_int_equal(w.count, 2);
+    blobs.v[0].count = (uint32_t)len; /* past the end */
+    assert_false(tio__fb_bytes(&r, 8, NULL, &blobs, &w));
+    assert_int_equal(w.count, 0);
+    assert_true(tio__fb_bytes(&r, 1, NULL, &blobs, &w)); /* v: [u32], not listed: read */
+    assert_int_equal(w.count, 3);
+    assert_false(tio__fb_bytes(&r, 9, NULL, &blobs, &w)); /* no such field */
+    tio__fb_blobs_free(&blobs);
+    assert_null(blobs.v);
+    free(buf);
+}
+
 static void test_builder_alignment(void **state) {
     (void)state;
     size_t len;
@@ -1507,7 +1544,7 @@ static void test_depth_and_budget(void **state) {
     /* depth: Model 1, Graph 2, then 4 per level: 402 */
     expect_err(verify_model(buf, len, &e), &e, TIO_E_LIMIT, "OperatorNode.attrs (IfAttrs)",
                "nesting depth 65 exceeds the limit 64");
-    tio_fb_limits lim = {402, 1000000, 0};
+    tio_fb_limits lim = {402, 1000000, 0, NULL, NULL};
     tio_error_clear(&e);
     OK(tio__fb_verify(buf, len, tio__rten_Model, &lim, "rten", 0, &e));
     lim.max_depth = 401;
@@ -1605,7 +1642,7 @@ static void test_slot_budget(void **state) {
     /* an explicit budget: exactly what the walk needs passes, one less fails.
      * Model (2 slots: schema_version, graph) + Graph (1) + 2,000 x (Node +
      * ValueNode) */
-    tio_fb_limits lim = {64, 1000000, 0};
+    tio_fb_limits lim = {64, 1000000, 0, NULL, NULL};
     lim.max_slots = 2 + 1 + 2000ull * 2 * 16000;
     OK(tio__fb_verify(buf, len, tio__rten_Model, &lim, "rten", 0, &e));
     lim.max_slots--;
@@ -1715,6 +1752,7 @@ int main(void) {
         cmocka_unit_test(test_small_cnn_facts),
         cmocka_unit_test(test_builder_roundtrip),
         cmocka_unit_test(test_builder_alignment),
+        cmocka_unit_test(test_blobs),
         cmocka_unit_test(test_builder_vtables),
         cmocka_unit_test(test_builder_errors),
         cmocka_unit_test(test_builder_growth),
