@@ -29,7 +29,7 @@ and optional values). For every model:
   processes; string tensors as ort's string tensors); where the original's outputs match output_N.pb (dtype, shape,
   |got - want| <= atol + rtol * |want| with the corpus runner's defaults,
   rtol 1e-3, atol 1e-7, NaN equal to NaN), the rewrite's must match too;
-- with --opsets 13,17: `tensio convert --opset N model.onnx` at each N, which
+- with --opsets 13,17,26: `tensio convert --opset N model.onnx` at each N, which
   either refuses, saying why (exit 1, a message naming the opset), or writes
   a model that declares opset N, passes the checker (N <= 17, what
   python3-onnx 1.12 knows) and, wherever the original matches the corpus's
