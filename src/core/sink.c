@@ -372,6 +372,24 @@ static int patch_add(tio_sink *s, uint64_t at, const uint8_t *p, size_t n) {
     return 1;
 }
 
+/* Whether the n bytes at p equal the source's at file offset `off` (mapped
+ * at src). A few bytes (a record header, a length word between two tensors'
+ * data) are read by pread(): compared in the mapping, each would fault in a
+ * page that nothing else touches (the copy is the kernel's), which costs
+ * more than the read under a slow MMU (tio_headsrc). */
+#define SAME_READ_MAX 256u
+static int same_as_source(int fd, uint64_t off, const uint8_t *src, const void *p, size_t n) {
+    uint8_t b[SAME_READ_MAX];
+    size_t got = 0;
+    while (n <= sizeof b && got < n) {
+        ssize_t r = pread(fd, b + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break; /* the mapping says */
+        got += (size_t)r;
+    }
+    return memcmp(p, got == n ? b : src, n) == 0;
+}
+
 /* Extends the run over what is pending and then n bytes at source offset
  * `off` (mapped at `mapped`), when these lie in the source right after the
  * run at the same distance from their output position; pending bytes that
@@ -386,11 +404,11 @@ static int run_extend(tio_sink *s, int in_fd, size_t off, const uint8_t *mapped,
         return 0;
     /* the pending bytes against the source's, which lie mapped between */
     const uint8_t *src = s->run_map + s->run_len;
-    uint64_t at = s->run_dst + s->run_len;
+    uint64_t at = s->run_dst + s->run_len, soff = s->run_src + s->run_len;
     size_t npatch = s->npatch, plen = s->plen;
     for (int i = 0; i < s->niov; i++) {
         const struct iovec *v = &s->iov[i];
-        if (memcmp(v->iov_base, src, v->iov_len) != 0 &&
+        if (!same_as_source(in_fd, soff, src, v->iov_base, v->iov_len) &&
             !patch_add(s, at, v->iov_base, v->iov_len)) {
             s->npatch = npatch; /* as it was: the run ends, the bytes stay pending */
             s->plen = plen;
@@ -398,6 +416,7 @@ static int run_extend(tio_sink *s, int in_fd, size_t off, const uint8_t *mapped,
         }
         src += v->iov_len;
         at += v->iov_len;
+        soff += v->iov_len;
     }
     s->niov = 0;
     s->pending = 0;

@@ -752,8 +752,10 @@ static int tfl_keep_native(tfl_reader *r, uint32_t nsg) {
         free(n);
         return tio__nomem(r->err, TFL);
     }
+    n->blobs = r->blobs;
     r->ctensor = NULL; /* the native state's now */
     r->sgbase = NULL;
+    memset(&r->blobs, 0, sizeof r->blobs);
     c->native_format = TFL;
     c->native = n;
     c->native_free = tio__tfl_native_free;

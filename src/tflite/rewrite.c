@@ -48,6 +48,7 @@ void tio__tfl_native_free(void *p) {
     if (!n) return;
     free(n->ctensor);
     free(n->sgbase);
+    tio__fb_blobs_free(&n->blobs);
     free(n);
 }
 
@@ -381,7 +382,8 @@ static int rw_buffers(rw *r, const tio_fb_ref *model) {
             return tio__err(r->err, TIO_E_CORRUPT, TFL, -1, "buffer %u is not a table", b);
         const uint8_t *d = NULL;
         size_t n = 0;
-        bool has = tio__fb_vector(&bt, TFL_Buffer_data, &dv);
+        /* the length the open read (not a page fault per buffer) */
+        bool has = tio__fb_bytes(&bt, TFL_Buffer_data, NULL, &r->nat->blobs, &dv);
         uint64_t off = tio__fb_u64(&bt, TFL_Buffer_offset, 0);
         uint64_t size = tio__fb_u64(&bt, TFL_Buffer_size, 0);
         if (has && dv.count) {

@@ -273,6 +273,8 @@ typedef struct tfl_native {
     size_t gnodes, gvalues;
     uint64_t gedits; /* tio_graph.edits after the raise */
     uint8_t meta_digest[32];     /* tio__tfl_meta_digest after the read */
+    tio_fb_blobs blobs;          /* the verifier's byte vectors (buffers' lengths, read
+                                    once: tio__fb_bytes) */
 } tfl_native;
 
 void tio__tfl_native_free(void *native);
