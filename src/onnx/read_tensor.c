@@ -650,6 +650,12 @@ static int ox_read_sequence(ox_reader *r, const char *fmt, tio_error *err) {
     return rc;
 }
 
+/* A message without its "<fmt>: " prefix, to be quoted inside another. */
+static const char *ox_unprefixed(const char *msg, const char *fmt) {
+    size_t n = strlen(fmt);
+    return strncmp(msg, fmt, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ' ? msg + n + 2 : msg;
+}
+
 int tio__onnx_read_tensorproto(tio_read_ctx *ctx, const char *fmt, tio_error *err) {
     ox_reader r;
     tio__ox_reader_init(&r, ctx, fmt);
@@ -692,19 +698,11 @@ int tio__onnx_read_tensorproto(tio_read_ctx *ctx, const char *fmt, tio_error *er
         /* not a TensorProto, and in the form of a SequenceProto: read as one,
          * or named as what it most likely is, the TensorProto reading kept */
         char was[TIO_ERROR_MESSAGE_MAX] = "";
-        if (err) {
-            size_t pre = strlen(fmt) + 2;
-            snprintf(was, sizeof was, "%s", strncmp(err->message, fmt, pre - 2) == 0 &&
-                                                    err->message[pre - 2] == ':'
-                                                ? err->message + pre
-                                                : err->message);
-        }
+        if (err) snprintf(was, sizeof was, "%s", ox_unprefixed(err->message, fmt));
         tio_error e2;
         rc = ox_read_sequence(&r, fmt, &e2);
         if (rc && err) {
-            size_t pre = strlen(fmt) + 2;
-            const char *why = strncmp(e2.message, fmt, pre - 2) == 0 ? e2.message + pre
-                                                                      : e2.message;
+            const char *why = ox_unprefixed(e2.message, fmt);
             if (strncmp(why, "offset ", 7) == 0 && strstr(why, ": ")) why = strstr(why, ": ") + 2;
             rc = tio__err(err, rc, fmt, e2.offset,
                           "the file has the form of an ONNX SequenceProto or OptionalProto, "
