@@ -316,7 +316,7 @@ static tio_container *cross_one(const tio_container *c, const char *target, cons
 static void cross_models(const tio_container *c, const uint8_t *data, size_t size) {
     if (!tio_container_graph(c)) return;
     char opt[32];
-    snprintf(opt, sizeof opt, "opset=%u", 7u + (size ? data[size - 1] : 0u) % 17u);
+    snprintf(opt, sizeof opt, "opset=%u", 7u + (size ? data[size - 1] : 0u) % 20u);
     static const struct {
         const char *format, *options;
     } targets[] = {{"onnx", NULL}, {"onnx", ""}, {"rten", NULL}, {"tmfile", NULL},
