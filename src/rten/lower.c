@@ -169,7 +169,13 @@ static void rt_val_from_graph(const tio_container *c, const tio_gvalue *gv, rt_l
     v->name = gv->name;
     v->src = gv;
     v->tensor = -1;
-    if (gv->tensor >= 0 && (size_t)gv->tensor < c->count) rt_val_tensor(c, gv->tensor, v);
+    if (gv->tensor >= 0 && (size_t)gv->tensor < c->count) {
+        rt_val_tensor(c, gv->tensor, v);
+        /* a graph value has no empty name (it is no name there); a tensor
+         * named "" (an rten ConstantNode's) keeps it */
+        const char *tn = c->tensors[gv->tensor]->name;
+        if (!v->name && tn && !tn[0]) v->name = tn;
+    }
 }
 
 /* The constant a Constant operator defines (rten-convert's
