@@ -528,6 +528,13 @@ const uint8_t *tio__plan_view(const tio_write_plan *p, size_t i);
  * are the container's, copied when they are the plan's converted scratch. */
 int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, size_t n,
                         tio_error *err);
+/* The n bytes of the source file that the container's mapping shows at
+ * `mapped`, read by pread() into out: 1, or 0 when they cannot be had that
+ * way (the source is not a mapped file any more, or not these bytes) and the
+ * caller reads the mapping. For bytes read in an order of their own (a
+ * permutation): touching a mapping costs more than reading the file where
+ * page faults are slow. */
+int tio__plan_pread(const tio_write_plan *p, const void *mapped, size_t n, void *out);
 /* tio__plan_sink_data that also continues *crc (tio__crc32) over the bytes
  * in the same pass: each piece's CRC is taken just before it is written,
  * while it is in the cache (a mapped source's bytes are written from the

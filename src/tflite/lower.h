@@ -109,6 +109,7 @@ int tio__tl_weights_in(tl *L, const char *name, tio_dtype dt, uint32_t buf, int 
  * (es-byte elements). */
 #define TIO_TL_PERM_DIMS 4
 typedef struct tio_tl_perm {
+    tio_write_plan *plan; /* NULL, or the plan whose source file src may be read from */
     const uint8_t *src;
     size_t es;
     int nd;

@@ -11,6 +11,10 @@
 
 /* Generated buffers are made in pieces of at most this. */
 #define PERM_CHUNK ((size_t)256 << 10)
+/* A weight whose bytes are read into memory to be permuted (perm_gen): from
+ * a page up to this (the conversion's anonymous memory stays < 64 MiB). */
+#define PERM_READ_MIN ((size_t)4 << 10)
+#define PERM_READ_MAX ((size_t)16 << 20)
 
 void tio__tl_perm_copy(const tio_tl_perm *p, uint64_t j0, size_t cnt, uint8_t *dst) {
     /* j0 as indices (outermost first) and its source element */
@@ -61,12 +65,23 @@ static int perm_gen(void *ctx, tio_sink *s, size_t size, tio_error *err) {
     size_t n = size / p->es, per = PERM_CHUNK / p->es;
     uint8_t *buf = malloc(n < per ? (n ? n * p->es : 1) : PERM_CHUNK);
     if (!buf) return tio__nomem(err, "tflite");
+    /* the source read by pread() into memory, then permuted there: read in
+     * the permutation's order, the file mapping cost a page fault (or a
+     * populated page) per 4 KiB, which under a slow MMU was most of the
+     * conversion; above PERM_READ_MAX, the mapping (the memory bound) */
+    tio_tl_perm q = *p;
+    uint8_t *copy = NULL;
+    size_t nb = size;
+    if (p->plan && nb >= PERM_READ_MIN && nb <= PERM_READ_MAX && (copy = malloc(nb)) &&
+        tio__plan_pread(p->plan, p->src, nb, copy))
+        q.src = copy;
     int rc = TIO_OK;
     for (size_t j = 0; !rc && j < n; j += per) {
         size_t k = n - j < per ? n - j : per;
-        tio__tl_perm_copy(p, j, k, buf);
+        tio__tl_perm_copy(&q, j, k, buf);
         rc = tio__sink_write(s, buf, k * p->es, err);
     }
+    free(copy);
     free(buf);
     return rc;
 }
@@ -82,6 +97,7 @@ int tio__tl_pweights(tl *L, const char *name, const tio_tensor *w, const tio_tl_
         tio_tl_perm *q = tio__tl_al(L, sizeof *q);
         if (!q) return tio__tl_nomem(L);
         *q = *p;
+        q->plan = L->plan;
         rc = tio__tfl_w_buffer_gen(L->m, nb, perm_gen, q, &buf, L->err);
     } else {
         uint8_t *b = tio__tl_al(L, nb ? nb : 1);
