@@ -322,6 +322,10 @@ static int const_form(tl *L, int64_t v, int lay, bool q8, int32_t *idx) {
     if (lay && t->rank > 4)
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "constant '%s' of rank %zu in an NHWC operator",
                      t->name ? t->name : "", t->rank);
+    if (t->rank > LMAX)
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
+                             "constant '%s' of rank %zu (the TFLite lowering takes up to %d)",
+                             t->name ? t->name : "", t->rank, LMAX);
     int32_t type;
     size_t es;
     switch (t->dtype) {
