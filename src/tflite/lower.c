@@ -492,8 +492,11 @@ int tio__tl_get(tl *L, int64_t v, int lay, int32_t *idx) {
     int r, rc;
     if ((rc = tio__tl_need_shape(L, v, d, &r))) return rc;
     if (tio__tl_only_ones_move(d, r)) return tio__tl_reshape_to(L, from, v, lay, idx);
-    if ((rc = tio__tl_new_form(L, v, lay, idx))) return rc;
     const int *P = tio__tl_perm_of(r);
+    if (!P) /* a value whose rank has no NHWC form (inconsistent shapes) */
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "value '%s' of rank %d between NCHW and NHWC",
+                             L->g->values[v].name ? L->g->values[v].name : "", r);
+    if ((rc = tio__tl_new_form(L, v, lay, idx))) return rc;
     int64_t perm[LMAX];
     for (int k = 0; k < r; k++) perm[lay ? k : P[k]] = lay ? P[k] : k;
     int32_t pt;
