@@ -26,6 +26,17 @@ static int headwin_near(const tio_headwin *w, uint64_t off) {
            off < w->off + w->len + TIO__HEAD_WINDOW / 4;
 }
 
+size_t tio__pread_full(int fd, void *buf, size_t n, uint64_t off) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break; /* error or shrunk file */
+        got += (size_t)r;
+    }
+    return got;
+}
+
 const uint8_t *tio__headsrc_get(tio_headsrc *h, uint64_t off, size_t n) {
     if (n > TIO__HEAD_MAX || off > h->size || n > h->size - off) return NULL;
     unsigned a = h->last, o = 1 - a; /* the window used last, the other */
@@ -48,14 +59,8 @@ const uint8_t *tio__headsrc_get(tio_headsrc *h, uint64_t off, size_t n) {
     if (want > h->size - start) want = (size_t)(h->size - start);
     tio_headwin *w = &h->w[k];
     uint8_t *b = h->bytes[k];
-    size_t got = 0;
     w->len = 0;
-    while (got < want) {
-        ssize_t r = pread(h->fd, b + got, want - got, (off_t)(start + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break; /* error or shrunk file */
-        got += (size_t)r;
-    }
+    size_t got = tio__pread_full(h->fd, b, want, start);
     if (got < (off - start) + n) return NULL; /* the caller reads the mapping */
     h->preads++;
     h->last = k;

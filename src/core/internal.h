@@ -170,6 +170,10 @@ typedef struct tio_headsrc {
     uint8_t bytes[2][TIO__HEAD_WINDOW];
 } tio_headsrc;
 
+/* pread() of up to n bytes at off, retried on EINTR and short reads: the
+ * bytes read (fewer at the end of the file or on an error). */
+size_t tio__pread_full(int fd, void *buf, size_t n, uint64_t off);
+
 /* Sets up h for the mapping base[0..size) of fd (the window starts empty). */
 void tio__headsrc_init(tio_headsrc *h, int fd, const void *base, size_t size);
 /* A pointer to bytes [off, off+n) of the file as read by pread(), valid until

@@ -77,14 +77,7 @@ int tio__plan_pread(const tio_write_plan *p, const void *mapped, size_t n, void 
     int fd = source_fd((tio_write_plan *)(uintptr_t)p);
     if (fd < 0) return 0;
     uint64_t off = (uint64_t)((uintptr_t)d - (uintptr_t)map);
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(fd, (uint8_t *)out + got, n - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return 0;
-        got += (size_t)r;
-    }
-    return 1;
+    return tio__pread_full(fd, out, n, off) == n;
 }
 
 /* A sink reports the plan's progress: the tensors' bytes as the total. */

@@ -380,14 +380,8 @@ static int patch_add(tio_sink *s, uint64_t at, const uint8_t *p, size_t n) {
 #define SAME_READ_MAX 256u
 static int same_as_source(int fd, uint64_t off, const uint8_t *src, const void *p, size_t n) {
     uint8_t b[SAME_READ_MAX];
-    size_t got = 0;
-    while (n <= sizeof b && got < n) {
-        ssize_t r = pread(fd, b + got, n - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break; /* the mapping says */
-        got += (size_t)r;
-    }
-    return memcmp(p, got == n ? b : src, n) == 0;
+    bool read = n <= sizeof b && tio__pread_full(fd, b, n, off) == n; /* else: the mapping */
+    return memcmp(p, read ? b : src, n) == 0;
 }
 
 /* Extends the run over what is pending and then n bytes at source offset
