@@ -61,6 +61,8 @@ typedef struct tl {
     bool nchw_io;
     int64_t opset;
     const tio_gnode *n; /* the node being lowered (for messages) */
+    uint8_t *pscratch;  /* NULL, or TIO_TL_PSCRATCH bytes (arena) the permuted
+                         * weights' writers share (lower_w.c) */
 } tl;
 
 typedef int (*lo_fn)(tl *L, const tio_tfl_lowmap *e);
@@ -108,8 +110,10 @@ int tio__tl_weights_in(tl *L, const char *name, tio_dtype dt, uint32_t buf, int 
  * d[0..nd) (outermost first), is source element sum(index_k * s[k]) of src
  * (es-byte elements). */
 #define TIO_TL_PERM_DIMS 4
+#define TIO_TL_PSCRATCH ((size_t)512 << 10)
 typedef struct tio_tl_perm {
     tio_write_plan *plan; /* NULL, or the plan whose source file src may be read from */
+    uint8_t *scratch;     /* NULL, or the lowering's TIO_TL_PSCRATCH bytes */
     const uint8_t *src;
     size_t es;
     int nd;

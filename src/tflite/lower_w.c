@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Generated buffers are made in pieces of at most this. */
-#define PERM_CHUNK ((size_t)256 << 10)
+/* Generated buffers are made in pieces of at most this (two of them: the
+ * lowering's scratch, TIO_TL_PSCRATCH). */
+#define PERM_CHUNK (TIO_TL_PSCRATCH / 2)
 /* A weight whose bytes are read into memory to be permuted (perm_gen): from
  * a page up to this (the conversion's anonymous memory stays < 64 MiB). */
 #define PERM_READ_MIN ((size_t)4 << 10)
@@ -59,16 +60,52 @@ void tio__tl_perm_copy(const tio_tl_perm *p, uint64_t j0, size_t cnt, uint8_t *d
     }
 }
 
-/* A generated buffer's writer: the permuted bytes in pieces. */
+/* Source elements per outermost destination index, when each index's are
+ * one contiguous run of the source (OIHW -> OHWI: an output channel's
+ * I * KH * KW); 0 otherwise (1HWO, a transposed matrix). */
+static uint64_t outer_block(const tio_tl_perm *p) {
+    uint64_t in = 1;
+    for (int k = 1; k < p->nd; k++) in *= (uint64_t)p->d[k];
+    return p->nd > 1 && (uint64_t)p->s[0] == in ? in : 0;
+}
+
+/* A generated buffer's writer: the permuted bytes in pieces.
+ *
+ * Read in the permutation's order, the file mapping cost a page fault (or a
+ * populated page) per 4 KiB, which under a slow MMU was most of the
+ * conversion. So the source is read by pread() instead: where the outermost
+ * destination index takes one contiguous run of the source, a piece of
+ * whole runs at a time (read, permuted and written while in the cache);
+ * otherwise the whole weight, from a page up to PERM_READ_MAX (the memory
+ * bound); above that, or when the source cannot be read, the mapping. */
 static int perm_gen(void *ctx, tio_sink *s, size_t size, tio_error *err) {
     const tio_tl_perm *p = ctx;
     size_t n = size / p->es, per = PERM_CHUNK / p->es;
+    uint64_t blk = outer_block(p);
+    size_t bb = (size_t)blk * p->es;
+    if (blk && bb <= PERM_READ_MAX && size >= PERM_READ_MIN && size / bb == (size_t)p->d[0] &&
+        size % bb == 0) {
+        /* whole outer indices per piece, a piece of about PERM_CHUNK */
+        size_t rows = bb < PERM_CHUNK ? PERM_CHUNK / bb : 1, d0 = (size_t)p->d[0];
+        /* the lowering's scratch, shared by its weights: a heap that grows
+         * and shrinks per weight costs its page faults again each time */
+        uint8_t *own = p->scratch && bb <= PERM_CHUNK ? NULL : malloc(2 * bb);
+        uint8_t *rd = own ? own : p->scratch, *out = rd ? rd + rows * bb : NULL;
+        int rc = rd ? TIO_OK : tio__nomem(err, "tflite");
+        for (size_t a = 0; !rc && a < d0; a += rows) {
+            size_t k = d0 - a < rows ? d0 - a : rows;
+            tio_tl_perm q = *p;
+            q.d[0] = (int64_t)k;
+            q.src = p->src + a * bb;
+            if (p->plan && tio__plan_pread(p->plan, q.src, k * bb, rd)) q.src = rd;
+            tio__tl_perm_copy(&q, 0, k * (size_t)blk, out);
+            rc = tio__sink_write(s, out, k * bb, err);
+        }
+        free(own);
+        return rc;
+    }
     uint8_t *buf = malloc(n < per ? (n ? n * p->es : 1) : PERM_CHUNK);
     if (!buf) return tio__nomem(err, "tflite");
-    /* the source read by pread() into memory, then permuted there: read in
-     * the permutation's order, the file mapping cost a page fault (or a
-     * populated page) per 4 KiB, which under a slow MMU was most of the
-     * conversion; above PERM_READ_MAX, the mapping (the memory bound) */
     tio_tl_perm q = *p;
     uint8_t *copy = NULL;
     size_t nb = size;
@@ -98,6 +135,9 @@ int tio__tl_pweights(tl *L, const char *name, const tio_tensor *w, const tio_tl_
         if (!q) return tio__tl_nomem(L);
         *q = *p;
         q->plan = L->plan;
+        if (!L->pscratch && !(L->pscratch = tio__tl_al(L, TIO_TL_PSCRATCH)))
+            return tio__tl_nomem(L);
+        q->scratch = L->pscratch;
         rc = tio__tfl_w_buffer_gen(L->m, nb, perm_gen, q, &buf, L->err);
     } else {
         uint8_t *b = tio__tl_al(L, nb ? nb : 1);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "tensio.h"
 #include "tflite/lower.h"
 
@@ -51,14 +52,9 @@ static int64_t rv(gb *b, const char *name, size_t rank, const int64_t *d, bool n
     return (int64_t)ix;
 }
 
-/* A float32 constant of the given dims, values 0.01 * (i % 7 - 3). */
-static int64_t cv(gb *b, const char *name, size_t rank, const int64_t *d) {
-    size_t n = 1;
-    for (size_t k = 0; k < rank; k++) n *= (size_t)d[k];
-    assert_true(b->used + n <= sizeof b->buf / sizeof b->buf[0]);
-    float *p = b->buf + b->used;
-    for (size_t i = 0; i < n; i++) p[i] = 0.01f * (float)((int)(i % 7) - 3);
-    b->used += n;
+/* n float32 values at p (borrowed) as a constant of the given dims. */
+static int64_t add_const(gb *b, const char *name, size_t rank, const int64_t *d, const float *p,
+                         size_t n) {
     tio_tensor_desc t = {.name = name, .dtype = TIO_FLOAT32, .rank = rank, .shape = d,
                          .layout = TIO_LAYOUT_DENSE, .data = p, .nbytes = n * 4};
     tio_tensor *tt;
@@ -68,6 +64,17 @@ static int64_t cv(gb *b, const char *name, size_t rank, const int64_t *d) {
     size_t ix;
     assert_int_equal(tio_graph_add_value(b->g, &v, &ix, &e), TIO_OK);
     return (int64_t)ix;
+}
+
+/* A float32 constant of the given dims, values 0.01 * (i % 7 - 3). */
+static int64_t cv(gb *b, const char *name, size_t rank, const int64_t *d) {
+    size_t n = 1;
+    for (size_t k = 0; k < rank; k++) n *= (size_t)d[k];
+    assert_true(b->used + n <= sizeof b->buf / sizeof b->buf[0]);
+    float *p = b->buf + b->used;
+    for (size_t i = 0; i < n; i++) p[i] = 0.01f * (float)((int)(i % 7) - 3);
+    b->used += n;
+    return add_const(b, name, rank, d, p, n);
 }
 
 /* A float32 scalar constant. */
@@ -477,10 +484,126 @@ static void test_perm_pieces(void **state) {
     }
 }
 
+/* A float32 constant of malloc'd values (freed with the container's graph
+ * builder by the caller): value i of constant `seed` is a hash of both. */
+static int64_t big_cv(gb *b, const char *name, size_t rank, const int64_t *d, float **keep,
+                      unsigned seed) {
+    size_t n = 1;
+    for (size_t k = 0; k < rank; k++) n *= (size_t)d[k];
+    float *p = malloc(n * sizeof *p);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (float)(((uint32_t)i * 2654435761u + seed * 40503u) >> 8) * 1e-6f;
+    *keep = p;
+    return add_const(b, name, rank, d, p, n);
+}
+
+/* The TFLite tensor of shape d[0..4), or NULL. */
+static const tio_tensor *by_shape(const tio_container *c, const int64_t *d) {
+    for (size_t i = 0; i < tio_container_count(c); i++) {
+        const tio_tensor *t = tio_container_tensor(c, i);
+        if (tio_tensor_rank(t) == 4 && !memcmp(tio_tensor_shape(t), d, 4 * sizeof *d)) return t;
+    }
+    return NULL;
+}
+
+/* ONNX -> TFLite from a file: each Conv's weights permuted OIHW -> OHWI (and
+ * a depthwise one -> 1HWO) as they are written, read from the source file
+ * in pieces (an output channel's 288 B, a piece holding 910 of them), as one
+ * output channel larger than a piece (262,800 B), and whole (the depthwise
+ * weight, whose output channels are not contiguous in the source); and the
+ * same from memory (no file to read: the mapping). The bytes are checked
+ * against the index formula. */
+static void test_file_weights(void **state) {
+    (void)state;
+    enum { CI = 7300, C1 = 8, C2 = 1000 };
+    gb *b = gb_new();
+    float *wa, *wb, *wc;
+    int64_t xd[4] = {1, CI, 4, 4}, ad[4] = {C1, CI, 3, 3}, y1d[4] = {1, C1, 4, 4},
+            bd[4] = {C2, C1, 3, 3}, y2d[4] = {1, C2, 4, 4}, cd[4] = {C2, 1, 3, 3};
+    int64_t x = rv(b, "x", 4, xd, false), a = big_cv(b, "wa", 4, ad, &wa, 1),
+            y1 = rv(b, "y1", 4, y1d, false), bw = big_cv(b, "wb", 4, bd, &wb, 2),
+            y2 = rv(b, "y2", 4, y2d, false), cw = big_cv(b, "wc", 4, cd, &wc, 3),
+            y3 = rv(b, "y3", 4, y2d, false);
+    static const int64_t k[2] = {3, 3}, pads[4] = {1, 1, 1, 1};
+    int64_t i1[2] = {x, a}, i2[2] = {y1, bw}, i3[2] = {y2, cw};
+    size_t n1 = nd(b, "ca", "Conv", NULL, 2, i1, y1), n2 = nd(b, "cb", "Conv", NULL, 2, i2, y2),
+           n3 = nd(b, "cc", "Conv", NULL, 2, i3, y3);
+    size_t convs[3] = {n1, n2, n3};
+    for (size_t i = 0; i < 3; i++) {
+        ints(b, convs[i], "kernel_shape", 2, k);
+        ints(b, convs[i], "pads", 4, pads);
+    }
+    one_int(b, n3, "group", C2);
+    io(b, x, y3);
+    char dir[] = "/tmp/tio_tl_weights_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char on[64], tf[64];
+    snprintf(on, sizeof on, "%s/m.onnx", dir);
+    snprintf(tf, sizeof tf, "%s/m.tflite", dir);
+    tio_error e;
+    tio_save_options so = {.format = "onnx", .flags = TIO_SAVE_NO_SYNC};
+    assert_int_equal(tio_save(b->c, on, &so, &e), TIO_OK);
+    tio_container *src = NULL, *t = NULL;
+    assert_int_equal(tio_open(on, NULL, &src, &e), TIO_OK);
+    so.format = "tflite";
+    int rc = tio_save(src, tf, &so, &e);
+    if (rc) fprintf(stderr, "%s\n", e.message);
+    assert_int_equal(rc, TIO_OK);
+    void *mem = NULL;
+    size_t len = 0;
+    assert_int_equal(tio_save_memory(b->c, &so, &mem, &len, &e), TIO_OK);
+    const float *w[3] = {wa, wb, wc};
+    const int64_t *od[3] = {ad, bd, cd};
+    for (int pass = 0; pass < 2; pass++) {
+        tio_open_options oo = {.format = "tflite", .flags = TIO_OPEN_NATIVE_GRAPH};
+        if (pass == 0) assert_int_equal(tio_open(tf, &oo, &t, &e), TIO_OK);
+        else assert_int_equal(tio_open_memory(mem, len, &oo, &t, &e), TIO_OK);
+        for (size_t i = 0; i < 3; i++) {
+            int64_t O = od[i][0], I = od[i][1], dw = i == 2;
+            int64_t want[4] = {dw ? 1 : O, 3, 3, dw ? O : I};
+            const tio_tensor *wt = by_shape(t, want);
+            assert_non_null(wt);
+            const float *got = tio_tensor_data(wt);
+            size_t bad = 0;
+            for (int64_t o = 0; o < O; o++)
+                for (int64_t y = 0; y < 3; y++)
+                    for (int64_t xx = 0; xx < 3; xx++)
+                        for (int64_t c = 0; c < I; c++) {
+                            float v = w[i][((o * I + c) * 3 + y) * 3 + xx];
+                            size_t at = dw ? (size_t)((y * 3 + xx) * O + o)
+                                           : (size_t)(((o * 3 + y) * 3 + xx) * I + c);
+                            bad += memcmp(&got[at], &v, 4) != 0;
+                        }
+            assert_int_equal(bad, 0);
+        }
+        tio_container_free(t);
+    }
+    /* the same bytes both ways */
+    FILE *f = fopen(tf, "rb");
+    assert_non_null(f);
+    uint8_t *fb = malloc(len + 1);
+    assert_non_null(fb);
+    assert_int_equal(fread(fb, 1, len + 1, f), len);
+    fclose(f);
+    assert_memory_equal(fb, mem, len);
+    free(fb);
+    tio_free(mem);
+    tio_container_free(src);
+    remove(on);
+    remove(tf);
+    rmdir(dir);
+    gb_free(b);
+    free(wa);
+    free(wb);
+    free(wc);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_cnn),
         cmocka_unit_test(test_perm_pieces),
+        cmocka_unit_test(test_file_weights),
         cmocka_unit_test(test_refused_node),
         cmocka_unit_test(test_refused_ops),
         cmocka_unit_test(test_clip_relu),
