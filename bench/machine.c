@@ -9,7 +9,10 @@
  * (median of 5). Touching every page lets the kernel map its neighbours in
  * the same fault (fault-around, large folios), so a second figure touches
  * one byte every 128 KiB (about one tensor header per touch in a 1 GiB file
- * of 10,000 tensors): the cost of a fault on its own.
+ * of 10,000 tensors): the cost of a fault on its own. And a pread() of 4
+ * bytes every 128 KiB of the same file (median of 5): what reading one
+ * tensor's length word costs when an open reads it instead of faulting its
+ * page in (a .tflite buffer's).
  * Then memcpy of B bytes between two buffers already touched: GB/s (median
  * of 5). */
 #include "bench.h"
@@ -72,6 +75,31 @@ static double fault_cost(const char *path, uint64_t touches, uint64_t *sink) {
     return n ? t[2] / (double)n : -1;
 }
 
+/* Median of 5 passes of a 4-byte pread() every 128 KiB of path: seconds per
+ * call, or < 0. */
+static double pread_cost(const char *path, uint64_t bytes, uint64_t *sink) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    uint64_t n = bytes / (128 * 1024);
+    double t[6];
+    for (int i = 0; i < 6 && n; i++) { /* the first a warm-up */
+        double t0 = bn_now();
+        for (uint64_t k = 0; k < n; k++) {
+            uint32_t w = 0;
+            if (pread(fd, &w, sizeof w, (off_t)(k * 128 * 1024)) != (ssize_t)sizeof w) {
+                close(fd);
+                return -1;
+            }
+            *sink += w;
+        }
+        t[i] = bn_now() - t0;
+    }
+    close(fd);
+    if (!n) return -1;
+    qsort(t + 1, 5, sizeof t[0], cmp_d);
+    return t[3] / (double)n;
+}
+
 static const char *fs_name(const char *dir) {
     struct statfs sf;
     if (statfs(dir, &sf) != 0) return "?";
@@ -107,6 +135,7 @@ static int fault_line(const char *dir, uint64_t bytes, void *data, uint64_t *sin
     double every = fault_cost(path, 0, sink);
     uint64_t apart = bytes / (128 * 1024);
     double sparse = apart ? fault_cost(path, apart, sink) : -1;
+    double pr = pread_cost(path, bytes, sink);
     unlink(path);
     if (every < 0) return bn_fail("%s: cannot map", path);
     char label[32];
@@ -116,6 +145,10 @@ static int fault_line(const char *dir, uint64_t bytes, void *data, uint64_t *sin
     if (sparse >= 0) printf("%.2f µs per touch 128 KiB apart; ", sparse * 1e6);
     printf("mmap + touches + munmap of a %s file in the page cache (%s), median of 5\n",
            label, dir);
+    if (pr >= 0)
+        printf("pread, %s\t%.2f µs per pread() of 4 bytes, one every 128 KiB of the same file, "
+               "median of 5\n",
+               fs_name(dir), pr * 1e6);
     return 0;
 }
 

@@ -238,7 +238,7 @@ def convert_rows(case, group_list, rows, goals, what, plot, extra=None, timed=No
                   worst_mem[0] < 64, f"largest: {worst_mem[1]} ({worst_mem[2]})")
 
 
-def onnx_section(md, goals, plots):
+def onnx_section(md, goals, plots, mach=()):
     """8. ONNX: open + list of a generated .onnx against python3-onnx's
     onnx.load of the same file, and ONNX ⇄ rten conversions against cp."""
     big = small = None
@@ -296,6 +296,21 @@ def onnx_section(md, goals, plots):
                   f"{tb / ts:.2f}× the time for {bytes_x:.0f}× the bytes",
                   tb / ts <= 4 and anon < 64, note)
 
+    # issue 36: a .tflite's open + list at <= 2 us per tensor; each constant's
+    # buffer length is read by one pread() (machine.tsv says what one costs)
+    preads = "; ".join(f"{k.split(', ')[-1]} {v.split(' per ')[0]}" for k, v in mach
+                       if k.startswith("pread, "))
+    for g in groups("onnx"):
+        k = ("onnx", g, "tensio")
+        if not g.startswith("tflite:") or k not in RUNS:
+            continue
+        n = int(FACTS.get(k, {}).get("constants", 0))
+        if n:
+            per = med(k) / n
+            goals.add("TFLite open + list", "≤ 2 µs per tensor", f"{fmt_time(per)} per tensor",
+                      per <= 2e-6, f"{g}; one pread() of a buffer's length per constant"
+                      + (f", a 4-byte pread() here: {preads}" if preads else ""))
+
     rows = []
     for g in ("onnx→rten", "rten→onnx", "tflite→tflite"):
         if g not in groups("onnx"):
@@ -319,6 +334,18 @@ def onnx_section(md, goals, plots):
                   "`base:sha256` is that hash alone (the input mapped, one OpenSSL `EVP_Digest` "
                   "over it, in a process of its own). GB/s counts "
                   "the bytes written (for `base:sha256`, read).\n")
+        md.append(table(CONVERT_HEAD, rows))
+    # issue 36: ONNX -> TFLite of a CNN at >= 0.5x cp, < 64 MiB anonymous memory
+    cnn = [g for g in groups("onnx") if g.startswith("onnx→tflite")]
+    if cnn:
+        rows = []
+        convert_rows("onnx", cnn, rows, goals, "ONNX→TFLite convert",
+                     lambda g, s, k: plot.append(("median", f"{g}: {s}", med(k) * 1e3)),
+                     threshold=0.5)
+        md.append("\nONNX → TFLite of a generated CNN (`tio_bench gen --graph conv`: Conv "
+                  "3×3 + Relu layers), whose Conv weights are permuted OIHW → OHWI on the "
+                  "way and each Relu fused into its CONV_2D: `tensio convert --no-sync`, "
+                  "against `cp` of the .onnx, as above.\n")
         md.append(table(CONVERT_HEAD, rows))
     plots["onnx"] = plot
 
@@ -959,7 +986,7 @@ def main():
 
     # -------------------------------------------------------------- onnx
     if groups("onnx"):
-        onnx_section(md, goals, plots)
+        onnx_section(md, goals, plots, mach)
     if groups("python"):
         python_section(md, goals)
     if groups("shards") or groups("shards_convert") or groups("lmdb_read"):

@@ -38,7 +38,8 @@ for s in base:read base:memcpy base:write base:cp base:libzmq tensio:zio tensio:
          "shard iterate + checksum" "shard→shard convert (members copied)" \
          "| 1,000 | " "LMDB random read, 100 → 1,000 records" \
          "### \`tensio ls\` in a process of its own" "| tmfile, 10 tensors |" \
-         "\`tensio ls\`, a process each, many tensors"; do
+         "\`tensio ls\`, a process each, many tensors" "TFLite open + list" \
+         "TFLite→TFLite convert" "ONNX→TFLite convert" "| onnx→tflite, CNN " "| pread, "; do
   grep -qF "$s" "$md" || { echo "bench_smoke: no $s row"; fail=1; }
 done
 # paired cases: their ratios are the median of paired repetitions (P lines)
