@@ -80,6 +80,10 @@ static const char convert_help_options[] =
     "      --layout L      tflite: the layout of 4-D inputs and outputs: nhwc\n"
     "                      (the default, as TFLite keeps images) or nchw (as the\n"
     "                      ONNX model has them)\n"
+    "      --dim NAME=N    tmfile, tflite: fix the model's dim named NAME (a\n"
+    "                      dynamic axis) to N, repeatable; a graph input's\n"
+    "                      leading dim, named and not given or unknown, is 1\n"
+    "                      (a batch)\n"
     "      --strings K     npy/npz: string tensors as NumPy's S (bytes) or U\n"
     "                      (text: every string must be UTF-8); the default is\n"
     "                      U when every string is UTF-8, else S\n"
@@ -128,6 +132,7 @@ enum {
     OPT_EXTERNAL,
     OPT_OPSET,
     OPT_LAYOUT,
+    OPT_DIM,
     OPT_STRINGS,
     OPT_NO_FUSE,
     OPT_COMPRESS,
@@ -154,6 +159,7 @@ static const cli_option convert_opts[] = {
     {"external-data", 0, 1, OPT_EXTERNAL},
     {"opset", 0, 1, OPT_OPSET},
     {"layout", 0, 1, OPT_LAYOUT},
+    {"dim", 0, 1, OPT_DIM},
     {"strings", 0, 1, OPT_STRINGS},
     {"no-fuse", 0, 0, OPT_NO_FUSE},
     {"compress", 0, 0, OPT_COMPRESS},
@@ -232,6 +238,7 @@ int cli_cmd_convert(int argc, char **argv) {
     int force = 0, verbose = 0, json = 0, no_fuse = 0, compress = 0, progress = CLI_PROGRESS_AUTO, id;
     int shard = 0;
     const char *max_shard_text = NULL;
+    char dims[1024] = "";
     cli_filter filt;
     memset(&filt, 0, sizeof filt);
     tio_limits lim;
@@ -298,6 +305,25 @@ int cli_cmd_convert(int argc, char **argv) {
             }
             layout = p.value;
             break;
+        case OPT_DIM: {
+            /* NAME=N -> "NAME:N", joined by ';' (the write option dims=) */
+            const char *eq = strrchr(p.value, '=');
+            size_t dl = strlen(dims), nl = eq ? (size_t)(eq - p.value) : 0;
+            if (!eq || !nl || strcspn(p.value, ",;:") < nl || !eq[1] ||
+                strspn(eq + 1, "0123456789") != strlen(eq + 1) || strlen(eq + 1) > 10) {
+                rc = cli_usage_error("convert", "--dim: expected NAME=N (N a number; NAME "
+                                     "without ',', ';' or ':'), not '%s'", p.value);
+            } else if (dl + strlen(p.value) + 2 > sizeof dims) {
+                rc = cli_usage_error("convert", "--dim: more than %zu bytes of dims",
+                                     sizeof dims - 1);
+            } else {
+                snprintf(dims + dl, sizeof dims - dl, "%s%.*s:%s", dl ? ";" : "", (int)nl,
+                         p.value, eq + 1);
+                break;
+            }
+            cli_parser_free(&p);
+            return rc;
+        }
         case OPT_STRINGS:
             if (strcmp(p.value, "S") != 0 && strcmp(p.value, "U") != 0) {
                 rc = cli_usage_error("convert", "--strings: expected S or U, not '%s'", p.value);
@@ -350,6 +376,8 @@ int cli_cmd_convert(int argc, char **argv) {
                           : from     ? "--from"
                           : external ? "--external-data"
                           : opset    ? "--opset"
+                          : layout   ? "--layout"
+                          : dims[0]  ? "--dim"
                                      : NULL;
         cli_shard_convert a = {shard ? in : out, (const char *const *)p.pos + (shard ? 1 : 0),
                                shard ? p.npos - 1 : 1, files,
@@ -413,6 +441,10 @@ int cli_cmd_convert(int argc, char **argv) {
     if (layout) {
         size_t ol = strlen(opts);
         snprintf(opts + ol, sizeof opts - ol, "%slayout=%s", ol ? "," : "", layout);
+    }
+    if (dims[0]) {
+        size_t ol = strlen(opts);
+        snprintf(opts + ol, sizeof opts - ol, "%sdims=%s", ol ? "," : "", dims);
     }
     if (strings) {
         size_t ol = strlen(opts);

@@ -941,5 +941,5 @@ const tio_format_desc tio__format_tflite = {
     .probe = tfl_probe,
     .read = tfl_read,
     .write = tfl_write,
-    .options = "fuse layout", /* the ONNX -> TFLite lowering (tflite/lower.c) */
+    .options = "fuse layout dims", /* the ONNX -> TFLite lowering (tflite/lower.c) */
 };

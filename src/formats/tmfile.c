@@ -39,6 +39,6 @@ const tio_format_desc tio__format_tmfile = {
     .read = tio__tmfile_read,
     .check = tio__tmfile_check,
     .write = tio__tmfile_write,
-    .options = "fuse",
+    .options = "fuse dims",
 };
 

@@ -1015,8 +1015,13 @@ static int build(pp *x, const tio_graph *src) {
         map[i] = (int64_t)nv;
         tio_gvalue *gv = &g->values[nv++];
         *gv = x->v[i];
-        if (gv->tensor < 0 && gv->rank < 0 && x->srank[i] >= 0) {
-            /* the inferred shape, as convert_tool's infer_shape saves it */
+        bool loose = gv->rank < 0 || (gv->rank && !gv->dims);
+        for (int64_t k = 0; !loose && k < gv->rank; k++)
+            loose = gv->dims[k].name || gv->dims[k].value < 0;
+        if (gv->tensor < 0 && loose && x->srank[i] >= 0 &&
+            (gv->rank < 0 || gv->rank == x->srank[i])) {
+            /* the inferred shape (named dims bound: tio_gprep_opts.dims), as
+             * convert_tool's infer_shape saves it */
             tio_dim *d = tio__gp_pa(x, (size_t)(x->srank[i] ? x->srank[i] : 1) * sizeof *d);
             if (!d) {
                 rc = tio__gp_nomem(x);
@@ -1126,6 +1131,79 @@ static int run(pp *x, const tio_graph *src) {
     return build(x, src);
 }
 
+/* Named dims bound to sizes (tio_gprep_opts.dims, and a graph input's
+ * leading dim as a batch of 1). */
+typedef struct dim_bind {
+    const char *name;
+    size_t len;
+    int64_t value;
+} dim_bind;
+
+typedef struct dim_binds {
+    dim_bind *b;
+    size_t n;
+} dim_binds;
+
+static int64_t dim_bound(const dim_binds *d, const char *name) {
+    size_t len = strlen(name);
+    for (size_t k = 0; k < d->n; k++)
+        if (d->b[k].len == len && memcmp(d->b[k].name, name, len) == 0) return d->b[k].value;
+    return -1;
+}
+
+/* o->dims parsed into d (arena), then the graph inputs' leading named dims
+ * not given bound to 1. */
+static int dim_binds_make(pp *x, const tio_graph *src, dim_binds *d) {
+    const char *t = x->o->dims ? x->o->dims : "";
+    size_t cap = 1 + src->input_count;
+    for (const char *q = t; *q; q++) cap += *q == ';';
+    if (!(d->b = tio__gp_pa(x, cap * sizeof *d->b))) return tio__gp_nomem(x);
+    d->n = 0;
+    while (*t) {
+        size_t len = strcspn(t, ";");
+        const char *colon = memchr(t, ':', len);
+        int64_t v = 0;
+        const char *q = colon ? colon + 1 : t + len;
+        bool ok = colon && colon > t && q < t + len;
+        for (; ok && q < t + len; q++) {
+            ok = *q >= '0' && *q <= '9' && v <= (INT32_MAX - (*q - '0')) / 10;
+            v = v * 10 + (*q - '0');
+        }
+        if (!ok || v < 1)
+            return tio__err(x->err, TIO_E_ARGUMENT, x->o->fmt, -1,
+                            "option dims=%s: expected NAME:N[;NAME:N...], each N from 1 to "
+                            "2147483647 (found \"%.*s\")",
+                            x->o->dims, (int)(len > 64 ? 64 : len), t);
+        d->b[d->n++] = (dim_bind){t, (size_t)(colon - t), v};
+        t += len + (t[len] == ';');
+    }
+    for (size_t k = 0; k < src->input_count; k++) {
+        int64_t v = src->inputs[k];
+        if (v < 0 || (size_t)v >= src->value_count) continue;
+        const tio_gvalue *gv = &src->values[v];
+        if (gv->tensor < 0 && gv->rank > 0 && gv->dims && gv->dims[0].name &&
+            dim_bound(d, gv->dims[0].name) < 0)
+            d->b[d->n++] = (dim_bind){gv->dims[0].name, strlen(gv->dims[0].name), 1};
+    }
+    return TIO_OK;
+}
+
+/* Value i's declared shape, named dims bound by d (a graph input's leading
+ * dim, unknown, as 1): set when every dim is then known. */
+static void seed_shape(pp *x, const tio_graph *src, const dim_binds *d, size_t i) {
+    const tio_gvalue *v = &src->values[i];
+    if (v->rank < 0 || v->rank > (int64_t)GP_MAX_DIMS || (v->rank && !v->dims)) return;
+    bool in = false;
+    for (size_t k = 0; k < src->input_count && !in; k++) in = src->inputs[k] == (int64_t)i;
+    int64_t sh[GP_MAX_DIMS];
+    for (int64_t k = 0; k < v->rank; k++) {
+        sh[k] = v->dims[k].name ? dim_bound(d, v->dims[k].name) : v->dims[k].value;
+        if (sh[k] < 0 && k == 0 && in && !v->dims[k].name) sh[k] = 1;
+        if (sh[k] < 0) return;
+    }
+    tio__gp_set_shape(x, (int64_t)i, (int)v->rank, sh);
+}
+
 int tio__gprep(const tio_container *c, const tio_graph *src, const tio_gprep_opts *o,
                tio_gprepped *p, tio_error *err) {
     memset(p, 0, sizeof *p);
@@ -1158,6 +1236,8 @@ int tio__gprep(const tio_container *c, const tio_graph *src, const tio_gprep_opt
     p->g.subgraphs = NULL;
     p->g.sub_count = 0;
     x.nv = nv;
+    dim_binds binds = {NULL, 0};
+    if ((rc = dim_binds_make(&x, src, &binds))) goto out;
     for (size_t i = 0; i < nv; i++) {
         x.v[i] = src->values[i];
         x.srank[i] = -1;
@@ -1171,13 +1251,8 @@ int tio__gprep(const tio_container *c, const tio_graph *src, const tio_gprep_opt
                 for (size_t k = 0; k < t->rank; k++) d[k] = t->shape[k];
                 tio__gp_set_shape(&x, (int64_t)i, (int)t->rank, d); /* bounded there */
             }
-        } else if (v->rank >= 0 && v->rank <= (int64_t)GP_MAX_DIMS && v->dims) {
-            bool ok = true;
-            for (int64_t k = 0; k < v->rank; k++) {
-                if (v->dims[k].value < 0 || v->dims[k].name) ok = false;
-                d[k] = v->dims[k].value;
-            }
-            if (ok) tio__gp_set_shape(&x, (int64_t)i, (int)v->rank, d);
+        } else {
+            seed_shape(&x, src, &binds, i);
         }
     }
     for (size_t j = 0; j < x.nn; j++) {

@@ -39,6 +39,11 @@ typedef struct tio_gprep_opts {
     const char *act_attr;
     const char *const *act_ops;
     int64_t act_relu, act_relu6;
+    /* named dims fixed: "NAME:N[;NAME:N...]" (a writer's option dims=), or
+     * NULL; a graph input's leading dim named and not given here, or
+     * unknown, is taken as 1 (a batch). Values whose dims were named or
+     * unknown get the static shapes inferred from these. */
+    const char *dims;
     /* the format's own steps: node_hook on each live node in the first pass
      * (after the shapes are inferred and the generic forms made), late_hook
      * on each live node last (after the fusions). NULL: none. */

@@ -647,7 +647,9 @@ static int lower(tl *L) {
             if (!fixed)
                 return tio__err(L->err, TIO_E_UNSUPPORTED, TFL, -1,
                                 "graph input '%s' has no static shape (dims named or unknown): "
-                                "the TFLite lowering needs fixed dims",
+                                "the TFLite lowering needs fixed dims (fix a named one with the "
+                                "write option dims=NAME:N[;NAME:N...]; tensio convert: --dim "
+                                "NAME=N)",
                                 gv->name ? gv->name : "");
             return rc;
         }
@@ -696,7 +698,8 @@ int tio__tfl_lower(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m, tio_
                         .act_attr = fuse ? ACT_ATTR : NULL,
                         .act_ops = act_ops,
                         .act_relu = TFL_ActivationFunctionType_RELU,
-                        .act_relu6 = TFL_ActivationFunctionType_RELU6};
+                        .act_relu6 = TFL_ActivationFunctionType_RELU6,
+                        .dims = tio__plan_option(plan, "dims")};
     for (size_t k = 0; k < g->opset_count; k++)
         if (!g->opset_domains[k] || !g->opset_domains[k][0]) L.opset = g->opset_versions[k];
     int rc = tio__gprep(L.c, g, &o, &L.pr, err);

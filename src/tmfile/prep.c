@@ -88,8 +88,8 @@ static int tm_late(tio_gprep *x, size_t j, void *ctx) {
     return tio__gp_const_input(x, n, 1, TIO_INT32, (int)t->rank, t->shape, t->data, cnt * 4);
 }
 
-int tio__tmfile_prep(const tio_container *c, const tio_graph *src, bool fuse, tm_prep *p,
-                     tio_error *err) {
+int tio__tmfile_prep(const tio_container *c, const tio_graph *src, bool fuse, const char *dims,
+                     tm_prep *p, tio_error *err) {
     static const char *const act_ops[] = {"Conv", NULL};
     tio_gprep_opts o = {.fmt = TM_FMT,
                         .fuse_matmul_add = fuse,
@@ -100,6 +100,7 @@ int tio__tmfile_prep(const tio_container *c, const tio_graph *src, bool fuse, tm
                         .act_ops = act_ops,
                         .act_relu = 0,
                         .act_relu6 = 6,
+                        .dims = dims,
                         .node_hook = tm_node,
                         .late_hook = tm_late};
     return tio__gprep(c, src, &o, p, err);

@@ -19,8 +19,9 @@
 typedef tio_gprepped tm_prep;
 
 /* Prepares graph src of container c (a graph not read from a tmfile). fuse:
- * run the optional fusions. On failure p is freed. */
-int tio__tmfile_prep(const tio_container *c, const tio_graph *src, bool fuse, tm_prep *p,
-                     tio_error *err);
+ * run the optional fusions; dims: named dims fixed (tio_gprep_opts.dims,
+ * the write option dims=), or NULL. On failure p is freed. */
+int tio__tmfile_prep(const tio_container *c, const tio_graph *src, bool fuse, const char *dims,
+                     tm_prep *p, tio_error *err);
 
 #endif /* TIO_TMFILE_PREP_H */

@@ -656,7 +656,7 @@ static int tw_prepare(tw *w, tio_write_plan *p, tio_error *err) {
                             "option fuse=%s: expected 1 (convert_tool's fusions, the default) or "
                             "0 (the graph as it is)",
                             fz);
-        int prc = tio__tmfile_prep(w->c, g, fuse, &w->prep, err);
+        int prc = tio__tmfile_prep(w->c, g, fuse, tio__plan_option(p, "dims"), &w->prep, err);
         if (prc) return prc;
         w->prepped = true;
         g = w->g = &w->prep.g;

@@ -6,8 +6,11 @@ Usage: /usr/bin/python3 test_tflite_lower.py /path/to/tensio
 The models: the ONNX vectors (tests/vectors/onnx, $TIO_SHARED_VECTORS/tmfile),
 the model zoo of tests/onnx/test_model_zoo.py (torchvision architectures with
 random weights and batch-norm statistics, exported at opset 13 by Debian's
-python3-torch; resnet18 and mobilenet_v2 also at 11) and MLPs built here
-(torch.nn.Linear stacks: Gemm; a rank-3 input: MatMul + Add). For each:
+python3-torch; resnet18 and mobilenet_v2 also at 11, and at 13 with the
+batch a named dim, fixed to 1 by default and to 2 by --dim batch=2) and MLPs
+built here (torch.nn.Linear stacks: Gemm; a rank-3 input: MatMul + Add; the
+same with its two leading dims named, refused without --dim seq=N, whose
+error names --dim). For each:
 
 - `tensio convert M.onnx M.tflite` (and for some (VARIANTS), --no-fuse:
   activations and batch norm kept apart, and --layout nchw: 4-D inputs and
@@ -46,22 +49,27 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 ORT_DIR = os.path.join(REPO, "tests", "ort")
 VEC = os.environ.get("TIO_TEST_VECTORS", os.path.join(REPO, "tests", "vectors"))
 SHARED = os.environ.get("TIO_SHARED_VECTORS", os.path.join(REPO, "..", "shared", "vectors"))
-ARCHS = [("squeezenet1_1", 13), ("mobilenet_v2", 13), ("mobilenet_v2", 11), ("resnet18", 13),
-         ("resnet18", 11), ("shufflenet_v2_x0_5", 13), ("mobilenet_v3_small", 13),
-         ("efficientnet_b0", 13), ("densenet121", 13)]
+ARCHS = [(a, o, False) for a, o in (
+    ("squeezenet1_1", 13), ("mobilenet_v2", 13), ("mobilenet_v2", 11), ("resnet18", 13),
+    ("resnet18", 11), ("shufflenet_v2_x0_5", 13), ("mobilenet_v3_small", 13),
+    ("efficientnet_b0", 13), ("densenet121", 13))]
 SIZE = 64
 SEED = 0
 # models refused, and what the one error must name
 REFUSED = {
     "int_consts": ["Gather", "Cast", "'gather'", "'cast'"],
-    "matmul_add": ["graph input 'x' has no static shape"],
+    "mlp_seq": ["graph input 'input' has no static shape", "--dim NAME=N"],
 }
 # also written with --no-fuse (activations and batch norm as their own
 # operators) and with --layout nchw (4-D inputs and outputs as ONNX has them)
 VARIANTS = {"cnn_small": (["--no-fuse"], ["--layout", "nchw"]),
             "resnet18_13": (["--no-fuse"], ["--layout", "nchw"]),
             "densenet121_13": (["--no-fuse"],), "mobilenet_v3_small_13": (["--no-fuse"],),
-            "shufflenet_v2_x0_5_13": (["--layout", "nchw"],)}
+            "shufflenet_v2_x0_5_13": (["--layout", "nchw"],),
+            "resnet18_13_dyn": (["--dim", "batch=2"],), "mlp_seq": (["--dim", "seq=5"],)}
+# the model zoo's also exported with the batch a named dim (dynamic_axes):
+# fixed to 1, or by --dim
+DYNAMIC = ["resnet18", "mobilenet_v2"]
 ATOL, RTOL = 1e-4, 1e-3
 # also with float16 weights (each initializer float16 behind a Cast)
 FP16 = {"cnn_small", "resnet18_13", "mobilenet_v3_small_13", "mlp_matmul", "mlp_gemm"}
@@ -91,15 +99,17 @@ def ort(model, d, write=True):
         raise AssertionError("onnxruntime: %s" % (r.stderr or r.stdout).strip()[:300])
 
 
-def export_mlp(torch, path, rank3):
+def export_mlp(torch, path, rank3, seq=False):
     torch.manual_seed(SEED)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 48),
                                 torch.nn.ReLU6(), torch.nn.Linear(48, 10)).eval()
     x = torch.randn(2, 5, 32) if rank3 else torch.randn(4, 32)
+    axes = {0: "batch", 1: "seq"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, x, path, opset_version=13, input_names=["input"],
-                          output_names=["output"])
+                          output_names=["output"],
+                          dynamic_axes={"input": axes, "output": axes} if seq else None)
 
 
 def fp16_weights(onnx, np, src, dst):
@@ -164,7 +174,7 @@ def check(np, onnx, name, src, tmp, flags):
     dst = os.path.join(d, "m.tflite")
     nchw = "nchw" in flags
     r = run([TENSIO, "convert", "--force"] + flags + [src, dst])
-    if name in REFUSED:
+    if name in REFUSED and "--dim" not in flags:
         if r.returncode == 0:
             raise AssertionError("converted, but it should be refused")
         for s in REFUSED[name]:
@@ -177,10 +187,13 @@ def check(np, onnx, name, src, tmp, flags):
     inits = {t.name for t in model.graph.initializer}
     rs = np.random.RandomState(SEED)
     ins, nhwc_in = [], []
+    # named dims: as --dim NAME=N fixes them, else 1 (the lowering's batch)
+    fixed = dict(flags[k + 1].split("=") for k in range(len(flags) - 1) if flags[k] == "--dim")
     for i in model.graph.input:
         if i.name in inits:
             continue
-        shape = [dm.dim_value for dm in i.type.tensor_type.shape.dim]
+        shape = [dm.dim_value if dm.HasField("dim_value") else int(fixed.get(dm.dim_param, 1))
+                 for dm in i.type.tensor_type.shape.dim]
         x = rs.standard_normal(shape).astype(np.float32)
         f = "in%d.npy" % len(ins)
         np.save(os.path.join(d, f), x)
@@ -246,17 +259,19 @@ def main():
     x = np.random.RandomState(SEED).standard_normal((1, 3, SIZE, SIZE)).astype(np.float32)
     zdir = os.path.join(tmp, "zoo")
     os.makedirs(zdir)
-    for arch, opset in ARCHS:
-        p = os.path.join(zdir, "%s_%d.onnx" % (arch, opset))
+    for arch, opset, dyn in ARCHS + [(a, 13, True) for a in DYNAMIC]:
+        nm = "%s_%d%s" % (arch, opset, "_dyn" if dyn else "")
+        p = os.path.join(zdir, nm + ".onnx")
         try:
-            export_zoo(torch, torchvision, arch, opset, p, x)
-            models.append(("%s_%d" % (arch, opset), p))
+            export_zoo(torch, torchvision, arch, opset, p, x, dyn)
+            models.append((nm, p))
         except Exception as e:  # an export failure is a failure of the test
             print("FAIL %s opset %d: export: %s" % (arch, opset, e))
             FAILED += 1
-    for nm, rank3 in (("mlp_gemm", False), ("mlp_matmul", True)):
+    for nm, rank3, seq in (("mlp_gemm", False, False), ("mlp_matmul", True, False),
+                           ("mlp_seq", True, True)):
         p = os.path.join(zdir, nm + ".onnx")
-        export_mlp(torch, p, rank3)
+        export_mlp(torch, p, rank3, seq)
         models.append((nm, p))
     # float16 weights (a Cast each): stored float16, DEQUANTIZEd in the .tflite
     for nm, p in list(models):
@@ -272,6 +287,18 @@ def main():
             except AssertionError as e:
                 print("FAIL %s: %s" % (label, e), flush=True)
                 FAILED += 1
+    # --dim's own errors: usage (exit 2), a size the lowering refuses, a format without it
+    src = dict(models)["resnet18_13_dyn"]
+    for args, rc, words in ((["--dim", "batch=x"], 2, "expected NAME=N"),
+                            (["--dim", "ba:tch=1"], 2, "expected NAME=N"),
+                            (["--dim", "batch=0"], 1, "each N from 1 to 2147483647"),
+                            (["--dim", "batch=2", "--to", "onnx"], 1, "no format option \"dims\"")):
+        r = run([TENSIO, "convert", "--force"] + args + [src, os.path.join(tmp, "o.tflite")])
+        if r.returncode != rc or words not in r.stderr:
+            print("FAIL convert %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr.strip()))
+            FAILED += 1
+        else:
+            print("ok convert %s: refused (exit %d)" % (" ".join(args), rc))
     shutil.rmtree(tmp, ignore_errors=True)
     print("%d models, %d failed" % (len(models), FAILED))
     return 1 if FAILED else 0

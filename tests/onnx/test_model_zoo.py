@@ -21,6 +21,9 @@ directory (no model is kept):
   onnx.checker.check_model(full_check=True) (Debian's python3-onnx) and gives
   the expected output in onnxruntime, |got - want| <= 1e-4 + 1e-4 * |want|.
 
+DYNAMIC's architectures are also exported with the batch a named dim
+(torch.onnx.export's dynamic_axes), which the tmfile lowering fixes to 1.
+
 One line per architecture and opset ("ok ..." with the node counts and the
 largest absolute difference, or "FAIL ..." with the reason); the last line is
 "N passed, M failed"; the exit status is non-zero on any failure. A missing
@@ -53,6 +56,9 @@ ORT_DIR = os.path.join(REPO, "tests", "ort")
 ARCHS = ["squeezenet1_1", "mobilenet_v2", "resnet18", "shufflenet_v2_x0_5",
          "mobilenet_v3_small", "efficientnet_b0", "densenet121"]
 OPSETS = (11, 13)
+# also exported at 13 with the batch a named dim (dynamic_axes): the lowerings
+# to tmfile fix it to 1
+DYNAMIC = ["resnet18"]
 SIZE = 64  # the smallest multiple of 32 that all of ARCHS take
 SEED = 0
 
@@ -86,7 +92,7 @@ def run_ort(model, vector_dir, write=False):
     return None if write else float(out.strip().rsplit("max_abs_diff=", 1)[1])
 
 
-def export(torch, torchvision, arch, opset, path, x):
+def export(torch, torchvision, arch, opset, path, x, dynamic=False):
     torch.manual_seed(SEED)
     model = getattr(torchvision.models, arch)(weights=None)
     # default running statistics (mean 0, var 1) would make batch norm an
@@ -102,17 +108,19 @@ def export(torch, torchvision, arch, opset, path, x):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, torch.from_numpy(x), path, opset_version=opset,
-                          input_names=["input"], output_names=["output"])
+                          input_names=["input"], output_names=["output"],
+                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}
+                          if dynamic else None)
 
 
-def check(mods, arch, opset, tmp):
+def check(mods, arch, opset, tmp, dynamic=False):
     torch, torchvision, onnx, np = mods
     d = os.path.join(tmp, "%s_%d" % (arch, opset))
     os.mkdir(d)
     src, rten = os.path.join(d, "model.onnx"), os.path.join(d, "model.rten")
     back, same = os.path.join(d, "back.onnx"), os.path.join(d, "same.onnx")
     x = np.random.RandomState(SEED).standard_normal((1, 3, SIZE, SIZE)).astype(np.float32)
-    export(torch, torchvision, arch, opset, src, x)
+    export(torch, torchvision, arch, opset, src, x, dynamic)
     np.save(os.path.join(d, "input.npy"), x)
     with open(os.path.join(d, "reference_io.json"), "w") as f:
         json.dump({"inputs": [{"name": "input", "file": "input.npy", "dtype": "float32",
@@ -163,12 +171,12 @@ def main():
     mods = (torch, torchvision, onnx, np)
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
-        for arch in ARCHS:
-            for opset in OPSETS:
+        for arch, opset, dynamic in [(a, o, False) for a in ARCHS for o in OPSETS] + [
+                (a, 13, True) for a in DYNAMIC]:
                 t = time.monotonic()
-                name = "%s opset %d" % (arch, opset)
+                name = "%s opset %d%s" % (arch, opset, ", batch dim named" if dynamic else "")
                 try:
-                    what = check(mods, arch, opset, tmp)
+                    what = check(mods, arch, opset, tmp, dynamic)
                     PASSED += 1
                     print("ok   %s: %s (%.1f s)" % (name, what, time.monotonic() - t))
                 except Exception as ex:  # noqa: BLE001 - any failure fails the case
