@@ -121,7 +121,8 @@ typedef struct tio_tl_perm {
 } tio_tl_perm;
 /* Destination elements [j0, j0 + cnt) into dst. */
 void tio__tl_perm_copy(const tio_tl_perm *p, uint64_t j0, size_t cnt, uint8_t *dst);
-/* Float weights w reordered by p as a constant of shape d[0..r) (float16:
+/* Float weights w (the elements p describes: all of w's, or a group's
+ * slice) reordered by p as a constant of shape d[0..r) (float16:
  * with a DEQUANTIZE, as tio__tl_weights): a container tensor's bytes are
  * permuted on the way out (a generated buffer), others into the arena. */
 int tio__tl_pweights(tl *L, const char *name, const tio_tensor *w, const tio_tl_perm *p, int r,

@@ -273,6 +273,82 @@ static int zero_bias(tl *L, int64_t n, int32_t *idx) {
     return rc;
 }
 
+/* A CONV_2D's padding, strides and dilations (and, through the node, its
+ * fused activation on out). */
+static int conv_opts(tl *L, tfl_wop *op, int pk, const spat *sp, int64_t out) {
+    int rc;
+    if ((rc = tio__tfl_w_opt_i(L->m, op, false, "padding", pk, L->err)) ||
+        (rc = tio__tfl_w_opt_i(L->m, op, false, "stride_h", sp->s[0], L->err)) ||
+        (rc = tio__tfl_w_opt_i(L->m, op, false, "stride_w", sp->s[1], L->err)) ||
+        (rc = tio__tfl_w_opt_i(L->m, op, false, "dilation_h_factor", sp->dl[0], L->err)) ||
+        (rc = tio__tfl_w_opt_i(L->m, op, false, "dilation_w_factor", sp->dl[1], L->err)))
+        return rc;
+    return tio__tl_set_act(L, op, out);
+}
+
+/* A grouped Conv (float weights w [O, C/G, KH, KW], bias bt or none) of the
+ * NHWC tensor in (padded) as TensorFlow's converters write one: the input
+ * SPLIT along its channels, a CONV_2D per group (its slice of the weights,
+ * OHWI, and of the bias), the outputs concatenated. */
+static int grouped_conv(tl *L, const tio_tfl_lowmap *e, const tio_tensor *w,
+                        const tio_tensor *bt, int32_t in, int pk, const spat *sp, int64_t G,
+                        int64_t y) {
+    int64_t O = w->shape[0], I = w->shape[1], KH = w->shape[2], KW = w->shape[3], OG = O / G,
+            yd[LMAX], pd[4], three = 3;
+    int ry, rc;
+    if ((rc = tio__tl_need_shape(L, y, yd, &ry))) return rc;
+    const tfl_wtensor *it = &L->m->subgraphs[0].tensors[in];
+    for (int k = 0; k < 4; k++) pd[k] = it->shape[k];
+    pd[3] /= G;
+    int64_t od[4] = {yd[0], yd[2], yd[3], OG};
+    size_t es = w->dtype == TIO_FLOAT16 ? 2 : 4, per = (size_t)(OG * I * KH * KW) * es;
+    int32_t at, out, *parts = tio__tl_al(L, (size_t)G * sizeof *parts),
+                     *outs = tio__tl_al(L, (size_t)G * sizeof *outs);
+    float *bias = tio__tl_al(L, (size_t)OG * sizeof *bias);
+    const char *an = tio__tl_sub_name(L, "split_axis");
+    if (!parts || !outs || !bias || !an) return tio__tl_nomem(L);
+    if ((rc = tio__tl_const_i32(L, an, &three, 1, true, &at))) return rc;
+    for (int64_t g = 0; g < G; g++) {
+        const char *pn = tio__tl_sub_name(L, "group_in");
+        if (!pn) return tio__tl_nomem(L);
+        if ((rc = tio__tl_add_tensor(L, pn, TFL_TensorType_FLOAT32, 4, pd, 0, &parts[g])))
+            return rc;
+    }
+    int32_t sin[2] = {at, in};
+    tfl_wop *op;
+    if ((rc = tio__tl_emit(L, TFL_BuiltinOperator_SPLIT, TFL_BuiltinOptions_SplitOptions, sin, 2,
+                           parts, (size_t)G, &op)) ||
+        (rc = tio__tfl_w_opt_i(L->m, op, false, "num_splits", G, L->err)))
+        return rc;
+    for (int64_t g = 0; g < G; g++) {
+        /* group g's weights: output channels [g * OG, (g + 1) * OG), OHWI */
+        tio_tl_perm pm = {.src = w->data + (size_t)g * per, .es = es, .nd = 4};
+        int64_t d4[4] = {OG, KH, KW, I}, s4[4] = {I * KH * KW, KW, 1, KH * KW};
+        memcpy(pm.d, d4, sizeof d4);
+        memcpy(pm.s, s4, sizeof s4);
+        for (int64_t o = 0; o < OG; o++)
+            bias[o] = bt ? tio__tl_wat(bt, (size_t)(g * OG + o)) : 0.0f;
+        int32_t wt, bn;
+        const char *wn = tio__tl_sub_name(L, "weights_ohwi"), *bnm = tio__tl_sub_name(L, "bias"),
+                   *on = tio__tl_sub_name(L, "group_out");
+        if (!wn || !bnm || !on) return tio__tl_nomem(L);
+        if ((rc = tio__tl_pweights(L, wn, w, &pm, 4, d4, &wt)) ||
+            (rc = tio__tl_const_f32(L, bnm, bias, (size_t)OG, 1, &OG, &bn)) ||
+            (rc = tio__tl_add_tensor(L, on, TFL_TensorType_FLOAT32, 4, od, 0, &outs[g])))
+            return rc;
+        int32_t ins[3] = {parts[g], wt, bn};
+        if ((rc = tio__tl_emit(L, e->code, e->options, ins, 3, &outs[g], 1, &op)) ||
+            (rc = conv_opts(L, op, pk, sp, y)))
+            return rc;
+    }
+    if ((rc = tio__tl_new_form(L, y, 1, &out)) ||
+        (rc = tio__tl_emit(L, TFL_BuiltinOperator_CONCATENATION,
+                           TFL_BuiltinOptions_ConcatenationOptions, outs, (size_t)G, &out, 1,
+                           &op)))
+        return rc;
+    return tio__tfl_w_opt_i(L->m, op, false, "axis", 3, L->err);
+}
+
 static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
     int64_t x = tio__tl_in_v(L->n, 0), wv = tio__tl_in_v(L->n, 1), bv = tio__tl_in_v(L->n, 2),
             y = L->n->outputs[0];
@@ -295,17 +371,22 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
     if (rx != 4 || ry != 4) return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "only 2-D Conv lowers");
     int64_t O = w->shape[0], I = w->shape[1], KH = w->shape[2], KW = w->shape[3], C = xd[1];
     int64_t grp = tio__tl_attr_i(L->n, "group", 1);
-    /* depthwise: groups of one channel; a quantized Conv of one input
-     * channel too (as TensorFlow's converter writes it) */
-    bool dw = grp != 1 || (qw && C == 1 && I == 1 && O > 1);
     if (C < 1 || grp < 1 || O < 1)
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "%lld input channels, group %lld", (long long)C,
                      (long long)grp);
-    if (dw && !(grp == C && I == 1 && O % C == 0))
+    /* grouped: neither one group nor groups of one channel (depthwise) */
+    bool grouped = grp > 1 && !(grp == C && I == 1 && O % C == 0);
+    if (grouped && (C % grp || O % grp || I != C / grp))
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
-                     "group %lld of %lld channels (plain and depthwise Conv lower)",
-                     (long long)grp, (long long)C);
-    if (!dw && I != C)
+                     "group %lld of %lld channels, %lld outputs, weights of %lld input channels",
+                     (long long)grp, (long long)C, (long long)O, (long long)I);
+    if (grouped && qw)
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "a quantized grouped Conv (group %lld)",
+                             (long long)grp);
+    /* depthwise: groups of one channel; a quantized Conv of one input
+     * channel too (as TensorFlow's converter writes it) */
+    bool dw = !grouped && (grp != 1 || (qw && C == 1 && I == 1 && O > 1));
+    if (!dw && !grouped && I != C)
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "weights of %lld input channels for %lld",
                              (long long)I, (long long)C);
     spat sp;
@@ -320,6 +401,7 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
         in = p;
         pk = TFL_Padding_VALID;
     }
+    if (grouped) return grouped_conv(L, e, w, bt, in, pk, &sp, grp, y);
     /* weights: OHWI, or 1HWO for depthwise */
     size_t n = (size_t)w->numel, es = qw ? 1 : w->dtype == TIO_FLOAT16 ? 2 : 4;
     tio_tl_perm pm = {.src = w->data, .es = es, .nd = dw ? 3 : 4};
@@ -354,16 +436,11 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
     tfl_wop *op;
     if ((rc = tio__tl_emit(L, dw ? e->code2 : e->code,
                    dw ? TFL_BuiltinOptions_DepthwiseConv2DOptions : e->options, ins, 3, &out, 1,
-                   &op)) ||
-        (rc = tio__tfl_w_opt_i(L->m, op, false, "padding", pk, L->err)) ||
-        (rc = tio__tfl_w_opt_i(L->m, op, false, "stride_h", sp.s[0], L->err)) ||
-        (rc = tio__tfl_w_opt_i(L->m, op, false, "stride_w", sp.s[1], L->err)) ||
-        (rc = tio__tfl_w_opt_i(L->m, op, false, "dilation_h_factor", sp.dl[0], L->err)) ||
-        (rc = tio__tfl_w_opt_i(L->m, op, false, "dilation_w_factor", sp.dl[1], L->err)))
+                   &op)))
         return rc;
     if (dw && (rc = tio__tfl_w_opt_i(L->m, op, false, "depth_multiplier", O / C, L->err)))
         return rc;
-    return tio__tl_set_act(L, op, y);
+    return conv_opts(L, op, pk, &sp, y);
 }
 
 static int lo_pool(tl *L, const tio_tfl_lowmap *e) {

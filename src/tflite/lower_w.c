@@ -125,7 +125,9 @@ static int perm_gen(void *ctx, tio_sink *s, size_t size, tio_error *err) {
 
 int tio__tl_pweights(tl *L, const char *name, const tio_tensor *w, const tio_tl_perm *p, int r,
                      const int64_t *d, int32_t *idx) {
-    size_t n = (size_t)w->numel, nb = n * p->es;
+    size_t n = 1; /* p's elements: w's, or a group's slice of them */
+    for (int k = 0; k < p->nd; k++) n *= (size_t)p->d[k];
+    size_t nb = n * p->es;
     if (!name) return tio__tl_nomem(L);
     uint32_t buf;
     int rc;

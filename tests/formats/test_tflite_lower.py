@@ -6,7 +6,8 @@ Usage: /usr/bin/python3 test_tflite_lower.py /path/to/tensio
 The models: the ONNX vectors (tests/vectors/onnx, $TIO_SHARED_VECTORS/tmfile),
 the model zoo of tests/onnx/test_model_zoo.py (torchvision architectures with
 random weights and batch-norm statistics, exported at opset 13 by Debian's
-python3-torch; resnet18 and mobilenet_v2 also at 11, and at 13 with the
+python3-torch; regnet_x_400mf's grouped Convs become SPLIT, a CONV_2D per group
+and CONCATENATION; resnet18 and mobilenet_v2 also at 11, and at 13 with the
 batch a named dim, fixed to 1 by default and to 2 by --dim batch=2) and MLPs
 built here (torch.nn.Linear stacks: Gemm; a rank-3 input: MatMul + Add; the
 same with its two leading dims named, refused without --dim seq=N, whose
@@ -52,7 +53,7 @@ SHARED = os.environ.get("TIO_SHARED_VECTORS", os.path.join(REPO, "..", "shared",
 ARCHS = [(a, o, False) for a, o in (
     ("squeezenet1_1", 13), ("mobilenet_v2", 13), ("mobilenet_v2", 11), ("resnet18", 13),
     ("resnet18", 11), ("shufflenet_v2_x0_5", 13), ("mobilenet_v3_small", 13),
-    ("efficientnet_b0", 13), ("densenet121", 13))]
+    ("efficientnet_b0", 13), ("densenet121", 13), ("regnet_x_400mf", 13))]
 SIZE = 64
 SEED = 0
 # models refused, and what the one error must name
@@ -65,6 +66,7 @@ REFUSED = {
 VARIANTS = {"cnn_small": (["--no-fuse"], ["--layout", "nchw"]),
             "resnet18_13": (["--no-fuse"], ["--layout", "nchw"]),
             "densenet121_13": (["--no-fuse"],), "mobilenet_v3_small_13": (["--no-fuse"],),
+            "regnet_x_400mf_13": (["--no-fuse"],),
             "shufflenet_v2_x0_5_13": (["--layout", "nchw"],),
             "resnet18_13_dyn": (["--dim", "batch=2"],), "mlp_seq": (["--dim", "seq=5"],)}
 # the model zoo's also exported with the batch a named dim (dynamic_axes):

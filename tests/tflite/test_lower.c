@@ -119,9 +119,9 @@ static int save(gb *b, const char *options, void **out, size_t *len, tio_error *
 }
 
 /* x [1, 3, 8, 8] -> Conv 3x3 pad 1 -> Relu -> GlobalAveragePool -> Flatten -> Gemm */
-static gb *small_cnn(bool grouped) {
+static gb *small_cnn(int64_t group) {
     gb *b = gb_new();
-    int64_t xd[4] = {1, 4, 8, 8}, wd[4] = {4, grouped ? 2 : 4, 3, 3}, bd[1] = {4},
+    int64_t xd[4] = {1, 4, 8, 8}, wd[4] = {4, group > 1 ? 4 / group : 4, 3, 3}, bd[1] = {4},
             yd[4] = {1, 4, 8, 8}, pd[4] = {1, 4, 1, 1}, fd[2] = {1, 4}, gw[2] = {5, 4},
             gbd[1] = {5}, od[2] = {1, 5};
     int64_t x = rv(b, "x", 4, xd, false), w = cv(b, "w", 4, wd), bi = cv(b, "b", 1, bd),
@@ -133,7 +133,7 @@ static gb *small_cnn(bool grouped) {
     static const int64_t k[2] = {3, 3}, pads[4] = {1, 1, 1, 1};
     ints(b, conv, "kernel_shape", 2, k);
     ints(b, conv, "pads", 4, pads);
-    if (grouped) one_int(b, conv, "group", 2);
+    if (group > 1) one_int(b, conv, "group", group);
     nd(b, "relu", "Relu", NULL, 1, &y, r);
     nd(b, "gap", "GlobalAveragePool", NULL, 1, &r, p);
     nd(b, "flat", "Flatten", NULL, 1, &p, f);
@@ -143,9 +143,26 @@ static gb *small_cnn(bool grouped) {
     return b;
 }
 
+/* A saved .tflite's operators are want[0..n), in order. */
+static void expect_ops(const void *out, size_t len, const char *const *want, size_t n) {
+    tio_container *c = NULL;
+    tio_error e;
+    tio_open_options oo = {.format = "tflite", .flags = TIO_OPEN_NATIVE_GRAPH};
+    assert_int_equal(tio_open_memory(out, len, &oo, &c, &e), TIO_OK);
+    const tio_graph *g = tio_container_graph(c);
+    assert_non_null(g);
+    assert_int_equal(tio_graph_node_count(g), n);
+    for (size_t k = 0; k < n; k++) {
+        tio_node_info nd;
+        assert_int_equal(tio_graph_node(g, k, &nd), TIO_OK);
+        assert_string_equal(nd.native_op ? nd.native_op : nd.op, want[k]);
+    }
+    tio_container_free(c);
+}
+
 static void test_small_cnn(void **state) {
     (void)state;
-    gb *b = small_cnn(false);
+    gb *b = small_cnn(1);
     void *out = NULL, *out2 = NULL;
     size_t len = 0, len2 = 0;
     tio_error e;
@@ -197,13 +214,23 @@ static void test_small_cnn(void **state) {
 
 static void test_refused_node(void **state) {
     (void)state;
-    gb *b = small_cnn(true);
+    /* a grouped Conv: SPLIT, a CONV_2D per group, CONCATENATION (Arm NN
+     * runs it: regnet_x_400mf in tests/formats/test_tflite_lower.py) */
+    gb *b = small_cnn(2);
     void *out = NULL;
     size_t len = 0;
     tio_error e;
+    assert_int_equal(save(b, NULL, &out, &len, &e), TIO_OK);
+    static const char *const want[] = {"SPLIT", "CONV_2D", "CONV_2D", "CONCATENATION", "MEAN",
+                                       "RESHAPE", "FULLY_CONNECTED"};
+    expect_ops(out, len, want, 7);
+    tio_free(out);
+    gb_free(b);
+    /* groups that do not divide the channels */
+    b = small_cnn(3);
     assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
     assert_non_null(strstr(e.message, "node 'conv' (Conv)"));
-    assert_non_null(strstr(e.message, "group 2 of 4 channels"));
+    assert_non_null(strstr(e.message, "group 3 of 4 channels"));
     gb_free(b);
 
     /* weights that are not constants */
@@ -373,19 +400,8 @@ static void test_qdq(void **state) {
     assert_int_equal(len, len2);
     assert_memory_equal(out, out2, len);
     gb_free(b);
-    tio_container *c = NULL;
-    tio_open_options oo = {.format = "tflite", .flags = TIO_OPEN_NATIVE_GRAPH};
-    assert_int_equal(tio_open_memory(out, len, &oo, &c, &e), TIO_OK);
-    const tio_graph *g = tio_container_graph(c);
-    assert_non_null(g);
     static const char *const want[] = {"QUANTIZE", "CONV_2D", "LOGISTIC", "DEQUANTIZE"};
-    assert_int_equal(tio_graph_node_count(g), 4);
-    for (size_t j = 0; j < 4; j++) {
-        tio_node_info n;
-        assert_int_equal(tio_graph_node(g, j, &n), TIO_OK);
-        assert_string_equal(n.native_op ? n.native_op : n.op, want[j]);
-    }
-    tio_container_free(c);
+    expect_ops(out, len, want, 4);
     tio_free(out);
     tio_free(out2);
 
