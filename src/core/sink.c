@@ -384,21 +384,11 @@ static int same_as_source(int fd, uint64_t off, const uint8_t *src, const void *
     return memcmp(p, read ? b : src, n) == 0;
 }
 
-/* Extends the run over what is pending and then n bytes at source offset
- * `off` (mapped at `mapped`), when these lie in the source right after the
- * run at the same distance from their output position; pending bytes that
- * differ from the source's become patches. Returns whether it did. */
-static int run_extend(tio_sink *s, int in_fd, size_t off, const uint8_t *mapped, size_t n) {
-    size_t gap = s->pending, len;
-    uint64_t src_end;
-    if (in_fd != s->run_fd || gap > RUN_GAP || tio__add_ovf(s->run_len, gap, &len) ||
-        tio__add_ovf(len, n, &len) || tio__add64_ovf(s->run_src, (uint64_t)len, &src_end) ||
-        src_end > (uint64_t)INT64_MAX || off != s->run_src + (s->run_len + gap) ||
-        (uintptr_t)mapped - (uintptr_t)s->run_map != s->run_len + gap)
-        return 0;
-    /* the pending bytes against the source's, which lie mapped between */
-    const uint8_t *src = s->run_map + s->run_len;
-    uint64_t at = s->run_dst + s->run_len, soff = s->run_src + s->run_len;
+/* Whether the pending bytes can join a run as the source's bytes at file
+ * offset soff (mapped at src), to be written at sink position `at`: those
+ * that differ become patches. Then nothing is pending. */
+static int pending_to_run(tio_sink *s, int in_fd, uint64_t soff, const uint8_t *src,
+                          uint64_t at) {
     size_t npatch = s->npatch, plen = s->plen;
     for (int i = 0; i < s->niov; i++) {
         const struct iovec *v = &s->iov[i];
@@ -415,8 +405,68 @@ static int run_extend(tio_sink *s, int in_fd, size_t off, const uint8_t *mapped,
     s->niov = 0;
     s->pending = 0;
     s->len = 0;
+    return 1;
+}
+
+/* Extends the run over what is pending and then n bytes at source offset
+ * `off` (mapped at `mapped`), when these lie in the source right after the
+ * run at the same distance from their output position; pending bytes that
+ * differ from the source's become patches. Returns whether it did. */
+static int run_extend(tio_sink *s, int in_fd, size_t off, const uint8_t *mapped, size_t n) {
+    size_t gap = s->pending, len;
+    uint64_t src_end;
+    if (in_fd != s->run_fd || gap > RUN_GAP || tio__add_ovf(s->run_len, gap, &len) ||
+        tio__add_ovf(len, n, &len) || tio__add64_ovf(s->run_src, (uint64_t)len, &src_end) ||
+        src_end > (uint64_t)INT64_MAX || off != s->run_src + (s->run_len + gap) ||
+        (uintptr_t)mapped - (uintptr_t)s->run_map != s->run_len + gap)
+        return 0;
+    /* the pending bytes against the source's, which lie mapped between */
+    if (!pending_to_run(s, in_fd, s->run_src + s->run_len, s->run_map + s->run_len,
+                        s->run_dst + s->run_len))
+        return 0;
     s->run_len = len;
     return 1;
+}
+
+/* Starts a run of n bytes at source offset `off` (mapped at `mapped`, sink
+ * position `at` in the file) back where the pending bytes begin, when that
+ * is a page boundary of the output (and so, congruent, of the source) and
+ * they lie there in the source too: a file system that clones (XFS, btrfs)
+ * then remaps whole blocks from the first, where it would copy a run that
+ * starts inside one (a same-format rewrite: the header and every tensor in
+ * one clone). Pending bytes that differ from the source's become patches.
+ * Returns whether it did. */
+static int run_back(tio_sink *s, int in_fd, size_t off, const uint8_t *mapped, uint64_t at,
+                    size_t n) {
+    size_t gap = s->pending;
+    if (!gap || gap > RUN_GAP || gap > off || (at - gap) % s->page != 0 ||
+        n > SIZE_MAX - gap ||
+        !pending_to_run(s, in_fd, (uint64_t)(off - gap), mapped - gap, s->pos - gap))
+        return 0;
+    s->run_fd = in_fd;
+    s->run_src = off - gap;
+    s->run_dst = s->pos - gap;
+    s->run_len = gap + n;
+    s->run_map = mapped - gap;
+    return 1;
+}
+
+/* With a progress function, a run of RUN_PROGRESS or more is copied as it
+ * grows (its progress reported) rather than at its end: up to its last page
+ * boundary in the output when nothing is pending and no patch waits, the
+ * rest going on as the run from there (a file system that clones keeps
+ * cloning whole blocks); else all of it. */
+static int run_cut(tio_sink *s, tio_error *err) {
+    size_t keep = (size_t)((s->base + s->run_dst + s->run_len) % s->page);
+    if (s->pending || s->npatch || keep == 0 || keep >= s->run_len) return write_pending(s, err);
+    size_t head = s->run_len - keep;
+    s->run_len = head;
+    int rc = run_end(s, err); /* the run is then empty */
+    s->run_src += head;
+    s->run_dst += head;
+    s->run_map += head;
+    s->run_len = rc ? 0 : keep;
+    return rc;
 }
 
 /* Populates the pages of map[off, off + n) and, when they are not all
@@ -505,7 +555,7 @@ int tio__sink_copy_range(tio_sink *s, int in_fd, const void *map_, size_t map_si
     if (s->no_copy || s->base == UINT64_MAX) return read_in(s, in_fd, off, n, err);
     if (s->run_len && run_extend(s, in_fd, off, mapped, n)) {
         s->pos += n;
-        if (s->progress && s->run_len >= RUN_PROGRESS) return write_pending(s, err);
+        if (s->progress && s->run_len >= RUN_PROGRESS) return run_cut(s, err);
         return TIO_OK;
     }
     uint64_t at;
@@ -513,6 +563,11 @@ int tio__sink_copy_range(tio_sink *s, int in_fd, const void *map_, size_t map_si
         return tio__err(err, TIO_E_OVERFLOW, NULL, -1, "output size overflows");
     if (n < RUN_MIN || (!s->copy_any && at % s->page != off % s->page))
         return read_in(s, in_fd, off, n, err);
+    if (!s->run_len && run_back(s, in_fd, off, mapped, at, n)) {
+        s->pos += n;
+        if (s->progress && s->run_len >= RUN_PROGRESS) return run_cut(s, err);
+        return TIO_OK;
+    }
     int rc = write_pending(s, err); /* what came before goes first (a run too) */
     if (rc) return rc;
     s->run_fd = in_fd;
@@ -521,7 +576,7 @@ int tio__sink_copy_range(tio_sink *s, int in_fd, const void *map_, size_t map_si
     s->run_len = n;
     s->run_map = mapped;
     s->pos += n;
-    if (s->progress && s->run_len >= RUN_PROGRESS) return write_pending(s, err);
+    if (s->progress && s->run_len >= RUN_PROGRESS) return run_cut(s, err);
     return TIO_OK;
 }
 
