@@ -1142,6 +1142,7 @@ typedef struct dim_bind {
 typedef struct dim_binds {
     dim_bind *b;
     size_t n;
+    uint8_t *input; /* per value: a graph input */
 } dim_binds;
 
 static int64_t dim_bound(const dim_binds *d, const char *name) {
@@ -1157,7 +1158,10 @@ static int dim_binds_make(pp *x, const tio_graph *src, dim_binds *d) {
     const char *t = x->o->dims ? x->o->dims : "";
     size_t cap = 1 + src->input_count;
     for (const char *q = t; *q; q++) cap += *q == ';';
-    if (!(d->b = tio__gp_pa(x, cap * sizeof *d->b))) return tio__gp_nomem(x);
+    if (!(d->b = tio__gp_pa(x, cap * sizeof *d->b)) ||
+        !(d->input = tio__gp_pa(x, src->value_count ? src->value_count : 1)))
+        return tio__gp_nomem(x);
+    memset(d->input, 0, src->value_count ? src->value_count : 1);
     d->n = 0;
     while (*t) {
         size_t len = strcspn(t, ";");
@@ -1181,6 +1185,7 @@ static int dim_binds_make(pp *x, const tio_graph *src, dim_binds *d) {
         int64_t v = src->inputs[k];
         if (v < 0 || (size_t)v >= src->value_count) continue;
         const tio_gvalue *gv = &src->values[v];
+        d->input[v] = 1;
         if (gv->tensor < 0 && gv->rank > 0 && gv->dims && gv->dims[0].name &&
             dim_bound(d, gv->dims[0].name) < 0)
             d->b[d->n++] = (dim_bind){gv->dims[0].name, strlen(gv->dims[0].name), 1};
@@ -1193,8 +1198,7 @@ static int dim_binds_make(pp *x, const tio_graph *src, dim_binds *d) {
 static void seed_shape(pp *x, const tio_graph *src, const dim_binds *d, size_t i) {
     const tio_gvalue *v = &src->values[i];
     if (v->rank < 0 || v->rank > (int64_t)GP_MAX_DIMS || (v->rank && !v->dims)) return;
-    bool in = false;
-    for (size_t k = 0; k < src->input_count && !in; k++) in = src->inputs[k] == (int64_t)i;
+    bool in = d->input[i];
     int64_t sh[GP_MAX_DIMS];
     for (int64_t k = 0; k < v->rank; k++) {
         sh[k] = v->dims[k].name ? dim_bound(d, v->dims[k].name) : v->dims[k].value;
@@ -1236,7 +1240,7 @@ int tio__gprep(const tio_container *c, const tio_graph *src, const tio_gprep_opt
     p->g.subgraphs = NULL;
     p->g.sub_count = 0;
     x.nv = nv;
-    dim_binds binds = {NULL, 0};
+    dim_binds binds = {NULL, 0, NULL};
     if ((rc = dim_binds_make(&x, src, &binds))) goto out;
     for (size_t i = 0; i < nv; i++) {
         x.v[i] = src->values[i];
