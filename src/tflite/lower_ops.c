@@ -636,11 +636,16 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
         (qw && w->nbytes < w->numel))
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
                              "the weights must be a 2-D float32 or float16 constant");
-    if (!mm &&
-        (tio__tl_attr_i(L->n, "transA", 0) || tio__tl_attr_i(L->n, "transB", 0) != 1 ||
-         tio__tl_attr_f(L->n, "alpha", 1) != 1 || tio__tl_attr_f(L->n, "beta", 1) != 1 || rx != 2))
+    /* weights [K, N] (MatMul; a quantized Gemm without transB, whose
+     * weights the preparation could not transpose: a DequantizeLinear's
+     * output) or [N, K] (an FC-form Gemm) */
+    int64_t tb = mm ? 0 : tio__tl_attr_i(L->n, "transB", 0);
+    bool kn = mm || (qw && tb == 0);
+    if (!mm && (tio__tl_attr_i(L->n, "transA", 0) || (tb != 1 && !kn) ||
+                tio__tl_attr_f(L->n, "alpha", 1) != 1 || tio__tl_attr_f(L->n, "beta", 1) != 1 ||
+                rx != 2))
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "a Gemm that is not x W^T + b on a 2-D x");
-    int64_t N = mm ? w->shape[1] : w->shape[0], K = mm ? w->shape[0] : w->shape[1];
+    int64_t N = kn ? w->shape[1] : w->shape[0], K = kn ? w->shape[0] : w->shape[1];
     if (rx < 2 || xd[rx - 1] != K)
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "an input of %lld features for weights of %lld",
                      rx > 0 ? (long long)xd[rx - 1] : 0LL, (long long)K);
@@ -654,12 +659,12 @@ static int lo_fc(tl *L, const tio_tfl_lowmap *e) {
     if (src4 >= 0 && (!tio__tl_vshape(L, src4, sd, &sr) || sr != 4 || sd[1] * sd[2] * sd[3] != K))
         return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "a flattened input that is not C*H*W");
     if (mm || src4 >= 0 || qw) {
-        /* [N, K]: MatMul's [K, N] transposed; columns in H, W, C order for a
+        /* [N, K]: [K, N] transposed; columns in H, W, C order for a
          * flattened NHWC input (column k = (h * W + w) * C + c is source
          * column (c * H + h) * W + w) */
         size_t n = (size_t)w->numel, es = qw ? 1 : w->dtype == TIO_FLOAT16 ? 2 : 4;
         tio_tl_perm pm = {.src = w->data, .es = es, .nd = src4 >= 0 ? 4 : 2};
-        int64_t ks = mm ? N : 1, ns = mm ? 1 : K; /* source strides of a column, a row */
+        int64_t ks = kn ? N : 1, ns = kn ? 1 : K; /* source strides of a column, a row */
         if (src4 >= 0) {
             int64_t C = sd[1], H = sd[2], W = sd[3];
             int64_t d4[4] = {N, H, W, C}, s4[4] = {ns, W * ks, ks, H * W * ks};

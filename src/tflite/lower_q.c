@@ -189,8 +189,14 @@ static void check_weighted(tl *L, const tio_gnode *n, qfail *f) {
         return;
     }
     const tfl_wquant *wq = qw->q;
+    /* the weights' axis of the output channels: [K, N]'s 1 (MatMul, a Gemm
+     * without transB), [N, K]'s (Gemm transB=1) and Conv's 0 */
+    size_t oax = tio__gp_op_is(n, "MatMul") ||
+                      (tio__gp_op_is(n, "Gemm") && !tio__tl_attr_i(n, "transB", 0))
+                  ? 1
+                  : 0;
     if (wq->nscale > 1) {
-        int64_t want = tio__gp_op_is(n, "MatMul") ? 1 : 0;
+        int64_t want = (int64_t)oax;
         if (qw->type != TFL_TensorType_INT8 || wq->quantized_dimension != want) {
             qbad(f, n, "weights quantized per axis %d (int8 along the output channels lowers)",
                  (int)wq->quantized_dimension);
@@ -213,9 +219,9 @@ static void check_weighted(tl *L, const tio_gnode *n, qfail *f) {
     const tfl_wquant *bq = qb->q;
     const tio_tensor *bt = qb->ct, *wt = qw->ct;
     size_t nb = bt ? (size_t)bt->numel : 0;
-    if (!bt || bt->rank != 1 || wt->rank < 1 || (int64_t)nb != wt->shape[0]) {
+    if (!bt || bt->rank != 1 || wt->rank <= oax || (int64_t)nb != wt->shape[oax]) {
         qbad(f, n, "a bias that is not a vector of the %lld output channels",
-             wt->rank ? (long long)wt->shape[0] : 0LL);
+             wt->rank > oax ? (long long)wt->shape[oax] : 0LL);
         return;
     }
     if (bq->nscale != 1 && bq->nscale != nb) {

@@ -151,10 +151,11 @@ def build_cnn(path, act_dt, per_channel, u8_weights=False, seed=0):
     return float(P["a8"][0])
 
 
-def build_mlp(path, act_dt, per_channel, seed=0):
+def build_mlp(path, act_dt, per_channel, seed=0, gemm_kn=False):
     """x [4,16] -> MatMul(16x24; per_channel: weights per column, axis 1)
     -> Relu -> Concat(h, h) -> Gemm(10) -> Softmax (output scale 1/256 and
-    zero point -128 or 0, as TFLite's kernel writes)."""
+    zero point -128 or 0, as TFLite's kernel writes). gemm_kn: the Gemm's
+    weights stored [48, 10] with transB=0 (per channel: axis 1)."""
     rs = np.random.RandomState(seed + 1)
     w1 = (rs.standard_normal((16, 24)) * 0.3).astype(np.float32)
     w2 = (rs.standard_normal((10, 48)) * 0.3).astype(np.float32)
@@ -182,13 +183,15 @@ def build_mlp(path, act_dt, per_channel, seed=0):
     B.nodes.append(helper.make_node("Concat", [h, h], ["cat"], name="concat", axis=1))
     c = B.q("cat", *P["a1"], "cat")
     q2, s2 = quant_w(w2, per_channel)
-    wv = B.dq_const("fc_w", q2, s2, np.zeros(10, np.int8) if per_channel else np.int8(0),
-                    0 if per_channel else None)
+    wv = B.dq_const("fc_w", np.ascontiguousarray(q2.T) if gemm_kn else q2, s2,
+                    np.zeros(10, np.int8) if per_channel else np.int8(0),
+                    (1 if gemm_kn else 0) if per_channel else None)
     bs = (np.float32(P["a1"][0]) * s2).astype(np.float32)
     bq = np.round(b2 / bs).astype(np.int32)
     bv = B.dq_const("fc_b", bq, bs, np.zeros(10, np.int32) if per_channel else np.int32(0),
                     0 if per_channel else None)
-    B.nodes.append(helper.make_node("Gemm", [c, wv, bv], ["y0"], name="fc", transB=1))
+    B.nodes.append(helper.make_node("Gemm", [c, wv, bv], ["y0"], name="fc",
+                                    transB=0 if gemm_kn else 1))
     y = B.q("y0", *P["a2"], "y")
     B.nodes.append(helper.make_node("Softmax", [y], ["sm"], name="softmax", axis=1))
     B.q("sm", *smax, "out")

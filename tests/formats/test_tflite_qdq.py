@@ -9,7 +9,9 @@ Usage: /usr/bin/python3 test_tflite_qdq.py /path/to/tensio
    calibration data): the CNN in five forms, int8 activations with int8
    weights per tensor (s8) and per output channel (s8_pc), uint8 activations
    with uint8 weights (u8), uint8 activations with int8 weights per tensor
-   (u8s8) and per channel (u8s8_pc); the MLP as s8, u8s8 and s8_pc. Each is converted with
+   (u8s8) and per channel (u8s8_pc); the MLP as s8, u8s8 and s8_pc, and s8
+   and s8_pc with the Gemm's weights [K, N] (transB=0: transposed on the
+   way, the per-channel axis 1 -> 0). Each is converted with
    `tensio convert`, read back with the FlatBuffers reader of
    test_tflite_rewrite.py (not tensio's): every CONV_2D, DEPTHWISE_CONV_2D
    and FULLY_CONNECTED reads quantized tensors, its weights' quantized
@@ -65,7 +67,8 @@ SHARED = os.environ.get("TIO_SHARED_VECTORS", os.path.join(REPO, "..", "shared",
 MODELS = {"cnn_s8": (np.int8, False, False), "cnn_u8": (np.uint8, False, True),
           "cnn_u8s8": (np.uint8, False, False), "cnn_s8_pc": (np.int8, True, False),
           "cnn_u8s8_pc": (np.uint8, True, False), "mlp_s8": (np.int8, False, False),
-          "mlp_u8s8": (np.uint8, False, False), "mlp_s8_pc": (np.int8, True, False)}
+          "mlp_u8s8": (np.uint8, False, False), "mlp_s8_pc": (np.int8, True, False),
+          "mlp_s8_kn": (np.int8, False, False), "mlp_s8_pc_kn": (np.int8, True, False)}
 # constants whose bytes the round trip permutes (the same function)
 KNOWN = {("tflm_micro_speech_quantized.tflite", "final_fc_weights/read/transpose"):
          "the fully connected layer reads a flattened NHWC value: its columns are "
@@ -163,7 +166,7 @@ def check_qdq(tmp, name):
     if cnn:
         step = qdq_build.build_cnn(src, act, pc, u8w)
     else:
-        step = qdq_build.build_mlp(src, act, pc)
+        step = qdq_build.build_mlp(src, act, pc, gemm_kn=name.endswith("_kn"))
     tensio("convert", src, dst)
     # uint8 activations with int8 weights are written int8 (zero point - 128)
     act_type = 3 if act == np.uint8 and u8w else 9
