@@ -141,7 +141,8 @@ static const char *tr_fresh(tr *r, const char *base, const char *tag) {
         r->rc = tio__nomem(r->err, TFL);
         return NULL;
     }
-    snprintf(s, cap, "%s%s%s", base, tag ? ":" : "", tag ? tag : "");
+    if (tag) snprintf(s, cap, "%s:%s", base, tag);
+    else memcpy(s, base, strlen(base) + 1); /* most names: as they are */
     for (unsigned k = 1; tr_name_has(r, s); k++)
         snprintf(s, cap, "%s%s%s_%u", base, tag ? ":" : "", tag ? tag : "", k);
     int rc = tr_name_put(r, s);
@@ -1125,8 +1126,9 @@ static int tr_read_tensors(tr *r, const tio_fb_ref *sg, const int64_t *ctensor) 
         /* a repeated name gets the tensor's index ("x:t5"), so that many
          * tensors of one name cost one probe each, not one per earlier one */
         char tag[24];
-        snprintf(tag, sizeof tag, "t%u", i);
-        const char *own = tr_fresh(r, nm, tr_name_has(r, nm) ? tag : NULL);
+        bool taken = tr_name_has(r, nm);
+        if (taken) snprintf(tag, sizeof tag, "t%u", i);
+        const char *own = tr_fresh(r, nm, taken ? tag : NULL);
         if (!own) return r->rc;
         r->t[i].own = (char *)own;
     }
