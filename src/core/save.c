@@ -68,16 +68,22 @@ static int source_fd(tio_write_plan *p) {
     return fd;
 }
 
-int tio__plan_pread(const tio_write_plan *p, const void *mapped, size_t n, void *out) {
-    const uint8_t *map = p->c->map, *d = mapped;
+/* Whether bytes d[0..n) lie in the source's mapping, and at which offset. */
+static bool in_map(const tio_write_plan *p, const void *d, size_t n, size_t *off) {
+    const uint8_t *map = p->c->map;
     size_t size = p->c->map_size;
     if (!map || !d || (uintptr_t)d < (uintptr_t)map || (uintptr_t)d - (uintptr_t)map > size ||
         n > size - ((uintptr_t)d - (uintptr_t)map))
-        return 0;
+        return false;
+    *off = (size_t)((uintptr_t)d - (uintptr_t)map);
+    return true;
+}
+
+int tio__plan_pread(const tio_write_plan *p, const void *mapped, size_t n, void *out) {
+    size_t off;
+    if (!in_map(p, mapped, n, &off)) return 0;
     int fd = source_fd((tio_write_plan *)(uintptr_t)p);
-    if (fd < 0) return 0;
-    uint64_t off = (uint64_t)((uintptr_t)d - (uintptr_t)map);
-    return tio__pread_full(fd, out, n, off) == n;
+    return fd >= 0 && tio__pread_full(fd, out, n, off) == n;
 }
 
 /* A sink reports the plan's progress: the tensors' bytes as the total. */
@@ -105,13 +111,10 @@ int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, 
      * which its next call frees. */
     const uint8_t *d = data;
     if (d == p->scratch || d == p->scratch2) return tio__sink_write(s, data, n, err);
-    const uint8_t *map = p->c->map;
-    size_t size = p->c->map_size;
-    if (tio__sink_is_file(s) && map && (uintptr_t)d >= (uintptr_t)map &&
-        (uintptr_t)d - (uintptr_t)map <= size && n <= size - ((uintptr_t)d - (uintptr_t)map)) {
-        size_t off = (size_t)((uintptr_t)d - (uintptr_t)map);
+    size_t off;
+    if (tio__sink_is_file(s) && in_map(p, d, n, &off)) {
         int fd = n >= COPY_MIN ? source_fd((tio_write_plan *)(uintptr_t)p) : -1;
-        return tio__sink_copy_range(s, fd, map, size, off, n, err);
+        return tio__sink_copy_range(s, fd, p->c->map, p->c->map_size, off, n, err);
     }
     return tio__sink_write_ref(s, data, n, err);
 }
