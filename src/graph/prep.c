@@ -1178,8 +1178,29 @@ static int dim_binds_make(pp *x, const tio_graph *src, dim_binds *d) {
                             "option dims=%s: expected NAME:N[;NAME:N...], each N from 1 to "
                             "2147483647 (found \"%.*s\")",
                             x->o->dims, (int)(len > 64 ? 64 : len), t);
-        d->b[d->n++] = (dim_bind){t, (size_t)(colon - t), v};
+        size_t nl = (size_t)(colon - t);
+        for (size_t k = 0; k < d->n; k++)
+            if (d->b[k].len == nl && memcmp(d->b[k].name, t, nl) == 0)
+                return tio__err(x->err, TIO_E_ARGUMENT, x->o->fmt, -1,
+                                "option dims: dim \"%.*s\" is given twice",
+                                (int)(nl > 64 ? 64 : nl), t);
+        d->b[d->n++] = (dim_bind){t, nl, v};
         t += len + (t[len] == ';');
+    }
+    /* each dim given names a dim of the graph: a misspelt one is an error,
+     * not a batch silently left at 1 */
+    for (size_t k = 0; k < d->n; k++) {
+        bool found = false;
+        for (size_t i = 0; i < src->value_count && !found; i++) {
+            const tio_gvalue *gv = &src->values[i];
+            for (int64_t j = 0; gv->dims && j < gv->rank && !found; j++)
+                found = gv->dims[j].name && strlen(gv->dims[j].name) == d->b[k].len &&
+                        memcmp(gv->dims[j].name, d->b[k].name, d->b[k].len) == 0;
+        }
+        if (!found)
+            return tio__err(x->err, TIO_E_ARGUMENT, x->o->fmt, -1,
+                            "option dims: no value of the graph has a dim named \"%.*s\"",
+                            (int)(d->b[k].len > 64 ? 64 : d->b[k].len), d->b[k].name);
     }
     for (size_t k = 0; k < src->input_count; k++) {
         int64_t v = src->inputs[k];

@@ -294,6 +294,7 @@ def main():
     for args, rc, words in ((["--dim", "batch=x"], 2, "expected NAME=N"),
                             (["--dim", "ba:tch=1"], 2, "expected NAME=N"),
                             (["--dim", "batch=0"], 1, "each N from 1 to 2147483647"),
+                            (["--dim", "bacth=2"], 1, "no value of the graph has a dim named \"bacth\""),
                             (["--dim", "batch=2", "--to", "onnx"], 1, "no format option \"dims\"")):
         r = run([TENSIO, "convert", "--force"] + args + [src, os.path.join(tmp, "o.tflite")])
         if r.returncode != rc or words not in r.stderr:

@@ -671,6 +671,15 @@ static void test_named_dims(void **state) {
         assert_int_equal(save(b, bad[k], &out, &len, &e), TIO_E_ARGUMENT);
         assert_non_null(strstr(e.message, "expected NAME:N"));
     }
+    /* a misspelt or repeated name: an error, not the batch silently left at 1 */
+    for (size_t f = 0; f < 2; f++) {
+        tio_save_options so = {.format = fmts[f], .options = "dims=S:5;Nn:2"};
+        assert_int_equal(tio_save_memory(b->c, &so, &out, &len, &e), TIO_E_ARGUMENT);
+        assert_non_null(strstr(e.message, "no value of the graph has a dim named \"Nn\""));
+        so.options = "dims=S:5;N:2;S:6";
+        assert_int_equal(tio_save_memory(b->c, &so, &out, &len, &e), TIO_E_ARGUMENT);
+        assert_non_null(strstr(e.message, "dim \"S\" is given twice"));
+    }
     gb_free(b);
 }
 
