@@ -486,8 +486,8 @@ int tio_stream_close(tio_stream *s, tio_error *err) {
     if (lost)
         return tio__err(err, TIO_E_TIMEOUT, NULL, -1,
                         "%s: close dropped %llu of the %llu messages sent, %s: the peer had "
-                        "not read them (give or take the one libzmq was writing then, which "
-                        "may or may not reach the peer whole)",
+                        "not read them (give or take the last ones libzmq was writing as it "
+                        "closed, up to two, which may or may not reach the peer whole)",
                         what, (unsigned long long)lost, (unsigned long long)sent,
                         linger < 0 ? "at once (linger < 0)" : "when the linger time ran out");
     if (cut)

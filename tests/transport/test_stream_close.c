@@ -250,12 +250,15 @@ static void linger_reports(int linger_ms, const char *how) {
     uint32_t k = dropped_count(sd.message, count);
     assert_true(k >= 1 && k <= count);
     if (linger_ms > 0) assert_true(sd.close_ms >= linger_ms - 50);
-    /* what libzmq had written arrives; the one it was writing may or may
-     * not (the count is exact give or take that one, as the message says) */
-    assert_non_null(strstr(sd.message, "give or take the one libzmq was writing"));
+    /* what libzmq had written arrives; the ones at the edge may or may not:
+     * one it wrote but had not let go of, and one its I/O thread wrote
+     * before the close reached it, both counted dropped (seen together:
+     * dropped 458, received 44 of 500); or one it let go of whose bytes
+     * were still in its buffer, counted written (the message says so) */
+    assert_non_null(strstr(sd.message, "give or take the last ones libzmq was writing"));
     uint32_t got = drain(rx, count, elems, 2000);
     fprintf(stderr, "linger %d: dropped %u, received %u of %u\n", linger_ms, k, got, count);
-    assert_true(got + k + 1 >= count && got + k <= count + 1);
+    assert_true(got + k + 1 >= count && got + k <= count + 2);
     tio_stream_close(rx, NULL);
 }
 
