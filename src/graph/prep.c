@@ -1145,11 +1145,16 @@ typedef struct dim_binds {
     uint8_t *input; /* per value: a graph input */
 } dim_binds;
 
-static int64_t dim_bound(const dim_binds *d, const char *name) {
-    size_t len = strlen(name);
+/* The binding of the dim named name[0..len), or NULL. */
+static const dim_bind *dim_find(const dim_binds *d, const char *name, size_t len) {
     for (size_t k = 0; k < d->n; k++)
-        if (d->b[k].len == len && memcmp(d->b[k].name, name, len) == 0) return d->b[k].value;
-    return -1;
+        if (d->b[k].len == len && memcmp(d->b[k].name, name, len) == 0) return &d->b[k];
+    return NULL;
+}
+
+static int64_t dim_bound(const dim_binds *d, const char *name) {
+    const dim_bind *b = dim_find(d, name, strlen(name));
+    return b ? b->value : -1;
 }
 
 /* o->dims parsed into d (arena), then the graph inputs' leading named dims
@@ -1179,11 +1184,10 @@ static int dim_binds_make(pp *x, const tio_graph *src, dim_binds *d) {
                             "2147483647 (found \"%.*s\")",
                             x->o->dims, (int)(len > 64 ? 64 : len), t);
         size_t nl = (size_t)(colon - t);
-        for (size_t k = 0; k < d->n; k++)
-            if (d->b[k].len == nl && memcmp(d->b[k].name, t, nl) == 0)
-                return tio__err(x->err, TIO_E_ARGUMENT, x->o->fmt, -1,
-                                "option dims: dim \"%.*s\" is given twice",
-                                (int)(nl > 64 ? 64 : nl), t);
+        if (dim_find(d, t, nl))
+            return tio__err(x->err, TIO_E_ARGUMENT, x->o->fmt, -1,
+                            "option dims: dim \"%.*s\" is given twice",
+                            (int)(nl > 64 ? 64 : nl), t);
         d->b[d->n++] = (dim_bind){t, nl, v};
         t += len + (t[len] == ';');
     }
