@@ -29,19 +29,19 @@ typedef struct ox_scope {
 int tio__ox_str(ox_reader *r, const tio_pb_reader *rd, const tio_pb_field *f,
                   const char *what, char **out, tio_error *err) {
     *out = NULL;
-    const uint8_t *p = tio__pb_bytes(rd, f);
     size_t n = (size_t)f->u;
     if (n > r->ctx->limits.max_name_bytes)
         return tio__err(err, TIO_E_LIMIT, r->fmt, ox_off(rd, f->data),
                         "%s: a string of %zu bytes exceeds the limit of %u (tio_limits."
                         "max_name_bytes)",
                         what, n, r->ctx->limits.max_name_bytes);
+    int rc = ox_mem(r, 2 * tio__cost_str(n) + 32, ox_off(rd, f->at), err);
+    if (rc) return rc;
+    const uint8_t *p = tio__pb_peek(rd, f); /* by pread: a name beside far weights */
     if (n && memchr(p, 0, n))
         return tio__err(err, TIO_E_UNSUPPORTED, r->fmt, ox_off(rd, f->data),
                         "%s: the string holds a NUL byte (tensio keeps strings as C strings)",
                         what);
-    int rc = ox_mem(r, 2 * tio__cost_str(n) + 32, ox_off(rd, f->at), err);
-    if (rc) return rc;
     char *s = malloc(n + 1);
     if (!s) return tio__nomem(err, r->fmt);
     memcpy(s, p, n);
@@ -825,23 +825,84 @@ static int ox_set_meta(ox_reader *r, tio_graph *g, const char *key, const tio_pb
 /* Reads the ValueInfoProtos of field `number` (11 inputs, 12 outputs, 13
  * value_info) of a graph: defines (inputs), resolves (outputs) or looks up
  * (value_info) each name, applies its type, lists the values in *list. */
-static int ox_value_infos(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc,
-                          uint32_t number, int64_t **list, size_t *n, tio_error *err) {
+/* A graph's fields, read once: the walks below go through these, not the
+ * message, so that the tags beside far initializers are read once (by
+ * pread, tio_pb_head) and not once per walk. The index is scratch, freed
+ * with the walk, and bounded by the input: past OX_FIELDS_MAX(size) fields
+ * (tiny fields by the thousand: a hostile graph) the walks read the message
+ * again, as they did before it existed. */
+#define OX_FIELDS_MAX(size) (((size) / 4u + (64u << 10)) / sizeof(tio_pb_field))
+typedef struct ox_fields {
+    const tio_pb_reader *gr; /* the graph */
+    tio_pb_field *v;         /* NULL: walk the message */
+    size_t n;
+} ox_fields;
+
+static int ox_graph_fields(const tio_pb_reader *gr, ox_fields *fs, tio_error *err) {
     tio_pb_reader it = *gr;
-    tio_pb_field f;
+    size_t cap = 0, max = OX_FIELDS_MAX(gr->size);
+    fs->gr = gr;
+    fs->v = NULL;
+    fs->n = 0;
+    while (!tio__pb_done(&it)) {
+        if (fs->n >= max) { /* too many: no index */
+            free(fs->v);
+            fs->v = NULL;
+            fs->n = 0;
+            return TIO_OK;
+        }
+        tio_pb_field *p = tio__pb_grow(fs->v, &cap, fs->n + 1, sizeof *fs->v);
+        if (!p) return tio__nomem(err, OX_FMT);
+        fs->v = p;
+        int rc = tio__pb_next(&it, &fs->v[fs->n], err);
+        if (rc) return rc;
+        fs->n++;
+    }
+    return TIO_OK;
+}
+
+/* One walk of the graph's fields: from the index, or the message. */
+typedef struct ox_walk {
+    const ox_fields *fs;
+    size_t i;
+    tio_pb_reader it;
+} ox_walk;
+
+static ox_walk ox_walk_start(const ox_fields *fs) {
+    return (ox_walk){fs, 0, *fs->gr};
+}
+
+/* The next field into *f: 1, or 0 at the end (*rc TIO_OK) or on an error
+ * (*rc set). */
+static int ox_walk_next(ox_walk *w, tio_pb_field *f, int *rc, tio_error *err) {
+    *rc = TIO_OK;
+    if (w->fs->v) {
+        if (w->i >= w->fs->n) return 0;
+        *f = w->fs->v[w->i++];
+        return 1;
+    }
+    if (tio__pb_done(&w->it)) return 0;
+    *rc = tio__pb_next(&w->it, f, err);
+    return *rc == TIO_OK;
+}
+
+static int ox_value_infos(ox_reader *r, const ox_fields *fs, ox_scope *sc, uint32_t number,
+                          int64_t **list, size_t *n, tio_error *err) {
+    const tio_pb_reader *gr = fs->gr;
     size_t cap = 0;
     *list = NULL;
     *n = 0;
     const char *what = number == 11 ? "graph input" : number == 12 ? "graph output"
                                                                    : "value_info";
-    while (!tio__pb_done(&it)) {
-        int rc = tio__pb_next(&it, &f, err);
-        if (rc) return rc;
+    ox_walk w = ox_walk_start(fs);
+    tio_pb_field f;
+    int rc;
+    while (ox_walk_next(&w, &f, &rc, err)) {
         if (f.number != number) continue;
         tio_pb_reader vr;
         char *name = NULL;
-        int64_t v = -1, off = ox_off(&it, f.at);
-        rc = tio__pb_sub(&it, &f, "ValueInfoProto", &vr, err);
+        int64_t v = -1, off = ox_off(gr, f.at);
+        rc = tio__pb_sub(gr, &f, "ValueInfoProto", &vr, err);
         if (!rc) rc = ox_name_of(r, &vr, what, &name, err);
         if (!rc) {
             if (number == 11) {
@@ -863,7 +924,7 @@ static int ox_value_infos(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc,
         }
         if (rc) return rc;
     }
-    return TIO_OK;
+    return rc;
 }
 
 static int ox_graph(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc, unsigned depth,
@@ -874,20 +935,21 @@ static int ox_graph(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc, unsigne
         return tio__err(err, TIO_E_LIMIT, OX_FMT, gat,
                         "subgraphs nest deeper than the limit of %u (tio_limits.max_depth)",
                         ctx->limits.max_depth);
-    tio_pb_reader it = *gr;
-    tio_pb_field f;
     int rc = TIO_OK;
     int64_t *ins = NULL, *outs = NULL;
     size_t nin = 0, nout = 0;
+    ox_fields fs;
+    tio_pb_field f;
+    ox_walk w;
+    rc = ox_graph_fields(gr, &fs, err);
     /* Names and doc strings; initializers (after the inputs they may give
      * defaults to); then the inputs. */
-    rc = ox_value_infos(r, gr, sc, 11, &ins, &nin, err);
-    while (!rc && !tio__pb_done(&it)) {
-        if ((rc = tio__pb_next(&it, &f, err))) break;
-        if (f.number == 2) rc = ox_set_meta(r, sc->g, OX_META_GRAPH_NAME, &it, &f, err);
-        else if (f.number == 10) rc = ox_set_meta(r, sc->g, OX_META_GRAPH_DOC, &it, &f, err);
+    if (!rc) rc = ox_value_infos(r, &fs, sc, 11, &ins, &nin, err);
+    for (w = ox_walk_start(&fs); !rc && ox_walk_next(&w, &f, &rc, err);) {
+        if (f.number == 2) rc = ox_set_meta(r, sc->g, OX_META_GRAPH_NAME, gr, &f, err);
+        else if (f.number == 10) rc = ox_set_meta(r, sc->g, OX_META_GRAPH_DOC, gr, &f, err);
         else if (f.number == 14)
-            rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(&it, f.at),
+            rc = tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, ox_off(gr, f.at),
                           "the graph has quantization annotations, which tensio does not "
                           "support");
         else if (f.number == 5 || f.number == 15) {
@@ -896,8 +958,8 @@ static int ox_graph(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc, unsigne
             int64_t t, v;
             snprintf(lbl, sizeof lbl, "%s at offset %lld",
                      f.number == 5 ? "initializer" : "sparse initializer",
-                     (long long)ox_off(&it, f.at));
-            rc = tio__pb_sub(&it, &f,
+                     (long long)ox_off(gr, f.at));
+            rc = tio__pb_sub(gr, &f,
                              f.number == 5 ? "GraphProto.initializer"
                                            : "GraphProto.sparse_initializer",
                              &tr, err);
@@ -906,38 +968,37 @@ static int ox_graph(ox_reader *r, const tio_pb_reader *gr, ox_scope *sc, unsigne
             if (rc) break;
             const char *tn = tio_tensor_name(tio_container_tensor(ctx->c, (size_t)t));
             if (!tn)
-                rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(&it, f.at),
+                rc = tio__err(err, TIO_E_CORRUPT, OX_FMT, ox_off(gr, f.at),
                               "%s: the initializer has no name", lbl);
             else if ((v = ox_lookup(sc, tn)) >= 0 && sc->g->values[v].tensor < 0) {
                 /* an input with a default (IR < 4): a constant now, whose
                  * dtype and dims are its tensor's, as for any constant */
-                rc = ox_take_tensor_type(r, &sc->g->values[v], t, ox_off(&it, f.at), err);
+                rc = ox_take_tensor_type(r, &sc->g->values[v], t, ox_off(gr, f.at), err);
             } else {
-                rc = ox_define(r, sc, tn, t, ox_off(&it, f.at), lbl, &v, err);
+                rc = ox_define(r, sc, tn, t, ox_off(gr, f.at), lbl, &v, err);
             }
         }
     }
     /* Nodes: every output first, so that inputs may name any of them. */
     size_t nn = 0;
     for (int pass = 0; pass < 2 && !rc; pass++) {
-        it = *gr;
         nn = 0;
-        while (!rc && !tio__pb_done(&it)) {
+        for (w = ox_walk_start(&fs); !rc && ox_walk_next(&w, &f, &rc, err);) {
             tio_pb_reader nr;
-            if ((rc = tio__pb_next(&it, &f, err))) break;
             if (f.number != 1) continue;
             char lbl[48];
             snprintf(lbl, sizeof lbl, "node %zu", nn);
-            rc = tio__pb_sub(&it, &f, "GraphProto.node", &nr, err);
+            rc = tio__pb_sub(gr, &f, "GraphProto.node", &nr, err);
             if (!rc) rc = pass ? ox_node(r, &nr, sc, nn, depth, err)
                                : ox_node_outputs(r, &nr, sc, lbl, err);
             nn++;
         }
     }
-    if (!rc) rc = ox_value_infos(r, gr, sc, 12, &outs, &nout, err);
+    if (!rc) rc = ox_value_infos(r, &fs, sc, 12, &outs, &nout, err);
     int64_t *none = NULL;
     size_t nnone = 0;
-    if (!rc) rc = ox_value_infos(r, gr, sc, 13, &none, &nnone, err);
+    if (!rc) rc = ox_value_infos(r, &fs, sc, 13, &none, &nnone, err);
+    free(fs.v);
     free(none);
     if (!rc) rc = tio_graph_set_inputs(sc->g, ins, nin, err);
     if (!rc) rc = tio_graph_set_outputs(sc->g, outs, nout, err);
@@ -963,6 +1024,8 @@ int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
     uint32_t pbdepth = 3 * ctx->limits.max_depth + 8;
     tio_pb_reader m;
     tio__pb_init(&m, ctx->data, ctx->size, 0, OX_FMT, pbdepth);
+    tio_pb_head ph; /* a mapped file: far fields by pread */
+    tio__pb_use_head(&m, &ph, ctx->head);
     int rc = tio__pb_verify(&m, &tio__onnx_ModelProto, err);
     if (rc) return rc;
     tio_graph *g = NULL;

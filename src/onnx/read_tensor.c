@@ -596,6 +596,8 @@ static int ox_read_sequence(ox_reader *r, const char *fmt, tio_error *err) {
     tio_read_ctx *ctx = r->ctx;
     tio_pb_reader m;
     tio__pb_init(&m, ctx->data, ctx->size, 0, fmt, 3);
+    tio_pb_head ph;
+    tio__pb_use_head(&m, &ph, ctx->head);
     int rc = tio__pb_verify(&m, &tio__onnx_SequenceProto, err);
     tio_pb_reader it = m;
     tio_pb_field f;
@@ -666,6 +668,8 @@ int tio__onnx_read_tensorproto(tio_read_ctx *ctx, const char *fmt, tio_error *er
     /* the message, then its segment and external_data entries */
     tio_pb_reader m;
     tio__pb_init(&m, ctx->data, ctx->size, 0, fmt, 2);
+    tio_pb_head ph;
+    tio__pb_use_head(&m, &ph, ctx->head);
     int rc = tio__pb_verify(&m, &tio__onnx_TensorProto, err);
     if (rc) return rc;
     /* Strict, as nothing in the bytes says what they are: every field is one

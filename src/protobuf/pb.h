@@ -70,7 +70,22 @@ typedef struct tio_pb_reader {
     uint32_t depth;      /* 1 = the root message */
     uint32_t max_depth;  /* nested messages deeper than this are refused */
     bool inner;          /* [.., end) is a length-delimited value, not the input */
+    struct tio_pb_head *head; /* NULL, or how buf is read (tio__pb_use_head) */
 } tio_pb_reader;
+
+/* Where a reader over a mapped file (buf its offset 0) reads tags, lengths
+ * and scalars: fields far apart (a model's initializers, each beside its
+ * weights) by pread() through src, so that walking the model touches none
+ * of the weights' pages (a page of a mapping costs a fault, far more than a
+ * pread); fields close together (a graph's nodes, small tensors) from the
+ * mapping once a run of them is seen, as a pread per pass would cost more
+ * than the mapping's faults, each of which maps several pages. Shared by a
+ * reader's copies. */
+typedef struct tio_pb_head {
+    tio_headsrc *src;
+    size_t last;   /* index of the last read */
+    unsigned mode; /* 0: far reads; 1: one close read since; 2: close reads */
+} tio_pb_head;
 
 /* A field as read by tio__pb_next. */
 typedef struct tio_pb_field {
@@ -88,6 +103,10 @@ typedef struct tio_pb_field {
  * absolute offset of buf[0] in the file, for messages. max_depth 0 means 1. */
 void tio__pb_init(tio_pb_reader *r, const uint8_t *buf, size_t size, uint64_t base,
                   const char *format, uint32_t max_depth);
+
+/* Reads r's fields through ph (set up here) when src is a window over r's
+ * input; else leaves r reading memory. ph must outlive r and its copies. */
+void tio__pb_use_head(tio_pb_reader *r, tio_pb_head *ph, tio_headsrc *src);
 
 /* True when the message has no more fields. */
 static inline bool tio__pb_done(const tio_pb_reader *r) { return r->pos >= r->end; }
@@ -123,6 +142,10 @@ int tio__pb_sub(const tio_pb_reader *r, const tio_pb_field *f, const char *name,
 static inline const uint8_t *tio__pb_bytes(const tio_pb_reader *r, const tio_pb_field *f) {
     return r->buf + f->data;
 }
+/* The same bytes to look at now and copy (a name): read through the reader's
+ * window when it has one and they fit it, valid until its next read; else
+ * the view. */
+const uint8_t *tio__pb_peek(const tio_pb_reader *r, const tio_pb_field *f);
 
 /* Scalar views of a field's value, as protobuf defines them. */
 static inline int64_t tio__pb_int64(const tio_pb_field *f) { return (int64_t)f->u; }

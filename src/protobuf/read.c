@@ -99,12 +99,37 @@ static int vdec(const uint8_t *buf, size_t pos, size_t end, uint64_t *v, size_t 
     return VARINT_LONG; /* not reached */
 }
 
+/* n bytes at buf[pos] (pos + n <= size), as tio_pb_head says: from a pread
+ * window that has them; else by a new pread when the read is far from the
+ * last, or the first close one after a far one (tio__headsrc_get reads the
+ * headers around it); else (a run of close reads) from the mapping. */
+static const uint8_t *pb_at(const tio_pb_reader *r, size_t pos, size_t n) {
+    tio_pb_head *h = r->head;
+    if (!h || !n) return r->buf + pos;
+    tio_headsrc *s = h->src;
+    size_t last = h->last;
+    h->last = pos;
+    for (unsigned k = 0; k < 2; k++) {
+        const tio_headwin *w = &s->w[k];
+        if (w->len && pos >= w->off && pos - w->off <= w->len && n <= w->len - (pos - w->off)) {
+            s->last = k;
+            return s->bytes[k] + (pos - w->off);
+        }
+    }
+    bool close = (pos > last ? pos - last : last - pos) <= TIO__HEAD_WINDOW;
+    h->mode = !close ? 0 : h->mode < 2 ? h->mode + 1 : 2;
+    const uint8_t *p = h->mode < 2 ? tio__headsrc_get(s, pos, n) : NULL;
+    return p ? p : r->buf + pos;
+}
+
 static int varint_at(const tio_pb_reader *r, size_t *pos, size_t end, uint64_t *v,
                      uint64_t number, const char *what, tio_error *err) {
-    size_t next = 0;
-    switch (vdec(r->buf, *pos, end, v, &next)) {
+    size_t next = 0, n = *pos < end ? end - *pos : 0;
+    if (n > TIO_PB_MAX_VARINT) n = TIO_PB_MAX_VARINT;
+    const uint8_t *b = pb_at(r, *pos, n); /* b[0] is buf[*pos] */
+    switch (vdec(b, 0, n, v, &next)) {
     case VARINT_OK:
-        *pos = next;
+        *pos += next;
         return TIO_OK;
     case VARINT_SHORT:
         return overrun(r, err, *pos, end, number, what, 0);
@@ -112,12 +137,12 @@ static int varint_at(const tio_pb_reader *r, size_t *pos, size_t end, uint64_t *
         return perr(r, err, TIO_E_CORRUPT, *pos, number, NULL,
                     "%s: varint longer than %u bytes (the 10th byte 0x%02x has the "
                     "continuation bit)",
-                    what, TIO_PB_MAX_VARINT, r->buf[*pos + TIO_PB_MAX_VARINT - 1]);
+                    what, TIO_PB_MAX_VARINT, b[TIO_PB_MAX_VARINT - 1]);
     default:
         return perr(r, err, TIO_E_CORRUPT, *pos, number, NULL,
                     "%s: varint overflows 64 bits (10th byte 0x%02x, expected 0x00 or "
                     "0x01)",
-                    what, r->buf[*pos + TIO_PB_MAX_VARINT - 1]);
+                    what, b[TIO_PB_MAX_VARINT - 1]);
     }
 }
 
@@ -143,6 +168,20 @@ void tio__pb_init(tio_pb_reader *r, const uint8_t *buf, size_t size, uint64_t ba
     r->depth = 1;
     r->max_depth = max_depth ? max_depth : 1;
     r->inner = false;
+    r->head = NULL;
+}
+
+void tio__pb_use_head(tio_pb_reader *r, tio_pb_head *ph, tio_headsrc *src) {
+    /* the window's offsets are indices into buf: the same file from 0 */
+    bool ok = src && r->buf && src->base == r->buf && r->size <= src->size;
+    ph->src = src;
+    ph->last = 0;
+    ph->mode = 0;
+    r->head = ok ? ph : NULL;
+}
+
+const uint8_t *tio__pb_peek(const tio_pb_reader *r, const tio_pb_field *f) {
+    return pb_at(r, f->data, (size_t)f->u); /* in the input: tio__pb_next */
 }
 
 int tio__pb_next(tio_pb_reader *r, tio_pb_field *f, tio_error *err) {
@@ -178,7 +217,8 @@ int tio__pb_next(tio_pb_reader *r, tio_pb_field *f, tio_error *err) {
         size_t n = wire == TIO_PB_I64 ? 8 : 4;
         if (end - p < n)
             return overrun(r, err, p, end, number, tio__pb_wire_name(wire), n);
-        f->u = n == 8 ? tio__ld64(r->buf + p) : tio__ld32(r->buf + p);
+        const uint8_t *b = pb_at(r, p, n);
+        f->u = n == 8 ? tio__ld64(b) : tio__ld32(b);
         p += n;
         break;
     }
@@ -283,7 +323,8 @@ int tio__pb_packed_next(tio_pb_packed *p, uint64_t *v, tio_error *err) {
     size_t n = p->elem == TIO_PB_I64 ? 8 : 4;
     if (r->end - r->pos < n) /* not after tio__pb_packed_init's check */
         return overrun(r, err, r->pos, r->end, 0, "packed element", n);
-    *v = n == 8 ? tio__ld64(r->buf + r->pos) : tio__ld32(r->buf + r->pos);
+    const uint8_t *b = pb_at(r, r->pos, n);
+    *v = n == 8 ? tio__ld64(b) : tio__ld32(b);
     r->pos += n;
     return TIO_OK;
 }
@@ -303,7 +344,7 @@ int tio__pb_packed_count(const tio_pb_reader *r, const tio_pb_field *f, tio_pb_w
         *count = len / (elem == TIO_PB_I64 ? 8u : 4u);
         return TIO_OK;
     }
-    const uint8_t *b = r->buf + p.r.pos;
+    const uint8_t *b = pb_at(r, p.r.pos, len);
     uint64_t n = 0;
     size_t start = 0; /* of the varint being counted */
     for (size_t i = 0; i < len; i++) {

@@ -488,7 +488,8 @@ static void vectors_same_as_memory(const char *fmt) {
     for (struct dirent *e; (e = readdir(d));) {
         const char *dot = strrchr(e->d_name, '.');
         if (!dot || (strcmp(dot, ".btf") != 0 && strcmp(dot, ".ten") != 0 &&
-                     strcmp(dot, ".zmsg") != 0 && strcmp(dot, ".npz") != 0))
+                     strcmp(dot, ".zmsg") != 0 && strcmp(dot, ".npz") != 0 &&
+                     strcmp(dot, ".onnx") != 0))
             continue;
         snprintf(src, sizeof src, "%s/%s", vdir, e->d_name);
         size_t n;
@@ -628,13 +629,19 @@ static tio_container *open_constants(const char *path, const char *format) {
     return c;
 }
 
+/* save_constants to dir/file, then open_constants. */
+static void save_and_open(const char *file, const char *format,
+                          void (*graph)(tio_container *c, size_t n, int64_t elems)) {
+    char path[64];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    save_constants(path, format, graph);
+    tio_container_free(open_constants(path, format));
+    unlink(path);
+}
+
 static void test_tmfile_open(void **state) {
     (void)state;
-    char path[64];
-    snprintf(path, sizeof path, "%s/many.tmfile", dir);
-    save_constants(path, "tmfile", tm_chain);
-    tio_container_free(open_constants(path, "tmfile"));
-    unlink(path);
+    save_and_open("many.tmfile", "tmfile", tm_chain);
 }
 
 /* TensorFlow Lite, written by tio_save (a model of TM_COUNT constants of
@@ -664,6 +671,16 @@ static void test_tflite_open(void **state) {
     if (!strstr(e.message, "Buffer.data") || !strstr(e.message, "2147483632 elements"))
         fail_msg("%s", e.message);
     unlink(path);
+}
+
+/* ONNX, written by tio_save (a graph of TM_COUNT initializers of TM_BYTES,
+ * 32 KiB apart): the protobuf reader reads each initializer's fields by
+ * pread (tio_pb_head), and walks the graph's fields from one index, so the
+ * open maps no page per tensor (before: every initializer's page, in each of
+ * seven walks of the graph). */
+static void test_onnx_open(void **state) {
+    (void)state;
+    save_and_open("many.onnx", "onnx", NULL);
 }
 
 /* tio_preads (src/core/preads.c): small reads at scattered offsets taken by
@@ -836,18 +853,20 @@ int main(void) {
         cmocka_unit_test(test_prefetch),
         cmocka_unit_test(test_tmfile_open),
         cmocka_unit_test(test_tflite_open),
+        cmocka_unit_test(test_onnx_open),
         cmocka_unit_test(test_preads),
         cmocka_unit_test(test_headsrc_windows),
         PER_FORMAT(test_same_as_memory, "btf"),
         PER_FORMAT(test_same_as_memory, "tenbin"),
         PER_FORMAT(test_same_as_memory, "zio"),
         PER_FORMAT(test_same_as_memory, "npz"),
+        PER_FORMAT(test_same_as_memory, "onnx"),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     /* a failed test leaves its file: the sparse ones stand for 1 GiB */
     static const char *const left[] = {"many.btf", "many.tenbin", "many.zmsg", "pf.btf",
                                        "mut.btf", "mut.tenbin", "mut.zmsg", "hs.bin", "many.tmfile",
-                                       "many.tflite"};
+                                       "many.tflite", "many.onnx", "mut.onnx"};
     char path[96];
     for (size_t k = 0; k < sizeof left / sizeof left[0]; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, left[k]);

@@ -337,6 +337,54 @@ static void test_external_from_memory(void **state) {
 
 /* Beside the model: a view into the mapped file, kept after the open. Out
  * of its directory: refused, unless TIO_OPEN_EXTERNAL_ANYWHERE. */
+/* The graph's fields are read once into an index that every walk of the
+ * graph goes through (src/onnx/read.c, ox_graph_fields), bounded by the
+ * input: a graph of 200,000 unknown 3-byte fields is past the bound, and is
+ * walked from the message instead; 1,000 are indexed. Both read the same
+ * graph, from memory and from a file (where fields far apart are read by
+ * pread). */
+static void test_many_graph_fields(void **state) {
+    (void)state;
+    const size_t counts[2] = {1000, 200000};
+    for (size_t k = 0; k < 2; k++) {
+        tpb g = {0}, vi = {0}, vo = {0};
+        const char *in[] = {"x"}, *out[] = {"y"};
+        node(&g, "Identity", in, 1, out, 1, NULL, 0);
+        for (size_t i = 0; i < counts[k]; i++) tpb_int(&g, 100, 0); /* unknown */
+        tpb_str(&g, 2, "g");
+        tpb_str(&vi, 1, "x");
+        tpb_msg(&g, 11, &vi);
+        tpb_str(&vo, 1, "y");
+        tpb_msg(&g, 12, &vo);
+        tpb m = model_of(&g);
+        char tmpl[] = "/tmp/tio_onnx_fieldsXXXXXX";
+        int fd = mkstemp(tmpl);
+        assert_true(fd >= 0);
+        close(fd);
+        write_file(tmpl, m.b, m.n);
+        tio_open_options o = {0};
+        o.format = "onnx";
+        for (int from_file = 0; from_file < 2; from_file++) {
+            tio_container *c = NULL;
+            tio_error e;
+            int rc = from_file ? tio_open(tmpl, &o, &c, &e)
+                               : tio_open_memory(m.b, m.n, &o, &c, &e);
+            if (rc) fail_msg("%zu fields: %s", counts[k], e.message);
+            tio_graph *gr = tio_container_graph(c);
+            assert_non_null(gr);
+            assert_int_equal(tio_graph_node_count(gr), 1);
+            tio_node_info ni;
+            assert_int_equal(tio_graph_node(gr, 0, &ni), TIO_OK);
+            assert_string_equal(ni.op, "Identity");
+            assert_int_equal(tio_graph_input_count(gr), 1);
+            assert_int_equal(tio_graph_output_count(gr), 1);
+            tio_container_free(c);
+        }
+        unlink(tmpl);
+        free(m.b);
+    }
+}
+
 static void test_external_files(void **state) {
     (void)state;
     char tmpl[] = "/tmp/tio_onnx_extXXXXXX";
@@ -459,6 +507,7 @@ int main(void) {
         cmocka_unit_test(test_external_from_memory),
         cmocka_unit_test(test_external_files),
         cmocka_unit_test(test_coo_in_tensors_attr),
+        cmocka_unit_test(test_many_graph_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
