@@ -94,6 +94,12 @@ typedef struct tio_fb_blobs {
 } tio_fb_blobs;
 void tio__fb_blobs_free(tio_fb_blobs *b);
 
+/* A byte vector whose count a tio_preads thread reads (tio_fb_limits.pre). */
+typedef struct tio_fb_ahead {
+    uint64_t pos; /* the vector's position (its count) */
+    size_t i;     /* its entry in the tio_preads */
+} tio_fb_ahead;
+
 typedef struct tio_fb_limits {
     uint32_t max_depth;  /* nested tables (root table = depth 1) */
     uint64_t max_tables; /* tables visited in total (a DAG may share tables) */
@@ -103,6 +109,14 @@ typedef struct tio_fb_limits {
                             (tio__fb_head): see tio__fb_bytes */
     tio_fb_blobs *blobs; /* NULL, or where the byte vectors checked are listed (when
                             memory for the list runs short, the rest are not) */
+    /* NULL, or the counts of byte vectors read ahead on a thread of their
+     * own (tio_preads of 4 bytes at each vector's position): ahead[k].i is
+     * the entry of the vector at ahead[k].pos, sorted by pos (n of them).
+     * The verifier takes a count from it where it has been read, else reads
+     * it through head. */
+    tio_preads *pre;
+    const tio_fb_ahead *ahead;
+    size_t nahead;
 } tio_fb_limits;
 
 /* Checks buf[0..len) as a buffer whose root is a `root` table: the root

@@ -51,7 +51,23 @@ typedef struct fb_verifier {
     size_t depth, cap;
     tio_headsrc *head;   /* NULL, or where byte vectors' counts are read from */
     tio_fb_blobs *blobs; /* NULL, or the list of byte vectors checked */
+    tio_preads *pre;     /* NULL, or counts read ahead (tio_fb_limits) */
+    const tio_fb_ahead *ahead;
+    size_t nahead;
 } fb_verifier;
+
+/* The count of the byte vector at target into out (4 bytes), when the
+ * thread reading ahead has read it. */
+static bool ahead_take(const fb_verifier *v, size_t target, uint8_t *out) {
+    size_t lo = 0, hi = v->nahead;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v->ahead[mid].pos < target) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < v->nahead && v->ahead[lo].pos == target &&
+           tio__preads_take(v->pre, v->ahead[lo].i, out);
+}
 
 /* Lists a byte vector checked; out of memory, the list stops growing (a
  * reader then reads the count again). */
@@ -244,7 +260,10 @@ static int check_vector(fb_verifier *v, size_t target, size_t elem_size, const f
                     "vector count runs past the end of the buffer");
     /* a vector of bytes is a blob (weights): its count sits beside its data,
      * away from the tables, and is read through head (tio__fb_bytes) */
-    const uint8_t *c = elem_size == 1 && v->head ? tio__headsrc_at(v->head, target, 4) : NULL;
+    uint8_t ahead[4];
+    const uint8_t *c = NULL;
+    if (elem_size == 1 && v->pre && ahead_take(v, target, ahead)) c = ahead;
+    else if (elem_size == 1 && v->head) c = tio__headsrc_at(v->head, target, 4);
     uint32_t n = tio__ld32(c ? c : v->buf + target);
     size_t bytes;
     if (tio__mul_ovf(n, elem_size, &bytes) || !fits(v, target + 4, bytes))
@@ -390,6 +409,11 @@ int tio__fb_verify(const uint8_t *buf, size_t len, const tio_fb_table *root,
     v.max_tables = lim && lim->max_tables ? lim->max_tables : FB_DEFAULT_MAX_TABLES;
     v.head = lim ? tio__fb_head(lim->head, buf, len) : NULL;
     v.blobs = lim ? lim->blobs : NULL;
+    if (lim && lim->pre && lim->ahead && v.head) {
+        v.pre = lim->pre;
+        v.ahead = lim->ahead;
+        v.nahead = lim->nahead;
+    }
     v.max_slots = lim && lim->max_slots ? lim->max_slots : FB_DEFAULT_SLOTS_PER_BYTE * (uint64_t)len +
                                                               FB_DEFAULT_SLOTS_SLACK;
     fb_where w = {NULL, "root", -1, root->name};

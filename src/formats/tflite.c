@@ -762,6 +762,63 @@ static int tfl_keep_native(tfl_reader *r, uint32_t nsg) {
     return TIO_OK;
 }
 
+/* The buffers' length words on a thread of their own (tio_preads), as
+ * tmfile's TM2_Buffer structs: in a model of many large constants each word
+ * sits beside its buffer's data, a page of its own, and a pread() of it is
+ * most of the open. The thread reads them from the last buffer down while
+ * the verifier checks the subgraphs and takes them from the first. Where a
+ * model has at least TFL_AHEAD_MIN buffers lying farther apart than the
+ * header window, and no more than one per window (which bounds the arrays
+ * by the input); the positions are found with the bounds-checked accessors,
+ * before the verifier, and are only where to read: the verifier checks
+ * every vector as before. Sets lim's fields, or leaves them NULL. */
+#define TFL_AHEAD_MIN 256u
+static int tfl_ahead_cmp(const void *a, const void *b) {
+    uint64_t x = ((const tio_fb_ahead *)a)->pos, y = ((const tio_fb_ahead *)b)->pos;
+    return (x > y) - (x < y);
+}
+
+static void tfl_ahead(const tfl_reader *r, tio_fb_limits *lim, uint64_t **at_out,
+                      tio_fb_ahead **ahead_out) {
+    const tio_headsrc *h = r->ctx->head;
+    tio_fb_ref model;
+    tio_fb_vec bufs;
+    *at_out = NULL;
+    *ahead_out = NULL;
+    if (!h || h->base != r->buf || r->len > h->size || !tio__fb_root(r->buf, r->len, &model) ||
+        !tio__fb_vector(&model, TFL_Model_buffers, &bufs))
+        return;
+    size_t n = bufs.count;
+    if (n < TFL_AHEAD_MIN || n > r->len / TIO__HEAD_WINDOW) return;
+    uint64_t *at = malloc(n * sizeof *at);
+    tio_fb_ahead *ahead = malloc(n * sizeof *ahead);
+    size_t k = 0;
+    for (size_t i = 0; at && ahead && i < n; i++) {
+        tio_fb_ref bt;
+        size_t p;
+        at[i] = UINT64_MAX; /* none: not read */
+        if (!tio__fb_vec_table(&bufs, i, &bt) || !(p = tio__fb_field_pos(&bt, TFL_Buffer_data)) ||
+            p > r->len - 4)
+            continue;
+        uint32_t u = tio__ld32(r->buf + p);
+        if (u == 0 || u > r->len - 4 - p) continue;
+        at[i] = p + u;
+        ahead[k++] = (tio_fb_ahead){at[i], i};
+    }
+    if (at && ahead && k >= TFL_AHEAD_MIN) {
+        qsort(ahead, k, sizeof *ahead, tfl_ahead_cmp);
+        lim->pre = tio__preads_start(h->fd, at, n, 4, r->len);
+    }
+    if (!lim->pre) {
+        free(at);
+        free(ahead);
+        return;
+    }
+    lim->ahead = *ahead_out = ahead;
+    lim->nahead = k;
+    *at_out = at;
+}
+
 static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
     tfl_reader r;
     memset(&r, 0, sizeof r);
@@ -780,7 +837,7 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
         return tio__err(err, TIO_E_CORRUPT, TFL, 4,
                         "the file identifier is \"%s\" (expected \"TFL3\")", esc);
     }
-    tio_fb_limits lim;
+    tio_fb_limits lim = {0};
     lim.max_depth = ctx->limits.max_depth;
     lim.max_tables = r.len / 4 + 16;
     if (lim.max_tables > ctx->limits.max_objects) lim.max_tables = ctx->limits.max_objects;
@@ -789,7 +846,13 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
      * (tio__fb_bytes) */
     lim.head = ctx->head;
     lim.blobs = &r.blobs;
+    uint64_t *ahead_at;
+    tio_fb_ahead *ahead;
+    tfl_ahead(&r, &lim, &ahead_at, &ahead);
     int rc = tio__fb_verify(r.buf, r.len, tio__tfl_root, &lim, TFL, 0, err);
+    tio__preads_end(lim.pre);
+    free(ahead_at);
+    free(ahead);
     if (rc) {
         tio__fb_blobs_free(&r.blobs);
         return rc;

@@ -856,7 +856,7 @@ int tio__rten_read(tio_read_ctx *ctx, tio_error *err) {
         rc = rt_prop_u64(ctx->c, "version", 1, err);
         if (rc) return rc;
     }
-    tio_fb_limits lim;
+    tio_fb_limits lim = {0};
     lim.max_depth = ctx->limits.max_depth;
     lim.max_tables = r.len / 4 + 16;
     if (lim.max_tables > ctx->limits.max_objects) lim.max_tables = ctx->limits.max_objects;

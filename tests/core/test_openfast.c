@@ -647,29 +647,51 @@ static void test_tmfile_open(void **state) {
 /* TensorFlow Lite, written by tio_save (a model of TM_COUNT constants of
  * TM_BYTES): the buffers' tables sit together, each buffer's length word
  * beside its data, a page apart. The open reads those words by pread
- * (tio__fb_bytes, the verifier's tio_fb_limits.head), so it maps no page per
- * tensor; a length read that way is checked as one read from the mapping. */
+ * (tio__fb_bytes, the verifier's tio_fb_limits.head), most of them on a
+ * thread of their own (tfl_ahead: tio_preads, from the last buffer down),
+ * so it maps no page per tensor. The mapped open (the thread) and the open
+ * from memory (no thread) give the same tensors, and the same error for a
+ * length word made to run past the end of the file at the first buffer
+ * (the caller's to read), a middle one and the last (the thread's first). */
 static void test_tflite_open(void **state) {
     (void)state;
     char path[64];
     snprintf(path, sizeof path, "%s/many.tflite", dir);
     save_constants(path, "tflite", NULL);
     tio_container *c = open_constants(path, "tflite");
-    /* the last tensor's length word, made to run past the end of the file */
-    const uint8_t *last = tio_tensor_bytes(tio_container_tensor(c, TM_COUNT - 1));
-    uint64_t at = (uint64_t)(last - (const uint8_t *)c->map) - 4;
+    const size_t which[3] = {0, TM_COUNT / 2, TM_COUNT - 1};
+    uint64_t at[3];
+    for (size_t k = 0; k < 3; k++) {
+        const uint8_t *d = tio_tensor_bytes(tio_container_tensor(c, which[k]));
+        at[k] = (uint64_t)(d - (const uint8_t *)c->map) - 4;
+    }
     tio_container_free(c);
-    int fd = open(path, O_WRONLY);
-    assert_true(fd >= 0);
+    size_t n;
+    uint8_t *b = slurp(path, &n);
+    same_as_memory(path, b, n, "tflite");
     const uint8_t big[4] = {0xf0, 0xff, 0xff, 0x7f};
-    put(fd, at, big, 4);
-    assert_int_equal(close(fd), 0);
-    c = NULL;
-    tio_error e;
-    assert_int_equal(tio_open(path, NULL, &c, &e), TIO_E_TRUNCATED);
-    assert_null(c);
-    if (!strstr(e.message, "Buffer.data") || !strstr(e.message, "2147483632 elements"))
-        fail_msg("%s", e.message);
+    for (size_t k = 0; k < 3; k++) {
+        uint8_t old[4];
+        memcpy(old, b + at[k], 4);
+        memcpy(b + at[k], big, 4);
+        int fd = open(path, O_WRONLY);
+        assert_true(fd >= 0);
+        put(fd, at[k], big, 4);
+        assert_int_equal(close(fd), 0);
+        c = NULL;
+        tio_error e;
+        assert_int_equal(tio_open(path, NULL, &c, &e), TIO_E_TRUNCATED);
+        assert_null(c);
+        if (!strstr(e.message, "Buffer.data") || !strstr(e.message, "2147483632 elements"))
+            fail_msg("%s", e.message);
+        same_as_memory(path, b, n, "tflite");
+        fd = open(path, O_WRONLY);
+        assert_true(fd >= 0);
+        put(fd, at[k], old, 4);
+        assert_int_equal(close(fd), 0);
+        memcpy(b + at[k], old, 4);
+    }
+    free(b);
     unlink(path);
 }
 

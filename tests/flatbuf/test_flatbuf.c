@@ -38,7 +38,7 @@ static void expect_err(int rc, const tio_error *e, int code, const char *s1, con
     if (s2) assert_non_null(strstr(e->message, s2));
 }
 
-static const tio_fb_limits LIM = {64, 1000000, 0, NULL, NULL};
+static const tio_fb_limits LIM = {64, 1000000, 0, NULL, NULL, NULL, NULL, 0};
 
 static int verify_model(const uint8_t *buf, size_t len, tio_error *e) {
     tio_error_clear(e);
@@ -1544,7 +1544,7 @@ static void test_depth_and_budget(void **state) {
     /* depth: Model 1, Graph 2, then 4 per level: 402 */
     expect_err(verify_model(buf, len, &e), &e, TIO_E_LIMIT, "OperatorNode.attrs (IfAttrs)",
                "nesting depth 65 exceeds the limit 64");
-    tio_fb_limits lim = {402, 1000000, 0, NULL, NULL};
+    tio_fb_limits lim = {402, 1000000, 0, NULL, NULL, NULL, NULL, 0};
     tio_error_clear(&e);
     OK(tio__fb_verify(buf, len, tio__rten_Model, &lim, "rten", 0, &e));
     lim.max_depth = 401;
@@ -1642,7 +1642,7 @@ static void test_slot_budget(void **state) {
     /* an explicit budget: exactly what the walk needs passes, one less fails.
      * Model (2 slots: schema_version, graph) + Graph (1) + 2,000 x (Node +
      * ValueNode) */
-    tio_fb_limits lim = {64, 1000000, 0, NULL, NULL};
+    tio_fb_limits lim = {64, 1000000, 0, NULL, NULL, NULL, NULL, 0};
     lim.max_slots = 2 + 1 + 2000ull * 2 * 16000;
     OK(tio__fb_verify(buf, len, tio__rten_Model, &lim, "rten", 0, &e));
     lim.max_slots--;
