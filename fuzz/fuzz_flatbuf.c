@@ -11,7 +11,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    tio_fb_limits loose = {TIO_DEFAULT_MAX_DEPTH, TIO_DEFAULT_MAX_OBJECTS, 0, NULL, NULL, NULL, NULL, 0};
+    tio_fb_limits loose = {TIO_DEFAULT_MAX_DEPTH, TIO_DEFAULT_MAX_OBJECTS, 0, NULL, NULL, NULL,
+                           NULL, 0};
     tio_fb_limits tight = {4, 64, 0, NULL, NULL, NULL, NULL, 0};
     tio_error e1, e2, e3;
     int r1 = tio__fb_verify(data, size, tio__rten_Model, &loose, "rten", 0, &e1);
