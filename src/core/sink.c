@@ -39,6 +39,13 @@
 #define PATCH_MAX ((size_t)1 << 20)
 #define PATCH_COUNT ((size_t)1 << 14)
 #define RUN_PROGRESS ((size_t)64 << 20)
+/* Where such a piece ends in the output: a multiple of this (the largest
+ * folio of the page cache, a PMD). A piece that ended at any page boundary
+ * left the next one misaligned for the page cache's large folios, which
+ * must be aligned in the file: ext4 on Linux 6.18 then made 4x as many
+ * folios for the copy (65,429 against cp's 16,388 for 1 GiB), 0.26 s
+ * against cp's 0.20 s. */
+#define RUN_CUT_ALIGN ((size_t)2 << 20)
 /* Mapped bytes written from the mapping: their pages are populated in
  * windows of at least this (one madvise() call: faulting them in page by
  * page as the writes touch them cost ~1/3 of a 1 GiB save onto ext4). */
@@ -268,6 +275,15 @@ static int mem_reserve(tio_sink *s, size_t add, tio_error *err) {
     return TIO_OK;
 }
 
+/* Whether what is pending is written now, `ahead` bytes past s->pos: once
+ * it reaches flush_at, at a multiple of READ_PIECE of the output (so that
+ * the writes start and end there, see read_in), or at twice flush_at
+ * wherever that falls. */
+static int flush_due(const tio_sink *s, size_t ahead) {
+    return s->pending >= s->flush_at &&
+           ((s->base + s->pos + ahead) % READ_PIECE == 0 || s->pending / 2 >= s->flush_at);
+}
+
 static int file_write(tio_sink *s, const uint8_t *p, size_t n, int ref, tio_error *err) {
     while (n) {
         size_t k = n > WRITE_MAX ? WRITE_MAX : n;
@@ -294,7 +310,7 @@ static int file_write(tio_sink *s, const uint8_t *p, size_t n, int ref, tio_erro
             rc = gather(s, s->buf + s->len, k, err);
             s->len += k;
         }
-        if (rc == TIO_OK && s->pending >= s->flush_at) rc = write_pending(s, err);
+        if (rc == TIO_OK && flush_due(s, k)) rc = write_pending(s, err);
         if (rc) return rc;
         s->pos += k;
         p += k;
@@ -452,12 +468,12 @@ static int run_back(tio_sink *s, int in_fd, size_t off, const uint8_t *mapped, u
 }
 
 /* With a progress function, a run of RUN_PROGRESS or more is copied as it
- * grows (its progress reported) rather than at its end: up to its last page
- * boundary in the output when nothing is pending and no patch waits, the
+ * grows (its progress reported) rather than at its end: up to its last
+ * RUN_CUT_ALIGN boundary in the output when nothing is pending and no patch waits, the
  * rest going on as the run from there (a file system that clones keeps
  * cloning whole blocks); else all of it. */
 static int run_cut(tio_sink *s, tio_error *err) {
-    size_t keep = (size_t)((s->base + s->run_dst + s->run_len) % s->page);
+    size_t keep = (size_t)((s->base + s->run_dst + s->run_len) % RUN_CUT_ALIGN);
     if (s->pending || s->npatch || keep == 0 || keep >= s->run_len) return write_pending(s, err);
     size_t head = s->run_len - keep;
     s->run_len = head;
@@ -503,7 +519,19 @@ static int write_mapped(tio_sink *s, const uint8_t *map, size_t map_size, size_t
  * mapped is an error, not a SIGBUS. */
 static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err) {
     while (n) {
-        if (s->buf == s->first || s->len == s->cap || s->niov == TIO__SINK_IOV) {
+        /* The piece that makes what is pending due for writing (flush_due),
+         * or fills the buffer, ends where the output reaches a multiple of
+         * READ_PIECE, so that the writes start and end there: the page
+         * cache's large folios must be aligned in the file, and writes that
+         * started at the header's offset past each boundary made small ones
+         * (ext4, Linux 6.18, 1 GiB: 16,385 folios, 4,743 aligned). Other
+         * pieces are whole tensors (one pread each) up to READ_PIECE. */
+        size_t want = n < READ_PIECE ? n : READ_PIECE;
+        size_t edge = READ_PIECE - (size_t)((s->base + s->pos) % READ_PIECE);
+        if (want > edge && (s->pending + want >= s->flush_at || s->buf == s->first ||
+                            s->cap - s->len < want + READ_PIECE))
+            want = edge;
+        if (s->buf == s->first || s->cap - s->len < want || s->niov == TIO__SINK_IOV) {
             int rc = write_pending(s, err);
             if (rc) return rc;
             if (s->buf == s->first) {
@@ -513,9 +541,7 @@ static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err)
                 s->cap = FILE_BUF;
             }
         }
-        size_t k = s->cap - s->len;
-        if (k > n) k = n;
-        if (k > READ_PIECE) k = READ_PIECE;
+        size_t k = want; /* <= s->cap - s->len: FILE_BUF >= READ_PIECE */
         ssize_t r = pread(in_fd, s->buf + s->len, k, (off_t)off); /* off <= INT64_MAX */
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
@@ -537,7 +563,7 @@ static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err)
         off += m;
         n -= m;
         tio__sink_progress(s);
-        if (s->pending >= s->flush_at) {
+        if (flush_due(s, 0)) {
             rc = write_pending(s, err);
             if (rc) return rc;
         }
