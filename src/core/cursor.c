@@ -37,6 +37,15 @@ size_t tio__pread_full(int fd, void *buf, size_t n, uint64_t off) {
     return got;
 }
 
+const uint8_t *tio__headsrc_held(tio_headsrc *h, uint64_t off, size_t n) {
+    for (unsigned k = 0; k < 2; k++)
+        if (headwin_has(&h->w[k], off, n)) {
+            h->last = k;
+            return h->bytes[k] + (off - h->w[k].off);
+        }
+    return NULL;
+}
+
 const uint8_t *tio__headsrc_get(tio_headsrc *h, uint64_t off, size_t n) {
     if (n > TIO__HEAD_MAX || off > h->size || n > h->size - off) return NULL;
     unsigned a = h->last, o = 1 - a; /* the window used last, the other */

@@ -181,6 +181,9 @@ void tio__headsrc_init(tio_headsrc *h, int fd, const void *base, size_t size);
  * TIO__HEAD_MAX, a short read or an error): the caller then reads the mapping. The caller
  * has checked off + n <= h->size. */
 const uint8_t *tio__headsrc_get(tio_headsrc *h, uint64_t off, size_t n);
+/* The bytes [off, off+n) when a window holds them already (no read), else
+ * NULL. */
+const uint8_t *tio__headsrc_held(tio_headsrc *h, uint64_t off, size_t n);
 /* The same, inline when the window used last holds the bytes (most reads). */
 static inline const uint8_t *tio__headsrc_at(tio_headsrc *h, uint64_t off, size_t n) {
     const tio_headwin *w = &h->w[h->last];

@@ -109,13 +109,8 @@ static const uint8_t *pb_at(const tio_pb_reader *r, size_t pos, size_t n) {
     tio_headsrc *s = h->src;
     size_t last = h->last;
     h->last = pos;
-    for (unsigned k = 0; k < 2; k++) {
-        const tio_headwin *w = &s->w[k];
-        if (w->len && pos >= w->off && pos - w->off <= w->len && n <= w->len - (pos - w->off)) {
-            s->last = k;
-            return s->bytes[k] + (pos - w->off);
-        }
-    }
+    const uint8_t *held = tio__headsrc_held(s, pos, n);
+    if (held) return held;
     bool close = (pos > last ? pos - last : last - pos) <= TIO__HEAD_WINDOW;
     h->mode = !close ? 0 : h->mode < 2 ? h->mode + 1 : 2;
     const uint8_t *p = h->mode < 2 ? tio__headsrc_get(s, pos, n) : NULL;
