@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #ifdef __linux__
+#include <sys/sendfile.h>
 #include <sys/vfs.h>
 #endif
 
@@ -28,6 +29,8 @@
 #define FLUSH_AT_TMPFS ((size_t)8 << 20)
 #define FLUSH_AT_DISK ((size_t)512 << 10)
 #define WRITE_MAX ((size_t)1 << 30)
+/* sendfile() moves at most 0x7ffff000 bytes a call (Linux). */
+#define SENDFILE_MAX ((size_t)0x7ffff000)
 /* Copy runs (tio__sink_copy_range): a run starts with at least RUN_MIN
  * congruent bytes; bytes written after it join it when at most RUN_GAP lie
  * before the next congruent source bytes at the same distance; at most
@@ -164,11 +167,31 @@ static int pwrite_all(tio_sink *s, const uint8_t *p, size_t n, uint64_t at, tio_
     return TIO_OK;
 }
 
+/* Copies k bytes of the run from source offset *in_off to the output's
+ * file position in the kernel: copy_file_range(), or, once that said EXDEV
+ * (two file systems: the source on ext4, the output on tmpfs, say),
+ * sendfile(), which copies across file systems through the page cache
+ * without mapping the source. Returns what the call returned (errno set). */
+static ssize_t run_copy(tio_sink *s, loff_t *in_off, size_t k) {
+#ifdef __linux__
+    if (s->by_sendfile) {
+        if (k > SENDFILE_MAX) k = SENDFILE_MAX;
+        off_t o = (off_t)*in_off;
+        ssize_t w = sendfile(s->fd, s->run_fd, &o, k);
+        if (w > 0) *in_off = (loff_t)o;
+        return w;
+    }
+#endif
+    return copy_file_range(s->run_fd, in_off, s->fd, NULL, k, 0);
+}
+
 /* Copies the run (one copy_file_range() call per GiB, or pieces of
  * RUN_PROGRESS with a progress function, the last up to twice that),
  * writing from the mapping what the kernel does not copy, then writes its
- * patches over it. The file position moves past the run; what is pending
- * comes after it. */
+ * patches over it. A run copy_file_range() refuses with EXDEV before it
+ * copied anything is tried again with sendfile(), and so are the runs
+ * after it. The file position moves past the run; what is pending comes
+ * after it. */
 static int run_end(tio_sink *s, tio_error *err) {
     size_t n = s->run_len, done = 0;
     s->run_len = 0;
@@ -177,12 +200,19 @@ static int run_end(tio_sink *s, tio_error *err) {
         size_t k = n - done;
         if (s->progress && k >= 2 * RUN_PROGRESS) k = RUN_PROGRESS; /* no small last piece */
         if (k > WRITE_MAX) k = WRITE_MAX;
-        ssize_t w = copy_file_range(s->run_fd, &in_off, s->fd, NULL, k, 0);
+        ssize_t w = run_copy(s, &in_off, k);
         if (w < 0 && errno == EINTR) continue;
+#ifdef __linux__
+        if (w < 0 && errno == EXDEV && !s->by_sendfile && !s->copied) {
+            s->by_sendfile = 1; /* the output's file position has not moved */
+            continue;
+        }
+#endif
         if (w <= 0) { /* not here (EXDEV, ENOSYS, EINVAL…) or the source shrank */
             s->no_copy = 1;
             break;
         }
+        s->copied = 1;
         done += (size_t)w;
         tio__sink_progress_at(s, s->run_dst + done);
     }

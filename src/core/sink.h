@@ -31,6 +31,8 @@ struct tio_sink {
     void *progress_ctx;
     uint64_t progress_total, progress_next;
     int no_copy; /* copy_file_range() failed once: write the mapped bytes */
+    int copied;      /* a run copy has copied bytes */
+    int by_sendfile; /* copy_file_range() said EXDEV at once: runs go by sendfile() */
     /* File: how bytes of a mapped source file go (tio__sink_copy_range). */
     size_t flush_at;   /* gathered bytes are written once they reach this */
     uint64_t base;     /* the file offset of position 0; UINT64_MAX: not a file */
@@ -67,8 +69,9 @@ void tio__sink_dispose(tio_sink *s);
  * page size, in one call per run of source bytes that lie at the same
  * distance in the output (pieces written between them that differ from the
  * source's bytes are written over the copy with pwrite()); it falls back to
- * writing the mapped bytes where the file systems cannot copy (EXDEV,
- * EINVAL, ENOSYS…) or the source shrank. Other bytes, and other sinks,
+ * by sendfile() where copy_file_range() says EXDEV (two file systems), and
+ * writes the mapped bytes where the kernel cannot copy (EINVAL, ENOSYS…) or
+ * the source shrank. Other bytes, and other sinks,
  * write the mapped bytes, the mapping's pages populated ahead in one call
  * (MADV_POPULATE_READ) rather than faulted in by the writes: on ext4
  * copy_file_range() at non-congruent offsets costs ~1.5x writing them

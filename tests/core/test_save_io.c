@@ -70,6 +70,20 @@ ssize_t __wrap_copy_file_range(int in, off_t *in_off, int out, off_t *out_off, s
     return __real_copy_file_range(in, in_off, out, out_off, n, flags);
 }
 
+ssize_t __real_sendfile(int out, int in, off_t *off, size_t n);
+ssize_t __wrap_sendfile(int out, int in, off_t *off, size_t n);
+static int sendfile_calls;
+static int sendfile_fail; /* make the calls fail with this errno (0: no) */
+
+ssize_t __wrap_sendfile(int out, int in, off_t *off, size_t n) {
+    sendfile_calls++;
+    if (sendfile_fail) {
+        errno = sendfile_fail;
+        return -1;
+    }
+    return __real_sendfile(out, in, off, n);
+}
+
 ssize_t __real_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off);
 static int pread_big;     /* calls for 32 KiB or more (the sink's, not a reader's headers) */
@@ -466,15 +480,21 @@ static void test_copy_runs(void **state) {
         size_t max;
         int progress;
         int calls_min, calls_max; /* -1: any */
+        int sendfile;     /* the copies must go on by sendfile() */
+        int sendfile_err; /* make sendfile() fail with this errno */
     } cases[] = {
-        {"same bytes", "tenbin", 0, 0, 0, 0, 0, 1, 1},
-        {"names dropped: patches", "tenbin", TIO_SAVE_DROP_NAMES, 0, 0, 0, 0, 1, 1},
-        {"partial copies", "tenbin", TIO_SAVE_DROP_NAMES, 0, 0, 300000, 0, 2, -1},
-        {"EINVAL after 2 calls", "tenbin", TIO_SAVE_DROP_NAMES, EINVAL, 2, 200000, 0, 3, 3},
-        {"ENOSYS at once", "tenbin", TIO_SAVE_DROP_NAMES, ENOSYS, 0, 0, 0, 1, 1},
-        {"EXDEV at once", "tenbin", 0, EXDEV, 0, 0, 0, 1, 1},
-        {"progress", "tenbin", TIO_SAVE_DROP_NAMES, 0, 0, 0, 1, 1, -1},
-        {"other offsets", "btf", TIO_SAVE_DROP_NAMES, 0, 0, 0, 0, -1, -1},
+        {"same bytes", "tenbin", 0, 0, 0, 0, 0, 1, 1, 0, 0},
+        {"names dropped: patches", "tenbin", TIO_SAVE_DROP_NAMES, 0, 0, 0, 0, 1, 1, 0, 0},
+        {"partial copies", "tenbin", TIO_SAVE_DROP_NAMES, 0, 0, 300000, 0, 2, -1, 0, 0},
+        {"EINVAL after 2 calls", "tenbin", TIO_SAVE_DROP_NAMES, EINVAL, 2, 200000, 0, 3, 3, 0, 0},
+        {"ENOSYS at once", "tenbin", TIO_SAVE_DROP_NAMES, ENOSYS, 0, 0, 0, 1, 1, 0, 0},
+        {"EXDEV at once: sendfile", "tenbin", 0, EXDEV, 0, 0, 0, 1, 1, 1, 0},
+        {"EXDEV, patches: sendfile", "tenbin", TIO_SAVE_DROP_NAMES, EXDEV, 0, 0, 1, 1, 1, 1, 0},
+        {"EXDEV, sendfile refused", "tenbin", TIO_SAVE_DROP_NAMES, EXDEV, 0, 0, 0, 1, 1, 1,
+         EINVAL},
+        {"EXDEV after 2 calls", "tenbin", TIO_SAVE_DROP_NAMES, EXDEV, 2, 200000, 0, 3, 3, 0, 0},
+        {"progress", "tenbin", TIO_SAVE_DROP_NAMES, 0, 0, 0, 1, 1, -1, 0, 0},
+        {"other offsets", "btf", TIO_SAVE_DROP_NAMES, 0, 0, 0, 0, -1, -1, 0, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         tio_save_options o = {.format = cases[k].format,
@@ -494,10 +514,23 @@ static void test_copy_runs(void **state) {
         copy_fail = cases[k].fail;
         copy_fail_after = cases[k].fail_after;
         copy_max = cases[k].max;
+        sendfile_calls = 0;
+        sendfile_fail = cases[k].sendfile_err;
         int rc = tio_save(m, dst, &o, &e);
         copy_fail = copy_fail_after = 0;
         copy_max = 0;
+        sendfile_fail = 0;
         if (rc != TIO_OK) fail_msg("%s: %s", cases[k].what, e.message);
+        /* copy_file_range() refused with EXDEV before it copied: the run is
+         * copied by sendfile() (one call, or one per piece with progress);
+         * refused once it copied, or by sendfile() too: no more tries */
+        if (cases[k].sendfile && !cases[k].sendfile_err && sendfile_calls < 1)
+            fail_msg("%s: no sendfile() call", cases[k].what);
+        if (cases[k].sendfile_err && sendfile_calls != 1)
+            fail_msg("%s: %d sendfile() calls after it failed, expected 1", cases[k].what,
+                     sendfile_calls);
+        if (!cases[k].sendfile && sendfile_calls)
+            fail_msg("%s: %d sendfile() calls", cases[k].what, sendfile_calls);
         if ((cases[k].calls_min >= 0 && copy_calls < cases[k].calls_min) ||
             (cases[k].calls_max >= 0 && copy_calls > cases[k].calls_max))
             fail_msg("%s: %d copy_file_range calls, expected %d..%d", cases[k].what,
