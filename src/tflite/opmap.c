@@ -43,6 +43,8 @@ static const tio_tfl_opmap TFL_OPS[] = {
      TFL_BuiltinOptions_LeakyReluOptions, 0, 0},
     {TFL_BuiltinOperator_QUANTIZE, TFL_K_QUANTIZE, "QuantizeLinear", 0, 0, 0},
     {TFL_BuiltinOperator_HARD_SWISH, TFL_K_UNARY, "HardSwish", 0, 0, 0},
+    {TFL_BuiltinOperator_TRANSPOSE_CONV, TFL_K_TCONV, "ConvTranspose",
+     TFL_BuiltinOptions_TransposeConvOptions, 0, 0},
 };
 
 const tio_tfl_opmap *tio__tfl_opmap(int32_t code) {

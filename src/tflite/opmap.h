@@ -16,6 +16,7 @@ typedef enum tio_tfl_kind {
     TFL_K_LEAKY,      /* LeakyRelu(alpha) */
     TFL_K_CONV,       /* CONV_2D: OHWI weights */
     TFL_K_DWCONV,     /* DEPTHWISE_CONV_2D: 1HWO weights, group = channels */
+    TFL_K_TCONV,      /* TRANSPOSE_CONV: ConvTranspose, IOHW weights */
     TFL_K_POOL,       /* AVERAGE/MAX_POOL_2D */
     TFL_K_FC,         /* FULLY_CONNECTED: Gemm transB=1 */
     TFL_K_RESHAPE,    /* RESHAPE, SQUEEZE: Reshape to the output's static shape */

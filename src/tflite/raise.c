@@ -431,6 +431,18 @@ static int64_t tr_get(tr *r, uint32_t t, int L, bool flt) {
         out = tr_tmp(r, t, L ? "float_nchw" : "float", TIO_FLOAT32, x->rank, dims);
         int64_t nd = tr_node(r, "Cast", &in, 1, out);
         tr_attr_i(r, nd, "to", 1);
+    } else if (x->dtype == TIO_INT64) {
+        /* (q - zero_point) * scale: no DequantizeLinear takes int64 */
+        int64_t in[2] = {tr_get(r, t, L, false), -1}, sc;
+        tr_qconsts(r, t, &sc, &in[1]);
+        int64_t d = tr_tmp(r, t, L ? "centred_nchw" : "centred", TIO_INT64, x->rank, dims);
+        tr_node(r, "Sub", in, 2, d);
+        int64_t f = tr_tmp(r, t, L ? "unscaled_nchw" : "unscaled", TIO_FLOAT32, x->rank, dims);
+        int64_t nd = tr_node(r, "Cast", &d, 1, f);
+        tr_attr_i(r, nd, "to", 1);
+        int64_t m[2] = {f, sc};
+        out = tr_tmp(r, t, L ? "float_nchw" : "float", TIO_FLOAT32, x->rank, dims);
+        tr_node(r, "Mul", m, 2, out);
     } else if (x->nscale > 1 && L == 1) {
         /* per axis: dequantized along the file's axis, then transposed */
         int64_t f = tr_get(r, t, 0, true);
@@ -649,6 +661,92 @@ static void tr_conv_pool(tr *r, const tr_op *o) {
         tr_attr_i(r, nd, "group", x->dims[3] / r->t[o->in[1]].dims[3]);
     if (pool && strcmp(m->onnx, "AveragePool") == 0) tr_attr_i(r, nd, "count_include_pad", 0);
     tr_finish(r, (uint32_t)o->out[0], 1, out, act);
+}
+
+/* TRANSPOSE_CONV (output_shape, weights OHWI, input NHWC[, bias]):
+ * ConvTranspose with weights [in, out, kh, kw] and explicit pads. TFLite
+ * places input pixel i at output i * stride - pad_begin, pad_begin being a
+ * forward convolution's SAME padding from the output's size (0 for VALID),
+ * and keeps the output's static size: the end is cut (pads) or filled with
+ * the bias alone (output_padding, less than the stride). The output's
+ * shape is the tensor's static one; a constant output_shape must equal it,
+ * and one computed at run time (a graph input) is not read. */
+static void tr_tconv(tr *r, const tr_op *o) {
+    if (o->nin < 3 || o->in[1] < 0 || o->in[2] < 0) {
+        tr_fail(r, "not the inputs (output_shape, weights, input)");
+        return;
+    }
+    uint32_t t = (uint32_t)o->out[0];
+    const tr_tensor *w = &r->t[o->in[1]], *x = &r->t[o->in[2]], *y = &r->t[t];
+    if (x->rank != 4 || y->rank != 4 || w->rank != 4) {
+        tr_fail(r, "input, weights or output is not rank 4");
+        return;
+    }
+    if (r->t[o->in[0]].ctensor >= 0) {
+        int64_t shp[4];
+        size_t n = 0;
+        if (tr_ints(r, o->in[0], shp, 4, &n)) return;
+        for (size_t k = 0; k < 4; k++)
+            if (n != 4 || shp[k] != y->dims[k]) {
+                tr_fail(r, "output_shape is not the output tensor's shape");
+                return;
+            }
+    }
+    int pad = tio__fb_i8(&o->opt, TFL_TransposeConvOptions_padding, 0);
+    int64_t s[2] = {tio__fb_i32(&o->opt, TFL_TransposeConvOptions_stride_h, 1),
+                    tio__fb_i32(&o->opt, TFL_TransposeConvOptions_stride_w, 1)};
+    int act = tio__fb_i8(&o->opt, TFL_TransposeConvOptions_fused_activation_function, 0);
+    int64_t k2[2] = {w->dims[1], w->dims[2]};
+    if (tr_act_ok(r, act)) return;
+    if (pad != TFL_Padding_SAME && pad != TFL_Padding_VALID) {
+        tr_fail(r, "an unknown padding");
+        return;
+    }
+    if (w->dims[0] != y->dims[3] || w->dims[3] != x->dims[3] || x->dims[0] != y->dims[0]) {
+        tr_fail(r, "the weights' channels are not the input's and the output's");
+        return;
+    }
+    int64_t pads[4] = {0, 0, 0, 0}, opad[2] = {0, 0};
+    for (unsigned a = 0; a < 2; a++) {
+        int64_t in = x->dims[1 + a], out = y->dims[1 + a], k = k2[a], st = s[a];
+        if (st < 1 || st > (1 << 20) || k < 1 || k > (1 << 20) || in < 1 || out < 1 ||
+            in > (INT64_C(1) << 31) || out > (INT64_C(1) << 31)) {
+            tr_fail(r, "strides, kernel or spatial sizes out of range");
+            return;
+        }
+        if (pad == TFL_Padding_SAME) {
+            int64_t need = ((out + st - 1) / st - 1) * st + k - out;
+            pads[a] = need > 0 ? need / 2 : 0;
+        }
+        pads[2 + a] = (in - 1) * st + k - out - pads[a];
+        if (pads[2 + a] < 0) {
+            opad[a] = -pads[2 + a];
+            pads[2 + a] = 0;
+        }
+        if (opad[a] >= st) {
+            tr_fail(r, "the output is larger than the input covers");
+            return;
+        }
+    }
+    static const int64_t iohw[4] = {3, 0, 1, 2};
+    int64_t wd[4];
+    for (unsigned k = 0; k < 4; k++) wd[k] = w->dims[iohw[k]];
+    int64_t wf = tr_get(r, (uint32_t)o->in[1], 0, true);
+    int64_t in[3] = {tr_get(r, (uint32_t)o->in[2], 1, true),
+                     tr_transpose(r, wf, iohw, (uint32_t)o->in[1], "iohw", TIO_FLOAT32, 4, wd),
+                     -1};
+    size_t nin = 2;
+    if (o->nin > 3 && o->in[3] >= 0) {
+        in[2] = tr_get(r, (uint32_t)o->in[3], 0, true);
+        nin = 3;
+    }
+    int64_t out = tr_result(r, t, 1, true);
+    int64_t nd = tr_node(r, "ConvTranspose", in, nin, out);
+    tr_attr_ints(r, nd, "kernel_shape", k2, 2);
+    tr_attr_ints(r, nd, "strides", s, 2);
+    tr_attr_ints(r, nd, "pads", pads, 4);
+    if (opad[0] || opad[1]) tr_attr_ints(r, nd, "output_padding", opad, 2);
+    tr_finish(r, t, 1, out, act);
 }
 
 static void tr_fc(tr *r, const tr_op *o) {
@@ -1098,7 +1196,7 @@ static int tr_read_tensors(tr *r, const tio_fb_ref *sg, const int64_t *ctensor) 
             tio__fb_vector(&q, TFL_QuantizationParameters_scale, &x->scales) &&
             x->scales.count &&
             (x->dtype == TIO_INT8 || x->dtype == TIO_UINT8 || x->dtype == TIO_INT16 ||
-             x->dtype == TIO_INT32)) {
+             x->dtype == TIO_INT32 || x->dtype == TIO_INT64)) {
             x->q = true;
             x->nscale = x->scales.count;
             if (!tio__fb_vector(&q, TFL_QuantizationParameters_zero_point, &x->zps))
@@ -1111,6 +1209,9 @@ static int tr_read_tensors(tr *r, const tio_fb_ref *sg, const int64_t *ctensor) 
                       (x->rank == 1 && x->dims[0] == (int64_t)x->nscale) ||
                       (x->rank > 1 && x->axis >= 0 && (uint32_t)x->axis < x->rank &&
                        x->dims[x->axis] == (int64_t)x->nscale);
+            /* int64 (the bias of an int16 operator) has no DequantizeLinear:
+             * Cast and Mul, which broadcast one scale or a rank-1 vector's */
+            if (x->dtype == TIO_INT64 && x->nscale > 1 && x->rank != 1) ok = false;
             if (!ok)
                 x->q = false, x->dtype = TIO_DTYPE_INVALID; /* not raised */
         }
@@ -1247,7 +1348,7 @@ int tio__tfl_raise(tio_read_ctx *ctx, const tio_fb_ref *sg, const tio_fb_vec *op
             if (y->producer != (int64_t)k || y->input || y->ctensor >= 0)
                 r.fail = "its output is written elsewhere too (a graph input, a constant or "
                          "another operator's output)";
-            else if (y->dtype == TIO_DTYPE_INVALID)
+            else if (y->dtype == TIO_DTYPE_INVALID || (y->q && y->dtype == TIO_INT64))
                 r.fail = "an output of a type tensio does not raise";
             for (uint32_t j = 0; !r.fail && j < o.nin; j++)
                 if (o.in[j] >= 0 && r.t[o.in[j]].dtype == TIO_DTYPE_INVALID)
@@ -1260,6 +1361,7 @@ int tio__tfl_raise(tio_read_ctx *ctx, const tio_fb_ref *sg, const tio_fb_vec *op
             case TFL_K_DWCONV:
             case TFL_K_POOL: tr_conv_pool(&r, &o); break;
             case TFL_K_FC: tr_fc(&r, &o); break;
+            case TFL_K_TCONV: tr_tconv(&r, &o); break;
             case TFL_K_RESHAPE: tr_reshape(&r, &o); break;
             case TFL_K_SOFTMAX: tr_softmax(&r, &o); break;
             case TFL_K_CONCAT: tr_concat(&r, &o); break;

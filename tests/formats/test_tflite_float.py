@@ -7,12 +7,14 @@ leave padding out, FULLY_CONNECTED's [out, in] weights, ...).
 
 Usage: /usr/bin/python3 test_tflite_float.py /path/to/tensio
 
-Per model, converted to ONNX directly and through rten and tmfile (then
+Per model (convnet, elementwise, upsample: TRANSPOSE_CONV), converted to
+ONNX directly and through rten and tmfile (then
 back to ONNX: the tmfile route raises Tengine's Pad and Clip back to
 ONNX's and writes a Slice over several axes as one Tengine Slice per axis):
 |got - want| <= 1e-4 + 1e-3 * |want|, python3-onnx's full check, the
 Transpose count printed (and bounded on the direct route: the layout is
-changed where it must be, not per operator). onnx, numpy or onnxruntime
+changed where it must be, not per operator); a route tensio refuses
+(REFUSED: ConvTranspose to tmfile) must name why. onnx, numpy or onnxruntime
 missing fails.
 """
 
@@ -27,63 +29,20 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tflite_build as tb  # noqa: E402
+from tflite_ref import (A_NONE, A_RELU, A_RELU6, A_TANH, SAME, VALID, act, conv,  # noqa: E402
+                        dwconv, pool, tconv)
 
 TENSIO = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ORT_DIR = os.path.join(REPO, "tests", "ort")
 F32, I32 = 0, 2
 # builtin codes and options
 ADD, AVG, CONCAT, CONV, DW, FC, LOGISTIC, MAXP = 0, 1, 2, 3, 4, 9, 14, 17
 RELU_N1, RESHAPE, SOFTMAX, TANH, PAD, TRANSPOSE, MEAN, SUB, DIV = 20, 22, 25, 28, 34, 39, 40, 41, 42
-MUL, SLICE, LEAKY, HSWISH = 18, 45, 98, 117
-O_CONV, O_DW, O_POOL, O_FC, O_SOFTMAX, O_CONCAT, O_ADD = 1, 2, 5, 8, 9, 10, 11
+MUL, SLICE, LEAKY, HSWISH, TCONV = 18, 45, 98, 117, 67
+O_CONV, O_DW, O_POOL, O_FC, O_SOFTMAX, O_CONCAT, O_ADD, O_TCONV = 1, 2, 5, 8, 9, 10, 11, 49
 O_MUL, O_REDUCER, O_SUB, O_DIV, O_SLICE, O_LEAKY = 21, 27, 28, 29, 32, 75
-SAME, VALID = 0, 1
-A_NONE, A_RELU, A_RELU6, A_TANH = 0, 1, 3, 4
-
-
-def act(x, a):
-    return {A_NONE: x, A_RELU: np.maximum(x, 0), A_RELU6: np.clip(x, 0, 6),
-            A_TANH: np.tanh(x)}[a]
-
-
-def same_pads(n, k, s):
-    out = -(-n // s)
-    tot = max((out - 1) * s + k - n, 0)
-    return tot // 2, tot - tot // 2
-
-
-def windows(x, kh, kw, s, pad, fill):
-    """x NHWC -> patches [N, OH, OW, kh, kw, C] (padding with `fill`)."""
-    if pad == SAME:
-        (t, b), (l, r) = same_pads(x.shape[1], kh, s), same_pads(x.shape[2], kw, s)
-    else:
-        t = b = l = r = 0
-    x = np.pad(x, ((0, 0), (t, b), (l, r), (0, 0)), constant_values=fill)
-    oh, ow = (x.shape[1] - kh) // s + 1, (x.shape[2] - kw) // s + 1
-    p = np.empty((x.shape[0], oh, ow, kh, kw, x.shape[3]), x.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            p[:, :, :, i, j, :] = x[:, i:i + s * oh:s, j:j + s * ow:s, :]
-    return p
-
-
-def conv(x, w, b, s, pad):  # w OHWI
-    p = windows(x, w.shape[1], w.shape[2], s, pad, 0)
-    return np.einsum("nhwijc,oijc->nhwo", p, w) + b
-
-
-def dwconv(x, w, b, s, pad, mult):  # w 1HWO, O = C * mult
-    p = windows(x, w.shape[1], w.shape[2], s, pad, 0)
-    p = np.repeat(p, mult, axis=-1)
-    return np.einsum("nhwijc,ijc->nhwc", p, w[0]) + b
-
-
-def pool(x, k, s, pad, avg):
-    if avg:
-        p = windows(x, k, k, s, pad, np.nan)
-        return np.nanmean(p, axis=(3, 4))
-    return windows(x, k, k, s, pad, -np.inf).max(axis=(3, 4))
 
 
 def opt(*fields):
@@ -193,6 +152,32 @@ def elementwise(rng):
     return m.bytes([X], [T9]), [x], [r], 1
 
 
+def upsample(rng):
+    """TRANSPOSE_CONV (SAME, stride 2, bias, RELU; output_shape a constant)
+    -> TRANSPOSE_CONV (VALID, strides 1 x 2, no bias, one column more than
+    the input covers: ONNX's output_padding)."""
+    m = Model()
+    f = lambda *s: rng.standard_normal(s).astype(np.float32) * 0.5  # noqa: E731
+    x = f(1, 4, 5, 3)
+    w1, b1, w2 = f(6, 3, 3, 3), f(6), f(2, 2, 3, 6)
+    X = m.t("x", x.shape)
+    s1, s2 = np.array([1, 8, 10, 6], np.int32), np.array([1, 9, 22, 2], np.int32)
+    T1, T2 = m.t("up1", tuple(s1)), m.t("up2", tuple(s2))
+    m.op(TCONV, [m.t("shape1", [4], s1, I32), m.t("w1", w1.shape, w1), X,
+                 m.t("b1", b1.shape, b1)], [T1], O_TCONV,
+         opt((0, "b", SAME), (1, "i", 2), (2, "i", 2), (3, "b", A_RELU)))
+    m.op(TCONV, [m.t("shape2", [4], s2, I32), m.t("w2", w2.shape, w2), T1, -1], [T2],
+         O_TCONV, opt((0, "b", VALID), (1, "i", 2), (2, "i", 1)))
+    r1 = act(tconv(x, w1, b1, 2, 2, SAME, 8, 10), A_RELU)
+    r2 = tconv(r1, w2, None, 1, 2, VALID, 9, 22)
+    return m.bytes([X], [T2]), [x], [r2], 4  # the two weights' and the input's and output's
+
+
+# routes that must refuse, naming why: tensio's tmfile writer has no
+# Deconvolution (docs/formats/tmfile.md)
+REFUSED = {("upsample", "tmfile"): "tmfile has no operator for ConvTranspose"}
+
+
 def run_route(onnx, name, route, src, d, ins, outs, max_tr):
     """Converts src to ONNX directly or through `route`; runs it. Returns the
     line to print, starting with "!" on failure."""
@@ -236,6 +221,45 @@ def run_route(onnx, name, route, src, d, ins, outs, max_tr):
     return ("!" + "; ".join(bad) + "; " + line) if bad else line
 
 
+def armnn_tconv(onnx, rng, tmp):
+    """The same TRANSPOSE_CONV run by Arm NN 20.08 (tests/formats/armnn_run.py;
+    its parser takes the operator without a bias input), VALID, strides 2 x 1
+    and 1 x 2: its outputs against the NumPy evaluation above. (SAME is not
+    compared: Arm NN 20.08 computes that padding from the input's size, where
+    TensorFlow Lite's kernels take the output's: docs/formats/tflite.md.)"""
+    lines = []
+    for sh, sw, oh, ow in ((2, 1, 9, 7), (1, 2, 6, 12)):
+        m = Model()
+        x = rng.standard_normal((1, 4, 5, 3)).astype(np.float32)
+        w = rng.standard_normal((6, 3, 3, 3)).astype(np.float32) * 0.5
+        X = m.t("x", x.shape)
+        shp = np.array([1, oh, ow, 6], np.int32)
+        Y = m.t("y", tuple(shp))
+        m.op(TCONV, [m.t("shape", [4], shp, I32), m.t("w", w.shape, w), X], [Y], O_TCONV,
+             opt((0, "b", VALID), (1, "i", sw), (2, "i", sh)))
+        d = os.path.join(tmp, "armnn_%d%d" % (sh, sw))
+        os.makedirs(d)
+        src = os.path.join(d, "m.tflite")
+        open(src, "wb").write(m.bytes([X], [Y]))
+        np.save(os.path.join(d, "x.npy"), x)
+        r = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "armnn_run.py"), src, d,
+                            os.path.join(d, "x.npy")], capture_output=True, text=True)
+        label = "transpose_conv %dx%d VALID in Arm NN" % (sh, sw)
+        if r.returncode:
+            lines.append("FAIL %s: %s" % (label, r.stderr.strip()[-300:]))
+            continue
+        got = np.load(os.path.join(d, "out0.npy")).astype(np.float64)
+        want = tconv(x, w, None, sh, sw, VALID, oh, ow)
+        diff = np.abs(got - want)
+        ok = got.shape == want.shape and (diff <= 1e-4 + 1e-3 * np.abs(want)).all()
+        # and tensio's ONNX form of it in onnxruntime
+        line = run_route(onnx, "armnn", "onnx", src, d, [x], [want], 3)
+        ok = ok and not line.startswith("!")
+        lines.append("%s %s: max abs diff %.3g from NumPy; onnxruntime: %s" % (
+            "ok" if ok else "FAIL", label, diff.max(), line.lstrip("!")))
+    return lines
+
+
 def main():
     import onnx
     if not os.path.isdir(os.path.join(ORT_DIR, "node_modules", "onnxruntime-node")):
@@ -245,7 +269,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="tio_tflite_float_")
     failed = 0
     try:
-        for build in (convnet, elementwise):
+        for build in (convnet, elementwise, upsample):
             name = build.__name__
             data, ins, outs, max_tr = build(rng)
             d = os.path.join(tmp, name)
@@ -255,9 +279,16 @@ def main():
             # TFLite -> ONNX, and through rten and tmfile back to ONNX
             for route in ("onnx", "rten", "tmfile"):
                 line = run_route(onnx, name, route, src, d, ins, outs, max_tr)
+                want = REFUSED.get((name, route))
+                if want:
+                    line = ("refused by name: " + want) if want in line else (
+                        "!expected the refusal %r: %s" % (want, line.lstrip("!")))
                 print(("FAIL %s via %s: %s" if line.startswith("!") else "ok %s via %s: %s")
                       % (name, route, line.lstrip("!")), flush=True)
                 failed += line.startswith("!")
+        for line in armnn_tconv(onnx, rng, tmp):
+            print(line, flush=True)
+            failed += line.startswith("FAIL")
     finally:
         shutil.rmtree(tmp)
     print("%d failed" % failed)

@@ -16,7 +16,13 @@ For each model of $TIO_SHARED_VECTORS/tflite (manifest.json, README.md):
   (`armnn_inputs`/`armnn_outputs`), onnxruntime (npm's onnxruntime-node,
   tests/ort/run_model.js --write) on NAME.in<k>.npy against NAME.out<k>.npy:
   float outputs within 1e-4 + 1e-3 * |want|, quantized ones within one
-  quantization step.
+  quantization step;
+- the others that convert, where Arm NN could not run them: onnxruntime on
+  seeded inputs, and where the model is one CONV_2D or TRANSPOSE_CONV
+  (seanet's int16 layers) its outputs against TFLite's arithmetic done in
+  NumPy (reference_check), within one quantization step; then seanet's
+  TRANSPOSE_CONV with its output's shape changed in the file: output_padding
+  against the reference, and two refusals by name.
 
 One line per model: node and Transpose counts, the largest difference from
 Arm NN. The shared vectors absent: every model is reported skipped by name
@@ -30,6 +36,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tflite_ref  # noqa: E402
 
 if len(sys.argv) != 2:
     print("usage: test_tflite_onnx.py /path/to/tensio", file=sys.stderr)
@@ -55,7 +64,7 @@ XFAIL = {"tflm_mobilenet_v2_quantized_1x3x224x224"}
 # without graph optimizations (TIO_ORT_OPT, tests/ort/run_model.js).
 ORT_ENV = dict(os.environ, TIO_ORT_OPT="disabled")
 # builtin operator codes of the manifest that have no ONNX form in tensio
-NAMES = {27: "SVDF", 32: "CUSTOM", 44: "UNIDIRECTIONAL_SEQUENCE_LSTM", 67: "TRANSPOSE_CONV"}
+NAMES = {27: "SVDF", 32: "CUSTOM", 44: "UNIDIRECTIONAL_SEQUENCE_LSTM"}
 
 
 def run(argv, env=None):
@@ -93,6 +102,12 @@ def main():
                 else:
                     print("FAIL %s: %s" % (name, e), flush=True)
                     failed += 1
+        for line in transpose_conv_variants(np, onnx, manifest, tmp):
+            print(line, flush=True)
+            if line.startswith("ok "):
+                passed += 1
+            else:
+                failed += 1
     finally:
         shutil.rmtree(tmp)
     print("%d passed, %d failed" % (passed, failed))
@@ -138,7 +153,8 @@ def check(np, onnx, fname, name, m, tmp):
     head = "%d nodes, %d Transpose (%d on activations), opset %d, %s" % (
         nodes, tr, tr_act, opset, checked)
     if not m.get("armnn_outputs"):
-        return head + "; Arm NN did not run it (%s)" % str(m.get("armnn_20_08"))[:60]
+        why = "Arm NN did not run it (%s)" % str(m.get("armnn_20_08"))[:60]
+        return head + "; " + reference_check(np, src, name, m, model, tmp) + "; " + why
     d = os.path.join(tmp, name)
     os.makedirs(d)
     sg = m["subgraphs"][0]
@@ -204,6 +220,221 @@ def check(np, onnx, fname, name, m, tmp):
             assert (diff <= tol).all(), "output %d: max diff %g" % (k, diff.max())
             worst = max(worst, float(diff.max(initial=0)))
     return head + "; onnxruntime vs Arm NN max abs diff %.6g" % worst
+
+
+def fb_options(path):
+    """The first operator's builtin options table of a .tflite, as a function
+    of a field index and its size (1: int8, 4: int32) -> value or None: a
+    FlatBuffers walk of its own (Model.subgraphs[0].operators[0]
+    .builtin_options), so the reference below does not read the model
+    through tensio."""
+    import struct
+    b = open(path, "rb").read()
+
+    def u32(o):
+        return struct.unpack_from("<I", b, o)[0]
+
+    def table(pos):
+        vt = pos - struct.unpack_from("<i", b, pos)[0]
+        vlen = struct.unpack_from("<H", b, vt)[0]
+
+        def field(i):
+            off = struct.unpack_from("<H", b, vt + 4 + 2 * i)[0] if 4 + 2 * i < vlen else 0
+            return pos + off if off else None
+        return field
+
+    def first(o):  # the first table of the vector at field offset o
+        v = o + u32(o)
+        return v + 4 + u32(v + 4)
+
+    sg = table(first(table(u32(0))(2)))
+    op = table(first(sg(3)))
+    f = op(4)
+    ot = table(f + u32(f))
+
+    def get(i, size, default):
+        at = ot(i)
+        return default if at is None else struct.unpack_from("<b" if size == 1 else "<i", b, at)[0]
+    return get
+
+
+def reference_check(np, src, name, m, model, tmp):
+    """A model Arm NN cannot run: onnxruntime runs its ONNX form on seeded
+    inputs. Where the model is one CONV_2D or TRANSPOSE_CONV (seanet's int16
+    layers), its outputs are checked against TFLite's arithmetic done here in
+    NumPy (dequantize, convolve or scatter in float64, add the bias, quantize:
+    what TFLite's integer kernels compute, up to rounding): within one
+    quantization step."""
+    sg = m["subgraphs"][0]
+    tensors = sg["tensors"]
+    d = os.path.join(tmp, name + "_ref")
+    os.makedirs(d)
+    rng = np.random.default_rng(7)
+    ops = sg["operators"]
+    single = len(ops) == 1 and ops[0]["opcode"] in (3, 67)
+    feeds = {}
+    ins = []
+    for k, (v, i) in enumerate(zip(model.graph.input, sg["inputs"])):
+        t = tensors[i]
+        dt = np.dtype(t["dtype"])
+        if single and ops[0]["opcode"] == 67 and i == ops[0]["inputs"][0]:
+            a = np.array(tensors[ops[0]["outputs"][0]]["shape"], dtype=dt)  # output_shape
+        elif np.issubdtype(dt, np.integer):
+            info = np.iinfo(dt)
+            a = rng.integers(max(info.min, -20000), min(info.max, 20000) + 1,
+                             size=t["shape"]).astype(dt)
+        else:
+            a = rng.standard_normal(t["shape"]).astype(dt)
+        np.save(os.path.join(d, "in%d.npy" % k), a)
+        feeds[i] = a
+        ins.append({"name": v.name, "file": "in%d.npy" % k})
+    outs = [{"name": o.name, "file": "got%d.npy" % k} for k, o in enumerate(model.graph.output)]
+    json.dump({"inputs": ins, "outputs": outs}, open(os.path.join(d, "reference_io.json"), "w"))
+    r = run(["node", os.path.join(ORT_DIR, "run_model.js"), "--write", src_onnx(tmp, name), d],
+            env=dict(ORT_ENV, NODE_PATH=os.path.join(ORT_DIR, "node_modules")))
+    assert r.returncode == 0, "onnxruntime on seeded inputs: %s" % (r.stderr or r.stdout).strip()
+    got = [np.load(os.path.join(d, o["file"])) for o in outs]
+    for g, i in zip(got, sg["outputs"]):
+        assert list(g.shape) == tensors[i]["shape"], "output shape %s, TFLite %s" % (
+            list(g.shape), tensors[i]["shape"])
+    if not single:
+        return "onnxruntime runs it on seeded inputs (no reference)"
+    # the constants, as tensio's .npz of the model (their bytes are checked
+    # against the manifest's sha256 by tflite_vectors)
+    npz = os.path.join(d, "consts.npz")
+    r = run([TENSIO, "convert", "--drop-metadata", src, npz])
+    assert r.returncode == 0, "to .npz: %s" % r.stderr.strip()
+    z = np.load(npz)
+    op = ops[0]
+
+    def value(i):
+        return feeds[i] if i in feeds else z[tensors[i]["name"]]
+
+    def deq(i):
+        t, a = tensors[i], value(i).astype(np.float64)
+        q = t.get("quant")
+        if not q or not q.get("scale"):
+            return a
+        s, zp = np.array(q["scale"]), np.array(q.get("zero_point") or [0] * len(q["scale"]))
+        if len(s) > 1:
+            shape = [1] * a.ndim
+            shape[q.get("quantized_dimension", 0) if a.ndim > 1 else 0] = len(s)
+            s, zp = s.reshape(shape), zp.reshape(shape)
+        return (a - zp) * s
+
+    opt = fb_options(src)
+    tc = op["opcode"] == 67
+    iw = op["inputs"][1]
+    ix = op["inputs"][2] if tc else op["inputs"][0]
+    ib = op["inputs"][3] if tc else op["inputs"][2]
+    x, w = deq(ix), deq(iw)  # NHWC, OHWI
+    pad, sw, sh = opt(0, 1, 0), opt(1, 4, 1), opt(2, 4, 1)
+    act = opt(3, 1, 0)
+    yt = tensors[op["outputs"][0]]
+    oh, ow = yt["shape"][1:3]
+    if tc:
+        y = tflite_ref.tconv(x, w, None, sh, sw, pad, oh, ow)
+    else:
+        assert sh == sw and opt(4, 4, 1) == 1 and opt(5, 4, 1) == 1, (
+            "the NumPy reference takes one stride and no dilation")
+        y = tflite_ref.conv(x, w, 0, sh, pad)
+    if ib >= 0:
+        y += deq(ib)
+    y = tflite_ref.act(y, act)
+    q = yt.get("quant") or {}
+    if q.get("scale"):
+        info = np.iinfo(np.dtype(yt["dtype"]))
+        zp = (q.get("zero_point") or [0])[0]
+        want = np.clip(np.round(y / q["scale"][0]) + zp, info.min, info.max)
+        diff = np.abs(got[0].astype(np.int64) - want.astype(np.int64))
+        assert diff.max() <= 1, "%d quantization steps off the NumPy reference (%d of %d " \
+            "elements past one)" % (diff.max(), int((diff > 1).sum()), diff.size)
+        return "NumPy reference: within %d step (%d of %d elements off)" % (
+            diff.max(), int((diff > 0).sum()), diff.size)
+    diff = np.abs(got[0] - y)
+    assert (diff <= 1e-4 + 1e-3 * np.abs(y)).all(), "max diff %g from the NumPy reference" % (
+        diff.max())
+    return "NumPy reference: max abs diff %.3g" % diff.max()
+
+
+def tensor_shape_at(b, ti):
+    """The byte offset of tensor ti's shape vector (its length word) in
+    subgraph 0 of the .tflite bytes b: Model.subgraphs[0].tensors[ti].shape."""
+    import struct
+
+    def u32(o):
+        return struct.unpack_from("<I", b, o)[0]
+
+    def field(pos, i):
+        vt = pos - struct.unpack_from("<i", b, pos)[0]
+        off = struct.unpack_from("<H", b, vt + 4 + 2 * i)[0]
+        return pos + off
+
+    def elem(o, k):  # table k of the vector at field offset o
+        v = o + u32(o)
+        e = v + 4 + 4 * k
+        return e + u32(e)
+
+    sg = elem(field(u32(0), 2), 0)
+    t = elem(field(sg, 0), ti)
+    f = field(t, 0)
+    return f + u32(f)
+
+
+def transpose_conv_variants(np, onnx, manifest, tmp):
+    """seanet's TRANSPOSE_CONV with its output's static width or channels
+    changed in the file: one column more than the input covers (ONNX's
+    output_padding: onnxruntime against the NumPy reference), three more
+    (past the stride: refused by name), other channels than the weights'
+    (refused by name)."""
+    import copy
+    import struct
+    fname = "tflm_seanet_transpose_conv0.tflite"
+    if fname not in manifest:
+        return ["FAIL %s: not in the manifest" % fname]
+    m0 = manifest[fname]
+    yi = m0["subgraphs"][0]["operators"][0]["outputs"][0]
+    raw = open(os.path.join(VEC, fname), "rb").read()
+    at = tensor_shape_at(raw, yi)
+    shape = list(struct.unpack_from("<I4i", raw, at))
+    if shape[0] != 4 or shape[1:] != m0["subgraphs"][0]["tensors"][yi]["shape"]:
+        return ["FAIL %s: the output's shape vector is not where it was expected" % fname]
+    lines = []
+    for what, dim, delta, refusal in (
+            ("one column past what the input covers", 3, 1, None),
+            ("three columns past it", 3, 3, "the output is larger than the input covers"),
+            ("other channels than the weights'", 4, -32,
+             "the weights' channels are not the input's and the output's")):
+        b = bytearray(raw)
+        new = shape[1:]
+        new[dim - 1] += delta
+        struct.pack_into("<4i", b, at + 4, *new)
+        name = "tconv_variant%d" % len(lines)
+        src = os.path.join(tmp, name + ".tflite")
+        open(src, "wb").write(bytes(b))
+        r = run([TENSIO, "convert", "--drop-metadata", src, src_onnx(tmp, name)])
+        label = "transpose_conv0, %s" % what
+        if refusal:
+            ok = r.returncode != 0 and "TRANSPOSE_CONV (operator 0: " + refusal in r.stderr
+            lines.append("%s %s: %s" % ("ok" if ok else "FAIL", label,
+                                        "refused by name" if ok else r.stderr.strip() or
+                                        "converted"))
+            continue
+        if r.returncode != 0:
+            lines.append("FAIL %s: %s" % (label, r.stderr.strip()))
+            continue
+        m = copy.deepcopy(m0)
+        m["subgraphs"][0]["tensors"][yi]["shape"] = new
+        model = onnx.load(src_onnx(tmp, name))
+        try:
+            lines.append("ok %s: %s" % (label, reference_check(np, src, name, m, model, tmp)))
+        except AssertionError as e:
+            lines.append("FAIL %s: %s" % (label, e))
+    return lines
+
+
+def src_onnx(tmp, name):
+    return os.path.join(tmp, name + ".onnx")
 
 
 if __name__ == "__main__":
