@@ -57,6 +57,9 @@
  * stay in L2 between the read and the write (ext4, 1 GiB: 64 KiB 0.23 s,
  * 256 KiB 0.21 s, 1 MiB 0.20-0.89 s; cp 0.18 s). */
 #define READ_PIECE ((size_t)256 << 10)
+/* read_in reads ahead where ranges follow each other at most this far
+ * apart, and this much past the output's next READ_PIECE boundary. */
+#define READ_GAP ((size_t)4 << 10)
 /* Linux >= 5.14; older headers lack the constant (older kernels: EINVAL). */
 #if defined(__linux__) && !defined(MADV_POPULATE_READ)
 #define MADV_POPULATE_READ 22
@@ -98,6 +101,7 @@ int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err) {
     s->buf = s->first;
     s->cap = sizeof s->first;
     s->flush_at = FLUSH_AT_DISK;
+    s->rd_end = UINT64_MAX;
     long pg = sysconf(_SC_PAGESIZE);
     s->page = pg >= 4096 && pg <= (1L << 20) ? (size_t)pg : 4096;
     off_t at = lseek(fd, 0, SEEK_CUR); /* a pipe or socket: no copies */
@@ -257,6 +261,7 @@ static int write_pending(tio_sink *s, tio_error *err) {
     s->niov = 0;
     s->pending = 0;
     s->len = 0;
+    s->ra_len = 0;
     return TIO_OK;
 }
 
@@ -451,6 +456,7 @@ static int pending_to_run(tio_sink *s, int in_fd, uint64_t soff, const uint8_t *
     s->niov = 0;
     s->pending = 0;
     s->len = 0;
+    s->ra_len = 0;
     return 1;
 }
 
@@ -548,6 +554,10 @@ static int write_mapped(tio_sink *s, const uint8_t *map, size_t map_size, size_t
  * Linux 6.18: docs/performance.md). A source shorter than when it was
  * mapped is an error, not a SIGBUS. */
 static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err) {
+    /* ranges in file order, a little apart (the records between a format's
+     * tensors): read past each one, the next ones come from the buffer */
+    bool seq = s->rd_end != UINT64_MAX && off >= s->rd_end && off - s->rd_end <= READ_GAP;
+    s->rd_end = (uint64_t)off + n;
     while (n) {
         /* The piece that makes what is pending due for writing (flush_due),
          * or fills the buffer, ends where the output reaches a multiple of
@@ -561,6 +571,21 @@ static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err)
         if (want > edge && (s->pending + want >= s->flush_at || s->buf == s->first ||
                             s->cap - s->len < want + READ_PIECE))
             want = edge;
+        if (s->ra_len && s->ra_fd == in_fd && off >= s->ra_off &&
+            off - s->ra_off < s->ra_len && s->niov < TIO__SINK_IOV) {
+            /* read already, with an earlier range */
+            size_t have = s->ra_len - (size_t)(off - s->ra_off);
+            size_t m = want < have ? want : have;
+            int rc = gather(s, s->ra + (off - s->ra_off), m, err);
+            if (rc) return rc;
+            s->pos += m;
+            off += m;
+            n -= m;
+            tio__sink_progress(s);
+            if (flush_due(s, 0) && (rc = write_pending(s, err))) return rc;
+            continue;
+        }
+        s->ra_len = 0;
         if (s->buf == s->first || s->cap - s->len < want || s->niov == TIO__SINK_IOV) {
             int rc = write_pending(s, err);
             if (rc) return rc;
@@ -571,7 +596,17 @@ static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err)
                 s->cap = FILE_BUF;
             }
         }
-        size_t k = want; /* <= s->cap - s->len: FILE_BUF >= READ_PIECE */
+        /* where this piece ends the range and the ranges are in order, the
+         * source bytes up to the output's next READ_PIECE boundary too
+         * (those past it would be dropped by the write there), and a
+         * little more: a record of the source may be longer than the
+         * output's */
+        size_t k = want, extra = 0; /* <= s->cap - s->len: FILE_BUF >= READ_PIECE */
+        if (seq && want == n && want < edge) {
+            extra = edge - want + READ_GAP;
+            if (extra > s->cap - s->len - want) extra = s->cap - s->len - want;
+            k += extra;
+        }
         ssize_t r = pread(in_fd, s->buf + s->len, k, (off_t)off); /* off <= INT64_MAX */
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
@@ -585,10 +620,16 @@ static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err)
                             "reading the source file at offset %zu failed: %s", off,
                             strerror(errno));
         }
-        size_t m = (size_t)r;
+        size_t m = (size_t)r < want ? (size_t)r : want;
         int rc = gather(s, s->buf + s->len, m, err); /* room in iov[] was made above */
         if (rc) return rc;
-        s->len += m;
+        if ((size_t)r > m) { /* read ahead: kept until what is pending is written */
+            s->ra = s->buf + s->len + m;
+            s->ra_off = (uint64_t)off + m;
+            s->ra_len = (size_t)r - m;
+            s->ra_fd = in_fd;
+        }
+        s->len += (size_t)r;
         s->pos += m;
         off += m;
         n -= m;
