@@ -13,6 +13,49 @@ void tio__headsrc_init(tio_headsrc *h, int fd, const void *base, size_t size) {
     h->last = 0;
     h->preads = 0;
     for (unsigned k = 0; k < 2; k++) h->w[k] = (tio_headwin){0, 0};
+    h->pre = NULL;
+    h->pre_off = NULL;
+    h->pre_n = h->pre_len = h->pre_hint = 0;
+}
+
+void tio__headsrc_ahead(tio_headsrc *h, const uint64_t *off, size_t n, size_t len) {
+    if (h->pre || h->fd < 0) return;
+    h->pre = tio__preads_start(h->fd, off, n, len, h->size);
+    if (!h->pre) return;
+    h->pre_off = off;
+    h->pre_n = n;
+    h->pre_len = len;
+    h->pre_hint = 0;
+}
+
+void tio__headsrc_ahead_end(tio_headsrc *h) {
+    tio__preads_end(h->pre);
+    h->pre = NULL;
+    h->pre_off = NULL;
+    h->pre_n = 0;
+}
+
+/* The entry of the read-ahead whose bytes hold [off, off+n), or SIZE_MAX:
+ * the one after the last found first (records are read in order), else a
+ * binary search. */
+static size_t ahead_find(tio_headsrc *h, uint64_t off, size_t n) {
+    const uint64_t *o = h->pre_off;
+    size_t i = h->pre_hint;
+    if (i >= h->pre_n || o[i] > off) {
+        size_t lo = 0, hi = h->pre_n; /* the last o[i] <= off */
+        while (hi - lo > 1) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (o[mid] <= off) lo = mid;
+            else hi = mid;
+        }
+        i = lo;
+    } else {
+        while (i + 1 < h->pre_n && o[i + 1] <= off) i++;
+    }
+    if (o[i] > off || off - o[i] > h->pre_len || n > h->pre_len - (size_t)(off - o[i]))
+        return SIZE_MAX;
+    h->pre_hint = i + 1;
+    return i;
 }
 
 static int headwin_has(const tio_headwin *w, uint64_t off, size_t n) {
@@ -53,6 +96,14 @@ const uint8_t *tio__headsrc_get(tio_headsrc *h, uint64_t off, size_t n) {
     if (headwin_has(&h->w[o], off, n)) {
         h->last = o;
         return h->bytes[o] + (off - h->w[o].off);
+    }
+    if (h->pre && h->pre_n) {
+        size_t i = ahead_find(h, off, n);
+        if (i != SIZE_MAX && tio__preads_take(h->pre, i, h->bytes[o])) {
+            h->w[o] = (tio_headwin){h->pre_off[i], h->pre_len};
+            h->last = o;
+            return h->bytes[o] + (off - h->pre_off[i]);
+        }
     }
     /* Near a window: the headers around it, read ahead (and a little back:
      * structs read in reverse within a record); else this header and a

@@ -167,6 +167,11 @@ typedef struct tio_headsrc {
     unsigned last;       /* the window used last (0 or 1) */
     uint64_t preads;     /* windows read (tests, docs) */
     tio_headwin w[2];
+    /* tio__headsrc_ahead: pre_len bytes at each of pre_n ascending offsets,
+     * read by a thread (NULL: none) */
+    struct tio_preads *pre;
+    const uint64_t *pre_off;
+    size_t pre_n, pre_len, pre_hint;
     uint8_t bytes[2][TIO__HEAD_WINDOW];
 } tio_headsrc;
 
@@ -181,6 +186,17 @@ void tio__headsrc_init(tio_headsrc *h, int fd, const void *base, size_t size);
  * TIO__HEAD_MAX, a short read or an error): the caller then reads the mapping. The caller
  * has checked off + n <= h->size. */
 const uint8_t *tio__headsrc_get(tio_headsrc *h, uint64_t off, size_t n);
+/* Records whose headers lie far apart (at least TIO__HEAD_WINDOW on
+ * average): len bytes (<= TIO__PREADS_MAX) at each of n strictly ascending
+ * offsets are read by a thread of their own (tio_preads, from the last
+ * down) while the caller reads from the first up; a tio__headsrc_get of
+ * bytes inside one of them takes them from the thread when it has read
+ * them, else reads as before. The caller checks the offsets' order and
+ * that n * len is bounded by the input; off must stay valid until
+ * tio__headsrc_ahead_end, which the caller calls before it returns (on
+ * errors too). No thread (too few, no memory): nothing changes. */
+void tio__headsrc_ahead(tio_headsrc *h, const uint64_t *off, size_t n, size_t len);
+void tio__headsrc_ahead_end(tio_headsrc *h);
 /* The bytes [off, off+n) when a window holds them already (no read), else
  * NULL. */
 const uint8_t *tio__headsrc_held(tio_headsrc *h, uint64_t off, size_t n);
@@ -765,7 +781,7 @@ void tio__crc32_join(tio_crc_job *j);
  * offset past the end (UINT64_MAX: none) is not read. off must stay valid
  * until the end. NULL: no thread (too few, out of memory, pthread_create
  * failed); the caller reads every struct itself. */
-#define TIO__PREADS_MAX 16u
+#define TIO__PREADS_MAX 64u
 typedef struct tio_preads tio_preads;
 tio_preads *tio__preads_start(int fd, const uint64_t *off, size_t count, size_t len,
                               uint64_t size);

@@ -468,6 +468,11 @@ static int btf_check_coverage(btf_reader *r, btf_rec *recs, size_t n, uint64_t t
     return TIO_OK;
 }
 
+static uint64_t *btf_ahead(btf_reader *r, const uint8_t *table, size_t count,
+                           uint64_t table_end, size_t size);
+static int btf_read_records(btf_reader *r, const uint8_t *table, size_t count,
+                            uint64_t table_end, size_t size, btf_rec *recs);
+
 static int btf_read_all(btf_reader *r, btf_rec **recs_out) {
     tio_read_ctx *ctx = r->ctx;
     size_t size = ctx->size;
@@ -505,6 +510,50 @@ static int btf_read_all(btf_reader *r, btf_rec **recs_out) {
         if (!recs) return tio__nomem(r->err, BTF);
     }
     *recs_out = recs;
+    uint64_t *ahead = btf_ahead(r, table, count, table_end, size);
+    rc = btf_read_records(r, table, count, table_end, size, recs);
+    if (ahead) {
+        tio__headsrc_ahead_end(r->cur.head);
+        free(ahead);
+    }
+    if (rc) return rc;
+    rc = btf_check_coverage(r, recs, count, table_end);
+    if (rc) return rc;
+    return btf_flush_findings(r);
+}
+
+/* Far-apart records (a file of many large tensors): their headers are read
+ * by a thread too (tio__headsrc_ahead), from the last up, while the loop
+ * reads from the first: BTF_AHEAD bytes at each, the 16-byte header and
+ * the dims of rank up to 6. Only when the offsets ascend, lie in the file,
+ * and are at least a header window apart on average (so the thread's
+ * BTF_AHEAD bytes per record stay below 1/256 of the input); else NULL and
+ * the loop reads every header itself, as it also does for any the thread
+ * has not begun. The offsets are checked again, with their messages, by the
+ * loop. */
+#define BTF_AHEAD 64u
+#define BTF_AHEAD_MIN 256u
+static uint64_t *btf_ahead(btf_reader *r, const uint8_t *table, size_t count,
+                           uint64_t table_end, size_t size) {
+    if (!r->cur.head || count < BTF_AHEAD_MIN || size < table_end ||
+        (size - table_end) / count < TIO__HEAD_WINDOW)
+        return NULL;
+    uint64_t *off = malloc(count * sizeof *off);
+    if (!off) return NULL;
+    for (size_t i = 0; i < count; i++) {
+        off[i] = tio__ld64(table + 8 * i);
+        if (off[i] < table_end || off[i] >= size || (i && off[i] <= off[i - 1])) {
+            free(off);
+            return NULL;
+        }
+    }
+    tio__headsrc_ahead(r->cur.head, off, count, BTF_AHEAD);
+    return off;
+}
+
+static int btf_read_records(btf_reader *r, const uint8_t *table, size_t count,
+                            uint64_t table_end, size_t size, btf_rec *recs) {
+    int rc;
     for (size_t i = 0; i < count; i++) {
         uint64_t slot = 8 + 8 * (uint64_t)i;
         /* the table is read from the mapping (n / 512 pages), the records
@@ -531,9 +580,7 @@ static int btf_read_all(btf_reader *r, btf_rec **recs_out) {
         rc = btf_read_record(r, i, rec, &recs[i]);
         if (rc) return rc;
     }
-    rc = btf_check_coverage(r, recs, count, table_end);
-    if (rc) return rc;
-    return btf_flush_findings(r);
+    return TIO_OK;
 }
 
 static int btf_read(tio_read_ctx *ctx, tio_error *err) {
