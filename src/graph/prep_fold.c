@@ -85,6 +85,42 @@ static bool slice_axis(int64_t dim, int64_t st, int64_t en, int64_t step, int64_
     return true;
 }
 
+/* ConvTranspose without output_shape or auto_pad (what exporters write:
+ * pads and output_padding): out = s (in - 1) + output_padding
+ * + d (k - 1) + 1 - pads, channels = W's dim 1 x group. */
+static void infer_convt(pp *x, const tio_gnode *n, int64_t in, int64_t out) {
+    int r = x->srank[in];
+    int64_t wv = n->input_count > 1 ? n->inputs[1] : -1, o[GP_MAX_DIMS],
+            s[GP_MAX_DIMS - 2], d[GP_MAX_DIMS - 2], op[GP_MAX_DIMS - 2],
+            pd[2 * (GP_MAX_DIMS - 2)];
+    size_t cnt;
+    const tio_gattr *ap = tio__gp_ga(n, "auto_pad");
+    if (r < 3 || !tio__gp_known(x, wv) || x->srank[wv] != r || tio__gp_ga(n, "output_shape") ||
+        (ap && (ap->type != TIO_ATTR_STRING || strcmp(ap->s, "NOTSET") != 0)))
+        return;
+    size_t sp = (size_t)r - 2;
+    int64_t g = tio__gp_ga_i(n, "group", 1);
+    if (g < 1 || g > PP_BIG || x->sh[wv][1] > PP_BIG / g) return;
+    o[0] = x->sh[in][0];
+    o[1] = x->sh[wv][1] * g;
+    for (size_t j = 0; j < sp; j++) s[j] = 1, d[j] = 1, op[j] = 0, pd[j] = pd[j + sp] = 0;
+    if (tio__gp_const_ints(x, n, 99, "strides", s, sp, &cnt) && cnt != sp) return;
+    if (tio__gp_const_ints(x, n, 99, "dilations", d, sp, &cnt) && cnt != sp) return;
+    if (tio__gp_const_ints(x, n, 99, "output_padding", op, sp, &cnt) && cnt != sp) return;
+    if (tio__gp_const_ints(x, n, 99, "pads", pd, 2 * sp, &cnt) && cnt != 2 * sp) return;
+    for (size_t j = 0; j < sp; j++) {
+        int64_t iv = x->sh[in][2 + j], k = x->sh[wv][2 + j];
+        if (s[j] < 1 || s[j] > INT32_MAX || d[j] < 1 || d[j] > INT32_MAX || k < 1 ||
+            k > INT32_MAX || op[j] < 0 || op[j] > INT32_MAX || pd[j] < 0 || pd[j + sp] < 0 ||
+            pd[j] > PP_BIG || pd[j + sp] > PP_BIG || iv < 1 || iv > PP_BIG / s[j])
+            return;
+        int64_t v = s[j] * (iv - 1) + op[j] + d[j] * (k - 1) + 1 - pd[j] - pd[j + sp];
+        if (v < 1) return;
+        o[2 + j] = v;
+    }
+    tio__gp_set_shape(x, out, r, o);
+}
+
 static void infer_pool(pp *x, const tio_gnode *n, int64_t in, int64_t out, bool conv) {
     int r = x->srank[in];
     int64_t o[GP_MAX_DIMS], k[GP_MAX_DIMS - 2], s[GP_MAX_DIMS - 2], d[GP_MAX_DIMS - 2],
@@ -173,6 +209,8 @@ void tio__gp_infer(pp *x, size_t j) {
     if (strcmp(op, "Conv") == 0 || strcmp(op, "MaxPool") == 0 ||
         strcmp(op, "AveragePool") == 0) {
         infer_pool(x, n, in, out, op[0] == 'C');
+    } else if (strcmp(op, "ConvTranspose") == 0) {
+        infer_convt(x, n, in, out);
     } else if (strcmp(op, "GlobalAveragePool") == 0 || strcmp(op, "GlobalMaxPool") == 0) {
         for (int k = 0; k < r; k++) o[k] = k < 2 ? x->sh[in][k] : 1;
         tio__gp_set_shape(x, out, r, o);

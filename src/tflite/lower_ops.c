@@ -443,6 +443,118 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
     return conv_opts(L, op, pk, &sp, y);
 }
 
+/* ConvTranspose (2-D, one group, float weights [C, O, KH, KW], no
+ * dilation): TRANSPOSE_CONV with VALID padding to the full size
+ * (in - 1) s + k + output_padding, then the bias by ADD, then the pads cut
+ * off by STRIDED_SLICE. VALID because TensorFlow Lite takes SAME's begin
+ * pad from the output's size and Arm NN 20.08 from the input's, and the
+ * bias by ADD because Arm NN 20.08 takes TRANSPOSE_CONV with three inputs
+ * only (as older runtimes do). */
+static int lo_convt(tl *L, const tio_tfl_lowmap *e) {
+    int64_t x = tio__tl_in_v(L->n, 0), wv = tio__tl_in_v(L->n, 1), bv = tio__tl_in_v(L->n, 2),
+            y = L->n->outputs[0], xd[LMAX], yd[LMAX];
+    int rx, ry, rc;
+    if (wv >= 0 && L->q[wv].ct)
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "a quantized ConvTranspose");
+    const tio_tensor *w = tio__tl_wconst(L, wv), *bt = bv >= 0 ? tio__tl_wconst(L, bv) : NULL;
+    if (!w || w->rank != 4 || !tio__tl_wfloat(w, w->numel))
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
+                             "the weights must be a 4-D float32 or float16 constant (2-D "
+                             "ConvTranspose)");
+    int64_t C = w->shape[0], O = w->shape[1], KH = w->shape[2], KW = w->shape[3];
+    if (bv >= 0 && !tio__tl_wfloat(bt, (uint64_t)O))
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
+                             "the bias must be a float32 or float16 constant of %lld values",
+                             (long long)O);
+    if ((rc = tio__tl_need_shape(L, x, xd, &rx)) || (rc = tio__tl_need_shape(L, y, yd, &ry)))
+        return rc;
+    if (rx != 4 || ry != 4)
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "only 2-D ConvTranspose lowers");
+    const tio_gattr *ap = tio__tl_attr(L->n, "auto_pad");
+    if (tio__tl_attr_i(L->n, "group", 1) != 1 || xd[1] != C || yd[1] != O ||
+        tio__tl_attr(L->n, "output_shape") ||
+        (ap && (ap->type != TIO_ATTR_STRING || strcmp(ap->s, "NOTSET") != 0)))
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
+                             "group, channels, auto_pad or output_shape other than one group "
+                             "of the weights' channels with explicit pads");
+    int64_t k[2] = {KH, KW}, s[2] = {1, 1}, dl[2] = {1, 1}, op[2] = {0, 0}, pd[4] = {0, 0, 0, 0};
+    size_t cnt;
+    if ((tio__tl_attr_ints(L->n, "strides", s, 2, &cnt) && cnt != 2) ||
+        (tio__tl_attr_ints(L->n, "dilations", dl, 2, &cnt) && cnt != 2) ||
+        (tio__tl_attr_ints(L->n, "output_padding", op, 2, &cnt) && cnt != 2) ||
+        (tio__tl_attr_ints(L->n, "pads", pd, 4, &cnt) && cnt != 4) || dl[0] != 1 || dl[1] != 1)
+        return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "dilations other than 1, or malformed "
+                                                   "strides, pads or output_padding");
+    int64_t full[2];
+    for (int j = 0; j < 2; j++) {
+        if (s[j] < 1 || s[j] > INT32_MAX || k[j] < 1 || k[j] > INT32_MAX || op[j] < 0 ||
+            op[j] >= s[j] || pd[j] < 0 || pd[j + 2] < 0 || xd[2 + j] > INT32_MAX / s[j])
+            return tio__tl_nfail(L, TIO_E_UNSUPPORTED,
+                                 "strides, pads or output_padding out of range");
+        full[j] = (xd[2 + j] - 1) * s[j] + k[j] + op[j];
+        if (full[j] > INT32_MAX || pd[j] + pd[j + 2] >= full[j] ||
+            yd[2 + j] != full[j] - pd[j] - pd[j + 2])
+            return tio__tl_nfail(L, TIO_E_UNSUPPORTED, "the output's size is not what the pads "
+                                                       "leave");
+    }
+    bool crop = pd[0] || pd[1] || pd[2] || pd[3];
+    int64_t fd[4] = {yd[0], full[0], full[1], O}, wsh[4] = {O, KH, KW, C};
+    /* weights [C, O, KH, KW] -> OHWI: (o, y, x, c) */
+    tio_tl_perm pm = {.src = w->data, .es = w->dtype == TIO_FLOAT16 ? 2u : 4u, .nd = 4};
+    int64_t d4[4] = {O, KH, KW, C}, s4[4] = {KH * KW, KW, 1, O * KH * KW};
+    memcpy(pm.d, d4, sizeof d4);
+    memcpy(pm.s, s4, sizeof s4);
+    int32_t in, wt, shp, t, out;
+    const char *wn = tio__tl_sub_name(L, "weights_ohwi"), *sn = tio__tl_sub_name(L, "shape");
+    if (!wn || !sn) return tio__tl_nomem(L);
+    if ((rc = tio__tl_get(L, x, 1, &in)) || (rc = tio__tl_pweights(L, wn, w, &pm, 4, wsh, &wt)) ||
+        (rc = tio__tl_const_i32(L, sn, fd, 4, false, &shp)))
+        return rc;
+    /* each step's result: the value's NHWC form when it is the last one */
+    int steps = 1 + (bt ? 1 : 0) + (crop ? 1 : 0);
+    const char *tn = tio__tl_sub_name(L, "full");
+    if (!tn) return tio__tl_nomem(L);
+    if ((rc = steps == 1 ? tio__tl_new_form(L, y, 1, &t)
+                         : tio__tl_add_tensor(L, tn, TFL_TensorType_FLOAT32, 4, fd, 0, &t)))
+        return rc;
+    int32_t ins[3] = {shp, wt, in};
+    tfl_wop *o;
+    if ((rc = tio__tl_emit(L, e->code, e->options, ins, 3, &t, 1, &o)) ||
+        (rc = tio__tfl_w_opt_i(L->m, o, false, "padding", TFL_Padding_VALID, L->err)) ||
+        (rc = tio__tfl_w_opt_i(L->m, o, false, "stride_h", s[0], L->err)) ||
+        (rc = tio__tfl_w_opt_i(L->m, o, false, "stride_w", s[1], L->err)))
+        return rc;
+    if (bt) {
+        int32_t bi, sum;
+        const char *an = tio__tl_sub_name(L, "biased");
+        if (!an) return tio__tl_nomem(L);
+        if ((rc = tio__tl_get(L, bv, 0, &bi)) ||
+            (rc = crop ? tio__tl_add_tensor(L, an, TFL_TensorType_FLOAT32, 4, fd, 0, &sum)
+                       : tio__tl_new_form(L, y, 1, &sum)))
+            return rc;
+        int32_t ai[2] = {t, bi};
+        if ((rc = tio__tl_emit(L, TFL_BuiltinOperator_ADD, TFL_BuiltinOptions_AddOptions, ai, 2,
+                               &sum, 1, NULL)))
+            return rc;
+        t = sum;
+    }
+    if (!crop) return TIO_OK;
+    int64_t b4[4] = {0, pd[0], pd[1], 0}, e4[4] = {yd[0], pd[0] + yd[2], pd[1] + yd[3], O},
+            one[4] = {1, 1, 1, 1};
+    int32_t bt4, et4, st4;
+    const char *n1 = tio__tl_sub_name(L, "crop_begin"), *n2 = tio__tl_sub_name(L, "crop_end"),
+               *n3 = tio__tl_sub_name(L, "crop_strides");
+    if (!n1 || !n2 || !n3) return tio__tl_nomem(L);
+    if ((rc = tio__tl_const_i32(L, n1, b4, 4, false, &bt4)) ||
+        (rc = tio__tl_const_i32(L, n2, e4, 4, false, &et4)) ||
+        (rc = tio__tl_const_i32(L, n3, one, 4, false, &st4)) ||
+        (rc = tio__tl_new_form(L, y, 1, &out)))
+        return rc;
+    int32_t si[4] = {t, bt4, et4, st4};
+    return tio__tl_emit(L, e->code2, TFL_BuiltinOptions_StridedSliceOptions, si, 4, &out, 1,
+                        NULL);
+}
+
 static int lo_pool(tl *L, const tio_tfl_lowmap *e) {
     int64_t x = tio__tl_in_v(L->n, 0), y = L->n->outputs[0];
     int64_t xd[LMAX], yd[LMAX], k[2];
@@ -1016,6 +1128,7 @@ lo_fn tio__tl_lo_of(tio_tfl_lkind k) {
     case TFL_L_LEAKY: return lo_leaky;
     case TFL_L_HSIGMOID: return lo_hsigmoid;
     case TFL_L_CONV: return lo_conv;
+    case TFL_L_CONVT: return lo_convt;
     case TFL_L_POOL: return lo_pool;
     case TFL_L_GPOOL: return lo_gpool;
     case TFL_L_REDUCE: return lo_reduce;

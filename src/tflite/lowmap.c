@@ -38,6 +38,7 @@ static const tio_tfl_lowmap TFL_LOW[] = {
     {"LeakyRelu", TFL_L_LEAKY, OP(LEAKY_RELU), OPT(LeakyRelu), 0},
     {"HardSigmoid", TFL_L_HSIGMOID, OP(MUL), OPT(Mul), OP(ADD)},
     {"Conv", TFL_L_CONV, OP(CONV_2D), OPT(Conv2D), OP(DEPTHWISE_CONV_2D)},
+    {"ConvTranspose", TFL_L_CONVT, OP(TRANSPOSE_CONV), OPT(TransposeConv), OP(STRIDED_SLICE)},
     {"MaxPool", TFL_L_POOL, OP(MAX_POOL_2D), OPT(Pool2D), OP(PAD)},
     {"AveragePool", TFL_L_POOL, OP(AVERAGE_POOL_2D), OPT(Pool2D), OP(PAD)},
     {"GlobalAveragePool", TFL_L_GPOOL, OP(MEAN), OPT(Reducer), 0},

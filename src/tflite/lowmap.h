@@ -15,6 +15,7 @@ typedef enum tio_tfl_lkind {
     TFL_L_LEAKY,     /* LeakyRelu(alpha) */
     TFL_L_HSIGMOID,  /* HardSigmoid: MUL, ADD with RELU6, MUL */
     TFL_L_CONV,      /* Conv: CONV_2D (OHWI) or DEPTHWISE_CONV_2D (1HWO), NHWC */
+    TFL_L_CONVT,     /* ConvTranspose: TRANSPOSE_CONV (OHWI, VALID), ADD, STRIDED_SLICE */
     TFL_L_POOL,      /* MaxPool/AveragePool: *_POOL_2D, NHWC */
     TFL_L_GPOOL,     /* GlobalAveragePool/GlobalMaxPool: MEAN/REDUCE_MAX on H, W */
     TFL_L_REDUCE,    /* ReduceMean/ReduceMax/ReduceSum: axes as an int32 input */

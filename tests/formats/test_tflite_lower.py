@@ -11,7 +11,8 @@ and CONCATENATION; resnet18 and mobilenet_v2 also at 11, and at 13 with the
 batch a named dim, fixed to 1 by default and to 2 by --dim batch=2) and MLPs
 built here (torch.nn.Linear stacks: Gemm; a rank-3 input: MatMul + Add; the
 same with its two leading dims named, refused without --dim seq=N, whose
-error names --dim). For each:
+error names --dim), and an upsampler of ConvTransposes (TRANSPOSE_CONV, its
+pads cut off by STRIDED_SLICE). For each:
 
 - `tensio convert M.onnx M.tflite` (and for some (VARIANTS), --no-fuse:
   activations and batch norm kept apart, and --layout nchw: 4-D inputs and
@@ -68,13 +69,15 @@ VARIANTS = {"cnn_small": (["--no-fuse"], ["--layout", "nchw"]),
             "densenet121_13": (["--no-fuse"],), "mobilenet_v3_small_13": (["--no-fuse"],),
             "regnet_x_400mf_13": (["--no-fuse"],),
             "shufflenet_v2_x0_5_13": (["--layout", "nchw"],),
-            "resnet18_13_dyn": (["--dim", "batch=2"],), "mlp_seq": (["--dim", "seq=5"],)}
+            "resnet18_13_dyn": (["--dim", "batch=2"],), "mlp_seq": (["--dim", "seq=5"],),
+            "upsampler": (["--layout", "nchw"],)}
 # the model zoo's also exported with the batch a named dim (dynamic_axes):
 # fixed to 1, or by --dim
 DYNAMIC = ["resnet18", "mobilenet_v2"]
 ATOL, RTOL = 1e-4, 1e-3
 # also with float16 weights (each initializer float16 behind a Cast)
-FP16 = {"cnn_small", "resnet18_13", "mobilenet_v3_small_13", "mlp_matmul", "mlp_gemm"}
+FP16 = {"cnn_small", "resnet18_13", "mobilenet_v3_small_13", "mlp_matmul", "mlp_gemm",
+        "upsampler"}
 
 FAILED = 0
 
@@ -112,6 +115,22 @@ def export_mlp(torch, path, rank3, seq=False):
         torch.onnx.export(model, x, path, opset_version=13, input_names=["input"],
                           output_names=["output"],
                           dynamic_axes={"input": axes, "output": axes} if seq else None)
+
+
+def export_upsampler(torch, path):
+    """ConvTransposes as PyTorch exports them: k 4, s 2, p 1 (a crop of one
+    on each side), k 3, s 2, p 1, output_padding 1, and k 2, s 2 without
+    bias or pads."""
+    torch.manual_seed(SEED)
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(),
+                          nn.ConvTranspose2d(8, 6, 4, stride=2, padding=1), nn.ReLU(),
+                          nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1),
+                          nn.ConvTranspose2d(4, 2, 2, stride=2, bias=False)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, torch.randn(1, 3, 12, 10), path, opset_version=13,
+                          input_names=["input"], output_names=["output"])
 
 
 def fp16_weights(onnx, np, src, dst):
@@ -275,6 +294,9 @@ def main():
         p = os.path.join(zdir, nm + ".onnx")
         export_mlp(torch, p, rank3, seq)
         models.append((nm, p))
+    p = os.path.join(zdir, "upsampler.onnx")
+    export_upsampler(torch, p)
+    models.append(("upsampler", p))
     # float16 weights (a Cast each): stored float16, DEQUANTIZEd in the .tflite
     for nm, p in list(models):
         if nm in FP16:

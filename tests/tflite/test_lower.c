@@ -250,6 +250,42 @@ static void test_refused_node(void **state) {
     assert_non_null(strstr(e.message, "node 'c1' (Conv): the weights must be"));
     gb_free(b);
 
+    /* ConvTranspose (k 4, s 2, p 1, a bias): TRANSPOSE_CONV (VALID, to the
+     * full size), ADD of the bias, STRIDED_SLICE cutting the pads off (Arm
+     * NN runs it: the upsampler of tests/formats/test_tflite_lower.py);
+     * with its output's size other than the pads leave, dilations 2, or
+     * two groups: refused naming the node and why */
+    for (int k = 0; k < 4; k++) {
+        b = gb_new();
+        int64_t td[4] = {1, 3, 5, 6}, twd[4] = {3, 2, 4, 4}, tbd[1] = {2},
+                tyd[4] = {1, 2, 10, k == 1 ? 13 : 12};
+        int64_t tx = rv(b, "x", 4, td, false), tw = cv(b, "w", 4, twd),
+                tb = cv(b, "b", 1, tbd), ty = rv(b, "y", 4, tyd, false);
+        int64_t ti[3] = {tx, tw, tb};
+        size_t ct = nd(b, "ct", "ConvTranspose", NULL, 3, ti, ty);
+        static const int64_t s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1}, d2[2] = {2, 2};
+        ints(b, ct, "strides", 2, s2);
+        ints(b, ct, "pads", 4, p1);
+        if (k == 2) ints(b, ct, "dilations", 2, d2);
+        if (k == 3) one_int(b, ct, "group", 3);
+        io(b, tx, ty);
+        int rc = save(b, NULL, &out, &len, &e);
+        if (k == 0) {
+            assert_int_equal(rc, TIO_OK);
+            static const char *const tw_ops[] = {"TRANSPOSE_CONV", "ADD", "STRIDED_SLICE"};
+            expect_ops(out, len, tw_ops, 3);
+            tio_free(out);
+        } else {
+            static const char *const why[4] = {
+                NULL, "the output's size is not what the pads leave", "dilations other than 1",
+                "group, channels"};
+            assert_int_equal(rc, TIO_E_UNSUPPORTED);
+            if (!strstr(e.message, "node 'ct' (ConvTranspose): ") || !strstr(e.message, why[k]))
+                fail_msg("%d: %s", k, e.message);
+        }
+        gb_free(b);
+    }
+
     /* (named dims: test_named_dims) */
 
     /* a dim past int32 */
