@@ -571,73 +571,67 @@ static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err)
         if (want > edge && (s->pending + want >= s->flush_at || s->buf == s->first ||
                             s->cap - s->len < want + READ_PIECE))
             want = edge;
+        const uint8_t *p;
+        size_t m;
         if (s->ra_len && s->ra_fd == in_fd && off >= s->ra_off &&
             off - s->ra_off < s->ra_len && s->niov < TIO__SINK_IOV) {
             /* read already, with an earlier range */
             size_t have = s->ra_len - (size_t)(off - s->ra_off);
-            size_t m = want < have ? want : have;
-            int rc = gather(s, s->ra + (off - s->ra_off), m, err);
-            if (rc) return rc;
-            s->pos += m;
-            off += m;
-            n -= m;
-            tio__sink_progress(s);
-            if (flush_due(s, 0) && (rc = write_pending(s, err))) return rc;
-            continue;
-        }
-        s->ra_len = 0;
-        if (s->buf == s->first || s->cap - s->len < want || s->niov == TIO__SINK_IOV) {
-            int rc = write_pending(s, err);
-            if (rc) return rc;
-            if (s->buf == s->first) {
-                uint8_t *b = malloc(FILE_BUF);
-                if (!b) return tio__nomem(err, NULL);
-                s->buf = b;
-                s->cap = FILE_BUF;
+            p = s->ra + (off - s->ra_off);
+            m = want < have ? want : have;
+        } else {
+            s->ra_len = 0;
+            if (s->buf == s->first || s->cap - s->len < want || s->niov == TIO__SINK_IOV) {
+                int rc = write_pending(s, err);
+                if (rc) return rc;
+                if (s->buf == s->first) {
+                    uint8_t *nb = malloc(FILE_BUF);
+                    if (!nb) return tio__nomem(err, NULL);
+                    s->buf = nb;
+                    s->cap = FILE_BUF;
+                }
             }
-        }
-        /* where this piece ends the range and the ranges are in order, the
-         * source bytes up to the output's next READ_PIECE boundary too
-         * (those past it would be dropped by the write there), and a
-         * little more: a record of the source may be longer than the
-         * output's */
-        size_t k = want, extra = 0; /* <= s->cap - s->len: FILE_BUF >= READ_PIECE */
-        if (seq && want == n && want < edge) {
-            extra = edge - want + READ_GAP;
-            if (extra > s->cap - s->len - want) extra = s->cap - s->len - want;
-            k += extra;
-        }
-        ssize_t r = pread(in_fd, s->buf + s->len, k, (off_t)off); /* off <= INT64_MAX */
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            s->failed = 1;
-            if (r == 0)
+            /* where this piece ends the range and the ranges are in order,
+             * the source bytes up to the output's next READ_PIECE boundary
+             * too (those past it would be dropped by the write there), and
+             * a little more: a record of the source may be longer than the
+             * output's */
+            size_t k = want; /* <= s->cap - s->len: FILE_BUF >= READ_PIECE */
+            if (seq && want == n && want < edge) {
+                size_t extra = edge - want + READ_GAP;
+                k += extra < s->cap - s->len - want ? extra : s->cap - s->len - want;
+            }
+            ssize_t r = pread(in_fd, s->buf + s->len, k, (off_t)off); /* off <= INT64_MAX */
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) {
+                s->failed = 1;
+                if (r == 0)
+                    return tio__err(err, TIO_E_IO, NULL, (int64_t)off,
+                                    "the source file ended at offset %zu, %zu bytes before the "
+                                    "end of the tensor data being saved (it shrank after it was "
+                                    "opened)",
+                                    off, n);
                 return tio__err(err, TIO_E_IO, NULL, (int64_t)off,
-                                "the source file ended at offset %zu, %zu bytes before the end "
-                                "of the tensor data being saved (it shrank after it was opened)",
-                                off, n);
-            return tio__err(err, TIO_E_IO, NULL, (int64_t)off,
-                            "reading the source file at offset %zu failed: %s", off,
-                            strerror(errno));
+                                "reading the source file at offset %zu failed: %s", off,
+                                strerror(errno));
+            }
+            p = s->buf + s->len;
+            m = (size_t)r < want ? (size_t)r : want;
+            if ((size_t)r > m) { /* read ahead: kept until what is pending is written */
+                s->ra = p + m;
+                s->ra_off = (uint64_t)off + m;
+                s->ra_len = (size_t)r - m;
+                s->ra_fd = in_fd;
+            }
+            s->len += (size_t)r;
         }
-        size_t m = (size_t)r < want ? (size_t)r : want;
-        int rc = gather(s, s->buf + s->len, m, err); /* room in iov[] was made above */
+        int rc = gather(s, p, m, err); /* room in iov[] was made above */
         if (rc) return rc;
-        if ((size_t)r > m) { /* read ahead: kept until what is pending is written */
-            s->ra = s->buf + s->len + m;
-            s->ra_off = (uint64_t)off + m;
-            s->ra_len = (size_t)r - m;
-            s->ra_fd = in_fd;
-        }
-        s->len += (size_t)r;
         s->pos += m;
         off += m;
         n -= m;
         tio__sink_progress(s);
-        if (flush_due(s, 0)) {
-            rc = write_pending(s, err);
-            if (rc) return rc;
-        }
+        if (flush_due(s, 0) && (rc = write_pending(s, err))) return rc;
     }
     return TIO_OK;
 }
