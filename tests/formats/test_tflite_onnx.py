@@ -222,38 +222,39 @@ def check(np, onnx, fname, name, m, tmp):
     return head + "; onnxruntime vs Arm NN max abs diff %.6g" % worst
 
 
+def fb_field(b, pos, i):
+    """A minimal FlatBuffers walk of the test's own (so the references below
+    do not read the model through tensio): the position of field i of the
+    table at pos in the bytes b, or None when the field is absent."""
+    import struct
+    vt = pos - struct.unpack_from("<i", b, pos)[0]
+    off = struct.unpack_from("<H", b, vt + 4 + 2 * i)[0] if 4 + 2 * i < (
+        struct.unpack_from("<H", b, vt)[0]) else 0
+    return pos + off if off else None
+
+
+def fb_ref(b, at):
+    """The table or vector the offset at `at` refers to."""
+    import struct
+    return at + struct.unpack_from("<I", b, at)[0]
+
+
+def fb_sub(b):
+    """Model.subgraphs[0] of the .tflite bytes b."""
+    return fb_ref(b, fb_ref(b, fb_field(b, fb_ref(b, 0), 2)) + 4)
+
+
 def fb_options(path):
-    """The first operator's builtin options table of a .tflite, as a function
-    of a field index and its size (1: int8, 4: int32) -> value or None: a
-    FlatBuffers walk of its own (Model.subgraphs[0].operators[0]
-    .builtin_options), so the reference below does not read the model
-    through tensio."""
+    """The first operator's builtin options table of a .tflite
+    (Model.subgraphs[0].operators[0].builtin_options), as a function of a
+    field index and its size (1: int8, 4: int32) -> value, or the default."""
     import struct
     b = open(path, "rb").read()
-
-    def u32(o):
-        return struct.unpack_from("<I", b, o)[0]
-
-    def table(pos):
-        vt = pos - struct.unpack_from("<i", b, pos)[0]
-        vlen = struct.unpack_from("<H", b, vt)[0]
-
-        def field(i):
-            off = struct.unpack_from("<H", b, vt + 4 + 2 * i)[0] if 4 + 2 * i < vlen else 0
-            return pos + off if off else None
-        return field
-
-    def first(o):  # the first table of the vector at field offset o
-        v = o + u32(o)
-        return v + 4 + u32(v + 4)
-
-    sg = table(first(table(u32(0))(2)))
-    op = table(first(sg(3)))
-    f = op(4)
-    ot = table(f + u32(f))
+    op = fb_ref(b, fb_ref(b, fb_field(b, fb_sub(b), 3)) + 4)
+    ot = fb_ref(b, fb_field(b, op, 4))
 
     def get(i, size, default):
-        at = ot(i)
+        at = fb_field(b, ot, i)
         return default if at is None else struct.unpack_from("<b" if size == 1 else "<i", b, at)[0]
     return get
 
@@ -360,25 +361,8 @@ def reference_check(np, src, name, m, model, tmp):
 def tensor_shape_at(b, ti):
     """The byte offset of tensor ti's shape vector (its length word) in
     subgraph 0 of the .tflite bytes b: Model.subgraphs[0].tensors[ti].shape."""
-    import struct
-
-    def u32(o):
-        return struct.unpack_from("<I", b, o)[0]
-
-    def field(pos, i):
-        vt = pos - struct.unpack_from("<i", b, pos)[0]
-        off = struct.unpack_from("<H", b, vt + 4 + 2 * i)[0]
-        return pos + off
-
-    def elem(o, k):  # table k of the vector at field offset o
-        v = o + u32(o)
-        e = v + 4 + 4 * k
-        return e + u32(e)
-
-    sg = elem(field(u32(0), 2), 0)
-    t = elem(field(sg, 0), ti)
-    f = field(t, 0)
-    return f + u32(f)
+    t = fb_ref(b, fb_ref(b, fb_field(b, fb_sub(b), 0)) + 4 + 4 * ti)
+    return fb_ref(b, fb_field(b, t, 0))
 
 
 def transpose_conv_variants(np, onnx, manifest, tmp):
