@@ -443,6 +443,25 @@ static int lo_conv(tl *L, const tio_tfl_lowmap *e) {
     return conv_opts(L, op, pk, &sp, y);
 }
 
+/* STRIDED_SLICE of tensor `in` (rank r) from b to e by st (in its layout),
+ * into value y's form lay. */
+static int strided_slice(tl *L, int32_t in, const int64_t *b, const int64_t *e,
+                         const int64_t *st, int r, int64_t y, int lay) {
+    int32_t bt, et, stt, out;
+    int rc;
+    const char *n1 = tio__tl_sub_name(L, "begin"), *n2 = tio__tl_sub_name(L, "end"),
+               *n3 = tio__tl_sub_name(L, "strides");
+    if (!n1 || !n2 || !n3) return tio__tl_nomem(L);
+    if ((rc = tio__tl_const_i32(L, n1, b, (size_t)r, false, &bt)) ||
+        (rc = tio__tl_const_i32(L, n2, e, (size_t)r, false, &et)) ||
+        (rc = tio__tl_const_i32(L, n3, st, (size_t)r, false, &stt)) ||
+        (rc = tio__tl_new_form(L, y, lay, &out)))
+        return rc;
+    int32_t ins[4] = {in, bt, et, stt};
+    return tio__tl_emit(L, TFL_BuiltinOperator_STRIDED_SLICE,
+                        TFL_BuiltinOptions_StridedSliceOptions, ins, 4, &out, 1, NULL);
+}
+
 /* ConvTranspose (2-D, one group, float weights [C, O, KH, KW], no
  * dilation): TRANSPOSE_CONV with VALID padding to the full size
  * (in - 1) s + k + output_padding, then the bias by ADD, then the pads cut
@@ -504,7 +523,7 @@ static int lo_convt(tl *L, const tio_tfl_lowmap *e) {
     int64_t d4[4] = {O, KH, KW, C}, s4[4] = {KH * KW, KW, 1, O * KH * KW};
     memcpy(pm.d, d4, sizeof d4);
     memcpy(pm.s, s4, sizeof s4);
-    int32_t in, wt, shp, t, out;
+    int32_t in, wt, shp, t;
     const char *wn = tio__tl_sub_name(L, "weights_ohwi"), *sn = tio__tl_sub_name(L, "shape");
     if (!wn || !sn) return tio__tl_nomem(L);
     if ((rc = tio__tl_get(L, x, 1, &in)) || (rc = tio__tl_pweights(L, wn, w, &pm, 4, wsh, &wt)) ||
@@ -541,18 +560,7 @@ static int lo_convt(tl *L, const tio_tfl_lowmap *e) {
     if (!crop) return TIO_OK;
     int64_t b4[4] = {0, pd[0], pd[1], 0}, e4[4] = {yd[0], pd[0] + yd[2], pd[1] + yd[3], O},
             one[4] = {1, 1, 1, 1};
-    int32_t bt4, et4, st4;
-    const char *n1 = tio__tl_sub_name(L, "crop_begin"), *n2 = tio__tl_sub_name(L, "crop_end"),
-               *n3 = tio__tl_sub_name(L, "crop_strides");
-    if (!n1 || !n2 || !n3) return tio__tl_nomem(L);
-    if ((rc = tio__tl_const_i32(L, n1, b4, 4, false, &bt4)) ||
-        (rc = tio__tl_const_i32(L, n2, e4, 4, false, &et4)) ||
-        (rc = tio__tl_const_i32(L, n3, one, 4, false, &st4)) ||
-        (rc = tio__tl_new_form(L, y, 1, &out)))
-        return rc;
-    int32_t si[4] = {t, bt4, et4, st4};
-    return tio__tl_emit(L, e->code2, TFL_BuiltinOptions_StridedSliceOptions, si, 4, &out, 1,
-                        NULL);
+    return strided_slice(L, t, b4, e4, one, 4, y, 1);
 }
 
 static int lo_pool(tl *L, const tio_tfl_lowmap *e) {
@@ -1053,19 +1061,11 @@ static int lo_slice(tl *L, const tio_tfl_lowmap *e) {
         int a = lay ? P4[i] : i;
         bb[i] = b[a], ee[i] = en2[a], ss[i] = s[a];
     }
-    int32_t in, bt, et, stt, out;
-    const char *n1 = tio__tl_sub_name(L, "begin"), *n2 = tio__tl_sub_name(L, "end"),
-               *n3 = tio__tl_sub_name(L, "strides");
-    if (!n1 || !n2 || !n3) return tio__tl_nomem(L);
-    if ((rc = tio__tl_get(L, x, lay, &in)) ||
-        (rc = tio__tl_const_i32(L, n1, bb, (size_t)r, false, &bt)) ||
-        (rc = tio__tl_const_i32(L, n2, ee, (size_t)r, false, &et)) ||
-        (rc = tio__tl_const_i32(L, n3, ss, (size_t)r, false, &stt)) ||
-        (rc = tio__tl_new_form(L, y, lay, &out)))
-        return rc;
+    int32_t in;
+    if ((rc = tio__tl_get(L, x, lay, &in))) return rc;
     L->nonneg[y] = L->nonneg[x];
-    int32_t ins[4] = {in, bt, et, stt};
-    return tio__tl_emit(L, e->code, e->options, ins, 4, &out, 1, NULL);
+    (void)e; /* STRIDED_SLICE, StridedSliceOptions: the table's entry */
+    return strided_slice(L, in, bb, ee, ss, r, y, lay);
 }
 
 static int lo_split(tl *L, const tio_tfl_lowmap *e) {
