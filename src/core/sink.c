@@ -18,7 +18,10 @@
 #endif
 
 
-#define FILE_BUF (1u << 20)
+/* The large copy buffer: room for what is pending (up to twice flush_at on
+ * a disk file system), the bytes read ahead (read_in) and, where those lie
+ * misaligned for the write (ALIGN), their copies. */
+#define FILE_BUF (2u << 20)
 /* A referenced write at least this large is not copied. */
 #define REF_MIN (32u << 10)
 /* Gathered bytes are written once they reach this. tmpfs: large writes let
@@ -60,6 +63,19 @@
 /* read_in reads ahead where ranges follow each other at most this far
  * apart, and this much past the output's next READ_PIECE boundary. */
 #define READ_GAP ((size_t)4 << 10)
+/* Bytes of the copy buffer lie at addresses congruent with their output
+ * offsets modulo ALIGN (a cache line), so that the kernel's copy of a write
+ * into the page cache reads and writes whole cache lines: misaligned, that
+ * copy cost twice as much on an AMD EPYC (ext4, Linux 6.18; BTF -> .ten of
+ * 1 GiB, docs/performance.md). The buffer starts each fill at the address
+ * that makes it so (buf_empty); read_in skips up to ALIGN - 1 bytes before
+ * a piece of at least ALIGN_MIN bytes where the pieces before it broke it
+ * (bytes read ahead and used in place, a small header copied after them);
+ * bytes read ahead that lie misaligned are copied to where they do not (in
+ * the cache: cheaper than the misaligned write). The read into the buffer
+ * does not care: the buffer stays in the cache. */
+#define ALIGN ((uintptr_t)64)
+#define ALIGN_MIN ((size_t)4 << 10)
 /* Linux >= 5.14; older headers lack the constant (older kernels: EINVAL). */
 #if defined(__linux__) && !defined(MADV_POPULATE_READ)
 #define MADV_POPULATE_READ 22
@@ -231,6 +247,43 @@ static int run_end(tio_sink *s, tio_error *err) {
     return rc;
 }
 
+/* Bytes to skip at the end of the copy buffer so that the next byte, at
+ * output position pos, lies at an address congruent with its output offset
+ * modulo ALIGN. */
+static size_t align_skip(const tio_sink *s) {
+    return (size_t)(((uintptr_t)(s->base + s->pos) - (uintptr_t)(s->buf + s->len)) & (ALIGN - 1));
+}
+
+/* Makes the next n bytes put into the copy buffer lie congruent with their
+ * output offsets (align_skip), unless they continue the last piece gathered
+ * and are few (a misaligned piece read ahead, under ALIGN_MIN, gathered in
+ * place: small pieces keep merging). Room: ALIGN - 1 bytes. */
+static void buf_align(tio_sink *s, size_t n) {
+    size_t skip = align_skip(s);
+    if (skip == 0) return;
+    if (n < ALIGN_MIN && s->niov > 0) {
+        const struct iovec *last = &s->iov[s->niov - 1];
+        if ((const uint8_t *)last->iov_base + last->iov_len == s->buf + s->len) return;
+    }
+    s->len += skip;
+}
+
+/* Empties the copy buffer (the large one starts where align_skip says). */
+static void buf_empty(tio_sink *s) {
+    s->len = 0;
+    if (s->buf != s->first) s->len = align_skip(s);
+}
+
+/* Replaces the first buffer, empty, with the large one. */
+static int big_buf(tio_sink *s, tio_error *err) {
+    uint8_t *b = malloc(FILE_BUF + ALIGN);
+    if (!b) return tio__nomem(err, NULL);
+    s->buf = b;
+    s->cap = FILE_BUF + ALIGN;
+    buf_empty(s);
+    return TIO_OK;
+}
+
 /* Writes iov[] in order with writev(), resuming after short writes (after
  * the copy run, which comes first). */
 static int write_pending(tio_sink *s, tio_error *err) {
@@ -260,7 +313,7 @@ static int write_pending(tio_sink *s, tio_error *err) {
     }
     s->niov = 0;
     s->pending = 0;
-    s->len = 0;
+    buf_empty(s);
     s->ra_len = 0;
     return TIO_OK;
 }
@@ -330,17 +383,14 @@ static int file_write(tio_sink *s, const uint8_t *p, size_t n, int ref, tio_erro
              * not write what is pending (which empties the buffer) after the
              * bytes are copied in, or later copies overwrite them before
              * they are written. */
-            if (s->cap - s->len < k || s->niov == TIO__SINK_IOV) {
+            if (s->cap - s->len < k + ALIGN || s->niov == TIO__SINK_IOV) {
                 rc = write_pending(s, err);
                 if (rc) return rc;
-                if (s->buf == s->first) { /* a large file: the large buffer */
-                    uint8_t *b = malloc(FILE_BUF);
-                    if (!b) return tio__nomem(err, NULL);
-                    s->buf = b;
-                    s->cap = FILE_BUF;
-                }
+                if (s->buf == s->first && (rc = big_buf(s, err))) /* a large file */
+                    return rc;
             }
-            if (k > s->cap) k = s->cap;
+            buf_align(s, k);
+            if (k > s->cap - s->len) k = s->cap - s->len;
             memcpy(s->buf + s->len, p, k);
             rc = gather(s, s->buf + s->len, k, err);
             s->len += k;
@@ -455,7 +505,7 @@ static int pending_to_run(tio_sink *s, int in_fd, uint64_t soff, const uint8_t *
     }
     s->niov = 0;
     s->pending = 0;
-    s->len = 0;
+    buf_empty(s);
     s->ra_len = 0;
     return 1;
 }
@@ -575,28 +625,34 @@ static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err)
         size_t m;
         if (s->ra_len && s->ra_fd == in_fd && off >= s->ra_off &&
             off - s->ra_off < s->ra_len && s->niov < TIO__SINK_IOV) {
-            /* read already, with an earlier range */
+            /* read already, with an earlier range; copied to where it is
+             * aligned for the write when it is not (ALIGN) */
             size_t have = s->ra_len - (size_t)(off - s->ra_off);
             p = s->ra + (off - s->ra_off);
             m = want < have ? want : have;
+            size_t skip = align_skip(s);
+            if (m >= ALIGN_MIN && (((uintptr_t)p - (uintptr_t)(s->base + s->pos)) & (ALIGN - 1)) &&
+                s->cap - s->len >= m + skip) {
+                uint8_t *q = s->buf + s->len + skip; /* past the read-ahead */
+                memcpy(q, p, m);
+                s->len += skip + m;
+                p = q;
+            }
         } else {
             s->ra_len = 0;
-            if (s->buf == s->first || s->cap - s->len < want || s->niov == TIO__SINK_IOV) {
+            if (s->buf == s->first || s->cap - s->len < want + ALIGN ||
+                s->niov == TIO__SINK_IOV) {
                 int rc = write_pending(s, err);
                 if (rc) return rc;
-                if (s->buf == s->first) {
-                    uint8_t *nb = malloc(FILE_BUF);
-                    if (!nb) return tio__nomem(err, NULL);
-                    s->buf = nb;
-                    s->cap = FILE_BUF;
-                }
+                if (s->buf == s->first && (rc = big_buf(s, err))) return rc;
             }
+            buf_align(s, want);
             /* where this piece ends the range and the ranges are in order,
              * the source bytes up to the output's next READ_PIECE boundary
              * too (those past it would be dropped by the write there), and
              * a little more: a record of the source may be longer than the
              * output's */
-            size_t k = want; /* <= s->cap - s->len: FILE_BUF >= READ_PIECE */
+            size_t k = want; /* <= s->cap - s->len, checked above */
             if (seq && want == n && want < edge) {
                 size_t extra = edge - want + READ_GAP;
                 k += extra < s->cap - s->len - want ? extra : s->cap - s->len - want;

@@ -13,8 +13,9 @@
  * into buf (an iovec over the copied range), large ones are referenced
  * (tio__sink_write_ref), and one writev() sends them all. The copy buffer
  * starts as `first`, inside the sink: a small file costs no allocation (a
- * 1 MiB malloc is an mmap and munmap per save); once that fills up, the
- * pending pieces are written and a 1 MiB buffer takes over. */
+ * 2 MiB malloc is an mmap and munmap per save); once that fills up, the
+ * pending pieces are written and a 2 MiB buffer takes over, its bytes at
+ * addresses congruent with their output offsets modulo 64 (sink.c: ALIGN). */
 struct tio_sink {
     int fd;        /* -1: memory sink */
     uint8_t *buf;  /* memory: the output; file: the copy buffer (first or malloc'ed) */

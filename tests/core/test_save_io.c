@@ -111,6 +111,10 @@ static int writev_count;    /* count the writes… */
 static int writev_calls;    /* …of 64 KiB or more (the sink's) */
 static int writev_unaligned; /* …that start past a multiple of 256 KiB */
 static size_t writev_bytes;
+/* …and the bytes in pieces of 32 KiB or more whose address is not congruent
+ * with their offset in the file modulo 64 (the sink keeps them congruent:
+ * the kernel's copy into the page cache then moves whole cache lines) */
+static size_t writev_misaligned;
 
 ssize_t __wrap_writev(int fd, const struct iovec *iov, int n) {
     size_t total = 0;
@@ -120,6 +124,12 @@ ssize_t __wrap_writev(int fd, const struct iovec *iov, int n) {
         writev_calls++;
         if (at < 0 || at % (256 << 10)) writev_unaligned++;
         writev_bytes += total;
+        for (int k = 0; k < n && at >= 0; k++) {
+            if (iov[k].iov_len >= (32u << 10) &&
+                ((uintptr_t)iov[k].iov_base - (uintptr_t)at) % 64 != 0)
+                writev_misaligned += iov[k].iov_len;
+            at += (off_t)iov[k].iov_len;
+        }
     }
     return __real_writev(fd, iov, n);
 }
@@ -682,7 +692,7 @@ static void test_read_in(void **state) {
         copy_calls = 0;
         writev_count = 1;
         writev_calls = writev_unaligned = 0;
-        writev_bytes = 0;
+        writev_bytes = writev_misaligned = 0;
         int rc = tio_save(m, dst, &oo, &e);
         writev_count = 0;
         pread_fail = 0;
@@ -701,9 +711,11 @@ static void test_read_in(void **state) {
          * header (written alone), and the first after the small tensors
          * (copied into the buffer, not read in). Before: all 48. */
         fprintf(stderr, "mode %d: %d writes of >= 64 KiB (%zu bytes), %d not at a multiple "
-                "of 256 KiB\n", mode, writev_calls, writev_bytes, writev_unaligned);
+                "of 256 KiB, %zu bytes not congruent modulo 64\n", mode, writev_calls,
+                writev_bytes, writev_unaligned, writev_misaligned);
         assert_true(writev_calls >= 10);
         assert_true(writev_unaligned <= 2);
+        assert_true(writev_misaligned == 0);
         size_t n;
         uint8_t *got = read_file(dst, &n);
         if (n != want_n || memcmp(got, want, n) != 0)
@@ -726,8 +738,10 @@ static void test_read_in(void **state) {
  * .ten to BTF, in file order: about one read per 256 KiB, not one per
  * tensor (300 before). To safetensors, which orders them by name, here the
  * reverse of the file's: no more bytes read than written (nothing read
- * ahead; a tensor congruent by chance is copied instead). The files hold
- * tio_save_memory's bytes. */
+ * ahead; a tensor congruent by chance is copied instead). Both ways every
+ * tensor is written from an address congruent with its offset in the file
+ * modulo 64 (those read ahead moved there where they were not). The files
+ * hold tio_save_memory's bytes. */
 static void test_read_ahead(void **state) {
     (void)state;
     enum { N = 300 };
@@ -750,9 +764,17 @@ static void test_read_ahead(void **state) {
         pread_big = 0;
         pread_big_bytes = 0;
         copy_calls = 0;
-        if (tio_save(m, dst, &o, &e) != TIO_OK) fail_msg("%s: %s", formats[f], e.message);
+        writev_count = 1;
+        writev_misaligned = 0;
+        int rc = tio_save(m, dst, &o, &e);
+        writev_count = 0;
+        if (rc != TIO_OK) fail_msg("%s: %s", formats[f], e.message);
         fprintf(stderr, "%s: %d reads of the source, %zu bytes, %d copies (%zu bytes of "
-                "tensors)\n", formats[f], pread_big, pread_big_bytes, copy_calls, total);
+                "tensors), %zu bytes written not congruent modulo 64\n", formats[f], pread_big,
+                pread_big_bytes, copy_calls, total, writev_misaligned);
+        if (writev_misaligned)
+            fail_msg("%s: %zu bytes written from addresses not congruent with their offsets "
+                     "modulo 64", formats[f], writev_misaligned);
         if (f == 0 && (size_t)pread_big > total / (256 << 10) + 8)
             fail_msg("btf: %d reads for %zu bytes in file order", pread_big, total);
         if (f == 1 && pread_big_bytes > total)
