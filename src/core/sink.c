@@ -19,8 +19,7 @@
 
 
 /* The large copy buffer: room for what is pending (up to twice flush_at on
- * a disk file system), the bytes read ahead (read_in) and, where those lie
- * misaligned for the write (ALIGN), their copies. */
+ * a disk file system) and the skips that keep its bytes aligned (ALIGN). */
 #define FILE_BUF (2u << 20)
 /* A referenced write at least this large is not copied. */
 #define REF_MIN (32u << 10)
@@ -60,23 +59,21 @@
  * stay in L2 between the read and the write (ext4, 1 GiB: 64 KiB 0.23 s,
  * 256 KiB 0.21 s, 1 MiB 0.20-0.89 s; cp 0.18 s). */
 #define READ_PIECE ((size_t)256 << 10)
-/* read_in reads ahead where ranges follow each other at most this far
- * apart, and this much past the output's next READ_PIECE boundary. */
-#define READ_GAP ((size_t)4 << 10)
 /* Bytes of the copy buffer lie at addresses congruent with their output
  * offsets modulo ALIGN (a cache line), so that the kernel's copy of a write
  * into the page cache reads and writes whole cache lines: misaligned, that
  * copy cost twice as much on an AMD EPYC (ext4, Linux 6.18; BTF -> .ten of
  * 1 GiB, docs/performance.md). The buffer starts each fill at the address
- * that makes it so (buf_empty); read_in skips up to ALIGN - 1 bytes before
- * a piece of at least ALIGN_MIN bytes where the pieces before it broke it
- * (bytes read ahead and used in place, a small header copied after them);
- * bytes read ahead that lie misaligned are copied to where they do not (in
- * the cache: cheaper than the misaligned write). The read into the buffer
- * does not care: the buffer stays in the cache. */
+ * that makes it so (buf_empty); a piece of at least ALIGN_MIN bytes skips
+ * up to ALIGN - 1 bytes where the pieces before it broke it (a small header
+ * copied after a tensor's bytes). The read into the buffer does not care:
+ * the buffer stays in the cache. read_in reads nothing ahead across
+ * ranges: the bytes of a later range would lie where its output offset
+ * wants them only by chance, and moving them there cost more than the
+ * pread() it saved (docs/performance.md). */
 #define ALIGN ((uintptr_t)64)
 #define ALIGN_MIN ((size_t)4 << 10)
-/* And a copy into the buffer (a read, or bytes read ahead moved) must not
+/* And a read into the buffer must not
  * put its destination a little past its source modulo ALIAS_PAGE (under
  * ALIGN bytes): each load then waits on the stores just made to addresses
  * with the same low 12 bits (4K aliasing). 1 GiB from page cache to page
@@ -126,7 +123,6 @@ int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err) {
     s->buf = s->first;
     s->cap = sizeof s->first;
     s->flush_at = FLUSH_AT_DISK;
-    s->rd_end = UINT64_MAX;
     long pg = sysconf(_SC_PAGESIZE);
     s->page = pg >= 4096 && pg <= (1L << 20) ? (size_t)pg : 4096;
     off_t at = lseek(fd, 0, SEEK_CUR); /* a pipe or socket: no copies */
@@ -265,8 +261,8 @@ static size_t align_skip(const tio_sink *s) {
 
 /* Makes the next n bytes put into the copy buffer lie congruent with their
  * output offsets (align_skip), unless they continue the last piece gathered
- * and are few (a misaligned piece read ahead, under ALIGN_MIN, gathered in
- * place: small pieces keep merging). Room: ALIGN - 1 bytes. */
+ * and are few (under ALIGN_MIN: small pieces keep merging). Room: ALIGN - 1
+ * bytes. */
 static void buf_align(tio_sink *s, size_t n) {
     size_t skip = align_skip(s);
     if (skip == 0) return;
@@ -330,7 +326,6 @@ static int write_pending(tio_sink *s, tio_error *err) {
     s->niov = 0;
     s->pending = 0;
     buf_empty(s);
-    s->ra_len = 0;
     return TIO_OK;
 }
 
@@ -522,7 +517,6 @@ static int pending_to_run(tio_sink *s, int in_fd, uint64_t soff, const uint8_t *
     s->niov = 0;
     s->pending = 0;
     buf_empty(s);
-    s->ra_len = 0;
     return 1;
 }
 
@@ -620,10 +614,6 @@ static int write_mapped(tio_sink *s, const uint8_t *map, size_t map_size, size_t
  * Linux 6.18: docs/performance.md). A source shorter than when it was
  * mapped is an error, not a SIGBUS. */
 static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err) {
-    /* ranges in file order, a little apart (the records between a format's
-     * tensors): read past each one, the next ones come from the buffer */
-    bool seq = s->rd_end != UINT64_MAX && off >= s->rd_end && off - s->rd_end <= READ_GAP;
-    s->rd_end = (uint64_t)off + n;
     while (n) {
         /* The piece that makes what is pending due for writing (flush_due),
          * or fills the buffer, ends where the output reaches a multiple of
@@ -637,70 +627,32 @@ static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err)
         if (want > edge && (s->pending + want >= s->flush_at || s->buf == s->first ||
                             s->cap - s->len < want + READ_PIECE))
             want = edge;
-        const uint8_t *p;
-        size_t m;
-        if (s->ra_len && s->ra_fd == in_fd && off >= s->ra_off &&
-            off - s->ra_off < s->ra_len && s->niov < TIO__SINK_IOV) {
-            /* read already, with an earlier range; copied to where it is
-             * aligned for the write when it is not (ALIGN) */
-            size_t have = s->ra_len - (size_t)(off - s->ra_off);
-            p = s->ra + (off - s->ra_off);
-            m = want < have ? want : have;
-            size_t skip = align_skip(s);
-            skip += alias_skip((uintptr_t)(s->buf + s->len + skip), (uintptr_t)p);
-            if (m >= ALIGN_MIN && (((uintptr_t)p - (uintptr_t)(s->base + s->pos)) & (ALIGN - 1)) &&
-                s->cap - s->len >= m + skip) {
-                uint8_t *q = s->buf + s->len + skip; /* past the read-ahead */
-                memcpy(q, p, m);
-                s->len += skip + m;
-                p = q;
-            }
-        } else {
-            s->ra_len = 0;
-            if (s->buf == s->first || s->cap - s->len < want + 2 * ALIGN ||
-                s->niov == TIO__SINK_IOV) {
-                int rc = write_pending(s, err);
-                if (rc) return rc;
-                if (s->buf == s->first && (rc = big_buf(s, err))) return rc;
-            }
-            buf_align(s, want);
-            if (want >= ALIGN_MIN) s->len += alias_skip((uintptr_t)(s->buf + s->len), off);
-            /* where this piece ends the range and the ranges are in order,
-             * the source bytes up to the output's next READ_PIECE boundary
-             * too (those past it would be dropped by the write there), and
-             * a little more: a record of the source may be longer than the
-             * output's */
-            size_t k = want; /* <= s->cap - s->len, checked above */
-            if (seq && want == n && want < edge) {
-                size_t extra = edge - want + READ_GAP;
-                k += extra < s->cap - s->len - want ? extra : s->cap - s->len - want;
-            }
-            ssize_t r = pread(in_fd, s->buf + s->len, k, (off_t)off); /* off <= INT64_MAX */
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) {
-                s->failed = 1;
-                if (r == 0)
-                    return tio__err(err, TIO_E_IO, NULL, (int64_t)off,
-                                    "the source file ended at offset %zu, %zu bytes before the "
-                                    "end of the tensor data being saved (it shrank after it was "
-                                    "opened)",
-                                    off, n);
-                return tio__err(err, TIO_E_IO, NULL, (int64_t)off,
-                                "reading the source file at offset %zu failed: %s", off,
-                                strerror(errno));
-            }
-            p = s->buf + s->len;
-            m = (size_t)r < want ? (size_t)r : want;
-            if ((size_t)r > m) { /* read ahead: kept until what is pending is written */
-                s->ra = p + m;
-                s->ra_off = (uint64_t)off + m;
-                s->ra_len = (size_t)r - m;
-                s->ra_fd = in_fd;
-            }
-            s->len += (size_t)r;
+        if (s->buf == s->first || s->cap - s->len < want + 2 * ALIGN ||
+            s->niov == TIO__SINK_IOV) {
+            int rc = write_pending(s, err);
+            if (rc) return rc;
+            if (s->buf == s->first && (rc = big_buf(s, err))) return rc;
         }
-        int rc = gather(s, p, m, err); /* room in iov[] was made above */
+        buf_align(s, want);
+        if (want >= ALIGN_MIN) s->len += alias_skip((uintptr_t)(s->buf + s->len), off);
+        ssize_t r = pread(in_fd, s->buf + s->len, want, (off_t)off); /* off <= INT64_MAX */
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            s->failed = 1;
+            if (r == 0)
+                return tio__err(err, TIO_E_IO, NULL, (int64_t)off,
+                                "the source file ended at offset %zu, %zu bytes before the end "
+                                "of the tensor data being saved (it shrank after it was "
+                                "opened)",
+                                off, n);
+            return tio__err(err, TIO_E_IO, NULL, (int64_t)off,
+                            "reading the source file at offset %zu failed: %s", off,
+                            strerror(errno));
+        }
+        size_t m = (size_t)r;
+        int rc = gather(s, s->buf + s->len, m, err); /* room in iov[] was made above */
         if (rc) return rc;
+        s->len += m;
         s->pos += m;
         off += m;
         n -= m;

@@ -53,15 +53,6 @@ struct tio_sink {
     uint8_t *pbytes;               /* the patches' bytes */
     size_t plen, pcap;
     uintptr_t pop_lo, pop_hi;      /* the source mapping's pages populated last */
-    /* read_in: source bytes read past the last range asked for (the next
-     * tensors', when the ranges come in file order), ra_len bytes at source
-     * offset ra_off of ra_fd, held in buf at ra until what is pending is
-     * written; rd_end: where the last range asked for ended (UINT64_MAX:
-     * none) */
-    const uint8_t *ra;
-    uint64_t ra_off, rd_end;
-    size_t ra_len;
-    int ra_fd;
     uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
 };
 
