@@ -67,15 +67,11 @@
  * that makes it so (buf_empty); a piece of at least ALIGN_MIN bytes skips
  * up to ALIGN - 1 bytes where the pieces before it broke it (a small header
  * copied after a tensor's bytes). The read into the buffer does not care:
- * the buffer stays in the cache. read_in reads nothing ahead across
- * ranges: the bytes of a later range would lie where its output offset
- * wants them only by chance, and moving them there cost more than the
- * pread() it saved (docs/performance.md). */
+ * the buffer stays in the cache. */
 #define ALIGN ((uintptr_t)64)
 #define ALIGN_MIN ((size_t)4 << 10)
-/* And a read into the buffer must not
- * put its destination a little past its source modulo ALIAS_PAGE (under
- * ALIGN bytes): each load then waits on the stores just made to addresses
+/* And a read into the buffer must not put its destination a little past
+ * its source modulo ALIAS_PAGE (under ALIGN bytes): each load then waits on the stores just made to addresses
  * with the same low 12 bits (4K aliasing). 1 GiB from page cache to page
  * cache on that EPYC, destination minus source 8 bytes: 0.49 s, 24: 0.29 s,
  * 64 or -8: 0.24-0.26 s, cp 0.27 s; a .ten of one tensor to BTF read into
@@ -612,7 +608,10 @@ static int write_mapped(tio_sink *s, const uint8_t *map, size_t map_size, size_t
  * virtual machine (nested paging) 2-5x faster than writing the same bytes
  * from the mapping, whose 4 KiB pages each cost a TLB walk (ext4 and tmpfs,
  * Linux 6.18: docs/performance.md). A source shorter than when it was
- * mapped is an error, not a SIGBUS. */
+ * mapped is an error, not a SIGBUS. Nothing is read past the range: the
+ * bytes of the next range would lie where its output offset wants them
+ * (ALIGN) only by chance, and moving them there cost more than the pread()
+ * it saved (docs/performance.md). */
 static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err) {
     while (n) {
         /* The piece that makes what is pending due for writing (flush_due),
