@@ -793,4 +793,15 @@ bool tio__preads_take(tio_preads *j, size_t i, uint8_t *out);
 /* Stops the thread after its current read, joins it and frees j (NULL ok). */
 void tio__preads_end(tio_preads *j);
 
+/* ------------------------------------------------------ the host machine */
+/* Whether this machine is a virtual machine whose memory balloon reports
+ * free pages to the host (virtio-balloon free page reporting, feature bit
+ * 5 in the "features" file of a device under balloon_dir, which is
+ * /sys/bus/virtio/drivers/virtio_balloon): the host then takes back free
+ * blocks of 2 MiB and more, and the next use of such memory faults in the
+ * host. 0 where nothing says so (no balloon, no sysfs, not Linux). The file
+ * sink writes in smaller pieces there (sink.c, WRITE_PIECE_HOST). */
+#define TIO__BALLOON_DIR "/sys/bus/virtio/drivers/virtio_balloon"
+int tio__host_reports_free_pages(const char *balloon_dir);
+
 #endif /* TIO_INTERNAL_H */

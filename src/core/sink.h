@@ -53,6 +53,10 @@ struct tio_sink {
     uint8_t *pbytes;               /* the patches' bytes */
     size_t plen, pcap;
     uintptr_t pop_lo, pop_hi;      /* the source mapping's pages populated last */
+    /* writev() in pieces ending at multiples of wpiece of the file (0: whole);
+     * wprobe: whether to ask the host once pieces are due (sink.c) */
+    size_t wpiece;
+    int wprobe;
     uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
 };
 

@@ -4,7 +4,8 @@
  * around the thresholds; TIO_SAVE_NO_SYNC must skip every fsync and nothing
  * else; a save lists its directory only with TIO_SAVE_CLEANUP, so its cost
  * does not grow with the directory. fsync and opendir are counted through
- * -Wl,--wrap. */
+ * -Wl,--wrap, and so are the reads and writes; the sink's question to the
+ * host (does it take free memory back?) gets the test's answer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,6 +115,7 @@ ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off) {
 ssize_t __real_writev(int fd, const struct iovec *iov, int n);
 ssize_t __wrap_writev(int fd, const struct iovec *iov, int n);
 static int writev_count;    /* count the writes… */
+static int writev_crossing; /* …that cross a multiple of 64 KiB of the file */
 static int writev_calls;    /* …of 64 KiB or more (the sink's) */
 static int writev_unaligned; /* …that start past a multiple of 256 KiB */
 static size_t writev_bytes;
@@ -121,9 +124,26 @@ static size_t writev_bytes;
  * the kernel's copy into the page cache then moves whole cache lines) */
 static size_t writev_misaligned;
 
+/* Counts a write of n bytes at fd's position that crosses a multiple of
+ * 64 KiB (writev_crossing). */
+static void count_crossing(int fd, size_t n) {
+    if (!writev_count || n == 0) return;
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    if (at < 0 || (uint64_t)at / (64u << 10) != ((uint64_t)at + n - 1) / (64u << 10))
+        writev_crossing++;
+}
+
+ssize_t __real_write(int fd, const void *p, size_t n);
+ssize_t __wrap_write(int fd, const void *p, size_t n);
+ssize_t __wrap_write(int fd, const void *p, size_t n) {
+    count_crossing(fd, n);
+    return __real_write(fd, p, n);
+}
+
 ssize_t __wrap_writev(int fd, const struct iovec *iov, int n) {
     size_t total = 0;
     for (int k = 0; k < n; k++) total += iov[k].iov_len;
+    count_crossing(fd, total);
     if (writev_count && total >= (64u << 10)) {
         off_t at = lseek(fd, 0, SEEK_CUR);
         writev_calls++;
@@ -137,6 +157,18 @@ ssize_t __wrap_writev(int fd, const struct iovec *iov, int n) {
         }
     }
     return __real_writev(fd, iov, n);
+}
+
+/* What the host says to the sink's question (does it take free memory
+ * back?), and how often the sink asked. */
+int __real_tio__host_reports_free_pages(const char *balloon_dir);
+int __wrap_tio__host_reports_free_pages(const char *balloon_dir);
+static int host_reports, host_asked;
+
+int __wrap_tio__host_reports_free_pages(const char *balloon_dir) {
+    (void)balloon_dir;
+    host_asked++;
+    return host_reports;
 }
 
 static char dir[256];
@@ -607,6 +639,33 @@ static tio_container *save_and_open(tio_container *c, uint8_t *data, const char 
     return m;
 }
 
+/* tio_save with the writes counted (__wrap_writev's counters from 0). */
+static int counted_save(const tio_container *m, const char *dst, const tio_save_options *o,
+                        tio_error *e) {
+    writev_count = 1;
+    writev_crossing = writev_calls = writev_unaligned = 0;
+    writev_bytes = writev_misaligned = 0;
+    int rc = tio_save(m, dst, o, e);
+    writev_count = 0;
+    return rc;
+}
+
+/* build()'s tensors saved as a .ten (STEM-src.ten) and opened; dst gets
+ * the path STEM-dst.FORMAT (o's format), *want the bytes tio_save_memory
+ * makes of it with o. */
+static tio_container *ten_to(const char *stem, char dst[300], const tio_save_options *o,
+                             void **want, size_t *want_n) {
+    uint8_t *data;
+    tio_container *c = build("tenbin", &data);
+    char src[300];
+    snprintf(src, sizeof src, "%s/%s-src.ten", dir, stem);
+    snprintf(dst, 300, "%s/%s-dst.%s", dir, stem, o->format);
+    tio_container *m = save_and_open(c, data, src);
+    tio_error e;
+    assert_int_equal(tio_save_memory(m, o, want, want_n, &e), TIO_OK);
+    return m;
+}
+
 /* A same-format rewrite with a progress function copies a long run in
  * pieces (RUN_PROGRESS, 64 MiB, cut as the run grows tensor by tensor):
  * each piece after the first starts at a multiple of 2 MiB of the output
@@ -673,17 +732,12 @@ static void test_copy_cut(void **state) {
  * leaves no file. */
 static void test_read_in(void **state) {
     (void)state;
-    uint8_t *data;
-    tio_container *c = build("tenbin", &data);
-    char src[300], dst[300];
-    snprintf(src, sizeof src, "%s/read-src.ten", dir);
-    snprintf(dst, sizeof dst, "%s/read-dst.btf", dir);
+    char dst[300];
     tio_error e;
-    tio_container *m = save_and_open(c, data, src);
     tio_save_options o = {.format = "btf", .flags = TIO_SAVE_NO_SYNC | TIO_SAVE_DROP_NAMES};
     void *want;
     size_t want_n;
-    assert_int_equal(tio_save_memory(m, &o, &want, &want_n, &e), TIO_OK);
+    tio_container *m = ten_to("read", dst, &o, &want, &want_n);
     for (int mode = 0; mode < 4; mode++) { /* read; with progress; EOF; EIO */
         prog pr = {0};
         tio_save_options oo = o;
@@ -696,11 +750,7 @@ static void test_read_in(void **state) {
         pread_fail = mode == 2 ? -1 : mode == 3 ? EIO : 0;
         pread_fail_after = 3;
         copy_calls = 0;
-        writev_count = 1;
-        writev_calls = writev_unaligned = 0;
-        writev_bytes = writev_misaligned = 0;
-        int rc = tio_save(m, dst, &oo, &e);
-        writev_count = 0;
+        int rc = counted_save(m, dst, &oo, &e);
         pread_fail = 0;
         if (mode >= 2) {
             assert_int_equal(rc, TIO_E_IO);
@@ -801,6 +851,120 @@ static void test_read_once(void **state) {
         unlink(dst);
     }
     tio_container_free(m);
+}
+
+/* On a virtual machine whose balloon reports free pages to the host, the
+ * writes onto a disk file system go in pieces that end at multiples of
+ * 64 KiB of the file: the page cache makes each folio as large as the write
+ * that creates it, and the small free blocks cp's 64 KiB folios come from
+ * are the ones the host does not take back. Elsewhere they stay whole (512
+ * KiB). The sink asks once per save, once more than 64 KiB is due, and not
+ * for tmpfs; the file holds tio_save_memory's bytes either way. */
+static void test_host_pieces(void **state) {
+    (void)state;
+    tio_save_options o = {.format = "safetensors", .flags = TIO_SAVE_NO_SYNC};
+    char dst[300];
+    void *want;
+    size_t want_n;
+    tio_container *m = ten_to("host", dst, &o, &want, &want_n);
+    tio_error e;
+    struct statfs sf;
+    assert_int_equal(statfs(dir, &sf), 0);
+    bool tmpfs = sf.f_type == 0x01021994; /* no large folios there: never asked */
+    for (int says = 0; says < 2; says++) {
+        host_reports = says;
+        host_asked = 0;
+        int rc = counted_save(m, dst, &o, &e);
+        host_reports = 0;
+        if (rc != TIO_OK) fail_msg("host says %d: %s", says, e.message);
+        fprintf(stderr, "%s, host says %d: asked %d times, %d writes of >= 64 KiB (%zu "
+                "bytes), %d crossing a multiple of 64 KiB\n", tmpfs ? "tmpfs" : "disk", says,
+                host_asked, writev_calls, writev_bytes, writev_crossing);
+        assert_int_equal(host_asked, tmpfs ? 0 : 1);
+        if (says && !tmpfs) {
+            assert_int_equal(writev_crossing, 0);
+            assert_true(writev_calls >= 100); /* ~12 MiB in pieces of 64 KiB */
+        } else {
+            assert_true(writev_crossing > 0);
+        }
+        assert_true(writev_misaligned == 0);
+        size_t n;
+        uint8_t *got = read_file(dst, &n);
+        if (n != want_n || memcmp(got, want, n) != 0)
+            fail_msg("host says %d: the file differs from tio_save_memory", says);
+        free(got);
+        unlink(dst);
+    }
+    tio_free(want);
+    /* a same-format rewrite copies in the kernel (congruent offsets); where
+     * the kernel refuses (EINVAL), the mapped bytes are written in pieces */
+    snprintf(dst, sizeof dst, "%s/host-dst.ten", dir);
+    tio_save_options t = {.format = "tenbin", .flags = TIO_SAVE_NO_SYNC};
+    for (int says = 0; says < 2; says++) {
+        host_reports = says;
+        copy_fail = EINVAL;
+        copy_calls = 0;
+        assert_int_equal(counted_save(m, dst, &t, &e), TIO_OK);
+        copy_fail = 0;
+        host_reports = 0;
+        assert_true(copy_calls > 0);
+        if (says && !tmpfs) assert_int_equal(writev_crossing, 0);
+        else assert_true(writev_crossing > 0);
+        unlink(dst);
+    }
+    tio_container_free(m);
+    /* a small save does not ask */
+    tio_container *one = tio_container_new();
+    assert_non_null(one);
+    float v[256] = {0};
+    int64_t shape[1] = {256};
+    tio_tensor_desc d = {.name = "v", .dtype = TIO_FLOAT32, .rank = 1, .shape = shape,
+                         .data = v, .nbytes = sizeof v};
+    assert_int_equal(tio_container_add(one, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
+    host_asked = 0;
+    assert_int_equal(tio_save(one, dst, &o, &e), TIO_OK);
+    assert_int_equal(host_asked, 0);
+    unlink(dst);
+    tio_container_free(one);
+}
+
+static void put_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The question itself, against a made-up sysfs: a device of the balloon
+ * driver (virtioN) whose features have bit 5 (free page reporting) set. */
+static void test_host_probe(void **state) {
+    (void)state;
+    char b[300], p[400];
+    snprintf(b, sizeof b, "%s/virtio_balloon", dir);
+    assert_int_equal(__real_tio__host_reports_free_pages(b), 0); /* no such driver */
+    assert_int_equal(mkdir(b, 0755), 0);
+    assert_int_equal(__real_tio__host_reports_free_pages(b), 0); /* no device */
+    snprintf(p, sizeof p, "%s/bind", b);
+    put_file(p, "");
+    snprintf(p, sizeof p, "%s/other", b);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/other/features", b);
+    put_file(p, "0000010000000000\n"); /* not a device: not read */
+    snprintf(p, sizeof p, "%s/virtio2", b);
+    assert_int_equal(mkdir(p, 0755), 0); /* a device without features */
+    assert_int_equal(__real_tio__host_reports_free_pages(b), 0);
+    snprintf(p, sizeof p, "%s/virtio3", b);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/virtio3/features", b);
+    put_file(p, "0110");      /* too short to say */
+    assert_int_equal(__real_tio__host_reports_free_pages(b), 0);
+    put_file(p, "0110000100000000000000000000000010000000\n"); /* balloon, no reporting */
+    assert_int_equal(__real_tio__host_reports_free_pages(b), 0);
+    put_file(p, "0110010100000000000000000000000010000000\n"); /* reporting (this VM's) */
+    assert_int_equal(__real_tio__host_reports_free_pages(b), 1);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", b);
+    assert_int_equal(system(cmd), 0);
 }
 
 /* Converted data (widened float16) live in the plan's scratch buffer, which
@@ -919,6 +1083,8 @@ int main(void) {
         cmocka_unit_test(test_copy_cut),
         cmocka_unit_test(test_read_in),
         cmocka_unit_test(test_read_once),
+        cmocka_unit_test(test_host_pieces),
+        cmocka_unit_test(test_host_probe),
         cmocka_unit_test(test_listing_only_on_request),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
