@@ -39,9 +39,10 @@
  * .ten of 1 GiB onto ext4 then took 1.0-2.2 s against cp's 0.3 s, in most
  * runs for an hour. cp's in-kernel copy writes 64 KiB at a time, from the
  * small free blocks, which are never reported; so do these pieces (64 KiB
- * pieces 0.35-0.50 s in the same runs; 128 KiB still 0.33-1.14 s;
- * docs/performance.md). Elsewhere the writes stay whole: large folios cost
- * less where their memory is at hand. */
+ * pieces 0.35-0.66 s in the same runs, median 0.37 s; 128 KiB 0.33-1.14 s;
+ * docs/performance.md). They cost 10-15 % where the small blocks hold out,
+ * and elsewhere the writes stay whole: large folios cost less where their
+ * memory is at hand. */
 #define WRITE_PIECE_HOST ((size_t)64 << 10)
 #define WRITE_MAX ((size_t)1 << 30)
 /* sendfile() moves at most 0x7ffff000 bytes a call (Linux). */
