@@ -85,12 +85,13 @@
 #define ALIGN ((uintptr_t)64)
 #define ALIGN_MIN ((size_t)4 << 10)
 /* And a read into the buffer must not put its destination a little past
- * its source modulo ALIAS_PAGE (under ALIGN bytes): each load then waits on the stores just made to addresses
- * with the same low 12 bits (4K aliasing). 1 GiB from page cache to page
- * cache on that EPYC, destination minus source 8 bytes: 0.49 s, 24: 0.29 s,
- * 64 or -8: 0.24-0.26 s, cp 0.27 s; a .ten of one tensor to BTF read into
- * the buffer that way took 0.53 s against 0.29 s. Such a destination moves
- * ALIGN further on (alias_skip). */
+ * its source modulo ALIAS_PAGE (under ALIGN bytes): each load then waits on
+ * the stores just made to addresses with the same low 12 bits (4K
+ * aliasing). 1 GiB from page cache to page cache on that EPYC, destination
+ * minus source 8 bytes: 0.49 s, 24: 0.29 s, 64 or -8: 0.24-0.26 s, cp
+ * 0.27 s; a .ten of one tensor to BTF read into the buffer that way took
+ * 0.53 s against 0.29 s. Such a destination moves ALIGN further on
+ * (alias_skip). */
 #define ALIAS_PAGE ((uintptr_t)4096)
 /* Linux >= 5.14; older headers lack the constant (older kernels: EINVAL). */
 #if defined(__linux__) && !defined(MADV_POPULATE_READ)
@@ -172,12 +173,18 @@ static int write_failed(tio_sink *s, int e, uint64_t done, tio_error *err) {
                     (unsigned long long)done, strerror(e));
 }
 
+/* Bytes a write starting at file offset `at` may take so that it ends at
+ * a multiple of s->wpiece (SIZE_MAX: writes stay whole). */
+static size_t piece_room(const tio_sink *s, uint64_t at) {
+    return s->wpiece ? s->wpiece - (size_t)(at % s->wpiece) : SIZE_MAX;
+}
+
 /* Writes p[0..n) at the file position (sink position `at`), resuming
  * after short writes (in pieces of s->wpiece, as write_pending). */
 static int write_all(tio_sink *s, const uint8_t *p, size_t n, uint64_t at, tio_error *err) {
     while (n) {
         size_t k = n > s->flush_at ? s->flush_at : n;
-        size_t room = s->wpiece ? s->wpiece - (size_t)((s->base + at) % s->wpiece) : k;
+        size_t room = piece_room(s, s->base + at);
         if (k > room) k = room;
         ssize_t w = write(s->fd, p, k);
         if (w < 0 && errno == EINTR) continue;
@@ -317,7 +324,7 @@ static int big_buf(tio_sink *s, tio_error *err) {
 static int piece_cut(const tio_sink *s, struct iovec *v, int k, uint64_t at, size_t *keep) {
     *keep = 0;
     if (!s->wpiece) return k;
-    size_t room = s->wpiece - (size_t)(at % s->wpiece), sum = 0;
+    size_t room = piece_room(s, at), sum = 0;
     int j = 0;
     while (j < k && v[j].iov_len <= room - sum) sum += v[j++].iov_len;
     if (j < k && sum < room) {

@@ -115,7 +115,7 @@ ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off) {
 ssize_t __real_writev(int fd, const struct iovec *iov, int n);
 ssize_t __wrap_writev(int fd, const struct iovec *iov, int n);
 static int writev_count;    /* count the writes… */
-static int writev_crossing; /* …that cross a multiple of 64 KiB of the file */
+static int write_crossing;  /* …and of write() too, that cross a multiple of 64 KiB */
 static int writev_calls;    /* …of 64 KiB or more (the sink's) */
 static int writev_unaligned; /* …that start past a multiple of 256 KiB */
 static size_t writev_bytes;
@@ -125,12 +125,12 @@ static size_t writev_bytes;
 static size_t writev_misaligned;
 
 /* Counts a write of n bytes at fd's position that crosses a multiple of
- * 64 KiB (writev_crossing). */
+ * 64 KiB (write_crossing). */
 static void count_crossing(int fd, size_t n) {
     if (!writev_count || n == 0) return;
     off_t at = lseek(fd, 0, SEEK_CUR);
     if (at < 0 || (uint64_t)at / (64u << 10) != ((uint64_t)at + n - 1) / (64u << 10))
-        writev_crossing++;
+        write_crossing++;
 }
 
 ssize_t __real_write(int fd, const void *p, size_t n);
@@ -643,7 +643,7 @@ static tio_container *save_and_open(tio_container *c, uint8_t *data, const char 
 static int counted_save(const tio_container *m, const char *dst, const tio_save_options *o,
                         tio_error *e) {
     writev_count = 1;
-    writev_crossing = writev_calls = writev_unaligned = 0;
+    write_crossing = writev_calls = writev_unaligned = 0;
     writev_bytes = writev_misaligned = 0;
     int rc = tio_save(m, dst, o, e);
     writev_count = 0;
@@ -879,13 +879,13 @@ static void test_host_pieces(void **state) {
         if (rc != TIO_OK) fail_msg("host says %d: %s", says, e.message);
         fprintf(stderr, "%s, host says %d: asked %d times, %d writes of >= 64 KiB (%zu "
                 "bytes), %d crossing a multiple of 64 KiB\n", tmpfs ? "tmpfs" : "disk", says,
-                host_asked, writev_calls, writev_bytes, writev_crossing);
+                host_asked, writev_calls, writev_bytes, write_crossing);
         assert_int_equal(host_asked, tmpfs ? 0 : 1);
         if (says && !tmpfs) {
-            assert_int_equal(writev_crossing, 0);
+            assert_int_equal(write_crossing, 0);
             assert_true(writev_calls >= 100); /* ~12 MiB in pieces of 64 KiB */
         } else {
-            assert_true(writev_crossing > 0);
+            assert_true(write_crossing > 0);
         }
         assert_true(writev_misaligned == 0);
         size_t n;
@@ -908,8 +908,8 @@ static void test_host_pieces(void **state) {
         copy_fail = 0;
         host_reports = 0;
         assert_true(copy_calls > 0);
-        if (says && !tmpfs) assert_int_equal(writev_crossing, 0);
-        else assert_true(writev_crossing > 0);
+        if (says && !tmpfs) assert_int_equal(write_crossing, 0);
+        else assert_true(write_crossing > 0);
         unlink(dst);
     }
     tio_container_free(m);
