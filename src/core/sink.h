@@ -57,6 +57,14 @@ struct tio_sink {
      * wprobe: whether to ask the host once pieces are due (sink.c) */
     size_t wpiece;
     int wprobe;
+    /* read_in where writes go in pieces (wpiece): source bytes spliced into
+     * a pipe of the sink's own and from it into the file (sink.c:
+     * SPLICE_MIN). sp_len bytes are in the pipe; they come before what is
+     * pending in iov[], and no copy run is open while there are any. */
+    int sp_on;   /* splice may be tried (a regular file, not tmpfs; no call refused) */
+    int sp_open; /* sp[] is a pipe */
+    int sp[2];
+    size_t sp_len;
     uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
 };
 

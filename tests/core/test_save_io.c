@@ -6,6 +6,9 @@
  * does not grow with the directory. fsync and opendir are counted through
  * -Wl,--wrap, and so are the reads and writes; the sink's question to the
  * host (does it take free memory back?) gets the test's answer. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* F_SETPIPE_SZ */
+#endif
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,12 +128,66 @@ static size_t writev_bytes;
 static size_t writev_misaligned;
 
 /* Counts a write of n bytes at fd's position that crosses a multiple of
- * 64 KiB (write_crossing). */
+ * 64 KiB (write_crossing); not into a pipe. */
 static void count_crossing(int fd, size_t n) {
     if (!writev_count || n == 0) return;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) return;
     off_t at = lseek(fd, 0, SEEK_CUR);
     if (at < 0 || (uint64_t)at / (64u << 10) != ((uint64_t)at + n - 1) / (64u << 10))
         write_crossing++;
+}
+
+/* splice(): from a file into a pipe (splice_in) and from a pipe into a file
+ * (splice_out, counted in write_crossing too); made to fail (errno; -1 for
+ * the source ended: 0) from the splice_fail_after'th call of the kind, and
+ * their bytes counted. */
+ssize_t __real_splice(int in, off_t *in_off, int out, off_t *out_off, size_t n,
+                      unsigned flags);
+ssize_t __wrap_splice(int in, off_t *in_off, int out, off_t *out_off, size_t n,
+                      unsigned flags);
+static int splice_in, splice_out;
+static size_t splice_in_bytes, splice_out_bytes;
+static int splice_fail_in, splice_fail_out, splice_fail_after;
+
+ssize_t __wrap_splice(int in, off_t *in_off, int out, off_t *out_off, size_t n,
+                      unsigned flags) {
+    bool into = in_off != NULL; /* the sink gives the source's offset, not the pipe's */
+    int fail = into ? splice_fail_in : splice_fail_out;
+    int calls = into ? splice_in++ : splice_out++;
+    if (!into) count_crossing(out, n);
+    if (fail && calls >= splice_fail_after) {
+        if (fail < 0) return 0;
+        errno = fail;
+        return -1;
+    }
+    ssize_t r = __real_splice(in, in_off, out, out_off, n, flags);
+    if (r > 0) *(into ? &splice_in_bytes : &splice_out_bytes) += (size_t)r;
+    return r;
+}
+
+/* pipe2() made to fail, F_SETPIPE_SZ made to give less than asked. */
+int __real_pipe2(int fds[2], int flags);
+int __wrap_pipe2(int fds[2], int flags);
+int __real_fcntl(int fd, int cmd, ...);
+int __wrap_fcntl(int fd, int cmd, ...);
+static int pipe_fail, pipe_small;
+
+int __wrap_pipe2(int fds[2], int flags) {
+    if (pipe_fail) {
+        errno = EMFILE;
+        return -1;
+    }
+    return __real_pipe2(fds, flags);
+}
+
+int __wrap_fcntl(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *); /* as glibc's own: an int or a pointer */
+    va_end(ap);
+    if (cmd == F_SETPIPE_SZ && pipe_small) return __real_fcntl(fd, cmd, 65536);
+    return __real_fcntl(fd, cmd, arg);
 }
 
 ssize_t __real_write(int fd, const void *p, size_t n);
@@ -639,12 +696,21 @@ static tio_container *save_and_open(tio_container *c, uint8_t *data, const char 
     return m;
 }
 
+/* Whether the test's directory lies on tmpfs. */
+static bool dir_on_tmpfs(void) {
+    struct statfs sf;
+    assert_int_equal(statfs(dir, &sf), 0);
+    return sf.f_type == 0x01021994;
+}
+
 /* tio_save with the writes counted (__wrap_writev's counters from 0). */
 static int counted_save(const tio_container *m, const char *dst, const tio_save_options *o,
                         tio_error *e) {
     writev_count = 1;
     write_crossing = writev_calls = writev_unaligned = 0;
     writev_bytes = writev_misaligned = 0;
+    splice_in = splice_out = 0;
+    splice_in_bytes = splice_out_bytes = 0;
     int rc = tio_save(m, dst, o, e);
     writev_count = 0;
     return rc;
@@ -858,8 +924,9 @@ static void test_read_once(void **state) {
  * 64 KiB of the file: the page cache makes each folio as large as the write
  * that creates it, and the small free blocks cp's 64 KiB folios come from
  * are the ones the host does not take back. Elsewhere they stay whole (512
- * KiB). The sink asks once per save, once more than 64 KiB is due, and not
- * for tmpfs; the file holds tio_save_memory's bytes either way. */
+ * KiB). There the tensors' bytes go by splice() (test_splice), in the same
+ * pieces. The sink asks once per save, once more than 64 KiB is due, and
+ * not for tmpfs; the file holds tio_save_memory's bytes either way. */
 static void test_host_pieces(void **state) {
     (void)state;
     tio_save_options o = {.format = "safetensors", .flags = TIO_SAVE_NO_SYNC};
@@ -868,9 +935,7 @@ static void test_host_pieces(void **state) {
     size_t want_n;
     tio_container *m = ten_to("host", dst, &o, &want, &want_n);
     tio_error e;
-    struct statfs sf;
-    assert_int_equal(statfs(dir, &sf), 0);
-    bool tmpfs = sf.f_type == 0x01021994; /* no large folios there: never asked */
+    bool tmpfs = dir_on_tmpfs(); /* no large folios there: never asked */
     for (int says = 0; says < 2; says++) {
         host_reports = says;
         host_asked = 0;
@@ -878,14 +943,16 @@ static void test_host_pieces(void **state) {
         host_reports = 0;
         if (rc != TIO_OK) fail_msg("host says %d: %s", says, e.message);
         fprintf(stderr, "%s, host says %d: asked %d times, %d writes of >= 64 KiB (%zu "
-                "bytes), %d crossing a multiple of 64 KiB\n", tmpfs ? "tmpfs" : "disk", says,
-                host_asked, writev_calls, writev_bytes, write_crossing);
+                "bytes), %d splices out (%zu bytes), %d writes crossing a multiple of 64 KiB\n",
+                tmpfs ? "tmpfs" : "disk", says, host_asked, writev_calls, writev_bytes,
+                splice_out, splice_out_bytes, write_crossing);
         assert_int_equal(host_asked, tmpfs ? 0 : 1);
         if (says && !tmpfs) {
             assert_int_equal(write_crossing, 0);
-            assert_true(writev_calls >= 100); /* ~12 MiB in pieces of 64 KiB */
+            assert_true(writev_calls + splice_out >= 100); /* ~12 MiB in pieces of 64 KiB */
         } else {
             assert_true(write_crossing > 0);
+            assert_int_equal(splice_in + splice_out, 0);
         }
         assert_true(writev_misaligned == 0);
         size_t n;
@@ -926,6 +993,104 @@ static void test_host_pieces(void **state) {
     assert_int_equal(host_asked, 0);
     unlink(dst);
     tio_container_free(one);
+}
+
+/* The lowest file descriptor free. */
+static int lowest_free_fd(void) {
+    int fd = dup(0);
+    assert_true(fd >= 0);
+    close(fd);
+    return fd;
+}
+
+/* Where the host takes free memory back (host says 1) and the output is on
+ * a disk file system, tensor bytes at offsets not congruent with the
+ * source's go by splice() through a pipe of the sink's own into the file,
+ * in pieces that end at multiples of 64 KiB of it: one copy, as cp, where
+ * reading them in made two. The file holds tio_save_memory's bytes however
+ * it goes: with a progress function (rising to the end); where the pipe
+ * cannot be made (no pipe; one that will not hold 256 KiB) the bytes are
+ * read in; where the output refuses (EINVAL after 5 pieces) the bytes in the
+ * pipe are read back and written, and nothing more is spliced; where the
+ * source refuses (EINVAL after 5 tensors) the rest is read in. A source that
+ * ended or failed, or an output that failed, fails the save with TIO_E_IO
+ * and leaves no file. Each save closes its pipe. On tmpfs nothing is
+ * spliced. */
+static void test_splice(void **state) {
+    (void)state;
+    tio_save_options o = {.format = "safetensors", .flags = TIO_SAVE_NO_SYNC};
+    char dst[300];
+    void *want;
+    size_t want_n;
+    tio_container *m = ten_to("splice", dst, &o, &want, &want_n);
+    tio_error e;
+    bool tmpfs = dir_on_tmpfs();
+    int fd0 = lowest_free_fd();
+    host_reports = 1;
+    for (int mode = 0; mode < (tmpfs ? 1 : 9); mode++) {
+        /* 0 as it is; 1 with progress; 2 output EINVAL; 3 source EINVAL; 4 no
+         * pipe; 5 a small pipe; 6 source ended; 7 source EIO; 8 output EIO */
+        prog pr = {0};
+        tio_save_options oo = o;
+        if (mode == 1) {
+            oo.progress = on_progress;
+            oo.progress_ctx = &pr;
+        }
+        splice_fail_out = mode == 2 ? EINVAL : mode == 8 ? EIO : 0;
+        splice_fail_in = mode == 3 ? EINVAL : mode == 6 ? -1 : mode == 7 ? EIO : 0;
+        splice_fail_after = 5;
+        pipe_fail = mode == 4;
+        pipe_small = mode == 5;
+        pread_big = 0;
+        int rc = counted_save(m, dst, &oo, &e);
+        splice_fail_out = splice_fail_in = pipe_fail = pipe_small = 0;
+        fprintf(stderr, "%s, mode %d: %d splices in (%zu bytes), %d out (%zu bytes), %d reads "
+                "of >= 4 KiB, %d writes crossing a multiple of 64 KiB\n",
+                tmpfs ? "tmpfs" : "disk", mode, splice_in, splice_in_bytes, splice_out,
+                splice_out_bytes, pread_big, write_crossing);
+        assert_int_equal(lowest_free_fd(), fd0); /* the pipe is closed */
+        if (mode >= 6) {
+            assert_int_equal(rc, TIO_E_IO);
+            assert_non_null(strstr(e.message, mode == 6   ? "ended at offset"
+                                              : mode == 7 ? "reading the source file"
+                                                          : "write failed"));
+            struct stat st;
+            assert_int_not_equal(stat(dst, &st), 0); /* nothing left behind */
+            continue;
+        }
+        if (rc != TIO_OK) fail_msg("mode %d: %s", mode, e.message);
+        size_t n;
+        uint8_t *got = read_file(dst, &n);
+        if (n != want_n || memcmp(got, want, n) != 0)
+            fail_msg("mode %d: the file differs from tio_save_memory", mode);
+        free(got);
+        unlink(dst);
+        assert_int_equal(write_crossing, tmpfs ? write_crossing : 0);
+        if (tmpfs) {
+            assert_int_equal(splice_in + splice_out, 0);
+        } else if (mode <= 1) { /* the 300 tensors of 40 KiB but the few 4K-aliased */
+            assert_true(splice_in >= 250);
+            assert_true(splice_in_bytes >= (size_t)250 * MID_BYTES);
+            assert_true(splice_out >= 150); /* ~12 MiB in pieces of 64 KiB */
+            assert_true(pread_big <= 50);
+            if (mode == 1) {
+                assert_false(pr.backwards);
+                assert_int_equal(pr.last_done, n);
+            }
+        } else if (mode == 2) {
+            assert_int_equal(splice_out, 6); /* the 6th refused, no more tried */
+            assert_true(pread_big >= 200);
+        } else if (mode == 3) {
+            assert_int_equal(splice_in, 6);
+            assert_true(pread_big >= 200);
+        } else {
+            assert_int_equal(splice_in + splice_out, 0);
+            assert_true(pread_big >= 250);
+        }
+    }
+    host_reports = 0;
+    tio_free(want);
+    tio_container_free(m);
 }
 
 static void put_file(const char *path, const char *text) {
@@ -1085,6 +1250,7 @@ int main(void) {
         cmocka_unit_test(test_read_once),
         cmocka_unit_test(test_host_pieces),
         cmocka_unit_test(test_host_probe),
+        cmocka_unit_test(test_splice),
         cmocka_unit_test(test_listing_only_on_request),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
