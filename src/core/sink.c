@@ -828,7 +828,7 @@ static int sp_range(tio_sink *s, int in_fd, size_t *off, size_t *n, tio_error *e
 /* Whether read_in splices n bytes at source offset off (SPLICE_MIN). */
 static int sp_wanted(tio_sink *s, size_t off, size_t n) {
     if (!s->sp_on || s->run_len || n < SPLICE_MIN) return 0;
-    host_pieces(s);
+    if (s->pending + n > WRITE_PIECE_HOST) host_pieces(s); /* as write_pending */
     if (!s->wpiece) return 0;
     uintptr_t d = (uintptr_t)(s->base + s->pos - (uint64_t)off) & (ALIAS_PAGE - 1);
     return d == 0 || d >= ALIGN;
