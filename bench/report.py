@@ -851,7 +851,10 @@ def main():
                   "file (its fsync). On ext4 `cp` copies with `copy_file_range()`, which "
                   "tensio uses where the output offsets are congruent with the source's; "
                   "the other tensor bytes it reads with `pread()` into a buffer and writes "
-                  "from there, as `cat` does (docs/performance.md).\n")
+                  "from there, as `cat` does, except on a virtual machine whose balloon "
+                  "hands free memory back to the host, where it writes in 64 KiB pieces "
+                  "and moves those bytes by `splice()` through a pipe of its own, one "
+                  "copy as `cp` (docs/performance.md).\n")
         md.append(table(CONVERT_HEAD, rows))
 
     # -------------------------------------------------------------- zmq
