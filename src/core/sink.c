@@ -100,14 +100,15 @@
  * own (what is pending before them written into it), and from the pipe into
  * the file in those pieces: one copy, in the kernel, what cp does, where
  * reading them in made two, the second into folios as small as cp's (BTF ->
- * .ten of 10,000 tensors, 1 GiB onto ext4: 0.50 s against 0.57 s, cp 0.44 s;
- * docs/performance.md). Not for ranges under SPLICE_MIN, nor where the
- * output lies under ALIGN bytes past the source modulo ALIAS_PAGE (the
- * kernel's copy is 4K-aliased there; read_in's buffer is not). The pipe
- * holds SPLICE_PIPE bytes (where the system refuses, the bytes are read in):
- * a piece that starts inside a page takes 17 of its slots, and each header
- * before a tensor one more. Pending bytes move into it when there are at
- * most SPLICE_HEAD_MAX of them (headers), else they are written first. */
+ * .ten of 10,000 tensors, 1 GiB onto ext4, medians of four runs: 0.42-0.52 s
+ * against 0.47-0.57 s, cp 0.36-0.48 s; docs/performance.md). Not for
+ * ranges under SPLICE_MIN, nor where the output lies under ALIGN bytes past
+ * the source modulo ALIAS_PAGE (the kernel's copy is 4K-aliased there;
+ * read_in's buffer is not). The pipe holds SPLICE_PIPE bytes (where the
+ * system refuses, the bytes are read in): a piece that starts inside a page
+ * takes 17 of its slots, and each header before a tensor one more. Pending
+ * bytes move into it when there are at most SPLICE_HEAD_MAX of them
+ * (headers), else they are written first. */
 #define SPLICE_MIN ((size_t)4 << 10)
 #define SPLICE_PIPE ((size_t)256 << 10)
 #define SPLICE_HEAD_MAX ((size_t)64 << 10)

@@ -502,7 +502,8 @@ static void test_copy_file_range(void **state) {
                 struct timespec ts[2] = {{0, UTIME_NOW}, {12345 + (time_t)f, 0}};
                 assert_int_equal(utimensat(AT_FDCWD, src, ts, 0), 0);
             }
-            tio_save_options o = {.format = formats[f], .flags = TIO_SAVE_NO_SYNC | TIO_SAVE_DROP_NAMES};
+            tio_save_options o = {.format = formats[f],
+                                  .flags = TIO_SAVE_NO_SYNC | TIO_SAVE_DROP_NAMES};
             void *want;
             size_t want_n;
             assert_int_equal(tio_save_memory(m, &o, &want, &want_n, &e), TIO_OK);
