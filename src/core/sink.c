@@ -122,6 +122,8 @@ struct tio__sink_patch {
     size_t off, len; /* in pbytes */
 };
 
+static int rd_take(tio_sink *s, tio_error *err);
+
 /* Everything but the first buffer, which needs no clearing. */
 #define SINK_HEAD offsetof(tio_sink, first)
 
@@ -188,6 +190,7 @@ void tio__sink_dispose(tio_sink *s) {
     s->pbytes = NULL;
     s->npatch = s->patch_cap = s->plen = s->pcap = 0;
     s->run_len = 0;
+    s->rd_len = 0;
     s->buf = NULL;
     s->len = s->cap = 0;
     s->niov = 0;
@@ -464,6 +467,10 @@ static int write_pending(tio_sink *s, tio_error *err) {
 }
 
 int tio__sink_flush(tio_sink *s, tio_error *err) {
+    if (s->rd_len) {
+        int rc = rd_take(s, err);
+        if (rc) return rc;
+    }
     if (s->fd < 0 || (s->niov == 0 && s->run_len == 0 && s->sp_len == 0)) return TIO_OK;
     return write_pending(s, err);
 }
@@ -577,6 +584,10 @@ static int sink_put1(tio_sink *s, const void *p, size_t n, int ref, tio_error *e
 static int sink_put(tio_sink *s, const void *p, size_t n, int ref, tio_error *err) {
     if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
     if (n == 0) return TIO_OK;
+    if (s->rd_len) {
+        int rc = rd_take(s, err);
+        if (rc) return rc;
+    }
     if (!s->progress) return sink_put1(s, p, n, ref, err);
     const uint8_t *q = p;
     while (n) {
@@ -889,14 +900,43 @@ static int read_in(tio_sink *s, int in_fd, size_t off, size_t n, tio_error *err)
     return TIO_OK;
 }
 
+/* The range goes to read_in, and so would a range that continues it in the
+ * source (at the same distance: not congruent either): it waits as the read
+ * range, which such ranges join. */
+static int rd_defer(tio_sink *s, int in_fd, size_t off, size_t n) {
+    s->rd_fd = in_fd;
+    s->rd_off = off;
+    s->rd_len = n;
+    return TIO_OK;
+}
+
+/* Reads the read range in (read_in): one call however many ranges joined
+ * it, so that a run of tensors that lie back to back in the source and in
+ * the output (GGUF -> safetensors at offsets not congruent) takes one
+ * splice() or pread() per piece, not per tensor. */
+static int rd_take(tio_sink *s, tio_error *err) {
+    size_t n = s->rd_len;
+    s->rd_len = 0;
+    return read_in(s, s->rd_fd, s->rd_off, n, err);
+}
+
 int tio__sink_copy_range(tio_sink *s, int in_fd, const void *map_, size_t map_size, size_t off,
                          size_t n, tio_error *err) {
     if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
     if (n == 0) return TIO_OK;
+    if (s->rd_len) {
+        /* nothing was written since: the output continues it too */
+        if (in_fd == s->rd_fd && off == s->rd_off + s->rd_len && n <= SIZE_MAX - s->rd_len) {
+            s->rd_len += n;
+            return TIO_OK;
+        }
+        int rc = rd_take(s, err);
+        if (rc) return rc;
+    }
     const uint8_t *map = map_, *mapped = map + off;
     if (s->fd < 0 || in_fd < 0 || (uint64_t)map_size > (uint64_t)INT64_MAX)
         return write_mapped(s, map, map_size, off, n, err);
-    if (s->no_copy || s->base == UINT64_MAX) return read_in(s, in_fd, off, n, err);
+    if (s->no_copy || s->base == UINT64_MAX) return rd_defer(s, in_fd, off, n);
     if (s->run_len && run_extend(s, in_fd, off, mapped, n)) {
         s->pos += n;
         if (s->progress && s->run_len >= RUN_PROGRESS) return run_cut(s, err);
@@ -905,8 +945,8 @@ int tio__sink_copy_range(tio_sink *s, int in_fd, const void *map_, size_t map_si
     uint64_t at;
     if (tio__add64_ovf(s->base, s->pos, &at))
         return tio__err(err, TIO_E_OVERFLOW, NULL, -1, "output size overflows");
-    if (n < RUN_MIN || (!s->copy_any && at % s->page != off % s->page))
-        return read_in(s, in_fd, off, n, err);
+    if (!s->copy_any && at % s->page != off % s->page) return rd_defer(s, in_fd, off, n);
+    if (n < RUN_MIN) return read_in(s, in_fd, off, n, err); /* a run may start back here */
     if (!s->run_len && run_back(s, in_fd, off, mapped, at, n)) {
         s->pos += n;
         if (s->progress && s->run_len >= RUN_PROGRESS) return run_cut(s, err);
@@ -943,7 +983,7 @@ int tio__sink_zeros(tio_sink *s, size_t n, tio_error *err) {
     return TIO_OK;
 }
 
-uint64_t tio__sink_pos(const tio_sink *s) { return s->pos; }
+uint64_t tio__sink_pos(const tio_sink *s) { return s->pos + s->rd_len; }
 
 /* Patches [at, at + n) in place when all of it is still pending in the copy
  * buffer (not written yet, not a caller's referenced bytes): a header
@@ -975,6 +1015,10 @@ static int patch_pending(tio_sink *s, uint64_t at, const uint8_t *p, size_t n, i
 
 int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error *err) {
     if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
+    if (s->rd_len) {
+        int rc = rd_take(s, err);
+        if (rc) return rc;
+    }
     if (at > s->pos || n > s->pos - at)
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "patch past the end of the output");
     if (s->fd < 0) {

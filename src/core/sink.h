@@ -65,6 +65,12 @@ struct tio_sink {
     int sp_open; /* sp[] is a pipe */
     int sp[2];
     size_t sp_len;
+    /* A range of a source file that goes to read_in, not read yet: the next
+     * range that continues it in the source joins it (sink.c: rd_take).
+     * rd_len bytes at rd_off of rd_fd, after what is pending; pos does not
+     * count them (tio__sink_pos does). */
+    int rd_fd;
+    size_t rd_off, rd_len;
     uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
 };
 
