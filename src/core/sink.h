@@ -90,12 +90,16 @@ void tio__sink_dispose(tio_sink *s);
  * source's bytes are written over the copy with pwrite()); it falls back to
  * by sendfile() where copy_file_range() says EXDEV (two file systems), and
  * writes the mapped bytes where the kernel cannot copy (EINVAL, ENOSYS…) or
- * the source shrank. Other bytes, and other sinks,
- * write the mapped bytes, the mapping's pages populated ahead in one call
- * (MADV_POPULATE_READ) rather than faulted in by the writes: on ext4
- * copy_file_range() at non-congruent offsets costs ~1.5x writing them
- * (docs/performance.md). The caller checked off + n <= map_size. Returns
- * TIO_OK or an error. */
+ * the source shrank. Other bytes (on ext4 copy_file_range() at non-congruent
+ * offsets costs ~1.5x writing them) are read into the sink's buffer and
+ * written with what is pending, or, where writes go in 64 KiB pieces
+ * (sink.c, WRITE_PIECE_HOST), moved by splice() through a pipe of the
+ * sink's own; ranges that continue one another in the source with nothing
+ * written between go as one (rd_len). Memory sinks, and sources without a
+ * descriptor (in_fd -1), write the mapped bytes, the mapping's pages
+ * populated ahead in one call (MADV_POPULATE_READ) rather than faulted in
+ * by the writes (docs/performance.md). The caller checked off + n <=
+ * map_size. Returns TIO_OK or an error. */
 static inline int tio__sink_is_file(const tio_sink *s) { return s->fd >= 0; }
 int tio__sink_copy_range(tio_sink *s, int in_fd, const void *map, size_t map_size, size_t off,
                          size_t n, tio_error *err);
