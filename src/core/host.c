@@ -1,5 +1,5 @@
 /* What the kernel tells about the machine under it (see internal.h,
- * tio__host_reports_free_pages). */
+ * tio__host_reports_free_pages, tio__host_kept_free). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -8,6 +8,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -39,4 +41,77 @@ int tio__host_reports_free_pages(const char *balloon_dir) {
     }
     closedir(d);
     return yes;
+}
+
+/* Reads up to cap - 1 bytes of a small file of the kernel's into buf, NUL
+ * terminated. Returns the length, or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t n = 0;
+    while (n + 1 < cap) {
+        ssize_t got = read(fd, buf + n, cap - 1 - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        n += (size_t)got;
+    }
+    close(fd);
+    buf[n] = 0;
+    return (ssize_t)n;
+}
+
+/* Lines "Node 0, zone   Normal  c0 c1 ... c10": cK free blocks of 2^K
+ * pages in that zone. Sums the blocks of orders lo..hi of every zone but
+ * DMA (the first 16 MiB, which the page cache does not take from), in
+ * bytes, saturating. Anything else on a line ends it. */
+uint64_t tio__buddy_free(const char *text, unsigned lo, unsigned hi, size_t page) {
+    uint64_t sum = 0;
+    const char *l = text;
+    while (*l) {
+        const char *end = strchr(l, '\n');
+        if (!end) end = l + strlen(l);
+        const char *z = strstr(l, "zone");
+        if (z && z < end) {
+            const char *c = z + 4;
+            while (c < end && *c == ' ') c++;
+            const char *name = c;
+            while (c < end && *c != ' ') c++;
+            int dma = c - name == 3 && memcmp(name, "DMA", 3) == 0;
+            for (unsigned k = 0; c < end && k < 64; k++) {
+                while (c < end && *c == ' ') c++;
+                if (c == end || *c < '0' || *c > '9') break;
+                uint64_t count = 0;
+                while (c < end && *c >= '0' && *c <= '9') {
+                    unsigned d = (unsigned)(*c++ - '0');
+                    count = count > (UINT64_MAX - d) / 10 ? UINT64_MAX : count * 10 + d;
+                }
+                if (dma || k < lo || k > hi) continue;
+                uint64_t block = (uint64_t)page << k;
+                uint64_t add = count > UINT64_MAX / block ? UINT64_MAX : count * block;
+                sum = add > UINT64_MAX - sum ? UINT64_MAX : sum + add;
+            }
+        }
+        l = *end ? end + 1 : end;
+    }
+    return sum;
+}
+
+uint64_t tio__host_kept_free(const char *buddyinfo, const char *reporting_order, unsigned lo,
+                             size_t page) {
+    /* free page reporting hands the host blocks of this order and more
+     * (its default: pageblock_order, 9 with 4 KiB pages) */
+    unsigned order = 9;
+    char buf[16384]; /* 32 zones' lines take ~3 KiB */
+    if (read_small(reporting_order, buf, 16) > 0 && buf[0] >= '0' && buf[0] <= '9') {
+        char *e;
+        unsigned long v = strtoul(buf, &e, 10);
+        if (v < 64) order = (unsigned)v;
+    }
+    ssize_t n;
+    if (order <= lo || (n = read_small(buddyinfo, buf, sizeof buf)) <= 0) return 0;
+    if ((size_t)n == sizeof buf - 1) { /* cut: the last whole line ends it */
+        char *nl = strrchr(buf, '\n');
+        *(nl ? nl : buf) = 0;
+    }
+    return tio__buddy_free(buf, lo, order - 1, page);
 }

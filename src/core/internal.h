@@ -803,5 +803,19 @@ void tio__preads_end(tio_preads *j);
  * sink writes in smaller pieces there (sink.c, WRITE_PIECE_HOST). */
 #define TIO__BALLOON_DIR "/sys/bus/virtio/drivers/virtio_balloon"
 int tio__host_reports_free_pages(const char *balloon_dir);
+/* Free memory, in bytes, in blocks of 2^lo pages (of `page` bytes) and more
+ * that such a host does not take back: those under the order free page
+ * reporting starts at (the file reporting_order, which is
+ * /sys/module/page_reporting/parameters/page_reporting_order; 9 where it
+ * cannot be read), as the file buddyinfo (/proc/buddyinfo) lists them. 0
+ * where buddyinfo cannot be read. The file sink asks it once per save where
+ * the host takes memory back (sink.c, host_pieces). */
+#define TIO__BUDDYINFO "/proc/buddyinfo"
+#define TIO__REPORTING_ORDER "/sys/module/page_reporting/parameters/page_reporting_order"
+uint64_t tio__host_kept_free(const char *buddyinfo, const char *reporting_order, unsigned lo,
+                             size_t page);
+/* The sum tio__host_kept_free makes, of text in /proc/buddyinfo's form,
+ * orders lo..hi (saturating; zone DMA not counted). */
+uint64_t tio__buddy_free(const char *text, unsigned lo, unsigned hi, size_t page);
 
 #endif /* TIO_INTERNAL_H */

@@ -86,11 +86,17 @@ int tio__plan_pread(const tio_write_plan *p, const void *mapped, size_t n, void 
     return fd >= 0 && tio__pread_full(fd, out, n, off) == n;
 }
 
+/* The bytes of the plan's tensors. */
+static uint64_t plan_bytes(const tio_write_plan *p) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < p->n; i++) total += p->t[i].nbytes;
+    return total;
+}
+
 /* A sink reports the plan's progress: the tensors' bytes as the total. */
 static void progress_start(tio_sink *s, const tio_write_plan *p) {
     if (!p->progress) return;
-    uint64_t total = 0;
-    for (size_t i = 0; i < p->n; i++) total += p->t[i].nbytes;
+    uint64_t total = s->expect;
     s->progress = p->progress;
     s->progress_ctx = p->progress_ctx;
     s->progress_total = total;
@@ -996,6 +1002,7 @@ static int write_to(tio_write_plan *p, const tio_format_desc *f, int fd, const s
                     tio_error *err) {
     tio_sink s;
     int rc = tio__sink_init_fd(&s, fd, err);
+    s.expect = plan_bytes(p);
     progress_start(&s, p);
     if (rc == TIO_OK) rc = f->write(p, &s, err);
     if (rc == TIO_OK) rc = tio__sink_flush(&s, err);

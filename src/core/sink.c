@@ -42,10 +42,16 @@
  * runs for an hour. cp's in-kernel copy writes 64 KiB at a time, from the
  * small free blocks, which are never reported; so do these pieces (64 KiB
  * pieces 0.35-0.66 s in the same runs, median 0.37 s; 128 KiB 0.33-1.14 s;
- * docs/performance.md). They cost 10-15 % where the small blocks hold out,
- * and elsewhere the writes stay whole: large folios cost less where their
- * memory is at hand. */
+ * docs/performance.md). They cost 10-15 % where the blocks of 256 KiB-1 MiB
+ * hold out (whole writes with two copies 0.93x cp, 64 KiB pieces with one
+ * 0.85-0.89x): so a save on such a host asks how much free memory lies in
+ * blocks the host does not take back that whole writes' folios can come
+ * from (tio__host_kept_free: orders from 256 KiB up to the reporting
+ * order), and its writes stay whole where that is at least KEPT_MARGIN
+ * times the bytes it will write (tio_sink.expect). Elsewhere the writes
+ * stay whole too: large folios cost less where their memory is at hand. */
 #define WRITE_PIECE_HOST ((size_t)64 << 10)
+#define KEPT_MARGIN 2u
 #define WRITE_MAX ((size_t)1 << 30)
 /* sendfile() moves at most 0x7ffff000 bytes a call (Linux). */
 #define SENDFILE_MAX ((size_t)0x7ffff000)
@@ -390,7 +396,12 @@ static void pending_taken(tio_sink *s) {
 static void host_pieces(tio_sink *s) {
     if (!s->wprobe) return;
     s->wprobe = 0;
-    if (tio__host_reports_free_pages(TIO__BALLOON_DIR)) s->wpiece = WRITE_PIECE_HOST;
+    if (!tio__host_reports_free_pages(TIO__BALLOON_DIR)) return;
+    /* the smallest folio whole writes make: half a flush (FLUSH_AT_DISK) */
+    unsigned lo = 0;
+    while ((s->page << (lo + 1)) <= FLUSH_AT_DISK / 2) lo++;
+    uint64_t kept = tio__host_kept_free(TIO__BUDDYINFO, TIO__REPORTING_ORDER, lo, s->page);
+    if (kept / KEPT_MARGIN < s->expect) s->wpiece = WRITE_PIECE_HOST;
 }
 
 #ifdef __linux__
