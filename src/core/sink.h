@@ -57,7 +57,8 @@ struct tio_sink {
      * wprobe: whether to ask the host once pieces are due (sink.c) */
     size_t wpiece;
     int wprobe;
-    uint64_t expect; /* bytes the save will write, about (its tensors'); 0: few */
+    uint64_t expect;    /* bytes the save will write, about (its tensors'); 0: few */
+    uint64_t kept_next; /* writes kept whole on such a host: pos at which to ask again */
     /* read_in where writes go in pieces (wpiece): source bytes spliced into
      * a pipe of the sink's own and from it into the file (sink.c:
      * SPLICE_MIN). sp_len bytes are in the pipe; they come before what is

@@ -229,16 +229,17 @@ int __wrap_tio__host_reports_free_pages(const char *balloon_dir) {
 }
 
 /* How much free memory such a host leaves in blocks it does not take back
- * (0 unless a test says), and the smallest order the sink asked about. */
+ * (0 unless a test says; host_kept_later from the second question on, where
+ * kept_turns), and the smallest order the sink asked about. */
 uint64_t __real_tio__host_kept_free(const char *buddyinfo, const char *reporting_order,
                                     unsigned lo, size_t page);
 uint64_t __wrap_tio__host_kept_free(const char *buddyinfo, const char *reporting_order,
                                     unsigned lo, size_t page);
 /* the sum it makes of /proc/buddyinfo's lines (src/core/host.c) */
 uint64_t tio__buddy_free(const char *text, unsigned lo, unsigned hi, size_t page);
-static uint64_t host_kept;
+static uint64_t host_kept, host_kept_later;
 static unsigned kept_lo;
-static int kept_asked;
+static int kept_asked, kept_turns;
 
 uint64_t __wrap_tio__host_kept_free(const char *buddyinfo, const char *reporting_order,
                                     unsigned lo, size_t page) {
@@ -246,7 +247,7 @@ uint64_t __wrap_tio__host_kept_free(const char *buddyinfo, const char *reporting
     (void)reporting_order;
     kept_lo = (unsigned)(page << lo >> 10); /* in KiB */
     kept_asked++;
-    return host_kept;
+    return kept_turns && kept_asked > 1 ? host_kept_later : host_kept;
 }
 
 static char dir[256];
@@ -982,23 +983,31 @@ static void test_host_pieces(void **state) {
     tio_error e;
     bool tmpfs = dir_on_tmpfs(); /* no large folios there: never asked */
     /* 0: no free page reporting; 1: reporting, the kept free blocks hold
-     * just under twice the bytes to write; 2: they hold twice */
-    for (int says = 0; says < 3; says++) {
+     * the bytes to write once; 2: they hold twice, and then
+     * still twice the bytes left; 3: twice, and then none (asked again
+     * after 8 MiB: the rest goes in pieces) */
+    for (int says = 0; says < 4; says++) {
         host_reports = says > 0;
-        host_kept = says == 2 ? 2 * bytes : says == 1 ? 2 * bytes - 1 : 0;
+        host_kept = says >= 2 ? 2 * bytes : says == 1 ? bytes : 0;
+        host_kept_later = says == 3 ? 0 : 2 * bytes;
+        kept_turns = 1;
         host_asked = kept_asked = 0;
         int rc = counted_save(m, dst, &o, &e);
-        host_reports = 0;
-        host_kept = 0;
+        host_reports = kept_turns = 0;
+        host_kept = host_kept_later = 0;
         if (rc != TIO_OK) fail_msg("host says %d: %s", says, e.message);
         fprintf(stderr, "%s, host says %d: asked %d+%d times, %d writes of >= 64 KiB (%zu "
                 "bytes), %d splices out (%zu bytes), %d writes crossing a multiple of 64 KiB\n",
                 tmpfs ? "tmpfs" : "disk", says, host_asked, kept_asked, writev_calls,
                 writev_bytes, splice_out, splice_out_bytes, write_crossing);
         assert_int_equal(host_asked, tmpfs ? 0 : 1);
-        assert_int_equal(kept_asked, tmpfs || !says ? 0 : 1);
+        /* ~24 MiB written: asked again at 8 and 16 MiB while writes stay whole */
+        assert_int_equal(kept_asked, tmpfs || !says ? 0 : says == 2 ? 3 : says == 3 ? 2 : 1);
         if (kept_asked) assert_int_equal(kept_lo, 256); /* whole writes' folios: 256 KiB up */
-        if (says == 1 && !tmpfs) {
+        if (says == 3 && !tmpfs) { /* whole, then in pieces */
+            assert_true(write_crossing > 0);
+            assert_true(splice_out >= 100);
+        } else if (says == 1 && !tmpfs) {
             assert_int_equal(write_crossing, 0);
             assert_true(writev_calls + splice_out >= 100); /* ~12 MiB in pieces of 64 KiB */
         } else {
