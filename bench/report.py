@@ -852,7 +852,9 @@ def main():
                   "tensio uses where the output offsets are congruent with the source's; "
                   "the other tensor bytes it reads with `pread()` into a buffer and writes "
                   "from there, as `cat` does, except on a virtual machine whose balloon "
-                  "hands free memory back to the host, where it writes in 64 KiB pieces "
+                  "hands free memory back to the host, where, unless the free blocks the "
+                  "host does not take back hold twice what is left to write (asked at "
+                  "the start and every 8 MiB), it writes in 64 KiB pieces "
                   "and moves those bytes by `splice()` through a pipe of its own, one "
                   "copy as `cp` (docs/performance.md).\n")
         md.append(table(CONVERT_HEAD, rows))
