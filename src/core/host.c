@@ -85,9 +85,12 @@ uint64_t tio__buddy_free(const char *text, unsigned lo, unsigned hi, size_t page
                     unsigned d = (unsigned)(*c++ - '0');
                     count = count > (UINT64_MAX - d) / 10 ? UINT64_MAX : count * 10 + d;
                 }
-                if (dma || k < lo || k > hi) continue;
-                uint64_t block = (uint64_t)page << k;
-                uint64_t add = count > UINT64_MAX / block ? UINT64_MAX : count * block;
+                if (dma || k < lo || k > hi || count == 0) continue;
+                /* a block of 2^k pages (k up to 63), saturating */
+                uint64_t block = page > UINT64_MAX >> k ? UINT64_MAX : (uint64_t)page << k;
+                uint64_t add = block == 0                  ? 0
+                               : count > UINT64_MAX / block ? UINT64_MAX
+                                                            : count * block;
                 sum = add > UINT64_MAX - sum ? UINT64_MAX : sum + add;
             }
         }

@@ -1271,6 +1271,12 @@ static void test_host_kept(void **state) {
     assert_true(tio__buddy_free("zone Normal 9223372036854775807 9223372036854775807", 0, 1,
                                 1) == UINT64_MAX);
     assert_true(tio__buddy_free("zone DMA 5\nzone DMA32 5", 0, 0, 4096) == 5 * 4096);
+    char cols[300] = "zone Normal"; /* orders 0-63: blocks past 2^64 bytes */
+    for (int k = 0; k < 64; k++) strcat(cols, k == 62 ? " 1" : " 0");
+    assert_true(tio__buddy_free(cols, 0, 63, 4096) == UINT64_MAX);
+    assert_true(tio__buddy_free(cols, 0, 61, 4096) == 0);
+    assert_true(tio__buddy_free(cols, 62, 62, 1) == (uint64_t)1 << 62);
+    assert_true(tio__buddy_free(cols, 0, 63, 0) == 0); /* no page size: no division by 0 */
     /* from files: the reporting order bounds the orders counted */
     char bi[300], ro[300];
     snprintf(bi, sizeof bi, "%s/buddyinfo", dir);
