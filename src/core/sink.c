@@ -42,16 +42,16 @@
  * runs for an hour. cp's in-kernel copy writes 64 KiB at a time, from the
  * small free blocks, which are never reported; so do these pieces (64 KiB
  * pieces 0.35-0.66 s in the same runs, median 0.37 s; 128 KiB 0.33-1.14 s;
- * docs/performance.md). They cost 10-15 % where the blocks of 256 KiB-1 MiB
- * hold out (whole writes with two copies 0.93x cp, 64 KiB pieces with one
- * 0.85-0.89x): so a save on such a host asks how much free memory lies in
- * blocks the host does not take back that whole writes' folios can come
- * from (tio__host_kept_free: orders from 256 KiB up to the reporting
- * order), and its writes stay whole where that is at least KEPT_MARGIN
- * times the bytes it will write (tio_sink.expect), asked again every
- * KEPT_AGAIN bytes for the bytes left (reading /proc/buddyinfo: ~10 us, 128
- * times a GiB). Elsewhere the writes
- * stay whole too: large folios cost less where their memory is at hand. */
+ * docs/performance.md). Pieces cost 10-15 % where the free blocks of
+ * 256 KiB-1 MiB hold out (whole writes with two copies 0.93x cp, 64 KiB
+ * pieces with one 0.85-0.89x), so a save on such a host asks how much free
+ * memory lies in blocks that whole writes' folios come from and the host
+ * does not take back (tio__host_kept_free: 256 KiB up to the reporting
+ * order), and keeps whole writes while that holds KEPT_MARGIN times the
+ * bytes left to write (tio_sink.expect), asking again every KEPT_AGAIN
+ * bytes (a read of /proc/buddyinfo: ~10 us, 128 times a GiB). Elsewhere
+ * the writes stay whole: large folios cost less where their memory is at
+ * hand. */
 #define WRITE_PIECE_HOST ((size_t)64 << 10)
 #define KEPT_MARGIN 2u
 #define KEPT_AGAIN ((uint64_t)8 << 20)
