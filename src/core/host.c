@@ -48,13 +48,7 @@ int tio__host_reports_free_pages(const char *balloon_dir) {
 static ssize_t read_small(const char *path, char *buf, size_t cap) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
-    size_t n = 0;
-    while (n + 1 < cap) {
-        ssize_t got = read(fd, buf + n, cap - 1 - n);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) break;
-        n += (size_t)got;
-    }
+    size_t n = tio__pread_full(fd, buf, cap - 1, 0);
     close(fd);
     buf[n] = 0;
     return (ssize_t)n;

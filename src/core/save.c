@@ -96,10 +96,9 @@ static uint64_t plan_bytes(const tio_write_plan *p) {
 /* A sink reports the plan's progress: the tensors' bytes as the total. */
 static void progress_start(tio_sink *s, const tio_write_plan *p) {
     if (!p->progress) return;
-    uint64_t total = s->expect;
     s->progress = p->progress;
     s->progress_ctx = p->progress_ctx;
-    s->progress_total = total;
+    s->progress_total = s->expect;
     s->progress_next = TIO__PROGRESS_STEP;
 }
 
