@@ -186,7 +186,7 @@ static int64_t tr_value(tr *r, const char *name, tio_dtype dt, uint32_t rank,
 static int64_t tr_node(tr *r, const char *op, const int64_t *in, size_t nin, int64_t out) {
     if (r->rc) return -1;
     for (size_t k = 0; k < nin; k++)
-        if (in[k] < -1) return -1; /* an input failed (r->rc is set) */
+        if (in[k] < -1) return -1; /* an input failed (r->rc or r->fail is set) */
     if (out < 0) return -1;
     tio_node_info ni;
     memset(&ni, 0, sizeof ni);
@@ -367,8 +367,18 @@ static void tr_qconsts(tr *r, uint32_t t, int64_t *scale, int64_t *zp) {
 
 static const int64_t TR_TO_NCHW[4] = {0, 3, 1, 2}, TR_TO_NHWC[4] = {0, 2, 3, 1};
 
-static void tr_dims_nchw(const tr_tensor *x, int64_t *d) {
+static int tr_fail(tr *r, const char *why) {
+    if (!r->fail) r->fail = why;
+    return -1;
+}
+
+/* Tensor x's dims in NCHW order. Only a rank-4 tensor has that layout; the
+ * operators check their results' ranks before they ask for it, and this
+ * check stands behind them (a file's declared shapes are not trusted). */
+static int tr_dims_nchw(tr *r, const tr_tensor *x, int64_t *d) {
+    if (x->rank != 4) return tr_fail(r, "a value needed in the NCHW layout is not of rank 4");
     for (unsigned k = 0; k < 4; k++) d[k] = x->dims[TR_TO_NCHW[k]];
+    return 0;
 }
 
 static int64_t tr_transpose(tr *r, int64_t in, const int64_t *perm, uint32_t t, const char *tag,
@@ -387,7 +397,7 @@ static int64_t tr_relayout(tr *r, uint32_t t, int64_t src, int L, const char *ta
                            tio_dtype dt) {
     const tr_tensor *x = &r->t[t];
     int64_t nchw[4];
-    tr_dims_nchw(x, nchw);
+    if (tr_dims_nchw(r, x, nchw)) return -2;
     const int64_t *perm = L ? TR_TO_NCHW : TR_TO_NHWC;
     const int64_t *from = L ? x->dims : nchw, *dims = L ? nchw : x->dims;
     int64_t last = -1;
@@ -407,7 +417,7 @@ static int64_t tr_relayout(tr *r, uint32_t t, int64_t src, int L, const char *ta
 }
 
 /* Tensor t in layout L (0 NHWC, 1 NCHW; 1 for rank 4 only), as stored
- * (flt false) or as float. -2 with r->rc set on failure; -1 if the tensor
+ * (flt false) or as float. -2 with r->rc or r->fail set on failure; -1 if the tensor
  * has no value yet (the caller checked it does). */
 static int64_t tr_get(tr *r, uint32_t t, int L, bool flt) {
     tr_tensor *x = &r->t[t];
@@ -416,7 +426,7 @@ static int64_t tr_get(tr *r, uint32_t t, int L, bool flt) {
     int view = flt && !isf ? 1 : 0;
     if (x->v[L][view] >= 0) return x->v[L][view];
     int64_t nchw[4];
-    if (x->rank == 4) tr_dims_nchw(x, nchw);
+    if (L && tr_dims_nchw(r, x, nchw)) return -2;
     const int64_t *dims = L ? nchw : x->dims;
     if (view == 0) {
         int64_t src = x->v[!L][0];
@@ -476,7 +486,7 @@ static void tr_finish(tr *r, uint32_t t, int L, int64_t f, int act) {
     tr_tensor *x = &r->t[t];
     if (r->rc || f < 0) return;
     int64_t nchw[4];
-    if (L) tr_dims_nchw(x, nchw);
+    if (L && tr_dims_nchw(r, x, nchw)) return;
     const int64_t *dims = L ? nchw : x->dims;
     bool last_float = !x->q;
     if (act) {
@@ -515,7 +525,7 @@ static void tr_finish(tr *r, uint32_t t, int L, int64_t f, int act) {
 static int64_t tr_result(tr *r, uint32_t t, int L, bool fused) {
     tr_tensor *x = &r->t[t];
     int64_t nchw[4];
-    if (L) tr_dims_nchw(x, nchw);
+    if (L && tr_dims_nchw(r, x, nchw)) return -1;
     if (!fused && !x->q && !L) {
         x->named = true;
         return tr_value(r, x->own, TIO_FLOAT32, x->rank, x->dims, -1);
@@ -542,11 +552,6 @@ static uint64_t tr_numel(const tr_tensor *x) {
         n *= (uint64_t)x->dims[k];
     }
     return n;
-}
-
-static int tr_fail(tr *r, const char *why) {
-    if (!r->fail) r->fail = why;
-    return -1;
 }
 
 /* Reads a small integer constant (int32/int64) of at most cap elements. */
@@ -932,6 +937,10 @@ static void tr_pad(tr *r, const tr_op *o) {
         tr_fail(r, "the paddings do not match the input's rank");
         return;
     }
+    if (y->rank != x->rank) {
+        tr_fail(r, "the output's rank is not the input's");
+        return;
+    }
     int L = x->rank == 4 && tr_has(r, (uint32_t)o->in[0], 1) ? 1 : 0;
     for (uint32_t k = 0; k < x->rank; k++) {
         uint32_t src = L ? (uint32_t)TR_TO_NCHW[k] : k;
@@ -960,6 +969,10 @@ static void tr_mean(tr *r, const tr_op *o) {
             return;
         }
         red[ax[k]] = true;
+    }
+    if (keep && y->rank != x->rank) {
+        tr_fail(r, "keep_dims, and the output's rank is not the input's");
+        return;
     }
     /* NCHW when the input has that form and the result's dims keep their
      * order (reducing H and W, or keeping dims) */
