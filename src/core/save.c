@@ -548,36 +548,64 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
     return rc;
 }
 
+/* n elements of `from` at src as the dtype widened() gives (float32, uint8;
+ * an int64 Reshape shape as int32), little-endian, at dst. One loop per
+ * dtype: the bfloat16 one a shift the compiler vectorizes; float8 through a
+ * table of its 256 values when n is large enough to pay for it. */
 static void widen_elems(tio_dtype from, const uint8_t *src, uint8_t *dst, uint64_t n) {
-    for (uint64_t i = 0; i < n; i++) {
-        switch (from) {
-        case TIO_BOOL: dst[i] = src[i]; break;
-        case TIO_FLOAT16:
-        case TIO_BFLOAT16: {
-            uint16_t h = tio__ld16(src + i * 2);
-            float f = from == TIO_FLOAT16 ? tio__half_to_float(h) : tio__bf16_to_float(h);
+    switch (from) {
+    case TIO_BOOL: memcpy(dst, src, (size_t)n); return;
+    case TIO_BFLOAT16: /* the high half of a float32 */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* native loads and stores: vectorized (gcc -O3: 0.15 ns an element
+         * against 1.8 through the byte-wise ones) */
+        for (uint64_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, src + i * 2, sizeof h);
+            uint32_t u = (uint32_t)h << 16;
+            memcpy(dst + i * 4, &u, sizeof u);
+        }
+#else
+        for (uint64_t i = 0; i < n; i++)
+            tio__st32(dst + i * 4, (uint32_t)tio__ld16(src + i * 2) << 16);
+#endif
+        return;
+    case TIO_FLOAT16:
+        for (uint64_t i = 0; i < n; i++) {
+            float f = tio__half_to_float(tio__ld16(src + i * 2));
             uint32_t u;
             memcpy(&u, &f, sizeof u);
             tio__st32(dst + i * 4, u);
-            break;
         }
-        case TIO_FLOAT8_E4M3FN:
-        case TIO_FLOAT8_E5M2: {
-            float f = from == TIO_FLOAT8_E4M3FN ? tio__f8e4m3fn_to_float(src[i])
-                                                : tio__f8e5m2_to_float(src[i]);
+        return;
+    case TIO_FLOAT8_E4M3FN:
+    case TIO_FLOAT8_E5M2: {
+        bool e4 = from == TIO_FLOAT8_E4M3FN;
+        uint32_t table[256];
+        size_t built = n >= 1024 ? 256 : 0;
+        for (size_t k = 0; k < built; k++) {
+            float f = e4 ? tio__f8e4m3fn_to_float((uint8_t)k) : tio__f8e5m2_to_float((uint8_t)k);
+            memcpy(&table[k], &f, sizeof f);
+        }
+        for (uint64_t i = 0; i < n; i++) {
             uint32_t u;
-            memcpy(&u, &f, sizeof u);
+            if (built) {
+                u = table[src[i]];
+            } else {
+                float f = e4 ? tio__f8e4m3fn_to_float(src[i]) : tio__f8e5m2_to_float(src[i]);
+                memcpy(&u, &f, sizeof u);
+            }
             tio__st32(dst + i * 4, u);
-            break;
         }
-        case TIO_INT64:
-            /* a Reshape's shape (narrow_shape): as convert_tool stores it, the
-             * first 4*n bytes of the little-endian int64 data (the values
-             * themselves go to the Reshape's re_shape param) */
-            memcpy(dst + i * 4, src + i * 4, 4);
-            break;
-        default: break;
-        }
+        return;
+    }
+    case TIO_INT64:
+        /* a Reshape's shape (narrow_shape): as convert_tool stores it, the
+         * first 4*n bytes of the little-endian int64 data (the values
+         * themselves go to the Reshape's re_shape param) */
+        memcpy(dst, src, (size_t)n * 4);
+        return;
+    default: return;
     }
 }
 
@@ -662,17 +690,47 @@ static int sink_walk_value(void *ctx, const uint8_t *elem) {
     return tio__sink_write(w->s, buf, w->out_es, w->err);
 }
 
+/* Bytes of widened elements written at a time (TIO_SAVE_WIDEN of a dense
+ * tensor): what the plan's scratch buffer holds for it, in L2 between the
+ * conversion and the sink's copy. */
+#define WIDEN_PIECE ((size_t)64 << 10)
+
+typedef struct {
+    tio_write_plan *p;
+    tio_sink *s;
+    tio_dtype from;
+    size_t in_es, out_es;
+    tio_error *err;
+} widen_run;
+
+/* n elements at data, widened into the scratch buffer (WIDEN_PIECE bytes)
+ * and written, a piece at a time. */
+static int widen_write(widen_run *w, const uint8_t *data, uint64_t n) {
+    size_t per = WIDEN_PIECE / w->out_es;
+    int rc = TIO_OK;
+    for (uint64_t i = 0; i < n && rc == TIO_OK; i += per) {
+        size_t k = n - i < per ? (size_t)(n - i) : per;
+        widen_elems(w->from, data + i * w->in_es, w->p->scratch, k);
+        rc = tio__sink_write(w->s, w->p->scratch, k * w->out_es, w->err);
+    }
+    return rc;
+}
+
 typedef struct {
     tio_write_plan *p;
     tio_sink *s;
     tio_error *err;
+    widen_run *widen; /* the run's elements widened first, or NULL */
     uint8_t buf[16384];
 } plan_sink_run;
 
-/* A strided view's run: the walk's buffer is copied (it is reused), a long
- * run of the storage is written as a view's bytes are. */
+/* A strided view's run (whole elements: the walk gathers into a buffer of a
+ * multiple of their size): widened when the dtype changes; else the walk's
+ * buffer is copied (it is reused), a long run of the storage is written as
+ * a view's bytes are. */
 static int plan_sink_runfn(void *ctx, const uint8_t *data, size_t n) {
     plan_sink_run *r = ctx;
+    if (r->widen) return widen_write(r->widen, data, n / r->widen->in_es);
     uintptr_t d = (uintptr_t)data, b = (uintptr_t)r->buf;
     if (d >= b && d - b < sizeof r->buf) return tio__sink_write(r->s, data, n, r->err);
     return tio__plan_sink_data(r->p, r->s, data, n, r->err);
@@ -704,6 +762,24 @@ int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *e
         r.p = p;
         r.s = s;
         r.err = err;
+        r.widen = NULL;
+        int rc = tio__strided_runs(src, r.buf, sizeof r.buf, plan_sink_runfn, &r);
+        return rc == TIO_E_NOMEM ? tio__nomem(err, p->fmt->name) : rc;
+    }
+    if (src->layout == TIO_LAYOUT_DENSE && w->layout == TIO_LAYOUT_DENSE &&
+        src->dtype != w->dtype && widened(src->dtype) == w->dtype) {
+        /* widened a piece at a time (run by run for a strided view), without
+         * a buffer of the tensor's size */
+        if (scratch_reserve(&p->scratch, &p->scratch_cap, WIDEN_PIECE) != TIO_OK)
+            return tio__nomem(err, p->fmt->name);
+        widen_run wr = {p, s, src->dtype, tio_dtype_size(src->dtype), tio_dtype_size(w->dtype),
+                        err};
+        if (!src->strided) return widen_write(&wr, src->data, src->numel);
+        plan_sink_run r;
+        r.p = p;
+        r.s = s;
+        r.err = err;
+        r.widen = &wr;
         int rc = tio__strided_runs(src, r.buf, sizeof r.buf, plan_sink_runfn, &r);
         return rc == TIO_E_NOMEM ? tio__nomem(err, p->fmt->name) : rc;
     }

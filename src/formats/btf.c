@@ -690,10 +690,10 @@ static int btf_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
             rc = btf_put64(s, (uint64_t)w->shape[k], err);
             if (rc) return rc;
         }
-        rc = tio__plan_data(p, i, &data, &indices, err);
-        if (rc) return rc;
         size_t payload = w->nbytes;
         if (coo) {
+            rc = tio__plan_data(p, i, &data, &indices, err);
+            if (rc) return rc;
             /* Sizes were checked by btf_record_size; they fit in size_t
              * because the plan holds these bytes in memory. */
             size_t ibytes = (size_t)(w->nnz * (uint64_t)w->rank * 8);
@@ -704,10 +704,11 @@ static int btf_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
             if (rc) return rc;
             payload = 24 + ibytes + w->nbytes;
         }
-        if (w->nbytes) {
-            rc = tio__plan_sink_data(p, s, data, w->nbytes, err);
-            if (rc) return rc;
-        }
+        /* dense: streamed (a widened, densified or strided tensor a piece at
+         * a time, no buffer of its size) */
+        rc = coo ? (w->nbytes ? tio__plan_sink_data(p, s, data, w->nbytes, err) : TIO_OK)
+                 : tio__plan_sink_tensor(p, s, i, err);
+        if (rc) return rc;
         /* header and DIMS are multiples of 8: only the payload needs padding */
         size_t pad = (BTF_ALIGN - payload % BTF_ALIGN) % BTF_ALIGN;
         if (pad) {

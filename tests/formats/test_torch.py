@@ -238,6 +238,21 @@ def real_files(tmp):
     check("str with NUL", meta.get("note") == "a\0b\0", repr(meta))
     root = json.loads(run("ls", "--json", os.path.join(tmp, "param.pt")).stdout)["tensors"]
     check("root tensor unnamed", root[0]["name"] is None, str(root))
+    # views whose dtype .npy lacks, written as float32 (--widen): widened run by run,
+    # across the 64 KiB pieces the widening goes in, as torch itself widens them
+    wd = collections.OrderedDict()
+    wd["bf16_t"] = (torch.randn(300, 200) * 100).to(torch.bfloat16).t()
+    wd["bf16_s"] = (torch.randn(40, 1000) * 100).to(torch.bfloat16)[::3, 5:900]
+    if hasattr(torch, "float8_e4m3fn"):
+        wd["f8_t"] = torch.randn(200, 150).to(torch.float8_e4m3fn).t()
+    for name, t in wd.items():
+        p = os.path.join(tmp, "widen_%s.pt" % name)
+        torch.save({name: t}, p)
+        out = os.path.join(tmp, "widen_%s.npy" % name)
+        r = subprocess.run([TENSIO, "convert", "--widen", p, out], capture_output=True, text=True)
+        got = np.load(out) if r.returncode == 0 else None
+        check("widened view " + name, got is not None and got.dtype == np.float32 and
+              np.array_equal(got, t.float().numpy()), r.stderr)
     # complex: read (values, quantized tensors and NumPy objects: test_torch_objects.py)
     p = os.path.join(tmp, "complex.pt")
     torch.save({"c": torch.ones(2, dtype=torch.complex64)}, p)
