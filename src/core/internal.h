@@ -565,10 +565,16 @@ int tio__plan_pread(const tio_write_plan *p, const void *mapped, size_t n, void 
 int tio__plan_sink_data_crc(const tio_write_plan *p, tio_sink *s, const void *data, size_t n,
                             uint32_t *crc, tio_error *err);
 /* Writes tensor i's bytes as the plan has them (tio__plan_data then
- * tio__plan_sink_data), but a densified tensor is streamed: zero runs and
- * its values, without a buffer of its dense size. For writers that only pass
- * the data through to the sink. */
+ * tio__plan_sink_data), but a converted tensor is streamed, without a buffer
+ * of its size: a densified one as zero runs and its values, a dequantized one
+ * in blocks, a widened one in pieces, a strided view run by run. For writers
+ * that only pass the data through to the sink. */
 int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *err);
+/* The same, continuing *crc (tio__crc32) over the bytes written: a widened
+ * tensor in its pieces; any other as tio__plan_data then
+ * tio__plan_sink_data_crc. */
+int tio__plan_sink_tensor_crc(tio_write_plan *p, tio_sink *s, size_t i, uint32_t *crc,
+                              tio_error *err);
 /* What a format's check built (a lowered model, its layout) handed to its
  * write on the same plan, so that the work is not done twice: keep stores it
  * (freed with free_fn when the plan goes, or replaced); take returns it (the

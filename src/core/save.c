@@ -700,6 +700,7 @@ typedef struct {
     tio_sink *s;
     tio_dtype from;
     size_t in_es, out_es;
+    uint32_t *crc; /* continued over the widened bytes, or NULL */
     tio_error *err;
 } widen_run;
 
@@ -711,10 +712,22 @@ static int widen_write(widen_run *w, const uint8_t *data, uint64_t n) {
     for (uint64_t i = 0; i < n && rc == TIO_OK; i += per) {
         size_t k = n - i < per ? (size_t)(n - i) : per;
         widen_elems(w->from, data + i * w->in_es, w->p->scratch, k);
+        if (w->crc) *w->crc = tio__crc32(*w->crc, w->p->scratch, k * w->out_es);
         rc = tio__sink_write(w->s, w->p->scratch, k * w->out_es, w->err);
     }
     return rc;
 }
+
+/* Whether tensor i is a dense one the plan widens (TIO_SAVE_WIDEN). */
+static bool plan_widens(const tio_write_plan *p, size_t i) {
+    const tio_wtensor *w = &p->t[i];
+    const tio_tensor *src = w->src;
+    return src->layout == TIO_LAYOUT_DENSE && w->layout == TIO_LAYOUT_DENSE &&
+           src->dtype != w->dtype && widened(src->dtype) == w->dtype;
+}
+
+static int widen_tensor(tio_write_plan *p, tio_sink *s, size_t i, uint32_t *crc,
+                        tio_error *err);
 
 typedef struct {
     tio_write_plan *p;
@@ -766,26 +779,41 @@ int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *e
         int rc = tio__strided_runs(src, r.buf, sizeof r.buf, plan_sink_runfn, &r);
         return rc == TIO_E_NOMEM ? tio__nomem(err, p->fmt->name) : rc;
     }
-    if (src->layout == TIO_LAYOUT_DENSE && w->layout == TIO_LAYOUT_DENSE &&
-        src->dtype != w->dtype && widened(src->dtype) == w->dtype) {
-        /* widened a piece at a time (run by run for a strided view), without
-         * a buffer of the tensor's size */
-        if (scratch_reserve(&p->scratch, &p->scratch_cap, WIDEN_PIECE) != TIO_OK)
-            return tio__nomem(err, p->fmt->name);
-        widen_run wr = {p, s, src->dtype, tio_dtype_size(src->dtype), tio_dtype_size(w->dtype),
-                        err};
-        if (!src->strided) return widen_write(&wr, src->data, src->numel);
-        plan_sink_run r;
-        r.p = p;
-        r.s = s;
-        r.err = err;
-        r.widen = &wr;
-        int rc = tio__strided_runs(src, r.buf, sizeof r.buf, plan_sink_runfn, &r);
-        return rc == TIO_E_NOMEM ? tio__nomem(err, p->fmt->name) : rc;
-    }
+    if (plan_widens(p, i)) return widen_tensor(p, s, i, NULL, err);
     const uint8_t *data = NULL;
     int rc = tio__plan_data(p, i, &data, NULL, err);
     if (rc == TIO_OK && w->nbytes) rc = tio__plan_sink_data(p, s, data, w->nbytes, err);
+    return rc;
+}
+
+/* Tensor i widened a piece at a time (run by run for a strided view),
+ * without a buffer of its size; *crc continued over it when not NULL. */
+static int widen_tensor(tio_write_plan *p, tio_sink *s, size_t i, uint32_t *crc,
+                        tio_error *err) {
+    const tio_wtensor *w = &p->t[i];
+    const tio_tensor *src = w->src;
+    if (scratch_reserve(&p->scratch, &p->scratch_cap, WIDEN_PIECE) != TIO_OK)
+        return tio__nomem(err, p->fmt->name);
+    widen_run wr = {p, s, src->dtype, tio_dtype_size(src->dtype), tio_dtype_size(w->dtype),
+                    crc, err};
+    if (!src->strided) return widen_write(&wr, src->data, src->numel);
+    plan_sink_run r;
+    r.p = p;
+    r.s = s;
+    r.err = err;
+    r.widen = &wr;
+    int rc = tio__strided_runs(src, r.buf, sizeof r.buf, plan_sink_runfn, &r);
+    return rc == TIO_E_NOMEM ? tio__nomem(err, p->fmt->name) : rc;
+}
+
+int tio__plan_sink_tensor_crc(tio_write_plan *p, tio_sink *s, size_t i, uint32_t *crc,
+                              tio_error *err) {
+    if (i >= p->n) return tio__err(err, TIO_E_ARGUMENT, p->fmt->name, -1, "no tensor %zu", i);
+    if (plan_widens(p, i)) return widen_tensor(p, s, i, crc, err);
+    const uint8_t *data = NULL;
+    int rc = tio__plan_data(p, i, &data, NULL, err);
+    size_t n = p->t[i].nbytes;
+    if (rc == TIO_OK && n) rc = tio__plan_sink_data_crc(p, s, data, n, crc, err);
     return rc;
 }
 

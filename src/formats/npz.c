@@ -365,8 +365,11 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
     if (!rc)
         rc = tio__npy_header(w, str ? descr : NULL, tio__plan_version(p), NPZ, &hdr, &hlen,
                              err);
+    /* a stored member's data are written as the plan streams them (a
+     * widened tensor in pieces, its CRC taken on the way); a deflated one
+     * takes them whole */
     const uint8_t *data = strs;
-    if (!rc && !str) rc = tio__plan_data(p, i, &data, NULL, err);
+    if (!rc && !str && compress) rc = tio__plan_data(p, i, &data, NULL, err);
     if (rc) {
         free(hdr);
         free(strs);
@@ -395,11 +398,16 @@ static int npz_write_member(tio_write_plan *p, tio_sink *s, size_t i, int compre
     if (!rc && !compress) {
         /* the data's CRC from the job's thread, taken while this one writes,
          * when the bytes are the ones it was given; else in the same pass */
-        bool threaded = job && view && data == view;
+        bool threaded = job && view; /* a view: the tensor's bytes as held */
         rc = tio__sink_write(s, hdr, hlen, err);
-        if (!rc)
-            rc = threaded ? tio__plan_sink_data(p, s, data, nbytes, err)
-                          : tio__plan_sink_data_crc(p, s, data, nbytes, &m->crc, err);
+        if (!rc) {
+            if (str)
+                rc = tio__plan_sink_data_crc(p, s, data, nbytes, &m->crc, err);
+            else if (threaded)
+                rc = tio__plan_sink_data(p, s, view, nbytes, err);
+            else
+                rc = tio__plan_sink_tensor_crc(p, s, i, &m->crc, err);
+        }
         if (!rc && threaded)
             m->crc = (uint32_t)crc32_combine(m->crc, tio__crc32_wait(job, i),
                                              (z_off_t)nbytes);

@@ -152,6 +152,30 @@ def main():
     check("65537 members: np.savez bytes", read(out) == read(src))
     print("npz: zip64 end records (65,537 members) read and rewritten")
 
+    # a dtype .npz lacks, stored wider (--widen): bfloat16 from a safetensors
+    # file, written as float32 a piece at a time (stored: the CRC taken on the
+    # way) or whole (deflated); zipfile's CRC check and np.load agree
+    bits = (np.arange(100003, dtype=np.uint32) * 40503 % 65536).astype("<u2")
+    body = bits.tobytes() + np.arange(5, dtype="<f4").tobytes()
+    head = json.dumps({"w": {"dtype": "BF16", "shape": [100003], "data_offsets": [0, 200006]},
+                       "z": {"dtype": "F32", "shape": [5], "data_offsets": [200006, 200026]}})
+    head += " " * (-len(head) % 8)
+    src = os.path.join(tmp, "bf16.safetensors")
+    with open(src, "wb") as f:
+        f.write(len(head).to_bytes(8, "little") + head.encode() + body)
+    want = (bits.astype("<u4") << 16).view("<f4")
+    for compress in (0, 1):
+        out = os.path.join(tmp, "bf16_%d.npz" % compress)
+        run("convert", "--widen", *(["--compress"] if compress else []), src, out)
+        check("widened bf16 %d: CRCs" % compress, zipfile.ZipFile(out).testzip() is None)
+        with np.load(out) as z:
+            got = z["w"]
+            # bit for bit: a bfloat16 is a float32's high half (NaN payloads too)
+            check("widened bf16 %d: values" % compress, got.dtype == np.float32 and
+                  np.array_equal(got.view("<u4"), want.view("<u4")))
+            check("widened bf16 %d: the member after" % compress,
+                  np.array_equal(z["z"], np.arange(5, dtype="<f4")))
+
     # a member that is not .npy: skipped, a finding
     src = os.path.join(tmp, "extra.npz")
     with zipfile.ZipFile(src, "w") as z:
