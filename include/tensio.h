@@ -1158,7 +1158,9 @@ TIO_API int tio_check_save(const tio_container *c, const tio_save_options *opts,
  * ".<name>.tio-<pid>-<16 hex>.tmp" only between link and rename (elsewhere
  * it has it from the start): a process killed there leaves that file behind.
  * TIO_SAVE_CLEANUP or tio_save_cleanup() removes such files of dead
- * processes. */
+ * processes. A target that is a device, FIFO or socket (not a symlink to
+ * one, which is replaced like any symlink) is refused with TIO_E_ARGUMENT
+ * before anything is renamed: write into those with tio_save_memory. */
 TIO_API int tio_save(const tio_container *c, const char *path,
                      const tio_save_options *opts, tio_error *err);
 /* A size as transformers' max_shard_size takes it: digits, then KB, MB, GB,

@@ -262,6 +262,14 @@ struct cli_progress;
 /* prog (may be NULL) is ended before any message. */
 int cli_save_stdout(const tio_container *c, const tio_save_options *o, int force,
                     const char *cmd, size_t *written, struct cli_progress *prog);
+/* Whether OUT is an existing character device or FIFO (/dev/null, a named
+ * pipe): a save writes into it (cli_save_into), never replaces it. */
+int cli_is_stream_file(const char *path);
+/* Writes c in o's format into the existing device or FIFO `path` (opened for
+ * writing, not created or truncated), as to standard output: the bytes made
+ * in memory, then written. *written (may be NULL) gets the count. */
+int cli_save_into(const tio_container *c, const tio_save_options *o, const char *path,
+                  size_t *written, struct cli_progress *prog);
 /* Parses its value into lim->max_dense_bytes: N or N with a K, M, G or T
  * suffix (powers of 1024, "KiB" also taken), or "unlimited". Returns
  * CLI_EXIT_OK or prints a usage error and returns CLI_EXIT_USAGE. */

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +234,43 @@ int cli_save_stdout(const tio_container *c, const tio_save_options *o, int force
     if (written) *written = w;
     if (w != n || fflush(stdout) != 0)
         return cli_error("standard output: write failed: %s", strerror(errno));
+    return CLI_EXIT_OK;
+}
+
+int cli_is_stream_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+}
+
+int cli_save_into(const tio_container *c, const tio_save_options *o, const char *path,
+                  size_t *written, struct cli_progress *prog) {
+    void *buf = NULL;
+    size_t n = 0, done = 0;
+    tio_error err;
+    tio_error_clear(&err);
+    int st = tio_save_memory(c, o, &buf, &n, &err);
+    if (prog) cli_progress_end(prog);
+    if (st != TIO_OK) return cli_error("%s: %s", path, cli_errmsg(&err));
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        tio_free(buf);
+        return cli_error("%s: %s", path, strerror(e));
+    }
+    int e = 0;
+    while (done < n) {
+        ssize_t w = write(fd, (const char *)buf + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            e = w < 0 ? errno : EIO;
+            break;
+        }
+        done += (size_t)w;
+    }
+    if (close(fd) != 0 && !e) e = errno;
+    tio_free(buf);
+    if (written) *written = done;
+    if (e) return cli_error("%s: write failed: %s", path, strerror(e));
     return CLI_EXIT_OK;
 }
 

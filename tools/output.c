@@ -193,7 +193,7 @@ int cli_check_loss(const tio_container *c, const char *format, unsigned version,
 int cli_write_output(const tio_container *c, const cli_write_args *w) {
     int rc = CLI_EXIT_OK;
     const char *format = w->format, *out = w->out;
-    int to_stdout = cli_is_stdio(out);
+    int to_stdout = cli_is_stdio(out), stream = !to_stdout && cli_is_stream_file(out);
     size_t out_size = 0;
     struct stat sout;
     tio_error err;
@@ -215,6 +215,9 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
     if (to_stdout) {
         o.flags &= ~TIO_SAVE_CLEANUP;
         rc = cli_save_stdout(c, &o, 1, w->cmd, &out_size, &prog);
+    } else if (stream) { /* /dev/null, a named pipe: written into, not replaced */
+        o.flags &= ~TIO_SAVE_CLEANUP;
+        rc = cli_save_into(c, &o, out, &out_size, &prog);
     } else {
         int st2 = tio_save(c, out, &o, &err);
         cli_progress_end(&prog); /* before any message */
@@ -227,7 +230,7 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
     if (rc == CLI_EXIT_OK) alias_notes(c, format, 1);
     if (rc != CLI_EXIT_OK || !(w->verbose || w->json)) return rc;
     unsigned long long size = out_size, shards = 0;
-    if (!to_stdout && stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;
+    if (!to_stdout && !stream && stat(out, &sout) == 0) size = (unsigned long long)sout.st_size;
     size_t n = tio_container_count(c) - alias_notes(c, format, 0);
     if (w->max_shard) {
         /* what was written, read back: its files' bytes and shard count */
@@ -289,7 +292,7 @@ int cli_check_output(const char *cmd, const char *out, const char *to, int force
                                out, list);
     }
     struct stat sout;
-    if (!cli_is_stdio(out) && !force && stat(out, &sout) == 0)
+    if (!cli_is_stdio(out) && !force && stat(out, &sout) == 0 && !cli_is_stream_file(out))
         return cli_error("%s: already exists (use --force to overwrite)", out);
     if (cli_is_stdio(out) && !force && isatty(STDOUT_FILENO))
         return cli_usage_error(cmd, "refusing to write %s data to a terminal (redirect "

@@ -951,6 +951,8 @@ typedef struct save_names {
                                 permissions are kept; else NULL */
     int fresh;         /* the target does not exist (stat: ENOENT); before the probe,
                           presumed */
+    mode_t special;    /* the target's type when it exists and is a device, FIFO or
+                          socket (S_IFCHR…), which a save never replaces; else 0 */
     int placed;        /* the file was linked as the target itself: no rename */
     struct stat st;    /* what keep points to */
 } save_names;
@@ -960,10 +962,32 @@ static void probe_target(save_names *n) {
     n->probed = 1;
     n->keep = NULL;
     n->fresh = 0;
-    if (stat(n->path, &n->st) == 0)
+    n->special = 0;
+    if (stat(n->path, &n->st) == 0) {
         n->keep = S_ISREG(n->st.st_mode) ? &n->st : NULL;
-    else
+        /* the name itself (a symlink is replaced, what it points to kept) */
+        struct stat ls;
+        mode_t t = lstat(n->path, &ls) == 0 ? ls.st_mode & S_IFMT : 0;
+        if (t == S_IFCHR || t == S_IFBLK || t == S_IFIFO || t == S_IFSOCK) n->special = t;
+    } else {
         n->fresh = errno == ENOENT;
+    }
+}
+
+/* A save replaces its target by a rename: a device, FIFO or socket of that
+ * name (/dev/null, as root) would be replaced by a regular file. Refused,
+ * once the probe has seen one, before any rename: TIO_E_ARGUMENT naming it.
+ * (A symlink to one is replaced like any symlink; what it points to stays.) */
+static int refuse_special(const save_names *n, tio_error *err) {
+    if (!n->probed || !n->special) return TIO_OK;
+    const char *what = n->special == S_IFCHR   ? "a character device"
+                       : n->special == S_IFBLK ? "a block device"
+                       : n->special == S_IFIFO ? "a FIFO"
+                                               : "a socket";
+    return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                    "%s: is %s, not a regular file: a save replaces its target with a new file "
+                    "(write into it with tio_save_memory, or the CLI's OUT)",
+                    n->path, what);
 }
 
 static int split_path(const char *path, save_names *n, tio_error *err) {
@@ -1130,6 +1154,7 @@ static int write_to(tio_write_plan *p, const tio_format_desc *f, int fd, const s
 static int save_named(tio_write_plan *p, const tio_format_desc *f, save_names *n,
                       tio_error *err) {
     if (!n->probed) probe_target(n);
+    if (refuse_special(n, err)) return TIO_E_ARGUMENT;
     int fd = -1;
     for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
         int rc = temp_name(n, attempt, err);
@@ -1195,6 +1220,7 @@ static int save_unnamed(tio_write_plan *p, const tio_format_desc *f, save_names 
         probe_target(n);
         if (n->keep) fchmod(fd, n->keep->st_mode & 07777);
     }
+    if (rc == TIO_OK && !linked) rc = refuse_special(n, err);
     if (rc == TIO_OK && !linked) {
         for (unsigned attempt = 0; attempt < 100 && !linked; attempt++) {
             rc = temp_name(n, attempt, err);
@@ -1249,7 +1275,12 @@ int tio__save_file(const tio_container *c, const char *path, const tio_save_opti
      * presumes a new target and looks only if the name is taken (one stat
      * less per file when a stream fills a directory). */
     n.fresh = 1;
+    n.special = 0;
     if (n.sync) probe_target(&n);
+    if (refuse_special(&n, err)) {
+        plan_free(&p);
+        return TIO_E_ARGUMENT;
+    }
     if (opts && (opts->flags & TIO_SAVE_CLEANUP)) {
         size_t gone = 0; /* best effort: an unreadable directory skips it */
         char what[256];
@@ -1363,8 +1394,9 @@ int tio__afile_commit(tio__afile *a, tio_error *err) {
     save_names *n = &a->n;
     int rc = TIO_OK;
     probe_target(n);
-    if (n->keep) fchmod(a->fd, n->keep->st_mode & 07777);
-    if (n->sync && fsync(a->fd) != 0) {
+    rc = refuse_special(n, err);
+    if (rc == TIO_OK && n->keep) fchmod(a->fd, n->keep->st_mode & 07777);
+    if (rc == TIO_OK && n->sync && fsync(a->fd) != 0) {
         int e = errno;
         rc = tio__err(err, TIO_E_IO, NULL, -1, "%s: fsync failed: %s", n->path, strerror(e));
     }

@@ -16,6 +16,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -535,6 +536,40 @@ def t_convert_coo(rel, m, tmp):
     for g, w in zip(j["tensors"], m["tensors"]):
         assert g["layout"] == "dense" and g["dtype"] == w["dtype"] and g["shape"] == w["shape"]
         assert g["sha256"] == w["sha256"], (g, w)
+
+
+def t_convert_into_special(tmp):
+    """OUT a FIFO, or a character device (made where this runs as root): the
+    bytes are written into it, the node stays (a save never renames over a
+    device: as root that replaced /dev/null with a regular file), no --force
+    needed; the same bytes as to standard output."""
+    import threading
+    src = vec("btf/dense_int32.btf")
+    if src is None:
+        return
+    want = subprocess.run([TENSIO, "convert", "--to", "tenbin", src, "-"],
+                          stdout=subprocess.PIPE, check=True).stdout
+    fifo = os.path.join(tmp, "fifo.ten")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    res = run("convert", src, fifo)
+    if res.rc != 0:  # never opened: let the reader's open return
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    reader.join(60)
+    expect(res, 0, stderr_empty=True)
+    assert got == [want], (len(got[0]) if got else None, len(want))
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced"
+    if os.geteuid() != 0:
+        print("SKIPPED: convert into a character device (needs root to make one)")
+        return
+    node = os.path.join(tmp, "null.ten")
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    for force in ([], ["--force"]):
+        expect(run("convert", *force, src, node), 0, stderr_empty=True)
+        assert stat.S_ISCHR(os.lstat(node).st_mode), "the device was replaced"
+    os.unlink(node)
 
 
 def t_convert_misc(tmp):
@@ -1316,6 +1351,7 @@ def main():
         misc = os.path.join(tmp, "misc")
         os.mkdir(misc)
         case("convert misc", t_convert_misc, misc)
+        case("convert into a FIFO or a device", t_convert_into_special, misc)
         case("convert cleans stale temps", t_convert_cleans_stale_temps, tmp)
 
         good = [p for p in (vec(rel) for fmt in ("btf", "tenbin")

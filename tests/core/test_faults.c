@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -973,8 +974,70 @@ static void test_modes(void **state) {
     version_free(&v);
 }
 
+/* A target that is a FIFO, or a character device (made where this runs as
+ * root, which the save would otherwise replace: /dev/null), is refused in
+ * every mode before any rename (TIO_E_ARGUMENT naming it); the node stays
+ * and no temporary file is left. A symlink to a FIFO is replaced like any
+ * symlink, the FIFO kept. */
+static void test_special_targets(void **state) {
+    (void)state;
+    static const tio_dtype dt[] = {TIO_INT8};
+    static const int64_t nn[] = {10};
+    version v;
+    version_init(&v, "btf", dt, nn, 1, 10);
+    tio_save_options nosync = {0};
+    nosync.flags = TIO_SAVE_NO_SYNC;
+    int root = geteuid() == 0;
+    if (!root) printf("[ faults   ] skipped: a character device target (needs root to mknod)\n");
+    for (int kind = 0; kind < 2; kind++) {
+        if (kind == 1 && !root) break;
+        for (int k = 0; k < 4; k++) {
+            int m = k % 2;
+            const tio_save_options *o = k < 2 ? NULL : &nosync;
+            const char *how = k < 2 ? "synced" : "unsynced";
+            char dir[] = "/tmp/tio-faults-XXXXXX";
+            make_dir(dir);
+            char path[256], listing[512];
+            snprintf(path, sizeof path, "%s/node.btf", dir);
+            if (kind == 0)
+                assert_int_equal(mkfifo(path, 0644), 0);
+            else
+                assert_int_equal(mknod(path, S_IFCHR | 0666, makedev(1, 3)), 0);
+            tio_error e;
+            int rc = tio__save_file(v.c, path, o, modes[m], &e);
+            EXPECT(rc == TIO_E_ARGUMENT, "%s %s: %s", mode_names[m], how,
+                   rc ? e.message : "saved over it");
+            EXPECT(strstr(e.message, kind ? "is a character device" : "is a FIFO") &&
+                       strstr(e.message, path),
+                   "%s", e.message);
+            if (kind == 0 && k == 0) printf("[ faults   ] a FIFO target: \"%s\"\n", e.message);
+            struct stat st;
+            assert_int_equal(lstat(path, &st), 0);
+            EXPECT(kind ? S_ISCHR(st.st_mode) : S_ISFIFO(st.st_mode),
+                   "%s %s: the node was replaced", mode_names[m], how);
+            EXPECT(only_entry(dir, "node.btf", listing, sizeof listing), "%s %s: %s holds: %s",
+                   mode_names[m], how, dir, listing);
+            if (kind == 0) {
+                char lnk[300];
+                snprintf(lnk, sizeof lnk, "%s/link.btf", dir);
+                assert_int_equal(symlink("node.btf", lnk), 0);
+                EXPECT(tio__save_file(v.c, lnk, o, modes[m], &e) == TIO_OK, "%s", e.message);
+                assert_int_equal(lstat(lnk, &st), 0);
+                EXPECT(S_ISREG(st.st_mode) && same_bytes(lnk, v.bytes, v.len),
+                       "%s %s: the symlink was not replaced by the file", mode_names[m], how);
+                assert_int_equal(lstat(path, &st), 0);
+                EXPECT(S_ISFIFO(st.st_mode), "%s %s: the FIFO changed", mode_names[m], how);
+                unlink(lnk);
+            }
+            remove_tree(dir);
+        }
+    }
+    version_free(&v);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_special_targets),
         cmocka_unit_test(test_modes),       cmocka_unit_test(test_stale_temps),
         cmocka_unit_test(test_directories), cmocka_unit_test(test_efbig),
         cmocka_unit_test(test_enospc),      cmocka_unit_test(test_sigkill),
