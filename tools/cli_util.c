@@ -217,46 +217,17 @@ int cli_open_flags(const char *path, const char *format, const tio_limits *limit
     return CLI_EXIT_OK;
 }
 
-int cli_save_stdout(const tio_container *c, const tio_save_options *o, int force,
-                    const char *cmd, size_t *written, struct cli_progress *prog) {
-    if (!force && isatty(STDOUT_FILENO))
-        return cli_usage_error(cmd, "refusing to write %s data to a terminal (redirect "
-                               "standard output, or --force)", o->format);
-    void *buf = NULL;
-    size_t n = 0;
-    tio_error err;
-    tio_error_clear(&err);
-    int st = tio_save_memory(c, o, &buf, &n, &err);
-    if (prog) cli_progress_end(prog);
-    if (st != TIO_OK) return cli_error("standard output: %s", cli_errmsg(&err));
-    size_t w = fwrite(buf, 1, n, stdout);
-    tio_free(buf);
-    if (written) *written = w;
-    if (w != n || fflush(stdout) != 0)
-        return cli_error("standard output: write failed: %s", strerror(errno));
-    return CLI_EXIT_OK;
-}
-
-int cli_is_stream_file(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
-}
-
-int cli_save_into(const tio_container *c, const tio_save_options *o, const char *path,
-                  size_t *written, struct cli_progress *prog) {
+/* c saved in memory in o's format, then written to fd (named `name` in
+ * messages): what standard output and a device or FIFO OUT get. */
+static int save_to_fd(const tio_container *c, const tio_save_options *o, int fd,
+                      const char *name, size_t *written, struct cli_progress *prog) {
     void *buf = NULL;
     size_t n = 0, done = 0;
     tio_error err;
     tio_error_clear(&err);
     int st = tio_save_memory(c, o, &buf, &n, &err);
     if (prog) cli_progress_end(prog);
-    if (st != TIO_OK) return cli_error("%s: %s", path, cli_errmsg(&err));
-    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        tio_free(buf);
-        return cli_error("%s: %s", path, strerror(e));
-    }
+    if (st != TIO_OK) return cli_error("%s: %s", name, cli_errmsg(&err));
     int e = 0;
     while (done < n) {
         ssize_t w = write(fd, (const char *)buf + done, n - done);
@@ -267,11 +238,38 @@ int cli_save_into(const tio_container *c, const tio_save_options *o, const char 
         }
         done += (size_t)w;
     }
-    if (close(fd) != 0 && !e) e = errno;
     tio_free(buf);
     if (written) *written = done;
-    if (e) return cli_error("%s: write failed: %s", path, strerror(e));
+    if (e) return cli_error("%s: write failed: %s", name, strerror(e));
     return CLI_EXIT_OK;
+}
+
+int cli_save_stdout(const tio_container *c, const tio_save_options *o, int force,
+                    const char *cmd, size_t *written, struct cli_progress *prog) {
+    if (!force && isatty(STDOUT_FILENO))
+        return cli_usage_error(cmd, "refusing to write %s data to a terminal (redirect "
+                               "standard output, or --force)", o->format);
+    if (fflush(stdout) != 0) /* what stdio holds goes first */
+        return cli_error("standard output: write failed: %s", strerror(errno));
+    return save_to_fd(c, o, STDOUT_FILENO, "standard output", written, prog);
+}
+
+int cli_is_stream_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+}
+
+int cli_save_into(const tio_container *c, const tio_save_options *o, const char *path,
+                  size_t *written, struct cli_progress *prog) {
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        if (prog) cli_progress_end(prog);
+        return cli_error("%s: %s", path, strerror(errno));
+    }
+    int rc = save_to_fd(c, o, fd, path, written, prog);
+    if (close(fd) != 0 && rc == CLI_EXIT_OK)
+        rc = cli_error("%s: write failed: %s", path, strerror(errno));
+    return rc;
 }
 
 int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim) {
