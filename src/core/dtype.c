@@ -38,6 +38,37 @@ size_t tio__dtype_swap_unit(tio_dtype d) {
 
 void tio__swap_units(uint8_t *p, size_t nbytes, size_t unit) {
     if (unit < 2) return;
+    /* the common units as whole loads and stores (compilers make them byte
+     * swaps, vectorized); any other unit byte by byte */
+    if (unit == 2) {
+        for (size_t i = 0; i + 2 <= nbytes; i += 2) {
+            uint8_t t = p[i];
+            p[i] = p[i + 1];
+            p[i + 1] = t;
+        }
+        return;
+    }
+    if (unit == 4) {
+        for (size_t i = 0; i + 4 <= nbytes; i += 4) {
+            uint32_t v;
+            memcpy(&v, p + i, 4);
+            v = (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
+            memcpy(p + i, &v, 4);
+        }
+        return;
+    }
+    if (unit == 8) {
+        for (size_t i = 0; i + 8 <= nbytes; i += 8) {
+            uint64_t v;
+            memcpy(&v, p + i, 8);
+            v = ((v & 0x00000000000000ffull) << 56) | ((v & 0x000000000000ff00ull) << 40) |
+                ((v & 0x0000000000ff0000ull) << 24) | ((v & 0x00000000ff000000ull) << 8) |
+                ((v & 0x000000ff00000000ull) >> 8) | ((v & 0x0000ff0000000000ull) >> 24) |
+                ((v & 0x00ff000000000000ull) >> 40) | ((v & 0xff00000000000000ull) >> 56);
+            memcpy(p + i, &v, 8);
+        }
+        return;
+    }
     for (size_t i = 0; i + unit <= nbytes; i += unit)
         for (size_t a = i, b = i + unit - 1; a < b; a++, b--) {
             uint8_t t = p[a];

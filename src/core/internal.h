@@ -358,16 +358,21 @@ struct tio_tensor {
      * storage this one is (tio_tensor_alias), or NULL */
     const struct tio_tensor *alias;
     /* A strided view (a PyTorch tensor transposed, sliced or expanded over
-     * a mapped storage): data is NULL and nbytes the C-contiguous size;
-     * the elements are at strided->base + sum(i_k * stride_k) * element
-     * size. tio_tensor_data makes the C-contiguous copy on first use
-     * (aligned_copy, as for unaligned views); hashing, densify and writers
-     * walk the runs (tio__strided_runs) without one. */
+     * a mapped storage; a Fortran-order or big-endian .npy array): data is
+     * NULL and nbytes the C-contiguous size; the elements are at
+     * strided->base + sum(i_k * stride_k) * element size, byte-swapped
+     * where strided->swap says so. tio_tensor_data makes the C-contiguous
+     * little-endian copy on first use (aligned_copy, as for unaligned
+     * views); hashing, densify and writers walk the runs
+     * (tio__strided_runs) without one. */
     const struct tio_strided *strided;
 };
 
 typedef struct tio_strided {
     const uint8_t *base; /* element (0, …, 0) */
+    size_t swap;         /* the stored bytes are big-endian: the units
+                          * (tio__dtype_swap_unit) reversed on the way out;
+                          * 0 none */
     int64_t stride[];    /* rank strides, in elements, each >= 0 */
 } tio_strided;
 
@@ -375,8 +380,10 @@ typedef struct tio_strided {
  * at the first non-zero return: runs as long as the view's innermost
  * contiguous dims allow (a row, a block of rows) straight from the storage
  * when they are at least cap / 4 bytes, shorter ones (a transpose's single
- * elements) gathered into buf (cap bytes) first. p lies in buf or in the
- * storage; buf is reused once fn returns. */
+ * elements) gathered into buf (cap bytes) first; a swapped view's bytes all
+ * go through buf, swapped there, in pieces of whole elements. n is a whole
+ * number of elements; p lies in buf or in the storage; buf is reused once
+ * fn returns. cap is at least one element. */
 int tio__strided_runs(const tio_tensor *t, uint8_t *buf, size_t cap,
                       int (*fn)(void *ctx, const uint8_t *p, size_t n), void *ctx);
 /* The dense bytes of t into dst (t->nbytes). */

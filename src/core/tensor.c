@@ -25,6 +25,7 @@ typedef struct {
     size_t cap, used, big;
     int (*fn)(void *ctx, const uint8_t *p, size_t n);
     void *ctx;
+    size_t es, swap; /* the element size; the view's swap unit (0: none) */
 } sr_out;
 
 static int sr_flush(sr_out *o) {
@@ -33,7 +34,28 @@ static int sr_flush(sr_out *o) {
     return rc;
 }
 
+/* A swapped view's run: copied into buf in whole elements, swapped there. */
+static int sr_put_swapped(sr_out *o, const uint8_t *p, size_t n) {
+    while (n) {
+        size_t room = o->cap - o->used;
+        if (room < n && room < o->es) {
+            int rc = sr_flush(o);
+            if (rc) return rc;
+            room = o->cap - o->used;
+            if (room < o->es) return TIO_E_ARGUMENT; /* a buffer under one element */
+        }
+        size_t k = n <= room ? n : room - room % o->es;
+        memcpy(o->buf + o->used, p, k);
+        tio__swap_units(o->buf + o->used, k, o->swap);
+        o->used += k;
+        p += k;
+        n -= k;
+    }
+    return 0;
+}
+
 static int sr_put(sr_out *o, const uint8_t *p, size_t n) {
+    if (o->swap) return sr_put_swapped(o, p, n);
     if (o->fn && n >= o->big) {
         int rc = sr_flush(o);
         return rc ? rc : o->fn(o->ctx, p, n);
@@ -57,6 +79,8 @@ static int sr_walk(const tio_tensor *t, sr_out *o) {
     const tio_strided *v = t->strided;
     size_t es = tio_dtype_size(t->dtype), rank = t->rank, inner = rank;
     if (!t->numel) return 0;
+    o->es = es;
+    o->swap = v->swap > 1 ? v->swap : 0;
     uint64_t run = 1;
     while (inner > 0 && (t->shape[inner - 1] == 1 || (uint64_t)v->stride[inner - 1] == run)) {
         run *= (uint64_t)t->shape[inner - 1];
@@ -92,13 +116,13 @@ static int sr_walk(const tio_tensor *t, sr_out *o) {
 }
 
 void tio__strided_gather(const tio_tensor *t, uint8_t *dst) {
-    sr_out o = {dst, t->nbytes, 0, 0, NULL, NULL};
+    sr_out o = {dst, t->nbytes, 0, 0, NULL, NULL, 0, 0};
     (void)sr_walk(t, &o); /* into dst: nothing fails */
 }
 
 int tio__strided_runs(const tio_tensor *t, uint8_t *buf, size_t cap,
                       int (*fn)(void *ctx, const uint8_t *p, size_t n), void *ctx) {
-    sr_out o = {buf, cap, 0, cap / 4, fn, ctx};
+    sr_out o = {buf, cap, 0, cap / 4, fn, ctx, 0, 0};
     return sr_walk(t, &o);
 }
 

@@ -600,8 +600,27 @@ static int npy_read_all(npy_reader *r, const uint8_t *d, size_t size, const tio_
     }
 #undef AT
     int transpose = hd.fortran && r->rank > 1 && numel > 1;
-    if (nbytes && (hd.big || transpose)) {
-        /* a C-order little-endian copy, made once at open */
+    if (nbytes && (hd.big || transpose) && !src->owned) {
+        /* a view of the file's bytes read in C order, little-endian, on the
+         * way out (tio_strided): open stays O(1) in the array's size */
+        size_t rank = r->rank;
+        tio_strided *sv =
+            tio__container_chunk(ctx->c, sizeof *sv + (rank ? rank : 1) * sizeof sv->stride[0]);
+        if (!sv) return tio__nomem(r->err, r->fmt);
+        sv->base = t->data;
+        sv->swap = hd.big ? tio__dtype_swap_unit(hd.type->dtype) : 0;
+        uint64_t step = 1; /* <= numel: the products of the dims fit */
+        for (size_t k = 0; k < rank; k++) {
+            size_t j = transpose ? k : rank - 1 - k; /* F order: dim 0 varies fastest */
+            sv->stride[j] = (int64_t)step;
+            step *= (uint64_t)r->dims[j];
+        }
+        t->strided = sv;
+        t->data = NULL;
+        t->unaligned = 0;
+    } else if (nbytes && (hd.big || transpose)) {
+        /* decoded into memory already (a deflated .npz member): a C-order
+         * little-endian copy, made once at open */
         uint8_t *buf = malloc(nbytes);
         int64_t *idx = calloc(r->rank ? r->rank : 1, sizeof *idx);
         uint64_t *stride = calloc(r->rank ? r->rank : 1, sizeof *stride);
@@ -860,7 +879,8 @@ static int npy_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
 }
 
 /* The header's extent, for a remote source: magic, version, length and the
- * dict. A big-endian or Fortran-order array is reordered at open, so then
+ * dict. A big-endian or Fortran-order array is a strided view, whose bytes
+ * a lazy fetch does not track (it fetches a tensor's data range), so then
  * the whole file (conservatively: any '>' or "True" in the dict). */
 static void npy_head(const uint8_t *data, size_t have, uint64_t size, const tio_limits *limits,
                      uint64_t *need) {

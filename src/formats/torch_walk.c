@@ -460,6 +460,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
             sv = tio__container_chunk(c, sizeof *sv + rank * sizeof sv->stride[0]);
             if (!sv) return tio__nomem(r->err, TH);
             sv->base = st->data + start * es;
+            sv->swap = 0;
             memcpy(sv->stride, stride, rank * sizeof *stride);
         }
         td.nbytes = (size_t)nb;

@@ -970,6 +970,132 @@ static void test_widen_streamed(void **state) {
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* A .npy array with descr and order on n bytes of data, header version 1.0
+ * padded as np.save pads it. */
+static void npy_file(const char *path, const char *dict, const uint8_t *data, size_t n) {
+    char h[256];
+    int len = snprintf(h, sizeof h, "%s", dict);
+    assert_true(len > 0 && (size_t)len < sizeof h - 64);
+    while ((10 + (size_t)len + 1) % 64) h[len++] = ' ';
+    h[len++] = '\n';
+    uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)len, (uint8_t)(len >> 8)};
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(pre, 1, 10, f), 10);
+    assert_int_equal(fwrite(h, 1, (size_t)len, f), (size_t)len);
+    if (n) assert_int_equal(fwrite(data, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Big-endian and Fortran-order .npy arrays are views of the mapped file,
+ * swapped and reordered on the way out: opening one holds none of its
+ * bytes, a save streams them, and tio_tensor_data gives the C-order
+ * little-endian copy. Each array's element i (C order) is a known value. */
+static void test_npy_views(void **state) {
+    (void)state;
+    enum { BE_F4, F_I4, BE_F_F8, BE_C8, BE_I2 };
+    static const struct {
+        int kind;
+        const char *dict;
+        size_t es, rank;
+        int64_t shape[3];
+    } cases[] = {
+        {BE_F4, "{'descr': '>f4', 'fortran_order': False, 'shape': (4194304,), }", 4, 1,
+         {4194304}},
+        {F_I4, "{'descr': '<i4', 'fortran_order': True, 'shape': (1000, 2099), }", 4, 2,
+         {1000, 2099}},
+        {BE_F_F8, "{'descr': '>f8', 'fortran_order': True, 'shape': (64, 33, 513), }", 8, 3,
+         {64, 33, 513}},
+        {BE_C8, "{'descr': '>c8', 'fortran_order': False, 'shape': (1048579,), }", 8, 1,
+         {1048579}},
+        {BE_I2, "{'descr': '>i2', 'fortran_order': False, 'shape': (3, 5), }", 2, 2, {3, 5}},
+    };
+    char dir[] = "/tmp/tio-npyview-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t es = cases[k].es, rank = cases[k].rank, n = 1;
+        const int64_t *sh = cases[k].shape;
+        for (size_t d = 0; d < rank; d++) n *= (size_t)sh[d];
+        int fortran = strstr(cases[k].dict, "True") != NULL;
+        int big = strchr(cases[k].dict, '>') != NULL;
+        size_t unit = cases[k].kind == BE_C8 ? 4 : es;
+        /* want: C order, little-endian, element i's bytes (i * 0x9E3779B97F4A7C15 >> 3) */
+        uint8_t *want = malloc(n * es), *file = malloc(n * es);
+        assert_non_null(want);
+        assert_non_null(file);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = ((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 3;
+            for (size_t b = 0; b < es; b++) want[i * es + b] = (uint8_t)(v >> (8 * (b % 8)));
+        }
+        for (size_t i = 0; i < n; i++) {
+            size_t at = i; /* where C-order element i lies in the file */
+            if (fortran) {
+                size_t rest = i, pos = 0, step = 1, idx[3];
+                for (size_t d = rank; d-- > 0;) {
+                    idx[d] = rest % (size_t)sh[d];
+                    rest /= (size_t)sh[d];
+                }
+                for (size_t d = 0; d < rank; d++) {
+                    pos += idx[d] * step;
+                    step *= (size_t)sh[d];
+                }
+                at = pos;
+            }
+            for (size_t b = 0; b < es; b++) { /* each unit reversed where big-endian */
+                size_t u0 = b - b % unit, ub = b % unit;
+                file[at * es + b] = want[i * es + (big ? u0 + unit - 1 - ub : b)];
+            }
+        }
+        char path[64], out[64];
+        snprintf(path, sizeof path, "%s/a.npy", dir);
+        snprintf(out, sizeof out, "%s/b.npy", dir);
+        npy_file(path, cases[k].dict, file, n * es);
+        free(file);
+        tio_container *c = NULL;
+        tio_error e;
+        size_t before = live;
+        peak = live;
+        if (tio_open(path, NULL, &c, &e) != TIO_OK) fail_msg("%s: %s", path, e.message);
+        size_t held_open = peak - before;
+        const tio_tensor *t = tio_container_tensor(c, 0);
+        assert_int_equal(tio_tensor_nbytes(t), n * es);
+        assert_int_equal(tio_tensor_rank(t), rank);
+        tio_save_options so = {0};
+        so.flags = TIO_SAVE_NO_SYNC;
+        before = live;
+        peak = live;
+        if (tio_save(c, out, &so, &e) != TIO_OK) fail_msg("%s: %s", out, e.message);
+        size_t held_save = peak - before;
+        if (n * es >= ((size_t)8 << 20) && (held_open >= ((size_t)1 << 20) ||
+                                            held_save >= ((size_t)4 << 20)))
+            fail_msg("%s: %zu bytes held by open, %zu by the save, for %zu", cases[k].dict,
+                     held_open, held_save, n * es);
+        tio_container *r = NULL;
+        if (tio_open(out, NULL, &r, &e) != TIO_OK) fail_msg("%s: %s", out, e.message);
+        const tio_tensor *rt = tio_container_tensor(r, 0);
+        assert_int_equal(tio_tensor_nbytes(rt), n * es);
+        for (size_t d = 0; d < rank; d++) assert_int_equal(tio_tensor_shape(rt)[d], sh[d]);
+        if (memcmp(tio_tensor_data(rt), want, n * es) != 0)
+            fail_msg("%s: the saved .npy differs from the C-order little-endian array",
+                     cases[k].dict);
+        /* the hash of the values, walking the view; the copy on first use */
+        uint8_t h1[32], h2[32];
+        assert_int_equal(tio_tensor_sha256(t, TIO_HASH_VALUES, h1, &e), TIO_OK);
+        assert_int_equal(tio_tensor_sha256(rt, TIO_HASH_VALUES, h2, &e), TIO_OK);
+        assert_memory_equal(h1, h2, 32);
+        if (memcmp(tio_tensor_data(t), want, n * es) != 0)
+            fail_msg("%s: tio_tensor_data differs", cases[k].dict);
+        printf("memory: %s: %zu bytes held by open, %zu by the save to .npy, for %zu\n",
+               cases[k].dict, held_open, held_save, n * es);
+        tio_container_free(r);
+        tio_container_free(c);
+        free(want);
+        assert_int_equal(unlink(out), 0);
+        assert_int_equal(unlink(path), 0);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_report(void **state) {
     (void)state;
     for (size_t i = 0; i < NW && W[i].format; i++)
@@ -995,6 +1121,7 @@ int main(void) {
         cmocka_unit_test(test_onnx_dense),
         cmocka_unit_test(test_many_tiny),
         cmocka_unit_test(test_widen_streamed),
+        cmocka_unit_test(test_npy_views),
         cmocka_unit_test(test_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
