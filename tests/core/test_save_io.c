@@ -250,6 +250,17 @@ uint64_t __wrap_tio__host_kept_free(const char *buddyinfo, const char *reporting
     return kept_turns && kept_asked > 1 ? host_kept_later : host_kept;
 }
 
+/* Whether the kernel copies at any offset about as fast (0 unless a test
+ * says), and how often the sink asked. */
+int __real_tio__host_copies_any_offset(void);
+int __wrap_tio__host_copies_any_offset(void);
+static int host_any, any_asked;
+
+int __wrap_tio__host_copies_any_offset(void) {
+    any_asked++;
+    return host_any;
+}
+
 static char dir[256];
 
 static int setup(void **state) {
@@ -514,18 +525,25 @@ static void test_progress(void **state) {
  * the headers), each run copied in one call. A source that changed since it
  * was mapped (its mtime), or a kernel that refuses (EXDEV), falls back to
  * writing the mapped bytes. */
-static void test_copy_file_range(void **state) {
-    (void)state;
+/* build("tenbin")'s container saved as dir/NAME-src.ten (1 MiB and 9 MiB
+ * tensors among others), its path into src; dst is dir/NAME-dst.btf. */
+static void tenbin_source(const char *name, char *src, char *dst, size_t cap) {
     uint8_t *data;
-    tio_container *c = build("tenbin", &data); /* 1 MiB and 9 MiB tensors among others */
-    char src[300], dst[300];
-    snprintf(src, sizeof src, "%s/copy-src.ten", dir);
-    snprintf(dst, sizeof dst, "%s/copy-dst.btf", dir);
+    tio_container *c = build("tenbin", &data);
+    snprintf(src, cap, "%s/%s-src.ten", dir, name);
+    snprintf(dst, cap, "%s/%s-dst.btf", dir, name);
     tio_error e;
     tio_save_options so = {.format = "tenbin", .flags = TIO_SAVE_NO_SYNC};
     assert_int_equal(tio_save(c, src, &so, &e), TIO_OK);
     tio_container_free(c);
     free(data);
+}
+
+static void test_copy_file_range(void **state) {
+    (void)state;
+    char src[300], dst[300];
+    tenbin_source("copy", src, dst, sizeof src);
+    tio_error e;
     const char *formats[] = {"btf", "safetensors", "zio", "tenbin"};
     for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
         for (int mode = 0; mode < 3; mode++) { /* copied; EXDEV; source touched */
@@ -1203,6 +1221,72 @@ static void put_file(const char *path, const char *text) {
 
 /* The question itself, against a made-up sysfs: a device of the balloon
  * driver (virtioN) whose features have bit 5 (free page reporting) set. */
+/* Where the kernel copies at any offset about as fast as at congruent ones
+ * (x86-64 with FSRM: tio__host_copies_any_offset), tensors whose output
+ * offsets are not congruent with their source's (tenbin -> btf) go by
+ * copy_file_range() on a disk file system: one call per run, the headers
+ * between them written; where it does not, or on tmpfs, only a run that is
+ * congruent by chance is. The file
+ * holds the bytes of tio_save_memory either way, synced or not. */
+static void test_copy_any_offset(void **state) {
+    (void)state;
+    char src[300], dst[300];
+    tenbin_source("any", src, dst, sizeof src);
+    tio_error e;
+    bool tmpfs = dir_on_tmpfs();
+#if defined(__linux__) && defined(__x86_64__)
+    /* the question itself: what the kernel read from the CPU (cpuinfo's
+     * flags) */
+    FILE *ci = fopen("/proc/cpuinfo", "r");
+    if (ci) {
+        char line[8192];
+        int fsrm = -1;
+        while (fsrm < 0 && fgets(line, sizeof line, ci))
+            if (strncmp(line, "flags", 5) == 0)
+                fsrm = strstr(line, " fsrm ") != NULL || strstr(line, " fsrm\n") != NULL;
+        fclose(ci);
+        if (fsrm >= 0) assert_int_equal(__real_tio__host_copies_any_offset(), fsrm);
+        fprintf(stderr, "this CPU: fsrm %d\n", fsrm);
+    }
+#else
+    assert_int_equal(__real_tio__host_copies_any_offset(), 0);
+#endif
+    tio_container *m;
+    assert_int_equal(tio_open(src, NULL, &m, &e), TIO_OK);
+    int calls[2] = {0, 0};
+    for (int any = 0; any < 2; any++) {
+        for (int synced = 0; synced < 2; synced++) {
+            tio_save_options o = {.format = "btf",
+                                  .flags = TIO_SAVE_DROP_NAMES | (synced ? 0u : TIO_SAVE_NO_SYNC)};
+            void *want;
+            size_t want_n;
+            assert_int_equal(tio_save_memory(m, &o, &want, &want_n, &e), TIO_OK);
+            host_any = any;
+            any_asked = copy_calls = 0;
+            int rc = tio_save(m, dst, &o, &e);
+            host_any = 0;
+            if (rc != TIO_OK) fail_msg("any %d, synced %d: %s", any, synced, e.message);
+            fprintf(stderr, "%s, any offset %d, synced %d: %d copy_file_range calls\n",
+                    tmpfs ? "tmpfs" : "disk", any, synced, copy_calls);
+            if (!file_is(dst, want, want_n))
+                fail_msg("any %d, synced %d: the file differs from tio_save_memory", any,
+                         synced);
+            /* the host is asked on a disk file system only, once a save */
+            assert_int_equal(any_asked, tmpfs ? 0 : 1);
+            if (!any) /* a run congruent by chance, at most */
+                assert_true(copy_calls < (int)MID_COUNT / 10);
+            else if (!tmpfs) /* the 40 KiB ones and the larger */
+                assert_true(copy_calls >= (int)MID_COUNT);
+            else /* tmpfs: as without */
+                assert_int_equal(copy_calls, calls[synced]);
+            calls[synced] = copy_calls;
+            tio_free(want);
+        }
+    }
+    tio_container_free(m);
+    assert_int_equal(unlink(src), 0); /* file_is removed dst */
+}
+
 static void test_host_probe(void **state) {
     (void)state;
     char b[300], p[400];
@@ -1431,6 +1515,7 @@ int main(void) {
         cmocka_unit_test(test_host_probe),
         cmocka_unit_test(test_host_kept),
         cmocka_unit_test(test_splice),
+        cmocka_unit_test(test_copy_any_offset),
         cmocka_unit_test(test_read_range),
         cmocka_unit_test(test_listing_only_on_request),
     };
