@@ -34,8 +34,10 @@ static int sr_flush(sr_out *o) {
     return rc;
 }
 
-/* A swapped view's run: copied into buf in whole elements, swapped there. */
-static int sr_put_swapped(sr_out *o, const uint8_t *p, size_t n) {
+/* Bytes copied into buf in whole elements (swapped there for a swapped
+ * view): a swapped view's runs, and tiles (whose memory the walk reuses, so
+ * fn may not keep a pointer into it as it may into the storage). */
+static int sr_put_copied(sr_out *o, const uint8_t *p, size_t n) {
     while (n) {
         size_t room = o->cap - o->used;
         if (room < n && room < o->es) {
@@ -46,7 +48,7 @@ static int sr_put_swapped(sr_out *o, const uint8_t *p, size_t n) {
         }
         size_t k = n <= room ? n : room - room % o->es;
         memcpy(o->buf + o->used, p, k);
-        tio__swap_units(o->buf + o->used, k, o->swap);
+        if (o->swap) tio__swap_units(o->buf + o->used, k, o->swap);
         o->used += k;
         p += k;
         n -= k;
@@ -55,7 +57,7 @@ static int sr_put_swapped(sr_out *o, const uint8_t *p, size_t n) {
 }
 
 static int sr_put(sr_out *o, const uint8_t *p, size_t n) {
-    if (o->swap) return sr_put_swapped(o, p, n);
+    if (o->swap) return sr_put_copied(o, p, n);
     if (o->fn && n >= o->big) {
         int rc = sr_flush(o);
         return rc ? rc : o->fn(o->ctx, p, n);
@@ -70,11 +72,61 @@ static int sr_put(sr_out *o, const uint8_t *p, size_t n) {
 }
 
 #define SR_STACK_RANK 16u
+/* A view whose innermost runs are shorter than SR_TILE_RUN bytes (a
+ * transpose's single elements) and whose last-but-one dim lies closer in
+ * the storage than the last (a Fortran-order array, a transposed matrix)
+ * is read a tile at a time: up to SR_TILE_BYTES of output rows, column by
+ * column, so that each cache line and page of the storage is read once per
+ * tile rather than once per element. A 16,384 x 16,384 float32 transpose
+ * to a file (an EPYC of family 26, 1 MiB of L2): element by element 3.6-3.9 s;
+ * tiles of 256 KiB 1.31-1.39 s, 512 KiB 1.13-1.19 s, 1 MiB 1.17-1.89 s,
+ * 4 MiB 4.3 s (the tile no longer in L2). Fewer than SR_TILE_ROWS_MIN rows
+ * to a tile: element by element. */
+#define SR_TILE_RUN 64u
+#define SR_TILE_BYTES ((size_t)512 << 10)
+#define SR_TILE_ROWS_MIN 4u
+
+/* Dims a and a + 1 of t (the last two the walk counts) from element offset
+ * off, in C order, `rows` rows of dim a at a time: into tile (or straight
+ * into a gathering walk's destination), then out. rb: the bytes of a run. */
+static int sr_tile(const tio_tensor *t, sr_out *o, size_t a, uint64_t off, size_t rb,
+                   uint8_t *tile, size_t rows) {
+    const tio_strided *v = t->strided;
+    size_t es = o->es, na = (size_t)t->shape[a], nb = (size_t)t->shape[a + 1];
+    size_t row = nb * rb, step = (size_t)v->stride[a] * es;
+    uint64_t sb = (uint64_t)v->stride[a + 1];
+    int direct = !tile; /* gathering, no swap: o->buf is the destination */
+    for (size_t a0 = 0; a0 < na; a0 += rows) {
+        size_t m = na - a0 < rows ? na - a0 : rows;
+        uint8_t *dst = direct ? o->buf + o->used : tile;
+        for (size_t b = 0; b < nb; b++) {
+            const uint8_t *p = v->base + (off + (uint64_t)a0 * (uint64_t)v->stride[a] +
+                                          (uint64_t)b * sb) * es;
+            uint8_t *q = dst + b * rb;
+            if (rb == 4) /* the common cases: fixed-size copies */
+                for (size_t i = 0; i < m; i++, p += step, q += row) memcpy(q, p, 4);
+            else if (rb == 2)
+                for (size_t i = 0; i < m; i++, p += step, q += row) memcpy(q, p, 2);
+            else if (rb == 8)
+                for (size_t i = 0; i < m; i++, p += step, q += row) memcpy(q, p, 8);
+            else
+                for (size_t i = 0; i < m; i++, p += step, q += row) memcpy(q, p, rb);
+        }
+        if (direct) {
+            o->used += m * row;
+            continue;
+        }
+        int rc = sr_put_copied(o, tile, m * row);
+        if (rc) return rc;
+    }
+    return 0;
+}
 
 /* The runs of t in C order into o. The innermost dims the view keeps
  * contiguous (stride = the product of the sizes inside them) are one run;
- * the outer ones are counted with an odometer. The reader checked that
- * every element lies inside the storage. */
+ * the outer ones are counted with an odometer, the last two of them a tile
+ * at a time where that pays (SR_TILE_RUN). The reader checked that every
+ * element lies inside the storage. */
 static int sr_walk(const tio_tensor *t, sr_out *o) {
     const tio_strided *v = t->strided;
     size_t es = tio_dtype_size(t->dtype), rank = t->rank, inner = rank;
@@ -87,31 +139,46 @@ static int sr_walk(const tio_tensor *t, sr_out *o) {
         inner--;
     }
     size_t rb = (size_t)run * es;
+    /* tiles: rows of the output (each nb runs; <= nbytes, so it fits) */
+    size_t odo = inner, rows = 0;
+    uint8_t *tile = NULL;
+    int tiled = 0;
+    if (inner >= 2 && rb < SR_TILE_RUN && v->stride[inner - 2] < v->stride[inner - 1]) {
+        size_t row = (size_t)t->shape[inner - 1] * rb;
+        rows = row ? SR_TILE_BYTES / row : 0;
+        if (rows > (size_t)t->shape[inner - 2]) rows = (size_t)t->shape[inner - 2];
+        if (rows >= SR_TILE_ROWS_MIN) {
+            tiled = 1;
+            if ((o->fn || o->swap) && !(tile = malloc(rows * row))) tiled = 0; /* by element */
+        }
+        if (tiled) odo = inner - 2;
+    }
     int64_t small[SR_STACK_RANK];
-    int64_t *idx = inner <= SR_STACK_RANK ? small : calloc(inner, sizeof *idx);
-    if (!idx) return TIO_E_NOMEM;
-    if (inner) memset(idx, 0, inner * sizeof *idx);
+    int64_t *idx = odo <= SR_STACK_RANK ? small : calloc(odo, sizeof *idx);
+    if (!idx) {
+        free(tile);
+        return TIO_E_NOMEM;
+    }
+    if (odo) memset(idx, 0, odo * sizeof *idx);
     uint64_t off = 0;
-    int rc = 0;
-    for (;;) {
-        if ((rc = sr_put(o, v->base + off * es, rb))) break;
-        size_t k = inner;
-        while (k > 0) {
-            k--;
+    int rc = 0, done = 0;
+    while (!done) {
+        rc = tiled ? sr_tile(t, o, inner - 2, off, rb, tile, rows)
+                   : sr_put(o, v->base + off * es, rb);
+        if (rc) break;
+        done = 1; /* unless a dim moves on */
+        for (size_t k = odo; k-- > 0;) {
             if (++idx[k] < t->shape[k]) {
                 off += (uint64_t)v->stride[k];
+                done = 0;
                 break;
             }
             off -= (uint64_t)v->stride[k] * (uint64_t)(t->shape[k] - 1);
             idx[k] = 0;
-            if (k == 0) {
-                inner = 0; /* wrapped: done */
-                break;
-            }
         }
-        if (inner == 0) break;
     }
     if (idx != small) free(idx);
+    free(tile);
     return rc ? rc : sr_flush(o);
 }
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "flatbuf/flatbuf.h"
+#include "npylayout.h"
 #include "rten/schema.h"
 #include "tensio.h"
 #include "tpb.h"
@@ -1027,25 +1028,7 @@ static void test_npy_views(void **state) {
             uint64_t v = ((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 3;
             for (size_t b = 0; b < es; b++) want[i * es + b] = (uint8_t)(v >> (8 * (b % 8)));
         }
-        for (size_t i = 0; i < n; i++) {
-            size_t at = i; /* where C-order element i lies in the file */
-            if (fortran) {
-                size_t rest = i, pos = 0, step = 1, idx[3];
-                for (size_t d = rank; d-- > 0;) {
-                    idx[d] = rest % (size_t)sh[d];
-                    rest /= (size_t)sh[d];
-                }
-                for (size_t d = 0; d < rank; d++) {
-                    pos += idx[d] * step;
-                    step *= (size_t)sh[d];
-                }
-                at = pos;
-            }
-            for (size_t b = 0; b < es; b++) { /* each unit reversed where big-endian */
-                size_t u0 = b - b % unit, ub = b % unit;
-                file[at * es + b] = want[i * es + (big ? u0 + unit - 1 - ub : b)];
-            }
-        }
+        npy_layout(want, file, n, es, sh, rank, fortran, big, unit);
         char path[64], out[64];
         snprintf(path, sizeof path, "%s/a.npy", dir);
         snprintf(out, sizeof out, "%s/b.npy", dir);

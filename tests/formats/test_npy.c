@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npylayout.h"
 #include "tensio.h"
 
 #define ASSERT_OK(rc, err, what)                                                          \
@@ -444,6 +445,85 @@ static void test_write_refusals(void **state) {
     tio_container_free(c);
 }
 
+/* Big-endian and Fortran-order arrays are views read on the way out
+ * (tio_strided): walked in tiles of rows where the last two dims are
+ * transposed (with a last tile short of the others, an odometer over the
+ * dims before them, a copy of 16-byte elements), element by element where a
+ * tile would hold under 4 rows, swapped through the walk's buffer. Each way
+ * out must give the C-order little-endian array: tio_tensor_data (the walk
+ * into the copy), the hash (the walk in pieces) and a save (the plan's
+ * pieces, read back). */
+static void test_views_walked(void **state) {
+    (void)state;
+    static const struct {
+        const char *descr;
+        int fortran;
+        size_t es, unit, rank;
+        int64_t shape[4];
+    } cases[] = {
+        {"<f4", 1, 4, 4, 2, {300, 5000}},    /* 26 rows a tile: 11 and a short one */
+        {">f4", 1, 4, 4, 2, {300, 5000}},    /* the same, swapped on the way */
+        {"<i2", 1, 2, 2, 4, {7, 3, 1000, 9}}, /* tiles of dims 2 and 3, 21 of them */
+        {">c16", 1, 16, 8, 2, {5, 6}},       /* 16-byte runs, parts swapped */
+        {"|u1", 1, 1, 1, 2, {3, 4000}},      /* 3 rows: element by element */
+        {">f8", 0, 8, 8, 1, {1000}},         /* C order: swapped only */
+        {"<f4", 1, 4, 4, 2, {1, 5000}},      /* a row: contiguous after all */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t es = cases[k].es, rank = cases[k].rank, n = 1;
+        const int64_t *sh = cases[k].shape;
+        for (size_t d = 0; d < rank; d++) n *= (size_t)sh[d];
+        uint8_t *want = malloc(n * es), *file = malloc(n * es);
+        assert_non_null(want);
+        assert_non_null(file);
+        for (size_t i = 0; i < n * es; i++) want[i] = (uint8_t)((i * 2654435761u) >> 13);
+        npy_layout(want, file, n, es, sh, rank, cases[k].fortran, cases[k].descr[0] == '>',
+                   cases[k].unit);
+        char dict[128], dims[64] = "";
+        size_t dl = 0;
+        for (size_t d = 0; d < rank; d++)
+            dl += (size_t)snprintf(dims + dl, sizeof dims - dl, "%lld, ", (long long)sh[d]);
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, 'shape': (%s), }",
+                 cases[k].descr, cases[k].fortran ? "True" : "False", dims);
+        tio_container *c = open_ok(1, dict, file, n * es);
+        free(file);
+        const tio_tensor *t = tio_container_tensor(c, 0);
+        tio_error e;
+        /* the hash, walking the view; against the array's own */
+        tio_container *ref = tio_container_new();
+        assert_non_null(ref);
+        tio_tensor_desc d = {0};
+        d.dtype = tio_tensor_dtype(t);
+        d.rank = rank;
+        d.shape = sh;
+        d.data = want;
+        d.nbytes = n * es;
+        ASSERT_OK(tio_container_add(ref, &d, TIO_ADD_BORROW, NULL, &e), e, "reference");
+        uint8_t h1[32], h2[32];
+        ASSERT_OK(tio_tensor_sha256(t, TIO_HASH_VALUES, h1, &e), e, dict);
+        ASSERT_OK(tio_tensor_sha256(tio_container_tensor(ref, 0), TIO_HASH_VALUES, h2, &e), e,
+                  "reference");
+        if (memcmp(h1, h2, 32) != 0) fail_msg("%s: the hash differs", dict);
+        /* a save, read back */
+        tio_save_options so = {.format = "npy"};
+        void *out;
+        size_t olen;
+        ASSERT_OK(tio_save_memory(c, &so, &out, &olen, &e), e, dict);
+        tio_container *back = NULL;
+        ASSERT_OK(tio_open_memory(out, olen, NULL, &back, &e), e, "saved");
+        if (memcmp(tio_tensor_bytes(tio_container_tensor(back, 0)), want, n * es) != 0)
+            fail_msg("%s: the saved array differs", dict);
+        tio_container_free(back);
+        tio_free(out);
+        /* the copy on first use */
+        if (memcmp(tio_tensor_data(t), want, n * es) != 0)
+            fail_msg("%s: tio_tensor_data differs", dict);
+        tio_container_free(ref);
+        tio_container_free(c);
+        free(want);
+    }
+}
+
 static void test_registry(void **state) {
     (void)state;
     assert_string_equal(tio_format_for_path("x/a.npy"), "npy");
@@ -457,6 +537,7 @@ int main(void) {
         cmocka_unit_test(test_versions_and_orders), cmocka_unit_test(test_refusals), cmocka_unit_test(test_strings),
         cmocka_unit_test(test_findings),            cmocka_unit_test(test_write),
         cmocka_unit_test(test_write_refusals),      cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_views_walked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
