@@ -16,14 +16,13 @@ import hashlib
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from clitest import TENSIO, failures, run, check, le_c, DTYPES, NAMES  # noqa: E402
+from clitest import failures, run, check, le_c, DTYPES, NAMES  # noqa: E402
 
 
 def tensio_name(dt):
@@ -84,8 +83,7 @@ def strings(tmp):
           p.stderr)
     # a NUL at the end of a string is what NumPy strips: refused by name
     pb = os.path.join(tmp, "nul.pb")
-    import onnx  # noqa: E402  (Debian's python3-onnx)
-    from onnx import numpy_helper
+    from onnx import numpy_helper  # noqa: E402  (Debian's python3-onnx)
     with open(pb, "wb") as f:
         f.write(numpy_helper.from_array(np.array([b"a\x00"], dtype=object), "n")
                 .SerializeToString())

@@ -20,7 +20,6 @@ import hashlib
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -31,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from make_npz import Stream  # noqa: E402  (a write-only file: zipfile writes data descriptors)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from clitest import TENSIO, failures, run, check, le_c, DTYPES, NAMES  # noqa: E402
+from clitest import failures, run, check, le_c, DTYPES, NAMES  # noqa: E402
 SHAPES = [(), (0,), (5,), (3, 4), (2, 0, 3), (2, 3, 4)]
 
 

@@ -88,7 +88,7 @@ def main():
         ng.log_lines()
 
         # ls: the header only
-        r = same_as_local(f"{U}/big.safetensors", big, "ls", "@", what="ls big")
+        same_as_local(f"{U}/big.safetensors", big, "ls", "@", what="ls big")
         sent = ng.bytes_sent()
         check(0 < sent < size // 100, f"ls fetched {sent} of {size} bytes (expected < 1 %)")
         print(f"ls over HTTP: {sent} bytes of a {size}-byte file ({100 * sent / size:.3f} %)")
