@@ -40,6 +40,7 @@ struct tio_sink {
     size_t page;       /* congruence: source and output offsets equal modulo this */
     int copy_any;      /* copy_file_range() also at non-congruent offsets (NFS, SMB;
                         * a disk where the kernel's memcpy is rep movsb) */
+    int any_probe;     /* a disk: whether it is so is still to be asked */
     /* The copy run: run_len bytes at run_src of run_fd (mapped at run_map)
      * that go at position run_dst, copied in one copy_file_range() once the
      * run ends; bytes written after it are pending in iov[] and, when the
