@@ -582,6 +582,12 @@ int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *e
  * tio__plan_sink_data_crc. */
 int tio__plan_sink_tensor_crc(tio_write_plan *p, tio_sink *s, size_t i, uint32_t *crc,
                               tio_error *err);
+/* A CRC job (tio__crc32_start) over views[0..n) (sizes[i] bytes each, NULL:
+ * none), the plan's source file read by pread() where they lie in its
+ * mapping; NULL if it could not start (then take the CRCs in one pass). */
+struct tio_crc_job;
+struct tio_crc_job *tio__plan_crc_start(tio_write_plan *p, const uint8_t *const *views,
+                                        const size_t *sizes, size_t n);
 /* What a format's check built (a lowered model, its layout) handed to its
  * write on the same plan, so that the work is not done twice: keep stores it
  * (freed with free_fn when the plan goes, or replaced); take returns it (the
@@ -776,9 +782,15 @@ int tio__crc32_folds(void);
  * of ~350 ms). The arrays and the bytes must stay valid until the join.
  * Without a thread (pthread_create failed) each is taken when waited for. */
 typedef struct tio_crc_job tio_crc_job;
+/* The bytes from which a zip writer's stored members take their CRCs on a
+ * job's thread rather than in the writing pass (docs/performance.md). */
+#define TIO__CRC_JOB_MIN ((uint64_t)32 << 20)
 /* pthread_create with every signal blocked in the new thread (thread.c). */
 bool tio__spawn(pthread_t *t, void *(*fn)(void *), void *arg);
-tio_crc_job *tio__crc32_start(const uint8_t *const *p, const size_t *n, size_t count);
+/* With fd >= 0, the buffers lying in map[0..map_size) (fd's bytes, mapped)
+ * are read from fd by pread() rather than through the mapping. */
+tio_crc_job *tio__crc32_start(const uint8_t *const *p, const size_t *n, size_t count, int fd,
+                              const uint8_t *map, size_t map_size);
 /* The CRC of buffer i, waiting for it if needed. */
 uint32_t tio__crc32_wait(tio_crc_job *j, size_t i);
 /* Stops the thread after its current buffer, joins it and frees j (NULL ok). */

@@ -147,6 +147,13 @@ int tio__plan_sink_data_crc(const tio_write_plan *p, tio_sink *s, const void *da
     return TIO_OK;
 }
 
+struct tio_crc_job *tio__plan_crc_start(tio_write_plan *p, const uint8_t *const *views,
+                                        const size_t *sizes, size_t n) {
+    const tio_container *c = p->c;
+    int fd = c->map && c->map_path ? source_fd(p) : -1;
+    return tio__crc32_start(views, sizes, n, fd, c->map, c->map_size);
+}
+
 const tio_wtensor *tio__plan_tensor(const tio_write_plan *p, size_t i) {
     return i < p->n ? &p->t[i] : NULL;
 }

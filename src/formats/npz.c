@@ -462,8 +462,6 @@ static int npz_write_end(tio_write_plan *p, tio_sink *s, const npz_wmember *ms,
     return rc ? rc : tio__zipw_end(s, &npz_style, n, cd_at, err);
 }
 
-#define NPZ_CRC_JOB_MIN ((uint64_t)32 << 20)
-
 static int npz_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     int rc = npz_check(p, err);
     if (rc) return rc;
@@ -504,7 +502,7 @@ static int npz_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
                        : NULL; /* strings are written padded, not as held */
         if (views[i]) viewed += sizes[i];
     }
-    if (!rc && viewed >= NPZ_CRC_JOB_MIN) job = tio__crc32_start(views, sizes, n); /* NULL: none */
+    if (!rc && viewed >= TIO__CRC_JOB_MIN) job = tio__plan_crc_start(p, views, sizes, n); /* NULL: none */
     for (size_t i = 0; i < n && !rc; i++) {
         names[i] = npz_member_name(tio__plan_tensor(p, i), i);
         if (!names[i]) rc = tio__nomem(err, NPZ);

@@ -378,14 +378,18 @@ static int tw_descriptor(tio_sink *s, const tw_rec *r, tio_error *err) {
 }
 
 /* Writes a record: plan tensor `tensor`'s bytes, or bytes[0..n) when
- * tensor is SIZE_MAX. */
+ * tensor is SIZE_MAX. With a job, the tensor's bytes as held are written
+ * and their CRC is the job's item k (taken beside the writes). */
 static int tw_record(tio_write_plan *p, tio_sink *s, tw_rec *r, size_t tensor,
-                     const void *bytes, size_t n, tio_error *err) {
+                     const void *bytes, size_t n, tio_crc_job *job, size_t k, tio_error *err) {
     r->m.local = tio__sink_pos(s);
     r->m.method = TIO_ZIP_STORED;
     r->m.crc = 0;
     const uint8_t *data = bytes;
-    if (tensor != SIZE_MAX) {
+    if (tensor != SIZE_MAX && job) {
+        data = tio__plan_view(p, tensor);
+        n = tio__plan_tensor(p, tensor)->nbytes;
+    } else if (tensor != SIZE_MAX) {
         int rc = tio__plan_data(p, tensor, &data, NULL, err);
         if (rc) return rc;
         n = tio__plan_tensor(p, tensor)->nbytes;
@@ -395,7 +399,10 @@ static int tw_record(tio_write_plan *p, tio_sink *s, tw_rec *r, size_t tensor,
     r->m.flags = n ? TW_FLAGS : TW_FLAG_UTF8;
     int rc = tw_local(s, r, err);
     if (!rc && n) {
-        if (tensor != SIZE_MAX)
+        if (tensor != SIZE_MAX && job) {
+            if (!(rc = tio__plan_sink_data(p, s, data, n, err)))
+                r->m.crc = tio__crc32_wait(job, k);
+        } else if (tensor != SIZE_MAX)
             rc = tio__plan_sink_data_crc(p, s, data, n, &r->m.crc, err);
         else if (!(rc = tio__sink_write(s, data, n, err)))
             r->m.crc = tio__crc32(0, data, n);
@@ -449,7 +456,7 @@ int tio__torch_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     if (!rc) rc = tw_pickle(p, of, &w, err);
     if (!rc) {
         recs[nrec].name = tw_join(arch, "/data.pkl", "");
-        rc = recs[nrec].name ? tw_record(p, s, &recs[nrec], SIZE_MAX, w.b.p, w.b.len, err)
+        rc = recs[nrec].name ? tw_record(p, s, &recs[nrec], SIZE_MAX, w.b.p, w.b.len, NULL, 0, err)
                              : tio__nomem(err, TW);
         nrec++;
     }
@@ -462,16 +469,37 @@ int tio__torch_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
         memcpy(sorted, sts, nst * sizeof *sorted);
         qsort(sorted, nst, sizeof *sorted, tw_storage_cmp);
     }
+    /* the CRCs of the storages written as held by a thread of their own,
+     * beside the writes, when there is enough of them that they cost
+     * something (as the .npz writer does; docs/performance.md); a storage
+     * that is converted takes its CRC as it is written */
+    const uint8_t **views = rc ? NULL : calloc(nst ? nst : 1, sizeof *views);
+    size_t *sizes = rc ? NULL : calloc(nst ? nst : 1, sizeof *sizes);
+    tio_crc_job *job = NULL;
+    if (!rc && (!views || !sizes)) rc = tio__nomem(err, TW);
+    uint64_t viewed = 0;
+    for (size_t k = 0; k < nst && !rc; k++) {
+        sizes[k] = tio__plan_tensor(p, sorted[k].tensor)->nbytes;
+        views[k] = tio__plan_view(p, sorted[k].tensor);
+        if (views[k]) viewed += sizes[k];
+    }
+    if (!rc && viewed >= TIO__CRC_JOB_MIN)
+        job = tio__plan_crc_start(p, views, sizes, nst); /* NULL: one pass */
     for (size_t k = 0; k < nst && !rc; k++) {
         recs[nrec].name = tw_join(arch, "/data/", sorted[k].key);
-        rc = recs[nrec].name ? tw_record(p, s, &recs[nrec], sorted[k].tensor, NULL, 0, err)
-                             : tio__nomem(err, TW);
+        rc = recs[nrec].name
+                 ? tw_record(p, s, &recs[nrec], sorted[k].tensor, NULL, 0,
+                             views[k] ? job : NULL, k, err)
+                 : tio__nomem(err, TW);
         nrec++;
     }
+    tio__crc32_join(job);
+    free(views);
+    free(sizes);
     free(sorted);
     if (!rc) {
         recs[nrec].name = tw_join(arch, "/version", "");
-        rc = recs[nrec].name ? tw_record(p, s, &recs[nrec], SIZE_MAX, "3\n", 2, err)
+        rc = recs[nrec].name ? tw_record(p, s, &recs[nrec], SIZE_MAX, "3\n", 2, NULL, 0, err)
                              : tio__nomem(err, TW);
         nrec++;
     }

@@ -1,7 +1,8 @@
 /* tio__crc32 (src/core/crc32.c) against zlib's crc32(): every length up to
  * 1024 and a few large odd ones, every start alignment 0..63, continuation
  * from any earlier value and at every split point, on the folding path and
- * on the forced generic (zlib) path. */
+ * on the forced generic (zlib) path; the job's thread, over buffers and
+ * over a file's bytes read by pread(). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -9,11 +10,15 @@
 #include <cmocka.h>
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "core/internal.h"
+#include "tvec.h"
 
 /* Deterministic bytes (xorshift), different for every seed. */
 static void fill(uint8_t *p, size_t n, uint32_t seed) {
@@ -143,7 +148,7 @@ static void test_job(void **state) {
         }
         bufs[i] = i == 6 ? NULL : own[i];
     }
-    tio_crc_job *j = tio__crc32_start(bufs, sizes, N);
+    tio_crc_job *j = tio__crc32_start(bufs, sizes, N, -1, NULL, 0);
     assert_non_null(j);
     static const size_t order[N] = {8, 0, 3, 7, 1, 6, 2, 5, 4};
     for (size_t k = 0; k < N; k++) {
@@ -154,12 +159,68 @@ static void test_job(void **state) {
     assert_int_equal(tio__crc32_wait(j, N), 0); /* past the end */
     tio__crc32_join(j);
     /* joined early: the thread stops after its current buffer */
-    j = tio__crc32_start(bufs, sizes, N);
+    j = tio__crc32_start(bufs, sizes, N, -1, NULL, 0);
     assert_non_null(j);
     assert_int_equal(tio__crc32_wait(j, 0), 0);
     tio__crc32_join(j);
     tio__crc32_join(NULL);
     for (size_t i = 0; i < N; i++) free(own[i]);
+}
+
+/* The job over a mapped file: buffers lying in the mapping are read from
+ * the file. The "mapping" here is memory holding other bytes than the
+ * file, so each CRC says where its bytes came from: the file's for the
+ * buffers inside (one of them longer than a read, one ending at the
+ * mapping's end), the memory's for one outside it; past the file's end
+ * (the file cut short after it was mapped) the rest of a buffer from the
+ * mapping; with fd -1 the memory's. */
+static void test_job_reads_file(void **state) {
+    (void)state;
+    size_t size = (600u << 10) + 123;
+    uint8_t *file = malloc(size), *map = malloc(size), *other = malloc(5000);
+    assert_non_null(file);
+    assert_non_null(map);
+    assert_non_null(other);
+    fill(file, size, 41);
+    fill(map, size, 42);
+    fill(other, 5000, 43);
+    const char *tmp = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/tio_crc_job_%ld", tmp && tmp[0] ? tmp : "/tmp",
+             (long)getpid());
+    assert_int_equal(tvec_write(path, file, size), 0);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    enum { N = 5 };
+    size_t at[N] = {0, 17, 300000, 0, size - 9};
+    size_t sizes[N] = {0, 70000, (300u << 10) + 5, 5000, 9};
+    const uint8_t *bufs[N];
+    for (size_t i = 0; i < N; i++) bufs[i] = i == 3 ? other : map + at[i];
+    for (int pass = 0; pass < 3; pass++) { /* the file; fd -1; the file cut short */
+        if (pass == 2) assert_int_equal(truncate(path, 300000 + 1000), 0);
+        tio_crc_job *j = tio__crc32_start(bufs, sizes, N, pass == 1 ? -1 : fd, map, size);
+        assert_non_null(j);
+        for (size_t i = N; i-- > 0;) {
+            uint32_t want;
+            if (i == 3)
+                want = ref(0, other, 5000);
+            else if (pass == 1)
+                want = ref(0, map + at[i], sizes[i]);
+            else if (pass == 2 && at[i] >= 300000) /* 1000 bytes of the file, then the map */
+                want = at[i] == 300000 ? ref(ref(0, file + at[i], 1000), map + at[i] + 1000,
+                                             sizes[i] - 1000)
+                                       : ref(0, map + at[i], sizes[i]);
+            else
+                want = ref(0, file + at[i], sizes[i]);
+            if (tio__crc32_wait(j, i) != want) fail_msg("pass %d, buffer %zu", pass, i);
+        }
+        tio__crc32_join(j);
+    }
+    close(fd);
+    unlink(path);
+    free(other);
+    free(map);
+    free(file);
 }
 
 int main(void) {
@@ -168,6 +229,7 @@ int main(void) {
         cmocka_unit_test(test_large),        cmocka_unit_test(test_alignments),
         cmocka_unit_test(test_continuation), cmocka_unit_test(test_which_path),
         cmocka_unit_test(test_job),
+        cmocka_unit_test(test_job_reads_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

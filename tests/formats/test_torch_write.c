@@ -1,7 +1,8 @@
 /* The torch writer (src/formats/torch_write.c) through the public API: a
  * container of every dtype torch takes written to memory and read back by
  * tensio's reader, the same bytes twice, the archive name, what is refused
- * (dtypes torch lacks, metadata, names), and tied weights kept tied. The
+ * (dtypes torch lacks, metadata, names), tied weights kept tied, and the
+ * records' CRCs taken beside the writes (from memory and a mapped file). The
  * comparisons with torch.save and torch.load are in test_torch_write.py. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "tensio.h"
+#include "tvec.h"
 
 static const tio_dtype dtypes[] = {TIO_BOOL,    TIO_INT8,     TIO_INT16,   TIO_INT32,
                                    TIO_INT64,   TIO_UINT8,    TIO_FLOAT16, TIO_BFLOAT16,
@@ -215,11 +219,118 @@ static void test_tied(void **state) {
     free(out);
 }
 
+static uint32_t ld32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint32_t ld16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+
+/* Every record of a zip in memory (no zip64 fields: the test's sizes are
+ * small): its central directory's CRC and its descriptor's equal zlib's
+ * over its stored bytes. Returns the number of records. */
+static size_t check_crcs(const uint8_t *z, size_t n) {
+    size_t end = n - 22;
+    while (end > 0 && ld32(z + end) != 0x06054b50u) end--;
+    assert_int_equal(ld32(z + end), 0x06054b50u);
+    size_t count = ld16(z + end + 10), cd = ld32(z + end + 16);
+    for (size_t k = 0; k < count; k++) {
+        const uint8_t *ce = z + cd;
+        assert_int_equal(ld32(ce), 0x02014b50u);
+        size_t size = ld32(ce + 24), local = ld32(ce + 42);
+        assert_true(size != 0xFFFFFFFFu && local != 0xFFFFFFFFu);
+        const uint8_t *lh = z + local;
+        const uint8_t *at = lh + 30 + ld16(lh + 26) + ld16(lh + 28);
+        assert_true(at + size <= z + n);
+        uint32_t want = (uint32_t)crc32(0, at, (uInt)size);
+        if (ld32(ce + 16) != want)
+            fail_msg("record %zu (%.*s): CRC %08x, zlib %08x", k, (int)ld16(ce + 28),
+                     (const char *)ce + 46, ld32(ce + 16), want);
+        if (size) { /* the descriptor after the data */
+            assert_int_equal(ld32(at + size), 0x08074b50u);
+            assert_int_equal(ld32(at + size + 4), want);
+        }
+        cd += 46 + ld16(ce + 28) + ld16(ce + 30) + ld16(ce + 32);
+    }
+    return count;
+}
+
+/* 32 MiB or more of storages written as held take their CRCs on a thread
+ * of the writer's own (src/core/crc32.c's job), a mapped source's bytes
+ * read there by pread(); a storage that is converted (float8 widened)
+ * takes its CRC as it is written. Saved from memory and from a mapped
+ * .safetensors file: every record's CRC is zlib's over its bytes, the file
+ * equals the save to memory, and tensio reads it back. */
+static void test_crc_thread(void **state) {
+    (void)state;
+    size_t big = 17u << 20;
+    uint8_t *data = malloc(big);
+    assert_non_null(data);
+    uint64_t seed = 99;
+    for (size_t k = 0; k < big; k += 8) {
+        uint64_t v = tvec_rand(&seed);
+        memcpy(data + k, &v, 8);
+    }
+    /* a: 17 MiB as held; f: float8, widened; b: 17 MiB at an odd address */
+    int64_t shapes[3] = {(int64_t)(big / 4), 2, (int64_t)(big - 2) / 2};
+    static const uint8_t f8[2] = {0x38, 0x40};
+    tio_tensor_desc d[3] = {
+        {"a", TIO_FLOAT32, 1, &shapes[0], TIO_LAYOUT_DENSE, data, big, 0, NULL},
+        {"f", TIO_FLOAT8_E4M3FN, 1, &shapes[1], TIO_LAYOUT_DENSE, f8, 2, 0, NULL},
+        {"b", TIO_INT16, 1, &shapes[2], TIO_LAYOUT_DENSE, data + 1, big - 2, 0, NULL}};
+    tio_container *c = tio_container_new();
+    tio_error e;
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(tio_container_add(c, &d[k], k == 1 ? 0 : TIO_ADD_BORROW, NULL, &e),
+                         TIO_OK);
+    void *mem = NULL;
+    size_t nmem = 0;
+    assert_int_equal(save(c, TIO_SAVE_WIDEN, "archive=m", &mem, &nmem, &e), TIO_OK);
+    assert_int_equal(check_crcs(mem, nmem), 5); /* data.pkl, 3 storages, version */
+
+    const char *tmp = getenv("TMPDIR");
+    char src[512], dst[512];
+    snprintf(src, sizeof src, "%s/tio_torch_crc_%ld.safetensors", tmp && tmp[0] ? tmp : "/tmp",
+             (long)getpid());
+    snprintf(dst, sizeof dst, "%s/tio_torch_crc_%ld.pt", tmp && tmp[0] ? tmp : "/tmp",
+             (long)getpid());
+    tio_save_options so = {.format = "safetensors", .flags = TIO_SAVE_NO_SYNC};
+    assert_int_equal(tio_save(c, src, &so, &e), TIO_OK);
+    tio_container *m = NULL;
+    assert_int_equal(tio_open(src, NULL, &m, &e), TIO_OK);
+    tio_save_options to = {.format = "torch", .flags = TIO_SAVE_WIDEN | TIO_SAVE_NO_SYNC,
+                           .options = "archive=m"};
+    if (tio_save(m, dst, &to, &e) != TIO_OK) fail_msg("save: %s", e.message);
+    size_t nf = 0;
+    uint8_t *file = NULL;
+    assert_int_equal(tvec_read(dst, &file, &nf), 0);
+    assert_int_equal(check_crcs(file, nf), 5);
+    /* the same bytes (safetensors sorts the names; the pickle follows) */
+    void *mem2 = NULL;
+    size_t nmem2 = 0;
+    assert_int_equal(save(m, TIO_SAVE_WIDEN, "archive=m", &mem2, &nmem2, &e), TIO_OK);
+    assert_int_equal(nf, nmem2);
+    assert_memory_equal(file, mem2, nf);
+    tio_container *r = NULL;
+    assert_int_equal(tio_open_memory(file, nf, NULL, &r, &e), TIO_OK);
+    const tio_tensor *b = tio_container_find(r, "b");
+    assert_non_null(b);
+    assert_memory_equal(tio_tensor_bytes(b), data + 1, big - 2);
+    tio_container_free(r);
+    tio_container_free(m);
+    unlink(src);
+    unlink(dst);
+    free(file);
+    free(mem2);
+    free(mem);
+    tio_container_free(c);
+    free(data);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_tied),
+        cmocka_unit_test(test_crc_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
