@@ -21,7 +21,8 @@ static const char stats_help[] =
     "counts as NaN).\n"
     "A sparse (COO) tensor is summarised over its stored values (COUNT shows\n"
     "them 'of' the dense element count). Two passes over the data: counts,\n"
-    "min/max and the moments (Welford, in long double), then the histogram.\n"
+    "min/max and the moments (blocks of 1,024 values merged in long double),\n"
+    "then the histogram.\n"
     "On a terminal the histogram is a sparkline; --json gives its bins.\n"
     "\n"
     "Options:\n"
@@ -58,7 +59,7 @@ typedef struct tensor_stats {
     double min, max; /* of the finite values */
     int64_t imin, imax;
     uint64_t umin, umax;
-    long double mean, m2; /* Welford */
+    long double mean, m2; /* of the finite values (blocks merged) */
     size_t nbins;
     double lo, hi;     /* histogram range */
     double scale;      /* 1, or 0.5 when hi - lo overflows: bins are found on
@@ -66,41 +67,200 @@ typedef struct tensor_stats {
     uint64_t *counts;  /* nbins, or NULL when no finite value */
 } tensor_stats;
 
+/* Values are taken STATS_BLOCK at a time into doubles: the block's
+ * counts, extremes and moments are found in plain double loops (the
+ * compiler vectorizes them), and the blocks are merged in long double. One
+ * element at a time, with a long double division each (Welford), took 25 ns
+ * per element: 6.8 s for 1 GiB of float32. */
+#define STATS_BLOCK 1024
+
+/* Elements p[0..n) as doubles (cli_load_f64's values). */
+static void load_block(tio_dtype dt, const uint8_t *p, size_t n, double *x) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (dt == TIO_FLOAT32) {
+        for (size_t i = 0; i < n; i++) {
+            float f;
+            memcpy(&f, p + 4 * i, sizeof f);
+            x[i] = (double)f;
+        }
+        return;
+    }
+    if (dt == TIO_FLOAT64) {
+        memcpy(x, p, n * sizeof *x);
+        return;
+    }
+    if (dt == TIO_BFLOAT16) {
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, sizeof h);
+            uint32_t u = (uint32_t)h << 16; /* the upper half of a float */
+            float f;
+            memcpy(&f, &u, sizeof f);
+            x[i] = (double)f;
+        }
+        return;
+    }
+#endif
+    size_t es = tio_dtype_size(dt);
+    for (size_t i = 0; i < n; i++) x[i] = cli_load_f64(dt, p + i * es);
+}
+
+/* A block's finite values: their count, zeros, extremes (the first of
+ * equal ones), sum and sum of squared deviations from their mean. */
+typedef struct block_moments {
+    uint64_t finite, zeros, nans, infs;
+    double min, max;
+    long double mean, m2;
+} block_moments;
+
+/* The first element equal to v (+0 and -0 are equal): which of equal
+ * extremes is kept, as one element at a time keeps it. */
+static double first_equal(const double *x, size_t n, double v) {
+    for (size_t i = 0; i < n; i++)
+        if (x[i] == v) return x[i];
+    return v;
+}
+
+static void block_add(block_moments *b, const double *x, size_t n) {
+    memset(b, 0, sizeof *b);
+    /* four of each, so that the adds and compares do not wait on each other */
+    double sum[4] = {0, 0, 0, 0}, mn[4], mx[4], probe[4] = {0, 0, 0, 0};
+    uint64_t zeros = 0;
+    for (int k = 0; k < 4; k++) {
+        mn[k] = INFINITY;
+        mx[k] = -INFINITY;
+    }
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) {
+            double v = x[i + (size_t)k];
+            sum[k] += v;
+            probe[k] += v * 0.0; /* NaN from a NaN or an infinity */
+            mn[k] = v < mn[k] ? v : mn[k];
+            mx[k] = v > mx[k] ? v : mx[k];
+            zeros += v == 0;
+        }
+    for (; i < n; i++) {
+        double v = x[i];
+        sum[0] += v;
+        probe[0] += v * 0.0;
+        mn[0] = v < mn[0] ? v : mn[0];
+        mx[0] = v > mx[0] ? v : mx[0];
+        zeros += v == 0;
+    }
+    double total = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+    uint64_t fin = n;
+    if (isnan((probe[0] + probe[1]) + (probe[2] + probe[3]))) { /* not all finite */
+        fin = zeros = 0;
+        total = 0;
+        mn[0] = INFINITY;
+        mx[0] = -INFINITY;
+        for (i = 0; i < n; i++) {
+            double v = x[i];
+            if (isnan(v)) {
+                b->nans++;
+            } else if (isinf(v)) {
+                b->infs++;
+            } else {
+                fin++;
+                zeros += v == 0;
+                mn[0] = v < mn[0] ? v : mn[0];
+                mx[0] = v > mx[0] ? v : mx[0];
+                total += v;
+            }
+        }
+    } else {
+        for (int k = 1; k < 4; k++) {
+            mn[0] = mn[k] < mn[0] ? mn[k] : mn[0];
+            mx[0] = mx[k] > mx[0] ? mx[k] : mx[0];
+        }
+    }
+    b->finite = fin;
+    b->zeros = zeros;
+    if (!fin) return;
+    b->min = first_equal(x, n, mn[0]);
+    b->max = first_equal(x, n, mx[0]);
+    double mean = total / (double)fin, m2[4] = {0, 0, 0, 0}, c[4] = {0, 0, 0, 0};
+    if (isfinite(mean)) {
+        for (i = 0; i + 4 <= n; i += 4)
+            for (int k = 0; k < 4; k++) {
+                double v = x[i + (size_t)k];
+                double d = isfinite(v) ? v - mean : 0.0;
+                m2[k] += d * d;
+                c[k] += d;
+            }
+        for (; i < n; i++) {
+            double d = isfinite(x[i]) ? x[i] - mean : 0.0;
+            m2[0] += d * d;
+            c[0] += d;
+        }
+    }
+    double sq = (m2[0] + m2[1]) + (m2[2] + m2[3]), cs = (c[0] + c[1]) + (c[2] + c[3]);
+    if (isfinite(mean) && isfinite(sq)) {
+        b->mean = mean;
+        b->m2 = (long double)sq - (long double)cs * cs / (long double)fin;
+        return;
+    }
+    /* float64 extremes overflow a double sum: the block again in long double */
+    long double ls = 0, lm2 = 0, lc = 0;
+    for (i = 0; i < n; i++)
+        if (isfinite(x[i])) ls += x[i];
+    long double lmean = ls / (long double)fin;
+    for (i = 0; i < n; i++)
+        if (isfinite(x[i])) {
+            long double d = (long double)x[i] - lmean;
+            lm2 += d * d;
+            lc += d;
+        }
+    b->mean = lmean;
+    b->m2 = lm2 - lc * lc / (long double)fin;
+}
+
+/* Merges a block into the running statistics (Chan, Golub and LeVeque). */
+static void merge(tensor_stats *s, const block_moments *b) {
+    s->nans += b->nans;
+    s->infs += b->infs;
+    if (!b->finite) return;
+    s->zeros += b->zeros;
+    if (s->finite == 0 || b->min < s->min) s->min = b->min;
+    if (s->finite == 0 || b->max > s->max) s->max = b->max;
+    long double na = (long double)s->finite, nb = (long double)b->finite, nt = na + nb;
+    long double delta = b->mean - s->mean;
+    s->mean += delta * (nb / nt);
+    s->m2 += b->m2 + delta * delta * (na * nb / nt);
+    s->finite += b->finite;
+}
+
 /* Pass 1: counts, min/max, moments. */
 static void pass_moments(tensor_stats *s, tio_dtype dt, const uint8_t *p, uint64_t n) {
     size_t es = tio_dtype_size(dt);
     s->kind = cli_dtype_kind(dt);
     s->count = n;
-    for (uint64_t i = 0; i < n; i++, p += es) {
-        double x;
+    double x[STATS_BLOCK];
+    while (n) {
+        size_t k = n < STATS_BLOCK ? (size_t)n : STATS_BLOCK;
         if (s->kind == CLI_NUM_INT) {
-            int64_t v = cli_load_i64(dt, p);
-            if (s->finite == 0 || v < s->imin) s->imin = v;
-            if (s->finite == 0 || v > s->imax) s->imax = v;
-            x = (double)v;
+            for (size_t i = 0; i < k; i++) {
+                int64_t v = cli_load_i64(dt, p + i * es);
+                if ((s->finite == 0 && i == 0) || v < s->imin) s->imin = v;
+                if ((s->finite == 0 && i == 0) || v > s->imax) s->imax = v;
+                x[i] = (double)v;
+            }
         } else if (s->kind == CLI_NUM_UINT) {
-            uint64_t v = cli_load_u64(dt, p);
-            if (s->finite == 0 || v < s->umin) s->umin = v;
-            if (s->finite == 0 || v > s->umax) s->umax = v;
-            x = (double)v;
+            for (size_t i = 0; i < k; i++) {
+                uint64_t v = cli_load_u64(dt, p + i * es);
+                if ((s->finite == 0 && i == 0) || v < s->umin) s->umin = v;
+                if ((s->finite == 0 && i == 0) || v > s->umax) s->umax = v;
+                x[i] = (double)v;
+            }
         } else {
-            x = cli_load_f64(dt, p);
-            if (isnan(x)) {
-                s->nans++;
-                continue;
-            }
-            if (isinf(x)) {
-                s->infs++;
-                continue;
-            }
+            load_block(dt, p, k, x);
         }
-        if (x == 0) s->zeros++;
-        if (s->finite == 0 || x < s->min) s->min = x;
-        if (s->finite == 0 || x > s->max) s->max = x;
-        s->finite++;
-        long double d = (long double)x - s->mean;
-        s->mean += d / (long double)s->finite;
-        s->m2 += d * ((long double)x - s->mean);
+        block_moments b;
+        block_add(&b, x, k);
+        merge(s, &b);
+        p += k * es;
+        n -= k;
     }
 }
 
@@ -135,11 +295,23 @@ static int pass_histogram(tensor_stats *s, tio_dtype dt, const uint8_t *p, uint6
     double lo = s->lo * s->scale, hi = s->hi * s->scale;
     double step = (hi - lo) / (double)nbins;
     size_t es = tio_dtype_size(dt);
-    for (uint64_t i = 0; i < n; i++, p += es) {
-        double x = cli_load_f64(dt, p);
-        if (!isfinite(x)) continue;
-        s->counts[bin_of(x * s->scale, lo, hi, step, nbins)]++;
+    /* four sets of counts, element i into set i % 4: consecutive values in
+     * the same bin do not wait on each other's increment */
+    uint64_t *sets = calloc(4 * nbins, sizeof *sets);
+    if (!sets) return cli_error("out of memory");
+    double x[STATS_BLOCK], scale = s->scale; /* a local: the stores do not reload it */
+    while (n) {
+        size_t k = n < STATS_BLOCK ? (size_t)n : STATS_BLOCK;
+        load_block(dt, p, k, x);
+        for (size_t i = 0; i < k; i++)
+            if (isfinite(x[i]))
+                sets[(i & 3) * nbins + bin_of(x[i] * scale, lo, hi, step, nbins)]++;
+        p += k * es;
+        n -= k;
     }
+    for (size_t b = 0; b < nbins; b++)
+        s->counts[b] = sets[b] + sets[nbins + b] + sets[2 * nbins + b] + sets[3 * nbins + b];
+    free(sets);
     return CLI_EXIT_OK;
 }
 

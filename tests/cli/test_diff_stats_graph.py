@@ -534,6 +534,26 @@ def t_stats_generated():
     for bins in (1, 7, 16, 100):
         t = one_tensor(run_json(0, "stats", "--bins", str(bins), p))
         check_stats(p, 0, t, nbins=bins)
+    # many blocks of 1,024 values (merged in long double): all finite, a
+    # large mean against a small spread (float64), and float64 extremes whose
+    # sums overflow a double (each such block summed again in long double)
+    big = rng.standard_normal(50000) + 1e6
+    p = save_npy("offset.npy", big)
+    check_stats(p, 0, one_tensor(run_json(0, "stats", p)))
+    ext = rng.choice([-1.0, 1.0], 5000) * np.finfo(np.float64).max * rng.uniform(0.5, 1, 5000)
+    ext[1234] = np.nan
+    p = save_npy("extremes.npy", ext)
+    t = one_tensor(run_json(0, "stats", p))
+    check_stats(p, 0, t)
+    assert math.isfinite(t["mean"]) and math.isfinite(t["std"]), t
+    # of equal extremes the first is kept, as one value at a time keeps it:
+    # -0 before +0, and +0 before -0 (at 2 and 5, in different lanes of the
+    # block's loops)
+    for first, sign in ((-0.0, -1.0), (0.0, 1.0)):
+        vals = np.ones(3000)
+        vals[2], vals[5] = first, -first
+        t = one_tensor(run_json(0, "stats", save_npy("zeros.npy", vals)))
+        assert math.copysign(1.0, t["min"]) == sign and t["zeros"] == 2, t
     # constant tensor: numpy's range widening
     p = save_npy("const.npy", np.full((4, 4), 2.5, np.float64))
     t = one_tensor(run_json(0, "stats", p))
