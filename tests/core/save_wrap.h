@@ -1,0 +1,99 @@
+/* What the save tests share (save_wrap.c): the counters of the wrapped
+ * calls (-Wl,--wrap, tests/CMakeLists.txt) and what makes them fail, the
+ * host's answers to the sink's questions, a temporary directory, and the
+ * containers and files the tests build. */
+#ifndef TIO_TEST_SAVE_WRAP_H
+#define TIO_TEST_SAVE_WRAP_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* F_SETPIPE_SZ */
+#endif
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "tensio.h"
+#include "tvec.h"
+
+/* the wrapped calls: counted, and made to fail or come short on demand */
+extern int fsync_calls; /* this test program's own counter */
+extern int opendir_calls;
+extern int copy_calls;
+extern int copy_fail;       /* make the calls fail with this errno (0: no)… */
+extern int copy_fail_after; /* …once this many have copied */
+extern size_t copy_max;     /* copy at most this much per call (0: no limit) */
+extern size_t copy_largest; /* the largest count asked for */
+extern long long copy_first_in; /* the first call's source offset */
+extern int copy_out_unaligned; /* calls after the first starting past a multiple of 2 MiB */
+extern int sendfile_calls;
+extern int sendfile_fail; /* make the calls fail with this errno (0: no) */
+extern int pread_big;     /* calls for 4 KiB or more (the sink's, not a reader's headers) */
+extern size_t pread_big_bytes; /* what those read */
+extern int pread_fail;    /* make those fail with this errno (-1: return 0, an ended file)… */
+extern int pread_fail_after; /* …once this many have read */
+extern int pread_aliased;
+extern int writev_count;    /* count the writes… */
+extern int write_crossing;  /* …and of write() too, that cross a multiple of 64 KiB */
+extern int writev_calls;    /* …of 64 KiB or more (the sink's) */
+extern int writev_unaligned; /* …that start past a multiple of 256 KiB */
+extern size_t writev_bytes;
+extern size_t writev_misaligned;
+extern int splice_in, splice_out;
+extern size_t splice_in_bytes, splice_out_bytes;
+extern int splice_fail_in, splice_fail_out, splice_fail_after;
+extern int pipe_fail, pipe_small;
+extern int host_reports, host_asked;
+extern uint64_t host_kept, host_kept_later;
+extern unsigned kept_lo;
+extern int kept_asked, kept_turns;
+extern int host_any, any_asked;
+
+/* the real host questions (src/core/host.c), beside the wrapped ones */
+int __real_tio__host_reports_free_pages(const char *balloon_dir);
+uint64_t __real_tio__host_kept_free(const char *buddyinfo, const char *reporting_order,
+                                    unsigned lo, size_t page);
+int __real_tio__host_copies_any_offset(void);
+/* the sum it makes of /proc/buddyinfo's lines (src/core/host.c) */
+uint64_t tio__buddy_free(const char *text, unsigned lo, unsigned hi, size_t page);
+
+/* a temporary directory for the program's files (cmocka's group setup and
+ * teardown) */
+extern char dir[256];
+int setup(void **state);
+int teardown(void **state);
+
+/* A whole file (freed by the caller). */
+uint8_t *read_file(const char *path, size_t *n);
+/* Whether the file at path holds the n bytes at want, and nothing more;
+ * removes it. */
+bool file_is(const char *path, const void *want, size_t n);
+/* n bytes of the generator from `seed` (freed by the caller). */
+uint8_t *random_bytes(size_t n, uint64_t seed);
+
+/* build()'s tensors after its sizes straddling the sink's thresholds:
+ * MID_COUNT tensors of MID_BYTES, apart in memory: each is referenced, not
+ * copied, and its header copied, so that a file sink's pieces fill its
+ * iov[] (2 per tensor) before they reach the 8 MiB flush point. */
+#define MID_COUNT 300u
+#define MID_BYTES (40u << 10)
+/* A container for `format` of float32 tensors borrowed from *data_out:
+ * sizes around the sink's thresholds, 600 small ones, then the MID ones
+ * (a format of one array: the largest alone); a graph where the format
+ * has one. */
+tio_container *build(const char *format, uint8_t **data_out);
+
+/* tio_save_options.progress / tio_open_options.progress: increasing byte
+ * counts, at most one call per MiB plus the last, which is done == total ==
+ * the output's (input's) size. */
+typedef struct prog {
+    uint64_t calls, last_done, last_total;
+    int backwards;
+} prog;
+void on_progress(void *ctx, uint64_t done, uint64_t total);
+
+#endif
