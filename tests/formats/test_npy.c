@@ -13,16 +13,8 @@
 #include <string.h>
 
 #include "npylayout.h"
+#include "tassert.h"
 #include "tensio.h"
-
-#define ASSERT_OK(rc, err, what)                                                          \
-    do {                                                                                  \
-        int rc_ = (rc);                                                                   \
-        if (rc_ != TIO_OK) {                                                              \
-            fprintf(stderr, "%s: %s: %s\n", (what), tio_status_name(rc_), (err).message); \
-            fail();                                                                       \
-        }                                                                                 \
-    } while (0)
 
 /* A .npy file: magic, version, the dict padded as np.save pads (to 64 with
  * the '\n'), then the data. */

@@ -16,16 +16,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "tassert.h"
 #include "tensio.h"
-
-#define ASSERT_OK(rc, err, what)                                                          \
-    do {                                                                                  \
-        int rc_ = (rc);                                                                   \
-        if (rc_ != TIO_OK) {                                                              \
-            fprintf(stderr, "%s: %s: %s\n", (what), tio_status_name(rc_), (err).message); \
-            fail();                                                                       \
-        }                                                                                 \
-    } while (0)
 
 typedef struct zbuf {
     uint8_t *p;

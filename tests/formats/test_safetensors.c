@@ -18,16 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tassert.h"
 #include "tensio.h"
-
-#define ASSERT_OK(rc, err, what)                                                          \
-    do {                                                                                  \
-        int rc_ = (rc);                                                                   \
-        if (rc_ != TIO_OK) {                                                              \
-            fprintf(stderr, "%s: %s: %s\n", (what), tio_status_name(rc_), (err).message); \
-            fail();                                                                       \
-        }                                                                                 \
-    } while (0)
 
 static const tio_save_options save_st = {.format = "safetensors"};
 

@@ -12,22 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tassert.h"
 #include "tensio.h"
 #include "tvec.h"
 
 #ifndef TIO_BUILD_DIR
 #define TIO_BUILD_DIR "/tmp"
 #endif
-
-/* Fails the test with the error message when rc is not TIO_OK. */
-#define ASSERT_OK(rc, err, what)                                                        \
-    do {                                                                                \
-        int rc_ = (rc);                                                                 \
-        if (rc_ != TIO_OK) {                                                            \
-            fprintf(stderr, "%s: %s: %s\n", (what), tio_status_name(rc_), (err).message); \
-            fail();                                                                     \
-        }                                                                               \
-    } while (0)
 
 static const tio_save_options save_zio = {.format = "zio"};
 static const tio_open_options open_zio = {.format = "zio"};
