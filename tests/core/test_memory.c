@@ -974,18 +974,10 @@ static void test_widen_streamed(void **state) {
 /* A .npy array with descr and order on n bytes of data, header version 1.0
  * padded as np.save pads it. */
 static void npy_file(const char *path, const char *dict, const uint8_t *data, size_t n) {
-    char h[256];
-    int len = snprintf(h, sizeof h, "%s", dict);
-    assert_true(len > 0 && (size_t)len < sizeof h - 64);
-    while ((10 + (size_t)len + 1) % 64) h[len++] = ' ';
-    h[len++] = '\n';
-    uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)len, (uint8_t)(len >> 8)};
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(pre, 1, 10, f), 10);
-    assert_int_equal(fwrite(h, 1, (size_t)len, f), (size_t)len);
-    if (n) assert_int_equal(fwrite(data, 1, n, f), n);
-    assert_int_equal(fclose(f), 0);
+    size_t len;
+    uint8_t *f = npy_bytes(1, dict, data, n, &len);
+    assert_int_equal(tvec_write(path, f, len), 0);
+    free(f);
 }
 
 /* Big-endian and Fortran-order .npy arrays are views of the mapped file,

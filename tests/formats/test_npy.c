@@ -16,30 +16,10 @@
 #include "tassert.h"
 #include "tensio.h"
 
-/* A .npy file: magic, version, the dict padded as np.save pads (to 64 with
- * the '\n'), then the data. */
-static uint8_t *mk(unsigned major, const char *dict, const void *data, size_t dlen,
-                   size_t *len) {
-    size_t pre = major == 1 ? 10 : 12, dl = strlen(dict);
-    size_t hl = dl + 1, pad = 64 - (pre + hl) % 64;
-    size_t h = dl + pad + 1;
-    uint8_t *f = malloc(pre + h + dlen + 1);
-    assert_non_null(f);
-    memcpy(f, "\x93NUMPY", 6);
-    f[6] = (uint8_t)major;
-    f[7] = 0;
-    for (size_t k = 0; k < pre - 8; k++) f[8 + k] = (uint8_t)(h >> (8 * k));
-    memcpy(f + pre, dict, dl);
-    memset(f + pre + dl, ' ', pad);
-    f[pre + h - 1] = '\n';
-    if (dlen) memcpy(f + pre + h, data, dlen);
-    *len = pre + h + dlen;
-    return f;
-}
-
+/* A .npy file (npy_bytes) opened strictly, from a copy. */
 static tio_container *open_ok(unsigned major, const char *dict, const void *data, size_t dlen) {
     size_t len;
-    uint8_t *f = mk(major, dict, data, dlen, &len);
+    uint8_t *f = npy_bytes(major, dict, data, dlen, &len);
     tio_container *c = NULL;
     tio_error e;
     tio_open_options o = {.flags = TIO_OPEN_STRICT | TIO_OPEN_COPY};
@@ -52,7 +32,7 @@ static tio_container *open_ok(unsigned major, const char *dict, const void *data
 static void refused(const char *dict, size_t dlen, int code, const char *needle) {
     uint8_t zeros[64] = {0};
     size_t len;
-    uint8_t *f = mk(1, dict, zeros, dlen, &len);
+    uint8_t *f = npy_bytes(1, dict, zeros, dlen, &len);
     tio_container *c = NULL;
     tio_error e;
     tio_open_options o = {.format = "npy"};
@@ -174,7 +154,8 @@ static void test_strings(void **state) {
     tio_container_free(c);
     static const uint8_t sur[] = {'a', 0, 0, 0, 0x00, 0xd8, 0, 0};
     size_t len;
-    uint8_t *f = mk(1, "{'descr': '<U1', 'fortran_order': False, 'shape': (2,), }", sur, 8, &len);
+    uint8_t *f =
+        npy_bytes(1, "{'descr': '<U1', 'fortran_order': False, 'shape': (2,), }", sur, 8, &len);
     tio_open_options o = {.format = "npy"};
     assert_int_equal(tio_open_memory(f, len, &o, &c, &e), TIO_E_CORRUPT);
     assert_non_null(strstr(e.message, "string 1: code point 0xd800"));
@@ -182,7 +163,7 @@ static void test_strings(void **state) {
     /* 16 one-byte strings take 8 × 17 bytes of offsets: over a limit of 64 */
     uint8_t ones[16];
     memset(ones, 'x', sizeof ones);
-    f = mk(1, "{'descr': '|S1', 'fortran_order': False, 'shape': (16,), }", ones, 16, &len);
+    f = npy_bytes(1, "{'descr': '|S1', 'fortran_order': False, 'shape': (16,), }", ones, 16, &len);
     tio_limits lim = {0};
     lim.max_dense_bytes = 64;
     o.limits = &lim;
@@ -264,7 +245,7 @@ static void test_refusals(void **state) {
     l.max_rank = 2;
     size_t len;
     uint8_t z[8] = {0};
-    uint8_t *f = mk(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 1), }", z, 1,
+    uint8_t *f = npy_bytes(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 1), }", z, 1,
                     &len);
     tio_open_options lo = {.format = "npy", .limits = &l};
     assert_int_equal(tio_open_memory(f, len, &lo, &c, &e), TIO_E_LIMIT);
@@ -278,7 +259,7 @@ static void test_findings(void **state) {
     (void)state;
     size_t len;
     uint8_t z[8] = {0};
-    uint8_t *f = mk(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", z, 5, &len);
+    uint8_t *f = npy_bytes(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", z, 5, &len);
     tio_container *c = NULL;
     tio_error e;
     tio_open_options o = {.format = "npy"};
@@ -290,7 +271,7 @@ static void test_findings(void **state) {
     assert_int_equal(tio_open_memory(f, len, &o, &c, &e), TIO_E_INVALID);
     free(f);
     /* a header without the final '\n' */
-    f = mk(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", z, 2, &len);
+    f = npy_bytes(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", z, 2, &len);
     f[len - 3] = ' ';
     assert_int_equal(tio_open_memory(f, len, &o, &c, &e), TIO_E_INVALID);
     assert_non_null(strstr(e.message, "'\\n'"));
@@ -339,7 +320,7 @@ static void expect_save(const char *descr, const int64_t *shape, size_t rank, co
         dict[n] = 0;
     }
     size_t len;
-    uint8_t *expect = mk(1, dict, data, dlen, &len);
+    uint8_t *expect = npy_bytes(1, dict, data, dlen, &len);
     tio_container *c = tio_container_new();
     add(c, NULL, dt, rank, shape, data, dlen);
     tio_save_options so = {.format = "npy"};

@@ -1,11 +1,36 @@
-/* How NumPy lays out an array's data in a .npy file, for tests that write
- * one by hand: C-order little-endian elements (the tensor tensio must give
- * back) into the file's order and byte order. */
+/* How NumPy lays out a .npy file, for tests that write one by hand: the
+ * magic, version and padded header around a dict, and C-order
+ * little-endian elements (the tensor tensio must give back) put into the
+ * file's order and byte order. The including file has cmocka.h. */
 #ifndef TIO_TEST_NPYLAYOUT_H
 #define TIO_TEST_NPYLAYOUT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A .npy file of format version `major` (1: a 2-byte header length, else
+ * 4) with header `dict`, padded with spaces and a newline to a multiple of
+ * 64 bytes, then data[0..dlen); malloc'ed, its size in *len. */
+static inline uint8_t *npy_bytes(unsigned major, const char *dict, const void *data, size_t dlen,
+                                 size_t *len) {
+    size_t pre = major == 1 ? 10 : 12, dl = strlen(dict);
+    size_t hl = dl + 1, pad = 64 - (pre + hl) % 64;
+    size_t h = dl + pad + 1;
+    uint8_t *f = malloc(pre + h + dlen + 1);
+    assert_non_null(f);
+    memcpy(f, "\x93NUMPY", 6);
+    f[6] = (uint8_t)major;
+    f[7] = 0;
+    for (size_t k = 0; k < pre - 8; k++) f[8 + k] = (uint8_t)(h >> (8 * k));
+    memcpy(f + pre, dict, dl);
+    memset(f + pre + dl, ' ', pad);
+    f[pre + h - 1] = '\n';
+    if (dlen) memcpy(f + pre + h, data, dlen);
+    *len = pre + h + dlen;
+    return f;
+}
 
 /* want: n elements of es bytes, C order, little-endian; file gets them in
  * Fortran order where fortran (dim 0 varying fastest), each unit of `unit`
