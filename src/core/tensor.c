@@ -90,6 +90,15 @@ static int sr_put(sr_out *o, const uint8_t *p, size_t n) {
 #define SR_TILE_ROWS_MIN 4u
 #define SR_TILE_AHEAD 8u
 
+/* A column of a tile: m elements of rb bytes, `step` apart in the source
+ * and `row` apart in the tile, by offsets (no pointer is formed past the
+ * last element). Inlined where rb is a constant, each copy a fixed-size move. */
+static inline void sr_column(uint8_t *q, const uint8_t *p, size_t m, size_t step, size_t row,
+                             size_t rb) {
+    for (size_t i = 0, pi = 0, qi = 0; i < m; i++, pi += step, qi += row)
+        memcpy(q + qi, p + pi, rb);
+}
+
 /* Dims a and a + 1 of t (the last two the walk counts) from element offset
  * off, in C order, `rows` rows of dim a at a time: into tile (or straight
  * into a gathering walk's destination), then out. rb: the bytes of a run. */
@@ -111,15 +120,14 @@ static int sr_tile(const tio_tensor *t, sr_out *o, size_t a, uint64_t off, size_
             if (b + SR_TILE_AHEAD < nb) /* the column after next: another page */
                 __builtin_prefetch(p + SR_TILE_AHEAD * sb * es);
 #endif
-            size_t pi = 0, qi = 0; /* offsets: no pointer past the last element */
-            if (rb == 4) /* the common cases: fixed-size copies */
-                for (size_t i = 0; i < m; i++, pi += step, qi += row) memcpy(q + qi, p + pi, 4);
+            if (rb == 4) /* the common sizes: fixed-size copies */
+                sr_column(q, p, m, step, row, 4);
             else if (rb == 2)
-                for (size_t i = 0; i < m; i++, pi += step, qi += row) memcpy(q + qi, p + pi, 2);
+                sr_column(q, p, m, step, row, 2);
             else if (rb == 8)
-                for (size_t i = 0; i < m; i++, pi += step, qi += row) memcpy(q + qi, p + pi, 8);
+                sr_column(q, p, m, step, row, 8);
             else
-                for (size_t i = 0; i < m; i++, pi += step, qi += row) memcpy(q + qi, p + pi, rb);
+                sr_column(q, p, m, step, row, rb);
         }
         if (direct) {
             o->used += m * row;
