@@ -772,9 +772,11 @@ bool tio__sha256_join(tio_sha256_job *j, uint8_t out[32]);
 /* zlib's crc32() (zip's CRC-32) of p[0..n), continuing from crc (0 to
  * start), by carry-less multiplies where the processor has them (crc32.c). */
 uint32_t tio__crc32(uint32_t crc, const void *p, size_t n);
-/* The same, through zlib's crc32() alone when `generic` (tests). */
-uint32_t tio__crc32_with(uint32_t crc, const void *p, size_t n, int generic);
-/* Whether large inputs are folded with PCLMULQDQ here (tests, bench). */
+/* The same by a chosen way (tests): how 0 the best there is, 1 zlib's
+ * crc32() alone, 2 the 128-bit folding (never the wide one). */
+uint32_t tio__crc32_with(uint32_t crc, const void *p, size_t n, int how);
+/* How large inputs are folded here (tests, bench): 0 not (zlib), 1 with
+ * PCLMULQDQ, 2 with VPCLMULQDQ on AVX-512 too. */
 int tio__crc32_folds(void);
 /* CRC-32s of count buffers (p[i], n[i]; p[i] NULL: none, 0) taken in order
  * by a thread of their own, so that a writer computes them while it writes
