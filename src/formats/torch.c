@@ -265,24 +265,6 @@ static int th_member_bytes(th_reader *r, size_t i, const uint8_t **data, uint64_
 }
 
 
-/* Copies a storage's bytes for a byte swap, within max_dense_bytes. */
-static int th_own(th_reader *r, th_storage *s, uint64_t at) {
-    uint64_t total = 0;
-    if (tio__add64_ovf(r->dense, s->nbytes, &total) || total > r->ctx->limits.max_dense_bytes)
-        return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
-                        "byte-swapping a storage of %" PRIu64 " bytes (%" PRIu64
-                        " in all) exceeds max_dense_bytes %" PRIu64 " (--max-dense-bytes)",
-                        s->nbytes, total, r->ctx->limits.max_dense_bytes);
-    uint8_t *p = malloc(s->nbytes ? (size_t)s->nbytes : 1);
-    if (!p) return tio__nomem(r->err, TH);
-    memcpy(p, s->data, (size_t)s->nbytes);
-    free(s->owned);
-    s->owned = p;
-    s->data = p;
-    r->dense = total;
-    return TIO_OK;
-}
-
 int th_str_eq(const tio_pk_obj *o, const char *s) {
     return o && o->kind == TIO_PK_STR && o->n == strlen(s) && memcmp(o->u.s, s, o->n) == 0;
 }
@@ -363,10 +345,14 @@ int th_storage_zip(th_reader *r, const tio_pk_obj *key, tio_dtype dtype, uint64_
     if ((rc = th_key_add(r, key->u.s, key->n, kh, r->nst))) return rc;
     r->nst++;
     size_t es = th_dtype_size(dtype);
+    /* big-endian: bytes already in memory are swapped there; mapped ones
+     * stay where they are, their tensors views that swap on the way out
+     * (as a big-endian .npy's), so open holds none of them */
     if (r->big_endian && es > 1) {
-        if (!s->owned) rc = th_own(r, s, s->at);
-        if (rc) return rc;
-        tio__swap_units(s->owned, (size_t)s->nbytes, tio__dtype_swap_unit(dtype));
+        if (s->owned)
+            tio__swap_units(s->owned, (size_t)s->nbytes, tio__dtype_swap_unit(dtype));
+        else
+            s->swap = tio__dtype_swap_unit(dtype);
     }
     *out = s;
     return TIO_OK;

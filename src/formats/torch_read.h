@@ -53,7 +53,9 @@ typedef struct th_storage {
     const uint8_t *data; /* its bytes */
     uint64_t nbytes;
     uint64_t at;         /* source offset of its bytes, or of its record when owned */
-    uint8_t *owned;      /* inflated or byte-swapped bytes (until a tensor takes them) */
+    uint8_t *owned;      /* inflated bytes (until a tensor takes them), swapped in place */
+    size_t swap;         /* mapped big-endian bytes: the unit its tensors' views
+                          * reverse on the way out (tio_strided.swap), else 0 */
     size_t tensors;      /* tensors viewing it (tied weights: more than one) */
     size_t first;        /* the first of them (container index) */
 } th_storage;

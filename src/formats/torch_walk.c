@@ -433,7 +433,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
     td.nbytes = (size_t)(numel * es); /* <= storage bytes when contiguous */
     uint8_t *copy = NULL;
     tio_strided *sv = NULL;
-    if (numel && !contiguous) {
+    if (numel && (!contiguous || st->swap)) {
         /* numel * es fits: an expanded view (stride 0) may claim more than
          * its storage holds, but numel < 2^64 / es was checked with size */
         uint64_t nb = 0;
@@ -450,7 +450,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
             if (!copy) return tio__nomem(r->err, TH);
             th_gather(copy, st->data + start * es, size, stride, rank, es, numel, idx);
         } else { /* a view of the mapped storage, made contiguous when asked for */
-            if (nb > r->ctx->limits.max_dense_bytes)
+            if (!contiguous && nb > r->ctx->limits.max_dense_bytes)
                 return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
                                 "'%s': making the strided view of shape %s contiguous needs "
                                 "%" PRIu64 " bytes, above max_dense_bytes %" PRIu64
@@ -460,7 +460,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
             sv = tio__container_chunk(c, sizeof *sv + rank * sizeof sv->stride[0]);
             if (!sv) return tio__nomem(r->err, TH);
             sv->base = st->data + start * es;
-            sv->swap = 0;
+            sv->swap = st->swap;
             memcpy(sv->stride, stride, rank * sizeof *stride);
         }
         td.nbytes = (size_t)nb;
