@@ -319,6 +319,15 @@ def hostile():
     big = nd((1 << 20,), "f8", Call(G("_codecs", "encode"), ("\0" * (8 << 20), "latin1")))
     attempt("ndarray past max_dense_bytes", archive(dumps({"a": big}, 2)),
             must=("max_dense_bytes",), opts=("--max-dense-bytes", "1000000"))
+    # the limit counts every copy: the second of two arrays that fit alone
+    # (text data is decoded into a copy; bytes in the mapped file are a view)
+    half = lambda: nd((75000,), "f8", Call(G("_codecs", "encode"), ("\0" * 600000, "latin1")))
+    attempt("two ndarrays past max_dense_bytes together",
+            archive(dumps({"a": half(), "b": half()}, 2)),
+            must=("'b'", "needs 600000 bytes; with the 600000 copied before, above max_dense_bytes"),
+            opts=("--max-dense-bytes", "1000000"))
+    attempt("two ndarrays within max_dense_bytes", archive(dumps({"a": half(), "b": half()}, 2)),
+            ok=True, opts=("--max-dense-bytes", "1200000"))
     sc = G("numpy.core.multiarray", "scalar")
     f4 = Call(DTYPE, ("f4", False, True), (3, "<", None, None, None, -1, -1, 0))
     attempt("scalar short", archive(dumps({"s": Call(sc, (f4, b"\0\0"))}, 3)), must=("'s'", "needs 4 bytes"))
