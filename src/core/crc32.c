@@ -80,14 +80,18 @@ CRC_FOLD_ATTR static inline __m128i crc_fold(__m128i x, __m128i k) {
 
 #define CRC_LOAD(q) _mm_loadu_si128((const __m128i *)(const void *)(q))
 
+/* {K_H, K_L} for D = 512 and D = 128 (above) */
+#define CRC_K512_H 0x653d982200000000ull
+#define CRC_K512_L 0xcad38e8f00000000ull
+#define CRC_K128_H 0x65673b4600000000ull
+#define CRC_K128_L 0x9ba54c6f00000000ull
+
 /* Folds the rest of a run: x0..x3, the last 64 bytes taken with all before
  * them folded in, then p[0..n). */
 CRC_FOLD_ATTR static uint32_t crc_fold_lanes(__m128i x0, __m128i x1, __m128i x2, __m128i x3,
                                              const uint8_t *p, size_t n) {
-    const __m128i k512 = _mm_set_epi64x((long long)0xcad38e8f00000000ull,
-                                        (long long)0x653d982200000000ull);
-    const __m128i k128 = _mm_set_epi64x((long long)0x9ba54c6f00000000ull,
-                                        (long long)0x65673b4600000000ull);
+    const __m128i k512 = _mm_set_epi64x((long long)CRC_K512_L, (long long)CRC_K512_H);
+    const __m128i k128 = _mm_set_epi64x((long long)CRC_K128_L, (long long)CRC_K128_H);
     while (n >= 64) {
         x0 = _mm_xor_si128(crc_fold(x0, k512), CRC_LOAD(p));
         x1 = _mm_xor_si128(crc_fold(x1, k512), CRC_LOAD(p + 16));
@@ -125,6 +129,8 @@ CRC_FOLD_ATTR static uint32_t crc_fold_run(uint32_t crc, const uint8_t *p, size_
  *             K_L = x^2047 mod P -> 0x03f9f86300000000 */
 #define CRC_WIDE_ATTR __attribute__((target("avx512f,vpclmulqdq,pclmul,sse2")))
 #define CRC_WIDE_MIN 1024u
+#define CRC_K2048_H 0x7cc8e1e700000000ull
+#define CRC_K2048_L 0x03f9f86300000000ull
 
 CRC_WIDE_ATTR static inline __m512i crc_fold_wide(__m512i x, __m512i k) {
     return _mm512_xor_si512(_mm512_clmulepi64_epi128(x, k, 0x00),
@@ -133,10 +139,10 @@ CRC_WIDE_ATTR static inline __m512i crc_fold_wide(__m512i x, __m512i k) {
 
 /* n >= 256. */
 CRC_WIDE_ATTR static uint32_t crc_fold_run_wide(uint32_t crc, const uint8_t *p, size_t n) {
-    const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(
-        (long long)0x03f9f86300000000ull, (long long)0x7cc8e1e700000000ull));
-    const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(
-        (long long)0xcad38e8f00000000ull, (long long)0x653d982200000000ull));
+    const __m512i k2048 =
+        _mm512_broadcast_i32x4(_mm_set_epi64x((long long)CRC_K2048_L, (long long)CRC_K2048_H));
+    const __m512i k512 =
+        _mm512_broadcast_i32x4(_mm_set_epi64x((long long)CRC_K512_L, (long long)CRC_K512_H));
     __m512i first = _mm512_inserti32x4(_mm512_setzero_si512(), _mm_cvtsi32_si128((int)~crc), 0);
     __m512i z0 = _mm512_xor_si512(_mm512_loadu_si512((const void *)p), first);
     __m512i z1 = _mm512_loadu_si512((const void *)(p + 64));
