@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "stream_util.h"
 #include "tensio.h"
 
 /* A receive waits at most this long: far above what any message here needs
@@ -27,12 +28,6 @@
 #define LIMIT_MS 60000
 /* How long the receiver waits before it starts reading. */
 #define HOLD_MS 500
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -75,13 +70,6 @@ static long index_of(const tio_container *c, size_t elems) {
         if (v != f0 + (float)(k % 7)) return -1;
     }
     return (long)f0;
-}
-
-static tio_stream *xopen(const char *ep, const tio_stream_options *o) {
-    tio_stream *s = NULL;
-    tio_error err;
-    if (tio_stream_open(ep, o, &s, &err) != TIO_OK) fail_msg("open %s: %s", ep, err.message);
-    return s;
 }
 
 /* A PULL bound on `ep` (tcp://127.0.0.1:* or an ipc:// path) that queues at
