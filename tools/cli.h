@@ -279,17 +279,31 @@ int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim);
  * container's max_dense_bytes, and a command that hashes every tensor of a
  * file (or message) also bounds their sum by it, so that many sparse tensors
  * just under the limit cannot add up to hours of work. */
+typedef struct cli_hash_ahead cli_hash_ahead;
 typedef struct cli_dense_budget {
     uint64_t limit; /* the container's max_dense_bytes */
     uint64_t spent; /* dense bytes of the sparse tensors hashed so far */
     cli_progress *prog; /* NULL, or counts the stored bytes hashed of total */
     uint64_t done, total;
+    cli_hash_ahead *ahead; /* NULL, or the dense hashes being made ahead */
 } cli_dense_budget;
 void cli_dense_budget_init(cli_dense_budget *b, const tio_container *c);
 /* tio_tensor_sha256(t, TIO_HASH_DENSE) within the budget: TIO_E_LIMIT (err
  * filled, naming the tensor, the sizes and --max-dense-bytes) past it. */
 int cli_hash_dense(const tio_tensor *t, size_t index, cli_dense_budget *b, uint8_t out[32],
                    tio_error *err);
+/* Hashing ahead (tools/hash_ahead.c): worker threads, one per processor this
+ * process may use (at most 8), hash c's tensors in index order (TIO_HASH_DENSE,
+ * COO ones excepted: their dense hashes share the budget in order) while the
+ * caller lists them; NULL when that would not help (one tensor to hash, one
+ * processor) or could not start. c must outlive it and not change. */
+cli_hash_ahead *cli_hash_ahead_start(const tio_container *c);
+/* Tensor i's hash made ahead, waiting for it: 1 and *st (out or err filled);
+ * 0 when the caller hashes it itself (a COO tensor, or one no worker took
+ * yet, which no worker takes after). Calls in index order. */
+int cli_hash_ahead_take(cli_hash_ahead *h, size_t i, uint8_t out[32], tio_error *err, int *st);
+/* Stops the workers (each finishes the tensor it hashes) and frees. */
+void cli_hash_ahead_free(cli_hash_ahead *h);
 /* SHA-256 hex of a tensor (what: TIO_HASH_*; dense within the budget, its
  * progress counted). On failure prints "PATH: tensor I: reason" and returns
  * the library's status; a listing goes on without that hash. */

@@ -305,6 +305,7 @@ void cli_dense_budget_init(cli_dense_budget *b, const tio_container *c) {
     b->spent = 0;
     b->prog = NULL;
     b->done = b->total = 0;
+    b->ahead = NULL;
     for (size_t i = 0; i < tio_container_count(c); i++)
         b->total += tio_tensor_nbytes(tio_container_tensor(c, i));
 }
@@ -313,7 +314,8 @@ int cli_hash_dense(const tio_tensor *t, size_t index, cli_dense_budget *b, uint8
                    tio_error *err) {
     tio_error_clear(err);
     uint64_t dense = 0;
-    int coo = tio_tensor_layout(t) == TIO_LAYOUT_COO;
+    int coo = tio_tensor_layout(t) == TIO_LAYOUT_COO, st = TIO_OK;
+    if (!coo && b->ahead && cli_hash_ahead_take(b->ahead, index, out, err, &st)) return st;
     if (coo) {
         /* numel x size fits: containers refuse shapes whose byte size does not */
         dense = tio_tensor_numel(t) * tio_dtype_size(tio_tensor_dtype(t));
@@ -328,7 +330,7 @@ int cli_hash_dense(const tio_tensor *t, size_t index, cli_dense_budget *b, uint8
             return TIO_E_LIMIT;
         }
     }
-    int st = tio_tensor_sha256(t, TIO_HASH_DENSE, out, err);
+    st = tio_tensor_sha256(t, TIO_HASH_DENSE, out, err);
     if (st == TIO_OK && coo) b->spent += dense;
     return st;
 }

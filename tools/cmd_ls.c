@@ -39,7 +39,8 @@ static const char ls_help[] =
     "                      that cannot be hashed (a sparse tensor whose dense\n"
     "                      form exceeds --max-dense-bytes) is listed without a\n"
     "                      hash, the reason goes to stderr (--json: in the\n"
-    "                      object) and the exit status is 1\n"
+    "                      object) and the exit status is 1. Dense tensors\n"
+    "                      are hashed on up to 8 threads (one per processor)\n"
     CLI_MAX_DENSE_HELP
     CLI_FILTER_HELP
     CLI_PROGRESS_HELP
@@ -73,6 +74,7 @@ static int ls_json(const char *path, const tio_container *c, int hash, cli_progr
     cli_dense_budget budget;
     cli_dense_budget_init(&budget, c);
     budget.prog = prog;
+    if (hash) budget.ahead = cli_hash_ahead_start(c);
     size_t n = tio_container_count(c);
     for (size_t i = 0; i < n && !bad; i++) {
         const tio_tensor *t = tio_container_tensor(c, i);
@@ -100,6 +102,7 @@ static int ls_json(const char *path, const tio_container *c, int hash, cli_progr
         }
         bad |= cli_json_hash(o, "sha256", path, i, t, TIO_HASH_DENSE, &budget, &missing);
     }
+    cli_hash_ahead_free(budget.ahead);
     cli_progress_end(prog);
     if (bad) {
         json_decref(root);
@@ -126,6 +129,7 @@ static int ls_text(const char *path, const tio_container *c, int hash, cli_progr
     cli_dense_budget budget;
     cli_dense_budget_init(&budget, c);
     budget.prog = prog;
+    if (hash) budget.ahead = cli_hash_ahead_start(c);
     size_t n = tio_container_count(c);
     cli_table_reserve(&tab, n, hash ? 128 : 64);
     for (size_t i = 0; i < n; i++) {
@@ -164,6 +168,7 @@ static int ls_text(const char *path, const tio_container *c, int hash, cli_progr
             }
         }
     }
+    cli_hash_ahead_free(budget.ahead);
     cli_progress_end(prog);
     if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
     if (rc == CLI_EXIT_OK && missing) rc = CLI_EXIT_FAIL;

@@ -1170,6 +1170,74 @@ def t_max_dense_ls(tmp):
     assert all(ts[i]["sha256"] for i in (0, 2, 3)), ts
 
 
+def t_ls_hash_ahead(tmp):
+    # ls --hash hashes dense tensors on worker threads ahead of the listing
+    # (tools/hash_ahead.c); COO ones stay in the listing, in order, within
+    # the budget. Dense tensors of many sizes around sparse ones (one over
+    # the budget): every hash right, in order, and stdout and stderr the
+    # same as on one processor (no workers)
+    import hashlib
+    rng = __import__("random").Random(38)
+    recs, want = [], []
+    for i in range(40):
+        if i in (5, 17, 30):
+            shape = [1000] if i != 17 else [2, 18014398509481988]
+            coords = [[3], [999]] if i != 17 else [[1, 18014398509481987]]
+            recs.append(("coo", shape, coords))
+            want.append(None)
+            continue
+        n = rng.choice((0, 1, 7, 1000, 65536, 300000)) + i
+        data = bytes(rng.getrandbits(8) for _ in range(min(n, 64) * 4)) * (n // 64 + 1)
+        data = data[:n * 4]
+        recs.append(("dense", [n], data))
+        want.append(hashlib.sha256(data).hexdigest())
+    blobs = []
+    for kind, shape, x in recs:
+        r = struct.pack("<QBB6x", len(shape), 4, 1 if kind == "coo" else 0)
+        r += struct.pack(f"<{len(shape)}q", *shape)
+        if kind == "coo":
+            r += struct.pack("<2q", len(x), len(shape))
+            r += b"".join(struct.pack(f"<{len(shape)}q", *c) for c in x)
+            r += struct.pack("<q", len(x)) + struct.pack(f"<{len(x)}f", *([1.5] * len(x)))
+        else:
+            r += x
+        r += bytes(-len(r) % 8)
+        blobs.append(r)
+    offs, at = [], 8 + 8 * len(blobs)
+    for r in blobs:
+        offs.append(at)
+        at += len(r)
+    path = os.path.join(tmp, "ahead.btf")
+    with open(path, "wb") as f:
+        f.write(struct.pack(f"<Q{len(blobs)}Q", len(blobs), *offs) + b"".join(blobs))
+
+    cpus = sorted(os.sched_getaffinity(0))
+    def ls(*args, one=False):
+        pin = (lambda: os.sched_setaffinity(0, {cpus[0]})) if one else None
+        return subprocess.run([TENSIO, "ls", *args, path], capture_output=True, timeout=300,
+                              preexec_fn=pin)
+    res = ls("--json", "--hash")
+    assert res.returncode == 1, res  # tensor 17 is over the budget
+    ts = json.loads(res.stdout)["tensors"]
+    assert [t["index"] for t in ts] == list(range(40)), ts
+    for i, t in enumerate(ts):
+        if want[i] is not None:
+            assert t["sha256"] == want[i], (i, t)
+        elif i == 17:
+            assert t["sha256"] is None and t["sha256_error"]["code"] == "TIO_E_LIMIT", t
+        else:
+            assert len(t["sha256"]) == 64 and len(t["values_sha256"]) == 64, t
+    assert b"tensor 17" in res.stderr and res.stderr.count(b"\n") == 1, res.stderr
+    for args in (("--json", "--hash"), ("--hash",)):
+        many, one = ls(*args), ls(*args, one=True)
+        assert (many.returncode, many.stdout, many.stderr) == \
+            (one.returncode, one.stdout, one.stderr), (args, many, one)
+    # the text listing's column holds the same hashes
+    rows = ls("--hash").stdout.decode().splitlines()[1:]
+    assert [r.split()[-1] for r in rows] == [w if w else ts[i]["sha256"] or "-"
+                                            for i, w in enumerate(want)], rows
+
+
 def t_max_dense_convert(tmp):
     path = os.path.join(tmp, "bomb.btf")
     with open(path, "wb") as f:
@@ -1379,6 +1447,9 @@ def main():
             os.mkdir(d)
             case(f"max dense bytes: {name}", fn, d)
         case("max dense bytes: usage", t_max_dense_usage)
+        d = os.path.join(tmp, "hash-ahead")
+        os.mkdir(d)
+        case("ls --hash ahead of the listing", t_ls_hash_ahead, d)
         case("write error", t_write_error)
         case("standard input and output", t_stdio, tmp)
         case("validate and convert --json", t_validate_convert_json, tmp)
