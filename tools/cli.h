@@ -279,31 +279,46 @@ int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim);
  * container's max_dense_bytes, and a command that hashes every tensor of a
  * file (or message) also bounds their sum by it, so that many sparse tensors
  * just under the limit cannot add up to hours of work. */
-typedef struct cli_hash_ahead cli_hash_ahead;
+/* Work ahead of a listing (tools/ahead.c): worker threads, one per
+ * processor this process may run on (at most 8), compute fn(ctx, k, slot)
+ * for k = 0..n-1 in order, at most `window` indices ahead of the one the
+ * listing took last, each into a slot of slot_size bytes (zeroed once);
+ * skip(ctx, k) (may be NULL) leaves k to the listing. fn and skip run on the
+ * workers: ctx is only read. NULL when that would not help (one processor,
+ * fewer than two indices to compute) or could not start. */
+typedef struct cli_ahead cli_ahead;
+typedef void (*cli_ahead_fn)(const void *ctx, size_t k, void *slot);
+typedef int (*cli_ahead_skip_fn)(const void *ctx, size_t k);
+typedef void (*cli_ahead_cleanup_fn)(const void *ctx, void *slot);
+cli_ahead *cli_ahead_start(size_t n, size_t slot_size, size_t window, cli_ahead_fn fn,
+                           cli_ahead_skip_fn skip, cli_ahead_cleanup_fn cleanup, const void *ctx);
+/* Index k's slot, waiting for its worker; NULL when the caller computes k
+ * itself (skipped, or no worker took it yet: none will). Take the indices
+ * in increasing order; the slot is the caller's until the next take or
+ * cli_ahead_free (which cleans up the slots computed and not taken, and
+ * those passed over). */
+void *cli_ahead_take(cli_ahead *a, size_t k);
+/* Stops the workers (each finishes its index) and frees. */
+void cli_ahead_free(cli_ahead *a);
+/* The processors this process may run on. */
+unsigned cli_ahead_cpus(void);
+
 typedef struct cli_dense_budget {
     uint64_t limit; /* the container's max_dense_bytes */
     uint64_t spent; /* dense bytes of the sparse tensors hashed so far */
     cli_progress *prog; /* NULL, or counts the stored bytes hashed of total */
     uint64_t done, total;
-    cli_hash_ahead *ahead; /* NULL, or the dense hashes being made ahead */
+    cli_ahead *ahead; /* NULL, or the dense hashes being made ahead */
 } cli_dense_budget;
 void cli_dense_budget_init(cli_dense_budget *b, const tio_container *c);
 /* tio_tensor_sha256(t, TIO_HASH_DENSE) within the budget: TIO_E_LIMIT (err
  * filled, naming the tensor, the sizes and --max-dense-bytes) past it. */
 int cli_hash_dense(const tio_tensor *t, size_t index, cli_dense_budget *b, uint8_t out[32],
                    tio_error *err);
-/* Hashing ahead (tools/hash_ahead.c): worker threads, one per processor this
- * process may use (at most 8), hash c's tensors in index order (TIO_HASH_DENSE,
- * COO ones excepted: their dense hashes share the budget in order) while the
- * caller lists them; NULL when that would not help (one tensor to hash, one
- * processor) or could not start. c must outlive it and not change. */
-cli_hash_ahead *cli_hash_ahead_start(const tio_container *c);
-/* Tensor i's hash made ahead, waiting for it: 1 and *st (out or err filled);
- * 0 when the caller hashes it itself (a COO tensor, or one no worker took
- * yet, which no worker takes after). Calls in index order. */
-int cli_hash_ahead_take(cli_hash_ahead *h, size_t i, uint8_t out[32], tio_error *err, int *st);
-/* Stops the workers (each finishes the tensor it hashes) and frees. */
-void cli_hash_ahead_free(cli_hash_ahead *h);
+/* Dense hashes made ahead of a listing of c (cli_ahead above), COO
+ * tensors excepted (their dense hashes share the budget, in order); NULL
+ * when that would not help or could not start. cli_hash_dense takes them. */
+cli_ahead *cli_hash_ahead_start(const tio_container *c);
 /* SHA-256 hex of a tensor (what: TIO_HASH_*; dense within the budget, its
  * progress counted). On failure prints "PATH: tensor I: reason" and returns
  * the library's status; a listing goes on without that hash. */

@@ -310,12 +310,39 @@ void cli_dense_budget_init(cli_dense_budget *b, const tio_container *c) {
         b->total += tio_tensor_nbytes(tio_container_tensor(c, i));
 }
 
+typedef struct hash_slot {
+    uint8_t digest[32];
+    int st;
+    tio_error err;
+} hash_slot;
+
+static void hash_one(const void *ctx, size_t k, void *slot) {
+    hash_slot *h = slot;
+    h->st = tio_tensor_sha256(tio_container_tensor(ctx, k), TIO_HASH_DENSE, h->digest, &h->err);
+}
+
+static int hash_skips(const void *ctx, size_t k) {
+    return tio_tensor_layout(tio_container_tensor(ctx, k)) == TIO_LAYOUT_COO;
+}
+
+cli_ahead *cli_hash_ahead_start(const tio_container *c) {
+    return cli_ahead_start(tio_container_count(c), sizeof(hash_slot), 64, hash_one, hash_skips,
+                           NULL, c);
+}
+
 int cli_hash_dense(const tio_tensor *t, size_t index, cli_dense_budget *b, uint8_t out[32],
                    tio_error *err) {
     tio_error_clear(err);
     uint64_t dense = 0;
     int coo = tio_tensor_layout(t) == TIO_LAYOUT_COO, st = TIO_OK;
-    if (!coo && b->ahead && cli_hash_ahead_take(b->ahead, index, out, err, &st)) return st;
+    const hash_slot *made = coo ? NULL : cli_ahead_take(b->ahead, index);
+    if (made) {
+        if (made->st == TIO_OK)
+            memcpy(out, made->digest, sizeof made->digest);
+        else
+            *err = made->err;
+        return made->st;
+    }
     if (coo) {
         /* numel x size fits: containers refuse shapes whose byte size does not */
         dense = tio_tensor_numel(t) * tio_dtype_size(tio_tensor_dtype(t));

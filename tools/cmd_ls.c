@@ -102,7 +102,7 @@ static int ls_json(const char *path, const tio_container *c, int hash, cli_progr
         }
         bad |= cli_json_hash(o, "sha256", path, i, t, TIO_HASH_DENSE, &budget, &missing);
     }
-    cli_hash_ahead_free(budget.ahead);
+    cli_ahead_free(budget.ahead);
     cli_progress_end(prog);
     if (bad) {
         json_decref(root);
@@ -168,7 +168,7 @@ static int ls_text(const char *path, const tio_container *c, int hash, cli_progr
             }
         }
     }
-    cli_hash_ahead_free(budget.ahead);
+    cli_ahead_free(budget.ahead);
     cli_progress_end(prog);
     if (rc == CLI_EXIT_OK) rc = cli_table_print(&tab, stdout);
     if (rc == CLI_EXIT_OK && missing) rc = CLI_EXIT_FAIL;

@@ -22,7 +22,8 @@ static const char stats_help[] =
     "A sparse (COO) tensor is summarised over its stored values (COUNT shows\n"
     "them 'of' the dense element count). Two passes over the data: counts,\n"
     "min/max and the moments (blocks of 1,024 values merged in long double),\n"
-    "then the histogram.\n"
+    "then the histogram. Tensors are summarised on up to 8 threads (one per\n"
+    "processor), the rows printed in order.\n"
     "On a terminal the histogram is a sparkline; --json gives its bins.\n"
     "\n"
     "Options:\n"
@@ -278,13 +279,13 @@ static size_t bin_of(double x, double lo, double hi, double step, size_t n) {
 }
 
 /* Pass 2: the histogram of the finite values over [min, max] (numpy widens
- * a single value v to [v - 0.5, v + 0.5]). */
+ * a single value v to [v - 0.5, v + 0.5]). CLI_EXIT_FAIL: out of memory. */
 static int pass_histogram(tensor_stats *s, tio_dtype dt, const uint8_t *p, uint64_t n,
                           size_t nbins) {
     s->nbins = nbins;
     if (s->finite == 0) return CLI_EXIT_OK;
     s->counts = calloc(nbins, sizeof *s->counts);
-    if (!s->counts) return cli_error("out of memory");
+    if (!s->counts) return CLI_EXIT_FAIL;
     s->lo = s->min;
     s->hi = s->max;
     if (s->lo == s->hi) {
@@ -298,7 +299,7 @@ static int pass_histogram(tensor_stats *s, tio_dtype dt, const uint8_t *p, uint6
     /* four sets of counts, element i into set i % 4: consecutive values in
      * the same bin do not wait on each other's increment */
     uint64_t *sets = calloc(4 * nbins, sizeof *sets);
-    if (!sets) return cli_error("out of memory");
+    if (!sets) return CLI_EXIT_FAIL;
     double x[STATS_BLOCK], scale = s->scale; /* a local: the stores do not reload it */
     while (n) {
         size_t k = n < STATS_BLOCK ? (size_t)n : STATS_BLOCK;
@@ -351,8 +352,11 @@ static void sparkline(const tensor_stats *s, char *buf, size_t size) {
     }
 }
 
+/* A tensor's statistics; CLI_EXIT_FAIL with the reason in why (for
+ * "tensio: " on stderr) when it cannot be summarised. Runs on the workers
+ * (stats_slot) as well as in the listing. */
 static int compute(const char *path, size_t index, const tio_tensor *t, size_t nbins,
-                   uint64_t max_dense, tensor_stats *s) {
+                   uint64_t max_dense, tensor_stats *s, char *why, size_t why_size) {
     memset(s, 0, sizeof *s);
     tio_dtype dt = tio_tensor_dtype(t);
     const uint8_t *p = tio_tensor_data(t);
@@ -362,25 +366,63 @@ static int compute(const char *path, size_t index, const tio_tensor *t, size_t n
     memset(&q, 0, sizeof q);
     if (tio_tensor_layout(t) == TIO_LAYOUT_QUANT) {
         tio_error err;
-        if (cli_elems_init(&q, t, max_dense, &err) != TIO_OK)
-            return cli_error("%s: tensor %zu: %s", path, index, cli_errmsg(&err));
+        if (cli_elems_init(&q, t, max_dense, &err) != TIO_OK) {
+            snprintf(why, why_size, "%s: tensor %zu: %s", path, index, cli_errmsg(&err));
+            return CLI_EXIT_FAIL;
+        }
         p = q.dense;
         dt = TIO_FLOAT32;
     }
-    if (dt == TIO_STRING) {
-        cli_elems_free(&q);
-        return cli_error("%s: tensor %zu is a string tensor: it has no numeric values to "
-                         "summarise",
-                         path, index);
-    }
-    if (tio_dtype_size(dt) == 0 || (n && !p)) {
-        cli_elems_free(&q);
-        return cli_error("%s: tensor %zu: no data to summarise", path, index);
-    }
-    pass_moments(s, dt, p, n);
-    int rc = pass_histogram(s, dt, p, n, nbins);
+    int rc = CLI_EXIT_FAIL;
+    if (dt == TIO_STRING)
+        snprintf(why, why_size,
+                 "%s: tensor %zu is a string tensor: it has no numeric values to summarise",
+                 path, index);
+    else if (tio_dtype_size(dt) == 0 || (n && !p))
+        snprintf(why, why_size, "%s: tensor %zu: no data to summarise", path, index);
+    else if (pass_moments(s, dt, p, n), pass_histogram(s, dt, p, n, nbins) != CLI_EXIT_OK)
+        snprintf(why, why_size, "out of memory");
+    else
+        rc = CLI_EXIT_OK;
     cli_elems_free(&q);
     return rc;
+}
+
+/* Statistics made ahead of the listing (cli_ahead): every tensor but the
+ * quantized ones, whose dequantized copies (up to max_dense_bytes each) are
+ * made one at a time, in the listing. */
+typedef struct stats_job {
+    const char *path;
+    const tio_container *c;
+    const size_t *sel;
+    size_t nbins;
+    uint64_t max_dense;
+} stats_job;
+
+typedef struct stats_slot {
+    tensor_stats s;
+    int rc;
+    char why[TIO_ERROR_MESSAGE_MAX + 256];
+} stats_slot;
+
+static size_t job_index(const stats_job *j, size_t k) { return j->sel ? j->sel[k] : k; }
+
+static void stats_one(const void *ctx, size_t k, void *slot) {
+    const stats_job *j = ctx;
+    stats_slot *o = slot;
+    size_t i = job_index(j, k);
+    o->rc = compute(j->path, i, tio_container_tensor(j->c, i), j->nbins, j->max_dense, &o->s,
+                    o->why, sizeof o->why);
+}
+
+static int stats_skips(const void *ctx, size_t k) {
+    const stats_job *j = ctx;
+    return tio_tensor_layout(tio_container_tensor(j->c, job_index(j, k))) == TIO_LAYOUT_QUANT;
+}
+
+static void stats_cleanup(const void *ctx, void *slot) {
+    (void)ctx;
+    free(((stats_slot *)slot)->s.counts);
 }
 
 /* ----------------------------------------------------------------- text */
@@ -554,16 +596,26 @@ static int run_stats(const char *path, const tio_container *c, const size_t *sel
     int rc = CLI_EXIT_OK, skipped = 0;
     tio_limits lim;
     tio_container_get_limits(c, &lim);
+    stats_job job = {path, c, sel, nbins, lim.max_dense_bytes};
+    cli_ahead *ahead = cli_ahead_start(n, sizeof(stats_slot), 16, stats_one, stats_skips,
+                                       stats_cleanup, &job);
+    stats_slot mine;
     for (size_t k = 0; k < n && rc == CLI_EXIT_OK; k++) {
         size_t i = sel ? sel[k] : k;
         const tio_tensor *t = tio_container_tensor(c, i);
-        tensor_stats s;
+        stats_slot *made = cli_ahead_take(ahead, k);
+        if (!made) {
+            made = &mine;
+            stats_one(&job, k, made);
+        }
+        tensor_stats s = made->s;
         /* a tensor that cannot be summarised (said on stderr) is left out;
          * the others are listed and the exit status is 1 */
-        int crc = compute(path, i, t, nbins, lim.max_dense_bytes, &s);
         done += tio_tensor_nbytes(t);
         cli_progress_update(&prog, done, total);
-        if (crc != CLI_EXIT_OK) {
+        if (made->rc != CLI_EXIT_OK) {
+            cli_progress_pause(&prog);
+            cli_error("%s", made->why);
             skipped = 1;
             free(s.counts);
             continue;
@@ -578,6 +630,7 @@ static int run_stats(const char *path, const tio_container *c, const size_t *sel
         }
         free(s.counts);
     }
+    cli_ahead_free(ahead);
     cli_progress_end(&prog);
     if (json) {
         if (rc == CLI_EXIT_OK) {

@@ -1172,7 +1172,7 @@ def t_max_dense_ls(tmp):
 
 def t_ls_hash_ahead(tmp):
     # ls --hash hashes dense tensors on worker threads ahead of the listing
-    # (tools/hash_ahead.c); COO ones stay in the listing, in order, within
+    # (tools/ahead.c); COO ones stay in the listing, in order, within
     # the budget. Dense tensors of many sizes around sparse ones (one over
     # the budget): every hash right, in order, and stdout and stderr the
     # same as on one processor (no workers)

@@ -561,6 +561,40 @@ def t_stats_generated():
     assert t["std"] == 0 and t["histogram"]["edges"][0] == 2.0, t
 
 
+def t_stats_ahead():
+    """stats computes tensors on worker threads ahead of the listing
+    (tools/ahead.c), quantized ones in the listing: every row right, in
+    order, and stdout, stderr and the exit status equal to a run pinned to
+    one processor (no workers), with a tensor that cannot be summarised in
+    the middle (a string, said on stderr, exit 1)."""
+    rng = np.random.default_rng(38)
+    kinds = (np.float32, np.float64, np.int16, np.uint8, np.bool_)
+    arrs = {"t%02d" % i: (rng.standard_normal(997 * i + 1) * (i + 1)).astype(kinds[i % 5])
+            for i in range(30)}
+    arrs["t07"] = np.array(["ab", "cde"])
+    p = tmp("ahead.npz")
+    np.savez(p, **arrs)
+    cpu = min(os.sched_getaffinity(0))
+
+    def stats(*args, one=False):
+        pin = (lambda: os.sched_setaffinity(0, {cpu})) if one else None
+        return subprocess.run([TENSIO, "stats", *args], capture_output=True, timeout=300,
+                              preexec_fn=pin)
+    res = stats("--json", p)
+    assert res.returncode == 1 and res.stderr.count(b"\n") == 1, res
+    assert b"tensor 7 is a string tensor" in res.stderr, res
+    ts = json.loads(res.stdout)["tensors"]
+    assert [t["index"] for t in ts] == [i for i in range(30) if i != 7], ts
+    for t in ts[::4]:
+        check_stats(p, t["index"], t)
+    q = vec("gguf/quant.gguf")  # quantized tensors (and one that cannot be dequantized)
+    for args in (("--json", p), (p,), ("--bins", "3", p, "3", "1", "29", "7", "2")) + \
+            ((("--json", q), (q,)) if q else ()):
+        many, one = stats(*args), stats(*args, one=True)
+        assert (many.returncode, many.stdout, many.stderr) == \
+            (one.returncode, one.stdout, one.stderr), (args, many, one)
+
+
 def t_stats_text_and_sparkline():
     p = vec("tenbin/dtype_int16.ten")
     if not p:
