@@ -208,6 +208,40 @@ def t_diff_modified_value():
     assert math.isclose(t["max_rel_diff"], rel, rel_tol=1e-12), t
 
 
+def t_diff_blocks():
+    """Equal bytes are passed over 4 KiB at a time (tools/cmd_diff.c,
+    DIFF_BLOCK): differences at a block's last and first elements, in the
+    last, partial block, and a NaN with other bits are still each found,
+    and the counts and extremes equal NumPy's."""
+    rng = np.random.default_rng(11)
+    for dtype, n in ((np.float32, 10000), (np.float64, 3000), (np.float16, 5000),
+                     (np.complex128, 700), (np.int8, 9000)):
+        a = (rng.standard_normal(n) * 50).astype(dtype)
+        b = a.copy()
+        per = 4096 // a.itemsize
+        at = [per - 1, per, 2 * per + 7, n - 1]
+        for i in at:
+            b[i] = b[i] + dtype(3)
+        pa, pb = save_npy("blk_a.npy", a), save_npy("blk_b.npy", b)
+        t = one_tensor(run_json(1, "diff", pa, pb), "values")
+        assert t["mismatched"] == len(at) and t["count"] == n, (dtype, t)
+        assert t["first_mismatch"]["flat"] == per - 1, (dtype, t)
+        d = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
+        assert math.isclose(t["max_abs_diff"], d.max(), rel_tol=1e-12), (dtype, t)
+        rel = (d / np.abs(b.astype(np.complex128)))[d > 0].max()
+        assert math.isclose(t["max_rel_diff"], rel, rel_tol=1e-12), (dtype, t)
+    # NaNs of other bits are equal with --equal-nan only, in any block
+    a = np.ones(5000, np.float32)
+    b = a.copy()
+    a[3000] = np.nan
+    b[3000:3001] = np.array([0xFFC00001], np.uint32).view(np.float32)  # another NaN
+    pa, pb = save_npy("nan_a.npy", a), save_npy("nan_b.npy", b)
+    assert a.tobytes() != b.tobytes()
+    t = one_tensor(run_json(1, "diff", pa, pb), "values")
+    assert t["mismatched"] == 1 and t["first_mismatch"]["flat"] == 3000, t
+    expect(run("diff", "--equal-nan", pa, pb), 0)
+
+
 def t_diff_dtype_and_shape():
     a = np.arange(24, dtype=np.float32).reshape(4, 6)
     pa = save_npy("dt_a.npy", a)
