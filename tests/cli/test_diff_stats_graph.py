@@ -242,6 +242,51 @@ def t_diff_blocks():
     expect(run("diff", "--equal-nan", pa, pb), 0)
 
 
+def pinned_equal(*args):
+    """tensio ARGS on every processor and pinned to one (no worker threads,
+    tools/ahead.c): the same exit status, stdout and stderr."""
+    cpu = min(os.sched_getaffinity(0))
+    many = subprocess.run([TENSIO, *args], capture_output=True, timeout=300)
+    one = subprocess.run([TENSIO, *args], capture_output=True, timeout=300,
+                         preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    assert (many.returncode, many.stdout, many.stderr) == \
+        (one.returncode, one.stdout, one.stderr), (args, many, one)
+    return many
+
+
+def t_diff_ahead():
+    """diff compares pairs on worker threads ahead of the listing: the
+    same report as on one processor, with every kind of pair in it."""
+    rng = np.random.default_rng(5)
+    a = {"t%02d" % i: (rng.standard_normal(500 * i + 3) * 9).astype(np.float32)
+         for i in range(30)}
+    b = {k: v.copy() for k, v in a.items()}
+    for k in ("t03", "t11", "t29"):
+        b[k][-1] += 1
+    b["t05"] = b["t05"].astype(np.float64)  # dtype only
+    b["t08"] = b["t08"][:-1]                # shape
+    del b["t13"]                            # only in A
+    b["t31"] = np.zeros(4, np.float32)      # only in B
+    a["t20"], b["t20"] = np.array(["x", "yy"]), np.array(["x", "yz"])
+    a["t21"], b["t21"] = np.array(["s"]), np.ones(1, np.float32)  # an error
+    np.savez(tmp("ahead_a.npz"), **a)
+    np.savez(tmp("ahead_b.npz"), **b)
+    pa, pb = tmp("ahead_a.npz"), tmp("ahead_b.npz")
+    res = pinned_equal("diff", "--json", pa, pb)
+    assert res.returncode == 1, res
+    ts = {t["a"]["name"] if t.get("a") else t["b"]["name"]: t
+          for t in json.loads(res.stdout)["tensors"]}
+    want = {"t03": "values", "t11": "values", "t29": "values", "t05": "dtype", "t08": "shape",
+            "t13": "only_a", "t31": "only_b", "t20": "values", "t21": "error", "t00": "equal"}
+    for k, st in want.items():
+        assert ts[k]["status"] == st, (k, ts[k])
+    assert ts["t29"]["first_mismatch"]["flat"] == 500 * 29 + 2, ts["t29"]
+    pinned_equal("diff", pa, pb)
+    q = vec("gguf/quant.gguf")  # quantized pairs are compared in the listing
+    if q:
+        pinned_equal("diff", "--json", q, q)
+
+
 def t_diff_dtype_and_shape():
     a = np.arange(24, dtype=np.float32).reshape(4, 6)
     pa = save_npy("dt_a.npy", a)
@@ -608,13 +653,7 @@ def t_stats_ahead():
     arrs["t07"] = np.array(["ab", "cde"])
     p = tmp("ahead.npz")
     np.savez(p, **arrs)
-    cpu = min(os.sched_getaffinity(0))
-
-    def stats(*args, one=False):
-        pin = (lambda: os.sched_setaffinity(0, {cpu})) if one else None
-        return subprocess.run([TENSIO, "stats", *args], capture_output=True, timeout=300,
-                              preexec_fn=pin)
-    res = stats("--json", p)
+    res = pinned_equal("stats", "--json", p)
     assert res.returncode == 1 and res.stderr.count(b"\n") == 1, res
     assert b"tensor 7 is a string tensor" in res.stderr, res
     ts = json.loads(res.stdout)["tensors"]
@@ -624,9 +663,7 @@ def t_stats_ahead():
     q = vec("gguf/quant.gguf")  # quantized tensors (and one that cannot be dequantized)
     for args in (("--json", p), (p,), ("--bins", "3", p, "3", "1", "29", "7", "2")) + \
             ((("--json", q), (q,)) if q else ()):
-        many, one = stats(*args), stats(*args, one=True)
-        assert (many.returncode, many.stdout, many.stderr) == \
-            (one.returncode, one.stdout, one.stderr), (args, many, one)
+        pinned_equal("stats", *args)
 
 
 def t_stats_text_and_sparkline():
