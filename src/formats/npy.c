@@ -879,9 +879,8 @@ static int npy_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
 }
 
 /* The header's extent, for a remote source: magic, version, length and the
- * dict. A big-endian or Fortran-order array is a strided view, whose bytes
- * a lazy fetch does not track (it fetches a tensor's data range), so then
- * the whole file (conservatively: any '>' or "True" in the dict). */
+ * dict. (A big-endian or Fortran-order array is a strided view, whose
+ * storage a lazy fetch takes from its base: src/source/remote.c.) */
 static void npy_head(const uint8_t *data, size_t have, uint64_t size, const tio_limits *limits,
                      uint64_t *need) {
     (void)limits;
@@ -890,18 +889,7 @@ static void npy_head(const uint8_t *data, size_t have, uint64_t size, const tio_
         return;
     }
     uint64_t end = data[6] == 1 ? 10u + (uint64_t)tio__ld16(data + 8) : 12u + tio__ld32(data + 8);
-    if (end > size) { /* read() says it is cut */
-        *need = have;
-        return;
-    }
-    if (end > have) {
-        *need = end;
-        return;
-    }
-    const char *h = (const char *)data + 10, *e = (const char *)data + end;
-    int reorder = memchr(h, '>', (size_t)(e - h)) != NULL;
-    for (const char *q = h; !reorder && q + 4 <= e; q++) reorder = memcmp(q, "True", 4) == 0;
-    *need = reorder ? size : end;
+    *need = end > size ? have : end; /* past the size: read() says it is cut */
 }
 
 /* ------------------------------------------------------------- descriptor */

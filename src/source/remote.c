@@ -148,15 +148,36 @@ static int span_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* The ranges of r's buffer t views (its data, its COO indices); a copy
- * made at open (owned) holds its bytes already. */
+/* The bytes a strided view reads from its base: one element past the last
+ * one it reaches (strides >= 0, checked against the storage when the view
+ * was made; an overflow here, which that check excludes, takes the rest of
+ * the buffer). */
+static uint64_t strided_extent(const tio_tensor *t, uint64_t room) {
+    uint64_t last = 0, term = 0;
+    for (size_t d = 0; d < t->rank; d++) {
+        if (t->shape[d] == 0) return 0;
+        if (tio__mul64_ovf((uint64_t)(t->shape[d] - 1), (uint64_t)t->strided->stride[d], &term) ||
+            tio__add64_ovf(last, term, &last))
+            return room;
+    }
+    uint64_t es = tio_dtype_size(t->dtype), n = 0;
+    if (tio__add64_ovf(last, 1, &n) || tio__mul64_ovf(n, es, &n) || n > room) return room;
+    return n;
+}
+
+/* The ranges of r's buffer t views (its data, or a strided view's storage
+ * from its base; its COO indices); a copy made at open (owned) holds its
+ * bytes already. */
 static size_t tensor_spans(const tio_remote *r, const tio_tensor *t, span out[2]) {
-    const uint8_t *ptrs[2] = {t->data, t->indices};
+    const uint8_t *ptrs[2] = {t->strided ? t->strided->base : t->data, t->indices};
     uint64_t lens[2] = {t->nbytes, t->indices ? t->nnz * t->rank * 8 : 0};
     size_t n = 0;
-    for (int k = 0; k < 2; k++)
-        if (ptrs[k] && lens[k] && ptrs[k] >= r->base && ptrs[k] < r->base + r->size)
-            out[n++] = (span){(uint64_t)(ptrs[k] - r->base), lens[k]};
+    for (int k = 0; k < 2; k++) {
+        if (!ptrs[k] || !lens[k] || ptrs[k] < r->base || ptrs[k] >= r->base + r->size) continue;
+        uint64_t off = (uint64_t)(ptrs[k] - r->base);
+        if (k == 0 && t->strided) lens[k] = strided_extent(t, r->size - off);
+        if (lens[k]) out[n++] = (span){off, lens[k]};
+    }
     return n;
 }
 

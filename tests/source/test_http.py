@@ -9,7 +9,8 @@
   file fetches less than 1 % of it (the bytes counted from nginx's log);
   `ls`, `ls --json`, `dump` (one tensor: also < 1 %), `convert` and `info`
   over HTTP print and write exactly what they do for the local file; .npy
-  (a big-endian one fetched whole, as it is reordered at open), .npz (no
+  (big-endian and Fortran-order ones too: views, whose `ls` fetches the
+  header only and `ls --hash` the array), .npz (no
   header hook: fetched whole), an empty file; a redirect followed, a loop
   of them refused; a 404 named with its URL; hostile files (cuts of the
   safetensors file) fail over HTTP as they fail locally.
@@ -76,6 +77,11 @@ def main():
     size = os.path.getsize(big)
     np.save(os.path.join(www, "x.npy"), np.arange(300000, dtype=np.int64).reshape(1000, 300))
     np.save(os.path.join(www, "be.npy"), np.arange(50000, dtype=">f4"))
+    # 4 MiB each, big-endian and Fortran-order: views read on the way out
+    np.save(os.path.join(www, "be_big.npy"),
+            rng.standard_normal((1024, 1024)).astype(">f4"))
+    np.save(os.path.join(www, "fo_big.npy"),
+            np.asfortranarray(rng.standard_normal((1024, 1024)).astype("<f4")))
     np.savez(os.path.join(www, "z.npz"), a=np.ones((100, 100), np.float32), b=np.arange(7))
     small = os.path.join(www, "small.safetensors")
     write_safetensors(small, [("a", np.arange(12, dtype=np.float32).reshape(3, 4)),
@@ -120,6 +126,22 @@ def main():
         same_as_local(f"{U}/x.npy", os.path.join(www, "x.npy"), "ls", "@", what="ls x.npy")
         sent = ng.bytes_sent()
         check(sent <= 65536, f"ls x.npy fetched {sent} bytes (the first 64 KiB at most)")
+        # a big-endian or Fortran-order array: a view of the file's bytes,
+        # fetched when read (its storage from the view's base), not at open
+        for name in ("be_big.npy", "fo_big.npy"):
+            local = os.path.join(www, name)
+            same_as_local(f"{U}/{name}", local, "ls", "@", what=f"ls {name}")
+            sent = ng.bytes_sent()
+            check(sent <= 65536, f"ls {name} fetched {sent} bytes (the first 64 KiB at most)")
+            same_as_local(f"{U}/{name}", local, "ls", "--hash", "@", what=f"ls --hash {name}")
+            sent = ng.bytes_sent()
+            check(sent >= os.path.getsize(local), f"ls --hash {name} fetched only {sent} bytes")
+            same_as_local(f"{U}/{name}", local, "dump", "@", what=f"dump {name}")
+            cl, cu = os.path.join(tmp, "l-" + name), os.path.join(tmp, "u-" + name)
+            rl, ru = run("convert", local, cl), run("convert", f"{U}/{name}", cu)
+            check(rl[0] == 0 and ru[0] == 0 and open(cl, "rb").read() == open(cu, "rb").read(),
+                  f"convert {name} over HTTP: {ru[2]}")
+            ng.log_lines()
 
         # GGUF (written by tensio from the safetensors file): the header only
         gg = os.path.join(www, "big.gguf")
