@@ -40,6 +40,9 @@ static void *slot_of(cli_ahead *a, size_t k) {
     return a->slots + (k % a->window) * a->slot_size;
 }
 
+/* The first index after the held one. */
+static size_t after_held(const cli_ahead *a) { return a->held == SIZE_MAX ? 0 : a->held + 1; }
+
 /* Room for index k: its slot is not the held one's (nor one before it). */
 static int ahead_room(const cli_ahead *a, size_t k) {
     size_t base = a->held == SIZE_MAX ? 0 : a->held;
@@ -70,7 +73,8 @@ static void *ahead_worker(void *arg) {
     return NULL;
 }
 
-unsigned cli_ahead_cpus(void) {
+/* The processors this process may run on. */
+static unsigned ahead_cpus(void) {
 #ifdef __linux__
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -87,7 +91,7 @@ cli_ahead *cli_ahead_start(size_t n, size_t slot_size, size_t window, cli_ahead_
                            cli_ahead_skip_fn skip, cli_ahead_cleanup_fn cleanup, const void *ctx) {
     size_t work = 0; /* the indices workers would compute */
     for (size_t k = 0; k < n && work < 2; k++) work += !skip || !skip(ctx, k);
-    unsigned want = cli_ahead_cpus();
+    unsigned want = ahead_cpus();
     if (want > AHEAD_MAX_THREADS) want = AHEAD_MAX_THREADS;
     if (want < 2 || work < 2 || !slot_size || window < 2) return NULL; /* nothing to overlap */
     cli_ahead *a = malloc(sizeof *a);
@@ -121,8 +125,7 @@ void *cli_ahead_take(cli_ahead *a, size_t k) {
     if (!a || k >= a->n) return NULL;
     pthread_mutex_lock(&a->mu);
     /* indices passed over (not taken) are released too */
-    size_t from = a->held == SIZE_MAX ? 0 : a->held + 1;
-    for (size_t j = from; a->cleanup && j < k && j < a->next; j++)
+    for (size_t j = after_held(a); a->cleanup && j < k && j < a->next; j++)
         if (a->state[j % a->window] == DONE) a->cleanup(a->ctx, slot_of(a, j));
     a->held = k;
     pthread_cond_broadcast(&a->room);
@@ -145,8 +148,7 @@ void cli_ahead_free(cli_ahead *a) {
     pthread_mutex_unlock(&a->mu);
     for (unsigned k = 0; k < a->nthreads; k++) pthread_join(a->threads[k], NULL);
     /* what was computed and never taken */
-    size_t from = a->held == SIZE_MAX ? 0 : a->held + 1;
-    for (size_t k = from; a->cleanup && k < a->next; k++)
+    for (size_t k = after_held(a); a->cleanup && k < a->next; k++)
         if (a->state[k % a->window] == DONE) a->cleanup(a->ctx, slot_of(a, k));
     pthread_cond_destroy(&a->room);
     pthread_cond_destroy(&a->done);

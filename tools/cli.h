@@ -275,10 +275,6 @@ int cli_save_into(const tio_container *c, const tio_save_options *o, const char 
  * CLI_EXIT_OK or prints a usage error and returns CLI_EXIT_USAGE. */
 int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim);
 
-/* One input's budget of dense hashing: the library bounds each tensor by the
- * container's max_dense_bytes, and a command that hashes every tensor of a
- * file (or message) also bounds their sum by it, so that many sparse tensors
- * just under the limit cannot add up to hours of work. */
 /* Work ahead of a listing (tools/ahead.c): worker threads, one per
  * processor this process may run on (at most 8), compute fn(ctx, k, slot)
  * for k = 0..n-1 in order, at most `window` indices ahead of the one the
@@ -300,9 +296,11 @@ cli_ahead *cli_ahead_start(size_t n, size_t slot_size, size_t window, cli_ahead_
 void *cli_ahead_take(cli_ahead *a, size_t k);
 /* Stops the workers (each finishes its index) and frees. */
 void cli_ahead_free(cli_ahead *a);
-/* The processors this process may run on. */
-unsigned cli_ahead_cpus(void);
 
+/* One input's budget of dense hashing: the library bounds each tensor by the
+ * container's max_dense_bytes, and a command that hashes every tensor of a
+ * file (or message) also bounds their sum by it, so that many sparse tensors
+ * just under the limit cannot add up to hours of work. */
 typedef struct cli_dense_budget {
     uint64_t limit; /* the container's max_dense_bytes */
     uint64_t spent; /* dense bytes of the sparse tensors hashed so far */

@@ -213,22 +213,19 @@ static void compare_values(const diff_conf *o, tio_dtype da, cli_elems *a, tio_d
     int ints = cli_dtype_kind(da) != CLI_NUM_FLOAT && cli_dtype_kind(db) != CLI_NUM_FLOAT;
     r->compared = 1;
     r->count = a->numel;
-    if (da == db && a->dense && b->dense && a->size && DIFF_BLOCK % a->size == 0) {
-        /* the same bits are equal (compare_one: no difference, nothing to
-         * count): a block whose bytes match is passed over whole */
-        uint64_t step = DIFF_BLOCK / a->size;
+    if (a->dense || b->dense) {
+        /* both dense in one dtype: a block whose bytes match is passed over
+         * whole (the same bits are equal: compare_one counts nothing) */
+        int blocks = da == db && a->dense && b->dense && a->size && DIFF_BLOCK % a->size == 0;
+        uint64_t step = blocks ? DIFF_BLOCK / a->size : a->numel;
         for (uint64_t i = 0; i < a->numel; i += step) {
             uint64_t m = a->numel - i < step ? a->numel - i : step;
-            if (memcmp(a->dense + i * a->size, b->dense + i * a->size, (size_t)m * a->size) == 0)
+            if (blocks &&
+                memcmp(a->dense + i * a->size, b->dense + i * a->size, (size_t)m * a->size) == 0)
                 continue;
             for (uint64_t k = i; k < i + m; k++)
                 compare_one(o, da, cli_elems_at(a, k), db, cli_elems_at(b, k), k, ints, r);
         }
-        return;
-    }
-    if (a->dense || b->dense) {
-        for (uint64_t i = 0; i < a->numel; i++)
-            compare_one(o, da, cli_elems_at(a, i), db, cli_elems_at(b, i), i, ints, r);
         return;
     }
     for (;;) {

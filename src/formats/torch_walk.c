@@ -243,16 +243,14 @@ static int th_budget(th_reader *r, uint64_t nb, uint64_t at, const char *what,
                      const char *shape, const char *how) {
     uint64_t total = 0;
     if (tio__add64_ovf(r->dense, nb, &total) || total > r->ctx->limits.max_dense_bytes) {
-        const char *name = r->name_depth ? r->name : "(root)";
-        if (!r->dense)
-            return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
-                            "'%s': %s %s %s needs %" PRIu64
-                            " bytes, above max_dense_bytes %" PRIu64 " (--max-dense-bytes)",
-                            name, what, shape, how, nb, r->ctx->limits.max_dense_bytes);
+        char before[64] = ","; /* the copies before count too */
+        if (r->dense)
+            snprintf(before, sizeof before, "; with the %" PRIu64 " copied before,", r->dense);
         return tio__err(r->err, TIO_E_LIMIT, TH, th_off(at),
-                        "'%s': %s %s %s needs %" PRIu64 " bytes; with the %" PRIu64
-                        " copied before, above max_dense_bytes %" PRIu64 " (--max-dense-bytes)",
-                        name, what, shape, how, nb, r->dense, r->ctx->limits.max_dense_bytes);
+                        "'%s': %s %s %s needs %" PRIu64 " bytes%s above max_dense_bytes %" PRIu64
+                        " (--max-dense-bytes)",
+                        r->name_depth ? r->name : "(root)", what, shape, how, nb, before,
+                        r->ctx->limits.max_dense_bytes);
     }
     r->dense = total;
     return TIO_OK;
