@@ -514,6 +514,11 @@ def t_diff_usage():
 def check_stats(path, index, t, nbins=16):
     x, meta = values(path, index)
     assert t["dtype"] == meta["dtype"], (t, meta)
+    check_stats_of(x, t, nbins)
+
+
+def check_stats_of(x, t, nbins=16):
+    """A stats JSON tensor t against the NumPy array x of its values."""
     assert t["count"] == x.size, (t, x.size)
     xf = x.astype(np.float64)
     fin = xf[np.isfinite(xf)]
@@ -664,6 +669,65 @@ def t_stats_ahead():
     for args in (("--json", p), (p,), ("--bins", "3", p, "3", "1", "29", "7", "2")) + \
             ((("--json", q), (q,)) if q else ()):
         pinned_equal("stats", *args)
+
+
+STATS_CHUNK = 1 << 22  # tools/cmd_stats.c
+
+
+def t_stats_chunks():
+    """A tensor of more than STATS_CHUNK values is summarised in chunks on
+    worker threads, merged in order: the figures NumPy gives, with NaN, an
+    infinity, a zero and both extremes at the chunks' edges, and the same
+    output as on one processor (no workers), beside small tensors the
+    other workers take."""
+    rng = np.random.default_rng(61)
+    n = 2 * STATS_CHUNK + 1001
+    f = rng.standard_normal(n).astype(np.float32)
+    f[STATS_CHUNK - 1], f[STATS_CHUNK], f[2 * STATS_CHUNK] = np.nan, np.inf, 0
+    f[STATS_CHUNK + 1], f[2 * STATS_CHUNK - 1] = -9.5, 9.5
+    i = rng.integers(-1000, 1000, n, dtype=np.int16)
+    i[2 * STATS_CHUNK], i[STATS_CHUNK - 1] = -32768, 32767
+    p = tmp("chunks.npz")
+    np.savez(p, a=np.arange(10.0), f=f, s=np.ones(7, np.uint8), i=i, z=np.float64(3))
+    res = pinned_equal("stats", "--json", "--bins", "100", p)
+    ts = json.loads(res.stdout)["tensors"]
+    assert [t["name"] for t in ts] == ["a", "f", "s", "i", "z"], ts
+    check_stats_of(f, ts[1], 100)
+    check_stats_of(i, ts[3], 100)
+    assert ts[1]["min"] == -9.5 and ts[1]["max"] == 9.5, ts[1]
+    assert (ts[1]["nan"], ts[1]["inf"]) == (1, 1), ts[1]
+    pinned_equal("stats", p, "f")
+
+
+def t_stats_bins_at_edges():
+    """The bins where the values crowd an edge: random bits as float32
+    over a range symmetric about 0 (the middle edge 0: half the values on
+    either side of it), and float64 values on the edges and one ulp either
+    side, where the guess from the scaled offset is corrected."""
+    rng = np.random.default_rng(62)
+    b = rng.integers(0, 1 << 32, 200000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    b = b[np.isfinite(b)].copy()
+    m = np.abs(b).max()
+    b[0], b[1] = -m, m
+    p = save_npy("bits.npy", b)
+    for bins in (2, 16, 1000):
+        check_stats_of(b, one_tensor(run_json(0, "stats", "--bins", str(bins), p)), bins)
+    for lo, hi, bins in ((-1.0, 3.0, 16), (1e6, 1e6 + 1e-3, 7), (-1e300, 1e300, 10),
+                         (0.0, 1e-310, 5)):
+        e = np.linspace(lo, hi, bins + 1)
+        x = np.concatenate([e, np.nextafter(e, -np.inf), np.nextafter(e, np.inf)])
+        x = np.clip(x, lo, hi)
+        for bins2 in (bins, 3 * bins):
+            t = one_tensor(run_json(0, "stats", "--bins", str(bins2), save_npy("edges.npy", x)))
+            # each value in the bin whose edges hold it (the last one closed)
+            edges = np.linspace(lo, hi, bins2 + 1)
+            want = np.bincount(np.minimum(np.searchsorted(edges, x, "right") - 1, bins2 - 1),
+                               minlength=bins2)
+            assert t["histogram"]["counts"] == want.tolist(), (lo, hi, bins2, t)
+            if hi - lo > 1e-300:  # NumPy's histogram fails on a subnormal range
+                check_stats_of(x, t, bins2)
+            else:  # the deviations' squares underflow: NumPy's std is 0 too
+                assert t["std"] == 0 and t["mean"] == x.mean(), t
 
 
 def t_stats_text_and_sparkline():
