@@ -23,7 +23,8 @@ static const char diff_help[] =
     "attributes, inputs and outputs; the first differences). TENSORs restrict\n"
     "the comparison to those tensors (a name, or an index of A).\n"
     "Pairs are compared on up to 8 threads (one per processor), the rows\n"
-    "printed in order.\n"
+    "printed in order; two dense tensors of more than 4,194,304 elements in\n"
+    "chunks of that many across them.\n"
     "Exit status: 0 equal within tolerance, 1 different (or a file that cannot\n"
     "be read, a TENSOR in neither file: a message on stderr), 2 usage error.\n"
     "\n"
@@ -206,26 +207,95 @@ static void compare_one(const diff_conf *o, tio_dtype da, const uint8_t *a, tio_
  * element size). */
 #define DIFF_BLOCK 4096u
 
-/* Every element when either side is dense (its bytes back the work); only
- * the stored coordinates when both are COO (elsewhere both are zero). */
+/* Elements [from, to) when either side is dense (its bytes back the work).
+ * Both dense in one dtype: a block whose bytes match is passed over whole
+ * (the same bits are equal: compare_one counts nothing); from is a multiple
+ * of the block's elements. */
+static void compare_range(const diff_conf *o, tio_dtype da, cli_elems *a, tio_dtype db,
+                          cli_elems *b, uint64_t from, uint64_t to, int ints, pair_result *r) {
+    int blocks = da == db && a->dense && b->dense && a->size && DIFF_BLOCK % a->size == 0;
+    uint64_t step = blocks ? DIFF_BLOCK / a->size : to - from;
+    for (uint64_t i = from; i < to; i += step) {
+        uint64_t m = to - i < step ? to - i : step;
+        if (blocks &&
+            memcmp(a->dense + i * a->size, b->dense + i * a->size, (size_t)m * a->size) == 0)
+            continue;
+        for (uint64_t k = i; k < i + m; k++)
+            compare_one(o, da, cli_elems_at(a, k), db, cli_elems_at(b, k), k, ints, r);
+    }
+}
+
+/* Two dense sides of more than DIFF_CHUNK elements are compared in chunks
+ * of that many on worker threads (cli_ahead), merged in order where the
+ * listing reaches the pair (diff_skips): the first mismatch is the first
+ * chunk's, counts add up, maxima are maxima. */
+#define DIFF_CHUNK ((uint64_t)1 << 22)
+
+typedef struct chunk_job {
+    const diff_conf *o;
+    tio_dtype da, db;
+    cli_elems *a, *b; /* dense: only read */
+    int ints;
+} chunk_job;
+
+static void chunk_one(const void *ctx, size_t k, void *slot) {
+    const chunk_job *j = ctx;
+    pair_result *c = slot;
+    memset(c, 0, sizeof *c);
+    uint64_t from = (uint64_t)k * DIFF_CHUNK, n = j->a->numel;
+    compare_range(j->o, j->da, j->a, j->db, j->b, from,
+                  n - from < DIFF_CHUNK ? n : from + DIFF_CHUNK, j->ints, c);
+}
+
+/* A result's JSON values, where they were not handed on. */
+static void result_cleanup(const void *ctx, void *slot) {
+    (void)ctx;
+    json_decref(((pair_result *)slot)->ja);
+    json_decref(((pair_result *)slot)->jb);
+}
+
+static void compare_chunks(const chunk_job *j, pair_result *r) {
+    size_t nc = (size_t)(j->a->numel / DIFF_CHUNK + (j->a->numel % DIFF_CHUNK != 0));
+    cli_ahead *ahead = cli_ahead_start(nc, sizeof(pair_result), 16, chunk_one, NULL,
+                                       result_cleanup, j);
+    pair_result mine;
+    for (size_t k = 0; k < nc; k++) {
+        pair_result *c = cli_ahead_take(ahead, k);
+        if (!c) {
+            chunk_one(j, k, &mine);
+            c = &mine;
+        }
+        r->mismatched += c->mismatched;
+        if (c->max_abs > r->max_abs) r->max_abs = c->max_abs;
+        if (c->max_rel > r->max_rel) r->max_rel = c->max_rel;
+        if (c->has_first && !r->has_first) { /* its JSON values now r's */
+            r->has_first = 1;
+            r->first = c->first;
+            memcpy(r->first_a, c->first_a, sizeof r->first_a);
+            memcpy(r->first_b, c->first_b, sizeof r->first_b);
+            r->ja = c->ja;
+            r->jb = c->jb;
+        } else {
+            result_cleanup(j, c);
+        }
+    }
+    cli_ahead_free(ahead); /* the slots taken were merged or cleaned up */
+}
+
+/* Every element when either side is dense; only the stored coordinates
+ * when both are COO (elsewhere both are zero). */
 static void compare_values(const diff_conf *o, tio_dtype da, cli_elems *a, tio_dtype db,
                            cli_elems *b, pair_result *r) {
     int ints = cli_dtype_kind(da) != CLI_NUM_FLOAT && cli_dtype_kind(db) != CLI_NUM_FLOAT;
     r->compared = 1;
     r->count = a->numel;
+    if (a->dense && b->dense && a->numel > DIFF_CHUNK) {
+        chunk_job j = {o, da, db, a, b, ints};
+        compare_chunks(&j, r);
+        return;
+    }
     if (a->dense || b->dense) {
-        /* both dense in one dtype: a block whose bytes match is passed over
-         * whole (the same bits are equal: compare_one counts nothing) */
-        int blocks = da == db && a->dense && b->dense && a->size && DIFF_BLOCK % a->size == 0;
-        uint64_t step = blocks ? DIFF_BLOCK / a->size : a->numel;
-        for (uint64_t i = 0; i < a->numel; i += step) {
-            uint64_t m = a->numel - i < step ? a->numel - i : step;
-            if (blocks &&
-                memcmp(a->dense + i * a->size, b->dense + i * a->size, (size_t)m * a->size) == 0)
-                continue;
-            for (uint64_t k = i; k < i + m; k++)
-                compare_one(o, da, cli_elems_at(a, k), db, cli_elems_at(b, k), k, ints, r);
-        }
+        compare_range(o, da, a, db, b, 0, a->numel, ints, r);
         return;
     }
     for (;;) {
@@ -677,8 +747,8 @@ static int parse_tol(const char *opt, const char *v, double *out) {
 }
 
 /* Pairs compared ahead of the listing (cli_ahead), but for those with a
- * quantized side: its dequantized copy (up to max_dense_bytes) is made in
- * the listing, one at a time. */
+ * quantized side, whose dequantized copy (up to max_dense_bytes) is made in
+ * the listing, one at a time, and those compared in chunks. */
 typedef struct diff_job {
     const diff_run *d;
     const pair_result *all;
@@ -698,17 +768,16 @@ static void diff_one(const void *ctx, size_t k, void *slot) {
                      j->max_dense_b, r);
 }
 
+/* Left to the listing: a pair with a quantized side, and one of more than
+ * DIFF_CHUNK elements (its chunks on the workers). */
 static int diff_skips(const void *ctx, size_t k) {
     const diff_job *j = ctx;
     const pair_result *r = &j->all[k];
-    return (r->ia >= 0 && tio_tensor_layout(side(j->d->a, r->ia)) == TIO_LAYOUT_QUANT) ||
-           (r->ib >= 0 && tio_tensor_layout(side(j->d->b, r->ib)) == TIO_LAYOUT_QUANT);
-}
-
-static void diff_cleanup(const void *ctx, void *slot) {
-    (void)ctx;
-    json_decref(((pair_result *)slot)->ja);
-    json_decref(((pair_result *)slot)->jb);
+    const tio_tensor *a = r->ia >= 0 ? side(j->d->a, r->ia) : NULL;
+    const tio_tensor *b = r->ib >= 0 ? side(j->d->b, r->ib) : NULL;
+    return (a && tio_tensor_layout(a) == TIO_LAYOUT_QUANT) ||
+           (b && tio_tensor_layout(b) == TIO_LAYOUT_QUANT) ||
+           (a && b && tio_tensor_numel(a) > DIFF_CHUNK);
 }
 
 static int run_diff(diff_run *d, const char *const *sel, size_t nsel) {
@@ -745,7 +814,7 @@ static int run_diff(diff_run *d, const char *const *sel, size_t nsel) {
     tio_container_get_limits(d->b, &lb);
     diff_job job = {d, all, la.max_dense_bytes, lb.max_dense_bytes};
     cli_ahead *ahead = cli_ahead_start(n, sizeof(pair_result), 64, diff_one, diff_skips,
-                                       diff_cleanup, &job);
+                                       result_cleanup, &job);
     for (size_t i = 0; i < n; i++) {
         cli_progress_update(&prog, i, n);
         const pair_result *made = cli_ahead_take(ahead, i);

@@ -287,6 +287,47 @@ def t_diff_ahead():
         pinned_equal("diff", "--json", q, q)
 
 
+DIFF_CHUNK = 1 << 22  # tools/cmd_diff.c
+
+
+def t_diff_chunks():
+    """Dense pairs of more than DIFF_CHUNK elements are compared in chunks
+    on worker threads, merged in order: the first mismatch in the second
+    chunk (the first has none), the largest differences in the third, a NaN
+    pair, counts and extremes equal to NumPy's; an equal pair and a pair of
+    another dtype beside small ones; the same report as on one processor."""
+    rng = np.random.default_rng(63)
+    n = 2 * DIFF_CHUNK + 1001
+    a = rng.standard_normal(n).astype(np.float32)
+    b = a.copy()
+    b[DIFF_CHUNK + 5::1000] += np.float32(1e-3)
+    b[2 * DIFF_CHUNK + 3] += np.float32(7)
+    a[DIFF_CHUNK - 1], b[DIFF_CHUNK - 1] = np.nan, np.nan  # one bit pattern: equal
+    a[DIFF_CHUNK + 2] = np.nan                              # NaN against a number
+    i = rng.integers(-100, 100, n, dtype=np.int16)
+    sa = {"small": np.arange(5.0), "f": a, "same": a, "i": i, "z": np.ones(3)}
+    sb = {"small": np.arange(5.0), "f": b, "same": a, "i": i.astype(np.int32),
+          "z": np.ones(3)}
+    np.savez(tmp("chunks_a.npz"), **sa)
+    np.savez(tmp("chunks_b.npz"), **sb)
+    pa, pb = tmp("chunks_a.npz"), tmp("chunks_b.npz")
+    res = pinned_equal("diff", "--json", pa, pb)
+    assert res.returncode == 1, res
+    ts = {t["a"]["name"]: t for t in json.loads(res.stdout)["tensors"]}
+    assert {k: t["status"] for k, t in ts.items()} == \
+        {"small": "equal", "f": "values", "same": "equal", "i": "dtype", "z": "equal"}, ts
+    t = ts["f"]
+    fin = np.isfinite(a) & np.isfinite(b)
+    d = np.abs(a.astype(np.float64) - b.astype(np.float64))[fin]
+    want = int((~np.isclose(a, b, rtol=1e-5, atol=1e-8)).sum()) - 1  # NaN == NaN: same bits
+    assert t["mismatched"] == want and t["count"] == n, (t, want)
+    assert t["first_mismatch"]["flat"] == DIFF_CHUNK + 2, t
+    assert math.isclose(t["max_abs_diff"], d.max(), rel_tol=1e-12), (t, d.max())
+    assert ts["same"]["count"] == n and ts["i"]["count"] == n, ts
+    pinned_equal("diff", pa, pb)
+    expect(run("diff", "--tensors-only", pa, pa), 0)
+
+
 def t_diff_dtype_and_shape():
     a = np.arange(24, dtype=np.float32).reshape(4, 6)
     pa = save_npy("dt_a.npy", a)
