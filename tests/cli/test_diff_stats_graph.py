@@ -28,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convtest  # noqa: E402 - the command line, vectors and case counting it shares
+import pinned  # noqa: E402
 from convtest import TENSIO, case  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="tensio-dsg-")
@@ -243,15 +244,8 @@ def t_diff_blocks():
 
 
 def pinned_equal(*args):
-    """tensio ARGS on every processor and pinned to one (no worker threads,
-    tools/ahead.c): the same exit status, stdout and stderr."""
-    cpu = min(os.sched_getaffinity(0))
-    many = subprocess.run([TENSIO, *args], capture_output=True, timeout=300)
-    one = subprocess.run([TENSIO, *args], capture_output=True, timeout=300,
-                         preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
-    assert (many.returncode, many.stdout, many.stderr) == \
-        (one.returncode, one.stdout, one.stderr), (args, many, one)
-    return many
+    """tensio ARGS on every processor and pinned to one (pinned.py)."""
+    return pinned.pinned_equal(TENSIO, *args)
 
 
 def t_diff_ahead():
