@@ -49,6 +49,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -207,10 +208,9 @@ struct tio_crc_job {
     const size_t *n;
     size_t count;
     uint32_t *crc;
-    int fd;             /* the file mapped at map[0..map_size), or -1 */
-    const uint8_t *map;
-    size_t map_size;
-    uint8_t *buf;       /* CRC_READ bytes, for reads from fd */
+    tio__mapped *files; /* the mapped files read by pread() (a copy) */
+    size_t nfiles;
+    uint8_t *buf;       /* CRC_READ bytes, for reads from them */
     size_t done; /* buffers whose CRC is in crc[] (under mu) */
     bool stop;   /* under mu */
     bool threaded;
@@ -231,13 +231,12 @@ struct tio_crc_job {
  * (the file changed) leaves the rest to the mapping, as before. */
 static uint32_t crc_item(const tio_crc_job *j, const uint8_t *p, size_t n) {
     uint32_t c = 0;
-    if (j->buf && p && (uintptr_t)p >= (uintptr_t)j->map &&
-        (uintptr_t)p - (uintptr_t)j->map <= j->map_size &&
-        n <= j->map_size - ((uintptr_t)p - (uintptr_t)j->map)) {
-        size_t off = (size_t)((uintptr_t)p - (uintptr_t)j->map);
+    size_t off;
+    const tio__mapped *f = j->buf && p ? tio__mapped_find(j->files, j->nfiles, p, n, &off) : NULL;
+    if (f && f->fd >= 0) {
         while (n) {
             size_t k = n < CRC_READ ? n : CRC_READ;
-            ssize_t r = pread(j->fd, j->buf, k, (off_t)off);
+            ssize_t r = pread(f->fd, j->buf, k, (off_t)off);
             if (r < 0 && errno == EINTR) continue;
             if (r <= 0) break;
             c = tio__crc32(c, j->buf, (size_t)r);
@@ -266,18 +265,35 @@ static void *crc_job_run(void *arg) {
     return NULL;
 }
 
-tio_crc_job *tio__crc32_start(const uint8_t *const *p, const size_t *n, size_t count, int fd,
-                              const uint8_t *map, size_t map_size) {
+const tio__mapped *tio__mapped_find(const tio__mapped *files, size_t n, const void *p,
+                                    size_t len, size_t *off) {
+    uintptr_t a = (uintptr_t)p;
+    size_t lo = 0, hi = n; /* the last file whose map starts at or before p */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)files[mid].map <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo) return NULL;
+    const tio__mapped *f = &files[lo - 1];
+    size_t at = (size_t)(a - (uintptr_t)f->map);
+    if (!f->map || at > f->size || len > f->size - at) return NULL;
+    *off = at;
+    return f;
+}
+
+tio_crc_job *tio__crc32_start(const uint8_t *const *p, const size_t *n, size_t count,
+                              const tio__mapped *files, size_t nfiles) {
     tio_crc_job *j = calloc(1, sizeof *j);
     if (!j) return NULL;
     j->crc = calloc(count ? count : 1, sizeof *j->crc);
-    if (!j->crc || pthread_mutex_init(&j->mu, NULL) != 0) {
-        free(j->crc);
-        free(j);
-        return NULL;
-    }
-    if (pthread_cond_init(&j->cv, NULL) != 0) {
-        pthread_mutex_destroy(&j->mu);
+    j->files = nfiles ? malloc(nfiles * sizeof *files) : NULL;
+    bool mu = j->crc && (!nfiles || j->files) && pthread_mutex_init(&j->mu, NULL) == 0;
+    if (!mu || pthread_cond_init(&j->cv, NULL) != 0) {
+        if (mu) pthread_mutex_destroy(&j->mu);
+        free(j->files);
         free(j->crc);
         free(j);
         return NULL;
@@ -285,11 +301,10 @@ tio_crc_job *tio__crc32_start(const uint8_t *const *p, const size_t *n, size_t c
     j->p = p;
     j->n = n;
     j->count = count;
-    j->fd = fd;
-    j->map = map;
-    j->map_size = map_size;
+    if (nfiles) memcpy(j->files, files, nfiles * sizeof *files);
+    j->nfiles = nfiles;
     /* no buffer: every CRC through the mapping */
-    j->buf = fd >= 0 && map ? malloc(CRC_READ) : NULL;
+    j->buf = nfiles ? malloc(CRC_READ) : NULL;
     j->threaded = tio__spawn(&j->thread, crc_job_run, j);
     return j;
 }
@@ -315,6 +330,7 @@ void tio__crc32_join(tio_crc_job *j) {
     pthread_cond_destroy(&j->cv);
     pthread_mutex_destroy(&j->mu);
     free(j->buf);
+    free(j->files);
     free(j->crc);
     free(j);
 }

@@ -426,6 +426,11 @@ struct tio_container {
     char *map_path;
     uint64_t map_dev, map_ino;
     int64_t map_mtime_sec, map_mtime_nsec;
+    /* where the container has no mapping of its own: the containers whose
+     * mappings its views point into (a Hugging Face index's shards, which
+     * its backing holds), for a save to copy from their files */
+    tio_container *const *map_parts;
+    size_t map_nparts;
     void *owned_buf;        /* malloc'ed copy of the input or NULL */
     /* an http(s) source: the sparse buffer the views point into, its
      * chunks fetched on demand (src/source/remote.c), or NULL */
@@ -789,10 +794,22 @@ typedef struct tio_crc_job tio_crc_job;
 #define TIO__CRC_JOB_MIN ((uint64_t)32 << 20)
 /* pthread_create with every signal blocked in the new thread (thread.c). */
 bool tio__spawn(pthread_t *t, void *(*fn)(void *), void *arg);
-/* With fd >= 0, the buffers lying in map[0..map_size) (fd's bytes, mapped)
- * are read from fd by pread() rather than through the mapping. */
-tio_crc_job *tio__crc32_start(const uint8_t *const *p, const size_t *n, size_t count, int fd,
-                              const uint8_t *map, size_t map_size);
+/* A mapped source file: its bytes at map[0..size), read by pread() from fd
+ * where fd >= 0; c the container that mapped it. */
+typedef struct tio__mapped {
+    const uint8_t *map;
+    size_t size;
+    int fd;
+    const tio_container *c;
+} tio__mapped;
+/* The one of files[0..n) (sorted by map, not overlapping) that holds
+ * p[0..len), its offset in *off; or NULL. */
+const tio__mapped *tio__mapped_find(const tio__mapped *files, size_t n, const void *p,
+                                    size_t len, size_t *off);
+/* The buffers lying in one of files[0..nfiles) with an fd >= 0 are read from
+ * it by pread() rather than through the mapping (the array is copied). */
+tio_crc_job *tio__crc32_start(const uint8_t *const *p, const size_t *n, size_t count,
+                              const tio__mapped *files, size_t nfiles);
 /* The CRC of buffer i, waiting for it if needed. */
 uint32_t tio__crc32_wait(tio_crc_job *j, size_t i);
 /* Stops the thread after its current buffer, joins it and frees j (NULL ok). */

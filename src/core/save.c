@@ -34,7 +34,11 @@ struct tio_write_plan {
     const char *path;     /* the target of a file save (tio_save), else NULL */
     void (*progress)(void *ctx, uint64_t done, uint64_t total); /* the options' */
     void *progress_ctx;
-    int src_fd; /* the source file reopened for copy_file_range: -1 not yet, -2 no */
+    /* the mapped source files, sorted by address: the container's own, or
+     * its parts' (a Hugging Face index's shards); each reopened for
+     * copy_file_range() and pread() when first needed (fd -1 not yet, -2 no) */
+    tio__mapped *src;
+    size_t nsrc;
     /* what the format's check built, for its write (tio__plan_keep) */
     void *kept;
     void (*kept_free)(void *kept);
@@ -47,12 +51,33 @@ struct tio_write_plan {
  * between its ranges. */
 #define COPY_MIN (32u << 10)
 
-/* The source file, reopened once per save: only if it is still the file that
- * was mapped (device, inode, size, modification time), else -2. */
-static int source_fd(tio_write_plan *p) {
-    if (p->src_fd != -1) return p->src_fd;
+/* The source files, with none opened yet (none where out of memory: the
+ * bytes are then written from the mappings). */
+static int by_map(const void *x, const void *y) {
+    uintptr_t a = (uintptr_t)((const tio__mapped *)x)->map;
+    uintptr_t b = (uintptr_t)((const tio__mapped *)y)->map;
+    return a < b ? -1 : a > b;
+}
+
+static void sources_find(tio_write_plan *p) {
     const tio_container *c = p->c;
-    p->src_fd = -2;
+    size_t n = c->map_nparts + 1;
+    p->src = c->map || c->map_nparts ? calloc(n, sizeof *p->src) : NULL;
+    if (!p->src) return;
+    for (size_t k = 0; k < n; k++) { /* the container's own (an index), its parts */
+        const tio_container *m = k == 0 ? c : c->map_parts[k - 1];
+        if (!m->map) continue; /* none, or a part read into memory */
+        p->src[p->nsrc++] = (tio__mapped){m->map, m->map_size, -1, m};
+    }
+    qsort(p->src, p->nsrc, sizeof *p->src, by_map);
+}
+
+/* A source file, reopened once per save: only if it is still the file that
+ * was mapped (device, inode, size, modification time), else -2. */
+static int source_fd(tio__mapped *f) {
+    if (f->fd != -1) return f->fd;
+    const tio_container *c = f->c;
+    f->fd = -2;
     if (!c->map_path) return -2;
     int fd = open(c->map_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -2;
@@ -64,25 +89,20 @@ static int source_fd(tio_write_plan *p) {
         close(fd);
         return -2;
     }
-    p->src_fd = fd;
+    f->fd = fd;
     return fd;
 }
 
-/* Whether bytes d[0..n) lie in the source's mapping, and at which offset. */
-static bool in_map(const tio_write_plan *p, const void *d, size_t n, size_t *off) {
-    const uint8_t *map = p->c->map;
-    size_t size = p->c->map_size;
-    if (!map || !d || (uintptr_t)d < (uintptr_t)map || (uintptr_t)d - (uintptr_t)map > size ||
-        n > size - ((uintptr_t)d - (uintptr_t)map))
-        return false;
-    *off = (size_t)((uintptr_t)d - (uintptr_t)map);
-    return true;
+/* The source file whose mapping holds d[0..n), and the offset there. The
+ * plan's files are its own (their fds opened on demand), hence not const. */
+static tio__mapped *in_map(const tio_write_plan *p, const void *d, size_t n, size_t *off) {
+    return (tio__mapped *)(uintptr_t)tio__mapped_find(p->src, p->nsrc, d, n, off);
 }
 
 int tio__plan_pread(const tio_write_plan *p, const void *mapped, size_t n, void *out) {
     size_t off;
-    if (!in_map(p, mapped, n, &off)) return 0;
-    int fd = source_fd((tio_write_plan *)(uintptr_t)p);
+    tio__mapped *f = in_map(p, mapped, n, &off);
+    int fd = f ? source_fd(f) : -1;
     return fd >= 0 && tio__pread_full(fd, out, n, off) == n;
 }
 
@@ -117,9 +137,10 @@ int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, 
     const uint8_t *d = data;
     if (d == p->scratch || d == p->scratch2) return tio__sink_write(s, data, n, err);
     size_t off;
-    if (tio__sink_is_file(s) && in_map(p, d, n, &off)) {
-        int fd = n >= COPY_MIN ? source_fd((tio_write_plan *)(uintptr_t)p) : -1;
-        return tio__sink_copy_range(s, fd, p->c->map, p->c->map_size, off, n, err);
+    tio__mapped *f = tio__sink_is_file(s) ? in_map(p, d, n, &off) : NULL;
+    if (f) {
+        int fd = n >= COPY_MIN ? source_fd(f) : -1;
+        return tio__sink_copy_range(s, fd, f->map, f->size, off, n, err);
     }
     return tio__sink_write_ref(s, data, n, err);
 }
@@ -149,9 +170,8 @@ int tio__plan_sink_data_crc(const tio_write_plan *p, tio_sink *s, const void *da
 
 struct tio_crc_job *tio__plan_crc_start(tio_write_plan *p, const uint8_t *const *views,
                                         const size_t *sizes, size_t n) {
-    const tio_container *c = p->c;
-    int fd = c->map && c->map_path ? source_fd(p) : -1;
-    return tio__crc32_start(views, sizes, n, fd, c->map, c->map_size);
+    for (size_t k = 0; k < p->nsrc; k++) source_fd(&p->src[k]); /* the thread only reads */
+    return tio__crc32_start(views, sizes, n, p->src, p->nsrc);
 }
 
 const tio_wtensor *tio__plan_tensor(const tio_write_plan *p, size_t i) {
@@ -301,8 +321,11 @@ static void plan_free(tio_write_plan *p) {
     free(p->scratch);
     free(p->scratch2);
     tio__kv_free(&p->options);
-    if (p->src_fd >= 0) close(p->src_fd);
-    p->src_fd = -1;
+    for (size_t k = 0; k < p->nsrc; k++)
+        if (p->src[k].fd >= 0) close(p->src[k].fd);
+    free(p->src);
+    p->src = NULL;
+    p->nsrc = 0;
     if (p->kept) p->kept_free(p->kept);
     p->kept = NULL;
 }
@@ -415,7 +438,7 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
     p->fmt = f;
     p->flags = flags;
     p->version = opts ? opts->version : 0;
-    p->src_fd = -1;
+    sources_find(p);
     p->progress = opts ? opts->progress : NULL;
     p->progress_ctx = opts ? opts->progress_ctx : NULL;
     if (c->remote) { /* TIO_OPEN_LAZY: every tensor's bytes must be here */

@@ -312,6 +312,7 @@ static int hf_open_shard(hf_reader *r, size_t k) {
     if (rc) return hf_shard_err(r->err, name, &se);
     r->held->subs[r->held->n++] = sub;
     tio_container *c = r->ctx->c;
+    c->map_nparts = r->held->n; /* a save copies from the shards' files */
     uint64_t size = sub->source_size > sub->view_bytes ? sub->source_size : sub->view_bytes;
     if (tio__add64_ovf(c->source_size, size, &c->source_size))
         return tio__err(r->err, TIO_E_OVERFLOW, HF, -1, "the shards' sizes overflow");
@@ -507,6 +508,7 @@ static int hf_read(tio_read_ctx *ctx, tio_error *err) {
         } else {
             ctx->c->backing = r.held; /* freed with the container, also on failure */
             ctx->c->backing_free = hf_shards_free;
+            ctx->c->map_parts = r.held->subs;
         }
     }
     /* every shard named checked and found before any is opened */

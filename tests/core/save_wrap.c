@@ -43,6 +43,7 @@ int copy_fail;       /* make the calls fail with this errno (0: no)… */
 int copy_fail_after; /* …once this many have copied */
 size_t copy_max;     /* copy at most this much per call (0: no limit) */
 size_t copy_largest; /* the largest count asked for */
+size_t copy_bytes;   /* what the calls copied */
 long long copy_first_in = -1; /* the first call's source offset */
 int copy_out_unaligned; /* calls after the first starting past a multiple of 2 MiB */
 
@@ -57,7 +58,9 @@ ssize_t __wrap_copy_file_range(int in, off_t *in_off, int out, off_t *out_off, s
         return -1;
     }
     if (copy_max && n > copy_max) n = copy_max; /* a partial copy */
-    return __real_copy_file_range(in, in_off, out, out_off, n, flags);
+    ssize_t r = __real_copy_file_range(in, in_off, out, out_off, n, flags);
+    if (r > 0) copy_bytes += (size_t)r;
+    return r;
 }
 
 ssize_t __real_sendfile(int out, int in, off_t *off, size_t n);

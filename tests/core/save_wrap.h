@@ -28,6 +28,7 @@ extern int copy_fail;       /* make the calls fail with this errno (0: no)… */
 extern int copy_fail_after; /* …once this many have copied */
 extern size_t copy_max;     /* copy at most this much per call (0: no limit) */
 extern size_t copy_largest; /* the largest count asked for */
+extern size_t copy_bytes;   /* what the calls copied */
 extern long long copy_first_in; /* the first call's source offset */
 extern int copy_out_unaligned; /* calls after the first starting past a multiple of 2 MiB */
 extern int sendfile_calls;

@@ -168,7 +168,7 @@ static void test_job(void **state) {
         }
         bufs[i] = i == 6 ? NULL : own[i];
     }
-    tio_crc_job *j = tio__crc32_start(bufs, sizes, N, -1, NULL, 0);
+    tio_crc_job *j = tio__crc32_start(bufs, sizes, N, NULL, 0);
     assert_non_null(j);
     static const size_t order[N] = {8, 0, 3, 7, 1, 6, 2, 5, 4};
     for (size_t k = 0; k < N; k++) {
@@ -179,12 +179,37 @@ static void test_job(void **state) {
     assert_int_equal(tio__crc32_wait(j, N), 0); /* past the end */
     tio__crc32_join(j);
     /* joined early: the thread stops after its current buffer */
-    j = tio__crc32_start(bufs, sizes, N, -1, NULL, 0);
+    j = tio__crc32_start(bufs, sizes, N, NULL, 0);
     assert_non_null(j);
     assert_int_equal(tio__crc32_wait(j, 0), 0);
     tio__crc32_join(j);
     tio__crc32_join(NULL);
     for (size_t i = 0; i < N; i++) free(own[i]);
+}
+
+/* Which of several mapped files (a Hugging Face index's shards) holds a
+ * range: within one, across an end, in the gap between two, before the
+ * first, past the last. */
+static void test_mapped_find(void **state) {
+    (void)state;
+    static uint8_t m[300];
+    const tio__mapped files[3] = {{m + 10, 90, 3, NULL}, {m + 100, 50, 4, NULL},
+                                  {m + 200, 100, 5, NULL}};
+    static const struct {
+        size_t at, len;
+        int fd; /* of the file found, or 0: none */
+        size_t off;
+    } cases[] = {{10, 90, 3, 0},  {0, 1, 0, 0},    {9, 2, 0, 0},     {90, 20, 0, 0},
+                 {100, 50, 4, 0}, {150, 0, 4, 50}, {160, 1, 0, 0},   {199, 2, 0, 0},
+                 {299, 1, 5, 99}, {299, 2, 0, 0},  {120, 10, 4, 20}, {200, 0, 5, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t off = SIZE_MAX;
+        const tio__mapped *f = tio__mapped_find(files, 3, m + cases[i].at, cases[i].len, &off);
+        if (cases[i].fd == 0 ? f != NULL : !f || f->fd != cases[i].fd || off != cases[i].off)
+            fail_msg("case %zu: [%zu, +%zu)", i, cases[i].at, cases[i].len);
+    }
+    size_t off;
+    assert_null(tio__mapped_find(files, 0, m + 10, 1, &off));
 }
 
 /* The job over a mapped file: buffers lying in the mapping are read from
@@ -218,7 +243,8 @@ static void test_job_reads_file(void **state) {
     for (size_t i = 0; i < N; i++) bufs[i] = i == 3 ? other : map + at[i];
     for (int pass = 0; pass < 3; pass++) { /* the file; fd -1; the file cut short */
         if (pass == 2) assert_int_equal(truncate(path, 300000 + 1000), 0);
-        tio_crc_job *j = tio__crc32_start(bufs, sizes, N, pass == 1 ? -1 : fd, map, size);
+        tio__mapped f = {map, size, pass == 1 ? -1 : fd, NULL};
+        tio_crc_job *j = tio__crc32_start(bufs, sizes, N, &f, 1);
         assert_non_null(j);
         for (size_t i = N; i-- > 0;) {
             uint32_t want;
@@ -250,6 +276,7 @@ int main(void) {
         cmocka_unit_test(test_continuation), cmocka_unit_test(test_which_path),
         cmocka_unit_test(test_job),
         cmocka_unit_test(test_job_reads_file),
+        cmocka_unit_test(test_mapped_find),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

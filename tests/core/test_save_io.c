@@ -478,6 +478,75 @@ static void test_read_once(void **state) {
     tio_container_free(m);
 }
 
+/* A Hugging Face index's tensors lie in its shards' mappings: a save reads
+ * or copies them from the shard files as from one mapped file (every byte
+ * a tensor holds comes by copy_file_range() or pread(), none through a
+ * mapping), the zip writer's CRC job too (40 MiB, past TIO__CRC_JOB_MIN:
+ * each byte once more, by pread()); a shard that changed since it was
+ * mapped is written from its mapping. The files hold tio_save_memory's
+ * bytes. */
+static void test_copy_from_shards(void **state) {
+    (void)state;
+    enum { N = 8 };
+    size_t sz[N], total = 0;
+    for (size_t i = 0; i < N; i++) total += sz[i] = (5u << 20) + 4 * (i % 3 + 1);
+    uint8_t *data = random_bytes(total, 23);
+    tio_container *c = float_tensors(data, sz, N, false);
+    tio_error e;
+    char shards[300], dst[300], first[400];
+    snprintf(shards, sizeof shards, "%s/shards/", dir);
+    tio_save_options hf = {.format = "safetensors", .flags = TIO_SAVE_NO_SYNC,
+                           .max_shard_bytes = 16u << 20};
+    assert_int_equal(tio_save(c, shards, &hf, &e), TIO_OK);
+    tio_container_free(c);
+    free(data);
+    snprintf(first, sizeof first, "%smodel-00001-of-00003.safetensors", shards);
+    const char *formats[] = {"btf", "safetensors", "npz"};
+    for (int touched = 0; touched < 2; touched++) {
+        tio_container *m;
+        assert_int_equal(tio_open(shards, NULL, &m, &e), TIO_OK);
+        assert_string_equal(tio_container_format(m), "hfindex");
+        if (touched) { /* the first shard, once mapped */
+            struct timespec ts[2] = {{0, UTIME_NOW}, {12345, 0}};
+            assert_int_equal(utimensat(AT_FDCWD, first, ts, 0), 0);
+        }
+        for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+            tio_save_options o = {.format = formats[f],
+                                  .flags = TIO_SAVE_NO_SYNC | TIO_SAVE_DROP_METADATA |
+                                           (f ? 0u : TIO_SAVE_DROP_NAMES)};
+            void *want;
+            size_t want_n;
+            if (tio_save_memory(m, &o, &want, &want_n, &e) != TIO_OK)
+                fail_msg("%s: %s", formats[f], e.message);
+            snprintf(dst, sizeof dst, "%s/from-shards.%s", dir, formats[f]);
+            pread_big = 0;
+            pread_big_bytes = copy_bytes = 0;
+            copy_calls = 0;
+            int rc = tio_save(m, dst, &o, &e);
+            if (rc != TIO_OK) fail_msg("%s: %s", formats[f], e.message);
+            fprintf(stderr, "%s%s: %d reads of the shards (%zu bytes), %d copies (%zu bytes) "
+                    "for %zu bytes of tensors\n", formats[f], touched ? ", a shard touched" : "",
+                    pread_big, pread_big_bytes, copy_calls, copy_bytes, total);
+            /* each byte read or copied for the file, and read for the CRC
+             * (npz), but for reads under 4 KiB (pread_big: the ends of a
+             * tensor's pieces); a changed shard's bytes (3 of the 8
+             * tensors) neither */
+            size_t crc = strcmp(formats[f], "npz") == 0 ? total : 0;
+            size_t got = pread_big_bytes + copy_bytes, changed = 3 * sz[0];
+            if (!touched && got + 2 * N * 4096 < total + crc)
+                fail_msg("%s: %zu bytes read or copied for %zu bytes of tensors", formats[f],
+                         got, total + crc);
+            if (touched && got > total + crc - (crc ? 2 : 1) * changed)
+                fail_msg("%s: %zu bytes read or copied with a shard changed", formats[f], got);
+            if (!file_is(dst, want, want_n))
+                fail_msg("%s%s: the file differs from tio_save_memory", formats[f],
+                         touched ? " (a shard touched)" : "");
+            tio_free(want);
+        }
+        tio_container_free(m);
+    }
+}
+
 /* On a virtual machine whose balloon reports free pages to the host, the
  * writes onto a disk file system go in pieces that end at multiples of
  * 64 KiB of the file: the page cache makes each folio as large as the write
@@ -912,6 +981,7 @@ int main(void) {
         cmocka_unit_test(test_splice),
         cmocka_unit_test(test_copy_any_offset),
         cmocka_unit_test(test_read_range),
+        cmocka_unit_test(test_copy_from_shards),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
