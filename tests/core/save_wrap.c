@@ -79,13 +79,14 @@ ssize_t __wrap_sendfile(int out, int in, off_t *off, size_t n) {
 
 ssize_t __real_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off);
-int pread_big;     /* calls for 4 KiB or more (the sink's, not a reader's headers) */
-size_t pread_big_bytes; /* what those read */
+/* atomic: a zip writer's CRC job reads on a thread of its own */
+_Atomic int pread_big; /* calls for 4 KiB or more (the sink's, not a reader's headers) */
+_Atomic size_t pread_big_bytes; /* what those read */
 int pread_fail;    /* make those fail with this errno (-1: return 0, an ended file)… */
-int pread_fail_after; /* …once this many have read */
+_Atomic int pread_fail_after; /* …once this many have read */
 /* …and those whose buffer lies under 64 bytes past the source offset modulo
  * 4096 (the sink avoids that: 4K aliasing slows the kernel's copy) */
-int pread_aliased;
+_Atomic int pread_aliased;
 
 ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off) {
     if (n >= (4u << 10)) {

@@ -33,11 +33,11 @@ extern long long copy_first_in; /* the first call's source offset */
 extern int copy_out_unaligned; /* calls after the first starting past a multiple of 2 MiB */
 extern int sendfile_calls;
 extern int sendfile_fail; /* make the calls fail with this errno (0: no) */
-extern int pread_big;     /* calls for 4 KiB or more (the sink's, not a reader's headers) */
-extern size_t pread_big_bytes; /* what those read */
+extern _Atomic int pread_big;     /* calls for 4 KiB or more (the sink's, not a reader's headers) */
+extern _Atomic size_t pread_big_bytes; /* what those read */
 extern int pread_fail;    /* make those fail with this errno (-1: return 0, an ended file)… */
-extern int pread_fail_after; /* …once this many have read */
-extern int pread_aliased;
+extern _Atomic int pread_fail_after; /* …once this many have read */
+extern _Atomic int pread_aliased;
 extern int writev_count;    /* count the writes… */
 extern int write_crossing;  /* …and of write() too, that cross a multiple of 64 KiB */
 extern int writev_calls;    /* …of 64 KiB or more (the sink's) */

@@ -494,15 +494,19 @@ static void test_copy_from_shards(void **state) {
     tio_container *c = float_tensors(data, sz, N, false);
     tio_error e;
     char shards[300], dst[300], first[400];
-    snprintf(shards, sizeof shards, "%s/shards/", dir);
-    tio_save_options hf = {.format = "safetensors", .flags = TIO_SAVE_NO_SYNC,
-                           .max_shard_bytes = 16u << 20};
-    assert_int_equal(tio_save(c, shards, &hf, &e), TIO_OK);
-    tio_container_free(c);
-    free(data);
-    snprintf(first, sizeof first, "%smodel-00001-of-00003.safetensors", shards);
+    /* shards as save_pretrained writes them with safe_serialization on and off */
+    static const char *const kinds[2][2] = {{"safetensors", "model-00001-of-00003.safetensors"},
+                                            {"torch", "pytorch_model-00001-of-00003.bin"}};
     const char *formats[] = {"btf", "safetensors", "npz"};
-    for (int touched = 0; touched < 2; touched++) {
+    for (int run = 0; run < 4; run++) { /* each kind, then with a shard changed */
+        int kind = run / 2, touched = run % 2;
+        snprintf(shards, sizeof shards, "%s/shards-%s/", dir, kinds[kind][0]);
+        snprintf(first, sizeof first, "%s%s", shards, kinds[kind][1]);
+        if (!touched) {
+            tio_save_options hf = {.format = kinds[kind][0], .flags = TIO_SAVE_NO_SYNC,
+                                   .max_shard_bytes = 16u << 20};
+            assert_int_equal(tio_save(c, shards, &hf, &e), TIO_OK);
+        }
         tio_container *m;
         assert_int_equal(tio_open(shards, NULL, &m, &e), TIO_OK);
         assert_string_equal(tio_container_format(m), "hfindex");
@@ -524,9 +528,10 @@ static void test_copy_from_shards(void **state) {
             copy_calls = 0;
             int rc = tio_save(m, dst, &o, &e);
             if (rc != TIO_OK) fail_msg("%s: %s", formats[f], e.message);
-            fprintf(stderr, "%s%s: %d reads of the shards (%zu bytes), %d copies (%zu bytes) "
-                    "for %zu bytes of tensors\n", formats[f], touched ? ", a shard touched" : "",
-                    pread_big, pread_big_bytes, copy_calls, copy_bytes, total);
+            fprintf(stderr, "%s shards -> %s%s: %d reads of the shards (%zu bytes), %d copies "
+                    "(%zu bytes) for %zu bytes of tensors\n", kinds[kind][0], formats[f],
+                    touched ? ", a shard touched" : "", pread_big, pread_big_bytes, copy_calls,
+                    copy_bytes, total);
             /* each byte read or copied for the file, and read for the CRC
              * (npz), but for reads under 4 KiB (pread_big: the ends of a
              * tensor's pieces); a changed shard's bytes (3 of the 8
@@ -545,6 +550,8 @@ static void test_copy_from_shards(void **state) {
         }
         tio_container_free(m);
     }
+    tio_container_free(c);
+    free(data);
 }
 
 /* On a virtual machine whose balloon reports free pages to the host, the
