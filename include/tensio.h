@@ -393,6 +393,14 @@ TIO_API void tio_container_free(tio_container *c);
  * It may run on another thread (libzmq's I/O thread, for a stream send) and
  * after c is gone: it must not use c nor block. One per container: a second
  * call is TIO_E_ARGUMENT. Set it before the container is shared. */
+/* c takes a hold on src, released when c is finally released. For a
+ * container made of another's tensors (a selection, a join: TIO_ADD_BORROW
+ * of src's tensor data): c's tensors that lie in src's mapped file are then
+ * saved from that file as from c's own (copy_file_range, pread: not through
+ * the mapping), and tio_container_prefetch prefetches src too. Holding a
+ * container that holds c, directly or not, is TIO_E_ARGUMENT (neither would
+ * ever be released); the same src twice is fine. */
+TIO_API int tio_container_hold(tio_container *c, const tio_container *src, tio_error *err);
 TIO_API int tio_container_on_release(tio_container *c, void (*fn)(void *ctx), void *ctx,
                                      tio_error *err);
 

@@ -91,19 +91,6 @@ int cli_select_end(const cli_select *s, const char *noun) {
     return CLI_EXIT_OK;
 }
 
-/* The sources a joined container holds, released with it. */
-typedef struct held {
-    tio_container **c;
-    size_t n;
-} held;
-
-static void release_held(void *ctx) {
-    held *h = ctx;
-    for (size_t i = 0; i < h->n; i++) tio_container_free(h->c[i]);
-    free(h->c);
-    free(h);
-}
-
 /* Adds tensor t of a source as a view named `name` (NULL: unnamed), with its
  * metadata. */
 static int add_view(tio_container *dst, const tio_tensor *t, const char *name, tio_error *err) {
@@ -178,28 +165,26 @@ static char *stem_of(const char *path) {
 int cli_join(tio_container **srcs, const char *const *paths, size_t n, const cli_filter *f,
              int prefix_with_file, tio_container **out) {
     *out = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (tio_container_graph(srcs[i]))
-            return cli_error("%s: a model (it has a graph): selecting or joining its tensors "
-                             "would break the graph's references", paths[i]);
-    tio_container *dst = tio_container_new();
-    held *h = calloc(1, sizeof *h);
-    tio_container **hc = calloc(n ? n : 1, sizeof *hc);
-    tio_error err;
-    if (!dst || !h || !hc || tio_container_on_release(dst, release_held, h, &err) != TIO_OK) {
-        tio_container_free(dst);
-        free(h);
-        free(hc);
-        return cli_error("out of memory");
-    }
-    h->c = hc;
     int rc = CLI_EXIT_OK;
+    for (size_t i = 0; rc == CLI_EXIT_OK && i < n; i++)
+        if (tio_container_graph(srcs[i]))
+            rc = cli_error("%s: a model (it has a graph): selecting or joining its tensors "
+                           "would break the graph's references", paths[i]);
+    tio_container *dst = rc == CLI_EXIT_OK ? tio_container_new() : NULL;
+    if (rc == CLI_EXIT_OK && !dst) rc = cli_error("out of memory");
+    tio_error err;
     cli_select sel;
     cli_select_init(&sel, f);
     for (size_t s = 0; rc == CLI_EXIT_OK && s < n; s++) {
-        h->c[h->n++] = srcs[s]; /* held from here on, released with dst */
+        /* held from here on, released with dst: a save copies its tensors
+         * from its file as from dst's own */
+        const tio_container *c = srcs[s];
+        if (tio_container_hold(dst, c, &err) != TIO_OK) {
+            rc = cli_error("%s", cli_errmsg(&err));
+            break;
+        }
+        tio_container_free(srcs[s]);
         srcs[s] = NULL;
-        const tio_container *c = h->c[s];
         rc = copy_meta(dst, c, paths[s], paths[0]);
         char *stem = prefix_with_file ? stem_of(paths[s]) : NULL;
         if (prefix_with_file && !stem) rc = cli_error("out of memory");

@@ -137,10 +137,114 @@ void tio_container_free(tio_container *c) {
     free(c->owned_buf);
     tio__remote_free(c->remote);
     if (c->backing_free) c->backing_free(c->backing);
+    for (size_t k = 0; k < c->nparts; k++) tio_container_free((tio_container *)(uintptr_t)c->parts[k]);
+    free(c->parts);
     void (*release)(void *) = c->release_fn;
     void *ctx = c->release_ctx;
     free(c);
     if (release) release(ctx);
+}
+
+int tio__container_add_part(tio_container *c, const tio_container *part, tio_error *err) {
+    if (c->nparts == c->parts_cap) {
+        size_t cap = c->parts_cap ? 2 * c->parts_cap : 4;
+        const tio_container **p =
+            cap <= SIZE_MAX / sizeof *p ? realloc(c->parts, cap * sizeof *p) : NULL;
+        if (!p) return tio__nomem(err, NULL);
+        c->parts = p;
+        c->parts_cap = cap;
+    }
+    c->parts[c->nparts++] = part;
+    return TIO_OK;
+}
+
+/* A set of containers by address: open addressing in a table of a power of
+ * two slots, at most half full. */
+typedef struct ptr_set {
+    const tio_container **slot;
+    size_t cap, count;
+} ptr_set;
+
+static size_t ptr_hash(const tio_container *p, size_t cap) {
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15u;
+    return (size_t)(h >> 32) & (cap - 1);
+}
+
+/* 1 when p was added, 0 when it was there, -1 out of memory. */
+static int ptr_set_add(ptr_set *s, const tio_container *p) {
+    if (2 * (s->count + 1) > s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        const tio_container **t = cap <= SIZE_MAX / 2 / sizeof *t ? calloc(cap, sizeof *t) : NULL;
+        if (!t) return -1;
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->slot[i]) continue;
+            size_t h = ptr_hash(s->slot[i], cap);
+            while (t[h]) h = (h + 1) & (cap - 1);
+            t[h] = s->slot[i];
+        }
+        free(s->slot);
+        s->slot = t;
+        s->cap = cap;
+    }
+    size_t h = ptr_hash(p, s->cap);
+    for (; s->slot[h]; h = (h + 1) & (s->cap - 1))
+        if (s->slot[h] == p) return 0;
+    s->slot[h] = p;
+    s->count++;
+    return 1;
+}
+
+const tio_container **tio__container_reach(const tio_container *c, size_t *n) {
+    /* breadth first, each container once: out[0..done) have been looked
+     * into, out[done..k) are still to be */
+    ptr_set seen = {NULL, 0, 0};
+    size_t k = 0, cap = 8;
+    const tio_container **out = malloc(cap * sizeof *out);
+    bool ok = out && ptr_set_add(&seen, c) == 1;
+    if (ok) out[k++] = c;
+    for (size_t done = 0; ok && done < k; done++) {
+        const tio_container *a = out[done];
+        for (size_t j = 0; ok && j < a->nparts; j++) {
+            int added = ptr_set_add(&seen, a->parts[j]);
+            if (added <= 0) {
+                ok = added == 0;
+                continue;
+            }
+            if (k == cap) {
+                const tio_container **q =
+                    cap <= SIZE_MAX / 2 / sizeof *q ? realloc(out, 2 * cap * sizeof *q) : NULL;
+                ok = q != NULL;
+                if (!ok) break;
+                out = q;
+                cap *= 2;
+            }
+            out[k++] = a->parts[j];
+        }
+    }
+    free(seen.slot);
+    if (!ok) {
+        free(out);
+        return NULL;
+    }
+    *n = k;
+    return out;
+}
+
+int tio_container_hold(tio_container *c, const tio_container *src, tio_error *err) {
+    if (!c || !src) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    size_t n;
+    const tio_container **r = tio__container_reach(src, &n);
+    if (!r) return tio__nomem(err, NULL);
+    bool cycle = false;
+    for (size_t i = 0; i < n && !cycle; i++) cycle = r[i] == c;
+    free(r);
+    if (cycle)
+        return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                        "the container to hold holds this one (it would never be released)");
+    tio__container_ref(src);
+    int rc = tio__container_add_part(c, src, err);
+    if (rc) tio_container_free((tio_container *)(uintptr_t)src);
+    return rc;
 }
 
 int tio_container_on_release(tio_container *c, void (*fn)(void *ctx), void *ctx,

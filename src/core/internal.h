@@ -426,11 +426,12 @@ struct tio_container {
     char *map_path;
     uint64_t map_dev, map_ino;
     int64_t map_mtime_sec, map_mtime_nsec;
-    /* where the container has no mapping of its own: the containers whose
-     * mappings its views point into (a Hugging Face index's shards, which
-     * its backing holds), for a save to copy from their files */
-    tio_container *const *map_parts;
-    size_t map_nparts;
+    /* the containers it holds, whose data its views may point into (a
+     * Hugging Face index's shards; tio_container_hold), released after
+     * everything else: a save copies from their files, a prefetch reads
+     * them */
+    const tio_container **parts;
+    size_t nparts, parts_cap;
     void *owned_buf;        /* malloc'ed copy of the input or NULL */
     /* an http(s) source: the sparse buffer the views point into, its
      * chunks fetched on demand (src/source/remote.c), or NULL */
@@ -458,6 +459,12 @@ const tio_kv *tio__tensor_meta_view(const tio_tensor *t);
 
 /* Takes one more hold on c (tio_container_free releases one). */
 void tio__container_ref(const tio_container *c);
+/* Makes part one of c's parts, taking over one hold the caller has on it
+ * (released with c); on failure (out of memory) the caller keeps it. */
+int tio__container_add_part(tio_container *c, const tio_container *part, tio_error *err);
+/* c and every container it holds, directly or not, each once, c first
+ * (malloc'ed, *n of them); NULL when out of memory. */
+const tio_container **tio__container_reach(const tio_container *c, size_t *n);
 
 /* Appends a tensor whose data/indices point into the container's source (or
  * other memory that outlives the container). Validates dtype, dims, sizes
@@ -496,7 +503,6 @@ int tio__need_fetched(const tio_container *c, const tio_tensor *t, tio_error *er
 /* tio__prefetch of every shard of a Hugging Face index's container (*how:
  * the last shard's); TIO_OK doing nothing for any other container
  * (formats/hfindex.c). */
-int tio__hf_prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err);
 
 typedef struct tio_read_ctx {
     const uint8_t *data;

@@ -368,12 +368,9 @@ int tio_open(const char *path, const tio_open_options *opts, tio_container **out
 #define MADV_POPULATE_READ 22
 #endif
 
-int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err) {
-    *how = TIO_PREFETCH_NONE;
-    if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
-    if (c->remote) return tio__remote_fetch(c, NULL, err);
-    if (!c->map) return tio__hf_prefetch(c, force_willneed, how, err); /* its shards */
-    if (!c->map_size) return TIO_OK; /* the bytes are in memory already */
+/* Prefetches c's own mapping, if it has one. */
+static int prefetch_map(const tio_container *c, bool force_willneed, int *how, tio_error *err) {
+    if (!c->map || !c->map_size) return TIO_OK; /* the bytes are in memory already */
 #ifdef __linux__
     if (!force_willneed) {
         int r;
@@ -396,6 +393,26 @@ int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *er
     if (posix_madvise(c->map, c->map_size, POSIX_MADV_WILLNEED) == 0)
         *how = TIO_PREFETCH_HINTED;
     return TIO_OK; /* a failed hint is no error: reading still works */
+}
+
+int tio__prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err) {
+    *how = TIO_PREFETCH_NONE;
+    if (!c) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "NULL argument");
+    if (c->remote) return tio__remote_fetch(c, NULL, err);
+    if (!c->nparts) return prefetch_map(c, force_willneed, how, err);
+    /* its own mapping and those of the containers it holds (an index's
+     * shards): how the last of them was prefetched */
+    size_t n;
+    const tio_container **r = tio__container_reach(c, &n);
+    if (!r) return tio__nomem(err, NULL);
+    int rc = TIO_OK;
+    for (size_t i = 0; rc == TIO_OK && i < n; i++) {
+        int h = TIO_PREFETCH_NONE;
+        rc = prefetch_map(r[i], force_willneed, &h, err);
+        if (h != TIO_PREFETCH_NONE) *how = h;
+    }
+    free(r);
+    return rc;
 }
 
 int tio_container_prefetch(tio_container *c, tio_error *err) {

@@ -60,16 +60,18 @@ static int by_map(const void *x, const void *y) {
 }
 
 static void sources_find(tio_write_plan *p) {
-    const tio_container *c = p->c;
-    size_t n = c->map_nparts + 1;
-    p->src = c->map || c->map_nparts ? calloc(n, sizeof *p->src) : NULL;
-    if (!p->src) return;
-    for (size_t k = 0; k < n; k++) { /* the container's own (an index), its parts */
-        const tio_container *m = k == 0 ? c : c->map_parts[k - 1];
-        if (!m->map) continue; /* none, or a part read into memory */
-        p->src[p->nsrc++] = (tio__mapped){m->map, m->map_size, -1, m};
-    }
-    qsort(p->src, p->nsrc, sizeof *p->src, by_map);
+    /* the container's own, and those of the containers it holds (an index's
+     * shards; tio_container_hold) */
+    if (!p->c->map && !p->c->nparts) return; /* a save from memory */
+    size_t n = 1;
+    const tio_container *own = p->c;
+    const tio_container **r = p->c->nparts ? tio__container_reach(p->c, &n) : &own;
+    p->src = r ? calloc(n, sizeof *p->src) : NULL;
+    for (size_t k = 0; p->src && k < n; k++)
+        if (r[k]->map) /* not one read into memory */
+            p->src[p->nsrc++] = (tio__mapped){r[k]->map, r[k]->map_size, -1, r[k]};
+    if (r != &own) free(r);
+    if (p->src) qsort(p->src, p->nsrc, sizeof *p->src, by_map);
 }
 
 /* A source file, reopened once per save: only if it is still the file that

@@ -8,7 +8,7 @@
  *
  * opened as one container over its shards. Each shard is opened as its own
  * container (safetensors or torch, by the shard's extension: an index never
- * names another index), kept alive by the outer one (its backing), and the
+ * names another index), kept alive by the outer one (one of its parts), and the
  * outer tensors are views of the shards' tensors: opening costs what opening
  * every shard costs, O(tensors), and reads no tensor data.
  *
@@ -59,19 +59,6 @@ static int hf_probe(const uint8_t *d, size_t n) {
 
 /* ------------------------------------------------------------ the shards */
 
-typedef struct hf_shards {
-    tio_container **subs;
-    size_t n;
-} hf_shards;
-
-static void hf_shards_free(void *p) {
-    hf_shards *s = p;
-    if (!s) return;
-    for (size_t k = 0; k < s->n; k++) tio_container_free(s->subs[k]);
-    free(s->subs);
-    free(s);
-}
-
 char *tio__path_join(const char *dir, const char *name) {
     size_t dl = strlen(dir), nl = strlen(name);
     char *p = malloc(dl + nl + 2);
@@ -80,16 +67,6 @@ char *tio__path_join(const char *dir, const char *name) {
     p[dl] = '/';
     memcpy(p + dl + 1, name, nl + 1);
     return p;
-}
-
-int tio__hf_prefetch(tio_container *c, bool force_willneed, int *how, tio_error *err) {
-    if (c->backing_free != hf_shards_free) return TIO_OK;
-    const hf_shards *s = c->backing;
-    for (size_t k = 0; k < s->n; k++) {
-        int rc = tio__prefetch(s->subs[k], force_willneed, how, err);
-        if (rc) return rc;
-    }
-    return TIO_OK;
 }
 
 /* A shard name an index may use: a plain file name. */
@@ -132,7 +109,6 @@ typedef struct hf_reader {
     char *rdir;         /* its real path */
     char *rblobs;       /* the cache's blobs directory for a snapshot, or NULL */
     char **paths;       /* per shard: its real path, resolved before any is opened */
-    hf_shards *held;
 } hf_reader;
 
 static int hf_cmp(const void *a, const void *b) {
@@ -310,9 +286,13 @@ static int hf_open_shard(hf_reader *r, size_t k) {
     tio_error_clear(&se);
     rc = tio_open(path, &so, &sub, &se);
     if (rc) return hf_shard_err(r->err, name, &se);
-    r->held->subs[r->held->n++] = sub;
     tio_container *c = r->ctx->c;
-    c->map_nparts = r->held->n; /* a save copies from the shards' files */
+    /* held by the index's container, which a save copies from */
+    rc = tio__container_add_part(c, sub, r->err);
+    if (rc) {
+        tio_container_free(sub);
+        return rc;
+    }
     uint64_t size = sub->source_size > sub->view_bytes ? sub->source_size : sub->view_bytes;
     if (tio__add64_ovf(c->source_size, size, &c->source_size))
         return tio__err(r->err, TIO_E_OVERFLOW, HF, -1, "the shards' sizes overflow");
@@ -498,19 +478,6 @@ static int hf_read(tio_read_ctx *ctx, tio_error *err) {
     r.err = err;
     int rc = hf_index(&r);
     if (rc == TIO_OK) rc = hf_dirs(&r);
-    if (rc == TIO_OK) {
-        r.held = calloc(1, sizeof *r.held);
-        if (r.held) r.held->subs = calloc(r.nshards ? r.nshards : 1, sizeof *r.held->subs);
-        if (!r.held || !r.held->subs) {
-            hf_shards_free(r.held);
-            r.held = NULL;
-            rc = tio__nomem(err, HF);
-        } else {
-            ctx->c->backing = r.held; /* freed with the container, also on failure */
-            ctx->c->backing_free = hf_shards_free;
-            ctx->c->map_parts = r.held->subs;
-        }
-    }
     /* every shard named checked and found before any is opened */
     if (rc == TIO_OK && !(r.paths = calloc(r.nshards ? r.nshards : 1, sizeof *r.paths)))
         rc = tio__nomem(err, HF);

@@ -677,6 +677,60 @@ static void test_format_options(void **state) {
     tio_container_free(c);
 }
 
+/* tio_container_hold: a container keeps the ones it holds alive until it is
+ * finally released (with what they hold), however often one is held; a hold
+ * that would close a cycle (itself, or a container holding it through
+ * others) is refused, and so are NULLs. */
+static void count_release(void *ctx) { ++*(int *)ctx; }
+
+static void test_container_hold(void **state) {
+    (void)state;
+    tio_container *a = tio_container_new(), *b = tio_container_new(), *c = tio_container_new();
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(c);
+    int rel_a = 0, rel_b = 0;
+    tio_error e;
+    assert_int_equal(tio_container_on_release(a, count_release, &rel_a, &e), TIO_OK);
+    assert_int_equal(tio_container_on_release(b, count_release, &rel_b, &e), TIO_OK);
+    static const float v[3] = {1, 2, 3};
+    int64_t shape[1] = {3};
+    tio_tensor_desc d = {0};
+    d.name = "v";
+    d.dtype = TIO_FLOAT32;
+    d.rank = 1;
+    d.shape = shape;
+    d.data = v;
+    d.nbytes = sizeof v;
+    assert_int_equal(tio_container_add(b, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
+    assert_int_equal(tio_container_hold(NULL, b, &e), TIO_E_ARGUMENT);
+    assert_int_equal(tio_container_hold(a, NULL, &e), TIO_E_ARGUMENT);
+    assert_int_equal(tio_container_hold(a, a, &e), TIO_E_ARGUMENT);
+    assert_int_equal(tio_container_hold(a, b, &e), TIO_OK);
+    assert_int_equal(tio_container_hold(a, b, &e), TIO_OK); /* twice */
+    assert_int_equal(tio_container_hold(b, a, &e), TIO_E_ARGUMENT);
+    assert_non_null(strstr(e.message, "holds this one"));
+    assert_int_equal(tio_container_hold(c, a, &e), TIO_OK);
+    assert_int_equal(tio_container_hold(b, c, &e), TIO_E_ARGUMENT); /* c -> a -> b */
+    size_t n = 0;
+    const tio_container **r = tio__container_reach(c, &n);
+    assert_non_null(r);
+    assert_int_equal(n, 3); /* c, a, b: b once */
+    assert_ptr_equal(r[0], c);
+    assert_ptr_equal(r[1], a);
+    assert_ptr_equal(r[2], b);
+    free(r);
+    /* the callers' holds go; c's keeps a, a's keep b */
+    const tio_tensor *t = tio_container_tensor(b, 0);
+    tio_container_free(b);
+    tio_container_free(a);
+    assert_int_equal(rel_a + rel_b, 0);
+    assert_int_equal(memcmp(tio_tensor_data(t), v, sizeof v), 0);
+    tio_container_free(c);
+    assert_int_equal(rel_a, 1);
+    assert_int_equal(rel_b, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),       cmocka_unit_test(test_status_names),
@@ -687,6 +741,7 @@ int main(void) {
         cmocka_unit_test(test_format_registry), cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_atomic_save),   cmocka_unit_test(test_save_checks),
         cmocka_unit_test(test_messages),      cmocka_unit_test(test_format_options),
+        cmocka_unit_test(test_container_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

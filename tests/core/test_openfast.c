@@ -320,15 +320,19 @@ static void test_open(void **state) { open_touches_no_page_per_tensor(*state); }
 #define PF_COUNT 1000u
 #define PF_BYTES 4096u
 
-static void make_dense(const char *path) {
+/* The dense file's tensors (copied), named t0000... or unnamed. */
+static tio_container *dense_container(bool named) {
     tio_container *c = tio_container_new();
     assert_non_null(c);
     uint8_t data[PF_BYTES];
     int64_t shape[1] = {PF_BYTES};
     for (size_t i = 0; i < PF_COUNT; i++) {
         for (size_t k = 0; k < PF_BYTES; k++) data[k] = mark_of(i, k);
+        char name[16];
+        snprintf(name, sizeof name, "t%04zu", i);
         tio_tensor_desc d;
         memset(&d, 0, sizeof d);
+        d.name = named ? name : NULL;
         d.dtype = TIO_UINT8;
         d.rank = 1;
         d.shape = shape;
@@ -337,6 +341,11 @@ static void make_dense(const char *path) {
         tio_error e;
         assert_int_equal(tio_container_add(c, &d, 0, NULL, &e), TIO_OK);
     }
+    return c;
+}
+
+static void make_dense(const char *path) {
+    tio_container *c = dense_container(false);
     tio_save_options so = {0};
     so.format = "btf";
     so.flags = TIO_SAVE_NO_SYNC;
@@ -356,6 +365,63 @@ static int kernel_populates(void) {
     unsigned maj = 0, min = 0;
     if (sscanf(u.release, "%u.%u", &maj, &min) != 2) return 0;
     return maj > 5 || (maj == 5 && min >= 14);
+}
+
+/* tio_container_prefetch of a container that holds others prefetches
+ * their mappings too: a Hugging Face index's shards (the index's own
+ * mapping is its JSON), and a selection holding its source
+ * (tio_container_hold). Every page of each is then mapped. */
+static void test_prefetch_parts(void **state) {
+    (void)state;
+    if (!kernel_populates()) return; /* the hint leaves no page table to check */
+    long psz = sysconf(_SC_PAGESIZE);
+    tio_container *c = dense_container(true);
+    tio_error e;
+    char path[64];
+    snprintf(path, sizeof path, "%s/pfhf/", dir);
+    tio_save_options so = {.format = "safetensors", .flags = TIO_SAVE_NO_SYNC,
+                           .max_shard_bytes = PF_COUNT * PF_BYTES / 3};
+    assert_int_equal(tio_save(c, path, &so, &e), TIO_OK);
+    tio_container_free(c);
+    c = open_file(path, 0);
+    assert_string_equal(tio_container_format(c), "hfindex");
+    assert_true(c->nparts >= 3);
+    /* the open maps a shard's header pages (and those the kernel maps
+     * around a fault), not its data */
+    size_t *before = calloc(c->nparts, sizeof *before);
+    assert_non_null(before);
+    for (size_t k = 0; k < c->nparts; k++) {
+        const tio_container *s = c->parts[k];
+        before[k] = mapped_pages(s);
+        size_t pages = s->map_size / (size_t)psz;
+        if (pages >= 64) assert_true(before[k] < pages / 2); /* the last may be small */
+    }
+    /* a selection holding the first shard: that one only */
+    tio_container *sel = tio_container_new();
+    assert_non_null(sel);
+    assert_int_equal(tio_container_hold(sel, c->parts[0], &e), TIO_OK);
+    assert_int_equal(tio_container_prefetch(sel, &e), TIO_OK);
+    tio_container_free(sel);
+    for (size_t k = 0; k < c->nparts; k++) {
+        const tio_container *s = c->parts[k];
+        assert_int_equal(mapped_pages(s),
+                         k ? before[k] : (s->map_size + (size_t)psz - 1) / (size_t)psz);
+    }
+    free(before);
+    /* the index: every shard */
+    assert_int_equal(tio_container_prefetch(c, &e), TIO_OK);
+    for (size_t k = 0; k < c->nparts; k++) {
+        const tio_container *s = c->parts[k];
+        assert_int_equal(mapped_pages(s), (s->map_size + (size_t)psz - 1) / (size_t)psz);
+    }
+    tio_container_free(c);
+    DIR *d = opendir(path); /* the shards and the index */
+    assert_non_null(d);
+    struct dirent *f;
+    while ((f = readdir(d)) != NULL)
+        if (f->d_name[0] != '.') assert_int_equal(unlinkat(dirfd(d), f->d_name, 0), 0);
+    closedir(d);
+    assert_int_equal(rmdir(path), 0);
 }
 
 static void test_prefetch(void **state) {
@@ -927,6 +993,7 @@ int main(void) {
         PER_FORMAT(test_open, "zio"),
         PER_FORMAT(test_open, "npz"),
         cmocka_unit_test(test_prefetch),
+        cmocka_unit_test(test_prefetch_parts),
         cmocka_unit_test(test_tmfile_open),
         cmocka_unit_test(test_tflite_open),
         cmocka_unit_test(test_onnx_open),

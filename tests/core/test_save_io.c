@@ -554,6 +554,63 @@ static void test_copy_from_shards(void **state) {
     free(data);
 }
 
+/* A container made of another's tensors (a selection, as tensio convert
+ * --only makes) that holds it (tio_container_hold) is saved from the
+ * other's file as from its own: every byte a tensor holds read or copied
+ * from the file, none through the mapping; without the hold, from the
+ * mapping. The files hold tio_save_memory's bytes either way. */
+static void test_copy_from_held(void **state) {
+    (void)state;
+    enum { N = 100 };
+    size_t sz[N], total = 0;
+    for (size_t i = 0; i < N; i++) total += sz[i] = 40960 + 4 * (i % 5 + 1);
+    uint8_t *data = random_bytes(total, 25);
+    char src[300], dst[300];
+    snprintf(src, sizeof src, "%s/held-src.ten", dir);
+    snprintf(dst, sizeof dst, "%s/held-dst.btf", dir);
+    tio_container_free(save_and_open(float_tensors(data, sz, N, false), data, src));
+    tio_error e;
+    for (int hold = 1; hold >= 0; hold--) {
+        tio_container *m, *sel = tio_container_new();
+        assert_int_equal(tio_open(src, NULL, &m, &e), TIO_OK);
+        assert_non_null(sel);
+        size_t kept = 0;
+        for (size_t i = 0; i < N; i += 2) { /* every other tensor */
+            const tio_tensor *t = tio_container_tensor(m, i);
+            tio_tensor_desc d = {0};
+            d.dtype = tio_tensor_dtype(t);
+            d.rank = tio_tensor_rank(t);
+            d.shape = tio_tensor_shape(t);
+            d.data = tio_tensor_data(t);
+            d.nbytes = tio_tensor_nbytes(t);
+            assert_int_equal(tio_container_add(sel, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
+            kept += sz[i];
+        }
+        if (hold) {
+            assert_int_equal(tio_container_hold(sel, m, &e), TIO_OK);
+            tio_container_free(m); /* sel keeps it */
+            m = NULL;
+        }
+        tio_save_options o = {.format = "btf", .flags = TIO_SAVE_NO_SYNC};
+        void *want;
+        size_t want_n;
+        assert_int_equal(tio_save_memory(sel, &o, &want, &want_n, &e), TIO_OK);
+        pread_big = 0;
+        pread_big_bytes = copy_bytes = 0;
+        if (tio_save(sel, dst, &o, &e) != TIO_OK) fail_msg("hold %d: %s", hold, e.message);
+        size_t got = pread_big_bytes + copy_bytes;
+        fprintf(stderr, "held %d: %zu bytes read or copied from the file for %zu bytes of "
+                "tensors\n", hold, got, kept);
+        if (hold ? got + N * 4096 < kept : got != 0)
+            fail_msg("hold %d: %zu bytes read or copied for %zu", hold, got, kept);
+        if (!file_is(dst, want, want_n)) fail_msg("hold %d: the file differs", hold);
+        tio_free(want);
+        tio_container_free(sel);
+        tio_container_free(m);
+    }
+    unlink(src);
+}
+
 /* On a virtual machine whose balloon reports free pages to the host, the
  * writes onto a disk file system go in pieces that end at multiples of
  * 64 KiB of the file: the page cache makes each folio as large as the write
@@ -989,6 +1046,7 @@ int main(void) {
         cmocka_unit_test(test_copy_any_offset),
         cmocka_unit_test(test_read_range),
         cmocka_unit_test(test_copy_from_shards),
+        cmocka_unit_test(test_copy_from_held),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
