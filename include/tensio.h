@@ -399,7 +399,8 @@ TIO_API void tio_container_free(tio_container *c);
  * saved from that file as from c's own (copy_file_range, pread: not through
  * the mapping), and tio_container_prefetch prefetches src too. Holding a
  * container that holds c, directly or not, is TIO_E_ARGUMENT (neither would
- * ever be released); the same src twice is fine. */
+ * ever be released); the same src twice is fine. Call it before c is shared
+ * between threads. */
 TIO_API int tio_container_hold(tio_container *c, const tio_container *src, tio_error *err);
 TIO_API int tio_container_on_release(tio_container *c, void (*fn)(void *ctx), void *ctx,
                                      tio_error *err);
