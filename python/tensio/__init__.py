@@ -365,7 +365,11 @@ class Container:
         if isinstance(key, str):
             i = o.find(key)
             if i < 0:
-                raise NotFoundError("no tensor named %r" % key)
+                # keys() lists an unnamed tensor as its position: c[k] takes
+                # every k it lists (a name, where one is "3", comes first)
+                i = int(key) if key.isdigit() and key == str(int(key)) else -1
+                if not (0 <= i < o.count() and o.info(i)[0] is None):
+                    raise NotFoundError("no tensor named %r" % key)
             return i
         try:
             i = key.__index__()
@@ -397,7 +401,8 @@ class Container:
         return isinstance(name, str) and self._o().find(name) >= 0
 
     def keys(self):
-        """Tensor names; an unnamed tensor is listed as its position (str)."""
+        """Tensor names; an unnamed tensor is listed as its position (str),
+        which indexing takes as it takes a name."""
         return [str(i) if n is None else n for i, n in enumerate(self.names)]
 
     def items(self):
