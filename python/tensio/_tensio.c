@@ -392,6 +392,54 @@ static int set_meta_items(PyObject *items, tio_container *c, tio_tensor *t)
     return 0;
 }
 
+/* The container whose memory obj's bytes are, if obj is a view tensio made
+ * (an array or memoryview whose base is an _Owner; NumPy's views of views
+ * name the first base), else NULL. */
+static const tio_container *viewed_container(PyObject *obj)
+{
+    for (int depth = 0; obj != NULL && depth < 8; depth++) {
+        if (PyObject_TypeCheck(obj, &tio_py_OwnerType))
+            return ((OwnerObject *)obj)->c;
+        if (PyArray_Check(obj))
+            obj = PyArray_BASE((PyArrayObject *)obj);
+        else if (PyMemoryView_Check(obj))
+            obj = PyMemoryView_GET_BUFFER(obj)->obj;
+        else
+            return NULL;
+    }
+    return NULL;
+}
+
+/* c holds the containers its borrowed views lie in (tio_container_hold),
+ * each once: a save then copies their bytes from the files they mapped,
+ * as it does for the opened container itself, instead of writing them from
+ * the mapping (saving a dict of an opened file's arrays faulted every page
+ * of it in). Out of memory, it just does not hold: the bytes are the same. */
+typedef struct {
+    const tio_container **held;
+    size_t n, cap;
+} held_set;
+
+static void hold_viewed(tio_container *c, held_set *h, PyObject *obj)
+{
+    const tio_container *src = viewed_container(obj);
+    if (src == NULL || src == c)
+        return;
+    for (size_t k = h->n; k > 0; k--) /* the last first: items mostly share one */
+        if (h->held[k - 1] == src)
+            return;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 4;
+        const tio_container **m = PyMem_Realloc(h->held, cap * sizeof *m);
+        if (m == NULL)
+            return;
+        h->held = m;
+        h->cap = cap;
+    }
+    if (tio_container_hold(c, src, NULL) == TIO_OK)
+        h->held[h->n++] = src;
+}
+
 /* build(items, meta) -> _Owner. items: sequence of
  * (name|None, dtype_name, shape tuple, data, indices|None, nnz, meta|None)
  * where data (and indices) are C-contiguous little-endian bytes-like objects
@@ -411,6 +459,7 @@ static PyObject *mod_build(PyObject *m, PyObject *args)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     OwnerObject *o = tio_py_owner_new((size_t)n * 2 + 1);
     int64_t *shape = NULL;
+    held_set held = {NULL, 0, 0};
     if (o == NULL)
         goto fail;
     o->c = tio_container_new();
@@ -470,6 +519,8 @@ static PyObject *mod_build(PyObject *m, PyObject *args)
         d.shape = shape;
         if (owner_take_buffer(o, data, &d.data, &d.nbytes) < 0)
             goto fail;
+        if (!copy)
+            hold_viewed(o->c, &held, data);
         if (ind != Py_None) {
             const void *ip;
             size_t ilen;
@@ -500,10 +551,12 @@ static PyObject *mod_build(PyObject *m, PyObject *args)
             PyBuffer_Release(&o->bufs[--o->nbufs]);
     }
     PyMem_Free(shape);
+    PyMem_Free(held.held);
     Py_DECREF(seq);
     return (PyObject *)o;
 fail:
     PyMem_Free(shape);
+    PyMem_Free(held.held);
     Py_XDECREF(o);
     Py_DECREF(seq);
     return NULL;
