@@ -140,6 +140,13 @@ void *cli_ahead_take(cli_ahead *a, size_t k) {
     return slot;
 }
 
+void *cli_ahead_next(cli_ahead *a, size_t k, cli_ahead_fn fn, const void *ctx, void *mine) {
+    void *s = cli_ahead_take(a, k);
+    if (s) return s;
+    fn(ctx, k, mine);
+    return mine;
+}
+
 void cli_ahead_free(cli_ahead *a) {
     if (!a) return;
     pthread_mutex_lock(&a->mu);

@@ -294,6 +294,10 @@ cli_ahead *cli_ahead_start(size_t n, size_t slot_size, size_t window, cli_ahead_
  * cli_ahead_free (which cleans up the slots computed and not taken, and
  * those passed over). */
 void *cli_ahead_take(cli_ahead *a, size_t k);
+/* Index k's slot as cli_ahead_take gives it, or else k computed by fn into
+ * mine (the caller's slot) and mine: a loop of takes that computes what no
+ * worker did (a may be NULL: every index is the caller's). */
+void *cli_ahead_next(cli_ahead *a, size_t k, cli_ahead_fn fn, const void *ctx, void *mine);
 /* Stops the workers (each finishes its index) and frees. */
 void cli_ahead_free(cli_ahead *a);
 

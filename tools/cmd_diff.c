@@ -260,11 +260,7 @@ static void compare_chunks(const chunk_job *j, pair_result *r) {
                                        result_cleanup, j);
     pair_result mine;
     for (size_t k = 0; k < nc; k++) {
-        pair_result *c = cli_ahead_take(ahead, k);
-        if (!c) {
-            chunk_one(j, k, &mine);
-            c = &mine;
-        }
+        pair_result *c = cli_ahead_next(ahead, k, chunk_one, j, &mine);
         r->mismatched += c->mismatched;
         if (c->max_abs > r->max_abs) r->max_abs = c->max_abs;
         if (c->max_rel > r->max_rel) r->max_rel = c->max_rel;

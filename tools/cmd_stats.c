@@ -455,11 +455,7 @@ static int run_chunks(const chunk_job *j, tensor_stats *s) {
     chunk_slot mine;
     int rc = CLI_EXIT_OK;
     for (size_t k = 0; k < nc && rc == CLI_EXIT_OK; k++) {
-        const chunk_slot *o = cli_ahead_take(a, k);
-        if (!o) {
-            chunk_one(j, k, &mine);
-            o = &mine;
-        }
+        const chunk_slot *o = cli_ahead_next(a, k, chunk_one, j, &mine);
         if (j->pass == 1)
             merge_chunk(s, &o->part);
         else if ((rc = o->rc) == CLI_EXIT_OK)
@@ -741,11 +737,7 @@ static int run_stats(const char *path, const tio_container *c, const size_t *sel
     for (size_t k = 0; k < n && rc == CLI_EXIT_OK; k++) {
         size_t i = sel ? sel[k] : k;
         const tio_tensor *t = tio_container_tensor(c, i);
-        stats_slot *made = cli_ahead_take(ahead, k);
-        if (!made) {
-            made = &mine;
-            stats_one(&job, k, made);
-        }
+        stats_slot *made = cli_ahead_next(ahead, k, stats_one, &job, &mine);
         tensor_stats s = made->s;
         /* a tensor that cannot be summarised (said on stderr) is left out;
          * the others are listed and the exit status is 1 */
