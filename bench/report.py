@@ -205,6 +205,14 @@ CONVERT_HEAD = ["conversion", "subject", "median", "min", "max", "GB/s", "vs cp"
                 "file", "shmem", "max RSS"]
 
 
+# the conversion rows whose tensors come from files the container holds
+SELECTED_ROWS = ("The rows `safetensors (N shards)` convert the many-tensor file's tensors "
+                 "as a Hugging Face sharded checkpoint (N shards and an index, written by "
+                 "`tensio convert --max-shard-size`), `safetensors (a selection)` the file "
+                 "through `convert --exclude` of a name none has (a new container of its "
+                 "views, holding it); both against `cp` of the one file.")
+
+
 def convert_rows(case, group_list, rows, goals, what, plot, extra=None, timed=None,
                  threshold=0.7):
     """The rows of a conversion table (CONVERT_HEAD) for the groups of case,
@@ -829,7 +837,8 @@ def main():
                   "(paired repetitions). Memory is sampled from /proc/PID/status every "
                   "0.5 ms (peaks, MiB); max RSS is the kernel's high-water mark. File pages "
                   "are the input's mapping: page cache, shared and reclaimable, not "
-                  "allocated. GB/s counts the bytes of the file written.\n")
+                  "allocated. GB/s counts the bytes of the file written. " + SELECTED_ROWS +
+                  "\n")
         md.append(table(CONVERT_HEAD, rows))
         plots["convert"] = plot
 
@@ -856,7 +865,7 @@ def main():
                   "host does not take back hold twice what is left to write (asked at "
                   "the start and every 8 MiB), it writes in 64 KiB pieces "
                   "and moves those bytes by `splice()` through a pipe of its own, one "
-                  "copy as `cp` (docs/performance.md).\n")
+                  "copy as `cp` (docs/performance.md). " + SELECTED_ROWS + "\n")
         md.append(table(CONVERT_HEAD, rows))
 
     # -------------------------------------------------------------- zmq

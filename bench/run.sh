@@ -264,6 +264,29 @@ for f in $FORMATS; do
           :: tensio:cli "$CLI" convert --drop-names --to "$to" "$in" "$od"
       done
     fi
+    if [ "$f" = safetensors ]; then
+      # the same tensors as a Hugging Face sharded checkpoint (shards of a
+      # quarter, and an index) and as a selection (convert --exclude of a
+      # name none has): saved from the shards' and the input's files as from
+      # one file's (tio_container_hold), against cp of the one file
+      sd="$READ/bench-shards"
+      rm -rf "$sd"
+      "$CLI" convert --no-sync --max-shard-size $(($(stat -c %s "$fm") / 4 + 1)) "$fm" "$sd/" >&2
+      ns=$(ls "$sd"/*.safetensors | wc -l)
+      cat "$sd"/*.safetensors >/dev/null
+      for dst in "$DATA" ${DISK:+"$DISK"}; do
+        c=convert sfx= sf=()
+        [ "$dst" = "${DISK:-}" ] && c=convert_disk sfx=", $DFS" sf=(--sync-first)
+        od="$dst/bench-out.ten"
+        run $T files spawn --case $c --group "safetensors ($ns shards)→tenbin, $many$sfx" \
+          --out "$od" --warm "$SIZE" "${sf[@]}" :: base:cp cp "$fm" "$od" \
+          :: tensio:cli "$CLI" convert --no-sync --drop-metadata --to tenbin "$sd" "$od"
+        run $T files spawn --case $c --group "safetensors (a selection)→tenbin, $many$sfx" \
+          --out "$od" --warm "$SIZE" "${sf[@]}" :: base:cp cp "$fm" "$od" \
+          :: tensio:cli "$CLI" convert --no-sync --exclude 'no-such-name*' --to tenbin "$fm" "$od"
+      done
+      rm -rf "$sd"
+    fi
   fi
   rm -f "$f1" "$fm"
   # the many-tensor files; one tensor for .npy, with np.save of it beside
