@@ -727,13 +727,8 @@ static PyObject *owner_find(OwnerObject *self, PyObject *arg)
     const char *name = PyUnicode_AsUTF8(arg);
     if (name == NULL)
         return NULL;
-    size_t n = tio_container_count(self->c);
-    for (size_t i = 0; i < n; i++) {
-        const char *tn = tio_tensor_name(tio_container_tensor(self->c, i));
-        if (tn != NULL && strcmp(tn, name) == 0)
-            return PyLong_FromSize_t(i);
-    }
-    return PyLong_FromLong(-1);
+    const tio_tensor *t = tio_container_find(self->c, name); /* by its index of names */
+    return t != NULL ? PyLong_FromSize_t(tio_tensor_index(t)) : PyLong_FromLong(-1);
 }
 
 static PyObject *name_item(const void *c, size_t i)

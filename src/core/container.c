@@ -123,6 +123,7 @@ void tio_container_free(tio_container *c) {
     if (c->native_free) c->native_free(c->native);
     for (size_t i = 0; i < c->count; i++) tensor_release(c->tensors[i]);
     free(c->tensors);
+    tio__names_free(c);
     slabs_free(c->slabs);
     slabs_free(c->chunks);
     tio__kv_free(&c->meta);
@@ -263,14 +264,6 @@ size_t tio_container_count(const tio_container *c) { return c ? c->count : 0; }
 tio_tensor *tio_container_tensor(const tio_container *c, size_t index) {
     if (!c || index >= c->count) return NULL;
     return c->tensors[index];
-}
-
-tio_tensor *tio_container_find(const tio_container *c, const char *name) {
-    if (!c || !name) return NULL;
-    for (size_t i = 0; i < c->count; i++)
-        if (c->tensors[i]->name && strcmp(c->tensors[i]->name, name) == 0)
-            return c->tensors[i];
-    return NULL;
 }
 
 const char *tio_container_format(const tio_container *c) { return c ? c->format : NULL; }
@@ -607,6 +600,7 @@ static int add_tensor(tio_container *c, const tio_tensor_desc *d, tio_quant quan
         t->indices = (const uint8_t *)d->indices;
     }
     c->tensors[c->count++] = t;
+    tio__names_added(c, t);
     return TIO_OK;
 nomem:
     tensor_release(t);

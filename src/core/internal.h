@@ -432,6 +432,9 @@ struct tio_container {
      * them */
     const tio_container **parts;
     size_t nparts, parts_cap;
+    /* the tensors by name (src/core/names.c), made by the first
+     * tio_container_find, or NULL */
+    _Atomic(struct tio__names *) names;
     void *owned_buf;        /* malloc'ed copy of the input or NULL */
     /* an http(s) source: the sparse buffer the views point into, its
      * chunks fetched on demand (src/source/remote.c), or NULL */
@@ -456,6 +459,11 @@ struct tio_container {
 tio_kv *tio__tensor_meta(tio_tensor *t);
 /* The tensor's metadata to read: never NULL (an empty kv when it has none). */
 const tio_kv *tio__tensor_meta_view(const tio_tensor *t);
+
+/* The name index (names.c): a tensor just added to c, and its release. */
+typedef struct tio__names tio__names;
+void tio__names_added(tio_container *c, const tio_tensor *t);
+void tio__names_free(tio_container *c);
 
 /* Takes one more hold on c (tio_container_free releases one). */
 void tio__container_ref(const tio_container *c);

@@ -15,6 +15,7 @@ size_t tio_tensor_rank(const tio_tensor *t) { return t ? t->rank : 0; }
 const int64_t *tio_tensor_shape(const tio_tensor *t) { return t ? t->shape : NULL; }
 uint64_t tio_tensor_numel(const tio_tensor *t) { return t ? t->numel : 0; }
 size_t tio_tensor_nbytes(const tio_tensor *t) { return t ? t->nbytes : 0; }
+size_t tio_tensor_index(const tio_tensor *t) { return t ? t->index : 0; }
 /* ------------------------------------------------------------ strided views */
 
 /* Where a strided walk puts its runs: into buf (flushed to fn when full, or

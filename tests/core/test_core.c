@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -683,6 +684,106 @@ static void test_format_options(void **state) {
  * others) is refused, and so are NULLs. */
 static void count_release(void *ctx) { ++*(int *)ctx; }
 
+/* Tensor i's name in the find tests: "t<i>", but every 11th unnamed, every
+ * 7th the name of the one before it (a duplicate), and tensor 5 "". */
+static const char *find_name(size_t i, char *buf, size_t cap) {
+    if (i % 11 == 10) return NULL;
+    if (i == 5) return "";
+    snprintf(buf, cap, "t%zu", i % 7 == 6 ? i - 1 : i);
+    return buf;
+}
+
+static const tio_tensor *find_linear(const tio_container *c, const char *name) {
+    for (size_t i = 0; i < tio_container_count(c); i++) {
+        const char *n = tio_tensor_name(tio_container_tensor(c, i));
+        if (n && strcmp(n, name) == 0) return tio_container_tensor(c, i);
+    }
+    return NULL;
+}
+
+static void add_named(tio_container *c, const char *name) {
+    static const uint8_t b[1] = {7};
+    tio_tensor_desc d = {0};
+    d.name = name;
+    d.dtype = TIO_UINT8;
+    d.data = b;
+    d.nbytes = 1;
+    tio_error e;
+    assert_int_equal(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
+}
+
+/* Every name of tensors 0..n-1 (and some that are not there) found as the
+ * search in order finds it: the first of duplicates, by position. */
+static void check_finds(const tio_container *c, size_t n) {
+    char buf[32];
+    for (size_t i = 0; i <= n; i++) {
+        const char *name = find_name(i, buf, sizeof buf);
+        if (!name) name = "t-unnamed";
+        const tio_tensor *t = tio_container_find(c, name), *want = find_linear(c, name);
+        assert_ptr_equal(t, want);
+        if (t) assert_ptr_equal(tio_container_tensor(c, tio_tensor_index(t)), t);
+    }
+}
+
+typedef struct find_job {
+    const tio_container *c;
+    size_t n, bad;
+} find_job;
+
+static void *find_all(void *arg) {
+    find_job *j = arg;
+    char buf[32];
+    for (size_t i = 0; i < j->n; i++) {
+        snprintf(buf, sizeof buf, "t%zu", i);
+        const tio_tensor *t = tio_container_find(j->c, buf);
+        if (!t || tio_tensor_index(t) != i) j->bad++;
+    }
+    return NULL;
+}
+
+static void test_container_find(void **state) {
+    (void)state;
+    assert_null(tio_container_find(NULL, "t0"));
+    assert_int_equal(tio_tensor_index(NULL), 0);
+    /* finds between adds: the index made at 9 tensors, kept up to date by
+     * the adds, made again larger when half full */
+    tio_container *c = tio_container_new();
+    assert_non_null(c);
+    assert_null(tio_container_find(c, NULL));
+    char buf[32];
+    size_t n = 3000;
+    for (size_t i = 0; i < n; i++) {
+        add_named(c, find_name(i, buf, sizeof buf));
+        if (i < 40 || i % 257 == 0) check_finds(c, i + 1);
+        else assert_non_null(tio_container_find(c, "t0"));
+    }
+    check_finds(c, n);
+    assert_int_equal(tio_tensor_index(tio_container_find(c, "t12")), 12); /* 13's name too */
+    assert_null(tio_container_find(c, "t13"));
+    assert_int_equal(tio_tensor_index(tio_container_find(c, "")), 5);
+    assert_null(tio_container_find(c, "t10")); /* unnamed */
+    tio_container_free(c);
+    /* the first finds from four threads at once, on a container no find
+     * has indexed yet: each makes an index, one is kept */
+    c = tio_container_new();
+    assert_non_null(c);
+    for (size_t i = 0; i < 5000; i++) {
+        snprintf(buf, sizeof buf, "t%zu", i);
+        add_named(c, buf);
+    }
+    find_job jobs[4];
+    pthread_t th[4];
+    for (int k = 0; k < 4; k++) {
+        jobs[k] = (find_job){c, 5000, 0};
+        assert_int_equal(pthread_create(&th[k], NULL, find_all, &jobs[k]), 0);
+    }
+    for (int k = 0; k < 4; k++) {
+        pthread_join(th[k], NULL);
+        assert_int_equal(jobs[k].bad, 0);
+    }
+    tio_container_free(c);
+}
+
 static void test_container_hold(void **state) {
     (void)state;
     tio_container *a = tio_container_new(), *b = tio_container_new(), *c = tio_container_new();
@@ -741,7 +842,7 @@ int main(void) {
         cmocka_unit_test(test_format_registry), cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_atomic_save),   cmocka_unit_test(test_save_checks),
         cmocka_unit_test(test_messages),      cmocka_unit_test(test_format_options),
-        cmocka_unit_test(test_container_hold),
+        cmocka_unit_test(test_container_hold), cmocka_unit_test(test_container_find),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,110 @@
+/* A container's tensors by name: tio_container_find in O(1) on average.
+ *
+ * The index is made by the first find of a container of more than a few
+ * tensors (a reader, which may share the container between threads: each
+ * builds its own and the first to publish it wins, the others free theirs)
+ * and kept up to date by each add after it (a writer, which has the
+ * container to itself). Its slots hold positions + 1 (0: empty), at most
+ * half of them used, probed linearly from a hash seeded by the index's own
+ * address, so that names chosen to collide in one process do not in
+ * another. A name that appears twice keeps its first tensor, as the linear
+ * search did. */
+#include "internal.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* At most this many tensors are searched in order, without an index. */
+#define LINEAR_MAX 8u
+
+struct tio__names {
+    uint64_t seed;
+    size_t cap;  /* a power of 2 */
+    size_t used; /* named tensors in it */
+    size_t slot[];
+};
+
+static size_t name_hash(const tio__names *ix, const char *s) {
+    uint64_t h = ix->seed ^ 0xcbf29ce484222325u; /* FNV-1a, seeded */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3u;
+    h ^= h >> 29; /* the low bits choose the slot: mix the high ones in */
+    h *= 0xbf58476d1ce4e5b9u;
+    h ^= h >> 32;
+    return (size_t)h & (ix->cap - 1);
+}
+
+/* Puts tensor t in (if it has a name not there yet). */
+static void put(tio__names *ix, const tio_container *c, const tio_tensor *t) {
+    if (!t->name) return;
+    size_t h = name_hash(ix, t->name);
+    while (ix->slot[h]) {
+        if (strcmp(c->tensors[ix->slot[h] - 1]->name, t->name) == 0) return; /* the first */
+        h = (h + 1) & (ix->cap - 1);
+    }
+    ix->slot[h] = t->index + 1;
+    ix->used++;
+}
+
+/* An index of c's tensors with room for as many again; NULL when out of
+ * memory (finds then search in order). */
+static tio__names *build(const tio_container *c) {
+    size_t cap = 16;
+    while (cap / 4 < c->count) {
+        if (cap > (SIZE_MAX - sizeof(tio__names)) / sizeof(size_t) / 2) return NULL;
+        cap *= 2;
+    }
+    tio__names *ix = calloc(1, sizeof *ix + cap * sizeof(size_t));
+    if (!ix) return NULL;
+    ix->seed = (uint64_t)(uintptr_t)ix * 0x9e3779b97f4a7c15u;
+    ix->cap = cap;
+    for (size_t i = 0; i < c->count; i++) put(ix, c, c->tensors[i]);
+    return ix;
+}
+
+static tio_tensor *linear(const tio_container *c, const char *name) {
+    for (size_t i = 0; i < c->count; i++)
+        if (c->tensors[i]->name && strcmp(c->tensors[i]->name, name) == 0)
+            return c->tensors[i];
+    return NULL;
+}
+
+tio_tensor *tio_container_find(const tio_container *c, const char *name) {
+    if (!c || !name) return NULL;
+    if (c->count <= LINEAR_MAX) return linear(c, name);
+    /* the index is not part of the container's observable state */
+    _Atomic(tio__names *) *at = &((tio_container *)(uintptr_t)c)->names;
+    tio__names *ix = atomic_load_explicit(at, memory_order_acquire);
+    if (!ix) {
+        tio__names *mine = build(c), *none = NULL;
+        if (!mine) return linear(c, name);
+        if (atomic_compare_exchange_strong_explicit(at, &none, mine, memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+            ix = mine;
+        } else { /* another thread's came first */
+            free(mine);
+            ix = none;
+        }
+    }
+    for (size_t h = name_hash(ix, name); ix->slot[h]; h = (h + 1) & (ix->cap - 1)) {
+        tio_tensor *t = c->tensors[ix->slot[h] - 1];
+        if (strcmp(t->name, name) == 0) return t;
+    }
+    return NULL;
+}
+
+void tio__names_added(tio_container *c, const tio_tensor *t) {
+    tio__names *ix = atomic_load_explicit(&c->names, memory_order_relaxed);
+    if (!ix) return;
+    if ((ix->used + 1) * 2 > ix->cap) { /* full: the next find makes a larger one */
+        atomic_store_explicit(&c->names, NULL, memory_order_relaxed);
+        free(ix);
+        return;
+    }
+    put(ix, c, t);
+}
+
+void tio__names_free(tio_container *c) {
+    free(atomic_load_explicit(&c->names, memory_order_relaxed));
+}
