@@ -54,7 +54,9 @@ struct tio_sink {
     size_t npatch, patch_cap;
     uint8_t *pbytes;               /* the patches' bytes */
     size_t plen, pcap;
-    uintptr_t pop_lo, pop_hi;      /* the source mapping's pages populated last */
+    /* the source mappings' pages populated last (sink.c's populate) */
+    struct { uintptr_t lo, hi; } pop[8];
+    unsigned pop_next;             /* the slot to take next */
     /* writev() in pieces ending at multiples of wpiece of the file (0: whole);
      * wprobe: whether to ask the host once pieces are due (sink.c) */
     size_t wpiece;
