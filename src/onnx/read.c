@@ -1015,7 +1015,11 @@ void tio__ox_reader_init(ox_reader *r, tio_read_ctx *ctx, const char *fmt) {
     r->fmt = fmt;
     r->max_objects = ctx->size + 4096;
     if (r->max_objects > ctx->limits.max_objects) r->max_objects = ctx->limits.max_objects;
-    tio__budget_init(&r->mem, fmt, ctx->size, &ctx->limits);
+    tio__budget_init(&r->mem, fmt, ctx->size, TIO_ONNX_DECODE_MEM_FACTOR,
+                     "the graph is denser than real models are (objects of a few bytes "
+                     "each in the file and a record, a string and an array slot each in "
+                     "memory)",
+                     &ctx->limits);
 }
 
 int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {

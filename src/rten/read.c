@@ -865,7 +865,8 @@ int tio__rten_read(tio_read_ctx *ctx, tio_error *err) {
     lim.blobs = NULL;
     r.max_objects = r.len / 4 + 4096;
     if (r.max_objects > ctx->limits.max_objects) r.max_objects = ctx->limits.max_objects;
-    tio__budget_init(&r.mem, RT_FMT, size, &ctx->limits);
+    tio__budget_init(&r.mem, RT_FMT, size, TIO_DECODE_MEM_FACTOR, TIO_BUDGET_SHARED,
+                     &ctx->limits);
     rc = tio__fb_verify(r.buf, r.len, tio__rten_Model, &lim, RT_FMT, r.base, err);
     if (rc) return rc;
 

@@ -1055,7 +1055,8 @@ int tio__tmfile_read(tio_read_ctx *ctx, tio_error *err) {
     r.size = ctx->size;
     r.budget = (uint64_t)r.size * 16 + 4096;
     if (r.budget > ctx->limits.max_objects) r.budget = ctx->limits.max_objects;
-    tio__budget_init(&r.mem, TM_FMT, r.size, &ctx->limits);
+    tio__budget_init(&r.mem, TM_FMT, r.size, TIO_DECODE_MEM_FACTOR, TIO_BUDGET_SHARED,
+                     &ctx->limits);
     const uint8_t *d = r.d;
     int rc;
     if (r.size < TM_HEADER_LEN)
