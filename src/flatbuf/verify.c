@@ -152,7 +152,7 @@ static bool fits(const fb_verifier *v, size_t pos, size_t n) {
 /* Checks a table header at `pos` and pushes a frame for it. */
 static int push_table(fb_verifier *v, size_t pos, const tio_fb_table *t, const fb_where *w) {
     if (v->depth >= v->max_depth)
-        return fail(v, TIO_E_LIMIT, pos, w, "table nesting depth %llu exceeds the limit %lu",
+        return fail(v, TIO_E_LIMIT, pos, w, "table nesting depth %llu exceeds the limit %lu (max_depth)",
                     (unsigned long long)v->depth + 1, (unsigned long)v->max_depth);
     if (v->tables >= v->max_tables)
         return fail(v, TIO_E_LIMIT, pos, w,

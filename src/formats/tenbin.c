@@ -502,7 +502,7 @@ static int tb_read(tio_read_ctx *ctx, tio_error *err) {
     for (size_t index = 0; tio__cursor_left(&cur) > 0; index++) {
         if ((uint64_t)index >= ctx->limits.max_tensors)
             return tio__err(err, TIO_E_LIMIT, TB_FMT, (int64_t)cur.pos,
-                            "array %zu: more arrays than the limit of %llu", index,
+                            "array %zu: more arrays than the limit of %llu (max_tensors)", index,
                             (unsigned long long)ctx->limits.max_tensors);
         tb_header h;
         memset(&h, 0, sizeof h);

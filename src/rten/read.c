@@ -55,7 +55,7 @@ static int rt_string(rt_reader *r, const tio_fb_ref *t, unsigned id, const char 
     size_t pos = tio__fb_field_pos(t, id);
     if (n > r->ctx->limits.max_name_bytes)
         return tio__err(err, TIO_E_LIMIT, RT_FMT, rt_off(r, pos),
-                        "%s: string of %u bytes exceeds the limit of %u", what, n,
+                        "%s: string of %u bytes exceeds the limit of %u (max_name_bytes)", what, n,
                         r->ctx->limits.max_name_bytes);
     if (memchr(*s, 0, n))
         return tio__err(err, TIO_E_UNSUPPORTED, RT_FMT, rt_off(r, pos),
@@ -127,7 +127,7 @@ static int rt_constant(rt_reader *r, const tio_fb_ref *ct, const char *name, con
                         "%s: ConstantNode has no shape (a required field)", lbl);
     if (sv.count > ctx->limits.max_rank)
         return tio__err(err, TIO_E_LIMIT, RT_FMT, rt_off(r, pos),
-                        "%s: rank %u exceeds the limit of %u", lbl, sv.count,
+                        "%s: rank %u exceeds the limit of %u (max_rank)", lbl, sv.count,
                         ctx->limits.max_rank);
     /* the tensor record (its name and shape), the dims of its graph value,
      * and the shape here */
@@ -286,7 +286,7 @@ static int rt_value(rt_reader *r, const tio_fb_ref *vt, tio_graph *g, tio_value_
     if (!tio__fb_vector(vt, RTEN_ValueNode_shape, &sv)) return TIO_OK;
     if (sv.count > ctx->limits.max_rank)
         return tio__err(err, TIO_E_LIMIT, RT_FMT, rt_off(r, vt->pos),
-                        "%s: rank %u exceeds the limit of %u", lbl, sv.count,
+                        "%s: rank %u exceeds the limit of %u (max_rank)", lbl, sv.count,
                         ctx->limits.max_rank);
     /* the dims here, and the graph's copy */
     int rc = rt_count(r, sv.count, vt->pos, err);
@@ -821,7 +821,7 @@ int tio__rten_read(tio_read_ctx *ctx, tio_error *err) {
                             (unsigned long long)to, size);
         if (ml > ctx->limits.max_header_bytes)
             return tio__err(err, TIO_E_LIMIT, RT_FMT, 16,
-                            "model_data_len %llu exceeds the limit of %llu bytes",
+                            "model_data_len %llu exceeds the limit of %llu bytes (max_header_bytes)",
                             (unsigned long long)ml,
                             (unsigned long long)ctx->limits.max_header_bytes);
         r.version = 2;

@@ -502,7 +502,7 @@ static int tm_buffers(tm_reader *r, const uint8_t *buffers, uint32_t vbufs, tio_
         }
         if ((uint64_t)ctx->c->count >= ctx->limits.max_tensors) {
             rc = tio__err(err, TIO_E_LIMIT, TM_FMT, (int64_t)off,
-                          "%s: more constants than the limit of %llu tensors", tm_cur(r, lb),
+                          "%s: more constants than the limit of %llu tensors (max_tensors)", tm_cur(r, lb),
                           (unsigned long long)ctx->limits.max_tensors);
             break;
         }

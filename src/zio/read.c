@@ -779,7 +779,7 @@ static int zio_label(zio_reader *r, const uint8_t *label, size_t llen, tio_error
         return zio_lerr(r, err, TIO_E_CORRUPT, "the label is %s, expected a JSON object",
                         zj_type(root));
     if (!tio__json_depth_ok(root, 1, ctx->limits.max_depth))
-        return zio_lerr(r, err, TIO_E_LIMIT, "the label nests deeper than the limit of %u",
+        return zio_lerr(r, err, TIO_E_LIMIT, "the label nests deeper than the limit of %u (max_depth)",
                         (unsigned)ctx->limits.max_depth);
     json_t *tens = json_object_get(root, "TENS");
     if (!tens) return TIO_OK; /* another form: no tensors, everything kept */
@@ -799,7 +799,7 @@ static int zio_label(zio_reader *r, const uint8_t *label, size_t llen, tio_error
     size_t nt = tensors ? json_array_size(tensors) : 0;
     if ((uint64_t)nt > ctx->limits.max_tensors)
         return zio_lerr(r, err, TIO_E_LIMIT,
-                        "TENS.tensors has %zu entries, more than the limit of %llu", nt,
+                        "TENS.tensors has %zu entries, more than the limit of %llu (max_tensors)", nt,
                         (unsigned long long)ctx->limits.max_tensors);
     if (nt > r->npayload)
         return zio_lerr(r, err, TIO_E_CORRUPT,
@@ -1007,7 +1007,7 @@ int tio__zio_read(tio_read_ctx *ctx, tio_error *err) {
         size_t pos = cur.pos;
         if ((uint64_t)count >= max_parts) {
             rc = tio__err(err, TIO_E_LIMIT, ZIO_FMT, (int64_t)pos,
-                          "part %zu: more parts than the limit of %llu (2 per tensor + 2)",
+                          "part %zu: more parts than the limit of %llu (2 per tensor + 2: max_tensors)",
                           count, (unsigned long long)max_parts);
             break;
         }
