@@ -110,6 +110,12 @@ void cli_format_list(char *buf, size_t size);
  * (cli_stdin_bytes, kept for the process's life). */
 int cli_open(const char *path, const char *format, const tio_limits *limits,
              tio_container **out);
+/* The limits of an open: `given` (NULL: the defaults), with each field it
+ * leaves at 0 taken from the environment's TENSIO_LIMITS ("NAME=VALUE,..."
+ * over tio_limits' fields; VALUE as --max-dense-bytes takes it) when set.
+ * 1 when TENSIO_LIMITS set some, 0 when unset, -1 with err set when it is not
+ * such a list. cli_open_opts (and so every cli_open) applies it. */
+int cli_env_limits(const tio_limits *given, tio_limits *out, tio_error *err);
 /* The same with TIO_OPEN_* flags. */
 int cli_open_flags(const char *path, const char *format, const tio_limits *limits,
                    unsigned flags, tio_container **out);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -181,9 +182,15 @@ int cli_open(const char *path, const char *format, const tio_limits *limits,
     return cli_open_flags(path, format, limits, 0, out);
 }
 
-int cli_open_opts(const char *path, const tio_open_options *o, tio_container **out,
+int cli_open_opts(const char *path, const tio_open_options *opts, tio_container **out,
                   tio_error *err) {
     *out = NULL;
+    tio_open_options mine = *opts;
+    tio_limits lim;
+    int env = cli_env_limits(opts->limits, &lim, err);
+    if (env < 0) return TIO_E_ARGUMENT;
+    if (env) mine.limits = &lim;
+    const tio_open_options *o = &mine;
     if (!cli_is_stdio(path)) return tio_open(path, o, out, err);
     const uint8_t *buf;
     size_t n;
@@ -211,8 +218,14 @@ int cli_open_flags(const char *path, const char *format, const tio_limits *limit
         *out = NULL;
         const char *msg = cli_errmsg(&err);
         /* I/O messages already name the file. */
-        if (strstr(msg, path)) return cli_error("%s", msg);
-        return cli_error("%s: %s", path, msg);
+        if (strstr(msg, path)) cli_error("%s", msg);
+        else cli_error("%s: %s", path, msg);
+        if (err.code == TIO_E_LIMIT)
+            cli_error("hint: TENSIO_LIMITS='NAME=VALUE,...' raises the limits of every "
+                      "file tensio opens (e.g. TENSIO_LIMITS=max_objects=unlimited; "
+                      "docs/cli.md)");
+        /* a TENSIO_LIMITS that is not a list of limits: a usage error */
+        return strncmp(err.message, "TENSIO_LIMITS:", 14) == 0 ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
     }
     return CLI_EXIT_OK;
 }
@@ -272,10 +285,12 @@ int cli_save_into(const tio_container *c, const tio_save_options *o, const char 
     return rc;
 }
 
-int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim) {
+/* A positive count: N, N with K, M, G or T (powers of 1024, "KiB" and "KB"
+ * alike), or "unlimited" (UINT64_MAX); 0 if it is none. */
+static int parse_count(const char *value, uint64_t *out) {
     if (strcmp(value, "unlimited") == 0) {
-        lim->max_dense_bytes = UINT64_MAX;
-        return CLI_EXIT_OK;
+        *out = UINT64_MAX;
+        return 1;
     }
     const char *q = value;
     uint64_t v = 0;
@@ -289,13 +304,79 @@ int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim) {
         q++;
         if (strcasecmp(q, "iB") == 0 || strcasecmp(q, "B") == 0) q += strlen(q);
     }
-    if (!digits || *q || bad || v == 0)
+    if (!digits || *q || bad || v == 0) return 0;
+    *out = v;
+    return 1;
+}
+
+int cli_parse_max_dense(const char *cmd, const char *value, tio_limits *lim) {
+    if (!parse_count(value, &lim->max_dense_bytes))
         return cli_usage_error(cmd,
                                "--max-dense-bytes: '%s' is not a positive byte count (N, or N "
                                "with K, M, G or T; or 'unlimited')",
                                value);
-    lim->max_dense_bytes = v;
     return CLI_EXIT_OK;
+}
+
+/* The fields of tio_limits by name, for TENSIO_LIMITS. */
+#define LIMIT_FIELD(f) {#f, offsetof(tio_limits, f), sizeof(((tio_limits *)0)->f)}
+static const struct limit_field {
+    const char *name;
+    size_t off, size;
+} limit_fields[] = {
+    LIMIT_FIELD(max_tensors),      LIMIT_FIELD(max_rank),          LIMIT_FIELD(max_header_bytes),
+    LIMIT_FIELD(max_name_bytes),   LIMIT_FIELD(max_depth),         LIMIT_FIELD(max_objects),
+    LIMIT_FIELD(max_dense_bytes),  LIMIT_FIELD(max_pickle_bytes),  LIMIT_FIELD(max_pickle_objects),
+    LIMIT_FIELD(max_pickle_depth), LIMIT_FIELD(max_shards),        LIMIT_FIELD(max_remote_bytes),
+    LIMIT_FIELD(max_redirects),    LIMIT_FIELD(max_retries),       LIMIT_FIELD(timeout_ms),
+    LIMIT_FIELD(max_member_bytes),
+};
+
+int cli_env_limits(const tio_limits *given, tio_limits *out, tio_error *err) {
+    const char *env = getenv("TENSIO_LIMITS");
+    if (given) *out = *given;
+    else memset(out, 0, sizeof *out);
+    if (!env || !*env) return 0;
+    const char *p = env;
+    while (*p) {
+        size_t n = strcspn(p, ","), k = strcspn(p, "=");
+        const struct limit_field *f = NULL;
+        for (size_t i = 0; k < n && i < sizeof limit_fields / sizeof limit_fields[0]; i++)
+            if (strlen(limit_fields[i].name) == k && strncmp(limit_fields[i].name, p, k) == 0)
+                f = &limit_fields[i];
+        char value[32];
+        uint64_t v = 0;
+        int ok = f && n - k - 1 < sizeof value;
+        if (ok) {
+            memcpy(value, p + k + 1, n - k - 1);
+            value[n - k - 1] = 0;
+            ok = parse_count(value, &v);
+        }
+        if (!ok) {
+            tio_error_clear(err);
+            err->code = TIO_E_ARGUMENT;
+            snprintf(err->message, sizeof err->message,
+                     "TENSIO_LIMITS: '%.*s' is not NAME=VALUE with NAME a field of tio_limits "
+                     "(max_objects, max_header_bytes, ...: docs/security.md) and VALUE a "
+                     "positive count (K, M, G, T; or 'unlimited')",
+                     (int)(n < 80 ? n : 80), p);
+            return -1;
+        }
+        /* a value the command was given (its own option) stays */
+        uint8_t *at = (uint8_t *)out + f->off;
+        if (f->size == sizeof(uint32_t)) {
+            uint32_t cur, w = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+            memcpy(&cur, at, sizeof cur);
+            if (!cur) memcpy(at, &w, sizeof w);
+        } else {
+            uint64_t cur;
+            memcpy(&cur, at, sizeof cur);
+            if (!cur) memcpy(at, &v, sizeof v);
+        }
+        p += n;
+        if (*p == ',') p++;
+    }
+    return 1;
 }
 
 void cli_dense_budget_init(cli_dense_budget *b, const tio_container *c) {

@@ -50,6 +50,10 @@ static void print_help(FILE *f) {
           "checked): a file when its last word has a tensor format's extension,\n"
           "else a WebDataset shard.\n"
           "\n"
+          "Environment: TENSIO_LIMITS='NAME=VALUE,...' sets the limits of every file\n"
+          "opened (tio_limits: max_tensors, max_header_bytes, max_objects ..., docs/cli.md),\n"
+          "e.g. TENSIO_LIMITS=max_objects=unlimited for a graph past the default budget.\n"
+          "\n"
           "Run 'tensio COMMAND --help' for the options of a command.\n"
           "Exit status: 0 success, 1 invalid data or failed operation, 2 usage error.\n",
           f);

@@ -69,9 +69,10 @@ class Result:
         return f"rc={self.rc} stdout={self.out[:600]!r} stderr={self.err[:600]!r}"
 
 
-def run(*args, cwd=None):
+def run(*args, cwd=None, env=None):
+    """tensio with args; env: variables to set beside the inherited ones."""
     cp = subprocess.run([TENSIO, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                        cwd=cwd, timeout=300)
+                        cwd=cwd, timeout=300, env={**os.environ, **env} if env else None)
     return Result(cp)
 
 

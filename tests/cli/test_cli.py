@@ -1276,6 +1276,39 @@ def t_max_dense_usage():
         assert "--max-dense-bytes" in res.out, (cmd, res)
 
 
+def t_env_limits(tmp):
+    # TENSIO_LIMITS sets tio_limits for every file a command opens (there is no
+    # option per limit); a field a command's own option sets stays its own
+    path = vec("tenbin/multi_infos.ten")
+    if path is None:
+        return
+    n = len(run_json("ls", "--json", path)["tensors"])
+    assert n > 1
+    for cmd in (("ls",), ("info",), ("validate",), ("convert", "--force")):
+        args = [*cmd, path] + ([os.path.join(tmp, "lim.npz")] if cmd[0] == "convert" else [])
+        res = run(*args, env={"TENSIO_LIMITS": "max_tensors=%d" % (n - 1)})
+        expect(res, 1, stdout_empty=cmd[0] != "validate")
+        said = res.out + res.err  # validate reports on stdout
+        assert "max_tensors" in said and str(n - 1) in said, (cmd, res)
+        expect(run(*args, env={"TENSIO_LIMITS": "max_tensors=%d,max_rank=8" % n}), 0)
+    assert "hint: TENSIO_LIMITS=" in run("ls", path, env={"TENSIO_LIMITS": "max_tensors=1"}).err
+    for bad in ("max_tensors=0", "max_tensors=", "max_tensors", "nope=5", "max_tensors=5x",
+                "max_tensors=1,max_rank=-1", "=4"):
+        res = run("ls", path, env={"TENSIO_LIMITS": bad})
+        expect(res, 2, stdout_empty=True)
+        assert "TENSIO_LIMITS:" in res.err, (bad, res)
+    expect(run("ls", path, env={"TENSIO_LIMITS": ""}), 0)  # unset
+    # --max-dense-bytes given wins over TENSIO_LIMITS' max_dense_bytes
+    coo = vec("btf/coo_float32_rank1.btf")  # its dense size is 36
+    if coo is not None:
+        big = {"TENSIO_LIMITS": "max_dense_bytes=1M"}
+        expect(run("ls", "--hash", "--max-dense-bytes", "35", coo, env=big), 1)
+        expect(run("ls", "--hash", coo, env={"TENSIO_LIMITS": "max_dense_bytes=35"}), 1)
+        expect(run("ls", "--hash", "--max-dense-bytes", "36", coo,
+                   env={"TENSIO_LIMITS": "max_dense_bytes=35"}), 0)
+    # ONNX's decode budget raised so: tests/onnx/test_onnx.py (dense_graph)
+
+
 # The files of issue 15, kept in fuzz/regress/btf/ and made by
 # tests/support/make_dense_bomb.py from coo_int8_rank4.btf: a few stored values
 # in a shape whose dense size is ~4.3e18 and ~1.4e15 bytes.
@@ -1441,6 +1474,7 @@ def main():
             os.mkdir(d)
             case(f"max dense bytes: {name}", fn, d)
         case("max dense bytes: usage", t_max_dense_usage)
+        case("TENSIO_LIMITS", t_env_limits, tmp)
         d = os.path.join(tmp, "hash-ahead")
         os.mkdir(d)
         case("ls --hash ahead of the listing", t_ls_hash_ahead, d)

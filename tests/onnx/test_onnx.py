@@ -226,6 +226,25 @@ def refused(tag, m, d, needle):
     check(tag + " refused", r.returncode != 0 and needle in r.stderr, r.stderr.strip())
 
 
+def dense_graph(d):
+    """A graph denser than real models (3,000 one-letter Relu nodes, ~24 x its
+    size decoded): past ONNX's decode budget of 20 x by default, with the
+    limit named and TENSIO_LIMITS hinted; opened with max_objects raised."""
+    nodes = [helper.make_node("Relu", ["x" if i == 0 else "%x" % (i - 1)], ["%x" % i])
+             for i in range(3000)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info("%x" % 2999, TensorProto.FLOAT, [1])])
+    p = os.path.join(d, "dense.onnx")
+    onnx.save(helper.make_model(g), p)
+    r = run("info", p, ok=False)
+    check("dense graph refused", r.returncode == 1 and "bytes of memory" in r.stderr and
+          "max_objects" in r.stderr and "hint: TENSIO_LIMITS=" in r.stderr, r.stderr.strip())
+    r = subprocess.run([TENSIO, "info", "--json", p], capture_output=True, text=True,
+                       env={**os.environ, "TENSIO_LIMITS": "max_objects=unlimited"})
+    check("dense graph opened with TENSIO_LIMITS", r.returncode == 0 and
+          len(json.loads(r.stdout)["graph"]["nodes"]) == 3000, r.stderr.strip())
+
+
 def hostile(d):
     X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
     def model(init=None, node=None):
@@ -477,6 +496,7 @@ def main():
             except Exception as e:
                 check(p, False, repr(e))
         hostile(d)
+        dense_graph(d)
         external(d)
         typed_values(d)
     print(f"{passed} passed, {fails} failed")
