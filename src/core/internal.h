@@ -460,8 +460,19 @@ tio_kv *tio__tensor_meta(tio_tensor *t);
 /* The tensor's metadata to read: never NULL (an empty kv when it has none). */
 const tio_kv *tio__tensor_meta_view(const tio_tensor *t);
 
-/* The name index (names.c): a tensor just added to c, and its release. */
+/* Indexes of names (names.c): name_of(ctx, i) is the name at position i
+ * (NULL: none). An index of count names with room for as many again (NULL
+ * when out of memory); position i put in (if its name is not there yet);
+ * whether one more would pass half its slots; the first position of a
+ * name, or SIZE_MAX. */
 typedef struct tio__names tio__names;
+typedef const char *(*tio__name_fn)(const void *ctx, size_t i);
+tio__names *tio__names_build(size_t count, tio__name_fn name_of, const void *ctx);
+void tio__names_put(tio__names *ix, size_t i, tio__name_fn name_of, const void *ctx);
+int tio__names_full(const tio__names *ix);
+size_t tio__names_find(const tio__names *ix, const char *name, tio__name_fn name_of,
+                       const void *ctx);
+/* A container's: a tensor just added to c, and its release. */
 void tio__names_added(tio_container *c, const tio_tensor *t);
 void tio__names_free(tio_container *c);
 

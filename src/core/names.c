@@ -1,14 +1,18 @@
-/* A container's tensors by name: tio_container_find in O(1) on average.
+/* Indexes of names: a container's tensors by name (tio_container_find) and
+ * a shard's members by path (tio_shard_find), O(1) on average.
  *
- * The index is made by the first find of a container of more than a few
- * tensors (a reader, which may share the container between threads: each
- * builds its own and the first to publish it wins, the others free theirs)
- * and kept up to date by each add after it (a writer, which has the
- * container to itself). Its slots hold positions + 1 (0: empty), at most
- * half of them used, probed linearly from a hash seeded by the index's own
- * address, so that names chosen to collide in one process do not in
- * another. A name that appears twice keeps its first tensor, as the linear
- * search did. */
+ * An index's slots hold positions + 1 (0: empty), at most half of them
+ * used, probed linearly from a hash seeded by the index's own address, so
+ * that names chosen to collide in one process do not in another. A name
+ * that appears twice keeps its first position, as a search in order finds.
+ * The names themselves stay where they are: the index asks for the name at
+ * a position (name_of) and never copies one.
+ *
+ * A container's index is made by the first find of a container of more
+ * than a few tensors (a reader, which may share the container between
+ * threads: each builds its own and the first to publish it wins, the others
+ * free theirs) and kept up to date by each add after it (a writer, which has
+ * the container to itself). */
 #include "internal.h"
 
 #include <stdatomic.h>
@@ -16,13 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* At most this many tensors are searched in order, without an index. */
+/* At most this many names are searched in order, without an index. */
 #define LINEAR_MAX 8u
 
 struct tio__names {
     uint64_t seed;
     size_t cap;  /* a power of 2 */
-    size_t used; /* named tensors in it */
+    size_t used; /* names in it */
     size_t slot[];
 };
 
@@ -35,23 +39,21 @@ static size_t name_hash(const tio__names *ix, const char *s) {
     return (size_t)h & (ix->cap - 1);
 }
 
-/* Puts tensor t in (if it has a name not there yet). */
-static void put(tio__names *ix, const tio_container *c, const tio_tensor *t) {
-    if (!t->name) return;
-    size_t h = name_hash(ix, t->name);
+void tio__names_put(tio__names *ix, size_t i, tio__name_fn name_of, const void *ctx) {
+    const char *name = name_of(ctx, i);
+    if (!name) return;
+    size_t h = name_hash(ix, name);
     while (ix->slot[h]) {
-        if (strcmp(c->tensors[ix->slot[h] - 1]->name, t->name) == 0) return; /* the first */
+        if (strcmp(name_of(ctx, ix->slot[h] - 1), name) == 0) return; /* the first */
         h = (h + 1) & (ix->cap - 1);
     }
-    ix->slot[h] = t->index + 1;
+    ix->slot[h] = i + 1;
     ix->used++;
 }
 
-/* An index of c's tensors with room for as many again; NULL when out of
- * memory (finds then search in order). */
-static tio__names *build(const tio_container *c) {
+tio__names *tio__names_build(size_t count, tio__name_fn name_of, const void *ctx) {
     size_t cap = 16;
-    while (cap / 4 < c->count) {
+    while (cap / 4 < count) { /* room for as many again */
         if (cap > (SIZE_MAX - sizeof(tio__names)) / sizeof(size_t) / 2) return NULL;
         cap *= 2;
     }
@@ -59,8 +61,23 @@ static tio__names *build(const tio_container *c) {
     if (!ix) return NULL;
     ix->seed = (uint64_t)(uintptr_t)ix * 0x9e3779b97f4a7c15u;
     ix->cap = cap;
-    for (size_t i = 0; i < c->count; i++) put(ix, c, c->tensors[i]);
+    for (size_t i = 0; i < count; i++) tio__names_put(ix, i, name_of, ctx);
     return ix;
+}
+
+int tio__names_full(const tio__names *ix) { return (ix->used + 1) * 2 > ix->cap; }
+
+size_t tio__names_find(const tio__names *ix, const char *name, tio__name_fn name_of,
+                       const void *ctx) {
+    for (size_t h = name_hash(ix, name); ix->slot[h]; h = (h + 1) & (ix->cap - 1))
+        if (strcmp(name_of(ctx, ix->slot[h] - 1), name) == 0) return ix->slot[h] - 1;
+    return SIZE_MAX;
+}
+
+/* ------------------------------------------------ a container's tensors */
+
+static const char *tensor_name(const void *ctx, size_t i) {
+    return ((const tio_container *)ctx)->tensors[i]->name;
 }
 
 static tio_tensor *linear(const tio_container *c, const char *name) {
@@ -77,7 +94,7 @@ tio_tensor *tio_container_find(const tio_container *c, const char *name) {
     _Atomic(tio__names *) *at = &((tio_container *)(uintptr_t)c)->names;
     tio__names *ix = atomic_load_explicit(at, memory_order_acquire);
     if (!ix) {
-        tio__names *mine = build(c), *none = NULL;
+        tio__names *mine = tio__names_build(c->count, tensor_name, c), *none = NULL;
         if (!mine) return linear(c, name);
         if (atomic_compare_exchange_strong_explicit(at, &none, mine, memory_order_acq_rel,
                                                     memory_order_acquire)) {
@@ -87,22 +104,19 @@ tio_tensor *tio_container_find(const tio_container *c, const char *name) {
             ix = none;
         }
     }
-    for (size_t h = name_hash(ix, name); ix->slot[h]; h = (h + 1) & (ix->cap - 1)) {
-        tio_tensor *t = c->tensors[ix->slot[h] - 1];
-        if (strcmp(t->name, name) == 0) return t;
-    }
-    return NULL;
+    size_t i = tio__names_find(ix, name, tensor_name, c);
+    return i == SIZE_MAX ? NULL : c->tensors[i];
 }
 
 void tio__names_added(tio_container *c, const tio_tensor *t) {
     tio__names *ix = atomic_load_explicit(&c->names, memory_order_relaxed);
     if (!ix) return;
-    if ((ix->used + 1) * 2 > ix->cap) { /* full: the next find makes a larger one */
+    if (tio__names_full(ix)) { /* the next find makes a larger one */
         atomic_store_explicit(&c->names, NULL, memory_order_relaxed);
         free(ix);
         return;
     }
-    put(ix, c, t);
+    tio__names_put(ix, t->index, tensor_name, c);
 }
 
 void tio__names_free(tio_container *c) {

@@ -226,6 +226,44 @@ static void test_duplicates(void **state) {
     free(b.p);
 }
 
+/* tio_shard_find over many members (by an index of their paths past 8):
+ * every path found where the search in order finds it, the first of a path
+ * that appears twice, none for a path not there; and over a few. */
+static void test_find_many(void **state) {
+    (void)state;
+    for (size_t n = 5; n <= 3000; n += 2995) {
+        tb b = {0};
+        char name[32];
+        for (size_t i = 0; i < n; i++) {
+            /* every 7th path repeats the one before it */
+            snprintf(name, sizeof name, "s%05zu.cls", i % 7 == 6 ? i - 1 : i);
+            tb_file(&b, name, "1", 1);
+        }
+        tb_end(&b);
+        tio_shard *s;
+        uint8_t *copy;
+        tio_error err;
+        assert_int_equal(open_copy(&b, NULL, &s, &copy, &err), TIO_OK);
+        assert_int_equal(tio_shard_member_count(s), n);
+        for (size_t i = 0; i <= n; i++) {
+            snprintf(name, sizeof name, "s%05zu.cls", i);
+            size_t want = TIO_SHARD_NONE;
+            for (size_t k = 0; k < n && want == TIO_SHARD_NONE; k++)
+                if (strcmp(tio_shard_member_at(s, k)->name, name) == 0) want = k;
+            assert_int_equal(tio_shard_find(s, name), want);
+        }
+        if (n > 7) {
+            assert_int_equal(tio_shard_find(s, "s00005.cls"), 5); /* and 6 */
+            assert_int_equal(tio_shard_find(s, "s00006.cls"), TIO_SHARD_NONE);
+        }
+        assert_int_equal(tio_shard_find(s, ""), TIO_SHARD_NONE);
+        assert_int_equal(tio_shard_find(s, NULL), TIO_SHARD_NONE);
+        tio_shard_free(s);
+        free(copy);
+        free(b.p);
+    }
+}
+
 /* Keys as WebDataset's pattern splits them, corner cases included. */
 static void test_split(void **state) {
     (void)state;
@@ -571,6 +609,7 @@ static void test_sweeps(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_samples),     cmocka_unit_test(test_duplicates),
+        cmocka_unit_test(test_find_many),
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_names),       cmocka_unit_test(test_bad_headers),
         cmocka_unit_test(test_bad_pax),     cmocka_unit_test(test_member_limit),
