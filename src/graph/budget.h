@@ -29,10 +29,10 @@
  * than it takes on the wire (a node of a few bytes, an empty string), but a
  * graph whose weights lie elsewhere is all such objects: torchvision's
  * models and a transformer exported by torch.onnx and saved with external
- * data come to 8.6-12.8 x their .onnx by this estimate (7-9 x measured),
- * which 3 x refused past ~100 KB. 20 x keeps them in with room; the dense
- * bombs of tests/core/test_memory.c (20,000 one-letter nodes: ~33 x) stay
- * out. */
+ * data come to 8.6-12.8 x their .onnx by this estimate (the transformer:
+ * 11.4 x estimated, 8.7 x measured), which 3 x refused past ~100 KB. 20 x
+ * keeps them in with room; the dense bombs of tests/core/test_memory.c
+ * (20,000 one-letter nodes: ~33 x) stay out. */
 #define TIO_ONNX_DECODE_MEM_FACTOR 20u
 /* What a decode of a plain list of tensors (a SequenceProto file) may add to
  * the budget per tensor for its container record, name and shape: within
