@@ -116,6 +116,16 @@ int cli_open(const char *path, const char *format, const tio_limits *limits,
  * 1 when TENSIO_LIMITS set some, 0 when unset, -1 with err set when it is not
  * such a list. cli_open_opts (and so every cli_open) applies it. */
 int cli_env_limits(const tio_limits *given, tio_limits *out, tio_error *err);
+/* What a call into the library that takes limits gets: `given` (NULL: the
+ * defaults) with TENSIO_LIMITS applied, in *buf, or `given` itself when it is
+ * unset. The command's run refused a TENSIO_LIMITS that is not a list before
+ * the command ran (cli_env_check), so this cannot fail. */
+const tio_limits *cli_limits(const tio_limits *given, tio_limits *buf);
+/* Before a command runs: 0, or CLI_EXIT_USAGE with the message printed when
+ * TENSIO_LIMITS is set and is not such a list. */
+int cli_env_check(const char *cmd);
+/* After a failed open: the hint that TENSIO_LIMITS raises the limit hit. */
+void cli_limit_hint(const tio_error *err);
 /* The same with TIO_OPEN_* flags. */
 int cli_open_flags(const char *path, const char *format, const tio_limits *limits,
                    unsigned flags, tio_container **out);

@@ -220,10 +220,7 @@ int cli_open_flags(const char *path, const char *format, const tio_limits *limit
         /* I/O messages already name the file. */
         if (strstr(msg, path)) cli_error("%s", msg);
         else cli_error("%s: %s", path, msg);
-        if (err.code == TIO_E_LIMIT)
-            cli_error("hint: TENSIO_LIMITS='NAME=VALUE,...' raises the limits of every "
-                      "file tensio opens (e.g. TENSIO_LIMITS=max_objects=unlimited; "
-                      "docs/cli.md)");
+        cli_limit_hint(&err);
         /* a TENSIO_LIMITS that is not a list of limits: a usage error */
         return strncmp(err.message, "TENSIO_LIMITS:", 14) == 0 ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
     }
@@ -377,6 +374,25 @@ int cli_env_limits(const tio_limits *given, tio_limits *out, tio_error *err) {
         if (*p == ',') p++;
     }
     return 1;
+}
+
+const tio_limits *cli_limits(const tio_limits *given, tio_limits *buf) {
+    tio_error err;
+    return cli_env_limits(given, buf, &err) > 0 ? buf : given;
+}
+
+int cli_env_check(const char *cmd) {
+    tio_limits lim;
+    tio_error err;
+    if (cli_env_limits(NULL, &lim, &err) >= 0) return 0;
+    return cli_usage_error(cmd, "%s", err.message);
+}
+
+void cli_limit_hint(const tio_error *err) {
+    if (err && err->code == TIO_E_LIMIT)
+        cli_error("hint: TENSIO_LIMITS='NAME=VALUE,...' raises the limits of every "
+                  "file tensio opens (e.g. TENSIO_LIMITS=max_objects=unlimited; "
+                  "docs/cli.md)");
 }
 
 void cli_dense_budget_init(cli_dense_budget *b, const tio_container *c) {

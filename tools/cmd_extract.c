@@ -250,11 +250,13 @@ int cli_cmd_extract(int argc, char **argv) {
     tio_shard *s = NULL;
     tio_error err;
     tio_error_clear(&err);
-    if (tio_shard_open(path, NULL, &s, &err) != TIO_OK) {
+    tio_limits lim;
+    if (tio_shard_open(path, cli_limits(NULL, &lim), &s, &err) != TIO_OK) {
         char *ep = cli_text_escape(path);
         rc = err.code == TIO_E_IO ? cli_error("%s", cli_errmsg(&err))
                                   : cli_error("%s: %s", ep ? ep : path, cli_errmsg(&err));
         free(ep);
+        cli_limit_hint(&err);
         return rc;
     }
     if (mkdir(x.dir, 0777) != 0 && errno != EEXIST) {

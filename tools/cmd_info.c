@@ -1014,6 +1014,8 @@ int cli_cmd_info(int argc, char **argv) {
     memset(&no, 0, sizeof no);
     no.format = format;
     no.flags = TIO_OPEN_NATIVE_GRAPH;
+    tio_limits lim;
+    no.limits = cli_limits(NULL, &lim);
     tio_error nerr;
     if (!native && g && tio_graph_native_format(g) && tio_open(path, &no, &nc, &nerr) == TIO_OK) {
         nm.c = nc;

@@ -647,7 +647,8 @@ static int run_recv(recv_args *a) {
     so.topic = a->topic;
     so.identity = a->identity;
     so.open_flags = a->strict ? TIO_OPEN_STRICT : 0u;
-    so.limits = &a->limits;
+    tio_limits lim;
+    so.limits = cli_limits(&a->limits, &lim);
     tio_stream *s = NULL;
     rc = cli_stream_open("recv", a->endpoint, &so, binds, &s);
     if (rc != CLI_EXIT_OK) return rc;

@@ -33,7 +33,9 @@ static int open_store(const char *path, tio_lmdb **db, tio_lmdb_txn **txn) {
     tio_error err;
     tio_error_clear(&err);
     *txn = NULL;
-    if (tio_lmdb_open(path, NULL, db, &err) != TIO_OK ||
+    tio_limits lim; /* for its records: the store keeps a copy */
+    tio_lmdb_options lo = {.limits = cli_limits(NULL, &lim)};
+    if (tio_lmdb_open(path, &lo, db, &err) != TIO_OK ||
         tio_lmdb_read_begin(*db, txn, &err) != TIO_OK) {
         report(path, &err);
         tio_lmdb_close(*db);
@@ -124,6 +126,7 @@ int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_lim
     tio_lmdb_record r;
     tio_error err;
     tio_error_clear(&err);
+    tio_limits lbuf;
     while (rc == CLI_EXIT_OK && tio_lmdb_next(txn, &r, &err) == TIO_OK) {
         char *key = key_string(&r), *ek = key_shown(&r);
         if (!key || !ek) {
@@ -158,7 +161,7 @@ int cli_lmdb_ls(const char *path, int tensors, int json, int hash, const tio_lim
         tio_container *c = NULL;
         tio_open_options oo;
         memset(&oo, 0, sizeof oo);
-        oo.limits = lim; /* --max-dense-bytes */
+        oo.limits = cli_limits(lim, &lbuf); /* --max-dense-bytes, TENSIO_LIMITS */
         if (tensors && tio_lmdb_open_record(txn, &r, &oo, &c, &err) != TIO_OK) {
             report(path, &err);
             failed = 1;
@@ -308,7 +311,9 @@ size_t cli_lmdb_validate(const char *path, int verbose, json_t *files) {
     tio_lmdb_txn *txn = NULL;
     tio_error err;
     tio_error_clear(&err);
-    if (tio_lmdb_open(path, NULL, &db, &err) != TIO_OK ||
+    tio_limits lim;
+    tio_lmdb_options lo = {.limits = cli_limits(NULL, &lim)};
+    if (tio_lmdb_open(path, &lo, &db, &err) != TIO_OK ||
         tio_lmdb_read_begin(db, &txn, &err) != TIO_OK) {
         cli_validate_finding(path, errors, &err);
         tio_lmdb_close(db);
@@ -404,8 +409,10 @@ static int convert_shard(convert_state *s, const char *in, const cli_filter *f) 
     tio_shard *sh = NULL;
     tio_error err;
     tio_error_clear(&err);
-    if (tio_shard_open(in, NULL, &sh, &err) != TIO_OK) {
+    tio_limits lim;
+    if (tio_shard_open(in, cli_limits(NULL, &lim), &sh, &err) != TIO_OK) {
         report(in, &err);
+        cli_limit_hint(&err);
         return CLI_EXIT_FAIL;
     }
     int rc = CLI_EXIT_OK;

@@ -238,7 +238,9 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
         char *ipath = cli_strdup_printf("%s.index.json", out);
         const char *bpath = stat(out, &sout) == 0 ? out : ipath; /* a directory, WEIGHTS */
         tio_error_clear(&err);
-        if (bpath && tio_open(bpath, NULL, &back, &err) == TIO_OK) {
+        tio_limits lim;
+        tio_open_options bo = {.limits = cli_limits(NULL, &lim)};
+        if (bpath && tio_open(bpath, &bo, &back, &err) == TIO_OK) {
             size = tio_container_source_size(back);
             const char *s = tio_container_prop_get(back, "shards");
             shards = s ? strtoull(s, NULL, 10) : 1;

@@ -16,6 +16,7 @@ static int open_shard(const char *path, const tio_limits *lim, tio_shard **out) 
         char *ep = cli_text_escape(path);
         cli_error("%s: %s", ep ? ep : path, msg);
         free(ep);
+        cli_limit_hint(&err);
         return CLI_EXIT_FAIL;
     }
     return CLI_EXIT_OK;
@@ -71,7 +72,8 @@ static void ls_heads(cli_table *tab, int hash) {
  * pipe:COMMAND), one at a time with their containers. */
 typedef struct msrc {
     const char *path;
-    const tio_limits *lim;
+    const tio_limits *lim; /* the command's, with TENSIO_LIMITS (lim_buf) */
+    tio_limits lim_buf;
     tio_shard *s; /* mapped */
     size_t i;
     tio_shard_stream *st; /* or streamed */
@@ -88,13 +90,16 @@ typedef struct msrc {
 static int msrc_open(msrc *q, const char *path, const tio_limits *lim) {
     memset(q, 0, sizeof *q);
     q->path = path;
-    q->lim = lim;
+    q->lim = cli_limits(lim, &q->lim_buf);
     if (!cli_is_url(path) && !cli_is_stdio(path) && strncmp(path, "pipe:", 5) != 0)
-        return open_shard(path, lim, &q->s);
+        return open_shard(path, q->lim, &q->s);
     tio_error err;
     tio_error_clear(&err);
-    if (cli_shard_source(path, lim, &q->s, &q->st, &err) != TIO_OK)
-        return cli_error("%s", cli_errmsg(&err));
+    if (cli_shard_source(path, q->lim, &q->s, &q->st, &err) != TIO_OK) {
+        cli_error("%s", cli_errmsg(&err));
+        cli_limit_hint(&err);
+        return CLI_EXIT_FAIL;
+    }
     return CLI_EXIT_OK;
 }
 
@@ -321,7 +326,8 @@ static int each_shard(const char *path, const tio_limits *lim, int json, int has
     size_t n = 0;
     tio_error err;
     tio_error_clear(&err);
-    if (tio_shard_list_expand(path, lim, &list, &n, &err) != TIO_OK) {
+    tio_limits buf;
+    if (tio_shard_list_expand(path, cli_limits(lim, &buf), &list, &n, &err) != TIO_OK) {
         char *ep = cli_text_escape(path);
         cli_error("%s: %s", ep ? ep : path, cli_errmsg(&err));
         free(ep);
@@ -630,7 +636,8 @@ size_t cli_shard_validate(const char *path, int verbose, json_t *files) {
     size_t n = 0, problems = 0;
     tio_error err;
     tio_error_clear(&err);
-    if (tio_shard_list_expand(path, NULL, &list, &n, &err) != TIO_OK) {
+    tio_limits buf;
+    if (tio_shard_list_expand(path, cli_limits(NULL, &buf), &list, &n, &err) != TIO_OK) {
         json_t *errors = NULL;
         if (files && cli_validate_json_file(files, path, &errors)) cli_validate_finding(path, errors, &err);
         else if (!files) cli_validate_finding(path, NULL, &err);
@@ -667,7 +674,7 @@ int cli_shard_open_member(const char *path, const char *member, tio_container **
         }
         /* the stream's buffer is reused: the container owns a copy */
         tio_open_options o = {.format = m ? tio_shard_format_for_name(m->name) : NULL,
-                              .flags = TIO_OPEN_COPY};
+                              .flags = TIO_OPEN_COPY, .limits = q.lim};
         if (m && tio_open_memory(m->data, (size_t)m->size, &o, out, &err) != TIO_OK)
             rc = CLI_EXIT_FAIL;
         if (rc != CLI_EXIT_OK && !m) {

@@ -138,7 +138,8 @@ static int stream_member_bytes(const char *path, tio_shard_stream *st, cli_selec
         if (!*m) return CLI_EXIT_OK;
     } while (!cli_select_name(sel, (*m)->name, (*m)->name, &as));
     const char *fmt = how->format ? tio_shard_format_for_name((*m)->name) : NULL;
-    tio_open_options o = {.format = fmt, .limits = how->limits};
+    tio_limits buf;
+    tio_open_options o = {.format = fmt, .limits = cli_limits(how->limits, &buf)};
     tio_container *c = NULL;
     if (fmt && tio_open_memory((*m)->data, (size_t)(*m)->size, &o, &c, &err) != TIO_OK)
         return where_error(path, (*m)->name, cli_errmsg(&err));

@@ -399,9 +399,13 @@ int cli_shard_messages(const char *path, size_t batch, int members, const tio_li
     tio_shard *s = NULL;
     tio_error err;
     tio_error_clear(&err);
-    if (tio_shard_open(path, lim, &s, &err) != TIO_OK)
-        return err.code == TIO_E_IO ? cli_error("%s", cli_errmsg(&err))
-                                    : shard_error(path, NULL, cli_errmsg(&err));
+    tio_limits buf; /* the shard keeps a copy, for its members */
+    if (tio_shard_open(path, cli_limits(lim, &buf), &s, &err) != TIO_OK) {
+        int rc = err.code == TIO_E_IO ? cli_error("%s", cli_errmsg(&err))
+                                      : shard_error(path, NULL, cli_errmsg(&err));
+        cli_limit_hint(&err);
+        return rc;
+    }
     batcher b;
     int rc = batcher_init(&b, path, batch, push_sink, m);
     size_t ns = tio_shard_sample_count(s);
@@ -523,6 +527,8 @@ int cli_shard_stream_messages(const char *spec, size_t batch, int members,
     size_t n = 0;
     tio_error err;
     tio_error_clear(&err);
+    tio_limits buf; /* for the list, the shards and their members */
+    lim = cli_limits(lim, &buf);
     if (tio_shard_list_expand(spec, lim, &list, &n, &err) != TIO_OK)
         return shard_error(spec, NULL, cli_errmsg(&err));
     batcher b;

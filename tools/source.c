@@ -152,6 +152,8 @@ int cli_shard_source(const char *path, const tio_limits *lim, tio_shard **s,
                      tio_shard_stream **st, tio_error *err) {
     *s = NULL;
     *st = NULL;
+    tio_limits buf; /* the shard keeps a copy */
+    lim = cli_limits(lim, &buf);
     if (cli_is_stdio(path)) {
         const uint8_t *b;
         size_t n;

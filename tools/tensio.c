@@ -94,6 +94,8 @@ static int run(int argc, char **argv) {
     if (a[0] == '-') return cli_usage_error(NULL, "unknown option '%s'", a);
     const cli_command *c = find_command(a);
     if (!c) return cli_usage_error(NULL, "unknown command '%s'", a);
+    int env = cli_env_check(a); /* TENSIO_LIMITS, for every file the command opens */
+    if (env) return env;
     return c->run(argc - 1, argv + 1);
 }
 

@@ -1090,7 +1090,8 @@ static int recv_message(tio_stream *s, tio_container **out, tio_error *e) {
         s->stats.bytes_received += bytes; /* of the frames kept before the limit */
         frames_free(fr);
         tio__err(e, TIO_E_LIMIT, NULL, -1,
-                 "%zu frames exceed the limit of %llu (2 per tensor + 3)", total,
+                 "%zu frames exceed the limit of %llu (2 per tensor + 3: max_tensors)",
+                 total,
                  (unsigned long long)max);
         return bad_message(s, index, total, TIO_E_LIMIT, e);
     }

@@ -341,6 +341,39 @@ def test_select(tmp):
     check("lmdb select: a file's tensors", [t["name"] for t in j["tensors"]] == ["b"], repr(j))
 
 
+def test_env_limits(tmp):
+    """TENSIO_LIMITS reaches a store's records (ls --tensors, validate, dump,
+    convert to a shard) and a shard converted into a store."""
+    src = os.path.join(os.path.dirname(HERE), "vectors", "tenbin", "multi_infos.ten")
+    with open(src, "rb") as f:
+        data = f.read()
+    n = len(tenbin_decode(data))
+    db = os.path.join(tmp, "lim.lmdb")
+    env = lmdb.open(db, map_size=1 << 22)
+    with env.begin(write=True) as txn:
+        txn.put(b"__tensio__", json.dumps({"format": "tenbin", "version": 1}).encode())
+        txn.put(b"k", data)
+    env.close()
+    shard = os.path.join(tmp, "lim.tar")
+    with tarfile.open(shard, "w", format=tarfile.USTAR_FORMAT) as t:
+        for key in ("a", "b"):
+            ti = tarfile.TarInfo(key + ".ten")
+            ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data))
+    out_tar, out_db = os.path.join(tmp, "lim-out.tar"), os.path.join(tmp, "lim-out.lmdb")
+    cases = [("ls --tensors", ("ls", "--tensors", db), n - 1),
+             ("validate", ("validate", db), n - 1),
+             ("dump", ("dump", db, "k"), n - 1),
+             ("convert --to", ("convert", "--force", "--to", "safetensors", db, out_tar), n - 1),
+             ("a shard of two members into a store", ("convert", "--force", shard, out_db), 1)]
+    for name, args, low in cases:
+        for lim, rc in ((low, 1), (n, 0)):
+            p = run(*args, ok=False, env={"TENSIO_LIMITS": "max_tensors=%d" % lim})
+            check("TENSIO_LIMITS %s: exit %d" % (name, rc), p.returncode == rc and
+                  (rc == 0 or "max_tensors" in p.stdout + p.stderr),
+                  "exit %d: %s" % (p.returncode, (p.stdout + p.stderr)[-300:]))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_tensio_writes(tmp)
@@ -348,6 +381,7 @@ def main():
         test_nul_keys(tmp)
         test_to_shard(tmp)
         test_select(tmp)
+        test_env_limits(tmp)
     for f in failures:
         print("FAIL:", f)
     if failures:

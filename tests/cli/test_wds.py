@@ -755,11 +755,12 @@ def test_extract_hostile(tmp):
     check("extract usage", p.returncode == 2, p.stderr)
 
 
-def stream(tmp, name, recv_args, send_args):
+def stream(tmp, name, recv_args, send_args, recv_env=None):
     """tensio recv (bound on an ipc endpoint) and tensio send: (recv, send)."""
     ep = "ipc://" + os.path.join(tmp, name + ".ipc")
     r = subprocess.Popen([TENSIO, "recv", "--bind", ep, "--timeout", "20", *recv_args],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, **recv_env) if recv_env else None)
     for _ in range(200):  # until it is bound
         if os.path.exists(ep[len("ipc://"):]):
             break
@@ -1044,6 +1045,75 @@ def test_select(tmp, ten):
           p.stderr)
 
 
+def test_env_limits(tmp):
+    """TENSIO_LIMITS reaches every shard a command opens: mapped, streamed, on
+    standard input, in a list, its members' containers, and what send and recv
+    decode (files: tests/cli/test_cli.py t_env_limits)."""
+    src = os.path.join(VEC, "tenbin", "multi_infos.ten")
+    if not os.path.exists(src):
+        return
+    n = len(json.loads(run("ls", "--json", src).stdout)["tensors"])
+    with open(src, "rb") as f:
+        data = f.read()
+    d = fresh(tmp, "lim")
+    one = os.path.join(d, "one-0.tar")  # a member of n tensors
+    write_tar(one, [("a/x.ten", data)], tarfile.USTAR_FORMAT)
+    shutil.copy(one, os.path.join(d, "one-1.tar"))
+    two = os.path.join(d, "two.tar")  # two members
+    write_tar(two, [("a/x.ten", data), ("b/x.ten", data)], tarfile.USTAR_FORMAT)
+    low = {"TENSIO_LIMITS": "max_tensors=%d" % (n - 1)}
+    enough = {"TENSIO_LIMITS": "max_tensors=%d" % n}
+
+    def both(name, *args, field="max_tensors", lo=low, hi=enough, stdin=None, out=None):
+        """exit 1 naming the field under lo, 0 under hi"""
+        for env, rc in ((lo, 1), (hi, 0)):
+            if out and os.path.isdir(out):
+                shutil.rmtree(out)
+            elif out and os.path.exists(out):
+                os.remove(out)
+            with open(stdin if stdin else os.devnull, "rb") as f:
+                p = run(*args, ok=False, env=env, stdin=f)
+            said = p.stdout + p.stderr
+            check("TENSIO_LIMITS %s: exit %d" % (name, rc),
+                  p.returncode == rc and (rc == 0 or field in said),
+                  "exit %d: %s" % (p.returncode, said[-400:]))
+
+    both("ls", "ls", one)
+    both("ls --hash", "ls", "--hash", one)
+    both("info", "info", one)
+    both("validate", "validate", one)
+    both("dump", "dump", one, "a/x.ten")
+    both("ls of a stream", "ls", "pipe:cat " + one)
+    both("ls of standard input", "ls", "-", stdin=one)
+    both("ls of a list", "ls", os.path.join(d, "one-{0..1}.tar"))
+    out = os.path.join(d, "o.tar")
+    both("convert a shard", "convert", "--member-to", "safetensors", one, out, out=out)
+    for env, decoded in ((low, False), (enough, True)):  # nobody receives
+        p = run("send", "--timeout", "0.2", "ipc://" + os.path.join(d, "none.ipc"), one,
+                ok=False, env=env)
+        check("TENSIO_LIMITS send %s" % env, p.returncode == 1 and
+              ("max_tensors" in p.stderr) != decoded, p.stderr)
+    p = run("ls", two, ok=False, env={"TENSIO_LIMITS": "max_tensors=1"})
+    check("TENSIO_LIMITS: the hint for a shard",
+          p.returncode == 1 and "hint: TENSIO_LIMITS=" in p.stderr, p.stderr)
+    x = os.path.join(d, "x")
+    both("extract", "extract", two, x, out=x, lo={"TENSIO_LIMITS": "max_tensors=1"},
+         hi={"TENSIO_LIMITS": "max_tensors=2"})
+    both("a list past max_shards", "ls", os.path.join(d, "one-{0..1}.tar"), field="max_shards",
+         lo={"TENSIO_LIMITS": "max_shards=1"}, hi={"TENSIO_LIMITS": "max_shards=2"})
+    p = run("extract", two, x, ok=False, env={"TENSIO_LIMITS": "max_tensors"})
+    check("TENSIO_LIMITS: a bad list is a usage error", p.returncode == 2 and
+          "TENSIO_LIMITS:" in p.stderr, p.stderr)
+    # recv: the messages it decodes
+    for env, good in ((low, 0), (enough, 1)):
+        r, sp = stream(tmp, "lim", ("--count", "1", "--json", "--timeout", "2"), (src,),
+                       recv_env=env)
+        rows = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+        check("TENSIO_LIMITS recv %s" % env, sp.returncode == 0 and len(rows) == good and
+              (good or ("max_tensors" in r.stderr and r.returncode == 1)),
+              "%d %d %s" % (sp.returncode, r.returncode, r.stderr[-300:]))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(VEC, "tenbin", "dtype_float32.ten"), "rb") as f:
@@ -1063,6 +1133,7 @@ def main():
         test_stream(tmp)
         test_stream_members(tmp, ten)
         test_select(tmp, ten)
+        test_env_limits(tmp)
     for f in failures:
         print("FAIL:", f)
     if failures:

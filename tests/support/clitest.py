@@ -2,6 +2,7 @@
 tests/cli/test_wds.py): the tensio binary from argv[1], running it, recording
 failures, and the NumPy dtypes the .npy/.npz tests go through."""
 
+import os
 import subprocess
 import sys
 
@@ -9,8 +10,10 @@ TENSIO = sys.argv[1] if len(sys.argv) > 1 else "tensio"
 failures = []
 
 
-def run(*args, ok=True):
-    p = subprocess.run([TENSIO, *args], capture_output=True, text=True)
+def run(*args, ok=True, env=None, stdin=None):
+    """tensio ARGS; env: variables added to the environment; stdin: a file."""
+    full = dict(os.environ, **env) if env else None
+    p = subprocess.run([TENSIO, *args], capture_output=True, text=True, env=full, stdin=stdin)
     if ok and p.returncode != 0:
         raise AssertionError("tensio %s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr))
     return p
