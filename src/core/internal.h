@@ -434,7 +434,7 @@ struct tio_container {
     size_t nparts, parts_cap;
     /* the tensors by name (src/core/names.c), made by the first
      * tio_container_find, or NULL */
-    _Atomic(struct tio__names *) names;
+    _Atomic(struct tio__names *) names; /* tio__names_lazy */
     void *owned_buf;        /* malloc'ed copy of the input or NULL */
     /* an http(s) source: the sparse buffer the views point into, its
      * chunks fetched on demand (src/source/remote.c), or NULL */
@@ -472,6 +472,17 @@ void tio__names_put(tio__names *ix, size_t i, tio__name_fn name_of, const void *
 int tio__names_full(const tio__names *ix);
 size_t tio__names_find(const tio__names *ix, const char *name, tio__name_fn name_of,
                        const void *ctx);
+/* An index made by the first find of more than a few names (the names
+ * searched in order before that, or when out of memory) and published for
+ * other threads reading the same object; kept up to date by the object's
+ * writer (a name added at position i), and freed. A copy of the object must
+ * not keep it: set the copy's to NULL. */
+typedef _Atomic(tio__names *) tio__names_lazy;
+size_t tio__names_lazy_find(tio__names_lazy *at, size_t count, const char *name,
+                            tio__name_fn name_of, const void *ctx);
+void tio__names_lazy_added(tio__names_lazy *at, size_t i, tio__name_fn name_of,
+                           const void *ctx);
+void tio__names_lazy_free(tio__names_lazy *at);
 /* A container's: a tensor just added to c, and its release. */
 void tio__names_added(tio_container *c, const tio_tensor *t);
 void tio__names_free(tio_container *c);

@@ -8,8 +8,8 @@
  * The names themselves stay where they are: the index asks for the name at
  * a position (name_of) and never copies one.
  *
- * A container's index is made by the first find of a container of more
- * than a few tensors (a reader, which may share the container between
+ * A container's index, and a graph's of its values (tio_graph_find_value),
+ * is made by the first find of more than a few names (a reader, which may share the container between
  * threads: each builds its own and the first to publish it wins, the others
  * free theirs) and kept up to date by each add after it (a writer, which has
  * the container to itself). */
@@ -74,51 +74,65 @@ size_t tio__names_find(const tio__names *ix, const char *name, tio__name_fn name
     return SIZE_MAX;
 }
 
+/* ------------------------------------- an index made by the first find */
+
+size_t tio__names_lazy_find(tio__names_lazy *at, size_t count, const char *name,
+                            tio__name_fn name_of, const void *ctx) {
+    if (count > LINEAR_MAX) {
+        tio__names *ix = atomic_load_explicit(at, memory_order_acquire);
+        if (!ix) {
+            tio__names *mine = tio__names_build(count, name_of, ctx), *none = NULL;
+            if (mine && atomic_compare_exchange_strong_explicit(at, &none, mine,
+                                                                memory_order_acq_rel,
+                                                                memory_order_acquire)) {
+                ix = mine;
+            } else { /* out of memory (searched in order), or another thread's came first */
+                free(mine);
+                ix = none;
+            }
+        }
+        if (ix) return tio__names_find(ix, name, name_of, ctx);
+    }
+    for (size_t i = 0; i < count; i++) {
+        const char *s = name_of(ctx, i);
+        if (s && strcmp(s, name) == 0) return i;
+    }
+    return SIZE_MAX;
+}
+
+void tio__names_lazy_added(tio__names_lazy *at, size_t i, tio__name_fn name_of,
+                           const void *ctx) {
+    tio__names *ix = atomic_load_explicit(at, memory_order_relaxed);
+    if (!ix) return;
+    if (tio__names_full(ix)) { /* the next find makes a larger one */
+        atomic_store_explicit(at, NULL, memory_order_relaxed);
+        free(ix);
+        return;
+    }
+    tio__names_put(ix, i, name_of, ctx);
+}
+
+void tio__names_lazy_free(tio__names_lazy *at) {
+    free(atomic_load_explicit(at, memory_order_relaxed));
+    atomic_store_explicit(at, NULL, memory_order_relaxed);
+}
+
 /* ------------------------------------------------ a container's tensors */
 
 static const char *tensor_name(const void *ctx, size_t i) {
     return ((const tio_container *)ctx)->tensors[i]->name;
 }
 
-static tio_tensor *linear(const tio_container *c, const char *name) {
-    for (size_t i = 0; i < c->count; i++)
-        if (c->tensors[i]->name && strcmp(c->tensors[i]->name, name) == 0)
-            return c->tensors[i];
-    return NULL;
-}
-
 tio_tensor *tio_container_find(const tio_container *c, const char *name) {
     if (!c || !name) return NULL;
-    if (c->count <= LINEAR_MAX) return linear(c, name);
     /* the index is not part of the container's observable state */
-    _Atomic(tio__names *) *at = &((tio_container *)(uintptr_t)c)->names;
-    tio__names *ix = atomic_load_explicit(at, memory_order_acquire);
-    if (!ix) {
-        tio__names *mine = tio__names_build(c->count, tensor_name, c), *none = NULL;
-        if (!mine) return linear(c, name);
-        if (atomic_compare_exchange_strong_explicit(at, &none, mine, memory_order_acq_rel,
-                                                    memory_order_acquire)) {
-            ix = mine;
-        } else { /* another thread's came first */
-            free(mine);
-            ix = none;
-        }
-    }
-    size_t i = tio__names_find(ix, name, tensor_name, c);
+    size_t i = tio__names_lazy_find(&((tio_container *)(uintptr_t)c)->names, c->count, name,
+                                    tensor_name, c);
     return i == SIZE_MAX ? NULL : c->tensors[i];
 }
 
 void tio__names_added(tio_container *c, const tio_tensor *t) {
-    tio__names *ix = atomic_load_explicit(&c->names, memory_order_relaxed);
-    if (!ix) return;
-    if (tio__names_full(ix)) { /* the next find makes a larger one */
-        atomic_store_explicit(&c->names, NULL, memory_order_relaxed);
-        free(ix);
-        return;
-    }
-    tio__names_put(ix, t->index, tensor_name, c);
+    tio__names_lazy_added(&c->names, t->index, tensor_name, c);
 }
 
-void tio__names_free(tio_container *c) {
-    free(atomic_load_explicit(&c->names, memory_order_relaxed));
-}
+void tio__names_free(tio_container *c) { tio__names_lazy_free(&c->names); }

@@ -182,6 +182,8 @@ void tio__graph_free(tio_graph *g) {
     if (!g) return;
     for (size_t i = 0; i < g->value_count; i++) value_clear(g, &g->values[i]);
     free(g->values);
+    tio__names_lazy_free(&g->names);
+    tio__graph_caps_free(g);
     for (size_t i = 0; i < g->node_count; i++) tio__gnode_clear(g, &g->nodes[i]);
     free(g->nodes);
     free(g->inputs);
@@ -205,6 +207,45 @@ void tio__graph_free(tio_graph *g) {
 const char *tio__graph_native(const tio_graph *g) {
     while (g && !g->native_format) g = g->parent;
     return g ? g->native_format : NULL;
+}
+
+struct tio_gcaps {
+    size_t n; /* the values marked */
+    uint8_t is[];
+};
+
+bool tio__graph_is_capture(const tio_graph *g, int64_t v) {
+    if (!g || v < 0 || (size_t)v >= g->value_count) return false;
+    /* the marks are not part of the graph's observable state */
+    _Atomic(struct tio_gcaps *) *at = &((tio_graph *)(uintptr_t)g)->caps;
+    struct tio_gcaps *m = NULL;
+    if (g->capture_count > 8 && !(m = atomic_load_explicit(at, memory_order_acquire))) {
+        struct tio_gcaps *mine = calloc(1, sizeof *mine + g->value_count), *none = NULL;
+        if (mine) {
+            mine->n = g->value_count;
+            for (size_t k = 0; k < g->capture_count; k++)
+                if (g->captures[k] >= 0 && (size_t)g->captures[k] < mine->n)
+                    mine->is[g->captures[k]] = 1;
+            if (atomic_compare_exchange_strong_explicit(at, &none, mine, memory_order_acq_rel,
+                                                        memory_order_acquire)) {
+                m = mine;
+            } else { /* another thread's came first */
+                free(mine);
+                m = none;
+            }
+        }
+    }
+    /* a value added after the marks is none: captures are set (which drops
+     * the marks) from values that exist */
+    if (m) return (size_t)v < m->n && m->is[v];
+    for (size_t k = 0; k < g->capture_count; k++)
+        if (g->captures[k] == v) return true;
+    return false;
+}
+
+void tio__graph_caps_free(tio_graph *g) {
+    free(atomic_load_explicit(&g->caps, memory_order_relaxed));
+    atomic_store_explicit(&g->caps, NULL, memory_order_relaxed);
 }
 
 bool tio__graph_native_is(const tio_graph *g, const char *format) {
@@ -286,11 +327,16 @@ int tio_graph_value(const tio_graph *g, size_t i, tio_value_info *out) {
     return TIO_OK;
 }
 
+static const char *value_name(const void *ctx, size_t i) {
+    return ((const tio_graph *)ctx)->values[i].name;
+}
+
 int64_t tio_graph_find_value(const tio_graph *g, const char *name) {
     if (!g || !name) return -1;
-    for (size_t i = 0; i < g->value_count; i++)
-        if (g->values[i].name && strcmp(g->values[i].name, name) == 0) return (int64_t)i;
-    return -1;
+    /* the index is not part of the graph's observable state */
+    size_t i = tio__names_lazy_find(&((tio_graph *)(uintptr_t)g)->names, g->value_count, name,
+                                    value_name, g);
+    return i == SIZE_MAX ? -1 : (int64_t)i;
 }
 
 size_t tio_graph_node_count(const tio_graph *g) { return g ? g->node_count : 0; }
@@ -497,6 +543,7 @@ static int graph_add_value_do(tio_graph *g, const tio_value_info *v, size_t *ind
     g->values[g->value_count] = nv;
     if (index) *index = g->value_count;
     g->value_count++;
+    tio__names_lazy_added(&g->names, g->value_count - 1, value_name, g);
     return TIO_OK;
 nomem:
     value_clear(g, &nv);
@@ -893,8 +940,9 @@ int tio_graph_set_outputs(tio_graph *g, const int64_t *values, size_t n, tio_err
 }
 
 static int graph_set_captures_do(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {
-    return g ? set_list(g, &g->captures, &g->capture_count, values, n, "captures", err)
-             : tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
+    if (!g) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph is NULL");
+    tio__graph_caps_free(g);
+    return set_list(g, &g->captures, &g->capture_count, values, n, "captures", err);
 }
 
 int tio_graph_set_captures(tio_graph *g, const int64_t *values, size_t n, tio_error *err) {

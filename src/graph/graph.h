@@ -60,6 +60,13 @@ struct tio_graph {
     char *native_format; /* NULL if built through the API */
     tio_gvalue *values;
     size_t value_count, value_cap;
+    /* the values by name (tio_graph_find_value; src/core/names.c), made by
+     * its first find, or NULL; a copy of the struct sets its own to NULL */
+    tio__names_lazy names;
+    /* which values are captures (tio__graph_is_capture), made by its first
+     * call, dropped by a change of the captures; a copy of the
+     * struct sets its own to NULL */
+    _Atomic(struct tio_gcaps *) caps;
     tio_gnode *nodes;
     size_t node_count, node_cap;
     int64_t *inputs, *outputs, *captures;
@@ -92,6 +99,11 @@ struct tio_graph {
 const char *tio__graph_native(const tio_graph *g);
 /* Whether tio__graph_native(g) is `format`. */
 bool tio__graph_native_is(const tio_graph *g, const char *format);
+/* Whether value v is one of g's captures, O(1) after the first call (which
+ * marks them all); thread-safe for readers. */
+bool tio__graph_is_capture(const tio_graph *g, int64_t v);
+/* Frees g's marks of its captures (a copy of a graph, tio__graph_free). */
+void tio__graph_caps_free(tio_graph *g);
 
 /* Frees a graph and its subgraphs (the root is freed by the container). */
 void tio__graph_free(tio_graph *g);

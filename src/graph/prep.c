@@ -48,6 +48,8 @@ void tio__gprep_free(tio_gprepped *p) {
     free(p->dropped);
     free(p->g.values);
     free(p->g.nodes);
+    tio__names_lazy_free(&p->g.names);
+    tio__graph_caps_free(&p->g);
     memset(p, 0, sizeof *p);
 }
 
@@ -1261,6 +1263,8 @@ int tio__gprep(const tio_container *c, const tio_graph *src, const tio_gprep_opt
     }
     p->g = *src; /* meta, opaque, opsets: read through; arrays replaced in build */
     p->g.values = NULL;
+    atomic_init(&p->g.names, NULL); /* its own, of its own values */
+    atomic_init(&p->g.caps, NULL);
     p->g.nodes = NULL;
     p->g.subgraphs = NULL;
     p->g.sub_count = 0;

@@ -537,9 +537,7 @@ tio_dtype tio__ox_dtype(const ox_writer *w, const tio_graph *g, int64_t v) {
         const tio_gvalue *gv = &g->values[v];
         if (gv->tensor >= 0) return tio__plan_tensor(w->plan, (size_t)gv->tensor)->dtype;
         if (gv->dtype != TIO_DTYPE_INVALID || !gv->name || !g->parent) return gv->dtype;
-        bool captured = false;
-        for (size_t k = 0; k < g->capture_count && !captured; k++) captured = g->captures[k] == v;
-        if (!captured) return gv->dtype;
+        if (!tio__graph_is_capture(g, v)) return gv->dtype;
         int64_t outer = tio_graph_find_value(g->parent, gv->name);
         if (outer < 0) return gv->dtype;
         g = g->parent;
@@ -872,13 +870,14 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
         v.dtype = ox_signature_dtype(w, g, src, loop_body);
         rc = ox_put_value_info(w, pw, in ? 11 : 12, &v, err);
     }
-    /* value_info: typed runtime values that are neither inputs nor outputs */
+    /* value_info: typed runtime values that are neither inputs, outputs nor
+     * captures (marked among those without a hint: f.nohint is not used after) */
+    for (size_t k = 0; k < g->input_count; k++) f.nohint[g->inputs[k]] = 1;
+    for (size_t k = 0; k < g->output_count; k++) f.nohint[g->outputs[k]] = 1;
+    for (size_t k = 0; k < g->capture_count; k++) f.nohint[g->captures[k]] = 1;
     for (size_t i = 0; !rc && i < g->value_count; i++) {
         const tio_gvalue *v = &g->values[i];
         bool io = f.nohint[i];
-        for (size_t k = 0; k < g->input_count && !io; k++) io = g->inputs[k] == (int64_t)i;
-        for (size_t k = 0; k < g->output_count && !io; k++) io = g->outputs[k] == (int64_t)i;
-        for (size_t k = 0; k < g->capture_count && !io; k++) io = g->captures[k] == (int64_t)i;
         if (!io && v->tensor < 0 && v->name && (v->dtype != TIO_DTYPE_INVALID || v->type))
             rc = ox_put_value_info(w, pw, 13, v, err);
     }

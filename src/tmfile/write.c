@@ -23,6 +23,8 @@ static void tw_free(tw *w) {
         if (w->vown[j] & 2) free(w->vnodes[j].inputs);
     }
     free(w->vnodes);
+    tio__names_lazy_free(&w->view.names);
+    tio__graph_caps_free(&w->view);
     free(w->vown);
     free(w->ghost);
     for (size_t i = 0; w->nodes && i < w->nn; i++) {
@@ -490,6 +492,8 @@ static int tw_params_back(const tw *w, const tio_graph *g, const tio_gnode *n, i
 static int tw_lower_view(tw *w, const tio_graph *g, tio_error *err) {
     size_t nn = g->node_count, nv = g->value_count;
     w->view = *g;
+    atomic_init(&w->view.names, NULL); /* its own */
+    atomic_init(&w->view.caps, NULL);
     w->vnodes = calloc(nn ? nn : 1, sizeof *w->vnodes);
     w->vown = calloc(nn ? nn : 1, 1);
     w->ghost = calloc(nv ? nv : 1, 1);

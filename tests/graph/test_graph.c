@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -717,6 +718,112 @@ static void test_growth(void **state) {
     tio_container_free(c);
 }
 
+/* A value's name in test_find_value: every 7th "dup", every 11th unnamed,
+ * every 13th empty (kept as no name), the rest v<i>. */
+static const char *fv_name(size_t i, char *buf, size_t size) {
+    if (i % 11 == 3) return NULL;
+    if (i % 7 == 5) return "dup";
+    if (i % 13 == 6) return "";
+    snprintf(buf, size, "v%zu", i);
+    return buf;
+}
+
+/* What a search in order finds: the first value of that name. */
+static int64_t fv_first(const tio_graph *g, const char *name) {
+    for (size_t i = 0; i < tio_graph_value_count(g); i++) {
+        tio_value_info v;
+        assert_int_equal(tio_graph_value(g, i, &v), TIO_OK);
+        if (v.name && strcmp(v.name, name) == 0) return (int64_t)i;
+    }
+    return -1;
+}
+
+static void fv_check(const tio_graph *g, size_t n) {
+    char buf[32];
+    for (size_t i = 0; i < n + 3; i++) {
+        const char *name = fv_name(i, buf, sizeof buf);
+        if (name) assert_int_equal(tio_graph_find_value(g, name), fv_first(g, name));
+    }
+    assert_int_equal(tio_graph_find_value(g, "nope"), -1);
+}
+
+typedef struct fv_job {
+    const tio_graph *g;
+    size_t n, bad;
+} fv_job;
+
+static void *fv_all(void *arg) {
+    fv_job *j = arg;
+    char buf[32];
+    for (size_t i = 0; i < j->n; i++) {
+        snprintf(buf, sizeof buf, "v%zu", i);
+        j->bad += tio_graph_find_value(j->g, buf) != (int64_t)i;
+    }
+    return NULL;
+}
+
+/* tio_graph_find_value by an index made by the first find (names.c), kept
+ * up to date by adds: what a search in order finds; and which values are
+ * captures (tio__graph_is_capture), through changes of both. */
+static void test_find_value(void **state) {
+    (void)state;
+    tio_container *c = make_container();
+    tio_graph *g = NULL, *sub = NULL;
+    tio_error e;
+    assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+    char buf[32];
+    size_t n = 3000;
+    for (size_t i = 0; i < n; i++) {
+        add_value(g, fv_name(i, buf, sizeof buf), TIO_FLOAT32, -1, NULL, -1);
+        if (i < 40 || i % 263 == 0) fv_check(g, i + 1);
+    }
+    fv_check(g, n);
+    assert_int_equal(tio_graph_find_value(g, "dup"), 5);
+    assert_int_equal(tio_graph_find_value(g, ""), -1); /* an empty name is none */
+    assert_int_equal(tio_graph_find_value(g, "v3"), -1); /* unnamed */
+    /* captures: few (searched), many (marked), changed, values added after */
+    assert_int_equal(tio_graph_new_subgraph(g, &sub, &e), TIO_OK);
+    for (size_t i = 0; i < 2000; i++) add_value(sub, NULL, TIO_FLOAT32, -1, NULL, -1);
+    int64_t few[3] = {4, 1999, 0}, many[700];
+    assert_int_equal(tio_graph_set_captures(sub, few, 3, &e), TIO_OK);
+    for (int64_t v = -1; v <= 2000; v++)
+        assert_int_equal(tio__graph_is_capture(sub, v), v == 4 || v == 1999 || v == 0);
+    for (size_t k = 0; k < 700; k++) many[k] = (int64_t)(1999 - 2 * k);
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(tio_graph_set_captures(sub, many, 700, &e), TIO_OK);
+        for (int64_t v = -1; v <= 2001; v++)
+            assert_int_equal(tio__graph_is_capture(sub, v), v >= 600 && v < 2000 && v % 2 == 1);
+        /* a value added after the marks: its own capture once listed */
+        size_t at = add_value(sub, NULL, TIO_FLOAT32, -1, NULL, -1);
+        assert_false(tio__graph_is_capture(sub, (int64_t)at));
+        many[699] = (int64_t)at;
+        assert_int_equal(tio_graph_set_captures(sub, many, 700, &e), TIO_OK);
+        assert_true(tio__graph_is_capture(sub, (int64_t)at));
+        assert_false(tio__graph_is_capture(sub, 601));
+        many[699] = 601;
+    }
+    tio_container_free(c);
+    /* the first finds from four threads at once, on a graph no find has
+     * indexed yet: each makes an index, one is kept */
+    c = make_container();
+    assert_int_equal(tio_container_new_graph(c, &g, &e), TIO_OK);
+    for (size_t i = 0; i < 5000; i++) {
+        snprintf(buf, sizeof buf, "v%zu", i);
+        add_value(g, buf, TIO_FLOAT32, -1, NULL, -1);
+    }
+    fv_job jobs[4];
+    pthread_t th[4];
+    for (int k = 0; k < 4; k++) {
+        jobs[k] = (fv_job){g, 5000, 0};
+        assert_int_equal(pthread_create(&th[k], NULL, fv_all, &jobs[k]), 0);
+    }
+    for (int k = 0; k < 4; k++) {
+        pthread_join(th[k], NULL);
+        assert_int_equal(jobs[k].bad, 0);
+    }
+    tio_container_free(c);
+}
+
 /* Internal helpers used by readers, and freeing with everything set. */
 static void test_internals_and_free(void **state) {
     (void)state;
@@ -879,6 +986,7 @@ int main(void) {
         cmocka_unit_test(test_typed_values),
         cmocka_unit_test(test_save),
         cmocka_unit_test(test_growth),
+        cmocka_unit_test(test_find_value),
         cmocka_unit_test(test_internals_and_free),
         cmocka_unit_test(test_enum_labels),
         cmocka_unit_test(test_arena),
