@@ -17,6 +17,7 @@
  */
 #include "core/internal.h"
 #include "flatbuf/flatbuf.h"
+#include "graph/budget.h"
 #include "formats/torch_objects.h"
 #include "tflite/opmap.h"
 #include "tflite/schema.h"
@@ -52,6 +53,9 @@ typedef struct tfl_reader {
     } *ranges;            /* each buffer's bytes, from the pass over them all (a
                              length read once: tio__fb_bytes) */
     tio_fb_blobs blobs;   /* the byte vectors the verifier checked, with their lengths */
+    /* what the copies and walks of shared tables, vectors and strings cost
+     * (graph/budget.h): each reference is charged */
+    tio_budget mem;
 } tfl_reader;
 
 /* The FlatBuffers model is the whole file: buffer positions are file offsets. */
@@ -133,6 +137,9 @@ static int tfl_prop_u64(tfl_reader *r, const char *key, uint64_t v) {
  * [lo, n): lo = -1 admits "absent" (an operator's optional input). */
 static int tfl_indices(tfl_reader *r, const tio_fb_vec *v, int32_t lo, uint32_t n,
                        const char *what) {
+    /* walked here and by the raise, copied into the graph's index lists */
+    int rc = tio__budget_take(&r->mem, tio__cost_i64s(v->count), tfl_off(r, v->data), r->err);
+    if (rc) return rc;
     for (uint32_t i = 0; i < v->count; i++) {
         int32_t x = tio__fb_vec_i32(v, i);
         if (x < lo || (x >= 0 && (uint32_t)x >= n))
@@ -229,9 +236,15 @@ static char *tfl_key(const char *name, const char *leaf) {
 /* Typed container metadata `name`.`leaf` = value. */
 static int tfl_meta(tfl_reader *r, const char *name, const char *leaf, const char *value,
                     const char *type) {
+    size_t vn = strlen(value);
+    int rc = tio__budget_take(&r->mem,
+                              tio__cost_grown(48) + tio__cost_str(strlen(name) + strlen(leaf) + 1) +
+                                  tio__cost_str(vn),
+                              -1, r->err);
+    if (rc) return rc;
     char *key = tfl_key(name, leaf);
     if (!key) return tio__nomem(r->err, TFL);
-    int rc = tio__meta_append_typed(r->ctx->c, key, value, type, r->err);
+    rc = tio__meta_append_typed(r->ctx->c, key, value, type, r->err);
     free(key);
     return rc;
 }
@@ -241,6 +254,10 @@ static int tfl_meta(tfl_reader *r, const char *name, const char *leaf, const cha
  * (many tensors on one buffer would multiply every per-byte operation): at
  * most 2 x the file + 64 KiB in all. */
 static int tfl_view_take(tfl_reader *r, uint64_t n, int64_t at, const char *name) {
+    /* the container's record of the tensor, its name and shape */
+    int rc = tio__budget_take(&r->mem, TIO_DECODE_MEM_PER_TENSOR + tio__cost_str(strlen(name)),
+                              at, r->err);
+    if (rc) return rc;
     if (r->ctx->c->count >= r->ctx->limits.max_tensors)
         return tio__err(r->err, TIO_E_LIMIT, TFL, at,
                         "tensor '%s': more than %llu tensors (max_tensors)", name,
@@ -263,6 +280,8 @@ static int tfl_meta_floats(tfl_reader *r, const char *name, const char *leaf,
                         "tensor '%s': quantization %s has %u values, past what one metadata "
                         "string may hold (max_name_bytes %u)",
                         name, leaf, v->count, r->ctx->limits.max_name_bytes);
+    int brc = tio__budget_take(&r->mem, tio__cost_block(cap), tfl_off(r, v->data), r->err);
+    if (brc) return brc; /* the text made (a table shared by many tensors: each) */
     char *t = malloc((size_t)cap);
     if (!t) return tio__nomem(r->err, TFL);
     size_t k = 0;
@@ -386,6 +405,10 @@ static int tfl_tensor(tfl_reader *r, uint32_t sg, uint32_t i, const tio_fb_ref *
     char what[64];
     snprintf(what, sizeof what, "subgraph %u tensor %u", sg, i);
     int rc = tfl_string(r, tt, TFL_Tensor_name, what, &s, &sn);
+    /* the raise's value and its copies of the name */
+    if (!rc)
+        rc = tio__budget_take(&r->mem, tio__cost_value() + 2 * tio__cost_str(sn), tfl_off(r, tt->pos),
+                              r->err);
     if (rc) return rc;
     uint32_t b = tio__fb_u32(tt, TFL_Tensor_buffer, 0);
     if (b >= r->buffers.count && (b != 0 || r->buffers.count != 0))
@@ -826,6 +849,8 @@ static int tfl_read(tio_read_ctx *ctx, tio_error *err) {
     r.err = err;
     r.buf = ctx->data;
     r.len = ctx->size;
+    tio__budget_init(&r.mem, TFL, ctx->size, TIO_TFLITE_DECODE_MEM_FACTOR, TIO_BUDGET_SHARED,
+                     &ctx->limits);
     if (ctx->size < 8)
         return tio__err(err, TIO_E_TRUNCATED, TFL, 0,
                         "%zu bytes: too short for a TensorFlow Lite model (a root offset and "

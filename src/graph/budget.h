@@ -34,6 +34,12 @@
  * keeps them in with room; the dense bombs of tests/core/test_memory.c
  * (20,000 one-letter nodes: ~33 x) stay out. */
 #define TIO_ONNX_DECODE_MEM_FACTOR 20u
+/* TensorFlow Lite: its weights are in the file, so real models come far
+ * under any budget; it stops references to one table, vector or string
+ * multiplying the work and the copies (N operators sharing one of M inputs,
+ * N tensors sharing one name or one quantization table of 2,047 floats). The
+ * factor is ONNX's: a model of many small constants keeps its room. */
+#define TIO_TFLITE_DECODE_MEM_FACTOR 20u
 /* What a decode of a plain list of tensors (a SequenceProto file) may add to
  * the budget per tensor for its container record, name and shape: within
  * docs/security.md's 768 bytes per tensor. */
