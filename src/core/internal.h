@@ -467,6 +467,16 @@ const tio_kv *tio__tensor_meta_view(const tio_tensor *t);
  * name, or SIZE_MAX. */
 typedef struct tio__names tio__names;
 typedef const char *(*tio__name_fn)(const void *ctx, size_t i);
+/* The hash of every table of names read from a file: FNV-1a from a seed,
+ * its high bits mixed into the low ones a table indexes by. The seed is made
+ * from the table's (or its owner's) address, so that names made to collide
+ * in one process (FNV's low bits alone are easy to collide) do not in
+ * another, and a table is never searched in order through a cluster. */
+uint64_t tio__hash_seed(const void *table);
+uint64_t tio__hash_str(uint64_t seed, const char *s);
+uint64_t tio__hash_bytes(uint64_t seed, const void *p, size_t n);
+/* The last step of both, for a hash of the same kind made elsewhere. */
+uint64_t tio__hash_mix(uint64_t h);
 tio__names *tio__names_build(size_t count, tio__name_fn name_of, const void *ctx);
 void tio__names_put(tio__names *ix, size_t i, tio__name_fn name_of, const void *ctx);
 int tio__names_full(const tio__names *ix);

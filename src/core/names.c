@@ -30,13 +30,32 @@ struct tio__names {
     size_t slot[];
 };
 
-static size_t name_hash(const tio__names *ix, const char *s) {
-    uint64_t h = ix->seed ^ 0xcbf29ce484222325u; /* FNV-1a, seeded */
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3u;
+uint64_t tio__hash_mix(uint64_t h) {
     h ^= h >> 29; /* the low bits choose the slot: mix the high ones in */
     h *= 0xbf58476d1ce4e5b9u;
     h ^= h >> 32;
-    return (size_t)h & (ix->cap - 1);
+    return h;
+}
+
+uint64_t tio__hash_seed(const void *table) {
+    return (uint64_t)(uintptr_t)table * 0x9e3779b97f4a7c15u;
+}
+
+uint64_t tio__hash_str(uint64_t seed, const char *s) {
+    uint64_t h = seed ^ 0xcbf29ce484222325u; /* FNV-1a, seeded */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3u;
+    return tio__hash_mix(h);
+}
+
+uint64_t tio__hash_bytes(uint64_t seed, const void *p, size_t n) {
+    const uint8_t *b = p;
+    uint64_t h = seed ^ 0xcbf29ce484222325u;
+    for (size_t k = 0; k < n; k++) h = (h ^ b[k]) * 0x100000001b3u;
+    return tio__hash_mix(h);
+}
+
+static size_t name_hash(const tio__names *ix, const char *s) {
+    return (size_t)tio__hash_str(ix->seed, s) & (ix->cap - 1);
 }
 
 void tio__names_put(tio__names *ix, size_t i, tio__name_fn name_of, const void *ctx) {
@@ -59,7 +78,7 @@ tio__names *tio__names_build(size_t count, tio__name_fn name_of, const void *ctx
     }
     tio__names *ix = calloc(1, sizeof *ix + cap * sizeof(size_t));
     if (!ix) return NULL;
-    ix->seed = (uint64_t)(uintptr_t)ix * 0x9e3779b97f4a7c15u;
+    ix->seed = tio__hash_seed(ix);
     ix->cap = cap;
     for (size_t i = 0; i < count; i++) tio__names_put(ix, i, name_of, ctx);
     return ix;

@@ -52,15 +52,14 @@ int tio__ox_str(ox_reader *r, const tio_pb_reader *rd, const tio_pb_field *f,
 
 /* ------------------------------------------------------------ scopes */
 
-static uint64_t ox_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
+/* seeded by the scope's address (tio__hash_str) */
+static uint64_t ox_hash(const ox_scope *sc, const char *s) {
+    return tio__hash_str(tio__hash_seed(sc), s);
 }
 
 static int64_t ox_lookup(const ox_scope *sc, const char *name) {
     if (!sc->cap) return -1;
-    for (size_t i = (size_t)ox_hash(name) & (sc->cap - 1);; i = (i + 1) & (sc->cap - 1)) {
+    for (size_t i = (size_t)ox_hash(sc, name) & (sc->cap - 1);; i = (i + 1) & (sc->cap - 1)) {
         int64_t v = sc->slots[i];
         if (v < 0) return -1;
         if (strcmp(sc->g->values[v].name, name) == 0) return v;
@@ -77,7 +76,7 @@ static int ox_insert(ox_reader *r, ox_scope *sc, int64_t v, int64_t off, tio_err
         for (size_t i = 0; i < ncap; i++) ns[i] = -1;
         for (size_t k = 0; k < sc->cap; k++) {
             if (sc->slots[k] < 0) continue;
-            size_t i = (size_t)ox_hash(sc->g->values[sc->slots[k]].name) & (ncap - 1);
+            size_t i = (size_t)ox_hash(sc, sc->g->values[sc->slots[k]].name) & (ncap - 1);
             while (ns[i] >= 0) i = (i + 1) & (ncap - 1);
             ns[i] = sc->slots[k];
         }
@@ -85,7 +84,7 @@ static int ox_insert(ox_reader *r, ox_scope *sc, int64_t v, int64_t off, tio_err
         sc->slots = ns;
         sc->cap = ncap;
     }
-    size_t i = (size_t)ox_hash(sc->g->values[v].name) & (sc->cap - 1);
+    size_t i = (size_t)ox_hash(sc, sc->g->values[v].name) & (sc->cap - 1);
     while (sc->slots[i] >= 0) i = (i + 1) & (sc->cap - 1);
     sc->slots[i] = v;
     sc->used++;

@@ -60,22 +60,22 @@ static int64_t ox_choose_opset(const tio_graph *g) {
  * what its enclosing graphs defined so far. The writer checks this before
  * it writes, so that it never writes a model its reader refuses. */
 
-static size_t ox_name_hash(const char *s) {
-    size_t h = 1469598103934665603u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
+/* seeded by the table's address (tio__hash_str) */
+static size_t ox_name_hash(const ox_names *ns, const char *s) {
+    return (size_t)tio__hash_str(tio__hash_seed(ns), s);
 }
 
 static bool ox_names_has(const ox_names *ns, const char *name) {
     for (; ns; ns = ns->parent)
-        for (size_t i = ox_name_hash(name) & (ns->cap - 1); ns->slot[i]; i = (i + 1) & (ns->cap - 1))
+        for (size_t i = ox_name_hash(ns, name) & (ns->cap - 1); ns->slot[i];
+             i = (i + 1) & (ns->cap - 1))
             if (strcmp(ns->slot[i], name) == 0) return true;
     return false;
 }
 
 /* Defines `name` in ns (not in its parents); false when it already is. */
 static bool ox_names_add(ox_names *ns, const char *name) {
-    size_t i = ox_name_hash(name) & (ns->cap - 1);
+    size_t i = ox_name_hash(ns, name) & (ns->cap - 1);
     for (; ns->slot[i]; i = (i + 1) & (ns->cap - 1))
         if (strcmp(ns->slot[i], name) == 0) return false;
     ns->slot[i] = name;

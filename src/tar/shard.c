@@ -60,10 +60,10 @@ int tio__shard_ext_cmp(const char *a, const char *b) {
     }
 }
 
-uint64_t tio__shard_ext_hash(const char *s) {
-    uint64_t h = UINT64_C(1469598103934665603); /* FNV-1a over the lower-cased bytes */
-    for (; *s; s++) h = (h ^ (uint64_t)lower((unsigned char)*s)) * UINT64_C(1099511628211);
-    return h;
+uint64_t tio__shard_ext_hash(uint64_t seed, const char *s) {
+    uint64_t h = seed ^ UINT64_C(0xcbf29ce484222325); /* tio__hash_str of the lower-cased bytes */
+    for (; *s; s++) h = (h ^ (uint64_t)lower((unsigned char)*s)) * UINT64_C(0x100000001b3);
+    return tio__hash_mix(h);
 }
 
 typedef struct sort_item {

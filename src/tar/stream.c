@@ -105,7 +105,7 @@ static int ext_seen(tio_shard_stream *s, const char *ext) {
         s->es = t;
         s->ecap = nc;
     }
-    uint64_t h = tio__shard_ext_hash(ext);
+    uint64_t h = tio__shard_ext_hash(tio__hash_seed(s), ext);
     for (size_t i = (size_t)h & (s->ecap - 1);; i = (i + 1) & (s->ecap - 1)) {
         if (!s->es[i].s) {
             s->es[i].s = strdup(ext);

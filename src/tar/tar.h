@@ -40,7 +40,8 @@ int tio__tar_number(const uint8_t *field, size_t n, uint64_t at, const char *wha
 void tio__shard_split_name(tio_shard_member *m, size_t len);
 /* Extensions compared and hashed as WebDataset sees them: ASCII case ignored. */
 int tio__shard_ext_cmp(const char *a, const char *b);
-uint64_t tio__shard_ext_hash(const char *s);
+/* seeded as tio__hash_str (the table owner's address: tio__hash_seed) */
+uint64_t tio__shard_ext_hash(uint64_t seed, const char *s);
 
 /* src/tar/decompress.c: the compression of a stream from its magic
  * ("gzip", "bzip2", "xz", "zstd"), or NULL. */

@@ -95,15 +95,12 @@ typedef struct tr {
 
 /* ------------------------------------------------------------ names */
 
-static uint64_t tr_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
+/* seeded by the raise's address (tio__hash_str) */
+static size_t tr_hash(const tr *r, const char *s) { return (size_t)tio__hash_str(tio__hash_seed(r), s); }
 
 static bool tr_name_has(const tr *r, const char *s) {
     if (!r->ncap) return false;
-    for (size_t i = tr_hash(s) & (r->ncap - 1);; i = (i + 1) & (r->ncap - 1)) {
+    for (size_t i = tr_hash(r, s) & (r->ncap - 1);; i = (i + 1) & (r->ncap - 1)) {
         if (!r->names[i]) return false;
         if (strcmp(r->names[i], s) == 0) return true;
     }
@@ -116,7 +113,7 @@ static int tr_name_put(tr *r, char *s) {
         if (!nn) return tio__nomem(r->err, TFL);
         for (size_t k = 0; k < r->ncap; k++) {
             if (!r->names[k]) continue;
-            size_t i = tr_hash(r->names[k]) & (nc - 1);
+            size_t i = tr_hash(r, r->names[k]) & (nc - 1);
             while (nn[i]) i = (i + 1) & (nc - 1);
             nn[i] = r->names[k];
         }
@@ -124,7 +121,7 @@ static int tr_name_put(tr *r, char *s) {
         r->names = nn;
         r->ncap = nc;
     }
-    size_t i = tr_hash(s) & (r->ncap - 1);
+    size_t i = tr_hash(r, s) & (r->ncap - 1);
     while (r->names[i]) i = (i + 1) & (r->ncap - 1);
     r->names[i] = s;
     r->nused++;

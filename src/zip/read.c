@@ -445,11 +445,6 @@ static int zip_overlap(tio_zip *r, const tio_zip_member *a, const tio_zip_member
                     an, a->local, a->end, bn, b->local);
 }
 
-static uint64_t zip_name_hash(const tio_zip_member *m) {
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (size_t k = 0; k < m->name_len; k++) h = (h ^ m->name[k]) * 1099511628211u;
-    return h;
-}
 
 /* No two members share a name (the central directory's names): a hash set
  * of the names, in central directory order, so the entry named is the
@@ -461,10 +456,11 @@ static int zip_unique(tio_zip *r) {
     size_t *slot = malloc(cap * sizeof *slot);
     if (!slot) return tio__nomem(r->err, r->format);
     for (size_t k = 0; k < cap; k++) slot[k] = SIZE_MAX;
+    uint64_t seed = tio__hash_seed(slot); /* tio__hash_bytes */
     int rc = TIO_OK;
     for (size_t i = 0; i < r->n && !rc; i++) {
         const tio_zip_member *m = &r->m[i];
-        size_t k = (size_t)zip_name_hash(m) & (cap - 1);
+        size_t k = (size_t)tio__hash_bytes(seed, m->name, m->name_len) & (cap - 1);
         for (; slot[k] != SIZE_MAX; k = (k + 1) & (cap - 1)) {
             const tio_zip_member *o = &r->m[slot[k]];
             if (o->name_len == m->name_len && memcmp(o->name, m->name, m->name_len) == 0) {

@@ -784,6 +784,83 @@ static void test_container_find(void **state) {
     tio_container_free(c);
 }
 
+/* Names that collide in the low 16 bits of unseeded FNV-1a, the hash the
+ * readers' tables used: FNV's low bits depend on the low bits alone, so
+ * stage by stage two 2-byte blocks that take the low 16 bits of the state to
+ * the same value give 2^stages names of one slot (Joux's multicollision). */
+#define FLOOD_STAGES 12
+static void flood_names(char (*names)[2 * FLOOD_STAGES + 1]) {
+    uint16_t low = (uint16_t)0xcbf29ce484222325u;
+    uint16_t pair[FLOOD_STAGES][2];
+    uint32_t *seen = malloc(65536 * sizeof *seen);
+    assert_non_null(seen);
+    for (int st = 0; st < FLOOD_STAGES; st++) {
+        for (size_t k = 0; k < 65536; k++) seen[k] = UINT32_MAX;
+        int found = 0;
+        for (uint32_t x = 0x0101; x <= 0xffff && !found; x++) {
+            uint8_t b0 = (uint8_t)(x >> 8), b1 = (uint8_t)x;
+            if (!b0 || !b1) continue;
+            uint64_t h = ((uint64_t)low ^ b0) * 0x100000001b3u;
+            h = (h ^ b1) * 0x100000001b3u;
+            uint16_t to = (uint16_t)h;
+            if (seen[to] != UINT32_MAX) {
+                pair[st][0] = (uint16_t)seen[to];
+                pair[st][1] = (uint16_t)x;
+                low = to;
+                found = 1;
+            }
+            seen[to] = x;
+        }
+        assert_true(found);
+    }
+    free(seen);
+    for (uint32_t i = 0; i < (1u << FLOOD_STAGES); i++) {
+        for (int st = 0; st < FLOOD_STAGES; st++) {
+            uint16_t x = pair[st][(i >> st) & 1];
+            names[i][2 * st] = (char)(x >> 8);
+            names[i][2 * st + 1] = (char)(x & 0xff);
+        }
+        names[i][2 * FLOOD_STAGES] = 0;
+    }
+}
+
+/* The tables of names read from files hash with tio__hash_str (seeded, its
+ * high bits mixed in): names made to share one slot of unseeded FNV-1a
+ * spread over the slots, whatever the seed (a reader's table: its address).
+ * ONNX's scopes, the TFLite raise's names, the ONNX writer's scopes, zip
+ * member names and a streamed shard's extensions took O(n^2) on them. */
+static void test_hash_flood(void **state) {
+    (void)state;
+    size_t n = 1u << FLOOD_STAGES;
+    char(*names)[2 * FLOOD_STAGES + 1] = malloc(n * sizeof *names);
+    assert_non_null(names);
+    flood_names(names);
+    uint8_t *hit = calloc(65536, 1);
+    assert_non_null(hit);
+    for (int round = 0; round < 3; round++) {
+        uint64_t seed = round ? tio__hash_seed(&names[round]) : 0;
+        size_t distinct = 0, unseeded = 0;
+        uint64_t slot0 = 0;
+        memset(hit, 0, 65536);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t f = 0xcbf29ce484222325u; /* the old hash: one slot for all */
+            for (const char *c = names[i]; *c; c++) f = (f ^ (uint8_t)*c) * 0x100000001b3u;
+            if (!i) slot0 = f & 0xffff;
+            unseeded += (f & 0xffff) == slot0;
+            size_t k = (size_t)tio__hash_str(seed, names[i]) & 0xffff;
+            distinct += !hit[k];
+            hit[k] = 1;
+            assert_int_equal(tio__hash_bytes(seed, names[i], strlen(names[i])),
+                             tio__hash_str(seed, names[i]));
+        }
+        assert_int_equal(unseeded, n);
+        /* 4,096 names in 65,536 slots at random: ~3,970 distinct */
+        assert_true(distinct > 3800);
+    }
+    free(hit);
+    free(names);
+}
+
 static void test_container_hold(void **state) {
     (void)state;
     tio_container *a = tio_container_new(), *b = tio_container_new(), *c = tio_container_new();
@@ -843,6 +920,7 @@ int main(void) {
         cmocka_unit_test(test_atomic_save),   cmocka_unit_test(test_save_checks),
         cmocka_unit_test(test_messages),      cmocka_unit_test(test_format_options),
         cmocka_unit_test(test_container_hold), cmocka_unit_test(test_container_find),
+        cmocka_unit_test(test_hash_flood),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
