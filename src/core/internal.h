@@ -305,6 +305,10 @@ typedef struct tio_kv {
     unsigned char *loose; /* values[i] is its own allocation */
     size_t count, cap;
     struct tio_kv_chunk *chunks; /* newest first */
+    /* past a few keys, an index of them (kv.c), kept by the adds, so that a
+     * find only reads (a copy of the struct reads it too, and sees only its
+     * own count of entries) */
+    struct tio_kv_index *index;
 } tio_kv;
 void tio__kv_free(tio_kv *kv);
 /* The C-string forms: key and value of strlen bytes. A key matches only a

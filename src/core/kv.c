@@ -6,6 +6,7 @@
 
 #define KV_CHUNK 512u /* bytes of strings per chunk, unless one pair needs more */
 #define KV_CAP0 16u   /* entries in the first array block */
+#define KV_LINEAR 8u  /* at most this many keys are searched in order */
 
 struct tio_kv_chunk {
     struct tio_kv_chunk *next;
@@ -45,14 +46,63 @@ void tio__kv_free(tio_kv *kv) {
         free(c);
     }
     free(kv->keys); /* the block holding values, lengths and loose too */
+    free(kv->index);
     memset(kv, 0, sizeof *kv);
 }
 
+static int kv_is(const tio_kv *kv, size_t i, const char *key, size_t klen) {
+    return kv->klens[i] == klen && memcmp(kv->keys[i], key, klen) == 0;
+}
+
+/* The index: positions + 1 (0: empty), at most half used, hashed with
+ * tio__hash_bytes(seed) (the index's address). */
+struct tio_kv_index {
+    size_t cap; /* a power of 2 */
+    uint64_t seed;
+    size_t slot[];
+};
+
 /* Index of the key of klen bytes, or count. */
 static size_t kv_find(const tio_kv *kv, const char *key, size_t klen) {
-    for (size_t i = 0; i < kv->count; i++)
-        if (kv->klens[i] == klen && memcmp(kv->keys[i], key, klen) == 0) return i;
+    const struct tio_kv_index *x = kv->index;
+    if (!x) {
+        for (size_t i = 0; i < kv->count; i++)
+            if (kv_is(kv, i, key, klen)) return i;
+        return kv->count;
+    }
+    for (size_t h = (size_t)tio__hash_bytes(x->seed, key, klen) & (x->cap - 1); x->slot[h];
+         h = (h + 1) & (x->cap - 1)) {
+        size_t i = x->slot[h] - 1;
+        if (i < kv->count && kv_is(kv, i, key, klen)) return i;
+    }
     return kv->count;
+}
+
+static void kv_put(struct tio_kv_index *x, const tio_kv *kv, size_t i) {
+    size_t h = (size_t)tio__hash_bytes(x->seed, kv->keys[i], kv->klens[i]) & (x->cap - 1);
+    while (x->slot[h]) h = (h + 1) & (x->cap - 1);
+    x->slot[h] = i + 1;
+}
+
+/* Entry i (just appended) into the index: made once there are more than
+ * KV_LINEAR keys, made again twice as large when half full. -1: no memory
+ * (the index dropped: searched in order). */
+static int kv_index(tio_kv *kv, size_t i) {
+    if (kv->count <= KV_LINEAR) return 0;
+    struct tio_kv_index *x = kv->index;
+    if (x && 2 * kv->count <= x->cap) {
+        kv_put(x, kv, i);
+        return 0;
+    }
+    size_t cap = 32;
+    while (cap < 4 * kv->count) cap *= 2; /* count <= the arrays' cap: no overflow */
+    free(x);
+    kv->index = x = calloc(1, sizeof *x + cap * sizeof x->slot[0]);
+    if (!x) return -1;
+    x->cap = cap;
+    x->seed = tio__hash_seed(x);
+    for (size_t k = 0; k < kv->count; k++) kv_put(x, kv, k);
+    return 0;
 }
 
 const char *tio__kv_get_n(const tio_kv *kv, const char *key, size_t klen, size_t *vlen) {
@@ -142,6 +192,7 @@ int tio__kv_append_n(tio_kv *kv, const char *key, size_t klen, const char *value
     kv->vlens[kv->count] = vlen;
     kv->loose[kv->count] = 0;
     kv->count++;
+    (void)kv_index(kv, kv->count - 1); /* without one, the keys are searched in order */
     return TIO_OK;
 }
 

@@ -984,6 +984,10 @@ static int graph_set_opset_do(tio_graph *g, const char *domain, int64_t version,
             g->opset_versions[i] = version;
             return TIO_OK;
         }
+    return tio__graph_opset_append(g, domain, version, err);
+}
+
+int tio__graph_opset_append(tio_graph *g, const char *domain, int64_t version, tio_error *err) {
     size_t cap = g->opset_count, cap2 = g->opset_count;
     void *p = g->opset_domains;
     int rc = grow(&p, &cap, g->opset_count + 1, sizeof *g->opset_domains, err);

@@ -1021,6 +1021,10 @@ void tio__ox_reader_init(ox_reader *r, tio_read_ctx *ctx, const char *fmt) {
                      &ctx->limits);
 }
 
+static const char *ox_opset_domain(const void *g, size_t i) {
+    return ((const tio_graph *)g)->opset_domains[i];
+}
+
 int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
     ox_reader r;
     tio__ox_reader_init(&r, ctx, OX_FMT);
@@ -1038,6 +1042,8 @@ int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
     tio_pb_reader it = m, gr;
     tio_pb_field f;
     bool have_graph = false;
+    tio__names_lazy opsets; /* g's opset domains by name */
+    atomic_init(&opsets, NULL);
     static const struct {
         uint32_t number;
         const char *key;
@@ -1086,9 +1092,17 @@ int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
             }
             if (!rc) rc = ox_count(&r, 1, ox_off(&it, f.at), err);
             if (!rc) rc = ox_mem(&r, 64 + tio__cost_str(dom ? strlen(dom) : 0), 0, err);
-            if (!rc)
-                rc = tio_graph_set_opset(
-                    g, dom && strcmp(dom, "ai.onnx") != 0 ? dom : "", ver, err);
+            const char *d = dom && strcmp(dom, "ai.onnx") != 0 ? dom : "";
+            /* a domain seen before sets its version again, as tio_graph_set_opset
+             * would (an index: thousands of domains) */
+            size_t at = rc ? SIZE_MAX
+                           : tio__names_lazy_find(&opsets, g->opset_count, d, ox_opset_domain, g);
+            if (!rc && at != SIZE_MAX) {
+                g->opset_versions[at] = ver;
+            } else if (!rc) {
+                rc = tio__graph_opset_append(g, d, ver, err);
+                if (!rc) tio__names_lazy_added(&opsets, g->opset_count - 1, ox_opset_domain, g);
+            }
             free(dom);
             break;
         }
@@ -1119,6 +1133,7 @@ int tio__onnx_read(tio_read_ctx *ctx, tio_error *err) {
         }
         (void)num;
     }
+    tio__names_lazy_free(&opsets);
     if (rc) return rc;
     if (!have_graph)
         return tio__err(err, TIO_E_CORRUPT, OX_FMT, 0, "the model has no graph (field 7)");
