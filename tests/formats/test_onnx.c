@@ -416,7 +416,7 @@ static void test_many_opsets_and_props(void **state) {
             tpb o = {0}, p = {0};
             snprintf(d, sizeof d, "dom.%zu", i);
             tpb_str(&o, 1, i == 7 ? "ai.onnx" : d); /* "ai.onnx" is "" */
-            tpb_int(&o, 2, (int64_t)(pass ? 1000 + i : i + 1));
+            tpb_int(&o, 2, (uint64_t)(pass ? 1000 + i : i + 1));
             tpb_msg(&m, 8, &o);
             if (pass) continue;
             snprintf(d, sizeof d, "key.%zu", i);
