@@ -737,6 +737,10 @@ static int th_read(tio_read_ctx *ctx, tio_error *err) {
     r.storage_dir = "data/";
     /* the mapping's and the stack's addresses, which ASLR places anew */
     r.seed = th_hash_of((uint64_t)(uintptr_t)ctx->data, &r, sizeof r.ctx) ^ (uint64_t)(uintptr_t)&r;
+    tio__budget_init(&r.names_mem, TH, ctx->size, TH_NAMES_FACTOR,
+                     "names or strings are shared by too many references (a key or value the "
+                     "pickle memoizes, copied along each path that reaches it)",
+                     &ctx->limits);
     int rc;
     if (ctx->size >= 4 && tio__ld32(ctx->data) != TIO_ZIP_LOCAL && th_probe(ctx->data, ctx->size) == 100)
         rc = th_read_legacy(&r);

@@ -8,6 +8,7 @@
 #define TIO_FORMATS_TORCH_READ_H
 
 #include "core/object.h"
+#include "graph/budget.h"
 #include "pickle/pickle.h"
 #include "zip/zip.h"
 
@@ -95,7 +96,17 @@ typedef struct th_reader {
     char *name;          /* the path being walked */
     size_t name_len, name_cap;
     size_t name_depth; /* keys walked into: 0 = the root (unnamed); "" is a name */
+    /* the bytes of the names given and the metadata values copied (packed in
+     * the container's chunks), each charged: a key or string the pickle
+     * memoizes may be referred to along any number of paths, each a copy
+     * (TH_NAMES_FACTOR x input + slack) */
+    tio_budget names_mem;
 } th_reader;
+
+/* Names and metadata values may take this many times the input (real ones
+ * take a fraction of it: the file holds every key at least once, and the
+ * tensors' bytes). */
+#define TH_NAMES_FACTOR 4u
 
 static inline int64_t th_off(uint64_t v) { return tio__zip_off(v); }
 static inline size_t th_dtype_size(tio_dtype d) { return tio_dtype_size(d); }

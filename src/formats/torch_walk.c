@@ -58,8 +58,11 @@ static int th_name_eq(const void *ctx, size_t i) {
  * repeated, or "a.b" beside {"a": {"b": …}}): a finding, and the later one is
  * dropped. *h gets the name's hash for th_name_add. */
 static int th_name_taken(th_reader *r, const char *name, uint64_t *h, int *taken, uint64_t at) {
+    size_t len = strlen(name);
+    int brc = tio__budget_take(&r->names_mem, (uint64_t)len + 1, th_off(at), r->err);
+    if (brc) return brc;
     r->probe_s[0] = name;
-    *h = th_hash_of(r->seed, name, strlen(name));
+    *h = th_hash_of(r->seed, name, len);
     *taken = th_find(&r->names, *h, th_name_eq, r) != SIZE_MAX;
     if (!*taken) return TIO_OK;
     char e[80];
@@ -92,7 +95,8 @@ static int th_meta_n(th_reader *r, const char *value, size_t len, const char *ty
     const char *key = r->name_depth ? r->name : "(root)";
     uint64_t h = 0;
     int taken = 0;
-    int rc = th_name_taken(r, key, &h, &taken, at);
+    int rc = tio__budget_take(&r->names_mem, (uint64_t)len + 1, th_off(at), r->err);
+    if (!rc) rc = th_name_taken(r, key, &h, &taken, at);
     if (rc || taken) return rc;
     tio_container *c = r->ctx->c;
     rc = tio__meta_append_typed_n(c, key, strlen(key), value, len, type ? type : "", r->err);

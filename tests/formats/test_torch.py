@@ -422,6 +422,14 @@ def hostile():
     check("100,000 aliases: time", time.time() - t0 < 20, "%.1f s" % (time.time() - t0))
     attempt("repeated keys", archive(b"\x80\x02}(" + b"K\x01K\x02" * 100000 + b"u."),
             expect_ok=True, validate_rc=1, must=("given twice",))
+    # one memoized 60 KB key (or value) on every path: each leaf's name (or value)
+    # a copy of it, 240 MB for 92 KB; the names' budget (4 x input) refuses it
+    key = "k" * 60000
+    for what, obj in (("a memoized key on 2,000 paths", {key: {str(i): i for i in range(2000)}}),
+                      ("a memoized value in 2,000 leaves", {str(i): key for i in range(2000)})):
+        attempt(what, archive(dumps(obj)), must=("shared by too many references",))
+    attempt("a memoized key on 4 paths", archive(dumps({key: {str(i): i for i in range(4)}})),
+            expect_ok=True)
     # an object of a class outside the vocabulary beside the weights (an
     # argparse.Namespace, as research checkpoints hold): its fields walked,
     # the weights read, the class reported
