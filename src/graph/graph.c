@@ -642,15 +642,15 @@ static const char *attr_type_name(tio_attr_type t) {
 
 /* Checks attribute a for node `node` of g; *sub is the subgraph a GRAPH
  * attribute names. */
-static int check_attr(const tio_graph *g, size_t node, const tio_attr *a, tio_graph **sub,
-                      tio_error *err) {
+static int check_attr(const tio_graph *g, size_t node, const tio_attr *a, bool named_new,
+                      tio_graph **sub, tio_error *err) {
     *sub = NULL;
     if (!a->name || !a->name[0])
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
                         "graph: node %zu: attribute name is %s (expected a name)", node,
                         a->name ? "empty" : "NULL");
     const tio_gnode *n = &g->nodes[node];
-    for (size_t j = 0; j < n->attr_count; j++)
+    for (size_t j = 0; !named_new && j < n->attr_count; j++)
         if (strcmp(n->attrs[j].name, a->name) == 0)
             return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
                             "graph: node %zu: attribute '%.64s' is already set", node,
@@ -725,21 +725,28 @@ static int check_attr(const tio_graph *g, size_t node, const tio_attr *a, tio_gr
                             "graph: node %zu: GRAPHS attribute '%.64s' has a NULL array "
                             "for %zu elements",
                             node, a->name, a->count);
-        for (size_t k = 0; k < a->count; k++) {
-            const tio_graph *sg = a->graphs[k];
-            bool found = false;
+        /* each element among g's subgraphs (a decoder's: the newest count, in
+         * order, so first where it would be), marked used while the others
+         * are checked, so that one named twice is found at once */
+        size_t k = 0;
+        bool found = true;
+        for (; k < a->count; k++) {
+            tio_graph *sg = a->graphs[k];
+            size_t at = g->sub_count - a->count + k; /* wraps when count > sub_count */
+            found = sg && at < g->sub_count && g->subgraphs[at] == sg;
             for (size_t m = g->sub_count; m-- > 0 && sg && !found;)
                 found = g->subgraphs[m] == sg;
-            bool dup = false;
-            for (size_t m = 0; m < k && !dup; m++) dup = a->graphs[m] == sg;
-            if (!found || sg->attached || dup)
-                return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
-                                "graph: node %zu: GRAPHS attribute '%.64s': element %zu %s",
-                                node, a->name, k,
-                                !found ? "is not a subgraph of this graph (create it with "
-                                         "tio_graph_new_subgraph on this graph)"
-                                       : "is already used by an attribute");
+            if (!found || sg->attached) break;
+            sg->attached = true;
         }
+        for (size_t m = 0; m < k; m++) a->graphs[m]->attached = false;
+        if (k < a->count)
+            return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
+                            "graph: node %zu: GRAPHS attribute '%.64s': element %zu %s", node,
+                            a->name, k,
+                            !found ? "is not a subgraph of this graph (create it with "
+                                     "tio_graph_new_subgraph on this graph)"
+                                   : "is already used by an attribute");
         return TIO_OK;
     }
     case TIO_ATTR_GRAPH: {
@@ -769,14 +776,15 @@ static int check_attr(const tio_graph *g, size_t node, const tio_attr *a, tio_gr
                     node, a->name, (int)a->type);
 }
 
-static int graph_add_attr_do(tio_graph *g, size_t node, const tio_attr *a, tio_error *err) {
+static int graph_add_attr_do(tio_graph *g, size_t node, const tio_attr *a, bool named_new,
+                             tio_error *err) {
     if (!g || !a) return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "graph or attribute is NULL");
     if (node >= g->node_count)
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1,
                         "graph: node %zu does not exist (the graph has %zu nodes)", node,
                         g->node_count);
     tio_graph *sub;
-    int rc = check_attr(g, node, a, &sub, err);
+    int rc = check_attr(g, node, a, named_new, &sub, err);
     if (rc) return rc;
     tio_gnode *n = &g->nodes[node];
     if (n->attr_count == n->attr_cap) {
@@ -867,7 +875,13 @@ fail:
 }
 
 int tio_graph_add_attr(tio_graph *g, size_t node, const tio_attr *a, tio_error *err) {
-    int rc = graph_add_attr_do(g, node, a, err);
+    int rc = graph_add_attr_do(g, node, a, false, err);
+    if (rc == TIO_OK) note_edit(g);
+    return rc;
+}
+
+int tio__graph_add_attr_new(tio_graph *g, size_t node, const tio_attr *a, tio_error *err) {
+    int rc = graph_add_attr_do(g, node, a, true, err);
     if (rc == TIO_OK) note_edit(g);
     return rc;
 }

@@ -102,6 +102,10 @@ bool tio__graph_native_is(const tio_graph *g, const char *format);
 /* Appends an opset for `domain`, which the caller knows g does not list yet
  * (a reader with an index of its own: tio_graph_set_opset searches them). */
 int tio__graph_opset_append(tio_graph *g, const char *domain, int64_t version, tio_error *err);
+/* tio_graph_add_attr for an attribute whose name the caller knows the node
+ * does not have yet (a reader with an index of its own: the public call
+ * compares it with every attribute the node has). */
+int tio__graph_add_attr_new(tio_graph *g, size_t node, const tio_attr *a, tio_error *err);
 /* Whether value v is one of g's captures, O(1) after the first call (which
  * marks them all); thread-safe for readers. */
 bool tio__graph_is_capture(const tio_graph *g, int64_t v);

@@ -468,9 +468,26 @@ static int ox_subgraph(ox_reader *r, const tio_pb_reader *m, const tio_pb_field 
     return rc;
 }
 
+static const char *ox_attr_name(const void *node, size_t i) {
+    return ((const tio_gnode *)node)->attrs[i].name;
+}
+
+/* Attribute a of node ni, its name looked up in `seen` (the node's names:
+ * a node of thousands of attributes is not a search per attribute). */
+static int ox_add_attr(ox_scope *sc, size_t ni, const tio_attr *a, tio__names_lazy *seen,
+                       tio_error *err) {
+    const tio_gnode *n = &sc->g->nodes[ni];
+    if (!a->name || tio__names_lazy_find(seen, n->attr_count, a->name, ox_attr_name, n) != SIZE_MAX)
+        return tio_graph_add_attr(sc->g, ni, a, err); /* its refusal, by name */
+    int rc = tio__graph_add_attr_new(sc->g, ni, a, err);
+    n = &sc->g->nodes[ni];
+    if (!rc) tio__names_lazy_added(seen, n->attr_count - 1, ox_attr_name, n);
+    return rc;
+}
+
 static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t ni,
                    const char *op, const char *out0, const char *lbl, unsigned depth,
-                   tio_error *err) {
+                   tio__names_lazy *seen, tio_error *err) {
     ox_attr_parts p;
     memset(&p, 0, sizeof p);
     tio_pb_reader it = *ar;
@@ -535,7 +552,7 @@ static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t n
             a.type = TIO_ATTR_TYPE;
             a.s = b.p;
             rc = ox_mem(r, tio__cost_attr(strlen(p.name), b.len), at, err);
-            if (!rc) rc = tio_graph_add_attr(sc->g, ni, &a, err);
+            if (!rc) rc = ox_add_attr(sc, ni, &a, seen, err);
         }
         free(b.p);
         goto out;
@@ -553,7 +570,7 @@ static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t n
         if (!rc) rc = ox_mem(r, tio__cost_attr(strlen(p.name), 0), at, err);
         if (!rc) rc = tio__pb_sub(ar, &p.first[22], "AttributeProto.sparse_tensor", &tr, err);
         if (!rc) rc = tio__ox_sparse(r, &tr, tn, lbl, &a.i, err);
-        if (!rc) rc = tio_graph_add_attr(sc->g, ni, &a, err);
+        if (!rc) rc = ox_add_attr(sc, ni, &a, seen, err);
         goto out;
     }
     if (p.type >= OX_A_SPARSE_TENSOR && p.type <= OX_A_TYPE_PROTOS) {
@@ -682,7 +699,7 @@ static int ox_attr(ox_reader *r, const tio_pb_reader *ar, ox_scope *sc, size_t n
         break;
     }
     }
-    if (!rc) rc = tio_graph_add_attr(sc->g, ni, &a, err);
+    if (!rc) rc = ox_add_attr(sc, ni, &a, seen, err);
     free(str);
     free(ints);
     free(floats);
@@ -792,13 +809,16 @@ static int ox_node(ox_reader *r, const tio_pb_reader *nr, ox_scope *sc, size_t k
     size_t idx = 0;
     if (!rc) rc = tio_graph_add_node(sc->g, &ni, &idx, err);
     it = *nr;
+    tio__names_lazy seen; /* the node's attribute names */
+    atomic_init(&seen, NULL);
     while (!rc && !tio__pb_done(&it)) {
         tio_pb_reader ar;
         if ((rc = tio__pb_next(&it, &f, err))) break;
         if (f.number != 5) continue;
         rc = tio__pb_sub(&it, &f, "NodeProto.attribute", &ar, err);
-        if (!rc) rc = ox_attr(r, &ar, sc, idx, op, out0, lbl, depth, err);
+        if (!rc) rc = ox_attr(r, &ar, sc, idx, op, out0, lbl, depth, &seen, err);
     }
+    tio__names_lazy_free(&seen);
     free(ins);
     free(outs);
     free(name);

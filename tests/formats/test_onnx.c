@@ -141,6 +141,19 @@ static void node(tpb *g, const char *op, const char *const *ins, size_t nin,
     tpb_msg(g, 1, &n);
 }
 
+/* Graph "g": one Identity node x -> y with the attributes given, its input
+ * and output. */
+static void identity_graph(tpb *g, tpb *attrs, size_t nattr) {
+    tpb vi = {0}, vo = {0};
+    const char *in[] = {"x"}, *out[] = {"y"};
+    node(g, "Identity", in, 1, out, 1, attrs, nattr);
+    tpb_str(g, 2, "g");
+    tpb_str(&vi, 1, "x");
+    tpb_msg(g, 11, &vi);
+    tpb_str(&vo, 1, "y");
+    tpb_msg(g, 12, &vo);
+}
+
 /* One Identity node whose STRINGS attribute holds `n` empty strings: 2 input
  * bytes each, a pointer and a heap block each once decoded. */
 static void test_budget_empty_strings(void **state) {
@@ -356,15 +369,9 @@ static void test_many_graph_fields(void **state) {
     (void)state;
     const size_t counts[2] = {1000, 200000};
     for (size_t k = 0; k < 2; k++) {
-        tpb g = {0}, vi = {0}, vo = {0};
-        const char *in[] = {"x"}, *out[] = {"y"};
-        node(&g, "Identity", in, 1, out, 1, NULL, 0);
+        tpb g = {0};
+        identity_graph(&g, NULL, 0);
         for (size_t i = 0; i < counts[k]; i++) tpb_int(&g, 100, 0); /* unknown */
-        tpb_str(&g, 2, "g");
-        tpb_str(&vi, 1, "x");
-        tpb_msg(&g, 11, &vi);
-        tpb_str(&vo, 1, "y");
-        tpb_msg(&g, 12, &vo);
         tpb m = model_of(&g);
         char tmpl[] = "/tmp/tio_onnx_fieldsXXXXXX";
         int fd = mkstemp(tmpl);
@@ -400,14 +407,8 @@ static void test_many_graph_fields(void **state) {
  * found by a search in order per entry (80,000 metadata_props: 5.6 s). */
 static void test_many_opsets_and_props(void **state) {
     (void)state;
-    tpb g = {0}, vi = {0}, vo = {0}, m = {0};
-    const char *in[] = {"x"}, *out[] = {"y"};
-    node(&g, "Identity", in, 1, out, 1, NULL, 0);
-    tpb_str(&g, 2, "g");
-    tpb_str(&vi, 1, "x");
-    tpb_msg(&g, 11, &vi);
-    tpb_str(&vo, 1, "y");
-    tpb_msg(&g, 12, &vo);
+    tpb g = {0}, m = {0};
+    identity_graph(&g, NULL, 0);
     size_t n = 3000;
     char d[32];
     tpb_int(&m, 1, 8);
@@ -446,6 +447,54 @@ static void test_many_opsets_and_props(void **state) {
     }
     tio_container_free(c);
     free(m.b);
+}
+
+/* A node of 3,000 attributes (an INT each, distinct names): every one kept in
+ * order; the same with one name repeated: refused naming it. The reader finds
+ * a name among the node's by an index (each add compared it with all). */
+static void test_many_attributes(void **state) {
+    (void)state;
+    size_t n = 3000;
+    for (int dup = 0; dup < 2; dup++) {
+        tpb *attrs = calloc(n, sizeof *attrs);
+        assert_non_null(attrs);
+        char nm[32];
+        for (size_t i = 0; i < n; i++) {
+            snprintf(nm, sizeof nm, "attr_%zu", dup && i == 2500 ? (size_t)1234 : i);
+            tpb_str(&attrs[i], 1, nm);
+            tpb_int(&attrs[i], 3, i);  /* i */
+            tpb_int(&attrs[i], 20, 2); /* type INT */
+        }
+        tpb g = {0};
+        identity_graph(&g, attrs, n);
+        tpb m = model_of(&g);
+        tio_open_options o = {0};
+        o.format = "onnx";
+        tio_container *c = NULL;
+        tio_error e;
+        int rc = tio_open_memory(m.b, m.n, &o, &c, &e);
+        if (dup) {
+            assert_int_equal(rc, TIO_E_ARGUMENT);
+            assert_non_null(strstr(e.message, "attribute 'attr_1234' is already set"));
+        } else {
+            if (rc) fail_msg("%s", e.message);
+            tio_node_info ni;
+            tio_graph *gr = tio_container_graph(c);
+            assert_int_equal(tio_graph_node(gr, 0, &ni), TIO_OK);
+            assert_int_equal(ni.attr_count, n);
+            for (size_t i = 0; i < n; i += 97) {
+                tio_attr a;
+                snprintf(nm, sizeof nm, "attr_%zu", i);
+                assert_int_equal(tio_graph_find_attr(gr, 0, nm, &a), TIO_OK);
+                assert_int_equal(a.i, (int64_t)i);
+                assert_int_equal(tio_graph_attr(gr, 0, i, &a), TIO_OK);
+                assert_string_equal(a.name, nm);
+            }
+        }
+        tio_container_free(c);
+        free(m.b);
+        free(attrs);
+    }
 }
 
 static void test_external_files(void **state) {
@@ -572,6 +621,7 @@ int main(void) {
         cmocka_unit_test(test_coo_in_tensors_attr),
         cmocka_unit_test(test_many_graph_fields),
         cmocka_unit_test(test_many_opsets_and_props),
+        cmocka_unit_test(test_many_attributes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

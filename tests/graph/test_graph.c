@@ -582,11 +582,35 @@ static void test_rejections(void **state) {
     add_attr_ok(t, 1, &a);
     a.name = "body2";
     expect_arg(tio_graph_add_attr(t, 1, &a, &e), &e, "already used");
+    /* GRAPHS: an element twice, one used, one not a subgraph: refused, and
+     * the refusal leaves the elements free (checked with marks it clears) */
+    tio_graph *s3[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) assert_int_equal(tio_graph_new_subgraph(t, &s3[k], &e), TIO_OK);
+    tio_graph *twice[3] = {s3[0], s3[1], s3[0]}, *used[2] = {s3[2], grand},
+              *foreign[2] = {s3[1], osub};
+    a = attr("bodies", TIO_ATTR_GRAPHS);
+    a.count = 3;
+    a.graphs = twice;
+    expect_arg(tio_graph_add_attr(t, 1, &a, &e), &e, "element 2 is already used");
+    a.count = 2;
+    a.graphs = used;
+    expect_arg(tio_graph_add_attr(t, 1, &a, &e), &e, "element 1 is already used");
+    a.graphs = foreign;
+    expect_arg(tio_graph_add_attr(t, 1, &a, &e), &e, "element 1 is not a subgraph");
+    a.count = 3;
+    a.graphs = s3; /* in order, the newest three: each where it is first looked for */
+    add_attr_ok(t, 1, &a);
+    tio_graph *rev[3] = {s3[2], s3[1], s3[0]};
+    a.name = "again";
+    a.graphs = rev;
+    expect_arg(tio_graph_add_attr(t, 1, &a, &e), &e, "element 0 is already used");
     tio_node_info ni;
     assert_int_equal(tio_graph_node(g, 0, &ni), TIO_OK);
     assert_int_equal(ni.attr_count, 8);
     assert_int_equal(tio_graph_node(g, 1, &ni), TIO_OK);
     assert_int_equal(ni.attr_count, 2);
+    assert_int_equal(tio_graph_node(t, 1, &ni), TIO_OK);
+    assert_int_equal(ni.attr_count, 2); /* body, bodies */
 
     /* graph lists */
     int64_t l[2] = {0, 5};
