@@ -107,15 +107,34 @@ static int tm_cmp_name(const void *a, const void *b) {
 }
 
 /* The file's value names, sorted when a new name is first made (most
- * models need none: no sort for them). */
+ * models need none: no sort for them); and for each "<base><suffix>" made
+ * so far, the counter to go on from. */
 typedef struct tm_names {
     const char **v;
     size_t n;
     bool sorted;
+    struct tm_made {
+        char *stem; /* "<base><suffix>" */
+        unsigned next;
+    } *made;
+    size_t nmade, made_cap;
+    tio__names_lazy made_ix; /* the stems by name (names.c) */
 } tm_names;
 
-/* A value name "<base><suffix>[N]" that no value of the file has (a bsearch
- * each in the file's names, so that many new names stay cheap). */
+static const char *tm_stem(const void *ctx, size_t i) {
+    return ((const tm_names *)ctx)->made[i].stem;
+}
+
+static void tm_names_free(tm_names *nm) {
+    for (size_t i = 0; i < nm->nmade; i++) free(nm->made[i].stem);
+    free(nm->made);
+    tio__names_lazy_free(&nm->made_ix);
+}
+
+/* A value name "<base><suffix>[N]" that no value of the file has and none
+ * made before (a bsearch each in the file's names; a stem made again goes on
+ * from its last counter, so that many new names of one stem, or many file
+ * names "<stem>N", stay cheap). NULL: no memory. */
 static char *tm_fresh_name(tm_names *nm, const char *base, const char *suffix) {
     size_t cap = strlen(base) + strlen(suffix) + 24;
     char *s = malloc(cap);
@@ -123,10 +142,30 @@ static char *tm_fresh_name(tm_names *nm, const char *base, const char *suffix) {
     if (!nm->sorted) qsort(nm->v, nm->n, sizeof *nm->v, tm_cmp_name);
     nm->sorted = true;
     snprintf(s, cap, "%s%s", base, suffix);
-    for (unsigned k = 1;
-         k < 1000000u && nm->n && bsearch(&s, nm->v, nm->n, sizeof *nm->v, tm_cmp_name); k++)
-        snprintf(s, cap, "%s%s%u", base, suffix, k);
+    size_t at = tio__names_lazy_find(&nm->made_ix, nm->nmade, s, tm_stem, nm);
+    unsigned k = at == SIZE_MAX ? 0 : nm->made[at].next;
+    if (at == SIZE_MAX) { /* a new stem */
+        if (nm->nmade == nm->made_cap) {
+            size_t nc = nm->made_cap ? 2 * nm->made_cap : 8;
+            struct tm_made *p = realloc(nm->made, nc * sizeof *p);
+            if (!p) goto nomem;
+            nm->made = p;
+            nm->made_cap = nc;
+        }
+        char *stem = strdup(s);
+        if (!stem) goto nomem;
+        nm->made[nm->nmade++] = (struct tm_made){stem, 0};
+        tio__names_lazy_added(&nm->made_ix, nm->nmade - 1, tm_stem, nm);
+        at = nm->nmade - 1;
+    }
+    if (k) snprintf(s, cap, "%s%s%u", base, suffix, k);
+    for (; k < 1000000u && nm->n && bsearch(&s, nm->v, nm->n, sizeof *nm->v, tm_cmp_name);)
+        snprintf(s, cap, "%s%s%u", base, suffix, ++k);
+    nm->made[at].next = k + 1;
     return s;
+nomem:
+    free(s);
+    return NULL;
 }
 
 /* A new constant of the ONNX form (not in the file): a container tensor
@@ -432,7 +471,7 @@ int tio__tmfile_raise_graph(tm_reader *r, tio_error *err) {
     int rc = tm_droppable(g, drop, err);
     /* the file's value names: new names avoid them */
     tm_names names = {malloc((g->value_count ? g->value_count : 1) * sizeof(const char *)), 0,
-                      false};
+                      false, NULL, 0, 0, NULL};
     tm_names *nm = &names;
     if (!rc && !names.v) rc = tio__nomem(err, TM_FMT);
     for (size_t i = 0; !rc && i < g->value_count; i++)
@@ -577,8 +616,9 @@ int tio__tmfile_raise_graph(tm_reader *r, tio_error *err) {
             relu->outputs = malloc(sizeof *relu->outputs);
             relu->op = tio__tmfile_dup(six ? "Clip" : "Relu");
             relu->native_op = tio__tmfile_dup(n->native_op ? n->native_op : "Convolution");
-            tm_names none = {NULL, 0, true}; /* node names: any */
+            tm_names none = {NULL, 0, true, NULL, 0, 0, NULL}; /* node names: any */
             relu->name = tm_fresh_name(&none, n->name ? n->name : "conv", six ? ":clip" : ":relu");
+            tm_names_free(&none);
             if (!relu->inputs || !relu->outputs || !relu->op || !relu->native_op || !relu->name) {
                 rc = tio__nomem(err, TM_FMT);
             } else {
@@ -617,6 +657,7 @@ out:
     free(pre);
     free(bounds);
     free(names.v);
+    tm_names_free(&names);
     return rc;
 }
 

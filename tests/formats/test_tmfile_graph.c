@@ -1345,6 +1345,67 @@ static void test_slice_axes_refused(void **state) {
 }
 
 
+/* Reshapes whose shape constant becomes re_shape in the tmfile get a stand-in
+ * constant each when read ("shp:re_shape[N]"), a name no value of the file
+ * has: here K graph inputs take "shp:re_shape", "shp:re_shape1" ... and C
+ * Reshapes of one shape ask for the same stem. Each gets its own name past
+ * them (they all got "shp:re_shapeK", probing K names each: C x K). */
+static void test_fresh_names(void **state) {
+    (void)state;
+    enum { C = 60, K = 40 };
+    tio_graph *g = NULL;
+    tio_container *c = new_graph(&g);
+    tio_error e;
+    const int64_t one[1] = {4}, two[2] = {1, 4}, sh[1] = {2};
+    static const int64_t shape[2] = {4, 1};
+    int64_t ins[K + 1];
+    ins[0] = (int64_t)add_value(g, "x", two, 2);
+    char nm[32];
+    for (int k = 0; k < K; k++) {
+        snprintf(nm, sizeof nm, k ? "shp:re_shape%d" : "shp:re_shape", k);
+        ins[k + 1] = (int64_t)add_value(g, nm, one, 1);
+    }
+    size_t shp = add_const_raw(c, g, "shp", TIO_INT64, sh, 1, shape, sizeof shape);
+    int64_t outs[C];
+    for (int j = 0; j < C; j++) {
+        snprintf(nm, sizeof nm, "y%d", j);
+        const int64_t yd[2] = {4, 1};
+        outs[j] = (int64_t)add_value(g, nm, yd, 2);
+        int64_t in[2] = {ins[0], (int64_t)shp};
+        add_node(g, "shape", "Reshape", in, 2, outs[j]);
+    }
+    assert_int_equal(tio_graph_set_inputs(g, ins, K + 1, &e), TIO_OK);
+    assert_int_equal(tio_graph_set_outputs(g, outs, C, &e), TIO_OK);
+    size_t len;
+    uint8_t *buf = save_mem(c, 0, &len);
+    tio_container_free(c);
+    tio_open_options o = {0};
+    o.format = "tmfile";
+    tio_container *r = NULL;
+    if (tio_open_memory(buf, len, &o, &r, &e)) fail_msg("open: %s", e.message);
+    const tio_graph *rg = tio_container_graph(r);
+    const char *names[C];
+    size_t found = 0;
+    for (size_t j = 0; j < tio_graph_node_count(rg); j++) {
+        tio_node_info ni;
+        assert_int_equal(tio_graph_node(rg, j, &ni), TIO_OK);
+        if (strcmp(ni.op, "Reshape") != 0) continue;
+        assert_int_equal(ni.input_count, 2);
+        tio_value_info vi;
+        assert_int_equal(tio_graph_value(rg, (size_t)ni.inputs[1], &vi), TIO_OK);
+        assert_true(vi.tensor >= 0);
+        for (size_t m = 0; m < found; m++) assert_string_not_equal(names[m], vi.name);
+        for (int k = 0; k < K; k++) {
+            snprintf(nm, sizeof nm, k ? "shp:re_shape%d" : "shp:re_shape", k);
+            assert_string_not_equal(vi.name, nm);
+        }
+        names[found++] = vi.name;
+    }
+    assert_int_equal(found, C);
+    tio_container_free(r);
+    tio_free(buf);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_foreign_graph),
@@ -1359,6 +1420,7 @@ int main(void) {
         cmocka_unit_test(test_relu6_clip),
         cmocka_unit_test(test_conv_relu6),
         cmocka_unit_test(test_reshape_one_input),
+        cmocka_unit_test(test_fresh_names),
         cmocka_unit_test(test_pad_raise),
         cmocka_unit_test(test_pad_hostile),
         cmocka_unit_test(test_clip_raise),
