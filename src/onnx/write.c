@@ -555,6 +555,7 @@ static void ox_fix_free(ox_fix *f) {
     free(f->casted);
     free(f->nohint);
     free(f->producer);
+    free(f->gin);
     free(f->drop);
     free(f->is64);
     free(f->bound64);
@@ -624,6 +625,7 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, bool loop_body, o
     f->casted = calloc(nv, 1);
     f->nohint = calloc(nv, 1);
     f->producer = malloc(nv * sizeof *f->producer);
+    f->gin = calloc(nv, 1);
     f->is64 = calloc(nv, 1);
     f->first = calloc(g->node_count + 1, sizeof *f->first);
     size_t ni = 0;
@@ -638,12 +640,13 @@ static int ox_fix_plan(const ox_writer *w, const tio_graph *g, bool loop_body, o
     for (size_t i = 0; f->taken.slot && i < g->value_count; i++)
         if (g->values[i].name) (void)ox_names_add(&f->taken, g->values[i].name);
     uint8_t *other = calloc(nv, 1);
-    if (!f->widen || !f->cast || !f->casted || !f->nohint || !f->producer || !f->is64 ||
-        !f->first || !f->bound64 || !f->taken.slot || !other) {
+    if (!f->widen || !f->cast || !f->casted || !f->nohint || !f->producer || !f->gin ||
+        !f->is64 || !f->first || !f->bound64 || !f->taken.slot || !other) {
         free(other);
         return tio__nomem(err, OX_FMT);
     }
     for (size_t v = 0; v < nv; v++) f->producer[v] = -1;
+    for (size_t i = 0; i < g->input_count; i++) f->gin[g->inputs[i]] = 1;
     for (size_t j = 0; j < g->node_count; j++)
         for (size_t k = 0; k < g->nodes[j].output_count; k++)
             if (g->nodes[j].outputs[k] >= 0) f->producer[g->nodes[j].outputs[k]] = (int64_t)j;

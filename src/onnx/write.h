@@ -54,6 +54,7 @@ typedef struct ox_fix {
     uint8_t *casted; /* those Casts written (in this pass) */
     uint8_t *nohint; /* its recorded int32 type may not be ONNX's: no value_info */
     int64_t *producer; /* the node that outputs the value, or -1 */
+    uint8_t *gin;      /* a graph input (ox_const_tensor: not fixed) */
     /* ONNX types it int64 whatever the graph records (int32, or nothing):
      * an always-int64 output (Shape), or one that a type parameter binds
      * to such a value (Gather of a Shape, Add of that, ...) */

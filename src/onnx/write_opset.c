@@ -31,9 +31,7 @@ static const char *ox_node_label(const tio_graph *g, const tio_gnode *n) {
  * initializer that is not a graph input, or the `value` of the Constant node
  * that outputs v; -1 when v is computed at run time. */
 static int64_t ox_const_tensor(const tio_graph *g, const ox_fix *f, int64_t v) {
-    if (v < 0) return -1;
-    for (size_t i = 0; i < g->input_count; i++)
-        if (g->inputs[i] == v) return -1;
+    if (v < 0 || f->gin[v]) return -1;
     if (g->values[v].tensor >= 0) return g->values[v].tensor;
     int64_t j = f->producer[v];
     if (j < 0 || !tio__ox_default_domain(&g->nodes[j]) || strcmp(g->nodes[j].op, "Constant") != 0)
