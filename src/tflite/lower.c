@@ -538,11 +538,15 @@ static int refusals(tl *L) {
     for (size_t j = 0; j < g->node_count; j++) {
         const tio_gnode *n = &g->nodes[j];
         if (lowers(L, n)) continue;
-        /* op types once each */
+        /* op types once each: looked up in the list made so far (at most
+         * 512 bytes), not among the nodes before */
         bool seen = false;
-        for (size_t q = 0; q < j && !seen; q++) {
-            const tio_gnode *o = &g->nodes[q];
-            seen = strcmp(o->op, n->op) == 0 && !lowers(L, o);
+        size_t ol = strlen(n->op);
+        for (const char *p = types; !seen && *p;) {
+            size_t il = strcspn(p, ",");
+            seen = il == ol && memcmp(p, n->op, ol) == 0;
+            p += il;
+            if (*p) p += 2; /* ", " */
         }
         if (!seen && tl_ < sizeof types - 64)
             tl_ += (size_t)snprintf(types + tl_, sizeof types - tl_, "%s%s", tl_ ? ", " : "",

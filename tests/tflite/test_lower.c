@@ -333,19 +333,20 @@ static void test_refused_ops(void **state) {
     int64_t d[2] = {2, 3};
     int64_t x = rv(b, "x", 2, d, false), a = rv(b, "a", 2, d, false),
             c = rv(b, "c", 2, d, false), f = rv(b, "f", 2, d, false),
-            y = rv(b, "y", 2, d, false);
+            h = rv(b, "h", 2, d, false), y = rv(b, "y", 2, d, false);
     nd(b, "erf1", "Erf", NULL, 1, &x, a);
     nd(b, "mine", "Foo", "com.example", 1, &a, c);
     size_t cast = nd(b, "cast", "Cast", NULL, 1, &c, f); /* not of float16 weights */
     one_int(b, cast, "to", 1);
-    nd(b, "erf2", "Erf", NULL, 1, &f, y);
+    nd(b, "erf2", "Erf", NULL, 1, &f, h);
+    nd(b, "er", "Er", NULL, 1, &h, y); /* a prefix of a type listed: its own */
     io(b, x, y);
     void *out = NULL;
     size_t len = 0;
     tio_error e;
     assert_int_equal(save(b, NULL, &out, &len, &e), TIO_E_UNSUPPORTED);
-    assert_non_null(strstr(e.message, "for Erf, Foo, Cast (4 nodes: 'erf1', 'mine', 'cast', "
-                                      "'erf2'"));
+    assert_non_null(strstr(e.message, "for Erf, Foo, Cast, Er (5 nodes: 'erf1', 'mine', "
+                                      "'cast', 'erf2', 'er'"));
     gb_free(b);
 }
 
