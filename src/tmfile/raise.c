@@ -152,8 +152,10 @@ static char *tm_fresh_name(tm_names *nm, const char *base, const char *suffix) {
             nm->made = p;
             nm->made_cap = nc;
         }
-        char *stem = strdup(s);
+        size_t sl = strlen(s) + 1;
+        char *stem = malloc(sl); /* not strdup: the library's allocations go through malloc */
         if (!stem) goto nomem;
+        memcpy(stem, s, sl);
         nm->made[nm->nmade++] = (struct tm_made){stem, 0};
         tio__names_lazy_added(&nm->made_ix, nm->nmade - 1, tm_stem, nm);
         at = nm->nmade - 1;

@@ -25,6 +25,7 @@
 #include "npylayout.h"
 #include "rten/schema.h"
 #include "tensio.h"
+#include "tflshare.h"
 #include "tpb.h"
 #include "tvec.h"
 
@@ -33,7 +34,8 @@
 #define TIO_MEM_SLACK (256u << 10)
 /* ONNX's: its graphs are charged against 20 x the input (src/graph/budget.h:
  * models whose weights lie in another file need 9-13 x), + 1 for
- * TIO_OPEN_COPY's copy. */
+ * TIO_OPEN_COPY's copy; TFLite's budget is the same (references to one
+ * table, each charged). */
 #define TIO_MEM_FACTOR_ONNX 21
 /* ... plus a container's record of each tensor (its struct, name, shape and
  * the decoder's per-tensor bookkeeping: 280 to 670 bytes measured), which a
@@ -56,7 +58,9 @@ static size_t declared;
 static int tiny;
 
 static size_t factor(const char *format) {
-    return format && strcmp(format, "onnx") == 0 ? TIO_MEM_FACTOR_ONNX : TIO_MEM_FACTOR;
+    return format && (strcmp(format, "onnx") == 0 || strcmp(format, "tflite") == 0)
+               ? TIO_MEM_FACTOR_ONNX
+               : TIO_MEM_FACTOR;
 }
 
 static size_t bound(const char *format, size_t input, size_t tensors) {
@@ -617,6 +621,35 @@ static void test_tmfile_shared(void **state) {
     }
 }
 
+/* TFLite models whose references share one table (tests/support/tflshare.c):
+ * operators that are one operator of many inputs, tensors that are one
+ * constant with a long name or one quantization table. Refused past the
+ * decode budget (20 x input), each within the bound either way. */
+static void test_tflite_shared(void **state) {
+    (void)state;
+    static const struct {
+        int kind;
+        uint32_t n, m;
+        int want;
+        const char *what;
+    } cases[] = {
+        {0, 20000, 20000, TIO_E_LIMIT, "20000 x one operator with 20000 inputs"},
+        {0, 5, 20000, TIO_OK, "5 x one operator with 20000 inputs"},
+        {1, 3000, 60000, TIO_E_LIMIT, "3000 x one constant named by 60000 bytes"},
+        {1, 2, 60000, TIO_OK, "2 x one constant named by 60000 bytes"},
+        {1, 2000, 8, TIO_E_LIMIT, "2000 x one constant named by 8 bytes"},
+        {2, 2000, 2047, TIO_E_LIMIT, "2000 x one constant with 2047 quantization floats"},
+        {2, 2, 2047, TIO_OK, "2 x one constant with 2047 quantization floats"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len;
+        uint8_t *buf = tfl_shared_model(cases[i].kind, cases[i].n, cases[i].m, &len);
+        expect(buf, len, "tflite", cases[i].want,
+               cases[i].want == TIO_OK ? NULL : "shared by too many references", cases[i].what);
+        free(buf);
+    }
+}
+
 /* ------------------------------------------------ dense ONNX (issue 16)
  *
  * Protobuf shares nothing, so an ONNX file's worst case is density: many
@@ -1113,6 +1146,7 @@ int main(void) {
         cmocka_unit_test(test_messages),
         cmocka_unit_test(test_rten_shared),
         cmocka_unit_test(test_tmfile_shared),
+        cmocka_unit_test(test_tflite_shared),
         cmocka_unit_test(test_onnx_dense),
         cmocka_unit_test(test_many_tiny),
         cmocka_unit_test(test_widen_streamed),

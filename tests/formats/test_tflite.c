@@ -19,6 +19,7 @@
 #include "flatbuf/flatbuf.h"
 #include "tensio.h"
 #include "tflite/schema.h"
+#include "tflshare.h"
 #include "tvec.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -631,101 +632,6 @@ static void test_handmade_hostile(void **state) {
     free(buf);
 }
 
-/* A model whose references share one table (FlatBuffers allows any number
- * of references to one offset): kind 0, n operators that are one operator
- * with m inputs (-1, absent); kind 1, n tensors that are one constant whose
- * name has m bytes; kind 2, n tensors that are one constant with one
- * quantization table of m min and m max floats (the verifier visits two
- * tables per reference, at most one per 4 bytes of the file: n <= ~m). */
-static uint8_t *shared_build(int kind, uint32_t n, uint32_t m, size_t *len) {
-    tio_error e;
-    tio_fb_builder *b = tio__fb_builder_new("test");
-    assert_non_null(b);
-    static const uint8_t one = 7;
-    tio_fb_off data, buf[2], bufs, tensor, tensors, code, codes, sg, sgs, root, ops = 0;
-    OK_(tio__fb_create_vector(b, &one, 1, 1, 16, &data, &e));
-    OK_(tio__fb_start_table(b, &e));
-    OK_(tio__fb_end_table(b, &buf[0], &e));
-    OK_(tio__fb_start_table(b, &e));
-    OK_(tio__fb_add_offset(b, TFL_Buffer_data, data, &e));
-    OK_(tio__fb_end_table(b, &buf[1], &e));
-    OK_(tio__fb_create_offset_vector(b, buf, 2, &bufs, &e));
-    char *name = malloc(kind == 1 ? m : 1);
-    assert_non_null(name);
-    memset(name, 'n', kind == 1 ? m : 1);
-    float *q = calloc(kind == 2 ? m : 1, sizeof *q);
-    assert_non_null(q);
-    tio_fb_off nm, shape, qv = 0, qt = 0;
-    int32_t dim = 1;
-    OK_(tio__fb_create_string(b, name, kind == 1 ? m : 1, &nm, &e));
-    OK_(tio__fb_create_vector(b, &dim, 1, 4, 4, &shape, &e));
-    if (kind == 2) {
-        OK_(tio__fb_create_vector(b, q, m, 4, 4, &qv, &e));
-        OK_(tio__fb_start_table(b, &e));
-        OK_(tio__fb_add_offset(b, TFL_QuantizationParameters_min, qv, &e));
-        OK_(tio__fb_add_offset(b, TFL_QuantizationParameters_max, qv, &e));
-        OK_(tio__fb_end_table(b, &qt, &e));
-    }
-    OK_(tio__fb_start_table(b, &e));
-    OK_(tio__fb_add_offset(b, TFL_Tensor_shape, shape, &e));
-    OK_(tio__fb_add_scalar(b, TFL_Tensor_type, TFL_TensorType_UINT8, 1, &e));
-    OK_(tio__fb_add_scalar(b, TFL_Tensor_buffer, kind ? 1 : 0, 4, &e));
-    OK_(tio__fb_add_offset(b, TFL_Tensor_name, nm, &e));
-    if (qt) OK_(tio__fb_add_offset(b, TFL_Tensor_quantization, qt, &e));
-    OK_(tio__fb_end_table(b, &tensor, &e));
-    uint32_t nt = kind ? n : 1, nref = kind ? 1 : n;
-    tio_fb_off *refs = malloc((nt > nref ? nt : nref) * sizeof *refs);
-    assert_non_null(refs);
-    for (uint32_t i = 0; i < nt; i++) refs[i] = tensor;
-    OK_(tio__fb_create_offset_vector(b, refs, nt, &tensors, &e));
-    if (!kind) {
-        int32_t *in = malloc(m * sizeof *in);
-        assert_non_null(in);
-        for (uint32_t i = 0; i < m; i++) in[i] = -1;
-        tio_fb_off inv, op;
-        OK_(tio__fb_create_vector(b, in, m, 4, 4, &inv, &e));
-        OK_(tio__fb_start_table(b, &e));
-        OK_(tio__fb_add_offset(b, TFL_Operator_inputs, inv, &e));
-        OK_(tio__fb_end_table(b, &op, &e));
-        for (uint32_t i = 0; i < n; i++) refs[i] = op;
-        OK_(tio__fb_create_offset_vector(b, refs, n, &ops, &e));
-        free(in);
-    }
-    OK_(tio__fb_start_table(b, &e));
-    OK_(tio__fb_add_scalar(b, TFL_OperatorCode_version, 1, 4, &e));
-    OK_(tio__fb_end_table(b, &code, &e));
-    OK_(tio__fb_create_offset_vector(b, &code, 1, &codes, &e));
-    OK_(tio__fb_start_table(b, &e));
-    OK_(tio__fb_add_offset(b, TFL_SubGraph_tensors, tensors, &e));
-    if (ops) OK_(tio__fb_add_offset(b, TFL_SubGraph_operators, ops, &e));
-    OK_(tio__fb_end_table(b, &sg, &e));
-    OK_(tio__fb_create_offset_vector(b, &sg, 1, &sgs, &e));
-    OK_(tio__fb_start_table(b, &e));
-    OK_(tio__fb_add_scalar(b, TFL_Model_version, 3, 4, &e));
-    OK_(tio__fb_add_offset(b, TFL_Model_operator_codes, codes, &e));
-    OK_(tio__fb_add_offset(b, TFL_Model_subgraphs, sgs, &e));
-    OK_(tio__fb_add_offset(b, TFL_Model_buffers, bufs, &e));
-    OK_(tio__fb_end_table(b, &root, &e));
-    OK_(tio__fb_finish(b, root, &e));
-    size_t fn;
-    const uint8_t *fb = tio__fb_buffer(b, &fn);
-    *len = fn + 8;
-    uint8_t *out = malloc(*len);
-    assert_non_null(out);
-    uint32_t r0;
-    memcpy(&r0, fb, 4);
-    r0 += 8;
-    memcpy(out, &r0, 4);
-    memcpy(out + 4, "TFL3", 4);
-    memset(out + 8, 0, 4);
-    memcpy(out + 12, fb + 4, fn - 4);
-    tio__fb_builder_free(b);
-    free(refs);
-    free(name);
-    free(q);
-    return out;
-}
-
 /* References to one table multiply the work and the copies, which the
  * decode budget (graph/budget.h) bounds: n operators sharing one of m
  * inputs walked n x m indices (1.6 MB: 65 s), n tensors sharing a 60 KB
@@ -739,10 +645,12 @@ static void test_shared_tables(void **state) {
     } cases[] = {{0, 20000, 20000, 5}, {1, 3000, 60000, 2}, {2, 2000, 2047, 2}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         size_t len;
-        uint8_t *buf = shared_build(cases[k].kind, cases[k].n, cases[k].m, &len);
+        uint8_t *buf = tfl_shared_model(cases[k].kind, cases[k].n, cases[k].m, &len);
+        assert_non_null(buf);
         hm_open(buf, len, TIO_E_LIMIT, "shared by too many references");
         free(buf);
-        buf = shared_build(cases[k].kind, cases[k].few, cases[k].m, &len);
+        buf = tfl_shared_model(cases[k].kind, cases[k].few, cases[k].m, &len);
+        assert_non_null(buf);
         tio_container *c = hm_open(buf, len, TIO_OK, NULL);
         assert_int_equal(tio_container_count(c), cases[k].kind ? cases[k].few : 0);
         tio_container_free(c);
