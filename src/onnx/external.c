@@ -33,7 +33,12 @@ typedef struct ox_extmaps {
     size_t n, cap;
     uint64_t mapped; /* bytes mapped, summed over the files */
     uint64_t viewed; /* bytes the tensors view, summed */
+    tio__names_lazy ix; /* the files by real path (names.c): one per tensor is possible */
 } ox_extmaps;
+
+static const char *ox_extmap_real(const void *m, size_t k) {
+    return ((const ox_extmaps *)m)->v[k].real;
+}
 
 static void ox_extmaps_free(void *p) {
     ox_extmaps *m = p;
@@ -43,6 +48,7 @@ static void ox_extmaps_free(void *p) {
         free(m->v[k].real);
     }
     free(m->v);
+    tio__names_lazy_free(&m->ix);
     free(m);
 }
 
@@ -79,11 +85,11 @@ static bool ox_has_dotdot(const char *loc) {
 /* Maps (or finds mapped) the file at real path `real`. */
 static int ox_map_file(const char *fmt, ox_extmaps *m, const char *real, const char *loc,
                        int64_t at, ox_extmap **out, tio_error *err) {
-    for (size_t k = 0; k < m->n; k++)
-        if (strcmp(m->v[k].real, real) == 0) {
-            *out = &m->v[k];
-            return TIO_OK;
-        }
+    size_t k = tio__names_lazy_find(&m->ix, m->n, real, ox_extmap_real, m);
+    if (k != SIZE_MAX) {
+        *out = &m->v[k];
+        return TIO_OK;
+    }
     if (m->n == m->cap) {
         size_t nc = m->cap ? 2 * m->cap : 4;
         ox_extmap *nv = realloc(m->v, nc * sizeof *nv);
@@ -130,6 +136,7 @@ static int ox_map_file(const char *fmt, ox_extmaps *m, const char *real, const c
     m->mapped += x.size;
     m->v[m->n] = x;
     *out = &m->v[m->n++];
+    tio__names_lazy_added(&m->ix, m->n - 1, ox_extmap_real, m);
     return TIO_OK;
 }
 

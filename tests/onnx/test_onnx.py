@@ -309,6 +309,8 @@ def external(d):
              numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "B"),
              numpy_helper.from_array(np.arange(6, dtype=np.int64), "idx"),
              numpy_helper.from_array(rng.standard_normal((3, 5)).astype(np.float64), "D")]
+    # more files than the mapped files' index is made at (8): found by it
+    inits += [numpy_helper.from_array(np.full(3, i, np.float32), "c%d" % i) for i in range(20)]
     g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["xw"]),
                            helper.make_node("Add", ["xw", "B"], ["y"])], "ext", [X], [Y], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
