@@ -114,7 +114,8 @@ int cli_open(const char *path, const char *format, const tio_limits *limits,
  * leaves at 0 taken from the environment's TENSIO_LIMITS ("NAME=VALUE,..."
  * over tio_limits' fields; VALUE as --max-dense-bytes takes it) when set.
  * 1 when TENSIO_LIMITS set some, 0 when unset, -1 with err set when it is not
- * such a list. cli_open_opts (and so every cli_open) applies it. */
+ * such a list. cli_open_opts (and so every cli_open) applies it, through
+ * cli_limits. */
 int cli_env_limits(const tio_limits *given, tio_limits *out, tio_error *err);
 /* What a call into the library that takes limits gets: `given` (NULL: the
  * defaults) with TENSIO_LIMITS applied, in *buf, or `given` itself when it is

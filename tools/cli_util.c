@@ -187,9 +187,7 @@ int cli_open_opts(const char *path, const tio_open_options *opts, tio_container 
     *out = NULL;
     tio_open_options mine = *opts;
     tio_limits lim;
-    int env = cli_env_limits(opts->limits, &lim, err);
-    if (env < 0) return TIO_E_ARGUMENT;
-    if (env) mine.limits = &lim;
+    mine.limits = cli_limits(opts->limits, &lim);
     const tio_open_options *o = &mine;
     if (!cli_is_stdio(path)) return tio_open(path, o, out, err);
     const uint8_t *buf;
@@ -221,8 +219,7 @@ int cli_open_flags(const char *path, const char *format, const tio_limits *limit
         if (strstr(msg, path)) cli_error("%s", msg);
         else cli_error("%s: %s", path, msg);
         cli_limit_hint(&err);
-        /* a TENSIO_LIMITS that is not a list of limits: a usage error */
-        return strncmp(err.message, "TENSIO_LIMITS:", 14) == 0 ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+        return CLI_EXIT_FAIL;
     }
     return CLI_EXIT_OK;
 }

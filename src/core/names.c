@@ -9,10 +9,12 @@
  * a position (name_of) and never copies one.
  *
  * A container's index, and a graph's of its values (tio_graph_find_value),
- * is made by the first find of more than a few names (a reader, which may share the container between
- * threads: each builds its own and the first to publish it wins, the others
- * free theirs) and kept up to date by each add after it (a writer, which has
- * the container to itself). */
+ * is made by the first find of more than a few names (a reader, which may
+ * share the container between threads: each builds its own and the first to
+ * publish it wins, the others free theirs) and kept up to date by each add
+ * after it (a writer, which has the container to itself): tio__names_lazy.
+ * The hash of these and of every other table of names read from a file is
+ * tio__hash_str/_bytes, below. */
 #include "internal.h"
 
 #include <stdatomic.h>
@@ -41,18 +43,14 @@ uint64_t tio__hash_seed(const void *table) {
     return (uint64_t)(uintptr_t)table * 0x9e3779b97f4a7c15u;
 }
 
-uint64_t tio__hash_str(uint64_t seed, const char *s) {
-    uint64_t h = seed ^ 0xcbf29ce484222325u; /* FNV-1a, seeded */
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3u;
-    return tio__hash_mix(h);
-}
-
 uint64_t tio__hash_bytes(uint64_t seed, const void *p, size_t n) {
     const uint8_t *b = p;
-    uint64_t h = seed ^ 0xcbf29ce484222325u;
+    uint64_t h = seed ^ 0xcbf29ce484222325u; /* FNV-1a, seeded */
     for (size_t k = 0; k < n; k++) h = (h ^ b[k]) * 0x100000001b3u;
     return tio__hash_mix(h);
 }
+
+uint64_t tio__hash_str(uint64_t seed, const char *s) { return tio__hash_bytes(seed, s, strlen(s)); }
 
 static size_t name_hash(const tio__names *ix, const char *s) {
     return (size_t)tio__hash_str(ix->seed, s) & (ix->cap - 1);

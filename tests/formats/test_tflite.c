@@ -379,21 +379,8 @@ static uint8_t *hm_build(const hm_model *m, size_t *len) {
     if (sigs) OK_(tio__fb_add_offset(b, TFL_Model_signature_defs, sigs, &e));
     OK_(tio__fb_add_offset(b, TFL_Model_buffers, buffers, &e));
     OK_(tio__fb_end_table(b, &v, &e));
-    OK_(tio__fb_finish(b, v, &e));
-    size_t n;
-    const uint8_t *fb = tio__fb_buffer(b, &n);
-    size_t pad = m->tail ? (16 - (n + 8) % 16) % 16 : 0;
-    *len = n + 8 + pad + m->tail;
-    uint8_t *out = calloc(*len, 1);
-    assert_non_null(out);
-    uint32_t root;
-    memcpy(&root, fb, 4);
-    root += 8;
-    memcpy(out, &root, 4);
-    memcpy(out + 4, "TFL3", 4);
-    memcpy(out + 12, fb + 4, n - 4);
-    if (m->tail_data) memcpy(out + n + 8 + pad, m->tail_data, m->tail);
-    tio__fb_builder_free(b);
+    uint8_t *out = tfl_finish(b, v, m->tail, len);
+    if (m->tail_data) memcpy(out + *len - m->tail, m->tail_data, m->tail);
     return out;
 }
 

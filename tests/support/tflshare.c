@@ -17,6 +17,25 @@
         if (!(p)) abort();                                                                     \
     } while (0)
 
+uint8_t *tfl_finish(struct tio_fb_builder *b, uint32_t root, size_t tail, size_t *len) {
+    tio_error e;
+    OK_(tio__fb_finish(b, root, &e));
+    size_t n;
+    const uint8_t *fb = tio__fb_buffer(b, &n);
+    size_t pad = tail ? (16 - (n + 8) % 16) % 16 : 0;
+    *len = n + 8 + pad + tail;
+    uint8_t *out = calloc(*len, 1);
+    NEED(out);
+    uint32_t r0;
+    memcpy(&r0, fb, 4);
+    r0 += 8;
+    memcpy(out, &r0, 4);
+    memcpy(out + 4, "TFL3", 4);
+    memcpy(out + 12, fb + 4, n - 4);
+    tio__fb_builder_free(b);
+    return out;
+}
+
 uint8_t *tfl_shared_model(int kind, uint32_t n, uint32_t m, size_t *len) {
     tio_error e;
     tio_fb_builder *b = tio__fb_builder_new("test");
@@ -86,20 +105,7 @@ uint8_t *tfl_shared_model(int kind, uint32_t n, uint32_t m, size_t *len) {
     OK_(tio__fb_add_offset(b, TFL_Model_subgraphs, sgs, &e));
     OK_(tio__fb_add_offset(b, TFL_Model_buffers, bufs, &e));
     OK_(tio__fb_end_table(b, &root, &e));
-    OK_(tio__fb_finish(b, root, &e));
-    size_t fn;
-    const uint8_t *fb = tio__fb_buffer(b, &fn);
-    *len = fn + 8;
-    uint8_t *out = malloc(*len);
-    NEED(out);
-    uint32_t r0;
-    memcpy(&r0, fb, 4);
-    r0 += 8;
-    memcpy(out, &r0, 4);
-    memcpy(out + 4, "TFL3", 4);
-    memset(out + 8, 0, 4);
-    memcpy(out + 12, fb + 4, fn - 4);
-    tio__fb_builder_free(b);
+    uint8_t *out = tfl_finish(b, root, 0, len);
     free(refs);
     free(name);
     free(q);

@@ -16,4 +16,12 @@
  * its size. */
 uint8_t *tfl_shared_model(int kind, uint32_t n, uint32_t m, size_t *len);
 
+/* The model a FlatBuffers builder holds, finished with `root` and laid out
+ * as a .tflite (calloc'ed): the root offset, "TFL3" (8 bytes inserted after
+ * the root offset keep every alignment), the tables, then `tail` zero bytes
+ * from a multiple of 16 (none when 0; the caller may fill them: they end the
+ * file). Frees the builder. */
+struct tio_fb_builder;
+uint8_t *tfl_finish(struct tio_fb_builder *b, uint32_t root, size_t tail, size_t *len);
+
 #endif
