@@ -589,9 +589,9 @@ static int file_write(tio_sink *s, const uint8_t *p, size_t n, int ref, tio_erro
             rc = gather(s, s->buf + s->len, k, err);
             s->len += k;
         }
-        if (rc == TIO_OK && flush_due(s, k)) rc = write_pending(s, err);
         if (rc) return rc;
-        s->pos += k;
+        s->pos += k; /* before a write: write_pending places pieces by it */
+        if (flush_due(s, 0) && (rc = write_pending(s, err))) return rc;
         p += k;
         n -= k;
     }
