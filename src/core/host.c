@@ -11,24 +11,20 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
-#if defined(__linux__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#define HOST_CPUID 1
-#endif
 
 /* VIRTIO_BALLOON_F_REPORTING (the virtio specification, 5.5.3): the
  * driver reports free pages to the device, which may take them back. */
 #define BALLOON_F_REPORTING 5u
 
-int tio__host_copies_any_offset(void) {
-#ifdef HOST_CPUID
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
-    return (int)((d >> 4) & 1u); /* FSRM: fast short rep movsb */
-#else
-    return 0;
+uint64_t tio__host_cpu_ns(void) {
+#ifdef CLOCK_THREAD_CPUTIME_ID
+    struct timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0 && t.tv_sec >= 0)
+        return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 #endif
+    return 0;
 }
 
 int tio__host_reports_free_pages(const char *balloon_dir) {

@@ -888,14 +888,11 @@ bool tio__preads_take(tio_preads *j, size_t i, uint8_t *out);
 void tio__preads_end(tio_preads *j);
 
 /* ------------------------------------------------------ the host machine */
-/* Whether the kernel copies between page cache pages at offsets that differ
- * (modulo a cache line) about as fast as at equal ones: x86-64 with FSRM
- * (CPUID leaf 7, EDX bit 4), where Linux's memcpy is one `rep movsb`. Without
- * it Linux's memcpy is a loop of 8-byte moves that costs up to twice as much
- * at such offsets. 0 elsewhere (other CPUs, other systems: not measured). The
- * file sink then lets copy_file_range() copy at any offset (sink.c,
- * copy_any). */
-int tio__host_copies_any_offset(void);
+/* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID: the
+ * system time of its writes included, other threads' work and waits not);
+ * 0 where there is no such clock. The file sink times its two ways of
+ * moving bytes at non-congruent offsets with it (sink.c, TRY_EPOCH). */
+uint64_t tio__host_cpu_ns(void);
 /* Whether this machine is a virtual machine whose memory balloon reports
  * free pages to the host (virtio-balloon free page reporting, feature bit
  * 5 in the "features" file of a device under balloon_dir, which is

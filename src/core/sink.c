@@ -118,19 +118,33 @@
  * takes 17 of its slots, and each header before a tensor one more. Pending
  * bytes move into it when there are at most SPLICE_HEAD_MAX of them
  * (headers), else they are written first. */
-/* Where the kernel's memcpy is `rep movsb` (x86-64 with FSRM:
- * tio__host_copies_any_offset), tensor bytes at offsets not congruent
- * modulo the page size go by copy_file_range() too, one call per run, on a
- * disk file system: that copy then costs ~1.2x an aligned one, where the
- * pipe's 64 KiB pieces and the copy buffer's two copies cost 1.3-1.4x (an
- * AMD EPYC of family 26, ext4, Linux 6.18, BTF -> .ten of 1 GiB: one tensor
- * 0.29 s against 0.33 s, GGUF -> safetensors of 10,000 tensors 0.30 s against
- * 0.37 s, 11 paired runs; cp 0.21-0.23 s). Without FSRM the kernel's copy at
- * such offsets cost 1.5-2x (an older EPYC: 0.52 s against cp's 0.34 s), and
- * the pieces below are what is fast (docs/performance.md). */
 #define SPLICE_MIN ((size_t)4 << 10)
 #define SPLICE_PIPE ((size_t)256 << 10)
 #define SPLICE_HEAD_MAX ((size_t)64 << 10)
+/* On a disk file system, tensor bytes at offsets not congruent modulo the
+ * page go one of two ways: read in (read_in: pread() into the copy buffer,
+ * or splice() in 64 KiB pieces) or copied by copy_file_range() in runs, as
+ * congruent ones are. Which is faster depends on the machine, and the
+ * ranking flips between machines that look alike: the same kind of VM
+ * (AMD EPYC of family 26, FSRM, ext4, Linux 6.18) measured copy_file_range()
+ * 1.12-1.34x faster than reading in on 2026-12-02 and 1.3-1.5x slower on
+ * 2026-12-03 (1 GiB at 40 -> 96, least of 8 runs: 0.42 s against 0.25 s,
+ * cp 0.29 s); without FSRM it cost 1.5-2x (docs/performance.md). So a save
+ * that expects TRY_MIN bytes or more times both on its first TRY_EPOCHS
+ * epochs of TRY_EPOCH such bytes each, in the order of try_order, by the
+ * thread's CPU time per byte written (what is pending written at each
+ * epoch's end), and keeps the way whose better epoch cost less (a range
+ * longer than what is left of an epoch is cut there: tio__sink_copy_range).
+ * Trying the slower way costs a 1 GiB save ~3 % at most. Smaller saves read
+ * in. */
+#define TRY_EPOCH ((uint64_t)16 << 20)
+#define TRY_EPOCHS 4u
+#define TRY_MIN ((uint64_t)256 << 20)
+#define ANY_READ 0  /* any_way: read in (also where no way is tried: tmpfs, a pipe) */
+#define ANY_COPY 1  /* copied in runs */
+#define ANY_FIRST 2 /* a disk: to be decided at the first such range */
+#define ANY_TRY 3   /* measuring: try_order[try_epoch] */
+static const int try_order[TRY_EPOCHS] = {ANY_READ, ANY_COPY, ANY_COPY, ANY_READ};
 /* Linux >= 5.14; older headers lack the constant (older kernels: EINVAL). */
 #if defined(__linux__) && !defined(MADV_POPULATE_READ)
 #define MADV_POPULATE_READ 22
@@ -189,12 +203,9 @@ int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err) {
         s->sp_on = s->wprobe && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
         /* the server copies: no bytes cross the network, at any offset */
         s->copy_any = t == NFS_MAGIC_ || t == SMB2_MAGIC_ || t == CIFS_MAGIC_;
-        /* a disk file system whose kernel may copy at any offset about as
-         * fast as at congruent ones (the note before SPLICE_MIN): asked when
-         * the first range at other offsets comes, not here (the CPU's answer
-         * traps to the hypervisor: 20 us on that EPYC, where a save of many
-         * small files from memory asks nothing) */
-        s->any_probe = !s->copy_any && s->sp_on;
+        /* a disk file system: bytes at other offsets read in or copied,
+         * decided at the first such range (TRY_EPOCH) */
+        if (!s->copy_any && s->sp_on) s->any_way = ANY_FIRST;
     }
 #endif
     (void)err;
@@ -983,38 +994,11 @@ static int rd_take(tio_sink *s, tio_error *err) {
     return read_in(s, s->rd_fd, s->rd_off, n, err);
 }
 
-int tio__sink_copy_range(tio_sink *s, int in_fd, const void *map_, size_t map_size, size_t off,
-                         size_t n, tio_error *err) {
-    if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
-    if (n == 0) return TIO_OK;
-    if (s->rd_len) {
-        /* nothing was written since: the output continues it too */
-        if (in_fd == s->rd_fd && off == s->rd_off + s->rd_len && n <= SIZE_MAX - s->rd_len) {
-            s->rd_len += n;
-            return TIO_OK;
-        }
-        int rc = rd_take(s, err);
-        if (rc) return rc;
-    }
-    const uint8_t *map = map_, *mapped = map + off;
-    if (s->fd < 0 || in_fd < 0 || (uint64_t)map_size > (uint64_t)INT64_MAX)
-        return write_mapped(s, map, map_size, off, n, err);
-    if (s->no_copy || s->base == UINT64_MAX) return rd_defer(s, in_fd, off, n);
-    if (s->run_len && run_extend(s, in_fd, off, mapped, n)) {
-        s->pos += n;
-        if (s->progress && s->run_len >= RUN_PROGRESS) return run_cut(s, err);
-        return TIO_OK;
-    }
-    uint64_t at;
-    if (tio__add64_ovf(s->base, s->pos, &at))
-        return tio__err(err, TIO_E_OVERFLOW, NULL, -1, "output size overflows");
-    if (!s->copy_any && at % s->page != off % s->page) {
-        if (s->any_probe) { /* once a save */
-            s->any_probe = 0;
-            s->copy_any = tio__host_copies_any_offset();
-        }
-        if (!s->copy_any) return rd_defer(s, in_fd, off, n);
-    }
+/* n bytes at source offset `off` (mapped at `mapped`, sink position `at`
+ * in the file) into the open run, or a run started with them (back where
+ * the pending bytes begin, where it can); fewer than RUN_MIN read in. */
+static int run_add(tio_sink *s, int in_fd, size_t off, const uint8_t *mapped, uint64_t at,
+                   size_t n, tio_error *err) {
     if (n < RUN_MIN) return read_in(s, in_fd, off, n, err); /* a run may start back here */
     if (!s->run_len && run_back(s, in_fd, off, mapped, at, n)) {
         s->pos += n;
@@ -1031,6 +1015,96 @@ int tio__sink_copy_range(tio_sink *s, int in_fd, const void *map_, size_t map_si
     s->pos += n;
     if (s->progress && s->run_len >= RUN_PROGRESS) return run_cut(s, err);
     return TIO_OK;
+}
+
+/* The way bytes at non-congruent offsets go now (TRY_EPOCH); the first
+ * such range of a save decides whether it tries both. */
+static int any_way(tio_sink *s) {
+    if (s->any_way == ANY_FIRST) {
+        s->any_way = s->expect >= TRY_MIN ? ANY_TRY : ANY_READ;
+        if (s->any_way == ANY_TRY) {
+            s->try_t0 = tio__host_cpu_ns();
+            s->try_pos0 = tio__sink_pos(s);
+        }
+    }
+    return s->any_way == ANY_TRY ? try_order[s->try_epoch] : s->any_way;
+}
+
+/* Counts n bytes of the epoch being tried; at its end writes what is
+ * pending, takes the epoch's cost (thread CPU ns per KiB written since it
+ * began), and after the last epoch keeps the way that cost less. */
+static int try_count(tio_sink *s, size_t n, tio_error *err) {
+    s->try_bytes += n;
+    if (s->try_bytes < TRY_EPOCH) return TIO_OK;
+    int rc = tio__sink_flush(s, err);
+    if (rc) return rc;
+    uint64_t t = tio__host_cpu_ns(), pos = tio__sink_pos(s);
+    uint64_t kib = (pos - s->try_pos0) >> 10; /* >= TRY_EPOCH / 1 KiB */
+    int way = try_order[s->try_epoch];
+    if (s->try_t0 && t > s->try_t0 && kib) {
+        uint64_t cost = (t - s->try_t0) / kib;
+        if (cost == 0) cost = 1;
+        if (!s->try_cost[way] || cost < s->try_cost[way]) s->try_cost[way] = cost;
+    }
+    if (++s->try_epoch == TRY_EPOCHS) { /* unmeasured (no clock): read in */
+        uint64_t rd = s->try_cost[ANY_READ], cp = s->try_cost[ANY_COPY];
+        s->any_way = rd && cp && cp < rd ? ANY_COPY : ANY_READ;
+        return TIO_OK;
+    }
+    s->try_t0 = t;
+    s->try_pos0 = pos;
+    s->try_bytes = 0;
+    return TIO_OK;
+}
+
+static int copy_range1(tio_sink *s, int in_fd, const void *map_, size_t map_size, size_t off,
+                       size_t n, tio_error *err) {
+    if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
+    if (n == 0) return TIO_OK;
+    if (s->rd_len) {
+        /* nothing was written since: the output continues it too */
+        if (in_fd == s->rd_fd && off == s->rd_off + s->rd_len && n <= SIZE_MAX - s->rd_len) {
+            s->rd_len += n;
+            return s->any_way == ANY_TRY ? try_count(s, n, err) : TIO_OK;
+        }
+        int rc = rd_take(s, err);
+        if (rc) return rc;
+    }
+    const uint8_t *map = map_, *mapped = map + off;
+    if (s->fd < 0 || in_fd < 0 || (uint64_t)map_size > (uint64_t)INT64_MAX)
+        return write_mapped(s, map, map_size, off, n, err);
+    if (s->no_copy || s->base == UINT64_MAX) return rd_defer(s, in_fd, off, n);
+    uint64_t at;
+    if (tio__add64_ovf(s->base, s->pos, &at))
+        return tio__err(err, TIO_E_OVERFLOW, NULL, -1, "output size overflows");
+    bool other = !s->copy_any && at % s->page != off % s->page;
+    int rc = TIO_OK;
+    if (s->run_len && run_extend(s, in_fd, off, mapped, n)) { /* at the run's distance */
+        s->pos += n;
+        if (s->progress && s->run_len >= RUN_PROGRESS) rc = run_cut(s, err);
+    } else if (!other) {
+        return run_add(s, in_fd, off, mapped, at, n, err);
+    } else if (any_way(s) == ANY_COPY) {
+        rc = run_add(s, in_fd, off, mapped, at, n, err);
+    } else {
+        rc = rd_defer(s, in_fd, off, n);
+    }
+    return rc == TIO_OK && other && s->any_way == ANY_TRY ? try_count(s, n, err) : rc;
+}
+
+int tio__sink_copy_range(tio_sink *s, int in_fd, const void *map, size_t map_size, size_t off,
+                         size_t n, tio_error *err) {
+    /* while the ways may be tried, a range goes in parts that end where an
+     * epoch would: a file of one large tensor tries both too */
+    while (s->any_way == ANY_TRY || (s->any_way == ANY_FIRST && s->expect >= TRY_MIN)) {
+        uint64_t k = TRY_EPOCH - s->try_bytes; /* try_bytes < TRY_EPOCH */
+        if (k >= n) break;
+        int rc = copy_range1(s, in_fd, map, map_size, off, (size_t)k, err);
+        if (rc) return rc;
+        off += (size_t)k;
+        n -= (size_t)k;
+    }
+    return copy_range1(s, in_fd, map, map_size, off, n, err);
 }
 
 int tio__sink_write(tio_sink *s, const void *p, size_t n, tio_error *err) {

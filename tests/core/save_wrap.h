@@ -52,13 +52,14 @@ extern int host_reports, host_asked;
 extern uint64_t host_kept, host_kept_later;
 extern unsigned kept_lo;
 extern int kept_asked, kept_turns;
-extern int host_any, any_asked;
+extern uint64_t cost_copy, cost_read; /* the clock's price per byte of each way */
+extern int cpu_asked;
 
 /* the real host questions (src/core/host.c), beside the wrapped ones */
 int __real_tio__host_reports_free_pages(const char *balloon_dir);
 uint64_t __real_tio__host_kept_free(const char *buddyinfo, const char *reporting_order,
                                     unsigned lo, size_t page);
-int __real_tio__host_copies_any_offset(void);
+uint64_t __real_tio__host_cpu_ns(void);
 /* the sum it makes of /proc/buddyinfo's lines (src/core/host.c) */
 uint64_t tio__buddy_free(const char *text, unsigned lo, unsigned hi, size_t page);
 
