@@ -122,29 +122,34 @@
 #define SPLICE_PIPE ((size_t)256 << 10)
 #define SPLICE_HEAD_MAX ((size_t)64 << 10)
 /* On a disk file system, tensor bytes at offsets not congruent modulo the
- * page go one of two ways: read in (read_in: pread() into the copy buffer,
- * or splice() in 64 KiB pieces) or copied by copy_file_range() in runs, as
- * congruent ones are. Which is faster depends on the machine, and the
+ * page go one of three ways: read in (read_in: pread() into the copy
+ * buffer, or, where writes go in 64 KiB pieces, splice()), read in through
+ * the buffer even then, or copied by copy_file_range() in runs, as
+ * congruent ones are. Which is fastest depends on the machine, and the
  * ranking flips between machines that look alike: the same kind of VM
  * (AMD EPYC of family 26, FSRM, ext4, Linux 6.18) measured copy_file_range()
  * 1.12-1.34x faster than reading in on 2026-12-02 and 1.3-1.5x slower on
  * 2026-12-03 (1 GiB at 40 -> 96, least of 8 runs: 0.42 s against 0.25 s,
- * cp 0.29 s); without FSRM it cost 1.5-2x (docs/performance.md). So a save
- * that expects TRY_MIN bytes or more times both on its first TRY_EPOCHS
- * epochs of TRY_EPOCH such bytes each, in the order of try_order, by the
- * thread's CPU time per byte written (what is pending written at each
- * epoch's end), and keeps the way whose better epoch cost less (a range
- * longer than what is left of an epoch is cut there: tio__sink_copy_range).
- * Trying the slower way costs a 1 GiB save ~3 % at most. Smaller saves read
- * in. */
+ * cp 0.29 s), and in 64 KiB pieces the buffer 1.05x faster than splice()
+ * that day (10,000 tensors, BTF -> .ten) where splice() had won on
+ * 2026-12-01; without FSRM the copy cost 1.5-2x (docs/performance.md). So a
+ * save that expects TRY_MIN bytes or more times the three on its first
+ * TRY_EPOCHS epochs of TRY_EPOCH such bytes each, in the order of
+ * try_order, by the thread's CPU time per byte written (what is pending
+ * written at each epoch's end), and keeps the way whose better epoch cost
+ * least (a range longer than what is left of an epoch is cut there:
+ * tio__sink_copy_range). Trying the slower ways costs a 1 GiB save ~5 % at
+ * most. Smaller saves read in. */
 #define TRY_EPOCH ((uint64_t)16 << 20)
-#define TRY_EPOCHS 4u
+#define TRY_EPOCHS 6u
 #define TRY_MIN ((uint64_t)256 << 20)
 #define ANY_READ 0  /* any_way: read in (also where no way is tried: tmpfs, a pipe) */
 #define ANY_COPY 1  /* copied in runs */
-#define ANY_FIRST 2 /* a disk: to be decided at the first such range */
-#define ANY_TRY 3   /* measuring: try_order[try_epoch] */
-static const int try_order[TRY_EPOCHS] = {ANY_READ, ANY_COPY, ANY_COPY, ANY_READ};
+#define ANY_BUF 2   /* read in, never spliced */
+#define ANY_FIRST 3 /* a disk: to be decided at the first such range */
+#define ANY_TRY 4   /* measuring: try_order[try_epoch] */
+#define ANY_WAYS 3
+static const int try_order[TRY_EPOCHS] = {ANY_READ, ANY_BUF, ANY_COPY, ANY_COPY, ANY_READ, ANY_BUF};
 /* Linux >= 5.14; older headers lack the constant (older kernels: EINVAL). */
 #if defined(__linux__) && !defined(MADV_POPULATE_READ)
 #define MADV_POPULATE_READ 22
@@ -911,9 +916,12 @@ static int sp_range(tio_sink *s, int in_fd, size_t *off, size_t *n, tio_error *e
     return rc;
 }
 
-/* Whether read_in splices n bytes at source offset off (SPLICE_MIN). */
+/* Whether read_in splices n bytes at source offset off (SPLICE_MIN; not
+ * while the way is ANY_BUF, TRY_EPOCH). */
 static int sp_wanted(tio_sink *s, size_t off, size_t n) {
     if (!s->sp_on || s->run_len || n < SPLICE_MIN) return 0;
+    int way = s->any_way == ANY_TRY ? try_order[s->try_epoch] : s->any_way;
+    if (way == ANY_BUF) return 0;
     if (s->pending + n > WRITE_PIECE_HOST) host_pieces(s); /* as write_pending */
     if (!s->wpiece) return 0;
     uintptr_t d = (uintptr_t)(s->base + s->pos - (uint64_t)off) & (ALIAS_PAGE - 1);
@@ -1047,8 +1055,11 @@ static int try_count(tio_sink *s, size_t n, tio_error *err) {
         if (!s->try_cost[way] || cost < s->try_cost[way]) s->try_cost[way] = cost;
     }
     if (++s->try_epoch == TRY_EPOCHS) { /* unmeasured (no clock): read in */
-        uint64_t rd = s->try_cost[ANY_READ], cp = s->try_cost[ANY_COPY];
-        s->any_way = rd && cp && cp < rd ? ANY_COPY : ANY_READ;
+        int best = ANY_READ;
+        for (int w = 0; w < ANY_WAYS; w++)
+            if (s->try_cost[w] && (!s->try_cost[best] || s->try_cost[w] < s->try_cost[best]))
+                best = w;
+        s->any_way = best;
         return TIO_OK;
     }
     s->try_t0 = t;

@@ -39,8 +39,8 @@ struct tio_sink {
     uint64_t base;     /* the file offset of position 0; UINT64_MAX: not a file */
     size_t page;       /* congruence: source and output offsets equal modulo this */
     int copy_any;      /* copy_file_range() also at non-congruent offsets (NFS, SMB) */
-    /* A disk: bytes at non-congruent offsets are read in or copied, the way
-     * the save's first bytes measured faster (sink.c, TRY_EPOCH): any_way
+    /* A disk: bytes at non-congruent offsets are read in (spliced or not)
+     * or copied, the way the save's first bytes measured fastest (sink.c, TRY_EPOCH): any_way
      * is sink.c's ANY_*; an epoch of the trial began at thread CPU time
      * try_t0 and sink position try_pos0, and has taken try_bytes such
      * bytes; try_cost: per way, the least ns per KiB written of its epochs
@@ -48,7 +48,7 @@ struct tio_sink {
     int any_way;
     unsigned try_epoch;
     uint64_t try_t0, try_pos0, try_bytes;
-    uint64_t try_cost[2];
+    uint64_t try_cost[3];
     /* The copy run: run_len bytes at run_src of run_fd (mapped at run_map)
      * that go at position run_dst, copied in one copy_file_range() once the
      * run ends; bytes written after it are pending in iov[] and, when the
@@ -109,8 +109,8 @@ void tio__sink_dispose(tio_sink *s);
  * (sink.c, WRITE_PIECE_HOST), moved by splice() through a pipe of the
  * sink's own; ranges that continue one another in the source with nothing
  * written between go as one (rd_len). On a disk file system a large save
- * times that against copy_file_range() at those offsets on its first such
- * bytes and keeps the faster (sink.c, TRY_EPOCH). Memory sinks, and sources without a
+ * times that, spliced and not, against copy_file_range() at those offsets
+ * on its first such bytes and keeps the fastest (sink.c, TRY_EPOCH). Memory sinks, and sources without a
  * descriptor (in_fd -1), write the mapped bytes, the mapping's pages
  * populated ahead in one call (MADV_POPULATE_READ) rather than faulted in
  * by the writes (docs/performance.md). The caller checked off + n <=

@@ -240,18 +240,19 @@ uint64_t __wrap_tio__host_kept_free(const char *buddyinfo, const char *reporting
 }
 
 /* The thread's CPU time (tio__host_cpu_ns): the real one, unless a test
- * prices the two ways a file sink moves bytes at other offsets, in ns per
- * byte copied by copy_file_range() and per byte read in (pread() of 4 KiB
- * and more, splice() into the pipe); and how often the sink read it. */
+ * prices the ways a file sink moves bytes at other offsets, in ns per byte
+ * copied by copy_file_range(), read by pread() (of 4 KiB and more) and
+ * spliced into the pipe; and how often the sink read it. */
 uint64_t __real_tio__host_cpu_ns(void);
 uint64_t __wrap_tio__host_cpu_ns(void);
-uint64_t cost_copy, cost_read;
+uint64_t cost_copy, cost_read, cost_splice;
 int cpu_asked;
 
 uint64_t __wrap_tio__host_cpu_ns(void) {
     cpu_asked++;
-    if (!cost_copy && !cost_read) return __real_tio__host_cpu_ns();
-    return 1000000000u + cost_copy * copy_bytes + cost_read * (pread_big_bytes + splice_in_bytes);
+    if (!cost_copy && !cost_read && !cost_splice) return __real_tio__host_cpu_ns();
+    return 1000000000u + cost_copy * copy_bytes + cost_read * pread_big_bytes +
+           cost_splice * splice_in_bytes;
 }
 
 char dir[256];

@@ -52,7 +52,7 @@ extern int host_reports, host_asked;
 extern uint64_t host_kept, host_kept_later;
 extern unsigned kept_lo;
 extern int kept_asked, kept_turns;
-extern uint64_t cost_copy, cost_read; /* the clock's price per byte of each way */
+extern uint64_t cost_copy, cost_read, cost_splice; /* the clock's price per byte of each way */
 extern int cpu_asked;
 
 /* the real host questions (src/core/host.c), beside the wrapped ones */
