@@ -405,24 +405,13 @@ static int all_named(const tio_container *c) {
     return 1;
 }
 
-typedef struct named {
-    const char *name;
-    size_t index;
-} named;
-
-static int by_name(const void *x, const void *y) {
-    const named *a = x, *b = y;
-    int c = strcmp(a->name, b->name);
-    return c ? c : (a->index > b->index) - (a->index < b->index);
-}
-
 /* The pairs: by name (B's tensors of a name in order, each used once), or by
  * index; then those only in B. *out has at most count(A) + count(B) entries. */
 static int make_pairs(const tio_container *a, const tio_container *b, int by_index,
                       pair_result **out, size_t *nout) {
     size_t na = tio_container_count(a), nb = tio_container_count(b), n = 0;
     pair_result *p = calloc(na + nb + 1, sizeof *p);
-    named *sorted = by_index ? NULL : calloc(nb + 1, sizeof *sorted);
+    diff_named *sorted = by_index ? NULL : calloc(nb + 1, sizeof *sorted);
     unsigned char *used = calloc(nb + 1, 1);
     if (!p || (!by_index && !sorted) || !used) {
         free(p);
@@ -434,7 +423,7 @@ static int make_pairs(const tio_container *a, const tio_container *b, int by_ind
         sorted[j].name = tio_tensor_name(tio_container_tensor(b, j));
         sorted[j].index = j;
     }
-    if (sorted) qsort(sorted, nb, sizeof *sorted, by_name);
+    if (sorted) qsort(sorted, nb, sizeof *sorted, diff_named_cmp);
     for (size_t i = 0; i < na; i++) {
         pair_result *r = &p[n++];
         r->ia = (int64_t)i;
@@ -443,16 +432,9 @@ static int make_pairs(const tio_container *a, const tio_container *b, int by_ind
             if (i < nb) r->ib = (int64_t)i;
         } else {
             /* the first unused tensor of this name in B */
-            named key = {tio_tensor_name(tio_container_tensor(a, i)), 0};
-            size_t lo = 0, hi = nb;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (strcmp(sorted[mid].name, key.name) < 0)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            for (; lo < nb && strcmp(sorted[lo].name, key.name) == 0; lo++) {
+            const char *name = tio_tensor_name(tio_container_tensor(a, i));
+            for (size_t lo = diff_named_first(sorted, nb, name);
+                 lo < nb && strcmp(sorted[lo].name, name) == 0; lo++) {
                 if (!used[sorted[lo].index]) {
                     r->ib = (int64_t)sorted[lo].index;
                     break;

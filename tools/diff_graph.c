@@ -344,13 +344,57 @@ static void only_one(const tio_container *c, const tio_graph *g, const tio_node_
     free(tx);
 }
 
+int diff_named_cmp(const void *x, const void *y) {
+    const diff_named *a = x, *b = y;
+    int c = strcmp(a->name, b->name);
+    return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+size_t diff_named_first(const diff_named *sorted, size_t n, const char *name) {
+    size_t lo = 0, hi = n; /* the first entry not below name */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(sorted[mid].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && strcmp(sorted[lo].name, name) == 0 ? lo : n;
+}
+
+/* Node i's count attributes sorted by name (NULL: none, or no memory: then
+ * attr_lookup searches with tio_graph_find_attr, which goes through them in
+ * order; a lookup per attribute of the other node that way made a node of
+ * 20,000 attributes, 780 KB of ONNX, take 1 s to compare). */
+static diff_named *attr_index(const tio_graph *g, size_t i, size_t count) {
+    diff_named *k = count ? calloc(count, sizeof *k) : NULL;
+    if (!k) return NULL;
+    for (size_t j = 0; j < count; j++) {
+        tio_attr a;
+        k[j].index = j;
+        k[j].name = tio_graph_attr(g, i, j, &a) == TIO_OK && a.name ? a.name : "";
+    }
+    qsort(k, count, sizeof *k, diff_named_cmp);
+    return k;
+}
+
+/* Node i's attribute `name` (the first of that name, as tio_graph_find_attr). */
+static int attr_lookup(const tio_graph *g, size_t i, const diff_named *k, size_t count,
+                       const char *name, tio_attr *out) {
+    if (!k) return tio_graph_find_attr(g, i, name, out);
+    size_t at = diff_named_first(k, count, name);
+    return at < count ? tio_graph_attr(g, i, k[at].index, out) : TIO_E_NOT_FOUND;
+}
+
 /* Attributes by name: those of a (in b or not), then those only in b. */
 static void compare_attrs(const gpair *p, const char *node, size_t i, const tio_node_info *na,
                           const tio_node_info *nb, diff_graph_result *r) {
+    diff_named *ka = attr_index(p->a, i, na->attr_count);
+    diff_named *kb = attr_index(p->b, i, nb->attr_count);
     for (size_t j = 0; j < na->attr_count; j++) {
         tio_attr x, y;
         if (tio_graph_attr(p->a, i, j, &x) != TIO_OK) continue;
-        if (tio_graph_find_attr(p->b, i, x.name, &y) != TIO_OK) {
+        if (attr_lookup(p->b, i, kb, nb->attr_count, x.name, &y) != TIO_OK) {
             only_one(p->ca, p->a, na, node, &x, "A", r);
             continue;
         }
@@ -367,10 +411,12 @@ static void compare_attrs(const gpair *p, const char *node, size_t i, const tio_
     for (size_t j = 0; j < nb->attr_count; j++) {
         tio_attr x, y;
         if (tio_graph_attr(p->b, i, j, &y) != TIO_OK ||
-            tio_graph_find_attr(p->a, i, y.name, &x) == TIO_OK)
+            attr_lookup(p->a, i, ka, na->attr_count, y.name, &x) == TIO_OK)
             continue;
         only_one(p->cb, p->b, nb, node, &y, "B", r);
     }
+    free(ka);
+    free(kb);
 }
 
 static int same_str(const char *x, const char *y) {

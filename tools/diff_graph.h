@@ -29,6 +29,16 @@ void diff_graph_compare(const tio_container *ca, const tio_graph *a,
                         const tio_container *cb, const tio_graph *b, diff_graph_result *r);
 void diff_graph_free(diff_graph_result *r);
 
+/* Names with their indices, sorted by name and then index (qsort with
+ * diff_named_cmp): tensors paired by name, a node's attributes found by
+ * name. diff_named_first: the first of sorted[0..n) named `name`, or n. */
+typedef struct diff_named {
+    const char *name;
+    size_t index;
+} diff_named;
+int diff_named_cmp(const void *x, const void *y);
+size_t diff_named_first(const diff_named *sorted, size_t n, const char *name);
+
 /* Whether attribute x of node n (of graph g) holds the value ONNX takes when
  * it is absent (a table of common operators' defaults; a Conv's kernel_shape
  * when it is its weight's spatial shape). tensio graph leaves such out. */

@@ -514,6 +514,37 @@ def t_diff_graph_change():
     expect(run("diff", "--tensors-only", src, w), 0)
 
 
+def t_diff_many_attributes():
+    # a node of 2,000 attributes against the same in reverse order with one
+    # changed, one dropped and one added: exactly those three (the lookups
+    # by name are an index, not a search per attribute)
+    import onnx
+    from onnx import helper, TensorProto
+
+    def model(names):
+        node = helper.make_node("Mix", ["x"], ["y"], domain="test.attrs")
+        for k, v in names:
+            node.attribute.append(helper.make_attribute(k, v))
+        g = helper.make_graph([node], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid("test.attrs", 1)])
+
+    attrs = [("a%d" % k, k) for k in range(2000)]
+    changed = [(k, 99 if k == "a17" else v) for k, v in reversed(attrs) if k != "a42"]
+    a, b = tmp("attrs_a.onnx"), tmp("attrs_b.onnx")
+    onnx.save(model(attrs), a)
+    onnx.save(model(changed + [("zz", 1)]), b)
+    d = run_json(1, "diff", a, b)
+    g = d["graph"]
+    assert g["differences"] == 3, g
+    first = sorted(x.split(": ", 1)[1] for x in g["first"])
+    assert first == ["attribute a17: 17 vs 99", "attribute a42 = 42 only in A",
+                     "attribute zz = 1 only in B"], first
+    expect(run("diff", a, a), 0)
+
+
 def t_diff_onnx_tmfile():
     a, b = vec("onnx/cnn_small.onnx"), vec("tmfile/cnn_small.tmfile")
     if not a or not b:
