@@ -150,6 +150,10 @@
 #define ANY_TRY 4   /* measuring: try_order[try_epoch] */
 #define ANY_WAYS 3
 static const int try_order[TRY_EPOCHS] = {ANY_READ, ANY_BUF, ANY_COPY, ANY_COPY, ANY_READ, ANY_BUF};
+/* The way of the epoch being tried, or the one kept (or ANY_FIRST). */
+static int way_now(const tio_sink *s) {
+    return s->any_way == ANY_TRY ? try_order[s->try_epoch] : s->any_way;
+}
 /* Linux >= 5.14; older headers lack the constant (older kernels: EINVAL). */
 #if defined(__linux__) && !defined(MADV_POPULATE_READ)
 #define MADV_POPULATE_READ 22
@@ -919,9 +923,7 @@ static int sp_range(tio_sink *s, int in_fd, size_t *off, size_t *n, tio_error *e
 /* Whether read_in splices n bytes at source offset off (SPLICE_MIN; not
  * while the way is ANY_BUF, TRY_EPOCH). */
 static int sp_wanted(tio_sink *s, size_t off, size_t n) {
-    if (!s->sp_on || s->run_len || n < SPLICE_MIN) return 0;
-    int way = s->any_way == ANY_TRY ? try_order[s->try_epoch] : s->any_way;
-    if (way == ANY_BUF) return 0;
+    if (!s->sp_on || s->run_len || n < SPLICE_MIN || way_now(s) == ANY_BUF) return 0;
     if (s->pending + n > WRITE_PIECE_HOST) host_pieces(s); /* as write_pending */
     if (!s->wpiece) return 0;
     uintptr_t d = (uintptr_t)(s->base + s->pos - (uint64_t)off) & (ALIAS_PAGE - 1);
@@ -1002,17 +1004,20 @@ static int rd_take(tio_sink *s, tio_error *err) {
     return read_in(s, s->rd_fd, s->rd_off, n, err);
 }
 
+/* The run grew by n bytes: the position moves past them, and with a
+ * progress function a long run is copied as it grows (run_cut). */
+static int run_grown(tio_sink *s, size_t n, tio_error *err) {
+    s->pos += n;
+    return s->progress && s->run_len >= RUN_PROGRESS ? run_cut(s, err) : TIO_OK;
+}
+
 /* n bytes at source offset `off` (mapped at `mapped`, sink position `at`
  * in the file) into the open run, or a run started with them (back where
  * the pending bytes begin, where it can); fewer than RUN_MIN read in. */
 static int run_add(tio_sink *s, int in_fd, size_t off, const uint8_t *mapped, uint64_t at,
                    size_t n, tio_error *err) {
     if (n < RUN_MIN) return read_in(s, in_fd, off, n, err); /* a run may start back here */
-    if (!s->run_len && run_back(s, in_fd, off, mapped, at, n)) {
-        s->pos += n;
-        if (s->progress && s->run_len >= RUN_PROGRESS) return run_cut(s, err);
-        return TIO_OK;
-    }
+    if (!s->run_len && run_back(s, in_fd, off, mapped, at, n)) return run_grown(s, n, err);
     int rc = write_pending(s, err); /* what came before goes first (a run too) */
     if (rc) return rc;
     s->run_fd = in_fd;
@@ -1020,13 +1025,11 @@ static int run_add(tio_sink *s, int in_fd, size_t off, const uint8_t *mapped, ui
     s->run_dst = s->pos;
     s->run_len = n;
     s->run_map = mapped;
-    s->pos += n;
-    if (s->progress && s->run_len >= RUN_PROGRESS) return run_cut(s, err);
-    return TIO_OK;
+    return run_grown(s, n, err);
 }
 
 /* The way bytes at non-congruent offsets go now (TRY_EPOCH); the first
- * such range of a save decides whether it tries both. */
+ * such range of a save decides whether it tries the ways. */
 static int any_way(tio_sink *s) {
     if (s->any_way == ANY_FIRST) {
         s->any_way = s->expect >= TRY_MIN ? ANY_TRY : ANY_READ;
@@ -1035,12 +1038,12 @@ static int any_way(tio_sink *s) {
             s->try_pos0 = tio__sink_pos(s);
         }
     }
-    return s->any_way == ANY_TRY ? try_order[s->try_epoch] : s->any_way;
+    return way_now(s);
 }
 
 /* Counts n bytes of the epoch being tried; at its end writes what is
  * pending, takes the epoch's cost (thread CPU ns per KiB written since it
- * began), and after the last epoch keeps the way that cost less. */
+ * began), and after the last epoch keeps the way that cost least. */
 static int try_count(tio_sink *s, size_t n, tio_error *err) {
     s->try_bytes += n;
     if (s->try_bytes < TRY_EPOCH) return TIO_OK;
@@ -1091,8 +1094,7 @@ static int copy_range1(tio_sink *s, int in_fd, const void *map_, size_t map_size
     bool other = !s->copy_any && at % s->page != off % s->page;
     int rc = TIO_OK;
     if (s->run_len && run_extend(s, in_fd, off, mapped, n)) { /* at the run's distance */
-        s->pos += n;
-        if (s->progress && s->run_len >= RUN_PROGRESS) rc = run_cut(s, err);
+        rc = run_grown(s, n, err);
     } else if (!other) {
         return run_add(s, in_fd, off, mapped, at, n, err);
     } else if (any_way(s) == ANY_COPY) {
@@ -1106,7 +1108,7 @@ static int copy_range1(tio_sink *s, int in_fd, const void *map_, size_t map_size
 int tio__sink_copy_range(tio_sink *s, int in_fd, const void *map, size_t map_size, size_t off,
                          size_t n, tio_error *err) {
     /* while the ways may be tried, a range goes in parts that end where an
-     * epoch would: a file of one large tensor tries both too */
+     * epoch would: a file of one large tensor tries the ways too */
     while (s->any_way == ANY_TRY || (s->any_way == ANY_FIRST && s->expect >= TRY_MIN)) {
         uint64_t k = TRY_EPOCH - s->try_bytes; /* try_bytes < TRY_EPOCH */
         if (k >= n) break;
