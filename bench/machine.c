@@ -14,8 +14,20 @@
  * tensor's length word costs when an open reads it instead of faulting its
  * page in (a .tflite buffer's).
  * Then memcpy of B bytes between two buffers already touched: GB/s (median
- * of 5). */
+ * of 5).
+ *
+ *   host --bytes B --case C --group G --when W
+ *
+ * How a save of B bytes onto a disk file system would write now, asked of
+ * the host as the library's sink asks it at a save's start: whole, or in
+ * 64 KiB pieces where the virtual machine's balloon takes free memory back
+ * and too little is kept in the blocks it leaves alone. One line of
+ * latest.tsv, "H C G W TEXT", which the report shows beside the rows of
+ * group G (W: before or after them). It reads the library's own decision
+ * (tio__sink_host_piece, an internal function): the bench names the state
+ * the rows ran in, so it must not reckon it a second way. */
 #include "bench.h"
+#include "core/sink.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -183,4 +195,24 @@ int bn_cmd_machine(bn_ctx *x, int argc, char **argv) {
     bn_big_free(a, (size_t)bytes);
     bn_big_free(b, (size_t)bytes);
     return rc ? rc : sink == 1 ? 1 : 0;
+}
+
+int bn_cmd_host(bn_ctx *x, int argc, char **argv) {
+    (void)x;
+    uint64_t bytes = bn_parse_size(bn_opt(argc, argv, "--bytes", "1G"));
+    const char *c = bn_opt(argc, argv, "--case", NULL), *g = bn_opt(argc, argv, "--group", NULL),
+               *w = bn_opt(argc, argv, "--when", "before");
+    if (!c || !g) return bn_fail("host: --case and --group are required");
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t kept;
+    size_t piece = tio__sink_host_piece(bytes, page > 0 ? (size_t)page : PAGE, &kept);
+    uint64_t mib = kept >> 20;
+    if (piece)
+        printf("H\t%s\t%s\t%s\t%zu KiB pieces (%" PRIu64 " MiB kept)\n", c, g, w, piece >> 10,
+               mib);
+    else if (kept)
+        printf("H\t%s\t%s\t%s\twhole (%" PRIu64 " MiB kept)\n", c, g, w, mib);
+    else
+        printf("H\t%s\t%s\t%s\twhole\n", c, g, w);
+    return fflush(stdout) == 0 ? 0 : 1;
 }

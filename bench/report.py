@@ -25,6 +25,7 @@ import sys
 RUNS = collections.OrderedDict()   # (case, group, subject) -> [(sec, bytes, items)]
 FACTS = collections.defaultdict(dict)  # (case, group, subject) -> {key: value}
 PAIRS = collections.defaultdict(list)  # (case, group, subject, baseline) -> [ratio]
+HOST = collections.defaultdict(dict)  # (case, group) -> {before/after: how a save writes}
 STEADY = 0.10  # bench.h's BN_STEADY
 
 
@@ -39,6 +40,18 @@ def load(raw):
                 FACTS[(p[1], p[2], p[3])][p[4]] = p[5]
             elif p[0] == "P" and len(p) == 6:
                 PAIRS[(p[1], p[2], p[3], p[4])].append(float(p[5]))
+            elif p[0] == "H" and len(p) == 5:
+                HOST[(p[1], p[2])][p[3]] = p[4]
+
+
+def host_writes(case, group):
+    """How a save onto a disk file system wrote in the rows of group (run.sh
+    asks tio_bench host before and after them): 'whole', '64 KiB pieces',
+    either with the free memory the host keeps, or 'before → after' where
+    the host changed meanwhile."""
+    h = HOST.get((case, group), {})
+    b, a = h.get("before", "?"), h.get("after", "?")
+    return b if b == a else f"{b} → {a}"
 
 
 def med(key):
@@ -859,14 +872,25 @@ def main():
                   "of the file and its directory) against `cp` followed by `sync` of the "
                   "file (its fsync). On ext4 `cp` copies with `copy_file_range()`, which "
                   "tensio uses where the output offsets are congruent with the source's; "
-                  "the other tensor bytes it reads with `pread()` into a buffer and writes "
-                  "from there, as `cat` does, except on a virtual machine whose balloon "
-                  "hands free memory back to the host, where, unless the free blocks the "
-                  "host does not take back hold twice what is left to write (asked at "
-                  "the start and every 8 MiB), it writes in 64 KiB pieces "
-                  "and moves those bytes by `splice()` through a pipe of its own, one "
-                  "copy as `cp` (docs/performance.md). " + SELECTED_ROWS + "\n")
-        md.append(table(CONVERT_HEAD, rows))
+                  "the other tensor bytes go the way that costs least on the machine of the "
+                  "day: a save of 256 MiB or more times reading them in (`pread()` into a "
+                  "buffer, or `splice()` where writes go in pieces), reading them through "
+                  "the buffer, and `copy_file_range()` on its first 96 MiB of them and keeps "
+                  "the cheapest. On a virtual machine whose balloon hands free memory back "
+                  "to the host, unless the free blocks the host does not take back hold "
+                  "twice what is left to write (asked at the start and every 8 MiB), it "
+                  "writes in 64 KiB pieces, as `cp` does, keeping out of the host's faults; "
+                  "the column `writes` says which the host called for before and after "
+                  "each row (`tio_bench host`, the library's own test), with the memory "
+                  "kept in those blocks. "
+                  "See docs/performance.md. " + SELECTED_ROWS + "\n")
+        if HOST:
+            # the host's state for the tensio rows (cp does not ask it)
+            for r in rows:
+                r.append(host_writes("convert_disk", r[0]) if r[1].startswith("tensio") else "")
+            md.append(table(CONVERT_HEAD + ["writes"], rows))
+        else:
+            md.append(table(CONVERT_HEAD, rows))
 
     # -------------------------------------------------------------- zmq
     if groups("zmq"):

@@ -112,6 +112,17 @@ convert_to() { case $1 in btf) echo tenbin ;; tenbin) echo btf ;; zio) echo tenb
   rten) echo tenbin ;; tmfile) echo btf ;; safetensors) echo tenbin ;; gguf) echo safetensors ;;
   npz) echo safetensors ;; esac; }
 run() { echo "+ $*" >&2; "$@" >>"$RAW"; }
+# A row written onto a disk file system (case convert_disk, group $1, the
+# rest the run): how a save would write there, asked of the host as the
+# library asks it (whole, or 64 KiB pieces where the balloon takes free
+# memory back), before and after the row; the report shows it.
+run_disk() {
+  local g=$1
+  shift
+  "$B" host --bytes "$SIZE" --case convert_disk --group "$g" --when before >>"$RAW"
+  run "$@"
+  "$B" host --bytes "$SIZE" --case convert_disk --group "$g" --when after >>"$RAW"
+}
 step() { echo "== $*" >&2; }
 fstype() { df -PT "$1" | awk 'NR==2 {print $2}'; }
 # machine.tsv's measured lines: the page-fault cost of a tmpfs file and, when
@@ -254,11 +265,12 @@ for f in $FORMATS; do
       od="$DISK/bench-out.$(ext "$to")"
       for which in "$one" "$many"; do
         in=$fm; [ "$which" = "$one" ] && in=$f1
-        run $T files spawn --case convert_disk --group "$f→$to, $which, $DFS" --out "$od" \
+        g="$f→$to, $which, $DFS"
+        run_disk "$g" $T files spawn --case convert_disk --group "$g" --out "$od" \
           --warm "$SIZE" --sync-first \
           :: base:cp cp "$in" "$od" \
           :: tensio:cli "$CLI" convert --no-sync --drop-names --to "$to" "$in" "$od"
-        run $T files spawn --case convert_disk --group "$f→$to, $which, $DFS, fsync" --out "$od" \
+        run_disk "$g, fsync" $T files spawn --case convert_disk --group "$g, fsync" --out "$od" \
           --warm "$SIZE" --sync-first \
           :: base:cp sh -c 'cp "$1" "$2" && sync "$2"' cp+sync "$in" "$od" \
           :: tensio:cli "$CLI" convert --drop-names --to "$to" "$in" "$od"
@@ -278,10 +290,13 @@ for f in $FORMATS; do
         c=convert sfx= sf=()
         [ "$dst" = "${DISK:-}" ] && c=convert_disk sfx=", $DFS" sf=(--sync-first)
         od="$dst/bench-out.ten"
-        run $T files spawn --case $c --group "safetensors ($ns shards)→tenbin, $many$sfx" \
+        g1="safetensors ($ns shards)→tenbin, $many$sfx" g2="safetensors (a selection)→tenbin, $many$sfx"
+        r1=(run) r2=(run)
+        if [ $c = convert_disk ]; then r1=(run_disk "$g1") r2=(run_disk "$g2"); fi
+        "${r1[@]}" $T files spawn --case $c --group "$g1" \
           --out "$od" --warm "$SIZE" "${sf[@]}" :: base:cp cp "$fm" "$od" \
           :: tensio:cli "$CLI" convert --no-sync --drop-metadata --to tenbin "$sd" "$od"
-        run $T files spawn --case $c --group "safetensors (a selection)→tenbin, $many$sfx" \
+        "${r2[@]}" $T files spawn --case $c --group "$g2" \
           --out "$od" --warm "$SIZE" "${sf[@]}" :: base:cp cp "$fm" "$od" \
           :: tensio:cli "$CLI" convert --no-sync --exclude 'no-such-name*' --to tenbin "$fm" "$od"
       done
@@ -534,7 +549,8 @@ if has torch; then
         :: tensio:cli "$CLI" convert --no-sync --to safetensors "$in" "$o"
       if [ -n "$DISK" ]; then
         od="$DISK/bench-out.safetensors"
-        run $T files spawn --case convert_disk --group "torch→safetensors, $which, $DFS" \
+        run_disk "torch→safetensors, $which, $DFS" \
+          $T files spawn --case convert_disk --group "torch→safetensors, $which, $DFS" \
           --out "$od" --warm "$SIZE" --sync-first :: base:cp cp "$in" "$od" \
           :: tensio:cli "$CLI" convert --no-sync --to safetensors "$in" "$od"
       fi

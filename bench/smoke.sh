@@ -12,7 +12,17 @@ OUT=$2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$OUT"
 mkdir -p "$OUT/data" "$OUT/results"
-BENCH_DIR="$OUT/data" BENCH_OUT="$OUT/results" BENCH_SIZE=1M BENCH_TENSORS=10 \
+# Outputs onto a tmpfs where there is one, the data files in the scratch
+# directory: when that is on another file system, the conversions onto it
+# (section 4b) and the host's state beside them (tio_bench host) run too.
+WDIR="$OUT/data" DISK=
+fstype() { df -PT "$1" | awk 'NR==2 {print $2}'; }
+if [ "$(fstype /dev/shm 2>/dev/null)" = tmpfs ] && [ "$(fstype "$OUT/data")" != tmpfs ]; then
+  WDIR=$(mktemp -d /dev/shm/tensio-smoke.XXXXXX)
+  DISK=$(fstype "$OUT/data")
+  trap 'rm -rf "$WDIR"' EXIT
+fi
+BENCH_DIR="$WDIR" BENCH_READ_DIR="$OUT/data" BENCH_OUT="$OUT/results" BENCH_SIZE=1M BENCH_TENSORS=10 \
   BENCH_REPS=1 BENCH_MAX_REPS=2 BENCH_WARMUP=0 BENCH_CHECK=1 BENCH_MODEL_SIZE=1M \
   BENCH_MODEL_CONSTS=10 BENCH_FAULT_SIZE=1M \
   BENCH_ZMQ_SIZES=1K,64K BENCH_ZMQ_BUDGET=1M BENCH_FILES_COUNTS=10,100 \
@@ -49,7 +59,17 @@ grep -qE "× ±[0-9]+ %" "$md" || { echo "bench_smoke: no paired ratio in $md"; 
 grep -qF "base:tarfile+tenbin.py" "$md" || { echo "bench_smoke: no tarfile+tenbin.py row or note"; fail=1; }
 # onnx.load: measured, or a line saying why not (no python3-onnx)
 grep -qF "base:onnx.load" "$md" || { echo "bench_smoke: no base:onnx.load row or note"; fail=1; }
+# onto the data files' own file system: the 4b rows, and how the host had
+# a save write before and after each (tio_bench host: H lines)
+if [ -n "$DISK" ]; then
+  grep -qF "## 4b. Convert onto $DISK" "$md" || { echo "bench_smoke: no section 4b"; fail=1; }
+  grep -qF "| writes |" "$md" || { echo "bench_smoke: no writes column in 4b"; fail=1; }
+  grep -qE "^H	convert_disk	btf→tenbin, 10 tensors, $DISK	(before|after)	(whole|64 KiB pieces)" \
+    "$OUT/results/latest.tsv" || { echo "bench_smoke: no host line for a 4b row"; fail=1; }
+fi
 # no data file left behind
-if ls -d "$OUT/data"/bench-* >/dev/null 2>&1; then echo "bench_smoke: data left"; fail=1; fi
+if [ -n "$(find "$OUT/data" "$WDIR" -maxdepth 1 -name 'bench-*' | head -1)" ]; then
+  echo "bench_smoke: data left"; fail=1
+fi
 [ $fail = 0 ] && echo "bench_smoke: every case ran; report complete ($md)"
 exit $fail

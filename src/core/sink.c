@@ -431,6 +431,18 @@ static void pending_taken(tio_sink *s) {
     buf_empty(s);
 }
 
+/* Whether a host that takes free memory back has too little of it in the
+ * blocks whole writes' folios come from (KEPT_MARGIN times the `left` bytes
+ * still to write): then writes go in pieces of WRITE_PIECE_HOST, which this
+ * returns, else 0. *kept: the bytes in those blocks. */
+static size_t kept_piece(uint64_t left, size_t page, uint64_t *kept) {
+    /* the smallest folio whole writes make: half a flush (FLUSH_AT_DISK) */
+    unsigned lo = 0;
+    while ((page << (lo + 1)) <= FLUSH_AT_DISK / 2) lo++;
+    *kept = tio__host_kept_free(TIO__BUDDYINFO, TIO__REPORTING_ORDER, lo, page);
+    return *kept / KEPT_MARGIN < left ? WRITE_PIECE_HOST : 0;
+}
+
 /* Asks the host, once, whether writes go in pieces (WRITE_PIECE_HOST);
  * where it takes free memory back and whole writes were kept, asks again
  * each KEPT_AGAIN bytes whether they still can be (other work takes free
@@ -442,17 +454,19 @@ static void host_pieces(tio_sink *s) {
     } else if (!s->kept_next || s->pos < s->kept_next) {
         return;
     }
-    /* the smallest folio whole writes make: half a flush (FLUSH_AT_DISK) */
-    unsigned lo = 0;
-    while ((s->page << (lo + 1)) <= FLUSH_AT_DISK / 2) lo++;
-    uint64_t kept = tio__host_kept_free(TIO__BUDDYINFO, TIO__REPORTING_ORDER, lo, s->page);
-    uint64_t left = s->expect > s->pos ? s->expect - s->pos : 0;
-    if (kept / KEPT_MARGIN < left) {
+    uint64_t kept;
+    if (kept_piece(s->expect > s->pos ? s->expect - s->pos : 0, s->page, &kept)) {
         s->wpiece = WRITE_PIECE_HOST;
         s->kept_next = 0;
     } else {
         s->kept_next = s->pos + KEPT_AGAIN;
     }
+}
+
+size_t tio__sink_host_piece(uint64_t left, size_t page, uint64_t *kept) {
+    *kept = 0;
+    if (!tio__host_reports_free_pages(TIO__BALLOON_DIR)) return 0;
+    return kept_piece(left, page, kept);
 }
 
 #ifdef __linux__

@@ -94,6 +94,13 @@ void tio__sink_init_mem(tio_sink *s);
 void tio__sink_init_fixed(tio_sink *s, void *buf, size_t cap);
 int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err);
 int tio__sink_flush(tio_sink *s, tio_error *err);
+/* The pieces a save onto a disk file system of `left` bytes more would
+ * write in on this host, decided as a save decides it at its start:
+ * 64 KiB where the virtual machine's balloon hands free memory back to the
+ * host and too little is kept in blocks the host leaves alone (sink.c), 0
+ * where writes stay whole. *kept: the bytes in those blocks (0 where the
+ * balloon does not report free pages). For the bench's report. */
+size_t tio__sink_host_piece(uint64_t left, size_t page, uint64_t *kept);
 void tio__sink_dispose(tio_sink *s);
 /* Writes the n bytes at offset `off` of file in_fd, which is mapped whole
  * at `map` (map_size bytes, valid until the sink is flushed). A file sink

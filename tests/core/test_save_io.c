@@ -8,6 +8,7 @@
  * -Wl,--wrap, and the sink's questions to the host get the test's answers
  * (save_wrap.c). What a save writes is test_save_bytes.c. */
 #include "save_wrap.h"
+#include "core/sink.h" /* tio__sink_host_piece */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -719,6 +720,23 @@ static void test_host_pieces(void **state) {
     assert_int_equal(host_asked, 0);
     unlink(dst);
     tio_container_free(one);
+    /* what the bench reports of the host (tio_bench host): the decision a
+     * save makes at its start, of the same answers */
+    uint64_t kept = 1;
+    host_reports = 0;
+    host_kept = 0;
+    assert_int_equal(tio__sink_host_piece(1u << 30, 4096, &kept), 0);
+    assert_int_equal(kept, 0); /* not asked: the balloon does not report */
+    host_reports = 1;
+    kept_asked = 0;
+    host_kept = (uint64_t)2 << 30; /* twice the bytes to write: whole */
+    assert_int_equal(tio__sink_host_piece(1u << 30, 4096, &kept), 0);
+    assert_true(kept == host_kept && kept_asked == 1 && kept_lo == 256);
+    host_kept -= 4096; /* just under */
+    assert_int_equal(tio__sink_host_piece(1u << 30, 4096, &kept), 64 << 10);
+    assert_true(kept == host_kept);
+    host_reports = 0;
+    host_kept = 0;
 }
 
 /* Tensors that lie back to back in the source and in the output at a
