@@ -128,12 +128,20 @@ def spread(case, group, subject, base):
 
 
 def fp(case, group, subject, base):
-    """A table cell: the ratio, and for a paired one its spread."""
+    """A table cell: the ratio, and for a paired one its spread; where that
+    is not steady, also the ratio of the least times of each side (what
+    each cost in its least disturbed run: on a host whose page faults
+    strike either side at random, the readable figure)."""
     r = ratio(case, group, subject, base)
     d = spread(case, group, subject, base)
     if r is None or d is None:
         return fr(r)
-    return f"{r:.2f}× ±{d * 100:.0f} %" + ("" if d <= STEADY else ", not steady")
+    if d <= STEADY:
+        return f"{r:.2f}× ±{d * 100:.0f} %"
+    b, k = RUNS.get((case, group, base)), RUNS.get((case, group, subject))
+    least = (f"; least times {min(x[0] for x in b) / min(x[0] for x in k):.2f}×"
+             if b and k and min(x[0] for x in k) > 0 else "")
+    return f"{r:.2f}× ±{d * 100:.0f} %, not steady{least}"
 
 
 def steady_note(case, base):
