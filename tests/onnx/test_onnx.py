@@ -300,6 +300,31 @@ def ext_model(d, name, entries, data=b"\0" * 48):
     return p
 
 
+def many_outputs(d):
+    """3,000 graph outputs, each a weight through Identity, the weights as
+    external data (onnx.save): all of it names and records, under the decode
+    budget that refuses dense_graph; opened by default, every output and
+    weight kept."""
+    n = 3000
+    inits = [numpy_helper.from_array(np.full(4, i, np.float32), "w%x" % i) for i in range(n)]
+    nodes = [helper.make_node("Identity", ["w%x" % i], ["%x" % i]) for i in range(n)]
+    outs = [helper.make_tensor_value_info("%x" % i, TensorProto.FLOAT, [4]) for i in range(n)]
+    p = os.path.join(d, "outputs.onnx")
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [], outs, inits)), p,
+              save_as_external_data=True, all_tensors_to_one_file=True,
+              location="outputs.onnx.data", size_threshold=0)
+    r = run("info", "--json", p, ok=False)
+    ok = r.returncode == 0
+    check("3,000 outputs with external data open", ok, r.stderr.strip())
+    if ok:
+        g = json.loads(r.stdout)["graph"]
+        check("3,000 outputs kept", len(g["outputs"]) == n and len(g["nodes"]) == n,
+              f"{len(g['outputs'])} outputs, {len(g['nodes'])} nodes")
+    r = run("ls", "--json", p, ok=False)
+    check("3,000 external weights listed", r.returncode == 0 and
+          len(json.loads(r.stdout)["tensors"]) == n, r.stderr.strip())
+
+
 def external(d):
     """External data: onnx's own writer, then hostile locations."""
     rng = np.random.default_rng(7)
@@ -499,6 +524,7 @@ def main():
                 check(p, False, repr(e))
         hostile(d)
         dense_graph(d)
+        many_outputs(d)
         external(d)
         typed_values(d)
     print(f"{passed} passed, {fails} failed")
