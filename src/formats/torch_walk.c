@@ -331,10 +331,23 @@ static int th_quant(th_reader *r, const tio_qparams *q, const int64_t *size, uin
     return rc;
 }
 
+/* A part of a sparse tensor (its indices or values): a tensor rebuilt over
+ * a storage, C-contiguous, not listed itself. */
+typedef struct th_part {
+    tio_dtype dtype;
+    size_t rank;
+    int64_t size[TH_MAX_RANK];
+    uint64_t numel;
+    th_storage *st;
+    uint64_t start;      /* its first element's index in st */
+    const uint8_t *data; /* that element */
+} th_part;
+
 /* A tensor: rebuild function `e` applied to `args`, at walk depth `depth`,
- * `nest` rebuilds deep (a Parameter of a tensor: 1). */
+ * `nest` rebuilds deep (a Parameter of a tensor: 1). With `part`, the tensor
+ * is a sparse tensor's part: checked and described there, not added. */
 static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj *args,
-                     uint64_t at, unsigned depth, unsigned nest) {
+                     uint64_t at, unsigned depth, unsigned nest, th_part *part) {
     const tio_pickle *p = &r->pk;
     if (nest > 8) /* a Parameter of a tensor: 1; of a subclass: 2 */
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
@@ -350,7 +363,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
         if (!f)
             return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
                             "a Parameter whose data are not a tensor");
-        return th_tensor(r, f, tio__pk(p, t->u.call.args), t->off, depth, nest + 1);
+        return th_tensor(r, f, tio__pk(p, t->u.call.args), t->off, depth, nest + 1, part);
     }
     case TIO_PKV_REBUILD_FROM_TYPE: { /* (func, type, args, state) */
         const tio_pk_obj *f = tio__pk_item(p, args, 0);
@@ -358,7 +371,7 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
         if (!fe || fe->id < TIO_PKV_REBUILD_TENSOR || fe->id > TIO_PKV_REBUILD_FROM_TYPE)
             return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
                             "_rebuild_from_type_v2 of a function that rebuilds no tensor");
-        return th_tensor(r, fe, tio__pk_item(p, args, 2), at, depth, nest + 1);
+        return th_tensor(r, fe, tio__pk_item(p, args, 2), at, depth, nest + 1, part);
     }
     default:
         break;
@@ -423,6 +436,24 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
                         "'%s' of %" PRIu64 " %s elements",
                         r->name_depth ? r->name : "(root)", shape, off, k, elems,
                         tio_dtype_name(st->dtype));
+    }
+    if (part) {
+        if (quant || (numel && !contiguous)) {
+            tio__shape_str(size, rank, shape, sizeof shape);
+            return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                            "'%s': a sparse tensor's part of shape %s is %s (expected a "
+                            "contiguous tensor, as torch.save writes them)",
+                            r->name_depth ? r->name : "(root)", shape,
+                            quant ? "quantized" : "a strided view");
+        }
+        part->dtype = st->dtype;
+        part->rank = rank;
+        if (rank) memcpy(part->size, size, rank * sizeof *size);
+        part->numel = numel;
+        part->st = st;
+        part->start = start;
+        part->data = st->data ? st->data + start * es : NULL;
+        return TIO_OK;
     }
     tio_qparams qp;
     if (quant && (rc = tio__th_qparams(p, tio__pk_item(p, args, 4), rank, TH, r->name, at, &qp,
@@ -506,6 +537,214 @@ static int th_tensor(th_reader *r, const tio_pk_vocab_entry *e, const tio_pk_obj
         if (rc) return rc;
     }
     return quant ? th_quant(r, &qp, size, at, depth) : TIO_OK;
+}
+
+/* The name of the layout a sparse tensor's first argument gives: a call of
+ * _get_layout("torch.sparse_coo"), as torch.layout pickles; else NULL. */
+static const tio_pk_obj *th_layout(const tio_pickle *p, const tio_pk_obj *l) {
+    const tio_pk_vocab_entry *e = tio__pk_callee(p, l);
+    if (!e || e->id != TIO_PKV_GET_LAYOUT) return NULL;
+    const tio_pk_obj *a = tio__pk(p, l->u.call.args);
+    const tio_pk_obj *s = a && a->kind == TIO_PK_TUPLE && a->n == 1 ? tio__pk_item(p, a, 0) : NULL;
+    return s && s->kind == TIO_PK_STR ? s : NULL;
+}
+
+/* Item k of a sparse tensor's data, `what` ("indices", "values"): a tensor
+ * rebuilt over a storage, described in *part. */
+static int th_sparse_part(th_reader *r, const tio_pk_obj *data, uint32_t k, const char *what,
+                          uint64_t at, unsigned depth, th_part *part) {
+    const tio_pickle *p = &r->pk;
+    const tio_pk_obj *t = tio__pk_item(p, data, k);
+    const tio_pk_vocab_entry *f = tio__pk_callee(p, t);
+    if (!f || f->id < TIO_PKV_REBUILD_TENSOR || f->id > TIO_PKV_REBUILD_QTENSOR)
+        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                        "'%s': the sparse tensor's %s are not a tensor",
+                        r->name_depth ? r->name : "(root)", what);
+    return th_tensor(r, f, tio__pk(p, t->u.call.args), t->off, depth, 1, part);
+}
+
+/* Whether two of the nnz rows of rank int64 coordinates at ind are one
+ * (an uncoalesced tensor can repeat an index): *rep is then a repeat's row,
+ * else nnz. Sorted rows (a coalesced tensor's) take one pass; others a
+ * table of 2 x nnz slots, seeded (tio__hash_bytes). -1: no memory. */
+static int th_coo_repeats(const uint8_t *ind, uint64_t nnz, size_t rank, uint64_t *rep) {
+    size_t row = rank * 8;
+    *rep = nnz;
+    if (nnz < 2 || rank == 0) {
+        if (nnz >= 2) *rep = 1; /* rank 0: every row is the empty index */
+        return 0;
+    }
+    uint64_t i = 1;
+    for (; i < nnz; i++) { /* strictly increasing rows cannot repeat */
+        const uint8_t *a = ind + (i - 1) * row, *b = a + row;
+        size_t k = 0;
+        while (k < rank && tio__ld64(a + k * 8) == tio__ld64(b + k * 8)) k++;
+        if (k == rank || (int64_t)tio__ld64(a + k * 8) > (int64_t)tio__ld64(b + k * 8)) break;
+    }
+    if (i == nnz) return 0;
+    size_t cap = 2;
+    while (cap < nnz * 2) cap *= 2; /* nnz * 2 fits: the rows are in memory */
+    uint64_t *slot = calloc(cap, sizeof *slot), seed = tio__hash_seed(&cap);
+    if (!slot) return -1;
+    for (i = 0; i < nnz; i++) {
+        const uint8_t *a = ind + i * row;
+        size_t h = (size_t)tio__hash_bytes(seed, a, row) & (cap - 1);
+        for (; slot[h]; h = (h + 1) & (cap - 1))
+            if (memcmp(ind + (slot[h] - 1) * row, a, row) == 0) break;
+        if (slot[h]) break;
+        slot[h] = i + 1;
+    }
+    free(slot);
+    *rep = i;
+    return 0;
+}
+
+/* A sparse tensor left as an opaque object, with a finding saying why. */
+static int th_sparse_opaque(th_reader *r, uint64_t at, const char *why, const char *what) {
+    int rc = tio__warn(r->ctx, TH, th_off(at), r->err,
+                       "'%s': %s (tensio's COO tensors have %s; kept as an opaque object)",
+                       r->name_depth ? r->name : "(root)", what, why);
+    if (rc) return rc;
+    snprintf(r->scratch, sizeof r->scratch, "(%s)", what);
+    return th_meta(r, r->scratch, NULL, at);
+}
+
+/* A sparse tensor, torch._utils._rebuild_sparse_tensor(layout, data): in
+ * the COO layout (indices, values, size[, is_coalesced]) with int64
+ * indices of shape [rank, nnz] and values of shape [nnz], a COO tensor, its
+ * values a view, its indices transposed into a copy (nnz × rank, the
+ * container's order). Other layouts, and hybrid tensors (values of more
+ * dims), are opaque objects with a finding. */
+static int th_sparse(th_reader *r, const tio_pk_obj *o, const tio_pk_obj *args,
+                     unsigned depth) {
+    const tio_pickle *p = &r->pk;
+    uint64_t at = o->off;
+    const char *nm = r->name_depth ? r->name : "(root)";
+    const tio_pk_obj *lay = args && args->kind == TIO_PK_TUPLE && args->n == 2
+                                ? th_layout(p, tio__pk_item(p, args, 0))
+                                : NULL;
+    const tio_pk_obj *data = lay ? tio__pk_item(p, args, 1) : NULL;
+    if (!data || data->kind != TIO_PK_TUPLE)
+        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                        "'%s': _rebuild_sparse_tensor's arguments are not (layout, data), "
+                        "the layout a call of torch.serialization._get_layout with its name",
+                        nm);
+    char what[256], ln[64];
+    tio__escape(lay->u.s, lay->n, ln, sizeof ln);
+    if (!th_str_eq(lay, "torch.sparse_coo")) {
+        snprintf(what, sizeof what, "a sparse tensor of layout %s", ln);
+        return th_sparse_opaque(r, at, "the COO layout only", what);
+    }
+    if (data->n != 3 && data->n != 4)
+        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                        "'%s': a COO tensor's data has %" PRIu32 " items (expected indices, "
+                        "values, size, and is_coalesced or not)",
+                        nm, data->n);
+    int64_t size[TH_MAX_RANK];
+    size_t rank = 0;
+    th_part ix, vs;
+    int rc = th_ints(r, tio__pk_item(p, data, 2), "size", at, size, &rank);
+    if (!rc) rc = th_sparse_part(r, data, 0, "indices", at, depth, &ix);
+    if (!rc) rc = th_sparse_part(r, data, 1, "values", at, depth, &vs);
+    if (rc) return rc;
+    char shape[96], is[96], vshape[96];
+    tio__shape_str(size, rank, shape, sizeof shape);
+    tio__shape_str(ix.size, ix.rank, is, sizeof is);
+    tio__shape_str(vs.size, vs.rank, vshape, sizeof vshape);
+    if (ix.dtype != TIO_INT64 || ix.rank != 2 || vs.rank < 1 || ix.size[1] != vs.size[0] ||
+        (uint64_t)ix.size[0] + (vs.rank - 1) != rank)
+        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                        "'%s': a COO tensor of shape %s with %s indices of shape %s and values "
+                        "of shape %s (expected int64 indices of shape [sparse dims, nnz] and "
+                        "values of shape [nnz, dense dims], sparse + dense dims = %zu)",
+                        nm, shape, tio_dtype_name(ix.dtype), is, vshape, rank);
+    if (vs.rank != 1) {
+        snprintf(what, sizeof what, "a hybrid COO tensor of shape %s, values of shape %s",
+                 shape, vshape);
+        return th_sparse_opaque(r, at, "one value per index", what);
+    }
+    uint64_t nnz = (uint64_t)vs.size[0], ib = 0;
+    if (tio__mul64_ovf(nnz, rank, &ib) || tio__mul64_ovf(ib, 8, &ib) || ib > SIZE_MAX)
+        return tio__err(r->err, TIO_E_OVERFLOW, TH, th_off(at), "'%s': nnz x rank overflows",
+                        nm);
+    size_t es = th_dtype_size(vs.dtype);
+    uint64_t vb = nnz * es; /* the values' storage holds them */
+    /* the transposed indices, the repeat check's table, a swapped copy */
+    if ((rc = th_budget(r, ib + 2 * nnz * 8 + (vs.st->swap ? vb : 0), at,
+                        "reordering the indices of the COO tensor of shape", shape, "")))
+        return rc;
+    uint64_t nh = 0;
+    int taken = 0;
+    if ((rc = th_room(r, at, &nh, &taken)) || taken) return rc;
+    uint8_t *ind = ib ? malloc((size_t)ib) : NULL, *vcopy = NULL;
+    if (ib && !ind) return tio__nomem(r->err, TH);
+    for (size_t k = 0; k < rank; k++) /* [rank, nnz] -> [nnz, rank], little-endian */
+        for (uint64_t i = 0; i < nnz; i++) {
+            uint8_t *d = ind + (i * rank + k) * 8;
+            memcpy(d, ix.data + ((uint64_t)k * nnz + i) * 8, 8);
+            if (ix.st->swap)
+                for (int b = 0; b < 4; b++) {
+                    uint8_t t = d[b];
+                    d[b] = d[7 - b];
+                    d[7 - b] = t;
+                }
+        }
+    uint64_t rep = nnz;
+    if (th_coo_repeats(ind, nnz, rank, &rep)) {
+        free(ind);
+        return tio__nomem(r->err, TH);
+    }
+    if (rep < nnz) { /* torch adds the values of a repeated index; densifying keeps the last */
+        char c[160];
+        size_t n = 0;
+        for (size_t k = 0; k < rank && n < sizeof c - 24; k++)
+            n += (size_t)snprintf(c + n, sizeof c - n, "%s%" PRId64, k ? ", " : "",
+                                  (int64_t)tio__ld64(ind + (rep * rank + k) * 8));
+        c[n] = 0;
+        rc = tio__warn(r->ctx, TH, th_off(at), r->err,
+                       "'%s': an uncoalesced COO tensor whose index (%s) repeats (value %" PRIu64
+                       "): torch adds the values of a repeated index, tio_tensor_densify and "
+                       "conversions to dense keep the last; kept as stored",
+                       nm, c, rep);
+        if (rc) {
+            free(ind);
+            return rc;
+        }
+    }
+    if (vb && vs.st->swap) {
+        vcopy = malloc((size_t)vb);
+        if (!vcopy) {
+            free(ind);
+            return tio__nomem(r->err, TH);
+        }
+        memcpy(vcopy, vs.data, (size_t)vb);
+        tio__swap_units(vcopy, (size_t)vb, vs.st->swap);
+    }
+    tio_tensor_desc td;
+    memset(&td, 0, sizeof td);
+    td.dtype = vs.dtype;
+    td.rank = rank;
+    td.shape = size;
+    td.layout = TIO_LAYOUT_COO;
+    td.nnz = nnz;
+    td.indices = (const int64_t *)(void *)ind; /* malloc: aligned */
+    td.nbytes = (size_t)vb;
+    td.data = vcopy ? vcopy : vb ? vs.data : NULL;
+    int64_t src_off = th_off(vs.st->owned ? vs.st->at : vs.st->at + vs.start * es);
+    tio_tensor *t = NULL;
+    rc = th_append(r, &td, vcopy, src_off, nh, &t);
+    if (!t) {
+        free(ind);
+        return rc;
+    }
+    t->owned_indices = ind;
+    if (!vcopy && vs.st->owned) {
+        t->owned_data = vs.st->owned; /* as a dense tensor over it takes it */
+        vs.st->owned = NULL;
+    } else if (!vcopy && vb && es > 1 && (uintptr_t)t->data % es) {
+        t->unaligned = 1;
+    }
+    return rc;
 }
 
 /* A NumPy array (numpy.core.multiarray._reconstruct + BUILD): a tensor,
@@ -668,7 +907,12 @@ int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
     if (e && e->id >= TIO_PKV_REBUILD_TENSOR && e->id <= TIO_PKV_REBUILD_QTENSOR) {
         r->seen[idx] = 0; /* the same tensor under several names: listed under each */
         size_t before = r->ctx->c->count;
-        return th_tensor_of(r, idx, before, th_tensor(r, e, args, o->off, depth, 0));
+        return th_tensor_of(r, idx, before, th_tensor(r, e, args, o->off, depth, 0, NULL));
+    }
+    if (e && e->id == TIO_PKV_REBUILD_SPARSE) {
+        r->seen[idx] = 0; /* as a tensor: listed under each name */
+        size_t before = r->ctx->c->count;
+        return th_tensor_of(r, idx, before, th_sparse(r, o, args, depth));
     }
     if (e && e->id == TIO_PKV_NP_RECONSTRUCT) {
         r->seen[idx] = 0; /* as a tensor: listed under each name */

@@ -76,7 +76,9 @@ typedef enum tio_pk_vocab {
     TIO_PKV_JIT_TENSOR_ID,     /* torch.jit._pickle.build_tensor_from_id: (index,) */
     TIO_PKV_QSTORAGE,          /* torch.QInt8Storage …: a quantized tensor's integers */
     TIO_PKV_QSCHEME,           /* torch.per_tensor_affine …: a quantization scheme */
-    TIO_PKV_BYTES              /* builtins.bytes (protocol 2's b'': bytes()) */
+    TIO_PKV_BYTES,             /* builtins.bytes (protocol 2's b'': bytes()) */
+    TIO_PKV_REBUILD_SPARSE,    /* torch._utils._rebuild_sparse_tensor: (layout, data) */
+    TIO_PKV_GET_LAYOUT         /* torch.serialization._get_layout: ("torch.sparse_coo",) */
 } tio_pk_vocab;
 
 typedef struct tio_pk_vocab_entry {

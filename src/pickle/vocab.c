@@ -20,6 +20,10 @@ static const tio_pk_vocab_entry vocab[] = {
      TIO_DTYPE_INVALID},
     {"torch._tensor", "_rebuild_from_type_v2", TIO_PKV_REBUILD_FROM_TYPE, TIO_DTYPE_INVALID},
     {"torch._utils", "_rebuild_qtensor", TIO_PKV_REBUILD_QTENSOR, TIO_DTYPE_INVALID},
+    /* sparse tensors: the layout is torch.layout's copyreg reduction, a
+     * call of _get_layout with the layout's name (torch/serialization.py) */
+    {"torch._utils", "_rebuild_sparse_tensor", TIO_PKV_REBUILD_SPARSE, TIO_DTYPE_INVALID},
+    {"torch.serialization", "_get_layout", TIO_PKV_GET_LAYOUT, TIO_DTYPE_INVALID},
     /* storages: the dtype of their elements (torch/storage.py's
      * _dtype_to_storage_type_map; torch.cuda.* in the legacy layout) */
     S("FloatStorage", TIO_FLOAT32),

@@ -185,6 +185,36 @@ static void test_vectors(void **state) {
     }
 }
 
+/* sparse.pt (torch 1.13): COO tensors, their indices [rank, nnz] in the
+ * file read as nnz x rank; one of them repeats an index (a finding). */
+static void test_sparse(void **state) {
+    (void)state;
+    char *path = tvec_path("torch/sparse.pt");
+    assert_non_null(path);
+    tio_container *c = NULL;
+    tio_error e;
+    assert_int_equal(tio_open(path, NULL, &c, &e), TIO_OK);
+    assert_int_equal(tio_container_count(c), 3);
+    const tio_tensor *w = tio_container_find(c, "w"), *rep = tio_container_find(c, "rep");
+    assert_int_equal(tio_tensor_layout(w), TIO_LAYOUT_COO);
+    assert_int_equal(tio_tensor_nnz(w), 3);
+    assert_int_equal(tio_tensor_rank(w), 2);
+    const int64_t *ix = tio_tensor_indices(w), want[] = {0, 1, 1, 0, 1, 2};
+    for (int i = 0; i < 6; i++) assert_int_equal(ix[i], want[i]);
+    const float *v = tio_tensor_data(w);
+    assert_true(v[0] == 1.5f && v[1] == 2.0f && v[2] == -3.0f);
+    float dense[6];
+    assert_int_equal(tio_tensor_densify(w, dense, sizeof dense, &e), TIO_OK);
+    assert_true(dense[1] == 1.5f && dense[3] == 2.0f && dense[5] == -3.0f && dense[0] == 0.0f);
+    assert_int_equal(tio_tensor_nnz(rep), 3);
+    assert_int_equal(tio_tensor_layout(tio_container_find(c, "d")), TIO_LAYOUT_DENSE);
+    assert_int_equal(tio_container_warning_count(c), 1); /* (1, 2) twice */
+    const char *msg = tio_container_warning(c, 0)->message;
+    assert_non_null(strstr(msg, "'rep': an uncoalesced COO tensor whose index (1, 2) repeats"));
+    tio_container_free(c);
+    free(path);
+}
+
 /* objects.pt (torch 1.13, pickle protocol 2): complex, quantized tensors
  * with their parameters, NumPy arrays (big-endian, Fortran order) and a
  * scalar; objects_p4.pt: a NumPy array at protocol 4, viewed in the file. */
@@ -551,6 +581,7 @@ int main(void) {
         cmocka_unit_test(test_memo_bomb),        cmocka_unit_test(test_globals_kept),
         cmocka_unit_test(test_truncation),       cmocka_unit_test(test_vectors),
         cmocka_unit_test(test_objects),          cmocka_unit_test(test_numpy_decoder),
+        cmocka_unit_test(test_sparse),
         cmocka_unit_test(test_strided_lazy),     cmocka_unit_test(test_many_records_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

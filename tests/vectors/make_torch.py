@@ -4,7 +4,8 @@ python3-torch: torch.save's zip layout, the legacy layout
 (_use_new_zipfile_serialization=False) and a TorchScript archive
 (torch.jit.save); objects.pt: complex, quantized tensors and NumPy objects
 (pickle protocol 2), objects_p4.pt: NumPy arrays at protocol 4 (bytes the
-reader views). Run from this directory: /usr/bin/python3 make_torch.py"""
+reader views); sparse.pt: COO tensors, one coalesced, one whose index
+repeats. Run from this directory: /usr/bin/python3 make_torch.py"""
 import collections
 import os
 
@@ -48,6 +49,16 @@ def main():
     torch.save(objs, os.path.join(out, "objects.pt"))
     torch.save({"a": np.arange(6, dtype="<i2").reshape(2, 3), "z": np.complex128(1 - 2j)},
                os.path.join(out, "objects_p4.pt"), pickle_protocol=4)
+    sparse(out)
+
+
+def sparse(out):
+    sp = collections.OrderedDict()
+    sp["w"] = torch.tensor([[0.0, 1.5, 0.0], [2.0, 0.0, -3.0]]).to_sparse()
+    sp["rep"] = torch.sparse_coo_tensor(torch.tensor([[1, 0, 1], [2, 0, 2]]),
+                                        torch.tensor([1.0, 2.0, 4.0]), (2, 3))
+    sp["d"] = torch.arange(3, dtype=torch.int32)
+    torch.save(sp, os.path.join(out, "sparse.pt"))
 
 
 if __name__ == "__main__":
