@@ -602,99 +602,41 @@ static int th_coo_repeats(const uint8_t *ind, uint64_t nnz, size_t rank, uint64_
 /* A sparse tensor left as an opaque object, with a finding saying why. */
 static int th_sparse_opaque(th_reader *r, uint64_t at, const char *why, const char *what) {
     int rc = tio__warn(r->ctx, TH, th_off(at), r->err,
-                       "'%s': %s (tensio's COO tensors have %s; kept as an opaque object)",
+                       "'%s': %s (%s; kept as an opaque object)",
                        r->name_depth ? r->name : "(root)", what, why);
     if (rc) return rc;
     snprintf(r->scratch, sizeof r->scratch, "(%s)", what);
     return th_meta(r, r->scratch, NULL, at);
 }
 
-/* A sparse tensor, torch._utils._rebuild_sparse_tensor(layout, data): in
- * the COO layout (indices, values, size[, is_coalesced]) with int64
- * indices of shape [rank, nnz] and values of shape [nnz], a COO tensor, its
- * values a view, its indices transposed into a copy (nnz × rank, the
- * container's order). Other layouts, and hybrid tensors (values of more
- * dims), are opaque objects with a finding. */
-static int th_sparse(th_reader *r, const tio_pk_obj *o, const tio_pk_obj *args,
-                     unsigned depth) {
-    const tio_pickle *p = &r->pk;
-    uint64_t at = o->off;
-    const char *nm = r->name_depth ? r->name : "(root)";
-    const tio_pk_obj *lay = args && args->kind == TIO_PK_TUPLE && args->n == 2
-                                ? th_layout(p, tio__pk_item(p, args, 0))
-                                : NULL;
-    const tio_pk_obj *data = lay ? tio__pk_item(p, args, 1) : NULL;
-    if (!data || data->kind != TIO_PK_TUPLE)
-        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
-                        "'%s': _rebuild_sparse_tensor's arguments are not (layout, data), "
-                        "the layout a call of torch.serialization._get_layout with its name",
-                        nm);
-    char what[256], ln[64];
-    tio__escape(lay->u.s, lay->n, ln, sizeof ln);
-    if (!th_str_eq(lay, "torch.sparse_coo")) {
-        snprintf(what, sizeof what, "a sparse tensor of layout %s", ln);
-        return th_sparse_opaque(r, at, "the COO layout only", what);
-    }
-    if (data->n != 3 && data->n != 4)
-        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
-                        "'%s': a COO tensor's data has %" PRIu32 " items (expected indices, "
-                        "values, size, and is_coalesced or not)",
-                        nm, data->n);
-    int64_t size[TH_MAX_RANK];
-    size_t rank = 0;
-    th_part ix, vs;
-    int rc = th_ints(r, tio__pk_item(p, data, 2), "size", at, size, &rank);
-    if (!rc) rc = th_sparse_part(r, data, 0, "indices", at, depth, &ix);
-    if (!rc) rc = th_sparse_part(r, data, 1, "values", at, depth, &vs);
-    if (rc) return rc;
-    char shape[96], is[96], vshape[96];
-    tio__shape_str(size, rank, shape, sizeof shape);
-    tio__shape_str(ix.size, ix.rank, is, sizeof is);
-    tio__shape_str(vs.size, vs.rank, vshape, sizeof vshape);
-    if (ix.dtype != TIO_INT64 || ix.rank != 2 || vs.rank < 1 || ix.size[1] != vs.size[0] ||
-        (uint64_t)ix.size[0] + (vs.rank - 1) != rank)
-        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
-                        "'%s': a COO tensor of shape %s with %s indices of shape %s and values "
-                        "of shape %s (expected int64 indices of shape [sparse dims, nnz] and "
-                        "values of shape [nnz, dense dims], sparse + dense dims = %zu)",
-                        nm, shape, tio_dtype_name(ix.dtype), is, vshape, rank);
-    if (vs.rank != 1) {
-        snprintf(what, sizeof what, "a hybrid COO tensor of shape %s, values of shape %s",
-                 shape, vshape);
-        return th_sparse_opaque(r, at, "one value per index", what);
-    }
-    uint64_t nnz = (uint64_t)vs.size[0], ib = 0;
-    if (tio__mul64_ovf(nnz, rank, &ib) || tio__mul64_ovf(ib, 8, &ib) || ib > SIZE_MAX)
-        return tio__err(r->err, TIO_E_OVERFLOW, TH, th_off(at), "'%s': nnz x rank overflows",
-                        nm);
-    size_t es = th_dtype_size(vs.dtype);
-    uint64_t vb = nnz * es; /* the values' storage holds them */
-    /* the transposed indices, the repeat check's table, a swapped copy */
-    if ((rc = th_budget(r, ib + 2 * nnz * 8 + (vs.st->swap ? vb : 0), at,
-                        "reordering the indices of the COO tensor of shape", shape, "")))
-        return rc;
-    uint64_t nh = 0;
-    int taken = 0;
-    if ((rc = th_room(r, at, &nh, &taken)) || taken) return rc;
-    uint8_t *ind = ib ? malloc((size_t)ib) : NULL, *vcopy = NULL;
-    if (ib && !ind) return tio__nomem(r->err, TH);
-    for (size_t k = 0; k < rank; k++) /* [rank, nnz] -> [nnz, rank], little-endian */
-        for (uint64_t i = 0; i < nnz; i++) {
-            uint8_t *d = ind + (i * rank + k) * 8;
-            memcpy(d, ix.data + ((uint64_t)k * nnz + i) * 8, 8);
-            if (ix.st->swap)
-                for (int b = 0; b < 4; b++) {
-                    uint8_t t = d[b];
-                    d[b] = d[7 - b];
-                    d[7 - b] = t;
-                }
+/* Element i of an index part (int64 or int32, swapped where stored
+ * big-endian). */
+static int64_t th_index_at(const th_part *pt, uint64_t i) {
+    size_t es = pt->dtype == TIO_INT64 ? 8 : 4;
+    uint8_t b[8];
+    memcpy(b, pt->data + i * es, es);
+    if (pt->st->swap)
+        for (size_t k = 0; k < es / 2; k++) {
+            uint8_t t = b[k];
+            b[k] = b[es - 1 - k];
+            b[es - 1 - k] = t;
         }
-    uint64_t rep = nnz;
-    if (th_coo_repeats(ind, nnz, rank, &rep)) {
-        free(ind);
-        return tio__nomem(r->err, TH);
-    }
-    if (rep < nnz) { /* torch adds the values of a repeated index; densifying keeps the last */
+    return es == 8 ? (int64_t)tio__ld64(b) : (int64_t)(int32_t)tio__ld32(b);
+}
+
+/* The COO tensor of shape size[rank] whose nnz x rank indices are ind
+ * (malloc'd, taken) and whose values are vs: checked for a repeated index
+ * (a finding), added under the name walked. */
+static int th_sparse_add(th_reader *r, uint64_t at, const int64_t *size, size_t rank,
+                         const th_part *vs, uint8_t *ind, uint64_t nnz) {
+    const char *nm = r->name_depth ? r->name : "(root)";
+    size_t es = th_dtype_size(vs->dtype);
+    uint64_t vb = nnz * es, rep = nnz; /* the values' storage holds them */
+    uint64_t nh = 0;
+    int taken = 0, rc = th_room(r, at, &nh, &taken);
+    if (!rc && !taken && th_coo_repeats(ind, nnz, rank, &rep)) rc = tio__nomem(r->err, TH);
+    if (!rc && !taken && rep < nnz) {
+        /* torch adds the values of a repeated index; densifying keeps the last */
         char c[160];
         size_t n = 0;
         for (size_t k = 0; k < rank && n < sizeof c - 24; k++)
@@ -706,31 +648,32 @@ static int th_sparse(th_reader *r, const tio_pk_obj *o, const tio_pk_obj *args,
                        "): torch adds the values of a repeated index, tio_tensor_densify and "
                        "conversions to dense keep the last; kept as stored",
                        nm, c, rep);
-        if (rc) {
-            free(ind);
-            return rc;
-        }
     }
-    if (vb && vs.st->swap) {
+    uint8_t *vcopy = NULL;
+    if (!rc && !taken && vb && vs->st->swap) {
         vcopy = malloc((size_t)vb);
         if (!vcopy) {
-            free(ind);
-            return tio__nomem(r->err, TH);
+            rc = tio__nomem(r->err, TH);
+        } else {
+            memcpy(vcopy, vs->data, (size_t)vb);
+            tio__swap_units(vcopy, (size_t)vb, vs->st->swap);
         }
-        memcpy(vcopy, vs.data, (size_t)vb);
-        tio__swap_units(vcopy, (size_t)vb, vs.st->swap);
+    }
+    if (rc || taken) {
+        free(ind);
+        return rc;
     }
     tio_tensor_desc td;
     memset(&td, 0, sizeof td);
-    td.dtype = vs.dtype;
+    td.dtype = vs->dtype;
     td.rank = rank;
     td.shape = size;
     td.layout = TIO_LAYOUT_COO;
     td.nnz = nnz;
     td.indices = (const int64_t *)(void *)ind; /* malloc: aligned */
     td.nbytes = (size_t)vb;
-    td.data = vcopy ? vcopy : vb ? vs.data : NULL;
-    int64_t src_off = th_off(vs.st->owned ? vs.st->at : vs.st->at + vs.start * es);
+    td.data = vcopy ? vcopy : vb ? vs->data : NULL;
+    int64_t src_off = th_off(vs->st->owned ? vs->st->at : vs->st->at + vs->start * es);
     tio_tensor *t = NULL;
     rc = th_append(r, &td, vcopy, src_off, nh, &t);
     if (!t) {
@@ -738,12 +681,151 @@ static int th_sparse(th_reader *r, const tio_pk_obj *o, const tio_pk_obj *args,
         return rc;
     }
     t->owned_indices = ind;
-    if (!vcopy && vs.st->owned) {
-        t->owned_data = vs.st->owned; /* as a dense tensor over it takes it */
-        vs.st->owned = NULL;
+    if (!vcopy && vs->st->owned) {
+        t->owned_data = vs->st->owned; /* as a dense tensor over it takes it */
+        vs->st->owned = NULL;
     } else if (!vcopy && vb && es > 1 && (uintptr_t)t->data % es) {
         t->unaligned = 1;
     }
+    return rc;
+}
+
+/* Counts what making a COO tensor of nnz indices of `rank` costs against
+ * max_dense_bytes (the indices, the repeat check's table, a swapped copy of
+ * the values) and allocates the indices, nnz x rank int64. */
+static int th_sparse_indices(th_reader *r, uint64_t at, const char *shape, size_t rank,
+                             uint64_t nnz, const th_part *vs, uint8_t **ind) {
+    uint64_t ib = 0, tb = 0, vb = 0;
+    *ind = NULL;
+    if (tio__mul64_ovf(nnz, rank, &ib) || tio__mul64_ovf(ib, 8, &ib) || ib > SIZE_MAX ||
+        tio__mul64_ovf(nnz, 16, &tb) || tio__add64_ovf(ib, tb, &tb) ||
+        (vs->st->swap && (tio__mul64_ovf(nnz, th_dtype_size(vs->dtype), &vb) ||
+                          tio__add64_ovf(tb, vb, &tb))))
+        return tio__err(r->err, TIO_E_OVERFLOW, TH, th_off(at), "'%s': nnz x rank overflows",
+                        r->name_depth ? r->name : "(root)");
+    int rc = th_budget(r, tb, at, "making the indices of the sparse tensor of shape", shape, "");
+    if (rc || !ib) return rc;
+    *ind = malloc((size_t)ib);
+    return *ind ? TIO_OK : tio__nomem(r->err, TH);
+}
+
+/* A sparse tensor, torch._utils._rebuild_sparse_tensor(layout, data) (and
+ * torch 1.13's _rebuild_sparse_csr_tensor), the layout a _get_layout call:
+ * - torch.sparse_coo, (indices, values, size[, is_coalesced]): int64
+ *   indices [rank, nnz], values [nnz]: a COO tensor, its values a view, its
+ *   indices transposed into a copy (nnz x rank, the container's order);
+ * - torch.sparse_csr / sparse_csc, (compressed, plain, values, size) of a
+ *   matrix: int64 or int32 indices, values [nnz]: the same tensor as a COO
+ *   one (row, column) in the stored order, its layout in NAME.layout.
+ * Other layouts, batched and hybrid tensors (values of more dims: tensio's
+ * COO tensors hold one value per index) are opaque objects with a finding. */
+static int th_sparse(th_reader *r, const tio_pk_obj *o, const tio_pk_obj *args,
+                     unsigned depth) {
+    const tio_pickle *p = &r->pk;
+    uint64_t at = o->off;
+    const char *nm = r->name_depth ? r->name : "(root)";
+    const tio_pk_obj *lay = args && args->kind == TIO_PK_TUPLE && args->n == 2
+                                ? th_layout(p, tio__pk_item(p, args, 0))
+                                : NULL;
+    const tio_pk_obj *data = lay ? tio__pk_item(p, args, 1) : NULL;
+    if (!data || data->kind != TIO_PK_TUPLE)
+        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                        "'%s': the sparse tensor's arguments are not (layout, data), the "
+                        "layout a call of torch.serialization._get_layout with its name",
+                        nm);
+    char what[256], ln[64];
+    tio__escape(lay->u.s, lay->n, ln, sizeof ln);
+    int coo = th_str_eq(lay, "torch.sparse_coo"), csr = th_str_eq(lay, "torch.sparse_csr");
+    int csc = th_str_eq(lay, "torch.sparse_csc");
+    if (!coo && !csr && !csc) {
+        snprintf(what, sizeof what, "a sparse tensor of layout %s", ln);
+        return th_sparse_opaque(r, at, "tensio reads the COO, CSR and CSC layouts", what);
+    }
+    if (coo ? data->n != 3 && data->n != 4 : data->n != 4)
+        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                        "'%s': a tensor of layout %s whose data has %" PRIu32 " items "
+                        "(expected %s)",
+                        nm, ln, data->n,
+                        coo ? "indices, values, size, and is_coalesced or not"
+                            : "compressed indices, plain indices, values and size");
+    int64_t size[TH_MAX_RANK];
+    size_t rank = 0;
+    th_part ix, px, vs; /* indices (COO) or compressed indices, plain indices, values */
+    int rc = th_ints(r, tio__pk_item(p, data, coo ? 2 : 3), "size", at, size, &rank);
+    if (!rc)
+        rc = th_sparse_part(r, data, 0, coo ? "indices" : "compressed indices", at, depth, &ix);
+    if (!rc && !coo) rc = th_sparse_part(r, data, 1, "plain indices", at, depth, &px);
+    if (!rc) rc = th_sparse_part(r, data, coo ? 1 : 2, "values", at, depth, &vs);
+    if (rc) return rc;
+    char shape[96], is[96], vshape[96];
+    tio__shape_str(size, rank, shape, sizeof shape);
+    tio__shape_str(ix.size, ix.rank, is, sizeof is);
+    tio__shape_str(vs.size, vs.rank, vshape, sizeof vshape);
+    uint8_t *ind = NULL;
+    if (coo) {
+        if (ix.dtype != TIO_INT64 || ix.rank != 2 || vs.rank < 1 || ix.size[1] != vs.size[0] ||
+            (uint64_t)ix.size[0] + (vs.rank - 1) != rank)
+            return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                            "'%s': a COO tensor of shape %s with %s indices of shape %s and "
+                            "values of shape %s (expected int64 indices of shape [sparse dims, "
+                            "nnz] and values of shape [nnz, dense dims], sparse + dense dims = "
+                            "%zu)",
+                            nm, shape, tio_dtype_name(ix.dtype), is, vshape, rank);
+        if (vs.rank != 1) {
+            snprintf(what, sizeof what, "a hybrid COO tensor of shape %s, values of shape %s",
+                     shape, vshape);
+            return th_sparse_opaque(r, at, "tensio's COO tensors hold one value per index", what);
+        }
+        uint64_t nnz = (uint64_t)vs.size[0];
+        if ((rc = th_sparse_indices(r, at, shape, rank, nnz, &vs, &ind))) return rc;
+        for (size_t k = 0; k < rank; k++) /* [rank, nnz] -> [nnz, rank], little-endian */
+            for (uint64_t i = 0; i < nnz; i++)
+                tio__st64(ind + (i * rank + k) * 8,
+                          (uint64_t)th_index_at(&ix, (uint64_t)k * nnz + i));
+        return th_sparse_add(r, at, size, rank, &vs, ind, nnz);
+    }
+    if (rank != 2 || ix.rank != 1 || vs.rank != 1) {
+        snprintf(what, sizeof what, "a %s tensor of shape %s, values of shape %s",
+                 rank != 2 || ix.rank != 1 ? "batched" : "hybrid", shape, vshape);
+        return th_sparse_opaque(r, at,
+                                "tensio reads CSR and CSC matrices of one value per index",
+                                what);
+    }
+    int64_t outer = size[csr ? 0 : 1];
+    if ((ix.dtype != TIO_INT64 && ix.dtype != TIO_INT32) || px.dtype != ix.dtype ||
+        ix.size[0] != outer + 1 || px.rank != 1 || px.size[0] != vs.size[0])
+        return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                        "'%s': a %s tensor of shape %s with %s compressed indices of shape %s, "
+                        "plain indices of %" PRId64 " and %" PRId64 " values (expected int64 "
+                        "or int32 indices, %" PRId64 " compressed, one plain per value)",
+                        nm, csr ? "CSR" : "CSC", shape, tio_dtype_name(ix.dtype), is,
+                        px.rank == 1 ? px.size[0] : -1, vs.size[0], outer + 1);
+    uint64_t nnz = (uint64_t)vs.size[0];
+    int64_t prev = 0;
+    for (int64_t k = 0; k <= outer; k++) { /* 0, never decreasing, nnz at the end */
+        int64_t v = th_index_at(&ix, (uint64_t)k);
+        if ((k == 0 && v != 0) || v < prev || (uint64_t)v > nnz ||
+            (k == outer && (uint64_t)v != nnz))
+            return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
+                            "'%s': %s compressed index %" PRId64 " is %" PRId64 " after %" PRId64
+                            " (expected 0 first, never decreasing, %" PRIu64 " last)",
+                            nm, csr ? "CSR" : "CSC", k, v, prev, nnz);
+        prev = v;
+    }
+    if ((rc = th_sparse_indices(r, at, shape, 2, nnz, &vs, &ind))) return rc;
+    for (int64_t k = 0; k < outer; k++) { /* (row, column) of each value, in its order */
+        int64_t end = th_index_at(&ix, (uint64_t)k + 1);
+        for (int64_t j = th_index_at(&ix, (uint64_t)k); j < end; j++) {
+            int64_t plain = th_index_at(&px, (uint64_t)j);
+            tio__st64(ind + (uint64_t)j * 16 + (csr ? 0 : 8), (uint64_t)k);
+            tio__st64(ind + (uint64_t)j * 16 + (csr ? 8 : 0), (uint64_t)plain);
+        }
+    }
+    size_t before = r->ctx->c->count;
+    rc = th_sparse_add(r, at, size, rank, &vs, ind, nnz);
+    if (!rc && r->ctx->c->count > before) /* not when its name was taken */
+        rc = th_meta_leaf(r, "layout", csr ? "torch.sparse_csr" : "torch.sparse_csc", "string",
+                          at);
     return rc;
 }
 

@@ -23,6 +23,7 @@ static const tio_pk_vocab_entry vocab[] = {
     /* sparse tensors: the layout is torch.layout's copyreg reduction, a
      * call of _get_layout with the layout's name (torch/serialization.py) */
     {"torch._utils", "_rebuild_sparse_tensor", TIO_PKV_REBUILD_SPARSE, TIO_DTYPE_INVALID},
+    {"torch._utils", "_rebuild_sparse_csr_tensor", TIO_PKV_REBUILD_SPARSE, TIO_DTYPE_INVALID},
     {"torch.serialization", "_get_layout", TIO_PKV_GET_LAYOUT, TIO_DTYPE_INVALID},
     /* storages: the dtype of their elements (torch/storage.py's
      * _dtype_to_storage_type_map; torch.cuda.* in the legacy layout) */

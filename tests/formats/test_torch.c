@@ -186,7 +186,8 @@ static void test_vectors(void **state) {
 }
 
 /* sparse.pt (torch 1.13): COO tensors, their indices [rank, nnz] in the
- * file read as nnz x rank; one of them repeats an index (a finding). */
+ * file read as nnz x rank; one of them repeats an index (a finding); a CSR
+ * matrix read as COO. */
 static void test_sparse(void **state) {
     (void)state;
     char *path = tvec_path("torch/sparse.pt");
@@ -194,7 +195,7 @@ static void test_sparse(void **state) {
     tio_container *c = NULL;
     tio_error e;
     assert_int_equal(tio_open(path, NULL, &c, &e), TIO_OK);
-    assert_int_equal(tio_container_count(c), 3);
+    assert_int_equal(tio_container_count(c), 4);
     const tio_tensor *w = tio_container_find(c, "w"), *rep = tio_container_find(c, "rep");
     assert_int_equal(tio_tensor_layout(w), TIO_LAYOUT_COO);
     assert_int_equal(tio_tensor_nnz(w), 3);
@@ -208,6 +209,13 @@ static void test_sparse(void **state) {
     assert_true(dense[1] == 1.5f && dense[3] == 2.0f && dense[5] == -3.0f && dense[0] == 0.0f);
     assert_int_equal(tio_tensor_nnz(rep), 3);
     assert_int_equal(tio_tensor_layout(tio_container_find(c, "d")), TIO_LAYOUT_DENSE);
+    const tio_tensor *csr = tio_container_find(c, "csr"); /* read as COO, row by row */
+    assert_int_equal(tio_tensor_layout(csr), TIO_LAYOUT_COO);
+    assert_int_equal(tio_tensor_nnz(csr), 3);
+    const int64_t *ci = tio_tensor_indices(csr), cwant[] = {0, 1, 1, 0, 1, 1};
+    for (int i = 0; i < 6; i++) assert_int_equal(ci[i], cwant[i]);
+    assert_true(((const float *)tio_tensor_data(csr))[2] == 0.75f);
+    assert_string_equal(tio_container_meta_get(c, "csr.layout"), "torch.sparse_csr");
     assert_int_equal(tio_container_warning_count(c), 1); /* (1, 2) twice */
     const char *msg = tio_container_warning(c, 0)->message;
     assert_non_null(strstr(msg, "'rep': an uncoalesced COO tensor whose index (1, 2) repeats"));

@@ -124,10 +124,33 @@ def real_files(tmp):
     inf = json.loads(run("info", "--json", p).stdout)
     check("hybrid: named in the metadata", "hybrid" in inf.get("metadata", {}).get("h", ""),
           str(inf.get("metadata")))
+
+    # CSR (torch 1.13's _rebuild_sparse_csr_tensor): the same matrix as COO
+    # (row, column) in the stored order, the layout beside it; int32 indices too
+    m = torch.tensor([[0, 1.5, 0, 0], [2, 0, -3, 0], [0, 0, 0, 0], [0, 4, 0, 5]])
+    csr = m.to_sparse_csr()
+    i32 = torch.sparse_csr_tensor(csr.crow_indices().int(), csr.col_indices().int(),
+                                  csr.values(), m.shape)
     p = os.path.join(tmp, "csr.pt")
-    torch.save({"c": torch.eye(3).to_sparse_csr()}, p)
-    check("csr: listed as no tensor", listing(p) == [], p)
-    check("csr: a finding", "_rebuild_sparse_csr_tensor" in validate(p)[1], p)
+    torch.save({"c": csr, "i": i32}, p)
+    ts = listing(p)
+    rows = torch.repeat_interleave(torch.arange(4), csr.crow_indices().diff())
+    ind = sha(torch.stack([rows, csr.col_indices()], 1).numpy().astype("<i8").tobytes())
+    for t in ts:
+        check("csr %s: COO of the matrix" % t["name"], t["layout"] == "coo" and t["nnz"] == 5
+              and t["shape"] == [4, 4] and t["indices_sha256"] == ind
+              and t["values_sha256"] == sha(csr.values().numpy().tobytes())
+              and t["sha256"] == sha(m.numpy().tobytes()), str(t))
+    check("csr: both", len(ts) == 2, str(ts))
+    inf = json.loads(run("info", "--json", p).stdout)
+    check("csr: its layout", inf.get("metadata", {}).get("c.layout") == "torch.sparse_csr"
+          and inf.get("metadata", {}).get("i.layout") == "torch.sparse_csr",
+          str(inf.get("metadata")))
+    check("csr: validate", validate(p)[0] == 0, validate(p)[1])
+    p = os.path.join(tmp, "bcsr.pt")
+    torch.save({"b": torch.stack([m, m]).to_sparse_csr()}, p)
+    check("batched csr: no tensor", listing(p) == [], p)
+    check("batched csr: a finding", "'b': a batched tensor" in validate(p)[1], validate(p)[1])
 
 
 # ----------------------------------------------------------------- hostile
@@ -146,6 +169,23 @@ class Sparse:
 
     def __reduce__(self):
         return (torch._utils._rebuild_sparse_tensor, self.args)
+
+
+def part(key, values, dtype="<i8"):
+    """A 1-D tensor over storage key, and its bytes."""
+    cls = {"<i8": torch.LongStorage, "<i4": torch.IntStorage, "<f4": torch.FloatStorage}[dtype]
+    return (Tensor(Storage(key, len(values), cls), 0, (len(values),), (1,)),
+            np.array(values, dtype).tobytes())
+
+
+def compressed(layout, comp, plain, values, size, dtype="<i8"):
+    """torch 2.x's pickle of a CSR or CSC matrix 'x': _rebuild_sparse_tensor(layout,
+    (compressed, plain, values, size))."""
+    c, cb = part("0", comp, dtype)
+    p, pb = part("1", plain, dtype)
+    v, vb = part("2", values, "<f4")
+    return pt({"x": Sparse(Layout(layout), (c, p, v, torch.Size(size)))},
+              {"0": cb, "1": pb, "2": vb})
 
 
 def pt(obj, records):
@@ -189,7 +229,7 @@ def hostile():
     attempt("strided indices", coo([[0, 1], [1, 0]], [1, 2], (3, 2), ind_size=(2, 2),
                                    ind_stride=(1, 2)), False, ["a strided view"])
     attempt("data of 2 items", pt({"x": Sparse(Layout("torch.sparse_coo"), (1, 2))}, {}), False,
-            ["data has 2 items"])
+            ["whose data has 2 items"])
     attempt("a layout that is a str", pt({"x": Sparse("torch.sparse_coo", (1, 2, 3))}, {}), False,
             ["arguments are not (layout, data)"])
     attempt("values that are no tensor",
@@ -201,6 +241,30 @@ def hostile():
             True)
     attempt("over max_dense_bytes", coo([[0, 1], [1, 0]], [1, 2], (3, 2)), False,
             ["max_dense_bytes"], opts=("--max-dense-bytes", "16"))
+    # CSR and CSC as torch 2.x pickles them, and broken compressed indices
+    ts = attempt("CSC", compressed("torch.sparse_csc", [0, 1, 3, 3], [1, 0, 1], [2, 1.5, -3],
+                                   (2, 3)), True)
+    want = sha(np.array([[1, 0], [0, 1], [1, 1]], "<i8").tobytes())
+    check("CSC: (row, column) per value", ts and ts[0]["indices_sha256"] == want, str(ts))
+    check("CSC: dense", ts and ts[0]["sha256"] == sha(np.array([[0, 1.5, 0], [2, -3, 0]],
+                                                                 "<f4").tobytes()), str(ts))
+    attempt("CSR of int32", compressed("torch.sparse_csr", [0, 1, 3], [1, 0, 2], [1, 2, 3],
+                                       (2, 3), "<i4"), True)
+    attempt("CSR decreasing", compressed("torch.sparse_csr", [0, 2, 1], [1, 0, 2], [1, 2, 3],
+                                         (2, 3)), False, ["compressed index 2 is 1 after 2"])
+    attempt("CSR not ending at nnz", compressed("torch.sparse_csr", [0, 1, 2], [1, 0, 2],
+                                                [1, 2, 3], (2, 3)), False, ["3 last"])
+    attempt("CSR not starting at 0", compressed("torch.sparse_csr", [1, 1, 3], [1, 0, 2],
+                                                [1, 2, 3], (2, 3)), False, ["0 first"])
+    attempt("CSR of too few rows", compressed("torch.sparse_csr", [0, 3], [1, 0, 2], [1, 2, 3],
+                                              (2, 3)), False, ["3 compressed"])
+    attempt("CSR column out of range", compressed("torch.sparse_csr", [0, 1, 3], [1, 0, 3],
+                                                  [1, 2, 3], (2, 3)), False, ["coordinate 1 is 3"])
+    attempt("CSR of float indices", compressed("torch.sparse_csr", [0, 1, 3], [1, 0, 2],
+                                               [1, 2, 3], (2, 3), "<f4"), False,
+            ["float32 compressed indices"])
+    attempt("CSR of 3 items", pt({"x": Sparse(Layout("torch.sparse_csr"), (1, 2, 3))}, {}),
+            False, ["data has 3 items"])
     # many repeats of one index: one finding, and no slower than the table
     n = 200000
     data = coo([[0] * n, [1] * n], [1.0] * n, (2, 2))

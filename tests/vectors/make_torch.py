@@ -5,7 +5,7 @@ python3-torch: torch.save's zip layout, the legacy layout
 (torch.jit.save); objects.pt: complex, quantized tensors and NumPy objects
 (pickle protocol 2), objects_p4.pt: NumPy arrays at protocol 4 (bytes the
 reader views); sparse.pt: COO tensors, one coalesced, one whose index
-repeats. Run from this directory: /usr/bin/python3 make_torch.py"""
+repeats, and a CSR matrix. Run from this directory: /usr/bin/python3 make_torch.py"""
 import collections
 import os
 
@@ -58,6 +58,7 @@ def sparse(out):
     sp["rep"] = torch.sparse_coo_tensor(torch.tensor([[1, 0, 1], [2, 0, 2]]),
                                         torch.tensor([1.0, 2.0, 4.0]), (2, 3))
     sp["d"] = torch.arange(3, dtype=torch.int32)
+    sp["csr"] = torch.tensor([[0.0, 0.5], [0.25, 0.75]]).to_sparse_csr()
     torch.save(sp, os.path.join(out, "sparse.pt"))
 
 
