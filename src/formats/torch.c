@@ -767,7 +767,7 @@ const tio_format_desc tio__format_torch = {
     .description = "PyTorch checkpoint (torch.save zip and legacy layouts, TorchScript "
                    "archives): read without running the pickle; written as torch.save's zip",
     .extensions = ".pt .pth .bin .ckpt",
-    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA,
+    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA | TIO_CAP_SPARSE,
     .dtypes = TIO__TORCH_DTYPES,
     .probe = th_probe,
     .read = th_read,

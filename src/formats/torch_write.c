@@ -17,7 +17,10 @@
  * and the zip64 end records, which that writer always writes (src/zip's
  * writer, in miniz's style). The pickle is src/pickle's emitter, memoized
  * where CPython's pickler memoizes. A tensor that is an alias of another
- * (tio_tensor_alias: tied weights) is written over the same storage.
+ * (tio_tensor_alias: tied weights) is written over the same storage. A COO
+ * tensor is torch.save's sparse COO tensor: _rebuild_sparse_tensor(layout,
+ * (indices, values, size)), its indices [rank, nnz] and its values two
+ * storages of their own.
  */
 #include "formats/torch_write.h"
 #include "pickle/pickle.h"
@@ -166,6 +169,8 @@ int tio__torch_check(const tio_write_plan *p, tio_error *err) {
 typedef struct tw_memo {
     uint32_t od, rebuild, storage, cpu; /* OrderedDict, _rebuild_tensor_v2, 'storage', 'cpu' */
     uint32_t cls[TIO_DTYPE_COUNT];      /* torch.<X>Storage */
+    uint32_t sparse, layout_fn, layout, size; /* _rebuild_sparse_tensor, _get_layout,
+                                               * torch.sparse_coo (one object), torch.Size */
 } tw_memo;
 
 /* A str as the pickler saves it: BINGET when *slot holds its memo key,
@@ -192,9 +197,11 @@ static void tw_global(tio_pkw *w, uint32_t *slot, const char *mod, const char *n
     *slot = tio__pkw_put(w);
 }
 
-/* The storages: one per tensor that is not an alias. */
+/* The storages: one per tensor that is not an alias, two per COO tensor
+ * (its indices, then its values). */
 typedef struct tw_storage {
     size_t tensor;     /* plan index of the tensor that owns it */
+    int indices;       /* a COO tensor's indices, [rank, nnz] */
     char key[TIO__DEC_CAP];
     uint32_t key_memo; /* the memo key of its key str */
 } tw_storage;
@@ -202,16 +209,16 @@ typedef struct tw_storage {
 /* A C-contiguous tensor's strides as torch computes them (a dim of size 0
  * counts as 1, so an empty tensor's strides may exceed its element count:
  * refused past int64). */
-static int tw_strides(const tio_wtensor *t, int64_t *st, tio_error *err) {
+static int tw_strides(const int64_t *shape, size_t rank, int64_t *st, tio_error *err) {
     uint64_t acc = 1;
-    for (size_t k = t->rank; k-- > 0;) {
+    for (size_t k = rank; k-- > 0;) {
         if (acc > INT64_MAX)
             return tio__err(err, TIO_E_UNSUPPORTED, TW, -1,
                             "an empty tensor of %zu dims whose strides would overflow int64 "
                             "(torch counts a dim of 0 as 1)",
-                            t->rank);
+                            rank);
         st[k] = (int64_t)acc;
-        if (t->shape[k] > 1 && tio__mul64_ovf(acc, (uint64_t)t->shape[k], &acc)) acc = UINT64_MAX;
+        if (shape[k] > 1 && tio__mul64_ovf(acc, (uint64_t)shape[k], &acc)) acc = UINT64_MAX;
     }
     return TIO_OK;
 }
@@ -223,42 +230,85 @@ static void tw_ints_tuple(tio_pkw *w, const int64_t *v, size_t n) {
     if (n) tio__pkw_put(w);
 }
 
-/* Tensor i: _rebuild_tensor_v2((pid), 0, size, stride, False, OrderedDict()). */
-static int tw_tensor(tio_pkw *w, tw_memo *m, const tio_wtensor *t, tw_storage *st,
-                     int first_use, tio_error *err) {
+/* A dense tensor of `dtype`, numel elements of shape[rank]:
+ * _rebuild_tensor_v2((pid), 0, size, stride, False, OrderedDict()). */
+static int tw_dense(tio_pkw *w, tw_memo *m, tio_dtype dtype, uint64_t numel,
+                    const int64_t *shape, size_t rank, tw_storage *st, int first_use,
+                    tio_error *err) {
     tw_global(w, &m->rebuild, "torch._utils", "_rebuild_tensor_v2");
     tio__pkw_tuple_begin(w, 6);
     /* the persistent id ('storage', torch.XStorage, key, 'cpu', numel) */
     tio__pkw_tuple_begin(w, 5);
     tw_str(w, "storage", 7, &m->storage);
-    tw_global(w, &m->cls[t->dtype], "torch", tw_storage_class(t->dtype));
+    tw_global(w, &m->cls[dtype], "torch", tw_storage_class(dtype));
     if (first_use)
         st->key_memo = tw_str(w, st->key, strlen(st->key), NULL);
     else
         tio__pkw_get(w, st->key_memo);
     tw_str(w, "cpu", 3, &m->cpu);
-    if (t->numel > INT64_MAX)
-        return tio__err(err, TIO_E_OVERFLOW, TW, -1, "a tensor of %" PRIu64 " elements",
-                        t->numel);
-    tio__pkw_int(w, (int64_t)t->numel);
+    if (numel > INT64_MAX)
+        return tio__err(err, TIO_E_OVERFLOW, TW, -1, "a tensor of %" PRIu64 " elements", numel);
+    tio__pkw_int(w, (int64_t)numel);
     tio__pkw_tuple_end(w, 5);
     tio__pkw_put(w);
     tio__pkw_op(w, TIO_PKO_BINPERSID);
     tio__pkw_int(w, 0); /* storage offset */
     int64_t stride[TIO_DEFAULT_MAX_RANK];
-    if (t->rank > TIO_DEFAULT_MAX_RANK)
-        return tio__err(err, TIO_E_LIMIT, TW, -1, "a tensor of %zu dims (torch takes 64)",
-                        t->rank);
-    int rc = tw_strides(t, stride, err);
+    if (rank > TIO_DEFAULT_MAX_RANK)
+        return tio__err(err, TIO_E_LIMIT, TW, -1, "a tensor of %zu dims (torch takes 64)", rank);
+    int rc = tw_strides(shape, rank, stride, err);
     if (rc) return rc;
-    tw_ints_tuple(w, t->shape, t->rank);
-    tw_ints_tuple(w, stride, t->rank);
+    tw_ints_tuple(w, shape, rank);
+    tw_ints_tuple(w, stride, rank);
     tio__pkw_op(w, TIO_PKO_NEWFALSE); /* requires_grad */
     tw_global(w, &m->od, "collections", "OrderedDict"); /* backward hooks: OrderedDict() */
     tio__pkw_tuple_end(w, 0);
     tio__pkw_op(w, TIO_PKO_REDUCE);
     tio__pkw_put(w);
     tio__pkw_tuple_end(w, 6);
+    tio__pkw_put(w);
+    tio__pkw_op(w, TIO_PKO_REDUCE);
+    tio__pkw_put(w);
+    return TIO_OK;
+}
+
+/* Tensor i: a dense tensor, or a COO tensor as torch.save (1.13) pickles a
+ * torch.sparse_coo tensor: _rebuild_sparse_tensor(torch.sparse_coo,
+ * (indices, values, torch.Size(size))), the layout torch.layout's copyreg
+ * reduction _get_layout('torch.sparse_coo') (one object: memoized), its
+ * indices [rank, nnz] int64 (storage st) and values [nnz] (st + 1). */
+static int tw_tensor(tio_pkw *w, tw_memo *m, const tio_wtensor *t, tw_storage *st,
+                     int first_use, tio_error *err) {
+    if (t->layout != TIO_LAYOUT_COO)
+        return tw_dense(w, m, t->dtype, t->numel, t->shape, t->rank, st, first_use, err);
+    tw_global(w, &m->sparse, "torch._utils", "_rebuild_sparse_tensor");
+    if (m->layout != TW_NONE) {
+        tio__pkw_get(w, m->layout);
+    } else {
+        tw_global(w, &m->layout_fn, "torch.serialization", "_get_layout");
+        tw_str(w, "torch.sparse_coo", 16, NULL);
+        tio__pkw_tuple_end(w, 1);
+        tio__pkw_put(w);
+        tio__pkw_op(w, TIO_PKO_REDUCE);
+        m->layout = tio__pkw_put(w);
+    }
+    int64_t ishape[2] = {(int64_t)t->rank, (int64_t)t->nnz}, vshape[1] = {(int64_t)t->nnz};
+    uint64_t inum = 0;
+    if (t->nnz > INT64_MAX || tio__mul64_ovf(t->nnz, t->rank, &inum))
+        return tio__err(err, TIO_E_OVERFLOW, TW, -1, "a COO tensor of %" PRIu64 " values",
+                        t->nnz);
+    int rc = tw_dense(w, m, TIO_INT64, inum, ishape, 2, st, 1, err);
+    if (!rc) rc = tw_dense(w, m, t->dtype, t->nnz, vshape, 1, st + 1, 1, err);
+    if (rc) return rc;
+    tw_global(w, &m->size, "torch", "Size");
+    tw_ints_tuple(w, t->shape, t->rank);
+    tio__pkw_tuple_end(w, 1);
+    tio__pkw_put(w);
+    tio__pkw_op(w, TIO_PKO_REDUCE);
+    tio__pkw_put(w);
+    tio__pkw_tuple_end(w, 3); /* (indices, values, size) */
+    tio__pkw_put(w);
+    tio__pkw_tuple_end(w, 2); /* (layout, data) */
     tio__pkw_put(w);
     tio__pkw_op(w, TIO_PKO_REDUCE);
     tio__pkw_put(w);
@@ -410,6 +460,35 @@ static int tw_record(tio_write_plan *p, tio_sink *s, tw_rec *r, size_t tensor,
     return rc || !n ? rc : tw_descriptor(s, r, err);
 }
 
+/* Writes a record of COO tensor `tensor`'s indices as torch holds them,
+ * [rank, nnz] int64 (the container's are nnz x rank), transposed through a
+ * buffer a piece at a time, its CRC taken as it goes. */
+static int tw_indices(tio_write_plan *p, tio_sink *s, tw_rec *r, size_t tensor,
+                      tio_error *err) {
+    const tio_wtensor *t = tio__plan_tensor(p, tensor);
+    const uint8_t *values = NULL, *ind = NULL;
+    int rc = tio__plan_data(p, tensor, &values, &ind, err);
+    if (rc) return rc;
+    size_t n = (size_t)t->nnz * t->rank * 8; /* the container holds them */
+    r->m.local = tio__sink_pos(s);
+    r->m.method = TIO_ZIP_STORED;
+    r->m.crc = 0;
+    r->m.usize = r->m.csize = n;
+    r->m.flags = n ? TW_FLAGS : TW_FLAG_UTF8;
+    if ((rc = tw_local(s, r, err)) || !n) return rc;
+    uint8_t buf[8192];
+    for (size_t k = 0; k < t->rank && !rc; k++) {
+        for (uint64_t i = 0; i < t->nnz && !rc;) {
+            size_t m = 0;
+            for (; m < sizeof buf / 8 && i < t->nnz; m++, i++)
+                memcpy(buf + m * 8, ind + ((size_t)i * t->rank + k) * 8, 8);
+            r->m.crc = tio__crc32(r->m.crc, buf, m * 8);
+            rc = tio__sink_write(s, buf, m * 8, err);
+        }
+    }
+    return rc ? rc : tw_descriptor(s, r, err);
+}
+
 static char *tw_join(const char *a, const char *b, const char *c) {
     size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
     char *s = malloc(la + lb + lc + 1);
@@ -431,9 +510,9 @@ int tio__torch_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     char arch[TW_ARCHIVE_MAX + 1];
     int rc = tw_archive(p, arch, sizeof arch, err);
     if (rc) return rc;
-    tw_storage *sts = calloc(n ? n : 1, sizeof *sts);
+    tw_storage *sts = calloc(n ? 2 * n : 1, sizeof *sts); /* two per COO tensor */
     tw_storage **of = calloc(n ? n : 1, sizeof *of);
-    tw_rec *recs = calloc(n + 2, sizeof *recs); /* data.pkl, the storages, version */
+    tw_rec *recs = calloc(2 * n + 2, sizeof *recs); /* data.pkl, the storages, version */
     tio_pkw w;
     memset(&w, 0, sizeof w);
     size_t nst = 0, nrec = 0;
@@ -446,12 +525,16 @@ int tio__torch_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
             of[i] = of[a];
             continue;
         }
-        tw_storage *st = &sts[nst];
-        st->tensor = i;
-        const char *d = tio__u64_dec(st->key, (uint64_t)nst);
-        memmove(st->key, d, strlen(d) + 1);
-        of[i] = st;
-        nst++;
+        of[i] = &sts[nst];
+        int coo = tio__plan_tensor(p, i)->layout == TIO_LAYOUT_COO;
+        for (int k = 0; k <= coo; k++) { /* a COO tensor: its indices, then its values */
+            tw_storage *st = &sts[nst];
+            st->tensor = i;
+            st->indices = coo && k == 0;
+            const char *d = tio__u64_dec(st->key, (uint64_t)nst);
+            memmove(st->key, d, strlen(d) + 1);
+            nst++;
+        }
     }
     if (!rc) rc = tw_pickle(p, of, &w, err);
     if (!rc) {
@@ -479,6 +562,7 @@ int tio__torch_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     if (!rc && (!views || !sizes)) rc = tio__nomem(err, TW);
     uint64_t viewed = 0;
     for (size_t k = 0; k < nst && !rc; k++) {
+        if (sorted[k].indices) continue; /* written by tw_indices, its CRC as it goes */
         sizes[k] = tio__plan_tensor(p, sorted[k].tensor)->nbytes;
         views[k] = tio__plan_view(p, sorted[k].tensor);
         if (views[k]) viewed += sizes[k];
@@ -487,10 +571,13 @@ int tio__torch_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
         job = tio__plan_crc_start(p, views, sizes, nst); /* NULL: one pass */
     for (size_t k = 0; k < nst && !rc; k++) {
         recs[nrec].name = tw_join(arch, "/data/", sorted[k].key);
-        rc = recs[nrec].name
-                 ? tw_record(p, s, &recs[nrec], sorted[k].tensor, NULL, 0,
-                             views[k] ? job : NULL, k, err)
-                 : tio__nomem(err, TW);
+        if (!recs[nrec].name)
+            rc = tio__nomem(err, TW);
+        else if (sorted[k].indices)
+            rc = tw_indices(p, s, &recs[nrec], sorted[k].tensor, err);
+        else
+            rc = tw_record(p, s, &recs[nrec], sorted[k].tensor, NULL, 0,
+                           views[k] ? job : NULL, k, err);
         nrec++;
     }
     tio__crc32_join(job);

@@ -21,7 +21,9 @@
   the dtype or the option and writes nothing; a save that fails part way
   (the file size limit) leaves the target as it was and no temporary file;
 - tied weights to safetensors: one copy, the alias named in a warning on
-  stderr."""
+  stderr;
+- sparse COO tensors byte for byte against torch.save (from .pt, from BTF,
+  one unnamed tensor), a CSR matrix written as COO."""
 import collections
 import io
 import json
@@ -194,6 +196,72 @@ def shapes_and_names(P):
     against_torch_save("shapes and names", P, pt, "shapes", sd)
 
 
+def same_sparse(what, got, want):
+    """torch.load's sparse tensors against those torch.save was given."""
+    check(what + " names", list(got.keys()) == list(want.keys()), str(list(got.keys())))
+    for k, v in want.items():
+        g = got.get(k)
+        ok = isinstance(g, torch.Tensor) and g.layout == v.layout and g.dtype == v.dtype
+        if ok and v.is_sparse:
+            ok = (g.shape == v.shape and torch.equal(g._indices(), v._indices())
+                  and torch.equal(g._values(), v._values()))
+        elif ok:
+            ok = torch.equal(g, v)
+        check("%s %s" % (what, k), ok, str(g))
+
+
+def sparse(P):
+    """COO tensors as torch.save writes a torch.sparse_coo tensor
+    (_rebuild_sparse_tensor, two storages each, the layout memoized)."""
+    sd = collections.OrderedDict()
+    sd["w"] = (sample("float32", (4, 6), 60) * (sample("float32", (4, 6), 61) > 50)).to_sparse()
+    sd["d"] = torch.arange(3, dtype=torch.int32)
+    cube = sample("int64", (3, 4, 5), 62) * (sample("int64", (3, 4, 5), 63) > 80)
+    sd["cube"] = cube.to_sparse()
+    sd["none"] = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.int64), torch.zeros(0),
+                                         (2, 2))
+    sd["rep"] = torch.sparse_coo_tensor(torch.tensor([[1, 0, 1]]), torch.tensor([1.0, 2, 4]),
+                                        (3,))  # a repeated index, as stored
+    sd["c"] = torch.sparse_coo_tensor(torch.tensor([[2]]), torch.tensor([1 - 1j]), (4,))
+    src = P("src", "sparse.pt")
+    torch.save(sd, src)
+    out, ref = P("tio", "sparse.pt"), P("ref", "sparse.pt")
+    convert(src, out)
+    torch.save(sd, ref)
+    same_bytes("sparse .pt -> .pt", out, ref)
+    same_sparse("sparse .pt -> .pt", load(out), sd)
+    # through BTF (COO, no names: the keys are the indices)
+    btf = P("src", "sparse.btf")
+    real = collections.OrderedDict((k, v) for k, v in sd.items() if k != "c")  # BTF: no complex
+    torch.save(real, src)
+    convert(src, btf, "--drop-names")
+    out, ref = P("tio", "from_btf.pt"), P("ref", "from_btf.pt")
+    convert(btf, out)
+    keyed = collections.OrderedDict((str(i), v) for i, v in enumerate(real.values()))
+    torch.save(keyed, ref)
+    same_bytes("sparse .btf -> .pt", out, ref)
+    same_sparse("sparse .btf -> .pt", load(out), keyed)
+    # one unnamed sparse tensor: torch.save(tensor)
+    src = P("src", "one_sparse.pt")
+    torch.save(sd["cube"], src)
+    out, ref = P("tio", "one_sparse.pt"), P("ref", "one_sparse.pt")
+    convert(src, out)
+    torch.save(sd["cube"], ref)
+    same_bytes("one sparse tensor", out, ref)
+    # a CSR matrix is read as COO (NAME.layout beside it): written as COO
+    m = sample("float32", (5, 4), 64) * (sample("float32", (5, 4), 65) > 60)
+    src = P("src", "csr.pt")
+    torch.save({"m": m.to_sparse_csr()}, src)
+    out = P("tio", "csr.pt")
+    p = convert(src, out, ok=False)
+    check("csr: its layout is metadata", p.returncode == 1 and "--drop-metadata" in p.stderr,
+          p.stderr)
+    convert(src, out, "--drop-metadata")
+    g = load(out)["m"]
+    check("csr -> COO", g.is_sparse and torch.equal(g.to_dense(), m)
+          and torch.equal(g._indices(), m.to_sparse()._indices()), str(g))
+
+
 def many(P):
     for n in (1001, 2001):
         sd = collections.OrderedDict(("t%d" % i, torch.full((2,), i, dtype=torch.int32))
@@ -332,6 +400,7 @@ def main():
         other_layouts(P)
         shapes_and_names(P)
         many(P)
+        sparse(P)
         tied(P)
         stdout_and_determinism(P)
         refusals(P)
