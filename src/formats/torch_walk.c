@@ -793,13 +793,13 @@ static int th_sparse(th_reader *r, const tio_pk_obj *o, const tio_pk_obj *args,
     }
     int64_t outer = size[csr ? 0 : 1];
     if ((ix.dtype != TIO_INT64 && ix.dtype != TIO_INT32) || px.dtype != ix.dtype ||
-        ix.size[0] != outer + 1 || px.rank != 1 || px.size[0] != vs.size[0])
+        ix.size[0] - 1 != outer || px.rank != 1 || px.size[0] != vs.size[0])
         return tio__err(r->err, TIO_E_CORRUPT, TH, th_off(at),
                         "'%s': a %s tensor of shape %s with %s compressed indices of shape %s, "
                         "plain indices of %" PRId64 " and %" PRId64 " values (expected int64 "
-                        "or int32 indices, %" PRId64 " compressed, one plain per value)",
+                        "or int32 indices, %" PRIu64 " compressed, one plain per value)",
                         nm, csr ? "CSR" : "CSC", shape, tio_dtype_name(ix.dtype), is,
-                        px.rank == 1 ? px.size[0] : -1, vs.size[0], outer + 1);
+                        px.rank == 1 ? px.size[0] : -1, vs.size[0], (uint64_t)outer + 1);
     uint64_t nnz = (uint64_t)vs.size[0];
     int64_t prev = 0;
     for (int64_t k = 0; k <= outer; k++) { /* 0, never decreasing, nnz at the end */
