@@ -258,6 +258,9 @@ def hostile():
                                                 [1, 2, 3], (2, 3)), False, ["0 first"])
     attempt("CSR of too few rows", compressed("torch.sparse_csr", [0, 3], [1, 0, 2], [1, 2, 3],
                                               (2, 3)), False, ["3 compressed"])
+    attempt("CSR of 2^63 - 1 rows", compressed("torch.sparse_csr", [0, 1, 3], [1, 0, 2],
+                                               [1, 2, 3], (2**63 - 1, 3)), False,
+            ["9223372036854775808 compressed"])
     attempt("CSR column out of range", compressed("torch.sparse_csr", [0, 1, 3], [1, 0, 3],
                                                   [1, 2, 3], (2, 3)), False, ["coordinate 1 is 3"])
     attempt("CSR of float indices", compressed("torch.sparse_csr", [0, 1, 3], [1, 0, 2],
