@@ -605,7 +605,7 @@ static int th_sparse_opaque(th_reader *r, uint64_t at, const char *why, const ch
                        "'%s': %s (%s; kept as an opaque object)",
                        r->name_depth ? r->name : "(root)", what, why);
     if (rc) return rc;
-    snprintf(r->scratch, sizeof r->scratch, "(%s)", what);
+    snprintf(r->scratch, sizeof r->scratch, "(%.253s)", what);
     return th_meta(r, r->scratch, NULL, at);
 }
 
