@@ -210,7 +210,7 @@ static void test_random_buffers(void **state) {
             uint32_t root = (uint32_t)(12 + tvec_rand(&s) % (len - 28));
             for (int k = 0; k < 4; k++) buf[8 + k] = (uint8_t)(root >> (8 * k));
             uint32_t vs = (uint32_t)(12 + tvec_rand(&s) % (len - 20));
-            for (int k = 0; k < 4; k++) buf[root + 8 + k] = (uint8_t)(vs >> (8 * k));
+            for (int k = 0; k < 4; k++) buf[root + 8 + (uint32_t)k] = (uint8_t)(vs >> (8 * k));
             buf[vs] = 1;
             buf[vs + 1] = buf[vs + 2] = buf[vs + 3] = 0;
         }

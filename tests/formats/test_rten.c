@@ -213,8 +213,8 @@ static void check_against_manifest(const tio_container *c, json_t *m, int versio
             } else if (json_is_array(val)) {
                 assert_int_equal(a.type, TIO_ATTR_INTS);
                 assert_int_equal(a.count, json_array_size(val));
-                for (size_t m = 0; m < a.count; m++)
-                    assert_int_equal(a.ints[m], json_integer_value(json_array_get(val, m)));
+                for (size_t q = 0; q < a.count; q++)
+                    assert_int_equal(a.ints[q], json_integer_value(json_array_get(val, q)));
             } else {
                 fail_msg("unexpected manifest attribute %s", key);
             }

@@ -380,10 +380,10 @@ static void test_hostile(void **state) {
         tpb_str(&u, 8, "s");
         tio_open_options o = {0};
         o.format = FMT;
-        tio_container *c = NULL;
+        tio_container *sc = NULL;
         tio_error e;
-        assert_int_equal(tio_open_memory(u.b, u.n, &o, &c, &e), TIO_OK);
-        const tio_tensor *x = tio_container_tensor(c, 0);
+        assert_int_equal(tio_open_memory(u.b, u.n, &o, &sc, &e), TIO_OK);
+        const tio_tensor *x = tio_container_tensor(sc, 0);
         assert_int_equal(tio_tensor_dtype(x), TIO_STRING);
         const char *sp;
         size_t sn;
@@ -397,11 +397,11 @@ static void test_hostile(void **state) {
         size_t on = 0;
         tio_save_options so = {0};
         so.format = FMT;
-        assert_int_equal(tio_save_memory(c, &so, &out, &on, &e), TIO_OK);
+        assert_int_equal(tio_save_memory(sc, &so, &out, &on, &e), TIO_OK);
         assert_int_equal(on, u.n); /* byte for byte what was read */
         assert_memory_equal(out, u.b, u.n);
         tio_free(out);
-        tio_container_free(c);
+        tio_container_free(sc);
         free(u.b);
     }
     free(t.b);

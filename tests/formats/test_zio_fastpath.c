@@ -343,7 +343,7 @@ static void random_message(rng *r, msg *m) {
             long long part = i;
             if (rp(r, 5)) {
                 static const int alt[] = {0, -1, 1, 99};
-                part = alt[rn(r, 4)] == 99 ? nt : i + alt[rn(r, 4)];
+                part = alt[rn(r, 4)] == 99 ? nt : (long long)i + alt[rn(r, 4)];
             }
             v.n = 0;
             num(r, &v, part);
