@@ -121,6 +121,16 @@ static int th_probe(const uint8_t *data, size_t size) {
         return 95;
     /* TorchScript writes its data/ records first */
     if (slash && (size_t)(slash - name) + 6 <= nl && memcmp(slash, "/data/", 6) == 0) return 70;
+    /* A record only torch.save writes, first where a save failed before
+     * data.pkl (torch 1.13 leaves <dir>/version alone): the reader says so,
+     * where npz (40 for any zip) would call it an archive of no arrays. */
+    static const char *const own[] = {"/version", "/byteorder", "/.format_version",
+                                      "/.storage_alignment", "/.data/version",
+                                      "/.data/serialization_id"};
+    if (slash)
+        for (size_t k = 0; k < sizeof own / sizeof *own; k++)
+            if ((size_t)(slash - name) + strlen(own[k]) == nl && th_ends(name, nl, own[k]))
+                return 60;
     return 0;
 }
 
@@ -506,8 +516,9 @@ static int th_read_zip(th_reader *r) {
     if (rc) return rc;
     if (pk == SIZE_MAX)
         return tio__err(r->err, TIO_E_FORMAT, TH, 0,
-                        "a zip archive without a data.pkl record (expected <dir>/data.pkl, as "
-                        "torch.save writes)");
+                        "a zip archive of torch.save's records without its data.pkl "
+                        "(expected <dir>/data.pkl; a torch.save that failed part way "
+                        "leaves such a file, which torch.load refuses too)");
     if (hrc > 0) *r->err = herr;
     return hrc >= 0 ? hrc : th_read_zip_rest(r, pk, -1, NULL);
 }
