@@ -891,28 +891,86 @@ static int th_walk_seq(th_reader *r, const tio_pk_obj *o, unsigned depth) {
     return TIO_OK;
 }
 
+/* Entry k of a dict, walked under its key. */
+static int th_walk_entry(th_reader *r, const tio_pk_obj *o, size_t k, unsigned depth) {
+    const tio_pk_obj *key = tio__pk(&r->pk, o->u.kids[2 * k]);
+    char d[40];
+    const char *s = d;
+    size_t n = 0;
+    if (key->kind == TIO_PK_STR) {
+        s = (const char *)key->u.s;
+        n = key->n;
+        if (memchr(s, 0, n))
+            return tio__err(r->err, TIO_E_UNSUPPORTED, TH, th_off(key->off),
+                            "a key holding a NUL byte");
+    } else if (key->kind == TIO_PK_INT) {
+        n = (size_t)snprintf(d, sizeof d, "%" PRId64, key->u.i);
+    } else if (key->kind == TIO_PK_BOOL || key->kind == TIO_PK_NONE) {
+        n = (size_t)snprintf(d, sizeof d, "%s",
+                             key->kind == TIO_PK_NONE ? "None" : key->u.i ? "True" : "False");
+    } else {
+        n = (size_t)snprintf(d, sizeof d, "%zu", k); /* a key of another kind: its position */
+    }
+    return th_walk_child(r, o->u.kids[2 * k + 1], s, n, o->off, depth);
+}
+
 static int th_walk_dict(th_reader *r, const tio_pk_obj *o, unsigned depth) {
-    const tio_pickle *p = &r->pk;
     for (size_t k = 0; k < o->n; k++) {
-        const tio_pk_obj *key = tio__pk(p, o->u.kids[2 * k]);
-        char d[40];
-        const char *s = d;
-        size_t n = 0;
-        if (key->kind == TIO_PK_STR) {
-            s = (const char *)key->u.s;
-            n = key->n;
-            if (memchr(s, 0, n))
-                return tio__err(r->err, TIO_E_UNSUPPORTED, TH, th_off(key->off),
-                                "a key holding a NUL byte");
-        } else if (key->kind == TIO_PK_INT) {
-            n = (size_t)snprintf(d, sizeof d, "%" PRId64, key->u.i);
-        } else if (key->kind == TIO_PK_BOOL || key->kind == TIO_PK_NONE) {
-            n = (size_t)snprintf(d, sizeof d, "%s",
-                                 key->kind == TIO_PK_NONE ? "None" : key->u.i ? "True" : "False");
-        } else {
-            n = (size_t)snprintf(d, sizeof d, "%zu", k); /* a key of another kind: its position */
+        int rc = th_walk_entry(r, o, k, depth);
+        if (rc) return rc;
+    }
+    return TIO_OK;
+}
+
+/* Which of torch.nn.Module's three registries a dict key names (1, 2, 4),
+ * or 0. */
+static unsigned th_module_part(const tio_pk_obj *key) {
+    if (key->kind != TIO_PK_STR) return 0;
+    static const char *const part[] = {"_parameters", "_buffers", "_modules"};
+    for (unsigned k = 0; k < 3; k++)
+        if (key->n == strlen(part[k]) && memcmp(key->u.s, part[k], key->n) == 0) return 1u << k;
+    return 0;
+}
+
+/* Whether an object's state is a torch.nn.Module's __dict__: it holds all
+ * three registries (every Module's __init__ makes them), each a dict. */
+static int th_is_module(const tio_pickle *p, const tio_pk_obj *d) {
+    if (d->kind != TIO_PK_DICT) return 0;
+    unsigned have = 0;
+    for (size_t k = 0; k < d->n; k++) {
+        unsigned b = th_module_part(tio__pk(p, d->u.kids[2 * k]));
+        if (b && tio__pk(p, d->u.kids[2 * k + 1])->kind == TIO_PK_DICT) have |= b;
+    }
+    return have == 7;
+}
+
+/* A pickled torch.nn.Module (torch.save(model)): its parameters, buffers and
+ * submodules under the names state_dict() gives them ("layer1.0.conv1.weight",
+ * not "_modules.layer1._modules.0._modules.conv1._parameters.weight"), the
+ * registries' None entries (a Conv2d's bias=False) left out as state_dict()
+ * leaves them; its other attributes (training, in_channels…) as metadata
+ * beside them. state_idx is the __dict__. */
+static int th_walk_module(th_reader *r, uint32_t state_idx, unsigned depth) {
+    const tio_pickle *p = &r->pk;
+    const tio_pk_obj *d = tio__pk(p, state_idx);
+    if (depth > r->ctx->limits.max_pickle_depth)
+        return tio__err(r->err, TIO_E_LIMIT, TH, th_off(d->off),
+                        "objects nested more than %" PRIu32 " deep (max_pickle_depth)",
+                        r->ctx->limits.max_pickle_depth);
+    if (r->seen[state_idx]) return TIO_OK;
+    r->seen[state_idx] = 1;
+    for (size_t k = 0; k < d->n; k++) {
+        uint32_t kid = d->u.kids[2 * k + 1];
+        const tio_pk_obj *reg = tio__pk(p, kid);
+        int rc = TIO_OK;
+        if (!th_module_part(tio__pk(p, d->u.kids[2 * k])) || reg->kind != TIO_PK_DICT) {
+            rc = th_walk_entry(r, d, k, depth); /* an attribute, under its name */
+        } else if (!r->seen[kid]) { /* a registry shared: its entries walked once */
+            r->seen[kid] = 1;
+            for (size_t j = 0; j < reg->n && !rc; j++)
+                if (tio__pk(p, reg->u.kids[2 * j + 1])->kind != TIO_PK_NONE)
+                    rc = th_walk_entry(r, reg, j, depth + 1);
         }
-        int rc = th_walk_child(r, o->u.kids[2 * k + 1], s, n, o->off, depth);
         if (rc) return rc;
     }
     return TIO_OK;
@@ -1022,10 +1080,12 @@ int th_walk(th_reader *r, uint32_t idx, unsigned depth) {
      * state walked when it has one (an argparse.Namespace's fields, a
      * TorchScript module's parameters) */
     if (o->state != TIO_PK_NIL) {
-        const tio_pk_obj *s = tio__pk(p, o->state);
+        uint32_t si = o->state;
+        const tio_pk_obj *s = tio__pk(p, si);
         if (s->kind == TIO_PK_TUPLE && s->n == 2) /* (state, slotstate) */
-            return th_walk(r, s->u.kids[0], depth + 1);
-        return th_walk(r, o->state, depth + 1);
+            s = tio__pk(p, si = s->u.kids[0]);
+        if (th_is_module(p, s)) return th_walk_module(r, si, depth + 1);
+        return th_walk(r, si, depth + 1);
     }
     const tio_pk_obj *f = tio__pk(p, o->u.call.func);
     char *g = r->gscratch;

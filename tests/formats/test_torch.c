@@ -185,16 +185,26 @@ static void test_vectors(void **state) {
     }
 }
 
+/* A vector of tests/vectors/torch, opened (it must open). */
+static tio_container *open_vec(const char *name) {
+    char rel[64];
+    snprintf(rel, sizeof rel, "torch/%s", name);
+    char *path = tvec_path(rel);
+    assert_non_null(path);
+    tio_container *c = NULL;
+    tio_error e;
+    assert_int_equal(tio_open(path, NULL, &c, &e), TIO_OK);
+    free(path);
+    return c;
+}
+
 /* sparse.pt (torch 1.13): COO tensors, their indices [rank, nnz] in the
  * file read as nnz x rank; one of them repeats an index (a finding); a CSR
  * matrix read as COO. */
 static void test_sparse(void **state) {
     (void)state;
-    char *path = tvec_path("torch/sparse.pt");
-    assert_non_null(path);
-    tio_container *c = NULL;
+    tio_container *c = open_vec("sparse.pt");
     tio_error e;
-    assert_int_equal(tio_open(path, NULL, &c, &e), TIO_OK);
     assert_int_equal(tio_container_count(c), 4);
     const tio_tensor *w = tio_container_find(c, "w"), *rep = tio_container_find(c, "rep");
     assert_int_equal(tio_tensor_layout(w), TIO_LAYOUT_COO);
@@ -220,7 +230,36 @@ static void test_sparse(void **state) {
     const char *msg = tio_container_warning(c, 0)->message;
     assert_non_null(strstr(msg, "'rep': an uncoalesced COO tensor whose index (1, 2) repeats"));
     tio_container_free(c);
-    free(path);
+}
+
+/* module.pt (torch 1.13): {"model": a pickled nn.Sequential, "epoch": 2}.
+ * Its tensors under state_dict()'s names, in its order; the Linear's bias
+ * (None) is no name; its attributes are metadata under its name; each class
+ * a finding (never called). */
+static void test_module(void **state) {
+    (void)state;
+    tio_container *c = open_vec("module.pt");
+    static const char *const names[] = {"model.0.weight",       "model.1.weight",
+                                        "model.1.bias",         "model.1.running_mean",
+                                        "model.1.running_var",  "model.1.num_batches_tracked"};
+    assert_int_equal(tio_container_count(c), 6);
+    for (size_t i = 0; i < 6; i++)
+        assert_string_equal(tio_tensor_name(tio_container_tensor(c, i)), names[i]);
+    assert_int_equal(tio_tensor_dtype(tio_container_tensor(c, 5)), TIO_INT64);
+    assert_null(tio_container_meta_get(c, "model.0.bias"));
+    assert_string_equal(tio_container_meta_get(c, "model.0.in_features"), "3");
+    assert_string_equal(tio_container_meta_get(c, "model.names.1"), "dog");
+    assert_string_equal(tio_container_meta_get(c, "epoch"), "2");
+    for (size_t i = 0; i < tio_container_meta_count(c); i++) {
+        const char *k = NULL, *v = NULL;
+        assert_int_equal(tio_container_meta_at(c, i, &k, &v), TIO_OK);
+        assert_null(strstr(k, "_parameters"));
+        assert_null(strstr(k, "_modules"));
+    }
+    assert_int_equal(tio_container_warning_count(c), 3);
+    assert_non_null(strstr(tio_container_warning(c, 0)->message,
+                           "calls torch.nn.modules.container.Sequential"));
+    tio_container_free(c);
 }
 
 /* objects.pt (torch 1.13, pickle protocol 2): complex, quantized tensors
@@ -590,6 +629,7 @@ int main(void) {
         cmocka_unit_test(test_truncation),       cmocka_unit_test(test_vectors),
         cmocka_unit_test(test_objects),          cmocka_unit_test(test_numpy_decoder),
         cmocka_unit_test(test_sparse),
+        cmocka_unit_test(test_module),
         cmocka_unit_test(test_strided_lazy),     cmocka_unit_test(test_many_records_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from clitest import TENSIO, run, check, report  # noqa: E402
-from test_torch import Pickler, Storage, archive  # noqa: E402  (torch.save-like zips)
+from test_torch import Pickler, Storage, Tensor, archive  # noqa: E402  (torch.save-like zips)
 
 
 def ls(path):
@@ -383,8 +383,124 @@ def hostile():
             must=("QUInt4x2Storage",))
 
 
+# ------------------------------------------------------- pickled modules
+
+class Block(torch.nn.Module):
+    """Parameters, buffers persistent and not, a parameter that is None, a
+    ModuleList, a tied weight and attributes of its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, bias=False)  # _parameters['bias'] = None
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4), torch.nn.Linear(4, 2)])
+        self.head = torch.nn.Linear(4, 4)
+        self.head.weight = self.layers[0].weight  # tied: listed under both names
+        self.register_buffer("ids", torch.arange(5))
+        self.register_buffer("scratch", torch.ones(3), persistent=False)
+        self.register_buffer("empty", None)
+        self.names = ["cat", "dog"]
+        self.scale = 0.5
+
+
+def module_names(module):
+    """state_dict()'s names and arrays, and the non-persistent buffers beside
+    them (a pickled module holds them; state_dict() leaves them out)."""
+    out = {k: v for k, v in module.state_dict(keep_vars=False).items()}
+    for mname, m in module.named_modules():
+        for b in getattr(m, "_non_persistent_buffers_set", ()):
+            if getattr(m, b) is not None:
+                out[(mname + "." if mname else "") + b] = getattr(m, b)
+    return out
+
+
+def modules(tmp):
+    """torch.save(model): tensors under the names state_dict() gives them."""
+    import torchvision
+    torch.manual_seed(3)
+    blk = Block()
+    cases = [("resnet18", torchvision.models.resnet18(), ""),
+             ("block", blk, ""),
+             ("checkpoint of a module", {"model": blk, "epoch": 3}, "model."),
+             ("DataParallel", torch.nn.DataParallel(blk), ""),
+             ("Sequential", torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(),
+                                                torch.nn.Linear(3, 1)), "")]
+    for what, obj, prefix in cases:
+        module = obj["model"] if isinstance(obj, dict) else obj
+        want = {prefix + k: v for k, v in module_names(module).items()}
+        for layout, kw in (("zip", {}), ("legacy", {"_use_new_zipfile_serialization": False})):
+            p = os.path.join(tmp, "module.pt")
+            torch.save(obj, p, **kw)
+            got = ls(p)
+            w = "%s (%s)" % (what, layout)
+            check(w + ": the names state_dict() gives", sorted(got) == sorted(want),
+                  "%s\nvs\n%s" % (sorted(set(got) ^ set(want))[:8], len(want)))
+            for name, t in want.items():
+                if name in got:
+                    same(w + " " + name, got[name], name, str(t.dtype).replace("torch.", ""),
+                         t.detach().numpy())
+            listed = [t["name"] for t in json.loads(run("ls", "--json", p).stdout)["tensors"]]
+            order = [k for k in (prefix + k for k in module.state_dict()) if k in listed]
+            check(w + ": in state_dict()'s order",
+                  [n for n in listed if n in set(order)] == order, str(listed[:6]))
+    # attributes beside them, under the module's name
+    p = os.path.join(tmp, "block.pt")
+    torch.save({"model": blk}, p)
+    m = meta(p)
+    check("module attributes", m.get("model.names.1") == "dog" and m.get("model.scale") == "0.5"
+          and m.get("model.conv.in_channels") == "3" and m.get("model.training") == "true",
+          str({k: v for k, v in m.items() if "names" in k or "scale" in k}))
+    regs = [k for k in list(m) + list(ls(p))
+            if {"_parameters", "_buffers", "_modules"} & set(k.split("."))]
+    check("no registry in the names", not regs, str(regs[:4]))
+    check("a None parameter is no name", "model.conv.bias" not in m and "model.empty" not in m,
+          str([k for k in m if "bias" in k][:4]))
+    # converted: the state dict torch loads back into the module
+    st = os.path.join(tmp, "block.safetensors")
+    run("convert", "--drop-metadata", os.path.join(tmp, "module.pt"), st)  # the Sequential
+    out = os.path.join(tmp, "sd.pt")
+    run("convert", "--drop-metadata", p, out)
+    sd = torch.load(out, weights_only=True)
+    fresh = Block()
+    res = fresh.load_state_dict({k[len("model."):]: v for k, v in sd.items()}, strict=False)
+    check("loads into the module", not res.missing_keys and res.unexpected_keys == ["scratch"],
+          str(res))
+    check("the same weights", all(torch.equal(fresh.state_dict()[k], blk.state_dict()[k])
+                                  for k in blk.state_dict()), "")
+    # a module holding itself (pickle's memo makes the cycle): each name once
+    cyc = torch.nn.Linear(2, 2)
+    cyc._modules["me"] = cyc
+    p = os.path.join(tmp, "cycle.pt")
+    torch.save(cyc, p)
+    check("a module holding itself", sorted(ls(p)) == ["bias", "weight"], str(sorted(ls(p))))
+
+
+def hostile_modules():
+    """Dicts that look like a module's state and are not quite one."""
+    w = Tensor(Storage("0", 4), 0, (4,), (1,))
+    rec = {"0": struct.pack("<4f", 1, 2, 3, 4)}
+
+    def Obj(state):  # an object of a class outside the vocabulary, with a state
+        return Call(G("mymodels", "Net"), (), state)
+
+    def names(obj):
+        p = attempt("module-like " + str(sorted(obj))[:40], archive(dumps(obj, 2), rec), ok=True)
+        return sorted(t["name"] for t in json.loads(p.stdout)["tensors"]) if p.stdout else []
+    reg = {"_parameters": {"w": w, "b": None}, "_buffers": {}, "_modules": {}}
+    got = names({"m": Obj(reg)})
+    check("a module's state: its names", got == ["m.w"], str(got))
+    got = names({"m": Obj({"_parameters": [w], "_buffers": {}, "_modules": {}})})
+    check("a registry not a dict: walked as it is", got == ["m._parameters.0"], str(got))
+    got = names({"m": Obj({"_parameters": {"w": w}, "_buffers": {}})})
+    check("two of the three registries: walked as it is", got == ["m._parameters.w"], str(got))
+    got = names({"m": Obj(dict(reg, w=w))})
+    check("an attribute and a parameter of one name: one kept", got == ["m.w"], str(got))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        modules(tmp)
+        hostile_modules()
         complex_files(tmp)
         complex_onnx(tmp)
         quantized(tmp)

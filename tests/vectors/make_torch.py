@@ -5,7 +5,8 @@ python3-torch: torch.save's zip layout, the legacy layout
 (torch.jit.save); objects.pt: complex, quantized tensors and NumPy objects
 (pickle protocol 2), objects_p4.pt: NumPy arrays at protocol 4 (bytes the
 reader views); sparse.pt: COO tensors, one coalesced, one whose index
-repeats, and a CSR matrix. Run from this directory: /usr/bin/python3 make_torch.py"""
+repeats, and a CSR matrix; module.pt: a pickled torch.nn.Module (torch.save
+of the model, not its state_dict). Run from this directory: /usr/bin/python3 make_torch.py"""
 import collections
 import os
 
@@ -50,6 +51,14 @@ def main():
     torch.save({"a": np.arange(6, dtype="<i2").reshape(2, 3), "z": np.complex128(1 - 2j)},
                os.path.join(out, "objects_p4.pt"), pickle_protocol=4)
     sparse(out)
+    module(out)
+
+
+def module(out):
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(3, 2, bias=False), torch.nn.BatchNorm1d(2))
+    m.names = ["cat", "dog"]
+    torch.save({"model": m, "epoch": 2}, os.path.join(out, "module.pt"))
 
 
 def sparse(out):
