@@ -953,11 +953,7 @@ static int th_is_module(const tio_pickle *p, const tio_pk_obj *d) {
 static int th_walk_module(th_reader *r, uint32_t state_idx, unsigned depth) {
     const tio_pickle *p = &r->pk;
     const tio_pk_obj *d = tio__pk(p, state_idx);
-    if (depth > r->ctx->limits.max_pickle_depth)
-        return tio__err(r->err, TIO_E_LIMIT, TH, th_off(d->off),
-                        "objects nested more than %" PRIu32 " deep (max_pickle_depth)",
-                        r->ctx->limits.max_pickle_depth);
-    if (r->seen[state_idx]) return TIO_OK;
+    if (r->seen[state_idx]) return TIO_OK; /* depth: th_walk checks it for every entry */
     r->seen[state_idx] = 1;
     for (size_t k = 0; k < d->n; k++) {
         uint32_t kid = d->u.kids[2 * k + 1];

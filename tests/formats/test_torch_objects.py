@@ -495,6 +495,25 @@ def hostile_modules():
     check("two of the three registries: walked as it is", got == ["m._parameters.w"], str(got))
     got = names({"m": Obj(dict(reg, w=w))})
     check("an attribute and a parameter of one name: one kept", got == ["m.w"], str(got))
+    # modules nested in modules: named through every level, and as deep as
+    # max_pickle_depth allows (each level is an object, its state, a registry)
+    def nest(levels):
+        m = Obj(reg)
+        for _ in range(levels):
+            m = Obj({"_parameters": {}, "_buffers": {}, "_modules": {"a": m}})
+        return {"m": m}
+    for levels, ok in ((5, True), (40, False)):
+        with tempfile.NamedTemporaryFile(suffix=".pt") as f:
+            f.write(archive(dumps(nest(levels), 2), rec))
+            f.flush()
+            p = subprocess.run([TENSIO, "ls", "--json", f.name], capture_output=True, text=True,
+                               timeout=60, env=dict(os.environ, TENSIO_LIMITS="max_pickle_depth=64"))
+            if ok:
+                got = [t["name"] for t in json.loads(p.stdout)["tensors"]] if p.stdout else []
+                check("modules 5 deep", got == ["m" + ".a" * levels + ".w"], p.stderr + str(got))
+            else:
+                check("modules 40 deep: refused at max_pickle_depth",
+                      p.returncode == 1 and "max_pickle_depth" in p.stderr, p.stderr)
 
 
 def main():
