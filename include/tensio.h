@@ -270,7 +270,8 @@ TIO_API tio_quant tio_quant_from_name(const char *name);
  * not a tio_quant. */
 TIO_API int tio_quant_block(tio_quant q, size_t *block_elems, size_t *block_bytes);
 /* Whether tensio can dequantize q (tio_tensor_densify, TIO_SAVE_DEQUANTIZE):
- * q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K. */
+ * q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K q8_K iq4_nl iq4_xs tq1_0
+ * tq2_0 mxfp4 nvfp4 q1_0 q2_0, bit for bit as ggml's dequantize_row_*. */
 TIO_API int tio_quant_can_dequantize(tio_quant q);
 
 /* A tensor belongs to its container and lives as long as it. */

@@ -325,7 +325,19 @@ static int dequantize_shown(const char *path, size_t index, const tio_tensor *t,
     return CLI_EXIT_OK;
 }
 
-#define DEQUANTIZABLE "q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K"
+/* The quant types tensio dequantizes, by name, space-separated, into buf. */
+static const char *dequantizable(char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int q = 1; q < 256; q++) {
+        const char *name = tio_quant_name((tio_quant)q);
+        if (!name || !tio_quant_can_dequantize((tio_quant)q)) continue;
+        int k = snprintf(buf + at, n - at, "%s%s", at ? " " : "", name);
+        if (k < 0 || (size_t)k >= n - at) break;
+        at += (size_t)k;
+    }
+    return buf;
+}
 
 /* Checks that the tensor's buffers hold what its shape says; with `values`,
  * dequantizes what a quantized tensor shows (free_view frees it). With
@@ -340,10 +352,11 @@ static int make_view(const char *path, size_t index, const tio_tensor *t, uint64
         v->dtype = TIO_FLOAT32;
         if (!tio_quant_can_dequantize(q)) {
             /* one tensor asked for: an error; in a whole file: a note */
+            char can[200];
             if (!opaque_ok)
                 return cli_error("%s: tensor %zu is quantized as %s, which tensio cannot "
-                                 "dequantize (it can: " DEQUANTIZABLE ")",
-                                 path, index, v->quant);
+                                 "dequantize (it can: %s)",
+                                 path, index, v->quant, dequantizable(can, sizeof can));
             v->opaque = 1;
             v->rank = tio_tensor_rank(t);
             return CLI_EXIT_OK;
@@ -396,8 +409,9 @@ static void dump_text_tensor(size_t index, const dump_view *v, const char *shape
 
     char buf[64];
     if (v->opaque) {
-        printf("  (%s blocks: tensio cannot dequantize them; it can " DEQUANTIZABLE ")\n",
-               v->quant);
+        char can[200];
+        printf("  (%s blocks: tensio cannot dequantize them; it can %s)\n", v->quant,
+               dequantizable(can, sizeof can));
         return;
     }
     if (v->coo) {

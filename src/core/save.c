@@ -522,12 +522,14 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
                                 "quantized tensors (TIO_SAVE_DEQUANTIZE / --dequantize writes "
                                 "it as float32)",
                                 i, tlabel(s, lb, sizeof lb), qn, fn);
-            if (!qi || !qi->dequantize)
+            if (!qi || !qi->dequantize) {
+                char can[200];
                 return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
                                 "tensor %zu%s is quantized (%s blocks), which tensio cannot "
-                                "dequantize (it dequantizes q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K "
-                                "q4_K q5_K q6_K)",
-                                i, tlabel(s, lb, sizeof lb), qn);
+                                "dequantize (it dequantizes %s)",
+                                i, tlabel(s, lb, sizeof lb), qn,
+                                tio__quant_dequantizable(can, sizeof can));
+            }
             w->layout = TIO_LAYOUT_DENSE; /* its dtype is float32 already */
         }
         if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype)) && (f->caps & TIO__CAP_NARROW_SHAPES) &&

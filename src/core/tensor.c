@@ -328,12 +328,15 @@ int tio_tensor_densify(const tio_tensor *t, void *dst, size_t dst_size, tio_erro
     }
     if (t->layout == TIO_LAYOUT_QUANT) {
         const tio_quant_info *qi = tio__quant_info((int)t->quant);
-        if (!qi || !qi->dequantize)
+        if (!qi || !qi->dequantize) {
+            char can[200];
             return tio__err(err, TIO_E_UNSUPPORTED, t->owner ? t->owner->format : NULL,
                             t->source_offset,
                             "tensor %zu: tensio cannot dequantize %s blocks (it dequantizes "
-                            "q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K)",
-                            t->index, qi ? qi->name : "?");
+                            "%s)",
+                            t->index, qi ? qi->name : "?",
+                            tio__quant_dequantizable(can, sizeof can));
+        }
         /* dst may be unaligned for floats: dequantize through a buffer */
         float buf[1024];
         size_t per = sizeof buf / sizeof buf[0] / qi->elems, nb = (size_t)t->numel / qi->elems;

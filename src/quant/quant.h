@@ -21,4 +21,8 @@ const tio_quant_info *tio__quant_info(int q);
 void tio__dequantize(const tio_quant_info *qi, const uint8_t *blocks, size_t nblocks,
                      float *out);
 
+/* The names of the types tensio dequantizes, space-separated, in buf (n
+ * bytes; cut after the last name that fits); returns buf. */
+const char *tio__quant_dequantizable(char *buf, size_t n);
+
 #endif

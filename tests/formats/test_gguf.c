@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -514,6 +515,12 @@ static void test_quant_api(void **state) {
     assert_int_equal(tio_quant_from_name("float32"), TIO_QUANT_NONE);
     assert_true(tio_quant_can_dequantize(TIO_QUANT_Q3_K));
     assert_false(tio_quant_can_dequantize(TIO_QUANT_IQ2_XXS));
+    assert_false(tio_quant_can_dequantize(TIO_QUANT_Q8_1)); /* ggml has no dequantizer */
+    static const tio_quant more[] = {TIO_QUANT_Q8_K,  TIO_QUANT_IQ4_NL, TIO_QUANT_IQ4_XS,
+                                     TIO_QUANT_TQ1_0, TIO_QUANT_TQ2_0,  TIO_QUANT_MXFP4,
+                                     TIO_QUANT_NVFP4, TIO_QUANT_Q1_0,   TIO_QUANT_Q2_0};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+        assert_true(tio_quant_can_dequantize(more[i]));
 
     tio_container *c = tio_container_new();
     uint8_t blocks[2 * 18] = {0};
@@ -532,6 +539,31 @@ static void test_quant_api(void **state) {
     float f[64];
     ASSERT_OK(tio_tensor_densify(t, f, sizeof f, &e), e, "densify");
     assert_true(f[0] == -4.0f && f[15] == 3.5f && f[16] == -4.0f && f[63] == 3.5f);
+    /* MXFP4: E8M0 scale 127 (2^0), FP4 (E2M1) nibbles 0..15 (0 0.5 1 1.5 2 3 4 6,
+     * then their negatives), low nibbles elements 0..15, high 16..31 */
+    uint8_t mx[17] = {127};
+    for (int j = 0; j < 16; j++) mx[1 + j] = (uint8_t)(j | ((15 - j) << 4));
+    int64_t mshape[] = {32};
+    tio_tensor_desc md = {"m", TIO_FLOAT32, 1, mshape, TIO_LAYOUT_QUANT, mx, sizeof mx, 0, NULL};
+    ASSERT_OK(tio_container_add_quantized(c, &md, TIO_QUANT_MXFP4, 0, &t, &e), e, "mxfp4");
+    float g[256];
+    ASSERT_OK(tio_tensor_densify(t, g, 32 * sizeof(float), &e), e, "densify mxfp4");
+    assert_true(g[0] == 0.0f && g[1] == 0.5f && g[5] == 3.0f && g[7] == 6.0f && g[9] == -0.5f &&
+                g[15] == -6.0f && g[16] == -6.0f && g[31] == 0.0f);
+    assert_true(g[8] == 0.0f && !signbit(g[8])); /* nibble 8, -0 in E2M1: ggml gives +0 */
+    /* IQ2_XXS is refused, the message naming what can be */
+    int64_t ishape[] = {256};
+    uint8_t iq[66] = {0};
+    tio_tensor_desc id = {"i", TIO_FLOAT32, 1, ishape, TIO_LAYOUT_QUANT, iq, sizeof iq, 0, NULL};
+    ASSERT_OK(tio_container_add_quantized(c, &id, TIO_QUANT_IQ2_XXS, 0, &t, &e), e, "iq2_xxs");
+    assert_int_equal(tio_tensor_densify(t, g, sizeof g, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "iq2_xxs blocks"));
+    assert_non_null(strstr(e.message, "q4_0 q4_1 q5_0 q5_1 q8_0 q2_K"));
+    assert_non_null(strstr(e.message, "mxfp4 nvfp4 q1_0 q2_0)"));
+    tio_container_free(c);
+    c = tio_container_new();
+    ASSERT_OK(tio_container_add_quantized(c, &d, TIO_QUANT_Q4_0, 0, &t, &e), e, "add again");
+
     /* wrong sizes and rows */
     d.nbytes = 35;
     assert_int_equal(tio_container_add_quantized(c, &d, TIO_QUANT_Q4_0, 0, NULL, &e),

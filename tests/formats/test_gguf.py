@@ -64,7 +64,9 @@ GGML = {"F32": (0, "<f4", 1, 4), "F16": (1, "<f2", 1, 2), "Q4_0": (2, None, 32, 
         "Q8_K": (15, None, 256, 292), "IQ2_XXS": (16, None, 256, 66),
         "IQ4_NL": (20, None, 32, 18), "I8": (24, "<i1", 1, 1), "I16": (25, "<i2", 1, 2),
         "I32": (26, "<i4", 1, 4), "I64": (27, "<i8", 1, 8), "F64": (28, "<f8", 1, 8),
-        "BF16": (30, None, 1, 2), "TQ2_0": (35, None, 256, 66)}
+        "BF16": (30, None, 1, 2), "IQ4_XS": (23, None, 256, 136), "TQ1_0": (34, None, 256, 54),
+        "TQ2_0": (35, None, 256, 66), "MXFP4": (39, None, 32, 17), "NVFP4": (40, None, 64, 36),
+        "Q1_0": (41, None, 128, 18), "Q2_0": (42, None, 64, 18)}
 TIO_NAME = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "F64": "float64",
             "I8": "int8", "I16": "int16", "I32": "int32", "I64": "int64"}
 
@@ -189,6 +191,11 @@ def f16(b, at):
 
 def ref_dequantize(ty, raw):
     """Dequantizes blocks with NumPy, written from ggml's block layouts."""
+    with np.errstate(over="ignore"):  # MXFP4's largest scales: inf, as in ggml
+        return ref_dequantize_blocks(ty, raw)
+
+
+def ref_dequantize_blocks(ty, raw):
     _, _, qk, bs = GGML[ty]
     b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, bs)
     nb = b.shape[0]
@@ -263,9 +270,62 @@ def ref_dequantize(ty, raw):
                       (ql[:, l + 32] >> 4) | (((qh[:, l] >> 6) & 3) << 4)]
                 for k in range(4):
                     y[:, 128 * n + 32 * k + l] = d * sc[:, i + 2 * k] * (qs[k] - 32)
+    elif ty == "Q8_K":
+        y = b[:, 0:4].copy().view("<f4") * b[:, 4:260].view(np.int8).astype(np.float32)
+    elif ty in ("IQ4_NL", "IQ4_XS", "MXFP4"):
+        lv = FP4_TWICE if ty == "MXFP4" else IQ4_LEVELS
+        if ty == "IQ4_NL":
+            d, groups = f16(b, 0)[:, None], [b[:, 2:18]]
+        elif ty == "MXFP4":  # E8M0, halved: 2^(e - 128)
+            d = np.ldexp(np.float32(1), b[:, 0].astype(np.int32) - 128).astype(np.float32)
+            d, groups = d[:, None], [b[:, 1:17]]
+        else:
+            sh = b[:, 2:4].copy().view("<u2")[:, 0].astype(np.int32)
+            sl = b[:, 4:8].astype(np.int32)
+            sc = [((sl[:, g // 2] >> (4 * (g % 2))) & 15) | (((sh >> (2 * g)) & 3) << 4)
+                  for g in range(8)]
+            d = np.stack([f16(b, 0) * (v - 32).astype(np.float32) for v in sc], axis=1)
+            groups = [b[:, 8 + 16 * g:24 + 16 * g] for g in range(8)]
+        y = np.concatenate([d[:, g:g + 1] * lv[np.concatenate([q & 15, q >> 4], axis=1)]
+                            for g, q in enumerate(groups)], axis=1)
+    elif ty == "NVFP4":  # UE4M3, halved; 0 and 0x7F are 0, the top bit ignored
+        x = b[:, 0:4].astype(np.int32)
+        ex, man = (x >> 3) & 15, x & 7
+        d = np.where(ex > 0, (8 + man).astype(np.float32) * np.ldexp(np.float32(1), ex - 11),
+                     man.astype(np.float32) * np.float32(2.0 ** -10)).astype(np.float32)
+        d = np.where((x == 0) | (x == 0x7F), np.float32(0), d).astype(np.float32)
+        y = np.concatenate([d[:, s:s + 1] * FP4_TWICE[np.concatenate(
+            [b[:, 4 + 8 * s:12 + 8 * s] & 15, b[:, 4 + 8 * s:12 + 8 * s] >> 4], axis=1)]
+            for s in range(4)], axis=1)
+    elif ty in ("TQ1_0", "TQ2_0"):
+        vals = []
+        if ty == "TQ1_0":  # base-3 digits: digit n of byte q is ((q * 3^n mod 256) * 3) >> 8
+            for lo, hi, digits in ((0, 32, 5), (32, 48, 5), (48, 52, 4)):
+                for n in range(digits):
+                    q = (b[:, lo:hi].astype(np.int32) * 3 ** n) & 255
+                    vals.append(((q * 3) >> 8) - 1)
+            d = f16(b, 52)
+        else:
+            for j in (0, 32):
+                for sh in range(4):
+                    vals.append(((b[:, j:j + 32].astype(np.int32) >> (2 * sh)) & 3) - 1)
+            d = f16(b, 64)
+        y = np.concatenate(vals, axis=1).astype(np.float32) * d[:, None]
+    elif ty == "Q1_0":
+        bits = np.unpackbits(b[:, 2:18], axis=1, bitorder="little")
+        d = f16(b, 0)[:, None]
+        y = np.where(bits == 1, d, -d)
+    elif ty == "Q2_0":
+        q = (b[:, 2:18, None].astype(np.int32) >> (2 * np.arange(4))) & 3
+        y = (q.reshape(nb, 64) - 1).astype(np.float32) * f16(b, 0)[:, None]
     else:
         raise ValueError(ty)
     return np.asarray(y, dtype=np.float32).reshape(-1)
+
+
+IQ4_LEVELS = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113],
+                      dtype=np.float32)
+FP4_TWICE = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], dtype=np.float32)
 
 
 def random_blocks(ty, nblocks, rng):
@@ -274,11 +334,13 @@ def random_blocks(ty, nblocks, rng):
     b = rng.integers(0, 256, size=(nblocks, bs), dtype=np.uint8)
     halves = {"Q4_0": [0], "Q4_1": [0, 2], "Q5_0": [0], "Q5_1": [0, 2], "Q8_0": [0],
               "Q8_1": [0, 2], "Q2_K": [80, 82], "Q3_K": [108], "Q4_K": [0, 2],
-              "Q5_K": [0, 2], "Q6_K": [208], "IQ2_XXS": [0], "IQ4_NL": [0],
-              "TQ2_0": [64]}.get(ty, [])
+              "Q5_K": [0, 2], "Q6_K": [208], "IQ2_XXS": [0], "IQ4_NL": [0], "IQ4_XS": [0],
+              "TQ1_0": [52], "TQ2_0": [64], "Q1_0": [0], "Q2_0": [0]}.get(ty, [])
     for at in halves:
         v = rng.uniform(-2, 2, size=nblocks).astype("<f2")
         b[:, at:at + 2] = v.view(np.uint8).reshape(nblocks, 2)
+    if ty == "Q8_K":  # its d is a float32
+        b[:, 0:4] = rng.uniform(-2, 2, size=nblocks).astype("<f4").view(np.uint8).reshape(-1, 4)
     return b.tobytes()
 
 
@@ -458,7 +520,8 @@ def write(tmp, name, data):
     return path
 
 
-DEQ = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+DEQ = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K",
+       "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4", "NVFP4", "Q1_0", "Q2_0"]
 
 
 @case("dequantize_vs_numpy_reference")
@@ -498,6 +561,46 @@ def test_dequantize(tmp, rng):
                                        rtol=2e-7, atol=1e-30, err_msg=ty)
     text = run("dump", "-n", "3", path, "w_q4_k").stdout
     assert text.startswith("[7] w_q4_k q4_K [3, 512] quantized, values dequantized to float32"), text
+
+
+@case("dequantize_bit_exact")
+def test_dequantize_exact(tmp, rng):
+    """The types whose NumPy dequantizer above makes ggml's float operations in
+    ggml's order: tensio's values bit for bit, over every value of the scale
+    bytes (MXFP4's E8M0 0..255: 2^-128 .. 2^127, never NaN as ggml reads it;
+    NVFP4's UE4M3 0..255: 0x7F and 0x80 are 0, the top bit ignored) and
+    negative scales, where a zero keeps d's sign (Q5_0's (q - 16) d: -0)."""
+    types = ["Q5_0", "Q8_K", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4", "NVFP4", "Q1_0",
+             "Q2_0"]
+    tensors = []
+    for ty in types:
+        _, _, qk, bs = GGML[ty]
+        b = np.frombuffer(random_blocks(ty, 256, rng), dtype=np.uint8).reshape(256, bs).copy()
+        if ty == "MXFP4":
+            b[:, 0] = np.arange(256)
+        elif ty == "NVFP4":
+            b[:, 0:4] = np.arange(1024).reshape(256, 4) % 256
+        elif ty == "Q5_0":  # d < 0, and q = 16 in element 0 of every block
+            b[:, 0:2] = np.full(256, -0.75, "<f2").view(np.uint8).reshape(256, 2)
+            b[:, 2] |= 1
+            b[:, 6] &= 0xF0
+        tensors.append(("x_" + ty.lower(), ty, [qk, 256], b.tobytes()))
+    path = os.path.join(tmp, "exact.gguf")
+    open(path, "wb").write(build([], tensors))
+    st = os.path.join(tmp, "exact.safetensors")
+    run("convert", path, st, "--dequantize")
+    arrays = read_safetensors(st)
+    for name, ty, ne, raw in tensors:
+        want = ref_dequantize(ty, raw)
+        got = arrays[name].reshape(-1)
+        assert not np.isnan(want).any(), ty
+        bad = np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))
+        assert bad.size == 0, "%s: %d values differ, first at %d: %r, want %r" % (
+            ty, bad.size, bad[0], got[bad[0]], want[bad[0]])
+        if ty == "Q5_0":
+            assert (np.signbit(got[::32]) & (got[::32] == 0)).all(), "Q5_0: -0 lost"
+        if ty == "MXFP4":
+            assert np.isinf(got).any() and (got[np.isfinite(got)] != 0).any()
 
 
 @case("dequantize_refuses_by_name")
@@ -688,7 +791,7 @@ def main():
         write_vectors(sys.argv[sys.argv.index("--write-vectors") + 1], rng)
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        for fn in [test_plain, test_roundtrip, test_dequantize, test_refuse,
+        for fn in [test_plain, test_roundtrip, test_dequantize, test_dequantize_exact, test_refuse,
                    test_from_safetensors, test_empty_name, test_nul_values]:
             fn(tmp, rng)
         gguf = find_gguf_py()
