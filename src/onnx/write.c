@@ -261,17 +261,26 @@ static int ox_put_strings(tio_pb_writer *pw, tio_write_plan *p, size_t i, const 
     return rc;
 }
 
+typedef struct ox_put_ctx {
+    tio_write_plan *p;
+    size_t i;
+} ox_put_ctx;
+
+/* raw_data: the tensor's bytes as every tensor format's save writes them
+ * (tio__plan_sink_tensor: from the source file in the kernel or read in by
+ * pread(), not faulted in through its mapping; a converted tensor streamed). */
+static int ox_put_raw(void *ctx, tio_sink *s, tio_error *err) {
+    const ox_put_ctx *c = ctx;
+    return tio__plan_sink_tensor(c->p, s, c->i, err);
+}
+
 int tio__onnx_put_tensor(tio_pb_writer *pw, tio_write_plan *p, size_t i, const char *name,
                          tio_error *err) {
     const tio_wtensor *t = tio__plan_tensor(p, i);
     if (t->dtype == TIO_STRING) return ox_put_strings(pw, p, i, name ? name : t->name, err);
     int rc = ox_put_tensor_head(pw, t, tio__onnx_code(t->dtype), name ? name : t->name, err);
-    const uint8_t *data = NULL;
-    if (!rc && !tio__pb_sizing(pw)) rc = tio__plan_data(p, i, &data, NULL, err);
-    /* referenced when it is the container's data; the plan's scratch (a
-     * converted tensor) is only valid until the next call: copy it */
-    bool ref = data && data == tio_tensor_data(t->src);
-    if (!rc) rc = tio__pb_put_len(pw, 9, data, t->nbytes, ref, err);
+    ox_put_ctx c = {p, i};
+    if (!rc) rc = tio__pb_put_len_by(pw, 9, t->nbytes, ox_put_raw, &c, err);
     return rc;
 }
 

@@ -335,6 +335,13 @@ int tio__pb_put_double(tio_pb_writer *w, uint32_t number, double v, tio_error *e
  * as a container's tensor data). */
 int tio__pb_put_len(tio_pb_writer *w, uint32_t number, const void *p, size_t n, bool ref,
                     tio_error *err);
+/* Length-delimited: n bytes that `put` writes to the sink itself in the
+ * writing pass (a tensor's bytes by the save's own ways: copied from the
+ * source file in the kernel, read in, converted on the way); the measuring
+ * pass only counts them. TIO_E_ARGUMENT when put writes other than n. */
+typedef int (*tio_pb_put_fn)(void *ctx, tio_sink *s, tio_error *err);
+int tio__pb_put_len_by(tio_pb_writer *w, uint32_t number, size_t n, tio_pb_put_fn put,
+                       void *ctx, tio_error *err);
 static inline int tio__pb_put_bytes(tio_pb_writer *w, uint32_t number, const void *p,
                                     size_t n, tio_error *err) {
     return tio__pb_put_len(w, number, p, n, false, err);

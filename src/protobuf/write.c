@@ -142,6 +142,20 @@ int tio__pb_put_len(tio_pb_writer *w, uint32_t number, const void *p, size_t n, 
     return rc ? rc : out(w, p, n, ref, err);
 }
 
+int tio__pb_put_len_by(tio_pb_writer *w, uint32_t number, size_t n, tio_pb_put_fn put,
+                       void *ctx, tio_error *err) {
+    int rc = tag_varint(w, number, TIO_PB_LEN, true, n, err);
+    if (rc || !w->sink) return rc ? rc : out(w, NULL, n, false, err);
+    uint64_t at = tio__sink_pos(w->sink);
+    if ((rc = put(ctx, w->sink, err))) return fail(w, rc);
+    uint64_t wrote = tio__sink_pos(w->sink) - at;
+    if (wrote != n)
+        return WERR(w, err, TIO_E_ARGUMENT, "field %lu: %llu bytes written for %zu",
+                    (unsigned long)number, (unsigned long long)wrote, n);
+    w->pos += n; /* no overflow: the sink holds it */
+    return TIO_OK;
+}
+
 /* Packed varints: element i is get(v, i). Sized in one loop, then written in
  * chunks. */
 typedef uint64_t (*pb_get)(const void *v, size_t i);

@@ -825,6 +825,41 @@ static void test_onnx_open(void **state) {
     save_and_open("many.onnx", "onnx", NULL);
 }
 
+/* tio_save of an opened ONNX model writes each initializer's raw_data as
+ * every tensor format's save writes tensor bytes (tio__plan_sink_tensor: from
+ * the source file, copied in the kernel or read in by pread()), not from the
+ * mapping: the protobuf writer wrote them from it, faulting in every page
+ * (rten -> ONNX of 1 GiB onto tmpfs: 0.79 s against cp's 0.28 s, now 0.28 s).
+ * The rewrite is the same bytes. */
+static void test_onnx_save(void **state) {
+    (void)state;
+    char path[64], out[64];
+    snprintf(path, sizeof path, "%s/save.onnx", dir);
+    snprintf(out, sizeof out, "%s/save.out.onnx", dir);
+    save_constants(path, "onnx", NULL);
+    tio_container *c = NULL;
+    tio_error e;
+    int rc = tio_open(path, NULL, &c, &e);
+    if (rc) fail_msg("open: %s", e.message);
+    size_t before = mapped_pages(c);
+    tio_save_options so = {.format = "onnx"};
+    rc = tio_save(c, out, &so, &e);
+    if (rc) fail_msg("save: %s", e.message);
+    size_t after = mapped_pages(c);
+    fprintf(stderr, "onnx: saved %zu initializers: %zu pages of the mapping mapped before, "
+            "%zu after\n", tio_container_count(c), before, after);
+    assert_true(after < before + TM_COUNT / 4);
+    size_t n, m;
+    uint8_t *a = slurp(path, &n), *b = slurp(out, &m);
+    assert_int_equal(n, m);
+    assert_memory_equal(a, b, n);
+    free(a);
+    free(b);
+    tio_container_free(c);
+    unlink(path);
+    unlink(out);
+}
+
 /* tio_preads (src/core/preads.c): small reads at scattered offsets taken by
  * a thread while the caller takes them in any order, reads some itself,
  * takes some twice, or ends before the thread is done. */
@@ -997,6 +1032,7 @@ int main(void) {
         cmocka_unit_test(test_tmfile_open),
         cmocka_unit_test(test_tflite_open),
         cmocka_unit_test(test_onnx_open),
+        cmocka_unit_test(test_onnx_save),
         cmocka_unit_test(test_preads),
         cmocka_unit_test(test_btf_open),
         cmocka_unit_test(test_headsrc_windows),
