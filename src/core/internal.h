@@ -620,6 +620,10 @@ int tio__plan_sink_data(const tio_write_plan *p, tio_sink *s, const void *data, 
  * permutation): touching a mapping costs more than reading the file where
  * page faults are slow. */
 int tio__plan_pread(const tio_write_plan *p, const void *mapped, size_t n, void *out);
+/* The source file that the container's mapping shows at `mapped` (n bytes),
+ * opened by the plan (valid until it is freed; pread() only), and in *off
+ * where they lie; -1 when there is none. */
+int tio__plan_source_fd(const tio_write_plan *p, const void *mapped, size_t n, uint64_t *off);
 /* tio__plan_sink_data that also continues *crc (tio__crc32) over the bytes
  * in the same pass: each piece's CRC is taken just before it is written,
  * while it is in the cache (a mapped source's bytes are written from the
@@ -817,9 +821,11 @@ void tio__sha256_final(tio_sha256 *h, uint8_t out[32]); /* also frees */
 /* The SHA-256 of p[0..n) computed on a thread of its own, for a writer that
  * has other work meanwhile (rten's onnx_hash of a whole .onnx costs about as
  * much as writing the file); where no thread can be started, join computes
- * it. p must stay valid until the join. NULL: out of memory. */
+ * it. p (and fd) must stay valid until the join. With fd >= 0, the same
+ * bytes lie at off in that file, and the job reads them by pread() where
+ * that costs less than the mapping (sha256.c). NULL: out of memory. */
 typedef struct tio_sha256_job tio_sha256_job;
-tio_sha256_job *tio__sha256_start(const void *p, size_t n);
+tio_sha256_job *tio__sha256_start(const void *p, size_t n, int fd, uint64_t off);
 /* Waits for the digest, writes it to out and frees j; false: OpenSSL failed. */
 bool tio__sha256_join(tio_sha256_job *j, uint8_t out[32]);
 

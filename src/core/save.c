@@ -108,6 +108,15 @@ int tio__plan_pread(const tio_write_plan *p, const void *mapped, size_t n, void 
     return fd >= 0 && tio__pread_full(fd, out, n, off) == n;
 }
 
+int tio__plan_source_fd(const tio_write_plan *p, const void *mapped, size_t n, uint64_t *off) {
+    size_t o;
+    tio__mapped *f = in_map(p, mapped, n, &o);
+    int fd = f ? source_fd(f) : -1;
+    if (fd < 0) return -1;
+    *off = o;
+    return fd;
+}
+
 /* The bytes of the plan's tensors. */
 static uint64_t plan_bytes(const tio_write_plan *p) {
     uint64_t total = 0;

@@ -941,10 +941,12 @@ static int rt_sink_ext(tio_write_plan *p, tio_sink *s, const rt_ext *e, tio_erro
  * as writing the file, so it is computed on a thread of its own while the
  * file is written, and the metadata string, a placeholder of the same 64
  * characters until then, is patched at the end. NULL: no hash. */
-static tio_sha256_job *rt_onnx_hash_start(const tio_container *c) {
+static tio_sha256_job *rt_onnx_hash_start(const tio_write_plan *p, const tio_container *c) {
     const void *src = c->map ? c->map : c->owned_buf;
     if (!c->format || strcmp(c->format, "onnx") != 0 || !src || !c->source_size) return NULL;
-    return tio__sha256_start(src, (size_t)c->source_size);
+    uint64_t off = 0; /* a mapped .onnx is hashed from its file where that costs less */
+    int fd = c->map ? tio__plan_source_fd(p, src, (size_t)c->source_size, &off) : -1;
+    return tio__sha256_start(src, (size_t)c->source_size, fd, off);
 }
 
 /* Waits for the hash and writes it over the placeholder at `at`. */
@@ -986,7 +988,7 @@ int tio__rten_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     for (size_t k = 0; rc == TIO_OK && k < RT_META_COUNT; k++) {
         const char *val = tio__kv_get(meta, tio__rten_meta_keys[k]);
         if (!val && strcmp(tio__rten_meta_keys[k], "onnx_hash") == 0 &&
-            (hash = rt_onnx_hash_start(w.c)) != NULL)
+            (hash = rt_onnx_hash_start(p, w.c)) != NULL)
             val = "0000000000000000000000000000000000000000000000000000000000000000";
         rc = rt_str(&w, val, &mstr[k], err);
         if (hash && !hash_ref) hash_ref = mstr[k];

@@ -241,8 +241,36 @@ def check_tmfile_onnx_ort(name, vector_dir):
     run_in_ort(onnx_path(name, "tmfile"), vector_dir)
 
 
+def big_hash(tmp):
+    """onnx_hash of an .onnx large enough (96 MiB) that the hashing thread
+    times reading the file by pread() against reading its mapping before it
+    picks one (src/core/sha256.c): the SHA-256 of the file, whichever way;
+    the weights come through unchanged."""
+    import hashlib
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = np.random.default_rng(3).standard_normal(24 << 20).astype(np.float32).reshape(-1, 1024)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])], "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1024])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(w.shape))],
+        [numpy_helper.from_array(w, "w")])
+    src = os.path.join(tmp, "big_hash.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), src)
+    want = hashlib.sha256(open(src, "rb").read()).hexdigest()
+    out = os.path.join(tmp, "big_hash.rten")
+    convert(src, out)
+    assert graph_of(out)["metadata"]["onnx_hash"] == want
+    (c,) = [t for t in constants_of(out) if t["name"] == "w"]
+    assert c["sha256"] == hashlib.sha256(w.tobytes()).hexdigest()
+    os.unlink(src)
+    os.unlink(out)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        case("onnx->rten of 96 MiB: onnx_hash is the file's SHA-256", big_hash, tmp)
         for name in RTEN:
             if not onnx_path(name, os.path.join("rten", name)) or not find(
                     os.path.join("rten", name, name + ".v2.rten")):
