@@ -1153,6 +1153,22 @@ typedef struct tio_save_options {
      * Each file is atomic; the index is written last. tio_parse_size reads
      * "5GB" as transformers does. tio_save_memory/tio_save_buffer ignore it. */
     uint64_t max_shard_bytes;
+    /* Floating-point tensors written as another floating-point dtype: "TO"
+     * for every float tensor ("bfloat16"), or "FROM=TO" pairs separated by
+     * commas ("float32=float16,float64=float32"); dtype names as
+     * tio_dtype_name gives them. FROM: float64, float32, float16, bfloat16,
+     * float8_e4m3fn, float8_e5m2; TO: float64, float32, float16, bfloat16.
+     * Rounded as PyTorch's Tensor.to() rounds: to nearest, ties to even;
+     * past the target's largest value by half an ulp or more is infinity;
+     * float64 goes through float32 (as PyTorch does); NaN stays NaN (float16
+     * 0x7e00 with its sign, bfloat16 0x7fc0). Sparse tensors' values are
+     * cast, quantized ones when TIO_SAVE_DEQUANTIZE dequantizes them (their
+     * float32), other dtypes are left as they are. Narrowing is what the
+     * caller asked for, not a loss TIO_E_LOSSY reports. A format that cannot
+     * store the target, or a model format (TIO_CAP_GRAPH: the graph declares
+     * its constants' types), is TIO_E_UNSUPPORTED; a malformed cast
+     * TIO_E_ARGUMENT. NULL or "": none. */
+    const char *cast;
 } tio_save_options;
 
 /* A container with a graph saved to a format without TIO_CAP_GRAPH writes its

@@ -122,6 +122,10 @@ static inline uint32_t tio__ld32(const uint8_t *p) {
 static inline uint64_t tio__ld64(const uint8_t *p) {
     return (uint64_t)tio__ld32(p) | ((uint64_t)tio__ld32(p + 4) << 32);
 }
+static inline void tio__st16(uint8_t *p, uint16_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
 static inline void tio__st32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);
@@ -807,6 +811,19 @@ float tio__bf16_to_float(uint16_t h);
 /* 8-bit floats (TIO_FLOAT8_E4M3FN, TIO_FLOAT8_E5M2) to float; exact. */
 float tio__f8e4m3fn_to_float(uint8_t b);
 float tio__f8e5m2_to_float(uint8_t b);
+/* Element conversions (cast.c). tio__convert_elems: n elements of `from` at
+ * src as `to` at dst (little-endian), for the pairs a save writes: a float
+ * dtype to another (tio_save_options.cast: rounded to nearest, ties to even,
+ * as PyTorch rounds; float64 through float32 as PyTorch does), bool to
+ * uint8, an int64 Reshape shape to int32 (its first 4*n bytes). */
+void tio__convert_elems(tio_dtype from, tio_dtype to, const uint8_t *src, uint8_t *dst,
+                        uint64_t n);
+bool tio__cast_source(tio_dtype d); /* a float dtype a cast converts from */
+bool tio__cast_target(tio_dtype d); /* float64, float32, float16, bfloat16 */
+/* Parses tio_save_options.cast into map[from] = to (TIO_DTYPE_INVALID: left
+ * as it is): "TO" for every float dtype, or "FROM=TO,...". TIO_E_ARGUMENT
+ * naming what is wrong. */
+int tio__cast_parse(const char *spec, tio_dtype map[TIO_DTYPE_COUNT], tio_error *err);
 /* The bytes a byte swap reverses: the element size, or a complex number's
  * part size (each part is swapped on its own). */
 size_t tio__dtype_swap_unit(tio_dtype d);

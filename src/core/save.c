@@ -31,6 +31,7 @@ struct tio_write_plan {
     size_t scratch_cap, scratch2_cap;
     uint8_t *shape_use; /* graph_uses: how the graph uses each tensor, or NULL */
     tio_kv options;       /* parsed tio_save_options.options */
+    tio_dtype cast[TIO_DTYPE_COUNT]; /* parsed tio_save_options.cast: from -> to */
     const char *path;     /* the target of a file save (tio_save), else NULL */
     void (*progress)(void *ctx, uint64_t done, uint64_t total); /* the options' */
     void *progress_ctx;
@@ -467,6 +468,10 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
         int rc = parse_options(p, opts->options, err);
         if (rc) return rc;
     }
+    if (opts && opts->cast && opts->cast[0]) {
+        int rc = tio__cast_parse(opts->cast, p->cast, err);
+        if (rc) return rc;
+    }
     if ((f->caps & TIO_CAP_GRAPH) && !c->graph)
         return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
                         "a model needs a graph; this container holds tensors only");
@@ -541,7 +546,23 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
             }
             w->layout = TIO_LAYOUT_DENSE; /* its dtype is float32 already */
         }
-        if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype)) && (f->caps & TIO__CAP_NARROW_SHAPES) &&
+        /* cast: a dense float tensor, or a quantized one dequantized */
+        tio_dtype cd = s->layout != TIO_LAYOUT_QUANT || w->layout == TIO_LAYOUT_DENSE
+                           ? p->cast[s->dtype]
+                           : TIO_DTYPE_INVALID;
+        if (cd != TIO_DTYPE_INVALID) {
+            if (c->graph && (f->caps & TIO_CAP_GRAPH))
+                return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
+                                "tensor %zu%s is a constant of the model's graph: casting it "
+                                "to %s would change the types the graph declares (a cast "
+                                "applies to tensor formats: write the weights alone)",
+                                i, tlabel(s, lb, sizeof lb), tio_dtype_name(cd));
+            if (!(f->dtypes & TIO_DTYPE_BIT(cd)))
+                return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
+                                "tensor %zu%s: the cast makes it %s, which %s cannot store",
+                                i, tlabel(s, lb, sizeof lb), tio_dtype_name(cd), fn);
+            w->dtype = cd;
+        } else if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype)) && (f->caps & TIO__CAP_NARROW_SHAPES) &&
             (f->dtypes & TIO_DTYPE_BIT(TIO_INT32)) && narrow_shape(c, i, &p->shape_use)) {
             w->dtype = TIO_INT32;
         } else if (!(f->dtypes & TIO_DTYPE_BIT(s->dtype)) && (f->caps & TIO__CAP_NARROW_SHAPES) &&
@@ -591,67 +612,6 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
     return rc;
 }
 
-/* n elements of `from` at src as the dtype widened() gives (float32, uint8;
- * an int64 Reshape shape as int32), little-endian, at dst. One loop per
- * dtype: the bfloat16 one a shift the compiler vectorizes; float8 through a
- * table of its 256 values when n is large enough to pay for it. */
-static void widen_elems(tio_dtype from, const uint8_t *src, uint8_t *dst, uint64_t n) {
-    switch (from) {
-    case TIO_BOOL: memcpy(dst, src, (size_t)n); return;
-    case TIO_BFLOAT16: /* the high half of a float32 */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        /* native loads and stores: vectorized (gcc -O3: 0.15 ns an element
-         * against 1.8 through the byte-wise ones) */
-        for (uint64_t i = 0; i < n; i++) {
-            uint16_t h;
-            memcpy(&h, src + i * 2, sizeof h);
-            uint32_t u = (uint32_t)h << 16;
-            memcpy(dst + i * 4, &u, sizeof u);
-        }
-#else
-        for (uint64_t i = 0; i < n; i++)
-            tio__st32(dst + i * 4, (uint32_t)tio__ld16(src + i * 2) << 16);
-#endif
-        return;
-    case TIO_FLOAT16:
-        for (uint64_t i = 0; i < n; i++) {
-            float f = tio__half_to_float(tio__ld16(src + i * 2));
-            uint32_t u;
-            memcpy(&u, &f, sizeof u);
-            tio__st32(dst + i * 4, u);
-        }
-        return;
-    case TIO_FLOAT8_E4M3FN:
-    case TIO_FLOAT8_E5M2: {
-        bool e4 = from == TIO_FLOAT8_E4M3FN;
-        uint32_t table[256];
-        size_t built = n >= 1024 ? 256 : 0;
-        for (size_t k = 0; k < built; k++) {
-            float f = e4 ? tio__f8e4m3fn_to_float((uint8_t)k) : tio__f8e5m2_to_float((uint8_t)k);
-            memcpy(&table[k], &f, sizeof f);
-        }
-        for (uint64_t i = 0; i < n; i++) {
-            uint32_t u;
-            if (built) {
-                u = table[src[i]];
-            } else {
-                float f = e4 ? tio__f8e4m3fn_to_float(src[i]) : tio__f8e5m2_to_float(src[i]);
-                memcpy(&u, &f, sizeof u);
-            }
-            tio__st32(dst + i * 4, u);
-        }
-        return;
-    }
-    case TIO_INT64:
-        /* a Reshape's shape (narrow_shape): as convert_tool stores it, the
-         * first 4*n bytes of the little-endian int64 data (the values
-         * themselves go to the Reshape's re_shape param) */
-        memcpy(dst, src, (size_t)n * 4);
-        return;
-    default: return;
-    }
-}
-
 const uint8_t *tio__plan_view(const tio_write_plan *p, size_t i) {
     if (i >= p->n) return NULL;
     const tio_wtensor *w = &p->t[i];
@@ -673,10 +633,17 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
     int densify = s->layout == TIO_LAYOUT_COO && w->layout == TIO_LAYOUT_DENSE;
     int widen = s->dtype != w->dtype;
     if (s->layout == TIO_LAYOUT_QUANT && w->layout == TIO_LAYOUT_DENSE) {
-        /* dequantized: numel floats (the plan checked the type has a dequantizer) */
-        if (scratch_reserve(&p->scratch, &p->scratch_cap, w->nbytes) != TIO_OK)
+        /* dequantized: numel floats (the plan checked the type has a
+         * dequantizer), then cast where the save casts float32 */
+        size_t fn = (size_t)s->numel * sizeof(float);
+        uint8_t **fb = w->dtype == TIO_FLOAT32 ? &p->scratch : &p->scratch2;
+        size_t *fc = w->dtype == TIO_FLOAT32 ? &p->scratch_cap : &p->scratch2_cap;
+        if (scratch_reserve(fb, fc, fn) != TIO_OK ||
+            scratch_reserve(&p->scratch, &p->scratch_cap, w->nbytes) != TIO_OK)
             return tio__nomem(err, p->fmt->name);
-        int rc = tio_tensor_densify(s, p->scratch, w->nbytes, err);
+        int rc = tio_tensor_densify(s, *fb, fn, err);
+        if (rc == TIO_OK && w->dtype != TIO_FLOAT32)
+            tio__convert_elems(TIO_FLOAT32, w->dtype, p->scratch2, p->scratch, s->numel);
         if (rc == TIO_OK) *data = p->scratch;
         return rc;
     }
@@ -707,7 +674,7 @@ int tio__plan_data(tio_write_plan *p, size_t i, const uint8_t **data,
     }
     if (scratch_reserve(&p->scratch, &p->scratch_cap, w->nbytes) != TIO_OK)
         return tio__nomem(err, p->fmt->name);
-    widen_elems(s->dtype, src, p->scratch, count);
+    tio__convert_elems(s->dtype, w->dtype, src, p->scratch, count);
     *data = p->scratch;
     return TIO_OK;
 }
@@ -721,7 +688,7 @@ typedef struct {
 
 static int sink_walk_zeros(void *ctx, uint64_t n) {
     sink_walk *w = ctx;
-    /* a widened zero is zero bytes too (uint8 0, float32 +0.0) */
+    /* a widened or cast zero is zero bytes too (uint8 0, +0.0 of any float) */
     return tio__sink_zeros(w->s, (size_t)n * w->out_es, w->err);
 }
 
@@ -729,7 +696,7 @@ static int sink_walk_value(void *ctx, const uint8_t *elem) {
     sink_walk *w = ctx;
     uint8_t buf[8];
     if (w->from == w->to) return tio__sink_write(w->s, elem, w->out_es, w->err);
-    widen_elems(w->from, elem, buf, 1);
+    tio__convert_elems(w->from, w->to, elem, buf, 1);
     return tio__sink_write(w->s, buf, w->out_es, w->err);
 }
 
@@ -741,7 +708,7 @@ static int sink_walk_value(void *ctx, const uint8_t *elem) {
 typedef struct {
     tio_write_plan *p;
     tio_sink *s;
-    tio_dtype from;
+    tio_dtype from, to;
     size_t in_es, out_es;
     uint32_t *crc; /* continued over the widened bytes, or NULL */
     tio_error *err;
@@ -754,19 +721,21 @@ static int widen_write(widen_run *w, const uint8_t *data, uint64_t n) {
     int rc = TIO_OK;
     for (uint64_t i = 0; i < n && rc == TIO_OK; i += per) {
         size_t k = n - i < per ? (size_t)(n - i) : per;
-        widen_elems(w->from, data + i * w->in_es, w->p->scratch, k);
+        tio__convert_elems(w->from, w->to, data + i * w->in_es, w->p->scratch, k);
         if (w->crc) *w->crc = tio__crc32(*w->crc, w->p->scratch, k * w->out_es);
         rc = tio__sink_write(w->s, w->p->scratch, k * w->out_es, w->err);
     }
     return rc;
 }
 
-/* Whether tensor i is a dense one the plan widens (TIO_SAVE_WIDEN). */
+/* Whether tensor i is a dense one the plan writes as another dtype, element
+ * by element (TIO_SAVE_WIDEN, tio_save_options.cast; not a Reshape shape
+ * narrowed, which is converted whole). */
 static bool plan_widens(const tio_write_plan *p, size_t i) {
     const tio_wtensor *w = &p->t[i];
     const tio_tensor *src = w->src;
     return src->layout == TIO_LAYOUT_DENSE && w->layout == TIO_LAYOUT_DENSE &&
-           src->dtype != w->dtype && widened(src->dtype) == w->dtype;
+           src->dtype != w->dtype && src->dtype != TIO_INT64;
 }
 
 static int widen_tensor(tio_write_plan *p, tio_sink *s, size_t i, uint32_t *crc,
@@ -804,12 +773,20 @@ int tio__plan_sink_tensor(tio_write_plan *p, tio_sink *s, size_t i, tio_error *e
         /* dequantized a few blocks at a time, without a buffer of its size */
         const tio_quant_info *qi = tio__quant_info((int)src->quant);
         float buf[4096];
+        uint8_t cast[sizeof buf * 2]; /* the floats cast (float64 at most) */
         size_t per = sizeof buf / sizeof buf[0] / qi->elems, nb = (size_t)src->numel / qi->elems;
+        size_t es = tio_dtype_size(w->dtype);
         int rc = TIO_OK;
         for (size_t b = 0; b < nb && rc == TIO_OK; b += per) {
             size_t k = nb - b < per ? nb - b : per;
             tio__dequantize(qi, src->data + b * qi->bytes, k, buf);
-            rc = tio__sink_write(s, buf, k * qi->elems * sizeof(float), err);
+            if (w->dtype == TIO_FLOAT32) {
+                rc = tio__sink_write(s, buf, k * qi->elems * sizeof(float), err);
+            } else {
+                tio__convert_elems(TIO_FLOAT32, w->dtype, (const uint8_t *)buf, cast,
+                                   k * qi->elems);
+                rc = tio__sink_write(s, cast, k * qi->elems * es, err);
+            }
         }
         return rc;
     }
@@ -837,8 +814,8 @@ static int widen_tensor(tio_write_plan *p, tio_sink *s, size_t i, uint32_t *crc,
     const tio_tensor *src = w->src;
     if (scratch_reserve(&p->scratch, &p->scratch_cap, WIDEN_PIECE) != TIO_OK)
         return tio__nomem(err, p->fmt->name);
-    widen_run wr = {p, s, src->dtype, tio_dtype_size(src->dtype), tio_dtype_size(w->dtype),
-                    crc, err};
+    widen_run wr = {p,   s, src->dtype, w->dtype, tio_dtype_size(src->dtype),
+                    tio_dtype_size(w->dtype), crc, err};
     if (!src->strided) return widen_write(&wr, src->data, src->numel);
     plan_sink_run r;
     r.p = p;
