@@ -229,13 +229,14 @@ typedef struct cli_write_args {
     const char *const *inputs; /* cat: the inputs, for --json's "input" list */
     size_t ninputs;
     uint64_t max_shard;  /* > 0: a Hugging Face sharded checkpoint (tio_save_options) */
+    const char *cast;    /* tio_save_options.cast, or NULL */
 } cli_write_args;
 int cli_write_output(const tio_container *c, const cli_write_args *w);
-/* Whether c can be written as `format` with the loss options `flags`: prints
- * the refusal and the options that would allow it (CLI_EXIT_FAIL), else
- * CLI_EXIT_OK. */
+/* Whether c can be written as `format` with the loss options `flags` (and
+ * the cast, or NULL): prints the refusal and the options that would allow it
+ * (CLI_EXIT_FAIL), else CLI_EXIT_OK. */
 int cli_check_loss(const tio_container *c, const char *format, unsigned version,
-                   unsigned flags);
+                   unsigned flags, const char *cast);
 int cli_check_output(const char *cmd, const char *out, const char *to, int force, int json,
                      const char **format);
 int cli_check_not_onto(const char *in, const char *out);
@@ -492,6 +493,7 @@ typedef struct cli_reencode {
     unsigned flags, version; /* TIO_SAVE_* loss options, format version */
     const char *options;     /* format options (npz compress=1 …) or NULL */
     const tio_limits *limits; /* for reading the inputs */
+    const char *cast;         /* tio_save_options.cast, or NULL */
 } cli_reencode;
 /* --member-to's value: a format name, or an extension ("ten", ".zmsg") of
  * one. NULL after printing a usage error. */

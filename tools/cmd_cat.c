@@ -126,7 +126,8 @@ int cli_cmd_cat(int argc, char **argv) {
     if (rc == CLI_EXIT_OK) {
         char *desc = p.npos == 1 ? NULL : cli_strdup_printf("%zu files", p.npos);
         cli_write_args w = {"cat", desc ? desc : p.pos[0], src, out, format, flags, 0, NULL,
-                            progress, verbose, json, (const char *const *)p.pos, p.npos, 0};
+                            progress, verbose, json, (const char *const *)p.pos, p.npos, 0,
+                            NULL};
         rc = cli_write_output(joined, &w);
         free(desc);
     }

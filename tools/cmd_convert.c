@@ -62,6 +62,12 @@ static const char convert_help_options[] =
     "                      format without them as float32 (their dequantized\n"
     "                      values; q4_0 q4_1 q5_0 q5_1 q8_0 q1_0 q2_0, q2_K..q8_K,\n"
     "                      iq4_nl iq4_xs tq1_0 tq2_0 mxfp4 nvfp4)\n"
+    "      --cast SPEC     write floating-point tensors as another float dtype:\n"
+    "                      SPEC one dtype for every float tensor (bfloat16), or\n"
+    "                      FROM=TO pairs (float32=float16,float64=float32); TO is\n"
+    "                      float64, float32, float16 or bfloat16. Rounded as\n"
+    "                      PyTorch's Tensor.to() rounds (nearest, ties to even);\n"
+    "                      not for model formats (their graphs declare the types)\n"
     "      --format-version N, --rten-version N\n"
     "                      write version N of the output format (default: the\n"
     "                      format's default; rten: 2, or 1 for the V1 layout)\n"
@@ -126,6 +132,7 @@ enum {
     OPT_DROP_METADATA,
     OPT_WIDEN,
     OPT_DEQUANTIZE,
+    OPT_CAST,
     OPT_FORCE,
     OPT_NO_SYNC,
     OPT_VERBOSE,
@@ -152,6 +159,7 @@ static const cli_option convert_opts[] = {
     {"drop-metadata", 0, 0, OPT_DROP_METADATA},
     {"widen", 0, 0, OPT_WIDEN},
     {"dequantize", 0, 0, OPT_DEQUANTIZE},
+    {"cast", 0, 1, OPT_CAST},
     {"force", 0, 0, OPT_FORCE},
     {"no-sync", 0, 0, OPT_NO_SYNC},
     {"verbose", 'v', 0, OPT_VERBOSE},
@@ -235,7 +243,7 @@ int cli_cmd_convert(int argc, char **argv) {
                              sizeof convert_opts / sizeof convert_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
     const char *to = NULL, *from = NULL, *external = NULL, *opset = NULL, *member_to = NULL,
-               *layout = NULL, *strings = NULL;
+               *layout = NULL, *strings = NULL, *cast = NULL;
     unsigned flags = 0, version = 0;
     int force = 0, verbose = 0, json = 0, no_fuse = 0, compress = 0, progress = CLI_PROGRESS_AUTO, id;
     int shard = 0;
@@ -260,6 +268,7 @@ int cli_cmd_convert(int argc, char **argv) {
         case OPT_DROP_METADATA: flags |= TIO_SAVE_DROP_METADATA; break;
         case OPT_WIDEN: flags |= TIO_SAVE_WIDEN; break;
         case OPT_DEQUANTIZE: flags |= TIO_SAVE_DEQUANTIZE; break;
+        case OPT_CAST: cast = p.value; break;
         case OPT_FORCE: force = 1; break;
         case OPT_NO_SYNC: flags |= TIO_SAVE_NO_SYNC; break;
         case OPT_VERBOSE: verbose = 1; break;
@@ -383,11 +392,14 @@ int cli_cmd_convert(int argc, char **argv) {
                                      : NULL;
         cli_shard_convert a = {shard ? in : out, (const char *const *)p.pos + (shard ? 1 : 0),
                                shard ? p.npos - 1 : 1, files,
-                               {member_to, flags & ~TIO_SAVE_NO_SYNC, version, NULL, &lim},
+                               {member_to, flags & ~TIO_SAVE_NO_SYNC, version, NULL, &lim, cast},
                                flags & TIO_SAVE_NO_SYNC, force, verbose, json, progress,
                                cli_filter_active(&filt) ? &filt : NULL};
         if (bad)
             rc = cli_usage_error("convert", "%s does not apply to shards", bad);
+        else if (cast && !member_to)
+            rc = cli_usage_error("convert", "--cast re-encodes a shard's tensor members: "
+                                 "give their format with --member-to");
         else if (files && a.filter)
             rc = cli_usage_error("convert", "--only/--exclude/--rename select the members of "
                                  "a shard read, not files written into one (name the files)");
@@ -410,6 +422,7 @@ int cli_cmd_convert(int argc, char **argv) {
 
     if (lmdb && max_shard_text)
         return cli_usage_error("convert", "--max-shard-size does not apply to LMDB stores");
+    if (lmdb && cast) return cli_usage_error("convert", "--cast does not apply to LMDB stores");
     if (lmdb) /* --to: the records' (or the members') format */
         return cli_lmdb_convert(in, from, out, to, flags, force, verbose, json,
                                 cli_filter_active(&filt) ? &filt : NULL);
@@ -453,7 +466,8 @@ int cli_cmd_convert(int argc, char **argv) {
         snprintf(opts + ol, sizeof opts - ol, "%sstrings=%s", ol ? "," : "", strings);
     }
     cli_write_args w = {"convert", in, src, out, format, flags, version,
-                        opts[0] ? opts : NULL, progress, verbose, json, NULL, 0, max_shard};
+                        opts[0] ? opts : NULL, progress, verbose, json, NULL, 0, max_shard,
+                        cast};
     rc = cli_write_output(c, &w);
     tio_container_free(c);
     return rc;

@@ -35,6 +35,7 @@ static const loss_option loss_options[] = {
 typedef struct target {
     const char *format;
     unsigned version;
+    const char *cast; /* tio_save_options.cast */
 } target;
 
 static int check_save(const tio_container *c, const target *to, unsigned flags,
@@ -44,6 +45,7 @@ static int check_save(const tio_container *c, const target *to, unsigned flags,
     o.format = to->format;
     o.flags = flags;
     o.version = to->version;
+    o.cast = to->cast;
     tio_error_clear(err);
     return tio_check_save(c, &o, err);
 }
@@ -179,9 +181,9 @@ static const char *torch_archive(const char *out, const char *options, char buf[
 }
 
 int cli_check_loss(const tio_container *c, const char *format, unsigned version,
-                   unsigned flags) {
+                   unsigned flags, const char *cast) {
     tio_error err;
-    target tgt = {format, version};
+    target tgt = {format, version, cast};
     int st = check_save(c, &tgt, flags, &err);
     if (st == TIO_E_LOSSY) return report_lossy(c, &tgt, flags, &err);
     if (st != TIO_OK) return cli_error("%s", cli_errmsg(&err));
@@ -197,7 +199,8 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
     size_t out_size = 0;
     struct stat sout;
     tio_error err;
-    if (cli_check_loss(c, format, w->version, w->flags) != CLI_EXIT_OK) return CLI_EXIT_FAIL;
+    if (cli_check_loss(c, format, w->version, w->flags, w->cast) != CLI_EXIT_OK)
+        return CLI_EXIT_FAIL;
     tio_save_options o;
     memset(&o, 0, sizeof o);
     o.format = format;
@@ -205,6 +208,7 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
     o.version = w->version;
     o.options = w->options;
     o.max_shard_bytes = w->max_shard;
+    o.cast = w->cast;
     char opts[CLI_ARCHIVE_OPTS];
     if (!to_stdout && strcmp(format, "torch") == 0) o.options = torch_archive(out, w->options, opts);
     cli_progress prog;

@@ -59,7 +59,7 @@ static int where_error(const char *where, const char *member, const char *msg) {
 /* c re-encoded in how->format, with the loss rules of convert. */
 static int encode(const tio_container *c, const cli_reencode *how, const char *where,
                   const char *member, void **out, size_t *size) {
-    if (cli_check_loss(c, how->format, how->version, how->flags) != CLI_EXIT_OK) {
+    if (cli_check_loss(c, how->format, how->version, how->flags, how->cast) != CLI_EXIT_OK) {
         char *em = cli_text_escape(member);
         cli_error("(while converting %s in %s to %s)", em ? em : member, where, how->format);
         free(em);
@@ -71,6 +71,7 @@ static int encode(const tio_container *c, const cli_reencode *how, const char *w
     o.flags = how->flags;
     o.version = how->version;
     o.options = how->options;
+    o.cast = how->cast;
     tio_error err;
     tio_error_clear(&err);
     if (tio_save_memory(c, &o, out, size, &err) != TIO_OK)
