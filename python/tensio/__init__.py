@@ -726,9 +726,12 @@ def _pairs(d):
 def _save_args(format, options):
     flags = 0
     version = 0
+    cast = None
     fmt_opts = []
     for k, v in options.items():
-        if k in _SAVE_FLAGS:
+        if k == "cast":
+            cast = str(v) if v else None
+        elif k in _SAVE_FLAGS:
             if v:
                 flags |= _SAVE_FLAGS[k]
         elif k == "sync":
@@ -744,7 +747,7 @@ def _save_args(format, options):
             if "," in sv or "=" in sv:
                 raise ArgumentError("format option %s=%r: ',' and '=' are not allowed" % (k, v))
             fmt_opts.append("%s=%s" % (k, sv))
-    return format, flags, version, ",".join(fmt_opts) or None
+    return format, flags, version, ",".join(fmt_opts) or None, cast
 
 
 def _owner_for(arrays, names=None, metadata=None, copy=False):
@@ -794,8 +797,11 @@ def save(path, arrays, format=None, names=None, metadata=None, **options):
     atomically (temporary file, fsync, rename). format defaults to the path's
     extension. Options: densify, drop_names, drop_metadata, widen, cleanup
     (booleans: the TIO_SAVE_* flags), sync=False (TIO_SAVE_NO_SYNC), version
-    (int), and format options as keywords (zio: level, form, origin, granule,
-    seqno) or options="k=v,...". Without the flags, any loss is a LossyError.
+    (int), cast (floating-point tensors written as another float dtype:
+    "bfloat16" for all of them, or "float32=float16,float64=float32";
+    rounded as torch's Tensor.to() rounds), and format options as keywords
+    (zio: level, form, origin, granule, seqno) or options="k=v,...". Without
+    the flags, any loss is a LossyError.
     max_shard_size (bytes, or a str as transformers takes it: "5GB", "500MB",
     "2GiB") writes a Hugging Face sharded checkpoint as save_pretrained does:
     path a directory (model.safetensors, or model-00001-of-0000N.safetensors

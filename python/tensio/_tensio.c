@@ -1026,15 +1026,15 @@ static PyObject *owner_sha256(OwnerObject *self, PyObject *args)
     return PyBytes_FromStringAndSize((const char *)out, 32);
 }
 
-/* save(path, format, flags, version, options[, max_shard_size]): the size an
+/* save(path, format, flags, version, options, cast[, max_shard_size]): the size an
  * int (bytes) or a str as transformers takes it ("5GB"), None for none */
 static PyObject *owner_save(OwnerObject *self, PyObject *args)
 {
     PyObject *path, *shard = Py_None;
     tio_save_options o;
     memset(&o, 0, sizeof o);
-    if (!PyArg_ParseTuple(args, "O&zIIz|O", PyUnicode_FSConverter, &path, &o.format, &o.flags,
-                          &o.version, &o.options, &shard))
+    if (!PyArg_ParseTuple(args, "O&zIIzz|O", PyUnicode_FSConverter, &path, &o.format, &o.flags,
+                          &o.version, &o.options, &o.cast, &shard))
         return NULL;
     if (tio_py_owner_need(self, -1) < 0) {
         Py_DECREF(path);
@@ -1071,15 +1071,15 @@ static PyObject *owner_save(OwnerObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* dumps(format, flags, version, options[, as_bytearray]) -> bytes (or a
+/* dumps(format, flags, version, options, cast[, as_bytearray]) -> bytes (or a
  * bytearray: one copy, where bytearray(bytes) would be a second) */
 static PyObject *owner_dumps(OwnerObject *self, PyObject *args)
 {
     tio_save_options o;
     memset(&o, 0, sizeof o);
     int as_bytearray = 0;
-    if (!PyArg_ParseTuple(args, "sIIz|p", &o.format, &o.flags, &o.version, &o.options,
-                          &as_bytearray) ||
+    if (!PyArg_ParseTuple(args, "sIIzz|p", &o.format, &o.flags, &o.version, &o.options,
+                          &o.cast, &as_bytearray) ||
         tio_py_owner_need(self, -1) < 0)
         return NULL;
     /* measured first, then written straight into the bytes object: one
@@ -1115,13 +1115,14 @@ static PyObject *owner_dumps(OwnerObject *self, PyObject *args)
     return b;
 }
 
-/* encode(format, flags, version, options) -> [bytes]: tio_message_encode,
+/* encode(format, flags, version, options, cast) -> [bytes]: tio_message_encode,
  * each part copied into a bytes object. */
 static PyObject *owner_encode(OwnerObject *self, PyObject *args)
 {
     tio_save_options o;
     memset(&o, 0, sizeof o);
-    if (!PyArg_ParseTuple(args, "sIIz", &o.format, &o.flags, &o.version, &o.options) ||
+    if (!PyArg_ParseTuple(args, "sIIzz", &o.format, &o.flags, &o.version, &o.options,
+                          &o.cast) ||
         tio_py_owner_need(self, -1) < 0)
         return NULL;
     tio_error err;

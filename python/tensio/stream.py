@@ -118,7 +118,9 @@ class Stream:
         owner = _owner_for(arrays, names, metadata, copy=not owned)
         if format is None:
             format = _PROTO_FORMAT.get(self._proto)
-        fmt, flags, version, opts = _save_args(format, options)
+        fmt, flags, version, opts, cast = _save_args(format, options)
+        if cast:
+            raise ArgumentError("send: cast applies to files (save, dumps), not messages")
         s.send(owner, fmt, flags, version, opts, _ms(timeout, "timeout"), lend,
                bool(_every))
 

@@ -350,6 +350,26 @@ def test_save_lossy_and_options(tmp_path):
     assert c.format == "zio" and c[0].tolist() == [0, 0]
 
 
+def test_save_cast(tmp_path):
+    x = np.array([1.0, 1 + 2.0 ** -11, 65520.0, 2.0 ** -25, -np.nan], np.float32)
+    d = np.array([1 + 2.0 ** -11 + 2.0 ** -40, 0.1])
+    tensio.save(tmp_path / "a.safetensors", {"x": x, "d": d, "i": np.arange(2)}, cast="float16")
+    c = tensio.load(tmp_path / "a.safetensors", as_dict=True)
+    assert c["x"].dtype == np.float16 and c["d"].dtype == np.float16 and c["i"].dtype == np.int64
+    assert c["x"].view(np.uint16).tolist() == [0x3c00, 0x3c00, 0x7c00, 0, 0xfe00]
+    assert c["d"].view(np.uint16).tolist() == [0x3c00, 0x2e66]  # float64 through float32
+    b = tensio.dumps({"x": x, "d": d}, "safetensors", cast="float64=float32")
+    c = tensio.loads(b)
+    assert c["x"].dtype == np.float32 and c["d"].dtype == np.float32 and same(c["x"], x)
+    bf = tensio.loads(tensio.dumps([x], "safetensors", cast="bfloat16"))[0]
+    assert bf.nbytes == 10
+    with pytest.raises(tensio.ArgumentError, match="is not a dtype tensio casts to"):
+        tensio.save(tmp_path / "b.safetensors", [x], cast="int8")
+    with pytest.raises(tensio.UnsupportedError, match="npz cannot store"):
+        tensio.save(tmp_path / "b.npz", [x], cast="bfloat16")
+    assert not os.path.exists(tmp_path / "b.npz")
+
+
 def test_save_coo_and_densify(tmp_path):
     with tensio.open(COO) as c:
         x = c[0]

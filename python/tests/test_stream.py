@@ -57,6 +57,8 @@ def test_zio_options_and_metadata():
         assert c.format == "zio" and c.metadata == {"run": "7"}
         p = c.properties
         assert (p["seqno"], p["origin"], p["level"]) == ("42", "5", "3")
+        with pytest.raises(tensio.ArgumentError, match="cast applies to files"):
+            tx.send([np.ones(3)], cast="float16")  # a save option streams do not take
 
 
 def test_single_frame_and_forward_container():
