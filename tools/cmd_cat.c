@@ -28,6 +28,8 @@ static const char cat_help[] =
     "      --drop-metadata\n"
     "                      drop metadata the output format cannot hold\n"
     "      --widen         store dtypes the output format lacks in a wider dtype\n"
+    "      --cast SPEC     write floating-point tensors as another float dtype\n"
+    "                      (bfloat16, or FROM=TO pairs: as convert --cast)\n"
     "      --force         overwrite OUT if it exists\n"
     "      --no-sync       do not fsync OUT and its directory\n"
     CLI_PROGRESS_HELP
@@ -45,6 +47,7 @@ enum {
     OPT_NO_SYNC,
     OPT_VERBOSE,
     OPT_JSON,
+    OPT_CAST,
 };
 
 static const cli_option cat_opts[] = {
@@ -57,6 +60,7 @@ static const cli_option cat_opts[] = {
     {"drop-names", 0, 0, CLI_STREAM_OPT_DROP_NAMES},
     {"drop-metadata", 0, 0, CLI_STREAM_OPT_DROP_METADATA},
     {"widen", 0, 0, CLI_STREAM_OPT_WIDEN},
+    {"cast", 0, 1, OPT_CAST},
     {"force", 0, 0, OPT_FORCE},
     {"no-sync", 0, 0, OPT_NO_SYNC},
     {"verbose", 'v', 0, OPT_VERBOSE},
@@ -69,7 +73,7 @@ int cli_cmd_cat(int argc, char **argv) {
     cli_parser p;
     int rc = cli_parser_init(&p, "cat", argc, argv, cat_opts, sizeof cat_opts / sizeof cat_opts[0]);
     if (rc != CLI_EXIT_OK) return rc;
-    const char *out = NULL, *to = NULL, *from = NULL;
+    const char *out = NULL, *to = NULL, *from = NULL, *cast = NULL;
     int prefix = 0, force = 0, verbose = 0, json = 0, progress = CLI_PROGRESS_AUTO, id;
     unsigned flags = 0;
     cli_filter filt;
@@ -87,6 +91,7 @@ int cli_cmd_cat(int argc, char **argv) {
         case OPT_FORCE: force = 1; break;
         case OPT_VERBOSE: verbose = 1; break;
         case OPT_JSON: json = 1; break;
+        case OPT_CAST: cast = p.value; break;
         case CLI_OPT_PROGRESS_ID: progress = CLI_PROGRESS_ON; break;
         case CLI_OPT_NO_PROGRESS_ID: progress = CLI_PROGRESS_OFF; break;
         case OPT_NO_SYNC: flags |= TIO_SAVE_NO_SYNC; break;
@@ -127,7 +132,7 @@ int cli_cmd_cat(int argc, char **argv) {
         char *desc = p.npos == 1 ? NULL : cli_strdup_printf("%zu files", p.npos);
         cli_write_args w = {"cat", desc ? desc : p.pos[0], src, out, format, flags, 0, NULL,
                             progress, verbose, json, (const char *const *)p.pos, p.npos, 0,
-                            NULL};
+                            cast};
         rc = cli_write_output(joined, &w);
         free(desc);
     }

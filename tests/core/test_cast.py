@@ -224,8 +224,18 @@ def refused(tmp):
         os.path.join(tmp, "s3.tar"))
     check("shard members cast", "float16" in run("ls", os.path.join(tmp, "s3.tar"))
           .stdout)
-    p = subprocess.run([sys.argv[1], "convert", "--help"], capture_output=True, text=True)
-    check("--help names --cast", "--cast SPEC" in p.stdout)
+    for cmd in ("convert", "cat"):
+        p = subprocess.run([sys.argv[1], cmd, "--help"], capture_output=True, text=True)
+        check(cmd + " --help names --cast", "--cast SPEC" in p.stdout)
+    # cat: two checkpoints joined into one, cast
+    pt2 = os.path.join(tmp, "r2.pt")
+    torch.save({"v": torch.full((2,), 1 / 3, dtype=torch.float64)}, pt2)
+    out = os.path.join(tmp, "joined.pt")
+    run("cat", "--force", "--cast", "float32=bfloat16,float64=float16", "-o", out, pt, pt2)
+    got = torch.load(out)
+    check("cat --cast", got["w"].dtype == torch.bfloat16 and got["v"].dtype == torch.float16
+          and torch.equal(got["v"], torch.full((2,), 1 / 3, dtype=torch.float64).half()),
+          str(got))
 
 
 def main():
