@@ -276,6 +276,65 @@ static void dense_work(const tio_container *c) {
     free(dense);
 }
 
+/* Whether d is a dtype tio_save_options.cast converts from. */
+static int cast_source(tio_dtype d) {
+    return d == TIO_FLOAT64 || d == TIO_FLOAT32 || d == TIO_FLOAT16 || d == TIO_BFLOAT16 ||
+           d == TIO_FLOAT8_E4M3FN || d == TIO_FLOAT8_E5M2;
+}
+
+/* A save with a cast (tio_save_options.cast) of every float tensor, to
+ * float16 or float64 as the input's size says, densifying and widening the
+ * rest to tenbin: tio_check_save predicts it, what it writes decodes, every
+ * tensor keeps its shape, the float ones have the target dtype, and the
+ * others the dtype the save without a cast gives them. */
+static void cast_work(const tio_container *c, size_t size) {
+    const char *to = size % 2 ? "float16" : "float64";
+    tio_dtype td = size % 2 ? TIO_FLOAT16 : TIO_FLOAT64;
+    tio_save_options so = {0};
+    so.format = "tenbin";
+    so.flags = TIO_SAVE_DENSIFY | TIO_SAVE_WIDEN | TIO_SAVE_DROP_NAMES | TIO_SAVE_DROP_METADATA |
+               TIO_SAVE_DEQUANTIZE;
+    so.cast = to;
+    tio_error ec, e;
+    tio_error_clear(&ec);
+    int check = tio_check_save(c, &so, &ec);
+    void *b = NULL;
+    size_t nb = 0;
+    tio_error_clear(&e);
+    int rc = tio_save_memory(c, &so, &b, &nb, &e);
+    if (check != TIO_OK && (rc != check || strcmp(e.message, ec.message) != 0))
+        fz_fail("cast save: tio_check_save says %s (%s), the save %s (%s)",
+                tio_status_name(check), ec.message, tio_status_name(rc), e.message);
+    if (rc != TIO_OK) {
+        fz_check_error(rc, &e, NULL);
+        check_encode_refusal(rc, &e, "tenbin (cast)");
+        return;
+    }
+    tio_open_options o = {0};
+    o.format = "tenbin";
+    o.limits = &fz_limits;
+    tio_container *d = NULL;
+    if (tio_open_memory(b, nb, &o, &d, &e) != TIO_OK)
+        fz_fail("cast save: what it wrote does not decode: %s", e.message);
+    size_t n = tio_container_count(c);
+    if (tio_container_count(d) != n)
+        fz_fail("cast save: %zu tensors, then %zu", n, tio_container_count(d));
+    for (size_t i = 0; i < n; i++) {
+        const tio_tensor *s = tio_container_tensor(c, i), *t = tio_container_tensor(d, i);
+        size_t r = tio_tensor_rank(s);
+        tio_dtype sd = tio_tensor_dtype(s), want = cast_source(sd) ? td : sd;
+        if (sd == TIO_BOOL) want = TIO_UINT8; /* widened */
+        if (tio_tensor_rank(t) != r ||
+            (r && memcmp(tio_tensor_shape(s), tio_tensor_shape(t), r * sizeof(int64_t))))
+            fz_fail("cast save: tensor %zu changed its shape", i);
+        if (tio_tensor_dtype(t) != want)
+            fz_fail("cast save: tensor %zu is %s, expected %s", i,
+                    tio_dtype_name(tio_tensor_dtype(t)), tio_dtype_name(want));
+    }
+    tio_container_free(d);
+    tio_free(b);
+}
+
 /* A model converted to the other model formats (ONNX at an opset the input
  * picks, opset conversions included; rten): refused by the error contract
  * or written as bytes that decode. */
@@ -348,6 +407,7 @@ void fz_roundtrip_file(const uint8_t *data, size_t size, const char *format) {
     }
     touch(c1);
     dense_work(c1);
+    cast_work(c1, size);
     cross_models(c1, data, size);
     const char *fmt = tio_container_format(c1);
     if (!fmt) fz_fail("a decoded container has no format");
