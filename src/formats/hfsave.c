@@ -7,7 +7,8 @@
  *   save_pretrained calls): tensors in container order; one bigger than the
  *   maximum gets a shard of its own at once; a tensor that would take the
  *   current shard past the maximum closes it and opens the next. A tensor's
- *   size is numel x dtype size (its bytes in the shard).
+ *   size is numel x dtype size (its bytes in the shard, in the dtype a
+ *   tio_save_options.cast gives it).
  * - One shard: just WEIGHTS (model.safetensors), no index. More: STEM-00001-
  *   of-0000N.EXT and WEIGHTS.index.json, json.dumps(index, indent=2,
  *   sort_keys=True) + "\n" with Python's escapes (ensure_ascii): metadata
@@ -263,6 +264,9 @@ static int hf_pack(hf_plan *p, tio_error *err) {
     const tio_container *c = p->c;
     size_t n = tio_container_count(c);
     uint64_t max = p->opts->max_shard_bytes;
+    tio_dtype cast[TIO_DTYPE_COUNT]; /* a tensor's bytes are those of its dtype as written */
+    int rc = tio__cast_parse(p->opts->cast, cast, err);
+    if (rc) return rc;
     p->shard_of = calloc(n ? n : 1, sizeof *p->shard_of);
     size_t *pending = calloc(n ? n : 1, sizeof *pending);
     p->shard_bytes = calloc(n ? n : 1, sizeof *p->shard_bytes);
@@ -278,7 +282,13 @@ static int hf_pack(hf_plan *p, tio_error *err) {
             p->shard_of[i] = SIZE_MAX;
             continue;
         }
-        uint64_t s = tio_tensor_numel(t) * tio_dtype_size(tio_tensor_dtype(t)); /* fits */
+        tio_dtype d = tio_tensor_dtype(t);
+        if (cast[d] != TIO_DTYPE_INVALID) d = cast[d];
+        uint64_t s;
+        if (tio__mul64_ovf(tio_tensor_numel(t), tio_dtype_size(d), &s)) { /* a cast widened it */
+            free(pending);
+            return tio__err(err, TIO_E_OVERFLOW, HF, -1, "tensor %zu: size overflows", i);
+        }
         p->total_size += s;
         p->total_params += tio_tensor_numel(t);
         if (s > max) {

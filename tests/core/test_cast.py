@@ -224,6 +224,20 @@ def refused(tmp):
         os.path.join(tmp, "s3.tar"))
     check("shard members cast", "float16" in run("ls", os.path.join(tmp, "s3.tar"))
           .stdout)
+    # a sharded checkpoint: shards packed, and total_size counted, by the
+    # bytes as cast (4 tensors of 4,000 bytes as float32, 2,000 as bfloat16)
+    sh = os.path.join(tmp, "sharded.pt")
+    torch.save({"t%d" % k: torch.full((1000,), float(k)) for k in range(4)}, sh)
+    repo = os.path.join(tmp, "repo") + "/"
+    run("convert", "--force", "--cast", "bfloat16", "--max-shard-size", "4000", sh, repo)
+    index = json.load(open(os.path.join(repo, "model.safetensors.index.json")))
+    files = sorted(set(index["weight_map"].values()))
+    check("shards packed by the cast bytes", len(files) == 2 and
+          index["metadata"]["total_size"] == 8000, json.dumps(index))
+    for f in files:
+        hd, _ = safetensors(os.path.join(repo, f))
+        check("shard %s bfloat16" % f, all(v["dtype"] == "BF16" for k, v in hd.items()
+                                           if k != "__metadata__"), str(hd))
     for cmd in ("convert", "cat"):
         p = subprocess.run([sys.argv[1], cmd, "--help"], capture_output=True, text=True)
         check(cmd + " --help names --cast", "--cast SPEC" in p.stdout)
