@@ -22,6 +22,10 @@
  * - Tensor data handed out by a container opened from a file are views into
  *   the file's mapping; they stay valid until the container is freed.
  * - All multi-byte numbers in tensor data are little-endian.
+ * - Option structs (tio_open_options, tio_save_options, ...) gain fields at
+ *   their end while the library is 0.x (tio_save_options.cast is the
+ *   newest): zero-initialize them ({0}, designated initializers or memset),
+ *   and rebuild a program against the header of the library it runs with.
  */
 #ifndef TENSIO_H
 #define TENSIO_H
