@@ -200,6 +200,45 @@ static void check_dense_hash(const tio_tensor *t, const uint8_t want[32], size_t
     free(buf);
 }
 
+/* c saved to tenbin densifying, widening, dequantizing and dropping what it
+ * cannot hold, with the cast (or NULL): tio_check_save must predict the
+ * save, a refusal come from the error contract, the bytes written decode.
+ * The decoded container (its views point into *bytes: free that after it),
+ * with as many tensors as c, or NULL where the save was refused. */
+static tio_container *tenbin_save(const tio_container *c, const char *cast, const char *label,
+                                  void **bytes) {
+    tio_save_options so = {0};
+    so.format = "tenbin";
+    so.flags = TIO_SAVE_DENSIFY | TIO_SAVE_WIDEN | TIO_SAVE_DROP_NAMES | TIO_SAVE_DROP_METADATA |
+               TIO_SAVE_DEQUANTIZE;
+    so.cast = cast;
+    tio_error ec, e;
+    tio_error_clear(&ec);
+    int check = tio_check_save(c, &so, &ec);
+    size_t nb = 0;
+    *bytes = NULL;
+    tio_error_clear(&e);
+    int rc = tio_save_memory(c, &so, bytes, &nb, &e);
+    if (check != TIO_OK && (rc != check || strcmp(e.message, ec.message) != 0))
+        fz_fail("%s save: tio_check_save says %s (%s), the save %s (%s)", label,
+                tio_status_name(check), ec.message, tio_status_name(rc), e.message);
+    if (rc != TIO_OK) {
+        fz_check_error(rc, &e, NULL);
+        check_encode_refusal(rc, &e, label);
+        return NULL;
+    }
+    tio_open_options o = {0};
+    o.format = "tenbin";
+    o.limits = &fz_limits;
+    tio_container *d = NULL;
+    if (tio_open_memory(*bytes, nb, &o, &d, &e) != TIO_OK)
+        fz_fail("%s save: what it wrote does not decode: %s", label, e.message);
+    if (tio_container_count(d) != tio_container_count(c))
+        fz_fail("%s save: %zu tensors, then %zu", label, tio_container_count(c),
+                tio_container_count(d));
+    return d;
+}
+
 /* The work that expands sparse tensors: the dense hash of every tensor
  * (TIO_OK, or TIO_E_LIMIT for a COO tensor over max_dense_bytes), and a
  * densifying, widening save to tenbin (dense only), which tio_check_save
@@ -227,32 +266,9 @@ static void dense_work(const tio_container *c) {
                     e.message);
         }
     }
-    tio_save_options so = {0};
-    so.format = "tenbin";
-    so.flags = TIO_SAVE_DENSIFY | TIO_SAVE_WIDEN | TIO_SAVE_DROP_NAMES | TIO_SAVE_DROP_METADATA |
-               TIO_SAVE_DEQUANTIZE;
-    tio_error ec;
-    tio_error_clear(&ec);
-    int check = tio_check_save(c, &so, &ec);
     void *b = NULL;
-    size_t nb = 0;
-    tio_error_clear(&e);
-    int rc = tio_save_memory(c, &so, &b, &nb, &e);
-    if (check != TIO_OK && (rc != check || strcmp(e.message, ec.message) != 0))
-        fz_fail("densifying save: tio_check_save says %s (%s), the save %s (%s)",
-                tio_status_name(check), ec.message, tio_status_name(rc), e.message);
-    if (rc != TIO_OK) {
-        fz_check_error(rc, &e, NULL);
-        check_encode_refusal(rc, &e, "tenbin (densify)");
-    } else {
-        tio_open_options o = {0};
-        o.format = "tenbin";
-        o.limits = &fz_limits;
-        tio_container *d = NULL;
-        if (tio_open_memory(b, nb, &o, &d, &e) != TIO_OK)
-            fz_fail("densifying save: what it wrote does not decode: %s", e.message);
-        if (tio_container_count(d) != n)
-            fz_fail("densifying save: %zu tensors, then %zu", n, tio_container_count(d));
+    tio_container *d = tenbin_save(c, NULL, "densifying", &b);
+    if (d) {
         for (size_t i = 0; i < n; i++) {
             const tio_tensor *s = tio_container_tensor(c, i), *t = tio_container_tensor(d, i);
             size_t r = tio_tensor_rank(s);
@@ -290,35 +306,10 @@ static int cast_source(tio_dtype d) {
 static void cast_work(const tio_container *c, size_t size) {
     const char *to = size % 2 ? "float16" : "float64";
     tio_dtype td = size % 2 ? TIO_FLOAT16 : TIO_FLOAT64;
-    tio_save_options so = {0};
-    so.format = "tenbin";
-    so.flags = TIO_SAVE_DENSIFY | TIO_SAVE_WIDEN | TIO_SAVE_DROP_NAMES | TIO_SAVE_DROP_METADATA |
-               TIO_SAVE_DEQUANTIZE;
-    so.cast = to;
-    tio_error ec, e;
-    tio_error_clear(&ec);
-    int check = tio_check_save(c, &so, &ec);
     void *b = NULL;
-    size_t nb = 0;
-    tio_error_clear(&e);
-    int rc = tio_save_memory(c, &so, &b, &nb, &e);
-    if (check != TIO_OK && (rc != check || strcmp(e.message, ec.message) != 0))
-        fz_fail("cast save: tio_check_save says %s (%s), the save %s (%s)",
-                tio_status_name(check), ec.message, tio_status_name(rc), e.message);
-    if (rc != TIO_OK) {
-        fz_check_error(rc, &e, NULL);
-        check_encode_refusal(rc, &e, "tenbin (cast)");
-        return;
-    }
-    tio_open_options o = {0};
-    o.format = "tenbin";
-    o.limits = &fz_limits;
-    tio_container *d = NULL;
-    if (tio_open_memory(b, nb, &o, &d, &e) != TIO_OK)
-        fz_fail("cast save: what it wrote does not decode: %s", e.message);
+    tio_container *d = tenbin_save(c, to, "cast", &b);
     size_t n = tio_container_count(c);
-    if (tio_container_count(d) != n)
-        fz_fail("cast save: %zu tensors, then %zu", n, tio_container_count(d));
+    if (!d) return;
     for (size_t i = 0; i < n; i++) {
         const tio_tensor *s = tio_container_tensor(c, i), *t = tio_container_tensor(d, i);
         size_t r = tio_tensor_rank(s);
