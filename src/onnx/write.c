@@ -284,6 +284,12 @@ int tio__onnx_put_tensor(tio_pb_writer *pw, tio_write_plan *p, size_t i, const c
     return rc;
 }
 
+/* Initializers smaller than this stay inline with external_data=NAME, as
+ * onnx.save's size_threshold keeps them: onnxruntime's shape inference reads
+ * a Reshape's shape, an Expand's ... only from inline bytes ("Cannot parse
+ * data from external tensors"). */
+#define OX_EXTERNAL_MIN 1024u
+
 /* TensorProto of plan tensor i, with `name` (NULL: the tensor's);
  * `initializer`: an initializer (its data go external when asked); `widen`:
  * an int32 tensor written as int64 (inline, converted into a buffer of its
@@ -292,7 +298,8 @@ static int ox_put_tensor(ox_writer *w, tio_pb_writer *pw, uint32_t number, size_
                          const char *name, bool initializer, bool widen, tio_error *err) {
     const tio_wtensor *t = tio__plan_tensor(w->plan, i);
     int rc = tio__pb_begin(pw, number, err);
-    if (!widen && !(initializer && w->ext_name && t->dtype != TIO_STRING)) {
+    if (!widen && !(initializer && w->ext_name && t->dtype != TIO_STRING &&
+                    t->nbytes >= OX_EXTERNAL_MIN)) {
         if (!rc) rc = tio__onnx_put_tensor(pw, w->plan, i, name, err);
         if (!rc) rc = tio__pb_end(pw, err);
         return rc;
