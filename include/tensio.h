@@ -1169,9 +1169,13 @@ typedef struct tio_save_options {
      * cast, quantized ones when TIO_SAVE_DEQUANTIZE dequantizes them (their
      * float32), other dtypes are left as they are. Narrowing is what the
      * caller asked for, not a loss TIO_E_LOSSY reports. A format that cannot
-     * store the target, or a model format (TIO_CAP_GRAPH: the graph declares
-     * its constants' types), is TIO_E_UNSUPPORTED; a malformed cast
-     * TIO_E_ARGUMENT. NULL or "": none. */
+     * store the target is TIO_E_UNSUPPORTED; a malformed cast TIO_E_ARGUMENT.
+     * Into a model: onnx stores each float initializer cast, under
+     * "<name>:<dtype>", with a Cast node back to its declared type before the
+     * graph's nodes (a Constant node's value is not cast; Cast needs opset 6,
+     * 13 for bfloat16, 19 for float8); the other model formats
+     * (TIO_CAP_GRAPH: their graphs declare the constants' types) are
+     * TIO_E_UNSUPPORTED. NULL or "": none. */
     const char *cast;
 } tio_save_options;
 

@@ -453,6 +453,20 @@ def test_convert(tmp_path):
             assert sha256(a[name]) == sha256(b[name]) == sha256(t[name])
     with pytest.raises(tensio.UnsupportedError):
         tensio.save(tmp_path / "x.rten", [np.zeros(2, np.float32)])  # no graph
+    # a model's weights cast: stored as float16 under "<name>:float16", a
+    # Cast back to float32 before the model's own nodes
+    tensio.convert(src, tmp_path / "h.onnx", cast="float16")
+    with tensio.open(tmp_path / "m.onnx") as b, tensio.open(tmp_path / "h.onnx") as h:
+        assert h.names == [n + ":float16" for n in b.names]
+        for name in b.names:
+            assert h[name + ":float16"].dtype == np.float16
+            assert np.array_equal(h[name + ":float16"], b[name].astype(np.float16))
+        ops = [n.op for n in h.graph.nodes]
+        k = len(b.names)
+        assert ops[:k] == ["Cast"] * k and ops[k:] == [n.op for n in b.graph.nodes]
+        assert [n.outputs[0].name for n in h.graph.nodes[:k]] == b.names
+    with pytest.raises(tensio.UnsupportedError, match="casts no model's weights"):
+        tensio.convert(src, tmp_path / "h.rten", cast="float16")
 
 
 def test_formats_and_dtype_name():

@@ -601,6 +601,9 @@ typedef struct tio_wtensor {
     size_t nbytes; /* of the data as it will be written */
     uint64_t nnz;  /* COO */
     const tio_tensor *src;
+    /* tio_save_options.cast made dtype another float than src's (a model
+     * format with TIO__CAP_CAST_WEIGHTS restores the declared type) */
+    bool cast;
 } tio_wtensor;
 
 typedef struct tio_write_plan tio_write_plan;
@@ -726,6 +729,12 @@ void tio__message_unref(struct tio_message *m);
  * among several tensors still needs the flag (the format's check refuses
  * more than one anyway). */
 #define TIO__CAP_ONE_ARRAY 0x800u
+/* Format-private capability: tio_save_options.cast applies to a model's
+ * weights: an initializer is stored as the dtype cast to and the writer
+ * restores the type the graph declares (ONNX: a Cast node after it), so the
+ * graph computes as before from rounded weights. A Constant node's value (a
+ * TENSOR attribute) is not cast. Without it a cast into a model is refused. */
+#define TIO__CAP_CAST_WEIGHTS 0x1000u
 
 typedef struct tio_format_desc {
     const char *name;        /* "btf" */

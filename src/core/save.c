@@ -442,58 +442,12 @@ static int plan_dense(tio_write_plan *p, int reserve, tio_error *err) {
                     tlabel(s, lb, sizeof lb), need, tio_dtype_name(s->dtype), shape);
 }
 
-static int plan_build(tio_write_plan *p, const tio_container *c, const tio_format_desc *f,
-                      const tio_save_options *opts, int reserve, tio_error *err) {
-    unsigned flags = opts ? opts->flags : 0;
-    memset(p, 0, sizeof *p);
-    p->c = c;
-    p->fmt = f;
-    p->flags = flags;
-    p->version = opts ? opts->version : 0;
-    sources_find(p);
-    p->progress = opts ? opts->progress : NULL;
-    p->progress_ctx = opts ? opts->progress_ctx : NULL;
-    if (c->remote) { /* TIO_OPEN_LAZY: every tensor's bytes must be here */
-        int frc = tio__need_fetched(c, NULL, err);
-        if (frc) return frc;
-    }
+/* The plan of each tensor: its written dtype, layout and size, or the
+ * refusal. held: per tensor, tio__graph_mark_tensors's marks where the
+ * format casts a graph's weights, else NULL. */
+static int plan_tensors(tio_write_plan *p, const tio_container *c, const tio_format_desc *f,
+                        unsigned flags, const uint8_t *held, tio_error *err) {
     const char *fn = f->name;
-    if (p->version && !(p->version < 32 && (f->versions & (1u << p->version))))
-        return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
-                        "%s has no version %u to write%s", fn, p->version,
-                        f->versions ? "" : " (it is not versioned; leave the version at 0)");
-    /* A model format needs a graph. (A format without TIO_CAP_GRAPH simply
-     * does not write the graph and its metadata: the constants are tensors.) */
-    if (opts && opts->options && opts->options[0]) {
-        int rc = parse_options(p, opts->options, err);
-        if (rc) return rc;
-    }
-    if (opts && opts->cast && opts->cast[0]) {
-        int rc = tio__cast_parse(opts->cast, p->cast, err);
-        if (rc) return rc;
-    }
-    if ((f->caps & TIO_CAP_GRAPH) && !c->graph)
-        return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
-                        "a model needs a graph; this container holds tensors only");
-    if ((f->caps & TIO_CAP_GRAPH) && !(f->caps & TIO_CAP_VALUE_TYPES)) {
-        int rc = tio__graph_check_tensors(c->graph, fn, err);
-        if (rc) return rc;
-    }
-    if (!(f->caps & TIO_CAP_METADATA) && !(flags & TIO_SAVE_DROP_METADATA) &&
-        c->meta.count)
-        return tio__err(err, TIO_E_LOSSY, fn, -1,
-                        "the container has %zu metadata entries and %s cannot store "
-                        "metadata (TIO_SAVE_DROP_METADATA / --drop-metadata drops them)",
-                        c->meta.count, fn);
-    if ((f->caps & TIO_CAP_METADATA) && !(flags & TIO_SAVE_DROP_METADATA)) {
-        int rc = meta_nul_check(&c->meta, f, "the container", err);
-        if (rc) return rc;
-    }
-    if (c->count) {
-        p->t = calloc(c->count, sizeof *p->t);
-        if (!p->t) return tio__nomem(err, fn);
-    }
-    p->n = c->count;
     for (size_t i = 0; i < c->count; i++) {
         const tio_tensor *s = c->tensors[i];
         tio_wtensor *w = &p->t[i];
@@ -550,13 +504,17 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
         tio_dtype cd = s->layout != TIO_LAYOUT_QUANT || w->layout == TIO_LAYOUT_DENSE
                            ? p->cast[s->dtype]
                            : TIO_DTYPE_INVALID;
+        /* a Constant's value keeps its dtype where the format casts weights */
+        if (held && held[i] != 1) cd = TIO_DTYPE_INVALID;
         if (cd != TIO_DTYPE_INVALID) {
-            if (c->graph && (f->caps & TIO_CAP_GRAPH))
+            if (c->graph && (f->caps & TIO_CAP_GRAPH) && !(f->caps & TIO__CAP_CAST_WEIGHTS))
                 return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
                                 "tensor %zu%s is a constant of the model's graph: casting it "
-                                "to %s would change the types the graph declares (a cast "
-                                "applies to tensor formats: write the weights alone)",
-                                i, tlabel(s, lb, sizeof lb), tio_dtype_name(cd));
+                                "to %s would change the types the graph declares (%s casts "
+                                "no model's weights; onnx does, and a tensor format takes "
+                                "the weights alone)",
+                                i, tlabel(s, lb, sizeof lb), tio_dtype_name(cd), fn);
+            w->cast = true;
             if (!(f->dtypes & TIO_DTYPE_BIT(cd)))
                 return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
                                 "tensor %zu%s: the cast makes it %s, which %s cannot store",
@@ -599,7 +557,77 @@ static int plan_build(tio_write_plan *p, const tio_container *c, const tio_forma
             return tio__err(err, TIO_E_OVERFLOW, fn, -1, "tensor %zu: size overflows", i);
         w->nbytes = w->layout == TIO_LAYOUT_QUANT || w->dtype == TIO_STRING ? s->nbytes
                                                                              : (size_t)nb;
+        }
+    return TIO_OK;
+}
+
+static int plan_build(tio_write_plan *p, const tio_container *c, const tio_format_desc *f,
+                      const tio_save_options *opts, int reserve, tio_error *err) {
+    unsigned flags = opts ? opts->flags : 0;
+    memset(p, 0, sizeof *p);
+    p->c = c;
+    p->fmt = f;
+    p->flags = flags;
+    p->version = opts ? opts->version : 0;
+    sources_find(p);
+    p->progress = opts ? opts->progress : NULL;
+    p->progress_ctx = opts ? opts->progress_ctx : NULL;
+    if (c->remote) { /* TIO_OPEN_LAZY: every tensor's bytes must be here */
+        int frc = tio__need_fetched(c, NULL, err);
+        if (frc) return frc;
     }
+    const char *fn = f->name;
+    if (p->version && !(p->version < 32 && (f->versions & (1u << p->version))))
+        return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
+                        "%s has no version %u to write%s", fn, p->version,
+                        f->versions ? "" : " (it is not versioned; leave the version at 0)");
+    /* A model format needs a graph. (A format without TIO_CAP_GRAPH simply
+     * does not write the graph and its metadata: the constants are tensors.) */
+    if (opts && opts->options && opts->options[0]) {
+        int rc = parse_options(p, opts->options, err);
+        if (rc) return rc;
+    }
+    if (opts && opts->cast && opts->cast[0]) {
+        int rc = tio__cast_parse(opts->cast, p->cast, err);
+        if (rc) return rc;
+    }
+    if ((f->caps & TIO_CAP_GRAPH) && !c->graph)
+        return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
+                        "a model needs a graph; this container holds tensors only");
+    if ((f->caps & TIO_CAP_GRAPH) && !(f->caps & TIO_CAP_VALUE_TYPES)) {
+        int rc = tio__graph_check_tensors(c->graph, fn, err);
+        if (rc) return rc;
+    }
+    if (!(f->caps & TIO_CAP_METADATA) && !(flags & TIO_SAVE_DROP_METADATA) &&
+        c->meta.count)
+        return tio__err(err, TIO_E_LOSSY, fn, -1,
+                        "the container has %zu metadata entries and %s cannot store "
+                        "metadata (TIO_SAVE_DROP_METADATA / --drop-metadata drops them)",
+                        c->meta.count, fn);
+    if ((f->caps & TIO_CAP_METADATA) && !(flags & TIO_SAVE_DROP_METADATA)) {
+        int rc = meta_nul_check(&c->meta, f, "the container", err);
+        if (rc) return rc;
+    }
+    if (c->count) {
+        p->t = calloc(c->count, sizeof *p->t);
+        if (!p->t) return tio__nomem(err, fn);
+    }
+    p->n = c->count;
+    /* a cast into a model format that casts a graph's weights (onnx): the
+     * initializers only; a Constant's value (an attribute's tensor) keeps
+     * the type its node declares */
+    uint8_t *held = NULL;
+    bool any_cast = false;
+    for (size_t d = 0; d < TIO_DTYPE_COUNT; d++) any_cast |= p->cast[d] != TIO_DTYPE_INVALID;
+    if (any_cast && c->graph && (f->caps & TIO_CAP_GRAPH) && (f->caps & TIO__CAP_CAST_WEIGHTS) &&
+        c->count) {
+        held = calloc(c->count, 1);
+        if (!held) return tio__nomem(err, fn);
+        tio__graph_mark_tensors(c->graph, held, c->count);
+    }
+    int prc = plan_tensors(p, c, f, flags, held, err);
+    free(held);
+    if (prc) return prc;
     if (f->caps & TIO__CAP_ONE_COPY) {
         /* tied weights: the tensor aliased is written, its aliases are not */
         size_t k = 0;

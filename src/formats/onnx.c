@@ -8,7 +8,8 @@ const tio_format_desc tio__format_onnx = {
     .name = "onnx",
     .description = "ONNX model (.onnx): a protobuf ModelProto, graph and initializers",
     .extensions = ".onnx",
-    .caps = TIO_CAP_NAMES | TIO_CAP_SPARSE | TIO_CAP_GRAPH | TIO_CAP_VALUE_TYPES,
+    .caps = TIO_CAP_NAMES | TIO_CAP_SPARSE | TIO_CAP_GRAPH | TIO_CAP_VALUE_TYPES |
+            TIO__CAP_CAST_WEIGHTS,
     .dtypes = TIO__ONNX_DTYPES,
     .probe = tio__onnx_probe,
     .read = tio__onnx_read,

@@ -1066,3 +1066,22 @@ int tio__graph_check_tensors(const tio_graph *g, const char *fmt, tio_error *err
         }
     return TIO_OK;
 }
+
+void tio__graph_mark_tensors(const tio_graph *g, uint8_t *mark, size_t n) {
+    if (!g) return;
+    for (size_t i = 0; i < g->value_count; i++) {
+        int64_t t = g->values[i].tensor;
+        if (t >= 0 && (uint64_t)t < n) mark[t] |= 1;
+    }
+    for (size_t j = 0; j < g->node_count; j++)
+        for (size_t a = 0; a < g->nodes[j].attr_count; a++) {
+            const tio_gattr *at = &g->nodes[j].attrs[a];
+            if (at->type == TIO_ATTR_TENSOR && at->i >= 0 && (uint64_t)at->i < n)
+                mark[at->i] |= 2;
+            for (size_t k = 0; at->type == TIO_ATTR_TENSORS && at->ints && k < at->count; k++)
+                if (at->ints[k] >= 0 && (uint64_t)at->ints[k] < n) mark[at->ints[k]] |= 2;
+            if (at->type == TIO_ATTR_GRAPH) tio__graph_mark_tensors(at->graph, mark, n);
+            for (size_t k = 0; at->type == TIO_ATTR_GRAPHS && k < at->count; k++)
+                tio__graph_mark_tensors(at->graphs[k], mark, n);
+        }
+}

@@ -162,6 +162,13 @@ bool tio__graph_meta_foreign(const char *key, const char *own);
  * attribute, which format fmt cannot write; TIO_OK when there is none. */
 int tio__graph_check_tensors(const tio_graph *g, const char *fmt, tio_error *err);
 
+/* Marks, for each of the container's n tensors, how g and its subgraphs
+ * hold it: mark[t] |= 1 where a value holds it (an initializer), |= 2 where
+ * a TENSOR or TENSORS attribute does (a Constant's value). mark is zeroed
+ * by the caller. The recursion follows the GRAPH attributes (a tree read
+ * within tio_limits.max_depth). */
+void tio__graph_mark_tensors(const tio_graph *g, uint8_t *mark, size_t n);
+
 /* Removes Transpose pairs that cancel (src/graph/layout.c): directly, and
  * across a chain of one-input elementwise operators (each read once), which
  * then run in the first Transpose's input layout. A graph output keeps its

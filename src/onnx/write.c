@@ -346,7 +346,13 @@ static int ox_put_sparse(ox_writer *w, tio_pb_writer *pw, uint32_t number, size_
     if (!rc) rc = tio__pb_put_int64(pw, 1, (int64_t)nnz, err);
     if (!rc) rc = tio__pb_put_int64(pw, 2, tio__onnx_code(t->dtype), err);
     if (!rc) rc = tio__pb_put_string(pw, 8, name ? name : t->name ? t->name : "", err);
-    if (!rc) rc = tio__pb_put_len(pw, 9, tio_tensor_data(src), (size_t)nnz * es, true, err);
+    /* the values as the plan converts them (a cast: its scratch, copied),
+     * else the container's, referenced */
+    const uint8_t *vals = tio_tensor_data(src);
+    if (!rc && t->dtype != src->dtype && !tio__pb_sizing(pw))
+        rc = tio__plan_data(w->plan, i, &vals, NULL, err);
+    if (!rc)
+        rc = tio__pb_put_len(pw, 9, vals, (size_t)nnz * es, t->dtype == src->dtype, err);
     if (!rc) rc = tio__pb_end(pw, err);
     if (!rc) rc = tio__pb_begin(pw, 2, err); /* indices */
     if (!rc) rc = tio__pb_put_int64(pw, 1, (int64_t)nnz, err);
@@ -748,6 +754,23 @@ static unsigned ox_cast_use(const ox_writer *w, const ox_fix *f, const tio_graph
     return 0;
 }
 
+/* A NodeProto Cast(in) -> out, named nm, to = dtype to. */
+static int ox_put_cast_node(tio_pb_writer *pw, const char *in, const char *out, const char *nm,
+                            tio_dtype to, tio_error *err) {
+    int rc = tio__pb_begin(pw, 1, err);
+    if (!rc) rc = tio__pb_put_string(pw, 1, in, err);
+    if (!rc) rc = tio__pb_put_string(pw, 2, out, err);
+    if (!rc) rc = tio__pb_put_string(pw, 3, nm, err);
+    if (!rc) rc = tio__pb_put_string(pw, 4, "Cast", err);
+    if (!rc) rc = tio__pb_begin(pw, 5, err);
+    if (!rc) rc = tio__pb_put_string(pw, 1, "to", err);
+    if (!rc) rc = tio__pb_put_int64(pw, 3, tio__onnx_code(to), err);
+    if (!rc) rc = tio__pb_put_int64(pw, 20, 2, err); /* INT */
+    if (!rc) rc = tio__pb_end(pw, err);
+    if (!rc) rc = tio__pb_end(pw, err);
+    return rc;
+}
+
 /* Cast(v) -> "<v>:int64", named "<v>:to-int64" (to bool: "<v>:bool",
  * "<v>:to-bool"). */
 static int ox_put_cast(const ox_fix *f, tio_pb_writer *pw, const char *name, unsigned to,
@@ -756,19 +779,71 @@ static int ox_put_cast(const ox_fix *f, tio_pb_writer *pw, const char *name, uns
     char *out = tio__ox_cast_name(f, name, b ? ":bool" : ":int64");
     char *nm = tio__ox_cast_name(f, name, b ? ":to-bool" : ":to-int64");
     int rc = out && nm ? TIO_OK : tio__nomem(err, OX_FMT);
-    if (!rc) rc = tio__pb_begin(pw, 1, err);
-    if (!rc) rc = tio__pb_put_string(pw, 1, name, err);
-    if (!rc) rc = tio__pb_put_string(pw, 2, out, err);
-    if (!rc) rc = tio__pb_put_string(pw, 3, nm, err);
-    if (!rc) rc = tio__pb_put_string(pw, 4, "Cast", err);
-    if (!rc) rc = tio__pb_begin(pw, 5, err);
-    if (!rc) rc = tio__pb_put_string(pw, 1, "to", err);
-    if (!rc) rc = tio__pb_put_int64(pw, 3, tio__onnx_code(b ? TIO_BOOL : TIO_INT64), err);
-    if (!rc) rc = tio__pb_put_int64(pw, 20, 2, err); /* INT */
-    if (!rc) rc = tio__pb_end(pw, err);
-    if (!rc) rc = tio__pb_end(pw, err);
+    if (!rc) rc = ox_put_cast_node(pw, name, out, nm, b ? TIO_BOOL : TIO_INT64, err);
     free(out);
     free(nm);
+    return rc;
+}
+
+/* The plan tensor of initializer value v of g when tio_save_options.cast
+ * changed its dtype (it is stored so, under ox_weight_name, and a Cast node
+ * gives v its declared type back), else NULL. */
+static const tio_wtensor *ox_cast_weight(const ox_writer *w, const tio_graph *g, size_t v) {
+    int64_t t = g->values[v].tensor;
+    if (t < 0) return NULL;
+    const tio_wtensor *wt = tio__plan_tensor(w->plan, (size_t)t);
+    return wt && wt->cast ? wt : NULL;
+}
+
+/* The name a cast initializer is stored under: "<name>:<dtype>"
+ * ("conv1.weight:float16"), clear of the graph's names. malloc'd. */
+static char *ox_weight_name(const ox_fix *f, const tio_graph *g, size_t v, tio_dtype d) {
+    char suffix[24];
+    snprintf(suffix, sizeof suffix, ":%s", tio_dtype_name(d));
+    return tio__ox_cast_name(f, g->values[v].name ? g->values[v].name : "", suffix);
+}
+
+/* The opset Cast needs for dtype d: bfloat16 came at 13, the float8 types
+ * at 19; 6 made `to` an int. */
+static int64_t ox_cast_opset(tio_dtype d) {
+    switch (d) {
+    case TIO_BFLOAT16: return 13;
+    case TIO_FLOAT8_E4M3FN:
+    case TIO_FLOAT8_E5M2: return 19;
+    default: return 6;
+    }
+}
+
+/* Cast nodes giving g's cast initializers their declared types, before the
+ * graph's own nodes (their inputs are initializers, so the order stays
+ * topological): Cast("<w>:float16") -> "<w>", named "<w>:to-float32". */
+static int ox_put_weight_casts(const ox_writer *w, tio_pb_writer *pw, const tio_graph *g,
+                               const ox_fix *f, const ox_tv *tv, size_t ntv, tio_error *err) {
+    int rc = TIO_OK;
+    for (size_t i = 0; !rc && i < ntv; i++) {
+        const tio_wtensor *wt = ox_cast_weight(w, g, tv[i].value);
+        if (!wt) continue;
+        tio_dtype from = wt->src->dtype;
+        int64_t need = ox_cast_opset(from) > ox_cast_opset(wt->dtype) ? ox_cast_opset(from)
+                                                                       : ox_cast_opset(wt->dtype);
+        const char *name = g->values[tv[i].value].name ? g->values[tv[i].value].name : "";
+        if (w->opset < need)
+            return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                            "initializer '%s': casting %s weights to %s needs a Cast from %s "
+                            "to %s, which ONNX has from opset %lld; the model is written at "
+                            "opset %lld (the format option opset=%lld raises it)",
+                            name, tio_dtype_name(from), tio_dtype_name(wt->dtype),
+                            tio_dtype_name(wt->dtype), tio_dtype_name(from), (long long)need,
+                            (long long)w->opset, (long long)need);
+        char to[24];
+        snprintf(to, sizeof to, ":to-%s", tio_dtype_name(from));
+        char *in = ox_weight_name(f, g, tv[i].value, wt->dtype);
+        char *nm = tio__ox_cast_name(f, name, to);
+        rc = in && nm ? TIO_OK : tio__nomem(err, OX_FMT);
+        if (!rc) rc = ox_put_cast_node(pw, in, name, nm, from, err);
+        free(in);
+        free(nm);
+    }
     return rc;
 }
 
@@ -863,27 +938,37 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
     memset(&f, 0, sizeof f);
     int rc = ox_fix_plan(w, g, loop_body, &f, err);
     if (!rc) rc = tio__ox_plan_drops(w, g, &f, err);
-    if (!rc) rc = tio__pb_begin(pw, number, err);
-    for (size_t j = 0; !rc && j < g->node_count; j++)
-        if (!f.drop || !f.drop[j]) rc = ox_put_node(w, pw, g, &f, j, err);
-    const char *gname = tio__kv_get(&g->meta, OX_META_GRAPH_NAME);
-    if (!rc) rc = tio__pb_put_string(pw, 2, gname ? gname : (g->parent ? "body" : "main"), err);
     /* Initializers in the order of their tensors (the reader's order), not
      * of their values: an initializer that gives a graph input its default
      * has the input's (earlier) value. */
     ox_tv *tv = NULL;
     size_t ntv = 0;
     if (!rc) rc = ox_initializers(g, &tv, &ntv, err);
-    for (size_t i = 0; !rc && i < ntv; i++)
-        if (!ox_is_coo(w, tv[i].tensor))
-            rc = ox_put_tensor(w, pw, 5, (size_t)tv[i].tensor, g->values[tv[i].value].name,
-                               true, f.widen[tv[i].value], err);
+    if (!rc) rc = tio__pb_begin(pw, number, err);
+    if (!rc) rc = ox_put_weight_casts(w, pw, g, &f, tv, ntv, err);
+    for (size_t j = 0; !rc && j < g->node_count; j++)
+        if (!f.drop || !f.drop[j]) rc = ox_put_node(w, pw, g, &f, j, err);
+    const char *gname = tio__kv_get(&g->meta, OX_META_GRAPH_NAME);
+    if (!rc) rc = tio__pb_put_string(pw, 2, gname ? gname : (g->parent ? "body" : "main"), err);
+    for (size_t i = 0; !rc && i < ntv; i++) {
+        if (ox_is_coo(w, tv[i].tensor)) continue;
+        const tio_wtensor *cw = ox_cast_weight(w, g, tv[i].value);
+        char *cn = cw ? ox_weight_name(&f, g, tv[i].value, cw->dtype) : NULL;
+        if (cw && !cn) rc = tio__nomem(err, OX_FMT);
+        if (!rc)
+            rc = ox_put_tensor(w, pw, 5, (size_t)tv[i].tensor,
+                               cn ? cn : g->values[tv[i].value].name, true,
+                               f.widen[tv[i].value], err);
+        free(cn);
+    }
     const char *gdoc = tio__kv_get(&g->meta, OX_META_GRAPH_DOC);
     if (!rc && gdoc) rc = tio__pb_put_string(pw, 10, gdoc, err);
     /* every graph input, a constant one too: an input whose initializer
-     * gives its default (the caller may feed it) stays one */
+     * gives its default (the caller may feed it) stays one; but not a cast
+     * initializer's, which a Cast node now outputs */
     for (size_t k = 0; !rc && k < g->input_count + g->output_count; k++) {
         bool in = k < g->input_count;
+        if (in && ox_cast_weight(w, g, (size_t)g->inputs[k])) continue;
         const tio_gvalue *src = &g->values[in ? g->inputs[k] : g->outputs[k - g->input_count]];
         tio_gvalue v = *src;
         v.dtype = ox_signature_dtype(w, g, src, loop_body);
@@ -901,10 +986,16 @@ static int ox_put_graph(ox_writer *w, tio_pb_writer *pw, uint32_t number, const 
             rc = ox_put_value_info(w, pw, 13, v, err);
     }
     /* sparse initializers (COO tensors), last: field 15 */
-    for (size_t i = 0; !rc && i < ntv; i++)
-        if (ox_is_coo(w, tv[i].tensor))
-            rc = ox_put_sparse(w, pw, 15, (size_t)tv[i].tensor, g->values[tv[i].value].name,
-                               err);
+    for (size_t i = 0; !rc && i < ntv; i++) {
+        if (!ox_is_coo(w, tv[i].tensor)) continue;
+        const tio_wtensor *cw = ox_cast_weight(w, g, tv[i].value);
+        char *cn = cw ? ox_weight_name(&f, g, tv[i].value, cw->dtype) : NULL;
+        if (cw && !cn) rc = tio__nomem(err, OX_FMT);
+        if (!rc)
+            rc = ox_put_sparse(w, pw, 15, (size_t)tv[i].tensor,
+                               cn ? cn : g->values[tv[i].value].name, err);
+        free(cn);
+    }
     free(tv);
     if (!rc) rc = tio__pb_end(pw, err);
     ox_fix_free(&f);
@@ -918,6 +1009,10 @@ static int ox_emit(tio_pb_writer *pw, void *ctx, tio_error *err) {
     const char *ir = tio__kv_get(meta, OX_META_IR);
     long long irv = ir ? strtoll(ir, NULL, 10) : 8;
     if (irv < 3) irv = 8;
+    /* IR 3 lists every initializer among the graph's inputs; a cast one is
+     * stored under a name of its own that is not an input: IR 4 allows it */
+    for (size_t i = 0; irv < 4 && i < tio__plan_count(w->plan); i++)
+        if (tio__plan_tensor(w->plan, i)->cast) irv = 4;
     int rc = tio__pb_put_int64(pw, 1, irv, err);
     const char *pn = tio__kv_get(meta, OX_META_PRODUCER);
     const char *pv = tio__kv_get(meta, OX_META_PRODUCER_VERSION);

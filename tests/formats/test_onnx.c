@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -607,6 +608,103 @@ static void test_coo_in_tensors_attr(void **state) {
     tio_container_free(c);
 }
 
+/* A float16's value (finite only: the test's weights are). */
+static double half_value(uint16_t h) {
+    int ex = (h >> 10) & 31, m = h & 1023;
+    double v = ex ? (1024 + m) * ldexp(1, ex - 25) : m * ldexp(1, -24);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* tio_save_options.cast into ONNX (the CLI's --cast; tests/onnx/
+ * test_cast_weights.py checks the same in onnxruntime): cnn_small.onnx's six
+ * float32 initializers are stored as float16 under "<name>:float16", each
+ * with a Cast back to float32 (to = 1) as the first nodes; the float16
+ * values are the float32 ones rounded to nearest; the model's own nodes, its
+ * inputs and outputs follow unchanged. A cast of a dtype the model lacks
+ * writes the same bytes as no cast; rten refuses a cast by name. */
+static void test_cast_weights(void **state) {
+    (void)state;
+    char *path = tvec_path_or_skip("onnx/cnn_small.onnx");
+    if (!path) return;
+    tio_error e;
+    tio_container *c = NULL;
+    if (tio_open(path, NULL, &c, &e)) fail_msg("%s: %s", path, e.message);
+    tio_save_options so;
+    memset(&so, 0, sizeof so);
+    so.format = "onnx";
+    void *plain = NULL, *buf = NULL;
+    size_t plain_len = 0, len = 0;
+    assert_int_equal(tio_save_memory(c, &so, &plain, &plain_len, &e), TIO_OK);
+    so.cast = "float64=float16";
+    assert_int_equal(tio_save_memory(c, &so, &buf, &len, &e), TIO_OK);
+    assert_int_equal(len, plain_len);
+    assert_memory_equal(buf, plain, len);
+    free(buf);
+    so.cast = "float16";
+    if (tio_save_memory(c, &so, &buf, &len, &e)) fail_msg("cast: %s", e.message);
+    tio_container *h = NULL;
+    if (tio_open_memory(buf, len, NULL, &h, &e)) fail_msg("reopen: %s", e.message);
+    size_t n = tio_container_count(c);
+    assert_int_equal(tio_container_count(h), n);
+    tio_graph *g0 = tio_container_graph(c), *g = tio_container_graph(h);
+    assert_int_equal(tio_graph_node_count(g), tio_graph_node_count(g0) + n);
+    for (size_t i = 0; i < n; i++) {
+        const tio_tensor *s = tio_container_tensor(c, i);
+        char want[96];
+        snprintf(want, sizeof want, "%s:float16", tio_tensor_name(s));
+        const tio_tensor *t = tio_container_find(h, want);
+        if (!t) fail_msg("no initializer %s", want);
+        assert_int_equal(tio_tensor_dtype(t), TIO_FLOAT16);
+        assert_int_equal(tio_tensor_numel(t), tio_tensor_numel(s));
+        const uint8_t *hd = tio_tensor_data(t), *fd = tio_tensor_data(s);
+        for (uint64_t k = 0; k < tio_tensor_numel(s); k++) {
+            float f;
+            memcpy(&f, fd + 4 * k, 4);
+            double got = half_value((uint16_t)(hd[2 * k] | hd[2 * k + 1] << 8));
+            /* within half an ulp of float16 (|f| >= 2^-14 here or tiny) */
+            double ulp = fabs(f) >= ldexp(1, -14) ? ldexp(fabs(f), -10) : ldexp(1, -24);
+            if (fabs(got - f) > ulp / 2 + 1e-30) fail_msg("%s[%llu]: %g -> %g", want,
+                                                          (unsigned long long)k, f, got);
+        }
+        /* node i: Cast(<name>:float16) -> <name>, to = FLOAT */
+        tio_node_info ni;
+        assert_int_equal(tio_graph_node(g, i, &ni), TIO_OK);
+        assert_string_equal(ni.op, "Cast");
+        assert_int_equal(ni.input_count, 1);
+        assert_int_equal(ni.output_count, 1);
+        tio_value_info vi, vo;
+        assert_int_equal(tio_graph_value(g, (size_t)ni.inputs[0], &vi), TIO_OK);
+        assert_int_equal(tio_graph_value(g, (size_t)ni.outputs[0], &vo), TIO_OK);
+        assert_string_equal(vo.name, tio_tensor_name(s));
+        assert_int_equal(vo.tensor, -1);
+        assert_true(vi.tensor >= 0);
+        assert_string_equal(tio_tensor_name(tio_container_tensor(h, (size_t)vi.tensor)), want);
+        tio_attr a;
+        assert_int_equal(tio_graph_find_attr(g, i, "to", &a), TIO_OK);
+        assert_int_equal(a.i, 1);
+    }
+    for (size_t j = 0; j < tio_graph_node_count(g0); j++) {
+        tio_node_info a, b;
+        assert_int_equal(tio_graph_node(g0, j, &a), TIO_OK);
+        assert_int_equal(tio_graph_node(g, j + n, &b), TIO_OK);
+        assert_string_equal(a.op, b.op);
+        assert_string_equal(a.name, b.name);
+    }
+    assert_int_equal(tio_graph_input_count(g), tio_graph_input_count(g0));
+    assert_int_equal(tio_graph_output_count(g), tio_graph_output_count(g0));
+    tio_container_free(h);
+    free(buf);
+    /* a model format that casts no weights */
+    so.format = "rten";
+    buf = NULL;
+    assert_int_equal(tio_save_memory(c, &so, &buf, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "casts no model's weights"));
+    assert_null(buf);
+    free(plain);
+    tio_container_free(c);
+    free(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vectors),
@@ -619,6 +717,7 @@ int main(void) {
         cmocka_unit_test(test_external_from_memory),
         cmocka_unit_test(test_external_files),
         cmocka_unit_test(test_coo_in_tensors_attr),
+        cmocka_unit_test(test_cast_weights),
         cmocka_unit_test(test_many_graph_fields),
         cmocka_unit_test(test_many_opsets_and_props),
         cmocka_unit_test(test_many_attributes),

@@ -133,24 +133,14 @@ def export_upsampler(torch, path):
                           input_names=["input"], output_names=["output"])
 
 
-def fp16_weights(onnx, np, src, dst):
+def fp16_weights(src, dst):
     """src with its float32 initializers stored as float16, each read through
-    a Cast to float32 (float16 weights of a float32 model)."""
-    from onnx import helper, numpy_helper
-    m = onnx.load(src)
-    casts = []
-    for t in m.graph.initializer:
-        if t.data_type != onnx.TensorProto.FLOAT:
-            continue
-        a = numpy_helper.to_array(t).astype(np.float16)
-        name = t.name
-        t.CopyFrom(numpy_helper.from_array(a, name + "_fp16"))
-        casts.append(helper.make_node("Cast", [name + "_fp16"], [name], name=name + "_cast",
-                                      to=onnx.TensorProto.FLOAT))
-    nodes = casts + list(m.graph.node)
-    del m.graph.node[:]
-    m.graph.node.extend(nodes)
-    onnx.save(m, dst)
+    a Cast to float32 (float16 weights of a float32 model): what `tensio
+    convert --cast float16` writes into ONNX (tests/onnx/test_cast_weights.py
+    checks that form in onnxruntime)."""
+    r = run([TENSIO, "convert", "--force", "--cast", "float16", src, dst])
+    if r.returncode != 0:
+        raise AssertionError("--cast float16: %s" % r.stderr.strip())
 
 
 def tflite_ops(path):
@@ -301,7 +291,7 @@ def main():
     for nm, p in list(models):
         if nm in FP16:
             q = os.path.join(zdir, nm + "_fp16w.onnx")
-            fp16_weights(onnx, np, p, q)
+            fp16_weights(p, q)
             models.append((nm + "_fp16w", q))
     for nm, p in models:
         for flags in ([],) + VARIANTS.get(nm, ()):
