@@ -1173,9 +1173,10 @@ typedef struct tio_save_options {
      * Into a model: onnx stores each float initializer cast, under
      * "<name>:<dtype>", with a Cast node back to its declared type before the
      * graph's nodes (a Constant node's value is not cast; Cast needs opset 6,
-     * 13 for bfloat16, 19 for float8); the other model formats
-     * (TIO_CAP_GRAPH: their graphs declare the constants' types) are
-     * TIO_E_UNSUPPORTED. NULL or "": none. */
+     * 13 for bfloat16, 19 for float8); tflite stores float32 weights as
+     * float16 only, each DEQUANTIZEd to float32 (TensorFlow Lite's float16
+     * quantization); rten and tmfile (their graphs declare the constants'
+     * types) are TIO_E_UNSUPPORTED. NULL or "": none. */
     const char *cast;
 } tio_save_options;
 

@@ -731,7 +731,8 @@ void tio__message_unref(struct tio_message *m);
 #define TIO__CAP_ONE_ARRAY 0x800u
 /* Format-private capability: tio_save_options.cast applies to a model's
  * weights: an initializer is stored as the dtype cast to and the writer
- * restores the type the graph declares (ONNX: a Cast node after it), so the
+ * restores the type the graph declares (ONNX: a Cast node after it;
+ * TensorFlow Lite: a DEQUANTIZE of float16), so the
  * graph computes as before from rounded weights. A Constant node's value (a
  * TENSOR attribute) is not cast. Without it a cast into a model is refused. */
 #define TIO__CAP_CAST_WEIGHTS 0x1000u

@@ -511,8 +511,8 @@ static int plan_tensors(tio_write_plan *p, const tio_container *c, const tio_for
                 return tio__err(err, TIO_E_UNSUPPORTED, fn, -1,
                                 "tensor %zu%s is a constant of the model's graph: casting it "
                                 "to %s would change the types the graph declares (%s casts "
-                                "no model's weights; onnx does, and a tensor format takes "
-                                "the weights alone)",
+                                "no model's weights; onnx and tflite do, and a tensor format "
+                                "takes the weights alone)",
                                 i, tlabel(s, lb, sizeof lb), tio_dtype_name(cd), fn);
             w->cast = true;
             if (!(f->dtypes & TIO_DTYPE_BIT(cd)))

@@ -990,7 +990,12 @@ static int tfl_write(tio_write_plan *p, tio_sink *sink, tio_error *err) {
     const tfl_native *nat = c->native && c->native_format && strcmp(c->native_format, TFL) == 0
                                 ? c->native
                                 : NULL;
-    bool rewrite = nat != NULL;
+    bool rewrite = nat != NULL, f16 = false;
+    if (!rc) rc = tio__tfl_cast_check(p, &f16, err);
+    if (!rc && f16 && !nat && c->graph && c->graph->node_count == 0)
+        rc = tio__err(err, TIO_E_UNSUPPORTED, TFL, -1,
+                      "a graph without operators: its constants are its outputs, whose types "
+                      "a cast would change (write them to a tensor format instead)");
     if (!rc && nat)
         rc = tio__tfl_rewrite(nat, p, &m, err);
     else if (!rc && c->graph && c->graph->node_count == 0)
@@ -1017,7 +1022,7 @@ const tio_format_desc tio__format_tflite = {
     .name = "tflite",
     .description = "TensorFlow Lite model (.tflite): graph and constant tensors",
     .extensions = ".tflite",
-    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA | TIO_CAP_GRAPH,
+    .caps = TIO_CAP_NAMES | TIO_CAP_METADATA | TIO_CAP_GRAPH | TIO__CAP_CAST_WEIGHTS,
     /* the TensorTypes tensio holds as tensors */
     .dtypes = TIO_DTYPE_BIT(TIO_FLOAT32) | TIO_DTYPE_BIT(TIO_FLOAT16) | TIO_DTYPE_BIT(TIO_INT32) |
               TIO_DTYPE_BIT(TIO_UINT8) | TIO_DTYPE_BIT(TIO_INT64) | TIO_DTYPE_BIT(TIO_BOOL) |

@@ -228,10 +228,11 @@ int tio__tl_const_f32(tl *L, const char *name, const float *vals, size_t n, int 
     return rc ? rc : tio__tl_add_tensor(L, name, TFL_TensorType_FLOAT32, r, d, buf, idx);
 }
 
-int tio__tl_emit(tl *L, int32_t builtin, uint8_t opt_type, const int32_t *in, size_t nin,
-                const int32_t *out, size_t nout, tfl_wop **op) {
+/* An operator of the builtin at `version`. */
+static int emit_v(tl *L, int32_t builtin, int32_t version, uint8_t opt_type, const int32_t *in,
+                  size_t nin, const int32_t *out, size_t nout, tfl_wop **op) {
     uint32_t code;
-    int rc = tio__tfl_w_code(L->m, builtin, NULL, 1, &code, L->err);
+    int rc = tio__tfl_w_code(L->m, builtin, NULL, version, &code, L->err);
     if (rc) return rc;
     int32_t *i2 = tio__tl_al(L, (nin ? nin : 1) * sizeof *i2),
             *o2 = tio__tl_al(L, (nout ? nout : 1) * sizeof *o2);
@@ -244,6 +245,11 @@ int tio__tl_emit(tl *L, int32_t builtin, uint8_t opt_type, const int32_t *in, si
     return tio__tfl_w_op(L->m, 0, &w, op ? op : &dummy, L->err);
 }
 
+int tio__tl_emit(tl *L, int32_t builtin, uint8_t opt_type, const int32_t *in, size_t nin,
+                const int32_t *out, size_t nout, tfl_wop **op) {
+    return emit_v(L, builtin, 1, opt_type, in, nin, out, nout, op);
+}
+
 int tio__tl_emit_like(tl *L, int32_t code, uint8_t opt, int64_t x, int64_t y) {
     int lay = tio__tl_pref_lay(L, x);
     int32_t in, out;
@@ -252,25 +258,37 @@ int tio__tl_emit_like(tl *L, int32_t code, uint8_t opt, int64_t x, int64_t y) {
     return tio__tl_emit(L, code, opt, &in, 1, &out, 1, NULL);
 }
 
-/* A DEQUANTIZE of float16 tensor h into a float32 tensor of its shape. */
+/* A DEQUANTIZE of float16 tensor h into a float32 tensor of its shape:
+ * version 3, which TensorFlow's converter gives a float16 input (the other
+ * operators the lowering writes are at version 1). */
 int tio__tl_dequantize(tl *L, int32_t h, const char *name, int32_t *idx) {
     const tfl_wtensor *ht = &L->m->subgraphs[0].tensors[h];
     int64_t d[LMAX];
     int r = ht->rank;
     for (int k = 0; k < r && k < LMAX; k++) d[k] = ht->shape[k];
     int rc = tio__tl_add_tensor(L, name, TFL_TensorType_FLOAT32, r, d, 0, idx);
-    return rc ? rc : tio__tl_emit(L, TFL_BuiltinOperator_DEQUANTIZE, 0, &h, 1, idx, 1, NULL);
+    return rc ? rc : emit_v(L, TFL_BuiltinOperator_DEQUANTIZE, 3, 0, &h, 1, idx, 1, NULL);
 }
 
 /* Weights the lowering made (n elements of dtype dt, float32 or float16, in
  * b): a constant; float16 ones are kept so, with a DEQUANTIZE to float32
  * (*idx: the float32 tensor). */
+bool tio__tl_cast16(const tl *L, const tio_tensor *t) {
+    if (!L->f16 || t->dtype != TIO_FLOAT32) return false;
+    if (t->owner != L->c || t->index >= L->pr.nc) return true;
+    const tio_wtensor *wt = tio__plan_tensor(L->plan, t->index);
+    return wt && wt->cast;
+}
+
 int tio__tl_weights(tl *L, const char *name, tio_dtype dt, const uint8_t *b, size_t n, int r,
                    const int64_t *d, int32_t *idx) {
+    bool to16 = L->f16 && dt == TIO_FLOAT32;
+    if (to16) dt = TIO_FLOAT16;
     size_t es = dt == TIO_FLOAT16 ? 2 : 4;
     uint8_t *c = tio__tl_al(L, n ? n * es : 1);
     if (!c || !name) return tio__tl_nomem(L);
-    if (n) memcpy(c, b, n * es);
+    if (n && to16) tio__convert_elems(TIO_FLOAT32, TIO_FLOAT16, b, c, n);
+    else if (n) memcpy(c, b, n * es);
     uint32_t buf;
     int rc = tio__tfl_w_buffer(L->m, -1, c, n * es, &buf, L->err);
     return rc ? rc : tio__tl_weights_in(L, name, dt, buf, r, d, idx);
@@ -354,13 +372,27 @@ static int const_form(tl *L, int64_t v, int lay, bool q8, int32_t *idx) {
     const char *nm = tio__tl_form_name(L, v, lay);
     if (!nm) return tio__tl_nomem(L);
     int rc;
+    /* float16 weights (the save's cast): that tensor, DEQUANTIZEd into nm */
+    bool to16 = tio__tl_cast16(L, t);
+    size_t nl = strlen(nm);
+    char *nm16 = to16 ? tio__tl_al(L, nl + 9) : NULL;
+    if (to16 && !nm16) return tio__tl_nomem(L);
+    if (to16) {
+        memcpy(nm16, nm, nl);
+        memcpy(nm16 + nl, ":float16", 9);
+    }
+    int32_t h;
     if (!lay && t->dtype != TIO_INT64 && t->owner == L->c && t->index < L->pr.nc) {
-        /* the container's bytes, streamed at write time */
+        /* the container's bytes, streamed at write time (as the plan writes
+         * them: float16 when it casts the tensor) */
         uint32_t buf;
         const tio_wtensor *wt = tio__plan_tensor(L->plan, t->index);
         size_t nb = wt ? wt->nbytes : t->nbytes;
         if ((rc = tio__tfl_w_buffer(L->m, (int64_t)t->index, NULL, nb, &buf, L->err)) ||
-            (rc = tio__tl_add_tensor(L, nm, type, r, d, buf, idx)))
+            (rc = tio__tl_add_tensor(L, to16 ? nm16 : nm,
+                                     to16 ? TFL_TensorType_FLOAT16 : type, r, d, buf,
+                                     to16 ? &h : idx)) ||
+            (to16 && (rc = tio__tl_dequantize(L, h, nm, idx))))
             return rc;
         L->t[v][lay] = *idx;
         return TIO_OK;
@@ -398,6 +430,18 @@ static int const_form(tl *L, int64_t v, int lay, bool q8, int32_t *idx) {
         memcpy(b, t->data, n * es);
     }
     uint32_t buf;
+    if (to16) { /* float32 in b, float16 stored */
+        uint8_t *b16 = tio__tl_al(L, n ? n * 2 : 1);
+        if (!b16) return tio__tl_nomem(L);
+        if (n) tio__convert_elems(TIO_FLOAT32, TIO_FLOAT16, b, b16, n);
+        if ((rc = tio__tfl_w_buffer(L->m, -1, b16, n * 2, &buf, L->err)) ||
+            (rc = tio__tl_add_tensor(L, nm16, TFL_TensorType_FLOAT16, r, lay ? e : d, buf,
+                                     &h)) ||
+            (rc = tio__tl_dequantize(L, h, nm, idx)))
+            return rc;
+        L->t[v][lay] = *idx;
+        return TIO_OK;
+    }
     if ((rc = tio__tfl_w_buffer(L->m, -1, b, n * es, &buf, L->err)) ||
         (rc = tio__tl_add_tensor(L, nm, type, r, lay ? e : d, buf, idx)))
         return rc;
@@ -695,6 +739,8 @@ int tio__tfl_lower(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m, tio_
     bool fuse = !fz || strcmp(fz, "0") != 0;
     tl L = {.plan = plan, .c = tio__plan_container(plan), .m = m, .err = err,
             .nchw_io = ly && strcmp(ly, "nchw") == 0, .opset = 13};
+    int crc = tio__tfl_cast_check(plan, &L.f16, err);
+    if (crc) return crc;
     tio_gprep_opts o = {.fmt = TFL,
                         .fuse_matmul_add = fuse,
                         .fold_bn = fuse,

@@ -58,6 +58,9 @@ typedef struct tl {
     int64_t *deq;
     tl_q *q;          /* per value (QDQ models) */
     bool s8;          /* int8 weights: uint8 activations written as int8 */
+    /* tio_save_options.cast makes float32 weights float16: stored so, each
+     * DEQUANTIZEd to float32 (TensorFlow Lite's float16 quantization) */
+    bool f16;
     bool nchw_io;
     int64_t opset;
     const tio_gnode *n; /* the node being lowered (for messages) */
@@ -118,6 +121,7 @@ typedef struct tio_tl_perm {
     size_t es;
     int nd;
     int64_t d[TIO_TL_PERM_DIMS], s[TIO_TL_PERM_DIMS];
+    bool to16; /* float32 elements written as float16 (the buffer: 2 bytes each) */
 } tio_tl_perm;
 /* Destination elements [j0, j0 + cnt) into dst. */
 void tio__tl_perm_copy(const tio_tl_perm *p, uint64_t j0, size_t cnt, uint8_t *dst);
@@ -127,6 +131,10 @@ void tio__tl_perm_copy(const tio_tl_perm *p, uint64_t j0, size_t cnt, uint8_t *d
  * permuted on the way out (a generated buffer), others into the arena. */
 int tio__tl_pweights(tl *L, const char *name, const tio_tensor *w, const tio_tl_perm *p, int r,
                      const int64_t *d, int32_t *idx);
+/* Whether the lowering stores float weights t as float16 (L->f16: a
+ * float32 constant the lowering made, or a container tensor the save casts;
+ * not a Constant node's value, which the cast leaves). */
+bool tio__tl_cast16(const tl *L, const tio_tensor *t);
 const char *tio__tl_sub_name(tl *L, const char *what);
 int tio__tl_scalar_f32(tl *L, const char *what, float f, int32_t *idx);
 int tio__tl_const_form(tl *L, int64_t v, int lay, int32_t *idx);

@@ -78,9 +78,20 @@ static uint64_t outer_block(const tio_tl_perm *p) {
  * whole runs at a time (read, permuted and written while in the cache);
  * otherwise the whole weight, from a page up to PERM_READ_MAX (the memory
  * bound); above that, or when the source cannot be read, the mapping. */
+/* Writes n permuted elements at b: as they are, or as float16 (p->to16)
+ * through h (room for n of them). */
+static int perm_put(const tio_tl_perm *p, tio_sink *s, const uint8_t *b, size_t n, uint8_t *h,
+                    tio_error *err) {
+    if (!p->to16) return tio__sink_write(s, b, n * p->es, err);
+    tio__convert_elems(TIO_FLOAT32, TIO_FLOAT16, b, h, n);
+    return tio__sink_write(s, h, n * 2, err);
+}
+
 static int perm_gen(void *ctx, tio_sink *s, size_t size, tio_error *err) {
     const tio_tl_perm *p = ctx;
-    size_t n = size / p->es, per = PERM_CHUNK / p->es;
+    /* the buffer's size: es bytes an element, or 2 for float16 */
+    size_t n = size / (p->to16 ? 2 : p->es), per = PERM_CHUNK / p->es;
+    size = n * p->es; /* the source's bytes */
     uint64_t blk = outer_block(p);
     size_t bb = (size_t)blk * p->es;
     if (blk && bb <= PERM_READ_MAX && size >= PERM_READ_MIN && size / bb == (size_t)p->d[0] &&
@@ -91,7 +102,8 @@ static int perm_gen(void *ctx, tio_sink *s, size_t size, tio_error *err) {
          * and shrinks per weight costs its page faults again each time */
         uint8_t *own = p->scratch && bb <= PERM_CHUNK ? NULL : malloc(2 * bb);
         uint8_t *rd = own ? own : p->scratch, *out = rd ? rd + rows * bb : NULL;
-        int rc = rd ? TIO_OK : tio__nomem(err, "tflite");
+        uint8_t *h = p->to16 ? malloc(rows * (size_t)blk * 2) : NULL;
+        int rc = rd && (h || !p->to16) ? TIO_OK : tio__nomem(err, "tflite");
         for (size_t a = 0; !rc && a < d0; a += rows) {
             size_t k = d0 - a < rows ? d0 - a : rows;
             tio_tl_perm q = *p;
@@ -99,13 +111,19 @@ static int perm_gen(void *ctx, tio_sink *s, size_t size, tio_error *err) {
             q.src = p->src + a * bb;
             if (p->plan && tio__plan_pread(p->plan, q.src, k * bb, rd)) q.src = rd;
             tio__tl_perm_copy(&q, 0, k * (size_t)blk, out);
-            rc = tio__sink_write(s, out, k * bb, err);
+            rc = perm_put(p, s, out, k * (size_t)blk, h, err);
         }
+        free(h);
         free(own);
         return rc;
     }
     uint8_t *buf = malloc(n < per ? (n ? n * p->es : 1) : PERM_CHUNK);
-    if (!buf) return tio__nomem(err, "tflite");
+    uint8_t *h = p->to16 ? malloc(n < per ? (n ? n * 2 : 1) : per * 2) : NULL;
+    if (!buf || (p->to16 && !h)) {
+        free(buf);
+        free(h);
+        return tio__nomem(err, "tflite");
+    }
     tio_tl_perm q = *p;
     uint8_t *copy = NULL;
     size_t nb = size;
@@ -116,10 +134,11 @@ static int perm_gen(void *ctx, tio_sink *s, size_t size, tio_error *err) {
     for (size_t j = 0; !rc && j < n; j += per) {
         size_t k = n - j < per ? n - j : per;
         tio__tl_perm_copy(&q, j, k, buf);
-        rc = tio__sink_write(s, buf, k * p->es, err);
+        rc = perm_put(p, s, buf, k, h, err);
     }
     free(copy);
     free(buf);
+    free(h);
     return rc;
 }
 
@@ -127,7 +146,8 @@ int tio__tl_pweights(tl *L, const char *name, const tio_tensor *w, const tio_tl_
                      const int64_t *d, int32_t *idx) {
     size_t n = 1; /* p's elements: w's, or a group's slice of them */
     for (int k = 0; k < p->nd; k++) n *= (size_t)p->d[k];
-    size_t nb = n * p->es;
+    bool to16 = tio__tl_cast16(L, w);
+    size_t nb = n * (to16 ? 2 : p->es);
     if (!name) return tio__tl_nomem(L);
     uint32_t buf;
     int rc;
@@ -137,15 +157,19 @@ int tio__tl_pweights(tl *L, const char *name, const tio_tensor *w, const tio_tl_
         if (!q) return tio__tl_nomem(L);
         *q = *p;
         q->plan = L->plan;
+        q->to16 = to16;
         if (!L->pscratch && !(L->pscratch = tio__tl_al(L, TIO_TL_PSCRATCH)))
             return tio__tl_nomem(L);
         q->scratch = L->pscratch;
         rc = tio__tfl_w_buffer_gen(L->m, nb, perm_gen, q, &buf, L->err);
     } else {
-        uint8_t *b = tio__tl_al(L, nb ? nb : 1);
-        if (!b) return tio__tl_nomem(L);
+        size_t fb = n * p->es; /* the float32 bytes */
+        uint8_t *b = tio__tl_al(L, fb ? fb : 1);
+        uint8_t *b16 = to16 ? tio__tl_al(L, nb ? nb : 1) : b;
+        if (!b || !b16) return tio__tl_nomem(L);
         if (n) tio__tl_perm_copy(p, 0, n, b);
-        rc = tio__tfl_w_buffer(L->m, -1, b, nb, &buf, L->err);
+        if (n && to16) tio__convert_elems(TIO_FLOAT32, TIO_FLOAT16, b, b16, n);
+        rc = tio__tfl_w_buffer(L->m, -1, b16, nb, &buf, L->err);
     }
-    return rc ? rc : tio__tl_weights_in(L, name, w->dtype, buf, r, d, idx);
+    return rc ? rc : tio__tl_weights_in(L, name, to16 ? TIO_FLOAT16 : w->dtype, buf, r, d, idx);
 }

@@ -239,7 +239,12 @@ static void rw_read_name(uint32_t sg, uint32_t i, const char *s, char *out, size
         snprintf(out + k, cap - (size_t)k, "tensor%u", i);
 }
 
-static int rw_tensor(rw *r, uint32_t sg, uint32_t i, const tio_fb_ref *tt, tfl_wtensor *t) {
+/* *cast16: the buffer of a constant the save casts to float16 (the tensor
+ * itself is left without one: a DEQUANTIZE of a float16 tensor holding it
+ * makes it, rw_subgraphs), else 0. */
+static int rw_tensor(rw *r, uint32_t sg, uint32_t i, const tio_fb_ref *tt, tfl_wtensor *t,
+                     uint32_t *cast16) {
+    *cast16 = 0;
     char what[64];
     snprintf(what, sizeof what, "subgraph %u tensor %u", sg, i);
     int rc = rw_newer(r, tt, tio__tfl_table("Tensor"), what);
@@ -293,6 +298,25 @@ static int rw_tensor(rw *r, uint32_t sg, uint32_t i, const tio_fb_ref *tt, tfl_w
     }
     if (t->buffer == 0) return TIO_OK;
     tfl_wbuffer *bf = &r->m->buffers[t->buffer];
+    if (wt->cast) {
+        if (bf->tensor >= 0)
+            return tio__err(r->err, TIO_E_UNSUPPORTED, TFL, -1,
+                            "%s ('%s') shares buffer %u with container tensor %lld: a shared "
+                            "buffer is not cast (its tensors would need one DEQUANTIZE each)",
+                            what, wt->name ? wt->name : "", t->buffer, (long long)bf->tensor);
+        /* (TensorFlow writes an empty QuantizationParameters on float
+         * tensors: that is no quantization) */
+        bool quant = t->q && (t->q->nscale || t->q->nzero_point || t->q->has_custom);
+        if (t->type != TFL_TensorType_FLOAT32 || quant)
+            return tio__err(r->err, TIO_E_UNSUPPORTED, TFL, -1,
+                            "%s ('%s'): a cast of a tensor of TensorType %d%s has no "
+                            "TensorFlow Lite form (float32 weights become float16 ones, each "
+                            "DEQUANTIZEd)",
+                            what, wt->name ? wt->name : "", (int)t->type,
+                            quant ? " with quantization parameters" : "");
+        *cast16 = t->buffer;
+        t->buffer = 0;
+    }
     if (bf->tensor < 0) {
         bf->tensor = ct;
         bf->data = NULL;
@@ -404,6 +428,49 @@ static int rw_buffers(rw *r, const tio_fb_ref *model) {
     return TIO_OK;
 }
 
+/* The save's cast in subgraph sg: for each tensor i with c16[i], a float16
+ * tensor "<name>:float16" of its shape holding buffer c16[i] (after the
+ * source's tensors, whose indices stay), and a DEQUANTIZE of it into tensor
+ * i (version 3: a float16 input, as TensorFlow's converter writes it) before
+ * the source's operators: TensorFlow Lite's float16 quantization. */
+static int rw_dequantize(rw *r, uint32_t sg, const uint32_t *c16, uint32_t nt) {
+    uint32_t code;
+    int rc = tio__tfl_w_code(r->m, TFL_BuiltinOperator_DEQUANTIZE, NULL, 3, &code, r->err);
+    for (uint32_t i = 0; i < nt && !rc; i++) {
+        if (!c16[i]) continue;
+        const tfl_wtensor *src = &r->m->subgraphs[sg].tensors[i];
+        const char *nm = src->name ? src->name : "";
+        size_t nl = strlen(nm);
+        char *hn = tio__tfl_w_alloc(r->m, nl + 9);
+        int32_t *io = tio__tfl_w_alloc(r->m, 2 * sizeof *io);
+        if (!hn || !io) return tio__nomem(r->err, TFL);
+        memcpy(hn, nm, nl);
+        memcpy(hn + nl, ":float16", 9);
+        tfl_wtensor h;
+        memset(&h, 0, sizeof h);
+        h.name = hn;
+        h.type = TFL_TensorType_FLOAT16;
+        h.shape = src->shape;
+        h.rank = src->rank;
+        h.shape_signature = src->shape_signature;
+        h.nsig = src->nsig;
+        h.has_rank = src->has_rank;
+        h.buffer = c16[i];
+        rc = tio__tfl_w_tensor(r->m, sg, &h, &io[0], r->err);
+        io[1] = (int32_t)i;
+        tfl_wop op;
+        memset(&op, 0, sizeof op);
+        op.opcode = code;
+        op.inputs = &io[0];
+        op.nin = 1;
+        op.outputs = &io[1];
+        op.nout = 1;
+        op.debug_metadata_index = -1;
+        if (!rc) rc = tio__tfl_w_op(r->m, sg, &op, NULL, r->err);
+    }
+    return rc;
+}
+
 static int rw_subgraphs(rw *r, const tio_fb_ref *model) {
     tio_fb_vec sgs;
     uint32_t nsg = tio__fb_vector(model, TFL_Model_subgraphs, &sgs) ? sgs.count : 0;
@@ -425,15 +492,22 @@ static int rw_subgraphs(rw *r, const tio_fb_ref *model) {
         tio_fb_vec tv, ov;
         uint32_t nt = tio__fb_vector(&st, TFL_SubGraph_tensors, &tv) ? tv.count : 0;
         uint32_t no = tio__fb_vector(&st, TFL_SubGraph_operators, &ov) ? ov.count : 0;
+        /* per tensor: the buffer of the float16 tensor it is DEQUANTIZEd from
+         * (the save's cast), or 0 */
+        uint32_t *c16 = tio__tfl_w_alloc(r->m, (nt ? nt : 1) * sizeof *c16);
+        if (!c16) return tio__nomem(r->err, TFL);
+        size_t ncast = 0;
         for (uint32_t i = 0; i < nt && !rc; i++) {
             tio_fb_ref tt;
             tfl_wtensor t;
             int32_t idx;
             if (!tio__fb_vec_table(&tv, i, &tt))
                 return tio__err(r->err, TIO_E_CORRUPT, TFL, -1, "%s tensor %u", what, i);
-            rc = rw_tensor(r, sg, i, &tt, &t);
+            rc = rw_tensor(r, sg, i, &tt, &t, &c16[i]);
             if (!rc) rc = tio__tfl_w_tensor(r->m, sg, &t, &idx, r->err);
+            ncast += c16[i] != 0;
         }
+        if (!rc && ncast) rc = rw_dequantize(r, sg, c16, nt);
         for (uint32_t k = 0; k < no && !rc; k++) {
             tio_fb_ref ot;
             tfl_wop o;

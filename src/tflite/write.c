@@ -739,3 +739,20 @@ int tio__tfl_w_serialise(const tfl_wmodel *m, tio_write_plan *plan, tio_sink *si
     free(w.cbase);
     return rc;
 }
+
+int tio__tfl_cast_check(const tio_write_plan *plan, bool *f16, tio_error *err) {
+    *f16 = false;
+    for (size_t i = 0; i < tio__plan_count(plan); i++) {
+        const tio_wtensor *wt = tio__plan_tensor(plan, i);
+        if (!wt->cast) continue;
+        if (wt->src->dtype != TIO_FLOAT32 || wt->dtype != TIO_FLOAT16)
+            return tio__err(err, TIO_E_UNSUPPORTED, TFL, -1,
+                            "tensor %zu ('%.80s'): a cast from %s to %s has no TensorFlow Lite "
+                            "form (TensorFlow Lite keeps float32 weights as float16, each "
+                            "DEQUANTIZEd: --cast float16 or float32=float16)",
+                            i, wt->name ? wt->name : "", tio_dtype_name(wt->src->dtype),
+                            tio_dtype_name(wt->dtype));
+        *f16 = true;
+    }
+    return TIO_OK;
+}

@@ -291,6 +291,12 @@ int tio__tfl_rewrite(const tfl_native *nat, tio_write_plan *plan, tfl_wmodel *m,
 int tio__tfl_w_constants(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m,
                          tio_error *err);
 
+/* The save's cast (tio_save_options.cast) into TensorFlow Lite: float32
+ * weights to float16 only (each DEQUANTIZEd to float32: TensorFlow Lite's
+ * float16 quantization); another cast is TIO_E_UNSUPPORTED naming the
+ * tensor. *f16: whether the plan casts any tensor. */
+int tio__tfl_cast_check(const tio_write_plan *plan, bool *f16, tio_error *err);
+
 /* Lowers graph g (ONNX semantics; not a TFLite native graph) and the plan's
  * tensors to a TFLite model in m (already initialised). src/tflite/lower.c.
  * One error lists every ONNX operator that has no TFLite form. */

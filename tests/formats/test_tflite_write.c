@@ -897,6 +897,78 @@ static void test_offset_form_past_2gib(void **state) {
     rmdir(dir);
 }
 
+/* tio_save_options.cast into TensorFlow Lite (tests/onnx/test_cast_weights.py
+ * runs the results in onnxruntime): TensorFlow's hello_world rewritten with
+ * its six float32 weights float16 under "<name>:float16", each DEQUANTIZEd
+ * (version 3) by the first operators, the values the float32 ones rounded;
+ * ONNX -> TFLite (cnn_small.onnx) with no float32 constant left; a cast to
+ * bfloat16 refused, naming the form TensorFlow Lite has. */
+static void test_cast_float16(void **state) {
+    (void)state;
+    char *path = tvec_path_or_skip("tflite/small/tflm_hello_world_float.tflite");
+    if (!path) return;
+    tio_container *c = NULL, *h = NULL;
+    tio_error e;
+    OK_(tio_open(path, NULL, &c, &e));
+    tio_save_options so = {0};
+    so.format = "tflite";
+    so.cast = "float16";
+    void *b = NULL;
+    size_t len = 0;
+    if (tio_save_memory(c, &so, &b, &len, &e)) fail_msg("cast: %s", e.message);
+    tio_open_options oo = {0};
+    oo.format = "tflite";
+    OK_(tio_open_memory(b, len, &oo, &h, &e));
+    size_t n = tio_container_count(c);
+    assert_int_equal(n, 6);
+    assert_int_equal(tio_container_count(h), n);
+    for (size_t i = 0; i < n; i++) {
+        const tio_tensor *s = tio_container_tensor(c, i);
+        char want[160];
+        snprintf(want, sizeof want, "%s:float16", tio_tensor_name(s));
+        const tio_tensor *t = tio_container_find(h, want);
+        if (!t) fail_msg("no tensor %s", want);
+        assert_int_equal(tio_tensor_dtype(t), TIO_FLOAT16);
+        uint64_t bad = 0;
+        if (!tvec_half_rounds(tio_tensor_data(t), tio_tensor_data(s), tio_tensor_numel(s), &bad))
+            fail_msg("%s[%llu]: not the float32 rounded", want, (unsigned long long)bad);
+    }
+    const char *codes = tio_container_prop_get(h, "operator_codes");
+    assert_non_null(codes);
+    assert_non_null(strstr(codes, "DEQUANTIZE v3"));
+    const char *ops = tio_container_prop_get(h, "subgraph0.operators");
+    assert_non_null(ops);
+    assert_non_null(strstr(ops, "DEQUANTIZE x6"));
+    tio_container_free(h);
+    free(b);
+    so.cast = "bfloat16";
+    b = NULL;
+    assert_int_equal(tio_save_memory(c, &so, &b, &len, &e), TIO_E_UNSUPPORTED);
+    assert_non_null(strstr(e.message, "has no TensorFlow Lite form"));
+    assert_null(b);
+    tio_container_free(c);
+    free(path);
+    /* lowered from ONNX: every float32 weight float16 */
+    path = tvec_path_or_skip("onnx/cnn_small.onnx");
+    if (!path) return;
+    OK_(tio_open(path, NULL, &c, &e));
+    so.cast = "float16";
+    if (tio_save_memory(c, &so, &b, &len, &e)) fail_msg("lowered cast: %s", e.message);
+    OK_(tio_open_memory(b, len, &oo, &h, &e));
+    size_t f16 = 0;
+    for (size_t i = 0; i < tio_container_count(h); i++) {
+        tio_dtype d = tio_tensor_dtype(tio_container_tensor(h, i));
+        assert_int_not_equal(d, TIO_FLOAT32);
+        f16 += d == TIO_FLOAT16;
+    }
+    assert_int_equal(f16, 6);
+    assert_non_null(strstr(tio_container_prop_get(h, "operator_codes"), "DEQUANTIZE v3"));
+    tio_container_free(h);
+    free(b);
+    tio_container_free(c);
+    free(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ir_model),
@@ -904,6 +976,7 @@ int main(void) {
         cmocka_unit_test(test_ir_gen),
         cmocka_unit_test(test_ir_hostile),
         cmocka_unit_test(test_write_refusals),
+        cmocka_unit_test(test_cast_float16),
         cmocka_unit_test(test_rewrite_vectors),
         cmocka_unit_test(test_rewrite_edits),
         cmocka_unit_test(test_rewrite_sweep),

@@ -463,6 +463,99 @@ def built(tmp):
         fail("built: %d of 4 runs" % ran)
 
 
+def raised_pair(label, f32, f16, tmp, jobs, checks):
+    """f16 (a .tflite with float16 weights, each DEQUANTIZEd) and f32 (the
+    same model with float32 weights) raised to ONNX by tensio: onnxruntime
+    runs the first and the second with its weights rounded to float16 on
+    one random input, the outputs to be equal bit for bit."""
+    o16, o32 = os.path.join(tmp, label + "_16.onnx"), os.path.join(tmp, label + "_32.onnx")
+    for src, dst in ((f16, o16), (f32, o32)):
+        r = tensio("convert", "--force", src, dst)
+        if r.returncode != 0:
+            fail("%s: raising %s: %s" % (label, os.path.basename(src), r.stderr.strip()[:200]))
+            return
+    ref = onnx.load(o32)
+    for t in ref.graph.initializer:
+        if t.data_type == onnx.TensorProto.FLOAT:
+            t.CopyFrom(numpy_helper.from_array(rounded(numpy_helper.to_array(t), "float16")[1],
+                                               t.name))
+    refp = os.path.join(tmp, label + "_ref.onnx")
+    onnx.save(ref, refp)
+    inits = {t.name for t in ref.graph.initializer}
+    feeds = []
+    rng = np.random.default_rng(11)
+    for v in ref.graph.input:
+        if v.name in inits:
+            continue
+        shape = [d.dim_value or 1 for d in v.type.tensor_type.shape.dim]
+        f = os.path.join(tmp, "%s_in_%d.npy" % (label, len(feeds)))
+        np.save(f, rng.standard_normal(shape).astype(np.float32))
+        feeds.append({"name": v.name, "file": f})
+    pair = []
+    for which, model in (("cast", o16), ("ref", refp)):
+        od = os.path.join(tmp, "%s_%s" % (label, which))
+        os.makedirs(od)
+        pair.append({"id": "%s/%s" % (label, which), "model": model, "inputs": feeds,
+                     "outdir": od})
+    jobs += pair
+    checks.append((pair, len(ref.graph.output), label))
+
+
+def tflite(tmp):
+    """Into TensorFlow Lite: float32 weights stored float16, each
+    DEQUANTIZEd (version 3, as TensorFlow's converter writes its float16
+    quantization). ONNX -> TFLite with --cast gives the bytes of --cast to
+    ONNX then ONNX -> TFLite; TFLite -> TFLite (the rewrite of a model that
+    was read: TensorFlow's own hello_world, tests/vectors/tflite/small, and
+    the two torchvision models lowered) keeps every tensor index and
+    operator and puts the DEQUANTIZEs first. Both run in onnxruntime
+    (through tensio's raise to ONNX) equal to the float32 model with
+    rounded weights."""
+    jobs, checks, notes = [], [], []
+    for arch in ("resnet18", "mobilenet_v2"):
+        src = os.path.join(tmp, arch + ".onnx")
+        h16 = os.path.join(tmp, arch + "_float16.onnx")
+        direct, twostep = os.path.join(tmp, arch + "_d16.tflite"), os.path.join(
+            tmp, arch + "_2s.tflite")
+        f32 = os.path.join(tmp, arch + "_32.tflite")
+        r = [tensio("convert", "--cast", "float16", src, direct),
+             tensio("convert", h16, twostep), tensio("convert", src, f32)]
+        bad = [x.stderr.strip()[:200] for x in r if x.returncode != 0]
+        if bad:
+            fail("%s: tflite: %s" % (arch, bad))
+            continue
+        with open(direct, "rb") as a, open(twostep, "rb") as b:
+            if a.read() != b.read():
+                fail("%s: ONNX -> TFLite with --cast is not --cast to ONNX then TFLite" % arch)
+        raised_pair(arch + "_lowered", f32, direct, tmp, jobs, checks)
+        rw = os.path.join(tmp, arch + "_rw16.tflite")
+        r = tensio("convert", "--cast", "float16", f32, rw)
+        if r.returncode != 0:
+            fail("%s: TFLite -> TFLite --cast: %s" % (arch, r.stderr.strip()[:200]))
+            continue
+        notes.append("%s %.2f" % (arch, os.path.getsize(rw) / os.path.getsize(f32)))
+        raised_pair(arch + "_rewrite", f32, rw, tmp, jobs, checks)
+    hw = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "vectors", "tflite",
+                      "small", "tflm_hello_world_float.tflite")
+    hw16 = os.path.join(tmp, "hw16.tflite")
+    r = tensio("convert", "--cast", "float16", hw, hw16)
+    if r.returncode != 0:
+        fail("hello_world: %s" % r.stderr.strip()[:200])
+    else:
+        ops = json.loads(tensio("ls", "--json", hw16).stdout)["tensors"]
+        if len(ops) != 6 or any(t["dtype"] != "float16" or not t["name"].endswith(":float16")
+                                for t in ops):
+            fail("hello_world: tensors %s" % [(t["name"], t["dtype"]) for t in ops])
+        raised_pair("hello_world", hw, hw16, tmp, jobs, checks)
+    res = run_ort(jobs, tmp)
+    ran = sum(compare_runs(res, a, b, n, label) for (a, b), n, label in checks)
+    print("tflite: direct = two-step for 2 models; %d of %d float16 models (lowered, rewritten, "
+          "TensorFlow's hello_world) equal in onnxruntime to the rounded float32 ones; rewrite "
+          "size against float32: %s" % (ran, len(checks), ", ".join(notes)))
+    if ran != 5 or len(checks) != 5:
+        fail("tflite: %d of %d" % (ran, len(checks)))
+
+
 def refusals(tmp):
     path = os.path.join(CORPUS, "pytorch-converted", "test_Conv2d", "model.onnx")
     out = os.path.join(tmp, "bf.onnx")
@@ -482,12 +575,16 @@ def refusals(tmp):
         if [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")] != [13]:
             fail("bfloat16 with --opset 13: opset %s" % m.opset_import)
     # rten and tmfile cast no model's weights: refused by name
-    for ext in ("rten", "tmfile", "tflite"):
+    for ext in ("rten", "tmfile"):
         r = tensio("convert", "--cast", "float16", path, os.path.join(tmp, "m." + ext))
         if r.returncode == 0 or "casts no model's weights" not in r.stderr:
             fail("--cast into %s: expected a refusal, got %d %r"
                  % (ext, r.returncode, r.stderr.strip()[:200]))
-    print("refusals: bfloat16 below opset 13, rten, tmfile, tflite")
+    r = tensio("convert", "--cast", "bfloat16", path, os.path.join(tmp, "m.tflite"))
+    if r.returncode == 0 or "has no TensorFlow Lite form" not in r.stderr:
+        fail("--cast bfloat16 into tflite: expected a refusal, got %d %r"
+             % (r.returncode, r.stderr.strip()[:200]))
+    print("refusals: bfloat16 below opset 13, rten, tmfile, tflite bfloat16")
 
 
 def main():
@@ -496,6 +593,7 @@ def main():
         corpus(tmp)
         built(tmp)
         torchvision_models(tmp)
+        tflite(tmp)
         refusals(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

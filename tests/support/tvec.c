@@ -2,6 +2,7 @@
 #include "tvec.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,4 +255,25 @@ size_t tvec_memo_bomb(char *p) {
     p[n++] = 12;
     p[n++] = '.';
     return n;
+}
+
+double tvec_half(uint16_t h) {
+    int ex = (h >> 10) & 31, m = h & 1023;
+    double v = ex == 31 ? HUGE_VAL : ex ? (1024 + m) * ldexp(1, ex - 25) : m * ldexp(1, -24);
+    return (h & 0x8000) ? -v : v;
+}
+
+int tvec_half_rounds(const uint8_t *h, const uint8_t *f, uint64_t n, uint64_t *bad) {
+    for (uint64_t k = 0; k < n; k++) {
+        float x;
+        memcpy(&x, f + 4 * k, 4);
+        double got = tvec_half((uint16_t)(h[2 * k] | h[2 * k + 1] << 8));
+        /* half an ulp of float16 at |x| (subnormals: 2^-25) */
+        double ulp = fabs(x) >= ldexp(1, -14) ? ldexp(1, ilogb(x) - 10) : ldexp(1, -24);
+        if (fabs(got - x) > ulp / 2) {
+            *bad = k;
+            return 0;
+        }
+    }
+    return 1;
 }

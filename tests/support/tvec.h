@@ -77,4 +77,12 @@ typedef struct tvec_dir {
 } tvec_dir;
 extern const tvec_dir tvec_dirs[];
 
+/* The value of IEEE half h (finite, or +-inf as HUGE_VAL). */
+double tvec_half(uint16_t h);
+
+/* Whether the float16 values at h (n, little-endian) are the n float32
+ * values at f rounded to nearest: each within half a float16 ulp. 0 or 1;
+ * on a miss, *bad is its index. */
+int tvec_half_rounds(const uint8_t *h, const uint8_t *f, uint64_t n, uint64_t *bad);
+
 #endif
