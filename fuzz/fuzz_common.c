@@ -333,11 +333,12 @@ static void cast_work(const tio_container *c, size_t size) {
  * come from the error contract, a file written must decode. The decoded
  * container (its views point into *bytes: free that after it), or NULL. */
 static tio_container *cross_one(const tio_container *c, const char *target, const char *options,
-                                const char *label, void **bytes) {
+                                const char *cast, const char *label, void **bytes) {
     *bytes = NULL;
     tio_save_options so = {0};
     so.format = target;
     so.options = options;
+    so.cast = cast;
     void *b = NULL;
     size_t n = 0;
     tio_error e;
@@ -359,25 +360,33 @@ static tio_container *cross_one(const tio_container *c, const char *target, cons
 }
 
 /* A model converts to every model format (ONNX at an opset the input picks,
- * rten, tmfile with and without convert_tool's fusions, tflite with and
- * without its fusions and in both layouts), and what ONNX and rten give back
- * converts on to tmfile (the graph layer's preparation and the tmfile
- * lowering on graphs that came from anywhere). */
+ * ONNX with its weights cast to float16 or bfloat16, rten, tmfile with and
+ * without convert_tool's fusions, tflite with and without its fusions and in
+ * both layouts and with its weights cast to float16), and what ONNX and rten give back converts on to tmfile (the
+ * graph layer's preparation and the tmfile lowering on graphs that came from
+ * anywhere). */
 static void cross_models(const tio_container *c, const uint8_t *data, size_t size) {
     if (!tio_container_graph(c)) return;
     char opt[32];
     snprintf(opt, sizeof opt, "opset=%u", 7u + (size ? data[size - 1] : 0u) % 20u);
+    /* cast: 1 = float16 or bfloat16 as the input's size says, 2 = float16 */
     static const struct {
         const char *format, *options;
-    } targets[] = {{"onnx", NULL}, {"onnx", ""}, {"rten", NULL}, {"tmfile", NULL},
-                   {"tmfile", "fuse=0"}, {"tflite", NULL}, {"tflite", "fuse=0,layout=nchw"}};
+        int cast;
+    } targets[] = {{"onnx", NULL, 0},   {"onnx", "", 0},       {"rten", NULL, 0},
+                   {"onnx", NULL, 1},   {"tmfile", NULL, 0},   {"tmfile", "fuse=0", 0},
+                   {"tflite", NULL, 0}, {"tflite", "fuse=0,layout=nchw", 0},
+                   {"tflite", NULL, 2}};
     for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
         const char *options = k == 1 ? opt : targets[k].options;
+        const char *cast = !targets[k].cast                     ? NULL
+                           : targets[k].cast == 1 && !(size % 2) ? "bfloat16"
+                                                                 : "float16";
         void *b1, *b2;
-        tio_container *d = cross_one(c, targets[k].format, options,
-                                     options ? options : targets[k].format, &b1);
-        if (d && k < 3) {
-            tio_container_free(cross_one(d, "tmfile", NULL, "tmfile (second hop)", &b2));
+        tio_container *d = cross_one(c, targets[k].format, options, cast,
+                                     cast ? cast : options ? options : targets[k].format, &b1);
+        if (d && k < 4) {
+            tio_container_free(cross_one(d, "tmfile", NULL, NULL, "tmfile (second hop)", &b2));
             tio_free(b2);
         }
         tio_container_free(d);
