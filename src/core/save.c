@@ -742,14 +742,29 @@ typedef struct {
     tio_error *err;
 } widen_run;
 
+/* A piece of a source file's mapping this big or more is read by pread()
+ * into the plan's second scratch before it is converted: a page fault per
+ * 4 KiB of the mapping cost more than the kernel's copy on hosts with slow
+ * faults (1 GiB of float32 cast to float16 onto tmpfs: 0.74-1.58 s through
+ * the mapping, docs/performance.md). */
+#define WIDEN_PREAD_MIN ((size_t)4 << 10)
+
 /* n elements at data, widened into the scratch buffer (WIDEN_PIECE bytes)
  * and written, a piece at a time. */
 static int widen_write(widen_run *w, const uint8_t *data, uint64_t n) {
     size_t per = WIDEN_PIECE / w->out_es;
+    size_t inb = per * w->in_es; /* a whole piece's source bytes */
+    bool rd = n * w->in_es >= WIDEN_PREAD_MIN &&
+              scratch_reserve(&w->p->scratch2, &w->p->scratch2_cap, inb) == TIO_OK;
     int rc = TIO_OK;
     for (uint64_t i = 0; i < n && rc == TIO_OK; i += per) {
         size_t k = n - i < per ? (size_t)(n - i) : per;
-        tio__convert_elems(w->from, w->to, data + i * w->in_es, w->p->scratch, k);
+        const uint8_t *from = data + i * w->in_es;
+        if (rd && tio__plan_pread(w->p, from, k * w->in_es, w->p->scratch2))
+            from = w->p->scratch2;
+        else
+            rd = false; /* not a file's bytes: the mapping (or memory) from here */
+        tio__convert_elems(w->from, w->to, from, w->p->scratch, k);
         if (w->crc) *w->crc = tio__crc32(*w->crc, w->p->scratch, k * w->out_es);
         rc = tio__sink_write(w->s, w->p->scratch, k * w->out_es, w->err);
     }
