@@ -557,7 +557,7 @@ static int plan_tensors(tio_write_plan *p, const tio_container *c, const tio_for
             return tio__err(err, TIO_E_OVERFLOW, fn, -1, "tensor %zu: size overflows", i);
         w->nbytes = w->layout == TIO_LAYOUT_QUANT || w->dtype == TIO_STRING ? s->nbytes
                                                                              : (size_t)nb;
-        }
+    }
     return TIO_OK;
 }
 

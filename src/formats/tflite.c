@@ -979,6 +979,20 @@ static int tfl_probe(const uint8_t *d, size_t n) {
 
 /* ---------------------------------------------------------------- write */
 
+/* What the plan alone tells about a save (tio_check_save sees it too): the
+ * cast (float32 -> float16 only; not for a graph without operators, whose
+ * constants are its outputs). */
+static int tfl_check(const tio_write_plan *p, tio_error *err) {
+    const tio_container *c = tio__plan_container(p);
+    bool f16 = false, nat = c->native && c->native_format && strcmp(c->native_format, TFL) == 0;
+    int rc = tio__tfl_cast_check(p, &f16, err);
+    if (!rc && f16 && !nat && c->graph && c->graph->node_count == 0)
+        rc = tio__err(err, TIO_E_UNSUPPORTED, TFL, -1,
+                      "a graph without operators: its constants are its outputs, whose types "
+                      "a cast would change (write them to a tensor format instead)");
+    return rc;
+}
+
 /* A .tflite read by tensio is rewritten from its source model (tflite/rewrite.c);
  * a graph without nodes is a model of constants (tflite/wmodel.c); a graph
  * from another format is lowered (tflite/lower.c). A container of tensors
@@ -990,12 +1004,7 @@ static int tfl_write(tio_write_plan *p, tio_sink *sink, tio_error *err) {
     const tfl_native *nat = c->native && c->native_format && strcmp(c->native_format, TFL) == 0
                                 ? c->native
                                 : NULL;
-    bool rewrite = nat != NULL, f16 = false;
-    if (!rc) rc = tio__tfl_cast_check(p, &f16, err);
-    if (!rc && f16 && !nat && c->graph && c->graph->node_count == 0)
-        rc = tio__err(err, TIO_E_UNSUPPORTED, TFL, -1,
-                      "a graph without operators: its constants are its outputs, whose types "
-                      "a cast would change (write them to a tensor format instead)");
+    bool rewrite = nat != NULL;
     if (!rc && nat)
         rc = tio__tfl_rewrite(nat, p, &m, err);
     else if (!rc && c->graph && c->graph->node_count == 0)
@@ -1033,6 +1042,7 @@ const tio_format_desc tio__format_tflite = {
               TIO_DTYPE_BIT(TIO_FLOAT8_E5M2),
     .probe = tfl_probe,
     .read = tfl_read,
+    .check = tfl_check,
     .write = tfl_write,
     .options = "fuse layout dims", /* the ONNX -> TFLite lowering (tflite/lower.c) */
 };

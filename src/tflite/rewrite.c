@@ -307,13 +307,13 @@ static int rw_tensor(rw *r, uint32_t sg, uint32_t i, const tio_fb_ref *tt, tfl_w
         /* (TensorFlow writes an empty QuantizationParameters on float
          * tensors: that is no quantization) */
         bool quant = t->q && (t->q->nscale || t->q->nzero_point || t->q->has_custom);
-        if (t->type != TFL_TensorType_FLOAT32 || quant)
+        if (t->type != TFL_TensorType_FLOAT32 || quant || t->is_variable)
             return tio__err(r->err, TIO_E_UNSUPPORTED, TFL, -1,
-                            "%s ('%s'): a cast of a tensor of TensorType %d%s has no "
+                            "%s ('%s'): a cast of a %stensor of TensorType %d%s has no "
                             "TensorFlow Lite form (float32 weights become float16 ones, each "
                             "DEQUANTIZEd)",
-                            what, wt->name ? wt->name : "", (int)t->type,
-                            quant ? " with quantization parameters" : "");
+                            what, wt->name ? wt->name : "", t->is_variable ? "variable " : "",
+                            (int)t->type, quant ? " with quantization parameters" : "");
         *cast16 = t->buffer;
         t->buffer = 0;
     }

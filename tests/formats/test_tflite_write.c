@@ -946,6 +946,10 @@ static void test_cast_float16(void **state) {
     assert_int_equal(tio_save_memory(c, &so, &b, &len, &e), TIO_E_UNSUPPORTED);
     assert_non_null(strstr(e.message, "has no TensorFlow Lite form"));
     assert_null(b);
+    /* the check says so before anything is written */
+    tio_error ec;
+    assert_int_equal(tio_check_save(c, &so, &ec), TIO_E_UNSUPPORTED);
+    assert_string_equal(ec.message, e.message);
     tio_container_free(c);
     free(path);
     /* lowered from ONNX: every float32 weight float16 */
