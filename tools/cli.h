@@ -233,10 +233,10 @@ typedef struct cli_write_args {
 } cli_write_args;
 int cli_write_output(const tio_container *c, const cli_write_args *w);
 /* Whether c can be written as `format` with the loss options `flags` (and
- * the cast, or NULL): prints the refusal and the options that would allow it
+ * the cast and the format options, each or NULL): prints the refusal and the options that would allow it
  * (CLI_EXIT_FAIL), else CLI_EXIT_OK. */
 int cli_check_loss(const tio_container *c, const char *format, unsigned version,
-                   unsigned flags, const char *cast);
+                   unsigned flags, const char *cast, const char *options);
 int cli_check_output(const char *cmd, const char *out, const char *to, int force, int json,
                      const char **format);
 int cli_check_not_onto(const char *in, const char *out);

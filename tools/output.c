@@ -35,7 +35,9 @@ static const loss_option loss_options[] = {
 typedef struct target {
     const char *format;
     unsigned version;
-    const char *cast; /* tio_save_options.cast */
+    const char *cast;    /* tio_save_options.cast */
+    const char *options; /* tio_save_options.options (what the format's check
+                            reads: ONNX's opset=N decides what a cast needs) */
 } target;
 
 static int check_save(const tio_container *c, const target *to, unsigned flags,
@@ -46,6 +48,7 @@ static int check_save(const tio_container *c, const target *to, unsigned flags,
     o.flags = flags;
     o.version = to->version;
     o.cast = to->cast;
+    o.options = to->options;
     tio_error_clear(err);
     return tio_check_save(c, &o, err);
 }
@@ -181,9 +184,9 @@ static const char *torch_archive(const char *out, const char *options, char buf[
 }
 
 int cli_check_loss(const tio_container *c, const char *format, unsigned version,
-                   unsigned flags, const char *cast) {
+                   unsigned flags, const char *cast, const char *options) {
     tio_error err;
-    target tgt = {format, version, cast};
+    target tgt = {format, version, cast, options};
     int st = check_save(c, &tgt, flags, &err);
     if (st == TIO_E_LOSSY) return report_lossy(c, &tgt, flags, &err);
     if (st != TIO_OK) return cli_error("%s", cli_errmsg(&err));
@@ -199,7 +202,7 @@ int cli_write_output(const tio_container *c, const cli_write_args *w) {
     size_t out_size = 0;
     struct stat sout;
     tio_error err;
-    if (cli_check_loss(c, format, w->version, w->flags, w->cast) != CLI_EXIT_OK)
+    if (cli_check_loss(c, format, w->version, w->flags, w->cast, w->options) != CLI_EXIT_OK)
         return CLI_EXIT_FAIL;
     tio_save_options o;
     memset(&o, 0, sizeof o);

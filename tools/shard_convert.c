@@ -59,7 +59,8 @@ static int where_error(const char *where, const char *member, const char *msg) {
 /* c re-encoded in how->format, with the loss rules of convert. */
 static int encode(const tio_container *c, const cli_reencode *how, const char *where,
                   const char *member, void **out, size_t *size) {
-    if (cli_check_loss(c, how->format, how->version, how->flags, how->cast) != CLI_EXIT_OK) {
+    if (cli_check_loss(c, how->format, how->version, how->flags, how->cast, how->options) !=
+        CLI_EXIT_OK) {
         char *em = cli_text_escape(member);
         cli_error("(while converting %s in %s to %s)", em ? em : member, where, how->format);
         free(em);

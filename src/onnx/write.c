@@ -179,6 +179,32 @@ static int ox_check_graph(const tio_graph *g, const ox_names *parent, tio_error 
     return ox_check_names(g, parent, err);
 }
 
+/* The opset Cast needs for dtype d: bfloat16 came at 13, the float8 types
+ * at 19; 6 made `to` an int. */
+static int64_t ox_cast_opset(tio_dtype d) {
+    switch (d) {
+    case TIO_BFLOAT16: return 13;
+    case TIO_FLOAT8_E4M3FN:
+    case TIO_FLOAT8_E5M2: return 19;
+    default: return 6;
+    }
+}
+
+/* The refusal of a cast whose Cast (back from `to` to `from`) the written
+ * opset lacks: TIO_E_UNSUPPORTED naming the initializer (`name`), or TIO_OK. */
+static int ox_cast_refusal(const char *name, tio_dtype from, tio_dtype to, int64_t opset,
+                           tio_error *err) {
+    int64_t need = ox_cast_opset(from) > ox_cast_opset(to) ? ox_cast_opset(from)
+                                                           : ox_cast_opset(to);
+    if (opset >= need) return TIO_OK;
+    return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
+                    "initializer '%s': casting %s weights to %s needs a Cast from %s to %s, "
+                    "which ONNX has from opset %lld; the model is written at opset %lld (the "
+                    "format option opset=%lld raises it)",
+                    name, tio_dtype_name(from), tio_dtype_name(to), tio_dtype_name(to),
+                    tio_dtype_name(from), (long long)need, (long long)opset, (long long)need);
+}
+
 int tio__onnx_check(const tio_write_plan *p, tio_error *err) {
     const tio_container *c = tio__plan_container(p);
     if (!c->graph)
@@ -192,6 +218,20 @@ int tio__onnx_check(const tio_write_plan *p, tio_error *err) {
                             "tensor %zu is %s; ONNX holds dense tensors and COO ones of rank "
                             ">= 1 (SparseTensorProto)",
                             i, t->layout == TIO_LAYOUT_COO ? "a COO scalar" : "quantized");
+    }
+    /* a cast needs Cast at the opset written (opset=N, else the graph's):
+     * known here, so tio_check_save predicts the writer's refusal */
+    int64_t opset = -1;
+    for (size_t i = 0; i < tio__plan_count(p); i++) {
+        const tio_wtensor *t = tio__plan_tensor(p, i);
+        if (!t->cast) continue;
+        if (opset < 0) {
+            const char *o = tio__plan_option(p, "opset");
+            long long v = o ? strtoll(o, NULL, 10) : 0;
+            opset = v > 0 ? v : ox_choose_opset(c->graph);
+        }
+        int rc = ox_cast_refusal(t->name ? t->name : "", t->src->dtype, t->dtype, opset, err);
+        if (rc) return rc;
     }
     return ox_check_graph(c->graph, NULL, err);
 }
@@ -803,17 +843,6 @@ static char *ox_weight_name(const ox_fix *f, const tio_graph *g, size_t v, tio_d
     return tio__ox_cast_name(f, g->values[v].name ? g->values[v].name : "", suffix);
 }
 
-/* The opset Cast needs for dtype d: bfloat16 came at 13, the float8 types
- * at 19; 6 made `to` an int. */
-static int64_t ox_cast_opset(tio_dtype d) {
-    switch (d) {
-    case TIO_BFLOAT16: return 13;
-    case TIO_FLOAT8_E4M3FN:
-    case TIO_FLOAT8_E5M2: return 19;
-    default: return 6;
-    }
-}
-
 /* Cast nodes giving g's cast initializers their declared types, before the
  * graph's own nodes (their inputs are initializers, so the order stays
  * topological): Cast("<w>:float16") -> "<w>", named "<w>:to-float32". */
@@ -824,17 +853,9 @@ static int ox_put_weight_casts(const ox_writer *w, tio_pb_writer *pw, const tio_
         const tio_wtensor *wt = ox_cast_weight(w, g, tv[i].value);
         if (!wt) continue;
         tio_dtype from = wt->src->dtype;
-        int64_t need = ox_cast_opset(from) > ox_cast_opset(wt->dtype) ? ox_cast_opset(from)
-                                                                       : ox_cast_opset(wt->dtype);
         const char *name = g->values[tv[i].value].name ? g->values[tv[i].value].name : "";
-        if (w->opset < need)
-            return tio__err(err, TIO_E_UNSUPPORTED, OX_FMT, -1,
-                            "initializer '%s': casting %s weights to %s needs a Cast from %s "
-                            "to %s, which ONNX has from opset %lld; the model is written at "
-                            "opset %lld (the format option opset=%lld raises it)",
-                            name, tio_dtype_name(from), tio_dtype_name(wt->dtype),
-                            tio_dtype_name(wt->dtype), tio_dtype_name(from), (long long)need,
-                            (long long)w->opset, (long long)need);
+        int orc = ox_cast_refusal(name, from, wt->dtype, w->opset, err);
+        if (orc) return orc;
         char to[24];
         snprintf(to, sizeof to, ":to-%s", tio_dtype_name(from));
         char *in = ox_weight_name(f, g, tv[i].value, wt->dtype);

@@ -679,6 +679,19 @@ static void test_cast_weights(void **state) {
     assert_int_equal(tio_graph_output_count(g), tio_graph_output_count(g0));
     tio_container_free(h);
     free(buf);
+    /* bfloat16 needs Cast at opset 13: written at 12, refused, and
+     * tio_check_save says so first */
+    so.cast = "bfloat16";
+    so.options = "opset=12";
+    tio_error ec;
+    buf = NULL;
+    assert_int_equal(tio_check_save(c, &so, &ec), TIO_E_UNSUPPORTED);
+    assert_int_equal(tio_save_memory(c, &so, &buf, &len, &e), TIO_E_UNSUPPORTED);
+    assert_string_equal(ec.message, e.message);
+    assert_non_null(strstr(e.message, "from opset 13"));
+    assert_null(buf);
+    so.options = NULL;
+    so.cast = "float16";
     /* a model format that casts no weights */
     so.format = "rten";
     buf = NULL;
