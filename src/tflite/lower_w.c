@@ -17,7 +17,90 @@
 #define PERM_READ_MIN ((size_t)4 << 10)
 #define PERM_READ_MAX ((size_t)16 << 20)
 
-void tio__tl_perm_copy(const tio_tl_perm *p, uint64_t j0, size_t cnt, uint8_t *dst) {
+/* A transposing order's band: destination rows [a, a + k) of dimension 0
+ * read a page of each source row (PERM_BAND bytes), see perm_rows; and the
+ * destination bytes a generated buffer makes at once for it, at most. */
+#define PERM_BAND ((size_t)4 << 10)
+#define PERM_BAND_MAX ((size_t)16 << 20)
+/* A tile: PERM_TILE source rows by PERM_TILE elements of each (a cache
+ * line of float32), read whole into memory of its own and written out as
+ * PERM_TILE destination rows of PERM_TILE elements. */
+#define PERM_TILE 16
+
+/* Destination elements per index of dimension 0. */
+static uint64_t perm_row(const tio_tl_perm *p) {
+    uint64_t m = 1;
+    for (int k = 1; k < p->nd; k++) m *= (uint64_t)p->d[k];
+    return m;
+}
+
+/* Whether p transposes: dimension 0 is contiguous in the source and the
+ * innermost is not, so a destination row reads one element from each of
+ * many source rows (MatMul's [K, N] -> [N, K]). Copied element by element
+ * in destination order, each source row's cache line (and, under nested
+ * paging, its page's translation) is fetched again for every destination
+ * row: 83 % of a 1 GiB conversion. perm_rows reads it once per band. */
+static bool perm_transposes(const tio_tl_perm *p) {
+    return p->nd >= 2 && p->es <= 4 && p->s[0] == 1 && p->s[p->nd - 1] != 1 &&
+           perm_row(p) >= PERM_TILE;
+}
+
+/* Moves a tile of rn source rows by in elements (tile row t at t *
+ * PERM_TILE) to in destination rows of rn elements, m apart, at o. */
+#define PERM_TILE_OUT(T)                                                                     \
+    do {                                                                                     \
+        const T *tt = (const T *)(const void *)tile;                                         \
+        for (size_t ii = 0; ii < in; ii++) {                                                 \
+            T row[PERM_TILE];                                                                \
+            for (size_t t = 0; t < rn; t++) row[t] = tt[t * PERM_TILE + ii];                 \
+            memcpy(o + ii * m * sizeof(T), row, rn * sizeof(T));                            \
+        }                                                                                    \
+    } while (0)
+
+/* Destination rows [a, a + k) of a transposing p (perm_transposes) at dst:
+ * in bands of PERM_BAND / es rows (a page of each source row), each band
+ * by tiles. Source rows that lie a power of two apart share the cache's
+ * sets, so neither side is read or written an element at a time across
+ * rows: each tile reads whole lines of PERM_TILE source rows and writes
+ * whole lines of PERM_TILE destination rows. */
+static void perm_rows(const tio_tl_perm *p, size_t a, size_t k, uint8_t *dst) {
+    const size_t es = p->es, m = (size_t)perm_row(p), band = PERM_BAND / es;
+    uint64_t off[PERM_TILE];
+    uint32_t tile[PERM_TILE * PERM_TILE]; /* es <= 4 */
+    for (size_t b0 = 0; b0 < k; b0 += band) {
+        size_t bn = k - b0 < band ? k - b0 : band;
+        /* the source offset of destination column r, by its indices */
+        int64_t idx[TIO_TL_PERM_DIMS] = {0};
+        uint64_t at = 0;
+        for (size_t r0 = 0; r0 < m; r0 += PERM_TILE) {
+            size_t rn = m - r0 < PERM_TILE ? m - r0 : PERM_TILE;
+            for (size_t t = 0; t < rn; t++) {
+                off[t] = at + a + b0;
+                for (int q = p->nd - 1; q > 0; q--) {
+                    at += (uint64_t)p->s[q];
+                    if (++idx[q] < p->d[q]) break;
+                    at -= (uint64_t)p->d[q] * (uint64_t)p->s[q];
+                    idx[q] = 0;
+                }
+            }
+            for (size_t i0 = 0; i0 < bn; i0 += PERM_TILE) {
+                size_t in = bn - i0 < PERM_TILE ? bn - i0 : PERM_TILE;
+                uint8_t *tb = (uint8_t *)tile, *o = dst + ((b0 + i0) * m + r0) * es;
+                for (size_t t = 0; t < rn; t++)
+                    memcpy(tb + t * PERM_TILE * es, p->src + (off[t] + i0) * es, in * es);
+                switch (es) {
+                case 4: PERM_TILE_OUT(uint32_t); break;
+                case 2: PERM_TILE_OUT(uint16_t); break;
+                default: PERM_TILE_OUT(uint8_t); break;
+                }
+            }
+        }
+    }
+}
+
+/* cnt destination elements from j0, element by element in destination
+ * order (runs along the innermost dimension). */
+static void perm_run(const tio_tl_perm *p, uint64_t j0, size_t cnt, uint8_t *dst) {
     /* j0 as indices (outermost first) and its source element */
     int64_t idx[TIO_TL_PERM_DIMS] = {0};
     uint64_t rest = j0, src = 0;
@@ -58,6 +141,21 @@ void tio__tl_perm_copy(const tio_tl_perm *p, uint64_t j0, size_t cnt, uint8_t *d
             src += (uint64_t)p->s[k - 1];
         }
     }
+}
+
+void tio__tl_perm_copy(const tio_tl_perm *p, uint64_t j0, size_t cnt, uint8_t *dst) {
+    if (!cnt) return;
+    uint64_t m = perm_row(p);
+    if (!perm_transposes(p) || cnt < 2 * m) {
+        perm_run(p, j0, cnt, dst);
+        return;
+    }
+    /* a part row, whole rows by bands, a part row */
+    size_t head = (size_t)((m - j0 % m) % m), rows = (size_t)((cnt - head) / m);
+    size_t tail = cnt - head - rows * (size_t)m;
+    if (head) perm_run(p, j0, head, dst);
+    perm_rows(p, (size_t)((j0 + head) / m), rows, dst + head * p->es);
+    if (tail) perm_run(p, j0 + head + rows * m, tail, dst + (cnt - tail) * p->es);
 }
 
 /* Source elements per outermost destination index, when each index's are
@@ -117,7 +215,13 @@ static int perm_gen(void *ctx, tio_sink *s, size_t size, tio_error *err) {
         free(own);
         return rc;
     }
-    uint8_t *buf = malloc(n < per ? (n ? n * p->es : 1) : PERM_CHUNK);
+    if (perm_transposes(p)) {
+        /* whole bands at a time (perm_rows), up to PERM_BAND_MAX bytes */
+        size_t m = (size_t)perm_row(p), rows = PERM_BAND / p->es;
+        if (rows > PERM_BAND_MAX / p->es / m) rows = PERM_BAND_MAX / p->es / m;
+        if (rows * m > per) per = rows * m;
+    }
+    uint8_t *buf = malloc(n < per ? (n ? n * p->es : 1) : per * p->es);
     uint8_t *h = p->to16 ? malloc(n < per ? (n ? n * 2 : 1) : per * 2) : NULL;
     if (!buf || (p->to16 && !h)) {
         free(buf);

@@ -479,7 +479,11 @@ static void test_qdq(void **state) {
 
 /* The strided reorder behind permuted weights: whole, and in pieces from any
  * element (a generated buffer writes it piece by piece), equals the index
- * formula, for 2-, 3- and 4-D orders and 1-, 2- and 4-byte elements. */
+ * formula, for 2-, 3- and 4-D orders and 1-, 2- and 4-byte elements; the
+ * transposing orders (MatMul's, FC's from a flattened NHWC input) of 16
+ * columns and more go by bands and tiles (lower_w.c perm_rows): tiles cut
+ * short on both sides, pieces that start and end inside rows, and more rows
+ * than one band (1,024 of 4-byte elements, 2,048 of 2-byte). */
 static void test_perm_pieces(void **state) {
     (void)state;
     static const struct {
@@ -492,9 +496,16 @@ static void test_perm_pieces(void **state) {
         {2, {4, 9}, {1, 4}},                 /* MatMul [9, 4] -> [4, 9] */
         {4, {3, 2, 2, 5}, {20, 2, 1, 4}},    /* FC columns H, W, C: C 5, 2x2 */
         {4, {1, 1, 1, 1}, {1, 1, 1, 1}},
+        {2, {70, 37}, {1, 70}},              /* MatMul [37, 70] -> [70, 37]: tiles */
+        {2, {16, 16}, {1, 16}},              /* one tile */
+        {4, {20, 2, 3, 3}, {1, 60, 20, 120}}, /* FC H, W, C from MatMul: C 3, 2x3 */
+        {2, {2100, 17}, {1, 2100}},          /* bands: 3 of 4-byte elements, 2 of 2-byte */
     };
-    uint8_t src[4 * 400], whole[4 * 400], parts[4 * 400], want[4 * 400];
-    for (size_t i = 0; i < sizeof src; i++) src[i] = (uint8_t)(i * 37u + 11u);
+    enum { PERM_MAX = 4 * 2100 * 17 };
+    uint8_t *src = malloc(PERM_MAX), *whole = malloc(PERM_MAX), *parts = malloc(PERM_MAX),
+            *want = malloc(PERM_MAX);
+    assert_true(src && whole && parts && want);
+    for (size_t i = 0; i < PERM_MAX; i++) src[i] = (uint8_t)(i * 37u + 11u + (i >> 8));
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (size_t es = 1; es <= 4; es *= 2) {
             tio_tl_perm p;
@@ -518,14 +529,24 @@ static void test_perm_pieces(void **state) {
             }
             tio__tl_perm_copy(&p, 0, n, whole);
             assert_memory_equal(whole, want, n * es);
-            for (size_t step = 1; step <= n; step += 3) {
-                memset(parts, 0xee, sizeof parts);
+            /* every third piece size of the small orders; for the large one
+             * pieces about a row, a few rows, a band and a half */
+            size_t row = n / (size_t)p.d[0];
+            size_t steps[] = {row - 1, row + 1, 3 * row + 5, 1536 * row + 7, n - 1};
+            size_t nsteps = n <= 400 ? (n + 2) / 3 : sizeof steps / sizeof steps[0];
+            for (size_t q = 0; q < nsteps; q++) {
+                size_t step = n <= 400 ? 1 + 3 * q : steps[q];
+                memset(parts, 0xee, n * es);
                 for (size_t j = 0; j < n; j += step)
                     tio__tl_perm_copy(&p, j, n - j < step ? n - j : step, parts + j * es);
                 assert_memory_equal(parts, want, n * es);
             }
         }
     }
+    free(src);
+    free(whole);
+    free(parts);
+    free(want);
 }
 
 /* A float32 constant of malloc'd values (freed with the container's graph
