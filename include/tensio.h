@@ -1124,9 +1124,11 @@ TIO_API int tio_lmdb_open_record(tio_lmdb_txn *txn, const tio_lmdb_record *rec,
                                        the target's directory (O(its entries)); a caller
                                        saving many files there calls tio_save_cleanup()
                                        once instead */
-#define TIO_SAVE_DEQUANTIZE 0x80u   /* write quantized tensors to a format without
-                                       TIO_CAP_QUANT as float32 (their dequantized
-                                       values); without it such a save is TIO_E_LOSSY */
+#define TIO_SAVE_DEQUANTIZE 0x80u   /* write quantized tensors as float32 (their
+                                       dequantized values), also into a format with
+                                       TIO_CAP_QUANT (GGUF, which keeps the blocks
+                                       without it); without it a save into a format
+                                       without TIO_CAP_QUANT is TIO_E_LOSSY */
 
 typedef struct tio_save_options {
     const char *format; /* NULL = from the path's extension (tio_save) */

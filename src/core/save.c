@@ -481,7 +481,10 @@ static int plan_tensors(tio_write_plan *p, const tio_container *c, const tio_for
                             "tensor %zu%s has metadata and %s cannot store metadata "
                             "(TIO_SAVE_DROP_METADATA / --drop-metadata drops it)",
                             i, tlabel(s, lb, sizeof lb), fn);
-        if (s->layout == TIO_LAYOUT_QUANT && !(f->caps & TIO_CAP_QUANT)) {
+        /* dequantized: where the format stores no blocks, or where asked
+         * (into GGUF, which would keep them) */
+        if (s->layout == TIO_LAYOUT_QUANT &&
+            (!(f->caps & TIO_CAP_QUANT) || (flags & TIO_SAVE_DEQUANTIZE))) {
             const tio_quant_info *qi = tio__quant_info((int)s->quant);
             const char *qn = qi ? qi->name : "?";
             if (!(flags & TIO_SAVE_DEQUANTIZE))

@@ -448,6 +448,33 @@ static int gguf_check(const tio_write_plan *p, tio_error *err) {
     return rc;
 }
 
+/* general.file_type (a uint32 llama_ftype: "the type of the majority of
+ * the tensors", ggml docs/gguf.md) as the tensors are written. Where the
+ * save changed a tensor's type (--cast, --dequantize) and every tensor
+ * written is F32, F16, BF16 or an integer, the float type that holds the
+ * most elements: 0 (ALL_F32), 1 (MOSTLY_F16) or 32 (MOSTLY_BF16). Else the
+ * source's value: the types kept, a quantized tensor left (its block type
+ * stays the majority's), or a float64 (no llama_ftype names it). */
+static const char *file_type(const tio_write_plan *p, const char *v, char buf[TIO__DEC_CAP]) {
+    static const struct {
+        tio_dtype dtype;
+        uint64_t ftype;
+    } ft[] = {{TIO_FLOAT32, 0}, {TIO_FLOAT16, 1}, {TIO_BFLOAT16, 32}};
+    uint64_t count[3] = {0, 0, 0};
+    bool changed = false;
+    for (size_t i = 0; i < tio__plan_count(p); i++) {
+        const tio_wtensor *w = tio__plan_tensor(p, i);
+        if (w->layout == TIO_LAYOUT_QUANT || w->dtype == TIO_FLOAT64) return v;
+        if (w->src->layout == TIO_LAYOUT_QUANT || w->src->dtype != w->dtype) changed = true;
+        for (size_t k = 0; k < 3; k++)
+            if (w->dtype == ft[k].dtype) count[k] += w->numel;
+    }
+    size_t most = 0;
+    for (size_t k = 1; k < 3; k++)
+        if (count[k] > count[most]) most = k;
+    return changed && count[most] ? tio__u64_dec(buf, ft[most].ftype) : v;
+}
+
 static void put_string(gguf_buf *b, const char *s) {
     gguf__put_u64(b, strlen(s));
     gguf__put(b, s, strlen(s));
@@ -472,10 +499,14 @@ static int gguf_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     gguf__put_u64(&b, n);
     gguf__put_u64(&b, n_kv);
     for (size_t i = 0; i < n_kv && !rc; i++) {
-        const char *k = c->meta.keys[i];
+        const char *k = c->meta.keys[i], *t = tio__meta_type(c, k), *v = c->meta.values[i];
+        size_t vlen = c->meta.vlens[i];
+        char ftype[TIO__DEC_CAP];
+        if (t && strcmp(t, "uint32") == 0 && strcmp(k, "general.file_type") == 0 &&
+            (v = file_type(p, v, ftype)) != c->meta.values[i])
+            vlen = strlen(v);
         put_string(&b, k);
-        rc = gguf__write_value(&b, k, c->meta.values[i], c->meta.vlens[i], tio__meta_type(c, k),
-                               err);
+        rc = gguf__write_value(&b, k, v, vlen, t, err);
     }
     uint64_t off = 0;
     for (size_t i = 0; i < n && !rc; i++) {

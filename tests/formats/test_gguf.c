@@ -619,6 +619,16 @@ static void test_quant_api(void **state) {
     assert_memory_equal(tio_tensor_data(t), blocks, sizeof blocks);
     tio_container_free(r);
     tio_free(out);
+    /* unless asked to dequantize: float32 values in GGUF too */
+    gs.flags = TIO_SAVE_DEQUANTIZE;
+    ASSERT_OK(tio_save_memory(c, &gs, &out, &on, &e), e, "gguf dequantized");
+    ASSERT_OK(tio_open_memory(out, on, &oo, &r, &e), e, "reopen gguf dequantized");
+    t = tio_container_tensor(r, 0);
+    assert_int_equal(tio_tensor_layout(t), TIO_LAYOUT_DENSE);
+    assert_int_equal(tio_tensor_dtype(t), TIO_FLOAT32);
+    assert_memory_equal(tio_tensor_data(t), f, sizeof f);
+    tio_container_free(r);
+    tio_free(out);
     tio_container_free(c);
 }
 

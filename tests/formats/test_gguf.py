@@ -672,6 +672,59 @@ def test_from_safetensors(tmp, rng):
     assert np.array_equal(arrays["a"], a) and np.array_equal(arrays["b"], b)
 
 
+@case("file_type_follows_cast_and_dequantize")
+def test_file_type(tmp, rng):
+    """general.file_type (a uint32 llama_ftype, 'the type of the majority of
+    the tensors') is rewritten where a cast or a dequantization changed the
+    tensors' types and every tensor is then F32, F16 or BF16 (by the
+    elements each holds); kept where nothing changed, where a quantized
+    tensor stays, and where the key is not a uint32."""
+    m16 = rng.standard_normal((64, 32)).astype(np.float16)
+    m32 = rng.standard_normal((64, 32)).astype(np.float32)
+    norm = rng.standard_normal(32).astype(np.float32)
+    ids = np.arange(8, dtype=np.int32)
+    q = random_blocks("Q4_0", 64, rng)
+
+    def ftype(path):
+        return [(t, v) for k, t, v in parse(open(path, "rb").read())[1] if k == "general.file_type"]
+
+    def model(name, ft, big, ftt=U32):
+        kvs = [("general.name", STR, "m"), ("general.file_type", ftt, ft), ("x.after", U32, 7)]
+        ts = [big, ("norm", "F32", [32], norm.tobytes()), ("ids", "I32", [8], ids.tobytes())]
+        return write(tmp, name, build(kvs, ts))
+
+    f16 = model("f16.gguf", 1, ("w", "F16", [32, 64], m16.tobytes()))
+    f32 = model("f32.gguf", 0, ("w", "F32", [32, 64], m32.tobytes()))
+    q40 = model("q40.gguf", 2, ("w", "Q4_0", [32, 64], q))
+    s16 = model("s16.gguf", "1", ("w", "F16", [32, 64], m16.tobytes()), STR)
+    cases = [
+        (f16, [], 1), (f16, ["--cast", "float32"], 0), (f16, ["--cast", "bfloat16"], 32),
+        (f16, ["--cast", "float16"], 1),         # the norm cast, the matrix the majority
+        (f16, ["--cast", "float16=float32"], 0),  # the matrix widened: F32 holds the most
+        (f32, ["--cast", "float16"], 1), (f32, ["--cast", "float64"], 0),  # no ftype names F64
+        (q40, ["--dequantize"], 0), (q40, ["--cast", "float16"], 2),
+        (q40, ["--dequantize", "--cast", "bfloat16"], 32),
+    ]
+    for src, args, want in cases:
+        out = os.path.join(tmp, "ft_out.gguf")
+        run("convert", "--force", src, out, *args)
+        assert ftype(out) == [(U32, want)], (src, args, ftype(out))
+        kvs = parse(open(out, "rb").read())[1]
+        assert [k for k, _, _ in kvs] == ["general.name", "general.file_type", "x.after"], kvs
+        if not args:
+            assert open(out, "rb").read() == open(src, "rb").read()
+        if args == ["--dequantize"]:  # into GGUF too: F32, ggml's values
+            raw = open(out, "rb").read()
+            _, _, infos, data_at, _ = parse(raw)
+            assert infos[0][:3] == ("w", [32, 64], GGML["F32"][0]), infos
+            at = data_at + infos[0][3]
+            got = np.frombuffer(raw[at:at + 64 * 32 * 4], dtype="<f4")
+            assert np.array_equal(got, ref_dequantize("Q4_0", q)), "dequantized values"
+    out = os.path.join(tmp, "ft_out.gguf")
+    run("convert", "--force", s16, out, "--cast", "float32")
+    assert ftype(out) == [(STR, "1")], ftype(out)
+
+
 # ------------------------------------------------------- gguf-py's side
 
 
@@ -813,7 +866,7 @@ def main():
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         for fn in [test_plain, test_roundtrip, test_dequantize, test_dequantize_exact, test_refuse,
-                   test_from_safetensors, test_empty_name, test_nul_values]:
+                   test_from_safetensors, test_empty_name, test_nul_values, test_file_type]:
             fn(tmp, rng)
         gguf = find_gguf_py()
         if gguf is not None:
