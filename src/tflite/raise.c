@@ -91,6 +91,9 @@ typedef struct tr {
     size_t ncap, nused;
     int64_t opset;
     uint32_t op;      /* the operator being raised */
+    /* >= 0: the value a DEQUANTIZE's output is, which the float view its
+     * input is about to get is made into (tr_float_tmp) */
+    int64_t deq_out;
 } tr;
 
 /* ------------------------------------------------------------ names */
@@ -255,6 +258,19 @@ static int64_t tr_const_float(tr *r, const char *base, const char *tag, double f
 static int64_t tr_tmp(tr *r, uint32_t t, const char *tag, tio_dtype dt, uint32_t rank,
                       const int64_t *dims) {
     return tr_value(r, tr_fresh(r, r->t[t].own, tag), dt, rank, dims, -1);
+}
+
+/* The value a float view of tensor t (layout L) is made into: the output
+ * of the DEQUANTIZE being raised, when there is one, so that it keeps that
+ * tensor's name (TFLite's float16 weights: "w:float16" -> "w"); else a new
+ * "<name>:float". */
+static int64_t tr_float_tmp(tr *r, uint32_t t, int L, const int64_t *dims) {
+    int64_t v = r->deq_out;
+    if (v >= 0 && !L) {
+        r->deq_out = -1;
+        return v;
+    }
+    return tr_tmp(r, t, L ? "float_nchw" : "float", TIO_FLOAT32, r->t[t].rank, dims);
 }
 
 /* --------------------------------------------------------- quantization */
@@ -435,7 +451,7 @@ static int64_t tr_get(tr *r, uint32_t t, int L, bool flt) {
     if (!x->q) {
         /* float16: Cast to float32 */
         int64_t in = tr_get(r, t, L, false);
-        out = tr_tmp(r, t, L ? "float_nchw" : "float", TIO_FLOAT32, x->rank, dims);
+        out = tr_float_tmp(r, t, L, dims);
         int64_t nd = tr_node(r, "Cast", &in, 1, out);
         tr_attr_i(r, nd, "to", 1);
     } else if (x->dtype == TIO_INT64) {
@@ -448,7 +464,7 @@ static int64_t tr_get(tr *r, uint32_t t, int L, bool flt) {
         int64_t nd = tr_node(r, "Cast", &d, 1, f);
         tr_attr_i(r, nd, "to", 1);
         int64_t m[2] = {f, sc};
-        out = tr_tmp(r, t, L ? "float_nchw" : "float", TIO_FLOAT32, x->rank, dims);
+        out = tr_float_tmp(r, t, L, dims);
         tr_node(r, "Mul", m, 2, out);
     } else if (x->nscale > 1 && L == 1) {
         /* per axis: dequantized along the file's axis, then transposed */
@@ -463,7 +479,7 @@ static int64_t tr_get(tr *r, uint32_t t, int L, bool flt) {
             out = tr_relayout(r, t, f, L, L ? "float_nchw" : "float", TIO_FLOAT32);
         } else {
             tr_qconsts(r, t, &in[1], &in[2]);
-            out = tr_tmp(r, t, L ? "float_nchw" : "float", TIO_FLOAT32, x->rank, dims);
+            out = tr_float_tmp(r, t, L, dims);
             int64_t nd = tr_node(r, "DequantizeLinear", in, 3, out);
             if (x->nscale > 1) tr_attr_i(r, nd, "axis", x->rank == 1 ? 0 : x->axis);
         }
@@ -844,7 +860,20 @@ static void tr_elementwise(tr *r, const tr_op *o) {
     if (tr_act_ok(r, act)) return;
     int L = tr_ew_layout(r, o, nin);
     uint32_t t = (uint32_t)o->out[0];
+    tr_tensor *xi = &r->t[o->in[0]];
+    if (m->kind == TFL_K_DEQUANTIZE && !L && !r->t[t].q && !tr_has(r, t, 0) &&
+        (xi->q || xi->dtype == TIO_FLOAT16) && xi->v[0][1] < 0)
+        r->deq_out = tr_result(r, t, 0, false); /* its own name */
     int64_t in[3] = {tr_operand(r, o->in[0], L), nin > 1 ? tr_operand(r, o->in[1], L) : -1, -1};
+    if (r->deq_out >= 0) {
+        /* the input's float view was made another way (a relayout) */
+        int64_t d = r->deq_out;
+        r->deq_out = -1;
+        if (in[0] >= 0) {
+            tr_node(r, "Identity", in, 1, d);
+            in[0] = d;
+        }
+    }
     size_t n = nin;
     const char *op = m->onnx;
     if (m->kind == TFL_K_CLIP) {
@@ -1251,6 +1280,7 @@ int tio__tfl_raise(tio_read_ctx *ctx, const tio_fb_ref *sg, const tio_fb_vec *op
                    tio_error *err) {
     tr r;
     memset(&r, 0, sizeof r);
+    r.deq_out = -1;
     r.ctx = ctx;
     r.err = err;
     tio_graph *g = NULL;

@@ -939,6 +939,27 @@ static void test_cast_float16(void **state) {
     const char *ops = tio_container_prop_get(h, "subgraph0.operators");
     assert_non_null(ops);
     assert_non_null(strstr(ops, "DEQUANTIZE x6"));
+    /* raised, each DEQUANTIZE is a Cast from "<name>:float16" to the float32
+     * tensor's own name (not "<name>:float16:float") */
+    tio_graph *g = tio_container_graph(h);
+    assert_non_null(g);
+    size_t casts = 0;
+    for (size_t i = 0; i < tio_graph_node_count(g); i++) {
+        tio_node_info ni;
+        tio_value_info vin, vout;
+        OK_(tio_graph_node(g, i, &ni));
+        if (strcmp(ni.op, "Cast") != 0) continue;
+        assert_int_equal(ni.input_count, 1);
+        assert_int_equal(ni.output_count, 1);
+        OK_(tio_graph_value(g, (size_t)ni.inputs[0], &vin));
+        OK_(tio_graph_value(g, (size_t)ni.outputs[0], &vout));
+        char want[160];
+        snprintf(want, sizeof want, "%s:float16", vout.name);
+        assert_string_equal(vin.name, want);
+        assert_non_null(tio_container_find(c, vout.name));
+        casts++;
+    }
+    assert_int_equal(casts, 6);
     tio_container_free(h);
     free(b);
     so.cast = "bfloat16";
