@@ -301,24 +301,13 @@ int tio__tl_weights_in(tl *L, const char *name, tio_dtype dt, uint32_t buf, int 
                                                           : TFL_TensorType_FLOAT32,
                                 r, d, buf, dt == TIO_FLOAT16 ? &h : idx);
     if (rc || dt != TIO_FLOAT16) return rc;
-    size_t nl = strlen(name);
-    char *fn = tio__tl_al(L, nl + 7);
-    if (!fn) return tio__tl_nomem(L);
-    memcpy(fn, name, nl);
-    memcpy(fn + nl, ":float", 7);
-    return tio__tl_dequantize(L, h, fn, idx);
+    const char *fn = tio__tfl_w_join(L->m, name, ":float", NULL);
+    return fn ? tio__tl_dequantize(L, h, fn, idx) : tio__tl_nomem(L);
 }
 
 /* A name made of the node's and a suffix (arena). */
 const char *tio__tl_sub_name(tl *L, const char *what) {
-    const char *nm = L->n && L->n->name ? L->n->name : "";
-    size_t n = strlen(nm), w = strlen(what);
-    char *s = tio__tl_al(L, n + w + 2);
-    if (!s) return NULL;
-    memcpy(s, nm, n);
-    s[n] = ':';
-    memcpy(s + n + 1, what, w + 1);
-    return s;
+    return tio__tfl_w_join(L->m, L->n ? L->n->name : NULL, ":", what);
 }
 
 /* A scalar float constant named after the node. */
@@ -374,13 +363,8 @@ static int const_form(tl *L, int64_t v, int lay, bool q8, int32_t *idx) {
     int rc;
     /* float16 weights (the save's cast): that tensor, DEQUANTIZEd into nm */
     bool to16 = tio__tl_cast16(L, t);
-    size_t nl = strlen(nm);
-    char *nm16 = to16 ? tio__tl_al(L, nl + 9) : NULL;
+    const char *nm16 = to16 ? tio__tfl_w_join(L->m, nm, ":float16", NULL) : NULL;
     if (to16 && !nm16) return tio__tl_nomem(L);
-    if (to16) {
-        memcpy(nm16, nm, nl);
-        memcpy(nm16 + nl, ":float16", 9);
-    }
     int32_t h;
     if (!lay && t->dtype != TIO_INT64 && t->owner == L->c && t->index < L->pr.nc) {
         /* the container's bytes, streamed at write time (as the plan writes

@@ -439,13 +439,9 @@ static int rw_dequantize(rw *r, uint32_t sg, const uint32_t *c16, uint32_t nt) {
     for (uint32_t i = 0; i < nt && !rc; i++) {
         if (!c16[i]) continue;
         const tfl_wtensor *src = &r->m->subgraphs[sg].tensors[i];
-        const char *nm = src->name ? src->name : "";
-        size_t nl = strlen(nm);
-        char *hn = tio__tfl_w_alloc(r->m, nl + 9);
+        char *hn = tio__tfl_w_join(r->m, src->name, ":float16", NULL);
         int32_t *io = tio__tfl_w_alloc(r->m, 2 * sizeof *io);
         if (!hn || !io) return tio__nomem(r->err, TFL);
-        memcpy(hn, nm, nl);
-        memcpy(hn + nl, ":float16", 9);
         tfl_wtensor h;
         memset(&h, 0, sizeof h);
         h.name = hn;

@@ -45,6 +45,19 @@ char *tio__tfl_w_strndup(tfl_wmodel *m, const char *s, size_t n) {
     return d;
 }
 
+char *tio__tfl_w_join(tfl_wmodel *m, const char *a, const char *b, const char *c) {
+    const char *s[3] = {a ? a : "", b ? b : "", c ? c : ""};
+    size_t n[3], at = 0;
+    for (int k = 0; k < 3; k++) n[k] = strlen(s[k]);
+    char *d = tio__tfl_w_alloc(m, n[0] + n[1] + n[2] + 1); /* strings in memory: no overflow */
+    if (!d) return NULL;
+    for (int k = 0; k < 3; k++) {
+        memcpy(d + at, s[k], n[k]);
+        at += n[k];
+    }
+    return d;
+}
+
 int tio__tfl_w_init(tfl_wmodel *m, tio_error *err) {
     memset(m, 0, sizeof *m);
     m->version = 3;

@@ -202,6 +202,9 @@ void tio__tfl_w_free(tfl_wmodel *m);
 void *tio__tfl_w_alloc(tfl_wmodel *m, size_t n);
 /* A copy of s[0..n) (NUL-terminated) in the arena; NULL: out of memory. */
 char *tio__tfl_w_strndup(tfl_wmodel *m, const char *s, size_t n);
+/* a, b and c (NULL: "") joined, in the arena: the names the writers make
+ * ("<name>:float16", "<node>:<what>"); NULL: out of memory. */
+char *tio__tfl_w_join(tfl_wmodel *m, const char *a, const char *b, const char *c);
 
 /* Adds a buffer: container tensor `tensor` (>= 0; size = its bytes as the
  * plan writes them), or data[0..size). *idx = its index. */
