@@ -20,6 +20,7 @@ typedef struct rw {
     tio_error *err;
     const uint8_t *buf;
     size_t len;
+    bool cast16; /* DEQUANTIZEs of float16 were added (rw_dequantize) */
 } rw;
 
 static void dg_kv(tio_sha256 *h, const tio_kv *kv) {
@@ -438,6 +439,7 @@ static int rw_dequantize(rw *r, uint32_t sg, const uint32_t *c16, uint32_t nt) {
     int rc = tio__tfl_w_code(r->m, TFL_BuiltinOperator_DEQUANTIZE, NULL, 3, &code, r->err);
     for (uint32_t i = 0; i < nt && !rc; i++) {
         if (!c16[i]) continue;
+        r->cast16 = true;
         const tfl_wtensor *src = &r->m->subgraphs[sg].tensors[i];
         char *hn = tio__tfl_w_join(r->m, src->name, ":float16", NULL);
         int32_t *io = tio__tfl_w_alloc(r->m, 2 * sizeof *io);
@@ -577,6 +579,68 @@ static int rw_extras(rw *r, const tio_fb_ref *model) {
     return rc;
 }
 
+/* A part of a version as a number: digits, an int's worth (as absl's
+ * SimpleAtoi reads it into TensorFlow's int; signs and spaces aside). */
+static bool rt_part(const char *p, size_t n, uint32_t *v) {
+    uint64_t x = 0;
+    if (!n || n > 10) return false;
+    for (size_t k = 0; k < n; k++) {
+        if (p[k] < '0' || p[k] > '9') return false;
+        x = x * 10 + (uint64_t)(p[k] - '0');
+    }
+    if (x > 0x7fffffffu) return false;
+    *v = (uint32_t)x;
+    return true;
+}
+
+bool tio__tfl_runtime_before(const uint8_t *a, size_t an, const char *b) {
+    /* as TensorFlow's CompareRuntimeVersion: the parts between dots in
+     * turn, numbers compared (a part that is not one is passed over); all
+     * equal, the version with parts left over is the later */
+    const char *s = (const char *)a, *nul = memchr(a, 0, an);
+    if (nul) an = (size_t)(nul - s);
+    size_t bn = strlen(b), i = 0, j = 0;
+    for (;;) {
+        size_t ie = i, je = j;
+        while (ie < an && s[ie] != '.') ie++;
+        while (je < bn && b[je] != '.') je++;
+        uint32_t x, y;
+        if (rt_part(s + i, ie - i, &x) && rt_part(b + j, je - j, &y) && x != y) return x < y;
+        bool amore = ie < an, bmore = je < bn;
+        if (!amore || !bmore) return !amore && bmore;
+        i = ie + 1;
+        j = je + 1;
+    }
+}
+
+/* A float16 DEQUANTIZE is version 3, which TensorFlow Lite runs from 1.15.0
+ * (its runtime_version.cc): a model whose `min_runtime_version` metadata
+ * says less says 1.15.0 after the cast, NUL-padded to the buffer's length
+ * as TensorFlow's converter writes it (left as it is where the buffer is
+ * shorter than that, or a tensor holds it too). */
+#define TFL_F16_RUNTIME "1.15.0"
+static int rw_min_runtime(rw *r) {
+    tfl_wmodel *m = r->m;
+    for (size_t i = 0; i < m->nmetadata; i++) {
+        uint32_t b = m->metadata[i].buffer;
+        if (!m->metadata[i].name || strcmp(m->metadata[i].name, "min_runtime_version") != 0 ||
+            b >= m->nbuffers || !m->buffers[b].data || m->buffers[b].tensor >= 0)
+            continue;
+        const tfl_wbuffer *bf = &m->buffers[b];
+        if (bf->size < sizeof TFL_F16_RUNTIME - 1 ||
+            !tio__tfl_runtime_before(bf->data, bf->size, TFL_F16_RUNTIME))
+            continue;
+        for (size_t sg = 0; sg < m->nsubgraphs; sg++)
+            for (size_t t = 0; t < m->subgraphs[sg].ntensors; t++)
+                if (m->subgraphs[sg].tensors[t].buffer == b) return TIO_OK;
+        uint8_t *d = tio__tfl_w_alloc(m, bf->size); /* zeroed */
+        if (!d) return tio__nomem(r->err, TFL);
+        memcpy(d, TFL_F16_RUNTIME, sizeof TFL_F16_RUNTIME - 1);
+        m->buffers[b].data = d;
+    }
+    return TIO_OK;
+}
+
 int tio__tfl_rewrite(const tfl_native *nat, tio_write_plan *plan, tfl_wmodel *m,
                      tio_error *err) {
     rw r;
@@ -646,5 +710,6 @@ int tio__tfl_rewrite(const tfl_native *nat, tio_write_plan *plan, tfl_wmodel *m,
     }
     if (!rc) rc = rw_subgraphs(&r, &model);
     if (!rc) rc = rw_extras(&r, &model);
+    if (!rc && r.cast16) rc = rw_min_runtime(&r);
     return rc;
 }

@@ -202,6 +202,9 @@ void tio__tfl_w_free(tfl_wmodel *m);
 void *tio__tfl_w_alloc(tfl_wmodel *m, size_t n);
 /* A copy of s[0..n) (NUL-terminated) in the arena; NULL: out of memory. */
 char *tio__tfl_w_strndup(tfl_wmodel *m, const char *s, size_t n);
+/* Whether the version text a[0..an) (to its first NUL) comes before b,
+ * as TensorFlow Lite orders runtime versions ("1.5.0" < "1.15.0"). */
+bool tio__tfl_runtime_before(const uint8_t *a, size_t an, const char *b);
 /* a, b and c (NULL: "") joined, in the arena: the names the writers make
  * ("<name>:float16", "<node>:<what>"); NULL: out of memory. */
 char *tio__tfl_w_join(tfl_wmodel *m, const char *a, const char *b, const char *c);

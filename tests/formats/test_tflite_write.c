@@ -936,6 +936,9 @@ static void test_cast_float16(void **state) {
     const char *codes = tio_container_prop_get(h, "operator_codes");
     assert_non_null(codes);
     assert_non_null(strstr(codes, "DEQUANTIZE v3"));
+    /* DEQUANTIZE v3 runs from TensorFlow Lite 1.15.0: the model said 1.5.0 */
+    assert_string_equal(tio_container_prop_get(c, "min_runtime_version"), "1.5.0");
+    assert_string_equal(tio_container_prop_get(h, "min_runtime_version"), "1.15.0");
     const char *ops = tio_container_prop_get(h, "subgraph0.operators");
     assert_non_null(ops);
     assert_non_null(strstr(ops, "DEQUANTIZE x6"));
@@ -994,8 +997,38 @@ static void test_cast_float16(void **state) {
     free(path);
 }
 
+/* Runtime versions ordered as TensorFlow's CompareRuntimeVersion orders
+ * them: numbers part by part (not text), a part that is not a number passed
+ * over, the version with parts left over the later; the text ends at a NUL
+ * (the metadata buffer's padding) or its length. */
+static void test_runtime_before(void **state) {
+    (void)state;
+    static const struct {
+        const char *a;
+        const char *b;
+        bool before;
+    } cases[] = {
+        {"1.5.0", "1.15.0", true},  {"1.13.1", "1.15.0", true}, {"1.15.0", "1.15.0", false},
+        {"2.7.0", "1.15.0", false}, {"1.15", "1.15.0", true},   {"1.15.0.1", "1.15.0", false},
+        {"x.16.0", "1.15.0", false}, {"", "1.15.0", true},      {"1.15.0abc", "1.15.0", false},
+        {"1.9999999999.0", "1.15.0", false}, /* past an int: passed over, then 0 = 0 */
+        {"1.2147483647.0", "1.15.0", false}, {"10.0", "9.99", false}, {"1..0", "1.15.0", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const uint8_t *a = (const uint8_t *)cases[i].a;
+        if (tio__tfl_runtime_before(a, strlen(cases[i].a), cases[i].b) != cases[i].before)
+            fail_msg("'%s' before '%s': expected %d", cases[i].a, cases[i].b, cases[i].before);
+    }
+    static const uint8_t padded[16] = "1.13.1";
+    assert_true(tio__tfl_runtime_before(padded, sizeof padded, "1.15.0"));
+    static const uint8_t cut[6] = {'2', '.', '0', '.', '1', '5'}; /* no NUL: its length */
+    assert_false(tio__tfl_runtime_before(cut, sizeof cut, "1.15.0"));
+    assert_true(tio__tfl_runtime_before(cut, 3, "2.0.1"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_runtime_before),
         cmocka_unit_test(test_ir_model),
         cmocka_unit_test(test_ir_offset_form),
         cmocka_unit_test(test_ir_gen),
