@@ -10,6 +10,10 @@
  *       input [1, C, 8, 8], C the multiple of 8 whose float32 weights
  *       (C*C*9) and bias (C) make about BYTES / N each: what ONNX -> TFLite
  *       permutes (OIHW -> OHWI) on the way.
+ *   gen --format F --graph mlp --size BYTES --tensors N --out PATH
+ *       N MatMul + Relu layers on an input [1, K], float32 weights [K, K], K
+ *       the multiple of 8 whose weights make about BYTES / N each: what ONNX
+ *       -> TFLite transposes (a FULLY_CONNECTED's [N, K]) on the way.
  *   gen --format npy --size BYTES --out PATH
  *       one float32 array in NumPy's .npy format (written here, byte by byte).
  *   gen --data-bytes --size BYTES --tensors N
@@ -179,9 +183,10 @@ static int write_npy(const char *path, uint64_t size, uint64_t seed) {
     return 0;
 }
 
-/* gen --graph conv: N Conv 3x3 + Relu layers of C channels (header). */
-static int conv_value(tio_graph *g, const char *name, int64_t tensor, size_t rank,
-                      const int64_t *dims, size_t *out, tio_error *e) {
+/* The graphs of gen --graph (header): a value of the graph (a constant:
+ * tensor >= 0, or a runtime value of shape dims). */
+static int graph_value(tio_graph *g, const char *name, int64_t tensor, size_t rank,
+                       const int64_t *dims, size_t *out, tio_error *e) {
     tio_dim d[4];
     for (size_t k = 0; k < rank; k++) d[k] = (tio_dim){dims[k], NULL};
     tio_value_info v = {0};
@@ -193,6 +198,64 @@ static int conv_value(tio_graph *g, const char *name, int64_t tensor, size_t ran
     return tio_graph_add_value(g, &v, out, e);
 }
 
+/* Node `op` named `name`: inputs in[0..nin), one output. */
+static int graph_node(tio_graph *g, const char *name, const char *op, const int64_t *in,
+                      size_t nin, int64_t out, size_t *ni, tio_error *e) {
+    tio_node_info nd = {0};
+    nd.name = name;
+    nd.op = op;
+    nd.native_id = -1;
+    nd.inputs = in;
+    nd.input_count = nin;
+    nd.outputs = &out;
+    nd.output_count = 1;
+    return tio_graph_add_node(g, &nd, ni, e);
+}
+
+/* Float32 weights of `bytes` (a multiple of 4), small values (a scaled
+ * fill, in (-0.5, 0.5) / scale: activations stay finite through the
+ * layers); NULL when they cannot be had. */
+static unsigned char *graph_weights(size_t bytes, uint64_t seed, float scale) {
+    unsigned char *data = bn_big_alloc(bytes);
+    if (!data) return NULL;
+    bn_fill(data, bytes, seed);
+    float *f = (float *)(void *)data;
+    for (size_t k = 0; k < bytes / 4; k++) {
+        uint32_t u;
+        memcpy(&u, &f[k], 4);
+        f[k] = ((float)(u >> 8) / 16777216.0f - 0.5f) / scale;
+    }
+    return data;
+}
+
+/* Relu after value `prev` into a new value like it; its index in *out. */
+static int graph_relu(tio_graph *g, uint64_t i, size_t prev, size_t rank, const int64_t *dims,
+                      size_t *out, tio_error *e) {
+    char rn[32], yr[32];
+    snprintf(rn, sizeof rn, "relu%03" PRIu64, i);
+    snprintf(yr, sizeof yr, "r%03" PRIu64, i);
+    size_t ni;
+    int rc = graph_value(g, yr, -1, rank, dims, out, e);
+    int64_t in = (int64_t)prev;
+    return rc ? rc : graph_node(g, rn, "Relu", &in, 1, (int64_t)*out, &ni, e);
+}
+
+/* The graph's output `last`, the model saved; frees c and the weights. */
+static int graph_save(tio_container *c, tio_graph *g, int rc, size_t last, const char *format,
+                      const char *out, unsigned char *data, size_t bytes, tio_error *e) {
+    int64_t outv = (int64_t)last;
+    if (!rc) rc = tio_graph_set_outputs(g, &outv, 1, e);
+    if (!rc) {
+        tio_save_options so = bn_save_options(format);
+        rc = tio_save(c, out, &so, e);
+    }
+    int ret = rc ? (c ? tio_failed(out, e) : bn_fail("out of memory")) : 0;
+    tio_container_free(c);
+    bn_big_free(data, bytes);
+    return ret;
+}
+
+/* gen --graph conv: N Conv 3x3 + Relu layers of C channels (header). */
 static int write_conv(const char *format, const char *out, uint64_t size, uint64_t count,
                       uint64_t seed) {
     if (count == 0) return bn_fail("gen: --tensors must be at least 1");
@@ -200,16 +263,8 @@ static int write_conv(const char *format, const char *out, uint64_t size, uint64
     while ((ch + 8) * (ch + 8) * 36 + (ch + 8) * 4 <= per) ch += 8;
     size_t wn = (size_t)(ch * ch * 9), wb = wn * 4, bb = (size_t)ch * 4;
     size_t bytes = (size_t)count * (wb + bb);
-    unsigned char *data = bn_big_alloc(bytes);
+    unsigned char *data = graph_weights(bytes, seed, (float)(ch * 3));
     if (!data) return bn_fail("gen: cannot allocate %zu bytes", bytes);
-    /* small values (a scaled fill): activations stay finite through N layers */
-    bn_fill(data, bytes, seed);
-    float *f = (float *)(void *)data;
-    for (size_t k = 0; k < bytes / 4; k++) {
-        uint32_t u;
-        memcpy(&u, &f[k], 4);
-        f[k] = ((float)(u >> 8) / 16777216.0f - 0.5f) / (float)(ch * 3);
-    }
     tio_container *c = tio_container_new();
     tio_error e;
     tio_graph *g = NULL;
@@ -217,17 +272,15 @@ static int write_conv(const char *format, const char *out, uint64_t size, uint64
     int64_t xd[4] = {1, (int64_t)ch, 8, 8}, wd[4] = {(int64_t)ch, (int64_t)ch, 3, 3},
             bd[1] = {(int64_t)ch};
     size_t prev = 0;
-    if (!rc) rc = conv_value(g, "x", -1, 4, xd, &prev, &e);
+    if (!rc) rc = graph_value(g, "x", -1, 4, xd, &prev, &e);
     int64_t in = (int64_t)prev;
     if (!rc) rc = tio_graph_set_inputs(g, &in, 1, &e);
     for (uint64_t i = 0; !rc && i < count; i++) {
-        char wn_[32], bn_[32], cn[32], rn[32], yc[32], yr[32];
+        char wn_[32], bn_[32], cn[32], yc[32];
         snprintf(wn_, sizeof wn_, "conv%03" PRIu64 ".weight", i);
         snprintf(bn_, sizeof bn_, "conv%03" PRIu64 ".bias", i);
         snprintf(cn, sizeof cn, "conv%03" PRIu64, i);
-        snprintf(rn, sizeof rn, "relu%03" PRIu64, i);
         snprintf(yc, sizeof yc, "c%03" PRIu64, i);
-        snprintf(yr, sizeof yr, "r%03" PRIu64, i);
         tio_tensor_desc d = {0};
         d.dtype = TIO_FLOAT32;
         d.name = wn_;
@@ -235,7 +288,7 @@ static int write_conv(const char *format, const char *out, uint64_t size, uint64
         d.shape = wd;
         d.data = data + i * (wb + bb);
         d.nbytes = wb;
-        size_t wi = 0, bi = 0, ci = 0, ri = 0, ni = 0, w0 = tio_container_count(c);
+        size_t wi = 0, bi = 0, ci = 0, ni = 0, w0 = tio_container_count(c);
         rc = tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e);
         d.name = bn_;
         d.rank = 1;
@@ -243,21 +296,11 @@ static int write_conv(const char *format, const char *out, uint64_t size, uint64
         d.data = data + i * (wb + bb) + wb;
         d.nbytes = bb;
         if (!rc) rc = tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e);
-        if (!rc) rc = conv_value(g, wn_, (int64_t)w0, 0, NULL, &wi, &e);
-        if (!rc) rc = conv_value(g, bn_, (int64_t)w0 + 1, 0, NULL, &bi, &e);
-        if (!rc) rc = conv_value(g, yc, -1, 4, xd, &ci, &e);
-        if (!rc) rc = conv_value(g, yr, -1, 4, xd, &ri, &e);
-        int64_t cin[3] = {(int64_t)prev, (int64_t)wi, (int64_t)bi}, cout = (int64_t)ci;
-        int64_t rin = (int64_t)ci, rout = (int64_t)ri;
-        tio_node_info nd = {0};
-        nd.name = cn;
-        nd.op = "Conv";
-        nd.native_id = -1;
-        nd.inputs = cin;
-        nd.input_count = 3;
-        nd.outputs = &cout;
-        nd.output_count = 1;
-        if (!rc) rc = tio_graph_add_node(g, &nd, &ni, &e);
+        if (!rc) rc = graph_value(g, wn_, (int64_t)w0, 0, NULL, &wi, &e);
+        if (!rc) rc = graph_value(g, bn_, (int64_t)w0 + 1, 0, NULL, &bi, &e);
+        if (!rc) rc = graph_value(g, yc, -1, 4, xd, &ci, &e);
+        int64_t cin[3] = {(int64_t)prev, (int64_t)wi, (int64_t)bi};
+        if (!rc) rc = graph_node(g, cn, "Conv", cin, 3, (int64_t)ci, &ni, &e);
         static const int64_t k3[2] = {3, 3}, p1[4] = {1, 1, 1, 1};
         tio_attr a = {0};
         a.type = TIO_ATTR_INTS;
@@ -269,24 +312,52 @@ static int write_conv(const char *format, const char *out, uint64_t size, uint64
         a.ints = p1;
         a.count = 4;
         if (!rc) rc = tio_graph_add_attr(g, ni, &a, &e);
-        nd.name = rn;
-        nd.op = "Relu";
-        nd.inputs = &rin;
-        nd.input_count = 1;
-        nd.outputs = &rout;
-        if (!rc) rc = tio_graph_add_node(g, &nd, &ni, &e);
-        prev = ri;
+        if (!rc) rc = graph_relu(g, i, ci, 4, xd, &prev, &e);
     }
-    int64_t outv = (int64_t)prev;
-    if (!rc) rc = tio_graph_set_outputs(g, &outv, 1, &e);
-    if (!rc) {
-        tio_save_options so = bn_save_options(format);
-        rc = tio_save(c, out, &so, &e);
+    return graph_save(c, g, rc, prev, format, out, data, bytes, &e);
+}
+
+/* gen --graph mlp: N MatMul + Relu layers of [K, K] float32 weights, the
+ * largest K (a multiple of 8) whose weights fit the size per layer: the
+ * lowering to TFLite transposes each into a FULLY_CONNECTED's [N, K]. */
+static int write_mlp(const char *format, const char *out, uint64_t size, uint64_t count,
+                     uint64_t seed) {
+    if (count == 0) return bn_fail("gen: --tensors must be at least 1");
+    uint64_t per = size / count, k = 8;
+    while ((k + 8) * (k + 8) * 4 <= per) k += 8;
+    size_t wb = (size_t)(k * k * 4), bytes = (size_t)count * wb;
+    unsigned char *data = graph_weights(bytes, seed, (float)k);
+    if (!data) return bn_fail("gen: cannot allocate %zu bytes", bytes);
+    tio_container *c = tio_container_new();
+    tio_error e;
+    tio_graph *g = NULL;
+    int rc = c ? tio_container_new_graph(c, &g, &e) : -1;
+    int64_t xd[2] = {1, (int64_t)k}, wd[2] = {(int64_t)k, (int64_t)k};
+    size_t prev = 0;
+    if (!rc) rc = graph_value(g, "x", -1, 2, xd, &prev, &e);
+    int64_t in = (int64_t)prev;
+    if (!rc) rc = tio_graph_set_inputs(g, &in, 1, &e);
+    for (uint64_t i = 0; !rc && i < count; i++) {
+        char wn[32], mn[32], ym[32];
+        snprintf(wn, sizeof wn, "fc%03" PRIu64 ".weight", i);
+        snprintf(mn, sizeof mn, "matmul%03" PRIu64, i);
+        snprintf(ym, sizeof ym, "m%03" PRIu64, i);
+        tio_tensor_desc d = {0};
+        d.dtype = TIO_FLOAT32;
+        d.name = wn;
+        d.rank = 2;
+        d.shape = wd;
+        d.data = data + i * wb;
+        d.nbytes = wb;
+        size_t wi = 0, mi = 0, ni = 0, w0 = tio_container_count(c);
+        rc = tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e);
+        if (!rc) rc = graph_value(g, wn, (int64_t)w0, 0, NULL, &wi, &e);
+        if (!rc) rc = graph_value(g, ym, -1, 2, xd, &mi, &e);
+        int64_t min[2] = {(int64_t)prev, (int64_t)wi};
+        if (!rc) rc = graph_node(g, mn, "MatMul", min, 2, (int64_t)mi, &ni, &e);
+        if (!rc) rc = graph_relu(g, i, mi, 2, xd, &prev, &e);
     }
-    int ret = rc ? (c ? tio_failed(out, &e) : bn_fail("out of memory")) : 0;
-    tio_container_free(c);
-    bn_big_free(data, bytes);
-    return ret;
+    return graph_save(c, g, rc, prev, format, out, data, bytes, &e);
 }
 
 int bn_cmd_gen(bn_ctx *x, int argc, char **argv) {
@@ -304,7 +375,8 @@ int bn_cmd_gen(bn_ctx *x, int argc, char **argv) {
     if (strcmp(format, "npy") == 0) return write_npy(out, size, seed);
     const char *graph = bn_opt(argc, argv, "--graph", NULL);
     if (graph && strcmp(graph, "conv") == 0) return write_conv(format, out, size, count, seed);
-    if (graph) return bn_fail("gen: --graph %s (expected conv)", graph);
+    if (graph && strcmp(graph, "mlp") == 0) return write_mlp(format, out, size, count, seed);
+    if (graph) return bn_fail("gen: --graph %s (expected conv or mlp)", graph);
     if (count == 0) return bn_fail("gen: --tensors must be at least 1");
     uint64_t bytes = bn_data_bytes(size, count);
     void *data = bn_big_alloc((size_t)bytes);

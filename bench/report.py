@@ -364,17 +364,28 @@ def onnx_section(md, goals, plots, mach=()):
                   "over it, in a process of its own). GB/s counts "
                   "the bytes written (for `base:sha256`, read).\n")
         md.append(table(CONVERT_HEAD, rows))
-    # issue 36: ONNX -> TFLite of a CNN at >= 0.5x cp, < 64 MiB anonymous memory
-    cnn = [g for g in groups("onnx") if g.startswith("onnx→tflite")]
-    if cnn:
+    # ONNX -> TFLite: a CNN (issue 36: >= 0.5x cp), MatMul layers (every weight
+    # transposed on the way); < 64 MiB anonymous memory
+    lowerings = [
+        ("onnx→tflite, CNN", "ONNX→TFLite convert", 0.5,
+         "ONNX → TFLite of a generated CNN (`tio_bench gen --graph conv`: Conv 3×3 + Relu "
+         "layers), whose Conv weights are permuted OIHW → OHWI on the way and each Relu fused "
+         "into its CONV_2D: `tensio convert --no-sync`, against `cp` of the .onnx, as above."),
+        ("onnx→tflite, MLP", "ONNX→TFLite convert, transposed weights", 0.2,
+         "ONNX → TFLite of generated MatMul + Relu layers (`tio_bench gen --graph mlp`), each "
+         "[K, K] float32 weight transposed into a FULLY_CONNECTED's [N, K] on the way (by bands "
+         "and tiles; docs/performance.md, \"Casting a model's weights\"), against `cp` of the "
+         ".onnx."),
+    ]
+    for prefix, what, threshold, text in lowerings:
+        gs = [g for g in groups("onnx") if g.startswith(prefix)]
+        if not gs:
+            continue
         rows = []
-        convert_rows("onnx", cnn, rows, goals, "ONNX→TFLite convert",
+        convert_rows("onnx", gs, rows, goals, what,
                      lambda g, s, k: plot.append(("median", f"{g}: {s}", med(k) * 1e3)),
-                     threshold=0.5)
-        md.append("\nONNX → TFLite of a generated CNN (`tio_bench gen --graph conv`: Conv "
-                  "3×3 + Relu layers), whose Conv weights are permuted OIHW → OHWI on the "
-                  "way and each Relu fused into its CONV_2D: `tensio convert --no-sync`, "
-                  "against `cp` of the .onnx, as above.\n")
+                     threshold=threshold)
+        md.append("\n" + text + "\n")
         md.append(table(CONVERT_HEAD, rows))
     plots["onnx"] = plot
 

@@ -35,6 +35,8 @@
 #   BENCH_MODEL_SIZE, BENCH_MODEL_CONSTS   the generated models (model, onnx) [1G, 1000]
 #   BENCH_CNN_SIZE, BENCH_CNN_LAYERS  onnx: the CNN converted to TFLite (Conv 3x3 +
 #                  Relu layers, weights permuted on the way) [100M, 40]
+#   BENCH_MLP_SIZE, BENCH_MLP_LAYERS  onnx: MatMul + Relu layers converted to TFLite
+#                  (each weight transposed on the way) [256M, 16]
 #   BENCH_ZMQ_SIZES [1K,4K,16K,64K,256K,1M,4M,16M]   BENCH_ZMQ_BUDGET [1G]
 #   BENCH_FILES_COUNTS [1000,10000,100000]  recvfiles: files per run (each >= 2)
 #   BENCH_FILES_MODES  [default,sync-each,no-sync]  recvfiles: tensio recv's durability
@@ -79,6 +81,8 @@ MSIZE=${BENCH_MODEL_SIZE:-1G}
 MCONSTS=${BENCH_MODEL_CONSTS:-1000}
 CNNSIZE=${BENCH_CNN_SIZE:-100M}
 CNNLAYERS=${BENCH_CNN_LAYERS:-40}
+MLPSIZE=${BENCH_MLP_SIZE:-256M}
+MLPLAYERS=${BENCH_MLP_LAYERS:-16}
 ZSIZES=${BENCH_ZMQ_SIZES:-1K,4K,16K,64K,256K,1M,4M,16M}
 ZBUDGET=${BENCH_ZMQ_BUDGET:-1G}
 FCOUNTS=${BENCH_FILES_COUNTS:-1000,10000,100000}
@@ -419,6 +423,15 @@ if has onnx; then
   run $T files spawn --case onnx --group "onnx→tflite, CNN $CNNSIZE" --out "$o" --warm "$CNNSIZE" \
     :: base:cp cp "$cn" "$o" :: tensio:cli "$CLI" convert --no-sync "$cn" "$o"
   rm -f "$cn"
+  # ONNX -> TFLite of MatMul layers: each [K, K] weight transposed on the way
+  # (by bands and tiles, src/tflite/lower_w.c)
+  mn="$READ/bench-mlp.onnx"
+  run "$B" gen --format onnx --graph mlp --size "$MLPSIZE" --tensors "$MLPLAYERS" --out "$mn"
+  sync -f "$mn"
+  cat "$mn" >/dev/null
+  run $T files spawn --case onnx --group "onnx→tflite, MLP $MLPSIZE" --out "$o" --warm "$MLPSIZE" \
+    :: base:cp cp "$mn" "$o" :: tensio:cli "$CLI" convert --no-sync "$mn" "$o"
+  rm -f "$mn"
 fi
 
 # ------------------------------------------------------------ recv -o

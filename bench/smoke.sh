@@ -24,7 +24,7 @@ if [ "$(fstype /dev/shm 2>/dev/null)" = tmpfs ] && [ "$(fstype "$OUT/data")" != 
 fi
 BENCH_DIR="$WDIR" BENCH_READ_DIR="$OUT/data" BENCH_OUT="$OUT/results" BENCH_SIZE=1M BENCH_TENSORS=10 \
   BENCH_REPS=1 BENCH_MAX_REPS=2 BENCH_WARMUP=0 BENCH_CHECK=1 BENCH_MODEL_SIZE=1M \
-  BENCH_MODEL_CONSTS=10 BENCH_FAULT_SIZE=1M \
+  BENCH_MODEL_CONSTS=10 BENCH_FAULT_SIZE=1M BENCH_MLP_SIZE=1M BENCH_MLP_LAYERS=2 \
   BENCH_ZMQ_SIZES=1K,64K BENCH_ZMQ_BUDGET=1M BENCH_FILES_COUNTS=10,100 \
   BENCH_SHARD_SAMPLES=10 BENCH_LMDB_COUNTS=100,1000 BENCH_LMDB_READS=100 \
   bash "$ROOT/bench/run.sh" "$BUILD" 2>"$OUT/run.log" || { cat "$OUT/run.log"; exit 1; }
@@ -49,7 +49,8 @@ for s in base:read base:memcpy base:write base:cp base:libzmq tensio:zio tensio:
          "| 1,000 | " "LMDB random read, 100 → 1,000 records" \
          "### \`tensio ls\` in a process of its own" "| tmfile, 10 tensors |" \
          "\`tensio ls\`, a process each, many tensors" "TFLite open + list" \
-         "TFLite→TFLite convert" "ONNX→TFLite convert" "| onnx→tflite, CNN " "| pread, "; do
+         "TFLite→TFLite convert" "ONNX→TFLite convert" "| onnx→tflite, CNN " "| pread, " \
+         "ONNX→TFLite convert, transposed weights" "| onnx→tflite, MLP "; do
   grep -qF "$s" "$md" || { echo "bench_smoke: no $s row"; fail=1; }
 done
 # paired cases: their ratios are the median of paired repetitions (P lines)
