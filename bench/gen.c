@@ -228,6 +228,23 @@ static unsigned char *graph_weights(size_t bytes, uint64_t seed, float scale) {
     return data;
 }
 
+/* A float32 constant of the container (its bytes borrowed) and its value
+ * in the graph (index in *vi). */
+static int graph_weight(tio_container *c, tio_graph *g, const char *name, size_t rank,
+                        const int64_t *shape, const unsigned char *data, size_t nbytes,
+                        size_t *vi, tio_error *e) {
+    tio_tensor_desc d = {0};
+    d.dtype = TIO_FLOAT32;
+    d.name = name;
+    d.rank = rank;
+    d.shape = shape;
+    d.data = data;
+    d.nbytes = nbytes;
+    size_t at = tio_container_count(c);
+    int rc = tio_container_add(c, &d, TIO_ADD_BORROW, NULL, e);
+    return rc ? rc : graph_value(g, name, (int64_t)at, 0, NULL, vi, e);
+}
+
 /* Relu after value `prev` into a new value like it; its index in *out. */
 static int graph_relu(tio_graph *g, uint64_t i, size_t prev, size_t rank, const int64_t *dims,
                       size_t *out, tio_error *e) {
@@ -281,23 +298,9 @@ static int write_conv(const char *format, const char *out, uint64_t size, uint64
         snprintf(bn_, sizeof bn_, "conv%03" PRIu64 ".bias", i);
         snprintf(cn, sizeof cn, "conv%03" PRIu64, i);
         snprintf(yc, sizeof yc, "c%03" PRIu64, i);
-        tio_tensor_desc d = {0};
-        d.dtype = TIO_FLOAT32;
-        d.name = wn_;
-        d.rank = 4;
-        d.shape = wd;
-        d.data = data + i * (wb + bb);
-        d.nbytes = wb;
-        size_t wi = 0, bi = 0, ci = 0, ni = 0, w0 = tio_container_count(c);
-        rc = tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e);
-        d.name = bn_;
-        d.rank = 1;
-        d.shape = bd;
-        d.data = data + i * (wb + bb) + wb;
-        d.nbytes = bb;
-        if (!rc) rc = tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e);
-        if (!rc) rc = graph_value(g, wn_, (int64_t)w0, 0, NULL, &wi, &e);
-        if (!rc) rc = graph_value(g, bn_, (int64_t)w0 + 1, 0, NULL, &bi, &e);
+        size_t wi = 0, bi = 0, ci = 0, ni = 0;
+        rc = graph_weight(c, g, wn_, 4, wd, data + i * (wb + bb), wb, &wi, &e);
+        if (!rc) rc = graph_weight(c, g, bn_, 1, bd, data + i * (wb + bb) + wb, bb, &bi, &e);
         if (!rc) rc = graph_value(g, yc, -1, 4, xd, &ci, &e);
         int64_t cin[3] = {(int64_t)prev, (int64_t)wi, (int64_t)bi};
         if (!rc) rc = graph_node(g, cn, "Conv", cin, 3, (int64_t)ci, &ni, &e);
@@ -342,16 +345,8 @@ static int write_mlp(const char *format, const char *out, uint64_t size, uint64_
         snprintf(wn, sizeof wn, "fc%03" PRIu64 ".weight", i);
         snprintf(mn, sizeof mn, "matmul%03" PRIu64, i);
         snprintf(ym, sizeof ym, "m%03" PRIu64, i);
-        tio_tensor_desc d = {0};
-        d.dtype = TIO_FLOAT32;
-        d.name = wn;
-        d.rank = 2;
-        d.shape = wd;
-        d.data = data + i * wb;
-        d.nbytes = wb;
-        size_t wi = 0, mi = 0, ni = 0, w0 = tio_container_count(c);
-        rc = tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e);
-        if (!rc) rc = graph_value(g, wn, (int64_t)w0, 0, NULL, &wi, &e);
+        size_t wi = 0, mi = 0, ni = 0;
+        rc = graph_weight(c, g, wn, 2, wd, data + i * wb, wb, &wi, &e);
         if (!rc) rc = graph_value(g, ym, -1, 2, xd, &mi, &e);
         int64_t min[2] = {(int64_t)prev, (int64_t)wi};
         if (!rc) rc = graph_node(g, mn, "MatMul", min, 2, (int64_t)mi, &ni, &e);
