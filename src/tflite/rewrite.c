@@ -621,6 +621,7 @@ bool tio__tfl_runtime_before(const uint8_t *a, size_t an, const char *b) {
 #define TFL_F16_RUNTIME "1.15.0"
 static int rw_min_runtime(rw *r) {
     tfl_wmodel *m = r->m;
+    bool *held = NULL; /* per buffer: a tensor's too (made once, when first asked) */
     for (size_t i = 0; i < m->nmetadata; i++) {
         uint32_t b = m->metadata[i].buffer;
         if (!m->metadata[i].name || strcmp(m->metadata[i].name, "min_runtime_version") != 0 ||
@@ -630,9 +631,15 @@ static int rw_min_runtime(rw *r) {
         if (bf->size < sizeof TFL_F16_RUNTIME - 1 ||
             !tio__tfl_runtime_before(bf->data, bf->size, TFL_F16_RUNTIME))
             continue;
-        for (size_t sg = 0; sg < m->nsubgraphs; sg++)
-            for (size_t t = 0; t < m->subgraphs[sg].ntensors; t++)
-                if (m->subgraphs[sg].tensors[t].buffer == b) return TIO_OK;
+        if (!held) {
+            if (!(held = tio__tfl_w_alloc(m, m->nbuffers * sizeof *held)))
+                return tio__nomem(r->err, TFL);
+            for (size_t sg = 0; sg < m->nsubgraphs; sg++)
+                for (size_t t = 0; t < m->subgraphs[sg].ntensors; t++)
+                    if (m->subgraphs[sg].tensors[t].buffer < m->nbuffers)
+                        held[m->subgraphs[sg].tensors[t].buffer] = true;
+        }
+        if (held[b]) continue;
         uint8_t *d = tio__tfl_w_alloc(m, bf->size); /* zeroed */
         if (!d) return tio__nomem(r->err, TFL);
         memcpy(d, TFL_F16_RUNTIME, sizeof TFL_F16_RUNTIME - 1);
