@@ -8,6 +8,7 @@
 
 #define TIO__SINK_IOV 256
 #define TIO__SINK_FIRST 8192
+#define TIO__SINK_FILL 64
 
 /* A file sink gathers what it is given into iov[]: small writes are copied
  * into buf (an iovec over the copied range), large ones are referenced
@@ -85,7 +86,16 @@ struct tio_sink {
      * count them (tio__sink_pos does). */
     int rd_fd;
     size_t rd_off, rd_len;
+    /* read_in's reads not made yet (sink.c: FILL_MAX): each of n bytes at
+     * off of fd into dst, a slot of the copy buffer already in iov[]; made
+     * before anything writes or looks at what is pending */
+    int nfill;
     uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
+    struct tio__sink_fill {
+        int fd;
+        uint8_t *dst;
+        size_t off, n;
+    } fill[TIO__SINK_FILL];
 };
 
 void tio__sink_init_mem(tio_sink *s);

@@ -104,6 +104,44 @@ ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off) {
     return r;
 }
 
+/* The sink's reads into its buffer, several at once (sink.c: fills_do):
+ * its entries of 4 KiB or more counted and checked as pread()s of the
+ * sink, the call made to fail (or find the file ended) as one of them. */
+ssize_t __real_preadv(int fd, const struct iovec *iov, int n, off_t off);
+ssize_t __wrap_preadv(int fd, const struct iovec *iov, int n, off_t off);
+_Atomic int preadv_calls, preadv_slots;
+_Atomic size_t preadv_gap_bytes;
+
+ssize_t __wrap_preadv(int fd, const struct iovec *iov, int n, off_t off) {
+    preadv_calls++;
+    bool big = false;
+    off_t at = off;
+    for (int k = 0; k < n; k++) {
+        if (iov[k].iov_len >= (4u << 10)) {
+            big = true;
+            pread_big++;
+            preadv_slots++;
+            uintptr_t d = ((uintptr_t)iov[k].iov_base - (uintptr_t)at) & 4095u;
+            if (d > 0 && d < 64) pread_aliased++;
+        }
+        at += (off_t)iov[k].iov_len;
+    }
+    if (big && pread_fail && pread_fail_after-- <= 0) {
+        if (pread_fail < 0) return 0;
+        errno = pread_fail;
+        return -1;
+    }
+    ssize_t r = __real_preadv(fd, iov, n, off);
+    size_t left = r > 0 ? (size_t)r : 0;
+    for (int k = 0; k < n && left; k++) {
+        size_t m = iov[k].iov_len < left ? iov[k].iov_len : left;
+        if (iov[k].iov_len >= (4u << 10)) pread_big_bytes += m;
+        else preadv_gap_bytes += m;
+        left -= m;
+    }
+    return r;
+}
+
 ssize_t __real_writev(int fd, const struct iovec *iov, int n);
 ssize_t __wrap_writev(int fd, const struct iovec *iov, int n);
 int writev_count;    /* count the writes… */

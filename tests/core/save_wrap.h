@@ -38,6 +38,10 @@ extern _Atomic size_t pread_big_bytes; /* what those read */
 extern int pread_fail;    /* make those fail with this errno (-1: return 0, an ended file)… */
 extern _Atomic int pread_fail_after; /* …once this many have read */
 extern _Atomic int pread_aliased;
+/* preadv(): each entry of 4 KiB or more counts as a read above (pread_big,
+ * its bytes, pread_aliased), made to fail as those are; the calls too */
+extern _Atomic int preadv_calls, preadv_slots; /* calls; their entries counted above */
+extern _Atomic size_t preadv_gap_bytes; /* read into entries under 4 KiB */
 extern int writev_count;    /* count the writes… */
 extern int write_crossing;  /* …and of write() too, that cross a multiple of 64 KiB */
 extern int writev_calls;    /* …of 64 KiB or more (the sink's) */
