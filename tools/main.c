@@ -1,6 +1,6 @@
 /* tensio — main(). The tool is tensio_run() (tensio.c), kept out of main so
  * that tests link the commands as a library (tensio_cli_lib). */
-#if defined(__linux__)
+#if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sbrk, MADV_HUGEPAGE */
 #endif
 #include "cli.h"

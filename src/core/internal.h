@@ -920,6 +920,27 @@ bool tio__preads_take(tio_preads *j, size_t i, uint8_t *out);
 /* Stops the thread after its current read, joins it and frees j (NULL ok). */
 void tio__preads_end(tio_preads *j);
 
+/* ------------------------------------------------- reads in batches */
+/* A ring of io_uring (src/core/uring.c), used by one thread: up to
+ * TIO__URING_DEPTH reads in one system call. NULL where the kernel or a
+ * sandbox refuses it; the caller then pread()s. */
+#define TIO__URING_DEPTH 64u
+typedef struct tio_uring tio_uring;
+typedef struct tio_uring_read {
+    int fd;
+    void *buf;
+    uint32_t len;
+    uint64_t off;
+    int32_t res; /* after tio__uring_reads: the bytes read, or -errno */
+} tio_uring_read;
+tio_uring *tio__uring_new(void);
+/* Makes the n reads (n <= TIO__URING_DEPTH) and waits for all of them:
+ * true with each res set (a read the kernel cannot make, -EINVAL before
+ * Linux 5.6, fails alone); false where the ring took none of them (or
+ * failed), and the caller reads them itself. */
+bool tio__uring_reads(tio_uring *u, tio_uring_read *r, size_t n);
+void tio__uring_free(tio_uring *u);
+
 /* ------------------------------------------------------ the host machine */
 /* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID: the
  * system time of its writes included, other threads' work and waits not);

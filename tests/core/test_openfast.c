@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -860,9 +861,72 @@ static void test_onnx_save(void **state) {
     unlink(out);
 }
 
+/* The thread of tio_preads reads through io_uring where the kernel gives a
+ * ring; ring_off makes it refuse (as a kernel without io_uring, or with
+ * kernel.io_uring_disabled, does), so both ways are tested (linked with
+ * --wrap=tio__uring_new, tests/CMakeLists.txt). */
+tio_uring *__real_tio__uring_new(void);
+tio_uring *__wrap_tio__uring_new(void);
+static _Atomic int ring_off, rings_made;
+tio_uring *__wrap_tio__uring_new(void) {
+    if (ring_off) return NULL;
+    tio_uring *u = __real_tio__uring_new();
+    if (u) rings_made++;
+    return u;
+}
+
+/* tio_uring (src/core/uring.c): a batch of reads at scattered offsets, each
+ * with its own result: whole, short at the end of the file, 0 past it, an
+ * error for a bad descriptor; batches of more than TIO__URING_DEPTH, or of
+ * none, refused. Where this kernel refuses io_uring the ring is NULL and
+ * every call says false (the callers then pread()). */
+static void test_uring_reads(void **state) {
+    (void)state;
+    char path[96];
+    snprintf(path, sizeof path, "%s/ur.bin", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    enum { SZ = 1 << 20 };
+    uint8_t *b = malloc(SZ);
+    assert_non_null(b);
+    for (size_t k = 0; k < SZ; k++) b[k] = mark_of(k, 3);
+    put(fd, 0, b, SZ);
+    tio_uring *u = __real_tio__uring_new();
+    tio_uring_read r[TIO__URING_DEPTH + 1];
+    uint8_t got[TIO__URING_DEPTH + 1][64];
+    for (size_t i = 0; i <= TIO__URING_DEPTH; i++)
+        r[i] = (tio_uring_read){fd, got[i], 64, (uint64_t)(i * 16411u) % (SZ - 64), 0};
+    r[1].off = SZ - 40; /* short: 40 bytes */
+    r[2].off = SZ;      /* at the end: 0 */
+    r[3].fd = -1;       /* EBADF */
+    assert_false(tio__uring_reads(u, r, 0));
+    assert_false(tio__uring_reads(u, r, TIO__URING_DEPTH + 1));
+    if (!u) {
+        fprintf(stderr, "io_uring: this kernel gives no ring; the readers pread()\n");
+        assert_false(tio__uring_reads(u, r, TIO__URING_DEPTH));
+    } else {
+        for (int round = 0; round < 3; round++) { /* a ring is reused */
+            memset(got, 0, sizeof got);
+            assert_true(tio__uring_reads(u, r, TIO__URING_DEPTH));
+            for (size_t i = 0; i < TIO__URING_DEPTH; i++) {
+                int32_t want = i == 1 ? 40 : i == 2 ? 0 : i == 3 ? -EBADF : 64;
+                if (r[i].res != want)
+                    fail_msg("read %zu: %d bytes, expected %d", i, (int)r[i].res, (int)want);
+                if (want > 0) assert_memory_equal(got[i], b + r[i].off, (size_t)want);
+            }
+        }
+        tio__uring_free(u);
+    }
+    tio__uring_free(NULL);
+    free(b);
+    close(fd);
+    unlink(path);
+}
+
 /* tio_preads (src/core/preads.c): small reads at scattered offsets taken by
  * a thread while the caller takes them in any order, reads some itself,
- * takes some twice, or ends before the thread is done. */
+ * takes some twice, or ends before the thread is done; the thread's reads
+ * through io_uring (where this kernel gives a ring) and by pread(). */
 #define PR_COUNT 3000u
 #define PR_SIZE (4u << 20)
 static void test_preads(void **state) {
@@ -891,14 +955,16 @@ static void test_preads(void **state) {
     assert_null(tio__preads_start(fd, off, PR_COUNT, TIO__PREADS_MAX + 1, PR_SIZE));
     uint8_t got[8];
     assert_false(tio__preads_take(NULL, 0, got));
-    for (int order = 0; order < 4; order++) {
+    rings_made = 0;
+    for (int order = 0; order < 8; order++) {
+        ring_off = order >= 4;
         tio_preads *j = tio__preads_start(fd, off, PR_COUNT, 8, PR_SIZE);
         assert_non_null(j);
         /* order 3: forwards after the thread had time to read ahead */
-        if (order == 3) nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL);
-        size_t mine = 0, theirs = 0, stop = order == 2 ? PR_COUNT / 3 : PR_COUNT;
+        if (order % 4 == 3) nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL);
+        size_t mine = 0, theirs = 0, stop = order % 4 == 2 ? PR_COUNT / 3 : PR_COUNT;
         for (size_t q = 0; q < stop; q++) {
-            size_t i = order == 1 ? PR_COUNT - 1 - q : q; /* forwards, backwards */
+            size_t i = order % 4 == 1 ? PR_COUNT - 1 - q : q; /* forwards, backwards */
             for (int twice = 0; twice < 2; twice++) {
                 if (tio__preads_take(j, i, got)) {
                     theirs++;
@@ -911,12 +977,18 @@ static void test_preads(void **state) {
         }
         assert_false(tio__preads_take(j, PR_COUNT, got));
         tio__preads_end(j); /* order 2: ends with most entries untaken */
-        fprintf(stderr, "preads, order %d: %zu taken from the thread, %zu left to the "
-                "caller\n", order, theirs, mine);
+        fprintf(stderr, "preads, order %d, %s: %zu taken from the thread, %zu left to the "
+                "caller\n", order % 4, ring_off ? "pread()" : "a ring if given", theirs, mine);
         assert_int_equal(mine + theirs, 2 * stop);
         assert_true(mine >= 4); /* the two unreadable ones, each taken twice */
-        if (order == 3) assert_true(theirs > 0);
+        if (order % 4 == 3) assert_true(theirs > 0);
     }
+    ring_off = 0;
+    tio_uring *u = __real_tio__uring_new();
+    fprintf(stderr, "preads: %d rings made (this kernel %s io_uring)\n", (int)rings_made,
+            u ? "gives" : "refuses");
+    assert_int_equal(rings_made, u ? 4 : 0); /* one per thread with the ring allowed */
+    tio__uring_free(u);
     free(off);
     free(b);
     close(fd);
@@ -1033,6 +1105,7 @@ int main(void) {
         cmocka_unit_test(test_tflite_open),
         cmocka_unit_test(test_onnx_open),
         cmocka_unit_test(test_onnx_save),
+        cmocka_unit_test(test_uring_reads),
         cmocka_unit_test(test_preads),
         cmocka_unit_test(test_btf_open),
         cmocka_unit_test(test_headsrc_windows),
