@@ -259,8 +259,8 @@ int tio__tl_emit_like(tl *L, int32_t code, uint8_t opt, int64_t x, int64_t y) {
 }
 
 /* A DEQUANTIZE of float16 tensor h into a float32 tensor of its shape:
- * version 3, which TensorFlow's converter gives a float16 input (the other
- * operators the lowering writes are at version 1). */
+ * version 3, which TensorFlow's converter gives a float16 input (the
+ * others are raised to theirs at the end: tio__tfl_w_versions). */
 int tio__tl_dequantize(tl *L, int32_t h, const char *name, int32_t *idx) {
     const tfl_wtensor *ht = &L->m->subgraphs[0].tensors[h];
     int64_t d[LMAX];
@@ -753,6 +753,7 @@ int tio__tfl_lower(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m, tio_
             L.q[i].src = -1;
         flat_readers(&L);
         rc = lower(&L);
+        if (!rc) tio__tfl_w_versions(m); /* each operator code at its operators' version */
     }
     free(L.t);
     free(L.nonneg);

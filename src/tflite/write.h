@@ -220,6 +220,12 @@ int tio__tfl_w_buffer_gen(tfl_wmodel *m, size_t size,
                           void *gen_ctx, uint32_t *idx, tio_error *err);
 /* The index of operator code (builtin, custom, version), added when new.
  * custom is copied. */
+/* The version TensorFlow's converter gives operator `op` of subgraph sg
+ * (its op_version.cc, for the builtins the lowering writes; others 1), and
+ * each operator code raised to the highest version of its operators, never
+ * lowered, as the converter's UpdateOpVersion does (src/tflite/opversion.c). */
+int32_t tio__tfl_op_version(const tfl_wmodel *m, const tfl_wsubgraph *sg, const tfl_wop *op);
+void tio__tfl_w_versions(tfl_wmodel *m);
 int tio__tfl_w_code(tfl_wmodel *m, int32_t builtin, const char *custom, int32_t version,
                     uint32_t *idx, tio_error *err);
 /* Adds an empty subgraph; *out points to it (valid until the next one). */

@@ -25,6 +25,8 @@ Usage: /usr/bin/python3 test_tflite_qdq.py /path/to/tensio
    onnxruntime, within one step, and the line says so.
 2. A QDQ model TFLite cannot express (int8 weights with a zero point of 3)
    is refused, the error naming the node and why.
+   Every operator code at the version TensorFlow's converter gives it
+   (int8 kernels: CONV_2D 3, FULLY_CONNECTED 4, SOFTMAX 2 ...; uint8: 1).
 3. The quantized int8 vectors of $TIO_SHARED_VECTORS/tflite (TensorFlow
    Lite Micro's, written by TensorFlow's converter): TFLite -> ONNX -> TFLite
    (--layout nchw: the inputs as the original has them). Every quantized
@@ -36,7 +38,8 @@ Usage: /usr/bin/python3 test_tflite_qdq.py /path/to/tensio
    type, scales and zero points (those that fold away, a TRANSPOSE's output
    composed with the next, are listed); where Arm NN runs the original, the
    round trip's outputs on the manifest's inputs are bit-identical to the
-   manifest's. KNOWN lists the constants whose bytes are permuted on the
+   manifest's; every builtin is at the original's version (OLDER: where
+   the original's converter predates TensorFlow's versioning). KNOWN lists the constants whose bytes are permuted on the
    way, with the reason.
 
 pyarmnn, onnx, torch or onnxruntime missing fails (scripts/install-deps.sh
@@ -74,6 +77,13 @@ KNOWN = {("tflm_micro_speech_quantized.tflite", "final_fc_weights/read/transpose
          "the fully connected layer reads a flattened NHWC value: its columns are "
          "reordered for the NHWC form instead of a TRANSPOSE"}
 OPS = {3: "CONV_2D", 4: "DEPTHWISE_CONV_2D", 9: "FULLY_CONNECTED"}
+# operator versions the round trip gives otherwise than the original: the
+# original's converter was older than the versioning tensio follows
+# (TensorFlow's op_version.cc: an int8 CONV_2D is version 3)
+OLDER = {("tflm_person_detect.tflite", 3): (2, 3)}
+# the versions TensorFlow's converter gives these builtins (op_version.cc):
+# int8 kernels above 1, uint8 ones 1 (builtin code: version)
+INT8_VERSIONS = {0: 2, 2: 2, 3: 3, 4: 3, 6: 2, 9: 4, 17: 2, 22: 1, 25: 2, 40: 2, 114: 1}
 FAILED = 0
 
 
@@ -125,6 +135,18 @@ def tensors(path):
     return out, ops
 
 
+def op_versions(path):
+    """{builtin code: the versions of the operator codes subgraph 0's
+    operators use} through the independent reader."""
+    m = model_of(open(path, "rb").read())
+    codes = [(max(c.scalar(0, "b"), c.scalar(3, "i")), c.scalar(2, "i", 1)) for c in m.tables(1)]
+    out = {}
+    for o in m.tables(2)[0].tables(3):
+        b, v = codes[o.scalar(0, "I")]
+        out.setdefault(b, set()).add(v)
+    return out
+
+
 def check_structure(path, act_type, want_ops):
     """Every weighted operator quantized as TFLite's kernels take it."""
     ts, ops = tensors(path)
@@ -172,6 +194,9 @@ def check_qdq(tmp, name):
     act_type = 3 if act == np.uint8 and u8w else 9
     nops, nq = check_structure(dst, act_type, ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"]
                                if cnn else ["FULLY_CONNECTED"])
+    for code, vs in op_versions(dst).items():
+        want = INT8_VERSIONS.get(code, 1) if act_type == 9 else 1
+        assert vs == {want}, "builtin %d: version %s, TensorFlow's %d" % (code, sorted(vs), want)
     rs = np.random.RandomState(1)
     x = rs.standard_normal((1, 3, 16, 16) if cnn else (4, 16)).astype(np.float32)
     np.save(os.path.join(d, "in0.npy"), x)
@@ -253,7 +278,18 @@ def check_round_trip(tmp, name, entry):
         assert u["type"] == t["type"] and u["q"] == t["q"], "tensor %s: %s %s, was %s %s" % (
             t["name"], u["type"], u["q"], t["type"], t["q"])
         na += 1
-    line = "%d constants, %d activations kept" % (nc, na)
+    # each operator at the version TensorFlow's converter gave it
+    va, vb = op_versions(src), op_versions(base + ".tflite")
+    for code, vs in sorted(va.items()):
+        want = OLDER.get((name, code), (None, None))
+        got = vb.get(code)
+        assert got is not None, "builtin %d of the original is not in the round trip" % code
+        if want[0] in vs:
+            vs = (vs - {want[0]}) | {want[1]}
+        assert got == vs, "builtin %d: version %s, the original %s" % (
+            code, sorted(got), sorted(va[code]))
+    line = "%d constants, %d activations kept, %d builtins at the original's versions" % (
+        nc, na, len(va))
     if gone:
         line += "; folded away: %s" % ", ".join(gone)
     if known:

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "tensio.h"
 #include "tflite/lower.h"
+#include "tflite/schema.h"
 
 typedef struct gb {
     tio_container *c;
@@ -378,6 +379,161 @@ static int64_t qdq(gb *b, const char *name, int64_t x, int64_t s, int64_t z, siz
     nd(b, dn, "DequantizeLinear", NULL, 3, di, f);
     return f;
 }
+
+/* Operator versions as TensorFlow's converter sets them (op_version.cc,
+ * src/tflite/opversion.c), on operators built by hand, one rule each: the
+ * variant a runtime needs (dilation, keep_num_dims, no bias, rank above 4,
+ * broadcasting at rank 5, int8 and hybrid kernels, per-channel scales,
+ * float16 and int8 DEQUANTIZE, a scale product >= 1), and each operator
+ * code raised to the highest version of its operators, never lowered. */
+static int32_t vt(tfl_wmodel *m, int32_t type, int32_t rank, const int32_t *shape,
+                  const tfl_wquant *q) {
+    tfl_wtensor t = {.type = type, .rank = rank, .shape = shape, .nsig = -1, .q = q};
+    int32_t idx;
+    tio_error e;
+    assert_int_equal(tio__tfl_w_tensor(m, 0, &t, &idx, &e), TIO_OK);
+    return idx;
+}
+
+static tfl_wop *vop(tfl_wmodel *m, int32_t builtin, uint8_t opt, const int32_t *in, size_t nin,
+                    int32_t out) {
+    uint32_t code;
+    tfl_wop w = {.inputs = in, .nin = nin, .outputs = NULL, .nout = 1, .opt_type = opt,
+                 .debug_metadata_index = -1};
+    tfl_wop *op;
+    tio_error e;
+    int32_t *o = tio__tfl_w_alloc(m, sizeof *o);
+    assert_non_null(o);
+    *o = out;
+    w.outputs = o;
+    assert_int_equal(tio__tfl_w_code(m, builtin, NULL, 1, &code, &e), TIO_OK);
+    w.opcode = code;
+    assert_int_equal(tio__tfl_w_op(m, 0, &w, &op, &e), TIO_OK);
+    return op;
+}
+
+static void vopt(tfl_wmodel *m, tfl_wop *op, const char *field, int64_t v) {
+    tio_error e;
+    assert_int_equal(tio__tfl_w_opt_i(m, op, false, field, v, &e), TIO_OK);
+}
+
+#define VIN(...) (const int32_t[]){__VA_ARGS__}, sizeof((const int32_t[]){__VA_ARGS__}) / 4
+static void test_op_versions(void **state) {
+    (void)state;
+    static const int32_t s4[] = {1, 8, 8, 4}, s4g[] = {4, 3, 3, 2}, w4[] = {4, 3, 3, 4},
+                         dw[] = {1, 3, 3, 4}, s2[] = {2, 4}, s5[] = {1, 2, 3, 4, 5},
+                         s5b[] = {1, 1, 3, 4, 5}, s6[] = {1, 1, 2, 3, 4, 5}, b4[] = {4};
+    static const float one[] = {0.5f}, four[] = {0.1f, 0.2f, 0.3f, 0.4f}, big[] = {2.0f};
+    static const int64_t z1[] = {0}, z4[] = {0, 0, 0, 0};
+    static const tfl_wquant q1 = {.scale = one, .nscale = 1, .zero_point = z1, .nzero_point = 1},
+                            q4 = {.scale = four, .nscale = 4, .zero_point = z4, .nzero_point = 4},
+                            q4d3 = {.scale = four, .nscale = 4, .zero_point = z4,
+                                    .nzero_point = 4, .quantized_dimension = 3},
+                            qb = {.scale = big, .nscale = 1, .zero_point = z1, .nzero_point = 1};
+    const int32_t F = TFL_TensorType_FLOAT32, I8 = TFL_TensorType_INT8,
+                  H = TFL_TensorType_FLOAT16, I32 = TFL_TensorType_INT32;
+    tfl_wmodel m;
+    tio_error e;
+    tfl_wsubgraph *sg;
+    assert_int_equal(tio__tfl_w_init(&m, &e), TIO_OK);
+    assert_int_equal(tio__tfl_w_subgraph(&m, &sg, &e), TIO_OK);
+    int32_t x = vt(&m, F, 4, s4, NULL), w = vt(&m, F, 4, w4, NULL), b = vt(&m, F, 1, b4, NULL),
+            y = vt(&m, F, 4, s4, NULL), xq = vt(&m, I8, 4, s4, &q1), wq = vt(&m, I8, 4, w4, &q1),
+            wqc = vt(&m, I8, 4, w4, &q4), yq = vt(&m, I8, 4, s4, &q1), bq = vt(&m, I32, 1, b4, &q1),
+            wg = vt(&m, F, 4, s4g, NULL), wd = vt(&m, F, 4, dw, NULL),
+            wdq = vt(&m, I8, 4, dw, &q4d3), m2 = vt(&m, F, 2, s2, NULL), w2 = vt(&m, F, 2, s2, NULL),
+            x5 = vt(&m, F, 5, s5, NULL), x5b = vt(&m, F, 5, s5b, NULL), x6 = vt(&m, F, 6, s6, NULL),
+            h = vt(&m, H, 4, w4, NULL), hq = vt(&m, I8, 4, dw, &q4d3), yb = vt(&m, I8, 4, s4, &qb);
+    struct {
+        size_t op; /* the index: the operators move as more are added */
+        int32_t want;
+        const char *what;
+    } c[32];
+    size_t n = 0;
+#define V(o, v, s) (void)(o), c[n].op = m.subgraphs[0].nops - 1, c[n].want = (v), c[n++].what = (s)
+    V(vop(&m, TFL_BuiltinOperator_CONV_2D, TFL_BuiltinOptions_Conv2DOptions, VIN(x, w, b), y), 1,
+      "float CONV_2D");
+    V(vop(&m, TFL_BuiltinOperator_CONV_2D, TFL_BuiltinOptions_Conv2DOptions, VIN(xq, wq, bq), yq),
+      3, "int8 CONV_2D");
+    V(vop(&m, TFL_BuiltinOperator_CONV_2D, TFL_BuiltinOptions_Conv2DOptions, VIN(x, wg, b), y), 6,
+      "grouped CONV_2D (2 input channels a filter of 4)");
+    V(vop(&m, TFL_BuiltinOperator_CONV_2D, TFL_BuiltinOptions_Conv2DOptions, VIN(x, wqc, b), y),
+      5, "hybrid CONV_2D, per-channel");
+    V(vop(&m, TFL_BuiltinOperator_CONV_2D, TFL_BuiltinOptions_Conv2DOptions, VIN(x, wq, b), y), 2,
+      "hybrid CONV_2D");
+    tfl_wop *d = vop(&m, TFL_BuiltinOperator_DEPTHWISE_CONV_2D,
+                     TFL_BuiltinOptions_DepthwiseConv2DOptions, VIN(x, wd, b), y);
+    V(d, 1, "float DEPTHWISE_CONV_2D");
+    tfl_wop *dd = vop(&m, TFL_BuiltinOperator_DEPTHWISE_CONV_2D,
+                      TFL_BuiltinOptions_DepthwiseConv2DOptions, VIN(x, wd, b), y);
+    vopt(&m, dd, "dilation_h_factor", 2);
+    V(dd, 2, "DEPTHWISE_CONV_2D with dilation");
+    V(vop(&m, TFL_BuiltinOperator_DEPTHWISE_CONV_2D, TFL_BuiltinOptions_DepthwiseConv2DOptions,
+          VIN(x, wdq, b), y),
+      6, "hybrid DEPTHWISE_CONV_2D, per-channel");
+    V(vop(&m, TFL_BuiltinOperator_FULLY_CONNECTED, TFL_BuiltinOptions_FullyConnectedOptions,
+          VIN(m2, w2, -1), m2),
+      1, "FULLY_CONNECTED, no bias given as -1");
+    V(vop(&m, TFL_BuiltinOperator_FULLY_CONNECTED, TFL_BuiltinOptions_FullyConnectedOptions,
+          VIN(m2, w2), m2),
+      6, "FULLY_CONNECTED of two inputs");
+    tfl_wop *fk = vop(&m, TFL_BuiltinOperator_FULLY_CONNECTED,
+                      TFL_BuiltinOptions_FullyConnectedOptions, VIN(m2, w2, -1), m2);
+    vopt(&m, fk, "keep_num_dims", 1);
+    V(fk, 5, "FULLY_CONNECTED keep_num_dims");
+    V(vop(&m, TFL_BuiltinOperator_FULLY_CONNECTED, TFL_BuiltinOptions_FullyConnectedOptions,
+          VIN(xq, wq, bq), yq),
+      4, "int8 FULLY_CONNECTED");
+    V(vop(&m, TFL_BuiltinOperator_TRANSPOSE, 0, VIN(x5, b), x5), 4, "TRANSPOSE of rank 5");
+    V(vop(&m, TFL_BuiltinOperator_TRANSPOSE, 0, VIN(x6, b), x6), 6, "TRANSPOSE of rank 6");
+    V(vop(&m, TFL_BuiltinOperator_TRANSPOSE, 0, VIN(xq, b), yq), 2, "int8 TRANSPOSE");
+    V(vop(&m, TFL_BuiltinOperator_STRIDED_SLICE, TFL_BuiltinOptions_StridedSliceOptions,
+          VIN(x5, b, b, b), x5),
+      4, "STRIDED_SLICE of rank 5");
+    V(vop(&m, TFL_BuiltinOperator_PAD, 0, VIN(x5, b), x5), 4, "PAD of rank 5");
+    V(vop(&m, TFL_BuiltinOperator_MAXIMUM, 0, VIN(x5, x5b), x5), 3,
+      "MAXIMUM broadcast at rank 5");
+    V(vop(&m, TFL_BuiltinOperator_MAXIMUM, 0, VIN(x5, x5), x5), 1, "MAXIMUM, same shapes");
+    V(vop(&m, TFL_BuiltinOperator_DIV, 0, VIN(x5, x5b), x5), 2, "DIV broadcast at rank 5");
+    V(vop(&m, TFL_BuiltinOperator_SUB, 0, VIN(x5b, x5), x5), 3, "SUB broadcast at rank 5");
+    V(vop(&m, TFL_BuiltinOperator_TRANSPOSE_CONV, TFL_BuiltinOptions_TransposeConvOptions,
+          VIN(b, w, x, b), y),
+      3, "TRANSPOSE_CONV with a bias");
+    V(vop(&m, TFL_BuiltinOperator_TRANSPOSE_CONV, TFL_BuiltinOptions_TransposeConvOptions,
+          VIN(b, w, x, -1), y),
+      1, "TRANSPOSE_CONV without");
+    V(vop(&m, TFL_BuiltinOperator_DEQUANTIZE, 0, VIN(h), w), 3, "float16 DEQUANTIZE");
+    V(vop(&m, TFL_BuiltinOperator_DEQUANTIZE, 0, VIN(xq), x), 2, "int8 DEQUANTIZE");
+    V(vop(&m, TFL_BuiltinOperator_DEQUANTIZE, 0, VIN(hq), wd), 5, "int8 DEQUANTIZE, per-channel");
+    V(vop(&m, TFL_BuiltinOperator_MUL, TFL_BuiltinOptions_MulOptions, VIN(xq, yb), yq), 3,
+      "int8 MUL, scales 0.5 * 2 / 0.5 >= 1");
+    V(vop(&m, TFL_BuiltinOperator_MUL, TFL_BuiltinOptions_MulOptions, VIN(xq, xq), yq), 2,
+      "int8 MUL");
+    V(vop(&m, TFL_BuiltinOperator_RESHAPE, 0, VIN(xq, b), yq), 1, "RESHAPE");
+    V(vop(&m, TFL_BuiltinOperator_SOFTMAX, 0, VIN(xq), yq), 2, "int8 SOFTMAX");
+#undef V
+    sg = &m.subgraphs[0];
+    for (size_t k = 0; k < n; k++) {
+        int32_t got = tio__tfl_op_version(&m, sg, &sg->ops[c[k].op]);
+        if (got != c[k].want) fail_msg("%s: version %d, expected %d", c[k].what, got, c[k].want);
+    }
+    /* each code at the highest version of its operators (all were 1) */
+    tio__tfl_w_versions(&m);
+    int32_t hi[256] = {0};
+    for (size_t k = 0; k < n; k++) {
+        int32_t bc = m.codes[sg->ops[c[k].op].opcode].builtin;
+        if (bc >= 0 && bc < 256 && c[k].want > hi[bc]) hi[bc] = c[k].want;
+    }
+    for (size_t k = 0; k < m.ncodes; k++)
+        assert_int_equal(m.codes[k].version, hi[m.codes[k].builtin]);
+    /* never lowered: a code set above its operators keeps its version */
+    m.codes[sg->ops[c[0].op].opcode].version = 9;
+    tio__tfl_w_versions(&m);
+    assert_int_equal(m.codes[sg->ops[c[0].op].opcode].version, 9);
+    tio__tfl_w_free(&m);
+}
+#undef VIN
+
 
 /* x [1, 4, 4, 4] float -> Q/DQ -> Conv 1x1 'qc' (int8 weights, zero point
  * wz) -> Q/DQ -> Sigmoid 'qsig' -> Q/DQ (scale so, zero point -128) */
@@ -751,6 +907,7 @@ int main(void) {
         cmocka_unit_test(test_refused_ops),
         cmocka_unit_test(test_clip_relu),
         cmocka_unit_test(test_qdq),
+        cmocka_unit_test(test_op_versions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
