@@ -74,7 +74,8 @@ size_t tio__pread_full(int fd, void *buf, size_t n, uint64_t off) {
     while (got < n) {
         ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break; /* error or shrunk file */
+        if (r == 0) errno = 0; /* the file ended */
+        if (r <= 0) break;
         got += (size_t)r;
     }
     return got;

@@ -180,7 +180,8 @@ typedef struct tio_headsrc {
 } tio_headsrc;
 
 /* pread() of up to n bytes at off, retried on EINTR and short reads: the
- * bytes read (fewer at the end of the file or on an error). */
+ * bytes read (fewer at the end of the file, errno then 0, or on an error,
+ * errno the read's). */
 size_t tio__pread_full(int fd, void *buf, size_t n, uint64_t off);
 
 /* Sets up h for the mapping base[0..size) of fd (the window starts empty). */

@@ -523,22 +523,18 @@ static int sp_drain(tio_sink *s, int all, tio_error *err) {
 
 static int source_failed(tio_sink *s, int e, size_t off, size_t n, tio_error *err);
 
-/* One fill by pread(), resumed after a short read: where one preadv() of
- * several came back short or failed, each says where the source ended. */
+/* One fill by itself: where one preadv() of several came back short or
+ * failed, each says where the source ended. */
 static int fill_one(tio_sink *s, const struct tio__sink_fill *f, tio_error *err) {
-    size_t done = 0;
-    while (done < f->n) {
-        ssize_t r = pread(f->fd, f->dst + done, f->n - done, (off_t)(f->off + done));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return source_failed(s, r == 0 ? 0 : errno, f->off + done, f->n - done, err);
-        done += (size_t)r;
-    }
-    return TIO_OK;
+    size_t got = tio__pread_full(f->fd, f->dst, f->n, f->off);
+    return got == f->n ? TIO_OK : source_failed(s, errno, f->off + got, f->n - got, err);
 }
 
-/* Makes the reads read_in left waiting (FILL_MAX): the fills that follow
- * one another in one source, at most FILL_GAP apart, in one preadv(). */
+/* Makes the reads read_in left waiting (FILL_MAX), if any: the fills that
+ * follow one another in one source, at most FILL_GAP apart, in one
+ * preadv(). */
 static int fills_do(tio_sink *s, tio_error *err) {
+    if (s->nfill == 0) return TIO_OK;
     struct iovec v[2 * FILL_MAX];
     uint8_t *scratch = s->buf + s->cap; /* FILL_GAP bytes: big_buf */
     int i = 0, rc = TIO_OK;
@@ -576,21 +572,13 @@ static int fills_do(tio_sink *s, tio_error *err) {
  * pieces of s->wpiece where the host takes free memory back
  * (WRITE_PIECE_HOST). */
 static int write_pending(tio_sink *s, tio_error *err) {
-    if (s->nfill) {
-        int rc = fills_do(s, err);
-        if (rc) return rc;
-    }
+    int rc = fills_do(s, err);
+    if (rc) return rc;
     if (s->pending + s->run_len > WRITE_PIECE_HOST) host_pieces(s);
 #ifdef __linux__
-    if (s->sp_len) {
-        int rc = sp_drain(s, 1, err);
-        if (rc) return rc;
-    }
+    if (s->sp_len && (rc = sp_drain(s, 1, err))) return rc;
 #endif
-    if (s->run_len) {
-        int rc = run_end(s, err);
-        if (rc) return rc;
-    }
+    if (s->run_len && (rc = run_end(s, err))) return rc;
     struct iovec *v = s->iov;
     int n = s->niov;
     uint64_t done = s->pos - s->pending;
@@ -929,10 +917,8 @@ static int source_failed(tio_sink *s, int e, size_t off, size_t n, tio_error *er
 #ifdef __linux__
 /* Moves what is pending into the splice pipe, behind the bytes there. */
 static int sp_take_pending(tio_sink *s, tio_error *err) {
-    if (s->nfill) {
-        int rc = fills_do(s, err);
-        if (rc) return rc;
-    }
+    int rc = fills_do(s, err);
+    if (rc) return rc;
     struct iovec *v = s->iov;
     int n = s->niov;
     while (n > 0) {
@@ -940,7 +926,7 @@ static int sp_take_pending(tio_sink *s, tio_error *err) {
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && errno == EAGAIN) { /* full: to the file (whole pieces if it can) */
             size_t had = s->sp_len;
-            int rc = sp_drain(s, 0, err);
+            rc = sp_drain(s, 0, err);
             if (rc == TIO_OK && s->sp_len == had) rc = sp_drain(s, 1, err);
             if (rc) return rc;
             if (!s->sp_on) { /* read back: the rest is written */
@@ -1104,7 +1090,7 @@ static int run_grown(tio_sink *s, size_t n, tio_error *err) {
 static int run_add(tio_sink *s, int in_fd, size_t off, const uint8_t *mapped, uint64_t at,
                    size_t n, tio_error *err) {
     if (n < RUN_MIN) return read_in(s, in_fd, off, n, err); /* a run may start back here */
-    int rc = s->nfill ? fills_do(s, err) : TIO_OK; /* run_back compares what is pending */
+    int rc = fills_do(s, err); /* run_back compares what is pending */
     if (rc) return rc;
     if (!s->run_len && run_back(s, in_fd, off, mapped, at, n)) return run_grown(s, n, err);
     rc = write_pending(s, err); /* what came before goes first (a run too) */
@@ -1182,7 +1168,7 @@ static int copy_range1(tio_sink *s, int in_fd, const void *map_, size_t map_size
         return tio__err(err, TIO_E_OVERFLOW, NULL, -1, "output size overflows");
     bool other = !s->copy_any && at % s->page != off % s->page;
     /* a run compares what is pending with the source's bytes (run_extend) */
-    int rc = s->nfill && s->run_len ? fills_do(s, err) : TIO_OK;
+    int rc = s->run_len ? fills_do(s, err) : TIO_OK;
     if (rc) return rc;
     if (s->run_len && run_extend(s, in_fd, off, mapped, n)) { /* at the run's distance */
         rc = run_grown(s, n, err);
@@ -1262,14 +1248,9 @@ static int patch_pending(tio_sink *s, uint64_t at, const uint8_t *p, size_t n, i
 
 int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error *err) {
     if (s->failed) return tio__err(err, TIO_E_IO, NULL, -1, "write after a failed write");
-    if (s->rd_len) {
-        int rc = rd_take(s, err);
-        if (rc) return rc;
-    }
-    if (s->nfill) { /* the bytes patched may be a fill's */
-        int rc = fills_do(s, err);
-        if (rc) return rc;
-    }
+    int rc = s->rd_len ? rd_take(s, err) : TIO_OK;
+    if (rc == TIO_OK) rc = fills_do(s, err); /* the bytes patched may be a fill's */
+    if (rc) return rc;
     if (at > s->pos || n > s->pos - at)
         return tio__err(err, TIO_E_ARGUMENT, NULL, -1, "patch past the end of the output");
     if (s->fd < 0) {
@@ -1284,7 +1265,7 @@ int tio__sink_patch(tio_sink *s, uint64_t at, const void *p, size_t n, tio_error
         patch_pending(s, at, p, n, 1);
         return TIO_OK;
     }
-    int rc = tio__sink_flush(s, err);
+    rc = tio__sink_flush(s, err);
     const uint8_t *q = p;
     while (rc == TIO_OK && n) {
         ssize_t w = pwrite(s->fd, q, n, (off_t)at);

@@ -96,6 +96,19 @@ static void st64(uint8_t *p, uint64_t v) {
     for (int k = 0; k < 8; k++) p[k] = (uint8_t)(v >> (8 * k));
 }
 
+/* A file of `size` bytes mark_of(offset, k) at dir/name (path: its name,
+ * *fd open on it); returns its bytes. */
+static uint8_t *marked_file(const char *name, size_t size, size_t k, char path[96], int *fd) {
+    snprintf(path, 96, "%s/%s", dir, name);
+    *fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(*fd >= 0);
+    uint8_t *b = malloc(size);
+    assert_non_null(b);
+    for (size_t i = 0; i < size; i++) b[i] = mark_of(i, k);
+    put(*fd, 0, b, size);
+    return b;
+}
+
 /* Writes tensor i's first MARK bytes at off. */
 static void put_mark(int fd, size_t i, uint64_t off) {
     uint8_t m[MARK];
@@ -883,14 +896,9 @@ tio_uring *__wrap_tio__uring_new(void) {
 static void test_uring_reads(void **state) {
     (void)state;
     char path[96];
-    snprintf(path, sizeof path, "%s/ur.bin", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    assert_true(fd >= 0);
+    int fd;
     enum { SZ = 1 << 20 };
-    uint8_t *b = malloc(SZ);
-    assert_non_null(b);
-    for (size_t k = 0; k < SZ; k++) b[k] = mark_of(k, 3);
-    put(fd, 0, b, SZ);
+    uint8_t *b = marked_file("ur.bin", SZ, 3, path, &fd);
     tio_uring *u = __real_tio__uring_new();
     tio_uring_read r[TIO__URING_DEPTH + 1];
     uint8_t got[TIO__URING_DEPTH + 1][64];
@@ -932,13 +940,8 @@ static void test_uring_reads(void **state) {
 static void test_preads(void **state) {
     (void)state;
     char path[96];
-    snprintf(path, sizeof path, "%s/pr.bin", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    assert_true(fd >= 0);
-    uint8_t *b = malloc(PR_SIZE);
-    assert_non_null(b);
-    for (size_t k = 0; k < PR_SIZE; k++) b[k] = mark_of(k, 5);
-    put(fd, 0, b, PR_SIZE);
+    int fd;
+    uint8_t *b = marked_file("pr.bin", PR_SIZE, 5, path, &fd);
     uint64_t *off = malloc(PR_COUNT * sizeof *off);
     assert_non_null(off);
     uint64_t r = 88172645463325252u; /* xorshift */
