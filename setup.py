@@ -10,9 +10,10 @@ Where libtensio comes from:
   - TENSIO_STATIC_LIB=<build>/libtensio.a: a CMake build tree's static library;
   - TENSIO_PKG_CONFIG=1: an installed libtensio (`make install`), found with
     `pkg-config tensio` (shared library).
-libtensio's dependencies come from pkg-config (jansson, libcrypto, zlib,
-liblzma, libzstd; -l<name> when pkg-config has no file for one; libzmq's and
-libcurl's headers only: libtensio loads them with dlopen() when first used)
+libtensio's dependencies come from pkg-config (jansson, zlib, liblzma,
+libzstd; -l<name> when pkg-config has no file for one; libzmq's, libcurl's
+and libcrypto's headers only: libtensio loads them with dlopen() when first
+used)
 and -llmdb, -lbz2, which have no pkg-config file on every Debian release.
 
 setuptools' build tree and egg-info go to a temporary directory (removed at
@@ -35,11 +36,10 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # libtensio's dependencies: pkg-config module -> library when it has no .pc file
-DEPS = {"jansson": "jansson", "libcrypto": "crypto", "zlib": "z", "liblzma": "lzma",
-        "libzstd": "zstd"}
+DEPS = {"jansson": "jansson", "zlib": "z", "liblzma": "lzma", "libzstd": "zstd"}
 DEPS_NO_PC = ["lmdb", "bz2", "pthread", "m", "dl"]
 # loaded with dlopen() when first used (src/core/dl.h): their headers only
-DEPS_HEADERS = ["libzmq", "libcurl"]
+DEPS_HEADERS = ["libzmq", "libcurl", "libcrypto"]
 
 
 def rel(pattern):

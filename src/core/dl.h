@@ -1,6 +1,6 @@
-/* Shared libraries that only some operations need (libcurl, libzmq), opened
- * with dlopen() the first time one of them is used, so that a program that
- * reads files never maps them (dl.c). Each user keeps a static tio_dl_lib,
+/* Shared libraries that only some operations need (libcurl, libzmq,
+ * libcrypto), opened with dlopen() the first time one of them is used, so
+ * that a program that reads files never maps them (dl.c). Each user keeps a static tio_dl_lib,
  * filled once per process under its lock: after that the table is
  * read-only, and every handle that uses it is as independent as before. */
 #ifndef TIO_CORE_DL_H
@@ -42,5 +42,12 @@ void tio__dl_bind(tio_dl_lib *lib);
 
 /* The entry of a table for `name` in struct type T, field `field`. */
 #define TIO_DL_SYM(T, field, name) {name, offsetof(T, field)}
+
+/* Checks at compile time that function fn has the type R(*)A its header
+ * declares, without referring to it (the operand of _Generic is not
+ * evaluated, so nothing is linked): one per entry of a table. */
+#define TIO_DL_CHECK(fn, R, A)                                                   \
+    _Static_assert(_Generic(&fn, R(*) A: 1, default: 0),                        \
+                   #fn " differs from its declaration in the library's header");
 
 #endif /* TIO_CORE_DL_H */

@@ -842,8 +842,11 @@ size_t tio__dtype_swap_unit(tio_dtype d);
 void tio__swap_units(uint8_t *p, size_t nbytes, size_t unit);
 
 /* --------------------------------------------------------- sha256 helper */
+/* Through libcrypto, loaded when the first hash is made (sha256.c): new and
+ * start give TIO_OK, TIO_E_IO where it cannot be loaded (naming the library
+ * and what failed), or TIO_E_NOMEM (then *out is NULL). */
 typedef struct tio_sha256 tio_sha256;
-tio_sha256 *tio__sha256_new(void);
+int tio__sha256_new(tio_sha256 **out, tio_error *err);
 void tio__sha256_update(tio_sha256 *h, const void *p, size_t n);
 void tio__sha256_final(tio_sha256 *h, uint8_t out[32]); /* also frees */
 /* The SHA-256 of p[0..n) computed on a thread of its own, for a writer that
@@ -851,9 +854,10 @@ void tio__sha256_final(tio_sha256 *h, uint8_t out[32]); /* also frees */
  * much as writing the file); where no thread can be started, join computes
  * it. p (and fd) must stay valid until the join. With fd >= 0, the same
  * bytes lie at off in that file, and the job reads them by pread() where
- * that costs less than the mapping (sha256.c). NULL: out of memory. */
+ * that costs less than the mapping (sha256.c). */
 typedef struct tio_sha256_job tio_sha256_job;
-tio_sha256_job *tio__sha256_start(const void *p, size_t n, int fd, uint64_t off);
+int tio__sha256_start(tio_sha256_job **out, const void *p, size_t n, int fd, uint64_t off,
+                      tio_error *err);
 /* Waits for the digest, writes it to out and frees j; false: OpenSSL failed. */
 bool tio__sha256_join(tio_sha256_job *j, uint8_t out[32]);
 

@@ -470,8 +470,9 @@ int tio_tensor_sha256(const tio_tensor *t, int what, uint8_t out[32], tio_error 
                                         t->source_offset, t, t->index, dense, limit,
                                         "hashing it dense");
     }
-    tio_sha256 *h = tio__sha256_new();
-    if (!h) return tio__nomem(err, NULL);
+    tio_sha256 *h;
+    int hrc = tio__sha256_new(&h, err);
+    if (hrc) return hrc;
     if (t->strided && (what == TIO_HASH_VALUES || what == TIO_HASH_DENSE)) {
         uint8_t buf[16384]; /* element-wide runs (a transpose) hashed in blocks */
         if (tio__strided_runs(t, buf, sizeof buf, hash_run, h)) {

@@ -771,9 +771,10 @@ static int tfl_keep_native(tfl_reader *r, uint32_t nsg) {
     n->gnodes = c->graph ? c->graph->node_count : 0;
     n->gvalues = c->graph ? c->graph->value_count : 0;
     n->gedits = c->graph ? c->graph->edits : 0;
-    if (tio__tfl_meta_digest(c, n->meta_digest)) {
+    int drc = tio__tfl_meta_digest(c, n->meta_digest, r->err);
+    if (drc) {
         free(n);
-        return tio__nomem(r->err, TFL);
+        return drc;
     }
     n->blobs = r->blobs;
     r->ctensor = NULL; /* the native state's now */

@@ -940,13 +940,16 @@ static int rt_sink_ext(tio_write_plan *p, tio_sink *s, const rt_ext *e, tio_erro
  * SHA-256 runs at about 1.8 GB/s (with the CPU's SHA instructions): as long
  * as writing the file, so it is computed on a thread of its own while the
  * file is written, and the metadata string, a placeholder of the same 64
- * characters until then, is patched at the end. NULL: no hash. */
-static tio_sha256_job *rt_onnx_hash_start(const tio_write_plan *p, const tio_container *c) {
+ * characters until then, is patched at the end. *hash NULL: no hash (not
+ * read from an ONNX file). */
+static int rt_onnx_hash_start(const tio_write_plan *p, const tio_container *c,
+                              tio_sha256_job **hash, tio_error *err) {
+    *hash = NULL;
     const void *src = c->map ? c->map : c->owned_buf;
-    if (!c->format || strcmp(c->format, "onnx") != 0 || !src || !c->source_size) return NULL;
+    if (!c->format || strcmp(c->format, "onnx") != 0 || !src || !c->source_size) return TIO_OK;
     uint64_t off = 0; /* a mapped .onnx is hashed from its file where that costs less */
     int fd = c->map ? tio__plan_source_fd(p, src, (size_t)c->source_size, &off) : -1;
-    return tio__sha256_start(src, (size_t)c->source_size, fd, off);
+    return tio__sha256_start(hash, src, (size_t)c->source_size, fd, off, err);
 }
 
 /* Waits for the hash and writes it over the placeholder at `at`. */
@@ -987,10 +990,11 @@ int tio__rten_write(tio_write_plan *p, tio_sink *s, tio_error *err) {
     tio_fb_off hash_ref = 0;
     for (size_t k = 0; rc == TIO_OK && k < RT_META_COUNT; k++) {
         const char *val = tio__kv_get(meta, tio__rten_meta_keys[k]);
-        if (!val && strcmp(tio__rten_meta_keys[k], "onnx_hash") == 0 &&
-            (hash = rt_onnx_hash_start(p, w.c)) != NULL)
-            val = "0000000000000000000000000000000000000000000000000000000000000000";
-        rc = rt_str(&w, val, &mstr[k], err);
+        if (!val && strcmp(tio__rten_meta_keys[k], "onnx_hash") == 0) {
+            rc = rt_onnx_hash_start(p, w.c, &hash, err);
+            if (hash) val = "0000000000000000000000000000000000000000000000000000000000000000";
+        }
+        if (!rc) rc = rt_str(&w, val, &mstr[k], err);
         if (hash && !hash_ref) hash_ref = mstr[k];
         if (mstr[k]) any = true;
     }

@@ -3,11 +3,8 @@
 
 #include "core/dl.h"
 
-/* each entry has the type curl.h declares, checked without referring to the
- * function (the operand of _Generic is not evaluated, so nothing is linked) */
-#define TIO_CURL_CHECK(f, R, A)                                                   \
-    _Static_assert(_Generic(&curl_##f, R(*) A: 1, default: 0),                    \
-                   "curl_" #f " differs from its declaration in curl/curl.h");
+/* each entry has the type curl/curl.h declares (TIO_DL_CHECK) */
+#define TIO_CURL_CHECK(f, R, A) TIO_DL_CHECK(curl_##f, R, A)
 TIO_CURL_FUNCS(TIO_CURL_CHECK)
 
 #define TIO_CURL_SYM(f, R, A) TIO_DL_SYM(tio_curl_api, f, "curl_" #f),

@@ -34,9 +34,10 @@ static void dg_kv(tio_sha256 *h, const tio_kv *kv) {
     }
 }
 
-int tio__tfl_meta_digest(const tio_container *c, uint8_t out[32]) {
-    tio_sha256 *h = tio__sha256_new();
-    if (!h) return TIO_E_NOMEM;
+int tio__tfl_meta_digest(const tio_container *c, uint8_t out[32], tio_error *err) {
+    tio_sha256 *h;
+    int rc = tio__sha256_new(&h, err);
+    if (rc) return rc;
     dg_kv(h, &c->meta);
     dg_kv(h, &c->meta_types);
     for (size_t i = 0; i < c->count; i++) dg_kv(h, c->tensors[i]->meta);
@@ -678,7 +679,8 @@ int tio__tfl_rewrite(const tfl_native *nat, tio_write_plan *plan, tfl_wmodel *m,
                         "writer rewrites the model as read (edits to its graph are not "
                         "written)");
     uint8_t dg[32];
-    if (tio__tfl_meta_digest(c, dg)) return tio__nomem(err, TFL);
+    int drc = tio__tfl_meta_digest(c, dg, err);
+    if (drc) return drc;
     if (memcmp(dg, nat->meta_digest, 32) != 0)
         return tio__err(err, TIO_E_UNSUPPORTED, TFL, -1,
                         "the container's metadata changed after the model was read; a "

@@ -291,7 +291,7 @@ typedef struct tfl_native {
 
 void tio__tfl_native_free(void *native);
 /* SHA-256 over the container's metadata and every tensor's. */
-int tio__tfl_meta_digest(const tio_container *c, uint8_t out[32]);
+int tio__tfl_meta_digest(const tio_container *c, uint8_t out[32], tio_error *err);
 /* Fills m (initialised) from the source model nat and the plan's tensors. */
 int tio__tfl_rewrite(const tfl_native *nat, tio_write_plan *plan, tfl_wmodel *m,
                      tio_error *err);

@@ -3,11 +3,8 @@
 
 #include "core/dl.h"
 
-/* each entry has the type zmq.h declares, checked without referring to the
- * function (the operand of _Generic is not evaluated, so nothing is linked) */
-#define TIO_ZMQ_CHECK(f, R, A)                                                    \
-    _Static_assert(_Generic(&zmq_##f, R(*) A: 1, default: 0),                     \
-                   "zmq_" #f " differs from its declaration in zmq.h");
+/* each entry has the type zmq.h declares (TIO_DL_CHECK) */
+#define TIO_ZMQ_CHECK(f, R, A) TIO_DL_CHECK(zmq_##f, R, A)
 TIO_ZMQ_FUNCS(TIO_ZMQ_CHECK)
 
 #define TIO_ZMQ_SYM(f, R, A) TIO_DL_SYM(tio_zmq_api, f, "zmq_" #f),

@@ -142,7 +142,8 @@ static void test_string_tensor(void **state) {
     uint8_t h1[32], h2[32];
     assert_int_equal(tio_tensor_sha256(tio_container_tensor(c, 1), TIO_HASH_DENSE, h1, &err),
                      TIO_OK);
-    tio_sha256 *h = tio__sha256_new();
+    tio_sha256 *h = NULL;
+    assert_int_equal(tio__sha256_new(&h, &err), TIO_OK);
     tio__sha256_update(h, tio_tensor_data(tio_container_tensor(c, 1)), sizeof lay);
     tio__sha256_final(h, h2);
     assert_memory_equal(h1, h2, 32);

@@ -1,7 +1,9 @@
-/* Libraries loaded when first used (src/core/dl.c): libcurl and libzmq are
- * not mapped by a program that only reads files, and are mapped by the first
- * http:// source and the first stream; tio__dl_bind fills a table from a real
- * library and names the library, or the missing function, when it cannot. */
+/* Libraries loaded when first used (src/core/dl.c): libcrypto, libcurl and
+ * libzmq are not mapped by a program that only reads files, and are mapped
+ * by the first SHA-256, the first http:// source and the first stream;
+ * tio__dl_bind fills a table from a real library and names the library, or
+ * the missing function, when it cannot. (This program is linked with
+ * --as-needed, tests/CMakeLists.txt: nothing of its own maps libcrypto.) */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -42,6 +44,22 @@ static void test_loaded_when_used(void **state) {
     free(path);
     assert_false(mapped("libcurl"));
     assert_false(mapped("libzmq"));
+    assert_false(mapped("libcrypto"));
+    /* a SHA-256: libcrypto (the digest of "abc", FIPS 180-2's example) */
+    c = tio_container_new();
+    assert_non_null(c);
+    int64_t three = 3;
+    tio_tensor_desc d = {"abc", TIO_UINT8, 1, &three, TIO_LAYOUT_DENSE, "abc", 3, 0, NULL};
+    tio_tensor *t = NULL;
+    assert_int_equal(tio_container_add(c, &d, 0, &t, &e), TIO_OK);
+    uint8_t md[32];
+    char hex[65];
+    assert_int_equal(tio_tensor_sha256(t, TIO_HASH_VALUES, md, &e), TIO_OK);
+    tvec_hex(md, 32, hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    tio_container_free(c);
+    assert_true(mapped("libcrypto"));
+    assert_false(mapped("libcurl"));
     /* an http:// source (nothing listens on port 1 of 127.0.0.1): libcurl */
     /* (refused at once: not a transient failure, so not retried) */
     assert_int_not_equal(tio_open("http://127.0.0.1:1/x.btf", NULL, &c, &e), TIO_OK);

@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <math.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,13 +140,6 @@ void tvec_hex(const uint8_t *bytes, size_t n, char *out) {
         out[2 * i + 1] = hx[bytes[i] & 15];
     }
     out[2 * n] = 0;
-}
-
-void tvec_sha256_hex(const void *p, size_t n, char out[65]) {
-    unsigned char md[32];
-    unsigned int mdlen = 0;
-    EVP_Digest(p, n, md, &mdlen, EVP_sha256(), NULL);
-    tvec_hex(md, 32, out);
 }
 
 static int cmpstr(const void *a, const void *b) {
