@@ -754,6 +754,7 @@ int tio__tfl_lower(tio_write_plan *plan, const tio_graph *g, tfl_wmodel *m, tio_
         flat_readers(&L);
         rc = lower(&L);
         if (!rc) tio__tfl_w_versions(m); /* each operator code at its operators' version */
+        if (!rc) rc = tio__tfl_w_min_runtime(m, err); /* and the runtime they need */
     }
     free(L.t);
     free(L.nonneg);

@@ -226,6 +226,15 @@ int tio__tfl_w_buffer_gen(tfl_wmodel *m, size_t size,
  * lowered, as the converter's UpdateOpVersion does (src/tflite/opversion.c). */
 int32_t tio__tfl_op_version(const tfl_wmodel *m, const tfl_wsubgraph *sg, const tfl_wop *op);
 void tio__tfl_w_versions(tfl_wmodel *m);
+/* The TensorFlow Lite runtime version that first ran version `version` of
+ * builtin `builtin` ("1.14.0"), for the builtins the lowering writes; NULL
+ * where TensorFlow's table has none (src/tflite/rtversion.c). */
+const char *tio__tfl_runtime_version(int32_t builtin, int32_t version);
+/* Sets the model's `min_runtime_version` metadata as TensorFlow's converter
+ * does: the latest runtime among its operator codes' versions, in a 16-byte
+ * NUL-padded buffer; the entry is added after the container's metadata, or
+ * replaces the value of a container's entry of that name. */
+int tio__tfl_w_min_runtime(tfl_wmodel *m, tio_error *err);
 int tio__tfl_w_code(tfl_wmodel *m, int32_t builtin, const char *custom, int32_t version,
                     uint32_t *idx, tio_error *err);
 /* Adds an empty subgraph; *out points to it (valid until the next one). */

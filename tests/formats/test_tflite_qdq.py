@@ -81,6 +81,14 @@ OPS = {3: "CONV_2D", 4: "DEPTHWISE_CONV_2D", 9: "FULLY_CONNECTED"}
 # original's converter was older than the versioning tensio follows
 # (TensorFlow's op_version.cc: an int8 CONV_2D is version 3)
 OLDER = {("tflm_person_detect.tflite", 3): (2, 3)}
+# min_runtime_version the round trip gives otherwise than the original: its
+# converter wrote an earlier runtime than its operators' versions need
+# (runtime_version.cc: a FULLY_CONNECTED of version 4 runs from 1.14.0), or
+# none (the metadata is optional); each the latest of its operators' (int8
+# CONV_2D 3, DEPTHWISE_CONV_2D 3, FULLY_CONNECTED 4, SOFTMAX 2: 1.14.0)
+OLDER_RUNTIME = {"tflm_micro_speech_quantized.tflite": "1.14.0",  # its own: 1.5.0
+                 "tflm_mobilenet_v2_quantized_1x3x224x224.tflite": "1.14.0",  # none
+                 "tflm_person_detect.tflite": "1.14.0"}  # none
 # the versions TensorFlow's converter gives these builtins (op_version.cc):
 # int8 kernels above 1, uint8 ones 1 (builtin code: version)
 INT8_VERSIONS = {0: 2, 2: 2, 3: 3, 4: 3, 6: 2, 9: 4, 17: 2, 22: 1, 25: 2, 40: 2, 114: 1}
@@ -145,6 +153,21 @@ def op_versions(path):
         b, v = codes[o.scalar(0, "I")]
         out.setdefault(b, set()).add(v)
     return out
+
+
+def min_runtime(path):
+    """The min_runtime_version metadata's text (to its first NUL) and its
+    buffer's length, through the independent reader; None when absent."""
+    m = model_of(open(path, "rb").read())
+    for md in m.tables(6):
+        if md.string(0) == "min_runtime_version":
+            data, _ = buffer_bytes(m, md.scalar(1, "I"))
+            return bytes(data).split(b"\0")[0].decode(), len(data)
+    return None
+
+
+def runtime_key(v):
+    return tuple(int(p) for p in v.split("."))
 
 
 def check_structure(path, act_type, want_ops):
@@ -288,8 +311,18 @@ def check_round_trip(tmp, name, entry):
             vs = (vs - {want[0]}) | {want[1]}
         assert got == vs, "builtin %d: version %s, the original %s" % (
             code, sorted(got), sorted(va[code]))
+    # min_runtime_version as TensorFlow's converter makes it from those
+    # versions: the original's where its converter had today's table (the
+    # others name an earlier runtime than their operators need: OLDER_RUNTIME)
+    ra, rb = min_runtime(src), min_runtime(base + ".tflite")
+    assert rb is not None and rb[1] == 16, "min_runtime_version: %r" % (rb,)
+    want = OLDER_RUNTIME.get(name, ra[0] if ra else None)
+    assert rb[0] == want, "min_runtime_version %s, the original %s, expected %s" % (
+        rb[0], ra and ra[0], want)
+    assert ra is None or runtime_key(rb[0]) >= runtime_key(ra[0])
     line = "%d constants, %d activations kept, %d builtins at the original's versions" % (
         nc, na, len(va))
+    line += ", min_runtime_version %s (the original's %s)" % (rb[0], ra and ra[0])
     if gone:
         line += "; folded away: %s" % ", ".join(gone)
     if known:

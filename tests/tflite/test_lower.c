@@ -532,6 +532,81 @@ static void test_op_versions(void **state) {
     assert_int_equal(m.codes[sg->ops[c[0].op].opcode].version, 9);
     tio__tfl_w_free(&m);
 }
+
+/* The model's min_runtime_version (src/tflite/rtversion.c), as TensorFlow's
+ * converter sets it: the latest runtime among its operator codes' versions
+ * (runtime_version.cc's table; versions ordered by number, so 1.14.0 comes
+ * after 1.6.0 and 2.0.0 after both), a version the table lacks passed over,
+ * in 16 NUL-padded bytes; added after the container's metadata, or replacing
+ * the value of a container's entry of that name. */
+static const uint8_t *mrv(const tfl_wmodel *m, size_t *entry) {
+    for (size_t i = 0; i < m->nmetadata; i++)
+        if (strcmp(m->metadata[i].name, "min_runtime_version") == 0) {
+            const tfl_wbuffer *b = &m->buffers[m->metadata[i].buffer];
+            assert_int_equal(b->size, 16);
+            assert_non_null(b->data);
+            *entry = i;
+            return b->data;
+        }
+    fail_msg("no min_runtime_version entry");
+    return NULL;
+}
+
+static void test_min_runtime(void **state) {
+    (void)state;
+    assert_string_equal(tio__tfl_runtime_version(TFL_BuiltinOperator_CONV_2D, 3), "1.14.0");
+    assert_string_equal(tio__tfl_runtime_version(TFL_BuiltinOperator_FULLY_CONNECTED, 5),
+                        "2.0.0");
+    assert_string_equal(tio__tfl_runtime_version(TFL_BuiltinOperator_DEQUANTIZE, 3), "1.15.0");
+    assert_string_equal(tio__tfl_runtime_version(TFL_BuiltinOperator_SPLIT_V, 1), "1.13.1");
+    assert_null(tio__tfl_runtime_version(TFL_BuiltinOperator_TRANSPOSE, 6)); /* none */
+    assert_null(tio__tfl_runtime_version(TFL_BuiltinOperator_EXP, 2));
+    assert_null(tio__tfl_runtime_version(TFL_BuiltinOperator_CONV_2D, 0));
+    static const int32_t s4[] = {1, 2, 2, 4};
+    static const char *const keys[] = {"a", "min_runtime_version"};
+    for (int own = 0; own < 2; own++) {
+        tfl_wmodel m;
+        tio_error e;
+        tfl_wsubgraph *sg;
+        assert_int_equal(tio__tfl_w_init(&m, &e), TIO_OK);
+        assert_int_equal(tio__tfl_w_subgraph(&m, &sg, &e), TIO_OK);
+        /* the container's metadata: "a", and with `own` a stale value */
+        m.metadata = tio__tfl_w_alloc(&m, 2 * sizeof *m.metadata);
+        assert_non_null(m.metadata);
+        for (size_t k = 0; k <= (size_t)own; k++) {
+            m.metadata[k].name = keys[k];
+            assert_int_equal(tio__tfl_w_buffer(&m, -1, (const uint8_t *)"9.9.9", 5,
+                                               &m.metadata[k].buffer, &e),
+                             TIO_OK);
+            m.nmetadata++;
+        }
+        size_t entry, want_entry = own ? 1 : m.nmetadata;
+        /* no operators: an empty text */
+        assert_int_equal(tio__tfl_w_min_runtime(&m, &e), TIO_OK);
+        assert_memory_equal(mrv(&m, &entry), "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16);
+        assert_int_equal(entry, want_entry);
+        assert_int_equal(m.nmetadata, 2);
+        assert_string_equal(m.metadata[0].name, "a"); /* the container's first */
+        int32_t x = vt(&m, TFL_TensorType_FLOAT32, 4, s4, NULL);
+        (void)vop(&m, TFL_BuiltinOperator_RESHAPE, 0, VIN(x), x);       /* 1.5.0 */
+        (void)vop(&m, TFL_BuiltinOperator_SUB, 0, VIN(x, x), x);        /* 1.6.0 */
+        assert_int_equal(tio__tfl_w_min_runtime(&m, &e), TIO_OK);
+        assert_memory_equal(mrv(&m, &entry), "1.6.0\0\0\0\0\0\0\0\0\0\0\0", 16);
+        (void)vop(&m, TFL_BuiltinOperator_CONV_2D, 0, VIN(x, x), x);
+        m.codes[m.ncodes - 1].version = 3; /* 1.14.0: after 1.6.0 */
+        (void)vop(&m, TFL_BuiltinOperator_TRANSPOSE, 0, VIN(x, x), x);
+        m.codes[m.ncodes - 1].version = 6; /* not in the table: passed over */
+        assert_int_equal(tio__tfl_w_min_runtime(&m, &e), TIO_OK);
+        assert_memory_equal(mrv(&m, &entry), "1.14.0\0\0\0\0\0\0\0\0\0\0", 16);
+        (void)vop(&m, TFL_BuiltinOperator_FULLY_CONNECTED, 0, VIN(x, x), x);
+        m.codes[m.ncodes - 1].version = 5; /* 2.0.0 */
+        assert_int_equal(tio__tfl_w_min_runtime(&m, &e), TIO_OK);
+        assert_memory_equal(mrv(&m, &entry), "2.0.0\0\0\0\0\0\0\0\0\0\0\0", 16);
+        assert_int_equal(entry, want_entry);
+        assert_int_equal(m.nmetadata, 2); /* one entry, however often set */
+        tio__tfl_w_free(&m);
+    }
+}
 #undef VIN
 
 
@@ -908,6 +983,7 @@ int main(void) {
         cmocka_unit_test(test_clip_relu),
         cmocka_unit_test(test_qdq),
         cmocka_unit_test(test_op_versions),
+        cmocka_unit_test(test_min_runtime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
