@@ -615,13 +615,14 @@ bool tio__tfl_runtime_before(const uint8_t *a, size_t an, const char *b) {
 }
 
 /* A float16 DEQUANTIZE is version 3, which TensorFlow Lite runs from 1.15.0
- * (its runtime_version.cc): a model whose `min_runtime_version` metadata
- * says less says 1.15.0 after the cast, NUL-padded to the buffer's length
- * as TensorFlow's converter writes it (left as it is where the buffer is
- * shorter than that, or a tensor holds it too). */
-#define TFL_F16_RUNTIME "1.15.0"
+ * (its runtime_version.cc, rtversion.c): a model whose `min_runtime_version`
+ * metadata says less says 1.15.0 after the cast, NUL-padded to the buffer's
+ * length as TensorFlow's converter writes it (left as it is where the buffer
+ * is shorter than that, or a tensor holds it too). */
 static int rw_min_runtime(rw *r) {
     tfl_wmodel *m = r->m;
+    const char *f16 = tio__tfl_runtime_version(TFL_BuiltinOperator_DEQUANTIZE, 3);
+    size_t f16n = strlen(f16);
     bool *held = NULL; /* per buffer: a tensor's too (made once, when first asked) */
     for (size_t i = 0; i < m->nmetadata; i++) {
         uint32_t b = m->metadata[i].buffer;
@@ -629,8 +630,7 @@ static int rw_min_runtime(rw *r) {
             b >= m->nbuffers || !m->buffers[b].data || m->buffers[b].tensor >= 0)
             continue;
         const tfl_wbuffer *bf = &m->buffers[b];
-        if (bf->size < sizeof TFL_F16_RUNTIME - 1 ||
-            !tio__tfl_runtime_before(bf->data, bf->size, TFL_F16_RUNTIME))
+        if (bf->size < f16n || !tio__tfl_runtime_before(bf->data, bf->size, f16))
             continue;
         if (!held) {
             if (!(held = tio__tfl_w_alloc(m, m->nbuffers * sizeof *held)))
@@ -643,7 +643,7 @@ static int rw_min_runtime(rw *r) {
         if (held[b]) continue;
         uint8_t *d = tio__tfl_w_alloc(m, bf->size); /* zeroed */
         if (!d) return tio__nomem(r->err, TFL);
-        memcpy(d, TFL_F16_RUNTIME, sizeof TFL_F16_RUNTIME - 1);
+        memcpy(d, f16, f16n);
         m->buffers[b].data = d;
     }
     return TIO_OK;
