@@ -134,7 +134,8 @@ fail:
 bool tio__preads_take(tio_preads *j, size_t i, uint8_t *out) {
     if (!j || i >= j->count) return false;
     unsigned char s = PR_FREE;
-    /* not begun: the caller reads it (and the thread will skip it) */
+    /* not begun: the caller reads it, with the free ones above it where it
+     * has a ring (and the thread will skip them) */
     if (atomic_compare_exchange_strong_explicit(&j->state[i], &s, PR_CALLER,
                                                 memory_order_acquire, memory_order_acquire)) {
         if (!pr_caller_batch(j, i)) return false;
