@@ -111,13 +111,24 @@
  * reading them in made two, the second into folios as small as cp's (BTF ->
  * .ten of 10,000 tensors, 1 GiB onto ext4, medians of four runs: 0.42-0.52 s
  * against 0.47-0.57 s, cp 0.36-0.48 s; docs/performance.md). Not for
- * ranges under SPLICE_MIN, nor where the output lies under ALIGN bytes past
- * the source modulo ALIAS_PAGE (the kernel's copy is 4K-aliased there;
- * read_in's buffer is not). The pipe holds SPLICE_PIPE bytes (where the
- * system refuses, the bytes are read in): a piece that starts inside a page
- * takes 17 of its slots, and each header before a tensor one more. Pending
- * bytes move into it when there are at most SPLICE_HEAD_MAX of them
- * (headers), else they are written first. */
+ * ranges under SPLICE_MIN, nor, unless the save measured the ways
+ * (TRY_EPOCH), where the output lies under ALIGN bytes past the source
+ * modulo ALIAS_PAGE (the kernel's copy was 4K-aliased there on a CPU
+ * without FSRM; read_in's buffer is not; with FSRM the distance made no
+ * difference, so a save that measured the way takes it as measured). Where
+ * writes stay whole, ranges of SPLICE_WHOLE_MIN bytes or more go that way
+ * too, out in pieces that end at multiples of SPLICE_WHOLE of the file
+ * (whole writes' folios): one tensor of 1 GiB, BTF -> .ten onto ext4, 10
+ * rounds alternated: 0.228 s against 0.241 s through the buffer, cp
+ * 0.214 s; a prototype's 64 KiB pieces cost 1.3x. Smaller ranges stay in
+ * the buffer: 10,000 tensors of 105 KiB spliced took 0.282 s against
+ * 0.259 s (a header's write and a splice() more per tensor; 2026-12-05,
+ * docs/performance.md). The pipe holds SPLICE_PIPE bytes, or where the
+ * system refuses that SPLICE_PIPE_MIN (then only pieces of 64 KiB are
+ * spliced; where it refuses both, the bytes are read in): a piece that
+ * starts inside a page takes one slot per page it touches, and each header
+ * before a tensor one more. Pending bytes move into it when there are at
+ * most SPLICE_HEAD_MAX of them (headers), else they are written first. */
 /* read_in's reads wait in s->fill until what is pending is written or
  * looked at, and then go in as few calls as they can: reads that follow
  * one another in a source file with at most FILL_GAP bytes between them (a
@@ -130,12 +141,16 @@
 #define FILL_MAX TIO__SINK_FILL
 #define FILL_GAP ((size_t)2 << 10)
 #define SPLICE_MIN ((size_t)4 << 10)
-#define SPLICE_PIPE ((size_t)256 << 10)
+#define SPLICE_PIPE ((size_t)1 << 20)
+#define SPLICE_PIPE_MIN ((size_t)256 << 10)
+#define SPLICE_WHOLE ((size_t)512 << 10)
+#define SPLICE_WHOLE_MIN ((size_t)1 << 20)
 #define SPLICE_HEAD_MAX ((size_t)64 << 10)
 /* On a disk file system, tensor bytes at offsets not congruent modulo the
  * page go one of three ways: read in (read_in: pread() into the copy
- * buffer, or, where writes go in 64 KiB pieces, splice()), read in through
- * the buffer even then, or copied by copy_file_range() in runs, as
+ * buffer, or splice() where writes go in 64 KiB pieces and for ranges of
+ * SPLICE_WHOLE_MIN where they stay whole), read in through the buffer even
+ * then, or copied by copy_file_range() in runs, as
  * congruent ones are. Which is fastest depends on the machine, and the
  * ranking flips between machines that look alike: the same kind of VM
  * (AMD EPYC of family 26, FSRM, ext4, Linux 6.18) measured copy_file_range()
@@ -505,7 +520,8 @@ static int sp_read_back(tio_sink *s, tio_error *err) {
 static int sp_drain(tio_sink *s, int all, tio_error *err) {
     while (s->sp_len) {
         uint64_t at = s->pos - s->pending - s->sp_len; /* no copy run: see sink.h */
-        size_t want = piece_room(s, s->base + at);
+        size_t pc = s->wpiece ? s->wpiece : SPLICE_WHOLE;
+        size_t want = pc - (size_t)((s->base + at) % pc);
         if (want > s->sp_len) {
             if (!all) break;
             want = s->sp_len;
@@ -957,11 +973,15 @@ static int sp_range(tio_sink *s, int in_fd, size_t *off, size_t *n, tio_error *e
         }
         s->sp_open = 1;
         /* a smaller pipe cannot hold a piece that starts inside a page */
-        if (fcntl(s->sp[1], F_SETPIPE_SZ, (int)SPLICE_PIPE) < (int)SPLICE_PIPE) {
+        int got = fcntl(s->sp[1], F_SETPIPE_SZ, (int)SPLICE_PIPE);
+        if (got < (int)SPLICE_PIPE) got = fcntl(s->sp[1], F_SETPIPE_SZ, (int)SPLICE_PIPE_MIN);
+        if (got < (int)SPLICE_PIPE_MIN) {
             s->sp_on = 0;
             return TIO_OK;
         }
+        s->sp_cap = (size_t)got;
     }
+    if (!s->wpiece && s->sp_cap < SPLICE_PIPE) return TIO_OK; /* whole pieces: read in */
     int rc = TIO_OK;
     if (s->niov)
         rc = s->pending > SPLICE_HEAD_MAX ? write_pending(s, err) : sp_take_pending(s, err);
@@ -990,12 +1010,14 @@ static int sp_range(tio_sink *s, int in_fd, size_t *off, size_t *n, tio_error *e
     return rc;
 }
 
-/* Whether read_in splices n bytes at source offset off (SPLICE_MIN; not
- * while the way is ANY_BUF, TRY_EPOCH). */
+/* Whether read_in splices n bytes at source offset off (SPLICE_MIN, or
+ * SPLICE_WHOLE_MIN where writes stay whole; not while the way is ANY_BUF,
+ * TRY_EPOCH; 4K-aliased only where the save measured the way). */
 static int sp_wanted(tio_sink *s, size_t off, size_t n) {
     if (!s->sp_on || s->run_len || n < SPLICE_MIN || way_now(s) == ANY_BUF) return 0;
     if (s->pending + n > WRITE_PIECE_HOST) host_pieces(s); /* as write_pending */
-    if (!s->wpiece) return 0;
+    if (!s->wpiece && (n < SPLICE_WHOLE_MIN || (s->sp_open && s->sp_cap < SPLICE_PIPE))) return 0;
+    if (s->any_way == ANY_TRY || s->try_cost[ANY_READ]) return 1; /* measured */
     uintptr_t d = (uintptr_t)(s->base + s->pos - (uint64_t)off) & (ALIAS_PAGE - 1);
     return d == 0 || d >= ALIGN;
 }

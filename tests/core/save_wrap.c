@@ -173,7 +173,7 @@ ssize_t __real_splice(int in, off_t *in_off, int out, off_t *out_off, size_t n,
                       unsigned flags);
 ssize_t __wrap_splice(int in, off_t *in_off, int out, off_t *out_off, size_t n,
                       unsigned flags);
-int splice_in, splice_out;
+int splice_in, splice_out, splice_out_whole;
 size_t splice_in_bytes, splice_out_bytes;
 int splice_fail_in, splice_fail_out, splice_fail_after;
 
@@ -188,12 +188,16 @@ ssize_t __wrap_splice(int in, off_t *in_off, int out, off_t *out_off, size_t n,
         errno = fail;
         return -1;
     }
+    off_t at = into ? 0 : lseek(out, 0, SEEK_CUR);
     ssize_t r = __real_splice(in, in_off, out, out_off, n, flags);
     if (r > 0) *(into ? &splice_in_bytes : &splice_out_bytes) += (size_t)r;
+    if (r > 0 && !into && at >= 0 && ((uint64_t)at + (uint64_t)r) % (512u << 10) == 0)
+        splice_out_whole++;
     return r;
 }
 
-/* pipe2() made to fail, F_SETPIPE_SZ made to give less than asked. */
+/* pipe2() made to fail, F_SETPIPE_SZ made to give less than asked or to
+ * refuse more than 256 KiB. */
 int __real_pipe2(int fds[2], int flags);
 int __wrap_pipe2(int fds[2], int flags);
 int __real_fcntl(int fd, int cmd, ...);
@@ -213,7 +217,11 @@ int __wrap_fcntl(int fd, int cmd, ...) {
     va_start(ap, cmd);
     void *arg = va_arg(ap, void *); /* as glibc's own: an int or a pointer */
     va_end(ap);
-    if (cmd == F_SETPIPE_SZ && pipe_small) return __real_fcntl(fd, cmd, 65536);
+    if (cmd == F_SETPIPE_SZ && pipe_small == 1) return __real_fcntl(fd, cmd, 65536);
+    if (cmd == F_SETPIPE_SZ && pipe_small == 2 && (intptr_t)arg > (256 << 10)) {
+        errno = EPERM; /* above pipe-max-size, unprivileged */
+        return -1;
+    }
     return __real_fcntl(fd, cmd, arg);
 }
 

@@ -49,9 +49,11 @@ extern int writev_unaligned; /* …that start past a multiple of 256 KiB */
 extern size_t writev_bytes;
 extern size_t writev_misaligned;
 extern int splice_in, splice_out;
+extern int splice_out_whole; /* splices out that end at a multiple of 512 KiB of the file */
 extern size_t splice_in_bytes, splice_out_bytes;
 extern int splice_fail_in, splice_fail_out, splice_fail_after;
-extern int pipe_fail, pipe_small;
+extern int pipe_fail;
+extern int pipe_small; /* 1: a pipe gets 64 KiB; 2: more than 256 KiB refused (EPERM) */
 extern int host_reports, host_asked;
 extern uint64_t host_kept, host_kept_later;
 extern unsigned kept_lo;
