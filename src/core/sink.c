@@ -275,10 +275,13 @@ static int write_failed(tio_sink *s, int e, uint64_t done, tio_error *err) {
                     (unsigned long long)done, strerror(e));
 }
 
+/* Bytes from file offset `at` to the next multiple of piece. */
+static size_t room_to(size_t piece, uint64_t at) { return piece - (size_t)(at % piece); }
+
 /* Bytes a write starting at file offset `at` may take so that it ends at
  * a multiple of s->wpiece (SIZE_MAX: writes stay whole). */
 static size_t piece_room(const tio_sink *s, uint64_t at) {
-    return s->wpiece ? s->wpiece - (size_t)(at % s->wpiece) : SIZE_MAX;
+    return s->wpiece ? room_to(s->wpiece, at) : SIZE_MAX;
 }
 
 /* Writes p[0..n) at the file position (sink position `at`), resuming
@@ -520,8 +523,7 @@ static int sp_read_back(tio_sink *s, tio_error *err) {
 static int sp_drain(tio_sink *s, int all, tio_error *err) {
     while (s->sp_len) {
         uint64_t at = s->pos - s->pending - s->sp_len; /* no copy run: see sink.h */
-        size_t pc = s->wpiece ? s->wpiece : SPLICE_WHOLE;
-        size_t want = pc - (size_t)((s->base + at) % pc);
+        size_t want = room_to(s->wpiece ? s->wpiece : SPLICE_WHOLE, s->base + at);
         if (want > s->sp_len) {
             if (!all) break;
             want = s->sp_len;
@@ -979,9 +981,9 @@ static int sp_range(tio_sink *s, int in_fd, size_t *off, size_t *n, tio_error *e
             s->sp_on = 0;
             return TIO_OK;
         }
-        s->sp_cap = (size_t)got;
+        s->sp_whole = got >= (int)SPLICE_PIPE;
     }
-    if (!s->wpiece && s->sp_cap < SPLICE_PIPE) return TIO_OK; /* whole pieces: read in */
+    if (!s->wpiece && !s->sp_whole) return TIO_OK; /* no room for whole pieces: read in */
     int rc = TIO_OK;
     if (s->niov)
         rc = s->pending > SPLICE_HEAD_MAX ? write_pending(s, err) : sp_take_pending(s, err);
@@ -1016,7 +1018,7 @@ static int sp_range(tio_sink *s, int in_fd, size_t *off, size_t *n, tio_error *e
 static int sp_wanted(tio_sink *s, size_t off, size_t n) {
     if (!s->sp_on || s->run_len || n < SPLICE_MIN || way_now(s) == ANY_BUF) return 0;
     if (s->pending + n > WRITE_PIECE_HOST) host_pieces(s); /* as write_pending */
-    if (!s->wpiece && (n < SPLICE_WHOLE_MIN || (s->sp_open && s->sp_cap < SPLICE_PIPE))) return 0;
+    if (!s->wpiece && n < SPLICE_WHOLE_MIN) return 0;
     if (s->any_way == ANY_TRY || s->try_cost[ANY_READ]) return 1; /* measured */
     uintptr_t d = (uintptr_t)(s->base + s->pos - (uint64_t)off) & (ALIAS_PAGE - 1);
     return d == 0 || d >= ALIGN;

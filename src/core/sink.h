@@ -74,13 +74,14 @@ struct tio_sink {
     uint64_t kept_next; /* writes kept whole on such a host: pos at which to ask again */
     /* read_in where writes go in pieces (wpiece), and its large ranges
      * where they stay whole: source bytes spliced into a pipe of the sink's
-     * own and from it into the file (sink.c: SPLICE_MIN). sp_len bytes are in the pipe; they come before what is
-     * pending in iov[], and no copy run is open while there are any. */
+     * own and from it into the file (sink.c: SPLICE_MIN). sp_len bytes are
+     * in the pipe; they come before what is pending in iov[], and no copy
+     * run is open while there are any. */
     int sp_on;   /* splice may be tried (a regular file, not tmpfs; no call refused) */
     int sp_open; /* sp[] is a pipe */
     int sp[2];
     size_t sp_len;
-    size_t sp_cap; /* the pipe's size */
+    int sp_whole;  /* the pipe holds SPLICE_PIPE: room for whole pieces */
     /* A range of a source file that goes to read_in, not read yet: the next
      * range that continues it in the source joins it (sink.c: rd_take).
      * rd_len bytes at rd_off of rd_fd, after what is pending; pos does not
