@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +19,41 @@
  * driver reports free pages to the device, which may take them back. */
 #define BALLOON_F_REPORTING 5u
 
+static uint64_t clock_ns(clockid_t c) {
+    struct timespec t;
+    if (clock_gettime(c, &t) == 0 && t.tv_sec >= 0)
+        return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    return 0;
+}
+
 uint64_t tio__host_cpu_ns(void) {
 #ifdef CLOCK_THREAD_CPUTIME_ID
-    struct timespec t;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0 && t.tv_sec >= 0)
-        return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-#endif
+    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+#else
     return 0;
+#endif
+}
+
+uint64_t tio__host_proc_cpu_ns(void) {
+#ifdef CLOCK_PROCESS_CPUTIME_ID
+    return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+#else
+    return 0;
+#endif
+}
+
+uint64_t tio__host_wall_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+
+unsigned tio__host_cpus(void) {
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int k = CPU_COUNT(&set);
+        return k > 0 ? (unsigned)k : 1;
+    }
+#endif
+    long k = sysconf(_SC_NPROCESSORS_ONLN);
+    return k > 0 ? (unsigned)k : 1;
 }
 
 int tio__host_reports_free_pages(const char *balloon_dir) {

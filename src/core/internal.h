@@ -956,6 +956,14 @@ void tio__uring_free(tio_uring *u);
  * 0 where there is no such clock. The file sink times its two ways of
  * moving bytes at non-congruent offsets with it (sink.c, TRY_EPOCH). */
 uint64_t tio__host_cpu_ns(void);
+/* The process's CPU time, all its threads', and the monotonic clock, in
+ * nanoseconds (0 where there is no such clock): the file sink asks whether
+ * its writer thread runs beside the saving thread (sink.c, AW_MIN). */
+uint64_t tio__host_proc_cpu_ns(void);
+uint64_t tio__host_wall_ns(void);
+/* The processors this thread may run on (sched_getaffinity; the online
+ * ones where that fails; at least 1). */
+unsigned tio__host_cpus(void);
 /* Whether this machine is a virtual machine whose memory balloon reports
  * free pages to the host (virtio-balloon free page reporting, feature bit
  * 5 in the "features" file of a device under balloon_dir, which is

@@ -10,6 +10,8 @@
 #define TIO__SINK_FIRST 8192
 #define TIO__SINK_FILL 64
 
+typedef struct tio__sink_writer tio__sink_writer;
+
 /* A file sink gathers what it is given into iov[]: small writes are copied
  * into buf (an iovec over the copied range), large ones are referenced
  * (tio__sink_write_ref), and one writev() sends them all. The copy buffer
@@ -92,6 +94,19 @@ struct tio_sink {
      * off of fd into dst, a slot of the copy buffer already in iov[]; made
      * before anything writes or looks at what is pending */
     int nfill;
+    /* A large save onto a disk file system where two processors are free:
+     * what is pending is written by a thread of the sink's own (aw) while
+     * the next bytes are read into the second buffer (aw_buf, the buffer
+     * the batch out is in); aw_busy: a batch is out, its first byte at
+     * sink position aw_at. Every AW_WINDOW bytes the save asks whether the
+     * two ran side by side, from the wall clock at aw_wall0 and the process's
+     * CPU time at aw_cpu0, and stops the thread where they did not (sink.c,
+     * AW_MIN); aw_given: the bytes given since aw_pos0. */
+    tio__sink_writer *aw;
+    uint8_t *aw_buf;
+    int aw_ok; /* a disk file system's regular file: a thread may write */
+    int aw_busy;
+    uint64_t aw_at, aw_next, aw_wall0, aw_cpu0, aw_pos0, aw_given;
     uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
     struct tio__sink_fill {
         int fd;
@@ -99,6 +114,32 @@ struct tio_sink {
         size_t off, n;
     } fill[TIO__SINK_FILL];
 };
+
+/* The file sink's writes (sink_thread.c). Bytes from file offset `at` to
+ * the next multiple of piece: */
+size_t tio__room_to(size_t piece, uint64_t at);
+/* The *n entries at v less their first m bytes (taken by a write): returns
+ * where they now start, *n less those taken whole. */
+struct iovec *tio__iov_skip(struct iovec *v, int *n, size_t m);
+/* Writes v[0..n) at fd's file position with writev() (at most iov_max
+ * entries a call), resuming after short writes, in pieces that end at
+ * multiples of `piece` of the file (at: the file offset of the first byte;
+ * piece 0: whole). v is consumed. Returns 0 or the errno of the write that
+ * failed; *done: the bytes written. */
+int tio__writev_pieces(int fd, struct iovec *v, int n, int iov_max, uint64_t at, size_t piece,
+                       uint64_t *done);
+/* The sink's writer thread, which writes a batch at a time: NULL where it
+ * cannot start (no memory, pthread_create failed). */
+tio__sink_writer *tio__sink_writer_start(int fd, int iov_max);
+/* Gives the writer v[0..n) (the entries copied; their bytes must stay until
+ * the batch is waited for) to write as tio__writev_pieces; it is idle. */
+void tio__sink_writer_give(tio__sink_writer *w, const struct iovec *v, int n, uint64_t at,
+                           size_t piece);
+/* Waits until the batch given last is written: 0, or the errno of the
+ * write that failed; *done: the batch's bytes written. */
+int tio__sink_writer_wait(tio__sink_writer *w, uint64_t *done);
+/* Waits for its batch, stops the thread, joins it, frees w (NULL ok). */
+void tio__sink_writer_stop(tio__sink_writer *w);
 
 void tio__sink_init_mem(tio_sink *s);
 /* A memory sink over the caller's buffer of cap bytes (buf may be NULL when

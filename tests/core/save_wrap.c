@@ -232,9 +232,21 @@ ssize_t __wrap_write(int fd, const void *p, size_t n) {
     return __real_write(fd, p, n);
 }
 
+int writev_fail, writev_fail_after, writev_file_calls;
+int writev_off_main, writev_on_main;
+size_t writev_off_main_bytes, writev_on_main_bytes, writev_ok_bytes;
+pthread_t wrap_main;
+
 ssize_t __wrap_writev(int fd, const struct iovec *iov, int n) {
+    struct stat st; /* into a pipe: the saving thread's, beside the writer's */
+    if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) return __real_writev(fd, iov, n);
     size_t total = 0;
     for (int k = 0; k < n; k++) total += iov[k].iov_len;
+    if (writev_fail && writev_file_calls++ >= writev_fail_after) {
+        errno = writev_fail;
+        return -1;
+    }
+    bool off_main = !pthread_equal(pthread_self(), wrap_main);
     count_crossing(fd, total);
     if (writev_count && total >= (64u << 10)) {
         off_t at = lseek(fd, 0, SEEK_CUR);
@@ -248,7 +260,25 @@ ssize_t __wrap_writev(int fd, const struct iovec *iov, int n) {
             at += (off_t)iov[k].iov_len;
         }
     }
-    return __real_writev(fd, iov, n);
+    ssize_t r = __real_writev(fd, iov, n);
+    if (r > 0) {
+        writev_ok_bytes += (size_t)r;
+        *(off_main ? &writev_off_main : &writev_on_main) += 1;
+        *(off_main ? &writev_off_main_bytes : &writev_on_main_bytes) += (size_t)r;
+    }
+    return r;
+}
+
+/* The wall clock: the real one, or one that passes wall_step a reading. */
+uint64_t __real_tio__host_wall_ns(void);
+uint64_t __wrap_tio__host_wall_ns(void);
+uint64_t wall_step;
+
+uint64_t __wrap_tio__host_wall_ns(void) {
+    static uint64_t fake = 1;
+    if (!wall_step) return __real_tio__host_wall_ns();
+    fake += wall_step;
+    return fake;
 }
 
 /* What the host says to the sink's question (does it take free memory

@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <cmocka.h>
 
@@ -60,6 +61,15 @@ extern unsigned kept_lo;
 extern int kept_asked, kept_turns;
 extern uint64_t cost_copy, cost_read, cost_splice; /* the clock's price per byte of each way */
 extern int cpu_asked;
+/* writev() to a regular file: made to fail (errno) from the writev_fail_after'th
+ * such call; the calls and bytes made by a thread other than wrap_main (the
+ * sink's writer thread) and by it; the bytes written before a failure */
+extern int writev_fail, writev_fail_after, writev_file_calls;
+extern int writev_off_main, writev_on_main;
+extern size_t writev_off_main_bytes, writev_on_main_bytes, writev_ok_bytes;
+extern pthread_t wrap_main;
+/* the wall clock (tio__host_wall_ns) made to pass this much a reading (0: the real one) */
+extern uint64_t wall_step;
 
 /* the real host questions (src/core/host.c), beside the wrapped ones */
 int __real_tio__host_reports_free_pages(const char *balloon_dir);

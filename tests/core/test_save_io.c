@@ -1022,6 +1022,114 @@ static void test_splice_whole(void **state) {
     free(data);
 }
 
+/* A save of 64 MiB or more onto a disk file system, where this thread may
+ * run on two processors, hands what is pending to a thread of the sink's
+ * own and reads the next bytes meanwhile (sink.c, AW_MIN): the sink driven
+ * directly over 96 MiB of a source, 100 KiB ranges at non-congruent offsets
+ * (read in, not spliced) each after an 8-byte header. Mode 0: the file
+ * written off this thread (its first window at least: where the machine is
+ * busy the thread may stop after it), its bytes right. 1: the 20th write fails
+ * (ENOSPC): the save fails naming it and the bytes written before it, and
+ * nothing hangs. 2: the wall clock made to pass far more than the CPU time
+ * (the threads did not run side by side): the thread stops after its first
+ * window of 32 MiB and this thread writes the rest, the bytes right. 3: the
+ * sink disposed of with a batch out, unflushed: the file a prefix of the
+ * bytes. On tmpfs, or with one processor, nothing is written off this
+ * thread. */
+static void test_writer_thread(void **state) {
+    (void)state;
+    wrap_main = pthread_self();
+    bool other = !dir_on_tmpfs() && tio__host_cpus() >= 2;
+    const size_t n = (size_t)96 << 20, piece = (size_t)100 << 10;
+    uint8_t *data = random_bytes(n, 43);
+    char src[300], dst[300];
+    snprintf(src, sizeof src, "%s/writer-src.bin", dir);
+    snprintf(dst, sizeof dst, "%s/writer-dst.bin", dir);
+    int in = open(src, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    assert_true(in >= 0);
+    assert_int_equal(write(in, data, n), (ssize_t)n);
+    void *map = mmap(NULL, n, PROT_READ, MAP_SHARED, in, 0);
+    assert_true(map != MAP_FAILED);
+    size_t pieces = (n + piece - 1) / piece, total = n + 8 * pieces;
+    uint8_t *want = malloc(total);
+    assert_non_null(want);
+    for (size_t i = 0, o = 0; i < pieces; i++) {
+        size_t k = n - i * piece < piece ? n - i * piece : piece;
+        memcpy(want + o, "header!!", 8);
+        memcpy(want + o + 8, data + i * piece, k);
+        o += 8 + k;
+    }
+    tio_sink *sk = malloc(sizeof *sk);
+    assert_non_null(sk);
+    for (int mode = 0; mode < 4; mode++) {
+        int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        assert_true(out >= 0);
+        tio_error e;
+        assert_int_equal(tio__sink_init_fd(sk, out, &e), TIO_OK);
+        sk->expect = (uint64_t)128 << 20; /* a thread, no trial (256 MiB) */
+        writev_off_main = writev_on_main = writev_file_calls = 0;
+        writev_off_main_bytes = writev_on_main_bytes = writev_ok_bytes = 0;
+        splice_in = 0;
+        writev_fail = mode == 1 ? ENOSPC : 0;
+        writev_fail_after = 19;
+        wall_step = mode == 2 ? (uint64_t)10000000000u : 0;
+        int rc = TIO_OK;
+        size_t stop = mode == 3 ? pieces / 2 : pieces;
+        for (size_t i = 0; rc == TIO_OK && i < stop; i++) {
+            size_t k = n - i * piece < piece ? n - i * piece : piece;
+            rc = tio__sink_write(sk, "header!!", 8, &e);
+            if (rc == TIO_OK) rc = tio__sink_copy_range(sk, in, map, n, i * piece, k, &e);
+        }
+        if (rc == TIO_OK && mode != 3) rc = tio__sink_flush(sk, &e);
+        bool had_thread = sk->aw != NULL;
+        tio__sink_dispose(sk);
+        writev_fail = 0;
+        wall_step = 0;
+        close(out);
+        fprintf(stderr, "writer thread, %s, mode %d: rc %d, %d writes off this thread (%zu "
+                "bytes), %d on it (%zu bytes)%s%s\n", other ? "disk, 2 processors" : "no thread",
+                mode, rc, writev_off_main, writev_off_main_bytes, writev_on_main,
+                writev_on_main_bytes, rc ? ": " : "", rc ? e.message : "");
+        assert_int_equal(splice_in, 0);
+        size_t got_n;
+        uint8_t *got = read_file(dst, &got_n);
+        if (!other) {
+            assert_int_equal(writev_off_main, 0);
+        } else if (mode == 0) { /* its first window at least: the rest on a busy machine */
+            assert_true(writev_off_main_bytes >= (size_t)30 << 20);
+        } else if (mode == 2) { /* stopped after its first window */
+            assert_false(had_thread);
+            assert_true(writev_off_main_bytes >= (size_t)30 << 20 &&
+                        writev_off_main_bytes <= (size_t)36 << 20);
+            assert_true(writev_on_main_bytes >= total - ((size_t)36 << 20));
+        }
+        if (mode == 1) {
+            assert_int_equal(rc, TIO_E_IO);
+            char at[64];
+            snprintf(at, sizeof at, "write failed after %zu bytes", writev_ok_bytes);
+            if (!strstr(e.message, at) || !strstr(e.message, strerror(ENOSPC)))
+                fail_msg("want \"%s: %s\", got \"%s\"", at, strerror(ENOSPC), e.message);
+            assert_true(writev_ok_bytes >= (size_t)8 << 20 && got_n == writev_ok_bytes);
+        } else {
+            assert_int_equal(rc, TIO_OK);
+        }
+        if (mode == 0 || mode == 2) {
+            assert_true(got_n == total);
+        } else {
+            assert_true(got_n <= total);
+        }
+        if (memcmp(got, want, got_n) != 0) fail_msg("mode %d: bytes differ", mode);
+        free(got);
+    }
+    free(sk);
+    free(want);
+    munmap(map, n);
+    close(in);
+    unlink(src);
+    unlink(dst);
+    free(data);
+}
+
 static void put_file(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
@@ -1240,6 +1348,7 @@ int main(void) {
         cmocka_unit_test(test_host_kept),
         cmocka_unit_test(test_splice),
         cmocka_unit_test(test_splice_whole),
+        cmocka_unit_test(test_writer_thread),
         cmocka_unit_test(test_copy_or_read),
         cmocka_unit_test(test_read_range),
         cmocka_unit_test(test_copy_from_shards),
