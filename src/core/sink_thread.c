@@ -71,6 +71,8 @@ enum { W_IDLE, W_BATCH, W_STOP };
 static void spin_pause(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
 #endif
 }
 
