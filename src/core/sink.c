@@ -266,14 +266,18 @@ int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err) {
     return TIO_OK;
 }
 
+/* Stops the writer thread (after its batch, whose errors are the caller's
+ * to take first: aw_idle) and frees its buffer. */
+static void aw_stop(tio_sink *s) {
+    tio__sink_writer_stop(s->aw);
+    free(s->aw_buf);
+    s->aw = NULL;
+    s->aw_buf = NULL;
+    s->aw_busy = 0;
+}
+
 void tio__sink_dispose(tio_sink *s) {
-    if (s->aw) { /* its batch is waited for: its buffer is freed below */
-        tio__sink_writer_stop(s->aw);
-        free(s->aw_buf);
-        s->aw = NULL;
-        s->aw_buf = NULL;
-        s->aw_busy = 0;
-    }
+    if (s->aw) aw_stop(s);
     if (s->buf != s->first && !s->fixed) free(s->buf);
     if (s->sp_open) {
         close(s->sp[0]);
@@ -482,16 +486,12 @@ static void pending_taken(tio_sink *s) {
 static int aw_check(tio_sink *s, tio_error *err) {
     if (s->pos < s->aw_next) return TIO_OK;
     uint64_t wall = tio__host_wall_ns(), cpu = tio__host_proc_cpu_ns();
-    uint64_t given = s->aw_given;
+    uint64_t given = s->aw_given, span = s->pos - s->aw_pos0;
     s->aw_given = 0;
-    if (s->aw_wall0 && given >= s->pos - s->aw_pos0 - (s->pos - s->aw_pos0) / 4 &&
-        wall > s->aw_wall0 && cpu >= s->aw_cpu0 &&
+    if (s->aw_wall0 && given >= span - span / 4 && wall > s->aw_wall0 && cpu >= s->aw_cpu0 &&
         (cpu - s->aw_cpu0) / AW_PAR_PCT < (wall - s->aw_wall0) / 100) {
         int rc = aw_idle(s, err);
-        tio__sink_writer_stop(s->aw);
-        free(s->aw_buf);
-        s->aw = NULL;
-        s->aw_buf = NULL;
+        aw_stop(s);
         return rc;
     }
     s->aw_wall0 = wall;
@@ -655,7 +655,7 @@ static int write_pending(tio_sink *s, tio_error *err) {
     if (s->sp_len && (rc = sp_drain(s, 1, err))) return rc;
 #endif
     if (s->run_len && (rc = run_end(s, err))) return rc;
-    if (s->aw && s->niov && s->buf != s->first) return aw_give(s, err);
+    if (s->aw && s->niov) return aw_give(s, err); /* aw: the large buffers */
     if ((rc = aw_idle(s, err))) return rc;
     uint64_t at = s->pos - s->pending, done;
     int e = tio__writev_pieces(s->fd, s->iov, s->niov, s->iov_max, s->base + at, s->wpiece, &done);
