@@ -1195,10 +1195,11 @@ static int write_to(tio_write_plan *p, const tio_format_desc *f, int fd, const s
                     tio_error *err) {
     tio_sink s;
     int rc = tio__sink_init_fd(&s, fd, err);
-    s.expect = plan_bytes(p);
+    if (rc == TIO_OK) tio__sink_expect(&s, plan_bytes(p));
     progress_start(&s, p);
     if (rc == TIO_OK) rc = f->write(p, &s, err);
     if (rc == TIO_OK) rc = tio__sink_flush(&s, err);
+    if (rc == TIO_OK) rc = tio__sink_trim(&s, err);
     if (rc == TIO_OK) progress_end(&s);
     int failed = s.failed;
     tio__sink_dispose(&s);

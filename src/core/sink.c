@@ -230,6 +230,7 @@ void tio__sink_init_fixed(tio_sink *s, void *buf, size_t cap) {
 #define NFS_MAGIC_ 0x6969L
 #define SMB2_MAGIC_ 0xfe534d42L
 #define CIFS_MAGIC_ 0xff534d42L
+#define EXT4_MAGIC_ 0xef53L /* ext2 and ext3 too: their files refuse fallocate() */
 #endif
 
 int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err) {
@@ -260,10 +261,52 @@ int tio__sink_init_fd(tio_sink *s, int fd, tio_error *err) {
          * decided at the first such range (TRY_EPOCH) */
         if (!s->copy_any && s->sp_on) s->any_way = ANY_FIRST;
         s->aw_ok = !s->copy_any && s->sp_on;
+        s->prealloc_ok = t == EXT4_MAGIC_ && s->sp_on;
     }
 #endif
     (void)err;
     return TIO_OK;
+}
+
+/* On ext4, the blocks of what a large save expects to write are allocated
+ * before its first write: fallocate() with FALLOC_FL_KEEP_SIZE (the file's
+ * size still grows with the writes, and says what was written). A write
+ * then fills blocks the file has, and ext4 does less for each of its
+ * blocks than for a delayed allocation (a reservation, a delayed extent
+ * inserted; ext4_da_get_block_prep). Linux 6.18, 1 GiB from memory onto
+ * ext4: 64 KiB pwrite()s 0.205 -> 0.171 s, 512 KiB 0.133 -> 0.121 s; BTF ->
+ * .ten of 10,000 tensors, writes in 64 KiB pieces, 0.248 -> 0.221 s
+ * against cp's 0.225 s (docs/performance.md). Not on other file systems
+ * (unmeasured; tmpfs would fill the pages with zeros first). A call that
+ * fails (ENOSPC, a file without extents, a seccomp filter) leaves the save
+ * as it was; tio__sink_trim frees what it did not fill. */
+#define PREALLOC_MIN ((uint64_t)8 << 20)
+
+void tio__sink_expect(tio_sink *s, uint64_t bytes) {
+    s->expect = bytes;
+#if defined(__linux__) && defined(FALLOC_FL_KEEP_SIZE)
+    uint64_t at;
+    if (!s->prealloc_ok || bytes < PREALLOC_MIN || bytes > (uint64_t)INT64_MAX ||
+        tio__add64_ovf(s->base, s->pos, &at) || at > (uint64_t)INT64_MAX - bytes)
+        return;
+    if (fallocate(s->fd, FALLOC_FL_KEEP_SIZE, (off_t)at, (off_t)bytes) == 0)
+        s->prealloc_end = at + bytes;
+#endif
+}
+
+int tio__sink_trim(tio_sink *s, tio_error *err) {
+    uint64_t end = s->prealloc_end;
+    s->prealloc_end = 0;
+    struct stat st;
+    if (!end || s->fd < 0 || fstat(s->fd, &st) != 0 || (uint64_t)st.st_size >= end)
+        return TIO_OK;
+    /* a file's size set to what it is frees its blocks past it */
+    if (ftruncate(s->fd, st.st_size) == 0) return TIO_OK;
+    int e = errno;
+    s->failed = 1; /* the save names its target */
+    return tio__err(err, TIO_E_IO, NULL, -1,
+                    "cannot free the blocks allocated past the end (%llu bytes): %s",
+                    (unsigned long long)(end - (uint64_t)st.st_size), strerror(e));
 }
 
 /* Stops the writer thread (after its batch, whose errors are the caller's

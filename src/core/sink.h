@@ -73,6 +73,10 @@ struct tio_sink {
     size_t wpiece;
     int wprobe;
     uint64_t expect;    /* bytes the save will write, about (its tensors'); 0: few */
+    /* ext4: blocks allocated before the writes, up to this file offset (0:
+     * none; tio__sink_expect, tio__sink_trim); prealloc_ok: they may be */
+    uint64_t prealloc_end;
+    int prealloc_ok;
     uint64_t kept_next; /* writes kept whole on such a host: pos at which to ask again */
     /* read_in where writes go in pieces (wpiece), and its large ranges
      * where they stay whole: source bytes spliced into a pipe of the sink's
@@ -142,6 +146,14 @@ int tio__sink_writer_wait(tio__sink_writer *w, uint64_t *done);
 void tio__sink_writer_stop(tio__sink_writer *w);
 
 void tio__sink_init_mem(tio_sink *s);
+/* Tells a file sink the bytes the save will write, about (its tensors';
+ * tio_sink.expect): on ext4 they are allocated in the file before it
+ * writes them (sink.c, PREALLOC_MIN), where the file system lets it. */
+void tio__sink_expect(tio_sink *s, uint64_t bytes);
+/* After the last write: frees the blocks allocated by tio__sink_expect
+ * past the file's end (ftruncate() to its size), where the save wrote
+ * fewer bytes than it expected. TIO_E_IO where that fails. */
+int tio__sink_trim(tio_sink *s, tio_error *err);
 /* A memory sink over the caller's buffer of cap bytes (buf may be NULL when
  * cap is 0): writes past cap only count (len, pos), as snprintf does. */
 void tio__sink_init_fixed(tio_sink *s, void *buf, size_t cap);

@@ -269,6 +269,39 @@ ssize_t __wrap_writev(int fd, const struct iovec *iov, int n) {
     return r;
 }
 
+/* fallocate() and ftruncate(): counted, the last call's arguments kept,
+ * made to fail on demand. */
+int __real_fallocate(int fd, int mode, off_t off, off_t len);
+int __wrap_fallocate(int fd, int mode, off_t off, off_t len);
+int __real_ftruncate(int fd, off_t len);
+int __wrap_ftruncate(int fd, off_t len);
+int falloc_calls, falloc_mode, falloc_fail;
+long long falloc_off, falloc_len;
+int trunc_calls, trunc_fail;
+long long trunc_len;
+
+int __wrap_fallocate(int fd, int mode, off_t off, off_t len) {
+    falloc_calls++;
+    falloc_mode = mode;
+    falloc_off = off;
+    falloc_len = len;
+    if (falloc_fail) {
+        errno = falloc_fail;
+        return -1;
+    }
+    return __real_fallocate(fd, mode, off, len);
+}
+
+int __wrap_ftruncate(int fd, off_t len) {
+    trunc_calls++;
+    trunc_len = len;
+    if (trunc_fail) {
+        errno = trunc_fail;
+        return -1;
+    }
+    return __real_ftruncate(fd, len);
+}
+
 /* The wall clock: the real one, or one that passes wall_step a reading. */
 uint64_t __real_tio__host_wall_ns(void);
 uint64_t __wrap_tio__host_wall_ns(void);
@@ -362,6 +395,34 @@ uint8_t *read_file(const char *path, size_t *n) {
 
 /* Whether the file at path holds the n bytes at want, and nothing more;
  * removes it. */
+/* A container of n float32 vectors of sz[i] bytes each, borrowed from data
+ * one after another, named "w<i>" (or, reversed, "t<n-1-i>" zero-padded to
+ * 3 digits, so that sorting the names reverses them). */
+tio_container *float_tensors(uint8_t *data, const size_t *sz, size_t n, bool reversed) {
+    tio_container *c = tio_container_new();
+    assert_non_null(c);
+    tio_error e;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        if (reversed)
+            snprintf(name, sizeof name, "t%03zu", n - 1 - i);
+        else
+            snprintf(name, sizeof name, "w%03zu", i); /* sorted: the file's order */
+        int64_t shape[1] = {(int64_t)(sz[i] / 4)};
+        tio_tensor_desc d = {0};
+        d.name = name;
+        d.dtype = TIO_FLOAT32;
+        d.rank = 1;
+        d.shape = shape;
+        d.data = data + at;
+        d.nbytes = sz[i];
+        assert_int_equal(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
+        at += sz[i];
+    }
+    return c;
+}
+
 bool file_is(const char *path, const void *want, size_t n) {
     size_t len;
     uint8_t *got = read_file(path, &len);

@@ -71,6 +71,13 @@ extern pthread_t wrap_main;
 /* the wall clock (tio__host_wall_ns) made to pass this much a reading (0: the real one) */
 extern uint64_t wall_step;
 
+/* fallocate() and ftruncate(): the calls, the last one's arguments, and
+ * what makes them fail (an errno; 0: no) */
+extern int falloc_calls, falloc_mode, falloc_fail;
+extern long long falloc_off, falloc_len;
+extern int trunc_calls, trunc_fail;
+extern long long trunc_len;
+
 /* the real host questions (src/core/host.c), beside the wrapped ones */
 int __real_tio__host_reports_free_pages(const char *balloon_dir);
 uint64_t __real_tio__host_kept_free(const char *buddyinfo, const char *reporting_order,
@@ -90,6 +97,10 @@ uint8_t *read_file(const char *path, size_t *n);
 /* Whether the file at path holds the n bytes at want, and nothing more;
  * removes it. */
 bool file_is(const char *path, const void *want, size_t n);
+/* A container of n float32 vectors of sz[i] bytes each, borrowed from data
+ * one after another, named "w<i>" (or, reversed, "t<n-1-i>"; both
+ * zero-padded to 3 digits, so that sorting the names reverses them). */
+tio_container *float_tensors(uint8_t *data, const size_t *sz, size_t n, bool reversed);
 /* n bytes of the generator from `seed` (freed by the caller). */
 uint8_t *random_bytes(size_t n, uint64_t seed);
 

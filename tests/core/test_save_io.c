@@ -87,34 +87,6 @@ static void test_copy_file_range(void **state) {
     }
 }
 
-/* A container of n float32 vectors of sz[i] bytes each, borrowed from data
- * one after another, named "w<i>" (or, reversed, "t<n-1-i>" zero-padded to
- * 3 digits, so that sorting the names reverses them). */
-static tio_container *float_tensors(uint8_t *data, const size_t *sz, size_t n, bool reversed) {
-    tio_container *c = tio_container_new();
-    assert_non_null(c);
-    tio_error e;
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++) {
-        char name[32];
-        if (reversed)
-            snprintf(name, sizeof name, "t%03zu", n - 1 - i);
-        else
-            snprintf(name, sizeof name, "w%03zu", i); /* sorted: the file's order */
-        int64_t shape[1] = {(int64_t)(sz[i] / 4)};
-        tio_tensor_desc d = {0};
-        d.name = name;
-        d.dtype = TIO_FLOAT32;
-        d.rank = 1;
-        d.shape = shape;
-        d.data = data + at;
-        d.nbytes = sz[i];
-        assert_int_equal(tio_container_add(c, &d, TIO_ADD_BORROW, NULL, &e), TIO_OK);
-        at += sz[i];
-    }
-    return c;
-}
-
 /* Copy runs: tensors that lie in the source at the same distance as in the
  * output, with the bytes between them (headers, padding, small tensors)
  * written over the copy where they differ. Each case's file must hold the
