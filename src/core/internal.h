@@ -913,7 +913,7 @@ void tio__crc32_join(tio_crc_job *j);
  * offset past the end (UINT64_MAX: none) is not read. off must stay valid
  * until the end. NULL: no thread (too few, out of memory, pthread_create
  * failed); the caller reads every struct itself. */
-#define TIO__PREADS_MAX 64u
+#define TIO__PREADS_MAX 256u
 typedef struct tio_preads tio_preads;
 tio_preads *tio__preads_start(int fd, const uint64_t *off, size_t count, size_t len,
                               uint64_t size);
