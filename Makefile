@@ -56,7 +56,8 @@ test-release: deps
 	  -DTIO_BUILD_TESTS=OFF -DTIO_BUILD_BENCH=ON $(CMAKE_ARGS)
 	cmake --build $(REL_BUILD) -j$(JOBS) --target tensio_shared tensio_static tensio_cli tio_bench
 
-# The same suite built with clang under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The same suite built with clang under AddressSanitizer + UndefinedBehaviorSanitizer
+# (at -O1, its executables not position-independent: CMakeLists.txt says why).
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
 	  -DTIO_SANITIZE=ON -DTIO_WERROR=ON $(CMAKE_ARGS)
