@@ -157,20 +157,25 @@ def main():
         same_as_local(f"{U}/big.gguf", gg, "validate", "@", what="validate big.gguf")
 
         # every vector (well-formed and hostile): ls and validate as locally,
-        # dump too for the formats whose header alone is fetched
+        # dump too for the formats whose header alone is fetched; validate
+        # of them all in one process each way (its lines name their file),
+        # ls and dump a process each
         vecs = os.environ.get("TIO_TEST_VECTORS") or os.path.join(
             os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vectors")
         os.symlink(os.path.abspath(vecs), os.path.join(www, "vectors"))
         n = 0
+        pairs = []
         for dirpath, _, files in sorted(os.walk(vecs)):
             for fn in sorted(files):
                 local = os.path.join(dirpath, fn)
                 if fn.endswith((".py", ".md", ".json")) or os.path.getsize(local) > (1 << 20):
                     continue
                 url = f"{U}/vectors/{os.path.relpath(local, vecs)}"
-                cmds = [("ls", "@"), ("validate", "@")]
+                cmds = [("ls", "@")]
                 if fn.endswith(".tar"):  # a shard over HTTP: ls only, streamed
                     cmds = [("ls", "@"), ("ls", "--json", "@")]
+                else:
+                    pairs.append((local, url))
                 if fn.endswith((".safetensors", ".npy", ".gguf")):
                     cmds.append(("dump", "@"))
                 for cmd in cmds:
@@ -180,6 +185,20 @@ def main():
                           and rl[2].replace(local, "F") == ru[2].replace(url, "F"),
                           f"{cmd[0]} {url}: exit {ru[0]} {ru[2]!r}, locally {rl[0]} {rl[2]!r}")
                 n += 1
+        rl = run("validate", *[lo for lo, _ in pairs])
+        ru = run("validate", *[u for _, u in pairs])
+        per = [{}, {}]
+        for side, out, names in ((0, rl[1], [lo for lo, _ in pairs]), (1, ru[1], [u for _, u in pairs])):
+            for line in out.splitlines():
+                f = line.split(": error: ", 1)[0]
+                check(f in names, f"validate of every vector: a line not naming a file: {line!r}")
+                per[side].setdefault(f, []).append(line.replace(f, "F", 1))
+        for lo, u in pairs:
+            check(per[0].get(lo) == per[1].get(u),
+                  f"validate {u}: {per[1].get(u)} over HTTP, locally {per[0].get(lo)}")
+        check(rl[0] == ru[0] == 1 and not rl[2] and not ru[2] and len(per[0]) > 50,
+              f"validate of every vector: exit {ru[0]} over HTTP, {rl[0]} locally, "
+              f"{len(per[0])} reported; stderr {ru[2][-1000:]!r} {rl[2][-1000:]!r}")
         check(n > 100, f"only {n} vectors found in {vecs}")
         print(f"{n} vectors over HTTP as locally")
 
