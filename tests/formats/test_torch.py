@@ -34,7 +34,7 @@ import zipfile
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from clitest import TENSIO, failures, run, check, report  # noqa: E402
+from clitest import TENSIO, failures, run, check, report, lines_by_file  # noqa: E402
 
 DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
           torch.bfloat16: "bfloat16", torch.int8: "int8", torch.uint8: "uint8",
@@ -515,14 +515,12 @@ def validate_each(what, tmp, blobs):
         with open(paths[-1], "wb") as f:
             f.write(b)
     p = subprocess.run([TENSIO, "validate", *paths], capture_output=True, text=True, timeout=600)
-    lines = {}
-    for line in p.stdout.splitlines():
-        lines.setdefault(line.split(": error: ", 1)[0], []).append(line)
+    lines = lines_by_file(p.stdout)
     bad = [q for q, b in zip(paths, blobs)
            if not lines.get(q) or (b and not all("offset" in x for x in lines[q]))]
-    check(p.returncode == 1 and not p.stderr and not bad,
-          "validate of %d %s: exit %d, %d not reported with an offset (%s), stderr %r"
-          % (len(paths), what, p.returncode, len(bad), bad[:3], p.stderr[-2000:]))
+    check("validate of %d %s" % (len(paths), what), p.returncode == 1 and not p.stderr and not bad,
+          "exit %d, %d not reported with an offset (%s), stderr %r"
+          % (p.returncode, len(bad), bad[:3], p.stderr[-2000:]))
     shutil.rmtree(d)
 
 

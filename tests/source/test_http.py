@@ -36,6 +36,9 @@ import numpy as np
 
 from http_servers import Nginx, free_port, own_server, write_safetensors
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from clitest import lines_by_file  # noqa: E402
+
 TENSIO = sys.argv[1]
 FAILS = []
 CHECKS = [0]
@@ -185,14 +188,14 @@ def main():
                           and rl[2].replace(local, "F") == ru[2].replace(url, "F"),
                           f"{cmd[0]} {url}: exit {ru[0]} {ru[2]!r}, locally {rl[0]} {rl[2]!r}")
                 n += 1
-        rl = run("validate", *[lo for lo, _ in pairs])
-        ru = run("validate", *[u for _, u in pairs])
-        per = [{}, {}]
-        for side, out, names in ((0, rl[1], [lo for lo, _ in pairs]), (1, ru[1], [u for _, u in pairs])):
-            for line in out.splitlines():
-                f = line.split(": error: ", 1)[0]
-                check(f in names, f"validate of every vector: a line not naming a file: {line!r}")
-                per[side].setdefault(f, []).append(line.replace(f, "F", 1))
+        locs, urls = [lo for lo, _ in pairs], [u for _, u in pairs]
+        rl, ru = run("validate", *locs), run("validate", *urls)
+        per = []
+        for out, names in ((rl[1], locs), (ru[1], urls)):
+            by = lines_by_file(out)
+            check(set(by) <= set(names), f"validate of every vector: lines not naming a file: "
+                  f"{sorted(set(by) - set(names))[:3]}")
+            per.append({f: [x.replace(f, "F", 1) for x in v] for f, v in by.items()})
         for lo, u in pairs:
             check(per[0].get(lo) == per[1].get(u),
                   f"validate {u}: {per[1].get(u)} over HTTP, locally {per[0].get(lo)}")

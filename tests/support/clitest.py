@@ -24,6 +24,15 @@ def check(name, cond, detail=""):
         failures.append(name + (": " + detail if detail else ""))
 
 
+def lines_by_file(out):
+    """`tensio validate FILE...`'s standard output: {file: [its lines]}
+    (each line is 'FILE: error: MESSAGE')."""
+    by = {}
+    for line in out.splitlines():
+        by.setdefault(line.split(": error: ", 1)[0], []).append(line)
+    return by
+
+
 def report():
     """Prints the failures; the exit status: 1 when there were any."""
     for f in failures:
