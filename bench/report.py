@@ -867,7 +867,7 @@ def main():
                   "target has none), `tensio:cli` is `tensio convert --no-sync`, `base:cp` is "
                   "`cp` of the input file; the processes of a conversion run interleaved "
                   "(paired repetitions). Memory is sampled from /proc/PID/status every "
-                  "0.5 ms (peaks, MiB); max RSS is the kernel's high-water mark. File pages "
+                  "5 ms (peaks, MiB); max RSS is the kernel's high-water mark. File pages "
                   "are the input's mapping: page cache, shared and reclaimable, not "
                   "allocated. GB/s counts the bytes of the file written. " + SELECTED_ROWS +
                   "\n")
