@@ -611,6 +611,22 @@ static bool zio_fast_entry(zio_scan *s, zio_fent *e) {
     return zs_ch(s, '}') && e->has_dtype && e->has_word && e->has_shape;
 }
 
+/* The opening of a plain label, up to its first tensor entry. */
+static bool zs_tensors_open(zio_scan *s) {
+    return zs_ch(s, '{') && zs_key(s, "TENS") && zs_ch(s, '{') && zs_key(s, "tensors") &&
+           zs_ch(s, '[');
+}
+
+/* The bytes of entry e's data in words of `word` bytes: false where its
+ * element count or its bytes pass INT64_MAX. */
+static bool zio_fent_nbytes(const zio_fent *e, uint64_t word, uint64_t *nbytes) {
+    uint64_t numel = 1;
+    for (size_t d = 0; d < e->rank; d++)
+        if (tio__mul64_ovf(numel, (uint64_t)e->dims[d], &numel) || numel > (uint64_t)INT64_MAX)
+            return false;
+    return !tio__mul64_ovf(numel, word, nbytes) && *nbytes <= (uint64_t)INT64_MAX;
+}
+
 /* TIO_OK when the label was read here, ZIO_FAST_NO for the general path, or
  * an allocation failure. */
 /* The entries of zio_label_fast: a few on the stack, more on the heap (at
@@ -645,9 +661,7 @@ static int zio_label_fast_in(zio_reader *r, const uint8_t *label, size_t llen, z
     zio_scan s = {label, label + llen};
     /* depth: label 1, TENS 2, tensors 3, entry 4, shape 5, dims 6 */
     if (ctx->limits.max_depth < 6 || (ctx->flags & TIO__OPEN_GENERAL_ONLY)) return ZIO_FAST_NO;
-    if (!zs_ch(&s, '{') || !zs_key(&s, "TENS") || !zs_ch(&s, '{') ||
-        !zs_key(&s, "tensors") || !zs_ch(&s, '['))
-        return ZIO_FAST_NO;
+    if (!zs_tensors_open(&s)) return ZIO_FAST_NO;
     do {
         if (nt == r->npayload || (uint64_t)nt == ctx->limits.max_tensors) return ZIO_FAST_NO;
         if (nt == f->cap) {
@@ -680,13 +694,8 @@ static int zio_label_fast_in(zio_reader *r, const uint8_t *label, size_t llen, z
         if (!e->kind) break;
         uint64_t pi = e->has_part ? e->part : i;
         if (pi >= r->npayload || r->used[pi] != SIZE_MAX) break;
-        uint64_t numel = 1, nbytes;
-        int ovf = 0;
-        for (size_t d = 0; d < e->rank && !ovf; d++)
-            ovf = tio__mul64_ovf(numel, (uint64_t)e->dims[d], &numel) ||
-                  numel > (uint64_t)INT64_MAX;
-        if (ovf || tio__mul64_ovf(numel, e->kind->word, &nbytes) ||
-            nbytes > (uint64_t)INT64_MAX ||
+        uint64_t nbytes;
+        if (!zio_fent_nbytes(e, e->kind->word, &nbytes) ||
             (uint64_t)r->parts[ZIO_HEADER_PARTS + pi].size != nbytes)
             break;
         e->pi = (size_t)pi;
@@ -1003,7 +1012,9 @@ static int zio_part_size(tio_read_ctx *ctx, tio_cursor *cur, size_t index, size_
  * 255, a label that does not match its parts) is read by the loop itself.
  * Taken only for at least ZIO_AHEAD_MIN parts that lie a header window
  * apart on average (the thread's reads stay below 1/3,000 of the input);
- * else NULL. *n is the number of offsets; start is where payload part 0's
+ * else NULL. The label is scanned here and again by the decoder (zio_label
+ * needs the parts split first): a pass over bytes already in memory,
+ * against a dependent read per part. *n is the number of offsets; start is where payload part 0's
  * size field lies. */
 #define ZIO_AHEAD 5u
 #define ZIO_AHEAD_MIN 256u
@@ -1013,9 +1024,7 @@ static uint64_t *zio_ahead(const tio_read_ctx *ctx, const tio_rpart *p0, uint64_
     if (p0->size < ZIO_PREFIX_LEN || start >= size || (ctx->flags & TIO__OPEN_GENERAL_ONLY))
         return NULL;
     zio_scan s = {p0->data + ZIO_PREFIX_LEN, p0->data + p0->size};
-    if (!zs_ch(&s, '{') || !zs_key(&s, "TENS") || !zs_ch(&s, '{') ||
-        !zs_key(&s, "tensors") || !zs_ch(&s, '['))
-        return NULL;
+    if (!zs_tensors_open(&s)) return NULL;
     /* an entry takes over 16 bytes of label, a part at least 1 byte of the
      * rest of the file: the array (8 bytes a part) is at most half the label */
     size_t cap = 0, nent = 0, most = (p0->size - ZIO_PREFIX_LEN) / 16;
@@ -1026,14 +1035,8 @@ static uint64_t *zio_ahead(const tio_read_ctx *ctx, const tio_rpart *p0, uint64_
         if (nent == most || (uint64_t)nent == ctx->limits.max_tensors ||
             !zio_fast_entry(&s, &e))
             break;
-        uint64_t numel = 1, nbytes = 0;
-        int ovf = 0;
-        for (size_t d = 0; d < e.rank && !ovf; d++)
-            ovf = tio__mul64_ovf(numel, (uint64_t)e.dims[d], &numel);
-        uint64_t pi = e.has_part ? e.part : nent;
-        if (ovf || tio__mul64_ovf(numel, e.word, &nbytes) || nbytes > UINT32_MAX ||
-            pi >= most)
-            break;
+        uint64_t nbytes = 0, pi = e.has_part ? e.part : nent;
+        if (!zio_fent_nbytes(&e, e.word, &nbytes) || nbytes > UINT32_MAX || pi >= most) break;
         if (pi >= cap) {
             size_t ncap = cap ? cap : 64;
             while (ncap <= pi) ncap = ncap > most / 2 ? most : ncap * 2;
@@ -1081,7 +1084,7 @@ int tio__zio_read(tio_read_ctx *ctx, tio_error *err) {
     uint64_t *ahead = NULL;
     while (rc == TIO_OK && tio__cursor_left(&cur) > 0) {
         size_t pos = cur.pos;
-        if (count == ZIO_HEADER_PARTS && cur.head && !ahead) {
+        if (count == ZIO_HEADER_PARTS && cur.head) {
             size_t nahead = 0;
             ahead = zio_ahead(ctx, &parts[0], pos, ctx->size, &nahead);
             if (ahead) tio__headsrc_ahead(cur.head, ahead, nahead, ZIO_AHEAD);
