@@ -1,5 +1,5 @@
 /* What the kernel tells about the machine under it (see internal.h,
- * tio__host_reports_free_pages, tio__host_kept_free). */
+ * tio__host_reports_free_pages, tio__host_kept_free, tio__host_kept_movable). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -93,11 +94,48 @@ static ssize_t read_small(const char *path, char *buf, size_t cap) {
     return (ssize_t)n;
 }
 
-/* Lines "Node 0, zone   Normal  c0 c1 ... c10": cK free blocks of 2^K
- * pages in that zone. Sums the blocks of orders lo..hi of every zone but
- * DMA (the first 16 MiB, which the page cache does not take from), in
- * bytes, saturating. Anything else on a line ends it. */
-uint64_t tio__buddy_free(const char *text, unsigned lo, unsigned hi, size_t page) {
+/* Adds to sum the free blocks that the counts from c to end list (cK
+ * blocks of 2^K pages), orders lo..hi, in bytes, saturating. Anything but
+ * a count ends them (pagetypeinfo's ">100000", where the kernel stopped
+ * counting a list, is counted as 100000). */
+static uint64_t add_blocks(uint64_t sum, const char *c, const char *end, unsigned lo, unsigned hi,
+                           size_t page) {
+    for (unsigned k = 0; c < end && k < 64; k++) {
+        while (c < end && *c == ' ') c++;
+        if (c < end && *c == '>') c++; /* pagetypeinfo: more than it counted */
+        if (c == end || *c < '0' || *c > '9') break;
+        uint64_t count = 0;
+        while (c < end && *c >= '0' && *c <= '9') {
+            unsigned d = (unsigned)(*c++ - '0');
+            count = count > (UINT64_MAX - d) / 10 ? UINT64_MAX : count * 10 + d;
+        }
+        if (k < lo || k > hi || count == 0) continue;
+        /* a block of 2^k pages (k up to 63), saturating */
+        uint64_t block = page > UINT64_MAX >> k ? UINT64_MAX : (uint64_t)page << k;
+        uint64_t add = block == 0                  ? 0
+                       : count > UINT64_MAX / block ? UINT64_MAX
+                                                    : count * block;
+        sum = add > UINT64_MAX - sum ? UINT64_MAX : sum + add;
+    }
+    return sum;
+}
+
+/* The word at c (up to a space, a comma or end), and where it ends. */
+static const char *word_end(const char *c, const char *end) {
+    while (c < end && *c != ' ' && *c != ',') c++;
+    return c;
+}
+
+static const char *skip_spaces(const char *c, const char *end) {
+    while (c < end && *c == ' ') c++;
+    return c;
+}
+
+/* The sum of tio__buddy_free and tio__pagetype_movable: each line that
+ * names a zone adds its counts, where typed only those of the lines that
+ * go on ", type Movable" (counted in *lines). */
+static uint64_t zones_free(const char *text, unsigned lo, unsigned hi, size_t page, int typed,
+                           unsigned *lines) {
     uint64_t sum = 0;
     const char *l = text;
     while (*l) {
@@ -105,49 +143,81 @@ uint64_t tio__buddy_free(const char *text, unsigned lo, unsigned hi, size_t page
         if (!end) end = l + strlen(l);
         const char *z = strstr(l, "zone");
         if (z && z < end) {
-            const char *c = z + 4;
-            while (c < end && *c == ' ') c++;
-            const char *name = c;
-            while (c < end && *c != ' ') c++;
-            int dma = c - name == 3 && memcmp(name, "DMA", 3) == 0;
-            for (unsigned k = 0; c < end && k < 64; k++) {
-                while (c < end && *c == ' ') c++;
-                if (c == end || *c < '0' || *c > '9') break;
-                uint64_t count = 0;
-                while (c < end && *c >= '0' && *c <= '9') {
-                    unsigned d = (unsigned)(*c++ - '0');
-                    count = count > (UINT64_MAX - d) / 10 ? UINT64_MAX : count * 10 + d;
+            const char *name = skip_spaces(z + 4, end), *c = word_end(name, end);
+            int dma = c - name == 3 && memcmp(name, "DMA", 3) == 0, movable = 0;
+            if (typed) {
+                if (c < end && *c == ',') c++;
+                c = skip_spaces(c, end);
+                if ((size_t)(end - c) > 4 && memcmp(c, "type", 4) == 0 && c[4] == ' ') {
+                    const char *kind = skip_spaces(c + 4, end);
+                    c = word_end(kind, end);
+                    movable = c - kind == 7 && memcmp(kind, "Movable", 7) == 0;
                 }
-                if (dma || k < lo || k > hi || count == 0) continue;
-                /* a block of 2^k pages (k up to 63), saturating */
-                uint64_t block = page > UINT64_MAX >> k ? UINT64_MAX : (uint64_t)page << k;
-                uint64_t add = block == 0                  ? 0
-                               : count > UINT64_MAX / block ? UINT64_MAX
-                                                            : count * block;
-                sum = add > UINT64_MAX - sum ? UINT64_MAX : sum + add;
+                if (movable && *lines < UINT_MAX) ++*lines;
             }
+            if (!dma && (movable || !typed)) sum = add_blocks(sum, c, end, lo, hi, page);
         }
         l = *end ? end + 1 : end;
     }
     return sum;
 }
 
-uint64_t tio__host_kept_free(const char *buddyinfo, const char *reporting_order, unsigned lo,
-                             size_t page) {
-    /* free page reporting hands the host blocks of this order and more
-     * (its default: pageblock_order, 9 with 4 KiB pages) */
-    unsigned order = 9;
-    char buf[16384]; /* 32 zones' lines take ~3 KiB */
+/* Lines "Node 0, zone   Normal  c0 c1 ... c10": cK free blocks of 2^K
+ * pages in that zone. Sums the blocks of orders lo..hi of every zone but
+ * DMA (the first 16 MiB, which the page cache does not take from), in
+ * bytes, saturating. Anything else on a line ends it. */
+uint64_t tio__buddy_free(const char *text, unsigned lo, unsigned hi, size_t page) {
+    unsigned none = 0;
+    return zones_free(text, lo, hi, page, 0, &none);
+}
+
+/* Lines "Node 0, zone   Normal, type      Movable  c0 ... c10" of
+ * /proc/pagetypeinfo: the free blocks of each zone by the kind of pages
+ * the kernel keeps them for. The same sum as tio__buddy_free's, of the
+ * Movable lines alone (the page cache's folios are movable: they come from
+ * those blocks, and from the others only once no movable block is left);
+ * *lines: how many such lines there were. The file's other lines (the
+ * count of page blocks by kind, under a header of its own) name no type. */
+uint64_t tio__pagetype_movable(const char *text, unsigned lo, unsigned hi, size_t page,
+                               unsigned *lines) {
+    *lines = 0;
+    return zones_free(text, lo, hi, page, 1, lines);
+}
+
+/* The order free page reporting starts at (its default: pageblock_order,
+ * 9 with 4 KiB pages), and the file path's text into buf (NUL terminated,
+ * up to its last whole line where longer than buf): its length, or <= 0. */
+static ssize_t read_orders(const char *path, const char *reporting_order, char *buf, size_t cap,
+                           unsigned *order) {
+    *order = 9;
     if (read_small(reporting_order, buf, 16) > 0 && buf[0] >= '0' && buf[0] <= '9') {
         char *e;
         unsigned long v = strtoul(buf, &e, 10);
-        if (v < 64) order = (unsigned)v;
+        if (v < 64) *order = (unsigned)v;
     }
-    ssize_t n;
-    if (order <= lo || (n = read_small(buddyinfo, buf, sizeof buf)) <= 0) return 0;
-    if ((size_t)n == sizeof buf - 1) { /* cut: the last whole line ends it */
+    ssize_t n = read_small(path, buf, cap);
+    if (n > 0 && (size_t)n == cap - 1) { /* cut: the last whole line ends it */
         char *nl = strrchr(buf, '\n');
         *(nl ? nl : buf) = 0;
+        n = (ssize_t)strlen(buf);
     }
-    return tio__buddy_free(buf, lo, order - 1, page);
+    return n;
+}
+
+uint64_t tio__host_kept_free(const char *buddyinfo, const char *reporting_order, unsigned lo,
+                             size_t page) {
+    char buf[16384]; /* 32 zones' lines take ~3 KiB */
+    unsigned order;
+    ssize_t n = read_orders(buddyinfo, reporting_order, buf, sizeof buf, &order);
+    return order <= lo || n <= 0 ? 0 : tio__buddy_free(buf, lo, order - 1, page);
+}
+
+uint64_t tio__host_kept_movable(const char *pagetypeinfo, const char *reporting_order,
+                                unsigned lo, size_t page) {
+    char buf[32768]; /* a node of 5 zones takes ~2.5 KiB */
+    unsigned order, lines = 0;
+    ssize_t n = read_orders(pagetypeinfo, reporting_order, buf, sizeof buf, &order);
+    if (n <= 0) return UINT64_MAX; /* not there, or not ours to read */
+    uint64_t sum = tio__pagetype_movable(buf, lo, order <= lo ? lo : order - 1, page, &lines);
+    return !lines ? UINT64_MAX : order <= lo ? 0 : sum;
 }

@@ -78,6 +78,7 @@ struct tio_sink {
     uint64_t prealloc_end;
     int prealloc_ok;
     uint64_t kept_next; /* writes kept whole on such a host: pos at which to ask again */
+    uint64_t kept_other; /* of the kept blocks, those not for movable pages (kept_piece) */
     /* read_in where writes go in pieces (wpiece), and its large ranges
      * where they stay whole: source bytes spliced into a pipe of the sink's
      * own and from it into the file (sink.c: SPLICE_MIN). sp_len bytes are

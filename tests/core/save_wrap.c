@@ -348,6 +348,24 @@ uint64_t __wrap_tio__host_kept_free(const char *buddyinfo, const char *reporting
     return kept_turns && kept_asked > 1 ? host_kept_later : host_kept;
 }
 
+/* How much of it lies in blocks kept for movable pages (UINT64_MAX, what
+ * the real one says where /proc/pagetypeinfo cannot be read, unless a test
+ * says), and how often the sink asked. */
+uint64_t __wrap_tio__host_kept_movable(const char *pagetypeinfo, const char *reporting_order,
+                                       unsigned lo, size_t page);
+uint64_t host_movable = UINT64_MAX;
+int movable_asked;
+
+uint64_t __wrap_tio__host_kept_movable(const char *pagetypeinfo, const char *reporting_order,
+                                       unsigned lo, size_t page) {
+    (void)pagetypeinfo;
+    (void)reporting_order;
+    (void)lo;
+    (void)page;
+    movable_asked++;
+    return host_movable;
+}
+
 /* The thread's CPU time (tio__host_cpu_ns): the real one, unless a test
  * prices the ways a file sink moves bytes at other offsets, in ns per byte
  * copied by copy_file_range(), read by pread() (of 4 KiB and more) and

@@ -59,6 +59,8 @@ extern int host_reports, host_asked;
 extern uint64_t host_kept, host_kept_later;
 extern unsigned kept_lo;
 extern int kept_asked, kept_turns;
+extern uint64_t host_movable; /* of host_kept, kept for movable pages (UINT64_MAX: unknown) */
+extern int movable_asked;
 extern uint64_t cost_copy, cost_read, cost_splice; /* the clock's price per byte of each way */
 extern int cpu_asked;
 /* writev() to a regular file: made to fail (errno) from the writev_fail_after'th
@@ -83,8 +85,13 @@ int __real_tio__host_reports_free_pages(const char *balloon_dir);
 uint64_t __real_tio__host_kept_free(const char *buddyinfo, const char *reporting_order,
                                     unsigned lo, size_t page);
 uint64_t __real_tio__host_cpu_ns(void);
-/* the sum it makes of /proc/buddyinfo's lines (src/core/host.c) */
+uint64_t __real_tio__host_kept_movable(const char *pagetypeinfo, const char *reporting_order,
+                                       unsigned lo, size_t page);
+/* the sums they make of /proc/buddyinfo's and /proc/pagetypeinfo's lines
+ * (src/core/host.c) */
 uint64_t tio__buddy_free(const char *text, unsigned lo, unsigned hi, size_t page);
+uint64_t tio__pagetype_movable(const char *text, unsigned lo, unsigned hi, size_t page,
+                               unsigned *lines);
 
 /* a temporary directory for the program's files (cmocka's group setup and
  * teardown) */

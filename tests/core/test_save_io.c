@@ -615,8 +615,12 @@ static void test_copy_from_held(void **state) {
  * pieces. Where such a host still keeps free blocks of 256 KiB and more
  * (orders it does not take back) of twice the bytes to write, the writes
  * stay whole: whole writes cost less while their folios' memory is at hand.
- * The sink asks once per save, once more than 64 KiB is due, and not for
- * tmpfs; the file holds tio_save_memory's bytes either way. */
+ * Where they hold less than twice but more than 1.25 times the bytes, the
+ * sink asks once how much of them is kept for movable pages (the page
+ * cache's), and the writes stay whole where those blocks hold 1.25 times
+ * the bytes; where that cannot be told (only root reads pagetypeinfo),
+ * pieces. The sink asks once per save, once more than 64 KiB is due, and
+ * not for tmpfs; the file holds tio_save_memory's bytes either way. */
 static void test_host_pieces(void **state) {
     (void)state;
     tio_save_options o = {.format = "safetensors", .flags = TIO_SAVE_NO_SYNC};
@@ -632,29 +636,36 @@ static void test_host_pieces(void **state) {
     /* 0: no free page reporting; 1: reporting, the kept free blocks hold
      * the bytes to write once; 2: they hold twice, and then
      * still twice the bytes left; 3: twice, and then none (asked again
-     * after 8 MiB: the rest goes in pieces) */
-    for (int says = 0; says < 4; says++) {
+     * after 8 MiB: the rest goes in pieces); 4-6: 1.5 times, of which
+     * movable 4: all (whole), 5: the bytes once (pieces), 6: unknown
+     * (pieces) */
+    for (int says = 0; says < 7; says++) {
         host_reports = says > 0;
-        host_kept = says >= 2 ? 2 * bytes : says == 1 ? bytes : 0;
-        host_kept_later = says == 3 ? 0 : 2 * bytes;
+        host_kept = says >= 4 ? bytes / 2 * 3 : says >= 2 ? 2 * bytes : says == 1 ? bytes : 0;
+        host_kept_later = says == 3 ? 0 : says >= 4 ? host_kept : 2 * bytes;
+        host_movable = says == 4 ? host_kept : says == 5 ? bytes : UINT64_MAX;
         kept_turns = 1;
-        host_asked = kept_asked = 0;
+        host_asked = kept_asked = movable_asked = 0;
         int rc = counted_save(m, dst, &o, &e);
         host_reports = kept_turns = 0;
         host_kept = host_kept_later = 0;
+        host_movable = UINT64_MAX;
         if (rc != TIO_OK) fail_msg("host says %d: %s", says, e.message);
-        fprintf(stderr, "%s, host says %d: asked %d+%d times, %d writes of >= 64 KiB (%zu "
+        fprintf(stderr, "%s, host says %d: asked %d+%d+%d times, %d writes of >= 64 KiB (%zu "
                 "bytes), %d splices out (%zu bytes), %d writes crossing a multiple of 64 KiB\n",
-                tmpfs ? "tmpfs" : "disk", says, host_asked, kept_asked, writev_calls,
-                writev_bytes, splice_out, splice_out_bytes, write_crossing);
+                tmpfs ? "tmpfs" : "disk", says, host_asked, kept_asked, movable_asked,
+                writev_calls, writev_bytes, splice_out, splice_out_bytes, write_crossing);
         assert_int_equal(host_asked, tmpfs ? 0 : 1);
         /* ~24 MiB written: asked again at 8 and 16 MiB while writes stay whole */
-        assert_int_equal(kept_asked, tmpfs || !says ? 0 : says == 2 ? 3 : says == 3 ? 2 : 1);
+        int whole = says == 0 || says == 2 || says == 4;
+        assert_int_equal(kept_asked, tmpfs || !says ? 0 : whole ? 3 : says == 3 ? 2 : 1);
         if (kept_asked) assert_int_equal(kept_lo, 256); /* whole writes' folios: 256 KiB up */
+        /* movable blocks asked about once a save, only where the answer decides */
+        assert_int_equal(movable_asked, !tmpfs && says >= 4 ? 1 : 0);
         if (says == 3 && !tmpfs) { /* whole, then in pieces */
             assert_true(write_crossing > 0);
             assert_true(splice_out >= 100);
-        } else if (says == 1 && !tmpfs) {
+        } else if (!whole && !tmpfs) {
             assert_int_equal(write_crossing, 0);
             assert_true(writev_calls + splice_out >= 100); /* ~12 MiB in pieces of 64 KiB */
         } else { /* whole: only the tensors of 1 MiB and more spliced, on a disk */
@@ -724,15 +735,25 @@ static void test_host_pieces(void **state) {
     assert_int_equal(tio__sink_host_piece(1u << 30, 4096, &kept), 0);
     assert_int_equal(kept, 0); /* not asked: the balloon does not report */
     host_reports = 1;
-    kept_asked = 0;
+    kept_asked = movable_asked = 0;
     host_kept = (uint64_t)2 << 30; /* twice the bytes to write: whole */
     assert_int_equal(tio__sink_host_piece(1u << 30, 4096, &kept), 0);
     assert_true(kept == host_kept && kept_asked == 1 && kept_lo == 256);
     host_kept -= 4096; /* just under */
+    assert_int_equal(movable_asked, 0);
     assert_int_equal(tio__sink_host_piece(1u << 30, 4096, &kept), 64 << 10);
     assert_true(kept == host_kept);
+    assert_int_equal(movable_asked, 1); /* unknown: pieces */
+    host_movable = host_kept - ((uint64_t)700 << 20); /* 1.3 GiB of 2 GiB: whole */
+    assert_int_equal(tio__sink_host_piece(1u << 30, 4096, &kept), 0);
+    host_movable = ((uint64_t)5 << 30) / 4 - 1; /* under 1.25 GiB: pieces */
+    assert_int_equal(tio__sink_host_piece(1u << 30, 4096, &kept), 64 << 10);
+    host_kept = ((uint64_t)5 << 30) / 4 - 1; /* under 1.25 GiB in all: not asked */
+    assert_int_equal(tio__sink_host_piece(1u << 30, 4096, &kept), 64 << 10);
+    assert_int_equal(movable_asked, 3);
     host_reports = 0;
     host_kept = 0;
+    host_movable = UINT64_MAX;
 }
 
 /* Tensors that lie back to back in the source and in the output at a
@@ -1308,6 +1329,74 @@ static void test_host_kept(void **state) {
     unlink(ro);
 }
 
+/* The part of those blocks the kernel keeps for movable pages (the page
+ * cache's): /proc/pagetypeinfo's Movable lines alone, zone DMA and the
+ * count of page blocks by kind (lines that name no type) not counted; the
+ * text below is this VM's (2026-12-05), cut to two zones' lines. */
+static void test_host_movable(void **state) {
+    (void)state;
+    const uint64_t K = 1024, M = K * K;
+    const char *good =
+        "Page block order: 9\nPages per block:  512\n\n"
+        "Free pages count per migrate type at order       0      1      2      3      4      5"
+        "      6      7      8      9     10 \n"
+        "Node    0, zone      DMA, type      Movable      0      0      0      0      0      0"
+        "      0      0      9      1      3 \n"
+        "Node    0, zone    DMA32, type    Unmovable      0      0      0      0      0      0"
+        "      7      0      0      0      0 \n"
+        "Node    0, zone    DMA32, type      Movable      3      4      3      4      2      3"
+        "      0      3      4      1    752 \n"
+        "Node    0, zone   Normal, type    Unmovable     44    292    291    340    418    216"
+        "    128     51     22      0      0 \n"
+        "Node    0, zone   Normal, type      Movable      4      2     24   1483   1566   2760"
+        "    946    442   1019    442   2422 \n"
+        "Node    0, zone   Normal, type  Reclaimable    282    690    687    423    664    512"
+        "    308    149     51      0      0 \n"
+        "Node    0, zone   Normal, type   HighAtomic      0      0      0      0      0      0"
+        "      0      0      0      0      0 \n\n"
+        "Number of blocks type     Unmovable      Movable  Reclaimable   HighAtomic      "
+        "Isolate \n"
+        "Node 0, zone      DMA            1            7            0            0            0 \n"
+        "Node 0, zone   Normal          118        10448          186            0            0 \n";
+    uint64_t mov_6_8 = 3 * 512 * K + 4 * M + 946 * 256 * K + 442 * 512 * K + 1019 * M;
+    unsigned lines = 0;
+    assert_true(tio__pagetype_movable(good, 6, 8, 4096, &lines) == mov_6_8);
+    assert_int_equal(lines, 3); /* DMA's seen, not counted */
+    assert_true(tio__pagetype_movable(good, 10, 10, 4096, &lines) == (752 + 2422) * 4 * M);
+    /* not pagetypeinfo, or cut short: what can be read before it goes wrong */
+    assert_true(tio__pagetype_movable("", 0, 10, 4096, &lines) == 0 && lines == 0);
+    assert_true(tio__pagetype_movable(
+                    "Node 0, zone Normal  1 2 3\nzone Normal, type Movable\n"
+                    "zone Normal, type Movablex 1\nzone Normal, type  Movable 1 x 2\n"
+                    "zone Normal, typeMovable 5\nzone Normal type Movable 2 >3 4",
+                    0, 10, 4096, &lines) == (1 + 2 + 3 * 2 + 4 * 4) * 4096);
+    assert_int_equal(lines, 3);
+    assert_true(tio__pagetype_movable("zone Normal, type Movable 99999999999999999999999", 0,
+                                      0, 4096, &lines) == UINT64_MAX);
+    /* from files: root's only; UINT64_MAX where it cannot be read or says
+     * nothing of movable blocks, the reporting order bounding the orders */
+    char pt[300], ro[300];
+    snprintf(pt, sizeof pt, "%s/pagetypeinfo", dir);
+    snprintf(ro, sizeof ro, "%s/page_reporting_order", dir);
+    assert_true(__real_tio__host_kept_movable(pt, ro, 6, 4096) == UINT64_MAX);
+    put_file(pt, good);
+    assert_true(__real_tio__host_kept_movable(pt, ro, 6, 4096) == mov_6_8);
+    put_file(ro, "8\n");
+    assert_true(__real_tio__host_kept_movable(pt, ro, 6, 4096) ==
+                3 * 512 * K + 946 * 256 * K + 442 * 512 * K);
+    put_file(ro, "6\n");
+    assert_true(__real_tio__host_kept_movable(pt, ro, 6, 4096) == 0);
+    put_file(pt, "Node 0, zone Normal  1 2 3\n");
+    assert_true(__real_tio__host_kept_movable(pt, ro, 6, 4096) == UINT64_MAX);
+    put_file(pt, "");
+    assert_true(__real_tio__host_kept_movable(pt, ro, 6, 4096) == UINT64_MAX);
+    chmod(pt, 0);
+    if (access(pt, R_OK) != 0) /* not root: the file as it is for users */
+        assert_true(__real_tio__host_kept_movable(pt, ro, 6, 4096) == UINT64_MAX);
+    unlink(pt);
+    unlink(ro);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_copy_file_range),
@@ -1318,6 +1407,7 @@ int main(void) {
         cmocka_unit_test(test_host_pieces),
         cmocka_unit_test(test_host_probe),
         cmocka_unit_test(test_host_kept),
+        cmocka_unit_test(test_host_movable),
         cmocka_unit_test(test_splice),
         cmocka_unit_test(test_splice_whole),
         cmocka_unit_test(test_writer_thread),
