@@ -595,7 +595,8 @@ static size_t kept_piece(uint64_t left, size_t page, uint64_t *kept, uint64_t *o
         *other = mov == UINT64_MAX ? KEPT_UNKNOWN : *kept > mov ? *kept - mov : 0;
         if (*other == KEPT_UNKNOWN) return WRITE_PIECE_HOST;
     }
-    return *kept - *other >= need ? 0 : WRITE_PIECE_HOST;
+    /* a later count can be under the part measured at first */
+    return *kept > *other && *kept - *other >= need ? 0 : WRITE_PIECE_HOST;
 }
 
 /* Asks the host, once, whether writes go in pieces (WRITE_PIECE_HOST);
