@@ -1276,12 +1276,20 @@ static int any_way(tio_sink *s) {
     return way_now(s);
 }
 
+/* The way whose epoch cost least so far (read in where none was measured:
+ * no clock). */
+static int try_best(const tio_sink *s) {
+    int best = ANY_READ;
+    for (int w = 0; w < ANY_WAYS; w++)
+        if (s->try_cost[w] && (!s->try_cost[best] || s->try_cost[w] < s->try_cost[best]))
+            best = w;
+    return best;
+}
+
 /* Whether the way has lost by far: its epoch cost more than TRY_LOSE_PCT
  * percent of the best epoch of any way (a product past 2^64 has lost). */
 static bool try_lost(const tio_sink *s, int way) {
-    uint64_t best = 0, mine, theirs;
-    for (int w = 0; w < ANY_WAYS; w++)
-        if (s->try_cost[w] && (!best || s->try_cost[w] < best)) best = s->try_cost[w];
+    uint64_t best = s->try_cost[try_best(s)], mine, theirs;
     if (!best || !s->try_cost[way]) return false;
     if (tio__mul64_ovf(s->try_cost[way], 100, &mine)) return true;
     return !tio__mul64_ovf(best, TRY_LOSE_PCT, &theirs) && mine > theirs;
@@ -1306,12 +1314,8 @@ static int try_count(tio_sink *s, size_t n, tio_error *err) {
     }
     do s->try_epoch++;
     while (s->try_epoch < TRY_EPOCHS && try_lost(s, try_order[s->try_epoch]));
-    if (s->try_epoch == TRY_EPOCHS) { /* unmeasured (no clock): read in */
-        int best = ANY_READ;
-        for (int w = 0; w < ANY_WAYS; w++)
-            if (s->try_cost[w] && (!s->try_cost[best] || s->try_cost[w] < s->try_cost[best]))
-                best = w;
-        s->any_way = best;
+    if (s->try_epoch == TRY_EPOCHS) {
+        s->any_way = try_best(s);
         return TIO_OK;
     }
     s->try_t0 = t;
