@@ -102,8 +102,11 @@ int teardown(void **state);
 /* A whole file (freed by the caller). */
 uint8_t *read_file(const char *path, size_t *n);
 /* Whether the file at path holds the n bytes at want, and nothing more;
- * removes it. */
+ * file_is removes it, file_holds keeps it. */
 bool file_is(const char *path, const void *want, size_t n);
+bool file_holds(const char *path, const void *want, size_t n);
+/* Whether the two files hold the same bytes (both kept). */
+bool files_same(const char *a, const char *b);
 /* A container of n float32 vectors of sz[i] bytes each, borrowed from data
  * one after another, named "w<i>" (or, reversed, "t<n-1-i>"; both
  * zero-padded to 3 digits, so that sorting the names reverses them). */

@@ -74,12 +74,9 @@ static void test_file_bytes_equal_memory_bytes(void **state) {
                          "directory's", format, fsync_calls);
             if (!sync && fsync_calls != 0)
                 fail_msg("%s: TIO_SAVE_NO_SYNC made %d fsync calls", format, fsync_calls);
-            size_t n;
-            uint8_t *file = read_file(path, &n);
-            if (n != mem_size || memcmp(file, mem, n) != 0)
-                fail_msg("%s: the file (%zu bytes) differs from tio_save_memory (%zu bytes)",
-                         format, n, mem_size);
-            free(file);
+            if (!file_holds(path, mem, mem_size))
+                fail_msg("%s: the file differs from tio_save_memory (%zu bytes)", format,
+                         mem_size);
         }
         /* and it reads back as the same tensors */
         tio_container *back;
@@ -188,11 +185,7 @@ static void test_converted_data_are_copied(void **state) {
         char path[300];
         snprintf(path, sizeof path, "%s/widened.%s", dir, format);
         assert_int_equal(tio_save(c, path, &so, &e), TIO_OK);
-        size_t len;
-        uint8_t *file = read_file(path, &len);
-        assert_int_equal(len, mem_size);
-        assert_memory_equal(file, mem, len);
-        free(file);
+        assert_true(file_holds(path, mem, mem_size));
         tio_free(mem);
     }
     assert_true(tried > 0); /* some format widens float16 */
