@@ -961,9 +961,26 @@ uint64_t tio__host_cpu_ns(void);
  * its writer thread runs beside the saving thread (sink.c, AW_MIN). */
 uint64_t tio__host_proc_cpu_ns(void);
 uint64_t tio__host_wall_ns(void);
+/* The calling thread's time on a processor and its time waiting for one
+ * while it could run (Linux: /proc/thread-self/schedstat, nanoseconds),
+ * into *ran and *waited: 0, or -1 where that cannot be read. The file sink
+ * asks it of a window whose threads did not run side by side: whether
+ * other work had the processors (sink.c, AW_WAIT_PCT). */
+int tio__host_run_wait_ns(uint64_t *ran, uint64_t *waited);
 /* The processors this thread may run on (sched_getaffinity; the online
- * ones where that fails; at least 1). */
+ * ones where that fails), no more than its cgroups' CPU limit allows
+ * (tio__host_cpu_quota of /proc/self/cgroup and /proc/self/mountinfo); at
+ * least 1. The file sink starts its writer thread only where this is 2 or
+ * more (sink.c, AW_MIN). */
 unsigned tio__host_cpus(void);
+/* The processors' worth of time the cgroups of this process allow it, from
+ * the texts of /proc/self/cgroup and /proc/self/mountinfo: for each cgroup
+ * hierarchy mounted that limits CPU time (cgroup2; cgroup with the "cpu"
+ * controller), the least limit set by the process's cgroup and those above
+ * it up to the mount (cgroup v2's cpu.max "QUOTA PERIOD", v1's
+ * cpu.cfs_quota_us over cpu.cfs_period_us): QUOTA / PERIOD, at least 1.
+ * 0 where none sets a limit or none can be read. */
+unsigned tio__host_cpu_quota(const char *cgroup, const char *mountinfo);
 /* Whether this machine is a virtual machine whose memory balloon reports
  * free pages to the host (virtio-balloon free page reporting, feature bit
  * 5 in the "features" file of a device under balloon_dir, which is
