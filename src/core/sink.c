@@ -167,16 +167,30 @@
  * by side, not one after the other. BTF -> .ten of 10,000 tensors of
  * 105 KiB, 1 GiB onto ext4, 6 rounds alternated with cp (2026-12-05):
  * 0.225 s against 0.333 s on one thread, cp 0.270 s; GGUF -> safetensors
- * 0.187 s against 0.223 s, cp 0.185 s (docs/performance.md). With the other
- * processor busy it cost 4 % more than one thread, and where the process
- * has one processor's time (a CPU quota) it gains nothing: every AW_WINDOW
+ * 0.187 s against 0.223 s, cp 0.185 s (docs/performance.md). Where the
+ * process's cgroups allow it one processor's time (a CPU quota) the thread
+ * gains nothing and its spinning spends the quota: tio__host_cpus counts
+ * that limit, and no thread starts (safetensors -> .ten of 10,000 tensors
+ * under a quota of one processor: 0.36-0.37 s against 0.41-0.45 s with the
+ * thread stopped after its first window). Where another process keeps a
+ * processor busy the thread costs more than it gains (0.55 s against
+ * 0.36-0.42 s with it stopped, cp 0.33 s; 2026-12-06): every AW_WINDOW
  * bytes, most of them through the thread, the save compares the process's
  * CPU time with the wall clock's, and where it was under AW_PAR_PCT percent
- * of it (the threads did not run side by side) it stops the thread and
- * writes on its own. */
+ * of it (the threads did not run side by side) and the saving thread
+ * waited for a processor while it could run for AW_WAIT_PCT percent of the
+ * window or more (tio__host_run_wait_ns: 13-26 % with that busy process),
+ * it stops the thread and writes on its own. A window that was slow with
+ * the processors free is not that: on a virtual machine whose host stalls
+ * the guest's first touches of memory (a GiB touched and freed before each
+ * conversion, as make bench does), such windows waited 0-1.2 %, the
+ * writer waiting on the host while the saving thread slept, and stopping
+ * the thread there (in 17 of 40 conversions) wrote the rest on one thread.
+ * Where that wait cannot be read the check stops on the CPU time alone. */
 #define AW_MIN ((uint64_t)64 << 20)
 #define AW_WINDOW ((uint64_t)32 << 20)
 #define AW_PAR_PCT 110u
+#define AW_WAIT_PCT 5u
 /* What is pending goes to the writer thread only from this many bytes:
  * less (a header before a range copied in the kernel, the tail of a save)
  * is written on this thread once the batch out is written. Handed over,
@@ -550,23 +564,39 @@ static void pending_taken(tio_sink *s) {
     buf_empty(s);
 }
 
+/* Whether the saving thread, over a window of `wall` ns that ends with
+ * readings ran and waited (tio__host_run_wait_ns; ok: they were read),
+ * waited for a processor while it could run less than AW_WAIT_PCT percent
+ * of it: the processors were free. False where either end's readings are
+ * missing or show no time run (nothing accounted). */
+static bool aw_free(const tio_sink *s, bool ok, uint64_t ran, uint64_t waited, uint64_t wall) {
+    if (!ok || !s->aw_sched || ran <= s->aw_ran0 || waited < s->aw_wait0) return false;
+    return (waited - s->aw_wait0) / AW_WAIT_PCT < wall / 100;
+}
+
 /* Every AW_WINDOW bytes of output, most of them given to the writer thread
  * (not copied in the kernel: a trial's epochs, say): where the save's
- * threads did not run side by side since the last time (AW_PAR_PCT), the
- * thread is stopped and the save writes on its own. */
+ * threads did not run side by side since the last time (AW_PAR_PCT)
+ * because other work had the processors (aw_free), the thread is stopped
+ * and the save writes on its own. */
 static int aw_check(tio_sink *s, tio_error *err) {
     if (s->pos < s->aw_next) return TIO_OK;
-    uint64_t wall = tio__host_wall_ns(), cpu = tio__host_proc_cpu_ns();
+    uint64_t wall = tio__host_wall_ns(), cpu = tio__host_proc_cpu_ns(), ran = 0, waited = 0;
+    bool sched = tio__host_run_wait_ns(&ran, &waited) == 0;
     uint64_t given = s->aw_given, span = s->pos - s->aw_pos0;
     s->aw_given = 0;
     if (s->aw_wall0 && given >= span - span / 4 && wall > s->aw_wall0 && cpu >= s->aw_cpu0 &&
-        (cpu - s->aw_cpu0) / AW_PAR_PCT < (wall - s->aw_wall0) / 100) {
+        (cpu - s->aw_cpu0) / AW_PAR_PCT < (wall - s->aw_wall0) / 100 &&
+        !aw_free(s, sched, ran, waited, wall - s->aw_wall0)) {
         int rc = aw_idle(s, err);
         aw_stop(s);
         return rc;
     }
     s->aw_wall0 = wall;
     s->aw_cpu0 = cpu;
+    s->aw_sched = sched;
+    s->aw_ran0 = ran;
+    s->aw_wait0 = waited;
     s->aw_pos0 = s->pos;
     s->aw_next = s->pos + AW_WINDOW;
     return TIO_OK;

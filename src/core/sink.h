@@ -99,19 +99,22 @@ struct tio_sink {
      * off of fd into dst, a slot of the copy buffer already in iov[]; made
      * before anything writes or looks at what is pending */
     int nfill;
-    /* A large save onto a disk file system where two processors are free:
+    /* A large save onto a disk file system where it may use two processors:
      * what is pending is written by a thread of the sink's own (aw) while
      * the next bytes are read into the second buffer (aw_buf, the buffer
      * the batch out is in); aw_busy: a batch is out, its first byte at
      * sink position aw_at. Every AW_WINDOW bytes the save asks whether the
      * two ran side by side, from the wall clock at aw_wall0 and the process's
-     * CPU time at aw_cpu0, and stops the thread where they did not (sink.c,
-     * AW_MIN); aw_given: the bytes given since aw_pos0. */
+     * CPU time at aw_cpu0, and stops the thread where they did not because
+     * other work had the processors, as the saving thread's time run and
+     * waiting to run since aw_ran0 and aw_wait0 tells (aw_sched: those were
+     * read; sink.c, AW_MIN); aw_given: the bytes given since aw_pos0. */
     tio__sink_writer *aw;
     uint8_t *aw_buf;
     int aw_ok; /* a disk file system's regular file: a thread may write */
     int aw_busy;
-    uint64_t aw_at, aw_next, aw_wall0, aw_cpu0, aw_pos0, aw_given;
+    uint64_t aw_at, aw_next, aw_wall0, aw_cpu0, aw_pos0, aw_given, aw_ran0, aw_wait0;
+    int aw_sched;
     uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
     struct tio__sink_fill {
         int fd;

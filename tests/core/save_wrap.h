@@ -72,6 +72,11 @@ extern size_t writev_off_main_bytes, writev_on_main_bytes, writev_ok_bytes;
 extern pthread_t wrap_main;
 /* the wall clock (tio__host_wall_ns) made to pass this much a reading (0: the real one) */
 extern uint64_t wall_step;
+/* the saving thread's time run and waiting (tio__host_run_wait_ns): faked
+ * where sched_fake, its waits growing by sched_wait_step a reading, its time
+ * run not growing with sched_ran_still, unreadable with sched_fail */
+extern uint64_t sched_wait_step;
+extern int sched_fake, sched_fail, sched_ran_still;
 
 /* fallocate() and ftruncate(): the calls, the last one's arguments, and
  * what makes them fail (an errno; 0: no) */
