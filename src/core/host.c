@@ -51,7 +51,6 @@ uint64_t tio__host_proc_cpu_ns(void) {
 
 uint64_t tio__host_wall_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 
-
 /* Reads up to cap - 1 bytes of a small file of the kernel's into buf, NUL
  * terminated, by read() from its start. Returns the length, or -1. */
 static ssize_t read_small(const char *path, char *buf, size_t cap) {

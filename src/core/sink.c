@@ -171,8 +171,8 @@
  * process's cgroups allow it one processor's time (a CPU quota) the thread
  * gains nothing and its spinning spends the quota: tio__host_cpus counts
  * that limit, and no thread starts (safetensors -> .ten of 10,000 tensors
- * under a quota of one processor: 0.36-0.37 s against 0.41-0.45 s with the
- * thread stopped after its first window). Where another process keeps a
+ * under a quota of one processor: 0.37-0.39 s against 0.42-0.46 s with the
+ * thread stopped after its first window, in the runs the host did not slow). Where another process keeps a
  * processor busy the thread costs more than it gains (0.55 s against
  * 0.36-0.42 s with it stopped, cp 0.33 s; 2026-12-06): every AW_WINDOW
  * bytes, most of them through the thread, the save compares the process's
