@@ -310,12 +310,8 @@ static uint64_t add_blocks(uint64_t sum, const char *c, const char *end, unsigne
     for (unsigned k = 0; c < end && k < 64; k++) {
         while (c < end && *c == ' ') c++;
         if (c < end && *c == '>') c++; /* pagetypeinfo: more than it counted */
-        if (c == end || *c < '0' || *c > '9') break;
-        uint64_t count = 0;
-        while (c < end && *c >= '0' && *c <= '9') {
-            unsigned d = (unsigned)(*c++ - '0');
-            count = count > (UINT64_MAX - d) / 10 ? UINT64_MAX : count * 10 + d;
-        }
+        uint64_t count = 0; /* a line ends at '\n' or the text's NUL: no digit */
+        if (c == end || !decimal(&c, &count)) break;
         if (k < lo || k > hi || count == 0) continue;
         /* a block of 2^k pages (k up to 63), saturating */
         uint64_t block = page > UINT64_MAX >> k ? UINT64_MAX : (uint64_t)page << k;
