@@ -540,8 +540,25 @@ static void buf_empty(tio_sink *s) {
     if (s->buf != s->first) s->len = align_skip(s);
 }
 
-/* Replaces the first buffer, empty, with the large one. */
+/* Writes a byte in each page of n bytes at p (a buffer just allocated). */
+static void touch_pages(uint8_t *p, size_t n, size_t page) {
+    for (size_t i = 0; i < n; i += page) p[i] = 0;
+}
+
+/* Replaces the first buffer, empty, with the large one. Where the save may
+ * try the ways (TRY_MIN), the buffers' pages are touched here, and while
+ * it is trying them the thread's CPU time spent here (the allocations, the
+ * writer thread's start, the cgroup reads, those page faults: median
+ * 0.9 ms, up to 13 ms in the state `make bench` leaves, where a 16 MiB
+ * epoch's own cost is 4-5 ms) is left out of the epoch's (try_t0 moves by
+ * it). It fell on the first epoch that used the buffer, which then lost by
+ * far and was not tried again: 1 GiB of one tensor onto ext4, a BTF or
+ * .npy source, the buffer's first epoch 600-1,000 ns/KiB, its second
+ * 230-250, the way kept instead 0.30-0.37 s where the buffer's takes
+ * 0.25-0.26 s (docs/performance.md). */
 static int big_buf(tio_sink *s, tio_error *err) {
+    bool trying = s->any_way == ANY_TRY && s->try_t0;
+    uint64_t t0 = trying ? tio__host_cpu_ns() : 0;
     uint8_t *b = malloc(FILE_BUF + ALIGN + FILL_GAP); /* then the fills' scratch */
     if (!b) return tio__nomem(err, NULL);
     s->buf = b;
@@ -554,6 +571,12 @@ static int big_buf(tio_sink *s, tio_error *err) {
         free(s->aw_buf);
         s->aw_buf = NULL;
     }
+    if (s->expect >= TRY_MIN && (s->any_way == ANY_FIRST || s->any_way == ANY_TRY)) {
+        touch_pages(b, FILE_BUF + ALIGN + FILL_GAP, s->page);
+        if (s->aw_buf) touch_pages(s->aw_buf, FILE_BUF + ALIGN + FILL_GAP, s->page);
+    }
+    uint64_t t = trying ? tio__host_cpu_ns() : 0;
+    if (t > t0 && t0) s->try_t0 += t - t0;
     return TIO_OK;
 }
 
@@ -1299,6 +1322,11 @@ static int any_way(tio_sink *s) {
     if (s->any_way == ANY_FIRST) {
         s->any_way = s->expect >= TRY_MIN ? ANY_TRY : ANY_READ;
         if (s->any_way == ANY_TRY) {
+            /* the host is asked before the clock starts: the first
+             * question may read /proc/pagetypeinfo (8-17 ms of the
+             * kernel's counting, more than a 16 MiB epoch's 4-5 ms), which
+             * fell on the first epoch's way, as big_buf's setup did */
+            host_pieces(s);
             s->try_t0 = tio__host_cpu_ns();
             s->try_pos0 = tio__sink_pos(s);
         }

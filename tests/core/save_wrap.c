@@ -385,20 +385,33 @@ uint64_t __wrap_tio__host_kept_movable(const char *pagetypeinfo, const char *rep
     return host_movable;
 }
 
+/* The processors the saving thread may use (the real count), and how often
+ * the sink asked (once a save, when it takes its large buffer). */
+unsigned __real_tio__host_cpus(void);
+unsigned __wrap_tio__host_cpus(void);
+int cpus_asked;
+
+unsigned __wrap_tio__host_cpus(void) {
+    cpus_asked++;
+    return __real_tio__host_cpus();
+}
+
 /* The thread's CPU time (tio__host_cpu_ns): the real one, unless a test
  * prices the ways a file sink moves bytes at other offsets, in ns per byte
  * copied by copy_file_range(), read by pread() (of 4 KiB and more) and
- * spliced into the pipe; and how often the sink read it. */
+ * spliced into the pipe, and the work a save does once, in ns per question
+ * to the host that comes with it (tio__host_cpus, tio__host_kept_movable);
+ * and how often the sink read it. */
 uint64_t __real_tio__host_cpu_ns(void);
 uint64_t __wrap_tio__host_cpu_ns(void);
-uint64_t cost_copy, cost_read, cost_splice;
+uint64_t cost_copy, cost_read, cost_splice, cost_once;
 int cpu_asked;
 
 uint64_t __wrap_tio__host_cpu_ns(void) {
     cpu_asked++;
     if (!cost_copy && !cost_read && !cost_splice) return __real_tio__host_cpu_ns();
     return 1000000000u + cost_copy * copy_bytes + cost_read * pread_big_bytes +
-           cost_splice * splice_in_bytes;
+           cost_splice * splice_in_bytes + cost_once * (uint64_t)(cpus_asked + movable_asked);
 }
 
 char dir[256];

@@ -62,7 +62,8 @@ extern int kept_asked, kept_turns;
 extern uint64_t host_movable; /* of host_kept, kept for movable pages (UINT64_MAX: unknown) */
 extern int movable_asked;
 extern uint64_t cost_copy, cost_read, cost_splice; /* the clock's price per byte of each way */
-extern int cpu_asked;
+extern uint64_t cost_once; /* and per question a save asks once (tio__host_cpus, _kept_movable) */
+extern int cpu_asked, cpus_asked;
 /* writev() to a regular file: made to fail (errno) from the writev_fail_after'th
  * such call; the calls and bytes made by a thread other than wrap_main (the
  * sink's writer thread) and by it; the bytes written before a failure */
