@@ -108,13 +108,15 @@ struct tio_sink {
      * CPU time at aw_cpu0, and stops the thread where they did not because
      * other work had the processors, as the saving thread's time run and
      * waiting to run since aw_ran0 and aw_wait0 tells (aw_sched: those were
-     * read; sink.c, AW_MIN); aw_given: the bytes given since aw_pos0. */
+     * read; sink.c, AW_MIN), AW_STRIKES windows in a row (aw_strikes so
+     * far); aw_given: the bytes given since aw_pos0. */
     tio__sink_writer *aw;
     uint8_t *aw_buf;
     int aw_ok; /* a disk file system's regular file: a thread may write */
     int aw_busy;
     uint64_t aw_at, aw_next, aw_wall0, aw_cpu0, aw_pos0, aw_given, aw_ran0, aw_wait0;
     int aw_sched;
+    unsigned aw_strikes;
     uint8_t first[TIO__SINK_FIRST]; /* file: the first copy buffer */
     struct tio__sink_fill {
         int fd;

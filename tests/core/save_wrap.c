@@ -315,19 +315,22 @@ uint64_t __wrap_tio__host_wall_ns(void) {
 }
 
 /* The saving thread's time run and waiting to run: the real one, or one
- * whose waits grow by sched_wait_step a reading (ran by 1 ms, or not at
- * all with sched_ran_still), or none (sched_fail). */
+ * whose waits grow by sched_wait_step a reading (every sched_wait_every'th
+ * reading only, where set; ran by 1 ms, or not at all with
+ * sched_ran_still), or none (sched_fail). */
 int __real_tio__host_run_wait_ns(uint64_t *ran, uint64_t *waited);
 int __wrap_tio__host_run_wait_ns(uint64_t *ran, uint64_t *waited);
 uint64_t sched_wait_step;
 int sched_fake, sched_fail, sched_ran_still;
+unsigned sched_wait_every;
 
 int __wrap_tio__host_run_wait_ns(uint64_t *ran, uint64_t *waited) {
     static uint64_t r = 1, w = 1;
+    static unsigned n;
     if (!sched_fake) return __real_tio__host_run_wait_ns(ran, waited);
     if (sched_fail) return -1;
     if (!sched_ran_still) r += 1000000;
-    w += sched_wait_step;
+    if (!sched_wait_every || ++n % sched_wait_every == 0) w += sched_wait_step;
     *ran = r;
     *waited = w;
     return 0;

@@ -75,9 +75,11 @@ extern pthread_t wrap_main;
 extern uint64_t wall_step;
 /* the saving thread's time run and waiting (tio__host_run_wait_ns): faked
  * where sched_fake, its waits growing by sched_wait_step a reading, its time
- * run not growing with sched_ran_still, unreadable with sched_fail */
+ * run not growing with sched_ran_still, unreadable with sched_fail; the
+ * waits growing only every sched_wait_every'th reading where set */
 extern uint64_t sched_wait_step;
 extern int sched_fake, sched_fail, sched_ran_still;
+extern unsigned sched_wait_every;
 
 /* fallocate() and ftruncate(): the calls, the last one's arguments, and
  * what makes them fail (an errno; 0: no) */
