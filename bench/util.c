@@ -214,6 +214,25 @@ int bn_paired_more(const bn_paired *p) {
     return spread(p, p->n - p->reps, p->reps) > BN_STEADY;
 }
 
+/* The fact "all_pairs" of subject s against the baseline: every repetition's
+ * paired ratio's median, and the ratio of each side's least time. */
+static void all_pairs(const bn_paired *p, int s) {
+    double *r = malloc((size_t)p->n * sizeof *r);
+    if (!r) return;
+    double least0 = 0, least = 0;
+    for (int i = 0; i < p->n; i++) {
+        const double *row = p->t + (size_t)i * BN_PAIR_MAX;
+        r[i] = ratio_at(p, i, s);
+        if (row[0] > 0 && (least0 == 0 || row[0] < least0)) least0 = row[0];
+        if (row[s] > 0 && (least == 0 || row[s] < least)) least = row[s];
+    }
+    qsort(r, (size_t)p->n, sizeof *r, cmp_double);
+    double med = p->n % 2 ? r[p->n / 2] : (r[p->n / 2 - 1] + r[p->n / 2]) / 2;
+    free(r);
+    bn_fact(p->cas, p->group, p->subject[s], "all_pairs", "%d %.6f %.6f", p->n, med,
+            least > 0 ? least0 / least : 0);
+}
+
 void bn_paired_emit(const bn_paired *p) {
     int len = p->n < p->reps ? p->n : p->reps;
     if (len == 0) return;
@@ -237,6 +256,7 @@ void bn_paired_emit(const bn_paired *p) {
                    ratio_at(p, i, s));
         bn_fact(p->cas, p->group, p->subject[s], "reps", "%d of %d run (cap %d), %s", len, p->n,
                 p->max, best <= BN_STEADY ? "steady" : "not steady");
+        if (best > BN_STEADY && p->n > len) all_pairs(p, s);
     }
     fflush(stdout);
 }
