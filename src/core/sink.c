@@ -561,7 +561,7 @@ static void touch_pages(uint8_t *p, size_t n, size_t page) {
  * epoch's own cost is 4-5 ms) is left out of the epoch's (try_t0 moves by
  * it). It fell on the first epoch that used the buffer, which then lost by
  * far and was not tried again: 1 GiB of one tensor onto ext4, a BTF or
- * .npy source, the buffer's first epoch 600-1,000 ns/KiB, its second
+ * .npz source, the buffer's first epoch 600-1,000 ns/KiB, its second
  * 230-250, the way kept instead 0.30-0.37 s where the buffer's takes
  * 0.25-0.26 s (docs/performance.md). */
 static int big_buf(tio_sink *s, tio_error *err) {
