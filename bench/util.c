@@ -186,6 +186,12 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The median of r[0..n), n > 0, which it sorts. */
+static double median_of(double *r, int n) {
+    qsort(r, (size_t)n, sizeof *r, cmp_double);
+    return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+}
+
 static double ratio_at(const bn_paired *p, int rep, int s) {
     const double *row = p->t + (size_t)rep * BN_PAIR_MAX;
     return row[s] > 0 ? row[0] / row[s] : 0;
@@ -198,8 +204,7 @@ static double spread(const bn_paired *p, int from, int len) {
     if (len > (int)(sizeof r / sizeof r[0])) len = (int)(sizeof r / sizeof r[0]);
     for (int s = 1; s < p->nsub; s++) {
         for (int i = 0; i < len; i++) r[i] = ratio_at(p, from + i, s);
-        qsort(r, (size_t)len, sizeof r[0], cmp_double);
-        double med = len % 2 ? r[len / 2] : (r[len / 2 - 1] + r[len / 2]) / 2;
+        double med = median_of(r, len);
         if (med <= 0) return 1e9;
         double d = r[len - 1] / med - 1;
         if (1 - r[0] / med > d) d = 1 - r[0] / med;
@@ -226,8 +231,7 @@ static void all_pairs(const bn_paired *p, int s) {
         if (row[0] > 0 && (least0 == 0 || row[0] < least0)) least0 = row[0];
         if (row[s] > 0 && (least == 0 || row[s] < least)) least = row[s];
     }
-    qsort(r, (size_t)p->n, sizeof *r, cmp_double);
-    double med = p->n % 2 ? r[p->n / 2] : (r[p->n / 2 - 1] + r[p->n / 2]) / 2;
+    double med = median_of(r, p->n);
     free(r);
     bn_fact(p->cas, p->group, p->subject[s], "all_pairs", "%d %.6f %.6f", p->n, med,
             least > 0 ? least0 / least : 0);
