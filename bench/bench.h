@@ -88,12 +88,14 @@ double bn_touch(const char *path, uint64_t touches, uint64_t *done, uint64_t *si
  * lie within +-BN_STEADY of their median. bn_paired_emit prints the R and P
  * lines of the steady window, or, when the cap was reached first, of the
  * window with the smallest spread, and a fact "reps" saying which; in that
- * case also a fact "all_pairs" per subject ("N MEDIAN LEAST": the median of
- * all N paired ratios and the ratio of each side's least time over all N),
- * since the steadiest window of a bimodal host can be one where a single
- * side was slow in every pair. */
+ * case also a fact "all_pairs" per subject ("N MEDIAN LEAST SLOW0 SLOW": the
+ * median of all N paired ratios, the ratio of each side's least time over
+ * all N, and how many of the N runs of the baseline and of the subject took
+ * more than BN_SLOW times their own least), since the steadiest window of a
+ * bimodal host can be one where a single side was slow in every pair. */
 #define BN_PAIR_MAX 4
 #define BN_STEADY 0.10
+#define BN_SLOW 2.0
 typedef struct bn_paired {
     const char *cas, *group;
     int nsub;                       /* subject[0] is the baseline */

@@ -144,8 +144,10 @@ def fp(case, group, subject, base):
     # every repetition, not only the window shown (the steadiest one of a
     # bimodal host can be one where a single side was slow in every pair)
     allp = FACTS.get((case, group, subject), {}).get("all_pairs", "").split()
-    if len(allp) == 3:
+    if len(allp) >= 3:
         least += f"; all {allp[0]} pairs {float(allp[1]):.2f}×, least times {float(allp[2]):.2f}×"
+    if len(allp) == 5:
+        least += f", slow runs (over 2× their least) {base} {allp[3]}, {subject} {allp[4]}"
     return f"{r:.2f}× ±{d * 100:.0f} %, not steady{least}"
 
 
@@ -1070,7 +1072,8 @@ def main():
             "time, repetition by repetition) and how far the farthest one is from it "
             "(±x %; more than ±10 % after the cap of repetitions: *not steady*, and "
             "then the window with the least spread is shown, followed by the median of "
-            "every pair and the ratio of each side's least time over them all); "
+            "every pair, the ratio of each side's least time over them all and how many "
+            "runs of each side took over twice its own least); "
             "elsewhere baseline median time / tensio median time. The page-fault cost and "
             "memcpy's bandwidth below are this machine's, measured by the run.\n",
             "## Machine\n", table(["", ""], mach),

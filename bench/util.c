@@ -220,7 +220,10 @@ int bn_paired_more(const bn_paired *p) {
 }
 
 /* The fact "all_pairs" of subject s against the baseline: every repetition's
- * paired ratio's median, and the ratio of each side's least time. */
+ * paired ratio's median, the ratio of each side's least time, and how many
+ * runs of each side took more than BN_SLOW times that side's least (on a
+ * host whose page faults strike either side at random: whether one side
+ * draws them more often). */
 static void all_pairs(const bn_paired *p, int s) {
     double *r = malloc((size_t)p->n * sizeof *r);
     if (!r) return;
@@ -231,10 +234,16 @@ static void all_pairs(const bn_paired *p, int s) {
         if (row[0] > 0 && (least0 == 0 || row[0] < least0)) least0 = row[0];
         if (row[s] > 0 && (least == 0 || row[s] < least)) least = row[s];
     }
+    int slow0 = 0, slow = 0;
+    for (int i = 0; i < p->n; i++) {
+        const double *row = p->t + (size_t)i * BN_PAIR_MAX;
+        slow0 += row[0] > BN_SLOW * least0;
+        slow += row[s] > BN_SLOW * least;
+    }
     double med = median_of(r, p->n);
     free(r);
-    bn_fact(p->cas, p->group, p->subject[s], "all_pairs", "%d %.6f %.6f", p->n, med,
-            least > 0 ? least0 / least : 0);
+    bn_fact(p->cas, p->group, p->subject[s], "all_pairs", "%d %.6f %.6f %d %d", p->n, med,
+            least > 0 ? least0 / least : 0, slow0, slow);
 }
 
 void bn_paired_emit(const bn_paired *p) {
