@@ -120,6 +120,7 @@ int bn_cmd_model(bn_ctx *x, int argc, char **argv);
 int bn_cmd_recvfiles(bn_ctx *x, int argc, char **argv);
 int bn_cmd_machine(bn_ctx *x, int argc, char **argv);
 int bn_cmd_host(bn_ctx *x, int argc, char **argv);
+int bn_cmd_hold(bn_ctx *x, int argc, char **argv);
 int bn_cmd_lmdb(bn_ctx *x, int argc, char **argv);
 int bn_cmd_shards(bn_ctx *x, int argc, char **argv);
 

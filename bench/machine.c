@@ -25,8 +25,20 @@
  * latest.tsv, "H C G W TEXT", which the report shows beside the rows of
  * group G (W: before or after them). It reads the library's own decision
  * (tio__sink_host_piece, an internal function): the bench names the state
- * the rows ran in, so it must not reckon it a second way. */
+ * the rows ran in, so it must not reckon it a second way.
+ *
+ *   hold --kept M [--seconds S]
+ *
+ * Puts such a host in the state where it keeps little: takes (and touches,
+ * in 4 KiB pages) fresh memory until about M MiB are left free in the
+ * blocks the host does not take back (tio__host_kept_free), and every 2 s
+ * takes again what rose more than 64 MiB above that; holds it until killed,
+ * until its parent exits, or for S seconds. Never more than half of the
+ * machine's memory. bench/run.sh runs it beside every case with
+ * BENCH_HOLD_KEPT=M, so the rows of that state can be had at will. It
+ * says on stderr its pid, and each time it takes more. */
 #include "bench.h"
+#include "core/internal.h"
 #include "core/sink.h"
 
 #include <errno.h>
@@ -37,6 +49,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gen.h"
@@ -215,4 +228,55 @@ int bn_cmd_host(bn_ctx *x, int argc, char **argv) {
     else
         printf("H\t%s\t%s\t%s\twhole\n", c, g, w);
     return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* Fresh memory of n bytes in 4 KiB pages (not huge ones: those would come
+ * from the large blocks, not the small ones this takes), every page
+ * touched; NULL where it cannot be had. */
+static void *take_small_pages(size_t n) {
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_NOHUGEPAGE
+    (void)madvise(p, n, MADV_NOHUGEPAGE);
+#endif
+    for (size_t i = 0; i < n; i += PAGE) ((volatile unsigned char *)p)[i] = 1;
+    return p;
+}
+
+int bn_cmd_hold(bn_ctx *x, int argc, char **argv) {
+    (void)x;
+    const char *k = bn_opt(argc, argv, "--kept", NULL);
+    if (!k) return bn_fail("hold: --kept MiB is required");
+    uint64_t target = strtoull(k, NULL, 10) << 20, held = 0;
+    double seconds = atof(bn_opt(argc, argv, "--seconds", "0")), t0 = bn_now();
+    long page = sysconf(_SC_PAGESIZE), pages = sysconf(_SC_PHYS_PAGES);
+    size_t pg = page > 0 ? (size_t)page : PAGE;
+    uint64_t cap = pages > 0 ? (uint64_t)pages * pg / 2 : 0;
+    pid_t parent = getppid();
+    uint64_t slack = 16u << 20;
+    fprintf(stderr, "hold: pid %ld, until %" PRIu64 " MiB are kept, at most %" PRIu64
+            " MiB held\n", (long)getpid(), target >> 20, cap >> 20);
+    for (;;) {
+        for (int tries = 0; tries < 6; tries++) {
+            uint64_t kept = tio__host_kept_free(TIO__BUDDYINFO, TIO__REPORTING_ORDER, 0, pg);
+            if (kept < target + slack) break;
+            uint64_t want = kept - target;
+            if (held + want > cap) want = cap > held ? cap - held : 0;
+            want &= ~(uint64_t)(PAGE - 1);
+            if (want == 0 || !take_small_pages((size_t)want)) break;
+            held += want;
+            uint64_t now = tio__host_kept_free(TIO__BUDDYINFO, TIO__REPORTING_ORDER, 0, pg);
+            fprintf(stderr, "hold: %" PRIu64 " MiB kept, took %" PRIu64 " more (%" PRIu64
+                    " MiB held), %" PRIu64 " MiB kept now\n", kept >> 20, want >> 20, held >> 20,
+                    now >> 20);
+            /* what is left is kept for other kinds of pages than these
+             * (unmovable, reclaimable): they came from the large blocks */
+            if (now > kept - want / 2) break;
+            slack = 16u << 20;
+        }
+        slack = 64u << 20;
+        if (getppid() != parent || (seconds > 0 && bn_now() - t0 >= seconds)) return 0;
+        struct timespec ts = {2, 0};
+        nanosleep(&ts, NULL);
+    }
 }

@@ -17,6 +17,8 @@ static int usage(void) {
           "  recvfiles ... tensio recv -o, one file per message, against write()+rename()\n"
           "  machine ...  page-fault cost and memcpy bandwidth (lines of machine.tsv)\n"
           "  host ...     how a save onto a disk file system would write now (a line H)\n"
+          "  hold --kept M  hold free memory until about M MiB are left in the blocks a\n"
+          "              host that takes free memory back leaves alone (see machine.c)\n"
           "  lmdb ...    random reads from an LMDB store growing 10 k -> 1 M records\n"
           "  shards ...  WebDataset tar shards: generate, iterate every tensor (vs cat)\n"
           "Output: one tab-separated line per repetition (see bench/bench.h).\n",
@@ -56,6 +58,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "recvfiles") == 0) return bn_cmd_recvfiles(&x, sub_argc, sub_argv);
     if (strcmp(cmd, "machine") == 0) return bn_cmd_machine(&x, sub_argc, sub_argv);
     if (strcmp(cmd, "host") == 0) return bn_cmd_host(&x, sub_argc, sub_argv);
+    if (strcmp(cmd, "hold") == 0) return bn_cmd_hold(&x, sub_argc, sub_argv);
     if (strcmp(cmd, "lmdb") == 0) return bn_cmd_lmdb(&x, sub_argc, sub_argv);
     if (strcmp(cmd, "shards") == 0) return bn_cmd_shards(&x, sub_argc, sub_argv);
     return usage();

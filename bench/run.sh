@@ -53,6 +53,10 @@
 #                  partial re-run of some cases or formats; machine.tsv says
 #                  which cases were re-run, when, on which commit and file system)
 #   BENCH_CHECK    set: tio_bench --check (verify results; used by bench_smoke)
+#   BENCH_HOLD_KEPT  M: run every case with free memory held until about M MiB
+#                  are left in the blocks a virtual machine's host does not take
+#                  back (tio_bench hold): the state where either side's writes
+#                  fault in the host at random (issue 38); machine.tsv says so
 set -euo pipefail
 BUILD=${1:?usage: bench/run.sh BUILD_DIR}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -167,6 +171,15 @@ else
   echo "size	$SIZE per data file, $MANY tensors in the many-tensor files"
   measure_machine
 } >"$OUT/machine.tsv"
+fi
+# the host keeping little free memory in small blocks, on request
+grep -v '^held	' "$OUT/machine.tsv" >"$OUT/machine.tsv.new" || true
+mv "$OUT/machine.tsv.new" "$OUT/machine.tsv"
+if [ -n "${BENCH_HOLD_KEPT:-}" ]; then
+  "$B" hold --kept "$BENCH_HOLD_KEPT" 2>"$OUT/hold.log" &
+  HOLD=$!
+  trap 'kill "$HOLD" 2>/dev/null; rm -rf "$DATA"/bench-* "$READ"/bench-* "$PREV"' EXIT
+  echo "held	free memory held by tio_bench hold until about $BENCH_HOLD_KEPT MiB were left in the blocks the host does not take back (BENCH_HOLD_KEPT; what it took: hold.log)" >>"$OUT/machine.tsv"
 fi
 cat "$OUT/machine.tsv" >&2
 
