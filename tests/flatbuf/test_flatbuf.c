@@ -104,7 +104,7 @@ static void test_real_vectors(void **state) {
             char rel[128], dump[160];
             snprintf(rel, sizeof rel, "rten/%s/%s.v%d.rten", MODELS[k], MODELS[k], ver);
             snprintf(dump, sizeof dump, "%s-dump.txt", rel);
-            model m;
+            model m = {0};
             if (!load_model(rel, &m)) continue;
             tio_error e;
             tio_error_clear(&e);
@@ -124,7 +124,7 @@ static void test_real_vectors(void **state) {
 
 static void test_small_cnn_facts(void **state) {
     (void)state;
-    model m;
+    model m = {0};
     if (!load_model("rten/small_cnn/small_cnn.v1.rten", &m)) skip();
     tio_error e;
     OK(verify_model(m.buf, m.len, &e));

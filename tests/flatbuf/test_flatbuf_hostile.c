@@ -12,7 +12,7 @@ static void test_truncations(void **state) {
                           "rten/int_consts/int_consts.v1.rten"};
     size_t done = 0;
     for (size_t k = 0; k < 3; k++) {
-        model m;
+        model m = {0};
         if (!load_model(rels[k], &m)) continue;
         tio_fb_ref root;
         assert_true(tio__fb_root(m.buf, m.len, &root));
@@ -51,7 +51,7 @@ static void test_truncations(void **state) {
 
 static void test_bad_root_and_table_header(void **state) {
     (void)state;
-    model m;
+    model m = {0};
     if (!load_model("rten/small_cnn/small_cnn.v1.rten", &m)) skip();
     tio_error e;
     uint8_t *p = dup_bytes(m.buf, m.len);
@@ -572,7 +572,7 @@ static void test_slot_budget(void **state) {
 
 static void test_mutations(void **state) {
     (void)state;
-    model m;
+    model m = {0};
     if (!load_model("rten/small_cnn/small_cnn.v1.rten", &m)) skip();
     uint64_t seed = 0x9E3779B97F4A7C15ULL;
     size_t oks = 0, codes[16] = {0};
