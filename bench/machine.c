@@ -257,8 +257,8 @@ int bn_cmd_hold(bn_ctx *x, int argc, char **argv) {
     fprintf(stderr, "hold: pid %ld, until %" PRIu64 " MiB are kept, at most %" PRIu64
             " MiB held\n", (long)getpid(), target >> 20, cap >> 20);
     for (;;) {
+        uint64_t kept = tio__host_kept_free(TIO__BUDDYINFO, TIO__REPORTING_ORDER, 0, pg);
         for (int tries = 0; tries < 6; tries++) {
-            uint64_t kept = tio__host_kept_free(TIO__BUDDYINFO, TIO__REPORTING_ORDER, 0, pg);
             if (kept < target + slack) break;
             uint64_t want = kept - target;
             if (held + want > cap) want = cap > held ? cap - held : 0;
@@ -272,6 +272,7 @@ int bn_cmd_hold(bn_ctx *x, int argc, char **argv) {
             /* what is left is kept for other kinds of pages than these
              * (unmovable, reclaimable): they came from the large blocks */
             if (now > kept - want / 2) break;
+            kept = now;
             slack = 16u << 20;
         }
         slack = 64u << 20;

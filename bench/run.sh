@@ -109,7 +109,13 @@ PREV="$OUT/.previous.tsv"
 rm -f "$PREV"
 [ -n "${BENCH_KEEP:-}" ] && [ -s "$RAW" ] && cp "$RAW" "$PREV"
 : >"$RAW"
-trap 'rm -rf "$DATA"/bench-* "$READ"/bench-* "$PREV"' EXIT
+HOLD=
+# on exit: the holder stopped (BENCH_HOLD_KEPT), the data files removed
+cleanup() {
+  [ -z "$HOLD" ] || kill "$HOLD" 2>/dev/null || true
+  rm -rf "$DATA"/bench-* "$READ"/bench-* "$PREV"
+}
+trap cleanup EXIT
 
 has() { [[ " $CASES " == *" $1 "* ]]; }
 ext() { case $1 in btf) echo btf ;; tenbin) echo ten ;; zio) echo zmsg ;; rten) echo rten ;;
@@ -178,7 +184,6 @@ mv "$OUT/machine.tsv.new" "$OUT/machine.tsv"
 if [ -n "${BENCH_HOLD_KEPT:-}" ]; then
   "$B" hold --kept "$BENCH_HOLD_KEPT" 2>"$OUT/hold.log" &
   HOLD=$!
-  trap 'kill "$HOLD" 2>/dev/null; rm -rf "$DATA"/bench-* "$READ"/bench-* "$PREV"' EXIT
   echo "held	free memory held by tio_bench hold until about $BENCH_HOLD_KEPT MiB were left in the blocks the host does not take back (BENCH_HOLD_KEPT; what it took: hold.log)" >>"$OUT/machine.tsv"
 fi
 cat "$OUT/machine.tsv" >&2
